@@ -1,0 +1,19 @@
+"""Dialects of autofusion, registered lazily (name -> factory) like xDSL's own."""
+
+from collections.abc import Callable
+
+from xdsl.ir import Dialect
+
+
+def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
+    def get_nn() -> Dialect:
+        from autofusion.dialects.nn import NN
+
+        return NN
+
+    def get_fusion() -> Dialect:
+        from autofusion.dialects.fusion import Fusion
+
+        return Fusion
+
+    return {"nn": get_nn, "fusion": get_fusion}

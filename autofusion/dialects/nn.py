@@ -1,0 +1,1087 @@
+"""The ``nn`` dialect: tensor-level neural-network ops with ONNX semantics made explicit.
+
+Every ONNX attribute is normalised into a property at import: pads are always
+``[begin..., end...]`` over all spatial dims, strides and dilations are explicit, axes are
+non-negative and sorted, slices give one (start, end, step) per dimension already clamped.
+Shapes are static; verifiers recompute each result type from the operands and properties
+and name the op when they disagree.
+
+Syntax (uniform for every op)::
+
+    %y = nn.conv %x, %w, %b {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>,
+                             dilations = array<i64: 1, 1>, group = 1 : i64}
+         : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>) -> tensor<1x4x8x8xf32>
+
+Reference semantics of every op live in ``autofusion/interpreter``.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    DenseIntOrFPElementsAttr,
+    DenseResourceAttr,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    StringAttr,
+    TensorType,
+    i1,
+)
+from xdsl.ir import Attribute, Dialect
+from xdsl.irdl import (
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    prop_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.traits import Pure
+
+from autofusion.dialects import shapes
+from autofusion.dialects.base import TensorOp, shape_of, tensor_of
+
+# ---------------------------------------------------------------------------------------
+# Base classes
+# ---------------------------------------------------------------------------------------
+
+
+def _expect(op: TensorOp, index: int, shape: tuple[int, ...], elem: Attribute | None = None):
+    res = tensor_of(op.results[index])
+    got = tuple(res.get_shape())
+    if got != tuple(shape):
+        raise op.fail(f"result shape {got} does not match inferred shape {tuple(shape)}")
+    if elem is not None and res.element_type != elem:
+        raise op.fail(f"result element type {res.element_type} should be {elem}")
+
+
+def _float_elem(op: TensorOp, t: TensorType[Attribute]) -> None:
+    if isinstance(t.element_type, IntegerType):
+        raise op.fail(f"expects a floating-point tensor, got {t}")
+
+
+class UnaryOp(TensorOp):
+    """Elementwise ``y = f(x)``; same shape and element type."""
+
+    x = operand_def(TensorType)
+    y = result_def(TensorType)
+    traits = traits_def(Pure())
+    FLOAT_ONLY: ClassVar[bool] = True
+
+    def verify_(self) -> None:
+        xt = tensor_of(self.x)
+        if self.FLOAT_ONLY:
+            _float_elem(self, xt)
+        _expect(self, 0, tuple(xt.get_shape()), xt.element_type)
+
+
+class BinaryOp(TensorOp):
+    """Elementwise ``out = f(lhs, rhs)`` with numpy broadcasting; same element types."""
+
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    out = result_def(TensorType)
+    traits = traits_def(Pure())
+    RESULT_IS_BOOL: ClassVar[bool] = False
+
+    def verify_(self) -> None:
+        lt, rt = tensor_of(self.lhs), tensor_of(self.rhs)
+        if lt.element_type != rt.element_type:
+            raise self.fail(f"operand element types differ: {lt.element_type} vs {rt.element_type}")
+        try:
+            shape = shapes.broadcast(lt.get_shape(), rt.get_shape())
+        except ValueError as e:
+            raise self.fail(str(e)) from None
+        _expect(self, 0, shape, i1 if self.RESULT_IS_BOOL else lt.element_type)
+
+
+class CompareOp(BinaryOp):
+    RESULT_IS_BOOL: ClassVar[bool] = True
+
+
+# ---------------------------------------------------------------------------------------
+# Elementwise unary
+# ---------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class ReluOp(UnaryOp):
+    """``max(x, 0)``; NaN propagates. C: ``x > 0 ? x : (x != x ? x : 0)``."""
+
+    name = "nn.relu"
+
+
+@irdl_op_definition
+class SigmoidOp(UnaryOp):
+    """``1 / (1 + exp(-x))``."""
+
+    name = "nn.sigmoid"
+
+
+@irdl_op_definition
+class TanhOp(UnaryOp):
+    name = "nn.tanh"
+
+
+@irdl_op_definition
+class ErfOp(UnaryOp):
+    name = "nn.erf"
+
+
+@irdl_op_definition
+class ExpOp(UnaryOp):
+    name = "nn.exp"
+
+
+@irdl_op_definition
+class LogOp(UnaryOp):
+    name = "nn.log"
+
+
+@irdl_op_definition
+class SqrtOp(UnaryOp):
+    name = "nn.sqrt"
+
+
+@irdl_op_definition
+class NegOp(UnaryOp):
+    name = "nn.neg"
+    FLOAT_ONLY: ClassVar[bool] = False
+
+
+@irdl_op_definition
+class AbsOp(UnaryOp):
+    name = "nn.abs"
+    FLOAT_ONLY: ClassVar[bool] = False
+
+
+@irdl_op_definition
+class ReciprocalOp(UnaryOp):
+    name = "nn.reciprocal"
+
+
+@irdl_op_definition
+class FloorOp(UnaryOp):
+    name = "nn.floor"
+
+
+@irdl_op_definition
+class CeilOp(UnaryOp):
+    name = "nn.ceil"
+
+
+@irdl_op_definition
+class RoundOp(UnaryOp):
+    """Round half to even (ONNX Round)."""
+
+    name = "nn.round"
+
+
+@irdl_op_definition
+class SignOp(UnaryOp):
+    name = "nn.sign"
+    FLOAT_ONLY: ClassVar[bool] = False
+
+
+@irdl_op_definition
+class SinOp(UnaryOp):
+    name = "nn.sin"
+
+
+@irdl_op_definition
+class CosOp(UnaryOp):
+    name = "nn.cos"
+
+
+@irdl_op_definition
+class SoftplusOp(UnaryOp):
+    """``log(1 + exp(x))``."""
+
+    name = "nn.softplus"
+
+
+@irdl_op_definition
+class HardSwishOp(UnaryOp):
+    """``x * max(0, min(1, x/6 + 1/2))``."""
+
+    name = "nn.hard_swish"
+
+
+@irdl_op_definition
+class NotOp(UnaryOp):
+    """Logical not on ``i1`` tensors."""
+
+    name = "nn.not"
+    FLOAT_ONLY: ClassVar[bool] = False
+
+    def verify_(self) -> None:
+        xt = tensor_of(self.x)
+        if xt.element_type != i1:
+            raise self.fail(f"expects an i1 tensor, got {xt}")
+        _expect(self, 0, tuple(xt.get_shape()), i1)
+
+
+@irdl_op_definition
+class LeakyReluOp(UnaryOp):
+    """``x >= 0 ? x : alpha * x``."""
+
+    name = "nn.leaky_relu"
+    alpha = prop_def(FloatAttr)
+
+
+@irdl_op_definition
+class EluOp(UnaryOp):
+    """``x >= 0 ? x : alpha * (exp(x) - 1)``."""
+
+    name = "nn.elu"
+    alpha = prop_def(FloatAttr)
+
+
+@irdl_op_definition
+class ClipOp(UnaryOp):
+    """``min(max(x, min), max)``; bounds are constants (ONNX inputs folded at import).
+
+    Absent bounds are +-inf. NaN propagates.
+    """
+
+    name = "nn.clip"
+    min = prop_def(FloatAttr)
+    max = prop_def(FloatAttr)
+    FLOAT_ONLY: ClassVar[bool] = False
+
+
+@irdl_op_definition
+class HardSigmoidOp(UnaryOp):
+    """``max(0, min(1, alpha * x + beta))``."""
+
+    name = "nn.hard_sigmoid"
+    alpha = prop_def(FloatAttr)
+    beta = prop_def(FloatAttr)
+
+
+@irdl_op_definition
+class GeluOp(UnaryOp):
+    """GELU; ``approximate`` is ``"none"`` (erf form) or ``"tanh"``."""
+
+    name = "nn.gelu"
+    approximate = prop_def(StringAttr)
+
+    def verify_(self) -> None:
+        super().verify_()
+        if self.str_prop("approximate") not in ("none", "tanh"):
+            raise self.fail("approximate must be \"none\" or \"tanh\"")
+
+
+@irdl_op_definition
+class CastOp(TensorOp):
+    """Element type conversion; float->int truncates toward zero, to ``i1`` is ``x != 0``."""
+
+    name = "nn.cast"
+    x = operand_def(TensorType)
+    y = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def verify_(self) -> None:
+        _expect(self, 0, shape_of(self.x))
+
+
+# ---------------------------------------------------------------------------------------
+# Elementwise binary / ternary
+# ---------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class AddOp(BinaryOp):
+    name = "nn.add"
+
+
+@irdl_op_definition
+class SubOp(BinaryOp):
+    name = "nn.sub"
+
+
+@irdl_op_definition
+class MulOp(BinaryOp):
+    name = "nn.mul"
+
+
+@irdl_op_definition
+class DivOp(BinaryOp):
+    """Division; integer division truncates toward zero (ONNX)."""
+
+    name = "nn.div"
+
+
+@irdl_op_definition
+class PowOp(BinaryOp):
+    name = "nn.pow"
+
+
+@irdl_op_definition
+class MaxOp(BinaryOp):
+    """Elementwise maximum; NaN propagates."""
+
+    name = "nn.max"
+
+
+@irdl_op_definition
+class MinOp(BinaryOp):
+    name = "nn.min"
+
+
+@irdl_op_definition
+class ModOp(BinaryOp):
+    """``fmod`` = 1: C fmod semantics; else Python-style (sign of divisor)."""
+
+    name = "nn.mod"
+    fmod = prop_def(IntegerAttr)
+
+
+@irdl_op_definition
+class PReluOp(BinaryOp):
+    """``x >= 0 ? x : slope * x`` with ``slope`` broadcast to ``x``."""
+
+    name = "nn.prelu"
+
+
+@irdl_op_definition
+class AndOp(BinaryOp):
+    name = "nn.and"
+
+
+@irdl_op_definition
+class OrOp(BinaryOp):
+    name = "nn.or"
+
+
+@irdl_op_definition
+class XorOp(BinaryOp):
+    name = "nn.xor"
+
+
+@irdl_op_definition
+class EqualOp(CompareOp):
+    name = "nn.equal"
+
+
+@irdl_op_definition
+class LessOp(CompareOp):
+    name = "nn.less"
+
+
+@irdl_op_definition
+class LessEqualOp(CompareOp):
+    name = "nn.less_equal"
+
+
+@irdl_op_definition
+class GreaterOp(CompareOp):
+    name = "nn.greater"
+
+
+@irdl_op_definition
+class GreaterEqualOp(CompareOp):
+    name = "nn.greater_equal"
+
+
+@irdl_op_definition
+class WhereOp(TensorOp):
+    """``cond ? x : y`` with three-way broadcasting; ``cond`` is ``i1``."""
+
+    name = "nn.where"
+    cond = operand_def(TensorType)
+    x = operand_def(TensorType)
+    y = operand_def(TensorType)
+    out = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def verify_(self) -> None:
+        ct, xt, yt = tensor_of(self.cond), tensor_of(self.x), tensor_of(self.y)
+        if ct.element_type != i1:
+            raise self.fail(f"condition must be an i1 tensor, got {ct}")
+        if xt.element_type != yt.element_type:
+            raise self.fail("x and y element types differ")
+        try:
+            shape = shapes.broadcast(ct.get_shape(), xt.get_shape(), yt.get_shape())
+        except ValueError as e:
+            raise self.fail(str(e)) from None
+        _expect(self, 0, shape, xt.element_type)
+
+
+# ---------------------------------------------------------------------------------------
+# Contractions and normalisations
+# ---------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class ConvOp(TensorOp):
+    """N-d convolution (ONNX Conv), NCHW; ``pads = [begin..., end...]``; optional bias."""
+
+    name = "nn.conv"
+    x = operand_def(TensorType)
+    w = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    y = result_def(TensorType)
+    strides = prop_def(DenseArrayBase)
+    pads = prop_def(DenseArrayBase)
+    dilations = prop_def(DenseArrayBase)
+    group = prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+
+    def verify_(self) -> None:
+        xs, ws = shape_of(self.x), shape_of(self.w)
+        try:
+            shape = shapes.conv_out(
+                xs, ws, self.ints("strides"), self.ints("pads"), self.ints("dilations"),
+                self.int_prop("group"),
+            )
+        except ValueError as e:
+            raise self.fail(str(e)) from None
+        if self.bias is not None and shape_of(self.bias) != (ws[0],):
+            raise self.fail(f"bias shape {shape_of(self.bias)} should be ({ws[0]},)")
+        _expect(self, 0, shape, tensor_of(self.x).element_type)
+
+
+@irdl_op_definition
+class BatchNormOp(TensorOp):
+    """Inference batch normalisation over dim 1: ``(x - mean) / sqrt(var + eps) * scale + bias``."""
+
+    name = "nn.batch_norm"
+    x = operand_def(TensorType)
+    scale = operand_def(TensorType)
+    bias = operand_def(TensorType)
+    mean = operand_def(TensorType)
+    var = operand_def(TensorType)
+    y = result_def(TensorType)
+    epsilon = prop_def(FloatAttr)
+    traits = traits_def(Pure())
+
+    def verify_(self) -> None:
+        xs = shape_of(self.x)
+        if len(xs) < 2:
+            raise self.fail("input must have rank >= 2")
+        for v in (self.scale, self.bias, self.mean, self.var):
+            if shape_of(v) != (xs[1],):
+                raise self.fail(f"parameter shape {shape_of(v)} should be ({xs[1]},)")
+        _expect(self, 0, xs, tensor_of(self.x).element_type)
+
+
+@irdl_op_definition
+class InstanceNormOp(TensorOp):
+    """Instance normalisation over spatial dims, per (n, c)."""
+
+    name = "nn.instance_norm"
+    x = operand_def(TensorType)
+    scale = operand_def(TensorType)
+    bias = operand_def(TensorType)
+    y = result_def(TensorType)
+    epsilon = prop_def(FloatAttr)
+    traits = traits_def(Pure())
+
+    def verify_(self) -> None:
+        xs = shape_of(self.x)
+        for v in (self.scale, self.bias):
+            if shape_of(v) != (xs[1],):
+                raise self.fail(f"parameter shape {shape_of(v)} should be ({xs[1]},)")
+        _expect(self, 0, xs, tensor_of(self.x).element_type)
+
+
+@irdl_op_definition
+class LayerNormOp(TensorOp):
+    """Layer normalisation over dims ``[axis, rank)``; scale (and optional bias) broadcast."""
+
+    name = "nn.layer_norm"
+    x = operand_def(TensorType)
+    scale = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    y = result_def(TensorType)
+    axis = prop_def(IntegerAttr)
+    epsilon = prop_def(FloatAttr)
+    traits = traits_def(Pure())
+
+    def verify_(self) -> None:
+        xs = shape_of(self.x)
+        axis = self.int_prop("axis")
+        if not 0 <= axis < len(xs):
+            raise self.fail(f"axis {axis} out of range for rank {len(xs)}")
+        norm = xs[axis:]
+        for v in (self.scale, self.bias):
+            if v is None:
+                continue
+            try:
+                if shapes.broadcast(shape_of(v), norm) != norm:
+                    raise ValueError("")
+            except ValueError:
+                raise self.fail(
+                    f"parameter shape {shape_of(v)} does not broadcast to {norm}"
+                ) from None
+        _expect(self, 0, xs, tensor_of(self.x).element_type)
+
+
+@irdl_op_definition
+class LRNOp(TensorOp):
+    """Local response normalisation across channels (ONNX LRN)."""
+
+    name = "nn.lrn"
+    x = operand_def(TensorType)
+    y = result_def(TensorType)
+    size = prop_def(IntegerAttr)
+    alpha = prop_def(FloatAttr)
+    beta = prop_def(FloatAttr)
+    bias = prop_def(FloatAttr)
+    traits = traits_def(Pure())
+
+    def verify_(self) -> None:
+        _expect(self, 0, shape_of(self.x), tensor_of(self.x).element_type)
+
+
+@irdl_op_definition
+class MatMulOp(TensorOp):
+    """numpy ``matmul`` semantics (batch broadcasting, 1-d promotion)."""
+
+    name = "nn.matmul"
+    a = operand_def(TensorType)
+    b = operand_def(TensorType)
+    out = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def verify_(self) -> None:
+        try:
+            shape = shapes.matmul_out(shape_of(self.a), shape_of(self.b))
+        except ValueError as e:
+            raise self.fail(str(e)) from None
+        _expect(self, 0, shape, tensor_of(self.a).element_type)
+
+
+@irdl_op_definition
+class GemmOp(TensorOp):
+    """``alpha * op(A) @ op(B) + beta * C``; C broadcasts to the (M, N) result."""
+
+    name = "nn.gemm"
+    a = operand_def(TensorType)
+    b = operand_def(TensorType)
+    c = opt_operand_def(TensorType)
+    out = result_def(TensorType)
+    alpha = prop_def(FloatAttr)
+    beta = prop_def(FloatAttr)
+    trans_a = prop_def(IntegerAttr)
+    trans_b = prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+
+    def verify_(self) -> None:
+        sa, sb = shape_of(self.a), shape_of(self.b)
+        if len(sa) != 2 or len(sb) != 2:
+            raise self.fail("operands must be 2-d")
+        m, k = (sa[1], sa[0]) if self.bool_prop("trans_a") else sa
+        k2, n = (sb[1], sb[0]) if self.bool_prop("trans_b") else sb
+        if k != k2:
+            raise self.fail(f"contraction sizes differ: {k} vs {k2}")
+        if self.c is not None:
+            try:
+                if shapes.broadcast(shape_of(self.c), (m, n)) != (m, n):
+                    raise ValueError("")
+            except ValueError:
+                raise self.fail(f"C shape {shape_of(self.c)} does not broadcast to {(m, n)}") from None
+        _expect(self, 0, (m, n), tensor_of(self.a).element_type)
+
+
+@irdl_op_definition
+class AttentionOp(TensorOp):
+    """``softmax(q @ k^T * scale + mask) @ v`` over the last two dims.
+
+    q: [..., S, D], k: [..., T, D], v: [..., T, E], mask broadcasts to [..., S, T].
+    Produced by ``recognize-attention``.
+    """
+
+    name = "nn.attention"
+    q = operand_def(TensorType)
+    k = operand_def(TensorType)
+    v = operand_def(TensorType)
+    mask = opt_operand_def(TensorType)
+    out = result_def(TensorType)
+    scale = prop_def(FloatAttr)
+    traits = traits_def(Pure())
+
+    def verify_(self) -> None:
+        q, k, v = shape_of(self.q), shape_of(self.k), shape_of(self.v)
+        if len(q) < 2 or q[-1] != k[-1] or k[-2] != v[-2]:
+            raise self.fail(f"incompatible q/k/v shapes {q}, {k}, {v}")
+        try:
+            batch = shapes.broadcast(q[:-2], k[:-2], v[:-2])
+            if self.mask is not None:
+                scores = (*batch, q[-2], k[-2])
+                if shapes.broadcast(shape_of(self.mask), scores) != scores:
+                    raise ValueError(f"mask {shape_of(self.mask)} does not broadcast to {scores}")
+        except ValueError as e:
+            raise self.fail(str(e)) from None
+        _expect(self, 0, (*batch, q[-2], v[-1]), tensor_of(self.q).element_type)
+
+
+# ---------------------------------------------------------------------------------------
+# Pooling and reductions
+# ---------------------------------------------------------------------------------------
+
+
+class PoolOp(TensorOp):
+    x = operand_def(TensorType)
+    y = result_def(TensorType)
+    kernel = prop_def(DenseArrayBase)
+    strides = prop_def(DenseArrayBase)
+    pads = prop_def(DenseArrayBase)
+    dilations = prop_def(DenseArrayBase)
+    ceil_mode = prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+
+    def verify_(self) -> None:
+        try:
+            shape = shapes.pool_out(
+                shape_of(self.x), self.ints("kernel"), self.ints("strides"), self.ints("pads"),
+                self.ints("dilations"), self.bool_prop("ceil_mode"),
+            )
+        except ValueError as e:
+            raise self.fail(str(e)) from None
+        _expect(self, 0, shape, tensor_of(self.x).element_type)
+
+
+@irdl_op_definition
+class MaxPoolOp(PoolOp):
+    """Max pooling; padding never wins (acts as -inf)."""
+
+    name = "nn.max_pool"
+
+
+@irdl_op_definition
+class AvgPoolOp(PoolOp):
+    """Average pooling; ``count_include_pad`` counts explicit pads (never ceil overhang)."""
+
+    name = "nn.avg_pool"
+    count_include_pad = prop_def(IntegerAttr)
+
+
+class GlobalPoolOp(TensorOp):
+    x = operand_def(TensorType)
+    y = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def verify_(self) -> None:
+        xs = shape_of(self.x)
+        _expect(self, 0, (*xs[:2], *([1] * (len(xs) - 2))), tensor_of(self.x).element_type)
+
+
+@irdl_op_definition
+class GlobalAvgPoolOp(GlobalPoolOp):
+    name = "nn.global_avg_pool"
+
+
+@irdl_op_definition
+class GlobalMaxPoolOp(GlobalPoolOp):
+    name = "nn.global_max_pool"
+
+
+class ReduceOp(TensorOp):
+    """Reduction over sorted non-negative ``axes`` (empty = no-op copy after import)."""
+
+    x = operand_def(TensorType)
+    y = result_def(TensorType)
+    axes = prop_def(DenseArrayBase)
+    keepdims = prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+
+    def verify_(self) -> None:
+        axes = self.ints("axes")
+        if list(axes) != sorted(set(axes)):
+            raise self.fail(f"axes {axes} must be sorted and unique")
+        try:
+            shape = shapes.reduce_out(shape_of(self.x), axes, self.bool_prop("keepdims"))
+        except ValueError as e:
+            raise self.fail(str(e)) from None
+        _expect(self, 0, shape, tensor_of(self.x).element_type)
+
+
+@irdl_op_definition
+class ReduceMeanOp(ReduceOp):
+    name = "nn.reduce_mean"
+
+
+@irdl_op_definition
+class ReduceSumOp(ReduceOp):
+    name = "nn.reduce_sum"
+
+
+@irdl_op_definition
+class ReduceMaxOp(ReduceOp):
+    name = "nn.reduce_max"
+
+
+@irdl_op_definition
+class ReduceMinOp(ReduceOp):
+    name = "nn.reduce_min"
+
+
+@irdl_op_definition
+class ReduceProdOp(ReduceOp):
+    name = "nn.reduce_prod"
+
+
+@irdl_op_definition
+class ReduceL2Op(ReduceOp):
+    name = "nn.reduce_l2"
+
+
+class SoftmaxBase(TensorOp):
+    x = operand_def(TensorType)
+    y = result_def(TensorType)
+    axis = prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+
+    def verify_(self) -> None:
+        xs = shape_of(self.x)
+        if not 0 <= self.int_prop("axis") < max(1, len(xs)):
+            raise self.fail(f"axis {self.int_prop('axis')} out of range for rank {len(xs)}")
+        _expect(self, 0, xs, tensor_of(self.x).element_type)
+
+
+@irdl_op_definition
+class SoftmaxOp(SoftmaxBase):
+    """Softmax along one axis (opset-13 semantics; older exports are rewritten at import)."""
+
+    name = "nn.softmax"
+
+
+@irdl_op_definition
+class LogSoftmaxOp(SoftmaxBase):
+    name = "nn.log_softmax"
+
+
+@irdl_op_definition
+class ArgMaxOp(TensorOp):
+    """Index (i64) of the first maximum along ``axis``."""
+
+    name = "nn.arg_max"
+    x = operand_def(TensorType)
+    y = result_def(TensorType)
+    axis = prop_def(IntegerAttr)
+    keepdims = prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+
+    def verify_(self) -> None:
+        shape = shapes.reduce_out(shape_of(self.x), [self.int_prop("axis")], self.bool_prop("keepdims"))
+        _expect(self, 0, shape)
+
+
+# ---------------------------------------------------------------------------------------
+# Data movement
+# ---------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class ReshapeOp(TensorOp):
+    """Row-major reinterpretation to the result shape (also Flatten/Squeeze/Unsqueeze)."""
+
+    name = "nn.reshape"
+    x = operand_def(TensorType)
+    y = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def verify_(self) -> None:
+        xt, yt = tensor_of(self.x), tensor_of(self.y)
+        if shapes.numel(xt.get_shape()) != shapes.numel(yt.get_shape()):
+            raise self.fail(
+                f"element count differs: {tuple(xt.get_shape())} -> {tuple(yt.get_shape())}"
+            )
+        if xt.element_type != yt.element_type:
+            raise self.fail("reshape cannot change the element type")
+
+
+@irdl_op_definition
+class TransposeOp(TensorOp):
+    name = "nn.transpose"
+    x = operand_def(TensorType)
+    y = result_def(TensorType)
+    perm = prop_def(DenseArrayBase)
+    traits = traits_def(Pure())
+
+    def verify_(self) -> None:
+        xs = shape_of(self.x)
+        perm = self.ints("perm")
+        if sorted(perm) != list(range(len(xs))):
+            raise self.fail(f"perm {perm} is not a permutation of rank {len(xs)}")
+        _expect(self, 0, tuple(xs[p] for p in perm), tensor_of(self.x).element_type)
+
+
+@irdl_op_definition
+class ConcatOp(TensorOp):
+    name = "nn.concat"
+    inputs = var_operand_def(TensorType)
+    y = result_def(TensorType)
+    axis = prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+
+    def verify_(self) -> None:
+        if not self.inputs:
+            raise self.fail("needs at least one input")
+        axis = self.int_prop("axis")
+        first = shape_of(self.inputs[0])
+        if not 0 <= axis < len(first):
+            raise self.fail(f"axis {axis} out of range for rank {len(first)}")
+        total = 0
+        for v in self.inputs:
+            s = shape_of(v)
+            if len(s) != len(first) or any(
+                a != b for i, (a, b) in enumerate(zip(s, first)) if i != axis
+            ):
+                raise self.fail(f"input shapes {first} and {s} differ off the concat axis")
+            total += s[axis]
+        out = list(first)
+        out[axis] = total
+        _expect(self, 0, tuple(out), tensor_of(self.inputs[0]).element_type)
+
+
+@irdl_op_definition
+class SplitOp(TensorOp):
+    """Split along ``axis``; piece sizes are the result shapes."""
+
+    name = "nn.split"
+    x = operand_def(TensorType)
+    outputs = var_result_def(TensorType)
+    axis = prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+
+    def verify_(self) -> None:
+        xs = shape_of(self.x)
+        axis = self.int_prop("axis")
+        if not 0 <= axis < len(xs):
+            raise self.fail(f"axis {axis} out of range for rank {len(xs)}")
+        total = 0
+        for r in self.outputs:
+            s = shape_of(r)
+            if len(s) != len(xs) or any(a != b for i, (a, b) in enumerate(zip(s, xs)) if i != axis):
+                raise self.fail(f"piece shape {s} does not match input {xs} off the axis")
+            total += s[axis]
+        if total != xs[axis]:
+            raise self.fail(f"pieces sum to {total}, dimension is {xs[axis]}")
+
+
+@irdl_op_definition
+class SliceOp(TensorOp):
+    """Strided slice with one normalised (start, end, step) per dim.
+
+    ``end = -1`` with a negative step means "through index 0".
+    """
+
+    name = "nn.slice"
+    x = operand_def(TensorType)
+    y = result_def(TensorType)
+    starts = prop_def(DenseArrayBase)
+    ends = prop_def(DenseArrayBase)
+    steps = prop_def(DenseArrayBase)
+    traits = traits_def(Pure())
+
+    def verify_(self) -> None:
+        try:
+            shape = shapes.slice_out(
+                shape_of(self.x), self.ints("starts"), self.ints("ends"), self.ints("steps")
+            )
+        except ValueError as e:
+            raise self.fail(str(e)) from None
+        _expect(self, 0, shape, tensor_of(self.x).element_type)
+
+
+@irdl_op_definition
+class PadOp(TensorOp):
+    """Pad with ``pads = [begin..., end...]`` (non-negative); mode constant|reflect|edge."""
+
+    name = "nn.pad"
+    x = operand_def(TensorType)
+    y = result_def(TensorType)
+    pads = prop_def(DenseArrayBase)
+    mode = prop_def(StringAttr)
+    value = prop_def(FloatAttr)
+    traits = traits_def(Pure())
+
+    def verify_(self) -> None:
+        xs = shape_of(self.x)
+        pads = self.ints("pads")
+        if len(pads) != 2 * len(xs) or min(pads, default=0) < 0:
+            raise self.fail(f"pads {pads} must be 2 x rank non-negative values")
+        if self.str_prop("mode") not in ("constant", "reflect", "edge"):
+            raise self.fail(f"unknown mode {self.str_prop('mode')!r}")
+        r = len(xs)
+        _expect(self, 0, tuple(d + pads[i] + pads[r + i] for i, d in enumerate(xs)),
+                tensor_of(self.x).element_type)
+
+
+@irdl_op_definition
+class GatherOp(TensorOp):
+    """ONNX Gather along ``axis``; negative indices count from the end."""
+
+    name = "nn.gather"
+    data = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    y = result_def(TensorType)
+    axis = prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+
+    def verify_(self) -> None:
+        ds, ist = shape_of(self.data), tensor_of(self.indices)
+        axis = self.int_prop("axis")
+        if not isinstance(ist.element_type, IntegerType):
+            raise self.fail("indices must be integers")
+        if not 0 <= axis < len(ds):
+            raise self.fail(f"axis {axis} out of range for rank {len(ds)}")
+        _expect(self, 0, (*ds[:axis], *ist.get_shape(), *ds[axis + 1:]),
+                tensor_of(self.data).element_type)
+
+
+@irdl_op_definition
+class GatherElementsOp(TensorOp):
+    name = "nn.gather_elements"
+    data = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    y = result_def(TensorType)
+    axis = prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+
+    def verify_(self) -> None:
+        ds, is_ = shape_of(self.data), shape_of(self.indices)
+        if len(ds) != len(is_):
+            raise self.fail("data and indices ranks differ")
+        _expect(self, 0, is_, tensor_of(self.data).element_type)
+
+
+@irdl_op_definition
+class GatherNDOp(TensorOp):
+    name = "nn.gather_nd"
+    data = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    y = result_def(TensorType)
+    batch_dims = prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+
+    def verify_(self) -> None:
+        ds, is_ = shape_of(self.data), shape_of(self.indices)
+        b = self.int_prop("batch_dims")
+        if not is_ or is_[-1] > len(ds) - b:
+            raise self.fail(f"index depth {is_[-1] if is_ else 0} too large for data {ds}")
+        _expect(self, 0, (*is_[:-1], *ds[b + is_[-1]:]), tensor_of(self.data).element_type)
+
+
+@irdl_op_definition
+class ExpandOp(TensorOp):
+    """Broadcast ``x`` to the result shape (ONNX Expand with a folded shape)."""
+
+    name = "nn.expand"
+    x = operand_def(TensorType)
+    y = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def verify_(self) -> None:
+        xs, ys = shape_of(self.x), shape_of(self.y)
+        try:
+            if shapes.broadcast(xs, ys) != ys:
+                raise ValueError(f"{xs} does not broadcast to {ys}")
+        except ValueError as e:
+            raise self.fail(str(e)) from None
+
+
+@irdl_op_definition
+class TileOp(TensorOp):
+    name = "nn.tile"
+    x = operand_def(TensorType)
+    y = result_def(TensorType)
+    repeats = prop_def(DenseArrayBase)
+    traits = traits_def(Pure())
+
+    def verify_(self) -> None:
+        xs, reps = shape_of(self.x), self.ints("repeats")
+        if len(reps) != len(xs):
+            raise self.fail("repeats must give one entry per dimension")
+        _expect(self, 0, tuple(d * r for d, r in zip(xs, reps)), tensor_of(self.x).element_type)
+
+
+@irdl_op_definition
+class ConstantOp(TensorOp):
+    """A constant tensor (weights, folded shape values).
+
+    ``value`` is a bytes-backed ``dense<...>`` attribute. Printing elides constants with more
+    than ``ELIDE_LIMIT`` elements as ``dense_resource<__elided__>`` (like MLIR's
+    ``--mlir-elide-elementsattrs-if-larger``); such IR parses but cannot be evaluated.
+    """
+
+    name = "nn.constant"
+    value = prop_def(DenseIntOrFPElementsAttr | DenseResourceAttr)
+    y = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    ELIDE_LIMIT: ClassVar[int | None] = 16
+
+    def __init__(self, value: DenseIntOrFPElementsAttr | DenseResourceAttr):
+        super().__init__(properties={"value": value}, result_types=[value.get_type()])
+
+    def verify_(self) -> None:
+        if self.value.get_type() != self.y.type:
+            raise self.fail(f"value type {self.value.get_type()} != result type {self.y.type}")
+
+    @property
+    def is_elided(self) -> bool:
+        return isinstance(self.value, DenseResourceAttr)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        value = self.value
+        limit = ConstantOp.ELIDE_LIMIT
+        if isinstance(value, DenseIntOrFPElementsAttr) and limit is not None and len(value) > limit:
+            printer.print_string("dense_resource<__elided__> : ")
+            printer.print_attribute(value.get_type())
+        else:
+            printer.print_attribute(value)
+        if self.attributes:
+            printer.print_string(" ")
+            printer.print_attr_dict(self.attributes)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ConstantOp:
+        value = parser.parse_attribute()
+        if not isinstance(value, DenseIntOrFPElementsAttr | DenseResourceAttr):
+            parser.raise_error("nn.constant expects a dense<...> or dense_resource<...> value")
+        attrs = parser.parse_optional_attr_dict()
+        op = cls(value)
+        op.attributes.update(attrs)
+        return op
+
+
+NN = Dialect(
+    "nn",
+    [
+        ReluOp, SigmoidOp, TanhOp, ErfOp, ExpOp, LogOp, SqrtOp, NegOp, AbsOp, ReciprocalOp,
+        FloorOp, CeilOp, RoundOp, SignOp, SinOp, CosOp, SoftplusOp, HardSwishOp, NotOp,
+        LeakyReluOp, EluOp, ClipOp, HardSigmoidOp, GeluOp, CastOp,
+        AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, ModOp, PReluOp, AndOp, OrOp, XorOp,
+        EqualOp, LessOp, LessEqualOp, GreaterOp, GreaterEqualOp, WhereOp,
+        ConvOp, BatchNormOp, InstanceNormOp, LayerNormOp, LRNOp, MatMulOp, GemmOp, AttentionOp,
+        MaxPoolOp, AvgPoolOp, GlobalAvgPoolOp, GlobalMaxPoolOp,
+        ReduceMeanOp, ReduceSumOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp, ReduceL2Op,
+        SoftmaxOp, LogSoftmaxOp, ArgMaxOp,
+        ReshapeOp, TransposeOp, ConcatOp, SplitOp, SliceOp, PadOp, GatherOp, GatherElementsOp,
+        GatherNDOp, ExpandOp, TileOp, ConstantOp,
+    ],
+    [],
+)
+
+ELEMENTWISE_UNARY = (
+    ReluOp, SigmoidOp, TanhOp, ErfOp, ExpOp, LogOp, SqrtOp, NegOp, AbsOp, ReciprocalOp,
+    FloorOp, CeilOp, RoundOp, SignOp, SinOp, CosOp, SoftplusOp, HardSwishOp, NotOp,
+    LeakyReluOp, EluOp, ClipOp, HardSigmoidOp, GeluOp, CastOp,
+)
+ELEMENTWISE_BINARY = (
+    AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, ModOp, PReluOp, AndOp, OrOp, XorOp,
+    EqualOp, LessOp, LessEqualOp, GreaterOp, GreaterEqualOp,
+)
+ELEMENTWISE = (*ELEMENTWISE_UNARY, *ELEMENTWISE_BINARY, WhereOp)

@@ -1,0 +1,10 @@
+"""Lowerings and printing Targets. Targets are registered lazily: ``name -> factory``."""
+
+from collections.abc import Callable
+
+from xdsl.utils.target import Target
+
+
+def get_all_targets() -> dict[str, Callable[[], type[Target]]]:
+    targets: dict[str, Callable[[], type[Target]]] = {}
+    return targets
