@@ -1,0 +1,111 @@
+"""One table between numpy dtypes, ONNX tensor types and xDSL element types, plus
+bytes-backed constants built from (and read back into) numpy arrays without per-element
+Python work."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from xdsl.dialects.builtin import (
+    BytesAttr,
+    DenseIntOrFPElementsAttr,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    IntegerType,
+    Signedness,
+    TensorType,
+    f16,
+    f32,
+    f64,
+    i1,
+    i8,
+    i16,
+    i32,
+    i64,
+)
+from xdsl.ir import Attribute
+
+ui8 = IntegerType(8, Signedness.UNSIGNED)
+
+# (numpy dtype, xDSL type, ONNX TensorProto enum, C type)
+_TABLE: list[tuple[np.dtype, Attribute, int, str]] = [
+    (np.dtype(np.float32), f32, 1, "float"),
+    (np.dtype(np.uint8), ui8, 2, "uint8_t"),
+    (np.dtype(np.int8), i8, 3, "int8_t"),
+    (np.dtype(np.int16), i16, 5, "int16_t"),
+    (np.dtype(np.int32), i32, 6, "int32_t"),
+    (np.dtype(np.int64), i64, 7, "int64_t"),
+    (np.dtype(np.bool_), i1, 9, "bool"),
+    (np.dtype(np.float16), f16, 10, "_Float16"),
+    (np.dtype(np.float64), f64, 11, "double"),
+]
+
+
+def to_numpy_dtype(t: Attribute) -> np.dtype:
+    for dt, xt, _, _ in _TABLE:
+        if xt == t:
+            return dt
+    raise ValueError(f"no numpy dtype for element type {t}")
+
+
+def from_numpy_dtype(dt: np.dtype | type) -> Attribute:
+    dt = np.dtype(dt)
+    for d, xt, _, _ in _TABLE:
+        if d == dt:
+            return xt
+    raise ValueError(f"unsupported numpy dtype {dt}")
+
+
+def from_onnx_elem(elem: int) -> Attribute:
+    for _, xt, e, _ in _TABLE:
+        if e == elem:
+            return xt
+    raise ValueError(f"unsupported ONNX element type {elem}")
+
+
+def to_onnx_elem(t: Attribute) -> int:
+    for _, xt, e, _ in _TABLE:
+        if xt == t:
+            return e
+    raise ValueError(f"no ONNX element type for {t}")
+
+
+def c_type(t: Attribute) -> str:
+    for _, xt, _, c in _TABLE:
+        if xt == t:
+            return c
+    raise ValueError(f"no C type for {t}")
+
+
+def is_float(t: Attribute) -> bool:
+    return isinstance(t, Float16Type | Float32Type | Float64Type)
+
+
+def tensor_type(elem: Attribute, shape: Sequence[int]) -> TensorType[Attribute]:
+    return TensorType(elem, [int(d) for d in shape])
+
+
+def dense_from_numpy(arr: np.ndarray) -> DenseIntOrFPElementsAttr:
+    """A bytes-backed dense attribute; bool is stored one byte per element (as MLIR's i1)."""
+    arr = np.ascontiguousarray(arr)
+    elem = from_numpy_dtype(arr.dtype)
+    data = arr.astype(np.int8).tobytes() if arr.dtype == np.bool_ else arr.tobytes()
+    return DenseIntOrFPElementsAttr(tensor_type(elem, arr.shape), BytesAttr(data))
+
+
+def numpy_from_dense(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
+    """The array a dense attribute holds (a read-only view of its bytes; splats expanded)."""
+    t = attr.get_type()
+    assert isinstance(t, TensorType)
+    dt = to_numpy_dtype(t.element_type)
+    shape = tuple(t.get_shape())
+    raw = attr.data.data
+    flat = np.frombuffer(raw, dtype=np.int8 if dt == np.bool_ else dt)
+    if dt == np.bool_:
+        flat = flat.astype(np.bool_)
+    n = int(np.prod(shape)) if shape else 1
+    if flat.size == 1 and n != 1:
+        return np.broadcast_to(flat, shape)
+    return flat.reshape(shape)
