@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import IO
 
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.utils.exceptions import VerifyException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from autofusion.errors import AutofusionError, run_cli
@@ -73,7 +74,11 @@ class AutofusionOptMain(xDSLOptMain):
 
         limit = self.args.elide_constants_larger
         ConstantOp.ELIDE_LIMIT = None if limit < 0 else limit
-        super().run()
+        try:
+            super().run()
+        except VerifyException as e:
+            # Name the file: a verifier message alone does not say where it came from.
+            raise AutofusionError(f"{self.get_input_name()}: {e}") from None
 
     def apply_passes(self, prog: ModuleOp) -> None:
         super().apply_passes(prog)

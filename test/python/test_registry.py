@@ -1,0 +1,43 @@
+"""Registries: every key names its pass/target/dialect, and nothing shadows xDSL's own."""
+
+from __future__ import annotations
+
+from autofusion.dialects import get_all_dialects
+from autofusion.lowering import get_all_targets
+from autofusion.passes import get_all_passes
+
+
+def test_pass_keys_match_pass_names() -> None:
+    for key, factory in get_all_passes().items():
+        assert factory().name == key, f"registry key {key!r} != pass name {factory().name!r}"
+
+
+def test_passes_do_not_shadow_xdsl() -> None:
+    from xdsl.transforms import get_all_passes as xdsl_passes
+
+    clash = set(get_all_passes()) & set(xdsl_passes())
+    assert not clash, f"autofusion passes shadow xDSL passes: {sorted(clash)}"
+
+
+def test_pass_names_are_kebab_case() -> None:
+    import re
+
+    for key in get_all_passes():
+        assert re.fullmatch(r"[a-z][a-z0-9]*(-[a-z0-9]+)*", key), key
+
+
+def test_dialect_keys_match_names() -> None:
+    for key, factory in get_all_dialects().items():
+        assert factory().name == key
+
+
+def test_dialects_do_not_shadow_xdsl() -> None:
+    from xdsl.universe import Universe
+
+    clash = set(get_all_dialects()) & set(Universe.get_multiverse().all_dialects)
+    assert not clash, f"autofusion dialects shadow xDSL dialects: {sorted(clash)}"
+
+
+def test_target_keys_match_names() -> None:
+    for key, factory in get_all_targets().items():
+        assert factory().name == key
