@@ -1,0 +1,550 @@
+/*
+ * afrt.h — the autofusion runtime: the speed-critical library that generated model.c includes.
+ *
+ * Header-only C11 (every function is `static inline`), so a generated model is one translation
+ * unit: `cc -std=c11 -O3 -march=native -fopenmp -I<this dir> model.c -lscipy_openblas`.
+ * Compiles warning-free with -Wall -Wextra -Werror, with or without -fopenmp.
+ *
+ * What it provides
+ *   - afrt_conv2d_f32   NCHW 2-d convolution (groups, depthwise fast path, 1x1 without im2col,
+ *                       blocked im2col sized for L2 otherwise), bias, fused epilogue.
+ *   - afrt_matmul_f32   batched row-major C[b] = alpha * op(A[b]) @ op(B[b]) + beta * C[b]
+ *                       with batch strides (0 = broadcast), transposes and a fused epilogue.
+ *   - afrt_maxpool2d_f32 / afrt_avgpool2d_f32   NCHW pooling with pads, strides, dilations.
+ *   - afrt_set_num_threads / afrt_get_num_threads.
+ *
+ * GEMM core: OpenBLAS sgemm from the scipy-openblas32 wheel (symbols prefixed `scipy_`). The
+ * prototypes are declared here, so do not also include the wheel's cblas.h in the same unit.
+ *
+ * Threading: by default (AFRT_GEMM_TILED, chosen by measurement, see docs/runtime.md) OpenBLAS
+ * runs single-threaded and the runtime splits every GEMM/conv into output tiles that OpenMP
+ * threads compute independently; each thread applies the epilogue to its own tile right after
+ * computing it, while the tile is in that core's L2. The alternative AFRT_GEMM_WHOLE (one
+ * OpenBLAS-threaded sgemm per matrix, then a separate OpenMP epilogue pass) is kept for the
+ * benchmark that justifies the choice; select it with afrt_set_gemm_strategy().
+ *
+ * Conventions: all sizes are int64_t; arrays are dense row-major unless an ld/stride says
+ * otherwise; outputs never alias inputs. Convolutions of other ranks: a 1-d conv is a 2-d conv
+ * with H = R = OH = 1 (stride_h = dil_h = 1, pad_top = pad_bottom = 0); 3-d convs are not
+ * covered by this header (the lowering must emit them as loops or reject them).
+ */
+#ifndef AFRT_H
+#define AFRT_H
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#define AFRT_PRAGMA_(x) _Pragma(#x)
+/* AFRT_OMP(parallel for) expands to `#pragma omp parallel for` when built with -fopenmp. */
+#define AFRT_OMP(x) AFRT_PRAGMA_(omp x)
+#else
+#define AFRT_OMP(x)
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------------------------------
+ * OpenBLAS (scipy-openblas32): the few entry points we use. Enum values are CBLAS's.
+ * ------------------------------------------------------------------------------------------- */
+enum { AFRT_CBLAS_ROW_MAJOR = 101, AFRT_CBLAS_NO_TRANS = 111, AFRT_CBLAS_TRANS = 112 };
+void scipy_cblas_sgemm(const int order, const int trans_a, const int trans_b, const int m,
+                       const int n, const int k, const float alpha, const float *a,
+                       const int lda, const float *b, const int ldb, const float beta,
+                       float *c, const int ldc);
+void scipy_openblas_set_num_threads(int num_threads);
+int scipy_openblas_get_num_threads(void);
+
+/* ---------------------------------------------------------------------------------------------
+ * Epilogue callback.
+ *
+ * Called on each finished block of a row-major [rows, cols] output matrix while it is hot in
+ * cache: batch index `batch`, rows [r0, r1), cols [c0, c1). `out` points at element (0, 0) of
+ * batch `batch`'s matrix, so element (r, c) is out[r * ld + c]. Every output element is passed
+ * to fn exactly once per library call, after its final value (including bias, alpha, beta) is
+ * stored. fn may be called concurrently from several OpenMP threads on disjoint blocks, so it
+ * must only write inside its block. fn == NULL means no epilogue.
+ *
+ *   conv (NCHW): rows = output channels K, cols = output positions OH*OW of image `batch`,
+ *                ld = OH*OW.
+ *   matmul:      rows = M, cols = N of batch item `batch`, ld = ldc.
+ * ------------------------------------------------------------------------------------------- */
+typedef struct {
+    void (*fn)(void *ctx, float *out, int64_t batch, int64_t r0, int64_t r1, int64_t c0,
+               int64_t c1, int64_t ld);
+    void *ctx;
+} afrt_epilogue;
+
+/* A no-op epilogue, for calls that need none. */
+static inline afrt_epilogue afrt_no_epilogue(void) {
+    afrt_epilogue e = {NULL, NULL};
+    return e;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Threads and strategy.
+ * ------------------------------------------------------------------------------------------- */
+enum {
+    AFRT_GEMM_TILED = 0, /* OpenMP over output tiles, 1-thread sgemm per tile, hot epilogue */
+    AFRT_GEMM_WHOLE = 1  /* one OpenBLAS-threaded sgemm per matrix, then an epilogue pass */
+};
+
+static int afrt_num_threads_ = 1;
+static int afrt_gemm_strategy_ = AFRT_GEMM_TILED;
+static int afrt_threads_applied_ = 0;
+
+static inline void afrt_apply_threads_(void) {
+    afrt_threads_applied_ = 1;
+    scipy_openblas_set_num_threads(afrt_gemm_strategy_ == AFRT_GEMM_TILED ? 1
+                                                                          : afrt_num_threads_);
+#ifdef _OPENMP
+    omp_set_num_threads(afrt_num_threads_);
+#endif
+}
+
+/* Use n threads (n <= 0: all cores) for every later call: OpenMP for tiles and elementwise
+ * work, and OpenBLAS's threads under AFRT_GEMM_WHOLE. af_create calls this first. */
+static inline void afrt_set_num_threads(int n) {
+    if (n <= 0) {
+#ifdef _OPENMP
+        n = omp_get_num_procs();
+#else
+        n = 1;
+#endif
+    }
+    afrt_num_threads_ = n;
+    afrt_apply_threads_();
+}
+
+static inline int afrt_get_num_threads(void) { return afrt_num_threads_; }
+
+/* AFRT_GEMM_TILED (default) or AFRT_GEMM_WHOLE; for benchmarks. */
+static inline void afrt_set_gemm_strategy(int strategy) {
+    afrt_gemm_strategy_ = strategy == AFRT_GEMM_WHOLE ? AFRT_GEMM_WHOLE : AFRT_GEMM_TILED;
+    afrt_apply_threads_();
+}
+
+/* Bytes of the working set a tile may use (the L2 of one core here is 2 MiB). */
+#ifndef AFRT_TILE_BYTES
+#define AFRT_TILE_BYTES (768 * 1024)
+#endif
+
+/* Every entry point calls this: a model that never set a thread count runs on one thread
+ * with OpenBLAS configured to match (its own default would be all cores). */
+static inline void afrt_init_once_(void) {
+    if (!afrt_threads_applied_) afrt_apply_threads_();
+}
+
+static inline int64_t afrt_min_(int64_t a, int64_t b) { return a < b ? a : b; }
+static inline int64_t afrt_max_(int64_t a, int64_t b) { return a > b ? a : b; }
+static inline int64_t afrt_cdiv_(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+static inline void afrt_sgemm_(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha,
+                               const float *a, int64_t lda, const float *b, int64_t ldb,
+                               float beta, float *c, int64_t ldc) {
+    if (m <= 0 || n <= 0) return;
+    if (k <= 0) { /* C = beta * C: OpenBLAS handles k == 0, but be explicit */
+        for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+        return;
+    }
+    scipy_cblas_sgemm(AFRT_CBLAS_ROW_MAJOR, ta ? AFRT_CBLAS_TRANS : AFRT_CBLAS_NO_TRANS,
+                      tb ? AFRT_CBLAS_TRANS : AFRT_CBLAS_NO_TRANS, (int)m, (int)n, (int)k, alpha,
+                      a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
+}
+
+/* Adds bias[r] to rows [r0, r1) x cols [c0, c1) of out (ld) and runs the epilogue there. */
+static inline void afrt_finish_block_(float *out, const float *bias, int64_t batch, int64_t r0,
+                                      int64_t r1, int64_t c0, int64_t c1, int64_t ld,
+                                      afrt_epilogue epi) {
+    if (bias) {
+        for (int64_t r = r0; r < r1; ++r) {
+            float *row = out + r * ld;
+            const float bv = bias[r];
+            for (int64_t c = c0; c < c1; ++c) row[c] += bv;
+        }
+    }
+    if (epi.fn) epi.fn(epi.ctx, out, batch, r0, r1, c0, c1, ld);
+}
+
+/* Splits [0, total) into blocks of `blk` (last one shorter). */
+static inline int64_t afrt_nblocks_(int64_t total, int64_t blk) {
+    return total <= 0 ? 0 : afrt_cdiv_(total, blk);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Matmul.
+ *
+ * For b in [0, batch): C_b = alpha * op(A_b) @ op(B_b) + beta * C_b, then the epilogue on C_b.
+ *   op(A_b) is [M, K]: A_b = A + b*stride_a, element (i, p) = trans_a ? A_b[p*lda + i]
+ *                                                                    : A_b[i*lda + p];
+ *   op(B_b) is [K, N]: B_b = B + b*stride_b, element (p, j) = trans_b ? B_b[j*ldb + p]
+ *                                                                    : B_b[p*ldb + j];
+ *   C_b = C + b*stride_c, element (i, j) = C_b[i*ldc + j].
+ * stride_a / stride_b may be 0 (broadcast one matrix over the batch). With beta == 0, C is
+ * write-only (may hold garbage/NaN). Used for nn.matmul, nn.gemm and attention pieces.
+ * ------------------------------------------------------------------------------------------- */
+static inline void afrt_matmul_f32(int64_t batch, int64_t M, int64_t N, int64_t K, float alpha,
+                                   const float *A, int64_t lda, int64_t stride_a, int trans_a,
+                                   const float *B, int64_t ldb, int64_t stride_b, int trans_b,
+                                   float beta, float *C, int64_t ldc, int64_t stride_c,
+                                   afrt_epilogue epi) {
+    if (batch <= 0 || M <= 0 || N <= 0) return;
+    afrt_init_once_();
+    if (afrt_gemm_strategy_ == AFRT_GEMM_WHOLE) {
+        for (int64_t b = 0; b < batch; ++b)
+            afrt_sgemm_(trans_a, trans_b, M, N, K, alpha, A + b * stride_a, lda, B + b * stride_b,
+                        ldb, beta, C + b * stride_c, ldc);
+        if (epi.fn) {
+            const int64_t rb = afrt_max_(1, afrt_min_(M, 16));
+            const int64_t nrb = afrt_nblocks_(M, rb);
+            AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_))
+            for (int64_t t = 0; t < batch * nrb; ++t) {
+                const int64_t b = t / nrb, r0 = (t % nrb) * rb;
+                epi.fn(epi.ctx, C + b * stride_c, b, r0, afrt_min_(M, r0 + rb), 0, N, ldc);
+            }
+        }
+        return;
+    }
+    /* Tiled: enough tiles for every thread, each tile's C within the tile budget. */
+    const int64_t nth = afrt_num_threads_;
+    int64_t nb = N, mb = M;
+    const int64_t budget = AFRT_TILE_BYTES / 4 / 2; /* floats of C per tile */
+    while (mb * nb > budget && nb > 64) nb = afrt_cdiv_(nb, 2);
+    while (mb * nb > budget && mb > 64) mb = afrt_cdiv_(mb, 2);
+    while (batch * afrt_nblocks_(M, mb) * afrt_nblocks_(N, nb) < nth) {
+        if (nb >= mb && nb > 32) nb = afrt_cdiv_(nb, 2);
+        else if (mb > 16) mb = afrt_cdiv_(mb, 2);
+        else break;
+    }
+    if (nb < N) nb = afrt_min_(N, afrt_cdiv_(nb, 16) * 16);
+    const int64_t nmb = afrt_nblocks_(M, mb), nnb = afrt_nblocks_(N, nb);
+    const int64_t ntiles = batch * nmb * nnb;
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (ntiles > 1))
+    for (int64_t t = 0; t < ntiles; ++t) {
+        const int64_t b = t / (nmb * nnb), rest = t % (nmb * nnb);
+        const int64_t i0 = (rest / nnb) * mb, j0 = (rest % nnb) * nb;
+        const int64_t i1 = afrt_min_(M, i0 + mb), j1 = afrt_min_(N, j0 + nb);
+        const float *Ab = A + b * stride_a, *Bb = B + b * stride_b;
+        float *Cb = C + b * stride_c;
+        const float *Ai = trans_a ? Ab + i0 : Ab + i0 * lda;
+        const float *Bj = trans_b ? Bb + j0 * ldb : Bb + j0;
+        afrt_sgemm_(trans_a, trans_b, i1 - i0, j1 - j0, K, alpha, Ai, lda, Bj, ldb, beta,
+                    Cb + i0 * ldc + j0, ldc);
+        if (epi.fn) epi.fn(epi.ctx, Cb, b, i0, i1, j0, j1, ldc);
+    }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * 2-d convolution, NCHW, ONNX semantics.
+ *
+ *   x: [N, C, H, W]   w: [K, C/group, R, S]   bias: [K] or NULL   y: [N, K, OH, OW]
+ *   y[n,k,oh,ow] = bias[k] + sum_{c,r,s} w[k,c,r,s] *
+ *                  x[n, g*C/group + c, oh*stride_h - pad_top + r*dil_h,
+ *                                      ow*stride_w - pad_left + s*dil_w]     (0 outside)
+ *   with g = k / (K/group). pad_bottom/pad_right only define OH/OW (given explicitly):
+ *   OH = (H + pad_top + pad_bottom - dil_h*(R-1) - 1) / stride_h + 1, likewise OW.
+ *
+ * Paths: depthwise (C/group == 1) is a direct loop per output channel; 1x1, stride 1, no
+ * padding feeds x to sgemm directly; everything else goes through im2col in column blocks
+ * sized so the column buffer plus the output block stay in L2. The epilogue then runs on each
+ * finished [Kg rows, block columns] piece (depthwise: one channel row at a time).
+ *
+ * scratch: at least afrt_conv2d_scratch_bytes(p) bytes (64-byte aligned is best), or NULL
+ * to let the call allocate and free its own. The size depends on the thread count: compute
+ * it after afrt_set_num_threads.
+ * ------------------------------------------------------------------------------------------- */
+typedef struct {
+    int64_t N, C, H, W, K, R, S, OH, OW;
+    int64_t stride_h, stride_w, pad_top, pad_left, pad_bottom, pad_right, dil_h, dil_w, group;
+} afrt_conv_params;
+
+/* Plan shared by scratch sizing and execution. */
+typedef struct {
+    int kind;        /* 0 = depthwise direct, 1 = 1x1 direct GEMM, 2 = im2col GEMM */
+    int64_t cg, kg;  /* channels per group (input, output) */
+    int64_t crs;     /* GEMM inner dimension */
+    int64_t pb, npb; /* column block size and count per image/group */
+    int64_t kb, nkb; /* row block size and count per group */
+} afrt_conv_plan_;
+
+static inline afrt_conv_plan_ afrt_conv_plan(const afrt_conv_params *p) {
+    afrt_conv_plan_ q;
+    const int64_t g = p->group > 0 ? p->group : 1;
+    const int64_t ohw = p->OH * p->OW;
+    q.cg = p->C / g;
+    q.kg = p->K / g;
+    q.crs = q.cg * p->R * p->S;
+    if (q.cg == 1 && q.crs <= 64) q.kind = 0;
+    else if (p->R == 1 && p->S == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
+             p->pad_left == 0 && p->OH == p->H && p->OW == p->W)
+        q.kind = 1;
+    else q.kind = 2;
+    /* Column block: (col buffer + output block) within the tile budget, multiple of 16. */
+    const int64_t per_col = (q.kind == 2 ? q.crs : 0) + q.kg;
+    int64_t pb = AFRT_TILE_BYTES / 4 / afrt_max_(1, per_col);
+    pb = afrt_max_(16, (pb / 16) * 16);
+    if (pb >= ohw) pb = ohw;
+    q.pb = afrt_max_(1, pb);
+    q.npb = afrt_nblocks_(ohw, q.pb);
+    /* Row blocks only when there are fewer column tasks than threads. */
+    q.kb = q.kg;
+    const int64_t tasks = p->N * g * q.npb;
+    const int64_t nth = afrt_num_threads_;
+    if (q.kind != 0 && tasks < nth && q.kg >= 32) {
+        const int64_t split = afrt_min_(afrt_cdiv_(nth, tasks), q.kg / 16);
+        q.kb = afrt_cdiv_(afrt_cdiv_(q.kg, split), 16) * 16;
+    }
+    q.nkb = afrt_nblocks_(q.kg, q.kb);
+    return q;
+}
+
+static inline size_t afrt_conv2d_scratch_bytes(const afrt_conv_params *p) {
+    afrt_init_once_();
+    const afrt_conv_plan_ q = afrt_conv_plan(p);
+    if (q.kind != 2) return 0;
+    if (afrt_gemm_strategy_ == AFRT_GEMM_WHOLE)
+        return (size_t)(q.crs * p->OH * p->OW) * sizeof(float) + 64;
+    return (size_t)afrt_num_threads_ * (size_t)(q.crs * q.pb) * sizeof(float) + 64;
+}
+
+/* Fills col[crs, pcount] with the im2col matrix of positions [p0, p0+pcount) of one image and
+ * group (xg points at its first channel). */
+static inline void afrt_im2col_(const float *xg, const afrt_conv_params *p, int64_t cg,
+                                int64_t p0, int64_t pcount, float *col) {
+    const int64_t H = p->H, W = p->W, OW = p->OW, R = p->R, S = p->S;
+    const int64_t sh = p->stride_h, sw = p->stride_w, dh = p->dil_h, dw = p->dil_w;
+    const int64_t pt = p->pad_top, pl = p->pad_left;
+    for (int64_t c = 0; c < cg; ++c) {
+        const float *xc = xg + c * H * W;
+        for (int64_t r = 0; r < R; ++r) {
+            for (int64_t s = 0; s < S; ++s) {
+                float *dst = col + ((c * R + r) * S + s) * pcount;
+                /* valid ow range: 0 <= ow*sw - pl + s*dw < W */
+                const int64_t off = s * dw - pl;
+                int64_t ow_lo = off >= 0 ? 0 : afrt_cdiv_(-off, sw);
+                int64_t ow_hi = W - 1 - off < 0 ? 0 : (W - 1 - off) / sw + 1;
+                if (ow_hi > OW) ow_hi = OW;
+                if (ow_lo > ow_hi) ow_lo = ow_hi;
+                int64_t pp = p0;
+                const int64_t pend = p0 + pcount;
+                while (pp < pend) {
+                    const int64_t oh = pp / OW, ow0 = pp % OW;
+                    const int64_t ow1 = afrt_min_(OW, ow0 + (pend - pp));
+                    const int64_t ih = oh * sh - pt + r * dh;
+                    float *d = dst + (pp - p0) - ow0; /* d[ow] is position (oh, ow) */
+                    if (ih < 0 || ih >= H) {
+                        for (int64_t ow = ow0; ow < ow1; ++ow) d[ow] = 0.0f;
+                    } else {
+                        const float *xr = xc + ih * W + off;
+                        const int64_t lo = afrt_max_(ow0, afrt_min_(ow_lo, ow1));
+                        const int64_t hi = afrt_max_(lo, afrt_min_(ow_hi, ow1));
+                        for (int64_t ow = ow0; ow < lo; ++ow) d[ow] = 0.0f;
+                        if (sw == 1) {
+                            memcpy(d + lo, xr + lo, (size_t)(hi - lo) * sizeof(float));
+                        } else {
+                            for (int64_t ow = lo; ow < hi; ++ow) d[ow] = xr[ow * sw];
+                        }
+                        for (int64_t ow = hi; ow < ow1; ++ow) d[ow] = 0.0f;
+                    }
+                    pp += ow1 - ow0;
+                }
+            }
+        }
+    }
+}
+
+/* Depthwise-style conv (one input channel per group): output channel k of image n. */
+static inline void afrt_conv_dw_channel_(const float *x, const float *w, float *y,
+                                         const afrt_conv_params *p, int64_t kg, int64_t n,
+                                         int64_t k) {
+    const int64_t H = p->H, W = p->W, OH = p->OH, OW = p->OW, R = p->R, S = p->S;
+    const int64_t sh = p->stride_h, sw = p->stride_w, dh = p->dil_h, dw = p->dil_w;
+    const int64_t pt = p->pad_top, pl = p->pad_left;
+    const int64_t c = k / kg;
+    const float *xc = x + (n * p->C + c) * H * W;
+    const float *wk = w + k * R * S;
+    float *yk = y + (n * p->K + k) * OH * OW;
+    for (int64_t oh = 0; oh < OH; ++oh) {
+        float *yr = yk + oh * OW;
+        for (int64_t ow = 0; ow < OW; ++ow) yr[ow] = 0.0f;
+        for (int64_t r = 0; r < R; ++r) {
+            const int64_t ih = oh * sh - pt + r * dh;
+            if (ih < 0 || ih >= H) continue;
+            const float *xr = xc + ih * W;
+            for (int64_t s = 0; s < S; ++s) {
+                const float wv = wk[r * S + s];
+                const int64_t off = s * dw - pl;
+                int64_t lo = off >= 0 ? 0 : afrt_cdiv_(-off, sw);
+                int64_t hi = W - 1 - off < 0 ? 0 : (W - 1 - off) / sw + 1;
+                if (hi > OW) hi = OW;
+                if (sw == 1) {
+                    const float *xs = xr + off;
+                    for (int64_t ow = lo; ow < hi; ++ow) yr[ow] += wv * xs[ow];
+                } else {
+                    for (int64_t ow = lo; ow < hi; ++ow) yr[ow] += wv * xr[ow * sw + off];
+                }
+            }
+        }
+    }
+}
+
+static inline void afrt_conv2d_f32(const float *x, const float *w, const float *bias, float *y,
+                                   const afrt_conv_params *p, void *scratch, afrt_epilogue epi) {
+    if (p->N <= 0 || p->K <= 0 || p->OH * p->OW <= 0) return;
+    afrt_init_once_();
+    const afrt_conv_plan_ q = afrt_conv_plan(p);
+    const int64_t G = p->group > 0 ? p->group : 1;
+    const int64_t ohw = p->OH * p->OW, hw = p->H * p->W;
+    if (q.kind == 0) {
+        const int64_t tasks = p->N * p->K;
+        AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (tasks > 1))
+        for (int64_t t = 0; t < tasks; ++t) {
+            const int64_t n = t / p->K, k = t % p->K;
+            afrt_conv_dw_channel_(x, w, y, p, q.kg, n, k);
+            afrt_finish_block_(y + n * p->K * ohw, bias, n, k, k + 1, 0, ohw, ohw, epi);
+        }
+        return;
+    }
+    float *buf = NULL;
+    void *owned = NULL;
+    if (q.kind == 2) {
+        if (!scratch) scratch = owned = malloc(afrt_conv2d_scratch_bytes(p));
+        if (!scratch) return; /* out of memory: nothing sensible to do in a kernel */
+        buf = (float *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
+    }
+    if (afrt_gemm_strategy_ == AFRT_GEMM_WHOLE) {
+        /* One (OpenBLAS-threaded) sgemm per image and group, then an epilogue pass. */
+        for (int64_t n = 0; n < p->N; ++n) {
+            for (int64_t g = 0; g < G; ++g) {
+                const float *xg = x + (n * p->C + g * q.cg) * hw;
+                const float *src = xg;
+                if (q.kind == 2) {
+                    afrt_im2col_(xg, p, q.cg, 0, ohw, buf);
+                    src = buf;
+                }
+                afrt_sgemm_(0, 0, q.kg, ohw, q.crs, 1.0f, w + g * q.kg * q.crs, q.crs, src, ohw,
+                            0.0f, y + (n * p->K + g * q.kg) * ohw, ohw);
+            }
+            const int64_t rb = 8, nrb = afrt_nblocks_(p->K, rb);
+            AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_))
+            for (int64_t t = 0; t < nrb; ++t)
+                afrt_finish_block_(y + n * p->K * ohw, bias, n, t * rb,
+                                   afrt_min_(p->K, t * rb + rb), 0, ohw, ohw, epi);
+        }
+        free(owned);
+        return;
+    }
+    const int64_t tasks = p->N * G * q.npb * q.nkb;
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (tasks > 1))
+    for (int64_t t = 0; t < tasks; ++t) {
+        const int64_t kb_i = t % q.nkb;
+        const int64_t pb_i = (t / q.nkb) % q.npb;
+        const int64_t g = (t / (q.nkb * q.npb)) % G;
+        const int64_t n = t / (q.nkb * q.npb * G);
+        const int64_t p0 = pb_i * q.pb, pcount = afrt_min_(ohw, p0 + q.pb) - p0;
+        const int64_t k0 = g * q.kg + kb_i * q.kb;
+        const int64_t k1 = afrt_min_(g * q.kg + q.kg, k0 + q.kb);
+        const float *xg = x + (n * p->C + g * q.cg) * hw;
+        const float *wk = w + k0 * q.crs;
+        float *yn = y + n * p->K * ohw;
+        if (q.kind == 1) {
+            afrt_sgemm_(0, 0, k1 - k0, pcount, q.crs, 1.0f, wk, q.crs, xg + p0, hw, 0.0f,
+                        yn + k0 * ohw + p0, ohw);
+        } else {
+            int tid = 0;
+#ifdef _OPENMP
+            tid = omp_get_thread_num();
+#endif
+            float *col = buf + (int64_t)tid * q.crs * q.pb;
+            afrt_im2col_(xg, p, q.cg, p0, pcount, col);
+            afrt_sgemm_(0, 0, k1 - k0, pcount, q.crs, 1.0f, wk, q.crs, col, pcount, 0.0f,
+                        yn + k0 * ohw + p0, ohw);
+        }
+        afrt_finish_block_(yn, bias, n, k0, k1, p0, p0 + pcount, ohw, epi);
+    }
+    free(owned);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Pooling, NCHW, ONNX MaxPool / AveragePool semantics (explicit pads, strides, dilations).
+ * Positions outside the input are skipped (max) or, for average, counted only when
+ * count_include_pad != 0 and they lie inside the padded extent. Max propagates NaN like ONNX (a NaN input gives a NaN output).
+ * Window sizes R x S; output [N, C, OH, OW]. Parallel over N*C.
+ * ------------------------------------------------------------------------------------------- */
+typedef struct {
+    int64_t N, C, H, W, R, S, OH, OW;
+    int64_t stride_h, stride_w, pad_top, pad_left, pad_bottom, pad_right, dil_h, dil_w;
+    int count_include_pad; /* average pooling only */
+} afrt_pool_params;
+
+static inline void afrt_maxpool2d_f32(const float *x, float *y, const afrt_pool_params *p) {
+    const int64_t planes = p->N * p->C;
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (planes > 1))
+    for (int64_t t = 0; t < planes; ++t) {
+        const float *xc = x + t * p->H * p->W;
+        float *yc = y + t * p->OH * p->OW;
+        for (int64_t oh = 0; oh < p->OH; ++oh) {
+            for (int64_t ow = 0; ow < p->OW; ++ow) {
+                float m = -INFINITY;
+                for (int64_t r = 0; r < p->R; ++r) {
+                    const int64_t ih = oh * p->stride_h - p->pad_top + r * p->dil_h;
+                    if (ih < 0 || ih >= p->H) continue;
+                    for (int64_t s = 0; s < p->S; ++s) {
+                        const int64_t iw = ow * p->stride_w - p->pad_left + s * p->dil_w;
+                        if (iw < 0 || iw >= p->W) continue;
+                        const float v = xc[ih * p->W + iw];
+                        m = (v > m || v != v) ? v : m;
+                        if (m != m) goto done;
+                    }
+                }
+            done:
+                yc[oh * p->OW + ow] = m;
+            }
+        }
+    }
+}
+
+static inline void afrt_avgpool2d_f32(const float *x, float *y, const afrt_pool_params *p) {
+    const int64_t planes = p->N * p->C;
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (planes > 1))
+    for (int64_t t = 0; t < planes; ++t) {
+        const float *xc = x + t * p->H * p->W;
+        float *yc = y + t * p->OH * p->OW;
+        for (int64_t oh = 0; oh < p->OH; ++oh) {
+            for (int64_t ow = 0; ow < p->OW; ++ow) {
+                float acc = 0.0f;
+                int64_t cnt = 0;
+                for (int64_t r = 0; r < p->R; ++r) {
+                    const int64_t ih = oh * p->stride_h - p->pad_top + r * p->dil_h;
+                    for (int64_t s = 0; s < p->S; ++s) {
+                        const int64_t iw = ow * p->stride_w - p->pad_left + s * p->dil_w;
+                        if (ih < 0 || ih >= p->H || iw < 0 || iw >= p->W) {
+                            /* padding counts only inside the padded extent (not the part of a
+                             * ceil_mode window hanging past pad_bottom/pad_right) */
+                            const int in_pad = ih >= -p->pad_top && ih < p->H + p->pad_bottom &&
+                                               iw >= -p->pad_left && iw < p->W + p->pad_right;
+                            cnt += (p->count_include_pad && in_pad) ? 1 : 0;
+                            continue;
+                        }
+                        acc += xc[ih * p->W + iw];
+                        ++cnt;
+                    }
+                }
+                yc[oh * p->OW + ow] = cnt ? acc / (float)cnt : 0.0f;
+            }
+        }
+    }
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* AFRT_H */

@@ -1,0 +1,128 @@
+/* Test driver for afrt.h kernels, run by test/python/test_runtime_kernels.py.
+ *
+ *   afrt_kernel_driver THREADS STRATEGY conv DIR N C H W K R S sh sw pt pl pb pr dh dw g bias
+ *   afrt_kernel_driver THREADS STRATEGY matmul DIR batch M N K alpha beta ta tb bcast_a bcast_b
+ *   afrt_kernel_driver THREADS STRATEGY pool DIR max|avg N C H W R S OH OW sh sw pt pl pb pr dh dw cip
+ *
+ * Inputs are read from DIR/{x,w,b}.bin (conv), DIR/{a,b,c}.bin (matmul), DIR/x.bin (pool);
+ * the output goes to DIR/y.bin and, for conv/matmul, the per-element epilogue call counts to
+ * DIR/count.bin (int32). The epilogue maps v -> 0.5*v - 1 so the test can see it ran after the
+ * final value was stored.
+ */
+#include "afrt.h"
+
+#include <stdio.h>
+
+typedef struct {
+    int32_t *count;
+    int64_t rows, cols; /* per-batch matrix shape in the count array */
+} counter;
+
+static void epi_fn(void *ctx, float *out, int64_t batch, int64_t r0, int64_t r1, int64_t c0,
+                   int64_t c1, int64_t ld) {
+    counter *k = (counter *)ctx;
+    for (int64_t r = r0; r < r1; ++r)
+        for (int64_t c = c0; c < c1; ++c) {
+            out[r * ld + c] = 0.5f * out[r * ld + c] - 1.0f;
+            k->count[(batch * k->rows + r) * k->cols + c] += 1;
+        }
+}
+
+static float *load(const char *dir, const char *name, size_t n) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    float *buf = (float *)malloc(n * sizeof(float) + 1);
+    FILE *f = fopen(path, "rb");
+    if (!f || !buf || fread(buf, sizeof(float), n, f) != n) {
+        fprintf(stderr, "cannot read %s\n", path);
+        exit(2);
+    }
+    fclose(f);
+    return buf;
+}
+
+static void save(const char *dir, const char *name, const void *data, size_t bytes) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(data, 1, bytes, f) != bytes) {
+        fprintf(stderr, "cannot write %s\n", path);
+        exit(2);
+    }
+    fclose(f);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 5) return 2;
+    afrt_set_num_threads(atoi(argv[1]));
+    afrt_set_gemm_strategy(atoi(argv[2]));
+    const char *op = argv[3], *dir = argv[4];
+    int64_t v[32] = {0};
+    const int first = strcmp(op, "pool") == 0 ? 6 : 5;
+    for (int i = first; i < argc && i - first < 32; ++i) v[i - first] = atoll(argv[i]);
+    if (strcmp(op, "conv") == 0) {
+        if (argc != 5 + 17) return 2;
+        afrt_conv_params p = {v[0], v[1], v[2], v[3], v[4], v[5], v[6], 0, 0, v[7], v[8],
+                              v[9], v[10], v[11], v[12], v[13], v[14], v[15]};
+        p.OH = (p.H + p.pad_top + p.pad_bottom - p.dil_h * (p.R - 1) - 1) / p.stride_h + 1;
+        p.OW = (p.W + p.pad_left + p.pad_right - p.dil_w * (p.S - 1) - 1) / p.stride_w + 1;
+        const size_t nx = (size_t)(p.N * p.C * p.H * p.W);
+        const size_t nw = (size_t)(p.K * (p.C / p.group) * p.R * p.S);
+        const size_t ny = (size_t)(p.N * p.K * p.OH * p.OW);
+        float *x = load(dir, "x.bin", nx), *w = load(dir, "w.bin", nw);
+        float *b = v[16] ? load(dir, "b.bin", (size_t)p.K) : NULL;
+        float *y = (float *)malloc(ny * sizeof(float));
+        for (size_t i = 0; i < ny; ++i) y[i] = NAN; /* must all be overwritten */
+        counter k = {(int32_t *)calloc(ny, sizeof(int32_t)), p.K, p.OH * p.OW};
+        afrt_epilogue e = {epi_fn, &k};
+        const size_t sb = afrt_conv2d_scratch_bytes(&p);
+        void *scratch = sb ? malloc(sb) : NULL;
+        afrt_conv2d_f32(x, w, b, y, &p, scratch, e);
+        /* a second call with scratch == NULL must give the same result (epilogue again) */
+        float *y2 = (float *)malloc(ny * sizeof(float));
+        counter k2 = {(int32_t *)calloc(ny, sizeof(int32_t)), p.K, p.OH * p.OW};
+        afrt_epilogue e2 = {epi_fn, &k2};
+        afrt_conv2d_f32(x, w, b, y2, &p, NULL, e2);
+        if (memcmp(y, y2, ny * sizeof(float)) != 0 || memcmp(k.count, k2.count, ny * 4) != 0) {
+            fprintf(stderr, "scratch == NULL gave a different result\n");
+            return 3;
+        }
+        save(dir, "y.bin", y, ny * sizeof(float));
+        save(dir, "count.bin", k.count, ny * sizeof(int32_t));
+        free(x), free(w), free(b), free(y), free(y2), free(k.count), free(k2.count), free(scratch);
+        return 0;
+    }
+    if (strcmp(op, "matmul") == 0) {
+        if (argc != 5 + 10) return 2;
+        const int64_t batch = v[0], M = v[1], N = v[2], K = v[3];
+        const float alpha = (float)atof(argv[9]), beta = (float)atof(argv[10]);
+        const int ta = (int)v[6], tb = (int)v[7], bca = (int)v[8], bcb = (int)v[9];
+        /* padded leading dimensions, to test ld handling */
+        const int64_t lda = (ta ? M : K) + 3, ldb = (tb ? K : N) + 2, ldc = N + 5;
+        const int64_t sa = (ta ? K : M) * lda, sb2 = (tb ? N : K) * ldb, sc = M * ldc;
+        float *a = load(dir, "a.bin", (size_t)((bca ? 1 : batch) * sa));
+        float *b = load(dir, "b.bin", (size_t)((bcb ? 1 : batch) * sb2));
+        float *c = load(dir, "c.bin", (size_t)(batch * sc));
+        counter k = {(int32_t *)calloc((size_t)(batch * M * ldc), sizeof(int32_t)), M, ldc};
+        afrt_epilogue e = {epi_fn, &k};
+        afrt_matmul_f32(batch, M, N, K, alpha, a, lda, bca ? 0 : sa, ta, b, ldb, bcb ? 0 : sb2,
+                        tb, beta, c, ldc, sc, e);
+        save(dir, "y.bin", c, (size_t)(batch * sc) * sizeof(float));
+        save(dir, "count.bin", k.count, (size_t)(batch * M * ldc) * sizeof(int32_t));
+        free(a), free(b), free(c), free(k.count);
+        return 0;
+    }
+    if (strcmp(op, "pool") == 0) {
+        if (argc != 6 + 17) return 2;
+        afrt_pool_params p = {v[0], v[1], v[2],  v[3],  v[4],  v[5],  v[6],  v[7], v[8],
+                              v[9], v[10], v[11], v[12], v[13], v[14], v[15], (int)v[16]};
+        const size_t nx = (size_t)(p.N * p.C * p.H * p.W), ny = (size_t)(p.N * p.C * p.OH * p.OW);
+        float *x = load(dir, "x.bin", nx), *y = (float *)malloc(ny * sizeof(float));
+        if (strcmp(argv[5], "max") == 0) afrt_maxpool2d_f32(x, y, &p);
+        else afrt_avgpool2d_f32(x, y, &p);
+        save(dir, "y.bin", y, ny * sizeof(float));
+        free(x), free(y);
+        return 0;
+    }
+    return 2;
+}
