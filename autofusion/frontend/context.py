@@ -1,0 +1,218 @@
+"""Values and per-node context shared by the importer, the folder and the converters.
+
+During import every ONNX value name maps to either
+
+* a :class:`Const`: a numpy array known at import time (initializers, ``Constant`` nodes,
+  folded subgraphs, ``Shape`` of a statically shaped value). It becomes an ``nn.constant``
+  only when a run-time op or a graph output needs it, so shape subgraphs and weights that
+  only feed folded nodes never reach the IR;
+* an ``SSAValue`` of a static ``tensor<...>`` type: a run-time value.
+
+Converters receive a :class:`NodeCtx` and return one entry per ONNX output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import onnx
+from xdsl.dialects.builtin import (
+    BytesAttr,
+    DenseIntOrFPElementsAttr,
+    StringAttr,
+    TensorType,
+)
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+
+from autofusion.dialects import dtypes
+from autofusion.dialects.base import shape_of, str_array, tensor_of
+from autofusion.dialects.nn import ConstantOp
+from autofusion.errors import AutofusionError
+
+
+class Const:
+    """An import-time constant: a numpy array plus where it came from.
+
+    ``raw`` (optional) is the little-endian byte buffer the array views, so materialising
+    a weight wraps those bytes in a ``BytesAttr`` without another copy.
+    """
+
+    __slots__ = ("array", "origin", "raw", "_op")
+
+    def __init__(self, array: np.ndarray, origin: str, raw: bytes | None = None):
+        self.array = array
+        self.origin = origin
+        self.raw = raw
+        self._op: ConstantOp | None = None
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(int(d) for d in self.array.shape)
+
+    @property
+    def elem(self) -> Attribute:
+        return dtypes.from_numpy_dtype(self.array.dtype)
+
+    def dense(self) -> DenseIntOrFPElementsAttr:
+        if self.raw is not None and self.array.dtype != np.bool_:
+            ttype = dtypes.tensor_type(self.elem, self.array.shape)
+            return DenseIntOrFPElementsAttr(ttype, BytesAttr(self.raw))
+        return dtypes.dense_from_numpy(self.array)
+
+
+Value = Const | SSAValue
+
+
+def value_shape(v: Value) -> tuple[int, ...]:
+    return v.shape if isinstance(v, Const) else shape_of(v)
+
+
+def value_elem(v: Value) -> Attribute:
+    return v.elem if isinstance(v, Const) else tensor_of(v).element_type
+
+
+def value_np_dtype(v: Value) -> np.dtype:
+    return v.array.dtype if isinstance(v, Const) else dtypes.to_numpy_dtype(value_elem(v))
+
+
+@dataclass
+class Emitter:
+    """Appends ops to the body of ``@main`` and materialises constants once each."""
+
+    block: Block
+    constants_emitted: int = 0
+
+    def materialise(self, c: Const) -> SSAValue:
+        if c._op is None:
+            op = ConstantOp(c.dense())
+            op.attributes["onnx.origins"] = str_array([c.origin])
+            self.block.add_op(op)
+            c._op = op
+            self.constants_emitted += 1
+        return c._op.results[0]
+
+
+@dataclass
+class NodeCtx:
+    """What a converter sees: the node, its inputs and helpers to emit ops."""
+
+    node: onnx.NodeProto
+    origin: str
+    opset: int
+    inputs: list[Value | None]
+    emitter: Emitter
+    filename: str
+    attrs: dict[str, Any] = field(default_factory=dict)
+    n_outputs_used: list[bool] = field(default_factory=list)
+
+    # ---- errors ------------------------------------------------------------------------
+    def error(self, msg: str) -> AutofusionError:
+        return AutofusionError(
+            f"{self.filename}: node '{self.origin}' ({self.node.op_type}): {msg}"
+        )
+
+    # ---- attributes --------------------------------------------------------------------
+    def attr(self, name: str, default: Any = None) -> Any:
+        return self.attrs.get(name, default)
+
+    def has_attr(self, name: str) -> bool:
+        return name in self.attrs
+
+    # ---- inputs ------------------------------------------------------------------------
+    def input(self, i: int) -> Value:
+        v = self.inputs[i] if i < len(self.inputs) else None
+        if v is None:
+            raise self.error(f"input {i} is required")
+        return v
+
+    def opt_input(self, i: int) -> Value | None:
+        return self.inputs[i] if i < len(self.inputs) else None
+
+    def const_input(self, i: int, what: str) -> np.ndarray | None:
+        """The import-time value of optional input ``i`` (None if absent); error if run-time."""
+        v = self.opt_input(i)
+        if v is None:
+            return None
+        if not isinstance(v, Const):
+            raise self.error(
+                f"{what} (input {i}) must be a constant computable at import time"
+            )
+        return v.array
+
+    def shape(self, i: int) -> tuple[int, ...]:
+        return value_shape(self.input(i))
+
+    def elem(self, i: int) -> Attribute:
+        return value_elem(self.input(i))
+
+    def all_const(self) -> bool:
+        return all(v is None or isinstance(v, Const) for v in self.inputs)
+
+    # ---- emitting ----------------------------------------------------------------------
+    def value(self, v: Value) -> SSAValue:
+        return self.emitter.materialise(v) if isinstance(v, Const) else v
+
+    def const(self, array: np.ndarray) -> Const:
+        return Const(np.asarray(array), self.origin)
+
+    def emit(
+        self,
+        op_cls: type[Operation],
+        operands: Sequence[Value | None | Sequence[Value]],
+        result_types: Sequence[Attribute | Sequence[Attribute]],
+        properties: dict[str, Attribute] | None = None,
+    ) -> Operation:
+        resolved: list[Any] = []
+        for o in operands:
+            if o is None:
+                resolved.append([])
+            elif isinstance(o, Const | SSAValue):
+                resolved.append(self.value(o))
+            else:
+                resolved.append([self.value(x) for x in o])
+        op = op_cls.build(
+            operands=resolved, result_types=list(result_types), properties=properties or {}
+        )
+        op.attributes["onnx.origins"] = str_array([self.origin])
+        self.emitter.block.add_op(op)
+        return op
+
+    def emit1(
+        self,
+        op_cls: type[Operation],
+        operands: Sequence[Value | None | Sequence[Value]],
+        shape: Sequence[int],
+        elem: Attribute,
+        properties: dict[str, Attribute] | None = None,
+    ) -> SSAValue:
+        op = self.emit(op_cls, operands, [dtypes.tensor_type(elem, shape)], properties)
+        return op.results[0]
+
+
+Converter = Callable[[NodeCtx], Sequence[Value | None]]
+
+
+def origin_attr(names: Sequence[str]) -> Attribute:
+    return str_array(list(names))
+
+
+def tensor_shape(t: Attribute) -> tuple[int, ...]:
+    assert isinstance(t, TensorType)
+    return tuple(t.get_shape())
+
+
+__all__ = [
+    "Const",
+    "Converter",
+    "Emitter",
+    "NodeCtx",
+    "StringAttr",
+    "Value",
+    "origin_attr",
+    "value_elem",
+    "value_np_dtype",
+    "value_shape",
+]

@@ -1,0 +1,343 @@
+"""Converters for elementwise ONNX ops (unary, binary with broadcasting, variadic, Where,
+Cast, Clip and the parametrised activations), each with its numpy folding rule."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from xdsl.dialects.builtin import i1
+
+from autofusion.dialects import dtypes, nn, shapes
+from autofusion.dialects.base import f64_attr, int_attr, str_attr
+from autofusion.frontend.context import Const, NodeCtx, Value, value_elem, value_shape
+from autofusion.frontend.registry import converter, folder
+
+
+def broadcast_shape(ctx: NodeCtx, *vals: Value) -> tuple[int, ...]:
+    try:
+        return shapes.broadcast(*(value_shape(v) for v in vals))
+    except ValueError as e:
+        raise ctx.error(str(e)) from None
+
+
+def same_elem(ctx: NodeCtx, *vals: Value) -> None:
+    elems = [value_elem(v) for v in vals]
+    if any(e != elems[0] for e in elems):
+        raise ctx.error("operand element types differ: " + ", ".join(str(e) for e in elems))
+
+
+def emit_binary(ctx: NodeCtx, op_cls: type, a: Value, b: Value, **props) -> Value:
+    same_elem(ctx, a, b)
+    shape = broadcast_shape(ctx, a, b)
+    elem = i1 if issubclass(op_cls, nn.CompareOp) else value_elem(a)
+    return ctx.emit1(op_cls, [a, b], shape, elem, props or None)
+
+
+# ---------------------------------------------------------------------------------------
+# numpy semantics used for folding
+# ---------------------------------------------------------------------------------------
+
+
+def _int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if np.issubdtype(a.dtype, np.integer):
+        q = np.abs(a) // np.abs(b)
+        return (np.sign(a) * np.sign(b) * q).astype(a.dtype)
+    return (a / b).astype(a.dtype)
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return (1.0 / (1.0 + np.exp(-x))).astype(x.dtype)
+
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+UNARY_NUMPY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "Relu": lambda x: np.maximum(x, 0).astype(x.dtype),
+    "Neg": np.negative,
+    "Abs": np.abs,
+    "Sqrt": np.sqrt,
+    "Exp": np.exp,
+    "Log": np.log,
+    "Floor": np.floor,
+    "Ceil": np.ceil,
+    "Round": np.round,
+    "Sign": np.sign,
+    "Sin": np.sin,
+    "Cos": np.cos,
+    "Tanh": np.tanh,
+    "Sigmoid": _sigmoid,
+    "Reciprocal": lambda x: (1 / x).astype(x.dtype),
+    "Not": np.logical_not,
+    "Erf": lambda x: _erf(x).astype(x.dtype),
+    "Softplus": lambda x: np.log1p(np.exp(x)).astype(x.dtype),
+}
+
+BINARY_NUMPY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "Add": np.add,
+    "Sub": np.subtract,
+    "Mul": np.multiply,
+    "Div": _int_div,
+    "Equal": np.equal,
+    "Less": np.less,
+    "LessOrEqual": np.less_equal,
+    "Greater": np.greater,
+    "GreaterOrEqual": np.greater_equal,
+    "And": np.logical_and,
+    "Or": np.logical_or,
+    "Xor": np.logical_xor,
+}
+
+
+def _fold_unary(ctx: NodeCtx) -> list[np.ndarray]:
+    x = ctx.const_input(0, "x")
+    assert x is not None
+    return [np.asarray(UNARY_NUMPY[ctx.node.op_type](x))]
+
+
+def _fold_binary(ctx: NodeCtx) -> list[np.ndarray]:
+    a, b = ctx.const_input(0, "A"), ctx.const_input(1, "B")
+    assert a is not None and b is not None
+    out = np.asarray(BINARY_NUMPY[ctx.node.op_type](a, b))
+    if out.dtype != np.bool_:
+        out = out.astype(a.dtype)
+    return [out]
+
+
+for _name in UNARY_NUMPY:
+    folder(_name)(_fold_unary)
+for _name in BINARY_NUMPY:
+    folder(_name)(_fold_binary)
+
+
+@folder("Pow")
+def _fold_pow(ctx: NodeCtx) -> list[np.ndarray]:
+    a, b = ctx.const_input(0, "X"), ctx.const_input(1, "Y")
+    assert a is not None and b is not None
+    return [np.power(a, b.astype(a.dtype)).astype(a.dtype)]
+
+
+@folder("Mod")
+def _fold_mod(ctx: NodeCtx) -> list[np.ndarray]:
+    a, b = ctx.const_input(0, "A"), ctx.const_input(1, "B")
+    assert a is not None and b is not None
+    f = np.fmod if ctx.attr("fmod", 0) else np.mod
+    return [f(a, b).astype(a.dtype)]
+
+
+@folder("Where")
+def _fold_where(ctx: NodeCtx) -> list[np.ndarray]:
+    c, x, y = (ctx.const_input(i, "operand") for i in range(3))
+    assert c is not None and x is not None and y is not None
+    return [np.where(c, x, y).astype(x.dtype)]
+
+
+@folder("Max")
+@folder("Min")
+@folder("Sum")
+@folder("Mean")
+def _fold_variadic(ctx: NodeCtx) -> list[np.ndarray]:
+    arrays = [v.array for v in ctx.inputs if isinstance(v, Const)]
+    f = {"Max": np.maximum, "Min": np.minimum, "Sum": np.add, "Mean": np.add}[ctx.node.op_type]
+    out = arrays[0]
+    for a in arrays[1:]:
+        out = f(out, a)
+    if ctx.node.op_type == "Mean":
+        out = out / len(arrays)
+    return [np.asarray(out).astype(arrays[0].dtype)]
+
+
+@folder("Cast")
+def _fold_cast(ctx: NodeCtx) -> list[np.ndarray]:
+    x = ctx.const_input(0, "input")
+    assert x is not None
+    return [x.astype(cast_target(ctx)[1])]
+
+
+# ---------------------------------------------------------------------------------------
+# run-time converters
+# ---------------------------------------------------------------------------------------
+
+UNARY_OPS: dict[str, type] = {
+    "Relu": nn.ReluOp, "Sigmoid": nn.SigmoidOp, "Tanh": nn.TanhOp, "Erf": nn.ErfOp,
+    "Exp": nn.ExpOp, "Log": nn.LogOp, "Sqrt": nn.SqrtOp, "Neg": nn.NegOp, "Abs": nn.AbsOp,
+    "Reciprocal": nn.ReciprocalOp, "Floor": nn.FloorOp, "Ceil": nn.CeilOp,
+    "Round": nn.RoundOp, "Sign": nn.SignOp, "Sin": nn.SinOp, "Cos": nn.CosOp,
+    "Softplus": nn.SoftplusOp, "HardSwish": nn.HardSwishOp, "Not": nn.NotOp,
+}
+
+FLOAT_ONLY = {k for k, v in UNARY_OPS.items() if getattr(v, "FLOAT_ONLY", True)}
+
+
+def _unary(ctx: NodeCtx) -> list[Value]:
+    x = ctx.input(0)
+    op_type = ctx.node.op_type
+    if op_type in FLOAT_ONLY and not dtypes.is_float(value_elem(x)):
+        raise ctx.error(f"expects a floating-point tensor, got {value_elem(x)}")
+    if op_type == "Not" and value_elem(x) != i1:
+        raise ctx.error("expects a bool tensor")
+    return [ctx.emit1(UNARY_OPS[op_type], [x], value_shape(x), value_elem(x))]
+
+
+for _name in UNARY_OPS:
+    converter(_name)(_unary)
+
+BINARY_OPS: dict[str, type] = {
+    "Add": nn.AddOp, "Sub": nn.SubOp, "Mul": nn.MulOp, "Div": nn.DivOp,
+    "And": nn.AndOp, "Or": nn.OrOp, "Xor": nn.XorOp, "Equal": nn.EqualOp,
+    "Less": nn.LessOp, "LessOrEqual": nn.LessEqualOp, "Greater": nn.GreaterOp,
+    "GreaterOrEqual": nn.GreaterEqualOp,
+}
+
+
+def _binary(ctx: NodeCtx) -> list[Value]:
+    return [emit_binary(ctx, BINARY_OPS[ctx.node.op_type], ctx.input(0), ctx.input(1))]
+
+
+for _name in BINARY_OPS:
+    converter(_name)(_binary)
+
+
+@converter("Pow")
+def _pow(ctx: NodeCtx) -> list[Value]:
+    x, y = ctx.input(0), ctx.input(1)
+    if value_elem(y) != value_elem(x):
+        y = cast_value(ctx, y, value_elem(x))
+    return [emit_binary(ctx, nn.PowOp, x, y)]
+
+
+@converter("Mod")
+def _mod(ctx: NodeCtx) -> list[Value]:
+    fmod = int(ctx.attr("fmod", 0))
+    if not fmod and dtypes.is_float(ctx.elem(0)):
+        raise ctx.error("fmod=0 is only defined for integer tensors")
+    return [emit_binary(ctx, nn.ModOp, ctx.input(0), ctx.input(1), fmod=int_attr(fmod))]
+
+
+@converter("PRelu")
+def _prelu(ctx: NodeCtx) -> list[Value]:
+    x, slope = ctx.input(0), ctx.input(1)
+    shape = broadcast_shape(ctx, x, slope)
+    if shape != value_shape(x):
+        raise ctx.error(f"slope {value_shape(slope)} does not broadcast to {value_shape(x)}")
+    same_elem(ctx, x, slope)
+    return [ctx.emit1(nn.PReluOp, [x, slope], shape, value_elem(x))]
+
+
+@converter("Where")
+def _where(ctx: NodeCtx) -> list[Value]:
+    c, x, y = ctx.input(0), ctx.input(1), ctx.input(2)
+    if value_elem(c) != i1:
+        raise ctx.error("condition must be a bool tensor")
+    same_elem(ctx, x, y)
+    shape = broadcast_shape(ctx, c, x, y)
+    return [ctx.emit1(nn.WhereOp, [c, x, y], shape, value_elem(x))]
+
+
+def chain(ctx: NodeCtx, op_cls: type, vals: Sequence[Value]) -> Value:
+    out = vals[0]
+    for v in vals[1:]:
+        out = emit_binary(ctx, op_cls, out, v)
+    return out
+
+
+@converter("Max")
+@converter("Min")
+@converter("Sum")
+@converter("Mean")
+def _variadic(ctx: NodeCtx) -> list[Value]:
+    vals = [v for v in ctx.inputs if v is not None]
+    if not vals:
+        raise ctx.error("needs at least one input")
+    op_type = ctx.node.op_type
+    op_cls = {"Max": nn.MaxOp, "Min": nn.MinOp, "Sum": nn.AddOp, "Mean": nn.AddOp}[op_type]
+    out = chain(ctx, op_cls, vals)
+    if op_type == "Mean" and len(vals) > 1:
+        n = np.array(len(vals), dtype=dtypes.to_numpy_dtype(value_elem(out)))
+        out = emit_binary(ctx, nn.DivOp, out, ctx.const(n))
+    return [out]
+
+
+def cast_target(ctx: NodeCtx) -> tuple[object, np.dtype]:
+    to = int(ctx.attr("to", 0))
+    try:
+        elem = dtypes.from_onnx_elem(to)
+    except ValueError:
+        raise ctx.error(f"cast to unsupported element type {to}") from None
+    return elem, dtypes.to_numpy_dtype(elem)
+
+
+def cast_value(ctx: NodeCtx, v: Value, elem) -> Value:
+    if isinstance(v, Const):
+        return ctx.const(v.array.astype(dtypes.to_numpy_dtype(elem)))
+    return ctx.emit1(nn.CastOp, [v], value_shape(v), elem)
+
+
+@converter("Cast")
+def _cast(ctx: NodeCtx) -> list[Value]:
+    x = ctx.input(0)
+    elem, _ = cast_target(ctx)
+    if value_elem(x) == elem:
+        return [x]
+    return [ctx.emit1(nn.CastOp, [x], value_shape(x), elem)]
+
+
+@converter("CastLike")
+def _cast_like(ctx: NodeCtx) -> list[Value]:
+    x, like = ctx.input(0), ctx.input(1)
+    if value_elem(x) == value_elem(like):
+        return [x]
+    return [cast_value(ctx, x, value_elem(like))]
+
+
+def _float_unary(ctx: NodeCtx, op_cls: type, **props) -> list[Value]:
+    x = ctx.input(0)
+    if not dtypes.is_float(value_elem(x)):
+        raise ctx.error(f"expects a floating-point tensor, got {value_elem(x)}")
+    return [ctx.emit1(op_cls, [x], value_shape(x), value_elem(x), props or None)]
+
+
+@converter("LeakyRelu")
+def _leaky_relu(ctx: NodeCtx) -> list[Value]:
+    return _float_unary(ctx, nn.LeakyReluOp, alpha=f64_attr(ctx.attr("alpha", 0.01)))
+
+
+@converter("Elu")
+def _elu(ctx: NodeCtx) -> list[Value]:
+    return _float_unary(ctx, nn.EluOp, alpha=f64_attr(ctx.attr("alpha", 1.0)))
+
+
+@converter("HardSigmoid")
+def _hard_sigmoid(ctx: NodeCtx) -> list[Value]:
+    return _float_unary(
+        ctx, nn.HardSigmoidOp,
+        alpha=f64_attr(ctx.attr("alpha", 0.2)), beta=f64_attr(ctx.attr("beta", 0.5)),
+    )
+
+
+@converter("Gelu")
+def _gelu(ctx: NodeCtx) -> list[Value]:
+    approx = ctx.attr("approximate", "none")
+    if approx not in ("none", "tanh"):
+        raise ctx.error(f"unknown approximate={approx!r}")
+    return _float_unary(ctx, nn.GeluOp, approximate=str_attr(approx))
+
+
+@converter("Clip")
+def _clip(ctx: NodeCtx) -> list[Value]:
+    if ctx.opset < 11:
+        lo = float(ctx.attr("min", -math.inf))
+        hi = float(ctx.attr("max", math.inf))
+    else:
+        lo_a, hi_a = ctx.const_input(1, "min"), ctx.const_input(2, "max")
+        lo = float(lo_a.reshape(-1)[0]) if lo_a is not None else -math.inf
+        hi = float(hi_a.reshape(-1)[0]) if hi_a is not None else math.inf
+    x = ctx.input(0)
+    if isinstance(x, Const):
+        return [ctx.const(np.clip(x.array, lo, hi).astype(x.array.dtype))]
+    return [
+        ctx.emit1(nn.ClipOp, [x], value_shape(x), value_elem(x),
+                  {"min": f64_attr(lo), "max": f64_attr(hi)})
+    ]
+

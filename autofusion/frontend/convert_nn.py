@@ -1,0 +1,338 @@
+"""Converters for convolution, pooling, normalisation, contraction, softmax and reductions.
+
+``auto_pad`` (SAME_UPPER/SAME_LOWER/VALID) is resolved to explicit ``[begin..., end...]``
+pads; reduction axes come from the attribute or (opset 13 ReduceSum, opset 18 others) a
+constant input, sorted and non-negative; opset < 13 Softmax becomes reshape + softmax +
+reshape over the flattened 2-D view.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from autofusion.dialects import dtypes, nn, shapes
+from autofusion.dialects.base import bool_attr, f64_attr, i64_array, int_attr
+from autofusion.frontend.context import Const, NodeCtx, Value, value_elem, value_shape
+from autofusion.frontend.convert_shape import norm_axes, norm_axis, reshape_to
+from autofusion.frontend.registry import converter
+
+
+def _float_input(ctx: NodeCtx, i: int) -> Value:
+    v = ctx.input(i)
+    if not dtypes.is_float(value_elem(v)):
+        raise ctx.error(f"input {i} must be a floating-point tensor, got {value_elem(v)}")
+    return v
+
+
+def _check_outputs(ctx: NodeCtx, keep: int) -> None:
+    """Error if an output past the first ``keep`` (e.g. MaxPool Indices) has users."""
+    used = [o for o, u in zip(list(ctx.node.output)[keep:], ctx.n_outputs_used[keep:]) if o and u]
+    if used:
+        raise ctx.error(f"output(s) {', '.join(used)} are not supported (only the first "
+                        f"{keep} output(s) may be used)")
+
+
+def resolve_pads(
+    ctx: NodeCtx, spatial: Sequence[int], kernel: Sequence[int], strides: Sequence[int],
+    dilations: Sequence[int],
+) -> list[int]:
+    """Explicit ``[begin..., end...]`` pads from ``pads`` or ``auto_pad``."""
+    n = len(spatial)
+    auto = ctx.attr("auto_pad", "NOTSET")
+    if auto in ("NOTSET", ""):
+        pads = [int(p) for p in ctx.attr("pads", [0] * 2 * n)]
+        if len(pads) != 2 * n:
+            raise ctx.error(f"pads {pads} must have {2 * n} entries")
+        return pads
+    if auto == "VALID":
+        return [0] * 2 * n
+    if auto not in ("SAME_UPPER", "SAME_LOWER"):
+        raise ctx.error(f"unknown auto_pad {auto!r}")
+    begin, end = [], []
+    for i in range(n):
+        out = -(-spatial[i] // strides[i])
+        k = dilations[i] * (kernel[i] - 1) + 1
+        total = max(0, (out - 1) * strides[i] + k - spatial[i])
+        small, big = total // 2, total - total // 2
+        if auto == "SAME_UPPER":
+            begin.append(small)
+            end.append(big)
+        else:
+            begin.append(big)
+            end.append(small)
+    return begin + end
+
+
+@converter("Conv")
+def _conv(ctx: NodeCtx) -> list[Value]:
+    x, w = _float_input(ctx, 0), ctx.input(1)
+    b = ctx.opt_input(2)
+    xs, ws = value_shape(x), value_shape(w)
+    if len(xs) not in (3, 4, 5) or len(ws) != len(xs):
+        raise ctx.error(f"only 1-d/2-d/3-d convolution is supported (input {xs}, weight {ws})")
+    nsp = len(xs) - 2
+    strides = [int(v) for v in ctx.attr("strides", [1] * nsp)]
+    dilations = [int(v) for v in ctx.attr("dilations", [1] * nsp)]
+    group = int(ctx.attr("group", 1))
+    kernel = [int(v) for v in ctx.attr("kernel_shape", ws[2:])]
+    if list(kernel) != list(ws[2:]):
+        raise ctx.error(f"kernel_shape {kernel} differs from the weight shape {ws}")
+    pads = resolve_pads(ctx, xs[2:], kernel, strides, dilations)
+    try:
+        out = shapes.conv_out(xs, ws, strides, pads, dilations, group)
+    except ValueError as e:
+        raise ctx.error(str(e)) from None
+    if b is not None and value_shape(b) != (ws[0],):
+        raise ctx.error(f"bias shape {value_shape(b)} should be ({ws[0]},)")
+    return [ctx.emit1(nn.ConvOp, [x, w, b], out, value_elem(x), {
+        "strides": i64_array(strides), "pads": i64_array(pads),
+        "dilations": i64_array(dilations), "group": int_attr(group),
+    })]
+
+
+def _pool(ctx: NodeCtx, op_cls: type, extra: dict) -> list[Value]:
+    x = _float_input(ctx, 0)
+    xs = value_shape(x)
+    nsp = len(xs) - 2
+    if nsp < 1:
+        raise ctx.error(f"input must have rank >= 3, got {xs}")
+    kernel = [int(v) for v in ctx.attr("kernel_shape", [])]
+    if len(kernel) != nsp:
+        raise ctx.error(f"kernel_shape {kernel} must have {nsp} entries")
+    strides = [int(v) for v in ctx.attr("strides", [1] * nsp)]
+    dilations = [int(v) for v in ctx.attr("dilations", [1] * nsp)]
+    ceil_mode = bool(ctx.attr("ceil_mode", 0))
+    pads = resolve_pads(ctx, xs[2:], kernel, strides, dilations)
+    try:
+        out = shapes.pool_out(xs, kernel, strides, pads, dilations, ceil_mode)
+    except ValueError as e:
+        raise ctx.error(str(e)) from None
+    props = {
+        "kernel": i64_array(kernel), "strides": i64_array(strides), "pads": i64_array(pads),
+        "dilations": i64_array(dilations), "ceil_mode": bool_attr(ceil_mode), **extra,
+    }
+    return [ctx.emit1(op_cls, [x], out, value_elem(x), props)]
+
+
+@converter("MaxPool")
+def _max_pool(ctx: NodeCtx) -> list[Value]:
+    _check_outputs(ctx, 1)
+    if int(ctx.attr("storage_order", 0)) != 0:
+        raise ctx.error("storage_order=1 is not supported")
+    return _pool(ctx, nn.MaxPoolOp, {})
+
+
+@converter("AveragePool")
+def _avg_pool(ctx: NodeCtx) -> list[Value]:
+    cip = bool(ctx.attr("count_include_pad", 0))
+    return _pool(ctx, nn.AvgPoolOp, {"count_include_pad": bool_attr(cip)})
+
+
+def _global_pool(ctx: NodeCtx, op_cls: type) -> list[Value]:
+    x = _float_input(ctx, 0)
+    xs = value_shape(x)
+    if len(xs) < 3:
+        raise ctx.error(f"input must have rank >= 3, got {xs}")
+    return [ctx.emit1(op_cls, [x], (*xs[:2], *([1] * (len(xs) - 2))), value_elem(x))]
+
+
+@converter("GlobalAveragePool")
+def _gap(ctx: NodeCtx) -> list[Value]:
+    return _global_pool(ctx, nn.GlobalAvgPoolOp)
+
+
+@converter("GlobalMaxPool")
+def _gmp(ctx: NodeCtx) -> list[Value]:
+    return _global_pool(ctx, nn.GlobalMaxPoolOp)
+
+
+def _channel_params(ctx: NodeCtx, first: int, count: int, c: int) -> list[Value]:
+    params = [ctx.input(i) for i in range(first, first + count)]
+    for i, p in enumerate(params):
+        if value_shape(p) != (c,):
+            raise ctx.error(f"input {first + i} has shape {value_shape(p)}, expected ({c},)")
+        if value_elem(p) != value_elem(ctx.input(0)):
+            raise ctx.error(f"input {first + i} element type differs from the data's")
+    return params
+
+
+@converter("BatchNormalization")
+def _batch_norm(ctx: NodeCtx) -> list[Value]:
+    _check_outputs(ctx, 1)
+    if int(ctx.attr("training_mode", 0)):
+        raise ctx.error("training_mode=1 is not supported (inference only)")
+    x = _float_input(ctx, 0)
+    xs = value_shape(x)
+    if len(xs) < 2:
+        raise ctx.error(f"input must have rank >= 2, got {xs}")
+    params = _channel_params(ctx, 1, 4, xs[1])
+    return [ctx.emit1(nn.BatchNormOp, [x, *params], xs, value_elem(x),
+                      {"epsilon": f64_attr(ctx.attr("epsilon", 1e-5))})]
+
+
+@converter("InstanceNormalization")
+def _instance_norm(ctx: NodeCtx) -> list[Value]:
+    x = _float_input(ctx, 0)
+    xs = value_shape(x)
+    if len(xs) < 3:
+        raise ctx.error(f"input must have rank >= 3, got {xs}")
+    params = _channel_params(ctx, 1, 2, xs[1])
+    return [ctx.emit1(nn.InstanceNormOp, [x, *params], xs, value_elem(x),
+                      {"epsilon": f64_attr(ctx.attr("epsilon", 1e-5))})]
+
+
+@converter("LayerNormalization")
+def _layer_norm(ctx: NodeCtx) -> list[Value]:
+    _check_outputs(ctx, 1)
+    x = _float_input(ctx, 0)
+    xs = value_shape(x)
+    axis = norm_axis(ctx, int(ctx.attr("axis", -1)), len(xs))
+    scale, bias = ctx.input(1), ctx.opt_input(2)
+    norm = xs[axis:]
+    for p in (scale, bias):
+        if p is None:
+            continue
+        try:
+            ok = shapes.broadcast(value_shape(p), norm) == norm
+        except ValueError:
+            ok = False
+        if not ok:
+            raise ctx.error(f"parameter shape {value_shape(p)} does not broadcast to {norm}")
+    return [ctx.emit1(nn.LayerNormOp, [x, scale, bias], xs, value_elem(x), {
+        "axis": int_attr(axis), "epsilon": f64_attr(ctx.attr("epsilon", 1e-5)),
+    })]
+
+
+@converter("LRN")
+def _lrn(ctx: NodeCtx) -> list[Value]:
+    x = _float_input(ctx, 0)
+    if "size" not in ctx.attrs:
+        raise ctx.error("attribute 'size' is required")
+    return [ctx.emit1(nn.LRNOp, [x], value_shape(x), value_elem(x), {
+        "size": int_attr(ctx.attr("size")), "alpha": f64_attr(ctx.attr("alpha", 1e-4)),
+        "beta": f64_attr(ctx.attr("beta", 0.75)), "bias": f64_attr(ctx.attr("bias", 1.0)),
+    })]
+
+
+@converter("MatMul")
+def _matmul(ctx: NodeCtx) -> list[Value]:
+    a, b = ctx.input(0), ctx.input(1)
+    if value_elem(a) != value_elem(b):
+        raise ctx.error(f"operand element types differ: {value_elem(a)} vs {value_elem(b)}")
+    try:
+        out = shapes.matmul_out(value_shape(a), value_shape(b))
+    except ValueError as e:
+        raise ctx.error(str(e)) from None
+    return [ctx.emit1(nn.MatMulOp, [a, b], out, value_elem(a))]
+
+
+@converter("Gemm")
+def _gemm(ctx: NodeCtx) -> list[Value]:
+    a, b, c = ctx.input(0), ctx.input(1), ctx.opt_input(2)
+    sa, sb = value_shape(a), value_shape(b)
+    if len(sa) != 2 or len(sb) != 2:
+        raise ctx.error(f"operands must be 2-d, got {sa} and {sb}")
+    ta, tb = bool(ctx.attr("transA", 0)), bool(ctx.attr("transB", 0))
+    m, k = (sa[1], sa[0]) if ta else sa
+    k2, n = (sb[1], sb[0]) if tb else sb
+    if k != k2:
+        raise ctx.error(f"contraction sizes differ: {k} vs {k2}")
+    if c is not None:
+        try:
+            ok = shapes.broadcast(value_shape(c), (m, n)) == (m, n)
+        except ValueError:
+            ok = False
+        if not ok:
+            raise ctx.error(f"C shape {value_shape(c)} does not broadcast to {(m, n)}")
+    return [ctx.emit1(nn.GemmOp, [a, b, c], (m, n), value_elem(a), {
+        "alpha": f64_attr(ctx.attr("alpha", 1.0)), "beta": f64_attr(ctx.attr("beta", 1.0)),
+        "trans_a": bool_attr(ta), "trans_b": bool_attr(tb),
+    })]
+
+
+def _softmax(ctx: NodeCtx, op_cls: type) -> list[Value]:
+    x = _float_input(ctx, 0)
+    xs = value_shape(x)
+    rank = max(len(xs), 1)
+    default = -1 if ctx.opset >= 13 else 1
+    axis = norm_axis(ctx, int(ctx.attr("axis", default)), rank)
+    if ctx.opset >= 13 or axis == len(xs) - 1:
+        return [ctx.emit1(op_cls, [x], xs, value_elem(x), {"axis": int_attr(axis)})]
+    # Opset < 13: softmax over the flattened trailing block [axis, rank).
+    flat = reshape_to(ctx, x, (shapes.numel(xs[:axis]), shapes.numel(xs[axis:])))
+    y = ctx.emit1(op_cls, [flat], value_shape(flat), value_elem(x), {"axis": int_attr(1)})
+    return [reshape_to(ctx, y, xs)]
+
+
+@converter("Softmax")
+def _softmax_cv(ctx: NodeCtx) -> list[Value]:
+    return _softmax(ctx, nn.SoftmaxOp)
+
+
+@converter("LogSoftmax")
+def _log_softmax(ctx: NodeCtx) -> list[Value]:
+    return _softmax(ctx, nn.LogSoftmaxOp)
+
+
+REDUCE_OPS: dict[str, tuple[type, int]] = {
+    # op type -> (nn op, first opset taking axes as an input)
+    "ReduceMean": (nn.ReduceMeanOp, 18),
+    "ReduceSum": (nn.ReduceSumOp, 13),
+    "ReduceMax": (nn.ReduceMaxOp, 18),
+    "ReduceMin": (nn.ReduceMinOp, 18),
+    "ReduceProd": (nn.ReduceProdOp, 18),
+    "ReduceL2": (nn.ReduceL2Op, 18),
+}
+
+_REDUCE_NUMPY = {
+    "ReduceMean": np.mean, "ReduceSum": np.sum, "ReduceMax": np.max, "ReduceMin": np.min,
+    "ReduceProd": np.prod,
+}
+
+
+def _reduce(ctx: NodeCtx) -> list[Value]:
+    op_cls, axes_opset = REDUCE_OPS[ctx.node.op_type]
+    x = ctx.input(0)
+    xs = value_shape(x)
+    keepdims = bool(ctx.attr("keepdims", 1))
+    if ctx.opset >= axes_opset:
+        arr = ctx.const_input(1, "axes")
+        axes = None if arr is None else [int(a) for a in arr.reshape(-1)]
+    else:
+        raw = ctx.attr("axes")
+        axes = None if raw is None else [int(a) for a in raw]
+    if not axes:
+        if ctx.attr("noop_with_empty_axes", 0) and ctx.opset >= axes_opset:
+            return [x]
+        axes = list(range(len(xs)))
+    axes = norm_axes(ctx, axes, len(xs))
+    out = shapes.reduce_out(xs, axes, keepdims)
+    if isinstance(x, Const) and ctx.node.op_type in _REDUCE_NUMPY:
+        f = _REDUCE_NUMPY[ctx.node.op_type]
+        return [ctx.const(np.asarray(f(x.array, axis=tuple(axes), keepdims=keepdims))
+                          .astype(x.array.dtype))]
+    if ctx.node.op_type in ("ReduceMean", "ReduceL2") and not dtypes.is_float(value_elem(x)):
+        raise ctx.error(f"expects a floating-point tensor, got {value_elem(x)}")
+    return [ctx.emit1(op_cls, [x], out, value_elem(x), {
+        "axes": i64_array(axes), "keepdims": bool_attr(keepdims),
+    })]
+
+
+for _name in REDUCE_OPS:
+    converter(_name, folds=True)(_reduce)
+
+
+@converter("ArgMax")
+def _arg_max(ctx: NodeCtx) -> list[Value]:
+    x = ctx.input(0)
+    xs = value_shape(x)
+    if int(ctx.attr("select_last_index", 0)):
+        raise ctx.error("select_last_index=1 is not supported")
+    axis = norm_axis(ctx, int(ctx.attr("axis", 0)), len(xs))
+    keepdims = bool(ctx.attr("keepdims", 1))
+    out = shapes.reduce_out(xs, [axis], keepdims)
+    return [ctx.emit1(nn.ArgMaxOp, [x], out, dtypes.from_numpy_dtype(np.int64), {
+        "axis": int_attr(axis), "keepdims": bool_attr(keepdims),
+    })]

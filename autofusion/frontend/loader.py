@@ -1,0 +1,213 @@
+"""Loading and validating ONNX models before conversion.
+
+Everything here turns malformed input into one :class:`AutofusionError` naming the file
+and, where there is one, the node and op type: garbage or truncated protobuf, a missing
+graph, an opset outside 9..21, a node input that nothing produces, a cycle, graph inputs
+without a static shape, unsupported element types.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import onnx
+from google.protobuf.message import DecodeError
+
+from autofusion.dialects import dtypes
+from autofusion.errors import AutofusionError
+
+MIN_OPSET = 9
+MAX_OPSET = 21
+DEFAULT_DOMAINS = ("", "ai.onnx")
+
+
+def node_label(node: onnx.NodeProto, index: int) -> str:
+    """The node's name, or ``<OpType>_<index>`` for unnamed nodes (docs/internals.md)."""
+    return node.name or f"{node.op_type}_{index}"
+
+
+def load_path(path: str | os.PathLike[str]) -> tuple[onnx.ModelProto, str]:
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        raise AutofusionError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise AutofusionError(f"{path}: is a directory, not an ONNX file") from None
+    return load_bytes(data, path), path
+
+
+def load_bytes(data: bytes, filename: str) -> onnx.ModelProto:
+    """Parse a serialised model and load its external data from beside ``filename``."""
+    if not data:
+        raise AutofusionError(f"{filename}: empty file, not an ONNX model")
+    model = onnx.ModelProto()
+    try:
+        model.ParseFromString(data)
+    except (DecodeError, RuntimeError, ValueError) as e:
+        raise AutofusionError(
+            f"{filename}: not a valid ONNX model (truncated or corrupt protobuf: {e})"
+        ) from None
+    check_structure(model, filename)
+    if _uses_external_data(model):
+        base = os.path.dirname(os.path.abspath(filename))
+        try:
+            onnx.external_data_helper.load_external_data_for_model(model, base)
+        except (OSError, ValueError) as e:
+            raise AutofusionError(
+                f"{filename}: cannot load external weight data from {base}: {e}"
+            ) from None
+    return model
+
+
+def _uses_external_data(model: onnx.ModelProto) -> bool:
+    return any(
+        t.data_location == onnx.TensorProto.EXTERNAL for t in model.graph.initializer
+    ) or any(
+        a.t.data_location == onnx.TensorProto.EXTERNAL
+        for n in model.graph.node
+        for a in n.attribute
+        if a.type == onnx.AttributeProto.TENSOR
+    )
+
+
+def check_structure(model: onnx.ModelProto, filename: str) -> None:
+    """Reject protobufs that parsed but are no usable ONNX model."""
+    if not model.HasField("graph") or (
+        not model.graph.node and not model.graph.output
+    ):
+        raise AutofusionError(
+            f"{filename}: not a valid ONNX model (no graph; truncated or not an ONNX file)"
+        )
+    if not model.graph.output:
+        raise AutofusionError(f"{filename}: the graph has no outputs")
+
+
+def default_opset(model: onnx.ModelProto, filename: str) -> int:
+    version = None
+    for imp in model.opset_import:
+        if imp.domain in DEFAULT_DOMAINS:
+            version = int(imp.version)
+    if version is None:
+        if model.ir_version and model.ir_version <= 2:
+            version = 1
+        else:
+            raise AutofusionError(f"{filename}: the model imports no default-domain opset")
+    if not MIN_OPSET <= version <= MAX_OPSET:
+        raise AutofusionError(
+            f"{filename}: opset {version} is not supported "
+            f"(autofusion imports opsets {MIN_OPSET} to {MAX_OPSET})"
+        )
+    return version
+
+
+@dataclass
+class Ordered:
+    """Nodes in a topological order, with their labels."""
+
+    nodes: list[onnx.NodeProto]
+    labels: list[str]
+
+
+def topo_sort(graph: onnx.GraphProto, known: set[str], filename: str) -> Ordered:
+    """Kahn's algorithm in file order; dangling inputs and cycles are errors.
+
+    ``known`` holds the names available before any node runs (inputs, initializers).
+    """
+    nodes = list(graph.node)
+    labels = [node_label(n, i) for i, n in enumerate(nodes)]
+    producer: dict[str, int] = {}
+    for i, n in enumerate(nodes):
+        for o in n.output:
+            if o:
+                producer[o] = i
+    dangling: list[str] = []
+    deps: list[set[int]] = []
+    for i, n in enumerate(nodes):
+        d: set[int] = set()
+        for name in n.input:
+            if not name or name in known:
+                continue
+            p = producer.get(name)
+            if p is None:
+                dangling.append(f"node '{labels[i]}' ({n.op_type}) input '{name}'")
+            else:
+                d.add(p)
+        deps.append(d)
+    for out in graph.output:
+        if out.name not in known and out.name not in producer:
+            dangling.append(f"graph output '{out.name}'")
+    if dangling:
+        raise AutofusionError(
+            f"{filename}: value never produced (dangling input): " + "; ".join(dangling)
+        )
+    users: list[list[int]] = [[] for _ in nodes]
+    remaining = [len(d) for d in deps]
+    for i, d in enumerate(deps):
+        for p in d:
+            users[p].append(i)
+    import heapq
+
+    ready = [i for i, r in enumerate(remaining) if r == 0]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        i = heapq.heappop(ready)
+        order.append(i)
+        for u in users[i]:
+            remaining[u] -= 1
+            if remaining[u] == 0:
+                heapq.heappush(ready, u)
+    if len(order) != len(nodes):
+        stuck = [f"'{labels[i]}' ({nodes[i].op_type})" for i, r in enumerate(remaining) if r]
+        raise AutofusionError(
+            f"{filename}: the graph has a cycle through nodes " + ", ".join(stuck)
+        )
+    return Ordered([nodes[i] for i in order], [labels[i] for i in order])
+
+
+def static_input_shape(vi: onnx.ValueInfoProto, filename: str) -> tuple[list[int], int]:
+    """Shape and ONNX element type of a graph input; unknown dims are errors."""
+    t = vi.type
+    if not t.HasField("tensor_type"):
+        raise AutofusionError(f"{filename}: graph input '{vi.name}' is not a tensor")
+    tt = t.tensor_type
+    elem = tt.elem_type
+    check_elem(elem, filename, f"graph input '{vi.name}'")
+    if not tt.HasField("shape"):
+        raise AutofusionError(
+            f"{filename}: graph input '{vi.name}' has no shape; static shapes are required"
+        )
+    dims: list[int] = []
+    for i, d in enumerate(tt.shape.dim):
+        if d.HasField("dim_value") and d.dim_value >= 0:
+            dims.append(int(d.dim_value))
+        else:
+            what = f"'{d.dim_param}'" if d.dim_param else "unknown"
+            raise AutofusionError(
+                f"{filename}: graph input '{vi.name}' has a dynamic dimension {what} "
+                f"(dim {i}); static shapes are required"
+            )
+    return dims, elem
+
+
+def check_elem(elem: int, filename: str, where: str) -> None:
+    try:
+        dtypes.from_onnx_elem(elem)
+    except ValueError:
+        name = onnx.TensorProto.DataType.Name(elem) if elem in onnx.TensorProto.DataType.values() else str(elem)
+        raise AutofusionError(
+            f"{filename}: {where} has unsupported element type {name}"
+        ) from None
+
+
+def unsupported_message(filename: str, items: Sequence[tuple[str, str]]) -> str:
+    """``file: unsupported ONNX ops: Foo (nodes: a, b); Bar (nodes: c)``."""
+    by_type: dict[str, list[str]] = {}
+    for op_type, label in items:
+        by_type.setdefault(op_type, []).append(label)
+    parts = [f"{t} (nodes: {', '.join(ls)})" for t, ls in by_type.items()]
+    return f"{filename}: unsupported ONNX ops: " + "; ".join(parts)

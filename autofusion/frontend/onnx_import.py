@@ -1,0 +1,309 @@
+"""ONNX -> ``nn`` IR: the importer's entry points and driver.
+
+``import_onnx(model)`` returns a ``builtin.module`` holding one ``func.func @main`` as fixed
+in docs/internals.md: arguments are the graph inputs that have no initializer, results the
+graph outputs (both with ``onnx.name``), weights and folded values are bytes-backed
+``nn.constant`` ops, and every op carries ``onnx.origins``.
+
+The driver walks the nodes in topological order. A node whose inputs are all import-time
+constants is evaluated (numpy rules in the converter modules, ``onnx.reference`` as the
+fallback); ``Shape``/``Size`` of a statically shaped value are constants too, so exporter
+shape subgraphs fold away and Reshape/Expand targets become known. Every other node goes
+through its converter, which computes static result shapes itself. ONNX shape inference
+(with data propagation) runs on a weight-free copy of the graph and is used to cross-check
+every computed shape.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, StringAttr
+from xdsl.ir import Attribute
+from xdsl.utils.exceptions import DiagnosticException
+
+from autofusion.dialects import dtypes
+from autofusion.errors import AutofusionError
+from autofusion.frontend import loader
+from autofusion.frontend.context import Const, Emitter, NodeCtx, Value, value_elem, value_shape
+from autofusion.frontend.convert_shape import tensor_to_const
+from autofusion.frontend.progress import Progress
+from autofusion.frontend.registry import SELF_FOLDING, tables
+
+# Constants at most this large are kept in the weight-free copy used for shape inference.
+_SMALL = 4096
+
+
+def import_onnx(
+    model: str | os.PathLike[str] | onnx.ModelProto, *, progress: bool | None = None
+) -> ModuleOp:
+    """Import an ONNX model (a path or a ``ModelProto``) into ``nn`` IR.
+
+    ``progress``: ``True`` always reports progress on stderr, ``False`` never, ``None``
+    (default) reports for big models (> 100 MB of weights or > 500 nodes) when stderr is a
+    terminal or ``AUTOFUSION_PROGRESS=1``.
+    """
+    if isinstance(model, onnx.ModelProto):
+        loader.check_structure(model, "<model>")
+        return _Importer(model, "<model>", owned=False, progress=progress).run()
+    proto, path = loader.load_path(model)
+    return _Importer(proto, path, owned=True, progress=progress).run()
+
+
+def import_onnx_bytes(
+    data: bytes, filename: str, ctx: object = None, *, progress: bool | None = None
+) -> ModuleOp:
+    """Import a serialised model; external data is resolved beside ``filename``.
+
+    ``ctx`` (an xDSL ``Context``) is accepted for the frontend hook of ``autofusion-opt``;
+    the importer builds ops directly and does not need it.
+    """
+    del ctx
+    proto = loader.load_bytes(data, filename)
+    return _Importer(proto, filename, owned=True, progress=progress).run()
+
+
+def _attr_value(a: onnx.AttributeProto, op_type: str) -> object:
+    if a.type == onnx.AttributeProto.TENSOR:
+        if op_type == "Constant":
+            return None  # read by the Constant converter without copying
+        return numpy_helper.to_array(a.t)
+    v = helper.get_attribute_value(a)
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "replace")
+    if isinstance(v, list) and v and isinstance(v[0], bytes):
+        return [s.decode("utf-8", "replace") for s in v]
+    return v
+
+
+class _Importer:
+    def __init__(
+        self, model: onnx.ModelProto, filename: str, *, owned: bool, progress: bool | None
+    ):
+        self.model = model
+        self.filename = filename
+        self.owned = owned
+        self.progress_opt = progress
+        self.converters, self.folders = tables()
+
+    # ---- driver -----------------------------------------------------------------------
+    def run(self) -> ModuleOp:
+        graph = self.model.graph
+        fn = self.filename
+        self.opset = loader.default_opset(self.model, fn)
+        init_names = {t.name for t in graph.initializer}
+        args = [vi for vi in graph.input if vi.name not in init_names]
+        known = init_names | {vi.name for vi in graph.input}
+        order = loader.topo_sort(graph, known, fn)
+        self._check_supported(order, init_names, known)
+
+        weight_bytes = sum(_tensor_nbytes(t) for t in graph.initializer)
+        progress = Progress.create(self.progress_opt, len(order.nodes), weight_bytes)
+        inferred = self._infer_shapes()
+
+        arg_types: list[Attribute] = []
+        for vi in args:
+            dims, elem = loader.static_input_shape(vi, fn)
+            arg_types.append(dtypes.tensor_type(dtypes.from_onnx_elem(elem), dims))
+        out_names = [o.name for o in graph.output]
+        main = func.FuncOp("main", (arg_types, []))
+        block = main.body.block
+        emitter = Emitter(block)
+        env: dict[str, Value] = {}
+        for vi, barg in zip(args, block.args):
+            env[vi.name] = barg
+        for t in graph.initializer:
+            env[t.name] = tensor_to_const(t, t.name, fn)
+            if self.owned and t.HasField("raw_data") and len(t.raw_data) > _SMALL:
+                t.ClearField("raw_data")
+        progress.loaded()
+
+        used = {name for n in order.nodes for name in n.input if name}
+        used.update(out_names)
+        for i, (node, label) in enumerate(zip(order.nodes, order.labels)):
+            self._convert_node(node, label, env, emitter, used, inferred)
+            progress.step(i + 1)
+
+        results = [emitter.materialise(v) if isinstance(v, Const) else v
+                   for v in (env[n] for n in out_names)]
+        block.add_op(func.ReturnOp(*results))
+        main.function_type = func.FunctionType.from_lists(
+            arg_types, [r.type for r in results]
+        )
+        main.arg_attrs = ArrayAttr(
+            [DictionaryAttr({"onnx.name": StringAttr(vi.name)}) for vi in args]
+        )
+        main.res_attrs = ArrayAttr(
+            [DictionaryAttr({"onnx.name": StringAttr(n)}) for n in out_names]
+        )
+        module = ModuleOp([main])
+        try:
+            module.verify()
+        except DiagnosticException as e:
+            raise AutofusionError(f"{fn}: imported IR does not verify: {e}") from None
+        progress.done()
+        return module
+
+    def _check_supported(
+        self, order: loader.Ordered, init_names: set[str], known: set[str]
+    ) -> None:
+        """List every unsupported op at once (constant-foldable nodes are fine)."""
+        const = set(init_names)
+        bad: list[tuple[str, str]] = []
+        for node, label in zip(order.nodes, order.labels):
+            ins = [x for x in node.input if x]
+            all_const = all(x in const for x in ins)
+            if node.domain not in loader.DEFAULT_DOMAINS:
+                bad.append((f"{node.domain}.{node.op_type}", label))
+                continue
+            if node.op_type in ("Shape", "Size", "Constant") or (
+                all_const and node.op_type not in ("If", "Loop", "Scan")
+            ):
+                const.update(o for o in node.output if o)
+            elif node.op_type not in self.converters:
+                bad.append((node.op_type, label))
+        if bad:
+            raise AutofusionError(loader.unsupported_message(self.filename, bad))
+
+    def _convert_node(
+        self, node: onnx.NodeProto, label: str, env: dict[str, Value], emitter: Emitter,
+        used: set[str], inferred: dict[str, tuple[tuple[int, ...], int]],
+    ) -> None:
+        inputs: list[Value | None] = [env[name] if name else None for name in node.input]
+        attrs = {a.name: _attr_value(a, node.op_type) for a in node.attribute}
+        ctx = NodeCtx(
+            node=node, origin=label, opset=self.opset, inputs=inputs, emitter=emitter,
+            filename=self.filename, attrs=attrs,
+            n_outputs_used=[o in used for o in node.output],
+        )
+        op_type = node.op_type
+        outs: Sequence[Value | None]
+        try:
+            if ctx.all_const() and op_type not in SELF_FOLDING:
+                if op_type in self.folders:
+                    outs = [ctx.const(a) for a in self.folders[op_type](ctx)]
+                else:
+                    outs = [ctx.const(a) for a in self._reference_fold(ctx)]
+            else:
+                outs = self.converters[op_type](ctx)
+        except AutofusionError:
+            raise
+        except (ValueError, IndexError, TypeError, KeyError) as e:
+            raise ctx.error(f"cannot convert: {e}") from None
+        if len(outs) < len([o for o in node.output if o]):
+            raise ctx.error(f"produced {len(outs)} results for {len(node.output)} outputs")
+        for name, v in zip(node.output, outs):
+            if not name:
+                continue
+            if v is None:
+                raise ctx.error(f"output '{name}' is not supported")
+            if isinstance(v, Const) and v.array.dtype not in _NP_OK:
+                raise ctx.error(f"output '{name}' has unsupported element type {v.array.dtype}")
+            self._cross_check(ctx, name, v, inferred)
+            env[name] = v
+
+    def _reference_fold(self, ctx: NodeCtx) -> list[np.ndarray]:
+        from onnx.reference import ReferenceEvaluator
+
+        node = ctx.node
+        feeds: dict[str, np.ndarray] = {}
+        g_inputs = []
+        for name, v in zip(node.input, ctx.inputs):
+            if name and isinstance(v, Const):
+                feeds[name] = v.array
+                g_inputs.append(helper.make_tensor_value_info(
+                    name, dtypes.to_onnx_elem(v.elem), list(v.shape)))
+        g_outputs = [helper.make_value_info(o, onnx.TypeProto()) for o in node.output if o]
+        graph = helper.make_graph([node], "fold", g_inputs, g_outputs)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", self.opset)])
+        try:
+            results = ReferenceEvaluator(model).run(None, feeds)
+        except Exception as e:  # noqa: BLE001 - onnx.reference raises anything
+            raise ctx.error(f"cannot evaluate constant node: {type(e).__name__}: {e}") from None
+        return [np.asarray(r) for r in results]
+
+    # ---- shape inference cross-check --------------------------------------------------
+    def _infer_shapes(self) -> dict[str, tuple[tuple[int, ...], int]]:
+        """Static shapes ONNX infers on a weight-free copy of the graph (best effort)."""
+        g = self.model.graph
+        light = onnx.GraphProto(name=g.name)
+        init_names = {t.name for t in g.initializer}
+        light.input.extend(vi for vi in g.input if vi.name not in init_names)
+        for t in g.initializer:
+            if _numel(t.dims) <= _SMALL and t.data_location != onnx.TensorProto.EXTERNAL:
+                light.initializer.append(t)
+            else:
+                light.input.append(helper.make_tensor_value_info(t.name, t.data_type, t.dims))
+        for n in g.node:
+            big = n.op_type == "Constant" and any(
+                a.name == "value" and _numel(a.t.dims) > _SMALL for a in n.attribute
+            )
+            if big:
+                t = next(a.t for a in n.attribute if a.name == "value")
+                light.input.append(helper.make_tensor_value_info(n.output[0], t.data_type, t.dims))
+            else:
+                light.node.append(n)
+        light.output.extend(g.output)
+        m = onnx.ModelProto(ir_version=max(self.model.ir_version, 7), graph=light)
+        m.opset_import.extend(self.model.opset_import)
+        try:
+            inferred = onnx.shape_inference.infer_shapes(m, strict_mode=False, data_prop=True)
+        except Exception:  # noqa: BLE001 - inference is only a cross-check
+            return {}
+        out: dict[str, tuple[tuple[int, ...], int]] = {}
+        for vi in list(inferred.graph.value_info) + list(inferred.graph.output):
+            tt = vi.type.tensor_type
+            if not vi.type.HasField("tensor_type") or not tt.HasField("shape"):
+                continue
+            if all(d.HasField("dim_value") for d in tt.shape.dim):
+                out[vi.name] = (tuple(int(d.dim_value) for d in tt.shape.dim), tt.elem_type)
+        return out
+
+    def _cross_check(
+        self, ctx: NodeCtx, name: str, v: Value,
+        inferred: dict[str, tuple[tuple[int, ...], int]],
+    ) -> None:
+        if name not in inferred:
+            return
+        shape, elem = inferred[name]
+        mine = value_shape(v)
+        if shape != mine:
+            raise ctx.error(
+                f"output '{name}': computed shape {list(mine)} but ONNX shape inference "
+                f"gives {list(shape)}"
+            )
+        try:
+            theirs = dtypes.from_onnx_elem(elem) if elem else None
+        except ValueError:
+            raise ctx.error(f"output '{name}' has unsupported element type {elem}") from None
+        if theirs is not None and theirs != value_elem(v):
+            raise ctx.error(
+                f"output '{name}': computed element type {value_elem(v)} but ONNX gives {theirs}"
+            )
+
+
+_NP_OK = {np.dtype(d) for d in (np.float32, np.float16, np.float64, np.int64, np.int32,
+                                np.int16, np.int8, np.uint8, np.bool_)}
+
+
+def _numel(dims: Sequence[int]) -> int:
+    n = 1
+    for d in dims:
+        n *= int(d)
+    return n
+
+
+def _tensor_nbytes(t: onnx.TensorProto) -> int:
+    try:
+        size = dtypes.to_numpy_dtype(dtypes.from_onnx_elem(t.data_type)).itemsize
+    except ValueError:
+        size = 4
+    return _numel(t.dims) * size
+
+
+__all__ = ["import_onnx", "import_onnx_bytes"]
