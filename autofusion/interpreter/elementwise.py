@@ -1,0 +1,246 @@
+"""Elementwise ops, casts and constants.
+
+Arithmetic stays in the operands' element type (float32 stays float32, as in onnxruntime);
+property scalars are converted to that type first. NaN propagates through relu, max, min
+and clip; integer division truncates toward zero; ``nn.round`` rounds half to even.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr
+from xdsl.ir import Operation
+
+from autofusion.dialects import nn
+from autofusion.dialects.dtypes import numpy_from_dense
+from autofusion.errors import AutofusionError
+from autofusion.interpreter.core import describe, register
+
+Arrays = Sequence[np.ndarray]
+
+# ---- erf without scipy ------------------------------------------------------------------
+
+_ERF_SERIES = [1.0, -1.0 / 3, 1.0 / 10, -1.0 / 42, 1.0 / 216, -1.0 / 1320, 1.0 / 9360]
+# Chebyshev fit of erfc (Numerical Recipes' erfcc): fractional error < 1.2e-7 everywhere.
+_ERFC_COEFFS = [
+    -1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806,
+    0.27886807, -1.13520398, 1.48851587, -0.82215223, 0.17087277,
+]
+
+
+def erf(x: np.ndarray) -> np.ndarray:
+    """Error function computed in float64 (series near 0, erfc fit elsewhere)."""
+    x64 = np.asarray(x, dtype=np.float64)
+    ax = np.abs(x64)
+    x2 = x64 * x64
+    series = np.zeros_like(x64)
+    power = x64.copy()
+    for c in _ERF_SERIES:
+        series += c * power
+        power *= x2
+    series *= 2.0 / np.sqrt(np.pi)
+    t = 1.0 / (1.0 + 0.5 * ax)
+    poly = np.zeros_like(x64)
+    for c in reversed(_ERFC_COEFFS):
+        poly = poly * t + c
+    erfc = t * np.exp(-x2 + poly)
+    far = np.sign(x64) * (1.0 - erfc)
+    out = np.where(ax < 0.5, series, far)
+    return out.astype(np.asarray(x).dtype) if np.asarray(x).dtype.kind == "f" else out
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    # exp of a non-positive argument only: no overflow for large |x|.
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+
+def _scalar(x: np.ndarray, value: float) -> np.generic:
+    return x.dtype.type(value)
+
+
+def _relu(x: np.ndarray) -> np.ndarray:
+    # ``x <= 0`` is false for NaN, so NaN passes through; -0.0 becomes +0.0 (as the C does).
+    return np.where(x <= 0, x.dtype.type(0), x)
+
+
+def _gelu(op: nn.GeluOp, x: np.ndarray) -> np.ndarray:
+    half = _scalar(x, 0.5)
+    if op.str_prop("approximate") == "tanh":
+        c = _scalar(x, np.sqrt(2 / np.pi))
+        return half * x * (1 + np.tanh(c * (x + _scalar(x, 0.044715) * x * x * x)))
+    return half * x * (1 + erf(x / _scalar(x, np.sqrt(2.0))))
+
+
+def _clip(op: nn.ClipOp, x: np.ndarray) -> np.ndarray:
+    lo, hi = op.float_prop("min"), op.float_prop("max")
+    if x.dtype.kind in "iu":
+        info = np.iinfo(x.dtype)
+        lo_i = info.min if lo == -np.inf else max(info.min, int(np.ceil(lo)))
+        hi_i = info.max if hi == np.inf else min(info.max, int(np.floor(hi)))
+        return np.minimum(np.maximum(x, x.dtype.type(lo_i)), x.dtype.type(hi_i))
+    return np.minimum(np.maximum(x, _scalar(x, lo)), _scalar(x, hi))
+
+
+_UNARY: dict[type[Operation], Callable[[np.ndarray], np.ndarray]] = {
+    nn.ReluOp: _relu,
+    nn.SigmoidOp: _sigmoid,
+    nn.TanhOp: np.tanh,
+    nn.ErfOp: erf,
+    nn.ExpOp: np.exp,
+    nn.LogOp: np.log,
+    nn.SqrtOp: np.sqrt,
+    nn.NegOp: np.negative,
+    nn.AbsOp: np.abs,
+    nn.ReciprocalOp: np.reciprocal,
+    nn.FloorOp: np.floor,
+    nn.CeilOp: np.ceil,
+    nn.RoundOp: np.round,  # numpy rounds half to even
+    nn.SignOp: np.sign,
+    nn.SinOp: np.sin,
+    nn.CosOp: np.cos,
+    nn.SoftplusOp: lambda x: np.logaddexp(x.dtype.type(0), x),
+    nn.HardSwishOp: lambda x: x * np.clip(x / x.dtype.type(6) + x.dtype.type(0.5), 0, 1),
+    nn.NotOp: np.logical_not,
+}
+
+
+@register(*_UNARY)
+def _unary(op: Operation, args: Arrays) -> np.ndarray:
+    return _UNARY[type(op)](args[0])
+
+
+@register(nn.LeakyReluOp)
+def _leaky_relu(op: nn.LeakyReluOp, args: Arrays) -> np.ndarray:
+    x = args[0]
+    return np.where(x >= 0, x, _scalar(x, op.float_prop("alpha")) * x)
+
+
+@register(nn.EluOp)
+def _elu(op: nn.EluOp, args: Arrays) -> np.ndarray:
+    x = args[0]
+    return np.where(x >= 0, x, _scalar(x, op.float_prop("alpha")) * np.expm1(x))
+
+
+@register(nn.ClipOp)
+def _clip_impl(op: nn.ClipOp, args: Arrays) -> np.ndarray:
+    return _clip(op, args[0])
+
+
+@register(nn.HardSigmoidOp)
+def _hard_sigmoid(op: nn.HardSigmoidOp, args: Arrays) -> np.ndarray:
+    x = args[0]
+    y = _scalar(x, op.float_prop("alpha")) * x + _scalar(x, op.float_prop("beta"))
+    return np.minimum(np.maximum(y, x.dtype.type(0)), x.dtype.type(1))
+
+
+@register(nn.GeluOp)
+def _gelu_impl(op: nn.GeluOp, args: Arrays) -> np.ndarray:
+    return _gelu(op, args[0])
+
+
+@register(nn.CastOp)
+def _cast(op: nn.CastOp, args: Arrays) -> np.ndarray:
+    from autofusion.dialects.base import tensor_of
+    from autofusion.dialects.dtypes import to_numpy_dtype
+
+    x = args[0]
+    target = to_numpy_dtype(tensor_of(op.y).element_type)
+    if target == np.bool_:
+        return x != 0
+    if x.dtype.kind == "f" and target.kind in "iu":
+        # Truncate toward zero; NaN and out-of-range values are undefined in ONNX, make
+        # them deterministic (NaN -> 0, saturate) instead of numpy's platform behaviour.
+        info = np.iinfo(target)
+        t = np.trunc(np.nan_to_num(x, nan=0.0).astype(np.float64))
+        return np.clip(t, info.min, info.max).astype(target)
+    return x.astype(target)
+
+
+# ---- binary -----------------------------------------------------------------------------
+
+
+def _int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Integer division truncating toward zero (C semantics); x / 0 gives 0."""
+    safe = np.where(b == 0, b.dtype.type(1), b)
+    q = np.floor_divide(a, safe)
+    r = a - q * safe
+    fix = (r != 0) & ((a < 0) != (safe < 0))
+    q = q + fix.astype(q.dtype)
+    return np.where(b == 0, q.dtype.type(0), q)
+
+
+def _div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return _int_div(a, b) if a.dtype.kind in "iu" else np.true_divide(a, b)
+
+
+def _pow(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if a.dtype.kind in "iu":
+        return np.power(a.astype(np.float64), b.astype(np.float64))
+    return np.power(a, b)
+
+
+def _and(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.logical_and(a, b) if a.dtype == np.bool_ else np.bitwise_and(a, b)
+
+
+def _or(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.logical_or(a, b) if a.dtype == np.bool_ else np.bitwise_or(a, b)
+
+
+def _xor(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.logical_xor(a, b) if a.dtype == np.bool_ else np.bitwise_xor(a, b)
+
+
+_BINARY: dict[type[Operation], Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    nn.AddOp: np.add,
+    nn.SubOp: np.subtract,
+    nn.MulOp: np.multiply,
+    nn.DivOp: _div,
+    nn.PowOp: _pow,
+    nn.MaxOp: np.maximum,  # propagates NaN
+    nn.MinOp: np.minimum,
+    nn.PReluOp: lambda x, s: np.where(x < 0, s * x, x),
+    nn.AndOp: _and,
+    nn.OrOp: _or,
+    nn.XorOp: _xor,
+    nn.EqualOp: np.equal,
+    nn.LessOp: np.less,
+    nn.LessEqualOp: np.less_equal,
+    nn.GreaterOp: np.greater,
+    nn.GreaterEqualOp: np.greater_equal,
+}
+
+
+@register(*_BINARY)
+def _binary(op: Operation, args: Arrays) -> np.ndarray:
+    return _BINARY[type(op)](args[0], args[1])
+
+
+@register(nn.ModOp)
+def _mod(op: nn.ModOp, args: Arrays) -> np.ndarray:
+    a, b = args
+    if a.dtype.kind in "iu":
+        safe = np.where(b == 0, b.dtype.type(1), b)
+        r = np.fmod(a, safe) if op.int_prop("fmod") else np.mod(a, safe)
+        return np.where(b == 0, a.dtype.type(0), r)
+    # Floats: C fmod (sign of the dividend) or Python's (sign of the divisor).
+    return np.fmod(a, b) if op.int_prop("fmod") else np.mod(a, b)
+
+
+@register(nn.WhereOp)
+def _where(op: nn.WhereOp, args: Arrays) -> np.ndarray:
+    return np.where(args[0], args[1], args[2])
+
+
+@register(nn.ConstantOp)
+def _constant(op: nn.ConstantOp, args: Arrays) -> np.ndarray:
+    if not isinstance(op.value, DenseIntOrFPElementsAttr):
+        raise AutofusionError(
+            f"interpreter: constant {describe(op)} was elided when the IR was printed "
+            "(dense_resource<__elided__>); print it in full with "
+            "`autofusion-opt --elide-constants-larger=-1` to interpret it"
+        )
+    return numpy_from_dense(op.value)

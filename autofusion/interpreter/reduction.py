@@ -1,0 +1,138 @@
+"""Pooling, reductions, softmax and arg_max.
+
+Pools read a strided window view of the input padded with the op's identity (-inf for
+max, 0 for average). Ceil mode adds an overhang at the end that no window count includes;
+``count_include_pad`` counts only the explicit pads. Reductions over an empty dimension
+give the identity (0 for sum, 1 for prod, -inf/+inf for max/min, as ONNX opset 18).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from xdsl.ir import Operation
+
+from autofusion.dialects import nn
+from autofusion.dialects.base import shape_of
+from autofusion.interpreter.contraction import pad_spatial, softmax, windows
+from autofusion.interpreter.core import register
+
+Arrays = Sequence[np.ndarray]
+
+
+def _pool_geometry(op: nn.PoolOp, x: np.ndarray) -> tuple[tuple[int, ...], list[int], list[int]]:
+    """Output spatial shape, begin pads, end pads (explicit pads + ceil-mode overhang)."""
+    kernel, strides = op.ints("kernel"), op.ints("strides")
+    pads, dilations = op.ints("pads"), op.ints("dilations")
+    nsp = len(kernel)
+    out_sp = shape_of(op.y)[2:]
+    begin, end = list(pads[:nsp]), list(pads[nsp:])
+    for i in range(nsp):
+        need = (out_sp[i] - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1
+        have = x.shape[2 + i] + begin[i] + end[i]
+        end[i] += max(0, need - have)
+    return out_sp, begin, end
+
+
+def _lowest(dtype: np.dtype) -> float | int:
+    return -np.inf if dtype.kind == "f" else int(np.iinfo(dtype).min)
+
+
+@register(nn.MaxPoolOp)
+def _max_pool(op: nn.MaxPoolOp, args: Arrays) -> np.ndarray:
+    x = args[0]
+    out_sp, begin, end = _pool_geometry(op, x)
+    xp = pad_spatial(x, begin, end, _lowest(x.dtype))
+    win = windows(xp, out_sp, op.ints("kernel"), op.ints("strides"), op.ints("dilations"))
+    nsp = len(out_sp)
+    return np.max(win, axis=tuple(range(-nsp, 0)))
+
+
+@register(nn.AvgPoolOp)
+def _avg_pool(op: nn.AvgPoolOp, args: Arrays) -> np.ndarray:
+    x = args[0]
+    out_sp, begin, end = _pool_geometry(op, x)
+    kernel, strides, dilations = op.ints("kernel"), op.ints("strides"), op.ints("dilations")
+    nsp = len(out_sp)
+    pads = op.ints("pads")
+    axes = tuple(range(-nsp, 0))
+    xp = pad_spatial(x, begin, end, 0)
+    sums = np.sum(windows(xp, out_sp, kernel, strides, dilations), axis=axes)
+    # Window element counts: explicit pads count when count_include_pad, overhang never.
+    inside = np.ones((1, 1, *x.shape[2:]), dtype=x.dtype)
+    include = op.int_prop("count_include_pad") != 0
+    mask = pad_spatial(inside, pads[:nsp], pads[nsp:], 1 if include else 0)
+    overhang = [e - p for e, p in zip(end, pads[nsp:])]
+    mask = pad_spatial(mask, [0] * nsp, overhang, 0)
+    counts = np.sum(windows(mask, out_sp, kernel, strides, dilations), axis=axes)
+    return sums / counts
+
+
+@register(nn.GlobalAvgPoolOp)
+def _global_avg_pool(op: Operation, args: Arrays) -> np.ndarray:
+    x = args[0]
+    return np.mean(x, axis=tuple(range(2, x.ndim)), keepdims=True)
+
+
+@register(nn.GlobalMaxPoolOp)
+def _global_max_pool(op: Operation, args: Arrays) -> np.ndarray:
+    x = args[0]
+    return np.max(x, axis=tuple(range(2, x.ndim)), keepdims=True)
+
+
+def _reduce(op: nn.ReduceOp, x: np.ndarray) -> np.ndarray:
+    axes = op.ints("axes")
+    keep = op.bool_prop("keepdims")
+    if not axes:
+        return x
+    ax = tuple(axes)
+    empty = any(x.shape[a] == 0 for a in ax)
+    kind = type(op)
+    if kind is nn.ReduceSumOp:
+        return np.sum(x, axis=ax, keepdims=keep)
+    if kind is nn.ReduceMeanOp:
+        return np.mean(x, axis=ax, keepdims=keep)
+    if kind is nn.ReduceProdOp:
+        return np.prod(x, axis=ax, keepdims=keep)
+    if kind is nn.ReduceL2Op:
+        return np.sqrt(np.sum(x * x, axis=ax, keepdims=keep))
+    if kind is nn.ReduceMaxOp:
+        if empty:
+            return np.max(x, axis=ax, keepdims=keep, initial=_lowest(x.dtype))
+        return np.max(x, axis=ax, keepdims=keep)
+    highest = np.inf if x.dtype.kind == "f" else int(np.iinfo(x.dtype).max)
+    if empty:
+        return np.min(x, axis=ax, keepdims=keep, initial=highest)
+    return np.min(x, axis=ax, keepdims=keep)
+
+
+@register(
+    nn.ReduceMeanOp, nn.ReduceSumOp, nn.ReduceMaxOp, nn.ReduceMinOp, nn.ReduceProdOp,
+    nn.ReduceL2Op,
+)
+def _reduce_impl(op: nn.ReduceOp, args: Arrays) -> np.ndarray:
+    return _reduce(op, args[0])
+
+
+@register(nn.SoftmaxOp)
+def _softmax(op: nn.SoftmaxOp, args: Arrays) -> np.ndarray:
+    x = args[0]
+    return softmax(x, op.int_prop("axis")) if x.ndim else np.ones_like(x)
+
+
+@register(nn.LogSoftmaxOp)
+def _log_softmax(op: nn.LogSoftmaxOp, args: Arrays) -> np.ndarray:
+    x = args[0]
+    if not x.ndim:
+        return np.zeros_like(x)
+    axis = op.int_prop("axis")
+    shifted = x - np.max(x, axis=axis, keepdims=True)
+    return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
+
+
+@register(nn.ArgMaxOp)
+def _arg_max(op: nn.ArgMaxOp, args: Arrays) -> np.ndarray:
+    axis = op.int_prop("axis")
+    # np.argmax returns the first maximum, as ONNX with select_last_index = 0.
+    return np.argmax(args[0], axis=axis, keepdims=op.bool_prop("keepdims")).astype(np.int64)
