@@ -1,0 +1,191 @@
+"""Convolutional zoo models: what torchvision-style CNNs look like after ``torch.onnx.export``
+(Conv without bias followed by BatchNormalization, Relu/Clip, residual Add, pools, Gemm head),
+plus a classic opset-9 model-zoo style network.
+
+Weights are He-initialised; BatchNormalization carries realistic running statistics, and the
+last BN of every residual branch has a smaller scale (as zero-init-residual training leaves
+it) so activations stay O(1) through deep stacks.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+
+from autofusion.zoo.graph import GraphBuilder
+
+
+def tiny_cnn() -> onnx.ModelProto:
+    """A small CNN touching the common CNN patterns: Conv(bias=False)+BN+Relu, a residual block
+    with Add, MaxPool, a depthwise conv with Clip(0, 6), a biased pointwise conv,
+    GlobalAveragePool, Flatten, Gemm. ``input`` [1,3,32,32] -> ``logits`` [1,10]."""
+    b = GraphBuilder("tiny_cnn", seed=1)
+    x = b.input("input", [1, 3, 32, 32])
+    y = b.conv_bn(x, 3, 16, 3, "/stem/conv")
+    # residual block
+    r = b.conv_bn(y, 16, 16, 3, "/block/conv1")
+    r = b.conv_bn(r, 16, 16, 3, "/block/conv2", act=None, gamma=0.5)
+    y = b.relu(b.node("Add", [r, y], "/block"), "/block/relu_out")
+    y = b.maxpool(y, 2, 2, 0, "/pool")
+    # depthwise separable: dw 3x3 + BN + Relu6, then pointwise with bias
+    y = b.conv_bn(y, 16, 16, 3, "/dw/conv", act="relu6", group=16)
+    y = b.conv(y, 16, 32, 1, "/pw/conv", bias=True)
+    y = b.relu(y, "/pw/relu")
+    b.output(b.classifier_head(y, 32, 10), "logits", [1, 10])
+    return b.model(tiny_cnn.__doc__ or "")
+
+
+def _bottleneck(b: GraphBuilder, x: str, cin: int, width: int, stride: int, scope: str) -> str:
+    out = width * 4
+    y = b.conv_bn(x, cin, width, 1, f"{scope}/conv1")
+    y = b.conv_bn(y, width, width, 3, f"{scope}/conv2", stride=stride)  # v1.5: stride here
+    y = b.conv_bn(y, width, out, 1, f"{scope}/conv3", act=None, gamma=0.3)
+    if stride != 1 or cin != out:
+        x = b.conv_bn(x, cin, out, 1, f"{scope}/downsample/0", act=None, stride=stride)
+    return b.relu(b.node("Add", [y, x], scope), f"{scope}/relu_1")
+
+
+def resnet50() -> onnx.ModelProto:
+    """torchvision ResNet-50 v1.5 (stride in the 3x3 conv), batch 1: ``input`` [1,3,224,224]
+    -> ``logits`` [1,1000]; 25.6 M parameters."""
+    b = GraphBuilder("resnet50", seed=50)
+    x = b.input("input", [1, 3, 224, 224])
+    y = b.conv_bn(x, 3, 64, 7, "/conv1", stride=2)
+    y = b.maxpool(y, 3, 2, 1, "/maxpool")
+    cin = 64
+    for li, (width, blocks, stride) in enumerate([(64, 3, 1), (128, 4, 2), (256, 6, 2),
+                                                  (512, 3, 2)], start=1):
+        for bi in range(blocks):
+            y = _bottleneck(b, y, cin, width, stride if bi == 0 else 1, f"/layer{li}/{bi}")
+            cin = width * 4
+    b.output(b.classifier_head(y, 2048, 1000), "logits", [1, 1000])
+    return b.model(resnet50.__doc__ or "")
+
+
+def _inception_block(b: GraphBuilder, x: str, cin: int, c1: int, c5r: int, c5: int,
+                     c3r: int, c3: int, cp: int, scope: str) -> tuple[str, int]:
+    b1 = b.conv_bn(x, cin, c1, 1, f"{scope}/branch1x1/conv")
+    b5 = b.conv_bn(x, cin, c5r, 1, f"{scope}/branch5x5_1/conv")
+    b5 = b.conv_bn(b5, c5r, c5, 5, f"{scope}/branch5x5_2/conv")
+    b3 = b.conv_bn(x, cin, c3r, 1, f"{scope}/branch3x3dbl_1/conv")
+    b3 = b.conv_bn(b3, c3r, c3, 3, f"{scope}/branch3x3dbl_2/conv")
+    b3 = b.conv_bn(b3, c3, c3, 3, f"{scope}/branch3x3dbl_3/conv")
+    bp = b.avgpool(x, 3, 1, 1, f"{scope}/branch_pool")
+    bp = b.conv_bn(bp, cin, cp, 1, f"{scope}/branch_pool/conv")
+    return b.node("Concat", [b1, b5, b3, bp], scope, axis=1), c1 + c5 + c3 + cp
+
+
+def inception() -> onnx.ModelProto:
+    """Inception-v3-like (torchvision ``InceptionA`` blocks): parallel 1x1, 1x1->5x5,
+    1x1->3x3->3x3 and AveragePool->1x1 branches joined by Concat. ``input`` [1,3,96,96] ->
+    ``logits`` [1,1000]."""
+    b = GraphBuilder("inception", seed=3)
+    x = b.input("input", [1, 3, 96, 96])
+    y = b.conv_bn(x, 3, 32, 3, "/Conv2d_1a_3x3/conv", stride=2, pad=0)  # 47
+    y = b.conv_bn(y, 32, 64, 3, "/Conv2d_2a_3x3/conv")
+    y = b.maxpool(y, 3, 2, 0, "/maxpool1")  # 23
+    c = 64
+    y, c = _inception_block(b, y, c, 64, 48, 64, 64, 96, 32, "/Mixed_5b")
+    y, c = _inception_block(b, y, c, 64, 48, 64, 64, 96, 64, "/Mixed_5c")
+    y = b.maxpool(y, 3, 2, 1, "/maxpool2")  # 12
+    y, c = _inception_block(b, y, c, 96, 64, 96, 96, 128, 64, "/Mixed_6a")
+    b.output(b.classifier_head(y, c, 1000), "logits", [1, 1000])
+    return b.model(inception.__doc__ or "")
+
+
+def _shuffle(b: GraphBuilder, x: str, c: int, hw: int, scope: str) -> str:
+    """Channel shuffle with 2 groups: Reshape -> Transpose -> Reshape."""
+    y = b.reshape(x, [1, 2, c // 2, hw, hw], scope)
+    y = b.transpose(y, [0, 2, 1, 3, 4], scope)
+    return b.reshape(y, [1, c, hw, hw], scope)
+
+
+def _shuffle_unit(b: GraphBuilder, x: str, cin: int, cout: int, stride: int, hw: int,
+                  scope: str) -> str:
+    half = cout // 2
+    if stride == 1:
+        split = b.ints(f"{scope}/split", [half, half])
+        x1, x2 = b.node_n("Split", [x, split], scope, 2, axis=1)
+        cin2 = half
+    else:
+        x1 = b.conv_bn(x, cin, cin, 3, f"{scope}/branch1/0", act=None, stride=2, group=cin)
+        x1 = b.conv_bn(x1, cin, half, 1, f"{scope}/branch1/2")
+        x2, cin2 = x, cin
+    y = b.conv_bn(x2, cin2, half, 1, f"{scope}/branch2/0")
+    y = b.conv_bn(y, half, half, 3, f"{scope}/branch2/3", act=None, stride=stride, group=half)
+    y = b.conv_bn(y, half, half, 1, f"{scope}/branch2/5")
+    y = b.node("Concat", [x1, y], scope, axis=1)
+    return _shuffle(b, y, cout, hw // stride, scope)
+
+
+def shufflenet() -> onnx.ModelProto:
+    """ShuffleNet-v2 0.5x: channel Split, depthwise convs (group = C), pointwise convs, Concat
+    and channel shuffle as Reshape/Transpose/Reshape. ``input`` [1,3,224,224] -> ``logits``
+    [1,1000]."""
+    b = GraphBuilder("shufflenet", seed=4)
+    x = b.input("input", [1, 3, 224, 224])
+    y = b.conv_bn(x, 3, 24, 3, "/conv1/0", stride=2)
+    y = b.maxpool(y, 3, 2, 1, "/maxpool")
+    hw, cin = 56, 24
+    for si, (cout, repeats) in enumerate([(48, 4), (96, 8), (192, 4)], start=2):
+        for r in range(repeats):
+            stride = 2 if r == 0 else 1
+            y = _shuffle_unit(b, y, cin, cout, stride, hw, f"/stage{si}/{r}")
+            hw //= stride
+            cin = cout
+    y = b.conv_bn(y, cin, 1024, 1, "/conv5/0")
+    b.output(b.classifier_head(y, 1024, 1000), "logits", [1, 1000])
+    return b.model(shufflenet.__doc__ or "")
+
+
+def mobilenet() -> onnx.ModelProto:
+    """MobileNet-V2 (width 1.0): inverted residuals (1x1 expand, 3x3 depthwise, 1x1 linear
+    project) with Clip(0, 6) as ReLU6 and residual Add where shapes match. ``input``
+    [1,3,112,112] -> ``logits`` [1,1000]."""
+    b = GraphBuilder("mobilenet", seed=5)
+    x = b.input("input", [1, 3, 112, 112])
+    y = b.conv_bn(x, 3, 32, 3, "/features/0/conv", act="relu6", stride=2)
+    cin, idx = 32, 1
+    for t, c, n, s in [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2),
+                       (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1)]:
+        for i in range(n):
+            stride = s if i == 0 else 1
+            scope = f"/features/{idx}"
+            hidden = cin * t
+            h = y
+            if t != 1:
+                h = b.conv_bn(h, cin, hidden, 1, f"{scope}/conv/0", act="relu6")
+            h = b.conv_bn(h, hidden, hidden, 3, f"{scope}/conv/1", act="relu6", stride=stride,
+                          group=hidden)
+            h = b.conv_bn(h, hidden, c, 1, f"{scope}/conv/2", act=None, gamma=0.5)
+            y = b.node("Add", [y, h], scope) if stride == 1 and cin == c else h
+            cin, idx = c, idx + 1
+    y = b.conv_bn(y, cin, 1280, 1, f"/features/{idx}/conv", act="relu6")
+    b.output(b.classifier_head(y, 1280, 1000, "/classifier/1"), "logits", [1, 1000])
+    return b.model(mobilenet.__doc__ or "")
+
+
+def zoo_cnn_opset9() -> onnx.ModelProto:
+    """Classic ONNX model-zoo style (Caffe2-converted ResNet/AlexNet era): opset 9, IR version
+    3, every initializer (including BN scale/bias/mean/var) also listed as a graph input, Conv
+    with bias, LRN, Sum for the residual, Dropout, Reshape with a constant shape input and
+    Softmax (opset-9 semantics: flatten to 2-D at axis 1). ``data`` [1,3,64,64] -> ``prob``
+    [1,1000]."""
+    b = GraphBuilder("zoo_cnn_opset9", seed=9, opset=9)
+    x = b.input("data", [1, 3, 64, 64])
+    y = b.conv(x, 3, 32, 7, "conv1", stride=2, bias=True)  # 32x32
+    y = b.bn(y, 32, "conv1_bn")
+    y = b.relu(y, "conv1_relu")
+    y = b.node("LRN", [y], "norm1", size=5, alpha=1e-4, beta=0.75, bias=1.0)
+    y = b.maxpool(y, 3, 2, 1, "pool1")  # 16x16
+    r = b.relu(b.bn(b.conv(y, 32, 32, 3, "res2a_branch2a", bias=True), 32, "bn2a_branch2a"),
+               "res2a_branch2a_relu")
+    r = b.bn(b.conv(r, 32, 32, 3, "res2a_branch2b", bias=True), 32, "bn2a_branch2b", gamma=0.5)
+    y = b.relu(b.node("Sum", [y, r], "res2a"), "res2a_relu")
+    y = b.clip(b.conv(y, 32, 64, 3, "conv3", stride=2, bias=True), "conv3_relu6")
+    y = b.node("GlobalAveragePool", [y], "pool5")
+    y = b.node("Reshape", [y, b.param("OC2_DUMMY_1", np.array([1, -1], np.int64))], "flatten")
+    y = b.gemm(y, 64, 1000, "fc")
+    y = b.node("Dropout", [y], "drop", ratio=0.5)
+    b.output(b.node("Softmax", [y], "prob"), "prob", [1, 1000])
+    return b.model(zoo_cnn_opset9.__doc__ or "", ir_version=3, inputs_include_initializers=True)
