@@ -132,7 +132,7 @@ static inline void afrt_set_gemm_strategy(int strategy) {
 
 /* Bytes of the working set a tile may use (the L2 of one core here is 2 MiB). */
 #ifndef AFRT_TILE_BYTES
-#define AFRT_TILE_BYTES (768 * 1024)
+#define AFRT_TILE_BYTES (1536 * 1024)
 #endif
 
 /* Every entry point calls this: a model that never set a thread count runs on one thread
@@ -215,7 +215,7 @@ static inline void afrt_matmul_f32(int64_t batch, int64_t M, int64_t N, int64_t 
     /* Tiled: enough tiles for every thread, each tile's C within the tile budget. */
     const int64_t nth = afrt_num_threads_;
     int64_t nb = N, mb = M;
-    const int64_t budget = AFRT_TILE_BYTES / 4 / 2; /* floats of C per tile */
+    const int64_t budget = AFRT_TILE_BYTES / 4; /* floats of C per tile */
     while (mb * nb > budget && nb > 64) nb = afrt_cdiv_(nb, 2);
     while (mb * nb > budget && mb > 64) mb = afrt_cdiv_(mb, 2);
     while (batch * afrt_nblocks_(M, mb) * afrt_nblocks_(N, nb) < nth) {
@@ -286,11 +286,16 @@ static inline afrt_conv_plan_ afrt_conv_plan(const afrt_conv_params *p) {
              p->pad_left == 0 && p->OH == p->H && p->OW == p->W)
         q.kind = 1;
     else q.kind = 2;
-    /* Column block: (col buffer + output block) within the tile budget, multiple of 16. */
+    /* Column block: (col buffer + output block) within the tile budget, but never narrower
+     * than 256 columns (narrow panels cost OpenBLAS more than the cache misses they save);
+     * blocks balanced so the last one is not a sliver. */
     const int64_t per_col = (q.kind == 2 ? q.crs : 0) + q.kg;
     int64_t pb = AFRT_TILE_BYTES / 4 / afrt_max_(1, per_col);
-    pb = afrt_max_(16, (pb / 16) * 16);
+    pb = afrt_max_(256, pb);
     if (pb >= ohw) pb = ohw;
+    q.npb = afrt_nblocks_(ohw, afrt_max_(1, pb));
+    pb = afrt_cdiv_(ohw, q.npb);
+    if (q.npb > 1) pb = afrt_cdiv_(pb, 16) * 16;
     q.pb = afrt_max_(1, pb);
     q.npb = afrt_nblocks_(ohw, q.pb);
     /* Row blocks only when there are fewer column tasks than threads. */

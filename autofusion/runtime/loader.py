@@ -1,0 +1,168 @@
+"""Load a built ``libmodel.so`` with ctypes and run it on numpy arrays.
+
+The library implements the C API in ``autofusion/runtime/include/afrt_model_api.md``.
+:class:`ModelLibrary` reads the input/output names, shapes and dtypes from it, checks every
+feed (name, dtype, shape; one clear error naming the input) and returns outputs as numpy
+arrays keyed by their ONNX names.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from onnx import helper
+
+from autofusion.errors import AutofusionError
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """One model input or output as the library declares it."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
+    def describe(self) -> str:
+        return f"{self.dtype.name}[{', '.join(str(d) for d in self.shape)}]"
+
+
+def _np_dtype(onnx_elem: int, what: str) -> np.dtype:
+    try:
+        return np.dtype(helper.tensor_dtype_to_np_dtype(onnx_elem))
+    except (KeyError, ValueError, TypeError):
+        raise AutofusionError(f"{what}: unsupported ONNX element type {onnx_elem}") from None
+
+
+def _bind(lib: ctypes.CDLL, path: Path) -> None:
+    i64p = ctypes.POINTER(ctypes.c_int64)
+    sigs: dict[str, tuple[object, list[object]]] = {
+        "af_num_inputs": (ctypes.c_int, []),
+        "af_num_outputs": (ctypes.c_int, []),
+        "af_input_name": (ctypes.c_char_p, [ctypes.c_int]),
+        "af_output_name": (ctypes.c_char_p, [ctypes.c_int]),
+        "af_input_rank": (ctypes.c_int, [ctypes.c_int]),
+        "af_output_rank": (ctypes.c_int, [ctypes.c_int]),
+        "af_input_shape": (i64p, [ctypes.c_int]),
+        "af_output_shape": (i64p, [ctypes.c_int]),
+        "af_input_dtype": (ctypes.c_int, [ctypes.c_int]),
+        "af_output_dtype": (ctypes.c_int, [ctypes.c_int]),
+        "af_create": (ctypes.c_void_p, [ctypes.c_char_p, ctypes.c_int]),
+        "af_last_error": (ctypes.c_char_p, []),
+        "af_run": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]),
+        "af_destroy": (None, [ctypes.c_void_p]),
+    }
+    for name, (res, args) in sigs.items():
+        try:
+            fn = getattr(lib, name)
+        except AttributeError:
+            raise AutofusionError(f"{path}: not a compiled autofusion model (no {name})") from None
+        fn.restype = res
+        fn.argtypes = args
+
+
+def _specs(lib: ctypes.CDLL, kind: str) -> list[TensorSpec]:
+    num = getattr(lib, f"af_num_{kind}s")()
+    out: list[TensorSpec] = []
+    for i in range(num):
+        raw = getattr(lib, f"af_{kind}_name")(i)
+        name = raw.decode("utf-8", errors="replace") if raw is not None else f"{kind}{i}"
+        rank = getattr(lib, f"af_{kind}_rank")(i)
+        shp = getattr(lib, f"af_{kind}_shape")(i)
+        shape = tuple(int(shp[d]) for d in range(rank)) if rank > 0 else ()
+        dtype = _np_dtype(getattr(lib, f"af_{kind}_dtype")(i), f"{kind} {name!r}")
+        out.append(TensorSpec(name, shape, dtype))
+    return out
+
+
+class ModelLibrary:
+    """A loaded compiled model: ``run(feeds) -> {output name: array}``.
+
+    One instance owns one ``af_model`` (weights and arena); runs on it are serialised with a
+    lock (the arena is shared), and ctypes releases the GIL while C runs.
+    """
+
+    def __init__(self, lib_path: str | os.PathLike[str], weights_path: str | os.PathLike[str],
+                 num_threads: int | None = None) -> None:  # fmt: skip
+        self.path = Path(lib_path)
+        if not self.path.is_file():
+            raise AutofusionError(f"{self.path}: no such library")
+        try:
+            self._lib = ctypes.CDLL(str(self.path.resolve()), mode=os.RTLD_LOCAL)
+        except OSError as e:
+            raise AutofusionError(f"{self.path}: cannot load: {e}") from None
+        _bind(self._lib, self.path)
+        self.inputs = _specs(self._lib, "input")
+        self.outputs = _specs(self._lib, "output")
+        self.num_threads = num_threads if num_threads is not None else 0
+        handle = self._lib.af_create(os.fsencode(weights_path), int(self.num_threads))
+        if not handle:
+            err = (self._lib.af_last_error() or b"").decode("utf-8", errors="replace")
+            raise AutofusionError(f"{self.path}: af_create failed: {err or 'unknown error'}")
+        self._model: int | None = handle
+        self._lock = threading.Lock()
+
+    def check_feeds(self, feeds: Mapping[str, object]) -> list[np.ndarray]:
+        """The feeds as contiguous arrays in input order, or an error naming the input."""
+        if not isinstance(feeds, Mapping):
+            raise AutofusionError(
+                f"run() expects a dict of input name -> array, got {type(feeds).__name__}"
+            )
+        names = [s.name for s in self.inputs]
+        unknown = [k for k in feeds if k not in names]
+        if unknown:
+            raise AutofusionError(
+                f"unknown input(s) {', '.join(map(repr, unknown))}; the model's inputs are "
+                + ", ".join(f"{s.name!r} {s.describe()}" for s in self.inputs)
+            )
+        missing = [n for n in names if n not in feeds]
+        if missing:
+            raise AutofusionError(f"missing input(s): {', '.join(map(repr, missing))}")
+        arrays: list[np.ndarray] = []
+        for spec in self.inputs:
+            arr = np.asarray(feeds[spec.name])
+            if arr.dtype != spec.dtype:
+                raise AutofusionError(
+                    f"input {spec.name!r}: expected dtype {spec.dtype.name}, got {arr.dtype.name}"
+                )
+            if tuple(arr.shape) != spec.shape:
+                raise AutofusionError(
+                    f"input {spec.name!r}: expected shape {list(spec.shape)}, "
+                    f"got {list(arr.shape)}"
+                )
+            arrays.append(np.ascontiguousarray(arr))
+        return arrays
+
+    def run(self, feeds: Mapping[str, object]) -> dict[str, np.ndarray]:
+        """Run once; returns a new array per output, keyed by ONNX output name."""
+        arrays = self.check_feeds(feeds)
+        outs = [np.empty(s.shape, dtype=s.dtype) for s in self.outputs]
+        in_ptrs = (ctypes.c_void_p * max(1, len(arrays)))(*[a.ctypes.data for a in arrays])
+        out_ptrs = (ctypes.c_void_p * max(1, len(outs)))(*[o.ctypes.data for o in outs])
+        with self._lock:
+            if self._model is None:
+                raise AutofusionError(f"{self.path}: model was closed")
+            rc = self._lib.af_run(self._model, in_ptrs, out_ptrs)
+        if rc != 0:
+            err = (self._lib.af_last_error() or b"").decode("utf-8", errors="replace")
+            raise AutofusionError(f"{self.path}: af_run failed ({rc}): {err or 'unknown error'}")
+        return {s.name: o for s, o in zip(self.outputs, outs)}
+
+    def close(self) -> None:
+        """Free the model's weights and arena (the library stays mapped)."""
+        with self._lock:
+            if self._model is not None:
+                self._lib.af_destroy(self._model)
+                self._model = None
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
