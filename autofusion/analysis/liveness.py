@@ -1,0 +1,127 @@
+"""Liveness of intermediate tensors over the scheduled kernel order of ``@main``.
+
+The schedule is the list of top-level ops of ``@main`` in program order (the terminator
+excluded); a ``fusion.kernel`` is one step, whatever its body holds. Step ``i`` reads its
+operands and writes its results, so a tensor defined at step ``d`` and last read at step
+``u`` occupies storage during the closed interval ``[d, u]``; two tensors whose intervals
+intersect must not share bytes (unless one is computed in place over the other, which the
+planner decides, see ``autofusion.analysis.memory_plan``). A result nobody reads lives
+``[d, d]``: it is still written.
+
+Intermediates are results of top-level ops that are neither function results nor
+``nn.constant`` results. Function arguments, outputs and weights stay outside the arena
+(``docs/internals.md``, "Memory plan").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.ir import Attribute, Operation, OpResult, SSAValue
+
+from autofusion.dialects import dtypes
+from autofusion.dialects.nn import ConstantOp
+from autofusion.dialects.shapes import numel
+from autofusion.errors import AutofusionError
+
+
+@dataclass(frozen=True)
+class Interval:
+    """The live range of one intermediate tensor, in schedule steps (both ends included)."""
+
+    value: OpResult
+    start: int
+    end: int
+    size: int  # bytes, unaligned
+
+    @property
+    def op(self) -> Operation:
+        return self.value.op
+
+    def overlaps(self, other: Interval) -> bool:
+        return self.start <= other.end and other.start <= self.end
+
+
+def find_main(module: ModuleOp | func.FuncOp) -> func.FuncOp:
+    """The ``func.func @main`` of a module (or the function itself)."""
+    if isinstance(module, func.FuncOp):
+        return module
+    for op in module.ops:
+        if isinstance(op, func.FuncOp) and op.sym_name.data == "main":
+            return op
+    raise AutofusionError("module has no func.func @main")
+
+
+def schedule(main: func.FuncOp) -> list[Operation]:
+    """Top-level ops of ``@main`` in execution order, without the terminator."""
+    ops = list(main.body.block.ops)
+    if ops and isinstance(ops[-1], func.ReturnOp):
+        ops.pop()
+    return ops
+
+
+def element_bytes(elem: Attribute) -> int:
+    return int(dtypes.to_numpy_dtype(elem).itemsize)
+
+
+def tensor_bytes(t: Attribute) -> int:
+    """Storage size of a static tensor type in bytes (``i1`` takes one byte)."""
+    if not isinstance(t, TensorType):
+        raise AutofusionError(f"expected a tensor type, got {t}")
+    return numel(tuple(t.get_shape())) * element_bytes(t.element_type)
+
+
+def returned_values(main: func.FuncOp) -> set[SSAValue]:
+    last = main.body.block.last_op
+    return set(last.operands) if isinstance(last, func.ReturnOp) else set()
+
+
+def top_level_user(user: Operation, main: func.FuncOp) -> Operation:
+    """The op of ``@main``'s block that contains ``user`` (itself when top level)."""
+    block = main.body.block
+    op: Operation | None = user
+    while op is not None and op.parent_block() is not block:
+        op = op.parent_op()
+    if op is None:
+        raise AutofusionError(f"use of a tensor outside @main by {user.name}")
+    return op
+
+
+def is_planned_op(op: Operation) -> bool:
+    return not isinstance(op, ConstantOp)
+
+
+def liveness(main: func.FuncOp) -> list[Interval]:
+    """Live intervals of all intermediates of ``@main``, in definition order."""
+    steps = schedule(main)
+    index = {op: i for i, op in enumerate(steps)}
+    outputs = returned_values(main)
+    end_step = len(steps)
+    intervals: list[Interval] = []
+    for i, op in enumerate(steps):
+        if not is_planned_op(op):
+            continue
+        for res in op.results:
+            if res in outputs or not isinstance(res.type, TensorType):
+                continue
+            last = i
+            for use in res.uses:
+                top = top_level_user(use.operation, main)
+                last = max(last, index.get(top, end_step))
+            intervals.append(Interval(res, i, last, tensor_bytes(res.type)))
+    return intervals
+
+
+def live_bytes_per_step(intervals: list[Interval], n_steps: int) -> list[int]:
+    """Sum of live intermediate bytes at each step (unaligned, no reuse)."""
+    delta = [0] * (n_steps + 2)
+    for iv in intervals:
+        delta[iv.start] += iv.size
+        delta[iv.end + 1] -= iv.size
+    out, acc = [], 0
+    for s in range(n_steps):
+        acc += delta[s]
+        out.append(acc)
+    return out

@@ -1,0 +1,301 @@
+"""Static memory planning: intermediate tensors -> byte offsets in one arena.
+
+Input: the live intervals of ``autofusion.analysis.liveness``. Steps:
+
+1. **In-place merging.** A single-result pure elementwise step (an ``nn`` elementwise op, or
+   a ``fusion.kernel`` whose body is only elementwise ops) may write its result over one of
+   its operands when that operand is an intermediate of the same shape and element size
+   whose last use is this very step. Operand and result then form one *buffer* (a chain of
+   such reuses is one buffer too). An operand still read later is never reused (that would
+   be an alias of a live value).
+2. **Offset assignment.** Buffers are placed one at a time at the lowest (first-fit) or
+   tightest (best-fit) gap among already placed buffers whose lifetimes intersect theirs.
+   Several orders are tried -- size descending, lifetime order, longest lifetime first,
+   TFLite-style "greedy by breadth" (busiest step first) -- and the smallest arena wins.
+3. **Report.** ``naive_bytes`` is the sum of all (aligned) intermediates, as if none were
+   reused; ``lower_bound_bytes`` is the maximum over steps of the aligned bytes of the
+   buffers live at that step: no placement of these buffers can use less, so
+   ``arena_bytes >= lower_bound_bytes`` always holds.
+
+All sizes are rounded up to ``alignment`` (64 bytes by default) and every offset is a
+multiple of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Operation, OpResult, SSAValue
+
+from autofusion.analysis.liveness import Interval, element_bytes, liveness
+from autofusion.dialects import nn
+from autofusion.dialects.fusion import KernelOp, YieldOp
+
+DEFAULT_ALIGNMENT = 64
+
+
+def align(n: int, alignment: int) -> int:
+    return -(-n // alignment) * alignment
+
+
+@dataclass
+class Buffer:
+    """One arena slot: a tensor, or a chain of tensors computed in place over each other."""
+
+    members: list[Interval]
+    start: int
+    end: int
+    size: int  # aligned bytes
+    offset: int = -1
+
+    def overlaps(self, other: Buffer) -> bool:
+        return self.start <= other.end and other.start <= self.end
+
+
+@dataclass
+class MemoryPlan:
+    """The result of planning ``@main``."""
+
+    offsets: dict[SSAValue, int]
+    arena_bytes: int
+    naive_bytes: int
+    lower_bound_bytes: int
+    heuristic: str
+    alignment: int
+    buffers: list[Buffer]
+    intervals: list[Interval]
+    inplace: list[tuple[OpResult, OpResult]] = field(default_factory=list)
+    """(operand, result) pairs where the result overwrites the dying operand."""
+    candidates: dict[str, int] = field(default_factory=dict)
+    """Arena size reached by each heuristic."""
+
+
+# ---------------------------------------------------------------------------------------
+# In-place legality
+# ---------------------------------------------------------------------------------------
+
+
+def _is_elementwise_body(kernel: KernelOp) -> bool:
+    for op in kernel.body.block.ops:
+        if isinstance(op, YieldOp | nn.ConstantOp):
+            continue
+        if not isinstance(op, nn.ELEMENTWISE) or len(op.results) != 1:
+            return False
+    return True
+
+
+def is_inplace_capable(op: Operation) -> bool:
+    """Pure elementwise single-result steps: out[i] depends only on operands at index i."""
+    if len(op.results) != 1:
+        return False
+    if isinstance(op, nn.ELEMENTWISE):
+        return True
+    return isinstance(op, KernelOp) and _is_elementwise_body(op)
+
+
+def _same_layout(a: SSAValue, b: SSAValue) -> bool:
+    ta, tb = a.type, b.type
+    if not isinstance(ta, TensorType) or not isinstance(tb, TensorType):
+        return False
+    return tuple(ta.get_shape()) == tuple(tb.get_shape()) and element_bytes(
+        ta.element_type
+    ) == element_bytes(tb.element_type)
+
+
+# ---------------------------------------------------------------------------------------
+# Buffers
+# ---------------------------------------------------------------------------------------
+
+
+def build_buffers(
+    intervals: list[Interval], alignment: int, inplace: bool
+) -> tuple[list[Buffer], list[tuple[OpResult, OpResult]]]:
+    by_value: dict[SSAValue, Interval] = {iv.value: iv for iv in intervals}
+    buffer_of: dict[SSAValue, Buffer] = {}
+    buffers: list[Buffer] = []
+    pairs: list[tuple[OpResult, OpResult]] = []
+    for iv in intervals:
+        target: Buffer | None = None
+        if inplace and is_inplace_capable(iv.op):
+            step = iv.start
+            for operand in iv.op.operands:
+                src = by_value.get(operand)
+                if src is None or src.end != step or not _same_layout(operand, iv.value):
+                    continue
+                buf = buffer_of[operand]
+                if buf.end != step or buf.members[-1] is not src:
+                    continue
+                target = buf
+                pairs.append((src.value, iv.value))
+                break
+        if target is None:
+            target = Buffer([iv], iv.start, iv.end, align(max(iv.size, 1), alignment))
+            buffers.append(target)
+        else:
+            target.members.append(iv)
+            target.end = max(target.end, iv.end)
+            target.size = max(target.size, align(max(iv.size, 1), alignment))
+        buffer_of[iv.value] = target
+    return buffers, pairs
+
+
+# ---------------------------------------------------------------------------------------
+# Placement
+# ---------------------------------------------------------------------------------------
+
+
+def place(buffers: Sequence[Buffer], order: Sequence[int], best_fit: bool) -> list[int]:
+    """Offsets for ``buffers`` placed in ``order``; returns one offset per buffer."""
+    offsets = [-1] * len(buffers)
+    placed: list[int] = []
+    for i in order:
+        b = buffers[i]
+        busy = sorted(
+            (offsets[j], offsets[j] + buffers[j].size)
+            for j in placed
+            if buffers[j].start <= b.end and b.start <= buffers[j].end
+        )
+        best: int | None = None
+        best_gap: int | None = None
+        cursor = 0
+        for lo, hi in busy:
+            gap = lo - cursor
+            if gap >= b.size:
+                if not best_fit:
+                    best = cursor
+                    break
+                if best_gap is None or gap < best_gap:
+                    best, best_gap = cursor, gap
+            cursor = max(cursor, hi)
+        offsets[i] = cursor if best is None else best
+        placed.append(i)
+    return offsets
+
+
+def _order_size(bufs: Sequence[Buffer]) -> list[int]:
+    return sorted(range(len(bufs)), key=lambda i: (-bufs[i].size, -(bufs[i].end - bufs[i].start),
+                                                   bufs[i].start))
+
+
+def _order_lifetime(bufs: Sequence[Buffer]) -> list[int]:
+    return sorted(range(len(bufs)), key=lambda i: (bufs[i].start, -bufs[i].size))
+
+
+def _order_longest(bufs: Sequence[Buffer]) -> list[int]:
+    return sorted(range(len(bufs)), key=lambda i: (-(bufs[i].end - bufs[i].start), -bufs[i].size))
+
+
+def _order_breadth(bufs: Sequence[Buffer]) -> list[int]:
+    """Busiest step first; within a step, biggest buffer first (TFLite greedy by breadth)."""
+    n_steps = max((b.end for b in bufs), default=-1) + 1
+    live: list[list[int]] = [[] for _ in range(n_steps)]
+    load = [0] * n_steps
+    for i, b in enumerate(bufs):
+        for s in range(b.start, b.end + 1):
+            live[s].append(i)
+            load[s] += b.size
+    seen: set[int] = set()
+    order: list[int] = []
+    for s in sorted(range(n_steps), key=lambda s: -load[s]):
+        for i in sorted(live[s], key=lambda i: -bufs[i].size):
+            if i not in seen:
+                seen.add(i)
+                order.append(i)
+    return order
+
+
+HEURISTICS: dict[str, tuple[Callable[[Sequence[Buffer]], list[int]], bool]] = {
+    "size-best-fit": (_order_size, True),
+    "size-first-fit": (_order_size, False),
+    "breadth-best-fit": (_order_breadth, True),
+    "lifetime-first-fit": (_order_lifetime, False),
+    "longest-best-fit": (_order_longest, True),
+}
+
+
+def lower_bound(buffers: Sequence[Buffer]) -> int:
+    n_steps = max((b.end for b in buffers), default=-1) + 2
+    delta = [0] * (n_steps + 1)
+    for b in buffers:
+        delta[b.start] += b.size
+        delta[b.end + 1] -= b.size
+    best = acc = 0
+    for d in delta:
+        acc += d
+        best = max(best, acc)
+    return best
+
+
+def plan_memory(
+    main: func.FuncOp,
+    alignment: int = DEFAULT_ALIGNMENT,
+    inplace: bool = True,
+    heuristics: Sequence[str] | None = None,
+) -> MemoryPlan:
+    """Plan every intermediate of ``@main``; see the module docstring."""
+    intervals = liveness(main)
+    buffers, pairs = build_buffers(intervals, alignment, inplace)
+    names = list(heuristics) if heuristics is not None else list(HEURISTICS)
+    best_name, best_offsets, best_arena = "", [0] * len(buffers), -1
+    candidates: dict[str, int] = {}
+    for name in names:
+        order_fn, best_fit = HEURISTICS[name]
+        offsets = place(buffers, order_fn(buffers), best_fit)
+        arena = max((o + b.size for o, b in zip(offsets, buffers)), default=0)
+        candidates[name] = arena
+        if best_arena < 0 or arena < best_arena:
+            best_name, best_offsets, best_arena = name, offsets, arena
+    value_offsets: dict[SSAValue, int] = {}
+    for off, b in zip(best_offsets, buffers):
+        b.offset = off
+        for m in b.members:
+            value_offsets[m.value] = off
+    return MemoryPlan(
+        offsets=value_offsets,
+        arena_bytes=max(best_arena, 0),
+        naive_bytes=sum(align(max(iv.size, 1), alignment) for iv in intervals),
+        lower_bound_bytes=lower_bound(buffers),
+        heuristic=best_name,
+        alignment=alignment,
+        buffers=buffers,
+        intervals=intervals,
+        inplace=pairs,
+        candidates=candidates,
+    )
+
+
+def check_plan(plan: MemoryPlan) -> list[str]:
+    """Violations of the plan's invariants (empty when sound); used by tests and debugging.
+
+    Two intermediates that are live at the same step may share bytes only when the later
+    one is computed in place over the earlier one, at the step where the earlier one dies.
+    """
+    inplace = {(a, b) for a, b in plan.inplace}
+    errors: list[str] = []
+    ivs = plan.intervals
+    sizes = {iv.value: iv.size for iv in ivs}
+    for i, a in enumerate(ivs):
+        oa = plan.offsets[a.value]
+        if oa % plan.alignment:
+            errors.append(f"{a.op.name} result: offset {oa} not a multiple of {plan.alignment}")
+        for b in ivs[i + 1:]:
+            if not a.overlaps(b):
+                continue
+            ob = plan.offsets[b.value]
+            if oa < ob + sizes[b.value] and ob < oa + sizes[a.value]:
+                legal = ((a.value, b.value) in inplace and a.end == b.start) or (
+                    (b.value, a.value) in inplace and b.end == a.start
+                )
+                if not legal:
+                    errors.append(
+                        f"{a.op.name} result (steps {a.start}-{a.end}, bytes {oa}+{sizes[a.value]}) "
+                        f"overlaps {b.op.name} result (steps {b.start}-{b.end}, bytes "
+                        f"{ob}+{sizes[b.value]})"
+                    )
+    for iv in ivs:
+        if plan.offsets[iv.value] + iv.size > plan.arena_bytes:
+            errors.append(f"{iv.op.name} result exceeds the arena")
+    return errors

@@ -1,0 +1,89 @@
+"""``plan-buffers``: give every intermediate tensor of ``@main`` an offset in one arena.
+
+Effect (the contract of ``docs/internals.md``, "Memory plan"):
+
+- each top-level op with at least one intermediate result gets
+  ``memory.offsets = array<i64: ...>``, one byte offset per result; ``-1`` marks a result
+  that is not in the arena (a function result);
+- ``@main`` gets ``memory.arena_bytes``, ``memory.naive_bytes``, ``memory.lower_bound_bytes``
+  (i64) and ``memory.heuristic`` (the placement order that won).
+
+A result computed in place over a dying operand has that operand's offset. Run it after
+fusion (and after ``tile-fusion``, which runs it itself); running it again re-plans.
+Algorithms: ``autofusion.analysis.memory_plan``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, i64
+from xdsl.passes import ModulePass
+
+from autofusion.analysis.liveness import find_main, schedule
+from autofusion.analysis.memory_plan import DEFAULT_ALIGNMENT, MemoryPlan, plan_memory
+from autofusion.dialects.base import i64_array
+
+OFFSETS = "memory.offsets"
+ARENA = "memory.arena_bytes"
+NAIVE = "memory.naive_bytes"
+LOWER_BOUND = "memory.lower_bound_bytes"
+HEURISTIC = "memory.heuristic"
+
+
+def annotate(main: func.FuncOp, plan: MemoryPlan) -> None:
+    """Write ``plan`` onto the ops of ``main`` as the ``memory.*`` attributes."""
+    for op in schedule(main):
+        op.attributes.pop(OFFSETS, None)
+        offs = [plan.offsets.get(r, -1) for r in op.results]
+        if any(o >= 0 for o in offs):
+            op.attributes[OFFSETS] = i64_array(offs)
+    main.attributes[ARENA] = IntegerAttr(plan.arena_bytes, i64)
+    main.attributes[NAIVE] = IntegerAttr(plan.naive_bytes, i64)
+    main.attributes[LOWER_BOUND] = IntegerAttr(plan.lower_bound_bytes, i64)
+    main.attributes[HEURISTIC] = StringAttr(plan.heuristic or "none")
+
+
+def plan_module(module: ModuleOp, alignment: int = DEFAULT_ALIGNMENT,
+                inplace: bool = True) -> MemoryPlan:
+    """Plan and annotate ``module``'s ``@main``; returns the plan."""
+    main = find_main(module)
+    plan = plan_memory(main, alignment=alignment, inplace=inplace)
+    annotate(main, plan)
+    return plan
+
+
+def memory_report(module: ModuleOp) -> dict[str, int]:
+    """``arena_bytes``, ``naive_bytes``, ``lower_bound_bytes`` of a planned module."""
+    main = find_main(module)
+    out: dict[str, int] = {}
+    for key, attr in ((ARENA, "arena_bytes"), (NAIVE, "naive_bytes"),
+                      (LOWER_BOUND, "lower_bound_bytes")):
+        val = main.attributes.get(key)
+        if isinstance(val, IntegerAttr):
+            out[attr] = int(val.value.data)
+    return out
+
+
+@dataclass(frozen=True)
+class PlanBuffers(ModulePass):
+    """Assign arena offsets to intermediates, with in-place reuse for elementwise steps.
+
+    Options: ``alignment`` (bytes, default 64), ``inplace`` (default true).
+    """
+
+    name: ClassVar[str] = "plan-buffers"
+    alignment: int = DEFAULT_ALIGNMENT
+    inplace: bool = True
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.alignment < 1 or self.alignment & (self.alignment - 1):
+            from xdsl.utils.exceptions import PassFailedException
+
+            raise PassFailedException(
+                f"plan-buffers: alignment must be a power of two, got {self.alignment}"
+            )
+        plan_module(op, self.alignment, self.inplace)

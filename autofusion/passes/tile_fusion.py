@@ -1,0 +1,218 @@
+"""``tile-fusion``: cut fused regions into tiles until the arena fits a memory limit.
+
+Effect: while the planned arena (``plan-buffers``) is larger than ``memory-limit-mb``
+(MiB, 2**20 bytes), find the step where most intermediate bytes are live, choose a region of
+consecutive top-level ops around it that has a single escaping result ``Y``, and rewrite it
+into ``N`` pieces along a batch/spatial/sequence dimension of ``Y`` followed by a concat
+(``autofusion.analysis.memory_tiling``: per-piece halos for convolutions and pools, the
+pads kept only at the borders). The region's intermediates then exist one piece at a time.
+Candidates are ranked by an estimate of the peak they leave, the best few are tried on a
+copy and re-planned, and the one that fits with the fewest tiles wins. At the end the
+module is planned (the ``memory.*`` attributes of ``plan-buffers``).
+
+With ``memory-limit-mb=0`` (the default) it only plans. If no tiling reaches the limit it
+raises ``AutofusionError`` naming the smallest limit it could reach.
+
+Run it after fusion, instead of (or before) ``plan-buffers``. Python entry point for the
+compile API: ``apply_memory_limit(module, limit_mb)``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import ClassVar
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+
+from autofusion.analysis.liveness import find_main, returned_values, schedule, top_level_user
+from autofusion.analysis.memory_plan import DEFAULT_ALIGNMENT, MemoryPlan, plan_memory
+from autofusion.analysis.memory_tiling import (
+    TILE_ATTR,
+    NotTileable,
+    _propagate,
+    is_tileable_kind,
+    tile_bounds,
+    tile_region,
+)
+from autofusion.dialects import nn
+from autofusion.dialects.base import shape_of
+from autofusion.errors import AutofusionError
+from autofusion.passes.plan_buffers import annotate
+
+MIB = 1 << 20
+WINDOW = 80
+TILE_COUNTS = (2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
+TRIALS = 6
+MAX_ROUNDS = 40
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    start: int
+    end: int
+    y_step: int
+    y_index: int
+    dim: int
+    count: int
+    estimate: float
+
+
+def _last_uses(main: func.FuncOp, steps: list[Operation]) -> dict[SSAValue, int]:
+    index = {op: i for i, op in enumerate(steps)}
+    outs = returned_values(main)
+    last: dict[SSAValue, int] = {}
+    for i, op in enumerate(steps):
+        for r in op.results:
+            end = len(steps) if r in outs else i
+            for use in r.uses:
+                end = max(end, index.get(top_level_user(use.operation, main), len(steps)))
+            last[r] = end
+    return last
+
+
+def _regions(steps: list[Operation], last: dict[SSAValue, int], peak: int
+             ) -> list[tuple[int, int, SSAValue]]:
+    """(start, end, Y) for runs of tileable steps around ``peak`` with one escaping value."""
+    def ok(op: Operation) -> bool:
+        return isinstance(op, nn.ConstantOp) or (
+            TILE_ATTR not in op.attributes and is_tileable_kind(op))
+
+    if not ok(steps[peak]) or isinstance(steps[peak], nn.ConstantOp):
+        return []
+    found: list[tuple[int, int, SSAValue]] = []
+    b = peak
+    while b < len(steps) and b < peak + WINDOW and ok(steps[b]):
+        escaping: list[SSAValue] = []
+        a = b
+        while a >= 0 and a > peak - WINDOW and ok(steps[a]):
+            op = steps[a]
+            if not isinstance(op, nn.ConstantOp):
+                escaping.extend(r for r in op.results if last[r] > b)
+            if len(escaping) > 1:
+                break
+            if a <= peak and len(escaping) == 1:
+                found.append((a, b, escaping[0]))
+            a -= 1
+        b += 1
+    return found
+
+
+def _dims(y: SSAValue) -> list[int]:
+    shape = shape_of(y)
+    order = [0, *range(2, len(shape)), 1] if len(shape) > 2 else list(range(len(shape)))
+    return [d for d in order if d < len(shape) and shape[d] >= 2]
+
+
+def _candidates(main: func.FuncOp, plan: MemoryPlan, limit: int) -> list[_Candidate]:
+    steps = schedule(main)
+    n = len(steps)
+    load = [0] * (n + 1)
+    live: list[list[tuple[int, int, int]]] = [[] for _ in range(n + 1)]
+    size = {iv.value: -(-iv.size // plan.alignment) * plan.alignment for iv in plan.intervals}
+    for iv in plan.intervals:
+        for s in range(iv.start, iv.end + 1):
+            load[s] += size[iv.value]
+            live[s].append((iv.start, iv.end, size[iv.value]))
+    peak = max(range(n), key=lambda s: load[s]) if n else 0
+    last = _last_uses(main, steps)
+    index = {op: i for i, op in enumerate(steps)}
+    out: list[_Candidate] = []
+    for a, b, y in _regions(steps, last, peak):
+        region = steps[a:b + 1]
+        ext = max((sum(sz for st, _, sz in live[s] if st < a) for s in range(a, b + 1)), default=0)
+        inner = max((sum(sz for st, _, sz in live[s] if st >= a) for s in range(a, b + 1)),
+                    default=0)
+        through = sum(sz for st, en, sz in live[a] if st < a and en > b)
+        ysize = size.get(y, 0)
+        owner = y.owner
+        assert isinstance(owner, Operation)
+        for dim in _dims(y):
+            try:
+                for lo, hi in tile_bounds(shape_of(y)[dim], 2):
+                    _propagate(region, y, (dim, lo, hi))
+            except NotTileable:
+                continue
+            for count in TILE_COUNTS:
+                if count > shape_of(y)[dim]:
+                    break
+                est = max(ext + ysize + 1.5 * inner / count, through + 2 * ysize)
+                out.append(_Candidate(a, b, index[owner], list(owner.results).index(y), dim,
+                                      count, est))
+    out.sort(key=lambda c: (c.estimate > limit, c.count if c.estimate <= limit else 0,
+                            c.end - c.start, c.estimate))
+    return out
+
+
+def _apply(module: ModuleOp, c: _Candidate) -> None:
+    steps = schedule(find_main(module))
+    y = steps[c.y_step].results[c.y_index]
+    tile_region(steps[c.start:c.end + 1], y, c.dim, c.count)
+
+
+def tile_to_limit(module: ModuleOp, limit_bytes: int, alignment: int = DEFAULT_ALIGNMENT
+                  ) -> MemoryPlan:
+    """Tile ``module`` in place until its arena fits ``limit_bytes``; plan and annotate it."""
+    main = find_main(module)
+    plan = plan_memory(main, alignment=alignment)
+    best_seen = plan.arena_bytes
+    for _ in range(MAX_ROUNDS):
+        if plan.arena_bytes <= limit_bytes:
+            break
+        chosen: _Candidate | None = None
+        chosen_arena = plan.arena_bytes
+        for cand in _candidates(main, plan, limit_bytes)[:TRIALS]:
+            trial = module.clone()
+            try:
+                _apply(trial, cand)
+            except NotTileable:
+                continue
+            arena = plan_memory(find_main(trial), alignment=alignment).arena_bytes
+            if arena < chosen_arena:
+                chosen, chosen_arena = cand, arena
+                if arena <= limit_bytes:
+                    break
+        if chosen is None:
+            break
+        _apply(module, chosen)
+        plan = plan_memory(main, alignment=alignment)
+        best_seen = min(best_seen, plan.arena_bytes)
+    if plan.arena_bytes > limit_bytes:
+        reach = math.ceil(best_seen / MIB * 100) / 100
+        raise AutofusionError(
+            f"tile-fusion: the intermediates do not fit in {limit_bytes / MIB:g} MB; the "
+            f"smallest memory limit autofusion can meet for this model is {reach:g} MB"
+        )
+    annotate(main, plan)
+    return plan
+
+
+def apply_memory_limit(module: ModuleOp, limit_mb: float | None) -> MemoryPlan:
+    """Plan ``module`` (tiling it first when ``limit_mb`` is a positive number of MiB).
+
+    This is what ``autofusion.compile(memory_limit_mb=...)``, ``set_memory_limit`` and the
+    config key ``memory_limit_mb`` call. Raises ``AutofusionError`` if the limit cannot be met.
+    """
+    if limit_mb is None or limit_mb == 0:
+        main = find_main(module)
+        plan = plan_memory(main)
+        annotate(main, plan)
+        return plan
+    if limit_mb < 0 or not math.isfinite(limit_mb):
+        raise AutofusionError(f"memory limit must be a positive number of MB, got {limit_mb}")
+    return tile_to_limit(module, int(limit_mb * MIB))
+
+
+@dataclass(frozen=True)
+class TileFusion(ModulePass):
+    """Tile fused regions so the arena fits ``memory-limit-mb`` MiB (0: just plan)."""
+
+    name: ClassVar[str] = "tile-fusion"
+    memory_limit_mb: float = 0.0
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        apply_memory_limit(op, self.memory_limit_mb)

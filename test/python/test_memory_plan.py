@@ -1,0 +1,203 @@
+"""plan-buffers and tile-fusion: soundness on random graphs, interpreter equivalence."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.parser import Parser
+
+from autofusion.analysis.liveness import find_main
+from autofusion.analysis.memory_plan import Buffer, check_plan, lower_bound, place, plan_memory
+from autofusion.errors import AutofusionError
+from autofusion.pipeline import make_context
+
+
+def parse(text: str) -> ModuleOp:
+    return Parser(make_context(), text).parse_module()
+
+
+# ---------------------------------------------------------------------------------------
+# Placement on random lifetimes
+# ---------------------------------------------------------------------------------------
+
+
+@st.composite
+def buffers(draw: st.DrawFn) -> list[Buffer]:
+    n = draw(st.integers(1, 40))
+    out = []
+    for _ in range(n):
+        start = draw(st.integers(0, 30))
+        end = start + draw(st.integers(0, 10))
+        size = 64 * draw(st.integers(1, 64))
+        out.append(Buffer([], start, end, size))
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(buffers(), st.booleans(), st.randoms(use_true_random=False))
+def test_placement_never_overlaps_live_buffers(bufs: list[Buffer], best_fit: bool, rnd) -> None:
+    order = list(range(len(bufs)))
+    rnd.shuffle(order)
+    offsets = place(bufs, order, best_fit)
+    arena = max(o + b.size for o, b in zip(offsets, bufs))
+    assert arena >= lower_bound(bufs)
+    for i, a in enumerate(bufs):
+        assert offsets[i] >= 0 and offsets[i] % 64 == 0
+        for j in range(i + 1, len(bufs)):
+            b = bufs[j]
+            if a.overlaps(b):
+                assert offsets[i] + a.size <= offsets[j] or offsets[j] + b.size <= offsets[i]
+
+
+# ---------------------------------------------------------------------------------------
+# Whole plans on random DAGs of nn ops
+# ---------------------------------------------------------------------------------------
+
+
+def _ty(shape: tuple[int, int]) -> str:
+    return f"tensor<{shape[0]}x{shape[1]}xf32>"
+
+
+@st.composite
+def dags(draw: st.DrawFn) -> str:
+    """A random @main: unary/binary elementwise, concat and reductions over 2-d tensors."""
+    vals: list[tuple[str, tuple[int, int]]] = [("%x", (4, 8)), ("%y", (4, 8))]
+    lines: list[str] = []
+    for i in range(draw(st.integers(1, 25))):
+        kind = draw(st.sampled_from(["unary", "binary", "concat", "reduce"]))
+        name = f"%v{i}"
+        a, sa = vals[draw(st.integers(0, len(vals) - 1))]
+        if kind == "unary":
+            op = draw(st.sampled_from(["nn.relu", "nn.sigmoid", "nn.neg"]))
+            lines.append(f"{name} = {op} {a} : ({_ty(sa)}) -> {_ty(sa)}")
+            vals.append((name, sa))
+        elif kind == "binary":
+            same = [v for v in vals if v[1] == sa]
+            b, _ = same[draw(st.integers(0, len(same) - 1))]
+            op = draw(st.sampled_from(["nn.add", "nn.mul"]))
+            lines.append(f"{name} = {op} {a}, {b} : ({_ty(sa)}, {_ty(sa)}) -> {_ty(sa)}")
+            vals.append((name, sa))
+        elif kind == "concat" and sa[1] <= 32:
+            out = (sa[0], 2 * sa[1])
+            lines.append(
+                f"{name} = nn.concat {a}, {a} {{axis = 1 : i64}} : ({_ty(sa)}, {_ty(sa)}) "
+                f"-> {_ty(out)}"
+            )
+            vals.append((name, out))
+        else:
+            out = (sa[0], 1)
+            lines.append(
+                f"{name} = nn.reduce_sum {a} {{axes = array<i64: 1>, keepdims = 1 : i64}} : "
+                f"({_ty(sa)}) -> {_ty(out)}"
+            )
+            vals.append((name, out))
+    made = vals[2:]
+    picks = draw(st.lists(st.integers(0, len(made) - 1), max_size=3, unique=True))
+    ret = sorted({len(made) - 1, *picks})
+    rets = [made[i] for i in ret]
+    body = "\n  ".join(lines)
+    return (
+        f"func.func @main(%x: {_ty((4, 8))}, %y: {_ty((4, 8))}) -> "
+        f"({', '.join(_ty(s) for _, s in rets)}) {{\n  {body}\n"
+        f"  func.return {', '.join(n for n, _ in rets)} : {', '.join(_ty(s) for _, s in rets)}\n}}"
+    )
+
+
+@settings(max_examples=60, deadline=None)
+@given(dags())
+def test_random_dag_plans_are_sound(text: str) -> None:
+    plan = plan_memory(find_main(parse(text)))
+    assert check_plan(plan) == []
+    assert plan.lower_bound_bytes <= plan.arena_bytes <= plan.naive_bytes
+    outputs = set(find_main(parse(text)).body.block.last_op.operands)  # type: ignore[union-attr]
+    assert not outputs & set(plan.offsets)
+    for src, dst in plan.inplace:
+        assert plan.offsets[src] == plan.offsets[dst]
+
+
+def test_must_not_alias_input_live_later() -> None:
+    text = """
+    func.func @main(%x: tensor<64xf32>) -> tensor<64xf32> {
+      %a = nn.relu %x : (tensor<64xf32>) -> tensor<64xf32>
+      %b = nn.neg %a : (tensor<64xf32>) -> tensor<64xf32>
+      %c = nn.neg %b : (tensor<64xf32>) -> tensor<64xf32>
+      %d = nn.add %c, %a : (tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32>
+      func.return %d : tensor<64xf32>
+    }"""
+    main = find_main(parse(text))
+    plan = plan_memory(main)
+    a, b, c = (op.results[0] for op in list(main.body.block.ops)[:3])
+    assert plan.offsets[b] != plan.offsets[a]  # %a is read again by the add
+    assert plan.offsets[c] == plan.offsets[b]  # %b dies at %c: in place
+    assert plan.arena_bytes == plan.lower_bound_bytes == 512
+    assert check_plan(plan) == []
+
+
+# ---------------------------------------------------------------------------------------
+# tile-fusion keeps semantics
+# ---------------------------------------------------------------------------------------
+
+CONV = ("{{strides = array<i64: {s}, {s}>, pads = array<i64: {p}, {p}, {p}, {p}>, "
+        "dilations = array<i64: {d}, {d}>, group = 1 : i64}}")
+TILED = f"""
+func.func @main(%x: tensor<1x3x40x24xf32>, %w1: tensor<8x3x3x3xf32>, %w2: tensor<8x8x3x3xf32>,
+                %b: tensor<8xf32>) -> tensor<1x8x1x1xf32> {{
+  %c1 = nn.conv %x, %w1, %b {CONV.format(s=1, p=1, d=1)} : (tensor<1x3x40x24xf32>, tensor<8x3x3x3xf32>, tensor<8xf32>) -> tensor<1x8x40x24xf32>
+  %k = fusion.kernel "conv_relu" ["c2", "r2"] (%c1, %w2) : (tensor<1x8x40x24xf32>, tensor<8x8x3x3xf32>) -> tensor<1x8x36x20xf32> {{
+  ^bb0(%a: tensor<1x8x40x24xf32>, %ww: tensor<8x8x3x3xf32>):
+    %0 = nn.conv %a, %ww {CONV.format(s=1, p=0, d=2)} : (tensor<1x8x40x24xf32>, tensor<8x8x3x3xf32>) -> tensor<1x8x36x20xf32>
+    %1 = nn.relu %0 : (tensor<1x8x36x20xf32>) -> tensor<1x8x36x20xf32>
+    fusion.yield %1 : tensor<1x8x36x20xf32>
+  }}
+  %s = nn.slice %c1 {{starts = array<i64: 0, 0, 2, 2>, ends = array<i64: 1, 8, 38, 22>, steps = array<i64: 1, 1, 1, 1>}} : (tensor<1x8x40x24xf32>) -> tensor<1x8x36x20xf32>
+  %r = nn.add %k, %s : (tensor<1x8x36x20xf32>, tensor<1x8x36x20xf32>) -> tensor<1x8x36x20xf32>
+  %m = nn.max_pool %r {{kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, ceil_mode = 1 : i64}} : (tensor<1x8x36x20xf32>) -> tensor<1x8x19x11xf32>
+  %q = nn.conv %m, %w2 {CONV.format(s=2, p=1, d=1)} : (tensor<1x8x19x11xf32>, tensor<8x8x3x3xf32>) -> tensor<1x8x10x6xf32>
+  %g = nn.global_avg_pool %q : (tensor<1x8x10x6xf32>) -> tensor<1x8x1x1xf32>
+  func.return %g : tensor<1x8x1x1xf32>
+}}
+"""
+
+
+def _feeds(module: ModuleOp, seed: int = 0) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    main = find_main(module)
+    return [
+        rng.standard_normal(tuple(a.type.get_shape())).astype(np.float32)  # type: ignore[attr-defined]
+        for a in main.body.block.args
+    ]
+
+
+def _allclose(got: np.ndarray, ref: np.ndarray) -> None:
+    np.testing.assert_allclose(got, ref, rtol=1e-3, atol=1e-4 * max(1.0, float(np.abs(ref).max())))
+
+
+@pytest.mark.parametrize("fraction", [0.6, 0.35])
+def test_tile_fusion_fits_limit_and_matches_interpreter(fraction: float) -> None:
+    from autofusion.interpreter import evaluate
+    from autofusion.passes.tile_fusion import MIB, apply_memory_limit
+
+    module = parse(TILED)
+    feeds = _feeds(module)
+    ref = evaluate(find_main(module), feeds)
+    untiled = plan_memory(find_main(module)).arena_bytes
+    limit_mb = untiled * fraction / MIB
+    plan = apply_memory_limit(module, limit_mb)
+    module.verify()
+    assert plan.arena_bytes <= limit_mb * MIB < untiled
+    assert check_plan(plan) == []
+    text = str(module)
+    assert "memory.tile" in text and "nn.concat" in text
+    for got, want in zip(evaluate(find_main(module), feeds), ref):
+        _allclose(got, want)
+
+
+def test_tile_fusion_infeasible_names_smallest_limit() -> None:
+    from autofusion.passes.tile_fusion import apply_memory_limit
+
+    module = parse(TILED)
+    with pytest.raises(AutofusionError, match=r"smallest memory limit .* is [0-9.]+ MB"):
+        apply_memory_limit(module, 0.0001)
