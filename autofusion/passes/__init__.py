@@ -11,4 +11,19 @@ from xdsl.passes import ModulePass
 
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     passes: dict[str, Callable[[], type[ModulePass]]] = {}
+    passes.update(_memory_passes())  # plan-buffers, tile-fusion (memory)
     return passes
+
+
+def _memory_passes() -> dict[str, Callable[[], type[ModulePass]]]:
+    def plan_buffers() -> type[ModulePass]:
+        from autofusion.passes.plan_buffers import PlanBuffers
+
+        return PlanBuffers
+
+    def tile_fusion() -> type[ModulePass]:
+        from autofusion.passes.tile_fusion import TileFusion
+
+        return TileFusion
+
+    return {"plan-buffers": plan_buffers, "tile-fusion": tile_fusion}
