@@ -16,4 +16,14 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return Fusion
 
-    return {"nn": get_nn, "fusion": get_fusion}
+    def get_clib() -> Dialect:
+        from autofusion.lowering.c.clib import CLib
+
+        return CLib
+
+    def get_ascendc() -> Dialect:
+        from autofusion.dialects.ascendc import AscendC
+
+        return AscendC
+
+    return {"nn": get_nn, "fusion": get_fusion, "clib": get_clib, "ascendc": get_ascendc}

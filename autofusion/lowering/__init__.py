@@ -7,4 +7,11 @@ from xdsl.utils.target import Target
 
 def get_all_targets() -> dict[str, Callable[[], type[Target]]]:
     targets: dict[str, Callable[[], type[Target]]] = {}
+
+    def get_c() -> type[Target]:
+        from autofusion.lowering.c.target import CTarget
+
+        return CTarget
+
+    targets["c"] = get_c
     return targets

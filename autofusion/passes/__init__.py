@@ -11,7 +11,11 @@ from xdsl.passes import ModulePass
 
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     passes: dict[str, Callable[[], type[ModulePass]]] = {}
+    from autofusion.lowering.c import c_passes  # C lowering passes (lowering/c/)
+
+    passes.update(c_passes())
     passes.update(_memory_passes())  # plan-buffers, tile-fusion (memory)
+    passes.update(_fusion_passes())  # fold-batchnorm, recognize-*, fuse-* (fusion)
     return passes
 
 
@@ -27,3 +31,26 @@ def _memory_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         return TileFusion
 
     return {"plan-buffers": plan_buffers, "tile-fusion": tile_fusion}
+
+
+def _fusion_passes() -> dict[str, Callable[[], type[ModulePass]]]:
+    """Tensor-level fusion passes (docs/fusion.md)."""
+    table = {
+        "canonicalize-nn": ("canonicalize_nn", "CanonicalizeNN"),
+        "fold-batchnorm": ("fold_batchnorm", "FoldBatchNorm"),
+        "recognize-layernorm": ("recognize_layernorm", "RecognizeLayerNorm"),
+        "recognize-gelu": ("recognize_gelu", "RecognizeGelu"),
+        "recognize-attention": ("recognize_attention", "RecognizeAttention"),
+        "fuse-conv-bn-relu": ("fuse_conv_bn_relu", "FuseConvBnRelu"),
+        "fuse": ("fuse", "FuseNN"),
+    }
+
+    def factory(module: str, cls: str) -> Callable[[], type[ModulePass]]:
+        def load() -> type[ModulePass]:
+            import importlib
+
+            return getattr(importlib.import_module(f"autofusion.passes.{module}"), cls)
+
+        return load
+
+    return {name: factory(m, c) for name, (m, c) in table.items()}

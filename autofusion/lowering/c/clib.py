@@ -1,0 +1,221 @@
+"""The ``clib`` dialect: the few buffer-level ops the C lowering needs beyond
+``func``/``memref``/``scf``/``arith``/``math``.
+
+- ``clib.call "afrt_x"(%a, %b, ...)``: a call into the autofusion runtime library (``afrt.h``);
+  operands are memrefs (passed as element pointers), scalars, or ``!clib.ptr`` values.
+  C: ``afrt_x(a, b, ...);``
+- ``clib.func_ref @f``: the address of a generated function (an epilogue). C: ``f``.
+- ``clib.pack %a, %b``: a small array of buffer pointers, passed as an epilogue context.
+  C: ``void *const ctxN[] = {a, b};``
+- ``clib.unpack %ctx[i]``: buffer number ``i`` of a context. C: ``T *v = ((void *const *)ctx)[i];``
+- ``clib.view %buf {offset = N}``: a typed view at byte ``offset`` of another buffer (arena
+  slots, and reshapes, which are views at offset 0). C: ``T *v = (T *)((char *)buf + N);``
+- ``clib.epilogue_args``: inside an epilogue function, the block being processed.
+  (See :mod:`autofusion.lowering.c.lower_nn_to_loops` for its contract.)
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    FloatAttr,
+    IntegerAttr,
+    MemRefType,
+    StringAttr,
+    SymbolRefAttr,
+    i64,
+)
+from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SSAValue, TypeAttribute
+from xdsl.irdl import (
+    AttrSizedOperandSegments,
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    prop_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.traits import Pure
+from xdsl.utils.exceptions import VerifyException
+
+
+@irdl_attr_definition
+class PtrType(ParametrizedAttribute, TypeAttribute):
+    """An untyped pointer (``void *``): function addresses and epilogue contexts."""
+
+    name = "clib.ptr"
+
+
+@irdl_op_definition
+class CallOp(IRDLOperation):
+    """A call into the runtime library; operands are passed in order."""
+
+    name = "clib.call"
+    callee = prop_def(StringAttr)
+    args = var_operand_def()
+    assembly_format = "$callee `(` $args `)` attr-dict `:` type($args)"
+
+    def __init__(self, callee: str, args: list[SSAValue]):
+        super().__init__(operands=[args], properties={"callee": StringAttr(callee)})
+
+    def verify_(self) -> None:
+        if not self.callee.data.replace("_", "a").isalnum():
+            raise VerifyException(f"'clib.call': callee {self.callee.data!r} is not a C name")
+
+
+@irdl_op_definition
+class FuncRefOp(IRDLOperation):
+    """The address of a function in this module."""
+
+    name = "clib.func_ref"
+    callee = prop_def(SymbolRefAttr)
+    res = result_def(PtrType)
+    traits = traits_def(Pure())
+    assembly_format = "$callee attr-dict"
+
+    def __init__(self, callee: str):
+        super().__init__(properties={"callee": SymbolRefAttr(callee)}, result_types=[PtrType()])
+
+
+@irdl_op_definition
+class PackOp(IRDLOperation):
+    """An array of buffer pointers (an epilogue's context)."""
+
+    name = "clib.pack"
+    values = var_operand_def(MemRefType)
+    res = result_def(PtrType)
+    traits = traits_def(Pure())
+    assembly_format = "($values^ `:` type($values))? attr-dict"
+
+    def __init__(self, values: list[SSAValue]):
+        super().__init__(operands=[values], result_types=[PtrType()])
+
+
+@irdl_op_definition
+class UnpackOp(IRDLOperation):
+    """Buffer ``index`` of a context made by ``clib.pack``."""
+
+    name = "clib.unpack"
+    ctx = operand_def(PtrType)
+    index = prop_def(IntegerAttr)
+    res = result_def(MemRefType)
+    traits = traits_def(Pure())
+    assembly_format = "$ctx `[` $index `]` attr-dict `:` type($res)"
+
+    def __init__(self, ctx: SSAValue, index: int, result_type: Attribute):
+        super().__init__(
+            operands=[ctx], properties={"index": IntegerAttr(index, i64)}, result_types=[result_type]
+        )
+
+
+@irdl_op_definition
+class ViewOp(IRDLOperation):
+    """A typed view at a byte offset of a buffer (arena slots, reshapes)."""
+
+    name = "clib.view"
+    source = operand_def(MemRefType)
+    offset = prop_def(IntegerAttr)
+    res = result_def(MemRefType)
+    traits = traits_def(Pure())
+    assembly_format = "$source `[` $offset `]` attr-dict `:` type($source) `->` type($res)"
+
+    def __init__(self, source: SSAValue, offset: int, result_type: Attribute):
+        super().__init__(
+            operands=[source],
+            properties={"offset": IntegerAttr(offset, i64)},
+            result_types=[result_type],
+        )
+
+    def verify_(self) -> None:
+        if self.offset.value.data < 0:
+            raise VerifyException("'clib.view': negative offset")
+
+
+# Field order of afrt_conv_params / afrt_pool_params (afrt.h); ``params`` lists them in order.
+CONV_FIELDS = (
+    "N", "C", "H", "W", "K", "R", "S", "OH", "OW", "stride_h", "stride_w", "pad_top",
+    "pad_left", "pad_bottom", "pad_right", "dil_h", "dil_w", "group",
+)
+POOL_FIELDS = (
+    "N", "C", "H", "W", "R", "S", "OH", "OW", "stride_h", "stride_w", "pad_top", "pad_left",
+    "pad_bottom", "pad_right", "dil_h", "dil_w", "count_include_pad",
+)
+# Integer arguments of afrt_matmul_f32, in ``params`` order.
+MATMUL_FIELDS = (
+    "batch", "M", "N", "K", "lda", "stride_a", "trans_a", "ldb", "stride_b", "trans_b",
+    "ldc", "stride_c",
+)
+
+
+class _LibOp(IRDLOperation):
+    def param_values(self) -> list[int]:
+        attr = self.properties["params"]
+        assert isinstance(attr, DenseArrayBase)
+        return [int(v) for v in attr.get_values()]
+
+
+@irdl_op_definition
+class Conv2DOp(_LibOp):
+    """``afrt_conv2d_f32(x, w, bias, y, &params, NULL, {epilogue, ctx})`` (NCHW, f32)."""
+
+    name = "clib.conv2d"
+    x = operand_def(MemRefType)
+    w = operand_def(MemRefType)
+    y = operand_def(MemRefType)
+    bias = opt_operand_def(MemRefType)
+    epilogue = opt_operand_def(PtrType)
+    ctx = opt_operand_def(PtrType)
+    params = prop_def(DenseArrayBase)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def verify_(self) -> None:
+        if len(self.param_values()) != len(CONV_FIELDS):
+            raise VerifyException(f"'clib.conv2d': params needs {len(CONV_FIELDS)} values")
+
+
+@irdl_op_definition
+class MatmulOp(_LibOp):
+    """``afrt_matmul_f32(batch, M, N, K, alpha, a, lda, stride_a, trans_a, b, ..., beta, c,
+    ldc, stride_c, {epilogue, ctx})``; ``c`` is read when ``beta != 0``."""
+
+    name = "clib.matmul"
+    a = operand_def(MemRefType)
+    b = operand_def(MemRefType)
+    c = operand_def(MemRefType)
+    epilogue = opt_operand_def(PtrType)
+    ctx = opt_operand_def(PtrType)
+    params = prop_def(DenseArrayBase)
+    alpha = prop_def(FloatAttr)
+    beta = prop_def(FloatAttr)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def verify_(self) -> None:
+        if len(self.param_values()) != len(MATMUL_FIELDS):
+            raise VerifyException(f"'clib.matmul': params needs {len(MATMUL_FIELDS)} values")
+
+
+@irdl_op_definition
+class Pool2DOp(_LibOp):
+    """``afrt_maxpool2d_f32`` / ``afrt_avgpool2d_f32(x, y, &params)`` (NCHW, f32)."""
+
+    name = "clib.pool2d"
+    x = operand_def(MemRefType)
+    y = operand_def(MemRefType)
+    kind = prop_def(StringAttr)
+    params = prop_def(DenseArrayBase)
+
+    def verify_(self) -> None:
+        if self.kind.data not in ("max", "avg"):
+            raise VerifyException("'clib.pool2d': kind must be max or avg")
+        if len(self.param_values()) != len(POOL_FIELDS):
+            raise VerifyException(f"'clib.pool2d': params needs {len(POOL_FIELDS)} values")
+
+
+CLib = Dialect(
+    "clib",
+    [CallOp, FuncRefOp, PackOp, UnpackOp, ViewOp, Conv2DOp, MatmulOp, Pool2DOp],
+    [PtrType],
+)

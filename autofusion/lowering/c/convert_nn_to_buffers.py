@@ -1,0 +1,281 @@
+"""``convert-nn-to-buffers``: tensors to buffers, one function per kernel, destination passing.
+
+Effect on ``@main`` (tensor level, possibly fused and memory-planned):
+
+- ``@main`` takes one ``memref`` per model input followed by one per model output and returns
+  nothing (destination-passing style). Argument attributes keep ``onnx.name`` and gain
+  ``c.role = "input" | "output"``.
+- Each top-level ``fusion.kernel`` and each unfused ``nn`` op becomes its own private
+  ``func.func`` taking its input buffers then its output buffers; the body reads the inputs with
+  ``bufferization.to_tensor``, holds the original ``nn`` ops on tensors and writes each result
+  with ``bufferization.materialize_in_destination``. The function carries ``onnx.origins`` and
+  ``c.pattern``. ``@main`` calls it.
+- ``nn.constant`` becomes a ``memref.global`` (the weights) read with ``memref.get_global``.
+- A top-level ``nn.reshape`` without a planned offset is a view of its input (``clib.view`` at
+  offset 0): no copy.
+- Intermediates get ``memref.alloc`` unless the op carries ``memory.offsets``; then they are
+  ``clib.view`` slots of one arena of ``memory.arena_bytes`` allocated once.
+- A model output that is not written directly by a call (an input, a constant, a view, or a
+  value returned twice) is copied with ``memref.copy``.
+
+Run it after fusion and ``plan-buffers``, before ``lower-nn-to-loops``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from xdsl.context import Context
+from xdsl.dialects import bufferization, func, memref
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseArrayBase,
+    DenseIntOrFPElementsAttr,
+    DictionaryAttr,
+    FunctionType,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    UnitAttr,
+    i8,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
+
+from autofusion.dialects import fusion, nn
+from autofusion.lowering.c.clib import ViewOp
+from autofusion.lowering.c.names import NameTable
+
+
+def memref_of(t: Attribute) -> MemRefType[Attribute]:
+    assert isinstance(t, TensorType)
+    return MemRefType(t.element_type, t.get_shape())  # type: ignore[arg-type]
+
+
+def origins_of(op: Operation) -> list[str]:
+    if isinstance(op, fusion.KernelOp):
+        return op.origin_names
+    attr = op.attributes.get("onnx.origins")
+    if isinstance(attr, ArrayAttr):
+        return [a.data for a in attr.data if isinstance(a, StringAttr)]
+    return []
+
+
+def find_main(module: ModuleOp, pass_name: str) -> func.FuncOp:
+    for op in module.ops:
+        if isinstance(op, func.FuncOp) and op.sym_name.data == "main":
+            return op
+    raise PassFailedException(f"{pass_name}: module has no func.func @main")
+
+
+@dataclass(frozen=True)
+class ConvertNNToBuffers(ModulePass):
+    """Tensor-level ``@main`` to buffer-level ``@main`` plus one private function per kernel."""
+
+    name: ClassVar[str] = "convert-nn-to-buffers"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        _Converter(op, find_main(op, self.name), self.name).run()
+
+
+class _Converter:
+    def __init__(self, module: ModuleOp, main: func.FuncOp, pass_name: str) -> None:
+        self.module = module
+        self.main = main
+        self.pass_name = pass_name
+        self.names = NameTable()
+        self.names.reserve("main")
+        self.buf: dict[SSAValue, SSAValue] = {}
+        self.new_funcs: list[Operation] = []
+        self.globals: list[Operation] = []
+
+    def run(self) -> None:
+        main = self.main
+        old_block = main.body.block
+        ret = old_block.last_op
+        if not isinstance(ret, func.ReturnOp):
+            raise PassFailedException(f"{self.pass_name}: @main does not end in func.return")
+        in_types = [memref_of(a.type) for a in old_block.args]
+        out_types = [memref_of(v.type) for v in ret.arguments]
+        block = Block(arg_types=[*in_types, *out_types])
+        self.block = block
+        nin = len(in_types)
+        for old, new in zip(old_block.args, block.args[:nin]):
+            self.buf[old] = new
+        out_args = list(block.args[nin:])
+
+        # Which op result writes straight into which output buffer.
+        direct: dict[SSAValue, SSAValue] = {}
+        for val, out in zip(ret.arguments, out_args):
+            owner = val.owner
+            if (
+                isinstance(owner, Operation)
+                and not isinstance(owner, nn.ConstantOp)
+                and not (isinstance(owner, nn.ReshapeOp) and "memory.offsets" not in owner.attributes)
+                and val not in direct
+            ):
+                direct[val] = out
+
+        arena: SSAValue | None = None
+        arena_attr = main.attributes.get("memory.arena_bytes")
+        if isinstance(arena_attr, IntegerAttr) and arena_attr.value.data > 0:
+            alloc = memref.AllocOp.get(i8, 64, [arena_attr.value.data])
+            block.add_op(alloc)
+            arena = alloc.memref
+
+        for index, op in enumerate(list(old_block.ops)):
+            if op is ret:
+                continue
+            if isinstance(op, nn.ConstantOp):
+                self._constant(op, index)
+            elif isinstance(op, nn.ReshapeOp) and "memory.offsets" not in op.attributes:
+                view = ViewOp(self.buf[op.x], 0, memref_of(op.y.type))
+                block.add_op(view)
+                self.buf[op.y] = view.res
+            elif isinstance(op, fusion.KernelOp | nn.TensorOp):
+                self._kernel(op, index, direct, arena)
+            else:
+                raise PassFailedException(
+                    f"{self.pass_name}: unexpected op {op.name} at the top level of @main"
+                )
+
+        for val, out in zip(ret.arguments, out_args):
+            if direct.get(val) is not out:
+                block.add_op(memref.CopyOp(self.buf[val], out))
+        block.add_op(func.ReturnOp())
+
+        arg_attrs = []
+        old_args = main.arg_attrs.data if main.arg_attrs is not None else [DictionaryAttr({})] * nin
+        for d in old_args:
+            arg_attrs.append(DictionaryAttr({**d.data, "c.role": StringAttr("input")}))
+        old_res = main.res_attrs.data if main.res_attrs is not None else [DictionaryAttr({})] * len(out_args)
+        for d in old_res:
+            arg_attrs.append(DictionaryAttr({**d.data, "c.role": StringAttr("output")}))
+        new_main = func.FuncOp(
+            "main",
+            FunctionType.from_lists([*in_types, *out_types], []),
+            Region(block),
+            arg_attrs=ArrayAttr(arg_attrs),
+        )
+        for k, v in main.attributes.items():
+            if k not in ("sym_name", "function_type", "arg_attrs", "res_attrs"):
+                new_main.attributes[k] = v
+        parent = main.parent_block()
+        assert parent is not None
+        for g in self.globals:
+            parent.insert_op_before(g, main)
+        for f in self.new_funcs:
+            parent.insert_op_before(f, main)
+        parent.insert_op_before(new_main, main)
+        main.detach()
+        main.erase()
+
+    def _constant(self, op: nn.ConstantOp, index: int) -> None:
+        value = op.value
+        if not isinstance(value, DenseIntOrFPElementsAttr):
+            origin = ", ".join(origins_of(op)) or f"#{index}"
+            raise PassFailedException(
+                f"{self.pass_name}: constant {origin} is elided (dense_resource); "
+                "the C backend needs the weights (import the model again with its data)"
+            )
+        hint = (origins_of(op) or ["const"])[0]
+        sym = self.names.ident(hint, "w")
+        mtype = memref_of(op.y.type)
+        g = memref.GlobalOp.get(StringAttr(sym), mtype, value, constant=UnitAttr(), alignment=64)
+        self.globals.append(g)
+        get = memref.GetGlobalOp(sym, mtype)
+        self.block.add_op(get)
+        self.buf[op.y] = get.memref
+
+    def _kernel(
+        self,
+        op: Operation,
+        index: int,
+        direct: dict[SSAValue, SSAValue],
+        arena: SSAValue | None,
+    ) -> None:
+        offsets: list[int] | None = None
+        off_attr = op.attributes.get("memory.offsets")
+        if isinstance(off_attr, DenseArrayBase):
+            offsets = [int(v) for v in off_attr.get_values()]
+            if arena is None:
+                raise PassFailedException(
+                    f"{self.pass_name}: {op.name} has memory.offsets but @main has no "
+                    "memory.arena_bytes"
+                )
+        outs: list[SSAValue] = []
+        for i, res in enumerate(op.results):
+            if res in direct:
+                outs.append(direct[res])
+            elif offsets is not None and arena is not None:
+                view = ViewOp(arena, offsets[i], memref_of(res.type))
+                self.block.add_op(view)
+                outs.append(view.res)
+            else:
+                alloc = memref.AllocOp.get(
+                    memref_of(res.type).element_type, 64, memref_of(res.type).get_shape()
+                )
+                self.block.add_op(alloc)
+                outs.append(alloc.memref)
+            self.buf[res] = outs[-1]
+        ins = [self.buf[v] for v in op.operands]
+        fn = self._make_func(op, index, [v.type for v in ins], [v.type for v in outs])
+        self.block.add_op(func.CallOp(fn.sym_name.data, [*ins, *outs], []))
+
+    def _make_func(
+        self, op: Operation, index: int, in_types: list[Attribute], out_types: list[Attribute]
+    ) -> func.FuncOp:
+        if isinstance(op, fusion.KernelOp):
+            pattern = op.pattern_name
+            hint = f"k{index}_{pattern}"
+        else:
+            pattern = op.name.removeprefix("nn.")
+            hint = f"op{index}_{pattern}"
+        sym = self.names.ident(hint)
+        block = Block(arg_types=[*in_types, *out_types])
+        nin = len(in_types)
+        mapping: dict[SSAValue, SSAValue] = {}
+        tensors = []
+        for arg in block.args[:nin]:
+            t = bufferization.ToTensorOp(arg, restrict=True)
+            block.add_op(t)
+            tensors.append(t.tensor)
+        if isinstance(op, fusion.KernelOp):
+            body = op.body.block
+            for barg, t in zip(body.args, tensors):
+                mapping[barg] = t
+            results: list[SSAValue] = []
+            for inner in body.ops:
+                if isinstance(inner, fusion.YieldOp):
+                    results = [mapping[v] for v in inner.values]
+                    break
+                block.add_op(inner.clone(value_mapper=mapping))
+        else:
+            for old, t in zip(op.operands, tensors):
+                mapping[old] = t
+            clone = op.clone(value_mapper=mapping)
+            for k in ("memory.offsets",):
+                clone.attributes.pop(k, None)
+            block.add_op(clone)
+            results = list(clone.results)
+        for res, out in zip(results, block.args[nin:]):
+            block.add_op(
+                bufferization.MaterializeInDestinationOp(
+                    operands=[res, out],
+                    result_types=[[]],
+                    properties={"restrict": UnitAttr(), "writable": UnitAttr()},
+                )
+            )
+        block.add_op(func.ReturnOp())
+        fn = func.FuncOp(
+            sym, FunctionType.from_lists([*in_types, *out_types], []), Region(block),
+            visibility="private",
+        )
+        fn.attributes["onnx.origins"] = ArrayAttr([StringAttr(o) for o in origins_of(op)])
+        fn.attributes["c.pattern"] = StringAttr(pattern)
+        self.new_funcs.append(fn)
+        return fn

@@ -1,0 +1,71 @@
+"""``emit_model``: write model.c, model.h and weights.bin for a module (see afrt_model_api.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+
+from autofusion.dialects import nn
+
+MODEL_H = """\
+/* model.h - API of a model compiled by autofusion (see afrt_model_api.md). */
+#ifndef AF_MODEL_H
+#define AF_MODEL_H
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct af_model af_model; /* opaque */
+
+int af_num_inputs(void);
+int af_num_outputs(void);
+const char *af_input_name(int i);  /* the ONNX name, NUL-terminated */
+const char *af_output_name(int i);
+int af_input_rank(int i);
+int af_output_rank(int i);
+const int64_t *af_input_shape(int i);
+const int64_t *af_output_shape(int i);
+int af_input_dtype(int i); /* ONNX TensorProto enum: 1 float, 7 int64, 9 bool, ... */
+int af_output_dtype(int i);
+
+af_model *af_create(const char *weights_path, int num_threads);
+const char *af_last_error(void);
+int af_run(af_model *m, const void *const *inputs, void *const *outputs);
+void af_destroy(af_model *m);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* AF_MODEL_H */
+"""
+
+
+def is_lowered(module: ModuleOp) -> bool:
+    return not any(isinstance(op, nn.TensorOp) or op.name.startswith("fusion.") for op in module.walk())
+
+
+def ensure_lowered(ctx: Context | None, module: ModuleOp) -> None:
+    """Run the C lowering pipeline if the module still holds nn/fusion ops."""
+    if is_lowered(module):
+        return
+    from autofusion.lowering.c.convert_nn_to_buffers import ConvertNNToBuffers
+    from autofusion.lowering.c.lower_nn_to_loops import LowerNNToLoops
+
+    ctx = ctx or Context()
+    ConvertNNToBuffers().apply(ctx, module)
+    LowerNNToLoops().apply(ctx, module)
+
+
+def emit_model(module: ModuleOp, out_dir: Path) -> None:
+    from autofusion.lowering.c.printer import print_c
+
+    ensure_lowered(None, module)
+    text, weights = print_c(module)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "model.c").write_text(text)
+    (out_dir / "model.h").write_text(MODEL_H)
+    (out_dir / "weights.bin").write_bytes(weights.blob())

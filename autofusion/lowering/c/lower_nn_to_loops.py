@@ -1,0 +1,481 @@
+"""``lower-nn-to-loops``: the tensor bodies made by ``convert-nn-to-buffers`` to loops on buffers.
+
+For every function holding ``nn`` ops (between ``bufferization.to_tensor`` and
+``bufferization.materialize_in_destination``):
+
+- Elementwise ops (``nn.ELEMENTWISE``, and ``nn.expand``) are fused into loop nests: an
+  elementwise op whose users are all elementwise ops of the same shape is computed inline
+  at their index (never stored), so a chain of elementwise ops is one loop nest — one pass
+  over memory. Broadcast operands are read through views whose size-1 dims are indexed by 0;
+  adjacent dims that broadcast alike are merged, so a bias per channel is a 3-d nest
+  ``[N, C, H*W]`` and same-shape operands make one flat, vectorisable loop. Big nests get
+  ``c.parallel`` (``#pragma omp parallel for``) on the outermost loop.
+- A function whose body is one Conv/MatMul/Gemm followed by elementwise ops on its result
+  (bias, residual add, activations) becomes one library call with a fused epilogue: a
+  generated function (attribute ``c.epilogue``) that applies the chain in place to each
+  finished ``[rows, cols]`` block of the output (``afrt_epilogue`` in ``afrt.h``), while it is
+  hot in cache.
+- Other ops lower one by one (``autofusion.lowering.c.ops``): reductions, softmax and
+  layer_norm as row loops, pooling/conv/matmul/gemm as ``clib`` library calls, data movement
+  as index loops, reshape as a view.
+
+Afterwards no ``nn``, ``fusion`` or ``bufferization`` op may remain: the pass fails naming the
+op. Run after ``convert-nn-to-buffers``; the result is printed by the ``c`` target.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects import arith, bufferization, func, memref
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    FunctionType,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    UnitAttr,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
+
+from autofusion.dialects import dtypes, fusion, nn
+from autofusion.lowering.c import clib
+from autofusion.lowering.c.builder import INDEX, Emitter, Index, unravel
+from autofusion.lowering.c.convert_nn_to_buffers import memref_of
+from autofusion.lowering.c.names import NameTable
+from autofusion.lowering.c.scalar import emit_scalar
+
+PASS = "lower-nn-to-loops"
+FUSIBLE = (*nn.ELEMENTWISE, nn.ExpandOp)
+CONTRACTIONS = (nn.ConvOp, nn.MatMulOp, nn.GemmOp)
+
+
+def shape(v: SSAValue) -> tuple[int, ...]:
+    t = v.type
+    assert isinstance(t, TensorType | MemRefType)
+    return tuple(t.get_shape())
+
+
+def elem(v: SSAValue) -> Attribute:
+    t = v.type
+    assert isinstance(t, TensorType | MemRefType)
+    return t.element_type  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class LowerNNToLoops(ModulePass):
+    """Lower the nn bodies of kernel functions to scf/arith/math/memref (+ clib calls)."""
+
+    name: ClassVar[str] = "lower-nn-to-loops"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        names = NameTable()
+        for o in op.ops:
+            if isinstance(o, func.FuncOp | memref.GlobalOp):
+                names.reserve(o.sym_name.data)
+        for fn in list(op.ops):
+            if isinstance(fn, func.FuncOp) and any(
+                isinstance(o, nn.TensorOp | bufferization.ToTensorOp) for o in fn.walk()
+            ):
+                FunctionLowering(op, fn, names).run()
+        for o in op.walk():
+            if isinstance(o, nn.TensorOp | fusion.KernelOp | fusion.YieldOp) or o.name.startswith(
+                "bufferization."
+            ):
+                raise PassFailedException(f"{self.name}: {o.name} remains after lowering")
+
+
+@dataclass
+class FunctionLowering:
+    module: ModuleOp
+    fn: func.FuncOp
+    names: NameTable
+    buf: dict[SSAValue, SSAValue] = field(default_factory=dict)
+    scalars: dict[SSAValue, float | int | bool] = field(default_factory=dict)
+    dests: dict[SSAValue, list[SSAValue]] = field(default_factory=dict)
+    inline: set[Operation] = field(default_factory=set)
+    allocs: list[SSAValue] = field(default_factory=list)
+
+    # ---- driver ------------------------------------------------------------------------
+    def run(self) -> None:
+        old = self.fn.body.block
+        new = Block(arg_types=[a.type for a in old.args])
+        argmap = dict(zip(old.args, new.args))
+        self.e = Emitter(new)
+        ops = list(old.ops)
+        for op in ops:
+            if isinstance(op, bufferization.ToTensorOp):
+                self.buf[op.tensor] = argmap[op.memref]
+            elif isinstance(op, bufferization.MaterializeInDestinationOp):
+                self.dests.setdefault(op.source, []).append(argmap[op.dest])
+        self._classify(ops)
+        epi = self._epilogue_plan(ops)
+        for op in ops:
+            if isinstance(op, bufferization.ToTensorOp | bufferization.MaterializeInDestinationOp):
+                continue
+            if isinstance(op, func.ReturnOp):
+                break
+            if op in self.inline:
+                continue
+            if epi is not None and op in epi[1]:
+                continue
+            if epi is not None and op is epi[0]:
+                self._fused_contraction(epi[0], epi[1], epi[2])
+            elif isinstance(op, nn.ConstantOp):
+                self._constant(op)
+            elif isinstance(op, nn.ReshapeOp):
+                self.buf[op.y] = self.e.view(self.buffer_of(op.x), shape(op.y))
+            elif isinstance(op, FUSIBLE):
+                self._elementwise_root(op, self.out_buffer(op.results[0]))
+            elif isinstance(op, nn.TensorOp):
+                from autofusion.lowering.c.ops import lower_op
+
+                outs = [self.out_buffer(r) for r in op.results]
+                lower_op(self, op, outs)
+            else:
+                raise PassFailedException(f"{PASS}: cannot lower {op.name}")
+        # Results not written in place (inputs, views, values yielded twice) are copied.
+        for val, ds in self.dests.items():
+            src = self.buffer_of(val)
+            for d in ds:
+                if d is not src:
+                    self.e.add(memref.CopyOp(src, d))
+        for a in self.allocs:
+            self.e.add(memref.DeallocOp.get(a))
+        self.e.add(func.ReturnOp())
+        self.fn.body.detach_block(old)
+        self.fn.body.add_block(new)
+        old.erase(safe_erase=False)
+
+    def _classify(self, ops: list[Operation]) -> None:
+        for op in ops:
+            if not isinstance(op, nn.ELEMENTWISE) or not op.results:
+                continue
+            r = op.results[0]
+            if r in self.dests or not r.uses:
+                continue
+            if all(
+                isinstance(u.operation, nn.ELEMENTWISE)
+                and shape(u.operation.results[0]) == shape(r)
+                for u in r.uses
+            ):
+                self.inline.add(op)
+
+    # ---- buffers -----------------------------------------------------------------------
+    def out_buffer(self, r: SSAValue) -> SSAValue:
+        if r in self.dests:
+            b = self.dests[r][0]
+        else:
+            b = self.e.alloc(elem(r), shape(r))
+            self.allocs.append(b)
+        self.buf[r] = b
+        return b
+
+    def buffer_of(self, v: SSAValue) -> SSAValue:
+        if v in self.buf:
+            return self.buf[v]
+        owner = v.owner
+        if isinstance(owner, nn.ConstantOp):
+            return self._global(owner)
+        if isinstance(owner, Operation) and owner in self.inline:
+            # An inline value needed as a buffer (should not happen: inline users are
+            # elementwise); materialise it.
+            b = self.e.alloc(elem(v), shape(v))
+            self.allocs.append(b)
+            self.buf[v] = b
+            self._elementwise_root(owner, b)
+            return b
+        raise PassFailedException(f"{PASS}: no buffer for a value of {getattr(owner, 'name', owner)}")
+
+    def _constant(self, op: nn.ConstantOp) -> None:
+        value = op.value
+        if not isinstance(value, DenseIntOrFPElementsAttr):
+            raise PassFailedException(f"{PASS}: elided constant inside {self.fn.sym_name.data}")
+        arr = dtypes.numpy_from_dense(value)
+        if arr.size >= 1 and (arr.size == 1 or bool(np.all(arr == arr.flat[0]))):
+            self.scalars[op.y] = arr.flat[0].item()
+        if op.y in self.dests or any(
+            not isinstance(u.operation, FUSIBLE) for u in op.y.uses
+        ) or op.y not in self.scalars:
+            self._global(op)
+
+    def _global(self, op: nn.ConstantOp) -> SSAValue:
+        if op.y in self.buf:
+            return self.buf[op.y]
+        sym = self.names.ident(f"{self.fn.sym_name.data}_c", "w")
+        mtype = memref_of(op.y.type)
+        g = memref.GlobalOp.get(
+            StringAttr(sym), mtype, op.value, constant=UnitAttr(), alignment=64
+        )
+        self.module.body.block.insert_op_before(g, self.fn)
+        v = self.e.add(memref.GetGlobalOp(sym, mtype))
+        self.buf[op.y] = v
+        return v
+
+    # ---- elementwise -------------------------------------------------------------------
+    def _leaves(self, root: Operation) -> list[SSAValue]:
+        seen: list[SSAValue] = []
+
+        def rec(op: Operation) -> None:
+            for o in op.operands:
+                d = o.owner
+                if isinstance(d, Operation) and d in self.inline:
+                    rec(d)
+                elif o not in seen:
+                    seen.append(o)
+
+        rec(root)
+        return seen
+
+    def _elementwise_root(self, root: Operation, out: SSAValue) -> None:
+        out_shape = shape(root.results[0])
+        leaves = [v for v in self._leaves(root) if v not in self.scalars or v in self.buf]
+        leaf_shapes = [shape(v) for v in leaves]
+        groups = coalesce(out_shape, leaf_shapes)
+        new_shape = [g[1] for g in groups]
+        views = {
+            v: self.e.view(self.buffer_of(v), view_shape(ls, out_shape, groups))
+            for v, ls in zip(leaves, leaf_shapes)
+        }
+        out_view = self.e.view(out, new_shape)
+
+        def body(e: Emitter, idx: list[Index]) -> None:
+            memo: dict[SSAValue, SSAValue] = {}
+
+            def leaf(v: SSAValue) -> SSAValue:
+                if v in views:
+                    vv = views[v]
+                    return e.load(vv, [i if d != 1 else 0 for i, d in zip(idx, shape(vv))])
+                return e.const(self.scalars[v], elem(v))
+
+            value = self._eval(e, root, memo, leaf)
+            e.store(value, out_view, idx)
+
+        self.e.nest(new_shape, body)
+
+    def _eval(self, e: Emitter, op: Operation, memo: dict[SSAValue, SSAValue], leaf) -> SSAValue:  # noqa: ANN001
+        args = []
+        for o in op.operands:
+            if o in memo:
+                args.append(memo[o])
+                continue
+            d = o.owner
+            if isinstance(d, Operation) and d in self.inline:
+                v = self._eval(e, d, memo, leaf)
+            else:
+                v = leaf(o)
+            memo[o] = v
+            args.append(v)
+        if isinstance(op, nn.ExpandOp):
+            return args[0]
+        return emit_scalar(e, op, args)
+
+    # ---- contraction + epilogue --------------------------------------------------------
+    def _epilogue_plan(
+        self, ops: list[Operation]
+    ) -> tuple[Operation, set[Operation], Operation] | None:
+        """(contraction, chain ops, final op) when the function is contraction + epilogue."""
+        body = [o for o in ops if not isinstance(
+            o, bufferization.ToTensorOp | bufferization.MaterializeInDestinationOp | func.ReturnOp
+            | nn.ConstantOp)]
+        heads = [o for o in body if isinstance(o, CONTRACTIONS)]
+        if len(heads) != 1 or len(body) < 2 or elem(heads[0].results[0]) != dtypes.f32:
+            return None
+        head = heads[0]
+        if isinstance(head, nn.ConvOp) and len(shape(head.results[0])) not in (3, 4):
+            return None
+        out_shape = shape(head.results[0])
+        chain = [o for o in body if o is not head]
+        if any(
+            not isinstance(o, nn.ELEMENTWISE) or shape(o.results[0]) != out_shape
+            or elem(o.results[0]) != dtypes.f32
+            for o in chain
+        ):
+            return None
+        finals = [o for o in chain if o.results[0] in self.dests]
+        if len(finals) != 1 or head.results[0] in self.dests:
+            return None
+        final = finals[0]
+        chain_set = set(chain)
+        # Every chain value feeds the chain only (the final one goes to the destination);
+        # other operands are function inputs or constants, ready before the call.
+        for o in chain:
+            if o is not final and any(u.operation not in chain_set for u in o.results[0].uses):
+                return None
+            for v in o.operands:
+                d = v.owner
+                if d is head or d in chain_set:
+                    continue
+                if isinstance(d, Operation) and not isinstance(d, nn.ConstantOp):
+                    return None
+        if any(u.operation not in chain_set for u in head.results[0].uses):
+            return None
+        # The head's input operands must not depend on the chain.
+        for v in head.operands:
+            if v.owner in chain_set:
+                return None
+        # The chain is evaluated at one index: all of it inline except the final op.
+        for o in chain:
+            if o is not final:
+                self.inline.add(o)
+        self.inline.discard(final)
+        return head, chain_set, final
+
+    def _fused_contraction(self, head: Operation, chain: set[Operation], final: Operation) -> None:
+        from autofusion.lowering.c.ops import contraction_call
+
+        out = self.out_buffer(final.results[0])
+        self.buf[head.results[0]] = out
+        kind, batch_dims, row_dims = contraction_groups(head)
+        ep, ctx = self._make_epilogue(head, final, out, batch_dims, row_dims)
+        contraction_call(self, head, out, ep, ctx)
+        del kind
+
+    def _make_epilogue(
+        self,
+        head: Operation,
+        final: Operation,
+        out: SSAValue,
+        batch_dims: int,
+        row_dims: int,
+    ) -> tuple[SSAValue, SSAValue]:
+        out_shape = shape(head.results[0])
+        bshape = out_shape[:batch_dims]
+        rshape = out_shape[batch_dims:batch_dims + row_dims]
+        cshape = out_shape[batch_dims + row_dims:]
+        B, R, C = prod(bshape), prod(rshape), prod(cshape)
+        grp = [(0, batch_dims), (batch_dims, batch_dims + row_dims), (batch_dims + row_dims, len(out_shape))]
+        leaves = [v for v in self._leaves(final) if v is not head.results[0]]
+        leaves = [v for v in leaves if v not in self.scalars or v in self.buf]
+        bufs = [self.e.view(out, [B, R, C])]
+        leaf_views: list[tuple[SSAValue, bool, tuple[int, ...]]] = []
+        for v in leaves:
+            ls = (1,) * (len(out_shape) - len(shape(v))) + shape(v)
+            conform = True
+            vshape = []
+            for lo, hi in grp:
+                seg, oseg = ls[lo:hi], out_shape[lo:hi]
+                if all(a == b for a, b in zip(seg, oseg)):
+                    vshape.append(prod(oseg))
+                elif all(a == 1 for a in seg):
+                    vshape.append(1)
+                else:
+                    conform = False
+            if conform:
+                bufs.append(self.e.view(self.buffer_of(v), vshape))
+            else:
+                bufs.append(self.e.view(self.buffer_of(v), ls))
+            leaf_views.append((v, conform, ls))
+        ctx = self.e.add(clib.PackOp(bufs))
+        ptr = clib.PtrType()
+        blk = Block(arg_types=[ptr, ptr, i64, i64, i64, i64, i64, i64])
+        ee = Emitter(blk)
+        bi, r0, r1, c0, c1 = (ee.add(arith.IndexCastOp(a, INDEX)) for a in blk.args[2:7])
+        ybuf = ee.add(clib.UnpackOp(blk.args[0], 0, bufs[0].type))
+        lbufs = [ee.add(clib.UnpackOp(blk.args[0], i + 1, b.type)) for i, b in enumerate(bufs[1:])]
+        head_val = head.results[0]
+
+        def row(e1: Emitter, r: SSAValue, _: list[SSAValue]) -> None:
+            def col(e2: Emitter, c: SSAValue, __: list[SSAValue]) -> None:
+                memo: dict[SSAValue, SSAValue] = {head_val: e2.load(ybuf, [bi, r, c])}
+                full: list[Index] | None = None
+
+                def leaf(v: SSAValue) -> SSAValue:
+                    nonlocal full
+                    if v in self.scalars and v not in self.buf:
+                        return e2.const(self.scalars[v], elem(v))
+                    i = leaves.index(v)
+                    _, conform, ls = leaf_views[i]
+                    lb = lbufs[i]
+                    if conform:
+                        s = shape(lb)
+                        return e2.load(lb, [x if d != 1 else 0 for x, d in zip([bi, r, c], s)])
+                    if full is None:
+                        full = (
+                            unravel(e2, bi, bshape) + unravel(e2, r, rshape) + unravel(e2, c, cshape)
+                        )
+                    return e2.load(lb, [x if d != 1 else 0 for x, d in zip(full, ls)])
+
+                value = self._eval(e2, final, memo, leaf)
+                e2.store(value, ybuf, [bi, r, c])
+
+            e1.loop(c0, c1, col)
+
+        ee.loop(r0, r1, row)
+        ee.add(func.ReturnOp())
+        sym = self.names.ident(f"{self.fn.sym_name.data}_epilogue")
+        efn = func.FuncOp(sym, FunctionType.from_lists(list(blk.arg_types), []), Region(blk),
+                          visibility="private")
+        efn.attributes["c.epilogue"] = UnitAttr()
+        self.module.body.block.insert_op_before(efn, self.fn)
+        fref = self.e.add(clib.FuncRefOp(sym))
+        return fref, ctx
+
+
+def contraction_groups(head: Operation) -> tuple[str, int, int]:
+    """How the library sees the output: (kind, #batch dims, #row dims); the rest are columns."""
+    s = shape(head.results[0])
+    if isinstance(head, nn.ConvOp):
+        return "conv", 1, 1
+    if isinstance(head, nn.GemmOp):
+        return "gemm", 0, 1
+    assert isinstance(head, nn.MatMulOp)
+    a1 = len(shape(head.a)) == 1
+    b1 = len(shape(head.b)) == 1
+    if a1 and b1:
+        return "matmul", 0, 0
+    if a1:
+        return "matmul", len(s) - 1, 0
+    if b1:
+        return "matmul", len(s) - 1, 1
+    return "matmul", len(s) - 2, 1
+
+
+def prod(xs: tuple[int, ...] | list[int]) -> int:
+    n = 1
+    for x in xs:
+        n *= x
+    return n
+
+
+def coalesce(out: tuple[int, ...], leaves: list[tuple[int, ...]]) -> list[tuple[list[int], int]]:
+    """Merge adjacent output dims that every operand broadcasts alike.
+
+    Returns groups ``(dims, size)``; dims of size 1 are dropped (a 0-d output gives [])."""
+    r = len(out)
+    pats = []
+    for ls in leaves:
+        padded = (1,) * (r - len(ls)) + tuple(ls)
+        pats.append(padded)
+    groups: list[tuple[list[int], int]] = []
+    prev_key: tuple[bool, ...] | None = None
+    for d in range(r):
+        if out[d] == 1:
+            continue
+        key = tuple(p[d] == out[d] for p in pats)
+        if groups and key == prev_key:
+            dims, size = groups[-1]
+            groups[-1] = ([*dims, d], size * out[d])
+        else:
+            groups.append(([d], out[d]))
+        prev_key = key
+    return groups
+
+
+def view_shape(
+    leaf: tuple[int, ...], out: tuple[int, ...], groups: list[tuple[list[int], int]]
+) -> list[int]:
+    padded = (1,) * (len(out) - len(leaf)) + tuple(leaf)
+    return [size if padded[dims[0]] == out[dims[0]] else 1 for dims, size in groups]
+
+
+def is_int(t: Attribute) -> bool:
+    return isinstance(t, IntegerType)

@@ -1,0 +1,800 @@
+"""Per-op lowerings of the non-elementwise ``nn`` ops (used by ``lower-nn-to-loops``).
+
+Each ``lower_<op>(L, op, outs)`` appends loops (or a ``clib`` library call) to ``L.e`` that
+write the op's results into the buffers ``outs``; operands come from ``L.buffer_of``.
+Reductions, softmax and normalisations are row loops over merged dims (contiguous inner
+loops where the layout allows); the outermost loop of a big nest is marked parallel.
+"""
+
+from __future__ import annotations
+
+import math as pymath
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from xdsl.dialects import arith, math
+from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, IntegerType, f64, i64
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.utils.exceptions import PassFailedException
+
+from autofusion.dialects import dtypes, nn
+from autofusion.lowering.c import clib
+from autofusion.lowering.c.builder import PARALLEL_MIN_WORK, Emitter, Index, unravel
+
+if TYPE_CHECKING:
+    from autofusion.lowering.c.lower_nn_to_loops import FunctionLowering
+
+PASS = "lower-nn-to-loops"
+
+
+def shape(v: SSAValue) -> tuple[int, ...]:
+    return tuple(v.type.get_shape())  # type: ignore[attr-defined]
+
+
+def elem(v: SSAValue) -> Attribute:
+    return v.type.element_type  # type: ignore[attr-defined]
+
+
+def prod(xs: tuple[int, ...] | list[int]) -> int:
+    n = 1
+    for x in xs:
+        n *= x
+    return n
+
+
+def fail(op: Operation, why: str) -> PassFailedException:
+    origins = op.attributes.get("onnx.origins")
+    where = f" ({', '.join(o.data for o in origins.data)})" if origins is not None else ""  # type: ignore[attr-defined]
+    return PassFailedException(f"{PASS}: {op.name}{where}: {why}")
+
+
+def need_f32(op: Operation, *vals: SSAValue) -> None:
+    for v in vals:
+        if elem(v) != dtypes.f32:
+            raise fail(op, f"only f32 is supported by the C backend here, got {elem(v)}")
+
+
+def lowest(t: Attribute) -> float | int:
+    if dtypes.is_float(t):
+        return -pymath.inf
+    assert isinstance(t, IntegerType)
+    return 0 if t.width.data == 1 else -(1 << (t.width.data - 1))
+
+
+def highest(t: Attribute) -> float | int:
+    if dtypes.is_float(t):
+        return pymath.inf
+    assert isinstance(t, IntegerType)
+    return 1 if t.width.data == 1 else (1 << (t.width.data - 1)) - 1
+
+
+def fop(t: Attribute, f: type, i: type) -> type:
+    return f if dtypes.is_float(t) else i
+
+
+# ---------------------------------------------------------------------------------------
+# Reductions
+# ---------------------------------------------------------------------------------------
+
+
+def _reduce(L: FunctionLowering, x: SSAValue, out: SSAValue, axes: tuple[int, ...], kind: str) -> None:
+    e = L.e
+    xs = shape(x)
+    t = elem(x)
+    keep = [1 if i in axes else d for i, d in enumerate(xs)]
+    xb = L.buffer_of(x)
+    ob = e.view(out, keep)
+    count = prod([xs[a] for a in axes])
+    red_dims = [a for a in axes if xs[a] != 1]
+    isf = dtypes.is_float(t)
+    init = {
+        "sum": 0, "mean": 0, "l2": 0, "prod": 1, "max": lowest(t), "min": highest(t),
+    }[kind]
+
+    def body(e1: Emitter, idx: list[Index]) -> None:
+        acc0 = e1.const(init, t)
+
+        def rec(e2: Emitter, k: int, full: list[Index], acc: SSAValue) -> SSAValue:
+            if k == len(red_dims):
+                v = e2.load(xb, full)
+                if kind in ("sum", "mean"):
+                    return e2.add(fop(t, arith.AddfOp, arith.AddiOp)(acc, v))
+                if kind == "l2":
+                    return e2.add(fop(t, arith.AddfOp, arith.AddiOp)(acc, e2.add(fop(t, arith.MulfOp, arith.MuliOp)(v, v))))
+                if kind == "prod":
+                    return e2.add(fop(t, arith.MulfOp, arith.MuliOp)(acc, v))
+                if kind == "max":
+                    return e2.add(fop(t, arith.MaximumfOp, arith.MaxSIOp)(acc, v))
+                return e2.add(fop(t, arith.MinimumfOp, arith.MinSIOp)(acc, v))
+            d = red_dims[k]
+
+            def inner(e3: Emitter, iv: SSAValue, it: list[SSAValue]) -> list[SSAValue]:
+                f2 = list(full)
+                f2[d] = iv
+                return [rec(e3, k + 1, f2, it[0])]
+
+            return e2.loop(0, xs[d], inner, inits=[acc])[0]
+
+        acc = rec(e1, 0, list(idx), acc0)
+        if kind == "mean":
+            if isf:
+                acc = e1.add(arith.MulfOp(acc, e1.const(1.0 / count, t)))
+            else:
+                acc = e1.add(arith.DivSIOp(acc, e1.const(count, t)))
+        elif kind == "l2":
+            if not isf:
+                raise PassFailedException(f"{PASS}: reduce_l2 on integers is not supported")
+            acc = e1.add(math.SqrtOp(acc))
+        e1.store(acc, ob, idx)
+
+    e.nest(keep, body, parallel=prod(xs) >= PARALLEL_MIN_WORK)
+
+
+_REDUCE_KIND = {
+    nn.ReduceSumOp: "sum", nn.ReduceMeanOp: "mean", nn.ReduceMaxOp: "max",
+    nn.ReduceMinOp: "min", nn.ReduceProdOp: "prod", nn.ReduceL2Op: "l2",
+}
+
+
+def lower_reduce(L: FunctionLowering, op: nn.ReduceOp, outs: list[SSAValue]) -> None:
+    axes = op.ints("axes")
+    if not axes:
+        L.e.add(_copy(L, op.x, outs[0]))
+        return
+    _reduce(L, op.x, outs[0], axes, _REDUCE_KIND[type(op)])
+
+
+def _copy(L: FunctionLowering, src: SSAValue, dst: SSAValue) -> Operation:
+    from xdsl.dialects import memref
+
+    return memref.CopyOp(L.e.view(L.buffer_of(src), shape(dst)), dst)
+
+
+def lower_global_pool(L: FunctionLowering, op: nn.GlobalPoolOp, outs: list[SSAValue]) -> None:
+    rank = len(shape(op.x))
+    kind = "mean" if isinstance(op, nn.GlobalAvgPoolOp) else "max"
+    _reduce(L, op.x, outs[0], tuple(range(2, rank)), kind)
+
+
+def lower_arg_max(L: FunctionLowering, op: nn.ArgMaxOp, outs: list[SSAValue]) -> None:
+    e = L.e
+    xs = shape(op.x)
+    axis = op.int_prop("axis")
+    t = elem(op.x)
+    keep = [1 if i == axis else d for i, d in enumerate(xs)]
+    xb = L.buffer_of(op.x)
+    ob = e.view(outs[0], keep)
+
+    def body(e1: Emitter, idx: list[Index]) -> None:
+        def step(e2: Emitter, iv: SSAValue, it: list[SSAValue]) -> list[SSAValue]:
+            full = list(idx)
+            full[axis] = iv
+            v = e2.load(xb, full)
+            if dtypes.is_float(t):
+                better = e2.add(arith.CmpfOp(v, it[0], "ogt"))
+            else:
+                better = e2.add(arith.CmpiOp(v, it[0], "sgt"))
+            iv64 = e2.add(arith.IndexCastOp(iv, i64))
+            return [e2.select(better, v, it[0]), e2.select(better, iv64, it[1])]
+
+        first = list(idx)
+        first[axis] = 0
+        v0 = e1.load(xb, first)
+        res = e1.loop(1, xs[axis], step, inits=[v0, e1.const(0, i64)])
+        e1.store(res[1], ob, idx)
+
+    e.nest(keep, body)
+
+
+# ---------------------------------------------------------------------------------------
+# Softmax and normalisations (row loops)
+# ---------------------------------------------------------------------------------------
+
+
+def lower_softmax(L: FunctionLowering, op: nn.SoftmaxBase, outs: list[SSAValue]) -> None:
+    e = L.e
+    need_f32(op, op.x)
+    xs = shape(op.x)
+    axis = op.int_prop("axis")
+    o, a, i = prod(xs[:axis]), xs[axis], prod(xs[axis + 1:])
+    t = elem(op.x)
+    xb = e.view(L.buffer_of(op.x), [o, a, i])
+    yb = e.view(outs[0], [o, a, i])
+    log = isinstance(op, nn.LogSoftmaxOp)
+
+    def row(e1: Emitter, idx: list[Index]) -> None:
+        oi, ii = idx[0], idx[2]
+
+        def mx(e2: Emitter, k: SSAValue, it: list[SSAValue]) -> list[SSAValue]:
+            return [e2.add(arith.MaximumfOp(it[0], e2.load(xb, [oi, k, ii])))]
+
+        m = e1.loop(0, a, mx, inits=[e1.const(-pymath.inf, t)])[0]
+
+        def ex(e2: Emitter, k: SSAValue, it: list[SSAValue]) -> list[SSAValue]:
+            d = e2.add(arith.SubfOp(e2.load(xb, [oi, k, ii]), m))
+            v = e2.add(math.ExpOp(d))
+            if not log:
+                e2.store(v, yb, [oi, k, ii])
+            return [e2.add(arith.AddfOp(it[0], v))]
+
+        s = e1.loop(0, a, ex, inits=[e1.const(0.0, t)])[0]
+        if log:
+            ls = e1.add(arith.AddfOp(m, e1.add(math.LogOp(s))))
+
+            def wr(e2: Emitter, k: SSAValue, _: list[SSAValue]) -> None:
+                e2.store(e2.add(arith.SubfOp(e2.load(xb, [oi, k, ii]), ls)), yb, [oi, k, ii])
+
+        else:
+            inv = e1.add(arith.DivfOp(e1.const(1.0, t), s))
+
+            def wr(e2: Emitter, k: SSAValue, _: list[SSAValue]) -> None:
+                e2.store(e2.add(arith.MulfOp(e2.load(yb, [oi, k, ii]), inv)), yb, [oi, k, ii])
+
+        e1.loop(0, a, wr)
+
+    e.nest([o, 1, i], row, parallel=prod(xs) >= PARALLEL_MIN_WORK)
+
+
+def _param_view(L: FunctionLowering, op: Operation, v: SSAValue | None, n: int) -> SSAValue | None:
+    if v is None:
+        return None
+    numel = prod(shape(v))
+    if numel not in (1, n):
+        raise fail(op, f"parameter shape {shape(v)} is not supported (need {n} or 1 elements)")
+    return L.e.view(L.buffer_of(v), [numel])
+
+
+def _row_norm(
+    L: FunctionLowering,
+    x: SSAValue,
+    out: SSAValue,
+    rows: int,
+    cols: int,
+    eps: float,
+    scale: Callable[[Emitter, SSAValue, SSAValue], SSAValue] | None,
+    bias: Callable[[Emitter, SSAValue, SSAValue], SSAValue] | None,
+) -> None:
+    """y[r, c] = (x - mean_r) / sqrt(var_r + eps) * scale(r, c) + bias(r, c)."""
+    e = L.e
+    t = elem(x)
+    xb = e.view(L.buffer_of(x), [rows, cols])
+    yb = e.view(out, [rows, cols])
+
+    def row(e1: Emitter, r: SSAValue, _: list[SSAValue]) -> None:
+        def sm(e2: Emitter, c: SSAValue, it: list[SSAValue]) -> list[SSAValue]:
+            return [e2.add(arith.AddfOp(it[0], e2.load(xb, [r, c])))]
+
+        s = e1.loop(0, cols, sm, inits=[e1.const(0.0, t)])[0]
+        mean = e1.add(arith.MulfOp(s, e1.const(1.0 / cols, t)))
+
+        def vs(e2: Emitter, c: SSAValue, it: list[SSAValue]) -> list[SSAValue]:
+            d = e2.add(arith.SubfOp(e2.load(xb, [r, c]), mean))
+            return [e2.add(arith.AddfOp(it[0], e2.add(arith.MulfOp(d, d))))]
+
+        v = e1.loop(0, cols, vs, inits=[e1.const(0.0, t)])[0]
+        var = e1.add(arith.MulfOp(v, e1.const(1.0 / cols, t)))
+        inv = e1.add(math.RsqrtOp(e1.add(arith.AddfOp(var, e1.const(eps, t)))))
+
+        def wr(e2: Emitter, c: SSAValue, _: list[SSAValue]) -> None:
+            y = e2.add(arith.MulfOp(e2.add(arith.SubfOp(e2.load(xb, [r, c]), mean)), inv))
+            if scale is not None:
+                y = e2.add(arith.MulfOp(y, scale(e2, r, c)))
+            if bias is not None:
+                y = e2.add(arith.AddfOp(y, bias(e2, r, c)))
+            e2.store(y, yb, [r, c])
+
+        e1.loop(0, cols, wr)
+
+    e.loop(0, rows, row, parallel=rows >= 2 and rows * cols >= PARALLEL_MIN_WORK)
+
+
+def lower_layer_norm(L: FunctionLowering, op: nn.LayerNormOp, outs: list[SSAValue]) -> None:
+    need_f32(op, op.x)
+    xs = shape(op.x)
+    axis = op.int_prop("axis")
+    rows, cols = prod(xs[:axis]), prod(xs[axis:])
+    sv = _param_view(L, op, op.scale, cols)
+    bv = _param_view(L, op, op.bias, cols)
+
+    def by_col(v: SSAValue | None) -> Callable[[Emitter, SSAValue, SSAValue], SSAValue] | None:
+        if v is None:
+            return None
+        return lambda e, r, c: e.load(v, [c if shape(v)[0] != 1 else 0])
+
+    _row_norm(L, op.x, outs[0], rows, cols, op.float_prop("epsilon"), by_col(sv), by_col(bv))
+
+
+def lower_instance_norm(L: FunctionLowering, op: nn.InstanceNormOp, outs: list[SSAValue]) -> None:
+    need_f32(op, op.x)
+    xs = shape(op.x)
+    n, c = xs[0], xs[1]
+    sv = L.e.view(L.buffer_of(op.scale), [c])
+    bv = L.e.view(L.buffer_of(op.bias), [c])
+
+    def by_row(v: SSAValue) -> Callable[[Emitter, SSAValue, SSAValue], SSAValue]:
+        return lambda e, r, col: e.load(v, [e.irem(r, c)])
+
+    _row_norm(L, op.x, outs[0], n * c, prod(xs[2:]), op.float_prop("epsilon"), by_row(sv), by_row(bv))
+
+
+def lower_batch_norm(L: FunctionLowering, op: nn.BatchNormOp, outs: list[SSAValue]) -> None:
+    e = L.e
+    xs = shape(op.x)
+    t = elem(op.x)
+    if not dtypes.is_float(t):
+        raise fail(op, "batch_norm needs a float tensor")
+    n, c, s = xs[0], xs[1], prod(xs[2:])
+    xb = e.view(L.buffer_of(op.x), [n, c, s])
+    yb = e.view(outs[0], [n, c, s])
+    p = [e.view(L.buffer_of(v), [c]) for v in (op.scale, op.bias, op.mean, op.var)]
+    eps = op.float_prop("epsilon")
+
+    def body(e1: Emitter, idx: list[Index]) -> None:
+        ci = idx[1]
+        sc, bi, mu, var = (e1.load(v, [ci]) for v in p)
+        k = e1.add(arith.MulfOp(sc, e1.add(math.RsqrtOp(e1.add(arith.AddfOp(var, e1.const(eps, t)))))))
+        off = e1.add(arith.SubfOp(bi, e1.add(arith.MulfOp(mu, k))))
+
+        def inner(e2: Emitter, si: SSAValue, _: list[SSAValue]) -> None:
+            v = e2.load(xb, [idx[0], ci, si])
+            e2.store(e2.add(arith.AddfOp(e2.add(arith.MulfOp(v, k)), off)), yb, [idx[0], ci, si])
+
+        e1.loop(0, s, inner)
+
+    e.nest([n, c, 1], body, parallel=prod(xs) >= PARALLEL_MIN_WORK)
+
+
+def lower_lrn(L: FunctionLowering, op: nn.LRNOp, outs: list[SSAValue]) -> None:
+    e = L.e
+    need_f32(op, op.x)
+    xs = shape(op.x)
+    t = elem(op.x)
+    n, c, s = xs[0], xs[1], prod(xs[2:])
+    size = op.int_prop("size")
+    alpha, beta, bias = op.float_prop("alpha"), op.float_prop("beta"), op.float_prop("bias")
+    lo_off, hi_off = (size - 1) // 2, (size - 1) - (size - 1) // 2
+    xb = e.view(L.buffer_of(op.x), [n, c, s])
+    yb = e.view(outs[0], [n, c, s])
+
+    def body(e1: Emitter, idx: list[Index]) -> None:
+        ni, ci, si = idx
+        lo = e1.imax(e1.isub(ci, lo_off), 0)
+        hi = e1.imin(e1.iadd(ci, hi_off + 1), c)
+
+        def acc(e2: Emitter, k: SSAValue, it: list[SSAValue]) -> list[SSAValue]:
+            v = e2.load(xb, [ni, k, si])
+            return [e2.add(arith.AddfOp(it[0], e2.add(arith.MulfOp(v, v))))]
+
+        sq = e1.loop(lo, hi, acc, inits=[e1.const(0.0, t)])[0]
+        d = e1.add(arith.AddfOp(e1.const(bias, t), e1.add(arith.MulfOp(sq, e1.const(alpha / size, t)))))
+        den = e1.add(math.PowFOp(d, e1.const(beta, t)))
+        e1.store(e1.add(arith.DivfOp(e1.load(xb, [ni, ci, si]), den)), yb, idx)
+
+    e.nest([n, c, s], body)
+
+
+# ---------------------------------------------------------------------------------------
+# Library calls: conv, matmul/gemm, pooling, attention
+# ---------------------------------------------------------------------------------------
+
+
+def _params(values: list[int]) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i64, [int(v) for v in values])
+
+
+def conv_params(op: nn.ConvOp) -> list[int]:
+    xs, ws, ys = shape(op.x), shape(op.w), shape(op.y)
+    st, pd, dl = op.ints("strides"), op.ints("pads"), op.ints("dilations")
+    if len(xs) == 3:  # 1-d conv as 2-d with H = R = OH = 1
+        return [xs[0], xs[1], 1, xs[2], ws[0], 1, ws[2], 1, ys[2], 1, st[0], 0, pd[0], 0, pd[1],
+                1, dl[0], op.int_prop("group")]
+    return [xs[0], xs[1], xs[2], xs[3], ws[0], ws[2], ws[3], ys[2], ys[3], st[0], st[1], pd[0],
+            pd[1], pd[2], pd[3], dl[0], dl[1], op.int_prop("group")]
+
+
+def _matmul_call(
+    L: FunctionLowering,
+    a: SSAValue, b: SSAValue, c: SSAValue,
+    batch: int, m: int, n: int, k: int,
+    stride_a: int, stride_b: int, trans_a: bool, trans_b: bool,
+    alpha: float, beta: float,
+    ep: SSAValue | None, ctx: SSAValue | None,
+) -> None:
+    lda = m if trans_a else k
+    ldb = k if trans_b else n
+    params = [batch, m, n, k, lda, stride_a, int(trans_a), ldb, stride_b, int(trans_b), n, m * n]
+    operands: list[SSAValue | list[SSAValue]] = [a, b, c, [ep] if ep else [], [ctx] if ctx else []]
+    L.e.add(clib.MatmulOp.build(
+        operands=operands,
+        properties={"params": _params(params), "alpha": FloatAttr(alpha, f64),
+                    "beta": FloatAttr(beta, f64)},
+    ))
+
+
+def _batch_stride(bshape: tuple[int, ...], full: tuple[int, ...], mat: int, op: Operation) -> int:
+    """Stride of one operand over the output batch: full batch or broadcast."""
+    padded = (1,) * (len(full) - len(bshape)) + bshape
+    if padded == full:
+        return mat
+    if all(d == 1 for d in padded):
+        return 0
+    raise fail(op, f"batch broadcast {bshape} -> {full} is not supported")
+
+
+def contraction_call(
+    L: FunctionLowering, op: Operation, out: SSAValue, ep: SSAValue | None, ctx: SSAValue | None
+) -> None:
+    """The library call computing conv/matmul/gemm ``op`` into ``out`` (with an epilogue)."""
+    e = L.e
+    if isinstance(op, nn.ConvOp):
+        need_f32(op, op.x, op.w)
+        if len(shape(op.x)) not in (3, 4):
+            raise fail(op, "only 1-d and 2-d convolutions are supported")
+        bias = [L.buffer_of(op.bias)] if op.bias is not None else []
+        e.add(clib.Conv2DOp.build(
+            operands=[L.buffer_of(op.x), L.buffer_of(op.w), out, bias,
+                      [ep] if ep else [], [ctx] if ctx else []],
+            properties={"params": _params(conv_params(op))},
+        ))
+        return
+    if isinstance(op, nn.GemmOp):
+        need_f32(op, op.a, op.b)
+        ta, tb = op.bool_prop("trans_a"), op.bool_prop("trans_b")
+        sa, sb = shape(op.a), shape(op.b)
+        m, k = (sa[1], sa[0]) if ta else sa
+        n = sb[0] if tb else sb[1]
+        beta = op.float_prop("beta")
+        if op.c is not None and beta != 0.0:
+            _broadcast_into(L, op.c, out)
+        else:
+            beta = 0.0
+        _matmul_call(L, L.buffer_of(op.a), L.buffer_of(op.b), out, 1, m, n, k, 0, 0, ta, tb,
+                     op.float_prop("alpha"), beta, ep, ctx)
+        return
+    assert isinstance(op, nn.MatMulOp)
+    need_f32(op, op.a, op.b)
+    sa, sb = shape(op.a), shape(op.b)
+    a2 = sa if len(sa) > 1 else (1, sa[0])
+    b2 = sb if len(sb) > 1 else (sb[0], 1)
+    m, k, n = a2[-2], a2[-1], b2[-1]
+    from autofusion.dialects import shapes
+
+    batch_shape = shapes.broadcast(a2[:-2], b2[:-2])
+    batch = prod(batch_shape)
+    a = L.buffer_of(op.a)
+    b = L.buffer_of(op.b)
+    try:
+        stride_a = _batch_stride(a2[:-2], batch_shape, m * k, op)
+    except PassFailedException:
+        a = _expand_batch(L, a, a2, batch_shape)
+        stride_a = m * k
+    try:
+        stride_b = _batch_stride(b2[:-2], batch_shape, k * n, op)
+    except PassFailedException:
+        b = _expand_batch(L, b, b2, batch_shape)
+        stride_b = k * n
+    _matmul_call(L, a, b, out, batch, m, n, k, stride_a, stride_b, False, False, 1.0, 0.0, ep, ctx)
+
+
+def _expand_batch(L: FunctionLowering, buf: SSAValue, s: tuple[int, ...], batch: tuple[int, ...]) -> SSAValue:
+    e = L.e
+    full = (*batch, *s[-2:])
+    src = e.view(buf, s)
+    dst = e.alloc(elem(buf), full)
+    L.allocs.append(dst)
+    padded = (1,) * (len(full) - len(s)) + s
+
+    def body(e1: Emitter, idx: list[Index]) -> None:
+        sidx = [i if d != 1 else 0 for i, d in zip(idx, padded)][len(full) - len(s):]
+        e1.store(e1.load(src, sidx), dst, idx)
+
+    e.nest(full, body)
+    return dst
+
+
+def _broadcast_into(L: FunctionLowering, src: SSAValue, out: SSAValue) -> None:
+    e = L.e
+    os_ = shape(out)
+    sb = L.buffer_of(src)
+    ss = shape(src)
+    padded = (1,) * (len(os_) - len(ss)) + ss
+    sv = e.view(sb, padded)
+
+    def body(e1: Emitter, idx: list[Index]) -> None:
+        e1.store(e1.load(sv, [i if d != 1 else 0 for i, d in zip(idx, padded)]), out, idx)
+
+    e.nest(os_, body)
+
+
+def lower_contraction(L: FunctionLowering, op: Operation, outs: list[SSAValue]) -> None:
+    contraction_call(L, op, outs[0], None, None)
+
+
+def lower_pool(L: FunctionLowering, op: nn.PoolOp, outs: list[SSAValue]) -> None:
+    need_f32(op, op.x)
+    xs, ys = shape(op.x), shape(op.y)
+    k, st, pd, dl = op.ints("kernel"), op.ints("strides"), op.ints("pads"), op.ints("dilations")
+    cip = op.int_prop("count_include_pad") if isinstance(op, nn.AvgPoolOp) else 0
+    if len(xs) == 3:
+        params = [xs[0], xs[1], 1, xs[2], 1, k[0], 1, ys[2], 1, st[0], 0, pd[0], 0, pd[1], 1, dl[0], cip]
+    elif len(xs) == 4:
+        params = [xs[0], xs[1], xs[2], xs[3], k[0], k[1], ys[2], ys[3], st[0], st[1], pd[0], pd[1],
+                  pd[2], pd[3], dl[0], dl[1], cip]
+    else:
+        raise fail(op, "only 1-d and 2-d pooling are supported")
+    kind = "max" if isinstance(op, nn.MaxPoolOp) else "avg"
+    from xdsl.dialects.builtin import StringAttr
+
+    L.e.add(clib.Pool2DOp.build(
+        operands=[L.buffer_of(op.x), outs[0]],
+        properties={"kind": StringAttr(kind), "params": _params(params)},
+    ))
+
+
+def lower_attention(L: FunctionLowering, op: nn.AttentionOp, outs: list[SSAValue]) -> None:
+    """scores = scale * q @ k^T (+ mask); softmax rows; out = p @ v — two library GEMMs."""
+    e = L.e
+    need_f32(op, op.q, op.k, op.v)
+    qs, ks, vs, os_ = shape(op.q), shape(op.k), shape(op.v), shape(op.out)
+    batch_shape = os_[:-2]
+    batch = prod(batch_shape)
+    s_, d_, t_, ev = qs[-2], qs[-1], ks[-2], vs[-1]
+    sa = _batch_stride(qs[:-2], batch_shape, s_ * d_, op)
+    sb = _batch_stride(ks[:-2], batch_shape, t_ * d_, op)
+    sv = _batch_stride(vs[:-2], batch_shape, t_ * ev, op)
+    t = elem(op.q)
+    scores = e.alloc(t, [batch, s_, t_])
+    L.allocs.append(scores)
+    _matmul_call(L, L.buffer_of(op.q), L.buffer_of(op.k), scores, batch, s_, t_, d_, sa, sb,
+                 False, True, op.float_prop("scale"), 0.0, None, None)
+    mask = None
+    if op.mask is not None:
+        ms = shape(op.mask)
+        mfull = (*batch_shape, s_, t_)
+        mp = (1,) * (len(mfull) - len(ms)) + ms
+        mask = (e.view(L.buffer_of(op.mask), mp), mp, mfull)
+
+    def row(e1: Emitter, idx: list[Index]) -> None:
+        bi, si = idx[0], idx[1]
+        full: list[Index] | None = None
+        if mask is not None:
+            full = [*unravel(e1, bi, batch_shape), si]
+
+        def val(e2: Emitter, j: SSAValue) -> SSAValue:
+            v = e2.load(scores, [bi, si, j])
+            if mask is not None and full is not None:
+                mv, mp, _ = mask
+                midx = [x if d != 1 else 0 for x, d in zip([*full, j], mp)]
+                v = e2.add(arith.AddfOp(v, e2.load(mv, midx)))
+            return v
+
+        def mx(e2: Emitter, j: SSAValue, it: list[SSAValue]) -> list[SSAValue]:
+            return [e2.add(arith.MaximumfOp(it[0], val(e2, j)))]
+
+        m = e1.loop(0, t_, mx, inits=[e1.const(-pymath.inf, t)])[0]
+
+        def ex(e2: Emitter, j: SSAValue, it: list[SSAValue]) -> list[SSAValue]:
+            x = e2.add(math.ExpOp(e2.add(arith.SubfOp(val(e2, j), m))))
+            e2.store(x, scores, [bi, si, j])
+            return [e2.add(arith.AddfOp(it[0], x))]
+
+        s = e1.loop(0, t_, ex, inits=[e1.const(0.0, t)])[0]
+        inv = e1.add(arith.DivfOp(e1.const(1.0, t), s))
+
+        def wr(e2: Emitter, j: SSAValue, _: list[SSAValue]) -> None:
+            e2.store(e2.add(arith.MulfOp(e2.load(scores, [bi, si, j]), inv)), scores, [bi, si, j])
+
+        e1.loop(0, t_, wr)
+
+    e.nest([batch, s_, 1], row, parallel=batch * s_ * t_ >= PARALLEL_MIN_WORK)
+    _matmul_call(L, scores, L.buffer_of(op.v), outs[0], batch, s_, ev, t_, s_ * t_, sv,
+                 False, False, 1.0, 0.0, None, None)
+
+
+# ---------------------------------------------------------------------------------------
+# Data movement
+# ---------------------------------------------------------------------------------------
+
+
+def lower_transpose(L: FunctionLowering, op: nn.TransposeOp, outs: list[SSAValue]) -> None:
+    e = L.e
+    perm = op.ints("perm")
+    xb = L.buffer_of(op.x)
+    rank = len(perm)
+
+    def body(e1: Emitter, idx: list[Index]) -> None:
+        src: list[Index] = [0] * rank
+        for oi, p in enumerate(perm):
+            src[p] = idx[oi]
+        e1.store(e1.load(xb, src), outs[0], idx)
+
+    e.nest(shape(op.y), body)
+
+
+def lower_concat(L: FunctionLowering, op: nn.ConcatOp, outs: list[SSAValue]) -> None:
+    e = L.e
+    axis = op.int_prop("axis")
+    ys = shape(op.y)
+    outer, inner_out = prod(ys[:axis]), prod(ys[axis:])
+    yv = e.view(outs[0], [outer, inner_out])
+    off = 0
+    for v in op.inputs:
+        vs = shape(v)
+        inner = prod(vs[axis:])
+        if inner:
+            xv = e.view(L.buffer_of(v), [outer, inner])
+            o = off
+
+            def body(e1: Emitter, idx: list[Index], xv: SSAValue = xv, o: int = o) -> None:
+                e1.store(e1.load(xv, idx), yv, [idx[0], e1.iadd(idx[1], o)])
+
+            e.nest([outer, inner], body)
+        off += inner
+
+
+def lower_split(L: FunctionLowering, op: nn.SplitOp, outs: list[SSAValue]) -> None:
+    e = L.e
+    axis = op.int_prop("axis")
+    xs = shape(op.x)
+    outer, inner_in = prod(xs[:axis]), prod(xs[axis:])
+    xv = e.view(L.buffer_of(op.x), [outer, inner_in])
+    off = 0
+    for r, ob in zip(op.outputs, outs):
+        inner = prod(shape(r)[axis:])
+        if inner:
+            yv = e.view(ob, [outer, inner])
+
+            def body(e1: Emitter, idx: list[Index], yv: SSAValue = yv, o: int = off) -> None:
+                e1.store(e1.load(xv, [idx[0], e1.iadd(idx[1], o)]), yv, idx)
+
+            e.nest([outer, inner], body)
+        off += inner
+
+
+def lower_slice(L: FunctionLowering, op: nn.SliceOp, outs: list[SSAValue]) -> None:
+    e = L.e
+    starts, steps = op.ints("starts"), op.ints("steps")
+    xb = L.buffer_of(op.x)
+
+    def body(e1: Emitter, idx: list[Index]) -> None:
+        src = [e1.iadd(st, e1.imul(i, sp)) for i, st, sp in zip(idx, starts, steps)]
+        e1.store(e1.load(xb, src), outs[0], idx)
+
+    e.nest(shape(op.y), body)
+
+
+def lower_pad(L: FunctionLowering, op: nn.PadOp, outs: list[SSAValue]) -> None:
+    e = L.e
+    xs = shape(op.x)
+    r = len(xs)
+    pads = op.ints("pads")
+    mode = op.str_prop("mode")
+    t = elem(op.x)
+    xb = L.buffer_of(op.x)
+    if prod(xs) == 0:
+        raise fail(op, "padding an empty tensor is not supported")
+
+    def body(e1: Emitter, idx: list[Index]) -> None:
+        src: list[Index] = []
+        valid: SSAValue | None = None
+        for d in range(r):
+            i = e1.isub(idx[d], pads[d])
+            n = xs[d]
+            if pads[d] == 0 and pads[r + d] == 0:
+                src.append(i)
+                continue
+            if mode == "edge":
+                src.append(e1.clamp(i, 0, n - 1))
+            elif mode == "reflect":
+                if n == 1:
+                    src.append(0)
+                    continue
+                neg = e1.icmp("slt", i, 0)
+                a = e1.select(neg, e1.index(e1.isub(0, i)), e1.index(i))
+                over = e1.icmp("sge", a, n)
+                src.append(e1.select(over, e1.index(e1.isub(2 * (n - 1), a)), a))
+            else:
+                ok = e1.add(arith.AndIOp(e1.icmp("sge", i, 0), e1.icmp("slt", i, n)))
+                valid = ok if valid is None else e1.add(arith.AndIOp(valid, ok))
+                src.append(e1.clamp(i, 0, n - 1))
+        v = e1.load(xb, src)
+        if valid is not None:
+            pv = op.float_prop("value")
+            v = e1.select(valid, v, e1.const(pv if dtypes.is_float(t) else int(pv), t))
+        e1.store(v, outs[0], idx)
+
+    e.nest(shape(op.y), body)
+
+
+def _fix_index(e: Emitter, v: SSAValue, n: int) -> Index:
+    """An index value (any int type) as a non-negative ``index`` into a dim of size n."""
+    from xdsl.dialects.builtin import IndexType
+
+    iv = e.add(arith.IndexCastOp(v, IndexType()))
+    neg = e.icmp("slt", iv, 0)
+    return e.select(neg, e.index(e.iadd(iv, n)), iv)
+
+
+def lower_gather(L: FunctionLowering, op: nn.GatherOp, outs: list[SSAValue]) -> None:
+    e = L.e
+    axis = op.int_prop("axis")
+    ds = shape(op.data)
+    ir = len(shape(op.indices))
+    db, ib = L.buffer_of(op.data), L.buffer_of(op.indices)
+
+    def body(e1: Emitter, idx: list[Index]) -> None:
+        k = e1.load(ib, idx[axis:axis + ir])
+        src = [*idx[:axis], _fix_index(e1, k, ds[axis]), *idx[axis + ir:]]
+        e1.store(e1.load(db, src), outs[0], idx)
+
+    e.nest(shape(op.y), body)
+
+
+def lower_gather_elements(L: FunctionLowering, op: nn.GatherElementsOp, outs: list[SSAValue]) -> None:
+    e = L.e
+    axis = op.int_prop("axis")
+    ds = shape(op.data)
+    db, ib = L.buffer_of(op.data), L.buffer_of(op.indices)
+
+    def body(e1: Emitter, idx: list[Index]) -> None:
+        k = e1.load(ib, idx)
+        src = list(idx)
+        src[axis] = _fix_index(e1, k, ds[axis])
+        e1.store(e1.load(db, src), outs[0], idx)
+
+    e.nest(shape(op.y), body)
+
+
+def lower_gather_nd(L: FunctionLowering, op: nn.GatherNDOp, outs: list[SSAValue]) -> None:
+    e = L.e
+    b = op.int_prop("batch_dims")
+    ds, is_ = shape(op.data), shape(op.indices)
+    depth = is_[-1]
+    db, ib = L.buffer_of(op.data), L.buffer_of(op.indices)
+    nlead = len(is_) - 1
+
+    def body(e1: Emitter, idx: list[Index]) -> None:
+        lead = idx[:nlead]
+        src: list[Index] = list(idx[:b])
+        for j in range(depth):
+            k = e1.load(ib, [*lead, j])
+            src.append(_fix_index(e1, k, ds[b + j]))
+        src.extend(idx[nlead:])
+        e1.store(e1.load(db, src), outs[0], idx)
+
+    e.nest(shape(op.y), body)
+
+
+def lower_tile(L: FunctionLowering, op: nn.TileOp, outs: list[SSAValue]) -> None:
+    e = L.e
+    xs = shape(op.x)
+    xb = L.buffer_of(op.x)
+
+    def body(e1: Emitter, idx: list[Index]) -> None:
+        src = [e1.irem(i, d) if d != 1 else 0 for i, d in zip(idx, xs)]
+        e1.store(e1.load(xb, src), outs[0], idx)
+
+    e.nest(shape(op.y), body)
+
+
+_TABLE: dict[type, Callable[..., None]] = {
+    **{k: lower_reduce for k in _REDUCE_KIND},
+    nn.GlobalAvgPoolOp: lower_global_pool, nn.GlobalMaxPoolOp: lower_global_pool,
+    nn.ArgMaxOp: lower_arg_max,
+    nn.SoftmaxOp: lower_softmax, nn.LogSoftmaxOp: lower_softmax,
+    nn.LayerNormOp: lower_layer_norm, nn.InstanceNormOp: lower_instance_norm,
+    nn.BatchNormOp: lower_batch_norm, nn.LRNOp: lower_lrn,
+    nn.ConvOp: lower_contraction, nn.MatMulOp: lower_contraction, nn.GemmOp: lower_contraction,
+    nn.MaxPoolOp: lower_pool, nn.AvgPoolOp: lower_pool, nn.AttentionOp: lower_attention,
+    nn.TransposeOp: lower_transpose, nn.ConcatOp: lower_concat, nn.SplitOp: lower_split,
+    nn.SliceOp: lower_slice, nn.PadOp: lower_pad, nn.GatherOp: lower_gather,
+    nn.GatherElementsOp: lower_gather_elements, nn.GatherNDOp: lower_gather_nd,
+    nn.TileOp: lower_tile,
+}
+
+
+def lower_op(L: FunctionLowering, op: Operation, outs: list[SSAValue]) -> None:
+    fn = _TABLE.get(type(op))
+    if fn is None:
+        raise fail(op, "no C lowering for this op")
+    fn(L, op, outs)

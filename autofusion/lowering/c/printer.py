@@ -1,0 +1,703 @@
+"""Print lowered IR (func/memref/scf/arith/math + clib) as one C11 translation unit.
+
+The printer reads typed ops only: ``_EXPR`` maps pure scalar ops to C expressions, ``_stmt``
+handles statements (loops, loads/stores, library calls). Every C identifier comes from the
+``NameTable``; model strings appear only through ``c_string``/``c_comment``. An op without a
+C form is an error naming it. Output is deterministic: it depends only on the module.
+
+Layout of the unit: includes, small constants as ``static const`` arrays, the weights
+layout (``weights.bin`` offsets, 64-byte aligned), epilogues and kernel functions (each
+``fusion.kernel`` is one ``static void`` function; kernels take the weights base pointer
+first), ``af_graph`` (the body of ``@main``), then the ``model.h`` API (afrt_model_api.md).
+"""
+
+from __future__ import annotations
+
+import math as pymath
+from dataclasses import dataclass, field
+from typing import IO
+
+import numpy as np
+from xdsl.dialects import arith, func, math, memref, scf
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseIntOrFPElementsAttr,
+    DictionaryAttr,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from autofusion.dialects import dtypes
+from autofusion.errors import AutofusionError
+from autofusion.lowering.c import clib
+from autofusion.lowering.c.builder import strides_of
+from autofusion.lowering.c.names import NameTable, c_comment, c_string
+
+# Constants with at most this many elements are C literals; larger ones go to weights.bin.
+LITERAL_MAX_ELEMS = 16
+WEIGHT_ALIGN = 64
+
+
+class CPrintError(AutofusionError):
+    """The module holds something the C printer cannot express."""
+
+
+def ctype(t: Attribute) -> str:
+    if isinstance(t, IndexType):
+        return "int64_t"
+    try:
+        return dtypes.c_type(t)
+    except ValueError:
+        raise CPrintError(f"c target: no C type for {t}") from None
+
+
+def float_literal(v: float, t: Attribute) -> str:
+    suffix = "f" if t == dtypes.f32 else ""
+    if pymath.isnan(v):
+        lit = "NAN"
+    elif pymath.isinf(v):
+        lit = "INFINITY" if v > 0 else "-INFINITY"
+    else:
+        lit = float(v).hex() + suffix
+    if t == dtypes.f32 or t == dtypes.f64:
+        return f"({ctype(t)}){lit}" if lit[0] in "N-I" else lit
+    return f"({ctype(t)}){lit}"
+
+
+def int_literal(v: int, t: Attribute) -> str:
+    if isinstance(t, IntegerType) and t.width.data == 1:
+        return "true" if v else "false"
+    if v == -(1 << 63):
+        return "(-INT64_C(9223372036854775807) - 1)"
+    if isinstance(t, IndexType) and -(1 << 31) < v < (1 << 31):
+        return str(v) if v >= 0 else f"({v})"
+    return f"INT64_C({v})" if v >= 0 else f"(-INT64_C({-v}))"
+
+
+@dataclass
+class Weights:
+    """The weights.bin layout: global symbol -> (offset, bytes), in module order."""
+
+    entries: dict[str, tuple[int, bytes]] = field(default_factory=dict)
+    size: int = 0
+
+    def add(self, sym: str, data: bytes) -> int:
+        off = -(-self.size // WEIGHT_ALIGN) * WEIGHT_ALIGN
+        self.entries[sym] = (off, data)
+        self.size = off + len(data)
+        return off
+
+    def blob(self) -> bytes:
+        out = bytearray(self.size)
+        for off, data in self.entries.values():
+            out[off:off + len(data)] = data
+        return bytes(out)
+
+
+def _global_bytes(g: memref.GlobalOp) -> tuple[np.ndarray, bytes]:
+    value = g.initial_value
+    if not isinstance(value, DenseIntOrFPElementsAttr):
+        raise CPrintError(f"c target: global {g.sym_name.data} has no initial value")
+    arr = dtypes.numpy_from_dense(value)
+    mt = g.type
+    assert isinstance(mt, MemRefType)
+    full = np.ascontiguousarray(np.broadcast_to(arr, tuple(mt.get_shape())))
+    if full.dtype == np.bool_:
+        return full, full.astype(np.uint8).tobytes()
+    return full, full.astype(full.dtype.newbyteorder("<")).tobytes()
+
+
+def _io(main: func.FuncOp) -> list[tuple[str, str, MemRefType[Attribute]]]:
+    """(role, ONNX name, type) of each @main argument."""
+    out = []
+    attrs = main.arg_attrs.data if main.arg_attrs is not None else []
+    for i, arg in enumerate(main.body.block.args):
+        d = attrs[i].data if i < len(attrs) and isinstance(attrs[i], DictionaryAttr) else {}
+        role = d.get("c.role")
+        name = d.get("onnx.name")
+        assert isinstance(arg.type, MemRefType)
+        out.append((
+            role.data if isinstance(role, StringAttr) else "input",
+            name.data if isinstance(name, StringAttr) else f"arg{i}",
+            arg.type,
+        ))
+    return out
+
+
+class CPrinter:
+    def __init__(self, module: ModuleOp) -> None:
+        self.module = module
+        self.names = NameTable()
+        for reserved in ("af_w", "af_graph", "af_model", "m", "in", "out", "ctx", "p_", "e_"):
+            self.names.reserve(reserved)
+        self.sym: dict[str, str] = {}
+        self.weights = Weights()
+        self.literal_globals: dict[str, str] = {}
+        self.global_off: dict[str, int] = {}
+        self.lines: list[str] = []
+        self.written_args: dict[str, set[int]] = {}
+
+    # ---- entry -------------------------------------------------------------------------
+    def print_module(self) -> str:
+        main = None
+        funcs: list[func.FuncOp] = []
+        for op in self.module.ops:
+            if isinstance(op, memref.GlobalOp):
+                self._global(op)
+            elif isinstance(op, func.FuncOp):
+                if op.sym_name.data == "main":
+                    main = op
+                else:
+                    funcs.append(op)
+                    self.sym[op.sym_name.data] = self.names.ident(op.sym_name.data)
+            else:
+                raise CPrintError(f"c target: unexpected top-level op {op.name}")
+        if main is None:
+            raise CPrintError("c target: module has no func.func @main (run the lowering first)")
+        w = self.lines
+        w.append("/* Generated by autofusion (C backend). Do not edit. */")
+        w.append("#include <stdbool.h>")
+        w.append("#include <stdint.h>")
+        w.append("#include <stdio.h>")
+        w.append("#include <stdlib.h>")
+        w.append("#include <string.h>")
+        w.append("#include <math.h>")
+        w.append('#include "afrt.h"')
+        w.append('#include "model.h"')
+        w.append("")
+        w.append(f"#define AF_WEIGHTS_BYTES ((size_t){self.weights.size})")
+        w.extend(_HELPERS.splitlines())
+        w.append("")
+        for sym, text in self.literal_globals.items():
+            del sym
+            w.append(text)
+        if self.literal_globals:
+            w.append("")
+        for f in funcs:
+            self._written(f)
+        for f in funcs:
+            self._function(f)
+        self._main(main)
+        return "\n".join(w) + "\n"
+
+    # ---- globals -----------------------------------------------------------------------
+    def _global(self, g: memref.GlobalOp) -> None:
+        name = self.names.ident(g.sym_name.data)
+        self.sym[g.sym_name.data] = name
+        arr, data = _global_bytes(g)
+        mt = g.type
+        assert isinstance(mt, MemRefType)
+        t = mt.element_type
+        if arr.size <= LITERAL_MAX_ELEMS:
+            flat = arr.reshape(-1)
+            if dtypes.is_float(t):
+                items = [float_literal(float(v), t) for v in flat]
+            else:
+                items = [int_literal(int(v), t) for v in flat]
+            body = ", ".join(items) if items else "0"
+            n = max(1, arr.size)
+            self.literal_globals[name] = (
+                f"static const {ctype(t)} {name}[{n}] __attribute__((aligned(64))) = {{{body}}};"
+            )
+        else:
+            self.global_off[name] = self.weights.add(name, data)
+
+    # ---- which arguments a function writes ---------------------------------------------
+    def _written(self, f: func.FuncOp) -> None:
+        args = list(f.body.block.args)
+        root: dict[SSAValue, SSAValue] = {a: a for a in args}
+        written: set[SSAValue] = set()
+        for op in f.walk():
+            if isinstance(op, clib.ViewOp) and op.source in root:
+                root[op.res] = root[op.source]
+        for op in f.walk():
+            targets: list[SSAValue] = []
+            if isinstance(op, memref.StoreOp):
+                targets = [op.memref]
+            elif isinstance(op, memref.CopyOp):
+                targets = [op.destination]
+            elif isinstance(op, clib.Conv2DOp):
+                targets = [op.y]
+            elif isinstance(op, clib.MatmulOp):
+                targets = [op.c]
+            elif isinstance(op, clib.Pool2DOp):
+                targets = [op.y]
+            elif isinstance(op, clib.PackOp):
+                targets = list(op.values[:1])
+            elif isinstance(op, func.CallOp):
+                callee = self.written_args.get(op.callee.string_value(), set())
+                targets = [a for i, a in enumerate(op.arguments) if i in callee]
+            for t in targets:
+                if t in root:
+                    written.add(root[t])
+        self.written_args[f.sym_name.data] = {i for i, a in enumerate(args) if a in written}
+
+    # ---- functions ---------------------------------------------------------------------
+    def _function(self, f: func.FuncOp) -> None:
+        fp = _FuncPrinter(self, f)
+        name = self.sym[f.sym_name.data]
+        args = f.body.block.args
+        origins = f.attributes.get("onnx.origins")
+        pattern = f.attributes.get("c.pattern")
+        w = self.lines
+        if isinstance(origins, ArrayAttr) and origins.data:
+            text = ", ".join(o.data for o in origins.data if isinstance(o, StringAttr))
+            w.append(f"/* {c_comment(pattern.data if isinstance(pattern, StringAttr) else '')}: "
+                     f"{c_comment(text)} */")
+        if "c.epilogue" in f.attributes:
+            names = [fp.bind(a) for a in args]
+            w.append(
+                f"static void {name}(void *{names[0]}, float *{names[1]}, int64_t {names[2]}, "
+                f"int64_t {names[3]}, int64_t {names[4]}, int64_t {names[5]}, "
+                f"int64_t {names[6]}, int64_t {names[7]}) {{"
+            )
+            w.append(f"  (void){names[1]};")
+            w.append(f"  (void){names[7]};")
+        else:
+            written = self.written_args[f.sym_name.data]
+            params = ["const unsigned char *restrict af_w"]
+            for i, a in enumerate(args):
+                if not isinstance(a.type, MemRefType):
+                    raise CPrintError(f"c target: argument {i} of {f.sym_name.data} is not a memref")
+                nm = fp.bind(a, const=i not in written)
+                q = "" if i in written else "const "
+                params.append(f"{q}{ctype(a.type.element_type)} *restrict {nm}")
+            w.append(f"static void {name}({', '.join(params)}) {{")
+            w.append("  (void)af_w;")
+        fp.block(f.body.block, 1)
+        w.append("}")
+        w.append("")
+
+    def _main(self, main: func.FuncOp) -> None:
+        io = _io(main)
+        ins = [(n, t) for r, n, t in io if r == "input"]
+        outs = [(n, t) for r, n, t in io if r == "output"]
+        fp = _FuncPrinter(self, main, in_main=True)
+        w = self.lines
+        allocs = [op for op in main.body.block.ops if isinstance(op, memref.AllocOp)]
+        nbuf = len(allocs)
+        w.append("struct af_model {")
+        w.append("  unsigned char *weights;")
+        w.append(f"  void *bufs[{max(1, nbuf)}];")
+        w.append("};")
+        w.append("")
+        sizes = [str(_bytes(a.memref.type)) for a in allocs] or ["0"]
+        w.append(f"static const size_t af_buf_bytes[{max(1, nbuf)}] = {{{', '.join(sizes)}}};")
+        w.append("")
+        w.append("static void af_graph(af_model *m, const void *const *in, void *const *out) {")
+        ii = oi = 0
+        for a, (role, _, t) in zip(main.body.block.args, io):
+            if role == "input":
+                nm = fp.bind(a, const=True)
+                w.append(f"  const {ctype(t.element_type)} *{nm} = (const {ctype(t.element_type)} *)in[{ii}];")
+                ii += 1
+            else:
+                nm = fp.bind(a)
+                w.append(f"  {ctype(t.element_type)} *{nm} = ({ctype(t.element_type)} *)out[{oi}];")
+                oi += 1
+        fp.alloc_index = {a.memref: k for k, a in enumerate(allocs)}
+        fp.block(main.body.block, 1)
+        w.append("}")
+        w.append("")
+        self._api(ins, outs)
+
+    def _api(self, ins: list[tuple[str, MemRefType[Attribute]]],
+             outs: list[tuple[str, MemRefType[Attribute]]]) -> None:
+        w = self.lines
+        for kind, items in (("input", ins), ("output", outs)):
+            n = len(items)
+            names = ", ".join(c_string(nm) for nm, _ in items) or "NULL"
+            ranks = ", ".join(str(len(t.get_shape())) for _, t in items) or "0"
+            dts = ", ".join(str(dtypes.to_onnx_elem(t.element_type)) for _, t in items) or "0"
+            for i, (_, t) in enumerate(items):
+                dims = ", ".join(f"INT64_C({d})" for d in t.get_shape()) or "INT64_C(0)"
+                w.append(f"static const int64_t af_{kind}_shape_{i}[] = {{{dims}}};")
+            shp = ", ".join(f"af_{kind}_shape_{i}" for i in range(n)) or "NULL"
+            w.append(f"static const char *const af_{kind}_names[{max(1, n)}] = {{{names}}};")
+            w.append(f"static const int af_{kind}_ranks[{max(1, n)}] = {{{ranks}}};")
+            w.append(f"static const int af_{kind}_dtypes[{max(1, n)}] = {{{dts}}};")
+            w.append(f"static const int64_t *const af_{kind}_shapes[{max(1, n)}] = {{{shp}}};")
+            w.append(f"int af_num_{kind}s(void) {{ return {n}; }}")
+            w.append(f"const char *af_{kind}_name(int i) {{ return i >= 0 && i < {n} ? af_{kind}_names[i] : NULL; }}")
+            w.append(f"int af_{kind}_rank(int i) {{ return i >= 0 && i < {n} ? af_{kind}_ranks[i] : -1; }}")
+            w.append(f"const int64_t *af_{kind}_shape(int i) {{ return i >= 0 && i < {n} ? af_{kind}_shapes[i] : NULL; }}")
+            w.append(f"int af_{kind}_dtype(int i) {{ return i >= 0 && i < {n} ? af_{kind}_dtypes[i] : -1; }}")
+            w.append("")
+        w.extend(_API_TAIL.splitlines())
+
+
+def _bytes(t: Attribute) -> int:
+    assert isinstance(t, MemRefType)
+    n = 1
+    for d in t.get_shape():
+        n *= d
+    elem_t = t.element_type
+    size = 1 if isinstance(elem_t, IntegerType) and elem_t.width.data <= 8 else (
+        dtypes.to_numpy_dtype(elem_t).itemsize
+    )
+    return n * size
+
+
+_HELPERS = r"""
+static inline void *af_alloc_tmp(size_t bytes) {
+  return aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
+}
+
+static inline int64_t af_ipow(int64_t base, int64_t exp) {
+  int64_t r = 1;
+  if (exp < 0) return base == 1 ? 1 : (base == -1 ? (exp % 2 ? -1 : 1) : 0);
+  while (exp) {
+    if (exp & 1) r *= base;
+    base *= base;
+    exp >>= 1;
+  }
+  return r;
+}"""
+
+_API_TAIL = r"""
+static char af_error[512];
+
+const char *af_last_error(void) { return af_error; }
+
+static void *af_aligned_alloc(size_t bytes) {
+  size_t n = (bytes + 63) / 64 * 64;
+  void *p = aligned_alloc(64, n ? n : 64);
+  if (p) memset(p, 0, n ? n : 64);
+  return p;
+}
+
+void af_destroy(af_model *m) {
+  if (!m) return;
+  for (size_t i = 0; i < sizeof(m->bufs) / sizeof(m->bufs[0]); ++i) free(m->bufs[i]);
+  free(m->weights);
+  free(m);
+}
+
+af_model *af_create(const char *weights_path, int num_threads) {
+  af_error[0] = 0;
+  afrt_set_num_threads(num_threads);
+  af_model *m = (af_model *)calloc(1, sizeof(af_model));
+  if (!m) { snprintf(af_error, sizeof af_error, "out of memory"); return NULL; }
+  m->weights = (unsigned char *)af_aligned_alloc(AF_WEIGHTS_BYTES);
+  if (!m->weights) { snprintf(af_error, sizeof af_error, "out of memory"); af_destroy(m); return NULL; }
+  FILE *f = weights_path ? fopen(weights_path, "rb") : NULL;
+  if (!f) {
+    snprintf(af_error, sizeof af_error, "weights.bin: cannot open %s", weights_path ? weights_path : "(null)");
+    af_destroy(m);
+    return NULL;
+  }
+  size_t got = AF_WEIGHTS_BYTES ? fread(m->weights, 1, AF_WEIGHTS_BYTES, f) : 0;
+  int extra = fgetc(f) != EOF;
+  fclose(f);
+  if (got != AF_WEIGHTS_BYTES || extra) {
+    snprintf(af_error, sizeof af_error, "weights.bin: expected %zu bytes, got %s%zu", AF_WEIGHTS_BYTES, extra ? "more than " : "", got);
+    af_destroy(m);
+    return NULL;
+  }
+  for (size_t i = 0; i < sizeof(m->bufs) / sizeof(m->bufs[0]); ++i) {
+    m->bufs[i] = af_aligned_alloc(af_buf_bytes[i]);
+    if (!m->bufs[i]) { snprintf(af_error, sizeof af_error, "out of memory"); af_destroy(m); return NULL; }
+  }
+  return m;
+}
+
+int af_run(af_model *m, const void *const *inputs, void *const *outputs) {
+  if (!m || !inputs || !outputs) { snprintf(af_error, sizeof af_error, "af_run: NULL argument"); return 1; }
+  af_error[0] = 0;
+  af_graph(m, inputs, outputs);
+  return 0;
+}
+"""
+
+
+_BIN = {
+    arith.AddfOp: "+", arith.AddiOp: "+", arith.SubfOp: "-", arith.SubiOp: "-",
+    arith.MulfOp: "*", arith.MuliOp: "*", arith.DivfOp: "/", arith.DivSIOp: "/",
+    arith.DivUIOp: "/", arith.RemSIOp: "%", arith.RemUIOp: "%", arith.AndIOp: "&",
+    arith.OrIOp: "|", arith.XOrIOp: "^",
+}
+_CMPF = {0: "false", 1: "==", 2: ">", 3: ">=", 4: "<", 5: "<=", 13: "!=", 15: "true"}
+_CMPI = {0: "==", 1: "!=", 2: "<", 3: "<=", 4: ">", 5: ">=", 6: "<", 7: "<=", 8: ">", 9: ">="}
+_MATH1 = {
+    math.ExpOp: "exp", math.LogOp: "log", math.TanhOp: "tanh", math.ErfOp: "erf",
+    math.SqrtOp: "sqrt", math.SinOp: "sin", math.CosOp: "cos", math.FloorOp: "floor",
+    math.CeilOp: "ceil", math.RoundEvenOp: "nearbyint", math.AbsFOp: "fabs",
+    math.TruncOp: "trunc", math.ExpM1Op: "expm1", math.Log1pOp: "log1p",
+}
+_CASTS = (
+    arith.IndexCastOp, arith.SIToFPOp, arith.FPToSIOp, arith.ExtFOp, arith.TruncFOp,
+    arith.ExtSIOp, arith.TruncIOp, arith.ExtUIOp, arith.UIToFPOp, arith.FPToUIOp,
+)
+
+
+class _FuncPrinter:
+    def __init__(self, top: CPrinter, f: func.FuncOp, in_main: bool = False) -> None:
+        self.top = top
+        self.f = f
+        self.in_main = in_main
+        self.local = NameTable()
+        for r in ("af_w", "m", "in", "out"):
+            self.local.reserve(r)
+        self.names: dict[SSAValue, str] = {}
+        self.const_ptr: set[SSAValue] = set()
+        self.alloc_index: dict[SSAValue, int] = {}
+        self.heap: set[SSAValue] = set()
+
+    def bind(self, v: SSAValue, const: bool = False) -> str:
+        nm = self.local.ident(f"v{len(self.names)}")
+        self.names[v] = nm
+        if const:
+            self.const_ptr.add(v)
+        return nm
+
+    def ref(self, v: SSAValue) -> str:
+        owner = v.owner
+        if isinstance(owner, arith.ConstantOp):
+            return self._const(owner)
+        if isinstance(owner, clib.FuncRefOp):
+            return self.top.sym[owner.callee.string_value()]
+        if v not in self.names:
+            raise CPrintError(f"c target: value used before definition in {self.f.sym_name.data}")
+        return self.names[v]
+
+    def _const(self, op: arith.ConstantOp) -> str:
+        val = op.value
+        t = op.result.type
+        if isinstance(val, FloatAttr):
+            return float_literal(float(val.value.data), t)
+        if isinstance(val, IntegerAttr):
+            return int_literal(int(val.value.data), t)
+        raise CPrintError("c target: arith.constant must be a scalar")
+
+    def emit(self, depth: int, text: str) -> None:
+        self.top.lines.append("  " * depth + text)
+
+    def block(self, blk, depth: int) -> None:  # noqa: ANN001
+        for op in blk.ops:
+            self.op(op, depth)
+
+    def _index(self, mem: SSAValue, idx: list[SSAValue]) -> str:
+        t = mem.type
+        assert isinstance(t, MemRefType)
+        st = strides_of(list(t.get_shape()))
+        terms = []
+        for i, s in zip(idx, st):
+            r = self.ref(i)
+            if r == "0":
+                continue
+            terms.append(r if s == 1 else f"{r} * {s}")
+        return " + ".join(terms) or "0"
+
+    def _ptr_decl(self, v: SSAValue, const: bool) -> tuple[str, str]:
+        t = v.type
+        assert isinstance(t, MemRefType)
+        c = ctype(t.element_type)
+        q = "const " if const else ""
+        return f"{q}{c} *", f"{q}{c}"
+
+    def op(self, op: Operation, d: int) -> None:
+        if isinstance(op, arith.ConstantOp | clib.FuncRefOp):
+            return
+        r = self.ref
+        expr = self._expr(op)
+        if expr is not None:
+            res = op.results[0]
+            nm = self.bind(res)
+            self.emit(d, f"const {ctype(res.type)} {nm} = {expr};")
+            return
+        match op:
+            case memref.LoadOp():
+                nm = self.bind(op.res)
+                self.emit(d, f"const {ctype(op.res.type)} {nm} = {r(op.memref)}[{self._index(op.memref, list(op.indices))}];")
+            case memref.StoreOp():
+                self.emit(d, f"{r(op.memref)}[{self._index(op.memref, list(op.indices))}] = {r(op.value)};")
+            case scf.ForOp():
+                self._for(op, d)
+            case scf.YieldOp():
+                pass
+            case func.ReturnOp():
+                pass
+            case func.CallOp():
+                args = ["m->weights" if self.in_main else "af_w"] + [r(a) for a in op.arguments]
+                self.emit(d, f"{self.top.sym[op.callee.string_value()]}({', '.join(args)});")
+            case memref.AllocOp():
+                decl, base = self._ptr_decl(op.memref, False)
+                nm = self.bind(op.memref)
+                if op.memref in self.alloc_index:
+                    self.emit(d, f"{decl}{nm} = ({decl})m->bufs[{self.alloc_index[op.memref]}];")
+                else:
+                    self.emit(d, f"{decl}{nm} = ({decl})af_alloc_tmp({_bytes(op.memref.type)});")
+                    self.heap.add(op.memref)
+                del base
+            case memref.DeallocOp():
+                self.emit(d, f"free({r(op.memref)});")
+            case memref.GetGlobalOp():
+                sym = self.top.sym[op.name_.string_value()]
+                decl, _ = self._ptr_decl(op.memref, True)
+                nm = self.bind(op.memref, const=True)
+                base = "m->weights" if self.in_main else "af_w"
+                if sym in self.top.literal_globals:
+                    self.emit(d, f"{decl}{nm} = {sym};")
+                else:
+                    self.emit(d, f"{decl}{nm} = ({decl})({base} + {self.top.global_off[sym]});")
+            case clib.ViewOp():
+                const = op.source in self.const_ptr
+                decl, _ = self._ptr_decl(op.res, const)
+                nm = self.bind(op.res, const=const)
+                off = op.offset.value.data
+                cq = "const " if const else ""
+                src = r(op.source) if off == 0 else f"({cq}unsigned char *){r(op.source)} + {off}"
+                self.emit(d, f"{decl}{nm} = ({decl})({src});")
+            case memref.CopyOp():
+                self.emit(d, f"memcpy({r(op.destination)}, {r(op.source)}, {_bytes(op.source.type)});")
+            case clib.PackOp():
+                nm = self.bind(op.res)
+                vals = ", ".join(f"(void *){r(v)}" for v in op.values)
+                self.emit(d, f"void *const {nm}[] = {{{vals}}};")
+            case clib.UnpackOp():
+                decl, _ = self._ptr_decl(op.res, False)
+                nm = self.bind(op.res)
+                self.emit(d, f"{decl}{nm} = ({decl})((void *const *){r(op.ctx)})[{op.index.value.data}];")
+            case clib.Conv2DOp():
+                p = ", ".join(f"INT64_C({v})" for v in op.param_values())
+                bias = r(op.bias) if op.bias is not None else "NULL"
+                epi = self._epi(op.epilogue, op.ctx)
+                self.emit(d, f"{{ const afrt_conv_params p_ = {{{p}}};")
+                self.emit(d, f"  afrt_conv2d_f32({r(op.x)}, {r(op.w)}, {bias}, {r(op.y)}, &p_, NULL, {epi}); }}")
+            case clib.MatmulOp():
+                pv = op.param_values()
+                f = dict(zip(clib.MATMUL_FIELDS, pv))
+                alpha = float_literal(op.alpha.value.data, dtypes.f32)
+                beta = float_literal(op.beta.value.data, dtypes.f32)
+                epi = self._epi(op.epilogue, op.ctx)
+                self.emit(
+                    d,
+                    f"afrt_matmul_f32(INT64_C({f['batch']}), INT64_C({f['M']}), INT64_C({f['N']}), "
+                    f"INT64_C({f['K']}), {alpha}, {r(op.a)}, INT64_C({f['lda']}), "
+                    f"INT64_C({f['stride_a']}), {f['trans_a']}, {r(op.b)}, INT64_C({f['ldb']}), "
+                    f"INT64_C({f['stride_b']}), {f['trans_b']}, {beta}, {r(op.c)}, "
+                    f"INT64_C({f['ldc']}), INT64_C({f['stride_c']}), {epi});",
+                )
+            case clib.Pool2DOp():
+                p = ", ".join(f"INT64_C({v})" for v in op.param_values()[:-1])
+                p += f", {op.param_values()[-1]}"
+                fn = "afrt_maxpool2d_f32" if op.kind.data == "max" else "afrt_avgpool2d_f32"
+                self.emit(d, f"{{ const afrt_pool_params p_ = {{{p}}};")
+                self.emit(d, f"  {fn}({r(op.x)}, {r(op.y)}, &p_); }}")
+            case clib.CallOp():
+                self.emit(d, f"{op.callee.data}({', '.join(r(a) for a in op.args)});")
+            case _:
+                raise CPrintError(f"c target: no C form for op {op.name}")
+
+    def _epi(self, fn: SSAValue | None, ctx: SSAValue | None) -> str:
+        if fn is None:
+            return "afrt_no_epilogue()"
+        return f"(afrt_epilogue){{{self.ref(fn)}, (void *){self.ref(ctx) if ctx else 'NULL'}}}"
+
+    def _for(self, op: scf.ForOp, d: int) -> None:
+        r = self.ref
+        body = op.body.block
+        iv = body.args[0]
+        carried = list(body.args[1:])
+        res_names = []
+        for init, res, barg in zip(op.iter_args, op.res, carried):
+            nm = self.local.ident(f"v{len(self.names)}")
+            self.names[res] = nm
+            self.names[barg] = nm
+            res_names.append(nm)
+            self.emit(d, f"{ctype(res.type)} {nm} = {r(init)};")
+        ivn = self.bind(iv)
+        if "c.parallel" in op.attributes:
+            self.emit(d, "AFRT_OMP(parallel for schedule(static))")
+        step = r(op.step)
+        inc = f"++{ivn}" if step == "1" else f"{ivn} += {step}"
+        self.emit(d, f"for (int64_t {ivn} = {r(op.lb)}; {ivn} < {r(op.ub)}; {inc}) {{")
+        self.block(body, d + 1)
+        y = body.last_op
+        assert isinstance(y, scf.YieldOp)
+        vals = [r(v) for v in y.arguments]
+        if len(vals) == 1:
+            if vals[0] != res_names[0]:
+                self.emit(d + 1, f"{res_names[0]} = {vals[0]};")
+        elif vals:
+            tmps = []
+            for k, (v, res) in enumerate(zip(vals, op.res)):
+                tn = self.local.ident(f"t{k}")
+                tmps.append(tn)
+                self.emit(d + 1, f"const {ctype(res.type)} {tn} = {v};")
+            for nm, tn in zip(res_names, tmps):
+                self.emit(d + 1, f"{nm} = {tn};")
+        self.emit(d, "}")
+
+    def _expr(self, op: Operation) -> str | None:
+        r = self.ref
+        if type(op) in _BIN:
+            return f"{r(op.operands[0])} {_BIN[type(op)]} {r(op.operands[1])}"
+        if isinstance(op, arith.NegfOp):
+            return f"-{r(op.operands[0])}"
+        if isinstance(op, arith.MaximumfOp | arith.MinimumfOp):
+            a, b = r(op.operands[0]), r(op.operands[1])
+            cmp = ">" if isinstance(op, arith.MaximumfOp) else "<"
+            return f"({a} {cmp} {b} || {a} != {a}) ? {a} : {b}"
+        if isinstance(op, arith.MaxSIOp | arith.MinSIOp):
+            a, b = r(op.operands[0]), r(op.operands[1])
+            cmp = ">" if isinstance(op, arith.MaxSIOp) else "<"
+            return f"{a} {cmp} {b} ? {a} : {b}"
+        if isinstance(op, arith.CmpfOp):
+            a, b = r(op.operands[0]), r(op.operands[1])
+            p = op.predicate.value.data
+            if p == 6:
+                return f"({a} < {b} || {a} > {b})"
+            if p == 7:
+                return f"({a} == {a} && {b} == {b})"
+            if p == 14:
+                return f"({a} != {a} || {b} != {b})"
+            if p not in _CMPF:
+                raise CPrintError(f"c target: arith.cmpf predicate {p} has no C form")
+            if _CMPF[p] in ("true", "false"):
+                return _CMPF[p]
+            return f"{a} {_CMPF[p]} {b}"
+        if isinstance(op, arith.CmpiOp):
+            return f"{r(op.operands[0])} {_CMPI[op.predicate.value.data]} {r(op.operands[1])}"
+        if isinstance(op, arith.SelectOp):
+            return f"{r(op.operands[0])} ? {r(op.operands[1])} : {r(op.operands[2])}"
+        if isinstance(op, _CASTS):
+            return f"({ctype(op.results[0].type)}){r(op.operands[0])}"
+        t = op.results[0].type if op.results else None
+        if type(op) in _MATH1:
+            return self._math(_MATH1[type(op)], [r(op.operands[0])], t)
+        if isinstance(op, math.RsqrtOp):
+            one = float_literal(1.0, t)
+            return f"{one} / {self._math('sqrt', [r(op.operands[0])], t)}"
+        if isinstance(op, math.PowFOp):
+            return self._math("pow", [r(op.operands[0]), r(op.operands[1])], t)
+        if isinstance(op, math.AbsIOp):
+            a = r(op.operands[0])
+            return f"{a} < 0 ? -{a} : {a}"
+        if isinstance(op, math.IPowIOp):
+            return f"({ctype(t)})af_ipow({r(op.operands[0])}, {r(op.operands[1])})"
+        return None
+
+    def _math(self, fn: str, args: list[str], t: Attribute | None) -> str:
+        if t == dtypes.f32:
+            return f"{fn}f({', '.join(args)})"
+        if t == dtypes.f64:
+            return f"{fn}({', '.join(args)})"
+        if t == dtypes.f16:
+            return f"(_Float16){fn}f({', '.join(f'(float){a}' for a in args)})"
+        raise CPrintError(f"c target: {fn} on {t} has no C form")
+
+
+def print_c(module: ModuleOp, stream: IO[str] | None = None) -> tuple[str, Weights]:
+    """The C text of a lowered module and its weights layout."""
+    p = CPrinter(module)
+    text = p.print_module()
+    if stream is not None:
+        stream.write(text)
+    return text, p.weights

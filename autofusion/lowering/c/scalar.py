@@ -1,0 +1,249 @@
+"""Scalar semantics of the elementwise ``nn`` ops as ``arith``/``math`` ops.
+
+``emit_scalar(e, op, args)`` appends the ops computing one element of ``op``'s result from
+one element of each operand. NaN follows ONNX: Relu, Max, Min and Clip propagate NaN
+(``arith.maximumf``/``minimumf`` are NaN-propagating; the printer keeps that).
+"""
+
+from __future__ import annotations
+
+import math as pymath
+from collections.abc import Callable
+
+from xdsl.dialects import arith, math
+from xdsl.dialects.builtin import IntegerType, TensorType
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.utils.exceptions import PassFailedException
+
+from autofusion.dialects import dtypes, nn
+from autofusion.lowering.c.builder import Emitter
+
+
+def _elem(v: SSAValue) -> Attribute:
+    t = v.type
+    return t.element_type if isinstance(t, TensorType) else t  # type: ignore[return-value]
+
+
+def _is_i1(t: Attribute) -> bool:
+    return isinstance(t, IntegerType) and t.width.data == 1
+
+
+def _float_only(op: Operation, t: Attribute) -> None:
+    if not dtypes.is_float(t):
+        raise PassFailedException(f"lower-nn-to-loops: {op.name} on {t} is not supported")
+
+
+def _unary_float(
+    e: Emitter, op: Operation, x: SSAValue, f: Callable[[Emitter, SSAValue, Attribute], SSAValue]
+) -> SSAValue:
+    t = x.type
+    _float_only(op, t)
+    return f(e, x, t)
+
+
+def _fconst(e: Emitter, v: float, t: Attribute) -> SSAValue:
+    return e.const(v, t)
+
+
+def _sigmoid(e: Emitter, x: SSAValue, t: Attribute) -> SSAValue:
+    one = _fconst(e, 1.0, t)
+    ex = e.add(math.ExpOp(e.add(arith.NegfOp(x))))
+    return e.add(arith.DivfOp(one, e.add(arith.AddfOp(one, ex))))
+
+
+def _gelu(e: Emitter, x: SSAValue, t: Attribute, approx: str) -> SSAValue:
+    half = _fconst(e, 0.5, t)
+    one = _fconst(e, 1.0, t)
+    if approx == "tanh":
+        x3 = e.add(arith.MulfOp(e.add(arith.MulfOp(x, x)), x))
+        inner = e.add(arith.AddfOp(x, e.add(arith.MulfOp(_fconst(e, 0.044715, t), x3))))
+        th = e.add(math.TanhOp(e.add(arith.MulfOp(_fconst(e, pymath.sqrt(2 / pymath.pi), t), inner))))
+        s = e.add(arith.AddfOp(one, th))
+    else:
+        s = e.add(
+            arith.AddfOp(one, e.add(math.ErfOp(e.add(arith.MulfOp(x, _fconst(e, 1 / pymath.sqrt(2), t))))))
+        )
+    return e.add(arith.MulfOp(e.add(arith.MulfOp(half, x)), s))
+
+
+def _cast(e: Emitter, x: SSAValue, src: Attribute, dst: Attribute) -> SSAValue:
+    if src == dst:
+        return x
+    fs, fd = dtypes.is_float(src), dtypes.is_float(dst)
+    if _is_i1(dst):
+        if fs:
+            return e.add(arith.CmpfOp(x, _fconst(e, 0.0, src), "une"))
+        return e.add(arith.CmpiOp(x, e.const(0, src), "ne"))
+    if _is_i1(src):
+        return e.select(x, e.const(1, dst), e.const(0, dst))
+    if fs and fd:
+        ws = {"f16": 16, "f32": 32, "f64": 64}[str(src)]
+        wd = {"f16": 16, "f32": 32, "f64": 64}[str(dst)]
+        return e.add(arith.ExtFOp(x, dst) if wd > ws else arith.TruncFOp(x, dst))
+    if fs:
+        return e.add(arith.FPToSIOp(x, dst))
+    if fd:
+        return e.add(arith.SIToFPOp(x, dst))
+    assert isinstance(src, IntegerType) and isinstance(dst, IntegerType)
+    if dst.width.data > src.width.data:
+        return e.add(arith.ExtSIOp(x, dst))
+    return e.add(arith.TruncIOp(x, dst))
+
+
+_FCMP = {
+    nn.EqualOp: "oeq", nn.LessOp: "olt", nn.LessEqualOp: "ole",
+    nn.GreaterOp: "ogt", nn.GreaterEqualOp: "oge",
+}
+_ICMP = {
+    nn.EqualOp: "eq", nn.LessOp: "slt", nn.LessEqualOp: "sle",
+    nn.GreaterOp: "sgt", nn.GreaterEqualOp: "sge",
+}
+_FMATH = {
+    nn.TanhOp: math.TanhOp, nn.ErfOp: math.ErfOp, nn.ExpOp: math.ExpOp, nn.LogOp: math.LogOp,
+    nn.SqrtOp: math.SqrtOp, nn.FloorOp: math.FloorOp, nn.CeilOp: math.CeilOp,
+    nn.RoundOp: math.RoundEvenOp, nn.SinOp: math.SinOp, nn.CosOp: math.CosOp,
+}
+
+
+def emit_scalar(e: Emitter, op: Operation, args: list[SSAValue]) -> SSAValue:
+    """One element of ``op``'s result; ``args`` are scalars of the operand element types."""
+    t = args[0].type
+    isf = dtypes.is_float(t)
+    if type(op) in _FMATH:
+        _float_only(op, t)
+        return e.add(_FMATH[type(op)](args[0]))  # type: ignore[call-arg]
+    x = args[0]
+    match op:
+        case nn.ReluOp():
+            return e.add(arith.MaximumfOp(x, _fconst(e, 0.0, t)))
+        case nn.SigmoidOp():
+            return _unary_float(e, op, x, _sigmoid)
+        case nn.NegOp():
+            return e.add(arith.NegfOp(x)) if isf else e.add(arith.SubiOp(e.const(0, t), x))
+        case nn.AbsOp():
+            return e.add(math.AbsFOp(x)) if isf else e.add(math.AbsIOp(x))
+        case nn.ReciprocalOp():
+            _float_only(op, t)
+            return e.add(arith.DivfOp(_fconst(e, 1.0, t), x))
+        case nn.SignOp():
+            zero, one, mone = e.const(0, t), e.const(1, t), e.const(-1, t)
+            if isf:
+                pos = e.add(arith.CmpfOp(x, zero, "ogt"))
+                neg = e.add(arith.CmpfOp(x, zero, "olt"))
+            else:
+                pos = e.add(arith.CmpiOp(x, zero, "sgt"))
+                neg = e.add(arith.CmpiOp(x, zero, "slt"))
+            return e.select(pos, one, e.select(neg, mone, x if isf else zero))
+        case nn.SoftplusOp():
+            _float_only(op, t)
+            ax = e.add(math.AbsFOp(x))
+            l1p = e.add(math.Log1pOp(e.add(math.ExpOp(e.add(arith.NegfOp(ax))))))
+            return e.add(arith.AddfOp(e.add(arith.MaximumfOp(x, _fconst(e, 0.0, t))), l1p))
+        case nn.HardSwishOp():
+            _float_only(op, t)
+            h = e.add(arith.AddfOp(e.add(arith.MulfOp(x, _fconst(e, 1 / 6, t))), _fconst(e, 0.5, t)))
+            h = e.add(arith.MinimumfOp(e.add(arith.MaximumfOp(h, _fconst(e, 0.0, t))), _fconst(e, 1.0, t)))
+            return e.add(arith.MulfOp(x, h))
+        case nn.NotOp():
+            return e.add(arith.XOrIOp(x, e.const(True, t)))
+        case nn.LeakyReluOp() | nn.EluOp():
+            _float_only(op, t)
+            alpha = _fconst(e, op.float_prop("alpha"), t)
+            neg = e.add(arith.CmpfOp(x, _fconst(e, 0.0, t), "olt"))
+            if isinstance(op, nn.EluOp):
+                val = e.add(arith.MulfOp(alpha, e.add(math.ExpM1Op(x))))
+            else:
+                val = e.add(arith.MulfOp(alpha, x))
+            return e.select(neg, val, x)
+        case nn.ClipOp():
+            lo, hi = op.float_prop("min"), op.float_prop("max")
+            if isf:
+                r = x
+                if lo != -pymath.inf:
+                    r = e.add(arith.MaximumfOp(r, _fconst(e, lo, t)))
+                if hi != pymath.inf:
+                    r = e.add(arith.MinimumfOp(r, _fconst(e, hi, t)))
+                return r
+            r = x
+            if pymath.isfinite(lo):
+                r = e.add(arith.MaxSIOp(r, e.const(int(lo), t)))
+            if pymath.isfinite(hi):
+                r = e.add(arith.MinSIOp(r, e.const(int(hi), t)))
+            return r
+        case nn.HardSigmoidOp():
+            _float_only(op, t)
+            v = e.add(
+                arith.AddfOp(e.add(arith.MulfOp(x, _fconst(e, op.float_prop("alpha"), t))),
+                             _fconst(e, op.float_prop("beta"), t))
+            )
+            v = e.add(arith.MaximumfOp(v, _fconst(e, 0.0, t)))
+            return e.add(arith.MinimumfOp(v, _fconst(e, 1.0, t)))
+        case nn.GeluOp():
+            _float_only(op, t)
+            return _gelu(e, x, t, op.str_prop("approximate"))
+        case nn.CastOp():
+            return _cast(e, x, t, _elem(op.results[0]))
+        case nn.WhereOp():
+            return e.select(args[0], args[1], args[2])
+        case _:
+            pass
+    y = args[1] if len(args) > 1 else x
+    match op:
+        case nn.AddOp():
+            return e.add(arith.AddfOp(x, y) if isf else arith.AddiOp(x, y))
+        case nn.SubOp():
+            return e.add(arith.SubfOp(x, y) if isf else arith.SubiOp(x, y))
+        case nn.MulOp():
+            return e.add(arith.MulfOp(x, y) if isf else arith.MuliOp(x, y))
+        case nn.DivOp():
+            return e.add(arith.DivfOp(x, y) if isf else arith.DivSIOp(x, y))
+        case nn.PowOp():
+            if isf:
+                return e.add(math.PowFOp(x, y))
+            return e.add(math.IPowIOp(x, y))
+        case nn.MaxOp():
+            return e.add(arith.MaximumfOp(x, y) if isf else arith.MaxSIOp(x, y))
+        case nn.MinOp():
+            return e.add(arith.MinimumfOp(x, y) if isf else arith.MinSIOp(x, y))
+        case nn.ModOp():
+            if isf:
+                q = e.add(math.TruncOp(e.add(arith.DivfOp(x, y))))
+                r = e.add(arith.SubfOp(x, e.add(arith.MulfOp(q, y))))
+                if op.int_prop("fmod"):
+                    return r
+                zero = _fconst(e, 0.0, t)
+                fix = e.add(arith.AndIOp(
+                    e.add(arith.CmpfOp(r, zero, "une")),
+                    e.add(arith.XOrIOp(e.add(arith.CmpfOp(r, zero, "olt")),
+                                       e.add(arith.CmpfOp(y, zero, "olt")))),
+                ))
+                return e.select(fix, e.add(arith.AddfOp(r, y)), r)
+            r = e.add(arith.RemSIOp(x, y))
+            if op.int_prop("fmod"):
+                return r
+            zero = e.const(0, t)
+            fix = e.add(arith.AndIOp(
+                e.add(arith.CmpiOp(r, zero, "ne")),
+                e.add(arith.XOrIOp(e.add(arith.CmpiOp(r, zero, "slt")),
+                                   e.add(arith.CmpiOp(y, zero, "slt")))),
+            ))
+            return e.select(fix, e.add(arith.AddiOp(r, y)), r)
+        case nn.PReluOp():
+            _float_only(op, t)
+            neg = e.add(arith.CmpfOp(x, _fconst(e, 0.0, t), "olt"))
+            return e.select(neg, e.add(arith.MulfOp(x, y)), x)
+        case nn.AndOp():
+            return e.add(arith.AndIOp(x, y))
+        case nn.OrOp():
+            return e.add(arith.OrIOp(x, y))
+        case nn.XorOp():
+            return e.add(arith.XOrIOp(x, y))
+        case nn.EqualOp() | nn.LessOp() | nn.LessEqualOp() | nn.GreaterOp() | nn.GreaterEqualOp():
+            if isf:
+                return e.add(arith.CmpfOp(x, y, _FCMP[type(op)]))
+            if _is_i1(t) and not isinstance(op, nn.EqualOp):
+                # On bools, false < true: compare as unsigned.
+                return e.add(arith.CmpiOp(x, y, _ICMP[type(op)].replace("s", "u")))
+            return e.add(arith.CmpiOp(x, y, _ICMP[type(op)]))
+        case _:
+            raise PassFailedException(f"lower-nn-to-loops: no scalar lowering for {op.name}")
