@@ -12,6 +12,7 @@ from xdsl.dialects.builtin import i1
 from autofusion.dialects import dtypes, nn, shapes
 from autofusion.dialects.base import f64_attr, int_attr, str_attr
 from autofusion.frontend.context import Const, NodeCtx, Value, value_elem, value_shape
+from autofusion.frontend.loader import elem_name
 from autofusion.frontend.registry import converter, folder
 
 
@@ -264,7 +265,7 @@ def cast_target(ctx: NodeCtx) -> tuple[object, np.dtype]:
     try:
         elem = dtypes.from_onnx_elem(to)
     except ValueError:
-        raise ctx.error(f"cast to unsupported element type {to}") from None
+        raise ctx.error(f"cast to unsupported element type {elem_name(to)}") from None
     return elem, dtypes.to_numpy_dtype(elem)
 
 

@@ -17,6 +17,7 @@ from autofusion.dialects import dtypes, nn, shapes
 from autofusion.dialects.base import f64_attr, i64_array, int_attr, str_attr
 from autofusion.errors import AutofusionError
 from autofusion.frontend.context import Const, NodeCtx, Value, value_elem, value_shape
+from autofusion.frontend.loader import elem_name
 from autofusion.frontend.registry import converter
 
 
@@ -55,10 +56,9 @@ def tensor_to_const(t: onnx.TensorProto, origin: str, filename: str) -> Const:
     try:
         elem = dtypes.from_onnx_elem(t.data_type)
     except ValueError:
-        name = onnx.TensorProto.DataType.Name(t.data_type) if t.data_type in \
-            onnx.TensorProto.DataType.values() else str(t.data_type)
         raise AutofusionError(
-            f"{filename}: tensor '{origin}' has unsupported element type {name}"
+            f"{filename}: tensor '{origin}' has unsupported element type "
+            f"{elem_name(t.data_type)}"
         ) from None
     dt = dtypes.to_numpy_dtype(elem)
     dims = tuple(int(d) for d in t.dims)

@@ -162,7 +162,16 @@ def topo_sort(graph: onnx.GraphProto, known: set[str], filename: str) -> Ordered
             if remaining[u] == 0:
                 heapq.heappush(ready, u)
     if len(order) != len(nodes):
-        stuck = [f"'{labels[i]}' ({nodes[i].op_type})" for i, r in enumerate(remaining) if r]
+        # Drop nodes that merely depend on the cycle: keep those with a stuck user.
+        stuck_set = {i for i, r in enumerate(remaining) if r}
+        changed = True
+        while changed:
+            changed = False
+            for i in list(stuck_set):
+                if not any(u in stuck_set for u in users[i]):
+                    stuck_set.discard(i)
+                    changed = True
+        stuck = [f"'{labels[i]}' ({nodes[i].op_type})" for i in sorted(stuck_set)]
         raise AutofusionError(
             f"{filename}: the graph has a cycle through nodes " + ", ".join(stuck)
         )
@@ -198,9 +207,8 @@ def check_elem(elem: int, filename: str, where: str) -> None:
     try:
         dtypes.from_onnx_elem(elem)
     except ValueError:
-        name = onnx.TensorProto.DataType.Name(elem) if elem in onnx.TensorProto.DataType.values() else str(elem)
         raise AutofusionError(
-            f"{filename}: {where} has unsupported element type {name}"
+            f"{filename}: {where} has unsupported element type {elem_name(elem)}"
         ) from None
 
 
@@ -211,3 +219,11 @@ def unsupported_message(filename: str, items: Sequence[tuple[str, str]]) -> str:
         by_type.setdefault(op_type, []).append(label)
     parts = [f"{t} (nodes: {', '.join(ls)})" for t, ls in by_type.items()]
     return f"{filename}: unsupported ONNX ops: " + "; ".join(parts)
+
+
+def elem_name(elem: int) -> str:
+    """``FLOAT``, ``BFLOAT16``, ... for an ONNX element type enum."""
+    try:
+        return onnx.TensorProto.DataType.Name(elem)
+    except ValueError:
+        return str(elem)

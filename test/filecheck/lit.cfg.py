@@ -5,7 +5,7 @@ import os
 import lit.formats
 
 config.name = "autofusion"  # noqa: F821
-config.test_format = lit.formats.ShTest(execute_external=True)  # noqa: F821
+config.test_format = lit.formats.ShTest(execute_external=False)  # noqa: F821
 config.suffixes = [".mlir", ".test", ".py"]  # noqa: F821
 config.excludes = ["lit.cfg.py", "inputs", "Output"]  # noqa: F821
 config.test_source_root = os.path.dirname(__file__)  # noqa: F821
