@@ -1,0 +1,246 @@
+"""The cost layer: bytes moved, FLOPs, working sets and profitability of fusion candidates.
+
+Profitability only — never legality (``structure``) or rules (``autofusion.policy``).
+The model, per candidate "fuse ``consumer`` into the group producing value ``v``":
+
+- *bytes saved*: an intermediate that stays inside a kernel is neither written nor read
+  back: ``2 * bytes(v)`` when the group was its only reader; ``bytes(v)`` when it must still
+  be materialised for other readers (one read saved); for recompute into all ``n`` readers,
+  ``n * bytes(v) - (n - 1) * bytes(inputs of the recomputed group)``.
+- *working set*: what one output tile of the fused kernel keeps live: ``tile_elems``
+  elements of every streamed tensor (inputs, outputs and intermediates of full shape), the
+  small broadcast operands whole, and for a Conv/MatMul/Gemm anchor its resident GEMM block
+  (``min(weights, gemm_block_bytes)``). Normalisations over the last axis need whole rows.
+- *fits*: ``working set <= Hardware.fused_cache_bytes`` (L2 on CPU, UB on Ascend). If it
+  does not fit, the intermediate spills and fusion saves nothing: refused with code ``cost``.
+- *FLOPs/byte*: FLOPs of the fused group over the bytes it moves from memory (reported;
+  a group above the roofline ridge is compute-bound and gains little from saved bytes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Operation, SSAValue
+
+from autofusion.analysis.hardware import Hardware
+from autofusion.dialects import nn
+from autofusion.dialects.fusion import KernelOp, YieldOp
+
+#: Rough FLOPs per output element of elementwise ops (transcendentals cost more).
+_ELEMENTWISE_FLOPS: dict[str, int] = {
+    "nn.gelu": 12, "nn.erf": 10, "nn.tanh": 8, "nn.sigmoid": 6, "nn.exp": 6, "nn.log": 6,
+    "nn.pow": 8, "nn.sqrt": 4, "nn.div": 2, "nn.softplus": 10, "nn.hard_swish": 4,
+}
+#: Groups whose per-element work is above this are not recomputed.
+RECOMPUTE_MAX_FLOPS_PER_ELEM = 16
+
+
+def value_bytes(v: SSAValue) -> int:
+    t = v.type
+    if not isinstance(t, TensorType):
+        return 0
+    from autofusion.dialects.dtypes import to_numpy_dtype
+
+    n = 1
+    for d in t.get_shape():
+        n *= max(int(d), 0)
+    try:
+        size = to_numpy_dtype(t.element_type).itemsize
+    except ValueError:
+        size = 4
+    return n * size
+
+
+def numel(v: SSAValue) -> int:
+    t = v.type
+    n = 1
+    if isinstance(t, TensorType):
+        for d in t.get_shape():
+            n *= int(d)
+    return n
+
+
+def op_flops(op: Operation) -> int:
+    """Approximate floating-point operations of one op (multiply-add = 2)."""
+    if isinstance(op, nn.ConvOp):
+        w = tuple(op.w.type.get_shape())  # type: ignore[union-attr]
+        k = 1
+        for d in w[1:]:
+            k *= int(d)
+        return 2 * numel(op.y) * k
+    if isinstance(op, nn.MatMulOp):
+        a = tuple(op.a.type.get_shape())  # type: ignore[union-attr]
+        return 2 * numel(op.out) * int(a[-1] if a else 1)
+    if isinstance(op, nn.GemmOp):
+        a = tuple(op.a.type.get_shape())  # type: ignore[union-attr]
+        k = a[0] if op.bool_prop("trans_a") else a[1]
+        return 2 * numel(op.out) * int(k)
+    if isinstance(op, nn.AttentionOp):
+        q = tuple(op.q.type.get_shape())  # type: ignore[union-attr]
+        kk = tuple(op.k.type.get_shape())  # type: ignore[union-attr]
+        return 4 * numel(op.out) * int(kk[-2]) + 2 * (numel(op.q) // int(q[-1])) * int(kk[-2]) * int(q[-1])
+    if isinstance(op, nn.LayerNormOp | nn.BatchNormOp | nn.InstanceNormOp):
+        return 8 * numel(op.results[0])
+    if isinstance(op, nn.SoftmaxOp | nn.LogSoftmaxOp):
+        return 10 * numel(op.results[0])
+    if isinstance(op, KernelOp):
+        return sum(op_flops(o) for o in op.body.block.ops)
+    if op.results:
+        return _ELEMENTWISE_FLOPS.get(op.name, 1) * sum(numel(r) for r in op.results)
+    return 0
+
+
+ANCHORS = (nn.ConvOp, nn.MatMulOp, nn.GemmOp, nn.AttentionOp)
+
+
+def _weight_bytes(op: Operation) -> int:
+    if isinstance(op, nn.ConvOp):
+        return value_bytes(op.w)
+    if isinstance(op, nn.MatMulOp | nn.GemmOp):
+        return value_bytes(op.b)
+    if isinstance(op, nn.AttentionOp):
+        return value_bytes(op.k) + value_bytes(op.v)
+    return 0
+
+
+def working_set(ops: Sequence[Operation], hw: Hardware) -> int:
+    """Bytes one output tile of a kernel made of ``ops`` keeps live (see module docstring)."""
+    members = set(ops)
+    anchor = next((o for o in ops if isinstance(o, ANCHORS)), None)
+    out_shape_elems = max((numel(r) for o in ops for r in o.results), default=1)
+    tile = min(hw.tile_elems, out_shape_elems)
+    for o in ops:  # row-wise normalisations need whole rows in the tile
+        if isinstance(o, nn.LayerNormOp | nn.SoftmaxOp | nn.LogSoftmaxOp):
+            t = o.results[0].type
+            assert isinstance(t, TensorType)
+            shape = tuple(t.get_shape())
+            axis = o.int_prop("axis")
+            row = 1
+            for d in shape[axis:]:
+                row *= int(d)
+            tile = max(tile, row)
+    total = 0
+    if anchor is not None:
+        total += min(_weight_bytes(anchor), hw.gemm_block_bytes)
+    seen: set[SSAValue] = set()
+    for o in ops:
+        vals = list(o.results)
+        if o is not anchor:
+            vals += list(o.operands)
+        for v in vals:
+            if v in seen:
+                continue
+            seen.add(v)
+            owner = v.owner
+            if isinstance(owner, nn.ConstantOp) and owner not in members and numel(v) <= tile:
+                total += value_bytes(v)  # small broadcast operand, resident whole
+                continue
+            n = numel(v)
+            per = value_bytes(v) // max(n, 1)
+            total += min(n, tile) * per
+    return total
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """The cost layer's verdict on one candidate."""
+
+    bytes_saved: int
+    flops: int
+    bytes_moved: int
+    working_set: int
+    fits_cache: bool
+    profitable: bool
+    why: str
+
+    @property
+    def flops_per_byte(self) -> float:
+        return self.flops / max(self.bytes_moved, 1)
+
+
+def group_traffic(ops: Sequence[Operation]) -> int:
+    """Bytes a kernel of ``ops`` reads and writes from memory (values crossing its boundary)."""
+    members = set(ops)
+    total = 0
+    seen: set[SSAValue] = set()
+    for o in ops:
+        for v in o.operands:
+            if v in seen or (isinstance(v.owner, Operation) and v.owner in members):
+                continue
+            seen.add(v)
+            total += value_bytes(v)
+        for r in o.results:
+            if any(u.operation not in members for u in r.uses):
+                total += value_bytes(r)
+    return total
+
+
+def estimate_join(
+    group: Sequence[Operation],
+    consumer: Operation,
+    value: SSAValue,
+    hw: Hardware,
+    mode: str = "single",
+    readers: int = 1,
+) -> Estimate:
+    """Estimate fusing ``consumer`` into ``group`` through ``value``.
+
+    ``mode``: ``"single"`` (the group is the value's only reader after the join),
+    ``"materialize"`` (the value is also written out for other readers) or ``"recompute"``
+    (the group is duplicated into each of ``readers`` consumers).
+    """
+    ops = [*group, consumer]
+    ws = working_set(ops, hw)
+    fits = ws <= hw.fused_cache_bytes
+    vb = value_bytes(value)
+    if mode == "single":
+        saved = 2 * vb
+    elif mode == "materialize":
+        saved = vb
+    else:
+        members = set(group)
+        inputs = {
+            v for o in group for v in o.operands
+            if not (isinstance(v.owner, Operation) and v.owner in members)
+        }
+        in_bytes = sum(value_bytes(v) for v in inputs)
+        saved = readers * vb - (readers - 1) * in_bytes
+        per_elem = sum(op_flops(o) for o in group) / max(numel(value), 1)
+        if per_elem > RECOMPUTE_MAX_FLOPS_PER_ELEM:
+            return Estimate(0, 0, 0, ws, fits, False,
+                            f"recomputing costs {per_elem:.0f} FLOPs per element "
+                            f"(> {RECOMPUTE_MAX_FLOPS_PER_ELEM})")
+    if not fits:
+        saved = 0
+    flops = sum(op_flops(o) for o in ops)
+    moved = group_traffic(ops)
+    if not fits:
+        why = (f"fused working set {ws} B exceeds the {hw.name} fused-cache bound "
+               f"{hw.fused_cache_bytes} B, so the intermediate would spill")
+    elif saved <= 0:
+        why = f"{mode} saves no memory traffic ({saved} B)"
+    else:
+        why = f"saves {saved} B of memory traffic"
+    return Estimate(saved, flops, moved, ws, fits, fits and saved > 0, why)
+
+
+def kernel_bytes_saved(kernel: KernelOp) -> int:
+    """Bytes of memory traffic a formed kernel avoids: each body value read inside the body
+    is not read back from memory, and one that is not yielded is not written either."""
+    saved = 0
+    for o in kernel.body.block.ops:
+        if isinstance(o, YieldOp | nn.ConstantOp):
+            continue
+        for r in o.results:
+            inside = sum(1 for u in r.uses if not isinstance(u.operation, YieldOp))
+            yielded = any(isinstance(u.operation, YieldOp) for u in r.uses)
+            if inside:
+                saved += inside * value_bytes(r) + (0 if yielded else value_bytes(r))
+    return saved
+
+
+def total_flops(ops: Iterable[Operation]) -> int:
+    return sum(op_flops(o) for o in ops)

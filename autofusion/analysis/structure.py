@@ -1,0 +1,305 @@
+"""The structure layer: which ops *may* form one kernel (legality only).
+
+``find_clusters`` walks the top-level ops of a block in topological order and grows
+clusters greedily:
+
+- a Conv / MatMul / Gemm / Attention op starts an *anchor* cluster (one anchor per kernel);
+- an elementwise op joins the cluster of one of its producers when the producer's value has
+  the cluster's iteration shape and the op's result has it too (other operands may
+  broadcast into it), and joining creates no dependence cycle through an outside op;
+  otherwise it starts an elementwise cluster;
+- a last-axis LayerNorm / Softmax may join as a row epilogue under the same rules;
+- a value with readers outside the cluster is handled explicitly: *materialise* (the
+  kernel also yields it) or, for cheap pure-elementwise clusters whose every reader could
+  absorb them, *recompute* (each reader's cluster gets its own copy).
+
+Every candidate join that is legal is put to a ``decide`` callback (the cost and policy
+layers, wired by the ``fuse`` pass); its refusal, or a legality refusal, goes to the log.
+
+Windowed incremental mode (``window_size > 0``) analyses consecutive windows of that many
+ops independently: clusters never cross a window boundary and the cycle search never looks
+before the window start, which bounds analysis time on very large graphs at the cost of
+kernels split at window edges (agreement with the whole-graph result: docs/fusion.md).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Operation, SSAValue
+
+from autofusion.dialects import nn
+from autofusion.dialects.dtypes import is_float
+from autofusion.policy.reasons import Refusal, RefusalLog, nodes_of
+
+ANCHOR_TYPES = (nn.ConvOp, nn.MatMulOp, nn.GemmOp, nn.AttentionOp)
+ANCHOR_FAMILY = {
+    nn.ConvOp: "conv_epilogue",
+    nn.MatMulOp: "matmul_epilogue",
+    nn.GemmOp: "gemm_epilogue",
+    nn.AttentionOp: "attention_epilogue",
+}
+
+#: decide(producer, consumer, family, cluster, value, mode, readers) -> refusal or None
+Decider = Callable[
+    [Operation, Operation, str, "Cluster", SSAValue, str, int], Refusal | None
+]
+
+
+@dataclass(eq=False)
+class Cluster:
+    """A candidate kernel: ``ops`` in block order; ``recomputed`` ones are copies of ops
+    that another cluster (or the plain graph) also computes."""
+
+    ops: list[Operation]
+    anchor: Operation | None = None
+    recomputed: set[Operation] = field(default_factory=set)
+
+    @property
+    def owned(self) -> list[Operation]:
+        return [o for o in self.ops if o not in self.recomputed]
+
+    def family(self) -> str:
+        if self.anchor is not None:
+            return ANCHOR_FAMILY[type(self.anchor)]  # type: ignore[index]
+        return "elementwise"
+
+    def iteration_shape(self) -> tuple[int, ...]:
+        op = self.anchor or self.ops[0]
+        return _shape(op.results[0])
+
+
+def _shape(v: SSAValue) -> tuple[int, ...]:
+    t = v.type
+    return tuple(int(d) for d in t.get_shape()) if isinstance(t, TensorType) else ()
+
+
+def is_elementwise(op: Operation) -> bool:
+    return isinstance(op, nn.ELEMENTWISE)
+
+
+def is_row_epilogue(op: Operation) -> bool:
+    """LayerNorm / Softmax normalising over the last axis only (whole rows per tile)."""
+    if isinstance(op, nn.LayerNormOp | nn.SoftmaxOp):
+        rank = len(_shape(op.results[0]))
+        return op.int_prop("axis") == rank - 1
+    return False
+
+
+def row_family(op: Operation) -> str:
+    return "layernorm_epilogue" if isinstance(op, nn.LayerNormOp) else "softmax_epilogue"
+
+
+@dataclass
+class StructureResult:
+    clusters: list[Cluster]
+    seconds: float
+    window_size: int
+
+    def partition(self) -> list[frozenset[Operation]]:
+        """Owned-op sets of the clusters with at least two ops (the kernels to be formed)."""
+        return [frozenset(c.owned) for c in self.clusters if len(c.ops) >= 2]
+
+
+class _Analysis:
+    def __init__(
+        self,
+        ops: Sequence[Operation],
+        decide: Decider,
+        log: RefusalLog,
+        allow_recompute: bool,
+        window_size: int,
+    ) -> None:
+        self.ops = list(ops)
+        self.pos = {op: i for i, op in enumerate(self.ops)}
+        self.decide = decide
+        self.log = log
+        self.allow_recompute = allow_recompute
+        self.window = window_size
+        self.cluster_of: dict[Operation, Cluster] = {}
+        self.clusters: list[Cluster] = []
+
+    def window_start(self, i: int) -> int:
+        return (i // self.window) * self.window if self.window > 0 else 0
+
+    def same_window(self, a: Operation, b: Operation) -> bool:
+        if self.window <= 0:
+            return True
+        return self.pos[a] // self.window == self.pos[b] // self.window
+
+    def depends_on(self, start: Operation, cluster: Cluster, floor: int) -> bool:
+        """Does ``start`` (an op outside the cluster) transitively read a cluster op?"""
+        members = set(cluster.ops)
+        lowest = max(min(self.pos[o] for o in cluster.ops), floor)
+        stack = [start]
+        seen: set[Operation] = set()
+        while stack:
+            op = stack.pop()
+            for v in op.operands:
+                p = v.owner
+                if not isinstance(p, Operation) or p not in self.pos or p in seen:
+                    continue
+                if p in members:
+                    return True
+                if self.pos[p] < lowest:
+                    continue
+                seen.add(p)
+                stack.append(p)
+        return False
+
+    def legality(self, cluster: Cluster, consumer: Operation, value: SSAValue) -> Refusal | None:
+        nodes = nodes_of([value.owner, consumer])  # type: ignore[list-item]
+        shape = cluster.iteration_shape()
+        if _shape(value) != shape or _shape(consumer.results[0]) != shape:
+            return Refusal(
+                "shape-mismatch",
+                f"{consumer.name} result {_shape(consumer.results[0])} / operand "
+                f"{_shape(value)} do not match the kernel's iteration shape {shape}",
+                nodes,
+            )
+        if cluster.anchor is not None:
+            t = consumer.results[0].type
+            if not (isinstance(t, TensorType) and is_float(t.element_type)):
+                return Refusal("dtype", f"{consumer.name} epilogue must be floating point", nodes)
+        if is_row_epilogue(consumer) and consumer.operands[0] is not value:
+            return Refusal("unsupported", f"{consumer.name} may only normalise the kernel's value", nodes)
+        floor = self.window_start(self.pos[consumer])
+        for w in consumer.operands:
+            q = w.owner
+            if w is value or not isinstance(q, Operation) or q not in self.pos:
+                continue
+            if q in cluster.ops or isinstance(q, nn.ConstantOp):
+                continue
+            if self.depends_on(q, cluster, floor):
+                return Refusal(
+                    "cycle",
+                    f"operand of {consumer.name} is computed from the kernel's own results",
+                    nodes,
+                )
+        return None
+
+    def readers_outside(self, value: SSAValue, cluster: Cluster, consumer: Operation) -> list[Operation]:
+        members = set(cluster.ops)
+        out: list[Operation] = []
+        for u in value.uses:
+            o = u.operation
+            if o is consumer or o in members or o in out:
+                continue
+            out.append(o)
+        return out
+
+    def can_recompute(self, cluster: Cluster, value: SSAValue, readers: list[Operation]) -> bool:
+        if not self.allow_recompute or cluster.anchor is not None:
+            return False
+        if not all(is_elementwise(o) for o in cluster.ops):
+            return False
+        shape = _shape(value)
+        return all(
+            is_elementwise(r) and r in self.pos and _shape(r.results[0]) == shape for r in readers
+        )
+
+    def try_join(self, consumer: Operation) -> bool:
+        cands: list[tuple[int, int, SSAValue, Cluster]] = []
+        for v in consumer.operands:
+            p = v.owner
+            if not isinstance(p, Operation) or p not in self.cluster_of:
+                continue
+            if not self.same_window(p, consumer):
+                continue
+            c = self.cluster_of[p]
+            if any(c is x for _, _, _, x in cands):
+                continue
+            cands.append((0 if c.anchor is not None else 1, -self.pos[p], v, c))
+        cands.sort(key=lambda t: (t[0], t[1]))
+        for _, _, v, cluster in cands:
+            producer = v.owner
+            assert isinstance(producer, Operation)
+            r = self.legality(cluster, consumer, v)
+            if r is not None:
+                self.log.add_refusal(r)
+                continue
+            family = row_family(consumer) if is_row_epilogue(consumer) else cluster.family()
+            readers = self.readers_outside(v, cluster, consumer)
+            modes = ["single"]
+            if readers:
+                modes = (["recompute"] if self.can_recompute(cluster, v, readers) else []) + [
+                    "materialize"
+                ]
+            last: Refusal | None = None
+            for mode in modes:
+                last = self.decide(producer, consumer, family, cluster, v, mode, len(readers) + 1)
+                if last is None:
+                    self.join(cluster, consumer, mode)
+                    return True
+            if last is not None:
+                if readers and last.code in ("aggressiveness", "disabled", "cost"):
+                    last = Refusal(
+                        "multi-consumer",
+                        f"value has {len(readers)} other reader(s); {last.reason}",
+                        last.nodes,
+                    )
+                self.log.add_refusal(last)
+        return False
+
+    def join(self, cluster: Cluster, consumer: Operation, mode: str) -> None:
+        if mode == "recompute":
+            copy = Cluster(list(cluster.ops), None, set(cluster.ops))
+            copy.ops.append(consumer)
+            self.clusters.append(copy)
+            self.cluster_of[consumer] = copy
+            return
+        cluster.ops.append(consumer)
+        self.cluster_of[consumer] = cluster
+
+    def run(self) -> list[Cluster]:
+        for op in self.ops:
+            if isinstance(op, nn.ConstantOp):
+                continue
+            if isinstance(op, ANCHOR_TYPES):
+                c = Cluster([op], op)
+                self.clusters.append(c)
+                self.cluster_of[op] = c
+            elif is_elementwise(op) or is_row_epilogue(op):
+                if self.try_join(op):
+                    continue
+                if is_elementwise(op) and len(op.results) == 1:
+                    c = Cluster([op])
+                    self.clusters.append(c)
+                    self.cluster_of[op] = c
+        return self.clusters
+
+
+def find_clusters(
+    ops: Sequence[Operation],
+    decide: Decider,
+    log: RefusalLog | None = None,
+    *,
+    allow_recompute: bool = False,
+    window_size: int = 0,
+) -> StructureResult:
+    """Candidate clusters over ``ops`` (top-level ops of one block, in order)."""
+    t0 = time.perf_counter()
+    analysis = _Analysis(ops, decide, log or RefusalLog(), allow_recompute, window_size)
+    clusters = analysis.run()
+    return StructureResult(clusters, time.perf_counter() - t0, window_size)
+
+
+def agreement(a: StructureResult, b: StructureResult) -> dict[str, float]:
+    """How far two results agree: share of ``a``'s kernels reproduced exactly by ``b``, and
+    share of fused ops that ``b`` places with exactly the same kernel-mates."""
+    pa, pb = a.partition(), b.partition()
+    sb = set(pb)
+    exact = sum(1 for g in pa if g in sb) / max(len(pa), 1)
+    mate_a = {op: g for g in pa for op in g}
+    mate_b = {op: g for g in pb for op in g}
+    ops = set(mate_a) | set(mate_b)
+    same = sum(1 for op in ops if mate_a.get(op) == mate_b.get(op))
+    return {
+        "kernels_a": float(len(pa)),
+        "kernels_b": float(len(pb)),
+        "exact_kernel_agreement": exact,
+        "op_agreement": same / max(len(ops), 1),
+    }

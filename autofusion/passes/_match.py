@@ -1,0 +1,62 @@
+"""Small matching helpers shared by the recognize-* and canonicalize-nn passes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from xdsl.dialects.builtin import ArrayAttr, DenseIntOrFPElementsAttr, StringAttr
+from xdsl.ir import Operation, SSAValue
+
+from autofusion.dialects import nn
+from autofusion.policy.reasons import merge_origins
+
+
+def const_value(v: SSAValue | None) -> np.ndarray | None:
+    if v is None:
+        return None
+    op = v.owner
+    if isinstance(op, nn.ConstantOp) and isinstance(op.value, DenseIntOrFPElementsAttr):
+        from autofusion.dialects.dtypes import numpy_from_dense
+
+        return numpy_from_dense(op.value)
+    return None
+
+
+def const_scalar(v: SSAValue | None) -> float | None:
+    """The value of a constant whose elements are all equal (a scalar or splat)."""
+    arr = const_value(v)
+    if arr is None or arr.size == 0 or arr.dtype.kind != "f":
+        return None
+    first = float(arr.reshape(-1)[0])
+    if arr.size > 1 and not np.all(arr == first):
+        return None
+    return first
+
+
+def close(a: float | None, b: float, rel: float = 1e-3) -> bool:
+    return a is not None and abs(a - b) <= rel * max(abs(b), 1e-12)
+
+
+def sole_user(v: SSAValue) -> Operation | None:
+    if not v.has_one_use():
+        return None
+    return next(iter(v.uses)).operation
+
+
+def other_operand(op: Operation, v: SSAValue) -> SSAValue | None:
+    """For a binary op reading ``v``, its other operand."""
+    if len(op.operands) != 2:
+        return None
+    a, b = op.operands
+    if a is v:
+        return b
+    if b is v:
+        return a
+    return None
+
+
+def set_merged_origins(new: Operation, old: Sequence[Operation]) -> None:
+    names = merge_origins(old)
+    if names:
+        new.attributes["onnx.origins"] = ArrayAttr([StringAttr(n) for n in names])

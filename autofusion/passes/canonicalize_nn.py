@@ -1,0 +1,105 @@
+"""``canonicalize-nn``: small clean-ups that make fusion patterns match more often.
+
+- ``reshape(reshape(x))`` -> ``reshape(x)``; a reshape to its input's own type disappears
+  (also ``transpose`` with the identity permutation).
+- Elementwise ``add/sub/mul/div`` (and ``neg/sqrt/reciprocal``) of constants with at most
+  ``fold_limit`` result elements are evaluated (numpy, in the constants' dtype) into one
+  ``nn.constant``.
+
+Origins of removed ops are carried to the op that replaces them. Place: first, right after
+import. Option: ``fold_limit`` (default 65536 elements).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+
+from autofusion.analysis.cost import numel
+from autofusion.dialects import nn
+from autofusion.dialects.dtypes import dense_from_numpy
+from autofusion.passes._match import const_value, set_merged_origins
+
+_BINARY = {nn.AddOp: np.add, nn.SubOp: np.subtract, nn.MulOp: np.multiply, nn.DivOp: np.divide}
+_UNARY = {nn.NegOp: np.negative, nn.SqrtOp: np.sqrt, nn.ReciprocalOp: np.reciprocal}
+
+
+class CollapseReshapes(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nn.ReshapeOp, rewriter: PatternRewriter) -> None:
+        if op.x.type == op.y.type:
+            rewriter.replace(op, [], [op.x])
+            return
+        inner = op.x.owner
+        if isinstance(inner, nn.ReshapeOp):
+            new = nn.ReshapeOp.build(operands=[inner.x], result_types=[op.y.type])
+            set_merged_origins(new, [inner, op])
+            rewriter.replace(op, new)
+            if not inner.y.uses:
+                rewriter.erase(inner)
+
+
+class DropIdentityTranspose(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nn.TransposeOp, rewriter: PatternRewriter) -> None:
+        if list(op.ints("perm")) == list(range(len(op.ints("perm")))):
+            rewriter.replace(op, [], [op.x])
+
+
+@dataclass
+class FoldConstantArithmetic(RewritePattern):
+    limit: int
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:  # type: ignore[override]
+        fn = _BINARY.get(type(op)) or _UNARY.get(type(op))  # type: ignore[call-overload]
+        if fn is None or numel(op.results[0]) > self.limit:
+            return
+        args = [const_value(v) for v in op.operands]
+        if any(a is None for a in args) or args[0].dtype.kind != "f":  # type: ignore[union-attr]
+            return
+        with np.errstate(all="ignore"):
+            val = np.asarray(fn(*args)).astype(args[0].dtype)  # type: ignore[union-attr]
+        c = nn.ConstantOp(dense_from_numpy(val))
+        if c.y.type != op.results[0].type:
+            return
+        set_merged_origins(c, [op])
+        rewriter.replace(op, c)
+
+
+@dataclass(frozen=True)
+class CanonicalizeNN(ModulePass):
+    """Reshape/transpose clean-up and small constant folding."""
+
+    name: ClassVar[str] = "canonicalize-nn"
+
+    fold_limit: int = 65536
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        PatternRewriteWalker(
+            GreedyRewritePatternApplier(
+                [CollapseReshapes(), DropIdentityTranspose(), FoldConstantArithmetic(self.fold_limit)],
+                dce_enabled=False,
+            ),
+            apply_recursively=False,
+        ).rewrite_module(op)
+        for f in op.ops:  # constants nothing reads any more
+            for region in f.regions:
+                for block in region.blocks:
+                    for o in reversed(list(block.ops)):
+                        if isinstance(o, nn.ConstantOp) and not o.y.uses:
+                            from xdsl.rewriter import Rewriter
+
+                            Rewriter.erase_op(o)

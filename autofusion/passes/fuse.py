@@ -1,0 +1,284 @@
+"""``fuse``: the general fusion engine (structure -> cost -> policy), and kernel outlining.
+
+Effect: groups the top-level nn ops of ``@main`` into ``fusion.kernel`` ops —
+elementwise/broadcast chains into one kernel; epilogues (bias, residual add, activation,
+and at aggressiveness >= 2 last-axis LayerNorm/Softmax) into the kernel of the producing
+Conv/MatMul/Gemm/Attention; values with several readers are materialised (yielded as an
+extra kernel result) or, at aggressiveness >= 2 when the cost model agrees, recomputed in
+each reader's kernel. Refusals go to the module attribute ``fusion.refusals``.
+
+Preconditions: shapes static; run after canonicalize-nn, fold-batchnorm, the recognize-*
+passes and fuse-conv-bn-relu (existing kernels are left as they are). Kernels hold only nn
+ops; small constants (<= 16 elements) are cloned inside, larger ones are kernel inputs.
+After outlining, top-level ops are re-sorted topologically (stable).
+
+Options: ``config`` (JSON/YAML file), ``aggressiveness`` (-1 = config/env/default 1),
+``policy`` (``module:Class`` or ``@token``), ``window_size`` (0 = whole graph),
+``hardware`` (cpu | ascend910b; empty = the config's).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
+
+from autofusion.analysis import cost, structure
+from autofusion.analysis.hardware import Hardware, hardware_for
+from autofusion.dialects import nn
+from autofusion.dialects.fusion import KernelOp, YieldOp
+from autofusion.policy.engine import FusionPolicy
+from autofusion.policy.reasons import Refusal, RefusalLog, merge_origins, nodes_of
+
+SMALL_CONSTANT = 16
+
+_SHORT = {
+    "nn.batch_norm": "bn", "nn.layer_norm": "layernorm", "nn.leaky_relu": "leakyrelu",
+    "nn.hard_sigmoid": "hardsigmoid", "nn.hard_swish": "hardswish",
+}
+
+
+def short_name(op: Operation) -> str:
+    if isinstance(op, nn.ClipOp) and op.float_prop("min") == 0.0 and op.float_prop("max") == 6.0:
+        return "relu6"
+    return _SHORT.get(op.name, op.name.split(".", 1)[-1])
+
+
+def pattern_name(ops: Sequence[Operation], anchor: Operation | None) -> str:
+    names = [short_name(o) for o in ops if not isinstance(o, nn.ConstantOp)]
+    if anchor is None:
+        names = ["ew", *names]
+    if len(names) > 8:
+        names = [*names[:7], f"x{len(names) - 7}"]
+    return "_".join(names)
+
+
+def main_funcs(module: ModuleOp) -> list[func.FuncOp]:
+    return [op for op in module.ops if isinstance(op, func.FuncOp)]
+
+
+def topo_sort_block(block: Block) -> None:
+    """Stable topological re-sort of a block's ops (terminator stays last)."""
+    ops = list(block.ops)
+    if len(ops) < 2:
+        return
+    term = ops[-1]
+    body = ops[:-1]
+    index = {op: i for i, op in enumerate(body)}
+    indeg = [0] * len(body)
+    users: list[list[int]] = [[] for _ in body]
+    for i, op in enumerate(body):
+        deps = {index[v.owner] for v in op.operands if isinstance(v.owner, Operation) and v.owner in index}
+        for d in deps:
+            users[d].append(i)
+        indeg[i] = len(deps)
+    heap = [i for i, d in enumerate(indeg) if d == 0]
+    heapq.heapify(heap)
+    order: list[int] = []
+    while heap:
+        i = heapq.heappop(heap)
+        order.append(i)
+        for u in users[i]:
+            indeg[u] -= 1
+            if indeg[u] == 0:
+                heapq.heappush(heap, u)
+    if len(order) != len(body):
+        raise AssertionError("fusion produced a dependence cycle")
+    if order == list(range(len(body))):
+        return
+    for op in body:
+        op.detach()
+    for i in order:
+        block.insert_op_before(body[i], term)
+
+
+def outline(
+    block: Block,
+    groups: Sequence[tuple[Sequence[Operation], set[Operation], str]],
+) -> list[KernelOp]:
+    """Replace each group ``(ops in block order, recomputed ops, pattern)`` by one kernel.
+
+    A group's results are the values of its owned ops read outside it, except by groups
+    that recompute that op. Recomputed ops stay (or die) in the graph.
+    """
+    recomputed_by: dict[Operation, list[set[Operation]]] = {}
+    for ops, rec, _ in groups:
+        for o in rec:
+            recomputed_by.setdefault(o, []).append(set(ops))
+
+    plans: list[tuple[list[Operation], KernelOp, list[SSAValue]]] = []
+    for ops, rec, pattern in groups:
+        members = set(ops)
+        inputs: list[SSAValue] = []
+        cloned_consts: list[Operation] = []
+        for o in ops:
+            for v in o.operands:
+                p = v.owner
+                if isinstance(p, Operation) and p in members:
+                    continue
+                if v in inputs:
+                    continue
+                if (
+                    isinstance(p, nn.ConstantOp)
+                    and cost.numel(v) <= SMALL_CONSTANT
+                    and p not in cloned_consts
+                ):
+                    cloned_consts.append(p)
+                    continue
+                if isinstance(p, nn.ConstantOp) and p in cloned_consts:
+                    continue
+                inputs.append(v)
+        outputs: list[SSAValue] = []
+        for o in ops:
+            if o in rec:
+                continue
+            for r in o.results:
+                for u in r.uses:
+                    user = u.operation
+                    if user in members:
+                        continue
+                    if any(user in g for g in recomputed_by.get(o, [])):
+                        continue
+                    outputs.append(r)
+                    break
+        if not outputs:
+            continue  # nothing outside reads it: the ops are dead code, leave them to DCE
+        body = Block(arg_types=[v.type for v in inputs])
+        mapping: dict[SSAValue, SSAValue] = dict(zip(inputs, body.args))
+        for c in cloned_consts:
+            body.add_op(c.clone(mapping))
+        for o in ops:
+            body.add_op(o.clone(mapping))
+        body.add_op(YieldOp(*[mapping[r] for r in outputs]))
+        kernel = KernelOp(
+            inputs, [r.type for r in outputs], Region(body), pattern,
+            merge_origins([o for o in ops if not isinstance(o, nn.ConstantOp)]),
+        )
+        plans.append((list(ops), kernel, outputs))
+
+    for ops, kernel, outputs in plans:
+        block.insert_op_before(kernel, ops[-1])
+        for old, new in zip(outputs, kernel.results):
+            old.replace_all_uses_with(new)
+
+    to_erase: set[Operation] = set()
+    for ops, _, _ in plans:
+        to_erase.update(ops)
+    # erase in reverse block order; an op still read by a survivor stays (recompute source)
+    changed = True
+    while changed:
+        changed = False
+        for op in reversed(list(block.ops)):
+            if op in to_erase and all(not r.uses for r in op.results):
+                to_erase.discard(op)
+                Rewriter.erase_op(op)
+                changed = True
+    # sources that every reader recomputed are dead now
+    for op in reversed(list(block.ops)):
+        if op in recomputed_by and all(not r.uses for r in op.results):
+            Rewriter.erase_op(op)
+    for op in list(block.ops):  # constants now cloned into every reader
+        if isinstance(op, nn.ConstantOp) and not op.y.uses:
+            Rewriter.erase_op(op)
+    topo_sort_block(block)
+    return [k for _, k, _ in plans]
+
+
+def fusible_ops(block: Block) -> list[Operation]:
+    return [op for op in block.ops if not isinstance(op, func.ReturnOp)]
+
+
+@dataclass
+class Decision:
+    """Wires the cost and policy layers into the structure layer's ``decide`` callback."""
+
+    policy: FusionPolicy
+    hw: Hardware
+
+    def __call__(
+        self,
+        producer: Operation,
+        consumer: Operation,
+        family: str,
+        cluster: structure.Cluster,
+        value: SSAValue,
+        mode: str,
+        readers: int,
+    ) -> Refusal | None:
+        r = self.policy.check(producer, consumer, family, cluster.ops)
+        if r is not None:
+            return r
+        if mode != "single":
+            r = self.policy.family_refusal("recompute" if mode == "recompute" else "materialize",
+                                           [producer, consumer])
+            if r is not None:
+                return r
+        est = cost.estimate_join(cluster.ops, consumer, value, self.hw, mode, readers)
+        if not est.profitable and self.policy.cost_applies(consumer, cluster.ops):
+            return Refusal("cost", est.why, nodes_of([producer, consumer]))
+        return None
+
+
+def run_fusion(
+    module: ModuleOp,
+    policy: FusionPolicy,
+    hw: Hardware,
+    window_size: int = 0,
+) -> list[structure.StructureResult]:
+    """Analyse and outline every function of ``module``; returns the structure results."""
+    log = RefusalLog()
+    results: list[structure.StructureResult] = []
+    for f in main_funcs(module):
+        block = f.body.block
+        ops = fusible_ops(block)
+        if policy.level == 0:
+            if any(isinstance(o, (*structure.ANCHOR_TYPES, *nn.ELEMENTWISE)) for o in ops):
+                log.add("aggressiveness", "aggressiveness 0: fusion is disabled",
+                        [o for o in ops if not isinstance(o, nn.ConstantOp)][:1])
+            continue
+        res = structure.find_clusters(
+            ops, Decision(policy, hw), log,
+            allow_recompute=policy.level >= 2, window_size=window_size,
+        )
+        results.append(res)
+        groups = [
+            (c.ops, c.recomputed, pattern_name(c.ops, c.anchor))
+            for c in res.clusters
+            if len(c.ops) >= 2 and len(c.owned) >= 1
+        ]
+        outline(block, groups)
+    log.flush(module)
+    return results
+
+
+@dataclass(frozen=True)
+class FuseNN(ModulePass):
+    """The general fusion engine; see the module docstring."""
+
+    name: ClassVar[str] = "fuse"
+
+    config: str = ""
+    aggressiveness: int = -1
+    policy: str = ""
+    window_size: int = 0
+    hardware: str = ""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        pol = FusionPolicy.resolve(self.config or None, self.aggressiveness, self.policy)
+        hw = hardware_for(self.hardware or pol.config.hardware)
+        run_fusion(op, pol, hw, self.window_size)
+
+
+def iter_kernels(module: ModuleOp) -> Iterable[KernelOp]:
+    for f in main_funcs(module):
+        for o in f.body.block.ops:
+            if isinstance(o, KernelOp):
+                yield o

@@ -1,0 +1,200 @@
+"""Fusion configuration files (JSON or YAML) and their validation.
+
+Keys (unknown keys are errors naming the key and the file)::
+
+    aggressiveness: 1            # 0..3; env AUTOFUSION_AGGRESSIVENESS overrides the default
+    blacklist: ["Conv->InstanceNorm", "LayerNorm->Dropout"]   # never fuse these chains
+    whitelist: ["MatMul->Add"]   # fuse these chains even when the cost model says no
+    patterns: {conv_bn_relu: true, elementwise: false}         # per-family switches
+    memory_limit_mb: 512         # recorded for the memory planner
+    precision: {fp32_ops: ["Softmax"], fp16_ops: ["Conv"]}   # validated and recorded
+    hardware: cpu                # cost-model target: cpu | ascend910b
+    policy: "mypkg.mod:MyPolicy" # user policy (module:Class or @token)
+    policy_options: {threshold: 3}  # keyword arguments for the user policy's constructor
+
+Chains are ONNX op types joined by ``->`` (``*`` matches any op); see docs/fusion.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from autofusion.errors import AutofusionError
+from autofusion.policy.base import canonical_op_type
+
+ENV_AGGRESSIVENESS = "AUTOFUSION_AGGRESSIVENESS"
+DEFAULT_AGGRESSIVENESS = 1
+
+#: Pattern families a config can switch on/off, with the aggressiveness they need.
+FAMILIES: dict[str, int] = {
+    "fold_batchnorm": 1,
+    "conv_bn_relu": 1,
+    "layernorm": 1,
+    "gelu": 1,
+    "attention": 1,
+    "canonicalize": 1,
+    "conv_epilogue": 1,
+    "matmul_epilogue": 1,
+    "gemm_epilogue": 1,
+    "attention_epilogue": 1,
+    "elementwise": 1,
+    "materialize": 1,
+    "recompute": 2,
+    "layernorm_epilogue": 2,
+    "softmax_epilogue": 2,
+}
+
+KNOWN_KEYS = (
+    "aggressiveness", "blacklist", "whitelist", "patterns", "memory_limit_mb", "precision",
+    "hardware", "policy", "policy_options",
+)
+HARDWARE_NAMES = ("cpu", "ascend910b")
+
+
+@dataclass(frozen=True)
+class FusionConfig:
+    """A validated configuration; defaults are the built-in policy."""
+
+    aggressiveness: int = DEFAULT_AGGRESSIVENESS
+    blacklist: tuple[tuple[str, ...], ...] = ()
+    whitelist: tuple[tuple[str, ...], ...] = ()
+    patterns: dict[str, bool] = field(default_factory=dict)
+    memory_limit_mb: float | None = None
+    precision: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    hardware: str = "cpu"
+    policy: str | None = None
+    policy_options: dict[str, Any] = field(default_factory=dict)
+    source: str = "<defaults>"
+
+    def family_enabled(self, family: str) -> bool:
+        return self.patterns.get(family, True)
+
+
+def parse_chain(text: str, where: str) -> tuple[str, ...]:
+    """``"Conv->BN->Relu"`` -> ``("Conv", "BatchNormalization", "Relu")``."""
+    if not isinstance(text, str):
+        raise AutofusionError(f"{where}: chain entries must be strings like 'Conv->Relu', got {text!r}")
+    parts = tuple(canonical_op_type(p.strip()) for p in text.split("->"))
+    if len(parts) < 2 or any(not p for p in parts):
+        raise AutofusionError(
+            f"{where}: chain {text!r} must name at least two op types joined by '->'"
+        )
+    return parts
+
+
+def env_aggressiveness() -> int | None:
+    raw = os.environ.get(ENV_AGGRESSIVENESS)
+    if raw is None or raw.strip() == "":
+        return None
+    try:
+        level = int(raw)
+    except ValueError:
+        raise AutofusionError(f"{ENV_AGGRESSIVENESS}={raw!r}: expected an integer 0..3") from None
+    if not 0 <= level <= 3:
+        raise AutofusionError(f"{ENV_AGGRESSIVENESS}={raw!r}: expected an integer 0..3")
+    return level
+
+
+def config_from_dict(data: Any, source: str = "<dict>") -> FusionConfig:
+    """Validate a parsed config mapping; every problem names the key and ``source``."""
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise AutofusionError(f"{source}: a fusion config must be a mapping, got {type(data).__name__}")
+    for key in data:
+        if key not in KNOWN_KEYS:
+            raise AutofusionError(
+                f"{source}: unknown config key {key!r} (known: {', '.join(KNOWN_KEYS)})"
+            )
+    env_level = env_aggressiveness()
+    level = data.get("aggressiveness", env_level if env_level is not None else DEFAULT_AGGRESSIVENESS)
+    if isinstance(level, bool) or not isinstance(level, int) or not 0 <= level <= 3:
+        raise AutofusionError(f"{source}: 'aggressiveness' must be an integer 0..3, got {level!r}")
+
+    def chains(key: str) -> tuple[tuple[str, ...], ...]:
+        items = data.get(key, [])
+        if not isinstance(items, list):
+            raise AutofusionError(f"{source}: {key!r} must be a list of 'A->B' chains")
+        return tuple(parse_chain(c, f"{source}: {key!r}") for c in items)
+
+    patterns = data.get("patterns", {})
+    if not isinstance(patterns, dict):
+        raise AutofusionError(f"{source}: 'patterns' must map pattern families to true/false")
+    for fam, on in patterns.items():
+        if fam not in FAMILIES:
+            raise AutofusionError(
+                f"{source}: 'patterns' names unknown family {fam!r} (known: {', '.join(FAMILIES)})"
+            )
+        if not isinstance(on, bool):
+            raise AutofusionError(f"{source}: 'patterns.{fam}' must be true or false, got {on!r}")
+
+    limit = data.get("memory_limit_mb")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int | float) or limit <= 0):
+        raise AutofusionError(f"{source}: 'memory_limit_mb' must be a positive number, got {limit!r}")
+
+    precision_raw = data.get("precision", {})
+    if not isinstance(precision_raw, dict):
+        raise AutofusionError(f"{source}: 'precision' must be a mapping with fp32_ops / fp16_ops")
+    precision: dict[str, tuple[str, ...]] = {}
+    for k, v in precision_raw.items():
+        if k not in ("fp32_ops", "fp16_ops"):
+            raise AutofusionError(f"{source}: unknown config key 'precision.{k}' (known: fp32_ops, fp16_ops)")
+        if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+            raise AutofusionError(f"{source}: 'precision.{k}' must be a list of op types")
+        precision[k] = tuple(canonical_op_type(x) for x in v)
+    both = set(precision.get("fp32_ops", ())) & set(precision.get("fp16_ops", ()))
+    if both:
+        raise AutofusionError(
+            f"{source}: 'precision' lists {', '.join(sorted(both))} in both fp32_ops and fp16_ops"
+        )
+
+    hardware = data.get("hardware", "cpu")
+    if hardware not in HARDWARE_NAMES:
+        raise AutofusionError(
+            f"{source}: 'hardware' must be one of {', '.join(HARDWARE_NAMES)}, got {hardware!r}"
+        )
+    policy = data.get("policy")
+    if policy is not None and not isinstance(policy, str):
+        raise AutofusionError(f"{source}: 'policy' must be a string 'module:Class' or '@token'")
+    options = data.get("policy_options", {})
+    if not isinstance(options, dict):
+        raise AutofusionError(f"{source}: 'policy_options' must be a mapping")
+    return FusionConfig(
+        aggressiveness=level,
+        blacklist=chains("blacklist"),
+        whitelist=chains("whitelist"),
+        patterns=dict(patterns),
+        memory_limit_mb=float(limit) if limit is not None else None,
+        precision=precision,
+        hardware=hardware,
+        policy=policy,
+        policy_options=dict(options),
+        source=source,
+    )
+
+
+def load_config(path: str | os.PathLike[str] | None) -> FusionConfig:
+    """Read a JSON (``.json``) or YAML (anything else) config; ``None`` gives the defaults."""
+    if path is None or str(path) == "":
+        return config_from_dict({}, "<defaults>")
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise AutofusionError(f"{p}: cannot read fusion config: {e.strerror}") from None
+    try:
+        if p.suffix.lower() == ".json":
+            data = json.loads(text)
+        else:
+            import yaml
+
+            data = yaml.safe_load(text)
+    except (json.JSONDecodeError, ValueError) as e:
+        raise AutofusionError(f"{p}: not valid JSON/YAML: {e}") from None
+    except Exception as e:  # yaml.YAMLError and friends
+        raise AutofusionError(f"{p}: not valid YAML: {e}") from None
+    return config_from_dict(data, str(p))

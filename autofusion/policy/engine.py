@@ -1,0 +1,147 @@
+"""The rule layer: aggressiveness, pattern switches, black/whitelists and user policies.
+
+``FusionPolicy.check`` answers "may this producer -> consumer edge be fused, by the rules?"
+and returns ``None`` or a :class:`~autofusion.policy.reasons.Refusal`. It knows nothing of
+shapes or bytes: legality lives in ``autofusion.analysis.structure``, profitability in
+``autofusion.analysis.cost``. ``cost_applies`` says whether the cost model may still veto
+(it may not at aggressiveness 3 or for a whitelisted chain).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from xdsl.ir import Operation
+
+from autofusion.policy.base import BasePolicy, OpView, load_policy, onnx_op_type
+from autofusion.policy.config import FAMILIES, FusionConfig, config_from_dict, load_config
+from autofusion.policy.reasons import Refusal, nodes_of
+
+
+def _chain_matches(chain: Sequence[str], types: Sequence[str]) -> bool:
+    return len(chain) == len(types) and all(c in ("*", t) for c, t in zip(chain, types))
+
+
+def chains_ending_at(
+    consumer: Operation, members: Iterable[Operation], max_len: int
+) -> list[tuple[Operation, ...]]:
+    """Producer paths (oldest first) of length 2..max_len that end at ``consumer`` and run
+    through ``members`` (the group the consumer would join)."""
+    inside = set(members)
+    out: list[tuple[Operation, ...]] = []
+
+    def walk(path: tuple[Operation, ...]) -> None:
+        if len(path) >= 2:
+            out.append(path)
+        if len(path) >= max_len:
+            return
+        seen: set[int] = set()
+        for v in path[0].operands:
+            p = v.owner
+            if isinstance(p, Operation) and p in inside and id(p) not in seen:
+                seen.add(id(p))
+                walk((p, *path))
+
+    walk((consumer,))
+    return out
+
+
+@dataclass
+class FusionPolicy:
+    """Rules from a :class:`FusionConfig` plus an optional user :class:`BasePolicy`."""
+
+    config: FusionConfig
+    user: BasePolicy | None = None
+
+    @staticmethod
+    def resolve(
+        config: str | None = None,
+        aggressiveness: int = -1,
+        policy: str = "",
+    ) -> FusionPolicy:
+        """Build from pass options: a config path, a level (-1: config/env/default) and a
+        policy spec (``module:Class`` / ``@token``; overrides the config's ``policy``)."""
+        cfg = load_config(config) if config else config_from_dict({}, "<defaults>")
+        if aggressiveness >= 0:
+            from dataclasses import replace
+
+            if aggressiveness > 3:
+                from autofusion.errors import AutofusionError
+
+                raise AutofusionError(f"aggressiveness={aggressiveness}: expected 0..3")
+            cfg = replace(cfg, aggressiveness=aggressiveness)
+        spec = policy or cfg.policy
+        user = load_policy(spec, cfg.policy_options) if spec else None
+        return FusionPolicy(cfg, user)
+
+    @property
+    def level(self) -> int:
+        return self.config.aggressiveness
+
+    @property
+    def max_chain(self) -> int:
+        lens = [len(c) for c in (*self.config.blacklist, *self.config.whitelist)]
+        return max(lens, default=2)
+
+    def family_refusal(self, family: str, ops: Sequence[Operation]) -> Refusal | None:
+        """Refusal for a whole pattern family (aggressiveness level, ``patterns`` switch)."""
+        need = FAMILIES.get(family, 1)
+        if self.level < need:
+            return Refusal(
+                "aggressiveness",
+                f"{family} needs aggressiveness >= {need} (configured {self.level})",
+                nodes_of(ops),
+            )
+        if not self.config.family_enabled(family):
+            return Refusal(
+                "disabled", f"pattern family {family} is disabled in {self.config.source}",
+                nodes_of(ops),
+            )
+        return None
+
+    def _matching(
+        self, lists: tuple[tuple[str, ...], ...], paths: Sequence[tuple[Operation, ...]]
+    ) -> tuple[tuple[str, ...], tuple[Operation, ...]] | None:
+        for path in paths:
+            types = [onnx_op_type(op) for op in path]
+            for chain in lists:
+                if _chain_matches(chain, types[-len(chain):]) and len(types) >= len(chain):
+                    return chain, path[-len(chain):]
+        return None
+
+    def check(
+        self,
+        producer: Operation,
+        consumer: Operation,
+        family: str,
+        members: Iterable[Operation] = (),
+    ) -> Refusal | None:
+        """Rule verdict for fusing ``consumer`` into the group (``members``) holding ``producer``."""
+        members = list(members) or [producer]
+        pair = [producer, consumer]
+        if (r := self.family_refusal(family, pair)) is not None:
+            return r
+        paths = chains_ending_at(consumer, members, self.max_chain)
+        hit = self._matching(self.config.blacklist, paths)
+        if hit is not None:
+            chain, path = hit
+            return Refusal(
+                "blacklisted",
+                f"chain {'->'.join(chain)} is blacklisted in {self.config.source}",
+                nodes_of(list(path)),
+            )
+        if self.user is not None and not self.user.should_fuse(OpView.of(producer), OpView.of(consumer)):
+            return Refusal(
+                "policy", f"user policy {self.user.describe()} refused this fusion", nodes_of(pair)
+            )
+        return None
+
+    def cost_applies(self, consumer: Operation, members: Iterable[Operation]) -> bool:
+        """False when the cost model must not veto: aggressiveness 3 or a whitelisted chain."""
+        if self.level >= 3:
+            return False
+        if not self.config.whitelist:
+            return True
+        paths = chains_ending_at(consumer, list(members), self.max_chain)
+        return self._matching(self.config.whitelist, paths) is None

@@ -1,0 +1,125 @@
+"""The fusion report: what was fused, what was refused and why, read back from the IR.
+
+``build_report(module)`` needs nothing but the module: kernels are ``fusion.kernel`` ops
+(pattern, origins), refusals the module attribute ``fusion.refusals``, memory figures the
+``memory.*`` attributes of ``@main`` (docs/internals.md). ``summarize_module`` renders it
+for people (``autofusion-opt --fusion-summary``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp
+from xdsl.ir import Operation
+
+from autofusion.dialects.fusion import KernelOp
+from autofusion.policy.reasons import read_refusals
+
+_MEMORY_FIELDS = ("arena_bytes", "naive_bytes", "lower_bound_bytes")
+
+
+def _funcs(module: ModuleOp) -> list[func.FuncOp]:
+    return [op for op in module.ops if isinstance(op, func.FuncOp)]
+
+
+def _is_compute(op: Operation) -> bool:
+    return op.name.startswith("nn.") and op.name != "nn.constant"
+
+
+def count_kernels(module: ModuleOp) -> int:
+    """Top-level units that become one C function each: kernels plus unfused nn ops."""
+    n = 0
+    for f in _funcs(module):
+        for op in f.body.block.ops:
+            if isinstance(op, KernelOp) or _is_compute(op):
+                n += 1
+    return n
+
+
+def count_unfused_ops(module: ModuleOp) -> int:
+    """nn compute ops counting those inside kernels: the kernel count without fusion."""
+    n = 0
+    for f in _funcs(module):
+        for op in f.body.block.ops:
+            if isinstance(op, KernelOp):
+                n += sum(1 for o in op.body.block.ops if _is_compute(o))
+            elif _is_compute(op):
+                n += 1
+    return n
+
+
+def build_report(module: ModuleOp, kernels_before: int | None = None) -> dict[str, Any]:
+    """A JSON-serialisable report: kernels_before/after, groups, refusals, memory fields.
+
+    ``kernels_before`` defaults to the number of nn compute ops (inside kernels included),
+    i.e. the kernel count of the same module without fusion. Groups are listed in
+    execution order with ``pattern``, ``origins``, ``estimated_bytes_saved`` (cost model),
+    ``ops`` and ``flops``.
+    """
+    from autofusion.analysis.cost import kernel_bytes_saved, op_flops
+
+    groups: list[dict[str, Any]] = []
+    for f in _funcs(module):
+        for op in f.body.block.ops:
+            if isinstance(op, KernelOp):
+                groups.append(
+                    {
+                        "pattern": op.pattern_name,
+                        "origins": op.origin_names,
+                        "estimated_bytes_saved": kernel_bytes_saved(op),
+                        "ops": sum(1 for o in op.body.block.ops if _is_compute(o)),
+                        "flops": op_flops(op),
+                    }
+                )
+    report: dict[str, Any] = {
+        "kernels_before": count_unfused_ops(module) if kernels_before is None else int(kernels_before),
+        "kernels_after": count_kernels(module),
+        "groups": groups,
+        "refusals": [r.to_dict() for r in read_refusals(module)],
+        "estimated_bytes_saved": sum(g["estimated_bytes_saved"] for g in groups),
+    }
+    mains = [f for f in _funcs(module) if f.sym_name.data == "main"] or _funcs(module)[:1]
+    if mains:
+        for key in _MEMORY_FIELDS:
+            attr = mains[0].attributes.get(f"memory.{key}")
+            if isinstance(attr, IntegerAttr):
+                report[key] = int(attr.value.data)
+    return report
+
+
+def summarize_report(report: dict[str, Any]) -> str:
+    lines = [
+        f"fusion: {report['kernels_before']} ops -> {report['kernels_after']} kernels, "
+        f"{len(report['groups'])} fused groups, ~{report['estimated_bytes_saved']} bytes of "
+        f"traffic saved (estimate)"
+    ]
+    by_pattern: dict[str, int] = {}
+    for g in report["groups"]:
+        by_pattern[g["pattern"]] = by_pattern.get(g["pattern"], 0) + 1
+    for pat, n in sorted(by_pattern.items(), key=lambda kv: (-kv[1], kv[0])):
+        lines.append(f"  {n:4d} x {pat}")
+    if report["refusals"]:
+        counts: dict[str, int] = {}
+        for r in report["refusals"]:
+            counts[r["code"]] = counts.get(r["code"], 0) + 1
+        lines.append(
+            f"refusals: {len(report['refusals'])} ("
+            + ", ".join(f"{c}: {n}" for c, n in sorted(counts.items())) + ")"
+        )
+        for r in report["refusals"][:20]:
+            lines.append(f"  [{r['code']}] {', '.join(r['nodes'])}: {r['reason']}")
+        if len(report["refusals"]) > 20:
+            lines.append(f"  ... {len(report['refusals']) - 20} more")
+    else:
+        lines.append("refusals: none")
+    for key in _MEMORY_FIELDS:
+        if key in report:
+            lines.append(f"{key}: {report[key]}")
+    return "\n".join(lines)
+
+
+def summarize_module(module: ModuleOp) -> str:
+    """Readable summary of :func:`build_report` (used by ``autofusion-opt --fusion-summary``)."""
+    return summarize_report(build_report(module))
