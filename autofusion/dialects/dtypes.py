@@ -89,7 +89,7 @@ def tensor_type(elem: Attribute, shape: Sequence[int]) -> TensorType[Attribute]:
 
 def dense_from_numpy(arr: np.ndarray) -> DenseIntOrFPElementsAttr:
     """A bytes-backed dense attribute; bool is stored one byte per element (as MLIR's i1)."""
-    arr = np.ascontiguousarray(arr)
+    arr = np.asarray(arr, order="C")  # np.ascontiguousarray would make rank 0 rank 1
     elem = from_numpy_dtype(arr.dtype)
     data = arr.astype(np.int8).tobytes() if arr.dtype == np.bool_ else arr.tobytes()
     return DenseIntOrFPElementsAttr(tensor_type(elem, arr.shape), BytesAttr(data))

@@ -219,8 +219,8 @@ def run_module(module: ModuleOp, feeds: Mapping[str, object]) -> dict[str, np.nd
     results = evaluate(main, args)
     outs: dict[str, np.ndarray] = {}
     for name, value in zip(output_names(main), results):
-        value = np.ascontiguousarray(value)
-        if not value.flags.writeable or not value.flags.owndata:
-            value = value.copy()
+        flags = value.flags
+        if not (flags.c_contiguous and flags.writeable and flags.owndata):
+            value = np.array(value, order="C", copy=True)  # keeps rank 0, unlike ascontiguousarray
         outs[name] = value
     return outs
