@@ -121,6 +121,7 @@ class _Analysis:
         self.window = window_size
         self.cluster_of: dict[Operation, Cluster] = {}
         self.clusters: list[Cluster] = []
+        self.recompute_values: dict[SSAValue, Cluster] = {}
 
     def window_start(self, i: int) -> int:
         return (i // self.window) * self.window if self.window > 0 else 0
@@ -232,7 +233,7 @@ class _Analysis:
             for mode in modes:
                 last = self.decide(producer, consumer, family, cluster, v, mode, len(readers) + 1)
                 if last is None:
-                    self.join(cluster, consumer, mode)
+                    self.join(cluster, consumer, mode, v)
                     return True
             if last is not None:
                 if readers and last.code in ("aggressiveness", "disabled", "cost"):
@@ -244,15 +245,36 @@ class _Analysis:
                 self.log.add_refusal(last)
         return False
 
-    def join(self, cluster: Cluster, consumer: Operation, mode: str) -> None:
+    def join(self, cluster: Cluster, consumer: Operation, mode: str, value: SSAValue | None = None) -> None:
         if mode == "recompute":
-            copy = Cluster(list(cluster.ops), None, set(cluster.ops))
-            copy.ops.append(consumer)
+            assert value is not None
+            self.recompute_values[value] = cluster
+            copy = Cluster([], None, set())
             self.clusters.append(copy)
-            self.cluster_of[consumer] = copy
+            self.add_member(copy, consumer)
             return
-        cluster.ops.append(consumer)
-        self.cluster_of[consumer] = cluster
+        self.add_member(cluster, consumer)
+
+    def add_member(self, cluster: Cluster, op: Operation) -> None:
+        """Append ``op``; first copy in any recompute-marked cluster it reads, so that the
+        marked value is recomputed by every reader and never materialised."""
+        for w in op.operands:
+            src = self.recompute_values.get(w)
+            if src is None or src is cluster or any(o in cluster.ops for o in src.owned):
+                continue
+            if cluster.ops and _shape(w) != cluster.iteration_shape():
+                continue
+            floor = self.window_start(self.pos[op])
+            ins = [v.owner for o in src.owned for v in o.operands
+                   if isinstance(v.owner, Operation) and v.owner in self.pos and v.owner not in src.ops]
+            if cluster.ops and any(q in cluster.ops or self.depends_on(q, cluster, floor) for q in ins):
+                continue
+            for o in src.owned:
+                if o not in cluster.ops:
+                    cluster.ops.append(o)
+                    cluster.recomputed.add(o)
+        cluster.ops.append(op)
+        self.cluster_of[op] = cluster
 
     def run(self) -> list[Cluster]:
         for op in self.ops:
@@ -266,9 +288,9 @@ class _Analysis:
                 if self.try_join(op):
                     continue
                 if is_elementwise(op) and len(op.results) == 1:
-                    c = Cluster([op])
+                    c = Cluster([])
                     self.clusters.append(c)
-                    self.cluster_of[op] = c
+                    self.add_member(c, op)
         return self.clusters
 
 
@@ -282,7 +304,9 @@ def find_clusters(
 ) -> StructureResult:
     """Candidate clusters over ``ops`` (top-level ops of one block, in order)."""
     t0 = time.perf_counter()
-    analysis = _Analysis(ops, decide, log or RefusalLog(), allow_recompute, window_size)
+    analysis = _Analysis(
+        ops, decide, log if log is not None else RefusalLog(), allow_recompute, window_size
+    )
     clusters = analysis.run()
     return StructureResult(clusters, time.perf_counter() - t0, window_size)
 

@@ -100,12 +100,17 @@ class FoldBatchNormIntoProducer(RewritePattern):
         s = scale / np.sqrt(var + bn.float_prop("epsilon"))
         shift = beta - mean * s
         origins = merge_origins(pair)
+        stat_ops = [v.owner for v in (bn.scale, bn.bias, bn.mean, bn.var)]
         if isinstance(prod, nn.ConvOp):
             self.fold_conv(prod, bn, s, shift, origins, rewriter)
         elif isinstance(prod, nn.GemmOp):
             self.fold_gemm(prod, bn, s, shift, origins, rewriter)
         else:
             self.fold_matmul(prod, bn, s, shift, origins, rewriter)
+        if bn.parent is None:  # folded: drop statistics nothing else reads
+            for c in dict.fromkeys(stat_ops):
+                if isinstance(c, nn.ConstantOp) and c.parent is not None and not c.y.uses:
+                    rewriter.erase(c)
 
     def _weights(self, v: SSAValue, pair: list[Operation], what: str) -> np.ndarray | None:
         w = constant_array(v)

@@ -222,8 +222,18 @@ class Decision:
             if r is not None:
                 return r
         est = cost.estimate_join(cluster.ops, consumer, value, self.hw, mode, readers)
-        if not est.profitable and self.policy.cost_applies(consumer, cluster.ops):
+        if not self.policy.cost_applies(consumer, cluster.ops):
+            return None
+        if not est.profitable:
             return Refusal("cost", est.why, nodes_of([producer, consumer]))
+        if mode == "recompute":
+            mat = cost.estimate_join(cluster.ops, consumer, value, self.hw, "materialize", readers)
+            if est.bytes_saved <= mat.bytes_saved:
+                return Refusal(
+                    "cost",
+                    f"recompute saves {est.bytes_saved} B, materialising saves {mat.bytes_saved} B",
+                    nodes_of([producer, consumer]),
+                )
         return None
 
 

@@ -109,7 +109,9 @@ def summarize_report(report: dict[str, Any]) -> str:
             + ", ".join(f"{c}: {n}" for c, n in sorted(counts.items())) + ")"
         )
         for r in report["refusals"][:20]:
-            lines.append(f"  [{r['code']}] {', '.join(r['nodes'])}: {r['reason']}")
+            nodes = list(r["nodes"])
+            shown = ", ".join(nodes[:3]) + (f", ... ({len(nodes)} nodes)" if len(nodes) > 3 else "")
+            lines.append(f"  [{r['code']}] {shown}: {r['reason']}")
         if len(report["refusals"]) > 20:
             lines.append(f"  ... {len(report['refusals']) - 20} more")
     else:
