@@ -1,0 +1,665 @@
+"""The ``ascendc`` dialect: Ascend C kernels at the level of the Ascend C API.
+
+One ``ascendc.kernel`` is one generated ``extern "C" __global__ __aicore__`` function. Its
+block arguments are the ``GM_ADDR`` parameters (kernel inputs, then outputs; the printer adds
+``workspace`` and ``tiling``). The body creates global tensors, queues and buffers (the
+kernel class's ``Init``) and then either
+
+* a ``ascendc.tile_loop`` (vector kernels): each core walks its block of the flat iteration
+  space in UB-sized tiles, with three stages exactly as Ascend C's programming model has them:
+  ``copy_in`` (``AllocTensor`` / ``DataCopy`` GM->UB / ``EnQue``), ``compute`` (``DeQue``,
+  vector calls, ``EnQue`` of results, ``FreeTensor``) and ``copy_out``; queues have depth
+  ``BUFFER_NUM = 2`` so copy-in of tile i+1 overlaps compute of tile i on the NPU; or
+* a ``ascendc.work_loop`` (cube kernels): each core takes matmul work units (one batch entry
+  and a block of M rows), optionally builds an im2col matrix in its workspace slice, runs the
+  high-level ``Matmul`` API (``ascendc.matmul``) and then a ``tile_loop`` over the unit's
+  output rows that applies the fused vector epilogue in place.
+
+Example (vector ``y = relu(x + b)``)::
+
+    ascendc.kernel @k0 <{kind = "vector", ...}> {
+    ^bb0(%x: !ascendc.gm_addr, %y: !ascendc.gm_addr):
+      %xg = ascendc.global_tensor %x <{length = 4096 : i64}> : !ascendc.global<f32>
+      %yg = ascendc.global_tensor %y <{length = 4096 : i64}> : !ascendc.global<f32>
+      %qx = ascendc.queue <{bytes = 8192 : i64}> : !ascendc.queue<VECIN, 2>
+      %qy = ascendc.queue <{bytes = 8192 : i64}> : !ascendc.queue<VECOUT, 2>
+      ascendc.tile_loop <{extent = "block", total = 4096 : i64}> ({
+        %l = ascendc.alloc_tensor %qx : !ascendc.queue<VECIN, 2> -> !ascendc.local<f32>
+        ascendc.copy_in %l, %xg : !ascendc.local<f32>, !ascendc.global<f32>
+        ascendc.enque %qx, %l : !ascendc.queue<VECIN, 2>, !ascendc.local<f32>
+      }, { ... ascendc.vunary "Relu" %o, %a ... }, { ... ascendc.copy_out %yg, %r ... })
+      ascendc.return
+    }
+
+Lengths are element counts of the tensor's element type (f32 only for now).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    BoolAttr,
+    DenseArrayBase,
+    DictionaryAttr,
+    FloatAttr,
+    IntAttr,
+    IntegerAttr,
+    StringAttr,
+    SymbolNameConstraint,
+    SymbolRefAttr,
+    TensorType,
+)
+from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, Region, SSAValue, TypeAttribute
+from xdsl.irdl import (
+    IRDLOperation,
+    ParsePropInAttrDict,
+    irdl_attr_definition,
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    opt_prop_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.parser import AttrParser
+from xdsl.printer import Printer
+from xdsl.traits import IsTerminator, SymbolOpInterface
+from xdsl.utils.exceptions import VerifyException
+
+# ---------------------------------------------------------------------------------------
+# Types
+# ---------------------------------------------------------------------------------------
+
+
+@irdl_attr_definition
+class GmAddrType(ParametrizedAttribute, TypeAttribute):
+    """``GM_ADDR``: a kernel parameter pointing into global (HBM) memory."""
+
+    name = "ascendc.gm_addr"
+
+
+@irdl_attr_definition
+class GlobalTensorType(ParametrizedAttribute, TypeAttribute):
+    """``AscendC::GlobalTensor<T>`` over a GM buffer."""
+
+    name = "ascendc.global"
+    element_type: Attribute
+
+
+@irdl_attr_definition
+class LocalTensorType(ParametrizedAttribute, TypeAttribute):
+    """``AscendC::LocalTensor<T>``: one tile in the unified buffer (UB)."""
+
+    name = "ascendc.local"
+    element_type: Attribute
+
+
+POSITIONS = ("VECIN", "VECOUT", "VECCALC")
+
+
+@irdl_attr_definition
+class QueueType(ParametrizedAttribute, TypeAttribute):
+    """``AscendC::TQue<TPosition::POS, depth>``; printed ``!ascendc.queue<VECIN, 2>``."""
+
+    name = "ascendc.queue"
+    position: StringAttr
+    depth: IntAttr
+
+    def __init__(self, position: str, depth: int):
+        super().__init__(StringAttr(position), IntAttr(depth))
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string(f"<{self.position.data}, {self.depth.data}>")
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        parser.parse_punctuation("<")
+        pos = parser.parse_identifier()
+        parser.parse_punctuation(",")
+        depth = parser.parse_integer()
+        parser.parse_punctuation(">")
+        return (StringAttr(pos), IntAttr(depth))
+
+    def verify(self) -> None:
+        if self.position.data not in POSITIONS:
+            raise VerifyException(f"!ascendc.queue: unknown position {self.position.data}")
+        if self.depth.data < 1:
+            raise VerifyException("!ascendc.queue: depth must be >= 1")
+
+
+@irdl_attr_definition
+class TBufType(ParametrizedAttribute, TypeAttribute):
+    """``AscendC::TBuf<TPosition::VECCALC>``: scratch UB memory without queue semantics."""
+
+    name = "ascendc.tbuf"
+
+
+def _i64(v: int) -> IntegerAttr:
+    return IntegerAttr(int(v), 64)
+
+
+# ---------------------------------------------------------------------------------------
+# Kernel structure
+# ---------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class KernelOp(IRDLOperation):
+    """One Ascend C kernel. ``kind`` is ``vector`` (AIV only) or ``cube`` (Matmul + epilogue).
+
+    ``arg_names`` names every GM_ADDR block argument (inputs first, ``num_inputs`` of them);
+    ``tiling`` holds the values the host tiling function computes for the static shapes
+    (field name -> i64), printed into the tiling-data struct.
+    """
+
+    name = "ascendc.kernel"
+    sym_name = prop_def(SymbolNameConstraint())
+    kind = prop_def(StringAttr)
+    pattern = prop_def(StringAttr)
+    origins = prop_def(ArrayAttr[StringAttr])
+    arg_names = prop_def(ArrayAttr[StringAttr])
+    num_inputs = prop_def(IntegerAttr)
+    tiling = prop_def(DictionaryAttr)
+    body = region_def("single_block")
+    traits = traits_def(SymbolOpInterface())
+    assembly_format = "$sym_name attr-dict-with-keyword $body"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(
+        self,
+        name: str,
+        kind: str,
+        pattern: str,
+        origins: Sequence[str],
+        arg_names: Sequence[str],
+        num_inputs: int,
+        tiling: dict[str, int],
+        body: Region,
+    ):
+        super().__init__(
+            properties={
+                "sym_name": StringAttr(name),
+                "kind": StringAttr(kind),
+                "pattern": StringAttr(pattern),
+                "origins": ArrayAttr([StringAttr(o) for o in origins]),
+                "arg_names": ArrayAttr([StringAttr(a) for a in arg_names]),
+                "num_inputs": _i64(num_inputs),
+                "tiling": DictionaryAttr({k: _i64(v) for k, v in tiling.items()}),
+            },
+            regions=[body],
+        )
+
+    def tiling_values(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for k, v in self.tiling.data.items():
+            assert isinstance(v, IntegerAttr)
+            out[k] = int(v.value.data)
+        return out
+
+    def verify_(self) -> None:
+        if self.kind.data not in ("vector", "cube"):
+            raise VerifyException(f"'ascendc.kernel': unknown kind {self.kind.data!r}")
+        args = self.body.block.args
+        if len(args) != len(self.arg_names.data):
+            raise VerifyException(
+                f"'ascendc.kernel': {len(args)} block arguments but {len(self.arg_names.data)} names"
+            )
+        for a in args:
+            if not isinstance(a.type, GmAddrType):
+                raise VerifyException("'ascendc.kernel': block arguments must be !ascendc.gm_addr")
+        if not isinstance(self.body.block.last_op, ReturnOp):
+            raise VerifyException("'ascendc.kernel': body must end in ascendc.return")
+
+
+@irdl_op_definition
+class ReturnOp(IRDLOperation):
+    name = "ascendc.return"
+    traits = traits_def(IsTerminator())
+    assembly_format = "attr-dict"
+    irdl_options = (ParsePropInAttrDict(),)
+
+
+@irdl_op_definition
+class GlobalTensorOp(IRDLOperation):
+    """``g.SetGlobalBuffer((__gm__ T*)addr, length)``."""
+
+    name = "ascendc.global_tensor"
+    addr = operand_def(GmAddrType)
+    length = prop_def(IntegerAttr)
+    result = result_def(GlobalTensorType)
+    assembly_format = "$addr attr-dict `:` type($result)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, addr: SSAValue, length: int, elem: Attribute):
+        super().__init__(
+            operands=[addr],
+            properties={"length": _i64(length)},
+            result_types=[GlobalTensorType(elem)],
+        )
+
+
+@irdl_op_definition
+class QueueOp(IRDLOperation):
+    """``pipe.InitBuffer(q, depth, bytes)`` for a ``TQue`` member."""
+
+    name = "ascendc.queue"
+    bytes = prop_def(IntegerAttr)
+    result = result_def(QueueType)
+    assembly_format = "attr-dict `:` type($result)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, position: str, depth: int, nbytes: int):
+        super().__init__(properties={"bytes": _i64(nbytes)}, result_types=[QueueType(position, depth)])
+
+    def verify_(self) -> None:
+        if int(self.bytes.value.data) % 32:
+            raise VerifyException("'ascendc.queue': buffer bytes must be a multiple of 32")
+
+
+@irdl_op_definition
+class TBufOp(IRDLOperation):
+    """``pipe.InitBuffer(buf, bytes)`` for a ``TBuf<VECCALC>`` member."""
+
+    name = "ascendc.tbuf"
+    bytes = prop_def(IntegerAttr)
+    result = result_def(TBufType)
+    assembly_format = "attr-dict `:` type($result)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, nbytes: int):
+        super().__init__(properties={"bytes": _i64(nbytes)}, result_types=[TBufType()])
+
+    def verify_(self) -> None:
+        if int(self.bytes.value.data) % 32:
+            raise VerifyException("'ascendc.tbuf': buffer bytes must be a multiple of 32")
+
+
+@irdl_op_definition
+class LoadOperandOp(IRDLOperation):
+    """Copy a small GM tensor (a broadcast operand) wholly into its own UB buffer at Init."""
+
+    name = "ascendc.load_operand"
+    source = operand_def(GlobalTensorType)
+    length = prop_def(IntegerAttr)
+    result = result_def(LocalTensorType)
+    assembly_format = "$source attr-dict `:` type($source) `->` type($result)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, source: SSAValue, length: int, elem: Attribute):
+        super().__init__(
+            operands=[source], properties={"length": _i64(length)}, result_types=[LocalTensorType(elem)]
+        )
+
+
+@irdl_op_definition
+class TileLoopOp(IRDLOperation):
+    """Walk a range of a flat iteration space of ``total`` elements in tiles.
+
+    ``extent = "block"``: this core's block of ``[0, total)`` (vector kernels).
+    ``extent = "problem"``: the output rows of the current work unit (cube epilogues).
+    Each iteration runs ``copy_in``, ``compute``, ``copy_out``; inside them ``copy_in`` /
+    ``copy_out`` move the current tile and vector calls process the tile's length.
+    """
+
+    name = "ascendc.tile_loop"
+    extent = prop_def(StringAttr)
+    total = prop_def(IntegerAttr)
+    copy_in_region = region_def("single_block")
+    compute_region = region_def("single_block")
+    copy_out_region = region_def("single_block")
+    assembly_format = "attr-dict-with-keyword $copy_in_region $compute_region $copy_out_region"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, extent: str, total: int, regions: Sequence[Region]):
+        super().__init__(
+            properties={"extent": StringAttr(extent), "total": _i64(total)}, regions=list(regions)
+        )
+
+    def verify_(self) -> None:
+        if self.extent.data not in ("block", "problem"):
+            raise VerifyException(f"'ascendc.tile_loop': unknown extent {self.extent.data!r}")
+
+
+@irdl_op_definition
+class WorkLoopOp(IRDLOperation):
+    """Loop over cube work units ``u = blockIdx, blockIdx + blockNum, ... < units``."""
+
+    name = "ascendc.work_loop"
+    units = prop_def(IntegerAttr)
+    body = region_def("single_block")
+    assembly_format = "attr-dict-with-keyword $body"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, units: int, body: Region):
+        super().__init__(properties={"units": _i64(units)}, regions=[body])
+
+
+@irdl_op_definition
+class YieldOp(IRDLOperation):
+    """Terminator of tile-loop stages and work loops."""
+
+    name = "ascendc.yield"
+    traits = traits_def(IsTerminator())
+    assembly_format = "attr-dict"
+    irdl_options = (ParsePropInAttrDict(),)
+
+
+# ---------------------------------------------------------------------------------------
+# Queues and buffers
+# ---------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class AllocTensorOp(IRDLOperation):
+    name = "ascendc.alloc_tensor"
+    queue = operand_def(QueueType)
+    result = result_def(LocalTensorType)
+    assembly_format = "$queue attr-dict `:` type($queue) `->` type($result)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, queue: SSAValue, elem: Attribute):
+        super().__init__(operands=[queue], result_types=[LocalTensorType(elem)])
+
+
+@irdl_op_definition
+class EnQueOp(IRDLOperation):
+    name = "ascendc.enque"
+    queue = operand_def(QueueType)
+    tensor = operand_def(LocalTensorType)
+    assembly_format = "$queue `,` $tensor attr-dict `:` type($queue) `,` type($tensor)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, queue: SSAValue, tensor: SSAValue):
+        super().__init__(operands=[queue, tensor])
+
+
+@irdl_op_definition
+class DeQueOp(IRDLOperation):
+    name = "ascendc.deque"
+    queue = operand_def(QueueType)
+    result = result_def(LocalTensorType)
+    assembly_format = "$queue attr-dict `:` type($queue) `->` type($result)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, queue: SSAValue, elem: Attribute):
+        super().__init__(operands=[queue], result_types=[LocalTensorType(elem)])
+
+
+@irdl_op_definition
+class FreeTensorOp(IRDLOperation):
+    name = "ascendc.free_tensor"
+    queue = operand_def(QueueType)
+    tensor = operand_def(LocalTensorType)
+    assembly_format = "$queue `,` $tensor attr-dict `:` type($queue) `,` type($tensor)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, queue: SSAValue, tensor: SSAValue):
+        super().__init__(operands=[queue, tensor])
+
+
+@irdl_op_definition
+class TBufGetOp(IRDLOperation):
+    name = "ascendc.tbuf_get"
+    buf = operand_def(TBufType)
+    result = result_def(LocalTensorType)
+    assembly_format = "$buf attr-dict `:` type($buf) `->` type($result)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, buf: SSAValue, elem: Attribute):
+        super().__init__(operands=[buf], result_types=[LocalTensorType(elem)])
+
+
+# ---------------------------------------------------------------------------------------
+# Data movement and vector compute (inside tile-loop stages: the current tile)
+# ---------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class CopyInOp(IRDLOperation):
+    """``DataCopy(local, global[tileOffset], len)`` (``DataCopyPad`` for a ragged tail)."""
+
+    name = "ascendc.copy_in"
+    dst = operand_def(LocalTensorType)
+    src = operand_def(GlobalTensorType)
+    assembly_format = "$dst `,` $src attr-dict `:` type($dst) `,` type($src)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, dst: SSAValue, src: SSAValue):
+        super().__init__(operands=[dst, src])
+
+
+@irdl_op_definition
+class CopyOutOp(IRDLOperation):
+    """``DataCopy(global[tileOffset], local, len)`` (``DataCopyPad`` for a ragged tail)."""
+
+    name = "ascendc.copy_out"
+    dst = operand_def(GlobalTensorType)
+    src = operand_def(LocalTensorType)
+    assembly_format = "$dst `,` $src attr-dict `:` type($dst) `,` type($src)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, dst: SSAValue, src: SSAValue):
+        super().__init__(operands=[dst, src])
+
+
+VEC_BINARY = ("Add", "Sub", "Mul", "Div", "Max", "Min")
+VEC_UNARY = ("Exp", "Ln", "Abs", "Sqrt", "Reciprocal", "Relu")
+VEC_SCALAR = ("Adds", "Muls", "Maxs", "Mins", "LeakyRelu")
+
+
+@irdl_op_definition
+class VecBinaryOp(IRDLOperation):
+    """``Fn(dst, a, b, len)`` for Fn in Add/Sub/Mul/Div/Max/Min."""
+
+    name = "ascendc.vbinary"
+    fn = prop_def(StringAttr)
+    dst = operand_def(LocalTensorType)
+    lhs = operand_def(LocalTensorType)
+    rhs = operand_def(LocalTensorType)
+    assembly_format = "$fn $dst `,` $lhs `,` $rhs attr-dict `:` type($dst) `,` type($lhs) `,` type($rhs)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, fn: str, dst: SSAValue, lhs: SSAValue, rhs: SSAValue):
+        super().__init__(operands=[dst, lhs, rhs], properties={"fn": StringAttr(fn)})
+
+    def verify_(self) -> None:
+        if self.fn.data not in VEC_BINARY:
+            raise VerifyException(f"'ascendc.vbinary': unknown function {self.fn.data}")
+
+
+@irdl_op_definition
+class VecUnaryOp(IRDLOperation):
+    """``Fn(dst, src, len)`` for Fn in Exp/Ln/Abs/Sqrt/Reciprocal/Relu."""
+
+    name = "ascendc.vunary"
+    fn = prop_def(StringAttr)
+    dst = operand_def(LocalTensorType)
+    src = operand_def(LocalTensorType)
+    assembly_format = "$fn $dst `,` $src attr-dict `:` type($dst) `,` type($src)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, fn: str, dst: SSAValue, src: SSAValue):
+        super().__init__(operands=[dst, src], properties={"fn": StringAttr(fn)})
+
+    def verify_(self) -> None:
+        if self.fn.data not in VEC_UNARY:
+            raise VerifyException(f"'ascendc.vunary': unknown function {self.fn.data}")
+
+
+@irdl_op_definition
+class VecScalarOp(IRDLOperation):
+    """``Fn(dst, src, s, len)`` for Fn in Adds/Muls/Maxs/Mins/LeakyRelu.
+
+    ``s`` is the literal ``scalar``, or element 0 of ``scalar_src`` (a loaded operand),
+    negated when ``negate`` is set.
+    """
+
+    name = "ascendc.vscalar"
+    fn = prop_def(StringAttr)
+    dst = operand_def(LocalTensorType)
+    src = operand_def(LocalTensorType)
+    scalar_src = opt_operand_def(LocalTensorType)
+    scalar = prop_def(FloatAttr)
+    negate = opt_prop_def(BoolAttr)
+    assembly_format = (
+        "$fn $dst `,` $src (`,` $scalar_src^)? attr-dict `:` type($dst) `,` type($src) (`,` type($scalar_src)^)?"
+    )
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(
+        self,
+        fn: str,
+        dst: SSAValue,
+        src: SSAValue,
+        scalar: float = 0.0,
+        scalar_src: SSAValue | None = None,
+        negate: bool = False,
+    ):
+        props: dict[str, Attribute] = {"fn": StringAttr(fn), "scalar": FloatAttr(float(scalar), 64)}
+        if negate:
+            props["negate"] = BoolAttr.from_bool(True)
+        super().__init__(
+            operands=[dst, src, [scalar_src] if scalar_src is not None else []], properties=props
+        )
+
+    def verify_(self) -> None:
+        if self.fn.data not in VEC_SCALAR:
+            raise VerifyException(f"'ascendc.vscalar': unknown function {self.fn.data}")
+
+
+@irdl_op_definition
+class DuplicateOp(IRDLOperation):
+    """``Duplicate(dst, s, len)``."""
+
+    name = "ascendc.duplicate"
+    dst = operand_def(LocalTensorType)
+    scalar = prop_def(FloatAttr)
+    assembly_format = "$dst attr-dict `:` type($dst)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, dst: SSAValue, scalar: float):
+        super().__init__(operands=[dst], properties={"scalar": FloatAttr(float(scalar), 64)})
+
+
+@irdl_op_definition
+class BroadcastOp(IRDLOperation):
+    """Expand a loaded operand to the current tile: ``dst[j] = src[map(tileOffset + j)]``.
+
+    ``map`` decomposes a flat index of ``out_shape`` and recombines it with ``src_strides``
+    (0 on broadcast dimensions). Printed as a scalar GetValue/SetValue loop.
+    """
+
+    name = "ascendc.broadcast"
+    dst = operand_def(LocalTensorType)
+    src = operand_def(LocalTensorType)
+    out_shape = prop_def(DenseArrayBase)
+    src_strides = prop_def(DenseArrayBase)
+    assembly_format = "$dst `,` $src attr-dict `:` type($dst) `,` type($src)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, dst: SSAValue, src: SSAValue, out_shape: Sequence[int], strides: Sequence[int]):
+        from autofusion.dialects.base import i64_array
+
+        super().__init__(
+            operands=[dst, src],
+            properties={"out_shape": i64_array(out_shape), "src_strides": i64_array(strides)},
+        )
+
+    def verify_(self) -> None:
+        if len(self.out_shape.get_values()) != len(self.src_strides.get_values()):
+            raise VerifyException("'ascendc.broadcast': out_shape and src_strides ranks differ")
+
+
+# ---------------------------------------------------------------------------------------
+# Cube work
+# ---------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class Im2ColOp(IRDLOperation):
+    """Build the ``[C/g*kh*kw, OH*OW]`` column matrix of image ``u / groups``, group
+    ``u % groups`` of an NCHW input in this core's workspace slice (scalar loop)."""
+
+    name = "ascendc.im2col"
+    image = operand_def(GlobalTensorType)
+    workspace = operand_def(GlobalTensorType)
+    input_shape = prop_def(DenseArrayBase)
+    kernel = prop_def(DenseArrayBase)
+    out_hw = prop_def(DenseArrayBase)
+    strides = prop_def(DenseArrayBase)
+    pads = prop_def(DenseArrayBase)
+    dilations = prop_def(DenseArrayBase)
+    groups = prop_def(IntegerAttr)
+    assembly_format = "$image `,` $workspace attr-dict `:` type($image) `,` type($workspace)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+
+@irdl_op_definition
+class MatmulOp(IRDLOperation):
+    """``Matmul`` high-level API on the current work unit: ``C = op(A) x op(B)``.
+
+    Unit ``u`` covers batch ``b = u / m_blocks`` and rows ``(u % m_blocks) * singleCoreM``...
+    Operand offsets: ``(b % period) * stride`` (``period = 0``: no modulo). ``b_from_workspace``
+    takes B from this core's workspace slice (im2col).
+    """
+
+    name = "ascendc.matmul"
+    a = operand_def(GlobalTensorType)
+    b = operand_def(GlobalTensorType)
+    c = operand_def(GlobalTensorType)
+    bias = opt_operand_def(GlobalTensorType)
+    m = prop_def(IntegerAttr)
+    n = prop_def(IntegerAttr)
+    k = prop_def(IntegerAttr)
+    trans_a = prop_def(BoolAttr)
+    trans_b = prop_def(BoolAttr)
+    m_blocks = prop_def(IntegerAttr)
+    a_stride = prop_def(IntegerAttr)
+    a_period = prop_def(IntegerAttr)
+    b_stride = prop_def(IntegerAttr)
+    b_period = prop_def(IntegerAttr)
+    c_stride = prop_def(IntegerAttr)
+    assembly_format = "$a `,` $b `,` $c (`,` $bias^)? attr-dict `:` type($a) `,` type($b) `,` type($c) (`,` type($bias)^)?"
+    irdl_options = (ParsePropInAttrDict(),)
+
+
+# ---------------------------------------------------------------------------------------
+# Host side: launch a kernel from @main
+# ---------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class LaunchOp(IRDLOperation):
+    """Run ``@kernel`` on tensors (the host program's ``kernel<<<blockDim, ...>>>``)."""
+
+    name = "ascendc.launch"
+    kernel = prop_def(SymbolRefAttr)
+    inputs = var_operand_def(TensorType)
+    outputs = var_result_def(TensorType)
+    assembly_format = "$kernel `(` $inputs `)` attr-dict `:` functional-type($inputs, $outputs)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, kernel: str, inputs: Sequence[SSAValue], result_types: Sequence[Attribute]):
+        super().__init__(
+            operands=[list(inputs)],
+            result_types=[list(result_types)],
+            properties={"kernel": SymbolRefAttr(kernel)},
+        )
+
+
+AscendC = Dialect(
+    "ascendc",
+    [
+        KernelOp, ReturnOp, GlobalTensorOp, QueueOp, TBufOp, LoadOperandOp, TileLoopOp,
+        WorkLoopOp, YieldOp, AllocTensorOp, EnQueOp, DeQueOp, FreeTensorOp, TBufGetOp,
+        CopyInOp, CopyOutOp, VecBinaryOp, VecUnaryOp, VecScalarOp, DuplicateOp, BroadcastOp,
+        Im2ColOp, MatmulOp, LaunchOp,
+    ],
+    [GmAddrType, GlobalTensorType, LocalTensorType, QueueType, TBufType],
+)

@@ -1,0 +1,585 @@
+"""``lower-fusion-to-ascendc``: each supported ``fusion.kernel`` becomes an ``ascendc.kernel``.
+
+Effect: for every ``fusion.kernel`` at the top level of ``@main`` that has an Ascend C
+lowering, an ``ascendc.kernel`` symbol is added to the module and the fusion kernel is
+replaced by ``ascendc.launch @name(...)``. Kernels without a lowering stay as they are and
+get ``ascendc.fallback = "<reason>"`` (they run on the host: the C target or the reference
+interpreter). Precondition: fusion has run (or kernels were written by hand); f32 tensors.
+
+Two kernel shapes are produced (see ``autofusion/dialects/ascendc.py``):
+
+* vector: every op is elementwise on the result shape; operands are full tensors (VECIN
+  queues), compile-time scalars, or small broadcast tensors loaded once into UB;
+* cube: the first op is ``nn.matmul``/``nn.gemm``/``nn.conv`` (conv via im2col + Matmul),
+  followed by an elementwise epilogue applied in place to each work unit's output rows.
+
+Tiling is computed here for the static shapes with the same formulas the printed host
+tiling function uses (``tiling.py``), so the IR shows the values the host will compute.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import BoolAttr, DenseArrayBase, DictionaryAttr, IntegerAttr, ModuleOp, StringAttr, f32
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+
+from autofusion.dialects import ascendc as ac
+from autofusion.dialects import fusion, nn
+from autofusion.dialects.base import i64_array, shape_of, tensor_of
+from autofusion.dialects.dtypes import numpy_from_dense
+from autofusion.dialects.shapes import numel
+from autofusion.lowering.ascendc import tiling as tl
+from autofusion.lowering.ascendc.vector import VECTOR_OPS, Bcast, Scalar, Tile, Unsupported, Val, VectorBuilder
+
+BCAST_LIMIT = 8192  # elements: larger broadcast operands are not loaded into UB
+
+
+def _i(v: int) -> IntegerAttr:
+    return IntegerAttr(int(v), 64)
+
+
+def _stage() -> tuple[Region, Block]:
+    b = Block()
+    return Region(b), b
+
+
+def _bcast_strides(shape: tuple[int, ...], out: tuple[int, ...]) -> tuple[int, ...] | None:
+    """Row-major strides of ``shape`` aligned to ``out`` (0 on broadcast dims), or None."""
+    if len(shape) > len(out):
+        return None
+    padded = (1,) * (len(out) - len(shape)) + shape
+    strides = [0] * len(out)
+    acc = 1
+    for i in range(len(out) - 1, -1, -1):
+        if padded[i] == out[i]:
+            strides[i] = acc if out[i] != 1 else 0
+        elif padded[i] != 1:
+            return None
+        acc *= padded[i]
+    return tuple(strides)
+
+
+@dataclass
+class _Plan:
+    """What a kernel body needs: which block args are queued, broadcast, scalar."""
+
+    out_shape: tuple[int, ...]
+    queued: list[int]
+    bcast: dict[int, tuple[int, ...]]
+
+
+class KernelLowering:
+    """Builds one ``ascendc.kernel`` from one ``fusion.kernel`` (or raises Unsupported)."""
+
+    def __init__(self, kop: fusion.KernelOp, name: str, opts: LowerFusionToAscendC):
+        self.kop = kop
+        self.name = name
+        self.opts = opts
+        self.body_ops = [o for o in kop.body.block.ops if not isinstance(o, fusion.YieldOp)]
+        term = kop.body.block.last_op
+        assert isinstance(term, fusion.YieldOp)
+        self.yielded = list(term.values)
+        for v in [*kop.inputs, *kop.outputs]:
+            if tensor_of(v).element_type != f32:
+                raise Unsupported(f"element type {tensor_of(v).element_type} (only f32 is lowered)")
+
+    # -- shared pieces --------------------------------------------------------------------
+    def _scalar_consts(self, ops: list[Operation]) -> dict[SSAValue, float]:
+        consts: dict[SSAValue, float] = {}
+        for o in ops:
+            if isinstance(o, nn.ConstantOp):
+                if o.is_elided:
+                    raise Unsupported("elided constant inside the kernel")
+                arr = numpy_from_dense(o.value)  # type: ignore[arg-type]
+                if arr.size != 1:
+                    raise Unsupported("non-scalar constant inside the kernel")
+                consts[o.y] = float(arr.reshape(-1)[0])
+        return consts
+
+    def _classify_args(self, ops: list[Operation], out_shape: tuple[int, ...], skip: set[int]) -> _Plan:
+        used = {a.index for o in ops for a in o.operands if isinstance(a, SSAValue) and a.owner is self.kop.body.block}
+        queued, bcast = [], {}
+        for arg in self.kop.body.block.args:
+            i = arg.index
+            if i in skip or i not in used:
+                continue
+            s = tuple(shape_of(arg))
+            if s == out_shape:
+                queued.append(i)
+                continue
+            strides = _bcast_strides(s, out_shape)
+            if strides is None:
+                raise Unsupported(f"input {i} of shape {s} does not broadcast to {out_shape}")
+            if numel(s) > BCAST_LIMIT:
+                raise Unsupported(f"broadcast input {i} has {numel(s)} elements (limit {BCAST_LIMIT})")
+            bcast[i] = strides
+        return _Plan(out_shape, queued, bcast)
+
+    def _vector_ops(self, ops: list[Operation], out_shape: tuple[int, ...]) -> None:
+        for o in ops:
+            if isinstance(o, nn.ConstantOp):
+                continue
+            if not isinstance(o, VECTOR_OPS):
+                raise Unsupported(f"{o.name} in the kernel has no Ascend C lowering")
+            if tuple(shape_of(o.results[0])) != out_shape:
+                # An intermediate on a smaller (broadcast) shape: only constants may be.
+                if not all(isinstance(a.owner, nn.ConstantOp) for a in o.operands):
+                    raise Unsupported(f"{o.name} computes on shape {shape_of(o.results[0])}, not {out_shape}")
+
+    def _uses_after(self, ops: list[Operation]) -> dict[SSAValue, int]:
+        last: dict[SSAValue, int] = {}
+        for i, o in enumerate(ops):
+            for a in o.operands:
+                last[a] = i
+        return last
+
+    def _build_tile_loop(
+        self,
+        body: Block,
+        gms: dict[int, SSAValue],
+        ops: list[Operation],
+        plan: _Plan,
+        outputs: list[tuple[SSAValue, SSAValue]],
+        extent: str,
+        total: int,
+        seed: tuple[SSAValue, SSAValue] | None = None,
+    ) -> dict[str, int]:
+        """Queues, buffers and the three-stage tile loop computing ``ops``.
+
+        ``outputs``: (nn value, output global tensor). ``seed``: (nn value, global tensor)
+        read as an extra queued input (the cube result the epilogue transforms).
+        Returns the vector tiling values.
+        """
+        consts = self._scalar_consts(ops)
+        placeholder = 8  # tile bytes are fixed after counting buffers; patched below
+        queues: list[ac.QueueOp] = []
+        tbufs: list[ac.TBufOp] = []
+
+        def new_queue(pos: str) -> ac.QueueOp:
+            q = ac.QueueOp(pos, tl.BUFFER_NUM, placeholder * 4)
+            queues.append(q)
+            return q
+
+        in_q: list[tuple[ac.QueueOp, SSAValue, SSAValue]] = []  # queue, global, nn value
+        for i in plan.queued:
+            in_q.append((new_queue("VECIN"), gms[i], self.kop.body.block.args[i]))
+        if seed is not None:
+            in_q.append((new_queue("VECIN"), seed[1], seed[0]))
+        out_q = [(new_queue("VECOUT"), g, v) for v, g in outputs]
+        loaded: dict[int, ac.LoadOperandOp] = {}
+        bcast_bytes = 0
+        for i, strides in plan.bcast.items():
+            n = numel(shape_of(self.kop.body.block.args[i]))
+            loaded[i] = ac.LoadOperandOp(gms[i], n, f32)
+            bcast_bytes += tl.round_up(n, tl.ALIGN) * 4
+
+        # copy-in stage
+        cin_r, cin = _stage()
+        for q, g, _ in in_q:
+            a = ac.AllocTensorOp(q.result, f32)
+            cin.add_ops([a, ac.CopyInOp(a.result, g), ac.EnQueOp(q.result, a.result)])
+        cin.add_op(ac.YieldOp())
+
+        # compute stage
+        comp_r, comp = _stage()
+
+        def new_temp() -> SSAValue:
+            t = ac.TBufOp(placeholder * 4)
+            tbufs.append(t)
+            return t.result
+
+        vb = VectorBuilder(comp, plan.out_shape, new_temp_buf=new_temp)
+        env: dict[SSAValue, Val] = {}
+        deq: list[tuple[ac.QueueOp, SSAValue]] = []
+        for q, _, v in in_q:
+            d = ac.DeQueOp(q.result, f32)
+            comp.add_op(d)
+            env[v] = Tile(d.result)
+            deq.append((q, d.result))
+        for i, strides in plan.bcast.items():
+            env[self.kop.body.block.args[i]] = Bcast(loaded[i].result, strides)
+        for v, c in consts.items():
+            env[v] = Scalar(c)
+        out_tiles: dict[SSAValue, Tile] = {}
+        for q, _, v in out_q:
+            if v not in out_tiles:
+                a = ac.AllocTensorOp(q.result, f32)
+                comp.add_op(a)
+                out_tiles[v] = Tile(a.result)
+        last = self._uses_after(ops)
+        yielded = {v for v, _ in outputs}
+        compute_ops = [o for o in ops if not isinstance(o, nn.ConstantOp)]
+        for idx, o in enumerate(ops):
+            if isinstance(o, nn.ConstantOp):
+                continue
+            res = o.results[0]
+            args = [env[a] for a in o.operands]
+
+            def dst(res: SSAValue = res) -> Tile:
+                return out_tiles[res] if res in out_tiles else vb.temp()
+
+            val = vb.lower(o, args, dst)
+            if res in yielded and isinstance(val, Scalar | Bcast):
+                t = out_tiles[res]
+                src = vb.tile_of(val)
+                vb.s("Muls", t, src, 1.0)
+                val = t
+            env[res] = val
+            for a in set(o.operands):
+                if last.get(a, -1) <= idx and a not in yielded:
+                    vb.release(env[a])
+        del compute_ops
+        # passthrough results (a yielded input) are copied through Muls(x, 1)
+        for v, tile in out_tiles.items():
+            if v.owner is self.kop.body.block or (seed is not None and v is seed[0]):
+                vb.s("Muls", tile, vb.tile_of(env[v]), 1.0)
+        for q, _, v in out_q:
+            comp.add_op(ac.EnQueOp(q.result, out_tiles[v].local))
+        for q, loc in deq:
+            comp.add_op(ac.FreeTensorOp(q.result, loc))
+        comp.add_op(ac.YieldOp())
+
+        # copy-out stage
+        cout_r, cout = _stage()
+        for q, g, _ in out_q:
+            d = ac.DeQueOp(q.result, f32)
+            cout.add_ops([d, ac.CopyOutOp(g, d.result), ac.FreeTensorOp(q.result, d.result)])
+        cout.add_op(ac.YieldOp())
+
+        nbufs = tl.BUFFER_NUM * len(queues) + len(tbufs)
+        vt = tl.vector_tiling(total, nbufs, bcast_bytes, self.opts.cores, self.opts.max_tile, self.opts.ub_bytes)
+        for q in queues:
+            q.properties["bytes"] = _i(vt["tileLength"] * 4)
+        for t in tbufs:
+            t.properties["bytes"] = _i(vt["tileLength"] * 4)
+        body.add_ops([*queues, *tbufs, *loaded.values()])
+        body.add_op(ac.TileLoopOp(extent, total, [cin_r, comp_r, cout_r]))
+        return vt
+
+    # -- vector kernels -------------------------------------------------------------------
+    def vector(self) -> ac.KernelOp:
+        out_shapes = {tuple(shape_of(v)) for v in self.kop.outputs}
+        if len(out_shapes) != 1:
+            raise Unsupported("results of different shapes")
+        out_shape = out_shapes.pop()
+        self._vector_ops(self.body_ops, out_shape)
+        plan = self._classify_args(self.body_ops, out_shape, set())
+        block, gms = self._kernel_block()
+        outs = [(v, gms[len(self.kop.inputs) + j]) for j, v in enumerate(self.yielded)]
+        vt = self._build_tile_loop(block, gms, self.body_ops, plan, outs, "block", numel(out_shape))
+        return self._finish("vector", block, vt)
+
+    def _kernel_block(self, workspace: int = 0) -> tuple[Block, dict[int, SSAValue]]:
+        """Kernel block: one GM_ADDR per input and output (+ ``workspace`` elements of user
+        workspace, as a last argument, when > 0) and a global tensor over each."""
+        n_args = len(self.kop.inputs) + len(self.kop.outputs)
+        block = Block(arg_types=[ac.GmAddrType()] * (n_args + (1 if workspace else 0)))
+        gms: dict[int, SSAValue] = {}
+        for i, arg in enumerate(block.args):
+            if i == n_args:
+                g = ac.GlobalTensorOp(arg, workspace, f32)
+                g.attributes["workspace"] = StringAttr("user")
+            else:
+                v = self.kop.inputs[i] if i < len(self.kop.inputs) else self.kop.outputs[i - len(self.kop.inputs)]
+                g = ac.GlobalTensorOp(arg, numel(shape_of(v)), f32)
+            block.add_op(g)
+            gms[i] = g.result
+        self.has_workspace = bool(workspace)
+        return block, gms
+
+    def _finish(self, kind: str, block: Block, tiling: dict[str, int]) -> ac.KernelOp:
+        block.add_op(ac.ReturnOp())
+        names = [f"in{i}" for i in range(len(self.kop.inputs))] + [
+            f"out{j}" for j in range(len(self.kop.outputs))
+        ]
+        if getattr(self, "has_workspace", False):
+            names.append("workspace")
+        k = ac.KernelOp(
+            self.name, kind, self.kop.pattern_name, self.kop.origin_names, names,
+            len(self.kop.inputs), tiling, Region(block),
+        )
+        # The tiling configuration the host tiling function must reproduce.
+        k.attributes["ascendc.config"] = DictionaryAttr(
+            {"cores": _i(self.opts.cores), "max_tile": _i(self.opts.max_tile), "ub_bytes": _i(self.opts.ub_bytes)}
+        )
+        return k
+
+    # -- cube kernels ---------------------------------------------------------------------
+    def cube(self) -> ac.KernelOp:
+        ops = [o for o in self.body_ops if not isinstance(o, nn.ConstantOp)]
+        head = ops[0]
+        if len(self.kop.outputs) != 1:
+            raise Unsupported("a cube kernel with more than one result")
+        args = self.kop.body.block.args
+        for a in head.operands:
+            if a.owner is not self.kop.body.block:
+                raise Unsupported(f"{head.name} operand not a kernel input")
+        out_shape = tuple(shape_of(head.results[0]))
+        epilogue = [o for o in self.body_ops if o is not head]
+        pre: list[tuple[str, float | int]] = []  # synthetic epilogue steps (gemm alpha/beta)
+        ws_elems = 0
+        if isinstance(head, nn.ConvOp):
+            ws_elems = self._conv_workspace(head)
+        block, gms = self._kernel_block(ws_elems)
+        out_g = gms[len(self.kop.inputs)]
+        if isinstance(head, nn.ConvOp):
+            mm, units, ct = self._conv(head, gms, out_g, gms[len(self.kop.inputs) + 1])
+            skip = {a.index for a in (head.x, head.w)}  # type: ignore[union-attr]
+            bias_arg = head.bias
+        elif isinstance(head, nn.MatMulOp | nn.GemmOp):
+            mm, units, ct = self._matmul(head, gms, out_g)
+            skip = {a.index for a in (head.a, head.b)}  # type: ignore[union-attr]
+            bias_arg = head.c if isinstance(head, nn.GemmOp) else None
+            if isinstance(head, nn.GemmOp):
+                if head.float_prop("alpha") != 1.0:
+                    pre.append(("alpha", head.float_prop("alpha")))
+                if bias_arg is not None and head.float_prop("beta") != 1.0:
+                    pre.append(("beta", head.float_prop("beta")))
+        else:
+            raise Unsupported(f"{head.name} is not a cube op")
+        ct["units"] = units
+        if self.yielded[0] is head.results[0] and bias_arg is None and not pre:
+            # no epilogue at all
+            body_r, body = _stage()
+            body.add_ops([*mm, ac.YieldOp()])
+            block.add_op(ac.WorkLoopOp(units, body_r))
+            return self._finish("cube", block, ct)
+        self._vector_ops(epilogue, out_shape)
+        # The epilogue reads the cube result from the output buffer (in place).
+        if isinstance(head, nn.ConvOp):
+            ep_ops, bias_shape = self._epilogue_ops(head, bias_arg, pre, out_shape, conv=True)
+        else:
+            ep_ops, bias_shape = self._epilogue_ops(head, bias_arg, pre, out_shape, conv=False)
+        plan = self._classify_args(epilogue, out_shape, skip)
+        if bias_arg is not None:
+            plan.bcast[bias_arg.index] = bias_shape  # type: ignore[union-attr]
+            plan.queued = [i for i in plan.queued if i != bias_arg.index]  # type: ignore[union-attr]
+        body_r, body = _stage()
+        body.add_ops(mm)
+        vt = self._build_tile_loop(
+            body, gms, [*ep_ops, *epilogue], plan, [(self.yielded[0], out_g)], "problem",
+            numel(out_shape), seed=(head.results[0], out_g),
+        )
+        # Queues/buffers were placed in the work-loop body; Init-level is clearer: hoist them.
+        for o in list(body.ops):
+            if isinstance(o, ac.QueueOp | ac.TBufOp | ac.LoadOperandOp):
+                o.detach()
+                block.add_op(o)
+        body.add_op(ac.YieldOp())
+        block.add_op(ac.WorkLoopOp(units, body_r))
+        return self._finish("cube", block, {**ct, **vt})
+
+    def _epilogue_ops(self, head, bias_arg, pre, out_shape, conv: bool):
+        """Synthetic nn ops applying alpha / bias to the cube result before the body's ops."""
+        ops: list[Operation] = []
+        bias_strides: tuple[int, ...] = ()
+        cur = head.results[0]
+        for kind, value in pre:
+            if kind == "alpha":
+                c = nn.ConstantOp(_scalar_dense(value))
+                m = nn.MulOp.build(operands=[cur, c.y], result_types=[cur.type])
+                ops += [c, m]
+                cur = m.results[0]
+        if bias_arg is not None:
+            bshape = tuple(shape_of(bias_arg))
+            if conv:
+                strides = tuple(1 if i == 1 else 0 for i in range(len(out_shape)))
+            else:
+                st = _bcast_strides(bshape, out_shape)
+                if st is None:
+                    raise Unsupported(f"bias shape {bshape} does not broadcast to {out_shape}")
+                strides = st
+            bias_strides = strides
+            bval: SSAValue = bias_arg
+            for kind, value in pre:
+                if kind == "beta":
+                    c = nn.ConstantOp(_scalar_dense(value))
+                    m = nn.MulOp.build(operands=[bias_arg, c.y], result_types=[bias_arg.type])
+                    ops += [c, m]
+                    bval = m.results[0]
+            add = nn.AddOp.build(operands=[cur, bval], result_types=[cur.type])
+            ops.append(add)
+            cur = add.results[0]
+        if ops:
+            # Route the body's uses of the cube result through the synthetic ops.
+            head.results[0].replace_uses_with_if(cur, lambda use: use.operation not in ops)
+        return ops, bias_strides
+
+    def _matmul(self, op: Operation, gms, out_g):
+        a, b = op.operands[0], op.operands[1]
+        sa, sb = tuple(shape_of(a)), tuple(shape_of(b))
+        if isinstance(op, nn.GemmOp):
+            ta, tb = op.bool_prop("trans_a"), op.bool_prop("trans_b")
+            m = sa[1] if ta else sa[0]
+            k = sa[0] if ta else sa[1]
+            n = sb[0] if tb else sb[1]
+            batch, a_st, b_st = 1, 0, 0
+        else:
+            ta = tb = False
+            if len(sa) < 2 or len(sb) < 2:
+                raise Unsupported("matmul with a 1-d operand")
+            k, n = sb[-2], sb[-1]
+            ba, bb = sa[:-2], sb[:-2]
+            if numel(bb) == 1:
+                m, batch, a_st, b_st = numel(sa) // k, 1, 0, 0
+            elif ba == bb or numel(ba) == 1 and len(ba) <= len(bb):
+                m = sa[-2]
+                batch = numel(bb)
+                a_st = 0 if numel(ba) == 1 else m * k
+                b_st = k * n
+            else:
+                raise Unsupported(f"matmul batch broadcast {sa} x {sb}")
+        ct = tl.cube_tiling(m, n, k, self.opts.cores, split_m=True)
+        units = batch * ct["mBlocks"]
+        mm = [self._mm_op(gms[a.index], gms[b.index], out_g, m, n, k, ta, tb, ct["mBlocks"],
+                          a_st, 0, b_st, 0, m * n)]
+        return mm, units, ct
+
+    def _conv_workspace(self, op: nn.ConvOp) -> int:
+        """im2col slice elements per core x cores."""
+        ws, os_ = shape_of(op.w), shape_of(op.y)
+        return ws[1] * ws[2] * ws[3] * os_[2] * os_[3] * self.opts.cores
+
+    def _conv(self, op: nn.ConvOp, gms, out_g, ws_g):
+        xs, ws = shape_of(op.x), shape_of(op.w)
+        if len(xs) != 4:
+            raise Unsupported("only 2-d convolution is lowered")
+        os_ = shape_of(op.y)
+        g = op.int_prop("group")
+        cout_g = ws[0] // g
+        k = ws[1] * ws[2] * ws[3]
+        p = os_[2] * os_[3]
+        ct = tl.cube_tiling(cout_g, p, k, self.opts.cores, split_m=False)
+        ct["workspaceElems"] = k * p * self.opts.cores  # one im2col slice per core
+        units = xs[0] * g
+        im = ac.Im2ColOp.build(
+            operands=[gms[op.x.index], ws_g],
+            properties={
+                "input_shape": i64_array(xs), "kernel": i64_array(ws[2:]),
+                "out_hw": i64_array(os_[2:]), "strides": op.properties["strides"],
+                "pads": op.properties["pads"], "dilations": op.properties["dilations"],
+                "groups": _i(g),
+            },
+        )
+        mm = self._mm_op(gms[op.w.index], ws_g, out_g, cout_g, p, k, False, False, 1,
+                         cout_g * k, g, 0, 0, cout_g * p)
+        return [im, mm], units, ct
+
+    def _mm_op(self, a, b, c, m, n, k, ta, tb, m_blocks, a_st, a_per, b_st, b_per, c_st):
+        return ac.MatmulOp.build(
+            operands=[a, b, c, []],
+            properties={
+                "m": _i(m), "n": _i(n), "k": _i(k), "trans_a": BoolAttr.from_bool(ta),
+                "trans_b": BoolAttr.from_bool(tb), "m_blocks": _i(m_blocks),
+                "a_stride": _i(a_st), "a_period": _i(a_per), "b_stride": _i(b_st),
+                "b_period": _i(b_per), "c_stride": _i(c_st),
+            },
+        )
+
+
+def _scalar_dense(value: float):
+    import numpy as np
+
+    from autofusion.dialects.dtypes import dense_from_numpy
+
+    return dense_from_numpy(np.asarray(value, dtype=np.float32).reshape(()))
+
+
+def hoist_constants(kop: fusion.KernelOp) -> list[nn.ConstantOp]:
+    """Move non-scalar constants of ``kop``'s body out as new kernel inputs (GM tensors).
+
+    ``kop`` must be detached (a clone); the returned detached constants feed its new
+    trailing operands and must be inserted before the launch that replaces it.
+    """
+    block = kop.body.block
+    hoisted: list[nn.ConstantOp] = []
+    for op in list(block.ops):
+        if isinstance(op, nn.ConstantOp) and numel(shape_of(op.y)) > 1:
+            arg = block.insert_arg(op.y.type, len(block.args))
+            op.y.replace_all_uses_with(arg)
+            op.detach()
+            hoisted.append(op)
+    if hoisted:
+        kop.operands = [*kop.operands, *[c.y for c in hoisted]]
+    return hoisted
+
+
+def lower_kernel(
+    kop: fusion.KernelOp, name: str, opts: LowerFusionToAscendC
+) -> tuple[ac.KernelOp, list[nn.ConstantOp]]:
+    """The ``ascendc.kernel`` for ``kop`` and the constants hoisted into extra inputs
+    (raises ``Unsupported`` with a reason)."""
+    body_ops = [o for o in kop.body.block.ops if not isinstance(o, fusion.YieldOp | nn.ConstantOp)]
+    if not body_ops:
+        raise Unsupported("empty kernel")
+    # Work on a clone: constants are hoisted and synthetic epilogue ops rewire uses.
+    clone = kop.clone()
+    hoisted = hoist_constants(clone)
+    lowering = KernelLowering(clone, name, opts)
+    if isinstance(body_ops[0], nn.MatMulOp | nn.GemmOp | nn.ConvOp):
+        return lowering.cube(), hoisted
+    return lowering.vector(), hoisted
+
+
+class LowerKernel(RewritePattern):
+    """Replace one supported ``fusion.kernel`` by ``ascendc.launch`` of a new kernel."""
+
+    def __init__(self, module: ModuleOp, opts: LowerFusionToAscendC):
+        self.module = module
+        self.opts = opts
+        self.count = 0
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: fusion.KernelOp, rewriter: PatternRewriter) -> None:
+        if not isinstance(op.parent_op(), func.FuncOp) or "ascendc.fallback" in op.attributes:
+            return
+        name = f"af_kernel_{self.count}"
+        try:
+            kernel, hoisted = lower_kernel(op, name, self.opts)
+        except Unsupported as e:
+            op.attributes["ascendc.fallback"] = StringAttr(str(e))
+            return
+        self.count += 1
+        kernel.verify()
+        rewriter.insert_op(kernel, _module_end(self.module))
+        inputs = [*op.inputs, *[c.y for c in hoisted]]
+        launch = ac.LaunchOp(name, inputs, [r.type for r in op.outputs])
+        rewriter.replace(op, [*hoisted, launch], list(launch.outputs))
+
+
+def _module_end(module: ModuleOp):
+    from xdsl.rewriter import InsertPoint
+
+    return InsertPoint.at_end(module.body.block)
+
+
+@dataclass(frozen=True)
+class LowerFusionToAscendC(ModulePass):
+    """Lower supported ``fusion.kernel`` ops to ``ascendc.kernel`` + ``ascendc.launch``.
+
+    Options: ``cores`` (vector/cube cores the tiling spreads work over, default 8),
+    ``max_tile`` (largest tile in elements, default 4096), ``ub_bytes`` (unified-buffer
+    budget per core, default 184 KiB of the 192 KiB on Atlas A2).
+    """
+
+    name: ClassVar[str] = "lower-fusion-to-ascendc"
+    cores: int = 8
+    max_tile: int = 4096
+    ub_bytes: int = 184 * 1024
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        PatternRewriteWalker(LowerKernel(op, self), apply_recursively=False).rewrite_module(op)
+
+
+__all__ = ["DenseArrayBase", "LowerFusionToAscendC", "lower_kernel"]
