@@ -14,4 +14,11 @@ def get_all_targets() -> dict[str, Callable[[], type[Target]]]:
         return CTarget
 
     targets["c"] = get_c
+
+    def get_ascendc() -> type[Target]:
+        from autofusion.lowering.ascendc.target import AscendCTarget
+
+        return AscendCTarget
+
+    targets["ascendc"] = get_ascendc
     return targets

@@ -16,7 +16,17 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     passes.update(c_passes())
     passes.update(_memory_passes())  # plan-buffers, tile-fusion (memory)
     passes.update(_fusion_passes())  # fold-batchnorm, recognize-*, fuse-* (fusion)
+    passes.update(_ascendc_passes())  # lower-fusion-to-ascendc (lowering/ascendc/)
     return passes
+
+
+def _ascendc_passes() -> dict[str, Callable[[], type[ModulePass]]]:
+    def lower_fusion_to_ascendc() -> type[ModulePass]:
+        from autofusion.lowering.ascendc.lower import LowerFusionToAscendC
+
+        return LowerFusionToAscendC
+
+    return {"lower-fusion-to-ascendc": lower_fusion_to_ascendc}
 
 
 def _memory_passes() -> dict[str, Callable[[], type[ModulePass]]]:
