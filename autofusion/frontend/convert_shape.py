@@ -21,6 +21,11 @@ from autofusion.frontend.loader import elem_name
 from autofusion.frontend.registry import converter
 
 
+def _contiguous(arr: np.ndarray) -> np.ndarray:
+    """C-contiguous copy if needed, keeping rank 0 (``np.ascontiguousarray`` makes it 1)."""
+    return np.asarray(arr, order="C")
+
+
 def norm_axis(ctx: NodeCtx, axis: int, rank: int) -> int:
     a = int(axis)
     if a < 0:
@@ -78,7 +83,7 @@ def tensor_to_const(t: onnx.TensorProto, origin: str, filename: str) -> Const:
         arr = numpy_helper.to_array(t)
     except Exception as e:  # noqa: BLE001 - onnx raises assorted errors for bad tensors
         raise AutofusionError(f"{filename}: cannot read tensor '{origin}': {e}") from None
-    return Const(np.ascontiguousarray(arr.astype(dt, copy=False)), origin)
+    return Const(_contiguous(arr.astype(dt, copy=False)), origin)
 
 
 def _sparse_to_dense(sp: onnx.SparseTensorProto, ctx: NodeCtx) -> np.ndarray:
@@ -289,7 +294,7 @@ def _transpose(ctx: NodeCtx) -> list[Value]:
     if sorted(perm) != list(range(len(s))):
         raise ctx.error(f"perm {perm} is not a permutation of rank {len(s)}")
     if isinstance(x, Const):
-        return [ctx.const(np.ascontiguousarray(x.array.transpose(perm)))]
+        return [ctx.const(_contiguous(x.array.transpose(perm)))]
     if perm == list(range(len(s))):
         return [x]
     return [ctx.emit1(nn.TransposeOp, [x], [s[p] for p in perm], value_elem(x),
@@ -350,7 +355,7 @@ def _split(ctx: NodeCtx) -> list[Value]:
     sizes = split_sizes(ctx, s[axis], len(ctx.node.output))
     if isinstance(x, Const):
         cuts = np.cumsum(sizes)[:-1]
-        return [ctx.const(np.ascontiguousarray(p)) for p in np.split(x.array, cuts, axis=axis)]
+        return [ctx.const(_contiguous(p)) for p in np.split(x.array, cuts, axis=axis)]
     types = [dtypes.tensor_type(value_elem(x), (*s[:axis], n, *s[axis + 1:])) for n in sizes]
     op = ctx.emit(nn.SplitOp, [x], [types], {"axis": int_attr(axis)})
     return list(op.results)
@@ -398,7 +403,7 @@ def apply_slice(arr: np.ndarray, starts: list[int], ends: list[int], steps: list
     idx = tuple(
         slice(s, None if (st < 0 and e < 0) else e, st) for s, e, st in zip(starts, ends, steps)
     )
-    return np.ascontiguousarray(arr[idx])
+    return _contiguous(arr[idx])
 
 
 def slice_value(
@@ -552,7 +557,7 @@ def _expand(ctx: NodeCtx) -> list[Value]:
     except ValueError as e:
         raise ctx.error(str(e)) from None
     if isinstance(x, Const):
-        return [ctx.const(np.ascontiguousarray(np.broadcast_to(x.array, out)))]
+        return [ctx.const(_contiguous(np.broadcast_to(x.array, out)))]
     if out == value_shape(x):
         return [x]
     return [ctx.emit1(nn.ExpandOp, [x], out, value_elem(x))]

@@ -118,8 +118,10 @@ class _Importer:
         for vi, barg in zip(args, block.args):
             env[vi.name] = barg
         for t in graph.initializer:
-            env[t.name] = tensor_to_const(t, t.name, fn)
-            if self.owned and t.HasField("raw_data") and len(t.raw_data) > _SMALL:
+            c = tensor_to_const(t, t.name, fn)
+            env[t.name] = c
+            # The Const now owns a copy of the bytes: free the protobuf's (our own model).
+            if self.owned and c.raw is not None and len(c.raw) > _SMALL:
                 t.ClearField("raw_data")
         progress.loaded()
 
