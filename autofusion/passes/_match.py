@@ -60,3 +60,36 @@ def set_merged_origins(new: Operation, old: Sequence[Operation]) -> None:
     names = merge_origins(old)
     if names:
         new.attributes["onnx.origins"] = ArrayAttr([StringAttr(n) for n in names])
+
+
+def erase_dead(rewriter: object, ops: Sequence[Operation], keep: Operation | None = None) -> None:
+    """Erase the matched ``ops`` that nothing reads any more (readers first), then the
+    constants they read that became unused. ``keep`` (the replaced root) is skipped."""
+    from xdsl.pattern_rewriter import PatternRewriter
+
+    assert isinstance(rewriter, PatternRewriter)
+    consts: list[Operation] = []
+    pending = [o for o in ops if o is not keep]
+    changed = True
+    while changed:
+        changed = False
+        for o in list(pending):
+            if o.parent is None:
+                pending.remove(o)
+                continue
+            if all(not r.uses for r in o.results):
+                consts.extend(v.owner for v in o.operands if isinstance(v.owner, nn.ConstantOp))
+                rewriter.erase(o)
+                pending.remove(o)
+                changed = True
+    for c in dict.fromkeys(consts):
+        if isinstance(c, nn.ConstantOp) and c.parent is not None and not c.y.uses:
+            rewriter.erase(c)
+
+
+def in_block_order(ops: Sequence[Operation]) -> list[Operation]:
+    """``ops`` sorted by their position in their (shared) block."""
+    if not ops or ops[0].parent is None:
+        return list(ops)
+    wanted = set(ops)
+    return [o for o in ops[0].parent.ops if o in wanted]

@@ -10,7 +10,8 @@ Matches scaled dot-product attention as exporters emit it::
 
 and replaces ``o`` by ``nn.attention(q, k, v[, mask]) {scale}``. If ``kT`` is not a
 last-two-dims transpose, an ``nn.transpose`` is inserted to give ``k``. Every intermediate
-must have one reader. Place: before fuse. No options.
+must have one reader. Place: before fuse. Option: ``config`` (a fusion config; ``patterns: {attention: false}``
+turns the pass off).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Operation, SSAValue  # noqa: F401
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -34,7 +35,13 @@ from xdsl.rewriter import InsertPoint
 from autofusion.dialects import nn
 from autofusion.dialects.base import f64_attr, i64_array, shape_of
 from autofusion.dialects.dtypes import tensor_type
-from autofusion.passes._match import const_scalar, set_merged_origins, sole_user
+from autofusion.passes._match import (
+    const_scalar,
+    erase_dead,
+    in_block_order,
+    set_merged_origins,
+    sole_user,
+)
 
 
 def _swap_last(rank: int) -> list[int]:
@@ -104,13 +111,11 @@ class RecognizeScaledDotProductAttention(RewritePattern):
             result_types=[out.out.type],
             properties={"scale": f64_attr(scale)},
         )
-        set_merged_origins(att, list(reversed(ops)))
+        ordered = in_block_order(ops)
+        set_merged_origins(att, ordered)
         rewriter.replace(out, att)
-        for o in ops:
-            if o is not out and o.parent is not None and all(not r.uses for r in o.results):
-                rewriter.erase(o)
-        if ktr is not None and isinstance(ktr, Operation) and ktr.parent is not None and isinstance(ktr, nn.TransposeOp) and not ktr.y.uses:
-            rewriter.erase(ktr)
+        dead = [*ordered, ktr] if isinstance(ktr, nn.TransposeOp) else ordered
+        erase_dead(rewriter, dead, keep=out)
 
 
 @dataclass(frozen=True)
@@ -119,7 +124,13 @@ class RecognizeAttention(ModulePass):
 
     name: ClassVar[str] = "recognize-attention"
 
+    config: str = ""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        from autofusion.policy.config import load_config
+
+        if not load_config(self.config or None).family_enabled("attention"):
+            return
         PatternRewriteWalker(
             GreedyRewritePatternApplier([RecognizeScaledDotProductAttention()], dce_enabled=False),
             apply_recursively=False,

@@ -9,7 +9,8 @@ Tanh form: ``0.5 * x * (1 + tanh(0.79788 * (x + 0.044715 * x^3)))`` with ``x^3``
 ``pow(x, 3)`` or ``x * x * x``; becomes ``nn.gelu {approximate = "tanh"}``.
 
 Constants are matched to 1e-3 relative; every intermediate must have a single reader
-(otherwise nothing is rewritten). Place: before fuse. No options.
+(otherwise nothing is rewritten). Place: before fuse. Option: ``config`` (a fusion config; ``patterns: {gelu: false}``
+turns the pass off).
 """
 
 from __future__ import annotations
@@ -31,7 +32,14 @@ from xdsl.pattern_rewriter import (
 )
 
 from autofusion.dialects import nn
-from autofusion.passes._match import close, const_scalar, other_operand, set_merged_origins, sole_user
+from autofusion.passes._match import (
+    close,
+    const_scalar,
+    erase_dead,
+    other_operand,
+    set_merged_origins,
+    sole_user,
+)
 
 INV_SQRT2 = 1.0 / math.sqrt(2.0)
 SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -131,9 +139,7 @@ def _replace(rewriter: PatternRewriter, root: Operation, x: SSAValue, approx: st
                            properties={"approximate": StringAttr(approx)})
     set_merged_origins(gelu, [o for o in ops if not isinstance(o, nn.ConstantOp)])
     rewriter.replace(root, gelu)
-    for o in reversed(ops):  # now-dead intermediates, newest first
-        if o is not root and o.parent is not None and all(not r.uses for r in o.results):
-            rewriter.erase(o)
+    erase_dead(rewriter, ops, keep=root)
 
 
 @dataclass(frozen=True)
@@ -142,7 +148,13 @@ class RecognizeGelu(ModulePass):
 
     name: ClassVar[str] = "recognize-gelu"
 
+    config: str = ""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        from autofusion.policy.config import load_config
+
+        if not load_config(self.config or None).family_enabled("gelu"):
+            return
         PatternRewriteWalker(
             GreedyRewritePatternApplier([RecognizeErfGelu(), RecognizeTanhGelu()], dce_enabled=False),
             apply_recursively=False,

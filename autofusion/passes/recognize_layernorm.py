@@ -11,7 +11,7 @@ Matches what exporters emit for ``LayerNorm`` over the trailing dims ``[axis, ra
 ``d`` must have exactly the two readers shown and every other intermediate one reader;
 ``gamma``/``beta`` must broadcast to the normalised shape. Without ``gamma`` a constant
 of ones is supplied. Origins of all matched ops are kept on the new op. Place: before
-fuse (after canonicalize-nn). No options.
+fuse (after canonicalize-nn). Option: ``config`` (``patterns: {layernorm: false}`` turns it off).
 """
 
 from __future__ import annotations
@@ -36,7 +36,15 @@ from xdsl.rewriter import InsertPoint
 from autofusion.dialects import nn, shapes
 from autofusion.dialects.base import f64_attr, int_attr, shape_of
 from autofusion.dialects.dtypes import dense_from_numpy, to_numpy_dtype
-from autofusion.passes._match import close, const_scalar, const_value, other_operand, set_merged_origins, sole_user
+from autofusion.passes._match import (
+    close,
+    const_scalar,
+    const_value,
+    erase_dead,
+    other_operand,
+    set_merged_origins,
+    sole_user,
+)
 
 
 def _trailing_axes(op: nn.ReduceMeanOp) -> int | None:
@@ -125,9 +133,7 @@ class RecognizeDecomposedLayerNorm(RewritePattern):
         )
         set_merged_origins(ln, ops)
         rewriter.replace(root, ln)
-        for o in reversed(ops):
-            if o is not root and o.parent is not None and all(not r.uses for r in o.results):
-                rewriter.erase(o)
+        erase_dead(rewriter, ops, keep=root)
 
 
 @dataclass(frozen=True)
@@ -136,7 +142,13 @@ class RecognizeLayerNorm(ModulePass):
 
     name: ClassVar[str] = "recognize-layernorm"
 
+    config: str = ""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        from autofusion.policy.config import load_config
+
+        if not load_config(self.config or None).family_enabled("layernorm"):
+            return
         PatternRewriteWalker(
             GreedyRewritePatternApplier([RecognizeDecomposedLayerNorm()], dce_enabled=False),
             apply_recursively=False,

@@ -29,14 +29,14 @@ from autofusion.policy.base import canonical_op_type
 ENV_AGGRESSIVENESS = "AUTOFUSION_AGGRESSIVENESS"
 DEFAULT_AGGRESSIVENESS = 1
 
-#: Pattern families a config can switch on/off, with the aggressiveness they need.
+#: Pattern families a config can switch on/off, with the aggressiveness they need
+#: (the recognize-* rewrites are not fusion: only their ``patterns`` switch applies).
 FAMILIES: dict[str, int] = {
     "fold_batchnorm": 1,
     "conv_bn_relu": 1,
-    "layernorm": 1,
-    "gelu": 1,
-    "attention": 1,
-    "canonicalize": 1,
+    "layernorm": 0,
+    "gelu": 0,
+    "attention": 0,
     "conv_epilogue": 1,
     "matmul_epilogue": 1,
     "gemm_epilogue": 1,
