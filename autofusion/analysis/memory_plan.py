@@ -147,16 +147,30 @@ def build_buffers(
 # ---------------------------------------------------------------------------------------
 
 
-def place(buffers: Sequence[Buffer], order: Sequence[int], best_fit: bool) -> list[int]:
+def conflicts(buffers: Sequence[Buffer]) -> list[list[int]]:
+    """For each buffer, the indices of the buffers whose lifetimes intersect its own."""
+    out: list[list[int]] = [[] for _ in buffers]
+    by_start = sorted(range(len(buffers)), key=lambda i: buffers[i].start)
+    for x, i in enumerate(by_start):
+        end = buffers[i].end
+        for j in by_start[x + 1:]:
+            if buffers[j].start > end:
+                break
+            out[i].append(j)
+            out[j].append(i)
+    return out
+
+
+def place(buffers: Sequence[Buffer], order: Sequence[int], best_fit: bool,
+          conflict: list[list[int]] | None = None) -> list[int]:
     """Offsets for ``buffers`` placed in ``order``; returns one offset per buffer."""
+    if conflict is None:
+        conflict = conflicts(buffers)
     offsets = [-1] * len(buffers)
-    placed: list[int] = []
     for i in order:
         b = buffers[i]
         busy = sorted(
-            (offsets[j], offsets[j] + buffers[j].size)
-            for j in placed
-            if buffers[j].start <= b.end and b.start <= buffers[j].end
+            (offsets[j], offsets[j] + buffers[j].size) for j in conflict[i] if offsets[j] >= 0
         )
         best: int | None = None
         best_gap: int | None = None
@@ -171,7 +185,6 @@ def place(buffers: Sequence[Buffer], order: Sequence[int], best_fit: bool) -> li
                     best, best_gap = cursor, gap
             cursor = max(cursor, hi)
         offsets[i] = cursor if best is None else best
-        placed.append(i)
     return offsets
 
 
@@ -207,13 +220,40 @@ def _order_breadth(bufs: Sequence[Buffer]) -> list[int]:
     return order
 
 
+def _order_longest_k(k: int) -> Callable[[Sequence[Buffer]], list[int]]:
+    """The ``k`` longest-lived buffers first (they conflict with the most), then by size.
+
+    Pure size order can leave a long-lived buffer stacked above a whole phase of large
+    short-lived ones; pinning it first lets those alternate in the space beside it.
+    """
+
+    def order(bufs: Sequence[Buffer]) -> list[int]:
+        first = _order_longest(bufs)[:k]
+        chosen = set(first)
+        return first + [i for i in _order_size(bufs) if i not in chosen]
+
+    return order
+
+
+def _order_conflicts(bufs: Sequence[Buffer]) -> list[int]:
+    """Most conflicting (bytes of overlapping buffers) first."""
+    weight = [sum(bufs[j].size for j in c) for c in conflicts(bufs)]
+    return sorted(range(len(bufs)), key=lambda i: (-weight[i] * bufs[i].size, -bufs[i].size))
+
+
 HEURISTICS: dict[str, tuple[Callable[[Sequence[Buffer]], list[int]], bool]] = {
     "size-best-fit": (_order_size, True),
     "size-first-fit": (_order_size, False),
     "breadth-best-fit": (_order_breadth, True),
     "lifetime-first-fit": (_order_lifetime, False),
     "longest-best-fit": (_order_longest, True),
+    "conflicts-best-fit": (_order_conflicts, True),
+    **{f"longest{k}-then-size": (_order_longest_k(k), True) for k in (1, 2, 3, 4, 6, 8, 12, 16)},
 }
+
+QUICK_HEURISTICS = ("size-best-fit", "breadth-best-fit", "longest1-then-size",
+                    "longest2-then-size")
+"""A cheaper subset, for comparing many candidate rewrites (``tile-fusion``)."""
 
 
 def lower_bound(buffers: Sequence[Buffer]) -> int:
@@ -241,9 +281,10 @@ def plan_memory(
     names = list(heuristics) if heuristics is not None else list(HEURISTICS)
     best_name, best_offsets, best_arena = "", [0] * len(buffers), -1
     candidates: dict[str, int] = {}
+    conflict = conflicts(buffers)
     for name in names:
         order_fn, best_fit = HEURISTICS[name]
-        offsets = place(buffers, order_fn(buffers), best_fit)
+        offsets = place(buffers, order_fn(buffers), best_fit, conflict)
         arena = max((o + b.size for o, b in zip(offsets, buffers)), default=0)
         candidates[name] = arena
         if best_arena < 0 or arena < best_arena:

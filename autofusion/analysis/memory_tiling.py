@@ -418,8 +418,8 @@ def _slice(value: SSAValue, dim: int, lo: int, hi: int, attrs: dict[str, Attribu
     )
 
 
-def build_tiles(region: Sequence[Operation], y: SSAValue, dim: int, count: int
-                ) -> list[Operation]:
+def build_tiles(region: Sequence[Operation], y: SSAValue, dim: int, count: int,
+                verify: bool = True) -> list[Operation]:
     """The ops replacing ``region`` (pieces then the concat), detached and verified.
 
     Raises ``NotTileable`` when some op cannot be tiled this way.
@@ -471,7 +471,7 @@ def build_tiles(region: Sequence[Operation], y: SSAValue, dim: int, count: int
     concat = nn.ConcatOp.create(operands=outputs, result_types=[y.type],
                                 properties={"axis": int_attr(dim)}, attributes=concat_attrs)
     new_ops.append(concat)
-    for op in new_ops:
+    for op in new_ops if verify else ():
         try:
             op.verify()
         except VerifyException as e:
@@ -479,10 +479,13 @@ def build_tiles(region: Sequence[Operation], y: SSAValue, dim: int, count: int
     return new_ops
 
 
-def tile_region(region: Sequence[Operation], y: SSAValue, dim: int, count: int) -> None:
+def tile_region(region: Sequence[Operation], y: SSAValue, dim: int, count: int,
+                verify: bool = True) -> None:
     """Replace ``region`` (consecutive top-level ops, ``y`` its only escaping value) by
-    ``count`` pieces along ``dim`` of ``y`` and a concat. Raises ``NotTileable``."""
-    new_ops = build_tiles(region, y, dim, count)
+    ``count`` pieces along ``dim`` of ``y`` and a concat. Raises ``NotTileable``.
+
+    ``verify=False`` skips verifying the new ops (for throw-away trial rewrites)."""
+    new_ops = build_tiles(region, y, dim, count, verify)
     last = region[-1]
     Rewriter.insert_op(new_ops, InsertPoint.after(last))
     members = set(region)

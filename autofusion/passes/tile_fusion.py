@@ -19,6 +19,7 @@ compile API: ``apply_memory_limit(module, limit_mb)``.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import ClassVar
@@ -30,7 +31,12 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from autofusion.analysis.liveness import find_main, returned_values, schedule, top_level_user
-from autofusion.analysis.memory_plan import DEFAULT_ALIGNMENT, MemoryPlan, plan_memory
+from autofusion.analysis.memory_plan import (
+    DEFAULT_ALIGNMENT,
+    QUICK_HEURISTICS,
+    MemoryPlan,
+    plan_memory,
+)
 from autofusion.analysis.memory_tiling import (
     TILE_ATTR,
     NotTileable,
@@ -108,50 +114,83 @@ def _dims(y: SSAValue) -> list[int]:
     return [d for d in order if d < len(shape) and shape[d] >= 2]
 
 
+def _rank(c: _Candidate, limit: int) -> tuple[float, ...]:
+    """Fits first, then fewer tiles, then the lower estimate; else the lower estimate."""
+    return (0, c.count, c.estimate) if c.estimate <= limit else (1, c.estimate)
+
+
 def _candidates(main: func.FuncOp, plan: MemoryPlan, limit: int) -> list[_Candidate]:
+    """Tiling candidates around the busiest step, best first.
+
+    Regions are visited shortest first; for each, the smallest tile count whose estimated
+    peak fits ``limit`` is kept. The estimate propagates the rows of one tile through the
+    region (so deep regions pay for their growing halos): at each step, bytes live from
+    outside the region, plus the region's live values scaled to the rows one tile needs,
+    plus the finished pieces of ``Y``; and at the concat, ``2 * |Y|`` plus what passes by.
+    """
     steps = schedule(main)
     n = len(steps)
-    load = [0] * (n + 1)
-    live: list[list[tuple[int, int, int]]] = [[] for _ in range(n + 1)]
+    live: list[list[tuple[SSAValue, int, int]]] = [[] for _ in range(n + 1)]
     size = {iv.value: -(-iv.size // plan.alignment) * plan.alignment for iv in plan.intervals}
     for iv in plan.intervals:
         for s in range(iv.start, iv.end + 1):
-            load[s] += size[iv.value]
-            live[s].append((iv.start, iv.end, size[iv.value]))
+            live[s].append((iv.value, iv.start, size[iv.value]))
+    load = [sum(sz for _, _, sz in lv) for lv in live]
     peak = max(range(n), key=lambda s: load[s]) if n else 0
     last = _last_uses(main, steps)
     index = {op: i for i, op in enumerate(steps)}
-    out: list[_Candidate] = []
-    for a, b, y in _regions(steps, last, peak):
+    regions = [r for r in _regions(steps, last, peak)
+               if not isinstance(steps[r[0]], nn.ConstantOp)
+               and not isinstance(steps[r[1]], nn.ConstantOp)]
+    regions.sort(key=lambda r: (r[1] - r[0], r[0]))
+    fits: list[_Candidate] = []
+    fallback: list[_Candidate] = []
+    for a, b, y in regions:
         region = steps[a:b + 1]
-        ext = max((sum(sz for st, _, sz in live[s] if st < a) for s in range(a, b + 1)), default=0)
-        inner = max((sum(sz for st, _, sz in live[s] if st >= a) for s in range(a, b + 1)),
-                    default=0)
-        through = sum(sz for st, en, sz in live[a] if st < a and en > b)
+        ext = [sum(sz for _, st, sz in live[s] if st < a) for s in range(a, b + 1)]
+        through = sum(sz for v, st, sz in live[a] if st < a and last.get(v, n) > b)
         ysize = size.get(y, 0)
         owner = y.owner
         assert isinstance(owner, Operation)
+        if max(max(ext, default=0) + ysize, through + 2 * ysize) > limit and fits:
+            continue
+        region_best: _Candidate | None = None
         for dim in _dims(y):
-            try:
-                for lo, hi in tile_bounds(shape_of(y)[dim], 2):
-                    _propagate(region, y, (dim, lo, hi))
-            except NotTileable:
-                continue
+            rows = shape_of(y)[dim]
             for count in TILE_COUNTS:
-                if count > shape_of(y)[dim]:
+                if count > rows:
                     break
-                est = max(ext + ysize + 1.5 * inner / count, through + 2 * ysize)
-                out.append(_Candidate(a, b, index[owner], list(owner.results).index(y), dim,
-                                      count, est))
-    out.sort(key=lambda c: (c.estimate > limit, c.count if c.estimate <= limit else 0,
-                            c.end - c.start, c.estimate))
-    return out
+                # An interior tile: it carries the full halo on both sides.
+                lo, hi = tile_bounds(rows, count)[count // 2]
+                try:
+                    piece = _propagate(region, y, (dim, lo, hi))
+                except NotTileable:
+                    break
+                frac = {v: (r[2] - r[1]) / shape_of(v)[r[0]] for v, r in piece.reqs.items()}
+                inner = max(
+                    ext[s - a] + sum(sz * frac.get(v, 1.0) for v, st, sz in live[s] if st >= a)
+                    for s in range(a, b + 1)
+                )
+                est = max(inner + ysize, through + 2 * ysize)
+                cand = _Candidate(a, b, index[owner], list(owner.results).index(y), dim,
+                                  count, est)
+                better = region_best is None or _rank(cand, limit) < _rank(region_best, limit)
+                if better:
+                    region_best = cand
+                if est <= limit:
+                    break
+        if region_best is not None:
+            (fits if region_best.estimate <= limit else fallback).append(region_best)
+        if len(fits) >= TRIALS:
+            break
+    fallback.sort(key=lambda c: c.estimate)
+    return fits + fallback[:TRIALS]
 
 
-def _apply(module: ModuleOp, c: _Candidate) -> None:
+def _apply(module: ModuleOp, c: _Candidate, verify: bool = True) -> None:
     steps = schedule(find_main(module))
     y = steps[c.y_step].results[c.y_index]
-    tile_region(steps[c.start:c.end + 1], y, c.dim, c.count)
+    tile_region(steps[c.start:c.end + 1], y, c.dim, c.count, verify)
 
 
 def tile_to_limit(module: ModuleOp, limit_bytes: int, alignment: int = DEFAULT_ALIGNMENT
@@ -164,16 +203,25 @@ def tile_to_limit(module: ModuleOp, limit_bytes: int, alignment: int = DEFAULT_A
         if plan.arena_bytes <= limit_bytes:
             break
         chosen: _Candidate | None = None
-        chosen_arena = plan.arena_bytes
-        for cand in _candidates(main, plan, limit_bytes)[:TRIALS]:
-            trial = module.clone()
-            try:
-                _apply(trial, cand)
-            except NotTileable:
-                continue
-            arena = plan_memory(find_main(trial), alignment=alignment).arena_bytes
-            if arena < chosen_arena:
-                chosen, chosen_arena = cand, arena
+        chosen_key: tuple[int, ...] = (1, plan.arena_bytes)
+        for first in _candidates(main, plan, limit_bytes):
+            # The estimate can be optimistic; a few more tiles may still fit.
+            counts = [c for c in TILE_COUNTS if c >= first.count][:4]
+            for count in counts:
+                cand = dataclasses.replace(first, count=count)
+                trial = module.clone()
+                try:
+                    _apply(trial, cand, verify=False)
+                except NotTileable:
+                    break
+                arena = plan_memory(find_main(trial), alignment=alignment,
+                                    heuristics=QUICK_HEURISTICS).arena_bytes
+                # Fitting beats not fitting; among fits, fewer tiles and shorter regions
+                # are cheaper to run; otherwise the smallest arena.
+                key = ((0, cand.count, cand.end - cand.start, arena) if arena <= limit_bytes
+                       else (1, arena))
+                if key < chosen_key:
+                    chosen, chosen_key = cand, key
                 if arena <= limit_bytes:
                     break
         if chosen is None:
