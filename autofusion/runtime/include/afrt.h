@@ -173,6 +173,42 @@ static inline void afrt_finish_block_(float *out, const float *bias, int64_t bat
     if (epi.fn) epi.fn(epi.ctx, out, batch, r0, r1, c0, c1, ld);
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Thread-local scratch: grow-only, 64-byte aligned buffers owned by the calling thread and
+ * reused across calls, so hot loops never pay malloc + page faults. Slot 0 is used by the
+ * library itself (afrt_conv2d_f32 with scratch == NULL); slots 1..3 are free for generated
+ * code. A buffer stays valid until the next call with the same slot on the same thread.
+ * Returns NULL if the allocation fails.
+ * ------------------------------------------------------------------------------------------- */
+#ifdef __cplusplus
+#define AFRT_THREAD_LOCAL thread_local
+#else
+#define AFRT_THREAD_LOCAL _Thread_local
+#endif
+#define AFRT_SCRATCH_SLOTS 4
+static AFRT_THREAD_LOCAL void *afrt_tls_buf_[AFRT_SCRATCH_SLOTS];
+static AFRT_THREAD_LOCAL size_t afrt_tls_cap_[AFRT_SCRATCH_SLOTS];
+
+static inline void *afrt_thread_scratch(int slot, size_t bytes) {
+    if (slot < 0 || slot >= AFRT_SCRATCH_SLOTS) return NULL;
+    if (bytes > afrt_tls_cap_[slot]) {
+        free(afrt_tls_buf_[slot]);
+        const size_t cap = ((bytes + bytes / 4 + 63) / 64) * 64;
+        afrt_tls_buf_[slot] = aligned_alloc(64, cap);
+        afrt_tls_cap_[slot] = afrt_tls_buf_[slot] ? cap : 0;
+    }
+    return afrt_tls_buf_[slot];
+}
+
+/* Frees this thread's scratch buffers (optional; e.g. from af_destroy). */
+static inline void afrt_free_thread_scratch(void) {
+    for (int i = 0; i < AFRT_SCRATCH_SLOTS; ++i) {
+        free(afrt_tls_buf_[i]);
+        afrt_tls_buf_[i] = NULL;
+        afrt_tls_cap_[i] = 0;
+    }
+}
+
 /* Splits [0, total) into blocks of `blk` (last one shorter). */
 static inline int64_t afrt_nblocks_(int64_t total, int64_t blk) {
     return total <= 0 ? 0 : afrt_cdiv_(total, blk);
@@ -257,7 +293,7 @@ static inline void afrt_matmul_f32(int64_t batch, int64_t M, int64_t N, int64_t 
  * finished [Kg rows, block columns] piece (depthwise: one channel row at a time).
  *
  * scratch: at least afrt_conv2d_scratch_bytes(p) bytes (64-byte aligned is best), or NULL
- * to let the call allocate and free its own. The size depends on the thread count: compute
+ * to use the calling thread's reusable scratch (afrt_thread_scratch slot 0). The size depends on the thread count: compute
  * it after afrt_set_num_threads.
  * ------------------------------------------------------------------------------------------- */
 typedef struct {
@@ -343,20 +379,22 @@ static inline void afrt_im2col_(const float *xg, const afrt_conv_params *p, int6
                     const int64_t oh = pp / OW, ow0 = pp % OW;
                     const int64_t ow1 = afrt_min_(OW, ow0 + (pend - pp));
                     const int64_t ih = oh * sh - pt + r * dh;
-                    float *d = dst + (pp - p0) - ow0; /* d[ow] is position (oh, ow) */
+                    float *d = dst + (pp - p0); /* d[ow - ow0] is position (oh, ow) */
                     if (ih < 0 || ih >= H) {
-                        for (int64_t ow = ow0; ow < ow1; ++ow) d[ow] = 0.0f;
+                        for (int64_t ow = ow0; ow < ow1; ++ow) d[ow - ow0] = 0.0f;
                     } else {
-                        const float *xr = xc + ih * W + off;
+                        const float *xr = xc + ih * W; /* input row; column of ow: ow*sw + off */
                         const int64_t lo = afrt_max_(ow0, afrt_min_(ow_lo, ow1));
                         const int64_t hi = afrt_max_(lo, afrt_min_(ow_hi, ow1));
-                        for (int64_t ow = ow0; ow < lo; ++ow) d[ow] = 0.0f;
+                        for (int64_t ow = ow0; ow < lo; ++ow) d[ow - ow0] = 0.0f;
                         if (sw == 1) {
-                            memcpy(d + lo, xr + lo, (size_t)(hi - lo) * sizeof(float));
+                            if (hi > lo)
+                                memcpy(d + (lo - ow0), xr + (lo + off),
+                                       (size_t)(hi - lo) * sizeof(float));
                         } else {
-                            for (int64_t ow = lo; ow < hi; ++ow) d[ow] = xr[ow * sw];
+                            for (int64_t ow = lo; ow < hi; ++ow) d[ow - ow0] = xr[ow * sw + off];
                         }
-                        for (int64_t ow = hi; ow < ow1; ++ow) d[ow] = 0.0f;
+                        for (int64_t ow = hi; ow < ow1; ++ow) d[ow - ow0] = 0.0f;
                     }
                     pp += ow1 - ow0;
                 }
@@ -390,8 +428,7 @@ static inline void afrt_conv_dw_channel_(const float *x, const float *w, float *
                 int64_t hi = W - 1 - off < 0 ? 0 : (W - 1 - off) / sw + 1;
                 if (hi > OW) hi = OW;
                 if (sw == 1) {
-                    const float *xs = xr + off;
-                    for (int64_t ow = lo; ow < hi; ++ow) yr[ow] += wv * xs[ow];
+                    for (int64_t ow = lo; ow < hi; ++ow) yr[ow] += wv * xr[ow + off];
                 } else {
                     for (int64_t ow = lo; ow < hi; ++ow) yr[ow] += wv * xr[ow * sw + off];
                 }
@@ -418,9 +455,8 @@ static inline void afrt_conv2d_f32(const float *x, const float *w, const float *
         return;
     }
     float *buf = NULL;
-    void *owned = NULL;
     if (q.kind == 2) {
-        if (!scratch) scratch = owned = malloc(afrt_conv2d_scratch_bytes(p));
+        if (!scratch) scratch = afrt_thread_scratch(0, afrt_conv2d_scratch_bytes(p));
         if (!scratch) return; /* out of memory: nothing sensible to do in a kernel */
         buf = (float *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
     }
@@ -443,7 +479,6 @@ static inline void afrt_conv2d_f32(const float *x, const float *w, const float *
                 afrt_finish_block_(y + n * p->K * ohw, bias, n, t * rb,
                                    afrt_min_(p->K, t * rb + rb), 0, ohw, ohw, epi);
         }
-        free(owned);
         return;
     }
     const int64_t tasks = p->N * G * q.npb * q.nkb;
@@ -474,7 +509,6 @@ static inline void afrt_conv2d_f32(const float *x, const float *w, const float *
         }
         afrt_finish_block_(yn, bias, n, k0, k1, p0, p0 + pcount, ohw, epi);
     }
-    free(owned);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -489,6 +523,18 @@ typedef struct {
     int count_include_pad; /* average pooling only */
 } afrt_pool_params;
 
+/* First/last+1 window taps k in [0, taps) with 0 <= o*stride - pad + k*dil < size. */
+static inline void afrt_tap_range_(int64_t o, int64_t stride, int64_t pad, int64_t dil,
+                                   int64_t taps, int64_t size, int64_t *lo, int64_t *hi) {
+    const int64_t i0 = o * stride - pad;
+    int64_t a = i0 >= 0 ? 0 : afrt_cdiv_(-i0, dil);
+    int64_t b = size - 1 - i0 < 0 ? 0 : (size - 1 - i0) / dil + 1;
+    if (b > taps) b = taps;
+    if (a > b) a = b;
+    *lo = a;
+    *hi = b;
+}
+
 static inline void afrt_maxpool2d_f32(const float *x, float *y, const afrt_pool_params *p) {
     const int64_t planes = p->N * p->C;
     AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (planes > 1))
@@ -496,21 +542,24 @@ static inline void afrt_maxpool2d_f32(const float *x, float *y, const afrt_pool_
         const float *xc = x + t * p->H * p->W;
         float *yc = y + t * p->OH * p->OW;
         for (int64_t oh = 0; oh < p->OH; ++oh) {
+            int64_t r_lo, r_hi;
+            afrt_tap_range_(oh, p->stride_h, p->pad_top, p->dil_h, p->R, p->H, &r_lo, &r_hi);
+            const int64_t ih0 = oh * p->stride_h - p->pad_top;
             for (int64_t ow = 0; ow < p->OW; ++ow) {
+                int64_t s_lo, s_hi;
+                afrt_tap_range_(ow, p->stride_w, p->pad_left, p->dil_w, p->S, p->W, &s_lo, &s_hi);
+                const int64_t iw0 = ow * p->stride_w - p->pad_left;
                 float m = -INFINITY;
-                for (int64_t r = 0; r < p->R; ++r) {
-                    const int64_t ih = oh * p->stride_h - p->pad_top + r * p->dil_h;
-                    if (ih < 0 || ih >= p->H) continue;
-                    for (int64_t s = 0; s < p->S; ++s) {
-                        const int64_t iw = ow * p->stride_w - p->pad_left + s * p->dil_w;
-                        if (iw < 0 || iw >= p->W) continue;
-                        const float v = xc[ih * p->W + iw];
-                        m = (v > m || v != v) ? v : m;
-                        if (m != m) goto done;
+                int nan = 0;
+                for (int64_t r = r_lo; r < r_hi; ++r) {
+                    const float *row = xc + (ih0 + r * p->dil_h) * p->W; /* a valid row */
+                    for (int64_t s = s_lo; s < s_hi; ++s) {
+                        const float v = row[iw0 + s * p->dil_w];
+                        nan |= v != v;
+                        m = v > m ? v : m;
                     }
                 }
-            done:
-                yc[oh * p->OW + ow] = m;
+                yc[oh * p->OW + ow] = nan ? NAN : m;
             }
         }
     }

@@ -1,0 +1,319 @@
+"""The Python API: ``autofusion.compile(model, ...) -> CompiledModel`` and friends.
+
+``compile`` imports the model, runs the pass pipeline (:mod:`autofusion.pipeline`), emits C
+(``autofusion.lowering.c.emit_model``), builds ``libmodel.so`` (:mod:`autofusion.runtime.build`)
+into the compile cache (:mod:`autofusion.runtime.cache`) and loads it with ctypes
+(:mod:`autofusion.runtime.loader`). A second compile of the same model with the same options
+and the same autofusion code reuses the cached library.
+
+``build_model_dir`` is the shared core also used by ``autofusion-compile``: everything up
+to a finished directory, written into a staging directory first.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import sys
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from autofusion.errors import AutofusionError
+from autofusion.pipeline import TARGETS, PipelineOptions, make_context, pipeline_string, tensor_passes
+
+if TYPE_CHECKING:
+    import onnx
+    from xdsl.dialects.builtin import ModuleOp
+
+    from autofusion.policy.base import BasePolicy
+
+ProgressFn = Callable[[str], None]
+
+_default_memory_limit_mb: float | None = None
+
+
+def set_memory_limit(mb: float | None) -> None:
+    """The memory limit (MB) used by later ``compile`` calls that pass none; None clears it."""
+    global _default_memory_limit_mb
+    if mb is not None:
+        if isinstance(mb, bool) or not isinstance(mb, (int, float)) or not mb > 0:
+            raise AutofusionError(f"set_memory_limit: expected a positive number of MB, got {mb!r}")
+        mb = float(mb)
+    _default_memory_limit_mb = mb
+
+
+def get_memory_limit() -> float | None:
+    """The default set by :func:`set_memory_limit` (None: no limit)."""
+    return _default_memory_limit_mb
+
+
+def stderr_progress(prefix: str = "autofusion") -> ProgressFn:
+    """A progress callback printing ``prefix: text`` lines on stderr."""
+
+    def say(text: str) -> None:
+        print(f"{prefix}: {text}", file=sys.stderr, flush=True)
+
+    return say
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+def _model_label(model: object) -> str:
+    if isinstance(model, (str, os.PathLike)):
+        return os.fspath(model)
+    return "<ModelProto>"
+
+
+def load_model(model: object) -> onnx.ModelProto:
+    """A path, ``zoo:NAME`` or ``ModelProto`` as a ModelProto (clear error otherwise)."""
+    import onnx
+
+    from autofusion.zoo import resolve
+
+    if not isinstance(model, (str, os.PathLike, onnx.ModelProto)):
+        raise AutofusionError(
+            f"model must be a path, 'zoo:NAME' or an onnx.ModelProto, got {type(model).__name__}"
+        )
+    return resolve(model)
+
+
+def import_model(proto: onnx.ModelProto, label: str) -> ModuleOp:
+    """ONNX -> nn IR through the frontend."""
+    from autofusion.frontend.onnx_import import import_onnx
+
+    del label  # the importer names the model itself
+    return import_onnx(proto)
+
+
+def _check_target(target: str) -> None:
+    if target not in TARGETS:
+        raise AutofusionError(f"unknown target {target!r}; expected one of {', '.join(TARGETS)}")
+
+
+def _check_threads(threads: int | None) -> None:
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
+                                or threads < 1):  # fmt: skip
+        raise AutofusionError(f"threads: expected a positive integer, got {threads!r}")
+
+
+def _policy_token(policy: BasePolicy | str | None) -> str | None:
+    if policy is None or isinstance(policy, str):
+        return policy
+    from autofusion.policy import register_policy
+
+    return "@" + register_policy(policy)
+
+
+def _run_tensor_passes(module: ModuleOp, opts: PipelineOptions, say: ProgressFn) -> None:
+    from xdsl.utils.exceptions import PassFailedException
+
+    ctx = make_context()
+    for p in tensor_passes(opts):
+        say(f"pass {p.name}")
+        try:
+            p.apply(ctx, module)
+        except AutofusionError:
+            raise
+        except PassFailedException as e:
+            raise AutofusionError(f"pass {p.name} failed: {e}") from None
+
+
+def _emitter(target: str) -> Callable[[ModuleOp, Path], None]:
+    if target == "c":
+        from autofusion.lowering import c
+
+        fn = getattr(c, "emit_model", None)
+    else:
+        from autofusion.lowering import ascendc
+
+        fn = getattr(ascendc, "emit_model", None)
+    if fn is None:
+        raise AutofusionError(f"target {target!r} has no code emitter in this build")
+    return fn
+
+
+def build_model_dir(
+    proto: onnx.ModelProto,
+    out_dir: Path,
+    opts: PipelineOptions,
+    label: str = "<model>",
+    say: ProgressFn = _quiet,
+    build: bool = True,
+    after_passes: Callable[[ModuleOp], None] | None = None,
+) -> dict[str, Any]:
+    """Import, run the pipeline, emit the target's files into ``out_dir`` and (target c,
+    ``build``) compile libmodel.so there. Writes ``report.json``; returns the report.
+    ``after_passes`` sees the module after the tensor-level passes (e.g. to plot memory)."""
+    from autofusion.policy.report import build_report, count_unfused_ops
+
+    t0 = time.perf_counter()
+    say(f"importing {label}")
+    module = import_model(proto, label)
+    kernels_before = count_unfused_ops(module)
+    _run_tensor_passes(module, opts, say)
+    if after_passes is not None:
+        after_passes(module)
+    report = build_report(module, kernels_before=kernels_before)
+    for key in ("arena_bytes", "naive_bytes", "lower_bound_bytes"):
+        report.setdefault(key, None)
+    report["pipeline"] = pipeline_string(opts)
+    report["target"] = opts.target
+    report["fusion"] = opts.fusion
+    say(f"emitting {opts.target} code ({report['kernels_after']} kernels)")
+    _emitter(opts.target)(module, out_dir)
+    if opts.target == "c" and build:
+        from autofusion.runtime.build import build_shared
+
+        say("compiling libmodel.so")
+        build_shared(out_dir)
+    report["compile_seconds"] = round(time.perf_counter() - t0, 3)
+    (out_dir / "report.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+    return report
+
+
+def _options_fingerprint(opts: PipelineOptions) -> dict[str, object]:
+    from autofusion.runtime import toolchain
+
+    cfg_digest = None
+    if opts.config:
+        import hashlib
+
+        try:
+            cfg_digest = hashlib.sha256(Path(opts.config).read_bytes()).hexdigest()
+        except OSError:
+            raise AutofusionError(f"{opts.config}: no such config file") from None
+    return {
+        "target": opts.target,
+        "fusion": opts.fusion,
+        "config": cfg_digest,
+        "policy": opts.policy,
+        "memory_limit_mb": opts.memory_limit_mb,
+        "cc": toolchain.c_compiler(),
+        "machine": platform.machine(),
+        "cflags": os.environ.get("CFLAGS", ""),
+    }
+
+
+class CompiledModel:
+    """A compiled, loaded model. ``run(feeds)`` -> ``{output name: array}``;
+    ``report`` is the compile report (a JSON-serialisable dict); ``directory`` holds
+    model.c, model.h, weights.bin, Makefile and libmodel.so."""
+
+    def __init__(self, directory: Path, report: dict[str, Any], threads: int | None,
+                 owns_directory: bool = False) -> None:  # fmt: skip
+        from autofusion.runtime.loader import ModelLibrary
+
+        self.directory = directory
+        self.report = report
+        self.threads = threads
+        self._owns = owns_directory
+        self._lib = ModelLibrary(directory / "libmodel.so", directory / "weights.bin",
+                                 threads if threads is not None else 0)  # fmt: skip
+
+    @property
+    def input_names(self) -> list[str]:
+        return [s.name for s in self._lib.inputs]
+
+    @property
+    def output_names(self) -> list[str]:
+        return [s.name for s in self._lib.outputs]
+
+    @property
+    def inputs(self) -> list[Any]:
+        """Input specs (name, shape, dtype) as the compiled library declares them."""
+        return list(self._lib.inputs)
+
+    @property
+    def outputs(self) -> list[Any]:
+        return list(self._lib.outputs)
+
+    def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Run on ``feeds`` (input name -> array of the declared dtype and shape)."""
+        return self._lib.run(feeds)
+
+    def close(self) -> None:
+        self._lib.close()
+        if self._owns:
+            shutil.rmtree(self.directory, ignore_errors=True)
+            self._owns = False
+
+    def __repr__(self) -> str:
+        return f"CompiledModel({self.directory}, kernels={self.report.get('kernels_after')})"
+
+
+def compile(  # noqa: A001 - the public name from DESIGN.md
+    model: str | os.PathLike[str] | onnx.ModelProto,
+    target: str = "c",
+    config: str | os.PathLike[str] | None = None,
+    fusion: bool = True,
+    threads: int | None = None,
+    memory_limit_mb: float | None = None,
+    policy: BasePolicy | str | None = None,
+    progress: bool | ProgressFn = False,
+    cache: bool = True,
+    label: str | None = None,
+) -> CompiledModel:
+    """Compile ``model`` (a path, ``"zoo:NAME"`` or ``onnx.ModelProto``) and load it.
+
+    ``threads``: threads for run() (None: all cores). ``memory_limit_mb``: default from
+    :func:`set_memory_limit`. ``policy``: a :class:`autofusion.BasePolicy` instance or a
+    ``module:Class`` spec. ``progress``: True for stderr lines, or a callable. Builds are
+    cached (see :mod:`autofusion.runtime.cache`); a policy *instance* is never cached,
+    since its behaviour is not captured by a key. ``label`` names the model in messages.
+    """
+    from autofusion.runtime import cache as cache_mod
+
+    _check_target(target)
+    _check_threads(threads)
+    if target != "c":
+        raise AutofusionError(
+            f"compile(target={target!r}): only target 'c' can be loaded and run in Python; "
+            "use autofusion-compile --target ascendc to write Ascend sources"
+        )
+    if memory_limit_mb is None:
+        memory_limit_mb = _default_memory_limit_mb
+    elif isinstance(memory_limit_mb, bool) or not isinstance(memory_limit_mb, (int, float)) \
+            or not memory_limit_mb > 0:  # fmt: skip
+        raise AutofusionError(f"memory_limit_mb: expected a positive number, got {memory_limit_mb!r}")
+    if config is not None and not Path(config).is_file():
+        raise AutofusionError(f"{os.fspath(config)}: no such config file")
+    say: ProgressFn = stderr_progress() if progress is True else (progress or _quiet)
+    label = label or _model_label(model)
+    proto = load_model(model)
+    instance_policy = policy is not None and not isinstance(policy, str)
+    opts = PipelineOptions(
+        target=target,
+        fusion=bool(fusion),
+        config=os.fspath(config) if config is not None else None,
+        policy=_policy_token(policy),
+        memory_limit_mb=float(memory_limit_mb) if memory_limit_mb is not None else None,
+    )
+    use_cache = cache and not instance_policy
+    key = ""
+    if use_cache:
+        key = cache_mod.cache_key(proto.SerializeToString(deterministic=True),
+                                  _options_fingerprint(opts))  # fmt: skip
+        entry = cache_mod.lookup(key)
+        if entry is not None:
+            say(f"using cached build {entry}")
+            report = json.loads((entry / "report.json").read_text())
+            report["cached"] = True
+            return CompiledModel(entry, report, threads)
+    staged = cache_mod.staging_dir()
+    try:
+        report = build_model_dir(proto, staged, opts, label, say)
+    except BaseException:
+        shutil.rmtree(staged, ignore_errors=True)
+        raise
+    if not use_cache:
+        return CompiledModel(staged, report, threads, owns_directory=True)
+    entry = cache_mod.publish(staged, key)
+    return CompiledModel(entry, report, threads)

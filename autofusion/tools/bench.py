@@ -1,0 +1,257 @@
+"""``autofusion-bench``: our compiled model against onnxruntime, side by side in one process.
+
+    autofusion-bench MODEL [--target c|ascendc] [--threads N] [--runs N] [--warmup N]
+                     [--no-fusion] [--config FILE] [--memory-limit MB] [--json]
+
+Compiles MODEL (progress on stderr), builds an onnxruntime session (ORT_ENABLE_ALL,
+intra_op_num_threads = N, inter_op_num_threads = 1, sequential), feeds both the same seeded
+inputs (``autofusion.zoo.sample_inputs``, seed 0), checks numerics, then times them
+interleaved (ours, ORT, ours, ORT, ...) after warm-up runs and reports median latencies and
+their ratio ours/ORT.
+
+Numerics: per output, ``max_abs_err = max|ours - ref|`` and ``max_rel_err = max_abs_err /
+max(|ref|)`` (error relative to the output's scale); ``match`` is the project's bar
+``allclose(rtol=1e-3, atol=1e-4 * max(1, max|ref|))`` on every output (exact for integer and
+bool outputs). ``--json`` prints one object: match, max_abs_err, max_rel_err, latency_ms
+{autofusion, onnxruntime}, ratio, threads, runs, kernels (ours / ORT's optimised node count),
+arena_bytes, report, outputs (per-output errors).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from autofusion.errors import AutofusionError, run_cli
+from autofusion.tools.compile import CliParser, add_model_options, positive_int
+
+RTOL = 1e-3
+ATOL_SCALE = 1e-4
+
+
+def compare(ours: Mapping[str, np.ndarray], ref: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """Per-output errors and the overall match against the correctness bar."""
+    per: dict[str, dict[str, Any]] = {}
+    ok = True
+    worst_abs = 0.0
+    worst_rel = 0.0
+    for name, r in ref.items():
+        if name not in ours:
+            per[name] = {"match": False, "error": "missing output"}
+            ok = False
+            continue
+        o = np.asarray(ours[name])
+        r = np.asarray(r)
+        if o.shape != r.shape:
+            per[name] = {"match": False, "error": f"shape {list(o.shape)} != {list(r.shape)}"}
+            ok = False
+            continue
+        if not np.issubdtype(r.dtype, np.floating):
+            same = bool(np.array_equal(o, r))
+            diff = 0.0 if same else float(np.max(np.abs(o.astype(np.float64) - r)))
+            scale = float(np.max(np.abs(r))) if r.size else 0.0
+            m, abs_err = same, diff
+        else:
+            o64, r64 = o.astype(np.float64), r.astype(np.float64)
+            finite = np.isfinite(r64)
+            scale = float(np.max(np.abs(r64[finite]))) if finite.any() else 0.0
+            atol = ATOL_SCALE * max(1.0, scale)
+            m = bool(np.allclose(o64, r64, rtol=RTOL, atol=atol, equal_nan=True))
+            with np.errstate(invalid="ignore"):
+                d = np.abs(o64 - r64)
+            d = np.where(np.isnan(o64) & np.isnan(r64), 0.0, d)
+            abs_err = float(np.max(d)) if d.size else 0.0
+        rel_err = abs_err / scale if scale > 0 else abs_err
+        per[name] = {"match": m, "max_abs_err": abs_err, "max_rel_err": rel_err}
+        ok = ok and m
+        worst_abs = max(worst_abs, abs_err)
+        worst_rel = max(worst_rel, rel_err)
+    return {"match": ok, "max_abs_err": worst_abs, "max_rel_err": worst_rel, "outputs": per}
+
+
+def ort_session(model_bytes: bytes, threads: int, optimized_path: str | None = None) -> Any:
+    """An onnxruntime CPU session with all optimisations and the given intra-op threads."""
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.log_severity_level = 3
+    if optimized_path:
+        so.optimized_model_filepath = optimized_path
+    return ort.InferenceSession(model_bytes, so, providers=["CPUExecutionProvider"])
+
+
+def _count_nodes(path: str) -> int | None:
+    import onnx
+
+    try:
+        return len(onnx.load(path, load_external_data=False).graph.node)
+    except Exception:  # noqa: BLE001 - the count is informational
+        return None
+
+
+def time_interleaved(
+    fns: Sequence[Callable[[], object]], runs: int, warmup: int
+) -> tuple[list[list[float]], list[list[float]]]:
+    """(wall seconds, process CPU seconds) per call of each fn, called alternately ``runs``
+    times after ``warmup`` calls each."""
+    for _ in range(warmup):
+        for fn in fns:
+            fn()
+    wall: list[list[float]] = [[] for _ in fns]
+    cpu: list[list[float]] = [[] for _ in fns]
+    for _ in range(runs):
+        for i, fn in enumerate(fns):
+            c0 = time.process_time()
+            t0 = time.perf_counter()
+            fn()
+            wall[i].append(time.perf_counter() - t0)
+            cpu[i].append(time.process_time() - c0)
+    return wall, cpu
+
+
+def bench(
+    model: str,
+    target: str = "c",
+    threads: int | None = None,
+    runs: int = 20,
+    warmup: int = 3,
+    fusion: bool = True,
+    config: str | None = None,
+    memory_limit_mb: float | None = None,
+    policy: str | None = None,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Compile ``model``, compare with onnxruntime and time both; returns the result dict."""
+    import autofusion
+    from autofusion.api import load_model, stderr_progress
+    from autofusion.zoo import sample_inputs
+
+    say = stderr_progress("autofusion-bench") if progress else (lambda _s: None)
+    if target != "c":
+        raise AutofusionError(
+            f"autofusion-bench --target {target}: running {target} code is not available "
+            "in this build (only target c runs here)"
+        )
+    nthreads = threads if threads is not None else (os.cpu_count() or 1)
+    proto = load_model(model)
+    compiled = autofusion.compile(
+        proto, target=target, config=config, fusion=fusion, threads=nthreads,
+        memory_limit_mb=memory_limit_mb, policy=policy, progress=say, label=model,
+    )  # fmt: skip
+    feeds = sample_inputs(proto, seed=0)
+    say("building the onnxruntime session")
+    with tempfile.TemporaryDirectory(prefix="afbench-") as tmp:
+        opt_path = os.path.join(tmp, "ort_optimized.onnx")
+        sess = ort_session(proto.SerializeToString(), nthreads, opt_path)
+        ort_nodes = _count_nodes(opt_path)
+    out_names = [o.name for o in sess.get_outputs()]
+    ref = dict(zip(out_names, sess.run(out_names, feeds)))
+    ours = compiled.run(feeds)
+    result = compare(ours, ref)
+    say(f"timing {runs} interleaved runs ({warmup} warm-up) on {nthreads} thread(s)")
+    (t_ours, t_ort), (c_ours, c_ort) = time_interleaved(
+        [lambda: compiled.run(feeds), lambda: sess.run(out_names, feeds)], runs, warmup
+    )
+    ms_ours = statistics.median(t_ours) * 1e3
+    ms_ort = statistics.median(t_ort) * 1e3
+    cpu_ours = statistics.median(c_ours) * 1e3
+    cpu_ort = statistics.median(c_ort) * 1e3
+    report = compiled.report
+    result.update(
+        {
+            "model": model,
+            "target": target,
+            "threads": nthreads,
+            "runs": runs,
+            "fusion": fusion,
+            "latency_ms": {"autofusion": round(ms_ours, 4), "onnxruntime": round(ms_ort, 4)},
+            "ratio": round(ms_ours / ms_ort, 4) if ms_ort > 0 else None,
+            "cpu_ms": {"autofusion": round(cpu_ours, 4), "onnxruntime": round(cpu_ort, 4)},
+            "cpu_ratio": round(cpu_ours / cpu_ort, 4) if cpu_ort > 0 else None,
+            "kernels": {
+                "before": report.get("kernels_before"),
+                "autofusion": report.get("kernels_after"),
+                "onnxruntime": ort_nodes,
+            },
+            "arena_bytes": report.get("arena_bytes"),
+            "report": report,
+        }
+    )
+    compiled.close()
+    return result
+
+
+def format_table(r: Mapping[str, Any]) -> str:
+    """The human-readable summary."""
+
+    def mb(v: object) -> str:
+        return f"{v / 2**20:.2f} MB" if isinstance(v, (int, float)) else "n/a"
+
+    rep = r["report"]
+    k = r["kernels"]
+    rows = [
+        ("model", f"{r['model']} (target {r['target']}, {r['threads']} thread(s), "
+                  f"fusion {'on' if r['fusion'] else 'off'})"),
+        ("match", f"{'yes' if r['match'] else 'NO'}  (rtol {RTOL}, atol {ATOL_SCALE}*max(1,|ref|))"),
+        ("max abs err", f"{r['max_abs_err']:.3g}"),
+        ("max rel err", f"{r['max_rel_err']:.3g}  (relative to max|ref|)"),
+        ("latency autofusion", f"{r['latency_ms']['autofusion']:.3f} ms  (median of {r['runs']})"),
+        ("latency onnxruntime", f"{r['latency_ms']['onnxruntime']:.3f} ms"),
+        ("ratio ours/ORT", f"{r['ratio']:.3f}" if r["ratio"] is not None else "n/a"),
+        ("CPU time ratio", (f"{r['cpu_ratio']:.3f}  ({r['cpu_ms']['autofusion']:.3f} / "
+                            f"{r['cpu_ms']['onnxruntime']:.3f} ms, all threads)")
+                           if r["cpu_ratio"] is not None else "n/a"),
+        ("kernels", f"{k['before']} ops -> {k['autofusion']} kernels "
+                    f"(ORT optimised graph: {k['onnxruntime']} nodes)"),
+        ("fused groups", f"{len(rep.get('groups', []))}, refusals {len(rep.get('refusals', []))}"),
+        ("arena", f"{mb(rep.get('arena_bytes'))} (naive {mb(rep.get('naive_bytes'))}, "
+                  f"lower bound {mb(rep.get('lower_bound_bytes'))})"),
+        ("compile", f"{rep.get('compile_seconds')} s" + (" (cached)" if rep.get("cached") else "")),
+    ]  # fmt: skip
+    for name, o in r["outputs"].items():
+        if "error" in o:
+            rows.append((f"output {name!r}", o["error"]))
+        elif not o["match"]:
+            rows.append((f"output {name!r}", f"MISMATCH abs {o['max_abs_err']:.3g}"))
+    width = max(len(a) for a, _ in rows)
+    return "\n".join(f"{a:<{width}}  {b}" for a, b in rows)
+
+
+def _run(argv: Sequence[str] | None) -> None:
+    parser = CliParser(prog="autofusion-bench", description=__doc__.split("\n\n")[0])
+    add_model_options(parser)
+    parser.add_argument("--runs", metavar="N", type=positive_int, default=20)
+    parser.add_argument("--warmup", metavar="N", type=positive_int, default=3)
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    args = parser.parse_args(argv)
+    if args.config is not None and not os.path.isfile(args.config):
+        raise AutofusionError(f"{args.config}: no such config file")
+    result = bench(
+        args.model, target=args.target, threads=args.threads, runs=args.runs,
+        warmup=args.warmup, fusion=not args.no_fusion, config=args.config,
+        memory_limit_mb=args.memory_limit, policy=args.policy,
+    )  # fmt: skip
+    if args.json:
+        print(json.dumps(result, indent=2, default=str))
+    else:
+        print(format_table(result))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_cli("autofusion-bench", lambda: _run(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,139 @@
+"""``autofusion-compile``: ONNX model -> a directory with model.c, model.h, weights.bin,
+Makefile and libmodel.so (target c), or the Ascend C sources (target ascendc).
+
+    autofusion-compile MODEL -o DIR [--target c|ascendc] [--config FILE] [--no-fusion]
+                       [--memory-limit MB] [--threads N] [--report FILE.json]
+                       [--memory-plot FILE.svg] [--policy module:Class]
+
+Everything is written into a staging directory first and moved to DIR only when complete,
+so a failure leaves no half-written output (an existing DIR is replaced only on success).
+Progress lines go to stderr; errors are one line (exit status 1, no traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NoReturn
+
+from autofusion.errors import AutofusionError, run_cli
+
+
+class CliParser(argparse.ArgumentParser):
+    """argparse that reports bad usage as a one-line error with exit status 1."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        raise SystemExit(1)
+
+
+def positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return v
+
+
+def positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return v
+
+
+def add_model_options(p: argparse.ArgumentParser) -> None:
+    """Options shared by autofusion-compile and autofusion-bench."""
+    p.add_argument("model", metavar="MODEL", help="an .onnx file or zoo:NAME")
+    p.add_argument("--target", choices=("c", "ascendc"), default="c")
+    p.add_argument("--config", metavar="FILE", help="fusion config (JSON or YAML)")
+    p.add_argument("--no-fusion", action="store_true", help="skip all fusion passes")
+    p.add_argument("--memory-limit", metavar="MB", type=positive_float,
+                   help="tile fused groups so the arena fits in MB")  # fmt: skip
+    p.add_argument("--threads", metavar="N", type=positive_int, help="threads (default: all cores)")
+    p.add_argument("--policy", metavar="MODULE:CLASS", help="a user fusion policy")
+
+
+def pipeline_options(args: argparse.Namespace):  # -> PipelineOptions
+    from autofusion.pipeline import PipelineOptions
+
+    if args.config is not None and not Path(args.config).is_file():
+        raise AutofusionError(f"{args.config}: no such config file")
+    return PipelineOptions(
+        target=args.target,
+        fusion=not args.no_fusion,
+        config=args.config,
+        policy=args.policy,
+        memory_limit_mb=args.memory_limit,
+    )
+
+
+def _memory_plot(path: Path):  # -> Callable[[ModuleOp], None]
+    def write(module) -> None:  # noqa: ANN001 - ModuleOp
+        try:
+            from autofusion.analysis.memory_plot import write_memory_plot
+        except ImportError:
+            raise AutofusionError("--memory-plot: the memory plot is not available in this build") \
+                from None
+        write_memory_plot(module, path)
+
+    return write
+
+
+def _run(argv: Sequence[str] | None) -> None:
+    from autofusion.api import build_model_dir, load_model, stderr_progress
+    from autofusion.runtime import cache
+
+    parser = CliParser(prog="autofusion-compile", description=__doc__.split("\n\n")[0])
+    add_model_options(parser)
+    parser.add_argument("-o", "--output", metavar="DIR", required=True, help="output directory")
+    parser.add_argument("--report", metavar="FILE.json", help="write the fusion/memory report")
+    parser.add_argument("--memory-plot", metavar="FILE.svg", help="draw the memory plan")
+    args = parser.parse_args(argv)
+    opts = pipeline_options(args)
+    out = Path(args.output)
+    if out.exists() and not out.is_dir():
+        raise AutofusionError(f"{out}: exists and is not a directory")
+    say = stderr_progress("autofusion-compile")
+    proto = load_model(args.model)
+    staged = cache.staging_dir()
+    plot_staged = staged / "memory_plot.svg"
+    try:
+        hook = _memory_plot(plot_staged) if args.memory_plot else None
+        report = build_model_dir(proto, staged, opts, args.model, say, after_passes=hook)
+        report["threads"] = args.threads
+        (staged / "report.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+        # user-named side files are staged too, and land only if everything succeeded
+        extra: list[tuple[Path, Path]] = []
+        if args.report:
+            extra.append((staged / "report.json", Path(args.report)))
+        if args.memory_plot:
+            extra.append((plot_staged, Path(args.memory_plot)))
+        dest = cache.publish_dir(staged, out)
+        for src_in_staged, target in extra:
+            src = dest / src_in_staged.name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_name(f".{target.name}.tmp")
+            shutil.copyfile(src, tmp)
+            tmp.replace(target)
+    finally:
+        shutil.rmtree(staged, ignore_errors=True)
+    say(f"wrote {dest} ({report['kernels_after']} kernels, {report['compile_seconds']} s)")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_cli("autofusion-compile", lambda: _run(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
