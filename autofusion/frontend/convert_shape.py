@@ -149,8 +149,9 @@ def _range(ctx: NodeCtx) -> list[Value]:
 def _shape(ctx: NodeCtx) -> list[Value]:
     dims = list(ctx.shape(0))
     r = len(dims)
-    start = int(ctx.attr("start", 0))
-    end = ctx.attr("end")
+    # start/end exist from opset 15 on.
+    start = int(ctx.attr("start", 0)) if ctx.opset >= 15 else 0
+    end = ctx.attr("end") if ctx.opset >= 15 else None
     end = r if end is None else int(end)
     start = min(max(start + r if start < 0 else start, 0), r)
     end = min(max(end + r if end < 0 else end, 0), r)

@@ -56,9 +56,10 @@ def load_bytes(data: bytes, filename: str) -> onnx.ModelProto:
         base = os.path.dirname(os.path.abspath(filename))
         try:
             onnx.external_data_helper.load_external_data_for_model(model, base)
-        except (OSError, ValueError) as e:
+        except Exception as e:  # noqa: BLE001 - onnx raises OSError, ValidationError, ...
             raise AutofusionError(
-                f"{filename}: cannot load external weight data from {base}: {e}"
+                f"{filename}: cannot load external weight data from {base}: "
+                f"{str(e).splitlines()[0] if str(e) else type(e).__name__}"
             ) from None
     return model
 

@@ -222,12 +222,191 @@ def maxpool_indices() -> onnx.ModelProto:
     return _model(nodes, [_in("x", [1, 1, 4, 4])], [_out("p"), _out("y")], opset=12)
 
 
+def ops_opset11() -> onnx.ModelProto:
+    """A mix of ops with opset-11 attribute forms (axes/split as attributes, Clip inputs)."""
+    nodes = [
+        h.make_node("Reshape", ["x", "shp"], ["r"], name="reshape_0_m1"),
+        h.make_node("Unsqueeze", ["r"], ["u"], name="unsq_attr", axes=[0, -1]),
+        h.make_node("Squeeze", ["u"], ["sq"], name="sq_attr", axes=[0]),
+        h.make_node("Squeeze", ["sq"], ["sq2"], name="sq_all"),
+        h.make_node("Flatten", ["x"], ["fl"], name="flatten_neg", axis=-1),
+        h.make_node("Split", ["x"], ["s0", "s1"], name="split_attr", axis=1, split=[1, 3]),
+        h.make_node("Mean", ["s1", "s1", "k"], ["mean3"], name="mean3"),
+        h.make_node("Max", ["s0", "k", "s1"], ["mx"], name="max3"),
+        h.make_node("Min", ["s1", "k"], ["mn"], name="min2"),
+        h.make_node("PRelu", ["x", "slope"], ["pr"], name="prelu"),
+        h.make_node("HardSigmoid", ["x"], ["hs"], name="hsig", alpha=0.3, beta=0.4),
+        h.make_node("LeakyRelu", ["x"], ["lr"], name="lrelu", alpha=0.2),
+        h.make_node("Elu", ["x"], ["el"], name="elu", alpha=0.7),
+        h.make_node("InstanceNormalization", ["x", "inscale", "inbias"], ["inn"], name="inorm"),
+        h.make_node("ReduceSum", ["x"], ["rs"], name="rsum_attr", axes=[-1], keepdims=0),
+        h.make_node("ReduceProd", ["x"], ["rp"], name="rprod", axes=[1]),
+        h.make_node("Pad", ["x", "pads"], ["pd"], name="pad_reflect", mode="reflect"),
+        h.make_node("Pad", ["x", "negpads"], ["pn"], name="pad_negative"),
+        h.make_node("Slice", ["x", "st", "en", "ax", "stp"], ["sl"], name="slice_step"),
+        h.make_node("Concat", ["x", "x"], ["cc"], name="concat_neg", axis=-3),
+        h.make_node("Sqrt", ["pos"], ["sqr"], name="sqrt"),
+        h.make_node("Pow", ["pos", "two"], ["pw"], name="pow"),
+        h.make_node("Softplus", ["x"], ["sp"], name="softplus"),
+        h.make_node("Sign", ["x"], ["sg"], name="sign"),
+        h.make_node("Exp", ["x"], ["ex"], name="exp"),
+        h.make_node("Log", ["pos"], ["lg"], name="log"),
+        h.make_node("Erf", ["x"], ["er"], name="erf"),
+        h.make_node("Floor", ["x"], ["fo"], name="floor"),
+        h.make_node("Ceil", ["x"], ["ce"], name="ceil"),
+        h.make_node("Round", ["x"], ["ro"], name="round"),
+        h.make_node("Abs", ["x"], ["ab"], name="abs"),
+        h.make_node("Neg", ["x"], ["ng"], name="neg"),
+        h.make_node("Reciprocal", ["pos"], ["rc"], name="recip"),
+        h.make_node("Sin", ["x"], ["si"], name="sin"),
+        h.make_node("Cos", ["x"], ["co"], name="cos"),
+        h.make_node("Tanh", ["x"], ["th"], name="tanh"),
+        h.make_node("Sigmoid", ["x"], ["sm"], name="sigmoid"),
+        h.make_node("Clip", ["x", "", "hi"], ["cl"], name="clip_max_only"),
+        h.make_node("Dropout", ["x"], ["dr"], name="dropout"),
+        h.make_node("Identity", ["dr"], ["idn"], name="identity"),
+        h.make_node("Cast", ["idn"], ["cst"], name="cast_noop", to=T.FLOAT),
+        h.make_node("Greater", ["x", "k"], ["gt"], name="greater"),
+        h.make_node("Less", ["x", "k"], ["le"], name="less"),
+        h.make_node("Xor", ["gt", "le"], ["xo"], name="xor"),
+        h.make_node("Cast", ["xo"], ["y"], name="cast_bool", to=T.FLOAT),
+        h.make_node("ArgMax", ["x"], ["am"], name="argmax", axis=1, keepdims=1),
+        h.make_node("GatherElements", ["x", "gidx"], ["ge"], name="gather_elements", axis=1),
+        h.make_node("Gather", ["x", "nidx"], ["gn"], name="gather_neg", axis=2),
+        h.make_node("MaxPool", ["x"], ["mp"], name="maxpool_dil", kernel_shape=[2, 2],
+                    dilations=[2, 1], pads=[1, 0, 0, 1]),
+        h.make_node("AveragePool", ["x"], ["ap"], name="avgpool_ceil", kernel_shape=[3, 3],
+                    strides=[2, 2], ceil_mode=1),
+        h.make_node("GlobalMaxPool", ["x"], ["gm"], name="gmp"),
+        h.make_node("Transpose", ["x"], ["tp"], name="transpose", perm=[0, 2, 3, 1]),
+        h.make_node("MatMul", ["x", "mw"], ["mm"], name="matmul_bcast"),
+        h.make_node("Conv", ["x", "dw"], ["dc"], name="depthwise", group=4, strides=[2, 1],
+                    dilations=[1, 2], pads=[1, 2, 1, 2]),
+    ]
+    inits = [_i64("shp", [0, -1, 5]), nh.from_array(np.array(0.25, np.float32), "k"),
+             _w("slope", 4, 1, 1), _w("inscale", 4), _w("inbias", 4),
+             _i64("pads", [0, 0, 1, 2, 0, 0, 2, 1]), _i64("negpads", [0, -1, 0, 1, 0, 0, -2, 0]),
+             _i64("st", [-1, 0]), _i64("en", [-(2**63), 10]), _i64("ax", [1, 3]),
+             _i64("stp", [-2, 3]), nh.from_array(np.array(2.0, np.float32), "two"),
+             nh.from_array(np.array(0.5, np.float32), "hi"),
+             _i64("gidx", RNG.integers(-4, 4, size=(2, 3, 5, 5))),
+             _i64("nidx", [[0, -1], [2, 1]]), _w("mw", 5, 3), _w("dw", 4, 1, 3, 3)]
+    outs = ["r", "sq2", "fl", "mean3", "mx", "mn", "pr", "hs", "lr", "el", "inn", "rs", "rp",
+            "pd", "pn", "sl", "cc", "sqr", "pw", "sp", "sg", "ex", "lg", "er", "fo", "ce", "ro",
+            "ab", "ng", "rc", "si", "co", "th", "sm", "cl", "cst", "y", "ge", "gn", "mp", "ap",
+            "gm", "tp", "mm", "dc"]
+    return _model(nodes, [_in("x", [2, 4, 5, 5]), _in("pos", [2, 4, 5, 5])],
+                  [_out(o) for o in outs] + [_out("am", T.INT64)], inits, opset=11)
+
+
+def ops_opset18() -> onnx.ModelProto:
+    """Opset-18 forms: Split num_outputs (uneven), axes inputs, Pad axes, Mod, integer ops,
+    GatherND, Where/Expand on run-time values, Conv1d/3d."""
+    nodes = [
+        h.make_node("Split", ["x"], ["a", "b", "c"], name="split_num", axis=-1, num_outputs=3),
+        h.make_node("Squeeze", ["c", "sqax"], ["asq"], name="squeeze_in"),
+        h.make_node("Pad", ["x", "pads", "cv", "pax"], ["pd"], name="pad_axes"),
+        h.make_node("Mod", ["ix", "iy"], ["md"], name="mod_int"),
+        h.make_node("Mod", ["x", "three"], ["mf"], name="fmod", fmod=1),
+        h.make_node("Div", ["ix", "iy"], ["dv"], name="div_int"),
+        h.make_node("Less", ["ix", "iy"], ["ls"], name="less"),
+        h.make_node("GreaterOrEqual", ["ix", "iy"], ["gq"], name="ge"),
+        h.make_node("LessOrEqual", ["ix", "iy"], ["lq"], name="le"),
+        h.make_node("Or", ["lq", "gq"], ["oq"], name="or"),
+        h.make_node("And", ["ls", "gq"], ["an"], name="and"),
+        h.make_node("Expand", ["ix", "eshape"], ["exi"], name="expand_int"),
+        h.make_node("Where", ["ls", "ix", "iy"], ["wi"], name="where_int"),
+        h.make_node("GatherND", ["x", "ndidx"], ["gnd"], name="gather_nd", batch_dims=1),
+        h.make_node("ReduceMax", ["x", "rax"], ["rmx"], name="reduce_max_in", keepdims=0),
+        h.make_node("Conv", ["x1", "w1"], ["c1"], name="conv1d", pads=[1, 1]),
+        h.make_node("Conv", ["x3", "w3"], ["c3"], name="conv3d", auto_pad="SAME_UPPER"),
+        h.make_node("Sub", ["ix", "iy"], ["sb"], name="sub_int"),
+        h.make_node("Mul", ["sb", "iy"], ["ml"], name="mul_int"),
+        h.make_node("Cast", ["ml"], ["mlf"], name="cast_int", to=T.FLOAT),
+        h.make_node("Abs", ["sb"], ["abi"], name="abs_int"),
+        h.make_node("Neg", ["sb"], ["ngi"], name="neg_int"),
+        h.make_node("HardSwish", ["x"], ["hsw"], name="hard_swish"),
+    ]
+    inits = [_i64("sqax", [-1]), _i64("pads", [1, 2, 0, 3]), nh.from_array(
+        np.array(-1.0, np.float32), "cv"), _i64("pax", [1, 3]),
+        nh.from_array(np.array(3.0, np.float32), "three"), _i64("eshape", [2, 1, 6]),
+        _i64("ndidx", [[[0, 1]], [[2, 3]]]), _i64("rax", [0, 2]), _w("w1", 3, 2, 3),
+        _w("w3", 2, 2, 2, 3, 3)]
+    outs = ["a", "b", "c", "asq", "pd", "mf", "gnd", "rmx", "c1", "c3", "mlf", "hsw"]
+    int_outs = ["md", "dv", "exi", "wi", "abi", "ngi"]
+    return _model(
+        nodes,
+        [_in("x", [2, 3, 4, 7]), _in("ix", [2, 6], T.INT64), _in("iy", [2, 6], T.INT64),
+         _in("x1", [1, 2, 9]), _in("x3", [1, 2, 3, 5, 5])],
+        [_out(o) for o in outs] + [_out(o, T.INT64) for o in int_outs]
+        + [_out("an", T.BOOL), _out("oq", T.BOOL)],
+        inits, opset=18,
+    )
+
+
+def folding() -> onnx.ModelProto:
+    """Only constants reach the outputs: every node folds at import (numpy rules, and
+    onnx.reference for CumSum, which has no converter)."""
+    nodes = [
+        h.make_node("Shape", ["x"], ["s"], name="shape"),
+        h.make_node("Shape", ["x"], ["s_tail"], name="shape_slice", start=-2),
+        h.make_node("Size", ["x"], ["sz"], name="size"),
+        h.make_node("Gather", ["s", "idx"], ["g"], name="gather"),
+        h.make_node("Squeeze", ["g", "ax0"], ["gs"], name="squeeze"),
+        h.make_node("Unsqueeze", ["gs", "ax0"], ["gu"], name="unsqueeze"),
+        h.make_node("Concat", ["gu", "s", "s_tail"], ["cat"], name="concat", axis=0),
+        h.make_node("Div", ["cat", "negthree"], ["dv"], name="div_trunc"),
+        h.make_node("Mod", ["cat", "negthree"], ["md"], name="mod_py"),
+        h.make_node("Sub", ["dv", "md"], ["sb"], name="sub"),
+        h.make_node("Range", ["zero", "sz", "seven"], ["rg"], name="range"),
+        h.make_node("Cast", ["rg"], ["rgf"], name="cast", to=T.FLOAT),
+        h.make_node("Equal", ["rg", "fourteen"], ["eq"], name="equal"),
+        h.make_node("Not", ["eq"], ["ne"], name="not"),
+        h.make_node("Where", ["ne", "rgf", "minus"], ["wh"], name="where"),
+        h.make_node("ConstantOfShape", ["gu"], ["cos"], name="constant_of_shape",
+                    value=nh.from_array(np.array([2.5], np.float32))),
+        h.make_node("Expand", ["cos", "eshape"], ["ex"], name="expand"),
+        h.make_node("Reshape", ["wh", "rshape"], ["rs"], name="reshape"),
+        h.make_node("Transpose", ["rs"], ["tp"], name="transpose", perm=[1, 0]),
+        h.make_node("Slice", ["tp", "st", "en", "axs", "stp"], ["sl"], name="slice"),
+        h.make_node("Tile", ["sl", "reps"], ["tl"], name="tile"),
+        h.make_node("Split", ["tl", "ssizes"], ["sp0", "sp1"], name="split", axis=1),
+        h.make_node("ReduceProd", ["s"], ["rp"], name="reduce_prod", keepdims=0),
+        h.make_node("CumSum", ["rg", "zero"], ["cs"], name="cumsum_reference"),
+        h.make_node("Constant", [], ["cf"], name="constant_floats", value_floats=[1.0, 2.0, 3.0, 4.0]),
+        h.make_node("Mul", ["cf", "cos"], ["mcf"], name="mul"),
+    ]
+    inits = [_i64("idx", [1]), _i64("ax0", [0]), _i64("negthree", -3), _i64("zero", 0),
+             _i64("seven", 7), _i64("fourteen", 14), nh.from_array(
+                 np.array(-1.0, np.float32), "minus"), _i64("eshape", [2, 1]),
+             _i64("rshape", [2, -1]), _i64("st", [-1, 0]), _i64("en", [-100, 3]),
+             _i64("axs", [0, 1]), _i64("stp", [-1, 2]), _i64("reps", [2, 3]),
+             _i64("ssizes", [1, 2])]
+    f, i = T.FLOAT, T.INT64
+    outs = [("sb", i), ("ex", f), ("sp0", f), ("sp1", f), ("rp", i), ("cs", i), ("mcf", f),
+            ("sz", i)]
+    return _model(nodes, [_in("x", [3, 4, 5, 7])], [_out(n, e) for n, e in outs], inits,
+                  opset=15)
+
+
+def _seeded(build: Callable[[], onnx.ModelProto]) -> Callable[[], onnx.ModelProto]:
+    """Each call restarts the generator, so a builder always returns the same model."""
+
+    def wrapper() -> onnx.ModelProto:
+        global RNG
+        RNG = np.random.default_rng(0)
+        return build()
+
+    wrapper.__name__ = build.__name__
+    return wrapper
+
+
 MODELS: dict[str, Callable[[], onnx.ModelProto]] = {
-    f.__name__: f
+    f.__name__: _seeded(f)
     for f in (
         conv_bn_relu_v3, auto_pad, shape_subgraph, reduce_axes, slices, softmax_v11,
         attention_mask, unsupported, dangling, cycle, dynamic_input, old_opset, bad_dtype,
-        maxpool_indices,
+        maxpool_indices, ops_opset11, ops_opset18, folding,
     )
 }
 

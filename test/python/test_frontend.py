@@ -1,0 +1,241 @@
+"""ONNX importer: numerics against onnxruntime (through the reference interpreter), shape
+folding, IR-version-3 initializer inputs, external data, progress and the zoo models."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
+
+from autofusion.dialects import dtypes
+from autofusion.dialects.nn import ConstantOp
+from autofusion.frontend import import_onnx, import_onnx_bytes
+from autofusion.interpreter import run_module
+
+INPUTS = Path(__file__).resolve().parents[1] / "filecheck" / "frontend" / "inputs"
+sys.path.insert(0, str(INPUTS))
+from make_model import MODELS  # noqa: E402
+
+RUNNABLE = ["conv_bn_relu_v3", "auto_pad", "shape_subgraph", "reduce_axes", "slices",
+            "softmax_v11", "attention_mask", "ops_opset11", "ops_opset18", "folding"]
+
+
+def _feeds(model: onnx.ModelProto, seed: int = 0) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    inits = {t.name for t in model.graph.initializer}
+    feeds = {}
+    for vi in model.graph.input:
+        if vi.name in inits:
+            continue
+        tt = vi.type.tensor_type
+        shape = [d.dim_value for d in tt.shape.dim]
+        if tt.elem_type == onnx.TensorProto.INT64:
+            lo, hi = (1, 7) if vi.name in ("iy",) else (-5, 7) if vi.name == "ix" else (0, 2)
+            if vi.name == "ids":
+                lo, hi = 0, 50
+            feeds[vi.name] = rng.integers(lo, hi, size=shape).astype(np.int64)
+        elif vi.name == "pos":
+            feeds[vi.name] = rng.uniform(0.1, 3.0, size=shape).astype(np.float32)
+        else:
+            feeds[vi.name] = rng.standard_normal(shape).astype(np.float32)
+    return feeds
+
+
+def _ort(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    sess = ort.InferenceSession(model.SerializeToString(), opts,
+                                providers=["CPUExecutionProvider"])
+    names = [o.name for o in sess.get_outputs()]
+    return dict(zip(names, sess.run(names, feeds)))
+
+
+def assert_close(got: np.ndarray, ref: np.ndarray, what: str) -> None:
+    assert got.shape == ref.shape, f"{what}: shape {got.shape} vs {ref.shape}"
+    if ref.dtype.kind in "biu":
+        np.testing.assert_array_equal(got, ref, err_msg=what)
+        return
+    peak = float(np.max(np.abs(ref))) if ref.size else 0.0
+    np.testing.assert_allclose(got, ref, rtol=1e-3, atol=1e-4 * max(1.0, peak), err_msg=what)
+
+
+def _ops(module: ModuleOp) -> Counter[str]:
+    main = next(op for op in module.walk() if isinstance(op, func.FuncOp))
+    return Counter(op.name for op in main.body.block.ops)
+
+
+@pytest.mark.parametrize("name", RUNNABLE)
+def test_small_model_matches_onnxruntime(name: str) -> None:
+    model = MODELS[name]()
+    module = import_onnx(model, progress=False)
+    feeds = _feeds(model)
+    ref = _ort(model, feeds)
+    got = run_module(module, feeds)
+    assert set(got) == set(ref)
+    for out, r in ref.items():
+        assert_close(np.asarray(got[out]), r, f"{name}:{out}")
+
+
+def test_every_op_has_origins_and_io_names() -> None:
+    model = MODELS["ops_opset11"]()
+    module = import_onnx(model, progress=False)
+    main = next(op for op in module.walk() if isinstance(op, func.FuncOp))
+    for op in main.body.block.ops:
+        if isinstance(op, func.ReturnOp):
+            continue
+        origins = op.attributes.get("onnx.origins")
+        assert isinstance(origins, ArrayAttr) and origins.data, op.name
+    assert main.arg_attrs is not None and main.res_attrs is not None
+    arg_names = [d.data["onnx.name"] for d in main.arg_attrs.data]
+    res_names = [d.data["onnx.name"] for d in main.res_attrs.data]
+    assert arg_names == [StringAttr("x"), StringAttr("pos")]
+    assert res_names == [StringAttr(o.name) for o in model.graph.output]
+
+
+def test_shape_subgraph_folds_away() -> None:
+    module = import_onnx(MODELS["shape_subgraph"](), progress=False)
+    assert _ops(module) == Counter({"nn.reshape": 1, "nn.constant": 1, "nn.add": 1,
+                                    "func.return": 1})
+
+
+def test_folding_leaves_only_constants() -> None:
+    """Every node of the model folds; the folded values match onnxruntime (checked by
+    test_small_model_matches_onnxruntime[folding]), and CumSum (no converter) folds through
+    onnx.reference."""
+    module = import_onnx(MODELS["folding"](), progress=False)
+    ops = _ops(module)
+    assert set(ops) == {"nn.constant", "func.return"}
+    origins = {op.attributes["onnx.origins"].data[0].data for op in module.walk()
+               if isinstance(op, ConstantOp)}
+    assert "cumsum_reference" in origins
+
+
+def test_identity_dropout_noop_cast_disappear() -> None:
+    module = import_onnx(MODELS["ops_opset11"](), progress=False)
+    origins = {op.attributes["onnx.origins"].data[0].data for op in module.walk()
+               if "onnx.origins" in op.attributes}
+    assert not origins & {"dropout", "identity", "cast_noop"}
+
+
+def test_ir_version3_initializer_inputs_are_constants() -> None:
+    model = MODELS["conv_bn_relu_v3"]()
+    assert model.ir_version == 3 and len(model.graph.input) == 8
+    module = import_onnx(model, progress=False)
+    main = next(op for op in module.walk() if isinstance(op, func.FuncOp))
+    assert len(main.body.block.args) == 1
+    assert main.arg_attrs is not None
+    assert main.arg_attrs.data[0].data["onnx.name"] == StringAttr("data")
+
+
+def test_run_time_mask_is_not_folded() -> None:
+    ops = _ops(import_onnx(MODELS["attention_mask"](), progress=False))
+    for name in ("nn.cast", "nn.not", "nn.equal", "nn.or", "nn.expand", "nn.where",
+                 "nn.gather"):
+        assert ops[name] == 1, name
+
+
+def test_model_proto_is_not_mutated() -> None:
+    model = MODELS["conv_bn_relu_v3"]()
+    before = model.SerializeToString()
+    import_onnx(model, progress=False)
+    assert model.SerializeToString() == before
+
+
+def _constant_values(module: ModuleOp) -> dict[str, np.ndarray]:
+    return {op.attributes["onnx.origins"].data[0].data: dtypes.numpy_from_dense(op.value)
+            for op in module.walk() if isinstance(op, ConstantOp)}
+
+
+def test_external_data(tmp_path: Path) -> None:
+    model = MODELS["conv_bn_relu_v3"]()
+    model.ir_version = 8  # external data needs IR >= 4
+    weights = {t.name: onnx.numpy_helper.to_array(t) for t in model.graph.initializer}
+    path = tmp_path / "model.onnx"
+    onnx.save(model, str(path), save_as_external_data=True, all_tensors_to_one_file=True,
+              location="model.onnx.data", size_threshold=0)
+    assert (tmp_path / "model.onnx.data").stat().st_size > 0
+    stored = onnx.load(str(path), load_external_data=False)
+    assert all(t.data_location == onnx.TensorProto.EXTERNAL for t in stored.graph.initializer)
+
+    for module in (import_onnx(path, progress=False),
+                   import_onnx_bytes(path.read_bytes(), str(path), progress=False)):
+        values = _constant_values(module)
+        for name in ("w", "w2", "scale", "var"):
+            np.testing.assert_array_equal(values[name], weights[name])
+        feeds = _feeds(model)
+        ref = _ort(MODELS["conv_bn_relu_v3"](), feeds)
+        assert_close(run_module(module, feeds)["prob"], ref["prob"], "prob")
+
+
+def test_external_data_missing_file_is_a_clear_error(tmp_path: Path) -> None:
+    from autofusion.errors import AutofusionError
+
+    model = MODELS["conv_bn_relu_v3"]()
+    model.ir_version = 8
+    path = tmp_path / "model.onnx"
+    onnx.save(model, str(path), save_as_external_data=True, location="w.data",
+              size_threshold=0)
+    (tmp_path / "w.data").unlink()
+    with pytest.raises(AutofusionError, match=r"model\.onnx: cannot load external weight"):
+        import_onnx(path, progress=False)
+
+
+def test_progress_lines(capsys: pytest.CaptureFixture[str]) -> None:
+    model = MODELS["ops_opset11"]()
+    import_onnx(model, progress=True)
+    err = capsys.readouterr().err
+    n = len(model.graph.node)
+    assert f"importing: {n}/{n} nodes" in err
+    assert "importing: done in" in err
+    import_onnx(model, progress=False)
+    import_onnx(model)  # small model, stderr is not a terminal: silent
+    assert capsys.readouterr().err == ""
+
+
+def _zoo_names() -> list[str]:
+    from autofusion import zoo
+
+    return [n for n in zoo.list_models() if n != "bert_large"]
+
+
+@pytest.mark.parametrize("name", _zoo_names())
+def test_zoo_model_imports(name: str) -> None:
+    from autofusion import zoo
+
+    model = zoo.get_model(name)
+    module = import_onnx(model, progress=False)
+    module.verify()
+    main = next(op for op in module.walk() if isinstance(op, func.FuncOp))
+    inits = {t.name for t in model.graph.initializer}
+    assert main.arg_attrs is not None
+    assert [d.data["onnx.name"].data for d in main.arg_attrs.data] == [
+        i.name for i in model.graph.input if i.name not in inits
+    ]
+    assert len(main.function_type.outputs.data) == len(model.graph.output)
+
+
+@pytest.mark.slow
+def test_bert_large_import_time() -> None:
+    """Imports the 1.3 GB BERT-large-like zoo model (figure printed, never asserted)."""
+    from autofusion import zoo
+
+    model = zoo.build_model("bert_large")
+    weight_mb = sum(t.ByteSize() for t in model.graph.initializer) / 2**20
+    start = time.perf_counter()
+    module = import_onnx(model, progress=False)
+    seconds = time.perf_counter() - start
+    print(f"\nbert_large: {weight_mb:.0f} MB of weights, {len(model.graph.node)} nodes, "
+          f"imported in {seconds:.1f} s")
+    main = next(op for op in module.walk() if isinstance(op, func.FuncOp))
+    assert len(main.function_type.outputs.data) == len(model.graph.output)
+    const_bytes = sum(len(op.value.data.data) for op in module.walk()
+                      if isinstance(op, ConstantOp))
+    assert const_bytes >= 0.99 * weight_mb * 2**20
