@@ -137,7 +137,7 @@ class FoldBatchNormIntoProducer(RewritePattern):
             properties=dict(conv.properties), attributes=dict(conv.attributes),
         )
         set_origins(new, origins)
-        rewriter.insert_op([wc, bc], _before(conv))
+        rewriter.insert([wc, bc], _before(conv))
         rewriter.replace(bn, new)
         _erase_dead(rewriter, conv)
 
@@ -170,7 +170,7 @@ class FoldBatchNormIntoProducer(RewritePattern):
             properties=props, attributes=dict(gemm.attributes),
         )
         set_origins(new, origins)
-        rewriter.insert_op([wc, cc], _before(gemm))
+        rewriter.insert([wc, cc], _before(gemm))
         rewriter.replace(bn, new)
         _erase_dead(rewriter, gemm)
 
@@ -192,7 +192,7 @@ class FoldBatchNormIntoProducer(RewritePattern):
         set_origins(new_mm, origins)
         add = nn.AddOp.build(operands=[new_mm.out, bc.y], result_types=[bn.y.type])
         set_origins(add, origins)
-        rewriter.insert_op([wc, bc], _before(mm))
+        rewriter.insert([wc, bc], _before(mm))
         rewriter.replace(bn, [new_mm, add], [add.out])
         _erase_dead(rewriter, mm)
 

@@ -27,7 +27,7 @@ from typing import ClassVar
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
@@ -160,7 +160,7 @@ def outline(
         body.add_op(YieldOp(*[mapping[r] for r in outputs]))
         kernel = KernelOp(
             inputs, [r.type for r in outputs], Region(body), pattern,
-            merge_origins([o for o in ops if not isinstance(o, nn.ConstantOp)]),
+            merge_origins([*(o for o in ops if not isinstance(o, nn.ConstantOp)), *cloned_consts]),
         )
         plans.append((list(ops), kernel, outputs))
 
@@ -266,7 +266,30 @@ def run_fusion(
         ]
         outline(block, groups)
     log.flush(module)
+    record_policy(module, policy)
     return results
+
+
+def record_policy(module: ModuleOp, policy: FusionPolicy) -> None:
+    """Record the effective policy on the module (``fusion.policy``) for the report."""
+    from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, FloatAttr, IntegerAttr, StringAttr, f64, i64
+
+    cfg = policy.config
+    entries: dict[str, Attribute] = {
+        "aggressiveness": IntegerAttr(cfg.aggressiveness, i64),
+        "source": StringAttr(cfg.source),
+        "hardware": StringAttr(cfg.hardware),
+        "blacklist": ArrayAttr([StringAttr("->".join(c)) for c in cfg.blacklist]),
+        "whitelist": ArrayAttr([StringAttr("->".join(c)) for c in cfg.whitelist]),
+    }
+    for key in ("fp32_ops", "fp16_ops"):
+        if key in cfg.precision:
+            entries[key] = ArrayAttr([StringAttr(o) for o in cfg.precision[key]])
+    if cfg.memory_limit_mb is not None:
+        entries["memory_limit_mb"] = FloatAttr(cfg.memory_limit_mb, f64)
+    if policy.user is not None:
+        entries["user_policy"] = StringAttr(policy.user.describe())
+    module.attributes["fusion.policy"] = DictionaryAttr(entries)
 
 
 @dataclass(frozen=True)

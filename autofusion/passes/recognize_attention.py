@@ -104,7 +104,7 @@ class RecognizeScaledDotProductAttention(RewritePattern):
                 result_types=[tensor_type(kt.type.element_type, (*ks[:-2], ks[-1], ks[-2]))],  # type: ignore[union-attr]
                 properties={"perm": i64_array(_swap_last(krank))},
             )
-            rewriter.insert_op(tr, InsertPoint.before(out))
+            rewriter.insert(tr, InsertPoint.before(out))
             k = tr.y
         att = nn.AttentionOp.build(
             operands=[q, k, v, mask],

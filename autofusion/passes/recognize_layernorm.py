@@ -124,7 +124,7 @@ class RecognizeDecomposedLayerNorm(RewritePattern):
         if gamma is None:
             elem = to_numpy_dtype(div.out.type.element_type)  # type: ignore[union-attr]
             one = nn.ConstantOp(dense_from_numpy(np.ones(norm, dtype=elem)))
-            rewriter.insert_op(one, InsertPoint.before(root))
+            rewriter.insert(one, InsertPoint.before(root))
             gamma = one.y
         ln = nn.LayerNormOp.build(
             operands=[x, gamma, beta],

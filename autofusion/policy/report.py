@@ -11,7 +11,15 @@ from __future__ import annotations
 from typing import Any
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    FloatAttr,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+)
+from xdsl.ir import Attribute
 from xdsl.ir import Operation
 
 from autofusion.dialects.fusion import KernelOp
@@ -50,6 +58,18 @@ def count_unfused_ops(module: ModuleOp) -> int:
     return n
 
 
+def _plain(attr: Attribute) -> Any:
+    if isinstance(attr, StringAttr):
+        return attr.data
+    if isinstance(attr, IntegerAttr):
+        return int(attr.value.data)
+    if isinstance(attr, FloatAttr):
+        return float(attr.value.data)
+    if isinstance(attr, ArrayAttr):
+        return [_plain(a) for a in attr.data]
+    return str(attr)
+
+
 def build_report(module: ModuleOp, kernels_before: int | None = None) -> dict[str, Any]:
     """A JSON-serialisable report: kernels_before/after, groups, refusals, memory fields.
 
@@ -80,6 +100,9 @@ def build_report(module: ModuleOp, kernels_before: int | None = None) -> dict[st
         "refusals": [r.to_dict() for r in read_refusals(module)],
         "estimated_bytes_saved": sum(g["estimated_bytes_saved"] for g in groups),
     }
+    pol = module.attributes.get("fusion.policy")
+    if isinstance(pol, DictionaryAttr):
+        report["policy"] = {k: _plain(v) for k, v in pol.data.items()}
     mains = [f for f in _funcs(module) if f.sym_name.data == "main"] or _funcs(module)[:1]
     if mains:
         for key in _MEMORY_FIELDS:

@@ -1,0 +1,115 @@
+"""Each fusion pass preserves semantics (reference interpreter, seeded inputs) on zoo models,
+and the fully fused models still match onnxruntime."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+
+from autofusion import zoo
+from autofusion.dialects.fusion import KernelOp
+from autofusion.frontend.onnx_import import import_onnx
+from autofusion.interpreter import run_module
+from autofusion.passes import get_all_passes
+from autofusion.policy.report import build_report
+
+PIPELINE = (
+    "canonicalize-nn", "fold-batchnorm", "recognize-layernorm", "recognize-gelu",
+    "recognize-attention", "fuse-conv-bn-relu", "fuse",
+)
+FUSING = {"fold-batchnorm", "fuse-conv-bn-relu", "fuse"}
+
+
+def apply(module: ModuleOp, name: str, **options: object) -> None:
+    cls = get_all_passes()[name]()
+    cls(**options).apply(Context(), module)  # type: ignore[call-arg]
+    module.verify()
+
+
+def assert_close(got: Mapping[str, np.ndarray], ref: Mapping[str, np.ndarray], what: str) -> None:
+    assert set(got) == set(ref), what
+    for k, r in ref.items():
+        g = got[k]
+        assert g.shape == r.shape, f"{what}: {k} shape {g.shape} != {r.shape}"
+        atol = 1e-4 * max(1.0, float(np.max(np.abs(r)))) if r.size else 0.0
+        np.testing.assert_allclose(g, r, rtol=1e-3, atol=atol, err_msg=f"{what}: output {k}")
+
+
+def ort_outputs(model_name: str, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    m = zoo.get_model(model_name)
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    names = [o.name for o in sess.get_outputs()]
+    return dict(zip(names, sess.run(None, dict(feeds))))
+
+
+def signature(module: ModuleOp) -> tuple[int, ...]:
+    ops = list(module.walk())
+    return (len(ops), sum(isinstance(o, KernelOp) for o in ops), hash(tuple(o.name for o in ops)))
+
+
+@pytest.mark.parametrize(
+    "model", ["tiny_cnn", "tiny_bert", "mobilenet", "shufflenet", "inception", "zoo_cnn_opset9"]
+)
+@pytest.mark.parametrize("level", [1, 2])
+def test_each_pass_preserves_semantics(model: str, level: int) -> None:
+    feeds = zoo.sample_inputs(zoo.get_model(model), seed=3)
+    module = import_onnx(zoo.get_model(model))
+    prev = run_module(module, feeds)
+    assert_close(prev, ort_outputs(model, feeds), f"{model}: imported IR vs onnxruntime")
+    for name in PIPELINE:
+        before = signature(module)
+        apply(module, name, **({"aggressiveness": level} if name in FUSING else {}))
+        if signature(module) == before:
+            continue
+        out = run_module(module, feeds)
+        assert_close(out, prev, f"{model}: after {name} (aggressiveness {level})")
+        prev = out
+    assert_close(prev, ort_outputs(model, feeds), f"{model}: fused (aggressiveness {level}) vs onnxruntime")
+    assert build_report(module)["groups"], f"{model}: nothing was fused"
+
+
+@pytest.mark.parametrize(("model", "level"), [("vit_tiny", 2), ("swin_tiny", 3), ("resnet50", 1)])
+def test_fused_model_matches_onnxruntime(model: str, level: int) -> None:
+    feeds = zoo.sample_inputs(zoo.get_model(model), seed=5)
+    module = import_onnx(zoo.get_model(model))
+    for name in PIPELINE:
+        apply(module, name, **({"aggressiveness": level} if name in FUSING else {}))
+    report = build_report(module)
+    assert report["kernels_after"] < report["kernels_before"]
+    assert_close(run_module(module, feeds), ort_outputs(model, feeds), f"{model} fused")
+
+
+@pytest.mark.slow
+def test_bert_base_fused_matches_onnxruntime() -> None:
+    feeds = zoo.sample_inputs(zoo.get_model("bert_base"), seed=1)
+    module = import_onnx(zoo.get_model("bert_base"))
+    for name in PIPELINE:
+        apply(module, name, **({"aggressiveness": 2} if name in FUSING else {}))
+    kinds = {op.name for op in module.walk()}
+    assert {"nn.layer_norm", "nn.gelu", "nn.attention"} <= kinds
+    assert_close(run_module(module, feeds), ort_outputs("bert_base", feeds), "bert_base fused")
+
+
+def test_kernels_hold_only_nn_ops_and_keep_origins() -> None:
+    """The C lowering compiles kernels op by op: only nn ops (and the yield) inside, and
+    every kernel's origins are the union of its body's."""
+    module = import_onnx(zoo.get_model("tiny_bert"))
+    for name in PIPELINE:
+        apply(module, name, **({"aggressiveness": 3} if name in FUSING else {}))
+    kernels = [op for op in module.walk() if isinstance(op, KernelOp)]
+    assert kernels
+    for k in kernels:
+        body = list(k.body.block.ops)
+        assert all(o.name.startswith("nn.") for o in body[:-1]), k.pattern_name
+        assert body[-1].name == "fusion.yield"
+        inner: list[str] = []
+        for o in body[:-1]:
+            attr = o.attributes.get("onnx.origins")
+            if attr is not None:
+                inner += [s.data for s in attr.data]  # type: ignore[attr-defined]
+        assert set(k.origin_names) == set(inner) and k.origin_names

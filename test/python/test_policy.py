@@ -1,0 +1,233 @@
+"""The policy layer: config validation, blacklist / aggressiveness / user policies changing
+the fusion report as documented (docs/fusion.md), cost refusals and whitelists."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from xdsl.context import Context
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
+from xdsl.parser import Parser
+
+from autofusion import zoo
+from autofusion.dialects.fusion import Fusion
+from autofusion.dialects.nn import NN
+from autofusion.errors import AutofusionError
+from autofusion.frontend.onnx_import import import_onnx
+from autofusion.passes import get_all_passes
+from autofusion.policy import BasePolicy, OpView, config_from_dict, load_config, register_policy
+from autofusion.policy.report import build_report, summarize_module
+
+PIPELINE = ("canonicalize-nn", "fold-batchnorm", "fuse-conv-bn-relu", "fuse")
+
+
+def compile_report(model: str = "tiny_cnn", **options: object) -> dict:
+    module = import_onnx(zoo.get_model(model))
+    before = build_report(module)["kernels_before"]
+    for p in PIPELINE:
+        cls = get_all_passes()[p]()
+        fields = {k: v for k, v in options.items() if k in cls.__dataclass_fields__}
+        cls(**fields).apply(Context(), module)  # type: ignore[arg-type]
+    module.verify()
+    report = build_report(module, kernels_before=before)
+    json.dumps(report)  # JSON-serialisable
+    return report
+
+
+def write(tmp: Path, name: str, data: object) -> str:
+    p = tmp / name
+    p.write_text(json.dumps(data) if name.endswith(".json") else str(data))
+    return str(p)
+
+
+# ---- configuration ----------------------------------------------------------------------
+
+
+def test_unknown_key_names_key_and_file(tmp_path: Path) -> None:
+    path = write(tmp_path, "bad.json", {"aggressivness": 2})
+    with pytest.raises(AutofusionError, match=r"bad\.json: unknown config key 'aggressivness'"):
+        load_config(path)
+
+
+def test_yaml_config(tmp_path: Path) -> None:
+    path = write(tmp_path, "p.yaml", "aggressiveness: 2\nblacklist: ['Conv->InstanceNorm']\n"
+                                     "precision: {fp16_ops: [Conv], fp32_ops: [Softmax]}\n"
+                                     "memory_limit_mb: 64\n")
+    cfg = load_config(path)
+    assert cfg.aggressiveness == 2
+    assert cfg.blacklist == (("Conv", "InstanceNormalization"),)
+    assert cfg.precision == {"fp16_ops": ("Conv",), "fp32_ops": ("Softmax",)}
+    assert cfg.memory_limit_mb == 64.0
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"aggressiveness": 4}, "'aggressiveness' must be an integer 0..3"),
+        ({"blacklist": ["Conv"]}, "must name at least two op types"),
+        ({"patterns": {"conv_bn_rleu": False}}, "unknown family 'conv_bn_rleu'"),
+        ({"precision": {"fp16_ops": ["Conv"], "fp32_ops": ["Conv"]}}, "both fp32_ops and fp16_ops"),
+        ({"precision": {"bf16_ops": []}}, "unknown config key 'precision.bf16_ops'"),
+        ({"hardware": "tpu"}, "'hardware' must be one of"),
+        ({"memory_limit_mb": -1}, "'memory_limit_mb' must be a positive number"),
+    ],
+)
+def test_invalid_values(data: dict, message: str) -> None:
+    with pytest.raises(AutofusionError, match=message):
+        config_from_dict(data, "cfg.json")
+
+
+def test_env_aggressiveness(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AUTOFUSION_AGGRESSIVENESS", "3")
+    assert config_from_dict({}).aggressiveness == 3
+    assert config_from_dict({"aggressiveness": 1}).aggressiveness == 1  # the file wins
+    monkeypatch.setenv("AUTOFUSION_AGGRESSIVENESS", "x")
+    with pytest.raises(AutofusionError, match="AUTOFUSION_AGGRESSIVENESS"):
+        config_from_dict({})
+
+
+# ---- the report changes as documented ---------------------------------------------------
+
+
+def test_default_report() -> None:
+    r = compile_report()
+    assert r["kernels_after"] < r["kernels_before"]
+    patterns = {g["pattern"] for g in r["groups"]}
+    assert "conv_relu" in patterns
+    for g in r["groups"]:
+        assert g["origins"] and g["estimated_bytes_saved"] > 0
+    assert r["policy"]["aggressiveness"] == 1
+
+
+def test_blacklist_keeps_chain_apart(tmp_path: Path) -> None:
+    base = compile_report()
+    cfg = write(tmp_path, "bl.json", {"blacklist": ["Conv->Relu"]})
+    r = compile_report(config=cfg)
+    assert not any(g["pattern"] == "conv_relu" for g in r["groups"])
+    assert r["kernels_after"] > base["kernels_after"]
+    codes = {x["code"] for x in r["refusals"]}
+    assert "blacklisted" in codes
+    assert all("Conv->Relu" in x["reason"] for x in r["refusals"] if x["code"] == "blacklisted")
+
+
+def test_pattern_switch_disables_family(tmp_path: Path) -> None:
+    cfg = write(tmp_path, "off.json", {"patterns": {"conv_bn_relu": False, "conv_epilogue": False}})
+    r = compile_report(config=cfg)
+    assert not any(g["pattern"].startswith("conv") for g in r["groups"])
+    assert "disabled" in {x["code"] for x in r["refusals"]}
+
+
+def test_aggressiveness_zero_fuses_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    r = compile_report(aggressiveness=0)
+    assert r["groups"] == []
+    assert r["kernels_after"] == r["kernels_before"]
+    assert {x["code"] for x in r["refusals"]} == {"aggressiveness"}
+    monkeypatch.setenv("AUTOFUSION_AGGRESSIVENESS", "0")
+    assert compile_report()["groups"] == []
+
+
+class NoRelu(BasePolicy):
+    """Refuses every fusion whose consumer is a Relu."""
+
+    seen: list[tuple[str, str]]
+
+    def __init__(self, **options: object) -> None:
+        super().__init__(**options)
+        self.seen = []
+
+    def should_fuse(self, producer: OpView, consumer: OpView) -> bool:
+        self.seen.append((producer.op_type, consumer.op_type))
+        return consumer.op_type != "Relu"
+
+
+def test_custom_policy_instance_via_token() -> None:
+    pol = NoRelu()
+    r = compile_report(policy="@" + register_policy(pol))
+    assert ("Conv", "Relu") in pol.seen
+    assert not any("relu" in g["pattern"].split("_") for g in r["groups"])
+    refused = [x for x in r["refusals"] if x["code"] == "policy"]
+    assert refused and all("NoRelu" in x["reason"] for x in refused)
+
+
+def test_custom_policy_from_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "my_policies.py").write_text(
+        "from autofusion.policy import BasePolicy\n"
+        "class OnlyConv(BasePolicy):\n"
+        "    def should_fuse(self, producer, consumer):\n"
+        "        return producer.op_type == 'Conv' and consumer.shape[1] <= self.options['max_c']\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    cfg = write(tmp_path, "p.json", {"policy": "my_policies:OnlyConv", "policy_options": {"max_c": 8}})
+    r = compile_report(config=cfg)
+    wide = compile_report(policy="my_policies:OnlyConv", config=write(
+        tmp_path, "q.json", {"policy_options": {"max_c": 4096}}))
+    assert len(wide["groups"]) > len(r["groups"])
+    assert "policy" in {x["code"] for x in r["refusals"]}
+
+
+def test_bad_policy_spec() -> None:
+    with pytest.raises(AutofusionError, match="expected 'module:Class' or '@token'"):
+        compile_report(policy="nonsense")
+    with pytest.raises(AutofusionError, match="no policy registered"):
+        compile_report(policy="@nope")
+
+
+# ---- cost refusals, whitelist and aggressiveness 3 --------------------------------------
+
+WIDE_CHAIN = """
+func.func @main(%a: tensor<64x1024xf32>, %b: tensor<64x1024xf32>, %c: tensor<64x1024xf32>,
+                %d: tensor<64x1024xf32>, %e: tensor<64x1024xf32>) -> tensor<64x1024xf32> {
+  %0 = nn.add %a, %b {onnx.origins = ["add0"]} : (tensor<64x1024xf32>, tensor<64x1024xf32>) -> tensor<64x1024xf32>
+  %1 = nn.add %0, %c {onnx.origins = ["add1"]} : (tensor<64x1024xf32>, tensor<64x1024xf32>) -> tensor<64x1024xf32>
+  %2 = nn.add %1, %d {onnx.origins = ["add2"]} : (tensor<64x1024xf32>, tensor<64x1024xf32>) -> tensor<64x1024xf32>
+  %3 = nn.mul %2, %e {onnx.origins = ["mul3"]} : (tensor<64x1024xf32>, tensor<64x1024xf32>) -> tensor<64x1024xf32>
+  func.return %3 : tensor<64x1024xf32>
+}
+"""
+
+
+def parse(text: str) -> ModuleOp:
+    ctx = Context()
+    for d in (NN, Fusion):
+        ctx.load_dialect(d)
+    from xdsl.dialects.builtin import Builtin
+    from xdsl.dialects.func import Func
+
+    ctx.load_dialect(Builtin)
+    ctx.load_dialect(Func)
+    return Parser(ctx, text).parse_module()
+
+
+def fuse_text(**options: object) -> dict:
+    module = parse(WIDE_CHAIN)
+    get_all_passes()["fuse"]()(**options).apply(Context(), module)  # type: ignore[call-arg]
+    module.verify()
+    return build_report(module)
+
+
+def test_cost_refuses_when_the_working_set_exceeds_the_unified_buffer(tmp_path: Path) -> None:
+    cpu = fuse_text()
+    assert len(cpu["groups"]) == 1 and cpu["groups"][0]["ops"] == 4  # fits a 2 MiB L2
+    npu = fuse_text(hardware="ascend910b")  # 192 KB UB
+    assert any(x["code"] == "cost" and "working set" in x["reason"] for x in npu["refusals"])
+    assert max(g["ops"] for g in npu["groups"]) < 4
+    forced = fuse_text(hardware="ascend910b", aggressiveness=3)
+    assert forced["groups"][0]["ops"] == 4 and not forced["refusals"]
+    cfg = write(tmp_path, "wl.json", {"whitelist": ["Add->Mul"], "hardware": "ascend910b"})
+    wl = fuse_text(config=cfg)
+    assert any(g["origins"][-1] == "mul3" and g["ops"] >= 2 for g in wl["groups"])
+
+
+def test_report_reads_memory_fields_and_summary() -> None:
+    module = import_onnx(zoo.get_model("tiny_cnn"))
+    for p in PIPELINE:
+        get_all_passes()[p]()().apply(Context(), module)
+    main = next(iter(module.ops))
+    main.attributes["memory.arena_bytes"] = IntegerAttr(1024, i64)
+    main.attributes["memory.naive_bytes"] = IntegerAttr(4096, i64)
+    r = build_report(module)
+    assert r["arena_bytes"] == 1024 and r["naive_bytes"] == 4096
+    text = summarize_module(module)
+    assert "conv_relu" in text and "arena_bytes: 1024" in text
