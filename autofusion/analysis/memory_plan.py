@@ -7,7 +7,8 @@ Input: the live intervals of ``autofusion.analysis.liveness``. Steps:
    its operands when that operand is an intermediate of the same shape and element size
    whose last use is this very step. Operand and result then form one *buffer* (a chain of
    such reuses is one buffer too). An operand still read later is never reused (that would
-   be an alias of a live value).
+   be an alias of a live value). A top-level ``nn.reshape`` is a *view*: it joins its
+   operand's buffer, which stays reserved until the last reader of either.
 2. **Offset assignment.** Buffers are placed one at a time at the lowest (first-fit) or
    tightest (best-fit) gap among already placed buffers whose lifetimes intersect theirs.
    Several orders are tried -- size descending, lifetime order, longest lifetime first,
@@ -69,6 +70,8 @@ class MemoryPlan:
     intervals: list[Interval]
     inplace: list[tuple[OpResult, OpResult]] = field(default_factory=list)
     """(operand, result) pairs where the result overwrites the dying operand."""
+    views: dict[SSAValue, SSAValue] = field(default_factory=dict)
+    """reshape result -> its operand: same bytes, no copy, no ``memory.offsets``."""
     candidates: dict[str, int] = field(default_factory=dict)
     """Arena size reached by each heuristic."""
 
@@ -110,23 +113,45 @@ def _same_layout(a: SSAValue, b: SSAValue) -> bool:
 # ---------------------------------------------------------------------------------------
 
 
-def build_buffers(
-    intervals: list[Interval], alignment: int, inplace: bool
-) -> tuple[list[Buffer], list[tuple[OpResult, OpResult]]]:
+@dataclass
+class Buffers:
+    buffers: list[Buffer]
+    inplace: list[tuple[OpResult, OpResult]]
+    views: dict[SSAValue, SSAValue]
+    intervals: list[Interval]
+
+
+def build_buffers(intervals: list[Interval], alignment: int, inplace: bool) -> Buffers:
+    """Group intervals into buffers: in-place chains and reshape views share one buffer.
+
+    A top-level ``nn.reshape`` is a view (the C lowering makes it one when it carries no
+    offset): its result joins its operand's buffer, which then lives as long as either.
+    A reshape of a value outside the arena (argument, weight) is a view of that value and
+    is dropped from the plan.
+    """
     by_value: dict[SSAValue, Interval] = {iv.value: iv for iv in intervals}
     buffer_of: dict[SSAValue, Buffer] = {}
     buffers: list[Buffer] = []
     pairs: list[tuple[OpResult, OpResult]] = []
+    views: dict[SSAValue, SSAValue] = {}
+    kept: list[Interval] = []
     for iv in intervals:
         target: Buffer | None = None
-        if inplace and is_inplace_capable(iv.op):
+        if isinstance(iv.op, nn.ReshapeOp):
+            source = iv.op.x
+            if source not in buffer_of:
+                continue
+            target = buffer_of[source]
+            views[iv.value] = source
+        elif inplace and is_inplace_capable(iv.op):
             step = iv.start
             for operand in iv.op.operands:
                 src = by_value.get(operand)
-                if src is None or src.end != step or not _same_layout(operand, iv.value):
+                if (src is None or operand not in buffer_of or src.end != step
+                        or not _same_layout(operand, iv.value)):
                     continue
                 buf = buffer_of[operand]
-                if buf.end != step or buf.members[-1] is not src:
+                if buf.end != step:  # a view of it (or it) is still read later
                     continue
                 target = buf
                 pairs.append((src.value, iv.value))
@@ -139,7 +164,8 @@ def build_buffers(
             target.end = max(target.end, iv.end)
             target.size = max(target.size, align(max(iv.size, 1), alignment))
         buffer_of[iv.value] = target
-    return buffers, pairs
+        kept.append(iv)
+    return Buffers(buffers, pairs, views, kept)
 
 
 # ---------------------------------------------------------------------------------------
@@ -276,8 +302,8 @@ def plan_memory(
     heuristics: Sequence[str] | None = None,
 ) -> MemoryPlan:
     """Plan every intermediate of ``@main``; see the module docstring."""
-    intervals = liveness(main)
-    buffers, pairs = build_buffers(intervals, alignment, inplace)
+    grouped = build_buffers(liveness(main), alignment, inplace)
+    buffers, pairs, intervals = grouped.buffers, grouped.inplace, grouped.intervals
     names = list(heuristics) if heuristics is not None else list(HEURISTICS)
     best_name, best_offsets, best_arena = "", [0] * len(buffers), -1
     candidates: dict[str, int] = {}
@@ -304,6 +330,7 @@ def plan_memory(
         buffers=buffers,
         intervals=intervals,
         inplace=pairs,
+        views=grouped.views,
         candidates=candidates,
     )
 
@@ -311,10 +338,16 @@ def plan_memory(
 def check_plan(plan: MemoryPlan) -> list[str]:
     """Violations of the plan's invariants (empty when sound); used by tests and debugging.
 
-    Two intermediates that are live at the same step may share bytes only when the later
-    one is computed in place over the earlier one, at the step where the earlier one dies.
+    Two intermediates live at the same step may share bytes only if one is a reshape view
+    of the other (same data), or if the later one is computed in place over the earlier
+    one at the step where the earlier one (and every view of it) dies.
     """
-    inplace = {(a, b) for a, b in plan.inplace}
+    def root(v: SSAValue) -> SSAValue:
+        while v in plan.views:
+            v = plan.views[v]
+        return v
+
+    dst = {b for _, b in plan.inplace}
     errors: list[str] = []
     ivs = plan.intervals
     sizes = {iv.value: iv.size for iv in ivs}
@@ -327,8 +360,9 @@ def check_plan(plan: MemoryPlan) -> list[str]:
                 continue
             ob = plan.offsets[b.value]
             if oa < ob + sizes[b.value] and ob < oa + sizes[a.value]:
-                legal = ((a.value, b.value) in inplace and a.end == b.start) or (
-                    (b.value, a.value) in inplace and b.end == a.start
+                first, later = (a, b) if a.start <= b.start else (b, a)
+                legal = root(a.value) is root(b.value) or (
+                    later.value in dst and first.end == later.start and oa == ob
                 )
                 if not legal:
                     errors.append(

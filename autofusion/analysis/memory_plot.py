@@ -4,7 +4,7 @@ Time (schedule step) runs left to right, the arena offset bottom to top; each pl
 intermediate is one box spanning its live interval and its bytes, labelled with the ONNX
 node(s) it came from (the full name, shape and bytes are in the box's tooltip). Tensors a
 step computes in place over a dying input sit exactly on top of it in time, at the same
-height. Tiled pieces (``tile-fusion``) show as a run of small boxes. Every string from the
+height; a reshape (a view of its operand) is drawn dashed over it. Tiled pieces (``tile-fusion``) show as a run of small boxes. Every string from the
 model is XML-escaped.
 
 ``write_memory_plot(module, path)`` reads the ``memory.offsets`` that ``plan-buffers`` wrote
@@ -20,7 +20,7 @@ from xml.sax.saxutils import escape, quoteattr
 from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, IntegerAttr, ModuleOp, StringAttr
 from xdsl.ir import Operation
 
-from autofusion.analysis.liveness import Interval, find_main, liveness, schedule
+from autofusion.analysis.liveness import Interval, find_main, schedule
 from autofusion.analysis.memory_plan import plan_memory
 
 WIDTH = 1400
@@ -75,15 +75,14 @@ def _human(n: float) -> str:
     return f"{int(n)} B"
 
 
-def _planned_offsets(module: ModuleOp, intervals: list[Interval]) -> dict[object, int] | None:
-    offsets: dict[object, int] = {}
+def _planned_offsets(intervals: list[Interval], offsets: dict[object, int]) -> None:
+    """Overwrite ``offsets`` with the ``memory.offsets`` the module carries, if any."""
     for iv in intervals:
         attr = iv.op.attributes.get("memory.offsets")
-        if not isinstance(attr, DenseArrayBase):
-            return None
-        values = [int(v) for v in attr.get_values()]
-        offsets[iv.value] = values[iv.value.index]
-    return offsets
+        if isinstance(attr, DenseArrayBase):
+            value = [int(v) for v in attr.get_values()][iv.value.index]
+            if value >= 0:
+                offsets[iv.value] = value
 
 
 def _arena_attr(module: ModuleOp, key: str) -> int | None:
@@ -95,15 +94,13 @@ def render_memory_plot(module: ModuleOp, title: str = "memory plan") -> str:
     """The SVG text for ``module``'s memory plan."""
     main = find_main(module)
     steps = schedule(main)
-    intervals = liveness(main)
-    offsets = _planned_offsets(module, intervals)
-    arena = _arena_attr(module, "memory.arena_bytes")
-    lower = _arena_attr(module, "memory.lower_bound_bytes")
-    naive = _arena_attr(module, "memory.naive_bytes")
-    if offsets is None or arena is None:
-        plan = plan_memory(main)
-        offsets = dict(plan.offsets)
-        arena, lower, naive = plan.arena_bytes, plan.lower_bound_bytes, plan.naive_bytes
+    plan = plan_memory(main)
+    intervals = plan.intervals
+    offsets: dict[object, int] = dict(plan.offsets)
+    _planned_offsets(intervals, offsets)
+    arena = _arena_attr(module, "memory.arena_bytes") or plan.arena_bytes
+    lower = _arena_attr(module, "memory.lower_bound_bytes") or plan.lower_bound_bytes
+    naive = _arena_attr(module, "memory.naive_bytes") or plan.naive_bytes
     n = max(1, len(steps))
     top = max([arena or 1, *(offsets[iv.value] + iv.size for iv in intervals)])
     pw, ph = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
@@ -164,10 +161,14 @@ def render_memory_plot(module: ModuleOp, title: str = "memory plan") -> str:
         origins = ", ".join(_origins(iv.op))
         if origins:
             tip += f"\norigins: {origins}"
+        view = iv.value in plan.views
+        if view:
+            tip += "\n(reshape view of its operand: same bytes, no copy)"
+        style = ' fill-opacity="0.35" stroke-dasharray="3,2"' if view else ""
         out.append(
             f'<g><title>{escape(tip)}</title><rect x="{x0:.2f}" y="{y0:.2f}" width="{w:.2f}" '
             f'height="{h:.2f}" fill={quoteattr(_colour(_kind(iv.op)))} stroke="#444" '
-            f'stroke-width="0.5"/>'
+            f'stroke-width="0.5"{style}/>'
         )
         fits_across = (len(label) * 6 + 4 <= w) and h >= 13
         horizontal = fits_across or w >= h or w < 11

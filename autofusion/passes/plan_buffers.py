@@ -8,7 +8,9 @@ Effect (the contract of ``docs/internals.md``, "Memory plan"):
 - ``@main`` gets ``memory.arena_bytes``, ``memory.naive_bytes``, ``memory.lower_bound_bytes``
   (i64) and ``memory.heuristic`` (the placement order that won).
 
-A result computed in place over a dying operand has that operand's offset. Run it after
+A result computed in place over a dying operand has that operand's offset. A top-level
+``nn.reshape`` gets no offset: it is a view of its operand (whose slot stays reserved as
+long as the view is read). Run it after
 fusion (and after ``tile-fusion``, which runs it itself); running it again re-plans.
 Algorithms: ``autofusion.analysis.memory_plan``.
 """
@@ -38,7 +40,7 @@ def annotate(main: func.FuncOp, plan: MemoryPlan) -> None:
     """Write ``plan`` onto the ops of ``main`` as the ``memory.*`` attributes."""
     for op in schedule(main):
         op.attributes.pop(OFFSETS, None)
-        offs = [plan.offsets.get(r, -1) for r in op.results]
+        offs = [-1 if r in plan.views else plan.offsets.get(r, -1) for r in op.results]
         if any(o >= 0 for o in offs):
             op.attributes[OFFSETS] = i64_array(offs)
     main.attributes[ARENA] = IntegerAttr(plan.arena_bytes, i64)

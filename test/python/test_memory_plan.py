@@ -63,11 +63,11 @@ def _ty(shape: tuple[int, int]) -> str:
 
 @st.composite
 def dags(draw: st.DrawFn) -> str:
-    """A random @main: unary/binary elementwise, concat and reductions over 2-d tensors."""
+    """A random @main: elementwise ops, reshapes (views), concat, reductions on 2-d tensors."""
     vals: list[tuple[str, tuple[int, int]]] = [("%x", (4, 8)), ("%y", (4, 8))]
     lines: list[str] = []
     for i in range(draw(st.integers(1, 25))):
-        kind = draw(st.sampled_from(["unary", "binary", "concat", "reduce"]))
+        kind = draw(st.sampled_from(["unary", "binary", "concat", "reduce", "reshape"]))
         name = f"%v{i}"
         a, sa = vals[draw(st.integers(0, len(vals) - 1))]
         if kind == "unary":
@@ -80,6 +80,10 @@ def dags(draw: st.DrawFn) -> str:
             op = draw(st.sampled_from(["nn.add", "nn.mul"]))
             lines.append(f"{name} = {op} {a}, {b} : ({_ty(sa)}, {_ty(sa)}) -> {_ty(sa)}")
             vals.append((name, sa))
+        elif kind == "reshape":
+            out = (sa[1], sa[0])
+            lines.append(f"{name} = nn.reshape {a} : ({_ty(sa)}) -> {_ty(out)}")
+            vals.append((name, out))
         elif kind == "concat" and sa[1] <= 32:
             out = (sa[0], 2 * sa[1])
             lines.append(
@@ -116,6 +120,8 @@ def test_random_dag_plans_are_sound(text: str) -> None:
     assert not outputs & set(plan.offsets)
     for src, dst in plan.inplace:
         assert plan.offsets[src] == plan.offsets[dst]
+    for view, src in plan.views.items():
+        assert plan.offsets[view] == plan.offsets[src]
 
 
 def test_must_not_alias_input_live_later() -> None:

@@ -87,3 +87,31 @@ func.func @main(%x: tensor<1x2x4x4xf32>, %w: tensor<2x2x1x1xf32>) -> tensor<1x2x
   %g = nn.conv %e, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x2x4x4xf32>, tensor<2x2x1x1xf32>) -> tensor<1x2x4x4xf32>
   func.return %g : tensor<1x2x4x4xf32>
 }
+
+// -----
+
+// A reshape is a view of its operand: no offset, and the operand's slot stays reserved
+// while the view is read (%b must not take %a's bytes: %r still reads them). %c then runs
+// in place over %r's (= %a's) slot, where the whole buffer dies. A reshape of an argument
+// is a view outside the arena.
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: memory.arena_bytes = 512 : i64
+// CHECK-NEXT: %a = nn.relu %x {memory.offsets = array<i64: 0>}
+// CHECK-NEXT: %r = nn.reshape %a : (tensor<4x16xf32>) -> tensor<64xf32>
+// CHECK-NEXT: %b = nn.sigmoid %a {memory.offsets = array<i64: 256>}
+// CHECK-NEXT: %q = nn.reshape %b : (tensor<4x16xf32>) -> tensor<64xf32>
+// CHECK-NEXT: %c = nn.add %r, %q {memory.offsets = array<i64: 0>}
+// CHECK-NEXT: %d = nn.neg %c {memory.offsets = array<i64: 0>}
+// CHECK-NEXT: %v = nn.reshape %x : (tensor<4x16xf32>) -> tensor<64xf32>
+// CHECK-NEXT: %e = nn.add %d, %v :
+func.func @main(%x: tensor<4x16xf32>) -> tensor<64xf32> {
+  %a = nn.relu %x : (tensor<4x16xf32>) -> tensor<4x16xf32>
+  %r = nn.reshape %a : (tensor<4x16xf32>) -> tensor<64xf32>
+  %b = nn.sigmoid %a : (tensor<4x16xf32>) -> tensor<4x16xf32>
+  %q = nn.reshape %b : (tensor<4x16xf32>) -> tensor<64xf32>
+  %c = nn.add %r, %q : (tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32>
+  %d = nn.neg %c : (tensor<64xf32>) -> tensor<64xf32>
+  %v = nn.reshape %x : (tensor<4x16xf32>) -> tensor<64xf32>
+  %e = nn.add %d, %v : (tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32>
+  func.return %e : tensor<64xf32>
+}
