@@ -76,6 +76,8 @@ class KernelOp(IRDLOperation):
         return [o.data for o in self.origins.data]
 
     def verify_(self) -> None:
+        if not self.pattern.data:
+            raise VerifyException("'fusion.kernel': pattern name must not be empty")
         block = self.body.block
         if len(block.args) != len(self.inputs):
             raise VerifyException(
@@ -115,10 +117,11 @@ class KernelOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> KernelOp:
+        pos = parser.pos
         pattern = parser.parse_attribute()
         origins = parser.parse_attribute()
         if not isinstance(pattern, StringAttr) or not isinstance(origins, ArrayAttr):
-            parser.raise_error("fusion.kernel expects \"pattern\" [origins]")
+            parser.raise_error("fusion.kernel expects \"pattern\" [origins]", pos, parser.pos)
         parser.parse_punctuation("(")
         unresolved = []
         if (first := parser.parse_optional_unresolved_operand()) is not None:
@@ -130,9 +133,14 @@ class KernelOp(IRDLOperation):
         if parser.parse_optional_keyword("attributes"):
             attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
+        type_pos = parser.pos
         ftype = parser.parse_function_type()
         if len(ftype.inputs.data) != len(unresolved):
-            parser.raise_error("fusion.kernel: operand and type counts differ")
+            parser.raise_error(
+                f"fusion.kernel: {len(unresolved)} operands but {len(ftype.inputs.data)} types",
+                type_pos,
+                parser.pos,
+            )
         inputs = [parser.resolve_operand(u, t) for u, t in zip(unresolved, ftype.inputs.data)]
         body = parser.parse_region()
         op = cls.__new__(cls)

@@ -17,9 +17,11 @@ Reference semantics of every op live in ``autofusion/interpreter``.
 
 from __future__ import annotations
 
+import io
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
+    AnyFloat,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
     DenseResourceAttr,
@@ -29,8 +31,9 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
     i1,
+    i64,
 )
-from xdsl.ir import Attribute, Dialect
+from xdsl.ir import Attribute, Dialect, SSAValue
 from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
@@ -46,7 +49,7 @@ from xdsl.printer import Printer
 from xdsl.traits import Pure
 
 from autofusion.dialects import shapes
-from autofusion.dialects.base import TensorOp, shape_of, tensor_of
+from autofusion.dialects.base import TensorOp, is_bool, shape_of, tensor_of
 
 # ---------------------------------------------------------------------------------------
 # Base classes
@@ -65,6 +68,21 @@ def _expect(op: TensorOp, index: int, shape: tuple[int, ...], elem: Attribute | 
 def _float_elem(op: TensorOp, t: TensorType[Attribute]) -> None:
     if isinstance(t.element_type, IntegerType):
         raise op.fail(f"expects a floating-point tensor, got {t}")
+
+
+def _same_elem(op: TensorOp, what: str, *values: SSAValue) -> Attribute:
+    """The common element type of ``values``; names ``what`` when they differ."""
+    elems = [tensor_of(v).element_type for v in values]
+    if any(e != elems[0] for e in elems):
+        raise op.fail(f"{what} element types differ: {', '.join(map(str, elems))}")
+    return elems[0]
+
+
+def _int_indices(op: TensorOp, v: SSAValue) -> None:
+    if not isinstance(tensor_of(v).element_type, IntegerType) or is_bool(
+        tensor_of(v).element_type
+    ):
+        raise op.fail(f"indices must be an integer tensor, got {v.type}")
 
 
 class UnaryOp(TensorOp):
@@ -90,11 +108,14 @@ class BinaryOp(TensorOp):
     out = result_def(TensorType)
     traits = traits_def(Pure())
     RESULT_IS_BOOL: ClassVar[bool] = False
+    BOOL_ONLY: ClassVar[bool] = False
 
     def verify_(self) -> None:
         lt, rt = tensor_of(self.lhs), tensor_of(self.rhs)
         if lt.element_type != rt.element_type:
             raise self.fail(f"operand element types differ: {lt.element_type} vs {rt.element_type}")
+        if self.BOOL_ONLY and lt.element_type != i1:
+            raise self.fail(f"expects i1 operands, got {lt}")
         try:
             shape = shapes.broadcast(lt.get_shape(), rt.get_shape())
         except ValueError as e:
@@ -343,6 +364,14 @@ class ModOp(BinaryOp):
     name = "nn.mod"
     fmod = prop_def(IntegerAttr)
 
+    def verify_(self) -> None:
+        super().verify_()
+        fmod = self.int_prop("fmod")
+        if fmod not in (0, 1):
+            raise self.fail(f"fmod must be 0 or 1, got {fmod}")
+        if fmod == 0 and not isinstance(tensor_of(self.lhs).element_type, IntegerType):
+            raise self.fail("fmod = 0 (integer modulo) needs integer operands; floats need fmod = 1")
+
 
 @irdl_op_definition
 class PReluOp(BinaryOp):
@@ -350,20 +379,30 @@ class PReluOp(BinaryOp):
 
     name = "nn.prelu"
 
+    def verify_(self) -> None:
+        super().verify_()
+        if shape_of(self.out) != shape_of(self.lhs):
+            raise self.fail(
+                f"slope {shape_of(self.rhs)} must broadcast to the input shape {shape_of(self.lhs)}"
+            )
+
 
 @irdl_op_definition
 class AndOp(BinaryOp):
     name = "nn.and"
+    BOOL_ONLY: ClassVar[bool] = True
 
 
 @irdl_op_definition
 class OrOp(BinaryOp):
     name = "nn.or"
+    BOOL_ONLY: ClassVar[bool] = True
 
 
 @irdl_op_definition
 class XorOp(BinaryOp):
     name = "nn.xor"
+    BOOL_ONLY: ClassVar[bool] = True
 
 
 @irdl_op_definition
@@ -407,7 +446,7 @@ class WhereOp(TensorOp):
         if ct.element_type != i1:
             raise self.fail(f"condition must be an i1 tensor, got {ct}")
         if xt.element_type != yt.element_type:
-            raise self.fail("x and y element types differ")
+            raise self.fail(f"x and y element types differ: {xt.element_type} vs {yt.element_type}")
         try:
             shape = shapes.broadcast(ct.get_shape(), xt.get_shape(), yt.get_shape())
         except ValueError as e:
@@ -437,6 +476,9 @@ class ConvOp(TensorOp):
 
     def verify_(self) -> None:
         xs, ws = shape_of(self.x), shape_of(self.w)
+        operands = [self.x, self.w] + ([self.bias] if self.bias is not None else [])
+        _float_elem(self, tensor_of(self.x))
+        _same_elem(self, "input, weight and bias", *operands)
         try:
             shape = shapes.conv_out(
                 xs, ws, self.ints("strides"), self.ints("pads"), self.ints("dilations"),
@@ -467,6 +509,8 @@ class BatchNormOp(TensorOp):
         xs = shape_of(self.x)
         if len(xs) < 2:
             raise self.fail("input must have rank >= 2")
+        _float_elem(self, tensor_of(self.x))
+        _same_elem(self, "input and parameter", self.x, self.scale, self.bias, self.mean, self.var)
         for v in (self.scale, self.bias, self.mean, self.var):
             if shape_of(v) != (xs[1],):
                 raise self.fail(f"parameter shape {shape_of(v)} should be ({xs[1]},)")
@@ -487,6 +531,10 @@ class InstanceNormOp(TensorOp):
 
     def verify_(self) -> None:
         xs = shape_of(self.x)
+        if len(xs) < 3:
+            raise self.fail(f"input must have rank >= 3 (N, C, spatial...), got {xs}")
+        _float_elem(self, tensor_of(self.x))
+        _same_elem(self, "input and parameter", self.x, self.scale, self.bias)
         for v in (self.scale, self.bias):
             if shape_of(v) != (xs[1],):
                 raise self.fail(f"parameter shape {shape_of(v)} should be ({xs[1]},)")
@@ -511,6 +559,9 @@ class LayerNormOp(TensorOp):
         axis = self.int_prop("axis")
         if not 0 <= axis < len(xs):
             raise self.fail(f"axis {axis} out of range for rank {len(xs)}")
+        _float_elem(self, tensor_of(self.x))
+        params = [self.scale] + ([self.bias] if self.bias is not None else [])
+        _same_elem(self, "input and parameter", self.x, *params)
         norm = xs[axis:]
         for v in (self.scale, self.bias):
             if v is None:
@@ -539,6 +590,11 @@ class LRNOp(TensorOp):
     traits = traits_def(Pure())
 
     def verify_(self) -> None:
+        if len(shape_of(self.x)) < 3:
+            raise self.fail(f"input must have rank >= 3 (N, C, spatial...), got {shape_of(self.x)}")
+        if self.int_prop("size") < 1:
+            raise self.fail(f"size must be >= 1, got {self.int_prop('size')}")
+        _float_elem(self, tensor_of(self.x))
         _expect(self, 0, shape_of(self.x), tensor_of(self.x).element_type)
 
 
@@ -553,6 +609,7 @@ class MatMulOp(TensorOp):
     traits = traits_def(Pure())
 
     def verify_(self) -> None:
+        _same_elem(self, "operand", self.a, self.b)
         try:
             shape = shapes.matmul_out(shape_of(self.a), shape_of(self.b))
         except ValueError as e:
@@ -579,6 +636,7 @@ class GemmOp(TensorOp):
         sa, sb = shape_of(self.a), shape_of(self.b)
         if len(sa) != 2 or len(sb) != 2:
             raise self.fail("operands must be 2-d")
+        _same_elem(self, "operand", self.a, self.b, *([self.c] if self.c is not None else []))
         m, k = (sa[1], sa[0]) if self.bool_prop("trans_a") else sa
         k2, n = (sb[1], sb[0]) if self.bool_prop("trans_b") else sb
         if k != k2:
@@ -611,6 +669,9 @@ class AttentionOp(TensorOp):
 
     def verify_(self) -> None:
         q, k, v = shape_of(self.q), shape_of(self.k), shape_of(self.v)
+        _float_elem(self, tensor_of(self.q))
+        operands = [self.q, self.k, self.v] + ([self.mask] if self.mask is not None else [])
+        _same_elem(self, "q, k, v and mask" if self.mask is not None else "q, k and v", *operands)
         if len(q) < 2 or q[-1] != k[-1] or k[-2] != v[-2]:
             raise self.fail(f"incompatible q/k/v shapes {q}, {k}, {v}")
         try:
@@ -672,6 +733,8 @@ class GlobalPoolOp(TensorOp):
 
     def verify_(self) -> None:
         xs = shape_of(self.x)
+        if len(xs) < 3:
+            raise self.fail(f"input must have rank >= 3 (N, C, spatial...), got {xs}")
         _expect(self, 0, (*xs[:2], *([1] * (len(xs) - 2))), tensor_of(self.x).element_type)
 
 
@@ -772,8 +835,13 @@ class ArgMaxOp(TensorOp):
     traits = traits_def(Pure())
 
     def verify_(self) -> None:
-        shape = shapes.reduce_out(shape_of(self.x), [self.int_prop("axis")], self.bool_prop("keepdims"))
-        _expect(self, 0, shape)
+        try:
+            shape = shapes.reduce_out(
+                shape_of(self.x), [self.int_prop("axis")], self.bool_prop("keepdims")
+            )
+        except ValueError as e:
+            raise self.fail(str(e)) from None
+        _expect(self, 0, shape, i64)
 
 
 # ---------------------------------------------------------------------------------------
@@ -797,7 +865,9 @@ class ReshapeOp(TensorOp):
                 f"element count differs: {tuple(xt.get_shape())} -> {tuple(yt.get_shape())}"
             )
         if xt.element_type != yt.element_type:
-            raise self.fail("reshape cannot change the element type")
+            raise self.fail(
+                f"reshape cannot change the element type ({xt.element_type} -> {yt.element_type})"
+            )
 
 
 @irdl_op_definition
@@ -827,6 +897,7 @@ class ConcatOp(TensorOp):
     def verify_(self) -> None:
         if not self.inputs:
             raise self.fail("needs at least one input")
+        _same_elem(self, "input", *self.inputs)
         axis = self.int_prop("axis")
         first = shape_of(self.inputs[0])
         if not 0 <= axis < len(first):
@@ -859,6 +930,9 @@ class SplitOp(TensorOp):
         axis = self.int_prop("axis")
         if not 0 <= axis < len(xs):
             raise self.fail(f"axis {axis} out of range for rank {len(xs)}")
+        if not self.outputs:
+            raise self.fail("needs at least one result")
+        _same_elem(self, "input and result", self.x, *self.outputs)
         total = 0
         for r in self.outputs:
             s = shape_of(r)
@@ -932,8 +1006,7 @@ class GatherOp(TensorOp):
     def verify_(self) -> None:
         ds, ist = shape_of(self.data), tensor_of(self.indices)
         axis = self.int_prop("axis")
-        if not isinstance(ist.element_type, IntegerType):
-            raise self.fail("indices must be integers")
+        _int_indices(self, self.indices)
         if not 0 <= axis < len(ds):
             raise self.fail(f"axis {axis} out of range for rank {len(ds)}")
         _expect(self, 0, (*ds[:axis], *ist.get_shape(), *ds[axis + 1:]),
@@ -951,8 +1024,14 @@ class GatherElementsOp(TensorOp):
 
     def verify_(self) -> None:
         ds, is_ = shape_of(self.data), shape_of(self.indices)
+        _int_indices(self, self.indices)
         if len(ds) != len(is_):
             raise self.fail("data and indices ranks differ")
+        axis = self.int_prop("axis")
+        if not 0 <= axis < len(ds):
+            raise self.fail(f"axis {axis} out of range for rank {len(ds)}")
+        if any(i > d for k, (i, d) in enumerate(zip(is_, ds)) if k != axis):
+            raise self.fail(f"indices shape {is_} exceeds data shape {ds} off the axis")
         _expect(self, 0, is_, tensor_of(self.data).element_type)
 
 
@@ -967,7 +1046,12 @@ class GatherNDOp(TensorOp):
 
     def verify_(self) -> None:
         ds, is_ = shape_of(self.data), shape_of(self.indices)
+        _int_indices(self, self.indices)
         b = self.int_prop("batch_dims")
+        if not 0 <= b < min(len(ds), len(is_)):
+            raise self.fail(f"batch_dims {b} out of range for data {ds} and indices {is_}")
+        if ds[:b] != is_[:b]:
+            raise self.fail(f"batch dims of data {ds} and indices {is_} differ")
         if not is_ or is_[-1] > len(ds) - b:
             raise self.fail(f"index depth {is_[-1] if is_ else 0} too large for data {ds}")
         _expect(self, 0, (*is_[:-1], *ds[b + is_[-1]:]), tensor_of(self.data).element_type)
@@ -984,6 +1068,7 @@ class ExpandOp(TensorOp):
 
     def verify_(self) -> None:
         xs, ys = shape_of(self.x), shape_of(self.y)
+        _same_elem(self, "input and result", self.x, self.y)
         try:
             if shapes.broadcast(xs, ys) != ys:
                 raise ValueError(f"{xs} does not broadcast to {ys}")
@@ -1003,7 +1088,24 @@ class TileOp(TensorOp):
         xs, reps = shape_of(self.x), self.ints("repeats")
         if len(reps) != len(xs):
             raise self.fail("repeats must give one entry per dimension")
+        if min(reps, default=0) < 0:
+            raise self.fail(f"repeats {reps} must be >= 0")
         _expect(self, 0, tuple(d * r for d, r in zip(xs, reps)), tensor_of(self.x).element_type)
+
+
+def _dense_text(value: DenseIntOrFPElementsAttr) -> str:
+    """The attribute as xDSL prints it, except that float data with elements xDSL would print
+    as hex bit patterns (inf, NaN, some huge values) is printed as a raw hex string: xDSL 0.75
+    parses a hex element of a float list as an integer value, not as bits."""
+    buf = io.StringIO()
+    Printer(stream=buf).print_attribute(value)
+    text = buf.getvalue()
+    elem = value.get_element_type()
+    if isinstance(elem, AnyFloat) and "0x" in text and not text.startswith('dense<"0x'):
+        buf = io.StringIO()
+        Printer(stream=buf).print_attribute(value.get_type())
+        text = f'dense<"0x{value.data.data.hex().upper()}"> : {buf.getvalue()}'
+    return text
 
 
 @irdl_op_definition
@@ -1040,6 +1142,8 @@ class ConstantOp(TensorOp):
         if isinstance(value, DenseIntOrFPElementsAttr) and limit is not None and len(value) > limit:
             printer.print_string("dense_resource<__elided__> : ")
             printer.print_attribute(value.get_type())
+        elif isinstance(value, DenseIntOrFPElementsAttr):
+            printer.print_string(_dense_text(value))
         else:
             printer.print_attribute(value)
         if self.attributes:
@@ -1048,9 +1152,12 @@ class ConstantOp(TensorOp):
 
     @classmethod
     def parse(cls, parser: Parser) -> ConstantOp:
+        pos = parser.pos
         value = parser.parse_attribute()
         if not isinstance(value, DenseIntOrFPElementsAttr | DenseResourceAttr):
-            parser.raise_error("nn.constant expects a dense<...> or dense_resource<...> value")
+            parser.raise_error(
+                "nn.constant expects a dense<...> or dense_resource<...> value", pos, parser.pos
+            )
         attrs = parser.parse_optional_attr_dict()
         op = cls(value)
         op.attributes.update(attrs)

@@ -28,6 +28,15 @@ def broadcast(*shapes: Sequence[int]) -> Shape:
     return tuple(out)
 
 
+def _check_window(strides: Sequence[int], pads: Sequence[int], dilations: Sequence[int]) -> None:
+    if min(strides, default=1) < 1 or min(dilations, default=1) < 1:
+        raise ValueError(
+            f"strides {tuple(strides)} and dilations {tuple(dilations)} must be >= 1"
+        )
+    if min(pads, default=0) < 0:
+        raise ValueError(f"pads {tuple(pads)} must be >= 0")
+
+
 def conv_out(
     x: Sequence[int],
     w: Sequence[int],
@@ -37,10 +46,13 @@ def conv_out(
     group: int,
 ) -> Shape:
     nsp = len(x) - 2
+    if nsp < 1:
+        raise ValueError(f"input rank {len(x)} must be >= 3 (N, C, spatial...)")
     if len(w) != len(x):
         raise ValueError(f"input rank {len(x)} and weight rank {len(w)} differ")
     if not (len(strides) == len(dilations) == nsp and len(pads) == 2 * nsp):
         raise ValueError("strides/dilations/pads do not match the spatial rank")
+    _check_window(strides, pads, dilations)
     if group < 1 or x[1] != w[1] * group:
         raise ValueError(
             f"input channels {x[1]} != weight channels {w[1]} x group {group}"
@@ -66,8 +78,13 @@ def pool_out(
     ceil_mode: bool,
 ) -> Shape:
     nsp = len(x) - 2
+    if nsp < 1:
+        raise ValueError(f"input rank {len(x)} must be >= 3 (N, C, spatial...)")
     if not (len(kernel) == len(strides) == len(dilations) == nsp and len(pads) == 2 * nsp):
         raise ValueError("kernel/strides/dilations/pads do not match the spatial rank")
+    _check_window(strides, pads, dilations)
+    if min(kernel) < 1:
+        raise ValueError(f"kernel {tuple(kernel)} must be >= 1")
     out = [x[0], x[1]]
     for i in range(nsp):
         k = dilations[i] * (kernel[i] - 1) + 1
