@@ -175,6 +175,10 @@ def _dropout(ctx: NodeCtx) -> list[Value]:
         if training is not None and bool(training.reshape(-1)[0]):
             raise ctx.error("training_mode=True is not supported (inference only)")
     x = ctx.input(0)
+    if len(ctx.n_outputs_used) > 1 and ctx.n_outputs_used[1] and ctx.opset < 12:
+        # Before opset 12 the inference-mode mask is not pinned down (onnxruntime returns
+        # zeros at opset 7-10, ones from 12 on).
+        raise ctx.error("the mask output is only supported from opset 12 on")
     mask = ctx.const(np.ones(value_shape(x), dtype=np.bool_))
     return [x, mask]
 

@@ -123,8 +123,15 @@ def topo_sort(graph: onnx.GraphProto, known: set[str], filename: str) -> Ordered
     producer: dict[str, int] = {}
     for i, n in enumerate(nodes):
         for o in n.output:
-            if o:
-                producer[o] = i
+            if not o:
+                continue
+            if o in producer or o in known:
+                first = f"node '{labels[producer[o]]}'" if o in producer else "a graph input"
+                raise AutofusionError(
+                    f"{filename}: node '{labels[i]}' ({n.op_type}) output '{o}' is already "
+                    f"produced by {first}"
+                )
+            producer[o] = i
     dangling: list[str] = []
     deps: list[set[int]] = []
     for i, n in enumerate(nodes):

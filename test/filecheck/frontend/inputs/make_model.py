@@ -326,20 +326,23 @@ def ops_opset18() -> onnx.ModelProto:
         h.make_node("Abs", ["sb"], ["abi"], name="abs_int"),
         h.make_node("Neg", ["sb"], ["ngi"], name="neg_int"),
         h.make_node("HardSwish", ["x"], ["hsw"], name="hard_swish"),
+        h.make_node("Dropout", ["x"], ["dx", "dmask"], name="dropout_mask"),
+        h.make_node("Reshape", ["dmask", "zshape"], ["dm2"], name="reshape_allowzero",
+                    allowzero=1),
     ]
     inits = [_i64("sqax", [-1]), _i64("pads", [1, 2, 0, 3]), nh.from_array(
         np.array(-1.0, np.float32), "cv"), _i64("pax", [1, 3]),
         nh.from_array(np.array(3.0, np.float32), "three"), _i64("eshape", [2, 1, 6]),
         _i64("ndidx", [[[0, 1]], [[2, 3]]]), _i64("rax", [0, 2]), _w("w1", 3, 2, 3),
-        _w("w3", 2, 2, 2, 3, 3)]
-    outs = ["a", "b", "c", "asq", "pd", "mf", "gnd", "rmx", "c1", "c3", "mlf", "hsw"]
+        _w("w3", 2, 2, 2, 3, 3), _i64("zshape", [6, 14, 2])]
+    outs = ["a", "b", "c", "asq", "pd", "mf", "gnd", "rmx", "c1", "c3", "mlf", "hsw", "dx"]
     int_outs = ["md", "dv", "exi", "wi", "abi", "ngi"]
     return _model(
         nodes,
         [_in("x", [2, 3, 4, 7]), _in("ix", [2, 6], T.INT64), _in("iy", [2, 6], T.INT64),
          _in("x1", [1, 2, 9]), _in("x3", [1, 2, 3, 5, 5])],
         [_out(o) for o in outs] + [_out(o, T.INT64) for o in int_outs]
-        + [_out("an", T.BOOL), _out("oq", T.BOOL)],
+        + [_out("an", T.BOOL), _out("oq", T.BOOL), _out("dm2", T.BOOL)],
         inits, opset=18,
     )
 
@@ -389,6 +392,30 @@ def folding() -> onnx.ModelProto:
                   opset=15)
 
 
+def ops_opset9() -> onnx.ModelProto:
+    """Opset-9 attribute forms: Clip min/max, Slice starts/ends/axes, Pad pads/value,
+    Split split, Unsqueeze/Squeeze axes, Softmax's flatten-to-2-d axis, Dropout, Gemm."""
+    nodes = [
+        h.make_node("Clip", ["x"], ["cl"], name="clip_attrs", min=-0.5, max=0.75),
+        h.make_node("Slice", ["x"], ["sl"], name="slice_attrs", starts=[1, -3], ends=[100, -1],
+                    axes=[1, 3]),
+        h.make_node("Pad", ["x"], ["pd"], name="pad_attrs", pads=[0, 0, 1, 0, 0, 0, 0, 2],
+                    value=0.5),
+        h.make_node("Split", ["x"], ["s0", "s1"], name="split_attrs", axis=2, split=[1, 4]),
+        h.make_node("Unsqueeze", ["s0"], ["us"], name="unsq9", axes=[0]),
+        h.make_node("Squeeze", ["us"], ["sq"], name="sq9", axes=[0, 3]),
+        h.make_node("Softmax", ["x"], ["sm"], name="softmax9"),
+        h.make_node("Dropout", ["x"], ["dr", "mask"], name="dropout9", ratio=0.3),
+        h.make_node("Flatten", ["dr"], ["fl"], name="flatten9", axis=2),
+        h.make_node("Gemm", ["fl", "w", "c"], ["gm"], name="gemm9", transA=1, beta=0.5),
+        h.make_node("ReduceMean", ["x"], ["rm"], name="mean9", axes=[1, -1]),
+        h.make_node("Sum", ["x"], ["one"], name="sum_single"),
+    ]
+    inits = [_w("w", 6, 4), _w("c", 1, 4)]
+    outs = ["cl", "sl", "pd", "s1", "sq", "sm", "gm", "rm", "one"]
+    return _model(nodes, [_in("x", [2, 3, 5, 2])], [_out(o) for o in outs], inits, opset=9)
+
+
 def _seeded(build: Callable[[], onnx.ModelProto]) -> Callable[[], onnx.ModelProto]:
     """Each call restarts the generator, so a builder always returns the same model."""
 
@@ -406,7 +433,7 @@ MODELS: dict[str, Callable[[], onnx.ModelProto]] = {
     for f in (
         conv_bn_relu_v3, auto_pad, shape_subgraph, reduce_axes, slices, softmax_v11,
         attention_mask, unsupported, dangling, cycle, dynamic_input, old_opset, bad_dtype,
-        maxpool_indices, ops_opset11, ops_opset18, folding,
+        maxpool_indices, ops_opset9, ops_opset11, ops_opset18, folding,
     )
 }
 
