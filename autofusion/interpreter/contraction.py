@@ -84,7 +84,7 @@ def conv(
     if ksize == 1 and all(s == 1 for s in strides) and not any(pads):
         # Pointwise: one matrix product per group, no window copy.
         xs = x.reshape(n, group, cg, length)
-        y = np.matmul(w.reshape(group, mg, cg), xs)
+        y = matmul(w.reshape(group, mg, cg), xs)
     else:
         xp = pad_spatial(x, pads[:nsp], pads[nsp:], 0.0)
         win = windows(xp, out_sp, kernel, strides, dilations)
@@ -107,7 +107,7 @@ def conv(
             axes = (0, 1, *range(3, 3 + nsp), 2, *range(3 + nsp, 3 + 2 * nsp))
             cols = win_g.transpose(axes).reshape(n, group, length, cg * ksize)
             wt = w.reshape(group, mg, cg * ksize).transpose(0, 2, 1)
-            y = np.matmul(cols, wt).transpose(0, 1, 3, 2)
+            y = matmul(cols, wt).transpose(0, 1, 3, 2)
     y = y.reshape(n, m, *out_sp)
     if bias is not None:
         y = y + bias.astype(dt, copy=False).reshape((1, m) + (1,) * nsp)
@@ -123,9 +123,39 @@ def _conv(op: nn.ConvOp, args: Arrays) -> np.ndarray:
     )
 
 
+def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``np.matmul`` semantics, computed as 2-d or 3-d BLAS products.
+
+    numpy's stacked matmul reaches BLAS only for one batch dimension of contiguous
+    matrices (a 4-d attention product is ~100x slower otherwise), so batch dimensions are
+    broadcast and flattened first; ``x @ W`` with a 2-d ``W`` becomes one large GEMM.
+    """
+    if a.ndim <= 2 and b.ndim <= 2:
+        return np.matmul(a, b)
+    squeeze_m, squeeze_n = a.ndim == 1, b.ndim == 1
+    if squeeze_m:
+        a = a[None, :]
+    if squeeze_n:
+        b = b[:, None]
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+    if b.ndim == 2:
+        a2 = np.broadcast_to(a, (*batch, m, k)).reshape(-1, k)
+        out = np.matmul(a2, b).reshape(*batch, m, n)
+    else:
+        a3 = np.ascontiguousarray(np.broadcast_to(a, (*batch, m, k))).reshape(-1, m, k)
+        b3 = np.ascontiguousarray(np.broadcast_to(b, (*batch, k, n))).reshape(-1, k, n)
+        out = np.matmul(a3, b3).reshape(*batch, m, n)
+    if squeeze_m:
+        out = out[..., 0, :]
+    if squeeze_n:
+        out = out[..., 0]
+    return out
+
+
 @register(nn.MatMulOp)
 def _matmul(op: nn.MatMulOp, args: Arrays) -> np.ndarray:
-    return np.matmul(args[0], args[1])
+    return matmul(args[0], args[1])
 
 
 @register(nn.GemmOp)
@@ -154,11 +184,11 @@ def softmax(x: np.ndarray, axis: int) -> np.ndarray:
 @register(nn.AttentionOp)
 def _attention(op: nn.AttentionOp, args: Arrays) -> np.ndarray:
     q, k, v, *rest = args
-    s = np.matmul(q, np.swapaxes(k, -1, -2)) * q.dtype.type(op.float_prop("scale"))
+    s = matmul(q, np.swapaxes(k, -1, -2)) * q.dtype.type(op.float_prop("scale"))
     if rest:
         mask = rest[0]
         s = np.where(mask, s, -np.inf) if mask.dtype == np.bool_ else s + mask
-    return np.matmul(softmax(s, -1), v)
+    return matmul(softmax(s, -1), v)
 
 
 def _channel_shape(x: np.ndarray) -> tuple[int, ...]:

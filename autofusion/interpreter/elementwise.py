@@ -31,24 +31,36 @@ _ERFC_COEFFS = [
 
 
 def erf(x: np.ndarray) -> np.ndarray:
-    """Error function computed in float64 (series near 0, erfc fit elsewhere)."""
-    x64 = np.asarray(x, dtype=np.float64)
+    """Error function computed in float64 (series near 0, erfc fit elsewhere), returned in
+    the input's float type; absolute error < 1e-7, relative error near 0 < 1e-9."""
+    x = np.asarray(x)
+    x64 = x.astype(np.float64)
     ax = np.abs(x64)
-    x2 = x64 * x64
-    series = np.zeros_like(x64)
-    power = x64.copy()
-    for c in _ERF_SERIES:
-        series += c * power
-        power *= x2
-    series *= 2.0 / np.sqrt(np.pi)
-    t = 1.0 / (1.0 + 0.5 * ax)
-    poly = np.zeros_like(x64)
-    for c in reversed(_ERFC_COEFFS):
-        poly = poly * t + c
-    erfc = t * np.exp(-x2 + poly)
-    far = np.sign(x64) * (1.0 - erfc)
-    out = np.where(ax < 0.5, series, far)
-    return out.astype(np.asarray(x).dtype) if np.asarray(x).dtype.kind == "f" else out
+    out = np.empty_like(x64)
+    small = ax < 0.5
+    xs = x64[small]
+    x2 = xs * xs
+    acc = np.full_like(xs, _ERF_SERIES[-1])
+    for c in reversed(_ERF_SERIES[:-1]):
+        acc *= x2
+        acc += c
+    acc *= xs
+    acc *= 2.0 / np.sqrt(np.pi)
+    out[small] = acc
+    big = ~small
+    a = ax[big]
+    t = 1.0 / (1.0 + 0.5 * a)
+    poly = np.full_like(a, _ERFC_COEFFS[-1])
+    for c in reversed(_ERFC_COEFFS[:-1]):
+        poly *= t
+        poly += c
+    a *= a
+    poly -= a
+    np.exp(poly, out=poly)
+    poly *= t  # erfc(|x|)
+    np.subtract(1.0, poly, out=poly)
+    out[big] = np.copysign(poly, x64[big])
+    return out.astype(x.dtype) if x.dtype.kind == "f" else out
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
