@@ -286,9 +286,13 @@ REDUCE_OPS: dict[str, tuple[type, int]] = {
     "ReduceL2": (nn.ReduceL2Op, 18),
 }
 
+def _l2(x: np.ndarray, axis: tuple[int, ...], keepdims: bool) -> np.ndarray:
+    return np.sqrt(np.sum(np.square(x), axis=axis, keepdims=keepdims))
+
+
 _REDUCE_NUMPY = {
     "ReduceMean": np.mean, "ReduceSum": np.sum, "ReduceMax": np.max, "ReduceMin": np.min,
-    "ReduceProd": np.prod,
+    "ReduceProd": np.prod, "ReduceL2": _l2,
 }
 
 

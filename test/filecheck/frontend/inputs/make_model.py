@@ -378,6 +378,7 @@ def folding() -> onnx.ModelProto:
         h.make_node("CumSum", ["rg", "zero"], ["cs"], name="cumsum_reference"),
         h.make_node("Constant", [], ["cf"], name="constant_floats", value_floats=[1.0, 2.0, 3.0, 4.0]),
         h.make_node("Mul", ["cf", "cos"], ["mcf"], name="mul"),
+        h.make_node("ReduceL2", ["rgf"], ["l2"], name="reduce_l2", keepdims=0),
     ]
     inits = [_i64("idx", [1]), _i64("ax0", [0]), _i64("negthree", -3), _i64("zero", 0),
              _i64("seven", 7), _i64("fourteen", 14), nh.from_array(
@@ -387,7 +388,7 @@ def folding() -> onnx.ModelProto:
              _i64("ssizes", [1, 2])]
     f, i = T.FLOAT, T.INT64
     outs = [("sb", i), ("ex", f), ("sp0", f), ("sp1", f), ("rp", i), ("cs", i), ("mcf", f),
-            ("sz", i)]
+            ("sz", i), ("l2", f)]
     return _model(nodes, [_in("x", [3, 4, 5, 7])], [_out(n, e) for n, e in outs], inits,
                   opset=15)
 
