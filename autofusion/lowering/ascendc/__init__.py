@@ -36,4 +36,7 @@ def run_ascendc_cpu(module: ModuleOp, feeds: dict[str, Any]) -> dict[str, np.nda
     return run(module, feeds)
 
 
-__all__ = ["emit_project", "run_ascendc_cpu"]
+#: The name ``autofusion.api`` looks up for a target's code emitter.
+emit_model = emit_project
+
+__all__ = ["PIPELINE", "emit_model", "emit_project", "run_ascendc_cpu"]

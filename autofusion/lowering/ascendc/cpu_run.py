@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,8 @@ from autofusion.dialects.dtypes import numpy_from_dense, to_numpy_dtype
 from autofusion.errors import AutofusionError
 from autofusion.lowering.ascendc.project import _io_names, emit_project, ensure_lowered, main_func
 
-CXXFLAGS = ["-std=c++17", "-O2", "-fPIC", "-shared", "-DAUTOFUSION_CPU_MODEL", "-w"]
+CXXFLAGS = ["-std=c++17", "-O1", "-fPIC", "-DAUTOFUSION_CPU_MODEL", "-Wall", "-Wextra", "-Werror"]
+JOBS = 2  # parallel compiler processes (the machine has 2 cores)
 
 
 def cache_dir() -> Path:
@@ -58,14 +60,30 @@ def build_cpu_library(project: Path) -> Path:
         return lib
     lib.parent.mkdir(parents=True, exist_ok=True)
     cxx = os.environ.get("CXX") or shutil.which("g++") or "c++"
-    srcs: list[str] = []
-    for f in sources(project):
-        srcs += ["-x", "c++", str(f)] if f.suffix == ".asc" else ["-x", "none", str(f)]
+    inc = [f"-I{project / 'cpu_model'}", f"-I{project / 'kernels'}"]
+
+    # Unity builds: the sources split into JOBS translation units, compiled in parallel,
+    # so the CPU model's headers are parsed once per unit instead of once per kernel.
+    srcs = sources(project)
+    chunks = [srcs[i::JOBS] for i in range(JOBS) if srcs[i::JOBS]]
+
+    def compile_one(i: int) -> tuple[Path, subprocess.CompletedProcess[str]]:
+        unit = lib.parent / f"unit{i}.cpp"
+        unit.write_text("".join(f'#include "{f.resolve()}"\n' for f in chunks[i]))
+        obj = unit.with_suffix(".o")
+        cmd = [cxx, *CXXFLAGS, *inc, "-c", str(unit), "-o", str(obj)]
+        return obj, subprocess.run(cmd, capture_output=True, text=True)
+
+    with ThreadPoolExecutor(max_workers=JOBS) as pool:
+        results = list(pool.map(compile_one, range(len(chunks))))
+    for _, proc in results:
+        if proc.returncode != 0:
+            raise AutofusionError(f"ascendc: building the CPU-model library failed:\n{proc.stderr[-4000:]}")
     tmp = lib.with_suffix(f".tmp{os.getpid()}")
-    cmd = [cxx, *CXXFLAGS, f"-I{project / 'cpu_model'}", f"-I{project / 'kernels'}", *srcs, "-o", str(tmp)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise AutofusionError(f"ascendc: building the CPU-model library failed:\n{proc.stderr[-4000:]}")
+    link = subprocess.run([cxx, "-shared", *[str(o) for o, _ in results], "-o", str(tmp)],
+                          capture_output=True, text=True)
+    if link.returncode != 0:
+        raise AutofusionError(f"ascendc: linking the CPU-model library failed:\n{link.stderr[-4000:]}")
     os.replace(tmp, lib)
     return lib
 
@@ -101,6 +119,8 @@ class CpuModelRunner:
 
         names = _io_names(self.fn, "arg")
         env: dict[SSAValue, np.ndarray] = {}
+        #: (kernel, input arrays, output arrays) of every launch of the last run, in order
+        self.trace: list[tuple[str, list[np.ndarray], list[np.ndarray]]] = []
         for n, a in zip(names, self.fn.args):
             if n not in feeds:
                 raise AutofusionError(f"ascendc: missing input {n!r}")
@@ -115,6 +135,7 @@ class CpuModelRunner:
                     return outs
                 if isinstance(op, ac.LaunchOp):
                     res = self._launch(op, args)
+                    self.trace.append((op.kernel.root_reference.data, args, res))
                 elif isinstance(op, nn.ConstantOp):
                     res = [np.asarray(numpy_from_dense(op.value))]  # type: ignore[arg-type]
                 else:

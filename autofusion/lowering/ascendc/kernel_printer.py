@@ -239,8 +239,10 @@ class KernelPrinter:
         ]
         if self.cube:
             src.append('#include "lib/matmul_intf.h"')
-        src += ["#endif", "", "namespace {", "", "constexpr int32_t BUFFER_NUM = 2;  // double buffering", ""]
+        src += ["#endif", "", "#ifndef AF_KERNEL_HELPERS", "#define AF_KERNEL_HELPERS", "namespace {", "",
+                "constexpr int32_t BUFFER_NUM = 2;  // double buffering", ""]
         src.append(_HELPERS)
+        src += ["}  // namespace", "#endif  // AF_KERNEL_HELPERS", "", "namespace {", ""]
         src.append(f"class {self.cls} {{\npublic:")
         src.append(f"    __aicore__ inline {self.cls}() {{}}")
         params = ", ".join([*[f"GM_ADDR {a}" for a in self.arg_names], f"const {self.td}& td"])
@@ -306,7 +308,8 @@ class KernelPrinter:
 
     def _init_op(self, op: Operation) -> None:
         if isinstance(op, ac.GlobalTensorOp):
-            nm = self.n.new(op.result, f"{self.n[op.addr]}Gm")
+            nm = f"{self.n[op.addr]}Gm"  # one global tensor per GM_ADDR parameter
+            self.n.names[op.result] = nm
             self.members.append(f"AscendC::GlobalTensor<float> {nm};")
             self.init.append(
                 f"{nm}.SetGlobalBuffer(reinterpret_cast<__gm__ float*>({self.n[op.addr]}), {_int(op, 'length')});"
@@ -352,6 +355,7 @@ class KernelPrinter:
             body = self._stage(blk)
             self.methods.append(
                 f"    __aicore__ inline void {stage}{sfx}(uint32_t base, uint32_t offset, uint32_t len)\n    {{\n"
+                + "        (void)base;\n        (void)offset;\n        (void)len;\n"
                 + (
                     "        const uint32_t calc = (len + 7u) / 8u * 8u;  // vector length: whole 32-byte blocks\n"
                     if stage == "Compute" else ""

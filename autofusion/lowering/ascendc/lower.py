@@ -361,6 +361,9 @@ class KernelLowering:
             ep_ops, bias_shape = self._epilogue_ops(head, bias_arg, pre, out_shape, conv=True)
         else:
             ep_ops, bias_shape = self._epilogue_ops(head, bias_arg, pre, out_shape, conv=False)
+        term = self.kop.body.block.last_op
+        assert isinstance(term, fusion.YieldOp)
+        self.yielded = list(term.values)  # the synthetic ops may have taken over the result
         plan = self._classify_args(epilogue, out_shape, skip)
         if bias_arg is not None:
             plan.bcast[bias_arg.index] = bias_shape  # type: ignore[union-attr]
@@ -552,7 +555,7 @@ class LowerKernel(RewritePattern):
             return
         self.count += 1
         kernel.verify()
-        rewriter.insert_op(kernel, _module_end(self.module))
+        rewriter.insert(kernel, _module_end(self.module))
         inputs = [*op.inputs, *[c.y for c in hoisted]]
         launch = ac.LaunchOp(name, inputs, [r.type for r in op.outputs])
         rewriter.replace(op, [*hoisted, launch], list(launch.outputs))

@@ -68,7 +68,7 @@ def _io_names(fn: func.FuncOp, which: str) -> list[str]:
     n = len(fn.args) if which == "arg" else len(fn.function_type.outputs.data)
     names = []
     for i in range(n):
-        name = f"{which}{i}"
+        name = f"{'arg' if which == 'arg' else 'result'}{i}"  # as the interpreter names them
         if isinstance(attrs, ArrayAttr) and i < len(attrs.data):
             d = attrs.data[i]
             if isinstance(d, DictionaryAttr) and isinstance(d.data.get("onnx.name"), StringAttr):
@@ -372,7 +372,7 @@ set(HOST_SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/host/model.cpp ${CMAKE_CURRENT_SOUR
 if(AUTOFUSION_CPU_MODEL)
   project(autofusion_ascendc_cpu LANGUAGES CXX)
   set(CMAKE_CXX_STANDARD 17)
-  set_source_files_properties(${KERNEL_SOURCES} PROPERTIES LANGUAGE CXX)
+  set_source_files_properties(${KERNEL_SOURCES} PROPERTIES LANGUAGE CXX COMPILE_OPTIONS "-xc++")
   add_executable(model ${KERNEL_SOURCES} ${TILING_SOURCES} ${HOST_SOURCES}
                  ${CMAKE_CURRENT_SOURCE_DIR}/cpu_model/acl_cpu_stub.cpp)
   target_compile_definitions(model PRIVATE AUTOFUSION_CPU_MODEL)

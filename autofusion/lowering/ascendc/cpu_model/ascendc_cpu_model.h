@@ -338,19 +338,29 @@ public:
     void IterateAll(const GlobalTensor<TC>& c, uint8_t enAtomic = 0) {
         if (a_.ptr_ == nullptr || b_.ptr_ == nullptr) afcpu::Fail("Matmul::IterateAll before SetTensorA/SetTensorB");
         const int64_t M = tiling_.M, N = tiling_.N, K = tiling_.Ka;
-        for (int64_t i = 0; i < tailM_; i++) {
-            for (int64_t j = 0; j < tailN_; j++) {
-                double acc = hasBias_ ? static_cast<double>(bias_.GetValue(j)) : 0.0;
-                for (int64_t k = 0; k < tailK_; k++) {
-                    double av = transA_ ? a_.GetValue(k * M + i) : a_.GetValue(i * K + k);
-                    double bv = transB_ ? b_.GetValue(j * K + k) : b_.GetValue(k * N + j);
-                    acc += av * bv;
+        const int64_t m = tailM_, n = tailN_, k = tailK_;
+        if (m <= 0 || n <= 0 || k <= 0) return;
+        // Every element the product reads or writes must lie inside its GlobalTensor.
+        const uint64_t lastA = transA_ ? (k - 1) * M + (m - 1) : (m - 1) * K + (k - 1);
+        const uint64_t lastB = transB_ ? (n - 1) * K + (k - 1) : (k - 1) * N + (n - 1);
+        const uint64_t lastC = (m - 1) * N + (n - 1);
+        if (lastA >= a_.size_ || lastB >= b_.size_ || lastC >= c.size_) afcpu::Fail("Matmul::IterateAll: operand out of range");
+        if (hasBias_ && static_cast<uint64_t>(n) > bias_.size_) afcpu::Fail("Matmul::IterateAll: bias out of range");
+        std::vector<double> acc(static_cast<size_t>(n));
+        for (int64_t i = 0; i < m; i++) {
+            for (int64_t j = 0; j < n; j++) acc[j] = hasBias_ ? static_cast<double>(bias_.ptr_[j]) : 0.0;
+            for (int64_t kk = 0; kk < k; kk++) {
+                const double av = transA_ ? a_.ptr_[kk * M + i] : a_.ptr_[i * K + kk];
+                if (transB_) {
+                    for (int64_t j = 0; j < n; j++) acc[j] += av * b_.ptr_[j * K + kk];
+                } else {
+                    const TA* brow = b_.ptr_ + kk * N;
+                    for (int64_t j = 0; j < n; j++) acc[j] += av * brow[j];
                 }
-                TC prev = enAtomic ? c.GetValue(i * N + j) : TC(0);
-                const_cast<GlobalTensor<TC>&>(c).SetValue(i * N + j, static_cast<TC>(acc) + prev);
             }
+            TC* crow = c.ptr_ + i * N;
+            for (int64_t j = 0; j < n; j++) crow[j] = static_cast<TC>(acc[j]) + (enAtomic ? crow[j] : TC(0));
         }
-        (void)K;
     }
     void End() { hasBias_ = false; }
 private:

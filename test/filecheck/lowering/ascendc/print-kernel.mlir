@@ -1,0 +1,93 @@
+// RUN: autofusion-opt %s -p 'lower-fusion-to-ascendc{cores=4 max_tile=64}' -t ascendc | filecheck %s
+
+// The printed project of a vector kernel and its host program.
+func.func @main(%x: tensor<1000xf32>, %y: tensor<1000xf32>) -> tensor<1000xf32> {
+  %z = fusion.kernel "add_sigmoid" ["/add", "/sig"] (%x, %y) : (tensor<1000xf32>, tensor<1000xf32>) -> tensor<1000xf32> {
+  ^bb0(%a: tensor<1000xf32>, %b: tensor<1000xf32>):
+    %0 = nn.add %a, %b : (tensor<1000xf32>, tensor<1000xf32>) -> tensor<1000xf32>
+    %1 = nn.sigmoid %0 : (tensor<1000xf32>) -> tensor<1000xf32>
+    fusion.yield %1 : tensor<1000xf32>
+  }
+  func.return %z : tensor<1000xf32>
+}
+
+// CHECK-LABEL: // ===== kernels/af_kernel_0_tiling.h =====
+// CHECK:       struct AfKernel0TilingData {
+// CHECK-NEXT:      uint32_t totalLength;
+// CHECK-NEXT:      uint32_t blockLength;
+// CHECK-NEXT:      uint32_t tileLength;
+// CHECK-NEXT:      uint32_t blockDim;
+// CHECK-NEXT:  };
+// CHECK:       uint32_t af_kernel_0_tiling(uint32_t coreNum, AfKernel0TilingData* td);
+
+// CHECK-LABEL: // ===== kernels/af_kernel_0_tiling.cpp =====
+// CHECK:           const uint32_t cores = std::min<uint32_t>(coreNum, 4u);
+// CHECK:           const uint32_t total = 1000u;
+// CHECK:           const uint32_t nbufs = 7u;  // tile buffers: 2 per queue + scratch
+// CHECK:           uint32_t tile = std::min<uint32_t>(64u, avail / (nbufs * 4u)) / align * align;
+
+// CHECK-LABEL: // ===== kernels/af_kernel_0.asc =====
+// CHECK:       // Kernel af_kernel_0: fused group "add_sigmoid" (vector) of ONNX nodes: /add, /sig
+// CHECK:       constexpr int32_t BUFFER_NUM = 2;
+// CHECK:               AscendC::DataCopy(dst, src, len);
+// CHECK:               AscendC::DataCopyPad(dst, src, params, pad);
+// CHECK:       class AfKernel0 {
+// CHECK:               in0Gm.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(in0), 1000);
+// CHECK:               pipe.InitBuffer(inQueue0, BUFFER_NUM, td.tileLength * sizeof(float));
+// CHECK:               pipe.InitBuffer(outQueue0, BUFFER_NUM, td.tileLength * sizeof(float));
+// CHECK:               for (uint32_t offset = 0; offset < blockLen; offset += td.tileLength) {
+// CHECK-NEXT:              const uint32_t len = blockLen - offset < td.tileLength ? blockLen - offset : td.tileLength;
+// CHECK-NEXT:              CopyIn(blockStart, offset, len);
+// CHECK-NEXT:              Compute(blockStart, offset, len);
+// CHECK-NEXT:              CopyOut(blockStart, offset, len);
+// CHECK:           __aicore__ inline void CopyIn(uint32_t base, uint32_t offset, uint32_t len)
+// CHECK:               AscendC::LocalTensor<float> [[L0:loc[0-9]+]] = inQueue0.AllocTensor<float>();
+// CHECK-NEXT:          AfCopyIn([[L0]], in0Gm[base + offset], len);
+// CHECK-NEXT:          inQueue0.EnQue([[L0]]);
+// CHECK:           __aicore__ inline void Compute(uint32_t base, uint32_t offset, uint32_t len)
+// CHECK:               AscendC::LocalTensor<float> [[A:loc[0-9]+]] = inQueue0.DeQue<float>();
+// CHECK-NEXT:          AscendC::LocalTensor<float> [[B:loc[0-9]+]] = inQueue1.DeQue<float>();
+// CHECK-NEXT:          AscendC::LocalTensor<float> [[O:loc[0-9]+]] = outQueue0.AllocTensor<float>();
+// CHECK-NEXT:          AscendC::LocalTensor<float> [[T:tmp[0-9]+]] = tmpBuf0.Get<float>();
+// CHECK-NEXT:          AscendC::Add([[T]], [[A]], [[B]], calc);
+// CHECK-NEXT:          AscendC::Muls([[O]], [[T]], -1.0f, calc);
+// CHECK-NEXT:          AscendC::Exp([[O]], [[O]], calc);
+// CHECK-NEXT:          AscendC::Adds([[O]], [[O]], 1.0f, calc);
+// CHECK-NEXT:          AscendC::Reciprocal([[O]], [[O]], calc);
+// CHECK-NEXT:          outQueue0.EnQue([[O]]);
+// CHECK-NEXT:          inQueue0.FreeTensor([[A]]);
+// CHECK-NEXT:          inQueue1.FreeTensor([[B]]);
+// CHECK:           __aicore__ inline void CopyOut(uint32_t base, uint32_t offset, uint32_t len)
+// CHECK:               AscendC::LocalTensor<float> [[D:loc[0-9]+]] = outQueue0.DeQue<float>();
+// CHECK-NEXT:          AfCopyOut(out0Gm[base + offset], [[D]], len);
+// CHECK-NEXT:          outQueue0.FreeTensor([[D]]);
+// CHECK:       extern "C" __global__ __aicore__ void af_kernel_0(GM_ADDR in0, GM_ADDR in1, GM_ADDR out0, GM_ADDR workspace, GM_ADDR tiling)
+// CHECK-NEXT:  {
+// CHECK-NEXT:      KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
+// CHECK:           af_kernel_0<<<blockDim, nullptr, stream>>>(static_cast<uint8_t*>(in0), static_cast<uint8_t*>(in1), static_cast<uint8_t*>(out0), static_cast<uint8_t*>(workspace), static_cast<uint8_t*>(tiling));
+
+// CHECK-LABEL: // ===== host/model.cpp =====
+// CHECK:       extern "C" int af_init(int32_t deviceId)
+// CHECK:           AF_ACL_CHECK(aclInit(nullptr));
+// CHECK-NEXT:      AF_ACL_CHECK(aclrtSetDevice(deviceId));
+// CHECK-NEXT:      AF_ACL_CHECK(aclrtCreateStream(&g_stream));
+// CHECK:       extern "C" int af_finalize(void)
+// CHECK:           AF_ACL_CHECK(aclrtDestroyStream(g_stream));
+// CHECK:           AF_ACL_CHECK(aclrtResetDevice(g_device));
+// CHECK-NEXT:      AF_ACL_CHECK(aclFinalize());
+// CHECK:       extern "C" int af_run_af_kernel_0(void* const* args)
+// CHECK:           const uint32_t blockDim = af_kernel_0_tiling(platform->GetCoreNumAiv(), &td);
+// CHECK:           AF_ACL_CHECK(aclrtMalloc(&tilingDev, sizeof(td), ACL_MEM_MALLOC_HUGE_FIRST));
+// CHECK-NEXT:      AF_ACL_CHECK(aclrtMemcpy(tilingDev, sizeof(td), &td, sizeof(td), ACL_MEMCPY_HOST_TO_DEVICE));
+// CHECK-NEXT:      AF_ACL_CHECK(aclrtMalloc(&wsDev, wsBytes, ACL_MEM_MALLOC_HUGE_FIRST));
+// CHECK-NEXT:      af_kernel_0_launch(blockDim, g_stream, args[0], args[1], args[2], wsDev, tilingDev);
+// CHECK-NEXT:      AF_ACL_CHECK(aclrtSynchronizeStream(g_stream));
+// CHECK-NEXT:      AF_ACL_CHECK(aclrtFree(wsDev));
+// CHECK-NEXT:      AF_ACL_CHECK(aclrtFree(tilingDev));
+// CHECK:       extern "C" int af_run_model(const void* weights, const void* const* inputs, void* const* outputs)
+// CHECK:           AF_ACL_CHECK(aclrtMemcpy(buf[0], kBytes[0], inputs[0], kBytes[0], ACL_MEMCPY_HOST_TO_DEVICE));
+// CHECK:               if (af_run_af_kernel_0(args) != 0) return 1;
+// CHECK:           AF_ACL_CHECK(aclrtMemcpy(outputs[0], kBytes[2], buf[2], kBytes[2], ACL_MEMCPY_DEVICE_TO_HOST));
+
+// CHECK-LABEL: // ===== host/main.cpp =====
+// CHECK:       int main(int argc, char** argv)
