@@ -1,0 +1,99 @@
+"""Memory planning on the zoo: near the lower bound everywhere; plans and tiles run right."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from xdsl.dialects.builtin import ModuleOp
+
+from autofusion import zoo
+from autofusion.analysis.liveness import find_main
+from autofusion.analysis.memory_plan import check_plan, plan_memory
+from autofusion.frontend import import_onnx
+from autofusion.pipeline import PipelineOptions, make_context, tensor_passes
+
+MEMORY_PASSES = ("plan-buffers", "tile-fusion")
+
+
+def fused(name: str) -> ModuleOp:
+    """zoo:NAME imported and run through the tensor-level passes before memory planning."""
+    module = import_onnx(zoo.get_model(name))
+    ctx = make_context()
+    for p in tensor_passes(PipelineOptions()):
+        if p.name not in MEMORY_PASSES:
+            p.apply(ctx, module)
+    return module
+
+
+def _ort(name: str, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    sess = ort.InferenceSession(zoo.get_model(name).SerializeToString(),
+                                providers=["CPUExecutionProvider"])
+    return sess.run(None, feeds)
+
+
+def _assert_close(got: np.ndarray, ref: np.ndarray) -> None:
+    np.testing.assert_allclose(got, ref, rtol=1e-3,
+                               atol=1e-4 * max(1.0, float(np.abs(ref).max())))
+
+
+@pytest.mark.parametrize("name", zoo.list_models())
+def test_zoo_arena_within_5_percent_of_lower_bound(name: str) -> None:
+    plan = plan_memory(find_main(fused(name)))
+    assert plan.intervals, "no intermediates planned"
+    assert plan.arena_bytes <= 1.05 * plan.lower_bound_bytes, (
+        f"{name}: arena {plan.arena_bytes} vs lower bound {plan.lower_bound_bytes} "
+        f"({plan.candidates})"
+    )
+    assert plan.arena_bytes < plan.naive_bytes
+    assert check_plan(plan) == []
+
+
+def test_tiny_cnn_tiled_interpreter_matches_onnxruntime() -> None:
+    from autofusion.interpreter import run_module
+    from autofusion.passes.tile_fusion import MIB, apply_memory_limit
+
+    module = fused("tiny_cnn")
+    untiled = plan_memory(find_main(module)).arena_bytes
+    plan = apply_memory_limit(module, untiled / 2 / MIB)
+    module.verify()
+    assert plan.arena_bytes <= untiled / 2
+    assert "memory.tile" in str(module)
+    feeds = zoo.sample_inputs(zoo.get_model("tiny_cnn"))
+    got = run_module(module, feeds)
+    for g, r in zip(got.values(), _ort("tiny_cnn", feeds)):
+        _assert_close(g, r)
+
+
+@functools.cache
+def _resnet50_untiled_arena() -> int:
+    return plan_memory(find_main(fused("resnet50"))).arena_bytes
+
+
+@pytest.mark.parametrize("name", ["tiny_cnn", "tiny_bert"])
+def test_generated_c_with_plan_matches_onnxruntime(name: str) -> None:
+    import autofusion
+
+    model = autofusion.compile(f"zoo:{name}")
+    want = plan_memory(find_main(fused(name)))
+    assert model.report["arena_bytes"] == want.arena_bytes
+    feeds = zoo.sample_inputs(zoo.get_model(name))
+    got = model.run(feeds)
+    for g, r in zip(got.values(), _ort(name, feeds)):
+        _assert_close(g, r)
+
+
+@pytest.mark.slow
+def test_resnet50_half_arena_limit_fits_and_matches_onnxruntime() -> None:
+    import autofusion
+    from autofusion.passes.tile_fusion import MIB
+
+    limit_mb = _resnet50_untiled_arena() / 2 / MIB
+    model = autofusion.compile("zoo:resnet50", memory_limit_mb=limit_mb)
+    assert model.report["arena_bytes"] <= limit_mb * MIB
+    feeds = zoo.sample_inputs(zoo.get_model("resnet50"))
+    got = model.run(feeds)
+    for g, r in zip(got.values(), _ort("resnet50", feeds)):
+        _assert_close(g, r)
