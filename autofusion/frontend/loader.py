@@ -186,8 +186,13 @@ def topo_sort(graph: onnx.GraphProto, known: set[str], filename: str) -> Ordered
     return Ordered([nodes[i] for i in order], [labels[i] for i in order])
 
 
-def static_input_shape(vi: onnx.ValueInfoProto, filename: str) -> tuple[list[int], int]:
-    """Shape and ONNX element type of a graph input; unknown dims are errors."""
+def static_input_shape(
+    vi: onnx.ValueInfoProto, filename: str, override: Sequence[int] | None = None
+) -> tuple[list[int], int]:
+    """Shape and ONNX element type of a graph input; unknown dims are errors.
+
+    ``override`` (from ``input_shapes``) fixes dynamic dims; it must keep the rank and the
+    static dims."""
     t = vi.type
     if not t.HasField("tensor_type"):
         raise AutofusionError(f"{filename}: graph input '{vi.name}' is not a tensor")
@@ -198,6 +203,19 @@ def static_input_shape(vi: onnx.ValueInfoProto, filename: str) -> tuple[list[int
         raise AutofusionError(
             f"{filename}: graph input '{vi.name}' has no shape; static shapes are required"
         )
+    if override is not None:
+        given = [int(v) for v in override]
+        declared = list(tt.shape.dim)
+        if len(given) != len(declared) or min(given, default=0) < 0 or any(
+            d.HasField("dim_value") and d.dim_value != g for d, g in zip(declared, given)
+        ):
+            shown = [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?")
+                     for d in declared]
+            raise AutofusionError(
+                f"{filename}: input_shapes gives {given} for graph input '{vi.name}', "
+                f"which is declared {shown}"
+            )
+        return given, elem
     dims: list[int] = []
     for i, d in enumerate(tt.shape.dim):
         if d.HasField("dim_value") and d.dim_value >= 0:
@@ -206,7 +224,8 @@ def static_input_shape(vi: onnx.ValueInfoProto, filename: str) -> tuple[list[int
             what = f"'{d.dim_param}'" if d.dim_param else "unknown"
             raise AutofusionError(
                 f"{filename}: graph input '{vi.name}' has a dynamic dimension {what} "
-                f"(dim {i}); static shapes are required"
+                f"(dim {i}); static shapes are required (import_onnx(..., "
+                f"input_shapes={{'{vi.name}': [...]}}) fixes them)"
             )
     return dims, elem
 

@@ -17,7 +17,7 @@ every computed shape.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import onnx
@@ -39,24 +39,40 @@ from autofusion.frontend.registry import SELF_FOLDING, tables
 _SMALL = 4096
 
 
+InputShapes = Mapping[str, Sequence[int]]
+
+
 def import_onnx(
-    model: str | os.PathLike[str] | onnx.ModelProto, *, progress: bool | None = None
+    model: str | os.PathLike[str] | onnx.ModelProto,
+    *,
+    progress: bool | None = None,
+    input_shapes: InputShapes | None = None,
 ) -> ModuleOp:
     """Import an ONNX model (a path or a ``ModelProto``) into ``nn`` IR.
 
     ``progress``: ``True`` always reports progress on stderr, ``False`` never, ``None``
     (default) reports for big models (> 100 MB of weights or > 500 nodes) when stderr is a
     terminal or ``AUTOFUSION_PROGRESS=1``.
+    ``input_shapes``: static shapes for graph inputs by name, fixing dynamic dimensions
+    (e.g. ``{"input_ids": [1, 128]}``); given dimensions must agree with static ones.
     """
     if isinstance(model, onnx.ModelProto):
         loader.check_structure(model, "<model>")
-        return _Importer(model, "<model>", owned=False, progress=progress).run()
+        return _Importer(model, "<model>", owned=False, progress=progress,
+                         input_shapes=input_shapes).run()
+    Progress.reading(progress, model)
     proto, path = loader.load_path(model)
-    return _Importer(proto, path, owned=True, progress=progress).run()
+    return _Importer(proto, path, owned=True, progress=progress,
+                     input_shapes=input_shapes).run()
 
 
 def import_onnx_bytes(
-    data: bytes, filename: str, ctx: object = None, *, progress: bool | None = None
+    data: bytes,
+    filename: str,
+    ctx: object = None,
+    *,
+    progress: bool | None = None,
+    input_shapes: InputShapes | None = None,
 ) -> ModuleOp:
     """Import a serialised model; external data is resolved beside ``filename``.
 
@@ -65,7 +81,8 @@ def import_onnx_bytes(
     """
     del ctx
     proto = loader.load_bytes(data, filename)
-    return _Importer(proto, filename, owned=True, progress=progress).run()
+    return _Importer(proto, filename, owned=True, progress=progress,
+                     input_shapes=input_shapes).run()
 
 
 def _attr_value(a: onnx.AttributeProto, op_type: str) -> object:
@@ -83,9 +100,11 @@ def _attr_value(a: onnx.AttributeProto, op_type: str) -> object:
 
 class _Importer:
     def __init__(
-        self, model: onnx.ModelProto, filename: str, *, owned: bool, progress: bool | None
+        self, model: onnx.ModelProto, filename: str, *, owned: bool, progress: bool | None,
+        input_shapes: InputShapes | None = None,
     ):
         self.model = model
+        self.input_shapes = dict(input_shapes or {})
         self.filename = filename
         self.owned = owned
         self.progress_opt = progress
@@ -106,9 +125,15 @@ class _Importer:
         progress = Progress.create(self.progress_opt, len(order.nodes), weight_bytes)
         inferred = self._infer_shapes()
 
+        unknown = sorted(set(self.input_shapes) - {vi.name for vi in args})
+        if unknown:
+            raise AutofusionError(
+                f"{fn}: input_shapes names {', '.join(unknown)}, which are not graph inputs "
+                f"(inputs: {', '.join(vi.name for vi in args)})"
+            )
         arg_types: list[Attribute] = []
         for vi in args:
-            dims, elem = loader.static_input_shape(vi, fn)
+            dims, elem = loader.static_input_shape(vi, fn, self.input_shapes.get(vi.name))
             arg_types.append(dtypes.tensor_type(dtypes.from_onnx_elem(elem), dims))
         out_names = [o.name for o in graph.output]
         main = func.FuncOp("main", (arg_types, []))
@@ -235,7 +260,13 @@ class _Importer:
         g = self.model.graph
         light = onnx.GraphProto(name=g.name)
         init_names = {t.name for t in g.initializer}
-        light.input.extend(vi for vi in g.input if vi.name not in init_names)
+        for vi in g.input:
+            if vi.name in init_names:
+                continue
+            if vi.name in self.input_shapes:
+                elem = vi.type.tensor_type.elem_type
+                vi = helper.make_tensor_value_info(vi.name, elem, self.input_shapes[vi.name])
+            light.input.append(vi)
         for t in g.initializer:
             if _numel(t.dims) <= _SMALL and t.data_location != onnx.TensorProto.EXTERNAL:
                 light.initializer.append(t)

@@ -31,6 +31,17 @@ class Progress:
             option = big and wanted and os.environ.get("AUTOFUSION_PROGRESS") != "0"
         return Progress(total, weight_bytes, option)
 
+    @staticmethod
+    def reading(option: bool | None, path: str | os.PathLike[str]) -> None:
+        """Announce reading a big file (before the node count is known)."""
+        try:
+            size = os.path.getsize(path)
+        except OSError:
+            return
+        if Progress.create(option, 0, size).enabled:
+            print(f"importing: reading {os.fspath(path)} ({size / 2**20:.0f} MB)",
+                  file=sys.stderr, flush=True)
+
     def _say(self, text: str) -> None:
         if self.enabled:
             print(f"importing: {text}", file=sys.stderr, flush=True)

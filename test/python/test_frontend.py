@@ -239,3 +239,40 @@ def test_bert_large_import_time() -> None:
     const_bytes = sum(len(op.value.data.data) for op in module.walk()
                       if isinstance(op, ConstantOp))
     assert const_bytes >= 0.99 * weight_mb * 2**20
+
+
+def test_input_shapes_fix_dynamic_dims() -> None:
+    from autofusion.errors import AutofusionError
+
+    model = MODELS["dynamic_input"]()
+    module = import_onnx(model, progress=False, input_shapes={"x": [3, 4]})
+    main = next(op for op in module.walk() if isinstance(op, func.FuncOp))
+    assert str(main.function_type) == "(tensor<3x4xf32>) -> tensor<3x4xf32>"
+    with pytest.raises(AutofusionError, match=r"input_shapes gives \[3, 5\] for graph input "
+                                              r"'x', which is declared \['batch', 4\]"):
+        import_onnx(model, progress=False, input_shapes={"x": [3, 5]})
+    with pytest.raises(AutofusionError, match="input_shapes names y, which are not graph"):
+        import_onnx(model, progress=False, input_shapes={"y": [1]})
+
+
+def test_progress_on_big_models_when_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """More than 500 nodes: silent by default off a terminal, shown with
+    AUTOFUSION_PROGRESS=1 (what the CLI honours too)."""
+    from onnx import helper as h
+
+    nodes = [h.make_node("Relu", [f"v{i}"], [f"v{i + 1}"], name=f"r{i}") for i in range(600)]
+    g = h.make_graph(nodes, "chain", [h.make_tensor_value_info("v0", onnx.TensorProto.FLOAT, [4])],
+                     [h.make_tensor_value_info("v600", onnx.TensorProto.FLOAT, None)])
+    path = tmp_path / "chain.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 13)]), str(path))
+    monkeypatch.delenv("AUTOFUSION_PROGRESS", raising=False)
+    import_onnx(path)
+    assert capsys.readouterr().err == ""
+    monkeypatch.setenv("AUTOFUSION_PROGRESS", "1")
+    import_onnx(path)
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("importing: 0.0 MB of weights, 600 nodes")
+    assert "importing: 60/600 nodes" in err and "importing: 600/600 nodes" in err
+    assert err[-1].startswith("importing: done in")
