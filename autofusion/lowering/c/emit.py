@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, TensorType
 
 from autofusion.dialects import nn
 
@@ -45,7 +46,15 @@ void af_destroy(af_model *m);
 
 
 def is_lowered(module: ModuleOp) -> bool:
-    return not any(isinstance(op, nn.TensorOp) or op.name.startswith("fusion.") for op in module.walk())
+    """No nn/fusion/bufferization op and no tensor-typed function left."""
+    for op in module.walk():
+        if isinstance(op, nn.TensorOp) or op.name.startswith(("fusion.", "bufferization.")):
+            return False
+        if isinstance(op, func.FuncOp) and any(
+            isinstance(t, TensorType) for t in (*op.function_type.inputs, *op.function_type.outputs)
+        ):
+            return False
+    return True
 
 
 def ensure_lowered(ctx: Context | None, module: ModuleOp) -> None:

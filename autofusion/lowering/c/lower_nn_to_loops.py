@@ -314,7 +314,9 @@ class FunctionLowering:
                 d = v.owner
                 if d is head or d in chain_set:
                     continue
-                if isinstance(d, Operation) and not isinstance(d, nn.ConstantOp):
+                if isinstance(d, Operation) and not isinstance(
+                    d, nn.ConstantOp | bufferization.ToTensorOp
+                ):
                     return None
         if any(u.operation not in chain_set for u in head.results[0].uses):
             return None

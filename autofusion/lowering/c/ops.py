@@ -48,6 +48,12 @@ def fail(op: Operation, why: str) -> PassFailedException:
     return PassFailedException(f"{PASS}: {op.name}{where}: {why}")
 
 
+def need_float(op: Operation, *vals: SSAValue) -> None:
+    for v in vals:
+        if not dtypes.is_float(elem(v)):
+            raise fail(op, f"needs a floating-point tensor, got {elem(v)}")
+
+
 def need_f32(op: Operation, *vals: SSAValue) -> None:
     for v in vals:
         if elem(v) != dtypes.f32:
@@ -193,7 +199,7 @@ def lower_arg_max(L: FunctionLowering, op: nn.ArgMaxOp, outs: list[SSAValue]) ->
 
 def lower_softmax(L: FunctionLowering, op: nn.SoftmaxBase, outs: list[SSAValue]) -> None:
     e = L.e
-    need_f32(op, op.x)
+    need_float(op, op.x)
     xs = shape(op.x)
     axis = op.int_prop("axis")
     o, a, i = prod(xs[:axis]), xs[axis], prod(xs[axis + 1:])
@@ -289,7 +295,7 @@ def _row_norm(
 
 
 def lower_layer_norm(L: FunctionLowering, op: nn.LayerNormOp, outs: list[SSAValue]) -> None:
-    need_f32(op, op.x)
+    need_float(op, op.x)
     xs = shape(op.x)
     axis = op.int_prop("axis")
     rows, cols = prod(xs[:axis]), prod(xs[axis:])
@@ -305,7 +311,7 @@ def lower_layer_norm(L: FunctionLowering, op: nn.LayerNormOp, outs: list[SSAValu
 
 
 def lower_instance_norm(L: FunctionLowering, op: nn.InstanceNormOp, outs: list[SSAValue]) -> None:
-    need_f32(op, op.x)
+    need_float(op, op.x)
     xs = shape(op.x)
     n, c = xs[0], xs[1]
     sv = L.e.view(L.buffer_of(op.scale), [c])
@@ -346,7 +352,7 @@ def lower_batch_norm(L: FunctionLowering, op: nn.BatchNormOp, outs: list[SSAValu
 
 def lower_lrn(L: FunctionLowering, op: nn.LRNOp, outs: list[SSAValue]) -> None:
     e = L.e
-    need_f32(op, op.x)
+    need_float(op, op.x)
     xs = shape(op.x)
     t = elem(op.x)
     n, c, s = xs[0], xs[1], prod(xs[2:])
@@ -452,7 +458,9 @@ def contraction_call(
                      op.float_prop("alpha"), beta, ep, ctx)
         return
     assert isinstance(op, nn.MatMulOp)
-    need_f32(op, op.a, op.b)
+    if elem(op.a) != dtypes.f32:
+        _matmul_loops(L, op, out)
+        return
     sa, sb = shape(op.a), shape(op.b)
     a2 = sa if len(sa) > 1 else (1, sa[0])
     b2 = sb if len(sb) > 1 else (sb[0], 1)
@@ -474,6 +482,38 @@ def contraction_call(
         b = _expand_batch(L, b, b2, batch_shape)
         stride_b = k * n
     _matmul_call(L, a, b, out, batch, m, n, k, stride_a, stride_b, False, False, 1.0, 0.0, ep, ctx)
+
+
+def _matmul_loops(L: FunctionLowering, op: nn.MatMulOp, out: SSAValue) -> None:
+    """Plain loops for element types the GEMM library does not cover (f64, f16, ints)."""
+    e = L.e
+    sa, sb = shape(op.a), shape(op.b)
+    a2 = sa if len(sa) > 1 else (1, sa[0])
+    b2 = sb if len(sb) > 1 else (sb[0], 1)
+    from autofusion.dialects import shapes
+
+    batch = shapes.broadcast(a2[:-2], b2[:-2])
+    full = (*batch, a2[-2], b2[-1])
+    av, bv = e.view(L.buffer_of(op.a), a2), e.view(L.buffer_of(op.b), b2)
+    ov = e.view(out, full)
+    t = elem(op.a)
+    pa = (1,) * (len(full) - len(a2)) + a2
+    pb = (1,) * (len(full) - len(b2)) + b2
+    nb = len(batch)
+
+    def body(e1: Emitter, idx: list[Index]) -> None:
+        def step(e2: Emitter, k: SSAValue, it: list[SSAValue]) -> list[SSAValue]:
+            ai = [i if d != 1 else 0 for i, d in zip(idx[:nb], pa[:nb])][nb - (len(a2) - 2):]
+            bi = [i if d != 1 else 0 for i, d in zip(idx[:nb], pb[:nb])][nb - (len(b2) - 2):]
+            x = e2.load(av, [*ai, idx[nb], k])
+            y = e2.load(bv, [*bi, k, idx[nb + 1]])
+            mul = fop(t, arith.MulfOp, arith.MuliOp)(x, y)
+            return [e2.add(fop(t, arith.AddfOp, arith.AddiOp)(it[0], e2.add(mul)))]
+
+        acc = e1.loop(0, a2[-1], step, inits=[e1.const(0, t)])[0]
+        e1.store(acc, ov, idx)
+
+    e.nest(full, body)
 
 
 def _expand_batch(L: FunctionLowering, buf: SSAValue, s: tuple[int, ...], batch: tuple[int, ...]) -> SSAValue:

@@ -270,6 +270,9 @@ class CPrinter:
                 params.append(f"{q}{ctype(a.type.element_type)} *restrict {nm}")
             w.append(f"static void {name}({', '.join(params)}) {{")
             w.append("  (void)af_w;")
+            for a in args:
+                if not a.uses:
+                    w.append(f"  (void){fp.names[a]};")
         fp.block(f.body.block, 1)
         w.append("}")
         w.append("")
@@ -291,6 +294,9 @@ class CPrinter:
         w.append(f"static const size_t af_buf_bytes[{max(1, nbuf)}] = {{{', '.join(sizes)}}};")
         w.append("")
         w.append("static void af_graph(af_model *m, const void *const *in, void *const *out) {")
+        w.append("  (void)m;")
+        w.append("  (void)in;")
+        w.append("  (void)out;")
         ii = oi = 0
         for a, (role, _, t) in zip(main.body.block.args, io):
             if role == "input":
@@ -301,6 +307,8 @@ class CPrinter:
                 nm = fp.bind(a)
                 w.append(f"  {ctype(t.element_type)} *{nm} = ({ctype(t.element_type)} *)out[{oi}];")
                 oi += 1
+            if not a.uses:
+                w.append(f"  (void){nm};")
         fp.alloc_index = {a.memref: k for k, a in enumerate(allocs)}
         fp.block(main.body.block, 1)
         w.append("}")
@@ -448,6 +456,16 @@ class _FuncPrinter:
         self.const_ptr: set[SSAValue] = set()
         self.alloc_index: dict[SSAValue, int] = {}
         self.heap: set[SSAValue] = set()
+        # Side-effect-free ops whose results nobody uses print nothing (no unused variables).
+        self.dead: set[Operation] = set()
+        for op in reversed(list(f.walk())):
+            pure = op.dialect_name() in ("arith", "math") or isinstance(
+                op, memref.LoadOp | clib.ViewOp | memref.GetGlobalOp | clib.UnpackOp
+            )
+            if pure and op.results and all(
+                u.operation in self.dead for r in op.results for u in r.uses
+            ):
+                self.dead.add(op)
 
     def bind(self, v: SSAValue, const: bool = False) -> str:
         nm = self.local.ident(f"v{len(self.names)}")
@@ -502,7 +520,7 @@ class _FuncPrinter:
         return f"{q}{c} *", f"{q}{c}"
 
     def op(self, op: Operation, d: int) -> None:
-        if isinstance(op, arith.ConstantOp | clib.FuncRefOp):
+        if isinstance(op, arith.ConstantOp | clib.FuncRefOp) or op in self.dead:
             return
         r = self.ref
         expr = self._expr(op)
@@ -563,7 +581,8 @@ class _FuncPrinter:
             case clib.UnpackOp():
                 decl, _ = self._ptr_decl(op.res, False)
                 nm = self.bind(op.res)
-                self.emit(d, f"{decl}{nm} = ({decl})((void *const *){r(op.ctx)})[{op.index.value.data}];")
+                # Context buffers never overlap the output block being written.
+                self.emit(d, f"{decl}restrict {nm} = ({decl})((void *const *){r(op.ctx)})[{op.index.value.data}];")
             case clib.Conv2DOp():
                 p = ", ".join(f"INT64_C({v})" for v in op.param_values())
                 bias = r(op.bias) if op.bias is not None else "NULL"

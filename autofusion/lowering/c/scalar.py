@@ -11,7 +11,7 @@ import math as pymath
 from collections.abc import Callable
 
 from xdsl.dialects import arith, math
-from xdsl.dialects.builtin import IntegerType, TensorType
+from xdsl.dialects.builtin import IntegerType, Signedness, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.utils.exceptions import PassFailedException
 
@@ -109,6 +109,7 @@ def emit_scalar(e: Emitter, op: Operation, args: list[SSAValue]) -> SSAValue:
     """One element of ``op``'s result; ``args`` are scalars of the operand element types."""
     t = args[0].type
     isf = dtypes.is_float(t)
+    unsigned = isinstance(t, IntegerType) and t.signedness.data == Signedness.UNSIGNED
     if type(op) in _FMATH:
         _float_only(op, t)
         return e.add(_FMATH[type(op)](args[0]))  # type: ignore[call-arg]
@@ -120,6 +121,10 @@ def emit_scalar(e: Emitter, op: Operation, args: list[SSAValue]) -> SSAValue:
             return _unary_float(e, op, x, _sigmoid)
         case nn.NegOp():
             return e.add(arith.NegfOp(x)) if isf else e.add(arith.SubiOp(e.const(0, t), x))
+        case nn.AbsOp() if unsigned:
+            return x
+        case nn.SignOp() if unsigned:
+            return e.select(e.add(arith.CmpiOp(x, e.const(0, t), "ne")), e.const(1, t), e.const(0, t))
         case nn.AbsOp():
             return e.add(math.AbsFOp(x)) if isf else e.add(math.AbsIOp(x))
         case nn.ReciprocalOp():
@@ -219,7 +224,7 @@ def emit_scalar(e: Emitter, op: Operation, args: list[SSAValue]) -> SSAValue:
                 ))
                 return e.select(fix, e.add(arith.AddfOp(r, y)), r)
             r = e.add(arith.RemSIOp(x, y))
-            if op.int_prop("fmod"):
+            if op.int_prop("fmod") or unsigned:
                 return r
             zero = e.const(0, t)
             fix = e.add(arith.AndIOp(
