@@ -31,8 +31,17 @@ from autofusion.dialects.fusion import KernelOp, YieldOp
 
 #: Rough FLOPs per output element of elementwise ops (transcendentals cost more).
 _ELEMENTWISE_FLOPS: dict[str, int] = {
-    "nn.gelu": 12, "nn.erf": 10, "nn.tanh": 8, "nn.sigmoid": 6, "nn.exp": 6, "nn.log": 6,
-    "nn.pow": 8, "nn.sqrt": 4, "nn.div": 2, "nn.softplus": 10, "nn.hard_swish": 4,
+    "nn.gelu": 12,
+    "nn.erf": 10,
+    "nn.tanh": 8,
+    "nn.sigmoid": 6,
+    "nn.exp": 6,
+    "nn.log": 6,
+    "nn.pow": 8,
+    "nn.sqrt": 4,
+    "nn.div": 2,
+    "nn.softplus": 10,
+    "nn.hard_swish": 4,
 }
 #: Groups whose per-element work is above this are not recomputed.
 RECOMPUTE_MAX_FLOPS_PER_ELEM = 16
@@ -81,7 +90,9 @@ def op_flops(op: Operation) -> int:
     if isinstance(op, nn.AttentionOp):
         q = tuple(op.q.type.get_shape())  # type: ignore[union-attr]
         kk = tuple(op.k.type.get_shape())  # type: ignore[union-attr]
-        return 4 * numel(op.out) * int(kk[-2]) + 2 * (numel(op.q) // int(q[-1])) * int(kk[-2]) * int(q[-1])
+        return 4 * numel(op.out) * int(kk[-2]) + 2 * (numel(op.q) // int(q[-1])) * int(
+            kk[-2]
+        ) * int(q[-1])
     if isinstance(op, nn.LayerNormOp | nn.BatchNormOp | nn.InstanceNormOp):
         return 8 * numel(op.results[0])
     if isinstance(op, nn.SoftmaxOp | nn.LogSoftmaxOp):
@@ -203,23 +214,34 @@ def estimate_join(
     else:
         members = set(group)
         inputs = {
-            v for o in group for v in o.operands
+            v
+            for o in group
+            for v in o.operands
             if not (isinstance(v.owner, Operation) and v.owner in members)
         }
         in_bytes = sum(value_bytes(v) for v in inputs)
         saved = readers * vb - (readers - 1) * in_bytes
         per_elem = sum(op_flops(o) for o in group) / max(numel(value), 1)
         if per_elem > RECOMPUTE_MAX_FLOPS_PER_ELEM:
-            return Estimate(0, 0, 0, ws, fits, False,
-                            f"recomputing costs {per_elem:.0f} FLOPs per element "
-                            f"(> {RECOMPUTE_MAX_FLOPS_PER_ELEM})")
+            return Estimate(
+                0,
+                0,
+                0,
+                ws,
+                fits,
+                False,
+                f"recomputing costs {per_elem:.0f} FLOPs per element "
+                f"(> {RECOMPUTE_MAX_FLOPS_PER_ELEM})",
+            )
     if not fits:
         saved = 0
     flops = sum(op_flops(o) for o in ops)
     moved = group_traffic(ops)
     if not fits:
-        why = (f"fused working set {ws} B exceeds the {hw.name} fused-cache bound "
-               f"{hw.fused_cache_bytes} B, so the intermediate would spill")
+        why = (
+            f"fused working set {ws} B exceeds the {hw.name} fused-cache bound "
+            f"{hw.fused_cache_bytes} B, so the intermediate would spill"
+        )
     elif saved <= 0:
         why = f"{mode} saves no memory traffic ({saved} B)"
     else:

@@ -44,9 +44,7 @@ ANCHOR_FAMILY = {
 }
 
 #: decide(producer, consumer, family, cluster, value, mode, readers) -> refusal or None
-Decider = Callable[
-    [Operation, Operation, str, "Cluster", SSAValue, str, int], Refusal | None
-]
+Decider = Callable[[Operation, Operation, str, "Cluster", SSAValue, str, int], Refusal | None]
 
 
 @dataclass(eq=False)
@@ -166,7 +164,9 @@ class _Analysis:
             if not (isinstance(t, TensorType) and is_float(t.element_type)):
                 return Refusal("dtype", f"{consumer.name} epilogue must be floating point", nodes)
         if is_row_epilogue(consumer) and consumer.operands[0] is not value:
-            return Refusal("unsupported", f"{consumer.name} may only normalise the kernel's value", nodes)
+            return Refusal(
+                "unsupported", f"{consumer.name} may only normalise the kernel's value", nodes
+            )
         floor = self.window_start(self.pos[consumer])
         for w in consumer.operands:
             q = w.owner
@@ -182,7 +182,9 @@ class _Analysis:
                 )
         return None
 
-    def readers_outside(self, value: SSAValue, cluster: Cluster, consumer: Operation) -> list[Operation]:
+    def readers_outside(
+        self, value: SSAValue, cluster: Cluster, consumer: Operation
+    ) -> list[Operation]:
         members = set(cluster.ops)
         out: list[Operation] = []
         for u in value.uses:
@@ -245,7 +247,9 @@ class _Analysis:
                 self.log.add_refusal(last)
         return False
 
-    def join(self, cluster: Cluster, consumer: Operation, mode: str, value: SSAValue | None = None) -> None:
+    def join(
+        self, cluster: Cluster, consumer: Operation, mode: str, value: SSAValue | None = None
+    ) -> None:
         if mode == "recompute":
             assert value is not None
             self.recompute_values[value] = cluster
@@ -265,9 +269,15 @@ class _Analysis:
             if cluster.ops and _shape(w) != cluster.iteration_shape():
                 continue
             floor = self.window_start(self.pos[op])
-            ins = [v.owner for o in src.owned for v in o.operands
-                   if isinstance(v.owner, Operation) and v.owner in self.pos and v.owner not in src.ops]
-            if cluster.ops and any(q in cluster.ops or self.depends_on(q, cluster, floor) for q in ins):
+            ins = [
+                v.owner
+                for o in src.owned
+                for v in o.operands
+                if isinstance(v.owner, Operation) and v.owner in self.pos and v.owner not in src.ops
+            ]
+            if cluster.ops and any(
+                q in cluster.ops or self.depends_on(q, cluster, floor) for q in ins
+            ):
                 continue
             for o in src.owned:
                 if o not in cluster.ops:
@@ -327,3 +337,64 @@ def agreement(a: StructureResult, b: StructureResult) -> dict[str, float]:
         "exact_kernel_agreement": exact,
         "op_agreement": same / max(len(ops), 1),
     }
+
+
+def _main(argv: list[str] | None = None) -> int:
+    """``python -m autofusion.analysis.structure MODEL [--windows 0,64,256]``: analysis time
+    and agreement of windowed runs with the whole-graph run (figures in docs/fusion.md)."""
+    import argparse
+
+    from xdsl.context import Context
+
+    from autofusion import zoo
+    from autofusion.analysis.hardware import cpu_this_machine
+    from autofusion.frontend.onnx_import import import_onnx
+    from autofusion.passes import get_all_passes
+    from autofusion.passes.fuse import Decision
+    from autofusion.policy.engine import FusionPolicy
+
+    ap = argparse.ArgumentParser(prog="python -m autofusion.analysis.structure")
+    ap.add_argument("model", help="zoo:NAME or a path to an .onnx file")
+    ap.add_argument("--windows", default="0,32,64,128,256,512")
+    ap.add_argument("--aggressiveness", type=int, default=1)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args(argv)
+    module = import_onnx(zoo.resolve(args.model))
+    for name in (
+        "canonicalize-nn",
+        "fold-batchnorm",
+        "recognize-layernorm",
+        "recognize-gelu",
+        "recognize-attention",
+    ):
+        get_all_passes()[name]()().apply(Context(), module)
+    func_op = next(iter(module.ops))
+    ops = [o for o in func_op.regions[0].block.ops if o.name != "func.return"]
+    policy = FusionPolicy.resolve(None, args.aggressiveness)
+    decide = Decision(policy, cpu_this_machine())
+
+    def run(window: int) -> StructureResult:
+        best: StructureResult | None = None
+        for _ in range(args.repeat):
+            r = find_clusters(
+                ops, decide, RefusalLog(), allow_recompute=policy.level >= 2, window_size=window
+            )
+            best = r if best is None or r.seconds < best.seconds else best
+        assert best is not None
+        return best
+
+    whole = run(0)
+    print(f"{args.model}: {len(ops)} top-level ops, aggressiveness {policy.level}")
+    print(f"{'window':>8} {'seconds':>9} {'kernels':>8} {'exact':>7} {'op-agree':>9}")
+    for w in (int(x) for x in args.windows.split(",")):
+        r = whole if w == 0 else run(w)
+        a = agreement(whole, r)
+        print(
+            f"{w:>8} {r.seconds:>9.4f} {len(r.partition()):>8} "
+            f"{a['exact_kernel_agreement']:>7.3f} {a['op_agreement']:>9.3f}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main())

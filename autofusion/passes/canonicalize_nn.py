@@ -90,7 +90,11 @@ class CanonicalizeNN(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         PatternRewriteWalker(
             GreedyRewritePatternApplier(
-                [CollapseReshapes(), DropIdentityTranspose(), FoldConstantArithmetic(self.fold_limit)],
+                [
+                    CollapseReshapes(),
+                    DropIdentityTranspose(),
+                    FoldConstantArithmetic(self.fold_limit),
+                ],
                 dce_enabled=False,
             ),
             apply_recursively=False,

@@ -88,13 +88,19 @@ class FoldBatchNormIntoProducer(RewritePattern):
             self.log.add_refusal(r)
             return
         if not bn.x.has_one_use():
-            self.log.add("multi-consumer",
-                         f"{prod.name} result is also read outside the BatchNormalization", pair)
+            self.log.add(
+                "multi-consumer",
+                f"{prod.name} result is also read outside the BatchNormalization",
+                pair,
+            )
             return
         stats = [constant_array(v) for v in (bn.scale, bn.bias, bn.mean, bn.var)]
         if any(s is None for s in stats):
-            self.log.add("not-a-constant",
-                         "BatchNormalization scale/bias/mean/var are not all constants", pair)
+            self.log.add(
+                "not-a-constant",
+                "BatchNormalization scale/bias/mean/var are not all constants",
+                pair,
+            )
             return
         scale, beta, mean, var = (np.asarray(s, dtype=np.float64) for s in stats)  # type: ignore[arg-type]
         s = scale / np.sqrt(var + bn.float_prop("epsilon"))
@@ -118,8 +124,15 @@ class FoldBatchNormIntoProducer(RewritePattern):
             self.log.add("not-a-constant", f"{what} is not a constant (or is elided)", pair)
         return w
 
-    def fold_conv(self, conv: nn.ConvOp, bn: nn.BatchNormOp, s: np.ndarray, shift: np.ndarray,
-                  origins: list[str], rewriter: PatternRewriter) -> None:
+    def fold_conv(
+        self,
+        conv: nn.ConvOp,
+        bn: nn.BatchNormOp,
+        s: np.ndarray,
+        shift: np.ndarray,
+        origins: list[str],
+        rewriter: PatternRewriter,
+    ) -> None:
         pair: list[Operation] = [conv, bn]
         w = self._weights(conv.w, pair, "convolution weight")
         if w is None:
@@ -133,16 +146,25 @@ class FoldBatchNormIntoProducer(RewritePattern):
         wc = make_constant(w2, [*origins_of(conv.w.owner), *origins_of(bn)])  # type: ignore[arg-type]
         bc = make_constant(b2, [*origins_of(bn)])
         new = nn.ConvOp.build(
-            operands=[conv.x, wc.y, bc.y], result_types=[bn.y.type],
-            properties=dict(conv.properties), attributes=dict(conv.attributes),
+            operands=[conv.x, wc.y, bc.y],
+            result_types=[bn.y.type],
+            properties=dict(conv.properties),
+            attributes=dict(conv.attributes),
         )
         set_origins(new, origins)
         rewriter.insert([wc, bc], _before(conv))
         rewriter.replace(bn, new)
         _erase_dead(rewriter, conv)
 
-    def fold_gemm(self, gemm: nn.GemmOp, bn: nn.BatchNormOp, s: np.ndarray, shift: np.ndarray,
-                  origins: list[str], rewriter: PatternRewriter) -> None:
+    def fold_gemm(
+        self,
+        gemm: nn.GemmOp,
+        bn: nn.BatchNormOp,
+        s: np.ndarray,
+        shift: np.ndarray,
+        origins: list[str],
+        rewriter: PatternRewriter,
+    ) -> None:
         pair: list[Operation] = [gemm, bn]
         if len(shape_of(gemm.out)) != 2:
             return
@@ -166,20 +188,32 @@ class FoldBatchNormIntoProducer(RewritePattern):
         props = dict(gemm.properties)
         props["beta"] = FloatAttr(1.0, gemm.beta.type)
         new = nn.GemmOp.build(
-            operands=[gemm.a, wc.y, cc.y], result_types=[bn.y.type],
-            properties=props, attributes=dict(gemm.attributes),
+            operands=[gemm.a, wc.y, cc.y],
+            result_types=[bn.y.type],
+            properties=props,
+            attributes=dict(gemm.attributes),
         )
         set_origins(new, origins)
         rewriter.insert([wc, cc], _before(gemm))
         rewriter.replace(bn, new)
         _erase_dead(rewriter, gemm)
 
-    def fold_matmul(self, mm: nn.MatMulOp, bn: nn.BatchNormOp, s: np.ndarray, shift: np.ndarray,
-                    origins: list[str], rewriter: PatternRewriter) -> None:
+    def fold_matmul(
+        self,
+        mm: nn.MatMulOp,
+        bn: nn.BatchNormOp,
+        s: np.ndarray,
+        shift: np.ndarray,
+        origins: list[str],
+        rewriter: PatternRewriter,
+    ) -> None:
         pair: list[Operation] = [mm, bn]
         if len(shape_of(mm.out)) != 2 or len(shape_of(mm.b)) != 2:
-            self.log.add("shape-mismatch",
-                         "BatchNormalization channel axis is not the MatMul's output axis", pair)
+            self.log.add(
+                "shape-mismatch",
+                "BatchNormalization channel axis is not the MatMul's output axis",
+                pair,
+            )
             return
         w = self._weights(mm.b, pair, "MatMul B")
         if w is None:
@@ -187,8 +221,9 @@ class FoldBatchNormIntoProducer(RewritePattern):
         w2 = w.astype(np.float64) * s[None, :]
         wc = make_constant(w2, [*origins_of(mm.b.owner), *origins_of(bn)])  # type: ignore[arg-type]
         bc = make_constant(shift, [*origins_of(bn)])
-        new_mm = nn.MatMulOp.build(operands=[mm.a, wc.y], result_types=[mm.out.type],
-                                   attributes=dict(mm.attributes))
+        new_mm = nn.MatMulOp.build(
+            operands=[mm.a, wc.y], result_types=[mm.out.type], attributes=dict(mm.attributes)
+        )
         set_origins(new_mm, origins)
         add = nn.AddOp.build(operands=[new_mm.out, bc.y], result_types=[bn.y.type])
         set_origins(add, origins)

@@ -41,8 +41,11 @@ from autofusion.policy.reasons import Refusal, RefusalLog, merge_origins, nodes_
 SMALL_CONSTANT = 16
 
 _SHORT = {
-    "nn.batch_norm": "bn", "nn.layer_norm": "layernorm", "nn.leaky_relu": "leakyrelu",
-    "nn.hard_sigmoid": "hardsigmoid", "nn.hard_swish": "hardswish",
+    "nn.batch_norm": "bn",
+    "nn.layer_norm": "layernorm",
+    "nn.leaky_relu": "leakyrelu",
+    "nn.hard_sigmoid": "hardsigmoid",
+    "nn.hard_swish": "hardswish",
 }
 
 
@@ -76,7 +79,11 @@ def topo_sort_block(block: Block) -> None:
     indeg = [0] * len(body)
     users: list[list[int]] = [[] for _ in body]
     for i, op in enumerate(body):
-        deps = {index[v.owner] for v in op.operands if isinstance(v.owner, Operation) and v.owner in index}
+        deps = {
+            index[v.owner]
+            for v in op.operands
+            if isinstance(v.owner, Operation) and v.owner in index
+        }
         for d in deps:
             users[d].append(i)
         indeg[i] = len(deps)
@@ -159,7 +166,10 @@ def outline(
             body.add_op(o.clone(mapping))
         body.add_op(YieldOp(*[mapping[r] for r in outputs]))
         kernel = KernelOp(
-            inputs, [r.type for r in outputs], Region(body), pattern,
+            inputs,
+            [r.type for r in outputs],
+            Region(body),
+            pattern,
             merge_origins([*(o for o in ops if not isinstance(o, nn.ConstantOp)), *cloned_consts]),
         )
         plans.append((list(ops), kernel, outputs))
@@ -217,8 +227,9 @@ class Decision:
         if r is not None:
             return r
         if mode != "single":
-            r = self.policy.family_refusal("recompute" if mode == "recompute" else "materialize",
-                                           [producer, consumer])
+            r = self.policy.family_refusal(
+                "recompute" if mode == "recompute" else "materialize", [producer, consumer]
+            )
             if r is not None:
                 return r
         est = cost.estimate_join(cluster.ops, consumer, value, self.hw, mode, readers)
@@ -251,12 +262,18 @@ def run_fusion(
         ops = fusible_ops(block)
         if policy.level == 0:
             if any(isinstance(o, (*structure.ANCHOR_TYPES, *nn.ELEMENTWISE)) for o in ops):
-                log.add("aggressiveness", "aggressiveness 0: fusion is disabled",
-                        [o for o in ops if not isinstance(o, nn.ConstantOp)][:1])
+                log.add(
+                    "aggressiveness",
+                    "aggressiveness 0: fusion is disabled",
+                    [o for o in ops if not isinstance(o, nn.ConstantOp)][:1],
+                )
             continue
         res = structure.find_clusters(
-            ops, Decision(policy, hw), log,
-            allow_recompute=policy.level >= 2, window_size=window_size,
+            ops,
+            Decision(policy, hw),
+            log,
+            allow_recompute=policy.level >= 2,
+            window_size=window_size,
         )
         results.append(res)
         groups = [
@@ -272,7 +289,15 @@ def run_fusion(
 
 def record_policy(module: ModuleOp, policy: FusionPolicy) -> None:
     """Record the effective policy on the module (``fusion.policy``) for the report."""
-    from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, FloatAttr, IntegerAttr, StringAttr, f64, i64
+    from xdsl.dialects.builtin import (
+        ArrayAttr,
+        DictionaryAttr,
+        FloatAttr,
+        IntegerAttr,
+        StringAttr,
+        f64,
+        i64,
+    )
 
     cfg = policy.config
     entries: dict[str, Attribute] = {

@@ -35,7 +35,13 @@ from autofusion.policy.engine import FusionPolicy
 from autofusion.policy.reasons import Refusal, RefusalLog, nodes_of
 
 ACTIVATIONS = (
-    nn.ReluOp, nn.ClipOp, nn.LeakyReluOp, nn.SigmoidOp, nn.TanhOp, nn.HardSigmoidOp, nn.GeluOp,
+    nn.ReluOp,
+    nn.ClipOp,
+    nn.LeakyReluOp,
+    nn.SigmoidOp,
+    nn.TanhOp,
+    nn.HardSigmoidOp,
+    nn.GeluOp,
 )
 FAMILY = "conv_bn_relu"
 
@@ -118,7 +124,7 @@ class _ChainBuilder:
                 break
             chain.append(nxt)
             v = nxt.results[0]
-            stages = stages[stages.index(stage) + 1:]
+            stages = stages[stages.index(stage) + 1 :]
         if len(chain) >= 2:
             self.claimed.update(chain)
         return chain
@@ -173,4 +179,6 @@ class FuseConvBnRelu(ModulePass):
     policy: str = ""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        fuse_conv_chains(op, FusionPolicy.resolve(self.config or None, self.aggressiveness, self.policy))
+        fuse_conv_chains(
+            op, FusionPolicy.resolve(self.config or None, self.aggressiveness, self.policy)
+        )

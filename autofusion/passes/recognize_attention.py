@@ -10,8 +10,8 @@ Matches scaled dot-product attention as exporters emit it::
 
 and replaces ``o`` by ``nn.attention(q, k, v[, mask]) {scale}``. If ``kT`` is not a
 last-two-dims transpose, an ``nn.transpose`` is inserted to give ``k``. Every intermediate
-must have one reader. Place: before fuse. Option: ``config`` (a fusion config; ``patterns: {attention: false}``
-turns the pass off).
+must have one reader. Place: before fuse. Option: ``config`` (a fusion config;
+``patterns: {attention: false}`` turns the pass off).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation, SSAValue  # noqa: F401
+from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -92,10 +92,7 @@ class RecognizeScaledDotProductAttention(RewritePattern):
             return
         ktr = kt.owner
         krank = len(shape_of(kt))
-        if (
-            isinstance(ktr, nn.TransposeOp)
-            and list(ktr.ints("perm")) == _swap_last(krank)
-        ):
+        if isinstance(ktr, nn.TransposeOp) and list(ktr.ints("perm")) == _swap_last(krank):
             k = ktr.x
         else:
             ks = shape_of(kt)

@@ -9,8 +9,8 @@ Tanh form: ``0.5 * x * (1 + tanh(0.79788 * (x + 0.044715 * x^3)))`` with ``x^3``
 ``pow(x, 3)`` or ``x * x * x``; becomes ``nn.gelu {approximate = "tanh"}``.
 
 Constants are matched to 1e-3 relative; every intermediate must have a single reader
-(otherwise nothing is rewritten). Place: before fuse. Option: ``config`` (a fusion config; ``patterns: {gelu: false}``
-turns the pass off).
+(otherwise nothing is rewritten). Place: before fuse. Option: ``config`` (a fusion
+config; ``patterns: {gelu: false}`` turns the pass off).
 """
 
 from __future__ import annotations
@@ -122,21 +122,26 @@ class RecognizeTanhGelu(RewritePattern):
             if cube is None:
                 continue
             add = sole_user(tanh.y)
-            if not isinstance(add, nn.AddOp) or not close(const_scalar(other_operand(add, tanh.y)), 1.0):  # type: ignore[arg-type]
+            if not isinstance(add, nn.AddOp) or not close(
+                const_scalar(other_operand(add, tanh.y)), 1.0
+            ):  # type: ignore[arg-type]
                 return
             tail = _tail(add.out, x)
             if tail is None:
                 return
             root, ops = tail
-            _replace(rewriter, root, x, "tanh",
-                     [*cube, q.owner, radd, s.owner, tanh, add, *ops])  # type: ignore[list-item]
+            _replace(rewriter, root, x, "tanh", [*cube, q.owner, radd, s.owner, tanh, add, *ops])  # type: ignore[list-item]
             return
 
 
-def _replace(rewriter: PatternRewriter, root: Operation, x: SSAValue, approx: str,
-             ops: list[Operation]) -> None:
-    gelu = nn.GeluOp.build(operands=[x], result_types=[root.results[0].type],
-                           properties={"approximate": StringAttr(approx)})
+def _replace(
+    rewriter: PatternRewriter, root: Operation, x: SSAValue, approx: str, ops: list[Operation]
+) -> None:
+    gelu = nn.GeluOp.build(
+        operands=[x],
+        result_types=[root.results[0].type],
+        properties={"approximate": StringAttr(approx)},
+    )
     set_merged_origins(gelu, [o for o in ops if not isinstance(o, nn.ConstantOp)])
     rewriter.replace(root, gelu)
     erase_dead(rewriter, ops, keep=root)
@@ -156,6 +161,8 @@ class RecognizeGelu(ModulePass):
         if not load_config(self.config or None).family_enabled("gelu"):
             return
         PatternRewriteWalker(
-            GreedyRewritePatternApplier([RecognizeErfGelu(), RecognizeTanhGelu()], dce_enabled=False),
+            GreedyRewritePatternApplier(
+                [RecognizeErfGelu(), RecognizeTanhGelu()], dce_enabled=False
+            ),
             apply_recursively=False,
         ).rewrite_module(op)

@@ -63,7 +63,9 @@ def _square_of(v: SSAValue, d: SSAValue) -> bool:
     return isinstance(op, nn.MulOp) and op.lhs is d and op.rhs is d
 
 
-def _affine_param(op: Operation | None, v: SSAValue, cls: type, norm: tuple[int, ...]) -> SSAValue | None:
+def _affine_param(
+    op: Operation | None, v: SSAValue, cls: type, norm: tuple[int, ...]
+) -> SSAValue | None:
     if not isinstance(op, cls):
         return None
     p = other_operand(op, v)

@@ -27,30 +27,77 @@ from autofusion.policy.reasons import origins_of
 
 #: nn op name -> ONNX-like op type used by views, blacklists and whitelists.
 ONNX_OP_TYPES: dict[str, str] = {
-    "nn.conv": "Conv", "nn.batch_norm": "BatchNormalization", "nn.relu": "Relu",
-    "nn.clip": "Clip", "nn.leaky_relu": "LeakyRelu", "nn.sigmoid": "Sigmoid",
-    "nn.tanh": "Tanh", "nn.hard_sigmoid": "HardSigmoid", "nn.gelu": "Gelu", "nn.erf": "Erf",
-    "nn.add": "Add", "nn.sub": "Sub", "nn.mul": "Mul", "nn.div": "Div", "nn.pow": "Pow",
-    "nn.sqrt": "Sqrt", "nn.exp": "Exp", "nn.log": "Log", "nn.max": "Max", "nn.min": "Min",
-    "nn.neg": "Neg", "nn.abs": "Abs", "nn.reciprocal": "Reciprocal", "nn.matmul": "MatMul",
-    "nn.gemm": "Gemm", "nn.attention": "Attention", "nn.layer_norm": "LayerNormalization",
-    "nn.instance_norm": "InstanceNormalization", "nn.lrn": "LRN", "nn.softmax": "Softmax",
-    "nn.log_softmax": "LogSoftmax", "nn.max_pool": "MaxPool", "nn.avg_pool": "AveragePool",
-    "nn.global_avg_pool": "GlobalAveragePool", "nn.global_max_pool": "GlobalMaxPool",
-    "nn.reduce_mean": "ReduceMean", "nn.reduce_sum": "ReduceSum", "nn.reduce_max": "ReduceMax",
-    "nn.reshape": "Reshape", "nn.transpose": "Transpose", "nn.concat": "Concat",
-    "nn.split": "Split", "nn.slice": "Slice", "nn.pad": "Pad", "nn.gather": "Gather",
-    "nn.where": "Where", "nn.cast": "Cast", "nn.constant": "Constant", "nn.elu": "Elu",
-    "nn.prelu": "PRelu", "nn.softplus": "Softplus", "nn.hard_swish": "HardSwish",
-    "nn.expand": "Expand", "nn.equal": "Equal", "nn.less": "Less", "nn.greater": "Greater",
-    "nn.not": "Not", "nn.and": "And", "nn.or": "Or",
+    "nn.conv": "Conv",
+    "nn.batch_norm": "BatchNormalization",
+    "nn.relu": "Relu",
+    "nn.clip": "Clip",
+    "nn.leaky_relu": "LeakyRelu",
+    "nn.sigmoid": "Sigmoid",
+    "nn.tanh": "Tanh",
+    "nn.hard_sigmoid": "HardSigmoid",
+    "nn.gelu": "Gelu",
+    "nn.erf": "Erf",
+    "nn.add": "Add",
+    "nn.sub": "Sub",
+    "nn.mul": "Mul",
+    "nn.div": "Div",
+    "nn.pow": "Pow",
+    "nn.sqrt": "Sqrt",
+    "nn.exp": "Exp",
+    "nn.log": "Log",
+    "nn.max": "Max",
+    "nn.min": "Min",
+    "nn.neg": "Neg",
+    "nn.abs": "Abs",
+    "nn.reciprocal": "Reciprocal",
+    "nn.matmul": "MatMul",
+    "nn.gemm": "Gemm",
+    "nn.attention": "Attention",
+    "nn.layer_norm": "LayerNormalization",
+    "nn.instance_norm": "InstanceNormalization",
+    "nn.lrn": "LRN",
+    "nn.softmax": "Softmax",
+    "nn.log_softmax": "LogSoftmax",
+    "nn.max_pool": "MaxPool",
+    "nn.avg_pool": "AveragePool",
+    "nn.global_avg_pool": "GlobalAveragePool",
+    "nn.global_max_pool": "GlobalMaxPool",
+    "nn.reduce_mean": "ReduceMean",
+    "nn.reduce_sum": "ReduceSum",
+    "nn.reduce_max": "ReduceMax",
+    "nn.reshape": "Reshape",
+    "nn.transpose": "Transpose",
+    "nn.concat": "Concat",
+    "nn.split": "Split",
+    "nn.slice": "Slice",
+    "nn.pad": "Pad",
+    "nn.gather": "Gather",
+    "nn.where": "Where",
+    "nn.cast": "Cast",
+    "nn.constant": "Constant",
+    "nn.elu": "Elu",
+    "nn.prelu": "PRelu",
+    "nn.softplus": "Softplus",
+    "nn.hard_swish": "HardSwish",
+    "nn.expand": "Expand",
+    "nn.equal": "Equal",
+    "nn.less": "Less",
+    "nn.greater": "Greater",
+    "nn.not": "Not",
+    "nn.and": "And",
+    "nn.or": "Or",
 }
 
 #: Short spellings accepted in blacklist/whitelist chains.
 OP_TYPE_ALIASES: dict[str, str] = {
-    "BatchNorm": "BatchNormalization", "BN": "BatchNormalization",
-    "LayerNorm": "LayerNormalization", "InstanceNorm": "InstanceNormalization",
-    "GELU": "Gelu", "Relu6": "Clip", "ReLU": "Relu", "Dense": "Gemm",
+    "BatchNorm": "BatchNormalization",
+    "BN": "BatchNormalization",
+    "LayerNorm": "LayerNormalization",
+    "InstanceNorm": "InstanceNormalization",
+    "GELU": "Gelu",
+    "Relu6": "Clip",
+    "ReLU": "Relu",
+    "Dense": "Gemm",
 }
 
 
@@ -125,7 +172,8 @@ def register_policy(policy: BasePolicy) -> str:
     """Register a policy instance; returns a token usable as the pass option ``policy="@token"``."""
     if not isinstance(policy, BasePolicy):
         raise AutofusionError(
-            f"register_policy: expected an autofusion.BasePolicy instance, got {type(policy).__name__}"
+            "register_policy: expected an autofusion.BasePolicy instance, "
+            f"got {type(policy).__name__}"
         )
     for tok, obj in _REGISTRY.items():
         if obj is policy:
@@ -156,7 +204,9 @@ def load_policy(spec: str, options: dict[str, Any] | None = None) -> BasePolicy:
     if isinstance(cls, BasePolicy):
         return cls
     if not (isinstance(cls, type) and issubclass(cls, BasePolicy)):
-        raise AutofusionError(f"policy {spec!r}: {cls_name} is not an autofusion.BasePolicy subclass")
+        raise AutofusionError(
+            f"policy {spec!r}: {cls_name} is not an autofusion.BasePolicy subclass"
+        )
     try:
         return cls(**(options or {}))
     except TypeError as e:

@@ -49,8 +49,15 @@ FAMILIES: dict[str, int] = {
 }
 
 KNOWN_KEYS = (
-    "aggressiveness", "blacklist", "whitelist", "patterns", "memory_limit_mb", "precision",
-    "hardware", "policy", "policy_options",
+    "aggressiveness",
+    "blacklist",
+    "whitelist",
+    "patterns",
+    "memory_limit_mb",
+    "precision",
+    "hardware",
+    "policy",
+    "policy_options",
 )
 HARDWARE_NAMES = ("cpu", "ascend910b")
 
@@ -77,7 +84,9 @@ class FusionConfig:
 def parse_chain(text: str, where: str) -> tuple[str, ...]:
     """``"Conv->BN->Relu"`` -> ``("Conv", "BatchNormalization", "Relu")``."""
     if not isinstance(text, str):
-        raise AutofusionError(f"{where}: chain entries must be strings like 'Conv->Relu', got {text!r}")
+        raise AutofusionError(
+            f"{where}: chain entries must be strings like 'Conv->Relu', got {text!r}"
+        )
     parts = tuple(canonical_op_type(p.strip()) for p in text.split("->"))
     if len(parts) < 2 or any(not p for p in parts):
         raise AutofusionError(
@@ -104,14 +113,18 @@ def config_from_dict(data: Any, source: str = "<dict>") -> FusionConfig:
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise AutofusionError(f"{source}: a fusion config must be a mapping, got {type(data).__name__}")
+        raise AutofusionError(
+            f"{source}: a fusion config must be a mapping, got {type(data).__name__}"
+        )
     for key in data:
         if key not in KNOWN_KEYS:
             raise AutofusionError(
                 f"{source}: unknown config key {key!r} (known: {', '.join(KNOWN_KEYS)})"
             )
     env_level = env_aggressiveness()
-    level = data.get("aggressiveness", env_level if env_level is not None else DEFAULT_AGGRESSIVENESS)
+    level = data.get(
+        "aggressiveness", env_level if env_level is not None else DEFAULT_AGGRESSIVENESS
+    )
     if isinstance(level, bool) or not isinstance(level, int) or not 0 <= level <= 3:
         raise AutofusionError(f"{source}: 'aggressiveness' must be an integer 0..3, got {level!r}")
 
@@ -133,8 +146,12 @@ def config_from_dict(data: Any, source: str = "<dict>") -> FusionConfig:
             raise AutofusionError(f"{source}: 'patterns.{fam}' must be true or false, got {on!r}")
 
     limit = data.get("memory_limit_mb")
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int | float) or limit <= 0):
-        raise AutofusionError(f"{source}: 'memory_limit_mb' must be a positive number, got {limit!r}")
+    if limit is not None and (
+        isinstance(limit, bool) or not isinstance(limit, int | float) or limit <= 0
+    ):
+        raise AutofusionError(
+            f"{source}: 'memory_limit_mb' must be a positive number, got {limit!r}"
+        )
 
     precision_raw = data.get("precision", {})
     if not isinstance(precision_raw, dict):
@@ -142,7 +159,9 @@ def config_from_dict(data: Any, source: str = "<dict>") -> FusionConfig:
     precision: dict[str, tuple[str, ...]] = {}
     for k, v in precision_raw.items():
         if k not in ("fp32_ops", "fp16_ops"):
-            raise AutofusionError(f"{source}: unknown config key 'precision.{k}' (known: fp32_ops, fp16_ops)")
+            raise AutofusionError(
+                f"{source}: unknown config key 'precision.{k}' (known: fp32_ops, fp16_ops)"
+            )
         if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
             raise AutofusionError(f"{source}: 'precision.{k}' must be a list of op types")
         precision[k] = tuple(canonical_op_type(x) for x in v)

@@ -95,7 +95,8 @@ class FusionPolicy:
             )
         if not self.config.family_enabled(family):
             return Refusal(
-                "disabled", f"pattern family {family} is disabled in {self.config.source}",
+                "disabled",
+                f"pattern family {family} is disabled in {self.config.source}",
                 nodes_of(ops),
             )
         return None
@@ -106,8 +107,8 @@ class FusionPolicy:
         for path in paths:
             types = [onnx_op_type(op) for op in path]
             for chain in lists:
-                if _chain_matches(chain, types[-len(chain):]) and len(types) >= len(chain):
-                    return chain, path[-len(chain):]
+                if _chain_matches(chain, types[-len(chain) :]) and len(types) >= len(chain):
+                    return chain, path[-len(chain) :]
         return None
 
     def check(
@@ -117,7 +118,7 @@ class FusionPolicy:
         family: str,
         members: Iterable[Operation] = (),
     ) -> Refusal | None:
-        """Rule verdict for fusing ``consumer`` into the group (``members``) holding ``producer``."""
+        """Rule verdict on fusing ``consumer`` into the group (``members``) of ``producer``."""
         members = list(members) or [producer]
         pair = [producer, consumer]
         if (r := self.family_refusal(family, pair)) is not None:
@@ -131,7 +132,9 @@ class FusionPolicy:
                 f"chain {'->'.join(chain)} is blacklisted in {self.config.source}",
                 nodes_of(list(path)),
             )
-        if self.user is not None and not self.user.should_fuse(OpView.of(producer), OpView.of(consumer)):
+        if self.user is not None and not self.user.should_fuse(
+            OpView.of(producer), OpView.of(consumer)
+        ):
             return Refusal(
                 "policy", f"user policy {self.user.describe()} refused this fusion", nodes_of(pair)
             )

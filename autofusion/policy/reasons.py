@@ -22,7 +22,8 @@ REFUSALS_ATTR = "fusion.refusals"
 
 #: code -> one-line meaning (documented in docs/fusion.md).
 REASON_CODES: dict[str, str] = {
-    "not-a-constant": "a value that must be a compile-time constant (weights, BN statistics) is computed",
+    "not-a-constant": "a value that must be a compile-time constant (weights, BN statistics) "
+    "is computed",
     "multi-consumer": "an intermediate has users outside the candidate group",
     "blacklisted": "the op-type chain matches a blacklist entry of the policy",
     "disabled": "the pattern family is disabled in the policy's `patterns` table",
@@ -33,7 +34,7 @@ REASON_CODES: dict[str, str] = {
     "dtype": "element types do not allow the fusion",
     "cycle": "fusing would create a dependence cycle through an op outside the group",
     "unsupported": "the op cannot be placed in this kind of kernel",
-    "anchor-conflict": "both sides already hold a Conv/MatMul/Gemm anchor; one kernel has at most one",
+    "anchor-conflict": "both sides already hold a Conv/MatMul/Gemm anchor; a kernel has one",
 }
 
 

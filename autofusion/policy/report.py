@@ -19,8 +19,7 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     StringAttr,
 )
-from xdsl.ir import Attribute
-from xdsl.ir import Operation
+from xdsl.ir import Attribute, Operation
 
 from autofusion.dialects.fusion import KernelOp
 from autofusion.policy.reasons import read_refusals
@@ -94,7 +93,9 @@ def build_report(module: ModuleOp, kernels_before: int | None = None) -> dict[st
                     }
                 )
     report: dict[str, Any] = {
-        "kernels_before": count_unfused_ops(module) if kernels_before is None else int(kernels_before),
+        "kernels_before": count_unfused_ops(module)
+        if kernels_before is None
+        else int(kernels_before),
         "kernels_after": count_kernels(module),
         "groups": groups,
         "refusals": [r.to_dict() for r in read_refusals(module)],
@@ -129,7 +130,8 @@ def summarize_report(report: dict[str, Any]) -> str:
             counts[r["code"]] = counts.get(r["code"], 0) + 1
         lines.append(
             f"refusals: {len(report['refusals'])} ("
-            + ", ".join(f"{c}: {n}" for c, n in sorted(counts.items())) + ")"
+            + ", ".join(f"{c}: {n}" for c, n in sorted(counts.items()))
+            + ")"
         )
         for r in report["refusals"][:20]:
             nodes = list(r["nodes"])

@@ -19,8 +19,13 @@ from autofusion.passes import get_all_passes
 from autofusion.policy.report import build_report
 
 PIPELINE = (
-    "canonicalize-nn", "fold-batchnorm", "recognize-layernorm", "recognize-gelu",
-    "recognize-attention", "fuse-conv-bn-relu", "fuse",
+    "canonicalize-nn",
+    "fold-batchnorm",
+    "recognize-layernorm",
+    "recognize-gelu",
+    "recognize-attention",
+    "fuse-conv-bn-relu",
+    "fuse",
 )
 FUSING = {"fold-batchnorm", "fuse-conv-bn-relu", "fuse"}
 
@@ -69,7 +74,9 @@ def test_each_pass_preserves_semantics(model: str, level: int) -> None:
         out = run_module(module, feeds)
         assert_close(out, prev, f"{model}: after {name} (aggressiveness {level})")
         prev = out
-    assert_close(prev, ort_outputs(model, feeds), f"{model}: fused (aggressiveness {level}) vs onnxruntime")
+    assert_close(
+        prev, ort_outputs(model, feeds), f"{model}: fused (aggressiveness {level}) vs onnxruntime"
+    )
     assert build_report(module)["groups"], f"{model}: nothing was fused"
 
 
@@ -112,4 +119,5 @@ def test_kernels_hold_only_nn_ops_and_keep_origins() -> None:
             attr = o.attributes.get("onnx.origins")
             if attr is not None:
                 inner += [s.data for s in attr.data]  # type: ignore[attr-defined]
-        assert set(k.origin_names) == set(inner) and k.origin_names
+        assert set(k.origin_names) == set(inner)
+        assert k.origin_names

@@ -23,8 +23,13 @@ from autofusion.policy.reasons import RefusalLog, origins_of
 from autofusion.policy.report import build_report
 
 PIPELINE = (
-    "canonicalize-nn", "fold-batchnorm", "recognize-layernorm", "recognize-gelu",
-    "recognize-attention", "fuse-conv-bn-relu", "fuse",
+    "canonicalize-nn",
+    "fold-batchnorm",
+    "recognize-layernorm",
+    "recognize-gelu",
+    "recognize-attention",
+    "fuse-conv-bn-relu",
+    "fuse",
 )
 
 
@@ -74,7 +79,8 @@ def test_resnet50_every_conv_bn_relu_is_fused(resnet: ModuleOp) -> None:
         checked += 1
     assert checked == 53
     relus = [n for n in graph.node if n.op_type == "Relu"]
-    assert relus and all(r.name in in_kernel for r in relus)
+    assert relus
+    assert all(r.name in in_kernel for r in relus)
 
 
 def test_resnet50_kernel_count_vs_onnxruntime(resnet: ModuleOp, tmp_path: Path) -> None:
@@ -96,15 +102,17 @@ def _analyse(ops: list, window: int) -> structure.StructureResult:
     policy = FusionPolicy.resolve(None, 1)
     from autofusion.analysis.hardware import cpu_this_machine
 
-    return structure.find_clusters(ops, Decision(policy, cpu_this_machine()), RefusalLog(),
-                                   window_size=window)
+    return structure.find_clusters(
+        ops, Decision(policy, cpu_this_machine()), RefusalLog(), window_size=window
+    )
 
 
 def test_window_covering_the_graph_equals_whole_graph() -> None:
     ops = _bert_ops()
     whole, wide = _analyse(ops, 0), _analyse(ops, len(ops) + 1)
     agree = structure.agreement(whole, wide)
-    assert agree["exact_kernel_agreement"] == 1.0 and agree["op_agreement"] == 1.0
+    assert agree["exact_kernel_agreement"] == 1.0
+    assert agree["op_agreement"] == 1.0
 
 
 def test_small_windows_never_cross_a_boundary() -> None:
@@ -119,5 +127,7 @@ def test_small_windows_never_cross_a_boundary() -> None:
 
 def test_conv_kernels_keep_constants_as_inputs(resnet: ModuleOp) -> None:
     """Large weights stay kernel inputs (bytes-backed constants outside the kernel)."""
-    k = next(op for op in resnet.walk() if isinstance(op, KernelOp) and op.pattern_name == "conv_relu")
+    k = next(
+        op for op in resnet.walk() if isinstance(op, KernelOp) and op.pattern_name == "conv_relu"
+    )
     assert any(isinstance(v.owner, nn.ConstantOp) for v in k.inputs)

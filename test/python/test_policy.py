@@ -52,9 +52,13 @@ def test_unknown_key_names_key_and_file(tmp_path: Path) -> None:
 
 
 def test_yaml_config(tmp_path: Path) -> None:
-    path = write(tmp_path, "p.yaml", "aggressiveness: 2\nblacklist: ['Conv->InstanceNorm']\n"
-                                     "precision: {fp16_ops: [Conv], fp32_ops: [Softmax]}\n"
-                                     "memory_limit_mb: 64\n")
+    path = write(
+        tmp_path,
+        "p.yaml",
+        "aggressiveness: 2\nblacklist: ['Conv->InstanceNorm']\n"
+        "precision: {fp16_ops: [Conv], fp32_ops: [Softmax]}\n"
+        "memory_limit_mb: 64\n",
+    )
     cfg = load_config(path)
     assert cfg.aggressiveness == 2
     assert cfg.blacklist == (("Conv", "InstanceNormalization"),)
@@ -97,7 +101,8 @@ def test_default_report() -> None:
     patterns = {g["pattern"] for g in r["groups"]}
     assert "conv_relu" in patterns
     for g in r["groups"]:
-        assert g["origins"] and g["estimated_bytes_saved"] > 0
+        assert g["origins"]
+        assert g["estimated_bytes_saved"] > 0
     assert r["policy"]["aggressiveness"] == 1
 
 
@@ -148,7 +153,8 @@ def test_custom_policy_instance_via_token() -> None:
     assert ("Conv", "Relu") in pol.seen
     assert not any("relu" in g["pattern"].split("_") for g in r["groups"])
     refused = [x for x in r["refusals"] if x["code"] == "policy"]
-    assert refused and all("NoRelu" in x["reason"] for x in refused)
+    assert refused
+    assert all("NoRelu" in x["reason"] for x in refused)
 
 
 def test_custom_policy_from_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -159,10 +165,14 @@ def test_custom_policy_from_module(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         "        return producer.op_type == 'Conv' and consumer.shape[1] <= self.options['max_c']\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
-    cfg = write(tmp_path, "p.json", {"policy": "my_policies:OnlyConv", "policy_options": {"max_c": 8}})
+    cfg = write(
+        tmp_path, "p.json", {"policy": "my_policies:OnlyConv", "policy_options": {"max_c": 8}}
+    )
     r = compile_report(config=cfg)
-    wide = compile_report(policy="my_policies:OnlyConv", config=write(
-        tmp_path, "q.json", {"policy_options": {"max_c": 4096}}))
+    wide = compile_report(
+        policy="my_policies:OnlyConv",
+        config=write(tmp_path, "q.json", {"policy_options": {"max_c": 4096}}),
+    )
     assert len(wide["groups"]) > len(r["groups"])
     assert "policy" in {x["code"] for x in r["refusals"]}
 
@@ -176,16 +186,17 @@ def test_bad_policy_spec() -> None:
 
 # ---- cost refusals, whitelist and aggressiveness 3 --------------------------------------
 
-WIDE_CHAIN = """
-func.func @main(%a: tensor<64x1024xf32>, %b: tensor<64x1024xf32>, %c: tensor<64x1024xf32>,
-                %d: tensor<64x1024xf32>, %e: tensor<64x1024xf32>) -> tensor<64x1024xf32> {
-  %0 = nn.add %a, %b {onnx.origins = ["add0"]} : (tensor<64x1024xf32>, tensor<64x1024xf32>) -> tensor<64x1024xf32>
-  %1 = nn.add %0, %c {onnx.origins = ["add1"]} : (tensor<64x1024xf32>, tensor<64x1024xf32>) -> tensor<64x1024xf32>
-  %2 = nn.add %1, %d {onnx.origins = ["add2"]} : (tensor<64x1024xf32>, tensor<64x1024xf32>) -> tensor<64x1024xf32>
-  %3 = nn.mul %2, %e {onnx.origins = ["mul3"]} : (tensor<64x1024xf32>, tensor<64x1024xf32>) -> tensor<64x1024xf32>
-  func.return %3 : tensor<64x1024xf32>
-}
-"""
+T = "tensor<64x1024xf32>"
+WIDE_CHAIN = (
+    f"func.func @main(%a: {T}, %b: {T}, %c: {T}, %d: {T}, %e: {T}) -> {T} {{\n"
+    + "".join(
+        f'  %{i} = nn.{op} {x}, {y} {{onnx.origins = ["{op}{i}"]}} : ({T}, {T}) -> {T}\n'
+        for i, (op, x, y) in enumerate(
+            [("add", "%a", "%b"), ("add", "%0", "%c"), ("add", "%1", "%d"), ("mul", "%2", "%e")]
+        )
+    )
+    + f"  func.return %3 : {T}\n}}\n"
+)
 
 
 def parse(text: str) -> ModuleOp:
@@ -209,12 +220,14 @@ def fuse_text(**options: object) -> dict:
 
 def test_cost_refuses_when_the_working_set_exceeds_the_unified_buffer(tmp_path: Path) -> None:
     cpu = fuse_text()
-    assert len(cpu["groups"]) == 1 and cpu["groups"][0]["ops"] == 4  # fits a 2 MiB L2
+    assert len(cpu["groups"]) == 1
+    assert cpu["groups"][0]["ops"] == 4
     npu = fuse_text(hardware="ascend910b")  # 192 KB UB
     assert any(x["code"] == "cost" and "working set" in x["reason"] for x in npu["refusals"])
     assert max(g["ops"] for g in npu["groups"]) < 4
     forced = fuse_text(hardware="ascend910b", aggressiveness=3)
-    assert forced["groups"][0]["ops"] == 4 and not forced["refusals"]
+    assert forced["groups"][0]["ops"] == 4
+    assert not forced["refusals"]
     cfg = write(tmp_path, "wl.json", {"whitelist": ["Add->Mul"], "hardware": "ascend910b"})
     wl = fuse_text(config=cfg)
     assert any(g["origins"][-1] == "mul3" and g["ops"] >= 2 for g in wl["groups"])
@@ -228,6 +241,8 @@ def test_report_reads_memory_fields_and_summary() -> None:
     main.attributes["memory.arena_bytes"] = IntegerAttr(1024, i64)
     main.attributes["memory.naive_bytes"] = IntegerAttr(4096, i64)
     r = build_report(module)
-    assert r["arena_bytes"] == 1024 and r["naive_bytes"] == 4096
+    assert r["arena_bytes"] == 1024
+    assert r["naive_bytes"] == 4096
     text = summarize_module(module)
-    assert "conv_relu" in text and "arena_bytes: 1024" in text
+    assert "conv_relu" in text
+    assert "arena_bytes: 1024" in text
