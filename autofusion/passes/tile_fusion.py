@@ -193,8 +193,8 @@ def _apply(module: ModuleOp, c: _Candidate, verify: bool = True) -> None:
     tile_region(steps[c.start:c.end + 1], y, c.dim, c.count, verify)
 
 
-def tile_to_limit(module: ModuleOp, limit_bytes: int, alignment: int = DEFAULT_ALIGNMENT
-                  ) -> MemoryPlan:
+def tile_to_limit(module: ModuleOp, limit_bytes: int, alignment: int = DEFAULT_ALIGNMENT,
+                  limit_mb: float | None = None) -> MemoryPlan:
     """Tile ``module`` in place until its arena fits ``limit_bytes``; plan and annotate it."""
     main = find_main(module)
     plan = plan_memory(main, alignment=alignment)
@@ -230,10 +230,12 @@ def tile_to_limit(module: ModuleOp, limit_bytes: int, alignment: int = DEFAULT_A
         plan = plan_memory(main, alignment=alignment)
         best_seen = min(best_seen, plan.arena_bytes)
     if plan.arena_bytes > limit_bytes:
-        reach = math.ceil(best_seen / MIB * 100) / 100
+        reach = math.ceil(best_seen / MIB * 1e4) / 1e4
         raise AutofusionError(
-            f"tile-fusion: the intermediates do not fit in {limit_bytes / MIB:g} MB; the "
-            f"smallest memory limit autofusion can meet for this model is {reach:g} MB"
+            f"tile-fusion: the intermediates do not fit in "
+            f"{limit_mb if limit_mb is not None else limit_bytes / MIB:g} MB "
+            f"({limit_bytes} bytes); the smallest memory limit autofusion can meet for this "
+            f"model is {reach:g} MB ({best_seen} bytes)"
         )
     annotate(main, plan)
     return plan
@@ -252,7 +254,7 @@ def apply_memory_limit(module: ModuleOp, limit_mb: float | None) -> MemoryPlan:
         return plan
     if limit_mb < 0 or not math.isfinite(limit_mb):
         raise AutofusionError(f"memory limit must be a positive number of MB, got {limit_mb}")
-    return tile_to_limit(module, int(limit_mb * MIB))
+    return tile_to_limit(module, int(limit_mb * MIB), limit_mb=limit_mb)
 
 
 @dataclass(frozen=True)
