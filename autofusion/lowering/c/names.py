@@ -68,4 +68,6 @@ def c_comment(text: str) -> str:
     """Text safe inside a ``/* */`` comment on one line (no ``*/``, no newlines, ASCII)."""
     s = "".join(ch if ch.isascii() and ch.isprintable() else "?" for ch in text)
     # '?' is dropped too: with -std=c11 trigraphs such as ``??/`` are live even in comments.
-    return s.replace("*/", "* /").replace("/*", "/ *").replace("\\", "/").replace("?", ".")
+    s = s.replace("*/", "* /").replace("/*", "/ *").replace("\\", "/").replace("?", ".")
+    # Quotes too, so a model string never appears verbatim anywhere in the generated code.
+    return s.replace('"', "'")

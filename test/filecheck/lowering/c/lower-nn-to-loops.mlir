@@ -1,0 +1,101 @@
+// RUN: autofusion-opt %s --split-input-file -p convert-nn-to-buffers,lower-nn-to-loops | filecheck %s
+
+// An elementwise kernel is one loop nest: add is computed inline (never stored) and the
+// per-channel bias is read through a [1, 4, 1] view; H and W merge into one inner loop.
+func.func @main(%x: tensor<2x4x3x3xf32>, %b: tensor<1x4x1x1xf32>) -> tensor<2x4x3x3xf32> {
+  %0 = fusion.kernel "ew" ["add", "relu"] (%x, %b) : (tensor<2x4x3x3xf32>, tensor<1x4x1x1xf32>) -> tensor<2x4x3x3xf32> {
+  ^bb0(%a: tensor<2x4x3x3xf32>, %c: tensor<1x4x1x1xf32>):
+    %s = nn.add %a, %c : (tensor<2x4x3x3xf32>, tensor<1x4x1x1xf32>) -> tensor<2x4x3x3xf32>
+    %r = nn.relu %s : (tensor<2x4x3x3xf32>) -> tensor<2x4x3x3xf32>
+    fusion.yield %r : tensor<2x4x3x3xf32>
+  }
+  func.return %0 : tensor<2x4x3x3xf32>
+}
+// CHECK-LABEL: func.func private @k0_ew(
+// CHECK-NEXT:    %[[X:.*]] = clib.view %0[0 : i64] : memref<2x4x3x3xf32> -> memref<2x4x9xf32>
+// CHECK-NEXT:    %[[B:.*]] = clib.view %1[0 : i64] : memref<1x4x1x1xf32> -> memref<1x4x1xf32>
+// CHECK-NEXT:    %[[Y:.*]] = clib.view %2[0 : i64] : memref<2x4x3x3xf32> -> memref<2x4x9xf32>
+// CHECK-NOT:     memref.alloc
+// CHECK:         scf.for %[[N:.*]] = %{{.*}} to %{{.*}} step
+// CHECK:         scf.for %[[C:.*]] = %{{.*}} to %{{.*}} step
+// CHECK:         scf.for %[[P:.*]] = %{{.*}} to %{{.*}} step
+// CHECK-NEXT:      %[[XV:.*]] = memref.load %[[X]][%[[N]], %[[C]], %[[P]]] : memref<2x4x9xf32>
+// CHECK:           %[[BV:.*]] = memref.load %[[B]][%{{.*}}, %[[C]], %{{.*}}] : memref<1x4x1xf32>
+// CHECK-NEXT:      %[[S:.*]] = arith.addf %[[XV]], %[[BV]] : f32
+// CHECK-NEXT:      %[[Z:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:      %[[R:.*]] = arith.maximumf %[[S]], %[[Z]] : f32
+// CHECK-NEXT:      memref.store %[[R]], %[[Y]][%[[N]], %[[C]], %[[P]]] : memref<2x4x9xf32>
+// CHECK-NOT:     scf.for
+// CHECK:         func.return
+
+// -----
+
+// MatMul + bias + ReLU: one library call whose epilogue applies bias and ReLU in place on
+// each finished block; the bias and the output travel in the epilogue's context.
+func.func @main(%x: tensor<8x16xf32>, %w: tensor<16x32xf32>, %b: tensor<32xf32>) -> tensor<8x32xf32> {
+  %0 = fusion.kernel "matmul_add_relu" ["mm", "add", "relu"] (%x, %w, %b) : (tensor<8x16xf32>, tensor<16x32xf32>, tensor<32xf32>) -> tensor<8x32xf32> {
+  ^bb0(%a: tensor<8x16xf32>, %k: tensor<16x32xf32>, %c: tensor<32xf32>):
+    %m = nn.matmul %a, %k : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>
+    %s = nn.add %m, %c : (tensor<8x32xf32>, tensor<32xf32>) -> tensor<8x32xf32>
+    %r = nn.relu %s : (tensor<8x32xf32>) -> tensor<8x32xf32>
+    fusion.yield %r : tensor<8x32xf32>
+  }
+  func.return %0 : tensor<8x32xf32>
+}
+// CHECK-LABEL: func.func private @k0_matmul_add_relu_epilogue(%0: !clib.ptr, %1: !clib.ptr, %2: i64, %3: i64, %4: i64, %5: i64, %6: i64, %7: i64) attributes {c.epilogue} {
+// CHECK:         %[[Y:.*]] = clib.unpack %0[0 : i64] : memref<1x8x32xf32>
+// CHECK-NEXT:    %[[B:.*]] = clib.unpack %0[1 : i64] : memref<1x1x32xf32>
+// CHECK:         scf.for %[[R:.*]] = %{{.*}} to %{{.*}} step
+// CHECK:           scf.for %[[C:.*]] = %{{.*}} to %{{.*}} step
+// CHECK-NEXT:        %[[V:.*]] = memref.load %[[Y]][%{{.*}}, %[[R]], %[[C]]]
+// CHECK:             %[[BV:.*]] = memref.load %[[B]]
+// CHECK-NEXT:        %[[S:.*]] = arith.addf %[[V]], %[[BV]] : f32
+// CHECK:             %[[RV:.*]] = arith.maximumf %[[S]], %{{.*}} : f32
+// CHECK-NEXT:        memref.store %[[RV]], %[[Y]][%{{.*}}, %[[R]], %[[C]]]
+// CHECK-LABEL: func.func private @k0_matmul_add_relu(
+// CHECK:         %[[CTX:.*]] = clib.pack %{{.*}}, %{{.*}} : memref<1x8x32xf32>, memref<1x1x32xf32>
+// CHECK-NEXT:    %[[F:.*]] = clib.func_ref @k0_matmul_add_relu_epilogue
+// CHECK-NEXT:    "clib.matmul"(%0, %1, %3, %[[F]], %[[CTX]]) <{params = array<i64: 1, 8, 32, 16, 16, 128, 0, 32, 512, 0, 32, 256>
+// CHECK-NOT:     scf.for
+// CHECK:         func.return
+
+// -----
+
+// Must not fuse the epilogue: the matmul result is also a kernel output, so the library call
+// writes it and ReLU is its own (flat) loop.
+func.func @main(%x: tensor<8x16xf32>, %w: tensor<16x32xf32>) -> (tensor<8x32xf32>, tensor<8x32xf32>) {
+  %0, %1 = fusion.kernel "matmul_relu" ["mm", "relu"] (%x, %w) : (tensor<8x16xf32>, tensor<16x32xf32>) -> (tensor<8x32xf32>, tensor<8x32xf32>) {
+  ^bb0(%a: tensor<8x16xf32>, %k: tensor<16x32xf32>):
+    %m = nn.matmul %a, %k : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>
+    %r = nn.relu %m : (tensor<8x32xf32>) -> tensor<8x32xf32>
+    fusion.yield %m, %r : tensor<8x32xf32>, tensor<8x32xf32>
+  }
+  func.return %0, %1 : tensor<8x32xf32>, tensor<8x32xf32>
+}
+// CHECK-NOT:   c.epilogue
+// CHECK-LABEL: func.func private @k0_matmul_relu(
+// CHECK-NEXT:    "clib.matmul"(%0, %1, %2) <{{.*}}operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>}>
+// CHECK-NEXT:    %[[M:.*]] = clib.view %2[0 : i64] : memref<8x32xf32> -> memref<256xf32>
+// CHECK-NEXT:    %[[R:.*]] = clib.view %3[0 : i64] : memref<8x32xf32> -> memref<256xf32>
+// CHECK:         scf.for
+// CHECK-NEXT:      memref.load %[[M]]
+// CHECK:           arith.maximumf
+// CHECK-NEXT:      memref.store %{{.*}}, %[[R]]
+
+// -----
+
+// Softmax is a row loop: max, exp-and-sum, scale (three passes over one row).
+func.func @main(%x: tensor<4x10xf32>) -> tensor<4x10xf32> {
+  %0 = nn.softmax %x {axis = 1 : i64} : (tensor<4x10xf32>) -> tensor<4x10xf32>
+  func.return %0 : tensor<4x10xf32>
+}
+// CHECK-LABEL: func.func private @op0_softmax(
+// CHECK:         scf.for %[[ROW:.*]] = %{{.*}} to %{{.*}} step
+// CHECK:           %[[MAX:.*]] = scf.for {{.*}} iter_args(%[[M:.*]] = %{{.*}}) -> (f32) {
+// CHECK:             arith.maximumf %[[M]]
+// CHECK:           %[[SUM:.*]] = scf.for {{.*}} iter_args(%[[S:.*]] = %{{.*}}) -> (f32) {
+// CHECK:             arith.subf %{{.*}}, %[[MAX]]
+// CHECK-NEXT:        math.exp
+// CHECK:           arith.divf %{{.*}}, %[[SUM]]
+// CHECK:           scf.for
+// CHECK:             arith.mulf
