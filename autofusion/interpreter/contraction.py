@@ -130,6 +130,9 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     matrices (a 4-d attention product is ~100x slower otherwise), so batch dimensions are
     broadcast and flattened first; ``x @ W`` with a 2-d ``W`` becomes one large GEMM.
     """
+    if a.dtype == np.float16:
+        # Accumulate half precision in float32 (numpy's float16 matmul has no BLAS path).
+        return matmul(a.astype(np.float32), b.astype(np.float32)).astype(np.float16)
     if a.ndim <= 2 and b.ndim <= 2:
         return np.matmul(a, b)
     squeeze_m, squeeze_n = a.ndim == 1, b.ndim == 1
@@ -165,7 +168,7 @@ def _gemm(op: nn.GemmOp, args: Arrays) -> np.ndarray:
         a = a.T
     if op.bool_prop("trans_b"):
         b = b.T
-    y = a @ b
+    y = matmul(a, b)
     alpha, beta = op.float_prop("alpha"), op.float_prop("beta")
     if alpha != 1.0:
         y = y * y.dtype.type(alpha)

@@ -325,6 +325,10 @@ def test_matmul_shapes() -> None:
         a, b = f32(*sa), f32(*sb)
         want = np.matmul(a, b)
         close(run_op("nn.matmul", [a, b], (want.shape, np.float32)), want)
+    h, g = f32(2, 3, 64).astype(np.float16), f32(64, 5).astype(np.float16)
+    got = run_op("nn.matmul", [h, g], ((2, 3, 5), np.float16))
+    np.testing.assert_allclose(got, (h.astype(np.float64) @ g).astype(np.float16),
+                               rtol=2e-3, atol=2e-2)
     ia, ib = RNG.integers(-5, 5, (2, 3)), RNG.integers(-5, 5, (3, 2))
     np.testing.assert_array_equal(run_op("nn.matmul", [ia, ib], ((2, 2), np.int64)), ia @ ib)
 
