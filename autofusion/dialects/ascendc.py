@@ -552,12 +552,13 @@ class BroadcastOp(IRDLOperation):
     """Expand a loaded operand to the current tile: ``dst[j] = src[map(tileOffset + j)]``.
 
     ``map`` decomposes a flat index of ``out_shape`` and recombines it with ``src_strides``
-    (0 on broadcast dimensions). Printed as a scalar GetValue/SetValue loop.
+    (0 on broadcast dimensions). Printed as a scalar GetValue/SetValue loop. ``src`` is a
+    loaded UB operand, or a global tensor for operands too large for UB (scalar GM reads).
     """
 
     name = "ascendc.broadcast"
     dst = operand_def(LocalTensorType)
-    src = operand_def(LocalTensorType)
+    src = operand_def(LocalTensorType | GlobalTensorType)
     out_shape = prop_def(DenseArrayBase)
     src_strides = prop_def(DenseArrayBase)
     assembly_format = "$dst `,` $src attr-dict `:` type($dst) `,` type($src)"

@@ -28,6 +28,7 @@ from xdsl.dialects.builtin import BoolAttr, DenseArrayBase, DictionaryAttr, Inte
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
     PatternRewriter,
     PatternRewriteWalker,
     RewritePattern,
@@ -121,8 +122,6 @@ class KernelLowering:
             strides = _bcast_strides(s, out_shape)
             if strides is None:
                 raise Unsupported(f"input {i} of shape {s} does not broadcast to {out_shape}")
-            if numel(s) > BCAST_LIMIT:
-                raise Unsupported(f"broadcast input {i} has {numel(s)} elements (limit {BCAST_LIMIT})")
             bcast[i] = strides
         return _Plan(out_shape, queued, bcast)
 
@@ -181,6 +180,8 @@ class KernelLowering:
         bcast_bytes = 0
         for i, strides in plan.bcast.items():
             n = numel(shape_of(self.kop.body.block.args[i]))
+            if n > BCAST_LIMIT:
+                continue  # too large for UB: expanded from GM directly
             loaded[i] = ac.LoadOperandOp(gms[i], n, f32)
             bcast_bytes += tl.round_up(n, tl.ALIGN) * 4
 
@@ -208,7 +209,8 @@ class KernelLowering:
             env[v] = Tile(d.result)
             deq.append((q, d.result))
         for i, strides in plan.bcast.items():
-            env[self.kop.body.block.args[i]] = Bcast(loaded[i].result, strides)
+            src = loaded[i].result if i in loaded else gms[i]
+            env[self.kop.body.block.args[i]] = Bcast(src, strides)
         for v, c in consts.items():
             env[v] = Scalar(c)
         out_tiles: dict[SSAValue, Tile] = {}
@@ -535,6 +537,49 @@ def lower_kernel(
     return lowering.vector(), hoisted
 
 
+SINGLE_OPS: tuple[type[Operation], ...] = (nn.ConvOp, nn.MatMulOp, nn.GemmOp, *VECTOR_OPS)
+
+
+def outline_single(op: Operation) -> fusion.KernelOp:
+    """A detached one-op ``fusion.kernel`` computing ``op`` (pattern ``single``)."""
+    block = Block(arg_types=[v.type for v in op.operands])
+    inner = op.clone()
+    for i, arg in enumerate(block.args):
+        inner.operands[i] = arg
+    block.add_ops([inner, fusion.YieldOp(*inner.results)])
+    origins = op.attributes.get("onnx.origins")
+    names = [o.data for o in origins.data] if origins is not None else [op.name]  # type: ignore[attr-defined]
+    return fusion.KernelOp(list(op.operands), [r.type for r in op.results], Region(block),
+                           f"single_{op.name.removeprefix('nn.')}", names)
+
+
+class LowerSingleOp(RewritePattern):
+    """An unfused cube or elementwise nn op in ``@main`` becomes a one-op kernel launch."""
+
+    def __init__(self, lower: LowerKernel):
+        self.lower = lower
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if not isinstance(op, SINGLE_OPS) or not isinstance(op.parent_op(), func.FuncOp):
+            return
+        if all(isinstance(v.owner, nn.ConstantOp) for v in op.operands):
+            return  # constant-folding material, not a kernel
+        kop = outline_single(op)
+        name = f"af_kernel_{self.lower.count}"
+        try:
+            kernel, hoisted = lower_kernel(kop, name, self.lower.opts)
+        except Unsupported:
+            kop.erase()
+            return
+        self.lower.count += 1
+        kernel.verify()
+        rewriter.insert(kernel, _module_end(self.lower.module))
+        launch = ac.LaunchOp(name, [*op.operands, *[c.y for c in hoisted]], [r.type for r in op.results])
+        rewriter.replace(op, [*hoisted, launch], list(launch.outputs))
+        kop.erase()
+
+
 class LowerKernel(RewritePattern):
     """Replace one supported ``fusion.kernel`` by ``ascendc.launch`` of a new kernel."""
 
@@ -571,18 +616,27 @@ def _module_end(module: ModuleOp):
 class LowerFusionToAscendC(ModulePass):
     """Lower supported ``fusion.kernel`` ops to ``ascendc.kernel`` + ``ascendc.launch``.
 
-    Options: ``cores`` (vector/cube cores the tiling spreads work over, default 8),
+    Options: ``single_ops`` (also lower unfused Conv/MatMul/Gemm/elementwise ops of
+    ``@main`` as one-op kernels, default true), ``cores`` (vector/cube cores the tiling
+    spreads work over, default 8),
     ``max_tile`` (largest tile in elements, default 4096), ``ub_bytes`` (unified-buffer
     budget per core, default 184 KiB of the 192 KiB on Atlas A2).
     """
 
     name: ClassVar[str] = "lower-fusion-to-ascendc"
+    single_ops: bool = True
     cores: int = 8
     max_tile: int = 4096
     ub_bytes: int = 184 * 1024
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(LowerKernel(op, self), apply_recursively=False).rewrite_module(op)
+        kernels = LowerKernel(op, self)
+        patterns: list[RewritePattern] = [kernels]
+        if self.single_ops:
+            patterns.append(LowerSingleOp(kernels))
+        PatternRewriteWalker(
+            GreedyRewritePatternApplier(patterns, dce_enabled=False), apply_recursively=False
+        ).rewrite_module(op)
 
 
 __all__ = ["DenseArrayBase", "LowerFusionToAscendC", "lower_kernel"]
