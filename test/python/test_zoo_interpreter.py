@@ -90,3 +90,23 @@ def test_interpreter_on_fused_ir(name: str, pipeline: list[str]) -> None:
     model = zoo.get_model(name)
     feeds = zoo.sample_inputs(model, seed=1)
     assert_matches(run_module(module, feeds), ort_outputs(model, feeds))
+
+
+def test_interpreter_on_tiled_ir() -> None:
+    """After plan-buffers and tile-fusion at half the arena (slices + concats of tiles)."""
+    from xdsl.context import Context
+    from xdsl.dialects.builtin import IntegerAttr
+
+    from autofusion.dialects import nn
+    from autofusion.passes import get_all_passes
+
+    module = _fused("tiny_cnn", ["fold-batchnorm", "fuse-conv-bn-relu", "fuse", "plan-buffers"])
+    arena = module.ops.first.attributes["memory.arena_bytes"]
+    assert isinstance(arena, IntegerAttr)
+    limit_mb = int(arena.value.data) / 2 / 2**20
+    get_all_passes()["tile-fusion"]()(memory_limit_mb=limit_mb).apply(Context(), module)
+    module.verify()
+    assert any(isinstance(op, nn.SliceOp) for op in module.walk()), "nothing was tiled"
+    model = zoo.get_model("tiny_cnn")
+    feeds = zoo.sample_inputs(model, seed=2)
+    assert_matches(run_module(module, feeds), ort_outputs(model, feeds))
