@@ -80,6 +80,8 @@ int main(int argc, char **argv) {
         p.OW = (p.W + 2 * c->pad - c->S) / c->stride + 1;
         float *x = rnd((size_t)(p.C * p.H * p.W)), *w = rnd((size_t)(p.K * p.C / p.group * p.R * p.S));
         float *b = rnd((size_t)p.K), *y = rnd((size_t)(p.K * p.OH * p.OW));
+        /* weights are constant, as in generated code (registered by af_create) */
+        afrt_register_constant_region(w, (size_t)(p.K * p.C / p.group * p.R * p.S) * sizeof(float));
         size_t sb = afrt_conv2d_scratch_bytes(&p);
         void *scratch = sb ? aligned_alloc(64, ((sb + 63) / 64) * 64) : NULL;
         for (int i = 0; i < 3; ++i) afrt_conv2d_f32(x, w, b, y, &p, scratch, epi);
@@ -91,6 +93,7 @@ int main(int argc, char **argv) {
         const double flop = 2.0 * (double)(p.K * p.OH * p.OW) * (double)(p.C / p.group * p.R * p.S);
         const double ms = median(t, reps) * 1e3;
         printf("%-28s %8.3f ms %7.1f GFLOP/s\n", c->name, ms, flop / (ms * 1e6));
+        afrt_unregister_constant_region(w);
         free(x), free(w), free(b), free(y), free(scratch);
     }
     /* BERT-base, seq 128: QKV/out projection, FFN up/down, attention scores and context. */
@@ -105,6 +108,7 @@ int main(int argc, char **argv) {
         const int64_t B = mms[mi].batch, M = mms[mi].M, N = mms[mi].N, K = mms[mi].K;
         const int tb = mms[mi].tb;
         float *a = rnd((size_t)(B * M * K)), *bm = rnd((size_t)(B * K * N)), *c = rnd((size_t)(B * M * N));
+        if (B == 1) afrt_register_constant_region(bm, (size_t)(K * N) * sizeof(float)); /* weights */
         for (int i = 0; i < 3; ++i)
             afrt_matmul_f32(B, M, N, K, 1.0f, a, K, M * K, 0, bm, tb ? K : N, K * N, tb, 0.0f, c, N,
                             M * N, epi);
@@ -117,6 +121,7 @@ int main(int argc, char **argv) {
         const double flop = 2.0 * (double)(B * M * N * K);
         const double ms = median(t, reps) * 1e3;
         printf("%-28s %8.3f ms %7.1f GFLOP/s\n", mms[mi].name, ms, flop / (ms * 1e6));
+        if (B == 1) afrt_unregister_constant_region(bm);
         free(a), free(bm), free(c);
     }
     /* the roof: one bare OpenBLAS sgemm with all threads, no epilogue */

@@ -1,8 +1,9 @@
 """afrt.h kernels (conv, matmul, pooling) compiled into a C driver and checked against numpy.
 
 Covers groups, depthwise, padding (asymmetric), strides, dilation, 1x1 and im2col paths,
-transposes, broadcast batch strides, alpha/beta, both GEMM strategies, 1 and 2 threads, and
-that the epilogue sees every output element exactly once after its final value.
+transposes, broadcast batch strides, alpha/beta, every GEMM strategy (OpenBLAS tiles, one
+OpenBLAS call, afrt's own packed core with and without cached constant weights), 1 and 2
+threads, and that the epilogue sees every output element exactly once after its final value.
 """
 
 from __future__ import annotations
@@ -76,8 +77,12 @@ CONV_CASES = [
 ]
 
 
+# AFRT_GEMM_TILED, AFRT_GEMM_WHOLE, AFRT_GEMM_OWN, and OWN with constant (cached) weights
+STRATEGIES = [0, 1, 2, 3]
+
+
 @pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize("strategy", [0, 1])
+@pytest.mark.parametrize("strategy", STRATEGIES)
 @pytest.mark.parametrize("case", CONV_CASES, ids=[str(i) for i in range(len(CONV_CASES))])
 def test_conv(driver: Path, tmp_path: Path, case, threads: int, strategy: int) -> None:
     n, c, h, w, k, r, s, stride, pads, dil, group, has_bias = case
@@ -109,11 +114,13 @@ MATMUL_CASES = [
     (2, 130, 300, 64, 2.0, -0.5, 1, 1, 0, 0),
     (1, 128, 768, 96, 1.0, 0.0, 0, 0, 0, 0),
     (12, 20, 20, 8, 0.125, 0.0, 0, 1, 0, 0),
+    (1, 50, 1100, 600, 1.0, 0.0, 0, 0, 0, 0),  # K and N span several core blocks
+    (2, 13, 70, 530, 1.5, 0.0, 1, 1, 1, 0),
 ]
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize("strategy", [0, 1])
+@pytest.mark.parametrize("strategy", STRATEGIES)
 @pytest.mark.parametrize("case", MATMUL_CASES, ids=[str(i) for i in range(len(MATMUL_CASES))])
 def test_matmul(driver: Path, tmp_path: Path, case, threads: int, strategy: int) -> None:
     batch, m, n, k, alpha, beta, ta, tb, bca, bcb = case

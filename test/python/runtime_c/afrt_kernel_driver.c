@@ -7,7 +7,9 @@
  * Inputs are read from DIR/{x,w,b}.bin (conv), DIR/{a,b,c}.bin (matmul), DIR/x.bin (pool);
  * the output goes to DIR/y.bin and, for conv/matmul, the per-element epilogue call counts to
  * DIR/count.bin (int32). The epilogue maps v -> 0.5*v - 1 so the test can see it ran after the
- * final value was stored.
+ * final value was stored. STRATEGY is an AFRT_GEMM_* value, or 3: AFRT_GEMM_OWN with the
+ * weights (conv w; matmul a and b) registered as constant, so the packed-operand cache is used
+ * (the conv's second call hits it).
  */
 #include "afrt.h"
 
@@ -55,7 +57,8 @@ static void save(const char *dir, const char *name, const void *data, size_t byt
 int main(int argc, char **argv) {
     if (argc < 5) return 2;
     afrt_set_num_threads(atoi(argv[1]));
-    afrt_set_gemm_strategy(atoi(argv[2]));
+    const int reg = atoi(argv[2]) == 3;
+    afrt_set_gemm_strategy(reg ? AFRT_GEMM_OWN : atoi(argv[2]));
     const char *op = argv[3], *dir = argv[4];
     int64_t v[32] = {0};
     const int first = strcmp(op, "pool") == 0 ? 6 : 5;
@@ -71,6 +74,7 @@ int main(int argc, char **argv) {
         const size_t ny = (size_t)(p.N * p.K * p.OH * p.OW);
         float *x = load(dir, "x.bin", nx), *w = load(dir, "w.bin", nw);
         float *b = v[16] ? load(dir, "b.bin", (size_t)p.K) : NULL;
+        if (reg) afrt_register_constant_region(w, nw * sizeof(float));
         float *y = (float *)malloc(ny * sizeof(float));
         for (size_t i = 0; i < ny; ++i) y[i] = NAN; /* must all be overwritten */
         counter k = {(int32_t *)calloc(ny, sizeof(int32_t)), p.K, p.OH * p.OW};
@@ -87,6 +91,7 @@ int main(int argc, char **argv) {
             fprintf(stderr, "scratch == NULL gave a different result\n");
             return 3;
         }
+        if (reg) afrt_unregister_constant_region(w);
         save(dir, "y.bin", y, ny * sizeof(float));
         save(dir, "count.bin", k.count, ny * sizeof(int32_t));
         free(x), free(w), free(b), free(y), free(y2), free(k.count), free(k2.count), free(scratch);
@@ -103,10 +108,18 @@ int main(int argc, char **argv) {
         float *a = load(dir, "a.bin", (size_t)((bca ? 1 : batch) * sa));
         float *b = load(dir, "b.bin", (size_t)((bcb ? 1 : batch) * sb2));
         float *c = load(dir, "c.bin", (size_t)(batch * sc));
+        if (reg) {
+            afrt_register_constant_region(a, (size_t)((bca ? 1 : batch) * sa) * sizeof(float));
+            afrt_register_constant_region(b, (size_t)((bcb ? 1 : batch) * sb2) * sizeof(float));
+        }
         counter k = {(int32_t *)calloc((size_t)(batch * M * ldc), sizeof(int32_t)), M, ldc};
         afrt_epilogue e = {epi_fn, &k};
         afrt_matmul_f32(batch, M, N, K, alpha, a, lda, bca ? 0 : sa, ta, b, ldb, bcb ? 0 : sb2,
                         tb, beta, c, ldc, sc, e);
+        if (reg) {
+            afrt_unregister_constant_region(a);
+            afrt_unregister_constant_region(b);
+        }
         save(dir, "y.bin", c, (size_t)(batch * sc) * sizeof(float));
         save(dir, "count.bin", k.count, (size_t)(batch * M * ldc) * sizeof(int32_t));
         free(a), free(b), free(c), free(k.count);
