@@ -238,12 +238,6 @@ class _Analysis:
                     self.join(cluster, consumer, mode, v)
                     return True
             if last is not None:
-                if readers and last.code in ("aggressiveness", "disabled", "cost"):
-                    last = Refusal(
-                        "multi-consumer",
-                        f"value has {len(readers)} other reader(s); {last.reason}",
-                        last.nodes,
-                    )
                 self.log.add_refusal(last)
         return False
 

@@ -231,7 +231,11 @@ class Decision:
                 "recompute" if mode == "recompute" else "materialize", [producer, consumer]
             )
             if r is not None:
-                return r
+                return Refusal(
+                    "multi-consumer",
+                    f"the value has {readers - 1} other reader(s) and {r.reason}",
+                    r.nodes,
+                )
         est = cost.estimate_join(cluster.ops, consumer, value, self.hw, mode, readers)
         if not self.policy.cost_applies(consumer, cluster.ops):
             return None

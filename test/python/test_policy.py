@@ -246,3 +246,32 @@ def test_report_reads_memory_fields_and_summary() -> None:
     text = summarize_module(module)
     assert "conv_relu" in text
     assert "arena_bytes: 1024" in text
+
+
+def test_hardware_descriptions() -> None:
+    from autofusion.analysis.hardware import ASCEND_910B, hardware_for
+
+    cpu = hardware_for("cpu")
+    assert cpu.fused_cache_bytes >= 256 * 1024  # an L2, read from sysfs or the recorded value
+    assert ASCEND_910B.fused_cache_bytes == 192 * 1024
+    assert cpu.ridge_flops_per_byte > 1.0
+    with pytest.raises(AutofusionError, match="unknown hardware 'gpu'"):
+        hardware_for("gpu")
+
+
+def test_materialize_switch_gives_multi_consumer_refusal(tmp_path: Path) -> None:
+    t = "tensor<8x8xf32>"
+    text = (
+        f"func.func @main(%x: {t}) -> ({t}, {t}) {{\n"
+        f'  %a = nn.relu %x {{onnx.origins = ["relu"]}} : ({t}) -> {t}\n'
+        f'  %b = nn.tanh %a {{onnx.origins = ["tanh"]}} : ({t}) -> {t}\n'
+        f"  func.return %a, %b : {t}, {t}\n}}\n"
+    )
+    cfg = write(tmp_path, "m.json", {"patterns": {"materialize": False}})
+    for options, fused in (({}, True), ({"config": cfg}, False)):
+        module = parse(text)
+        get_all_passes()["fuse"]()(**options).apply(Context(), module)  # type: ignore[arg-type]
+        r = build_report(module)
+        assert bool(r["groups"]) is fused
+    assert [x["code"] for x in r["refusals"]] == ["multi-consumer"]
+    assert "materialize is disabled" in r["refusals"][0]["reason"]
