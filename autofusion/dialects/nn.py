@@ -148,53 +148,73 @@ class SigmoidOp(UnaryOp):
 
 @irdl_op_definition
 class TanhOp(UnaryOp):
+    """Hyperbolic tangent."""
+
     name = "nn.tanh"
 
 
 @irdl_op_definition
 class ErfOp(UnaryOp):
+    """Gauss error function (the exact GELU uses it)."""
+
     name = "nn.erf"
 
 
 @irdl_op_definition
 class ExpOp(UnaryOp):
+    """``e ** x``."""
+
     name = "nn.exp"
 
 
 @irdl_op_definition
 class LogOp(UnaryOp):
+    """Natural logarithm; ``log(0) = -inf``, negative inputs give NaN."""
+
     name = "nn.log"
 
 
 @irdl_op_definition
 class SqrtOp(UnaryOp):
+    """Square root; negative inputs give NaN."""
+
     name = "nn.sqrt"
 
 
 @irdl_op_definition
 class NegOp(UnaryOp):
+    """``-x`` (floats and signed integers)."""
+
     name = "nn.neg"
     FLOAT_ONLY: ClassVar[bool] = False
 
 
 @irdl_op_definition
 class AbsOp(UnaryOp):
+    """``|x|`` (floats and integers)."""
+
     name = "nn.abs"
     FLOAT_ONLY: ClassVar[bool] = False
 
 
 @irdl_op_definition
 class ReciprocalOp(UnaryOp):
+    """``1 / x``."""
+
     name = "nn.reciprocal"
 
 
 @irdl_op_definition
 class FloorOp(UnaryOp):
+    """Round toward -inf."""
+
     name = "nn.floor"
 
 
 @irdl_op_definition
 class CeilOp(UnaryOp):
+    """Round toward +inf."""
+
     name = "nn.ceil"
 
 
@@ -207,17 +227,23 @@ class RoundOp(UnaryOp):
 
 @irdl_op_definition
 class SignOp(UnaryOp):
+    """-1, 0 or 1 by the sign of ``x`` (NaN stays NaN)."""
+
     name = "nn.sign"
     FLOAT_ONLY: ClassVar[bool] = False
 
 
 @irdl_op_definition
 class SinOp(UnaryOp):
+    """Sine (radians)."""
+
     name = "nn.sin"
 
 
 @irdl_op_definition
 class CosOp(UnaryOp):
+    """Cosine (radians)."""
+
     name = "nn.cos"
 
 
@@ -320,16 +346,22 @@ class CastOp(TensorOp):
 
 @irdl_op_definition
 class AddOp(BinaryOp):
+    """``lhs + rhs`` with numpy broadcasting."""
+
     name = "nn.add"
 
 
 @irdl_op_definition
 class SubOp(BinaryOp):
+    """``lhs - rhs`` with numpy broadcasting."""
+
     name = "nn.sub"
 
 
 @irdl_op_definition
 class MulOp(BinaryOp):
+    """``lhs * rhs`` with numpy broadcasting."""
+
     name = "nn.mul"
 
 
@@ -342,6 +374,8 @@ class DivOp(BinaryOp):
 
 @irdl_op_definition
 class PowOp(BinaryOp):
+    """``lhs ** rhs`` (same element type; the importer casts a differing exponent)."""
+
     name = "nn.pow"
 
 
@@ -354,6 +388,8 @@ class MaxOp(BinaryOp):
 
 @irdl_op_definition
 class MinOp(BinaryOp):
+    """Elementwise minimum; NaN propagates."""
+
     name = "nn.min"
 
 
@@ -370,7 +406,9 @@ class ModOp(BinaryOp):
         if fmod not in (0, 1):
             raise self.fail(f"fmod must be 0 or 1, got {fmod}")
         if fmod == 0 and not isinstance(tensor_of(self.lhs).element_type, IntegerType):
-            raise self.fail("fmod = 0 (integer modulo) needs integer operands; floats need fmod = 1")
+            raise self.fail(
+                "fmod = 0 (integer modulo) needs integer operands; floats need fmod = 1"
+            )
 
 
 @irdl_op_definition
@@ -389,44 +427,60 @@ class PReluOp(BinaryOp):
 
 @irdl_op_definition
 class AndOp(BinaryOp):
+    """Logical and of ``i1`` tensors, broadcasting."""
+
     name = "nn.and"
     BOOL_ONLY: ClassVar[bool] = True
 
 
 @irdl_op_definition
 class OrOp(BinaryOp):
+    """Logical or of ``i1`` tensors, broadcasting."""
+
     name = "nn.or"
     BOOL_ONLY: ClassVar[bool] = True
 
 
 @irdl_op_definition
 class XorOp(BinaryOp):
+    """Logical xor of ``i1`` tensors, broadcasting."""
+
     name = "nn.xor"
     BOOL_ONLY: ClassVar[bool] = True
 
 
 @irdl_op_definition
 class EqualOp(CompareOp):
+    """``lhs == rhs`` -> ``i1``, broadcasting."""
+
     name = "nn.equal"
 
 
 @irdl_op_definition
 class LessOp(CompareOp):
+    """``lhs < rhs`` -> ``i1``, broadcasting."""
+
     name = "nn.less"
 
 
 @irdl_op_definition
 class LessEqualOp(CompareOp):
+    """``lhs <= rhs`` -> ``i1``, broadcasting."""
+
     name = "nn.less_equal"
 
 
 @irdl_op_definition
 class GreaterOp(CompareOp):
+    """``lhs > rhs`` -> ``i1``, broadcasting."""
+
     name = "nn.greater"
 
 
 @irdl_op_definition
 class GreaterEqualOp(CompareOp):
+    """``lhs >= rhs`` -> ``i1``, broadcasting."""
+
     name = "nn.greater_equal"
 
 
@@ -740,11 +794,15 @@ class GlobalPoolOp(TensorOp):
 
 @irdl_op_definition
 class GlobalAvgPoolOp(GlobalPoolOp):
+    """Mean over all spatial dims: [N, C, ...] -> [N, C, 1, ...]."""
+
     name = "nn.global_avg_pool"
 
 
 @irdl_op_definition
 class GlobalMaxPoolOp(GlobalPoolOp):
+    """Maximum over all spatial dims: [N, C, ...] -> [N, C, 1, ...]."""
+
     name = "nn.global_max_pool"
 
 
@@ -770,31 +828,43 @@ class ReduceOp(TensorOp):
 
 @irdl_op_definition
 class ReduceMeanOp(ReduceOp):
+    """Mean over ``axes``."""
+
     name = "nn.reduce_mean"
 
 
 @irdl_op_definition
 class ReduceSumOp(ReduceOp):
+    """Sum over ``axes``."""
+
     name = "nn.reduce_sum"
 
 
 @irdl_op_definition
 class ReduceMaxOp(ReduceOp):
+    """Maximum over ``axes``; NaN propagates."""
+
     name = "nn.reduce_max"
 
 
 @irdl_op_definition
 class ReduceMinOp(ReduceOp):
+    """Minimum over ``axes``; NaN propagates."""
+
     name = "nn.reduce_min"
 
 
 @irdl_op_definition
 class ReduceProdOp(ReduceOp):
+    """Product over ``axes``."""
+
     name = "nn.reduce_prod"
 
 
 @irdl_op_definition
 class ReduceL2Op(ReduceOp):
+    """``sqrt(sum(x * x))`` over ``axes``."""
+
     name = "nn.reduce_l2"
 
 
@@ -820,6 +890,8 @@ class SoftmaxOp(SoftmaxBase):
 
 @irdl_op_definition
 class LogSoftmaxOp(SoftmaxBase):
+    """``x - log(sum(exp(x)))`` along ``axis`` (computed stably)."""
+
     name = "nn.log_softmax"
 
 
@@ -872,6 +944,8 @@ class ReshapeOp(TensorOp):
 
 @irdl_op_definition
 class TransposeOp(TensorOp):
+    """Permute dims: result dim ``i`` is input dim ``perm[i]``."""
+
     name = "nn.transpose"
     x = operand_def(TensorType)
     y = result_def(TensorType)
@@ -888,6 +962,8 @@ class TransposeOp(TensorOp):
 
 @irdl_op_definition
 class ConcatOp(TensorOp):
+    """Join inputs along ``axis``; other dims must agree."""
+
     name = "nn.concat"
     inputs = var_operand_def(TensorType)
     y = result_def(TensorType)
@@ -1015,6 +1091,9 @@ class GatherOp(TensorOp):
 
 @irdl_op_definition
 class GatherElementsOp(TensorOp):
+    """ONNX GatherElements: ``y[i][j][k] = data[i][indices[i][j][k]][k]`` for ``axis = 1``;
+    the result has the indices' shape."""
+
     name = "nn.gather_elements"
     data = operand_def(TensorType)
     indices = operand_def(TensorType)
@@ -1037,6 +1116,9 @@ class GatherElementsOp(TensorOp):
 
 @irdl_op_definition
 class GatherNDOp(TensorOp):
+    """ONNX GatherND: each tuple in the last dim of ``indices`` selects a slice of ``data``
+    (after the leading ``batch_dims``, which both share)."""
+
     name = "nn.gather_nd"
     data = operand_def(TensorType)
     indices = operand_def(TensorType)
@@ -1078,6 +1160,8 @@ class ExpandOp(TensorOp):
 
 @irdl_op_definition
 class TileOp(TensorOp):
+    """Repeat ``x`` ``repeats[i]`` times along each dim."""
+
     name = "nn.tile"
     x = operand_def(TensorType)
     y = result_def(TensorType)
