@@ -246,10 +246,17 @@ class GlobalTensorOp(IRDLOperation):
 
 @irdl_op_definition
 class QueueOp(IRDLOperation):
-    """``pipe.InitBuffer(q, depth, bytes)`` for a ``TQue`` member."""
+    """``pipe.InitBuffer(q, depth, bytes)`` for a ``TQue`` member.
+
+    ``size`` says how the host-computed tiling sizes the buffer: ``tile`` (default,
+    ``tileLength`` elements), ``tile_rows`` (``tileLength * rowStride``), ``tile_values``
+    (``tileLength`` rounded up to 32 bytes), ``row`` (``rowStride``), ``block`` (32 bytes).
+    ``bytes`` is the value for the IR's static tiling.
+    """
 
     name = "ascendc.queue"
     bytes = prop_def(IntegerAttr)
+    size = opt_prop_def(StringAttr)
     result = result_def(QueueType)
     assembly_format = "attr-dict `:` type($result)"
     irdl_options = (ParsePropInAttrDict(),)
@@ -264,10 +271,12 @@ class QueueOp(IRDLOperation):
 
 @irdl_op_definition
 class TBufOp(IRDLOperation):
-    """``pipe.InitBuffer(buf, bytes)`` for a ``TBuf<VECCALC>`` member."""
+    """``pipe.InitBuffer(buf, bytes)`` for a ``TBuf<VECCALC>`` member (``size`` as for
+    ``ascendc.queue``)."""
 
     name = "ascendc.tbuf"
     bytes = prop_def(IntegerAttr)
+    size = opt_prop_def(StringAttr)
     result = result_def(TBufType)
     assembly_format = "attr-dict `:` type($result)"
     irdl_options = (ParsePropInAttrDict(),)
@@ -303,6 +312,9 @@ class TileLoopOp(IRDLOperation):
 
     ``extent = "block"``: this core's block of ``[0, total)`` (vector kernels).
     ``extent = "problem"``: the output rows of the current work unit (cube epilogues).
+    ``extent = "rows"``: ``total`` rows of ``row_length`` elements (row-wise reductions); a
+    tile is ``tileLength`` whole rows, each padded to ``rowStride`` in UB (2-d DataCopyPad);
+    results have ``out_row_length`` elements per row (``row_length``, or 1 for reductions).
     Each iteration runs ``copy_in``, ``compute``, ``copy_out``; inside them ``copy_in`` /
     ``copy_out`` move the current tile and vector calls process the tile's length.
     """
@@ -310,6 +322,8 @@ class TileLoopOp(IRDLOperation):
     name = "ascendc.tile_loop"
     extent = prop_def(StringAttr)
     total = prop_def(IntegerAttr)
+    row_length = opt_prop_def(IntegerAttr)
+    out_row_length = opt_prop_def(IntegerAttr)
     copy_in_region = region_def("single_block")
     compute_region = region_def("single_block")
     copy_out_region = region_def("single_block")
@@ -322,7 +336,7 @@ class TileLoopOp(IRDLOperation):
         )
 
     def verify_(self) -> None:
-        if self.extent.data not in ("block", "problem"):
+        if self.extent.data not in ("block", "problem", "rows"):
             raise VerifyException(f"'ascendc.tile_loop': unknown extent {self.extent.data!r}")
 
 
@@ -475,17 +489,22 @@ class VecBinaryOp(IRDLOperation):
 
 @irdl_op_definition
 class VecUnaryOp(IRDLOperation):
-    """``Fn(dst, src, len)`` for Fn in Exp/Ln/Abs/Sqrt/Reciprocal/Relu."""
+    """``Fn(dst, src, len)`` for Fn in Exp/Ln/Abs/Sqrt/Reciprocal/Relu (``count``: a fixed
+    element count instead of the tile / row length)."""
 
     name = "ascendc.vunary"
     fn = prop_def(StringAttr)
+    count = opt_prop_def(IntegerAttr)
     dst = operand_def(LocalTensorType)
     src = operand_def(LocalTensorType)
     assembly_format = "$fn $dst `,` $src attr-dict `:` type($dst) `,` type($src)"
     irdl_options = (ParsePropInAttrDict(),)
 
-    def __init__(self, fn: str, dst: SSAValue, src: SSAValue):
-        super().__init__(operands=[dst, src], properties={"fn": StringAttr(fn)})
+    def __init__(self, fn: str, dst: SSAValue, src: SSAValue, count: int | None = None):
+        props: dict[str, Attribute] = {"fn": StringAttr(fn)}
+        if count is not None:
+            props["count"] = _i64(count)
+        super().__init__(operands=[dst, src], properties=props)
 
     def verify_(self) -> None:
         if self.fn.data not in VEC_UNARY:
@@ -502,6 +521,7 @@ class VecScalarOp(IRDLOperation):
 
     name = "ascendc.vscalar"
     fn = prop_def(StringAttr)
+    count = opt_prop_def(IntegerAttr)
     dst = operand_def(LocalTensorType)
     src = operand_def(LocalTensorType)
     scalar_src = opt_operand_def(LocalTensorType)
@@ -520,10 +540,13 @@ class VecScalarOp(IRDLOperation):
         scalar: float = 0.0,
         scalar_src: SSAValue | None = None,
         negate: bool = False,
+        count: int | None = None,
     ):
         props: dict[str, Attribute] = {"fn": StringAttr(fn), "scalar": FloatAttr(float(scalar), 64)}
         if negate:
             props["negate"] = BoolAttr.from_bool(True)
+        if count is not None:
+            props["count"] = _i64(count)
         super().__init__(
             operands=[dst, src, [scalar_src] if scalar_src is not None else []], properties=props
         )
@@ -575,6 +598,67 @@ class BroadcastOp(IRDLOperation):
     def verify_(self) -> None:
         if len(self.out_shape.get_values()) != len(self.src_strides.get_values()):
             raise VerifyException("'ascendc.broadcast': out_shape and src_strides ranks differ")
+
+
+@irdl_op_definition
+class RowLoopOp(IRDLOperation):
+    """Inside a ``rows`` tile loop's compute stage: run the body once per row of the tile."""
+
+    name = "ascendc.row_loop"
+    body = region_def("single_block")
+    assembly_format = "attr-dict-with-keyword $body"
+
+    def __init__(self, body: Region):
+        super().__init__(regions=[body])
+
+
+@irdl_op_definition
+class RowViewOp(IRDLOperation):
+    """The current row of a tile: ``t[r * rowStride]`` (``per_row = 1``: ``t[r]``, unused)."""
+
+    name = "ascendc.row"
+    tensor = operand_def(LocalTensorType)
+    result = result_def(LocalTensorType)
+    assembly_format = "$tensor attr-dict `:` type($tensor) `->` type($result)"
+
+    def __init__(self, tensor: SSAValue):
+        super().__init__(operands=[tensor], result_types=[tensor.type])
+
+
+VEC_REDUCE = ("ReduceSum", "ReduceMax")
+
+
+@irdl_op_definition
+class VecReduceOp(IRDLOperation):
+    """``Fn(dst, src, work, rowLength)``: dst[0] = sum / max of the row."""
+
+    name = "ascendc.vreduce"
+    fn = prop_def(StringAttr)
+    dst = operand_def(LocalTensorType)
+    src = operand_def(LocalTensorType)
+    work = operand_def(LocalTensorType)
+    assembly_format = "$fn $dst `,` $src `,` $work attr-dict `:` type($dst) `,` type($src) `,` type($work)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, fn: str, dst: SSAValue, src: SSAValue, work: SSAValue):
+        super().__init__(operands=[dst, src, work], properties={"fn": StringAttr(fn)})
+
+    def verify_(self) -> None:
+        if self.fn.data not in VEC_REDUCE:
+            raise VerifyException(f"'ascendc.vreduce': unknown function {self.fn.data}")
+
+
+@irdl_op_definition
+class StoreRowValueOp(IRDLOperation):
+    """``dst.SetValue(r, src.GetValue(0))``: one result per row of a reduction."""
+
+    name = "ascendc.store_row_value"
+    dst = operand_def(LocalTensorType)
+    src = operand_def(LocalTensorType)
+    assembly_format = "$dst `,` $src attr-dict `:` type($dst) `,` type($src)"
+
+    def __init__(self, dst: SSAValue, src: SSAValue):
+        super().__init__(operands=[dst, src])
 
 
 # ---------------------------------------------------------------------------------------
@@ -660,7 +744,7 @@ AscendC = Dialect(
         KernelOp, ReturnOp, GlobalTensorOp, QueueOp, TBufOp, LoadOperandOp, TileLoopOp,
         WorkLoopOp, YieldOp, AllocTensorOp, EnQueOp, DeQueOp, FreeTensorOp, TBufGetOp,
         CopyInOp, CopyOutOp, VecBinaryOp, VecUnaryOp, VecScalarOp, DuplicateOp, BroadcastOp,
-        Im2ColOp, MatmulOp, LaunchOp,
+        Im2ColOp, MatmulOp, LaunchOp, RowLoopOp, RowViewOp, VecReduceOp, StoreRowValueOp,
     ],
     [GmAddrType, GlobalTensorType, LocalTensorType, QueueType, TBufType],
 )

@@ -69,7 +69,7 @@ class KernelFiles:
     kernel_source: str
 
 
-TILING_FIELDS_VECTOR = ("totalLength", "blockLength", "tileLength", "blockDim")
+TILING_FIELDS_VECTOR = ("totalLength", "blockLength", "tileLength", "blockDim", "rowLength", "rowStride")
 TILING_FIELDS_CUBE = ("units", "mBlocks", "singleCoreM", "M", "N", "K", "workspaceElems")
 
 
@@ -91,7 +91,16 @@ class KernelPrinter:
         self.methods: list[str] = []
         self.nbufs = 0
         self.fixed_bytes = 0
+        self.nloaded = 0
         self.loop_id = 0
+        self.rows_mode = False
+        self.per_row_values = False
+
+    def _per_row_out(self) -> bool:
+        for op in self.k.walk():
+            if isinstance(op, ac.TileLoopOp) and op.out_row_length is not None:
+                return int(op.out_row_length.value.data) == 1
+        return False
 
     # -- tiling -------------------------------------------------------------------------
     def _fields(self) -> list[str]:
@@ -144,7 +153,27 @@ class KernelPrinter:
         lines.append(f"uint32_t {self.name}_tiling(uint32_t coreNum, {self.td}* td)\n{{")
         lines.append(f"    const uint32_t cores = std::min<uint32_t>(coreNum, {self.cores}u);")
         lines.append("    if (cores == 0 || td == nullptr) return 0;")
-        if "totalLength" in t:
+        if "rowLength" in t:
+            per_row_out = self._per_row_out()
+            nload = self.nloaded
+            lines += [
+                f"    const uint32_t rows = {t['totalLength']}u, d = {t['rowLength']}u;",
+                f"    const uint32_t dp = (d + {tl.ALIGN - 1}u) / {tl.ALIGN}u * {tl.ALIGN}u;  // row stride in UB: 32-byte aligned",
+                f"    const uint32_t fixed = 4u * dp * (2u + {nload}u) + 32u + {64 if per_row_out else 0}u;",
+                f"    const uint32_t per = 4u * {tl.BUFFER_NUM}u * (dp + {'1u' if per_row_out else 'dp'});",
+                f"    uint32_t tile = std::min<uint32_t>(std::max<uint32_t>(1u, {self.max_tile}u / dp), ({self.ub_bytes}u - fixed) / per);",
+                "    tile = std::min<uint32_t>(tile, 4095u);  // DataCopyPad blockCount is 16-bit",
+                "    if (tile < 1) return 0;",
+                "    const uint32_t block = (rows + cores - 1) / cores;",
+                "    tile = std::min(tile, block);",
+                "    td->totalLength = rows;",
+                "    td->blockLength = block;",
+                "    td->tileLength = tile;",
+                "    td->blockDim = (rows + block - 1) / block;",
+                "    td->rowLength = d;",
+                "    td->rowStride = dp;",
+            ]
+        elif "totalLength" in t:
             lines += [
                 f"    const uint32_t total = {t['totalLength']}u;",
                 f"    const uint32_t align = {tl.ALIGN}u;  // f32 elements per 32-byte block",
@@ -320,12 +349,12 @@ class KernelPrinter:
             pos = qt.position.data
             nm = self.n.new(op.result, "inQueue" if pos == "VECIN" else "outQueue")
             self.members.append(f"AscendC::TQue<AscendC::TPosition::{pos}, BUFFER_NUM> {nm};")
-            self.init.append(f"pipe.InitBuffer({nm}, BUFFER_NUM, td.tileLength * sizeof(float));")
+            self.init.append(f"pipe.InitBuffer({nm}, BUFFER_NUM, {self._size(op)});")
             self.nbufs += tl.BUFFER_NUM
         elif isinstance(op, ac.TBufOp):
             nm = self.n.new(op.result, "tmpBuf")
             self.members.append(f"AscendC::TBuf<AscendC::TPosition::VECCALC> {nm};")
-            self.init.append(f"pipe.InitBuffer({nm}, td.tileLength * sizeof(float));")
+            self.init.append(f"pipe.InitBuffer({nm}, {self._size(op)});")
             self.nbufs += 1
         elif isinstance(op, ac.LoadOperandOp):
             n = _int(op, "length")
@@ -341,14 +370,29 @@ class KernelPrinter:
                 "AscendC::PipeBarrier<PIPE_ALL>();",
             ]
             self.fixed_bytes += padded * 4
+            self.nloaded += 1
         else:
             raise ValueError(f"ascendc printer: unexpected op {op.name} at kernel level")
+
+    @staticmethod
+    def _size(op: ac.QueueOp | ac.TBufOp) -> str:
+        """C++ bytes of a queue buffer / TBuf from the host-computed tiling."""
+        kind = op.size.data if op.size is not None else "tile"
+        return {
+            "tile": "td.tileLength * sizeof(float)",
+            "tile_rows": "td.tileLength * td.rowStride * sizeof(float)",
+            "tile_values": "(td.tileLength + 7u) / 8u * 8u * sizeof(float)",
+            "row": "td.rowStride * sizeof(float)",
+            "block": "32",
+        }[kind]
 
     # -- loops ---------------------------------------------------------------------------
     def _tile_loop(self, op: ac.TileLoopOp, base: str, length: str, indent: str = "        ") -> str:
         i = self.loop_id
         self.loop_id += 1
         sfx = "" if i == 0 else str(i)
+        self.rows_mode = op.extent.data == "rows"
+        self.per_row_values = op.out_row_length is not None and int(op.out_row_length.value.data) == 1
         stages = [("CopyIn", op.copy_in_region.block), ("Compute", op.compute_region.block),
                   ("CopyOut", op.copy_out_region.block)]
         for stage, blk in stages:
@@ -358,6 +402,7 @@ class KernelPrinter:
                 + "        (void)base;\n        (void)offset;\n        (void)len;\n"
                 + (
                     "        const uint32_t calc = (len + 7u) / 8u * 8u;  // vector length: whole 32-byte blocks\n"
+                    "        (void)calc;\n"
                     if stage == "Compute" else ""
                 )
                 + "".join(f"        {line}\n" for line in body)
@@ -462,9 +507,16 @@ class KernelPrinter:
         ] + ([] if n_ else [])
 
     # -- stage bodies ----------------------------------------------------------------------
-    def _stage(self, blk: Block) -> list[str]:
+    def _stage(self, blk: Block, in_row: bool = False) -> list[str]:
         out: list[str] = []
         n = self.n
+
+        def cnt(op: Operation) -> str:
+            c = op.properties.get("count")
+            if isinstance(c, IntegerAttr):
+                return str(int(c.value.data))
+            return "td.rowLength" if in_row else "calc"
+
         for op in blk.ops:
             if isinstance(op, ac.YieldOp):
                 continue
@@ -479,21 +531,39 @@ class KernelPrinter:
             elif isinstance(op, ac.TBufGetOp):
                 out.append(f"AscendC::LocalTensor<float> {n.new(op.result, 'tmp')} = {n[op.buf]}.Get<float>();")
             elif isinstance(op, ac.CopyInOp):
-                out.append(f"AfCopyIn({n[op.dst]}, {n[op.src]}[base + offset], len);")
+                if self.rows_mode:
+                    out.append(f"AfCopyRowsIn({n[op.dst]}, {n[op.src]}[(base + offset) * td.rowLength], len, td.rowLength);")
+                else:
+                    out.append(f"AfCopyIn({n[op.dst]}, {n[op.src]}[base + offset], len);")
             elif isinstance(op, ac.CopyOutOp):
-                out.append(f"AfCopyOut({n[op.dst]}[base + offset], {n[op.src]}, len);")
+                if self.rows_mode and not self.per_row_values:
+                    out.append(f"AfCopyRowsOut({n[op.dst]}[(base + offset) * td.rowLength], {n[op.src]}, len, td.rowLength);")
+                else:
+                    out.append(f"AfCopyOut({n[op.dst]}[base + offset], {n[op.src]}, len);")
             elif isinstance(op, ac.VecBinaryOp):
-                out.append(f"AscendC::{op.fn.data}({n[op.dst]}, {n[op.lhs]}, {n[op.rhs]}, calc);")
+                out.append(f"AscendC::{op.fn.data}({n[op.dst]}, {n[op.lhs]}, {n[op.rhs]}, {cnt(op)});")
             elif isinstance(op, ac.VecUnaryOp):
-                out.append(f"AscendC::{op.fn.data}({n[op.dst]}, {n[op.src]}, calc);")
+                out.append(f"AscendC::{op.fn.data}({n[op.dst]}, {n[op.src]}, {cnt(op)});")
             elif isinstance(op, ac.VecScalarOp):
                 if op.scalar_src is not None:
+                    out.append("AscendC::PipeBarrier<PIPE_ALL>();  // the scalar is read back from UB")
                     s = f"{'-' if op.negate else ''}{n[op.scalar_src]}.GetValue(0)"
                 else:
                     s = _float_lit(op.scalar.value.data)
-                out.append(f"AscendC::{op.fn.data}({n[op.dst]}, {n[op.src]}, {s}, calc);")
+                out.append(f"AscendC::{op.fn.data}({n[op.dst]}, {n[op.src]}, {s}, {cnt(op)});")
             elif isinstance(op, ac.DuplicateOp):
-                out.append(f"AscendC::Duplicate({n[op.dst]}, {_float_lit(op.scalar.value.data)}, calc);")
+                out.append(f"AscendC::Duplicate({n[op.dst]}, {_float_lit(op.scalar.value.data)}, {cnt(op)});")
+            elif isinstance(op, ac.VecReduceOp):
+                out.append(f"AscendC::{op.fn.data}({n[op.dst]}, {n[op.src]}, {n[op.work]}, {cnt(op)});")
+            elif isinstance(op, ac.StoreRowValueOp):
+                out.append("AscendC::PipeBarrier<PIPE_ALL>();")
+                out.append(f"{n[op.dst]}.SetValue(r, {n[op.src]}.GetValue(0));")
+            elif isinstance(op, ac.RowViewOp):
+                out.append(f"AscendC::LocalTensor<float> {n.new(op.result, 'row')} = {n[op.tensor]}[r * td.rowStride];")
+            elif isinstance(op, ac.RowLoopOp):
+                out.append("for (uint32_t r = 0; r < len; r++) {  // each row of the tile")
+                out += [f"    {line}" for line in self._stage(op.body.block, in_row=True)]
+                out.append("}")
             elif isinstance(op, ac.BroadcastOp):
                 out += self._broadcast(op)
             else:
@@ -552,6 +622,25 @@ __aicore__ inline void AfCopyIn(const AscendC::LocalTensor<float>& dst, const As
         AscendC::DataCopyPadExtParams<float> pad{false, 0, 0, 0.0f};
         AscendC::DataCopyPad(dst, src, params, pad);
     }
+}
+
+// GM -> UB of rows rows of rowLength elements; each row starts 32-byte aligned in UB.
+__aicore__ inline void AfCopyRowsIn(const AscendC::LocalTensor<float>& dst, const AscendC::GlobalTensor<float>& src,
+                                    uint32_t rows, uint32_t rowLength)
+{
+    AscendC::DataCopyExtParams params{static_cast<uint16_t>(rows), static_cast<uint32_t>(rowLength * sizeof(float)),
+                                      0, 0, 0};
+    AscendC::DataCopyPadExtParams<float> pad{false, 0, 0, 0.0f};
+    AscendC::DataCopyPad(dst, src, params, pad);
+}
+
+// UB -> GM of rows 32-byte-aligned UB rows into rows * rowLength contiguous elements.
+__aicore__ inline void AfCopyRowsOut(const AscendC::GlobalTensor<float>& dst, const AscendC::LocalTensor<float>& src,
+                                     uint32_t rows, uint32_t rowLength)
+{
+    AscendC::DataCopyExtParams params{static_cast<uint16_t>(rows), static_cast<uint32_t>(rowLength * sizeof(float)),
+                                      0, 0, 0};
+    AscendC::DataCopyPad(dst, src, params);
 }
 
 // UB -> GM of len elements.

@@ -41,6 +41,7 @@ from autofusion.dialects.base import i64_array, shape_of, tensor_of
 from autofusion.dialects.dtypes import numpy_from_dense
 from autofusion.dialects.shapes import numel
 from autofusion.lowering.ascendc import tiling as tl
+from autofusion.lowering.ascendc.rows import ROW_OPS, build_rows
 from autofusion.lowering.ascendc.vector import VECTOR_OPS, Bcast, Scalar, Tile, Unsupported, Val, VectorBuilder
 
 BCAST_LIMIT = 8192  # elements: larger broadcast operands are not loaded into UB
@@ -532,12 +533,14 @@ def lower_kernel(
     clone = kop.clone()
     hoisted = hoist_constants(clone)
     lowering = KernelLowering(clone, name, opts)
+    if len(body_ops) == 1 and isinstance(body_ops[0], ROW_OPS):
+        return build_rows(lowering, next(o for o in clone.body.block.ops if isinstance(o, ROW_OPS))), hoisted
     if isinstance(body_ops[0], nn.MatMulOp | nn.GemmOp | nn.ConvOp):
         return lowering.cube(), hoisted
     return lowering.vector(), hoisted
 
 
-SINGLE_OPS: tuple[type[Operation], ...] = (nn.ConvOp, nn.MatMulOp, nn.GemmOp, *VECTOR_OPS)
+SINGLE_OPS: tuple[type[Operation], ...] = (nn.ConvOp, nn.MatMulOp, nn.GemmOp, *VECTOR_OPS, *ROW_OPS)
 
 
 def outline_single(op: Operation) -> fusion.KernelOp:

@@ -49,3 +49,24 @@ def cube_tiling(m: int, n: int, k: int, cores: int, split_m: bool) -> dict[str, 
     else:
         single = m
     return {"M": m, "N": n, "K": k, "singleCoreM": single, "mBlocks": ceil_div(m, single), "workspaceElems": 0}
+
+
+def row_tiling(
+    rows: int, d: int, per_row_out: bool, nloaded: int, cores: int, max_tile: int, ub_bytes: int
+) -> dict[str, int]:
+    """Rows per tile / block for a row-wise kernel over ``rows x d`` (rows padded to 32 B).
+
+    Buffers: an input queue of ``tileLength`` padded rows, an output queue of as many rows
+    (or ``tileLength`` values rounded up to 32 B), two row-sized scratch buffers, one 32-byte
+    scalar buffer and ``nloaded`` row-sized operands (LayerNorm scale / bias).
+    """
+    dp = round_up(d, ALIGN)
+    fixed = 4 * dp * (2 + nloaded) + 32 + (64 if per_row_out else 0)
+    per = 4 * BUFFER_NUM * (dp + (1 if per_row_out else dp))
+    tile = min(max(1, max_tile // dp), (ub_bytes - fixed) // per, 4095)
+    if tile < 1:
+        raise ValueError(f"a row of {d} elements does not fit in UB")
+    block = ceil_div(rows, cores)
+    tile = min(tile, block)
+    return {"totalLength": rows, "blockLength": block, "tileLength": tile,
+            "blockDim": ceil_div(rows, block), "rowLength": d, "rowStride": dp}

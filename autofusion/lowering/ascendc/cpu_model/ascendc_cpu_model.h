@@ -218,22 +218,39 @@ void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, uint32_t co
     if (count > dst.size_ || count > src.size_) afcpu::Fail("DataCopy UB->GM out of range");
     std::memcpy(dst.ptr_, src.ptr_, count * sizeof(T));
 }
-// Only the single-block form (blockCount = 1) is modelled; that is all the kernels use.
+// blockCount blocks of blockLen bytes. GM side: blocks blockLen + stride bytes apart; UB
+// side: each block starts on a 32-byte boundary (blockLen rounded up) plus stride blocks.
 template <typename T>
 void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const DataCopyExtParams& p,
                  const DataCopyPadExtParams<T>& pad) {
-    if (p.blockCount != 1 || p.blockLen % sizeof(T) != 0) afcpu::Fail("DataCopyPad GM->UB: unsupported params");
-    uint32_t n = p.blockLen / sizeof(T);
-    if (n > src.size_ || ((p.blockLen + 31) / 32) * 32 > dst.size_ * sizeof(T)) afcpu::Fail("DataCopyPad GM->UB out of range");
-    std::memcpy(dst.ptr_, src.ptr_, p.blockLen);
-    uint32_t padded = ((p.blockLen + 31) / 32) * 32 / sizeof(T);
-    for (uint32_t i = n; i < padded; i++) dst.ptr_[i] = pad.isPad ? pad.paddingValue : T(0);
+    if (p.blockLen % sizeof(T) != 0) afcpu::Fail("DataCopyPad GM->UB: blockLen not a multiple of the element size");
+    const uint64_t ubBlock = (p.blockLen + 31) / 32 * 32 + p.dstStride * 32ull;
+    const uint64_t gmBlock = p.blockLen + p.srcStride;
+    if (p.blockCount == 0) return;
+    if ((p.blockCount - 1) * gmBlock + p.blockLen > src.size_ * sizeof(T) ||
+        (p.blockCount - 1) * ubBlock + (p.blockLen + 31) / 32 * 32 > dst.size_ * sizeof(T))
+        afcpu::Fail("DataCopyPad GM->UB out of range");
+    uint8_t* d = reinterpret_cast<uint8_t*>(dst.ptr_);
+    const uint8_t* s = reinterpret_cast<const uint8_t*>(src.ptr_);
+    for (uint32_t b = 0; b < p.blockCount; b++) {
+        std::memcpy(d + b * ubBlock, s + b * gmBlock, p.blockLen);
+        T* row = reinterpret_cast<T*>(d + b * ubBlock);
+        for (uint32_t i = p.blockLen / sizeof(T); i < (p.blockLen + 31) / 32 * 32 / sizeof(T); i++)
+            row[i] = pad.isPad ? pad.paddingValue : T(0);
+    }
 }
 template <typename T>
 void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyExtParams& p) {
-    if (p.blockCount != 1 || p.blockLen % sizeof(T) != 0) afcpu::Fail("DataCopyPad UB->GM: unsupported params");
-    if (p.blockLen / sizeof(T) > dst.size_) afcpu::Fail("DataCopyPad UB->GM out of range");
-    std::memcpy(dst.ptr_, src.ptr_, p.blockLen);
+    if (p.blockLen % sizeof(T) != 0) afcpu::Fail("DataCopyPad UB->GM: blockLen not a multiple of the element size");
+    const uint64_t ubBlock = (p.blockLen + 31) / 32 * 32 + p.srcStride * 32ull;
+    const uint64_t gmBlock = p.blockLen + p.dstStride;
+    if (p.blockCount == 0) return;
+    if ((p.blockCount - 1) * gmBlock + p.blockLen > dst.size_ * sizeof(T) ||
+        (p.blockCount - 1) * ubBlock + p.blockLen > src.size_ * sizeof(T))
+        afcpu::Fail("DataCopyPad UB->GM out of range");
+    uint8_t* d = reinterpret_cast<uint8_t*>(dst.ptr_);
+    const uint8_t* s = reinterpret_cast<const uint8_t*>(src.ptr_);
+    for (uint32_t b = 0; b < p.blockCount; b++) std::memcpy(d + b * gmBlock, s + b * ubBlock, p.blockLen);
 }
 
 // ---- vector computation (count elements from the start of each tensor) ---------------------
@@ -285,6 +302,24 @@ AFCPU_SCALAR(Maxs, x != x ? x : (x > s ? x : s))
 AFCPU_SCALAR(Mins, x != x ? x : (x < s ? x : s))
 AFCPU_SCALAR(LeakyRelu, x >= T(0) ? x : x * s)
 #undef AFCPU_SCALAR
+
+// dst[0] = sum / max of src[0, count); work is the documented shared temporary buffer.
+template <typename T>
+void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& work, const int32_t count) {
+    detail::CheckCount(src, count); detail::CheckCount(dst, 1); detail::CheckCount(work, 1);
+    double acc = 0.0;
+    for (int32_t i = 0; i < count; i++) acc += src.ptr_[i];
+    dst.ptr_[0] = static_cast<T>(acc);
+}
+template <typename T>
+void ReduceMax(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& work, const int32_t count,
+               bool calIndex = false) {
+    detail::CheckCount(src, count); detail::CheckCount(dst, 1); detail::CheckCount(work, 1);
+    (void)calIndex;
+    T m = src.ptr_[0];
+    for (int32_t i = 1; i < count; i++) m = (src.ptr_[i] > m || src.ptr_[i] != src.ptr_[i]) ? src.ptr_[i] : m;
+    dst.ptr_[0] = m;
+}
 
 template <typename T>
 void Duplicate(const LocalTensor<T>& dst, const T& s, const int32_t& count) {

@@ -55,17 +55,18 @@ func.func @main(%x: tensor<4x96xf32>, %b: tensor<96xf32>) -> tensor<4x96xf32> {
 
 // -----
 
-// Must not fire: softmax has no Ascend C lowering here; the kernel stays and says why.
+// Must not fire: softmax over a non-last axis has no Ascend C lowering; the kernel stays
+// and says why.
 func.func @main(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
   %y = fusion.kernel "softmax" ["sm"] (%x) : (tensor<4x16xf32>) -> tensor<4x16xf32> {
   ^bb0(%a: tensor<4x16xf32>):
-    %0 = nn.softmax %a {axis = 1 : i64} : (tensor<4x16xf32>) -> tensor<4x16xf32>
+    %0 = nn.softmax %a {axis = 0 : i64} : (tensor<4x16xf32>) -> tensor<4x16xf32>
     fusion.yield %0 : tensor<4x16xf32>
   }
   func.return %y : tensor<4x16xf32>
 }
 // CHECK-LABEL: func.func @main
-// CHECK-NEXT:    %{{.*}} = fusion.kernel "softmax" ["sm"] (%x) attributes {ascendc.fallback = "nn.softmax in the kernel has no Ascend C lowering"}
+// CHECK-NEXT:    %{{.*}} = fusion.kernel "softmax" ["sm"] (%x) attributes {ascendc.fallback = "nn.softmax over axis 0 (only the last axis is lowered)"}
 // CHECK-NOT:   ascendc.kernel
 
 // -----

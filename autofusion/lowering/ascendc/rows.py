@@ -1,0 +1,163 @@
+"""Row-wise reductions -> Ascend C vector kernels: LayerNorm, Softmax/LogSoftmax over the
+last axis, GlobalAveragePool and Reduce{Mean,Sum,Max} over trailing axes.
+
+The input is viewed as ``rows x D`` (D = product of the reduced / normalised trailing dims).
+A tile is ``tileLength`` whole rows moved with one 2-d ``DataCopyPad`` (each row padded to
+``rowStride`` = D rounded up to 32 bytes in UB); the compute stage loops over the tile's rows
+and uses ``ReduceSum``/``ReduceMax`` into a one-block scalar buffer whose element 0 feeds
+``Adds``/``Muls`` (``GetValue(0)``). Per row:
+
+* layer_norm: mean = sum/D; c = x - mean; var = sum(c*c)/D; y = c * 1/sqrt(var+eps) * scale + bias
+* softmax: m = max; y = exp(x - m); y *= 1/sum(y)   (log_softmax: y = x - m - ln(sum exp))
+* mean/sum/max, global_avg_pool: one value per row (``store_row_value``)
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import IntegerAttr, StringAttr, f32
+from xdsl.ir import Block, Operation, Region, SSAValue
+
+from autofusion.dialects import ascendc as ac
+from autofusion.dialects import nn
+from autofusion.dialects.base import shape_of
+from autofusion.dialects.shapes import numel
+from autofusion.lowering.ascendc import tiling as tl
+from autofusion.lowering.ascendc.vector import Unsupported
+
+ROW_OPS: tuple[type[Operation], ...] = (
+    nn.LayerNormOp, nn.SoftmaxOp, nn.LogSoftmaxOp, nn.GlobalAvgPoolOp,
+    nn.ReduceMeanOp, nn.ReduceSumOp, nn.ReduceMaxOp,
+)
+
+
+def row_shape(op: Operation) -> tuple[int, int]:
+    """(rows, D) of the op's input, or raises Unsupported."""
+    xs = tuple(shape_of(op.operands[0]))
+    if isinstance(op, nn.LayerNormOp):
+        k = op.int_prop("axis")
+    elif isinstance(op, nn.SoftmaxOp | nn.LogSoftmaxOp):
+        k = op.int_prop("axis")
+        if k != len(xs) - 1:
+            raise Unsupported(f"{op.name} over axis {k} (only the last axis is lowered)")
+    elif isinstance(op, nn.GlobalAvgPoolOp):
+        k = 2
+    else:
+        axes = op.ints("axes")  # type: ignore[attr-defined]
+        k = len(xs) - len(axes)
+        if not axes or tuple(axes) != tuple(range(k, len(xs))):
+            raise Unsupported(f"{op.name} over axes {axes} (only trailing axes are lowered)")
+    return numel(xs[:k]), numel(xs[k:])
+
+
+def _i(v: int) -> IntegerAttr:
+    return IntegerAttr(int(v), 64)
+
+
+def build_rows(lowering, op: Operation) -> ac.KernelOp:  # noqa: ANN001 - KernelLowering
+    """The kernel for one row-wise op (``lowering`` provides the kernel block helpers)."""
+    rows, d = row_shape(op)
+    dp = tl.round_up(d, tl.ALIGN)
+    per_row_out = not isinstance(op, nn.LayerNormOp | nn.SoftmaxOp | nn.LogSoftmaxOp)
+    block, gms = lowering._kernel_block()
+    args = lowering.kop.body.block.args
+    x_idx = op.operands[0].index  # type: ignore[attr-defined]
+    out_g = gms[len(lowering.kop.inputs)]
+    params: list[tuple[int, SSAValue]] = []
+    if isinstance(op, nn.LayerNormOp):
+        for v in op.operands[1:]:
+            if numel(shape_of(v)) != d:
+                raise Unsupported(f"layer_norm parameter of shape {shape_of(v)} (needs {d} elements)")
+            params.append((v.index, v))  # type: ignore[attr-defined]
+    del args
+
+    qin = ac.QueueOp("VECIN", tl.BUFFER_NUM, 32)
+    qin.properties["size"] = StringAttr("tile_rows")
+    qout = ac.QueueOp("VECOUT", tl.BUFFER_NUM, 32)
+    qout.properties["size"] = StringAttr("tile_values" if per_row_out else "tile_rows")
+    row_tmp = ac.TBufOp(dp * 4)
+    row_tmp.properties["size"] = StringAttr("row")
+    work = ac.TBufOp(dp * 4)
+    work.properties["size"] = StringAttr("row")
+    scal = ac.TBufOp(32)
+    scal.properties["size"] = StringAttr("block")
+    loaded = [ac.LoadOperandOp(gms[i], d, f32) for i, _ in params]
+    block.add_ops([qin, qout, row_tmp, work, scal, *loaded])
+
+    cin = Block()
+    a = ac.AllocTensorOp(qin.result, f32)
+    cin.add_ops([a, ac.CopyInOp(a.result, gms[x_idx]), ac.EnQueOp(qin.result, a.result), ac.YieldOp()])
+
+    comp = Block()
+    x = ac.DeQueOp(qin.result, f32)
+    y = ac.AllocTensorOp(qout.result, f32)
+    t = ac.TBufGetOp(row_tmp.result, f32)
+    w = ac.TBufGetOp(work.result, f32)
+    s = ac.TBufGetOp(scal.result, f32)
+    comp.add_ops([x, y, w, s] if per_row_out else [x, y, t, w, s])
+    body = Block()
+    xr = ac.RowViewOp(x.result)
+    body.add_op(xr)
+    X, T, W, S = xr.result, t.result, w.result, s.result
+    em = body.add_op
+    inv_d = 1.0 / d
+    if per_row_out:
+        fn = "ReduceMax" if isinstance(op, nn.ReduceMaxOp) else "ReduceSum"
+        em(ac.VecReduceOp(fn, S, X, W))
+        if isinstance(op, nn.ReduceMeanOp | nn.GlobalAvgPoolOp):
+            em(ac.VecScalarOp("Muls", S, S, inv_d, count=1))
+        em(ac.StoreRowValueOp(y.result, S))
+    else:
+        yr = ac.RowViewOp(y.result)
+        em(yr)
+        Y = yr.result
+        if isinstance(op, nn.LayerNormOp):
+            eps = op.float_prop("epsilon")
+            em(ac.VecReduceOp("ReduceSum", S, X, W))
+            em(ac.VecScalarOp("Muls", S, S, inv_d, count=1))
+            em(ac.VecScalarOp("Adds", T, X, 0.0, scalar_src=S, negate=True))  # centred
+            em(ac.VecBinaryOp("Mul", Y, T, T))
+            em(ac.VecReduceOp("ReduceSum", S, Y, W))
+            em(ac.VecScalarOp("Muls", S, S, inv_d, count=1))
+            em(ac.VecScalarOp("Adds", S, S, eps, count=1))
+            em(ac.VecUnaryOp("Sqrt", S, S, count=1))
+            em(ac.VecUnaryOp("Reciprocal", S, S, count=1))
+            em(ac.VecScalarOp("Muls", Y, T, 0.0, scalar_src=S))
+            if loaded:
+                em(ac.VecBinaryOp("Mul", Y, Y, loaded[0].result))
+            if len(loaded) > 1:
+                em(ac.VecBinaryOp("Add", Y, Y, loaded[1].result))
+        else:
+            em(ac.VecReduceOp("ReduceMax", S, X, W))
+            em(ac.VecScalarOp("Adds", Y, X, 0.0, scalar_src=S, negate=True))
+            em(ac.VecUnaryOp("Exp", T, Y))
+            em(ac.VecReduceOp("ReduceSum", S, T, W))
+            if isinstance(op, nn.SoftmaxOp):
+                em(ac.VecUnaryOp("Reciprocal", S, S, count=1))
+                em(ac.VecScalarOp("Muls", Y, T, 0.0, scalar_src=S))
+            else:
+                em(ac.VecUnaryOp("Ln", S, S, count=1))
+                em(ac.VecScalarOp("Adds", Y, Y, 0.0, scalar_src=S, negate=True))
+    em(ac.YieldOp())
+    comp.add_ops([
+        ac.RowLoopOp(Region(body)),
+        ac.EnQueOp(qout.result, y.result),
+        ac.FreeTensorOp(qin.result, x.result),
+        ac.YieldOp(),
+    ])
+
+    cout = Block()
+    r = ac.DeQueOp(qout.result, f32)
+    cout.add_ops([r, ac.CopyOutOp(out_g, r.result), ac.FreeTensorOp(qout.result, r.result), ac.YieldOp()])
+
+    loop = ac.TileLoopOp("rows", rows, [Region(cin), Region(comp), Region(cout)])
+    loop.properties["row_length"] = _i(d)
+    loop.properties["out_row_length"] = _i(1 if per_row_out else d)
+    block.add_op(loop)
+    opts = lowering.opts
+    try:
+        rt = tl.row_tiling(rows, d, per_row_out, len(loaded), opts.cores, opts.max_tile, opts.ub_bytes)
+    except ValueError as e:
+        raise Unsupported(str(e)) from None
+    qin.properties["bytes"] = _i(rt["tileLength"] * dp * 4)
+    qout.properties["bytes"] = _i((tl.round_up(rt["tileLength"], tl.ALIGN) if per_row_out else rt["tileLength"] * dp) * 4)
+    return lowering._finish("vector", block, rt)
