@@ -700,7 +700,9 @@ class GemmOp(TensorOp):
                 if shapes.broadcast(shape_of(self.c), (m, n)) != (m, n):
                     raise ValueError("")
             except ValueError:
-                raise self.fail(f"C shape {shape_of(self.c)} does not broadcast to {(m, n)}") from None
+                raise self.fail(
+                    f"C shape {shape_of(self.c)} does not broadcast to {(m, n)}"
+                ) from None
         _expect(self, 0, (m, n), tensor_of(self.a).element_type)
 
 

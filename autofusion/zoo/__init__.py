@@ -73,7 +73,7 @@ def build_model(name: str) -> onnx.ModelProto:
     return _builder(name)()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.lru_cache(maxsize=None)  # noqa: UP033 - lru_cache is the documented contract
 def _cached(name: str) -> onnx.ModelProto:
     return build_model(name)
 

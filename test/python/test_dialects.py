@@ -140,7 +140,8 @@ def test_dense_numpy_roundtrip_every_dtype(dt: np.dtype, shape: tuple[int, ...])
     assert t.element_type == dtypes.from_numpy_dtype(dt)
     assert tuple(t.get_shape()) == shape
     back = dtypes.numpy_from_dense(attr)
-    assert back.dtype == dt and back.shape == shape
+    assert back.dtype == dt
+    assert back.shape == shape
     assert back.tobytes() == a.tobytes()  # bit-exact, NaN payloads and -0.0 included
 
 
@@ -194,9 +195,11 @@ def _verify_outcome(op_cls: type[IRDLOperation], operand_types: list[Attribute],
     try:
         op.verify()
     except VerifyException as e:
-        assert op_cls.name in str(e) or "expected" in str(e)
-        return False
-    return True
+        message = str(e)
+    else:
+        return True
+    assert op_cls.name in message or "expected" in message, message
+    return False
 
 
 dims = st.integers(min_value=0, max_value=5)
