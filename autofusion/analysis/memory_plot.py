@@ -63,9 +63,15 @@ def _kind(op: Operation) -> str:
     return pattern.data if isinstance(pattern, StringAttr) else op.name
 
 
-def _colour(kind: str) -> str:
-    digest = hashlib.sha1(kind.encode()).digest()
-    return PALETTE[digest[0] % len(PALETTE)]
+def _colours(kinds: list[str]) -> dict[str, str]:
+    """Distinct colours for the first kinds (sorted), then a stable hash for the rest."""
+    out: dict[str, str] = {}
+    for i, kind in enumerate(sorted(kinds)):
+        if i < len(PALETTE):
+            out[kind] = PALETTE[i]
+        else:
+            out[kind] = PALETTE[hashlib.sha1(kind.encode()).digest()[0] % len(PALETTE)]
+    return out
 
 
 def _human(n: float) -> str:
@@ -141,11 +147,12 @@ def render_memory_plot(module: ModuleOp, title: str = "memory plan") -> str:
                f'transform="rotate(-90 16 {TOP + ph / 2})">arena offset</text>')
     # Legend: one swatch per kind of producing step.
     kinds = sorted({_kind(iv.op) for iv in intervals})
+    colour = _colours(kinds)
     lx = WIDTH - RIGHT
     for kind in reversed(kinds[:10]):
         width = 14 + 6 * len(kind) + 16
         lx -= width
-        out.append(f'<rect x="{lx}" y="30" width="10" height="10" fill={quoteattr(_colour(kind))} '
+        out.append(f'<rect x="{lx}" y="30" width="10" height="10" fill={quoteattr(colour[kind])} '
                    f'stroke="#444" stroke-width="0.5"/>')
         out.append(f'<text x="{lx + 14}" y="39" font-size="11">{escape(kind)}</text>')
     # One box per tensor; labels only where they fit.
@@ -167,7 +174,7 @@ def render_memory_plot(module: ModuleOp, title: str = "memory plan") -> str:
         style = ' fill-opacity="0.35" stroke-dasharray="3,2"' if view else ""
         out.append(
             f'<g><title>{escape(tip)}</title><rect x="{x0:.2f}" y="{y0:.2f}" width="{w:.2f}" '
-            f'height="{h:.2f}" fill={quoteattr(_colour(_kind(iv.op)))} stroke="#444" '
+            f'height="{h:.2f}" fill={quoteattr(colour[_kind(iv.op)])} stroke="#444" '
             f'stroke-width="0.5"{style}/>'
         )
         fits_across = (len(label) * 6 + 4 <= w) and h >= 13
