@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import onnx
 
-from autofusion.zoo.graph import INT64, GraphBuilder
+from autofusion.zoo.graph import INT64, GraphBuilder, dotted
 
 
 @dataclass(frozen=True)
@@ -203,13 +203,14 @@ def _roll(b: GraphBuilder, x: str, shift: int, size: int, sc: str) -> str:
     """torch.roll(x, (shift, shift), (1, 2)) on [1, H, W, C] as the exporter writes it:
     Slice + Concat along each axis."""
     s = shift % size
+    d = dotted(sc)
     for axis in (1, 2):
-        tail = b.node("Slice", [x, b.ints(f"{sc}.r{axis}a0", [size - s]),
-                                b.ints(f"{sc}.r{axis}a1", [size]),
-                                b.ints(f"{sc}.r{axis}ax", [axis])], sc)
-        head = b.node("Slice", [x, b.ints(f"{sc}.r{axis}b0", [0]),
-                                b.ints(f"{sc}.r{axis}b1", [size - s]),
-                                b.ints(f"{sc}.r{axis}bx", [axis])], sc)
+        tail = b.node("Slice", [x, b.ints(f"{d}.tail{axis}.starts", [size - s]),
+                                b.ints(f"{d}.tail{axis}.ends", [size]),
+                                b.ints(f"{d}.tail{axis}.axes", [axis])], sc)
+        head = b.node("Slice", [x, b.ints(f"{d}.head{axis}.starts", [0]),
+                                b.ints(f"{d}.head{axis}.ends", [size - s]),
+                                b.ints(f"{d}.head{axis}.axes", [axis])], sc)
         x = b.node("Concat", [tail, head], sc, axis=axis)
     return x
 
@@ -249,8 +250,8 @@ def _swin_block(b: GraphBuilder, x: str, res: int, dim: int, heads: int, shift: 
         h = _roll(b, h, -shift, res, f"{sc}/roll")
     h = b.reshape(h, [1, res // w, w, res // w, w, dim], sc)
     h = b.reshape(b.transpose(h, [0, 1, 3, 2, 4, 5], sc), [nw, w * w, dim], sc)
-    bias = _relative_position_bias(b, heads, f"{dotted_scope(sc)}.attn.relative_position_bias")
-    mask = b.param(f"{dotted_scope(sc)}.attn_mask", _shift_mask(res, shift)) if shift else None
+    bias = _relative_position_bias(b, heads, f"{dotted(sc)}.attn.relative_position_bias")
+    mask = b.param(f"{dotted(sc)}.attn_mask", _shift_mask(res, shift)) if shift else None
     h = _attention_qkv(b, h, w * w, dim, heads, f"{sc}/attn", windows=nw, bias=bias, mask=mask)
     h = b.reshape(h, [1, res // w, res // w, w, w, dim], sc)
     h = b.transpose(h, [0, 1, 3, 2, 4, 5], sc)
@@ -263,19 +264,15 @@ def _swin_block(b: GraphBuilder, x: str, res: int, dim: int, heads: int, shift: 
     return b.node("Add", [x, f], sc)
 
 
-def dotted_scope(sc: str) -> str:
-    return sc.strip("/").replace("/", ".")
-
-
 def _patch_merging(b: GraphBuilder, x: str, res: int, dim: int, sc: str) -> str:
     """[1, H*W, C] -> [1, H/2*W/2, 2C]: four strided Slices, Concat, LayerNorm, Linear."""
     g = b.reshape(x, [1, res, res, dim], sc)
     parts = []
     for r0, c0 in ((0, 0), (1, 0), (0, 1), (1, 1)):
-        parts.append(b.node("Slice", [g, b.ints(f"{dotted_scope(sc)}.s{r0}{c0}", [r0, c0]),
-                                      b.ints(f"{dotted_scope(sc)}.e{r0}{c0}", [res, res]),
-                                      b.ints(f"{dotted_scope(sc)}.a{r0}{c0}", [1, 2]),
-                                      b.ints(f"{dotted_scope(sc)}.t{r0}{c0}", [2, 2])], sc))
+        parts.append(b.node("Slice", [g, b.ints(f"{dotted(sc)}.s{r0}{c0}", [r0, c0]),
+                                      b.ints(f"{dotted(sc)}.e{r0}{c0}", [res, res]),
+                                      b.ints(f"{dotted(sc)}.a{r0}{c0}", [1, 2]),
+                                      b.ints(f"{dotted(sc)}.t{r0}{c0}", [2, 2])], sc))
     y = b.node("Concat", parts, sc, axis=-1)
     y = b.reshape(y, [1, (res // 2) ** 2, 4 * dim], sc)
     y = b.layer_norm(y, 4 * dim, f"{sc}/norm")
