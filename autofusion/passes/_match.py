@@ -62,13 +62,20 @@ def set_merged_origins(new: Operation, old: Sequence[Operation]) -> None:
         new.attributes["onnx.origins"] = ArrayAttr([StringAttr(n) for n in names])
 
 
-def erase_dead(rewriter: object, ops: Sequence[Operation], keep: Operation | None = None) -> None:
+def erase_dead(
+    rewriter: object,
+    ops: Sequence[Operation],
+    keep: Operation | None = None,
+    root_constants: Sequence[Operation] = (),
+) -> None:
     """Erase the matched ``ops`` that nothing reads any more (readers first), then the
-    constants they read that became unused. ``keep`` (the replaced root) is skipped."""
+    constants they read that became unused. ``keep`` (the root, already replaced) is not
+    erased again; ``root_constants`` are its constant operands, taken before replacing."""
     from xdsl.pattern_rewriter import PatternRewriter
 
     assert isinstance(rewriter, PatternRewriter)
     consts: list[Operation] = []
+    consts.extend(root_constants)
     pending = [o for o in ops if o is not keep]
     changed = True
     while changed:
@@ -93,3 +100,7 @@ def in_block_order(ops: Sequence[Operation]) -> list[Operation]:
         return list(ops)
     wanted = set(ops)
     return [o for o in ops[0].parent.ops if o in wanted]
+
+
+def constant_operands(op: Operation) -> list[Operation]:
+    return [v.owner for v in op.operands if isinstance(v.owner, nn.ConstantOp)]

@@ -37,6 +37,7 @@ from autofusion.dialects.base import f64_attr, i64_array, shape_of
 from autofusion.dialects.dtypes import tensor_type
 from autofusion.passes._match import (
     const_scalar,
+    constant_operands,
     erase_dead,
     in_block_order,
     set_merged_origins,
@@ -110,9 +111,10 @@ class RecognizeScaledDotProductAttention(RewritePattern):
         )
         ordered = in_block_order(ops)
         set_merged_origins(att, ordered)
+        root_consts = constant_operands(out)
         rewriter.replace(out, att)
         dead = [*ordered, ktr] if isinstance(ktr, nn.TransposeOp) else ordered
-        erase_dead(rewriter, dead, keep=out)
+        erase_dead(rewriter, dead, keep=out, root_constants=root_consts)
 
 
 @dataclass(frozen=True)

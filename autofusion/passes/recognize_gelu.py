@@ -35,6 +35,7 @@ from autofusion.dialects import nn
 from autofusion.passes._match import (
     close,
     const_scalar,
+    constant_operands,
     erase_dead,
     other_operand,
     set_merged_origins,
@@ -143,8 +144,9 @@ def _replace(
         properties={"approximate": StringAttr(approx)},
     )
     set_merged_origins(gelu, [o for o in ops if not isinstance(o, nn.ConstantOp)])
+    root_consts = constant_operands(root)
     rewriter.replace(root, gelu)
-    erase_dead(rewriter, ops, keep=root)
+    erase_dead(rewriter, ops, keep=root, root_constants=root_consts)
 
 
 @dataclass(frozen=True)

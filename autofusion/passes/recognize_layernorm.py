@@ -40,6 +40,7 @@ from autofusion.passes._match import (
     close,
     const_scalar,
     const_value,
+    constant_operands,
     erase_dead,
     other_operand,
     set_merged_origins,
@@ -134,8 +135,9 @@ class RecognizeDecomposedLayerNorm(RewritePattern):
             properties={"axis": int_attr(axis), "epsilon": f64_attr(eps)},
         )
         set_merged_origins(ln, ops)
+        root_consts = constant_operands(root)
         rewriter.replace(root, ln)
-        erase_dead(rewriter, ops, keep=root)
+        erase_dead(rewriter, ops, keep=root, root_constants=root_consts)
 
 
 @dataclass(frozen=True)

@@ -78,6 +78,10 @@ def test_each_pass_preserves_semantics(model: str, level: int) -> None:
         prev, ort_outputs(model, feeds), f"{model}: fused (aggressiveness {level}) vs onnxruntime"
     )
     assert build_report(module)["groups"], f"{model}: nothing was fused"
+    dead = [o for o in module.walk() if o.name == "nn.constant" and not o.results[0].uses]
+    assert not dead, (
+        f"{model}: passes left {len(dead)} unused constants (the C backend rejects them)"
+    )
 
 
 @pytest.mark.parametrize(("model", "level"), [("vit_tiny", 2), ("swin_tiny", 3), ("resnet50", 1)])
