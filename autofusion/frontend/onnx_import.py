@@ -35,6 +35,11 @@ from autofusion.frontend.convert_shape import tensor_to_const
 from autofusion.frontend.progress import Progress
 from autofusion.frontend.registry import SELF_FOLDING, tables
 
+# Control flow (subgraphs may read outer values) and random ops are never folded.
+_NEVER_FOLD = frozenset({
+    "If", "Loop", "Scan", "RandomNormal", "RandomUniform", "RandomNormalLike",
+    "RandomUniformLike", "Multinomial", "Bernoulli",
+})
 # Constants at most this large are kept in the weight-free copy used for shape inference.
 _SMALL = 4096
 
@@ -119,7 +124,7 @@ class _Importer:
         args = [vi for vi in graph.input if vi.name not in init_names]
         known = init_names | {vi.name for vi in graph.input}
         order = loader.topo_sort(graph, known, fn)
-        self._check_supported(order, init_names, known)
+        self._check_supported(order, init_names)
 
         weight_bytes = sum(_tensor_nbytes(t) for t in graph.initializer)
         progress = Progress.create(self.progress_opt, len(order.nodes), weight_bytes)
@@ -145,7 +150,7 @@ class _Importer:
         for t in graph.initializer:
             c = tensor_to_const(t, t.name, fn)
             env[t.name] = c
-            # The Const now owns a copy of the bytes: free the protobuf's (our own model).
+            # The Const owns a copy of the bytes; drop the protobuf's (only in our own model).
             if self.owned and c.raw is not None and len(c.raw) > _SMALL:
                 t.ClearField("raw_data")
         progress.loaded()
@@ -176,9 +181,7 @@ class _Importer:
         progress.done()
         return module
 
-    def _check_supported(
-        self, order: loader.Ordered, init_names: set[str], known: set[str]
-    ) -> None:
+    def _check_supported(self, order: loader.Ordered, init_names: set[str]) -> None:
         """List every unsupported op at once (constant-foldable nodes are fine)."""
         const = set(init_names)
         bad: list[tuple[str, str]] = []
@@ -189,7 +192,7 @@ class _Importer:
                 bad.append((f"{node.domain}.{node.op_type}", label))
                 continue
             if node.op_type in ("Shape", "Size", "Constant") or (
-                all_const and node.op_type not in ("If", "Loop", "Scan")
+                all_const and node.op_type not in _NEVER_FOLD
             ):
                 const.update(o for o in node.output if o)
             elif node.op_type not in self.converters:

@@ -157,3 +157,12 @@ def test_cli_exit_status_and_no_traceback(tmp_path: Path) -> None:
         assert lines[0].startswith(f"autofusion-opt: error: {path}: ")
         assert expected in lines[0]
         assert proc.stdout == ""
+
+
+def test_random_ops_are_not_folded() -> None:
+    nodes = [h.make_node("RandomNormal", [], ["r"], name="noise", shape=[4]),
+             h.make_node("Add", ["x", "r"], ["y"], name="add")]
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [4])],
+                     [h.make_tensor_value_info("y", T.FLOAT, None)])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
+    assert _error(m.SerializeToString()) == "m.onnx: unsupported ONNX ops: RandomNormal (nodes: noise)"
