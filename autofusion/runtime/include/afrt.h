@@ -468,10 +468,11 @@ static inline void afrt_pack_b_conv_(const struct afrt_conv_params_s *p, const f
 
 /* C tile rows [i0, i1) x cols [j0, j1) of C[M x N] (+ batch handled by caller) from packed A
  * (pa, whole matrix layout) and B source; kbuf: per-thread space for one packed B block
- * (AFRT_KC * AFRT_NC floats). Accumulates over all of K; overwrites C (beta = 0). */
+ * (AFRT_KC * AFRT_NC floats). Accumulates over all of K into C, which is overwritten
+ * (acc0 == 0) or added to (acc0 != 0). */
 static inline void afrt_gemm_tile_(const float *pa, int64_t M, int64_t N, int64_t K,
                                    const afrt_bsrc_ *bs, float *C, int64_t ldc, int64_t i0,
-                                   int64_t i1, int64_t j0, int64_t j1, float *kbuf) {
+                                   int64_t i1, int64_t j0, int64_t j1, float *kbuf, int acc0) {
     const int64_t Mp = afrt_round_up_(M, AFRT_MR), Np = afrt_round_up_(N, AFRT_NR);
     float tmp[AFRT_MR * AFRT_NR];
     for (int64_t jc = j0; jc < j1; jc += AFRT_NC) {
@@ -496,13 +497,14 @@ static inline void afrt_gemm_tile_(const float *pa, int64_t M, int64_t N, int64_
                 for (int64_t jr = 0; jr < nc; jr += AFRT_NR) {
                     const int64_t nr = afrt_min_(AFRT_NR, nc - jr);
                     float *c = C + ic * ldc + jc + jr;
+                    const int acc = pc > 0 || acc0;
                     if (mr == AFRT_MR && nr == AFRT_NR) {
-                        afrt_ukernel_(kc, a, bp + jr * kc, c, ldc, pc > 0);
+                        afrt_ukernel_(kc, a, bp + jr * kc, c, ldc, acc);
                     } else {
-                        if (pc > 0)
+                        if (acc)
                             for (int64_t i = 0; i < mr; ++i)
                                 for (int64_t j = 0; j < nr; ++j) tmp[i * AFRT_NR + j] = c[i * ldc + j];
-                        afrt_ukernel_(kc, a, bp + jr * kc, tmp, AFRT_NR, pc > 0);
+                        afrt_ukernel_(kc, a, bp + jr * kc, tmp, AFRT_NR, acc);
                         for (int64_t i = 0; i < mr; ++i)
                             for (int64_t j = 0; j < nr; ++j) c[i * ldc + j] = tmp[i * AFRT_NR + j];
                     }
@@ -543,12 +545,13 @@ static inline void afrt_gemm_split_(int64_t M, int64_t N, int64_t batch_tasks, i
  * stride_a / stride_b may be 0 (broadcast one matrix over the batch). With beta == 0, C is
  * write-only (may hold garbage/NaN). Used for nn.matmul, nn.gemm and attention pieces.
  * ------------------------------------------------------------------------------------------- */
-/* The afrt core for afrt_matmul_f32 with beta == 0; returns 0 (caller falls back to
+/* The afrt core for afrt_matmul_f32 (alpha != 0); returns 0 (caller falls back to
  * OpenBLAS) if it cannot get memory. */
 static inline int afrt_matmul_own_(int64_t batch, int64_t M, int64_t N, int64_t K, float alpha,
                                    const float *A, int64_t lda, int64_t stride_a, int trans_a,
                                    const float *B, int64_t ldb, int64_t stride_b, int trans_b,
-                                   float *C, int64_t ldc, int64_t stride_c, afrt_epilogue epi) {
+                                   float beta, float *C, int64_t ldc, int64_t stride_c,
+                                   afrt_epilogue epi) {
     const int64_t Mp = afrt_round_up_(M, AFRT_MR);
     const int64_t na = stride_a == 0 ? 1 : batch, nb = stride_b == 0 ? 1 : batch;
     const float **pas = (const float **)malloc((size_t)(na + nb) * sizeof(float *));
@@ -578,27 +581,33 @@ static inline int afrt_matmul_own_(int64_t batch, int64_t M, int64_t N, int64_t 
     afrt_gemm_split_(M, N, batch, &mb, &nbk);
     const int64_t nmb = afrt_nblocks_(M, mb), nnb = afrt_nblocks_(N, nbk);
     const int64_t ntiles = batch * nmb * nnb;
-    int failed = 0;
     AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (ntiles > 1))
     for (int64_t t = 0; t < ntiles; ++t) {
         const int64_t b = t / (nmb * nnb), rest = t % (nmb * nnb);
         const int64_t i0 = (rest / nnb) * mb, j0 = (rest % nnb) * nbk;
         const int64_t i1 = afrt_min_(M, i0 + mb), j1 = afrt_min_(N, j0 + nbk);
-        float *kbuf = (float *)afrt_thread_scratch(0, (size_t)AFRT_KC * AFRT_NC * sizeof(float));
-        if (!kbuf) {
-            failed = 1;
-            continue;
-        }
-        afrt_bsrc_ bs = {pbs[stride_b == 0 ? 0 : b], B + b * stride_b, ldb, trans_b, NULL, NULL};
         float *Cb = C + b * stride_c;
-        afrt_gemm_tile_(pas[stride_a == 0 ? 0 : b], M, N, K, &bs, Cb, ldc, i0, i1, j0, j1, kbuf);
-        if (alpha != 1.0f)
-            for (int64_t i = i0; i < i1; ++i)
-                for (int64_t j = j0; j < j1; ++j) Cb[i * ldc + j] *= alpha;
+        float *kbuf = (float *)afrt_thread_scratch(0, (size_t)AFRT_KC * AFRT_NC * sizeof(float));
+        if (!kbuf) { /* out of memory for packing: this tile through OpenBLAS */
+            const float *Ab = A + b * stride_a, *Bb = B + b * stride_b;
+            afrt_sgemm_(trans_a, trans_b, i1 - i0, j1 - j0, K, alpha,
+                        trans_a ? Ab + i0 : Ab + i0 * lda, lda,
+                        trans_b ? Bb + j0 * ldb : Bb + j0, ldb, beta, Cb + i0 * ldc + j0, ldc);
+        } else {
+            afrt_bsrc_ bs = {pbs[stride_b == 0 ? 0 : b], B + b * stride_b, ldb, trans_b, NULL, NULL};
+            if (beta != 0.0f && beta != alpha) /* alpha * (AB + (beta/alpha) C) */
+                for (int64_t i = i0; i < i1; ++i)
+                    for (int64_t j = j0; j < j1; ++j) Cb[i * ldc + j] *= beta / alpha;
+            afrt_gemm_tile_(pas[stride_a == 0 ? 0 : b], M, N, K, &bs, Cb, ldc, i0, i1, j0, j1,
+                            kbuf, beta != 0.0f);
+            if (alpha != 1.0f)
+                for (int64_t i = i0; i < i1; ++i)
+                    for (int64_t j = j0; j < j1; ++j) Cb[i * ldc + j] *= alpha;
+        }
         if (epi.fn) epi.fn(epi.ctx, Cb, b, i0, i1, j0, j1, ldc);
     }
     free(pas);
-    return !failed;
+    return 1;
 }
 
 static inline void afrt_matmul_f32(int64_t batch, int64_t M, int64_t N, int64_t K, float alpha,
@@ -608,9 +617,9 @@ static inline void afrt_matmul_f32(int64_t batch, int64_t M, int64_t N, int64_t 
                                    afrt_epilogue epi) {
     if (batch <= 0 || M <= 0 || N <= 0) return;
     afrt_init_once_();
-    if (afrt_gemm_strategy_ == AFRT_GEMM_OWN && beta == 0.0f && K > 0 &&
+    if (afrt_gemm_strategy_ == AFRT_GEMM_OWN && alpha != 0.0f && K > 0 &&
         afrt_matmul_own_(batch, M, N, K, alpha, A, lda, stride_a, trans_a, B, ldb, stride_b,
-                         trans_b, C, ldc, stride_c, epi))
+                         trans_b, beta, C, ldc, stride_c, epi))
         return;
     if (afrt_gemm_strategy_ == AFRT_GEMM_WHOLE) {
         for (int64_t b = 0; b < batch; ++b)
@@ -905,7 +914,7 @@ static inline int afrt_conv_own_(const float *x, const float *w, const float *bi
         const float *xg = x + (n * p->C + g * q->cg) * hw;
         afrt_bsrc_ bs = {NULL, xg, hw, 0, q->kind == 2 ? p : NULL, xg};
         float *yn = y + n * p->K * ohw;
-        afrt_gemm_tile_(pas[g], Kg, ohw, crs, &bs, yn + g * Kg * ohw, ohw, i0, i1, j0, j1, kbuf);
+        afrt_gemm_tile_(pas[g], Kg, ohw, crs, &bs, yn + g * Kg * ohw, ohw, i0, i1, j0, j1, kbuf, 0);
         afrt_finish_block_(yn, bias, n, g * Kg + i0, g * Kg + i1, j0, j1, ohw, epi);
     }
     free(pas);
