@@ -575,8 +575,9 @@ class BroadcastOp(IRDLOperation):
     """Expand a loaded operand to the current tile: ``dst[j] = src[map(tileOffset + j)]``.
 
     ``map`` decomposes a flat index of ``out_shape`` and recombines it with ``src_strides``
-    (0 on broadcast dimensions). Printed as a scalar GetValue/SetValue loop. ``src`` is a
-    loaded UB operand, or a global tensor for operands too large for UB (scalar GM reads).
+    (0 on broadcast dimensions; negative for reversed slices) plus ``src_offset``. Printed as
+    a scalar GetValue/SetValue loop. ``src`` is a loaded UB operand, or a global tensor (large
+    operands; transpose / expand / slice of a kernel input) read with scalar GM reads.
     """
 
     name = "ascendc.broadcast"
@@ -584,16 +585,19 @@ class BroadcastOp(IRDLOperation):
     src = operand_def(LocalTensorType | GlobalTensorType)
     out_shape = prop_def(DenseArrayBase)
     src_strides = prop_def(DenseArrayBase)
+    src_offset = opt_prop_def(IntegerAttr)
     assembly_format = "$dst `,` $src attr-dict `:` type($dst) `,` type($src)"
     irdl_options = (ParsePropInAttrDict(),)
 
-    def __init__(self, dst: SSAValue, src: SSAValue, out_shape: Sequence[int], strides: Sequence[int]):
+    def __init__(
+        self, dst: SSAValue, src: SSAValue, out_shape: Sequence[int], strides: Sequence[int], offset: int = 0
+    ):
         from autofusion.dialects.base import i64_array
 
-        super().__init__(
-            operands=[dst, src],
-            properties={"out_shape": i64_array(out_shape), "src_strides": i64_array(strides)},
-        )
+        props: dict[str, Attribute] = {"out_shape": i64_array(out_shape), "src_strides": i64_array(strides)}
+        if offset:
+            props["src_offset"] = _i64(offset)
+        super().__init__(operands=[dst, src], properties=props)
 
     def verify_(self) -> None:
         if len(self.out_shape.get_values()) != len(self.src_strides.get_values()):

@@ -236,6 +236,39 @@ def test_row_kernels_match_interpreter() -> None:
         assert close(got[k], ref[k]), (k, float(np.abs(got[k] - ref[k]).max()))
 
 
+GATHER_IR = """
+builtin.module {
+  func.func @main(%x: tensor<2x3x4x5xf32>, %y: tensor<3x1x5xf32>)
+      -> (tensor<2x4x3x5xf32>, tensor<2x3x4x5xf32>, tensor<2x3x4x2xf32>, tensor<2x4x3x5xf32>) {
+    %0 = nn.transpose %x {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x3x4x5xf32>) -> tensor<2x4x3x5xf32>
+    %1 = nn.expand %y : (tensor<3x1x5xf32>) -> tensor<2x3x4x5xf32>
+    %2 = nn.slice %x {starts = array<i64: 0, 2, 0, 4>, ends = array<i64: 2, -1, 4, 0>, steps = array<i64: 1, -1, 1, -2>} : (tensor<2x3x4x5xf32>) -> tensor<2x3x4x2xf32>
+    %k = fusion.kernel "t_add_relu" ["t", "add", "relu"] (%x, %0) : (tensor<2x3x4x5xf32>, tensor<2x4x3x5xf32>) -> tensor<2x4x3x5xf32> {
+    ^bb0(%a: tensor<2x3x4x5xf32>, %b: tensor<2x4x3x5xf32>):
+      %t = nn.transpose %a {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x3x4x5xf32>) -> tensor<2x4x3x5xf32>
+      %s = nn.add %t, %b : (tensor<2x4x3x5xf32>, tensor<2x4x3x5xf32>) -> tensor<2x4x3x5xf32>
+      %r = nn.relu %s : (tensor<2x4x3x5xf32>) -> tensor<2x4x3x5xf32>
+      fusion.yield %r : tensor<2x4x3x5xf32>
+    }
+    func.return %0, %1, %2, %k : tensor<2x4x3x5xf32>, tensor<2x3x4x5xf32>, tensor<2x3x4x2xf32>, tensor<2x4x3x5xf32>
+  }
+}
+"""
+
+
+def test_transpose_expand_slice_kernels_match_interpreter() -> None:
+    module = parse(GATHER_IR)
+    low = lowered(module, cores=3, max_tile=16)
+    assert sum(isinstance(o, ac.KernelOp) for o in low.body.block.ops) == 4
+    rng = np.random.default_rng(2)
+    feeds = {"arg0": rng.standard_normal((2, 3, 4, 5)).astype(np.float32),
+             "arg1": rng.standard_normal((3, 1, 5)).astype(np.float32)}
+    got = run_ascendc_cpu(low, feeds)
+    ref = run_module(module, feeds)
+    for k in ref:
+        assert np.array_equal(got[k], ref[k]), k
+
+
 # ---------------------------------------------------------------------------------------
 # Cube kernels (Matmul API, im2col) with fused epilogues vs onnxruntime
 # ---------------------------------------------------------------------------------------
@@ -500,6 +533,12 @@ def test_cpu_model_rejects_misuse(case: str, tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------------------
 
 
+def sources_of_launches(fused: ModuleOp, low: ModuleOp) -> list:
+    from autofusion.lowering.ascendc.zoo_check import launch_sources
+
+    return launch_sources(fused, low)
+
+
 def fused_zoo_module(name: str) -> tuple[ModuleOp, onnx.ModelProto]:
     from autofusion import zoo
     from autofusion.frontend.onnx_import import import_onnx
@@ -528,16 +567,11 @@ def test_zoo_groups_and_model_match(name: str) -> None:
     runner = CpuModelRunner(low)
     got = runner.run(feeds)
     # Per group: each kernel's outputs vs the interpreter evaluating the op it came from
-    # (the fusion.kernel, or the single unfused op) on the same inputs.
-    by_origins = {}
-    for op in fn.body.block.ops:
-        if isinstance(op, fusion.KernelOp):
-            by_origins[tuple(op.origin_names)] = op
-        elif "onnx.origins" in op.attributes:
-            by_origins[tuple(o.data for o in op.attributes["onnx.origins"].data)] = op
-    assert len(runner.trace) == len(kernels)
-    for kname, args, outs in runner.trace:
-        src = by_origins[tuple(o.data for o in kernels[kname].origins.data)]
+    # (the fusion.kernel, or the single unfused op) on the same inputs. Lowering replaces
+    # ops in place, so non-constant ops of @main correspond one to one.
+    sources = sources_of_launches(fused, low)
+    assert len(runner.trace) == len(kernels) == len(sources)
+    for (kname, args, outs), src in zip(runner.trace, sources):
         ref = IMPLS[type(src)](src, args[: len(src.operands)])
         ref = [ref] if isinstance(ref, np.ndarray) else ref
         for g, r in zip(outs, ref):

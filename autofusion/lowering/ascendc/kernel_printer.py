@@ -583,18 +583,22 @@ class KernelPrinter:
         ostr = [1] * len(shape)
         for i in range(len(shape) - 2, -1, -1):
             ostr[i] = ostr[i + 1] * shape[i + 1]
-        terms = []
+        off = op.src_offset.value.data if op.src_offset is not None else 0
+        terms = [str(off)] if off else []
         for d, s in enumerate(strides):
             if s == 0:
                 continue
-            idx = f"(i / {ostr[d]}u)" if ostr[d] != 1 else "i"
-            terms.append(f"({idx} % {shape[d]}u) * {s}u" if s != 1 else f"{idx} % {shape[d]}u")
+            idx = f"(i / {ostr[d]})" if ostr[d] != 1 else "i"
+            terms.append(f"({idx} % {shape[d]}) * {s}" if s != 1 else f"{idx} % {shape[d]}")
+        total = 1
+        for d in shape:
+            total *= d
         return [
-            "// expand the broadcast operand over this tile (scalar loop)",
+            "// gather the operand over this tile (scalar loop; broadcast / transpose / slice)",
             "AscendC::PipeBarrier<PIPE_ALL>();",
             "for (uint32_t j = 0; j < calc; j++) {",
-            "    const uint32_t i = base + offset + j;",
-            f"    {dst}.SetValue(j, {src}.GetValue({' + '.join(terms)}));",
+            f"    const int64_t i = static_cast<int64_t>(base + offset + j) % {total};  // pad lanes wrap",
+            f"    {dst}.SetValue(j, {src}.GetValue(static_cast<uint64_t>({' + '.join(terms) or '0'})));",
             "}",
             "AscendC::PipeBarrier<PIPE_ALL>();",
         ]

@@ -74,11 +74,38 @@ def _bcast_strides(shape: tuple[int, ...], out: tuple[int, ...]) -> tuple[int, .
 
 @dataclass
 class _Plan:
-    """What a kernel body needs: which block args are queued, broadcast, scalar."""
+    """What a kernel body needs: which block args are queued, broadcast, gathered."""
 
     out_shape: tuple[int, ...]
     queued: list[int]
     bcast: dict[int, tuple[int, ...]]
+    #: data-movement ops reading a kernel input: op -> (input index, strides, offset)
+    gathers: dict[Operation, tuple[int, tuple[int, ...], int]] | None = None
+
+
+GATHER_OPS: tuple[type[Operation], ...] = (nn.TransposeOp, nn.ExpandOp, nn.SliceOp)
+
+
+def _row_major(shape: tuple[int, ...]) -> list[int]:
+    st = [1] * len(shape)
+    for i in range(len(shape) - 2, -1, -1):
+        st[i] = st[i + 1] * shape[i + 1]
+    return st
+
+
+def gather_map(op: Operation) -> tuple[tuple[int, ...], int]:
+    """Source strides (per result dim) and offset of a transpose / expand / slice."""
+    xs = tuple(shape_of(op.operands[0]))
+    st = _row_major(xs)
+    if isinstance(op, nn.TransposeOp):
+        return tuple(st[p] for p in op.ints("perm")), 0
+    if isinstance(op, nn.ExpandOp):
+        strides = _bcast_strides(xs, tuple(shape_of(op.results[0])))
+        assert strides is not None
+        return strides, 0
+    assert isinstance(op, nn.SliceOp)
+    starts, steps = op.ints("starts"), op.ints("steps")
+    return tuple(s * k for s, k in zip(st, steps)), sum(a * s for a, s in zip(starts, st))
 
 
 class KernelLowering:
@@ -110,7 +137,13 @@ class KernelLowering:
         return consts
 
     def _classify_args(self, ops: list[Operation], out_shape: tuple[int, ...], skip: set[int]) -> _Plan:
-        used = {a.index for o in ops for a in o.operands if isinstance(a, SSAValue) and a.owner is self.kop.body.block}
+        block = self.kop.body.block
+        gathers = {
+            o: (o.operands[0].index, *gather_map(o))  # type: ignore[attr-defined]
+            for o in ops if isinstance(o, GATHER_OPS)
+        }
+        used = {a.index for o in ops if o not in gathers for a in o.operands
+                if isinstance(a, SSAValue) and a.owner is block}  # fmt: skip
         queued, bcast = [], {}
         for arg in self.kop.body.block.args:
             i = arg.index
@@ -124,11 +157,17 @@ class KernelLowering:
             if strides is None:
                 raise Unsupported(f"input {i} of shape {s} does not broadcast to {out_shape}")
             bcast[i] = strides
-        return _Plan(out_shape, queued, bcast)
+        return _Plan(out_shape, queued, bcast, gathers)
 
     def _vector_ops(self, ops: list[Operation], out_shape: tuple[int, ...]) -> None:
         for o in ops:
             if isinstance(o, nn.ConstantOp):
+                continue
+            if isinstance(o, GATHER_OPS):
+                if o.operands[0].owner is not self.kop.body.block:
+                    raise Unsupported(f"{o.name} of a computed value (only of kernel inputs)")
+                if tuple(shape_of(o.results[0])) != out_shape:
+                    raise Unsupported(f"{o.name} result of shape {shape_of(o.results[0])}, not {out_shape}")
                 continue
             if not isinstance(o, VECTOR_OPS):
                 raise Unsupported(f"{o.name} in the kernel has no Ascend C lowering")
@@ -214,6 +253,8 @@ class KernelLowering:
             env[self.kop.body.block.args[i]] = Bcast(src, strides)
         for v, c in consts.items():
             env[v] = Scalar(c)
+        for g, (i, strides, offset) in (plan.gathers or {}).items():
+            env[g.results[0]] = Bcast(gms[i], strides, offset=offset)
         out_tiles: dict[SSAValue, Tile] = {}
         for q, _, v in out_q:
             if v not in out_tiles:
@@ -224,7 +265,7 @@ class KernelLowering:
         yielded = {v for v, _ in outputs}
         compute_ops = [o for o in ops if not isinstance(o, nn.ConstantOp)]
         for idx, o in enumerate(ops):
-            if isinstance(o, nn.ConstantOp):
+            if isinstance(o, nn.ConstantOp) or o in (plan.gathers or {}):
                 continue
             res = o.results[0]
             args = [env[a] for a in o.operands]
@@ -243,9 +284,10 @@ class KernelLowering:
                 if last.get(a, -1) <= idx and a not in yielded:
                     vb.release(env[a])
         del compute_ops
-        # passthrough results (a yielded input) are copied through Muls(x, 1)
+        # results not computed into their output tile (a yielded input, a gathered input,
+        # the cube result itself) are copied there with Muls(x, 1)
         for v, tile in out_tiles.items():
-            if v.owner is self.kop.body.block or (seed is not None and v is seed[0]):
+            if env[v] is not tile:
                 vb.s("Muls", tile, vb.tile_of(env[v]), 1.0)
         for q, _, v in out_q:
             comp.add_op(ac.EnQueOp(q.result, out_tiles[v].local))
@@ -540,7 +582,9 @@ def lower_kernel(
     return lowering.vector(), hoisted
 
 
-SINGLE_OPS: tuple[type[Operation], ...] = (nn.ConvOp, nn.MatMulOp, nn.GemmOp, *VECTOR_OPS, *ROW_OPS)
+SINGLE_OPS: tuple[type[Operation], ...] = (
+    nn.ConvOp, nn.MatMulOp, nn.GemmOp, *VECTOR_OPS, *ROW_OPS, *GATHER_OPS,
+)
 
 
 def outline_single(op: Operation) -> fusion.KernelOp:

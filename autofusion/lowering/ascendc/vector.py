@@ -50,6 +50,7 @@ class Bcast:
     local: SSAValue
     strides: tuple[int, ...]
     expanded: Tile | None = None
+    offset: int = 0
 
 
 Val = Scalar | Tile | Bcast
@@ -98,7 +99,7 @@ class VectorBuilder:
         if isinstance(v, Bcast):
             if v.expanded is None:
                 t = self.temp()
-                self.emit(ac.BroadcastOp(t.local, v.local, self.out_shape, v.strides))
+                self.emit(ac.BroadcastOp(t.local, v.local, self.out_shape, v.strides, v.offset))
                 v.expanded = t
             return v.expanded
         t = self.temp()

@@ -24,6 +24,19 @@ def _close(got: np.ndarray, ref: np.ndarray) -> bool:
     return bool(np.allclose(got, ref, rtol=1e-3, atol=1e-4 * max(1.0, float(np.abs(ref).max()))))
 
 
+def launch_sources(fused: Any, lowered: Any) -> list[Any]:
+    """For each ``ascendc.launch`` of ``lowered``'s @main, in order, the op of ``fused``'s
+    @main it replaced (lowering replaces ops in place; only constants are added)."""
+    def ops(module: Any) -> list[Any]:
+        fn = next(o for o in module.body.block.ops if o.name == "func.func")
+        return [o for o in fn.body.block.ops if o.name != "nn.constant"]
+
+    before, after = ops(fused), ops(lowered)
+    if len(before) != len(after):
+        raise AssertionError("lowered @main does not correspond op for op to the fused one")
+    return [b for b, a in zip(before, after) if a.name == "ascendc.launch"]
+
+
 def check_model(name: str) -> dict[str, Any]:
     import onnxruntime as ort
 
@@ -57,16 +70,8 @@ def check_model(name: str) -> dict[str, Any]:
     t2 = time.perf_counter()
     got = runner.run(feeds)
     t3 = time.perf_counter()
-    ffn = next(o for o in fused.body.block.ops if o.name == "func.func")
-    by_origins: dict[tuple[str, ...], Any] = {}
-    for op in ffn.body.block.ops:
-        if isinstance(op, fusion.KernelOp):
-            by_origins[tuple(op.origin_names)] = op
-        elif "onnx.origins" in op.attributes:
-            by_origins[tuple(o.data for o in op.attributes["onnx.origins"].data)] = op  # type: ignore[attr-defined]
     bad = []
-    for kname, args, outs in runner.trace:
-        src = by_origins[tuple(o.data for o in kernels[kname].origins.data)]
+    for (kname, args, outs), src in zip(runner.trace, launch_sources(fused, module)):
         ref = IMPLS[type(src)](src, args[: len(src.operands)])
         ref = [ref] if isinstance(ref, np.ndarray) else ref
         for g, r in zip(outs, ref):
