@@ -665,6 +665,34 @@ class StoreRowValueOp(IRDLOperation):
         super().__init__(operands=[dst, src])
 
 
+@irdl_op_definition
+class PoolWindowOp(IRDLOperation):
+    """2-d max / average pooling of a GM tensor (NCHW) into the current tile:
+    ``dst[j]`` = the window reduction for output element ``tileOffset + j`` (scalar loop).
+
+    Max: padding never wins. Average: the divisor counts window positions inside the input,
+    plus explicit pads when ``count_include_pad`` (never the ceil-mode overhang).
+    """
+
+    name = "ascendc.pool_window"
+    dst = operand_def(LocalTensorType)
+    src = operand_def(GlobalTensorType)
+    kind = prop_def(StringAttr)
+    input_shape = prop_def(DenseArrayBase)
+    out_hw = prop_def(DenseArrayBase)
+    kernel = prop_def(DenseArrayBase)
+    strides = prop_def(DenseArrayBase)
+    pads = prop_def(DenseArrayBase)
+    dilations = prop_def(DenseArrayBase)
+    count_include_pad = prop_def(BoolAttr)
+    assembly_format = "$kind $dst `,` $src attr-dict `:` type($dst) `,` type($src)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def verify_(self) -> None:
+        if self.kind.data not in ("max", "avg"):
+            raise VerifyException(f"'ascendc.pool_window': unknown kind {self.kind.data!r}")
+
+
 # ---------------------------------------------------------------------------------------
 # Cube work
 # ---------------------------------------------------------------------------------------
@@ -749,6 +777,7 @@ AscendC = Dialect(
         WorkLoopOp, YieldOp, AllocTensorOp, EnQueOp, DeQueOp, FreeTensorOp, TBufGetOp,
         CopyInOp, CopyOutOp, VecBinaryOp, VecUnaryOp, VecScalarOp, DuplicateOp, BroadcastOp,
         Im2ColOp, MatmulOp, LaunchOp, RowLoopOp, RowViewOp, VecReduceOp, StoreRowValueOp,
+        PoolWindowOp,
     ],
     [GmAddrType, GlobalTensorType, LocalTensorType, QueueType, TBufType],
 )

@@ -256,6 +256,30 @@ builtin.module {
 """
 
 
+POOL_IR = """
+builtin.module {
+  func.func @main(%x: tensor<2x3x9x9xf32>) -> (tensor<2x3x5x5xf32>, tensor<2x3x4x4xf32>, tensor<2x3x5x5xf32>, tensor<2x3x1x1xf32>) {
+    %0 = nn.max_pool %x {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, ceil_mode = false} : (tensor<2x3x9x9xf32>) -> tensor<2x3x5x5xf32>
+    %1 = nn.avg_pool %x {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, ceil_mode = false, count_include_pad = 0 : i64} : (tensor<2x3x9x9xf32>) -> tensor<2x3x4x4xf32>
+    %2 = nn.avg_pool %x {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, ceil_mode = false, count_include_pad = 1 : i64} : (tensor<2x3x9x9xf32>) -> tensor<2x3x5x5xf32>
+    %3 = nn.global_max_pool %x : (tensor<2x3x9x9xf32>) -> tensor<2x3x1x1xf32>
+    func.return %0, %1, %2, %3 : tensor<2x3x5x5xf32>, tensor<2x3x4x4xf32>, tensor<2x3x5x5xf32>, tensor<2x3x1x1xf32>
+  }
+}
+"""
+
+
+def test_pooling_kernels_match_interpreter() -> None:
+    module = parse(POOL_IR)
+    low = lowered(module, cores=3, max_tile=16)
+    assert sum(isinstance(o, ac.KernelOp) for o in low.body.block.ops) == 4
+    feeds = {"arg0": np.random.default_rng(4).standard_normal((2, 3, 9, 9)).astype(np.float32)}
+    got = run_ascendc_cpu(low, feeds)
+    ref = run_module(module, feeds)
+    for k in ref:
+        assert close(got[k], ref[k]), k
+
+
 def test_transpose_expand_slice_kernels_match_interpreter() -> None:
     module = parse(GATHER_IR)
     low = lowered(module, cores=3, max_tile=16)
@@ -550,6 +574,22 @@ def fused_zoo_module(name: str) -> tuple[ModuleOp, onnx.ModelProto]:
     for p in tensor_passes(PipelineOptions(target="ascendc")):
         p.apply(c, module)
     return module, proto
+
+
+def test_whole_cnn_runs_as_the_generated_host_program() -> None:
+    """tiny_cnn is covered op for op (convs, pools, gemm), so the generated af_run_model --
+    weights.bin and inputs to the device, every launch, outputs back -- runs the model."""
+    from autofusion import zoo
+
+    fused, proto = fused_zoo_module("tiny_cnn")
+    low = lowered(fused)
+    fn = next(o for o in low.body.block.ops if o.name == "func.func")
+    assert {o.name for o in fn.body.block.ops} <= {"ascendc.launch", "nn.constant", "nn.reshape", "func.return"}
+    feeds = zoo.sample_inputs(proto, 0)
+    got = CpuModelRunner(low).run_host_program(feeds)
+    sess = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    for n, ref in zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)):
+        assert close(got[n], ref), n
 
 
 @pytest.mark.parametrize("name", ["tiny_cnn", "tiny_bert"])

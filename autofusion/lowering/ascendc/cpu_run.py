@@ -152,6 +152,28 @@ class CpuModelRunner:
         raise AutofusionError("ascendc: @main has no func.return")
 
 
+    def run_host_program(self, feeds: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        """Run the generated ``af_run_model`` (the whole AscendCL host program: weights and
+        inputs copied to the device, every kernel launched, outputs copied back). Only for
+        models whose every op is covered; raises otherwise."""
+        names = _io_names(self.fn, "arg")
+        ins = [np.ascontiguousarray(feeds[n], dtype=np.float32) for n in names]
+        ret = self.fn.body.block.last_op
+        assert isinstance(ret, func.ReturnOp)
+        outs = [np.zeros(shape_of(v), dtype=np.float32) for v in ret.arguments]
+        weights = np.frombuffer((self.project / "weights.bin").read_bytes() or b"\0", dtype=np.uint8)
+        in_ptrs = (ctypes.c_void_p * max(1, len(ins)))(*[a.ctypes.data for a in ins])
+        out_ptrs = (ctypes.c_void_p * max(1, len(outs)))(*[a.ctypes.data for a in outs])
+        if self.lib.af_init(0) != 0:
+            raise AutofusionError("ascendc: af_init failed on the CPU model")
+        rc = self.lib.af_run_model(ctypes.c_void_p(weights.ctypes.data), in_ptrs, out_ptrs)
+        if self.lib.af_finalize() != 0:
+            raise AutofusionError("ascendc: af_finalize failed on the CPU model")
+        if rc != 0:
+            raise AutofusionError("ascendc: af_run_model failed (see stderr)")
+        return dict(zip(_io_names(self.fn, "res"), outs))
+
+
 def run_ascendc_cpu(module: ModuleOp, feeds: Mapping[str, Any]) -> dict[str, np.ndarray]:
     """Outputs (by ONNX name) of ``module`` on ``feeds`` with the Ascend C kernels run on the
     CPU functional model and the rest on the reference interpreter."""

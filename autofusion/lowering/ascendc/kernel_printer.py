@@ -566,9 +566,64 @@ class KernelPrinter:
                 out.append("}")
             elif isinstance(op, ac.BroadcastOp):
                 out += self._broadcast(op)
+            elif isinstance(op, ac.PoolWindowOp):
+                out += self._pool(op)
             else:
                 raise ValueError(f"ascendc printer: unexpected op {op.name} in a tile stage")
         return out
+
+    def _pool(self, op: ac.PoolWindowOp) -> list[str]:
+        n_, c, h, w = _ints(op.input_shape)
+        oh, ow = _ints(op.out_hw)
+        kh, kw = _ints(op.kernel)
+        sh, sw = _ints(op.strides)
+        pt, pl, pb, pr = _ints(op.pads)
+        dh, dw = _ints(op.dilations)
+        dst, src = self.n[op.dst], self.n[op.src]
+        is_max = op.kind.data == "max"
+        include = bool(op.count_include_pad.value.data)
+        total = n_ * c * oh * ow
+        lines = [
+            f"// {op.kind.data} pooling {kh}x{kw} of the input over this tile (scalar loop)",
+            "AscendC::PipeBarrier<PIPE_ALL>();",
+            "for (uint32_t j = 0; j < calc; j++) {",
+            f"    const uint32_t i = (base + offset + j) % {total}u;  // pad lanes wrap",
+            f"    const uint32_t ox = i % {ow}u, oy = (i / {ow}u) % {oh}u, plane = i / {oh * ow}u;",
+            f"    float acc = {'-INFINITY' if is_max else '0.0f'};",
+            "    float cnt = 0.0f;",
+            f"    for (uint32_t ky = 0; ky < {kh}u; ky++) {{",
+            f"        const int32_t iy = static_cast<int32_t>(oy * {sh}u + ky * {dh}u) - {pt};",
+            f"        for (uint32_t kx = 0; kx < {kw}u; kx++) {{",
+            f"            const int32_t ix = static_cast<int32_t>(ox * {sw}u + kx * {dw}u) - {pl};",
+            f"            const bool inside = iy >= 0 && iy < {h} && ix >= 0 && ix < {w};",
+        ]
+        if is_max:
+            lines += [
+                "            if (inside) {",
+                f"                const float v = {src}.GetValue((static_cast<uint64_t>(plane) * {h}u + iy) * {w}u + ix);",
+                "                acc = (v > acc || v != v) ? v : acc;",
+                "            }",
+            ]
+        else:
+            if include:
+                lines.append(f"            const bool counted = iy >= -{pt} && iy < {h + pb} && ix >= -{pl} && ix < {w + pr};")
+            else:
+                lines.append("            const bool counted = inside;")
+            lines += [
+                "            if (inside) {",
+                f"                acc += {src}.GetValue((static_cast<uint64_t>(plane) * {h}u + iy) * {w}u + ix);",
+                "            }",
+                "            cnt += counted ? 1.0f : 0.0f;",
+            ]
+        lines += [
+            "        }",
+            "    }",
+            "    (void)cnt;",
+            f"    {dst}.SetValue(j, {'acc' if is_max else 'acc / cnt'});",
+            "}",
+            "AscendC::PipeBarrier<PIPE_ALL>();",
+        ]
+        return lines
 
     def _broadcast(self, op: ac.BroadcastOp) -> list[str]:
         shape = _ints(op.out_shape)

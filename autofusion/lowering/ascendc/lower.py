@@ -42,7 +42,16 @@ from autofusion.dialects.dtypes import numpy_from_dense
 from autofusion.dialects.shapes import numel
 from autofusion.lowering.ascendc import tiling as tl
 from autofusion.lowering.ascendc.rows import ROW_OPS, build_rows
-from autofusion.lowering.ascendc.vector import VECTOR_OPS, Bcast, Scalar, Tile, Unsupported, Val, VectorBuilder
+from autofusion.lowering.ascendc.vector import (
+    VECTOR_OPS,
+    Bcast,
+    Scalar,
+    Tile,
+    Unsupported,
+    Val,
+    VectorBuilder,
+    Window,
+)
 
 BCAST_LIMIT = 8192  # elements: larger broadcast operands are not loaded into UB
 
@@ -84,6 +93,7 @@ class _Plan:
 
 
 GATHER_OPS: tuple[type[Operation], ...] = (nn.TransposeOp, nn.ExpandOp, nn.SliceOp)
+POOL_OPS: tuple[type[Operation], ...] = (nn.MaxPoolOp, nn.AvgPoolOp)
 
 
 def _row_major(shape: tuple[int, ...]) -> list[int]:
@@ -142,6 +152,7 @@ class KernelLowering:
             o: (o.operands[0].index, *gather_map(o))  # type: ignore[attr-defined]
             for o in ops if isinstance(o, GATHER_OPS)
         }
+        gathers.update({o: (o.operands[0].index, (), 0) for o in ops if isinstance(o, POOL_OPS)})  # type: ignore[attr-defined]
         used = {a.index for o in ops if o not in gathers for a in o.operands
                 if isinstance(a, SSAValue) and a.owner is block}  # fmt: skip
         queued, bcast = [], {}
@@ -163,7 +174,7 @@ class KernelLowering:
         for o in ops:
             if isinstance(o, nn.ConstantOp):
                 continue
-            if isinstance(o, GATHER_OPS):
+            if isinstance(o, (*GATHER_OPS, *POOL_OPS)):
                 if o.operands[0].owner is not self.kop.body.block:
                     raise Unsupported(f"{o.name} of a computed value (only of kernel inputs)")
                 if tuple(shape_of(o.results[0])) != out_shape:
@@ -254,7 +265,10 @@ class KernelLowering:
         for v, c in consts.items():
             env[v] = Scalar(c)
         for g, (i, strides, offset) in (plan.gathers or {}).items():
-            env[g.results[0]] = Bcast(gms[i], strides, offset=offset)
+            if isinstance(g, POOL_OPS):
+                env[g.results[0]] = Window(g, gms[i])
+            else:
+                env[g.results[0]] = Bcast(gms[i], strides, offset=offset)
         out_tiles: dict[SSAValue, Tile] = {}
         for q, _, v in out_q:
             if v not in out_tiles:
@@ -583,7 +597,7 @@ def lower_kernel(
 
 
 SINGLE_OPS: tuple[type[Operation], ...] = (
-    nn.ConvOp, nn.MatMulOp, nn.GemmOp, *VECTOR_OPS, *ROW_OPS, *GATHER_OPS,
+    nn.ConvOp, nn.MatMulOp, nn.GemmOp, *VECTOR_OPS, *ROW_OPS, *GATHER_OPS, *POOL_OPS,
 )
 
 

@@ -25,7 +25,7 @@ from autofusion.lowering.ascendc import tiling as tl
 from autofusion.lowering.ascendc.vector import Unsupported
 
 ROW_OPS: tuple[type[Operation], ...] = (
-    nn.LayerNormOp, nn.SoftmaxOp, nn.LogSoftmaxOp, nn.GlobalAvgPoolOp,
+    nn.LayerNormOp, nn.SoftmaxOp, nn.LogSoftmaxOp, nn.GlobalAvgPoolOp, nn.GlobalMaxPoolOp,
     nn.ReduceMeanOp, nn.ReduceSumOp, nn.ReduceMaxOp,
 )
 
@@ -39,7 +39,7 @@ def row_shape(op: Operation) -> tuple[int, int]:
         k = op.int_prop("axis")
         if k != len(xs) - 1:
             raise Unsupported(f"{op.name} over axis {k} (only the last axis is lowered)")
-    elif isinstance(op, nn.GlobalAvgPoolOp):
+    elif isinstance(op, nn.GlobalAvgPoolOp | nn.GlobalMaxPoolOp):
         k = 2
     else:
         axes = op.ints("axes")  # type: ignore[attr-defined]
@@ -101,7 +101,7 @@ def build_rows(lowering, op: Operation) -> ac.KernelOp:  # noqa: ANN001 - Kernel
     em = body.add_op
     inv_d = 1.0 / d
     if per_row_out:
-        fn = "ReduceMax" if isinstance(op, nn.ReduceMaxOp) else "ReduceSum"
+        fn = "ReduceMax" if isinstance(op, nn.ReduceMaxOp | nn.GlobalMaxPoolOp) else "ReduceSum"
         em(ac.VecReduceOp(fn, S, X, W))
         if isinstance(op, nn.ReduceMeanOp | nn.GlobalAvgPoolOp):
             em(ac.VecScalarOp("Muls", S, S, inv_d, count=1))

@@ -53,7 +53,16 @@ class Bcast:
     offset: int = 0
 
 
-Val = Scalar | Tile | Bcast
+@dataclass
+class Window:
+    """A pooling of a kernel input (GM); computed into a scratch tile on first use."""
+
+    op: Operation
+    src: SSAValue
+    expanded: Tile | None = None
+
+
+Val = Scalar | Tile | Bcast | Window
 
 # Abramowitz & Stegun 7.1.26
 _AS_P = 0.3275911
@@ -85,7 +94,7 @@ class VectorBuilder:
     def release(self, v: Val) -> None:
         if isinstance(v, Tile) and v.temp is not None and v.temp not in self.free:
             self.free.append(v.temp)
-        if isinstance(v, Bcast) and v.expanded is not None:
+        if isinstance(v, Bcast | Window) and v.expanded is not None:
             self.release(v.expanded)
             v.expanded = None
 
@@ -96,6 +105,12 @@ class VectorBuilder:
         """A UB tile holding ``v`` over the whole tile (expanding broadcasts/scalars)."""
         if isinstance(v, Tile):
             return v
+        if isinstance(v, Window):
+            if v.expanded is None:
+                t = self.temp()
+                self.emit(pool_window(v.op, t.local, v.src))
+                v.expanded = t
+            return v.expanded
         if isinstance(v, Bcast):
             if v.expanded is None:
                 t = self.temp()
@@ -310,6 +325,27 @@ def _fold(op: Operation, vals: list[float]) -> float:
         raise Unsupported(f"cannot fold {op.name} on constants")
     with np.errstate(all="ignore"):
         return float(fn(*[np.float32(v) for v in vals]))
+
+
+def pool_window(op: Operation, dst: SSAValue, src: SSAValue) -> ac.PoolWindowOp:
+    from xdsl.dialects.builtin import BoolAttr, StringAttr
+
+    from autofusion.dialects.base import i64_array, shape_of
+
+    xs = shape_of(op.operands[0])
+    if len(xs) != 4:
+        raise Unsupported(f"{op.name} on rank {len(xs)} (only 2-d pooling is lowered)")
+    include = isinstance(op, nn.AvgPoolOp) and op.int_prop("count_include_pad") != 0
+    return ac.PoolWindowOp.build(
+        operands=[dst, src],
+        properties={
+            "kind": StringAttr("max" if isinstance(op, nn.MaxPoolOp) else "avg"),
+            "input_shape": i64_array(xs), "out_hw": i64_array(shape_of(op.results[0])[2:]),
+            "kernel": op.properties["kernel"], "strides": op.properties["strides"],
+            "pads": op.properties["pads"], "dilations": op.properties["dilations"],
+            "count_include_pad": BoolAttr.from_bool(include),
+        },
+    )
 
 
 VECTOR_OPS: tuple[type[Operation], ...] = (
