@@ -56,8 +56,12 @@ def axes_input_or_attr(ctx: NodeCtx, input_index: int, input_opset: int) -> list
 # ---------------------------------------------------------------------------------------
 
 
-def tensor_to_const(t: onnx.TensorProto, origin: str, filename: str) -> Const:
-    """An initializer/attribute tensor as a :class:`Const`, viewing ``raw_data`` in place."""
+def tensor_to_const(
+    t: onnx.TensorProto, origin: str, filename: str, raw: bytes | None = None
+) -> Const:
+    """An initializer/attribute tensor as a :class:`Const`, viewing its raw bytes in place.
+
+    ``raw`` is the tensor's ``raw_data`` when it was cut out of the file before parsing."""
     try:
         elem = dtypes.from_onnx_elem(t.data_type)
     except ValueError:
@@ -67,8 +71,9 @@ def tensor_to_const(t: onnx.TensorProto, origin: str, filename: str) -> Const:
         ) from None
     dt = dtypes.to_numpy_dtype(elem)
     dims = tuple(int(d) for d in t.dims)
-    if t.data_location != onnx.TensorProto.EXTERNAL and t.HasField("raw_data"):
+    if raw is None and t.data_location != onnx.TensorProto.EXTERNAL and t.HasField("raw_data"):
         raw = t.raw_data
+    if raw is not None:
         n = int(np.prod(dims)) if dims else 1
         if len(raw) != n * dt.itemsize:
             raise AutofusionError(

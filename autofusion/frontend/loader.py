@@ -8,15 +8,19 @@ without a static shape, unsupported element types.
 
 from __future__ import annotations
 
+import mmap
 import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import BinaryIO
 
 import onnx
 from google.protobuf.message import DecodeError
 
 from autofusion.dialects import dtypes
 from autofusion.errors import AutofusionError
+from autofusion.frontend import wire
 
 MIN_OPSET = 9
 MAX_OPSET = 21
@@ -28,25 +32,61 @@ def node_label(node: onnx.NodeProto, index: int) -> str:
     return node.name or f"{node.op_type}_{index}"
 
 
-def load_path(path: str | os.PathLike[str]) -> tuple[onnx.ModelProto, str]:
+@dataclass
+class Loaded:
+    """A parsed model and, per initializer index, raw weight bytes cut out before parsing
+    (see :mod:`autofusion.frontend.wire`); ``None`` entries are still inside the proto."""
+
+    model: onnx.ModelProto
+    raws: list[bytes | None]
+
+
+# Files at least this large are memory-mapped and their weights cut out before parsing.
+_MMAP_MIN = 16 * 1024 * 1024
+
+
+def load_path(path: str | os.PathLike[str]) -> tuple[Loaded, str]:
     path = os.fspath(path)
     try:
         with open(path, "rb") as f:
-            data = f.read()
+            return load_stream(f, path), path
     except FileNotFoundError:
         raise AutofusionError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise AutofusionError(f"{path}: is a directory, not an ONNX file") from None
-    return load_bytes(data, path), path
 
 
-def load_bytes(data: bytes, filename: str) -> onnx.ModelProto:
-    """Parse a serialised model and load its external data from beside ``filename``."""
-    if not data:
+def load_stream(stream: BinaryIO, filename: str) -> Loaded:
+    """Load from an open binary file: big regular files are memory-mapped (read once,
+    weights copied straight out of the mapping), anything else is read."""
+    try:
+        fd = stream.fileno()
+        size = os.fstat(fd).st_size if stat.S_ISREG(os.fstat(fd).st_mode) else 0
+    except (OSError, AttributeError, ValueError):
+        size = 0
+    if size >= _MMAP_MIN and stream.tell() == 0:
+        with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as mm:
+            return load_bytes(mm, filename)
+    return load_bytes(stream.read(), filename)
+
+
+def load_bytes(data: wire.Buffer, filename: str) -> Loaded:
+    """Parse a serialised model and load its external data from beside ``filename``.
+
+    Large ``raw_data`` weights are cut out of ``data`` first and copied once each, so the
+    parsed protobuf does not hold a second copy of them."""
+    if not len(data):
         raise AutofusionError(f"{filename}: empty file, not an ONNX model")
+    split = wire.split_weights(data) if len(data) >= wire.MIN_CUT else None
+    raws: list[bytes | None] = []
     model = onnx.ModelProto()
     try:
-        model.ParseFromString(data)
+        if split is None:
+            model.ParseFromString(bytes(data) if isinstance(data, mmap.mmap) else data)
+        else:
+            small, slices = split
+            model.ParseFromString(small)
+            raws = [_copy_out(data, s) for s in slices]
     except (DecodeError, RuntimeError, ValueError) as e:
         raise AutofusionError(
             f"{filename}: not a valid ONNX model (truncated or corrupt protobuf: {e})"
@@ -61,7 +101,23 @@ def load_bytes(data: bytes, filename: str) -> onnx.ModelProto:
                 f"{filename}: cannot load external weight data from {base}: "
                 f"{str(e).splitlines()[0] if str(e) else type(e).__name__}"
             ) from None
-    return model
+    return Loaded(model, raws)
+
+
+def _copy_out(data: wire.Buffer, span: wire.Span | None) -> bytes | None:
+    """The bytes of one cut weight; a mapped file's pages are dropped once copied."""
+    if span is None:
+        return None
+    start, end = span
+    raw = data[start:end]
+    if not isinstance(raw, bytes):
+        raw = bytes(raw)
+    if isinstance(data, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
+        page = mmap.PAGESIZE
+        lo, hi = -(-start // page) * page, end // page * page
+        if hi > lo:
+            data.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+    return raw
 
 
 def _uses_external_data(model: onnx.ModelProto) -> bool:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from typing import BinaryIO
 
 import numpy as np
 import onnx
@@ -63,11 +64,12 @@ def import_onnx(
     """
     if isinstance(model, onnx.ModelProto):
         loader.check_structure(model, "<model>")
-        return _Importer(model, "<model>", owned=False, progress=progress,
+        loaded = loader.Loaded(model, [])
+        return _Importer(loaded, "<model>", owned=False, progress=progress,
                          input_shapes=input_shapes).run()
     Progress.reading(progress, model)
-    proto, path = loader.load_path(model)
-    return _Importer(proto, path, owned=True, progress=progress,
+    loaded, path = loader.load_path(model)
+    return _Importer(loaded, path, owned=True, progress=progress,
                      input_shapes=input_shapes).run()
 
 
@@ -85,8 +87,8 @@ def import_onnx_bytes(
     the importer builds ops directly and does not need it.
     """
     del ctx
-    proto = loader.load_bytes(data, filename)
-    return _Importer(proto, filename, owned=True, progress=progress,
+    loaded = loader.load_bytes(data, filename)
+    return _Importer(loaded, filename, owned=True, progress=progress,
                      input_shapes=input_shapes).run()
 
 
@@ -103,12 +105,24 @@ def _attr_value(a: onnx.AttributeProto, op_type: str) -> object:
     return v
 
 
+def import_onnx_stream(
+    stream: BinaryIO, filename: str, *, progress: bool | None = None,
+    input_shapes: InputShapes | None = None,
+) -> ModuleOp:
+    """Import from an open binary file (``autofusion-opt``'s frontend hook); a big regular
+    file is memory-mapped so its weights are copied once, straight into the constants."""
+    loaded = loader.load_stream(stream, filename)
+    return _Importer(loaded, filename, owned=True, progress=progress,
+                     input_shapes=input_shapes).run()
+
+
 class _Importer:
     def __init__(
-        self, model: onnx.ModelProto, filename: str, *, owned: bool, progress: bool | None,
+        self, loaded: loader.Loaded, filename: str, *, owned: bool, progress: bool | None,
         input_shapes: InputShapes | None = None,
     ):
-        self.model = model
+        self.model = loaded.model
+        self.raws = loaded.raws
         self.input_shapes = dict(input_shapes or {})
         self.filename = filename
         self.owned = owned
@@ -147,8 +161,9 @@ class _Importer:
         env: dict[str, Value] = {}
         for vi, barg in zip(args, block.args):
             env[vi.name] = barg
-        for t in graph.initializer:
-            c = tensor_to_const(t, t.name, fn)
+        for i, t in enumerate(graph.initializer):
+            raw = self.raws[i] if i < len(self.raws) else None
+            c = tensor_to_const(t, t.name, fn, raw)
             env[t.name] = c
             # The Const owns a copy of the bytes; drop the protobuf's (only in our own model).
             if self.owned and c.raw is not None and len(c.raw) > _SMALL:
@@ -342,4 +357,4 @@ def _tensor_nbytes(t: onnx.TensorProto) -> int:
     return _numel(t.dims) * size
 
 
-__all__ = ["import_onnx", "import_onnx_bytes"]
+__all__ = ["import_onnx", "import_onnx_bytes", "import_onnx_stream"]

@@ -33,9 +33,9 @@ class AutofusionOptMain(xDSLOptMain):
         super().register_all_frontends()
 
         def onnx_frontend(stream: IO[bytes]) -> ModuleOp:
-            from autofusion.frontend.onnx_import import import_onnx_bytes
+            from autofusion.frontend.onnx_import import import_onnx_stream
 
-            return import_onnx_bytes(stream.read(), self.get_input_name(), ctx=self.ctx)
+            return import_onnx_stream(stream, self.get_input_name())
 
         self.available_frontends["onnx"] = onnx_frontend
 

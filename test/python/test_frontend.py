@@ -276,3 +276,40 @@ def test_progress_on_big_models_when_asked(
     assert err[0].startswith("importing: 0.0 MB of weights, 600 nodes")
     assert "importing: 60/600 nodes" in err and "importing: 600/600 nodes" in err
     assert err[-1].startswith("importing: done in")
+
+
+@pytest.mark.parametrize("mb", [0.3, 17])
+def test_weights_cut_out_before_parsing_match(tmp_path: Path, mb: float) -> None:
+    """Large raw_data fields are cut out of the buffer (and, for files of 16 MB or more,
+    read from a memory map) before protobuf parsing; the constants are byte-identical to
+    an import of the parsed ModelProto, for paths and for bytes."""
+    from onnx import helper as h
+    from onnx import numpy_helper as nh
+
+    rng = np.random.default_rng(1)
+    n = int(mb * 2**20 / 4)
+    big = nh.from_array(rng.standard_normal(n).astype(np.float32), "big")
+    small = nh.from_array(np.arange(6, dtype=np.int64), "small")
+    half = nh.from_array(rng.standard_normal(70000).astype(np.float16), "half")
+    nodes = [h.make_node("Mul", ["x", "big"], ["y"], name="mul"),
+             h.make_node("Add", ["i", "small"], ["z"], name="add"),
+             h.make_node("Add", ["hx", "half"], ["w"], name="add_half")]
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [n]),
+                                  h.make_tensor_value_info("i", onnx.TensorProto.INT64, [6]),
+                                  h.make_tensor_value_info("hx", onnx.TensorProto.FLOAT16,
+                                                           [70000])],
+                     [h.make_tensor_value_info(o, 0, None) for o in "yzw"], [big, small, half])
+    model = h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
+    path = tmp_path / "m.onnx"
+    onnx.save(model, str(path))
+    from autofusion.frontend.wire import split_weights
+
+    cut = split_weights(path.read_bytes())
+    assert cut is not None and cut[1][0] is not None and cut[1][1] is None
+    ref = _constant_values(import_onnx(model, progress=False))
+    for module in (import_onnx(path, progress=False),
+                   import_onnx_bytes(path.read_bytes(), str(path), progress=False)):
+        got = _constant_values(module)
+        assert set(got) == set(ref) == {"big", "small", "half"}
+        for k in ref:
+            assert got[k].dtype == ref[k].dtype and got[k].tobytes() == ref[k].tobytes(), k
