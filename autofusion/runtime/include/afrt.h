@@ -36,6 +36,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -145,6 +148,19 @@ static inline void afrt_init_once_(void) {
 static inline int64_t afrt_min_(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t afrt_max_(int64_t a, int64_t b) { return a > b ? a : b; }
 static inline int64_t afrt_cdiv_(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* First/last+1 window taps k in [0, taps) with 0 <= o*stride - pad + k*dil < size. */
+static inline void afrt_tap_range_(int64_t o, int64_t stride, int64_t pad, int64_t dil,
+                                   int64_t taps, int64_t size, int64_t *lo, int64_t *hi) {
+    const int64_t i0 = o * stride - pad;
+    int64_t a = i0 >= 0 ? 0 : afrt_cdiv_(-i0, dil);
+    int64_t b = size - 1 - i0 < 0 ? 0 : (size - 1 - i0) / dil + 1;
+    if (b > taps) b = taps;
+    if (a > b) a = b;
+    *lo = a;
+    *hi = b;
+}
+
 
 static inline void afrt_sgemm_(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha,
                                const float *a, int64_t lda, const float *b, int64_t ldb,
@@ -307,7 +323,6 @@ static inline int afrt_in_region_(const void *p, size_t bytes) {
 #endif
 
 #if defined(__AVX512F__)
-#include <immintrin.h>
 /* c[MR x NR] (ldc) = (acc ? c : 0) + a_panel @ b_panel over kc. */
 static inline void afrt_ukernel_(int64_t kc, const float *restrict a, const float *restrict b,
                                  float *restrict c, int64_t ldc, int acc) {
@@ -799,34 +814,78 @@ static inline void afrt_conv_dw_channel_(const float *x, const float *w, float *
     const int64_t sh = p->stride_h, sw = p->stride_w, dh = p->dil_h, dw = p->dil_w;
     const int64_t pt = p->pad_top, pl = p->pad_left;
     const int64_t c = k / kg;
-    const float *xc = x + (n * p->C + c) * H * W;
-    const float *wk = w + k * R * S;
-    float *yk = y + (n * p->K + k) * OH * OW;
+    const float *restrict xc = x + (n * p->C + c) * H * W;
+    const float *restrict wk = w + k * R * S;
+    float *restrict yk = y + (n * p->K + k) * OH * OW;
+    /* columns whose every tap is inside the row: [ilo, ihi) */
+    const int64_t ilo = afrt_min_(OW, afrt_cdiv_(pl, sw));
+    const int64_t last = W - 1 + pl - (S - 1) * dw; /* ow * sw <= last */
+    const int64_t ihi = last < 0 ? ilo : afrt_max_(ilo, afrt_min_(OW, last / sw + 1));
     for (int64_t oh = 0; oh < OH; ++oh) {
-        float *yr = yk + oh * OW;
-        for (int64_t ow = 0; ow < OW; ++ow) yr[ow] = 0.0f;
-        for (int64_t r = 0; r < R; ++r) {
-            const int64_t ih = oh * sh - pt + r * dh;
-            if (ih < 0 || ih >= H) continue;
-            const float *xr = xc + ih * W;
-            for (int64_t s = 0; s < S; ++s) {
-                const float wv = wk[r * S + s];
-                const int64_t off = s * dw - pl;
-                int64_t lo = off >= 0 ? 0 : afrt_cdiv_(-off, sw);
-                int64_t hi = W - 1 - off < 0 ? 0 : (W - 1 - off) / sw + 1;
-                if (hi > OW) hi = OW;
-                if (sw == 1) {
-                    for (int64_t ow = lo; ow < hi; ++ow) yr[ow] += wv * xr[ow + off];
-                } else {
-                    for (int64_t ow = lo; ow < hi; ++ow) yr[ow] += wv * xr[ow * sw + off];
+        float *restrict yr = yk + oh * OW;
+        int64_t r_lo, r_hi;
+        afrt_tap_range_(oh, sh, pt, dh, R, H, &r_lo, &r_hi);
+        const int64_t ih0 = oh * sh - pt;
+        int64_t ow = 0;
+        if (sw == 1) {
+            /* interior: 16 outputs at a time, all taps accumulated in registers */
+            for (ow = ilo; ow + 16 <= ihi; ow += 16) {
+#if defined(__AVX512F__)
+                __m512 acc = _mm512_setzero_ps();
+                for (int64_t r = r_lo; r < r_hi; ++r) {
+                    const float *restrict xr = xc + (ih0 + r * dh) * W + (ow - pl);
+                    for (int64_t s = 0; s < S; ++s)
+                        acc = _mm512_fmadd_ps(_mm512_set1_ps(wk[r * S + s]),
+                                              _mm512_loadu_ps(xr + s * dw), acc);
                 }
+                _mm512_storeu_ps(yr + ow, acc);
+#else
+                float acc[16] = {0};
+                for (int64_t r = r_lo; r < r_hi; ++r) {
+                    const float *restrict xr = xc + (ih0 + r * dh) * W + (ow - pl);
+                    for (int64_t s = 0; s < S; ++s) {
+                        const float wv = wk[r * S + s];
+                        const float *restrict xs = xr + s * dw;
+                        for (int t = 0; t < 16; ++t) acc[t] += wv * xs[t];
+                    }
+                }
+                for (int t = 0; t < 16; ++t) yr[ow + t] = acc[t];
+#endif
             }
+#if defined(__AVX512F__)
+            if (ow < ihi) { /* interior tail, masked */
+                const __mmask16 m = (__mmask16)((1u << (ihi - ow)) - 1u);
+                __m512 acc = _mm512_setzero_ps();
+                for (int64_t r = r_lo; r < r_hi; ++r) {
+                    const float *restrict xr = xc + (ih0 + r * dh) * W + (ow - pl);
+                    for (int64_t s = 0; s < S; ++s)
+                        acc = _mm512_fmadd_ps(_mm512_set1_ps(wk[r * S + s]),
+                                              _mm512_maskz_loadu_ps(m, xr + s * dw), acc);
+                }
+                _mm512_mask_storeu_ps(yr + ow, m, acc);
+                ow = ihi;
+            }
+#endif
+        }
+        /* everything else (borders, the interior's tail, other strides): tap by tap */
+        for (int64_t o = 0; o < OW; ++o) {
+            if (sw == 1 && o >= ilo && o < ow) {
+                o = ow - 1;
+                continue;
+            }
+            int64_t s_lo = 0, s_hi = S;
+            if (o < ilo || o >= ihi) afrt_tap_range_(o, sw, pl, dw, S, W, &s_lo, &s_hi);
+            const int64_t iw0 = o * sw - pl;
+            float acc = 0.0f;
+            for (int64_t r = r_lo; r < r_hi; ++r) {
+                const float *restrict xr = xc + (ih0 + r * dh) * W;
+                for (int64_t s = s_lo; s < s_hi; ++s) acc += wk[r * S + s] * xr[iw0 + s * dw];
+            }
+            yr[o] = acc;
         }
     }
 }
 
-/* Packs the im2col matrix (crs x OH*OW) of one image/group (xg: its first channel) for the
- * k block [pc, pc+kc) and positions [j0, j0+nc) straight into [kc][NR] panels. */
 static inline void afrt_pack_b_conv_(const struct afrt_conv_params_s *p, const float *xg,
                                      int64_t N, int64_t pc, int64_t kc, int64_t j0, int64_t nc,
                                      float *dst) {
@@ -1008,18 +1067,6 @@ typedef struct {
     int64_t stride_h, stride_w, pad_top, pad_left, pad_bottom, pad_right, dil_h, dil_w;
     int count_include_pad; /* average pooling only */
 } afrt_pool_params;
-
-/* First/last+1 window taps k in [0, taps) with 0 <= o*stride - pad + k*dil < size. */
-static inline void afrt_tap_range_(int64_t o, int64_t stride, int64_t pad, int64_t dil,
-                                   int64_t taps, int64_t size, int64_t *lo, int64_t *hi) {
-    const int64_t i0 = o * stride - pad;
-    int64_t a = i0 >= 0 ? 0 : afrt_cdiv_(-i0, dil);
-    int64_t b = size - 1 - i0 < 0 ? 0 : (size - 1 - i0) / dil + 1;
-    if (b > taps) b = taps;
-    if (a > b) a = b;
-    *lo = a;
-    *hi = b;
-}
 
 static inline void afrt_maxpool2d_f32(const float *x, float *y, const afrt_pool_params *p) {
     const int64_t planes = p->N * p->C;
