@@ -781,6 +781,10 @@ class AvgPoolOp(PoolOp):
     name = "nn.avg_pool"
     count_include_pad = prop_def(IntegerAttr)
 
+    def verify_(self) -> None:
+        _float_elem(self, tensor_of(self.x))
+        super().verify_()
+
 
 class GlobalPoolOp(TensorOp):
     x = operand_def(TensorType)
@@ -799,6 +803,10 @@ class GlobalAvgPoolOp(GlobalPoolOp):
     """Mean over all spatial dims: [N, C, ...] -> [N, C, 1, ...]."""
 
     name = "nn.global_avg_pool"
+
+    def verify_(self) -> None:
+        _float_elem(self, tensor_of(self.x))
+        super().verify_()
 
 
 @irdl_op_definition
@@ -878,6 +886,7 @@ class SoftmaxBase(TensorOp):
 
     def verify_(self) -> None:
         xs = shape_of(self.x)
+        _float_elem(self, tensor_of(self.x))
         if not 0 <= self.int_prop("axis") < max(1, len(xs)):
             raise self.fail(f"axis {self.int_prop('axis')} out of range for rank {len(xs)}")
         _expect(self, 0, xs, tensor_of(self.x).element_type)

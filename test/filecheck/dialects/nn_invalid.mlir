@@ -714,6 +714,15 @@ func.func @avg_pool_result_shape(%a: tensor<1x4x8x8xf32>) {
 
 // -----
 
+func.func @avg_pool_int(%a: tensor<1x4x8x8xi32>) {
+  %r = nn.avg_pool %a {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, ceil_mode = 0 : i64, count_include_pad = 0 : i64} : (tensor<1x4x8x8xi32>) -> tensor<1x4x4x4xi32>
+  func.return
+}
+// CHECK: {{^// -{5}$}}
+// CHECK-NEXT: 'nn.avg_pool': expects a floating-point tensor, got tensor<1x4x8x8xi32>
+
+// -----
+
 func.func @avg_pool_rank(%a: tensor<4x8xf32>) {
   %r = nn.avg_pool %a {kernel = array<i64: 2>, strides = array<i64: 2>, pads = array<i64: 0, 0>, dilations = array<i64: 1>, ceil_mode = 0 : i64, count_include_pad = 0 : i64} : (tensor<4x8xf32>) -> tensor<4x4xf32>
   func.return
@@ -738,6 +747,15 @@ func.func @global_avg_pool_shape(%a: tensor<1x4x8x8xf32>) {
 }
 // CHECK: {{^// -{5}$}}
 // CHECK-NEXT: 'nn.global_avg_pool': result shape (1, 4) does not match inferred shape (1, 4, 1, 1)
+
+// -----
+
+func.func @global_avg_pool_int(%a: tensor<1x4x8x8xi64>) {
+  %r = nn.global_avg_pool %a : (tensor<1x4x8x8xi64>) -> tensor<1x4x1x1xi64>
+  func.return
+}
+// CHECK: {{^// -{5}$}}
+// CHECK-NEXT: 'nn.global_avg_pool': expects a floating-point tensor, got tensor<1x4x8x8xi64>
 
 // -----
 
@@ -810,6 +828,15 @@ func.func @reduce_l2_missing_axes(%a: tensor<2x3x4xf32>) {
 }
 // CHECK: {{^// -{5}$}}
 // CHECK-NEXT: property 'axes' expected in operation 'nn.reduce_l2'
+
+// -----
+
+func.func @softmax_int(%a: tensor<2x3x4xi32>) {
+  %r = nn.softmax %a {axis = 2 : i64} : (tensor<2x3x4xi32>) -> tensor<2x3x4xi32>
+  func.return
+}
+// CHECK: {{^// -{5}$}}
+// CHECK-NEXT: 'nn.softmax': expects a floating-point tensor, got tensor<2x3x4xi32>
 
 // -----
 
