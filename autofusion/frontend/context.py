@@ -56,9 +56,19 @@ class Const:
     def elem(self) -> Attribute:
         return dtypes.from_numpy_dtype(self.array.dtype)
 
+    @property
+    def is_splat(self) -> bool:
+        """A broadcast view of one value (e.g. ConstantOfShape): stored as one element."""
+        a = self.array
+        return a.size > 1 and all(s == 0 for s in a.strides)
+
     def dense(self) -> DenseIntOrFPElementsAttr:
+        ttype = dtypes.tensor_type(self.elem, self.array.shape)
+        if self.is_splat:
+            one = self.array.reshape(-1)[:1]
+            data = one.astype(np.int8) if one.dtype == np.bool_ else one
+            return DenseIntOrFPElementsAttr(ttype, BytesAttr(data.tobytes()))
         if self.raw is not None and self.array.dtype != np.bool_:
-            ttype = dtypes.tensor_type(self.elem, self.array.shape)
             return DenseIntOrFPElementsAttr(ttype, BytesAttr(self.raw))
         return dtypes.dense_from_numpy(self.array)
 

@@ -135,7 +135,10 @@ def _constant_of_shape(ctx: NodeCtx) -> list[Value]:
     else:
         fill = value.reshape(-1)[0] if value.size else np.zeros((), value.dtype)
     dims = [int(d) for d in shape.reshape(-1)]
-    return [ctx.const(np.full(dims, fill, dtype=np.asarray(fill).dtype))]
+    if min(dims, default=1) < 0:
+        raise ctx.error(f"negative dimension in shape {dims}")
+    # A broadcast view: no memory per element, emitted as a splat constant.
+    return [ctx.const(np.broadcast_to(np.asarray(fill), dims))]
 
 
 @converter("Range", folds=True)

@@ -313,3 +313,24 @@ def test_weights_cut_out_before_parsing_match(tmp_path: Path, mb: float) -> None
         assert set(got) == set(ref) == {"big", "small", "half"}
         for k in ref:
             assert got[k].dtype == ref[k].dtype and got[k].tobytes() == ref[k].tobytes(), k
+
+
+LIGHT_ZOO = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
+
+
+@pytest.mark.parametrize("path", sorted(LIGHT_ZOO.glob("light_*.onnx")), ids=lambda p: p.stem)
+def test_onnx_model_zoo_light_cnns(path: Path) -> None:
+    """The classic model-zoo CNNs shipped with onnx (opset 9, IR version 3, initializers
+    as inputs, weights made by ConstantOfShape, which become splat constants) import; the
+    three cheapest to interpret are compared with onnxruntime."""
+    model = onnx.load(str(path))
+    module = import_onnx(model, progress=False)
+    stored = sum(len(op.value.data.data) for op in module.walk() if isinstance(op, ConstantOp))
+    assert stored < 4 * 2**20  # splats, not e.g. VGG-19's 548 MB of filled weights
+    if path.stem not in ("light_shufflenet", "light_squeezenet", "light_bvlc_alexnet"):
+        return
+    feeds = _feeds(model)
+    ref = _ort(model, feeds)
+    got = run_module(module, feeds)
+    for name, r in ref.items():
+        assert_close(np.asarray(got[name]), r, f"{path.stem}:{name}")
