@@ -91,16 +91,20 @@ def tensor_to_const(
     return Const(_contiguous(arr.astype(dt, copy=False)), origin)
 
 
-def _sparse_to_dense(sp: onnx.SparseTensorProto, ctx: NodeCtx) -> np.ndarray:
-    values = tensor_to_const(sp.values, ctx.origin, ctx.filename).array
-    idx = tensor_to_const(sp.indices, ctx.origin, ctx.filename).array.astype(np.int64)
+def sparse_to_dense(sp: onnx.SparseTensorProto, origin: str, filename: str) -> np.ndarray:
+    """A sparse tensor (``sparse_value`` / ``sparse_initializer``) as a dense array."""
+    values = tensor_to_const(sp.values, origin, filename).array
+    idx = tensor_to_const(sp.indices, origin, filename).array.astype(np.int64)
     dims = tuple(int(d) for d in sp.dims)
     out = np.zeros(dims, dtype=values.dtype)
     flat = out.reshape(-1)
-    if idx.ndim == 1:
-        flat[idx] = values
-    else:
-        flat[np.ravel_multi_index(tuple(idx.T), dims)] = values
+    try:
+        if idx.ndim == 1:
+            flat[idx] = values
+        else:
+            flat[np.ravel_multi_index(tuple(idx.T), dims)] = values
+    except (IndexError, ValueError) as e:
+        raise AutofusionError(f"{filename}: sparse tensor '{origin}' is malformed: {e}") from None
     return out
 
 
@@ -111,7 +115,7 @@ def _constant(ctx: NodeCtx) -> list[Value]:
             c = tensor_to_const(a.t, ctx.origin, ctx.filename)
             return [c]
         if a.name == "sparse_value":
-            return [ctx.const(_sparse_to_dense(a.sparse_tensor, ctx))]
+            return [ctx.const(sparse_to_dense(a.sparse_tensor, ctx.origin, ctx.filename))]
         if a.name == "value_float":
             return [ctx.const(np.array(a.f, dtype=np.float32))]
         if a.name == "value_floats":

@@ -32,7 +32,7 @@ from autofusion.dialects import dtypes
 from autofusion.errors import AutofusionError
 from autofusion.frontend import loader
 from autofusion.frontend.context import Const, Emitter, NodeCtx, Value, value_elem, value_shape
-from autofusion.frontend.convert_shape import tensor_to_const
+from autofusion.frontend.convert_shape import sparse_to_dense, tensor_to_const
 from autofusion.frontend.progress import Progress
 from autofusion.frontend.registry import SELF_FOLDING, tables
 
@@ -135,6 +135,7 @@ class _Importer:
         fn = self.filename
         self.opset = loader.default_opset(self.model, fn)
         init_names = {t.name for t in graph.initializer}
+        init_names.update(sp.values.name for sp in graph.sparse_initializer)
         args = [vi for vi in graph.input if vi.name not in init_names]
         known = init_names | {vi.name for vi in graph.input}
         order = loader.topo_sort(graph, known, fn)
@@ -168,6 +169,8 @@ class _Importer:
             # The Const owns a copy of the bytes; drop the protobuf's (only in our own model).
             if self.owned and c.raw is not None and len(c.raw) > _SMALL:
                 t.ClearField("raw_data")
+        for sp in graph.sparse_initializer:
+            env[sp.values.name] = Const(sparse_to_dense(sp, sp.values.name, fn), sp.values.name)
         progress.loaded()
 
         used = {name for n in order.nodes for name in n.input if name}
@@ -278,6 +281,10 @@ class _Importer:
         g = self.model.graph
         light = onnx.GraphProto(name=g.name)
         init_names = {t.name for t in g.initializer}
+        init_names.update(sp.values.name for sp in g.sparse_initializer)
+        for sp in g.sparse_initializer:
+            light.input.append(
+                helper.make_tensor_value_info(sp.values.name, sp.values.data_type, sp.dims))
         for vi in g.input:
             if vi.name in init_names:
                 continue

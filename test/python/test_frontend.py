@@ -334,3 +334,27 @@ def test_onnx_model_zoo_light_cnns(path: Path) -> None:
     got = run_module(module, feeds)
     for name, r in ref.items():
         assert_close(np.asarray(got[name]), r, f"{path.stem}:{name}")
+
+
+def test_sparse_initializer_and_sparse_constant() -> None:
+    from onnx import helper as h
+
+    values = onnx.numpy_helper.from_array(np.array([1.5, -2.0], np.float32), "sw")
+    indices = onnx.numpy_helper.from_array(np.array([1, 5], np.int64), "sw_idx")
+    sparse = h.make_sparse_tensor(values, indices, [2, 3])
+    cvals = onnx.numpy_helper.from_array(np.array([4.0], np.float32), "cv")
+    cidx = onnx.numpy_helper.from_array(np.array([[0, 2]], np.int64), "ci")
+    nodes = [h.make_node("Constant", [], ["c"], name="sparse_const",
+                         sparse_value=h.make_sparse_tensor(cvals, cidx, [2, 3])),
+             h.make_node("Add", ["x", "sw"], ["t"], name="add"),
+             h.make_node("Mul", ["t", "c"], ["y"], name="mul")]
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 3])],
+                     [h.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)],
+                     sparse_initializer=[sparse])
+    model = h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
+    module = import_onnx(model, progress=False)
+    values = _constant_values(module)
+    np.testing.assert_array_equal(values["sw"], [[0, 1.5, 0], [0, 0, -2.0]])
+    np.testing.assert_array_equal(values["sparse_const"], [[0, 0, 4.0], [0, 0, 0]])
+    feeds = _feeds(model)
+    assert_close(run_module(module, feeds)["y"], _ort(model, feeds)["y"], "y")
