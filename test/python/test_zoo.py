@@ -265,3 +265,23 @@ def test_resolve_reports_bad_files(tmp_path: Path) -> None:
     bad.write_bytes(b"\x08\x07garbage\xff\xff\xff")
     with pytest.raises(AutofusionError, match=r"bad\.onnx: not a readable ONNX model"):
         zoo.resolve(bad)
+
+
+def test_sample_inputs_for_foreign_models() -> None:
+    """Inputs of a model not from the zoo: symbolic dims become 1, every dtype is fed."""
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT16, ["batch", 3]),
+         helper.make_tensor_value_info("flags", TensorProto.BOOL, [4]),
+         helper.make_tensor_value_info("pos", TensorProto.INT32, [2, 2]),
+         helper.make_tensor_value_info("src_mask", TensorProto.INT64, [1, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT16, ["batch", 3])])
+    feeds = zoo.sample_inputs(helper.make_model(graph))
+    assert {k: (v.dtype, v.shape) for k, v in feeds.items()} == {
+        "x": (np.float16, (1, 3)), "flags": (np.bool_, (4,)), "pos": (np.int32, (2, 2)),
+        "src_mask": (np.int64, (1, 8))}
+    assert set(np.unique(feeds["pos"])) <= {0, 1}
+    assert feeds["src_mask"][0, 0] == 1
+    assert feeds["src_mask"][0, -1] == 0
