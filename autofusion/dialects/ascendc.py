@@ -746,6 +746,39 @@ class MatmulOp(IRDLOperation):
     irdl_options = (ParsePropInAttrDict(),)
 
 
+@irdl_op_definition
+class AttentionOp(IRDLOperation):
+    """One work unit (batch entry) of ``softmax(q k^T * scale + mask) v`` on one core:
+
+    1. ``Matmul`` (transposed B) of ``q [S, D]`` and ``k [T, D]`` into this core's
+       workspace slice ``scores [S, T]``;
+    2. a row pass over ``scores`` in UB (2-d ``DataCopyPad`` row tiles, double-buffered
+       queues): ``Muls`` by ``scale``, ``Add`` of the mask row (gathered from GM with
+       ``mask_strides`` over ``[*batch, S, T]``), then softmax (``ReduceMax``, ``Adds``,
+       ``Exp``, ``ReduceSum``, ``Reciprocal``, ``Muls``), written back in place;
+    3. ``Matmul`` of ``scores [S, T]`` and ``v [T, E]`` into the output.
+    Operand offsets per unit: ``u * stride`` (0 for a broadcast batch).
+    """
+
+    name = "ascendc.attention"
+    q = operand_def(GlobalTensorType)
+    k = operand_def(GlobalTensorType)
+    v = operand_def(GlobalTensorType)
+    out = operand_def(GlobalTensorType)
+    workspace = operand_def(GlobalTensorType)
+    mask = opt_operand_def(GlobalTensorType)
+    sizes = prop_def(DenseArrayBase)  # S, T, D, E
+    strides = prop_def(DenseArrayBase)  # q, k, v, out per unit
+    scale = prop_def(FloatAttr)
+    batch_shape = prop_def(DenseArrayBase)
+    mask_strides = opt_prop_def(DenseArrayBase)
+    assembly_format = (
+        "$q `,` $k `,` $v `,` $out `,` $workspace (`,` $mask^)? attr-dict `:` type($q) `,` type($k) `,` "
+        "type($v) `,` type($out) `,` type($workspace) (`,` type($mask)^)?"
+    )
+    irdl_options = (ParsePropInAttrDict(),)
+
+
 # ---------------------------------------------------------------------------------------
 # Host side: launch a kernel from @main
 # ---------------------------------------------------------------------------------------
@@ -777,7 +810,7 @@ AscendC = Dialect(
         WorkLoopOp, YieldOp, AllocTensorOp, EnQueOp, DeQueOp, FreeTensorOp, TBufGetOp,
         CopyInOp, CopyOutOp, VecBinaryOp, VecUnaryOp, VecScalarOp, DuplicateOp, BroadcastOp,
         Im2ColOp, MatmulOp, LaunchOp, RowLoopOp, RowViewOp, VecReduceOp, StoreRowValueOp,
-        PoolWindowOp,
+        PoolWindowOp, AttentionOp,
     ],
     [GmAddrType, GlobalTensorType, LocalTensorType, QueueType, TBufType],
 )

@@ -82,6 +82,7 @@ class KernelPrinter:
         self.cls = class_name(self.name)
         self.td = f"{self.cls}TilingData"
         self.cube = kernel.kind.data == "cube"
+        self.attn = any(isinstance(o, ac.AttentionOp) for o in kernel.walk())
         self.t = kernel.tiling_values()
         self.cores, self.max_tile, self.ub_bytes = cores, max_tile, ub_bytes
         self.n = _Names()
@@ -104,6 +105,10 @@ class KernelPrinter:
 
     # -- tiling -------------------------------------------------------------------------
     def _fields(self) -> list[str]:
+        if self.attn:
+            from autofusion.lowering.ascendc.attention import ATTENTION_FIELDS
+
+            return list(ATTENTION_FIELDS)
         fields = [f for f in TILING_FIELDS_VECTOR if f in self.t]
         if self.cube:
             fields = [*fields, *[f for f in TILING_FIELDS_CUBE if f in self.t]]
@@ -124,7 +129,10 @@ class KernelPrinter:
         lines.append(f"struct {self.td} {{")
         for f in self._fields():
             lines.append(f"    uint32_t {f};")
-        if self.cube:
+        if self.attn:
+            lines.append("    TCubeTiling mm0;  // Matmul API tiling: scores = q k^T")
+            lines.append("    TCubeTiling mm1;  // Matmul API tiling: out = scores v")
+        elif self.cube:
             lines.append("    TCubeTiling mm;  // high-level Matmul API tiling (per work unit)")
         lines.append("};")
         lines.append(
@@ -150,6 +158,15 @@ class KernelPrinter:
                 "#endif",
             ]
         lines.append("")
+        if self.attn:
+            from autofusion.lowering.ascendc.attention import attention_tiling_source
+
+            lines.append(attention_tiling_source(self.name, self.td, t, self.cores, self.max_tile, self.ub_bytes))
+            lines.append(
+                f"\nuint64_t {self.name}_workspace_bytes(const {self.td}* td)\n{{\n"
+                f"    return static_cast<uint64_t>(td->workspaceElems) * sizeof(float);\n}}"
+            )
+            return "\n".join(lines) + "\n"
         lines.append(f"uint32_t {self.name}_tiling(uint32_t coreNum, {self.td}* td)\n{{")
         lines.append(f"    const uint32_t cores = std::min<uint32_t>(coreNum, {self.cores}u);")
         lines.append("    if (cores == 0 || td == nullptr) return 0;")
@@ -284,6 +301,8 @@ class KernelPrinter:
                 "        blockLen = blockStart >= td.totalLength ? 0 : "
                 "(td.totalLength - blockStart < td.blockLength ? td.totalLength - blockStart : td.blockLength);",
             ]
+        elif self.attn:
+            src.append("        REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm0, &this->td.mm0, mm1, &this->td.mm1);")
         else:
             src.append("        REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm, &this->td.mm);")
         src += [f"        {line}" for line in self.init]
@@ -298,12 +317,13 @@ class KernelPrinter:
         if not self.cube:
             src.append("    uint32_t blockStart = 0, blockLen = 0;")
         else:
-            src.append(
-                "    AscendC::Matmul<AscendC::MatmulType<AscendC::TPosition::GM, CubeFormat::ND, float>,\n"
-                "                    AscendC::MatmulType<AscendC::TPosition::GM, CubeFormat::ND, float>,\n"
-                "                    AscendC::MatmulType<AscendC::TPosition::GM, CubeFormat::ND, float>,\n"
-                "                    AscendC::MatmulType<AscendC::TPosition::GM, CubeFormat::ND, float>> mm;"
-            )
+            for mm in (("mm0", "mm1") if self.attn else ("mm",)):
+                src.append(
+                    "    AscendC::Matmul<AscendC::MatmulType<AscendC::TPosition::GM, CubeFormat::ND, float>,\n"
+                    "                    AscendC::MatmulType<AscendC::TPosition::GM, CubeFormat::ND, float>,\n"
+                    "                    AscendC::MatmulType<AscendC::TPosition::GM, CubeFormat::ND, float>,\n"
+                    f"                    AscendC::MatmulType<AscendC::TPosition::GM, CubeFormat::ND, float>> {mm};"
+                )
         src += [f"    {m}" for m in self.members]
         src.append("};\n\n}  // namespace\n")
         all_params = ", ".join([*gm_params, "GM_ADDR workspace", "GM_ADDR tiling"])
@@ -420,6 +440,19 @@ class KernelPrinter:
         )
 
     def _work_loop(self, op: ac.WorkLoopOp) -> str:
+        if self.attn:
+            from autofusion.lowering.ascendc.attention import print_attention
+
+            inner = next(o for o in op.body.block.ops if isinstance(o, ac.AttentionOp))
+            return "\n".join([
+                "        // Work units: batch entries (e.g. batch x heads), spread over the cores.",
+                "        for (uint32_t u = static_cast<uint32_t>(AscendC::GetBlockIdx()); u < td.units;"
+                " u += static_cast<uint32_t>(AscendC::GetBlockNum())) {",
+                *print_attention(self, inner),
+                "        }",
+                "        mm0.End();",
+                "        mm1.End();",
+            ])
         lines = [
             "        // Work units: (batch entry, block of singleCoreM rows), spread over the cores.",
             "        for (uint32_t u = static_cast<uint32_t>(AscendC::GetBlockIdx()); u < td.units;"

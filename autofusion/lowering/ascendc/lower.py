@@ -589,6 +589,10 @@ def lower_kernel(
     clone = kop.clone()
     hoisted = hoist_constants(clone)
     lowering = KernelLowering(clone, name, opts)
+    if len(body_ops) == 1 and isinstance(body_ops[0], nn.AttentionOp):
+        from autofusion.lowering.ascendc.attention import build_attention
+
+        return build_attention(lowering, next(o for o in clone.body.block.ops if isinstance(o, nn.AttentionOp))), hoisted
     if len(body_ops) == 1 and isinstance(body_ops[0], ROW_OPS):
         return build_rows(lowering, next(o for o in clone.body.block.ops if isinstance(o, ROW_OPS))), hoisted
     if isinstance(body_ops[0], nn.MatMulOp | nn.GemmOp | nn.ConvOp):
@@ -597,7 +601,7 @@ def lower_kernel(
 
 
 SINGLE_OPS: tuple[type[Operation], ...] = (
-    nn.ConvOp, nn.MatMulOp, nn.GemmOp, *VECTOR_OPS, *ROW_OPS, *GATHER_OPS, *POOL_OPS,
+    nn.ConvOp, nn.MatMulOp, nn.GemmOp, nn.AttentionOp, *VECTOR_OPS, *ROW_OPS, *GATHER_OPS, *POOL_OPS,
 )
 
 

@@ -414,8 +414,18 @@ namespace AscendC {
 inline void SetSysWorkspace(GM_ADDR) {}
 inline GM_ADDR GetUserWorkspace(GM_ADDR workspace) { return workspace == nullptr ? nullptr : workspace + 1024; }
 }  // namespace AscendC
-#define REGIST_MATMUL_OBJ(pipe, workspace, mm, tiling) \
-    do { (void)(workspace); (mm).Init((tiling), (pipe)); } while (0)
+namespace afcpu {
+template <class P>
+inline void RegistMatmul(P*) {}
+template <class P, class MM, class T, class... Rest>
+inline void RegistMatmul(P* pipe, MM& mm, const T* tiling, Rest&&... rest) {
+    mm.Init(tiling, pipe);
+    RegistMatmul(pipe, rest...);
+}
+}  // namespace afcpu
+// One or more (matmul object, tiling) pairs, as the documented macro accepts.
+#define REGIST_MATMUL_OBJ(pipe, workspace, ...) \
+    do { (void)(workspace); afcpu::RegistMatmul((pipe), __VA_ARGS__); } while (0)
 
 // ---- host-side tiling API used by the generated host tiling functions ------------------------
 namespace platform_ascendc {
