@@ -19,12 +19,7 @@ from typing import Any
 
 import numpy as np
 import onnx
-from xdsl.dialects.builtin import (
-    BytesAttr,
-    DenseIntOrFPElementsAttr,
-    StringAttr,
-    TensorType,
-)
+from xdsl.dialects.builtin import BytesAttr, DenseIntOrFPElementsAttr
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from autofusion.dialects import dtypes
@@ -205,23 +200,12 @@ class NodeCtx:
 Converter = Callable[[NodeCtx], Sequence[Value | None]]
 
 
-def origin_attr(names: Sequence[str]) -> Attribute:
-    return str_array(list(names))
-
-
-def tensor_shape(t: Attribute) -> tuple[int, ...]:
-    assert isinstance(t, TensorType)
-    return tuple(t.get_shape())
-
-
 __all__ = [
     "Const",
     "Converter",
     "Emitter",
     "NodeCtx",
-    "StringAttr",
     "Value",
-    "origin_attr",
     "value_elem",
     "value_np_dtype",
     "value_shape",
