@@ -561,7 +561,8 @@ def lower_pool(L: FunctionLowering, op: nn.PoolOp, outs: list[SSAValue]) -> None
         params = [xs[0], xs[1], xs[2], xs[3], k[0], k[1], ys[2], ys[3], st[0], st[1], pd[0], pd[1],
                   pd[2], pd[3], dl[0], dl[1], cip]
     else:
-        raise fail(op, "only 1-d and 2-d pooling are supported")
+        _pool_loops(L, op, outs[0])
+        return
     kind = "max" if isinstance(op, nn.MaxPoolOp) else "avg"
     from xdsl.dialects.builtin import StringAttr
 
@@ -569,6 +570,56 @@ def lower_pool(L: FunctionLowering, op: nn.PoolOp, outs: list[SSAValue]) -> None
         operands=[L.buffer_of(op.x), outs[0]],
         properties={"kind": StringAttr(kind), "params": _params(params)},
     ))
+
+
+def _pool_loops(L: FunctionLowering, op: nn.PoolOp, out: SSAValue) -> None:
+    """Pooling of any spatial rank as loops (the library covers 1-d and 2-d)."""
+    e = L.e
+    xs, ys = shape(op.x), shape(op.y)
+    nsp = len(xs) - 2
+    k, st, pd, dl = op.ints("kernel"), op.ints("strides"), op.ints("pads"), op.ints("dilations")
+    is_max = isinstance(op, nn.MaxPoolOp)
+    cip = not is_max and bool(op.int_prop("count_include_pad"))
+    t = elem(op.x)
+    xb = L.buffer_of(op.x)
+    from xdsl.dialects.builtin import IndexType
+
+    def body(e1: Emitter, idx: list[Index]) -> None:
+        def rec(e2: Emitter, dim: int, src: list[Index], ok: SSAValue | None, pad_ok: SSAValue | None,
+                acc: list[SSAValue]) -> list[SSAValue]:
+            if dim == nsp:
+                v = e2.load(xb, [idx[0], idx[1], *src])
+                if is_max:
+                    m = e2.add(arith.MaximumfOp(acc[0], v))
+                    return [e2.select(ok, m, acc[0]) if ok is not None else m]
+                zero = e2.const(0.0, t)
+                s_ = e2.add(arith.AddfOp(acc[0], e2.select(ok, v, zero) if ok is not None else v))
+                one = e2.index(1)
+                counted = ok if not cip else pad_ok
+                c_ = e2.iadd(acc[1], e2.select(counted, one, e2.index(0)) if counted is not None else one)
+                return [s_, e2.index(c_)]
+
+            def inner(e3: Emitter, kv: SSAValue, it: list[SSAValue]) -> list[SSAValue]:
+                pos = e3.iadd(e3.isub(e3.imul(idx[2 + dim], st[dim]), pd[dim]), e3.imul(kv, dl[dim]))
+                valid = e3.add(arith.AndIOp(e3.icmp("sge", pos, 0), e3.icmp("slt", pos, xs[2 + dim])))
+                inpad = e3.add(arith.AndIOp(e3.icmp("sge", pos, -pd[dim]),
+                                            e3.icmp("slt", pos, xs[2 + dim] + pd[nsp + dim])))
+                ok2 = valid if ok is None else e3.add(arith.AndIOp(ok, valid))
+                pad2 = inpad if pad_ok is None else e3.add(arith.AndIOp(pad_ok, inpad))
+                return rec(e3, dim + 1, [*src, e3.clamp(pos, 0, xs[2 + dim] - 1)], ok2, pad2, it)
+
+            return e2.loop(0, k[dim], inner, inits=acc)
+
+        if is_max:
+            res = rec(e1, 0, [], None, None, [e1.const(-pymath.inf, t)])[0]
+        else:
+            s_, c_ = rec(e1, 0, [], None, None, [e1.const(0.0, t), e1.index(0)])
+            cf = e1.add(arith.SIToFPOp(e1.add(arith.IndexCastOp(c_, i64)), t))
+            res = e1.add(arith.DivfOp(s_, cf))
+        e1.store(res, out, idx)
+
+    del IndexType
+    e.nest(ys, body)
 
 
 def lower_attention(L: FunctionLowering, op: nn.AttentionOp, outs: list[SSAValue]) -> None:

@@ -383,6 +383,7 @@ static void *af_aligned_alloc(size_t bytes) {
 void af_destroy(af_model *m) {
   if (!m) return;
   for (size_t i = 0; i < sizeof(m->bufs) / sizeof(m->bufs[0]); ++i) free(m->bufs[i]);
+  if (m->weights) afrt_unregister_constant_region(m->weights);
   free(m->weights);
   free(m);
 }
@@ -412,6 +413,8 @@ af_model *af_create(const char *weights_path, int num_threads) {
     m->bufs[i] = af_aligned_alloc(af_buf_bytes[i]);
     if (!m->bufs[i]) { snprintf(af_error, sizeof af_error, "out of memory"); af_destroy(m); return NULL; }
   }
+  /* weights never change: afrt may cache GEMM-packed copies of them */
+  afrt_register_constant_region(m->weights, AF_WEIGHTS_BYTES);
   return m;
 }
 
