@@ -140,6 +140,26 @@ def _emitter(target: str) -> Callable[[ModuleOp, Path], None]:
     return fn
 
 
+def prepare_module(
+    proto: onnx.ModelProto, opts: PipelineOptions, label: str = "<model>", say: ProgressFn = _quiet
+) -> tuple[ModuleOp, dict[str, Any]]:
+    """Import and run the tensor-level passes; returns the module and its report (without
+    ``compile_seconds``)."""
+    from autofusion.policy.report import build_report, count_unfused_ops
+
+    say(f"importing {label}")
+    module = import_model(proto, label)
+    kernels_before = count_unfused_ops(module)
+    _run_tensor_passes(module, opts, say)
+    report = build_report(module, kernels_before=kernels_before)
+    for key in ("arena_bytes", "naive_bytes", "lower_bound_bytes"):
+        report.setdefault(key, None)
+    report["pipeline"] = pipeline_string(opts)
+    report["target"] = opts.target
+    report["fusion"] = opts.fusion
+    return module, report
+
+
 def build_model_dir(
     proto: onnx.ModelProto,
     out_dir: Path,
@@ -152,21 +172,10 @@ def build_model_dir(
     """Import, run the pipeline, emit the target's files into ``out_dir`` and (target c,
     ``build``) compile libmodel.so there. Writes ``report.json``; returns the report.
     ``after_passes`` sees the module after the tensor-level passes (e.g. to plot memory)."""
-    from autofusion.policy.report import build_report, count_unfused_ops
-
     t0 = time.perf_counter()
-    say(f"importing {label}")
-    module = import_model(proto, label)
-    kernels_before = count_unfused_ops(module)
-    _run_tensor_passes(module, opts, say)
+    module, report = prepare_module(proto, opts, label, say)
     if after_passes is not None:
         after_passes(module)
-    report = build_report(module, kernels_before=kernels_before)
-    for key in ("arena_bytes", "naive_bytes", "lower_bound_bytes"):
-        report.setdefault(key, None)
-    report["pipeline"] = pipeline_string(opts)
-    report["target"] = opts.target
-    report["fusion"] = opts.fusion
     say(f"emitting {opts.target} code ({report['kernels_after']} kernels)")
     _emitter(opts.target)(module, out_dir)
     if opts.target == "c" and build:

@@ -130,3 +130,20 @@ def test_console_script_exit_status(tmp_path: Path) -> None:
     assert proc.returncode == 1
     assert proc.stderr.strip().startswith("autofusion-compile: error:")
     assert "Traceback" not in proc.stderr
+
+
+def test_compile_cli_memory_plot_and_ascendc(tmp_path: Path) -> None:
+    plot = tmp_path / "plan.svg"
+    assert compile_cli.main(["zoo:tiny_cnn", "-o", str(tmp_path / "c"), "--memory-plot", str(plot)]) == 0
+    assert plot.read_text().lstrip().startswith("<svg") or "<svg" in plot.read_text()
+    assert compile_cli.main(["zoo:tiny_cnn", "-o", str(tmp_path / "a"), "--target", "ascendc"]) == 0
+    assert (tmp_path / "a" / "CMakeLists.txt").is_file()
+    assert not (tmp_path / "a" / "libmodel.so").exists()
+
+
+def test_bench_ascendc_on_the_cpu_model(capsys: pytest.CaptureFixture[str]) -> None:
+    rc = bench.main(["zoo:tiny_cnn", "--target", "ascendc", "--threads", "1", "--runs", "1",
+                     "--warmup", "1", "--json"])  # fmt: skip
+    r = json.loads(capsys.readouterr().out)
+    assert rc == 0 and r["match"] is True and r["target"] == "ascendc"
+    assert "says nothing about an NPU" in r["latency_note"]
