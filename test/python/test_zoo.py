@@ -295,3 +295,24 @@ def test_sample_inputs_for_foreign_models() -> None:
     assert set(np.unique(feeds["pos"])) <= {0, 1}
     assert feeds["src_mask"][0, 0] == 1
     assert feeds["src_mask"][0, -1] == 0
+
+
+def test_onnxruntime_recognises_the_exporter_patterns(tmp_path: Path) -> None:
+    """onnxruntime's graph fusions are written for real exporter output; that they fire on
+    our decomposed LayerNorm and both GELU forms shows the builders emit the same shapes."""
+
+    def optimized_ops(name: str) -> Counter[str]:
+        so = ort.SessionOptions()
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+        so.optimized_model_filepath = str(tmp_path / f"{name}.onnx")
+        ort.InferenceSession(zoo.get_model(name).SerializeToString(), so,
+                             providers=["CPUExecutionProvider"])
+        return Counter(n.op_type for n in onnx.load(so.optimized_model_filepath).graph.node)
+
+    bert = optimized_ops("tiny_bert")
+    assert sum(v for k, v in bert.items() if "LayerNorm" in k) == 2 * 2 + 1
+    assert bert["Erf"] == 0
+    assert sum(v for k, v in bert.items() if "Gelu" in k) == 2
+    vit = optimized_ops("vit_tiny")
+    assert vit["Tanh"] == 0
+    assert sum(v for k, v in vit.items() if "Gelu" in k) == 12
