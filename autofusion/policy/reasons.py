@@ -34,7 +34,6 @@ REASON_CODES: dict[str, str] = {
     "dtype": "element types do not allow the fusion",
     "cycle": "fusing would create a dependence cycle through an op outside the group",
     "unsupported": "the op cannot be placed in this kind of kernel",
-    "anchor-conflict": "both sides already hold a Conv/MatMul/Gemm anchor; a kernel has one",
 }
 
 
