@@ -315,6 +315,9 @@ class TileLoopOp(IRDLOperation):
     ``extent = "rows"``: ``total`` rows of ``row_length`` elements (row-wise reductions); a
     tile is ``tileLength`` whole rows, each padded to ``rowStride`` in UB (2-d DataCopyPad);
     results have ``out_row_length`` elements per row (``row_length``, or 1 for reductions).
+    With ``in_row_stride`` (copy loops of concat / split) rows are read from GM
+    ``in_row_stride`` elements apart starting at ``in_offset`` and written ``out_row_stride``
+    apart from ``out_offset``; every row sits ``rowStride`` apart in UB.
     Each iteration runs ``copy_in``, ``compute``, ``copy_out``; inside them ``copy_in`` /
     ``copy_out`` move the current tile and vector calls process the tile's length.
     """
@@ -324,6 +327,11 @@ class TileLoopOp(IRDLOperation):
     total = prop_def(IntegerAttr)
     row_length = opt_prop_def(IntegerAttr)
     out_row_length = opt_prop_def(IntegerAttr)
+    # copy loops (concat / split): GM row strides and element offsets of source and result
+    in_row_stride = opt_prop_def(IntegerAttr)
+    out_row_stride = opt_prop_def(IntegerAttr)
+    in_offset = opt_prop_def(IntegerAttr)
+    out_offset = opt_prop_def(IntegerAttr)
     copy_in_region = region_def("single_block")
     compute_region = region_def("single_block")
     copy_out_region = region_def("single_block")

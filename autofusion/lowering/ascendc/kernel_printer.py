@@ -96,6 +96,7 @@ class KernelPrinter:
         self.loop_id = 0
         self.rows_mode = False
         self.per_row_values = False
+        self.copy_loop: dict[str, int] | None = None
 
     def _per_row_out(self) -> bool:
         for op in self.k.walk():
@@ -412,6 +413,12 @@ class KernelPrinter:
         self.loop_id += 1
         sfx = "" if i == 0 else str(i)
         self.rows_mode = op.extent.data == "rows"
+        self.copy_loop = None
+        if op.in_row_stride is not None:
+            self.copy_loop = {
+                k: int(getattr(op, k).value.data)  # type: ignore[union-attr]
+                for k in ("row_length", "in_row_stride", "out_row_stride", "in_offset", "out_offset")
+            }
         self.per_row_values = op.out_row_length is not None and int(op.out_row_length.value.data) == 1
         stages = [("CopyIn", op.copy_in_region.block), ("Compute", op.compute_region.block),
                   ("CopyOut", op.copy_out_region.block)]
@@ -563,6 +570,18 @@ class KernelPrinter:
                 out.append(f"{n[op.queue]}.FreeTensor({n[op.tensor]});")
             elif isinstance(op, ac.TBufGetOp):
                 out.append(f"AscendC::LocalTensor<float> {n.new(op.result, 'tmp')} = {n[op.buf]}.Get<float>();")
+            elif isinstance(op, ac.CopyInOp) and self.copy_loop is not None:
+                c = self.copy_loop
+                out.append(
+                    f"AfCopyRowsStridedIn({n[op.dst]}, {n[op.src]}[{c['in_offset']}u + (base + offset) * {c['in_row_stride']}u], "
+                    f"len, {c['row_length']}u, {c['in_row_stride']}u, td.rowStride);"
+                )
+            elif isinstance(op, ac.CopyOutOp) and self.copy_loop is not None:
+                c = self.copy_loop
+                out.append(
+                    f"AfCopyRowsStridedOut({n[op.dst]}[{c['out_offset']}u + (base + offset) * {c['out_row_stride']}u], {n[op.src]}, "
+                    f"len, {c['row_length']}u, {c['out_row_stride']}u, td.rowStride);"
+                )
             elif isinstance(op, ac.CopyInOp):
                 if self.rows_mode:
                     out.append(f"AfCopyRowsIn({n[op.dst]}, {n[op.src]}[(base + offset) * td.rowLength], len, td.rowLength);")
@@ -732,6 +751,30 @@ __aicore__ inline void AfCopyRowsOut(const AscendC::GlobalTensor<float>& dst, co
 {
     AscendC::DataCopyExtParams params{static_cast<uint16_t>(rows), static_cast<uint32_t>(rowLength * sizeof(float)),
                                       0, 0, 0};
+    AscendC::DataCopyPad(dst, src, params);
+}
+
+// GM -> UB of rows rows of rowLength elements, gmStride elements apart in GM, ubStride
+// elements apart in UB (ubStride: a multiple of 8 >= rowLength rounded up to 8).
+__aicore__ inline void AfCopyRowsStridedIn(const AscendC::LocalTensor<float>& dst, const AscendC::GlobalTensor<float>& src,
+                                           uint32_t rows, uint32_t rowLength, uint32_t gmStride, uint32_t ubStride)
+{
+    const uint32_t padded = (rowLength + 7u) / 8u * 8u;
+    AscendC::DataCopyExtParams params{static_cast<uint16_t>(rows), static_cast<uint32_t>(rowLength * sizeof(float)),
+                                      static_cast<uint32_t>((gmStride - rowLength) * sizeof(float)),
+                                      static_cast<uint32_t>((ubStride - padded) / 8u), 0};
+    AscendC::DataCopyPadExtParams<float> pad{false, 0, 0, 0.0f};
+    AscendC::DataCopyPad(dst, src, params, pad);
+}
+
+// UB -> GM: the inverse of AfCopyRowsStridedIn.
+__aicore__ inline void AfCopyRowsStridedOut(const AscendC::GlobalTensor<float>& dst, const AscendC::LocalTensor<float>& src,
+                                            uint32_t rows, uint32_t rowLength, uint32_t gmStride, uint32_t ubStride)
+{
+    const uint32_t padded = (rowLength + 7u) / 8u * 8u;
+    AscendC::DataCopyExtParams params{static_cast<uint16_t>(rows), static_cast<uint32_t>(rowLength * sizeof(float)),
+                                      static_cast<uint32_t>((ubStride - padded) / 8u),
+                                      static_cast<uint32_t>((gmStride - rowLength) * sizeof(float)), 0};
     AscendC::DataCopyPad(dst, src, params);
 }
 

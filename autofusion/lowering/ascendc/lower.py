@@ -41,7 +41,7 @@ from autofusion.dialects.base import i64_array, shape_of, tensor_of
 from autofusion.dialects.dtypes import numpy_from_dense
 from autofusion.dialects.shapes import numel
 from autofusion.lowering.ascendc import tiling as tl
-from autofusion.lowering.ascendc.rows import ROW_OPS, build_rows
+from autofusion.lowering.ascendc.rows import COPY_OPS, ROW_OPS, build_copy, build_rows
 from autofusion.lowering.ascendc.vector import (
     VECTOR_OPS,
     Bcast,
@@ -593,6 +593,8 @@ def lower_kernel(
         from autofusion.lowering.ascendc.attention import build_attention
 
         return build_attention(lowering, next(o for o in clone.body.block.ops if isinstance(o, nn.AttentionOp))), hoisted
+    if len(body_ops) == 1 and isinstance(body_ops[0], COPY_OPS):
+        return build_copy(lowering, next(o for o in clone.body.block.ops if isinstance(o, COPY_OPS))), hoisted
     if len(body_ops) == 1 and isinstance(body_ops[0], ROW_OPS):
         return build_rows(lowering, next(o for o in clone.body.block.ops if isinstance(o, ROW_OPS))), hoisted
     if isinstance(body_ops[0], nn.MatMulOp | nn.GemmOp | nn.ConvOp):
@@ -602,6 +604,7 @@ def lower_kernel(
 
 SINGLE_OPS: tuple[type[Operation], ...] = (
     nn.ConvOp, nn.MatMulOp, nn.GemmOp, nn.AttentionOp, *VECTOR_OPS, *ROW_OPS, *GATHER_OPS, *POOL_OPS,
+    *COPY_OPS,
 )
 
 

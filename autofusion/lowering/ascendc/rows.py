@@ -161,3 +161,70 @@ def build_rows(lowering, op: Operation) -> ac.KernelOp:  # noqa: ANN001 - Kernel
     qin.properties["bytes"] = _i(rt["tileLength"] * dp * 4)
     qout.properties["bytes"] = _i((tl.round_up(rt["tileLength"], tl.ALIGN) if per_row_out else rt["tileLength"] * dp) * 4)
     return lowering._finish("vector", block, rt)
+
+
+COPY_OPS: tuple[type[Operation], ...] = (nn.ConcatOp, nn.SplitOp)
+
+
+def build_copy(lowering, op: Operation) -> ac.KernelOp:  # noqa: ANN001 - KernelLowering
+    """Concat / Split: per piece, a tile loop over the outer rows moving each row's slice of
+    the concatenation axis with strided 2-d DataCopyPad (GM strides on the concatenated
+    side), through UB (VECIN -> Muls(x, 1) -> VECOUT: exact, keeps -0.0 and NaN)."""
+    axis = op.int_prop("axis")
+    block, gms = lowering._kernel_block()
+    n_in = len(lowering.kop.inputs)
+    if isinstance(op, nn.ConcatOp):
+        pieces = [shape_of(v) for v in op.operands]
+        whole = shape_of(op.results[0])
+    else:
+        pieces = [shape_of(v) for v in op.results]
+        whole = shape_of(op.operands[0])
+    outer = numel(whole[:axis])
+    inner = numel(whole[axis + 1:])
+    total = whole[axis] * inner
+    lengths = [p[axis] * inner for p in pieces]
+    dp = max(tl.round_up(n, tl.ALIGN) for n in lengths)
+    qin = ac.QueueOp("VECIN", tl.BUFFER_NUM, 32)
+    qin.properties["size"] = StringAttr("tile_rows")
+    qout = ac.QueueOp("VECOUT", tl.BUFFER_NUM, 32)
+    qout.properties["size"] = StringAttr("tile_rows")
+    block.add_ops([qin, qout])
+    off = 0
+    for i, length in enumerate(lengths):
+        if isinstance(op, nn.ConcatOp):
+            src = gms[op.operands[i].index]  # type: ignore[attr-defined]
+            dst = gms[n_in]
+            strides = (length, total, 0, off)
+        else:
+            src = gms[op.operands[0].index]  # type: ignore[attr-defined]
+            dst = gms[n_in + i]
+            strides = (total, length, off, 0)
+        off += length
+        cin = Block()
+        a = ac.AllocTensorOp(qin.result, f32)
+        cin.add_ops([a, ac.CopyInOp(a.result, src), ac.EnQueOp(qin.result, a.result), ac.YieldOp()])
+        comp = Block()
+        x = ac.DeQueOp(qin.result, f32)
+        y = ac.AllocTensorOp(qout.result, f32)
+        body = Block()
+        xr, yr = ac.RowViewOp(x.result), ac.RowViewOp(y.result)
+        body.add_ops([xr, yr, ac.VecScalarOp("Muls", yr.result, xr.result, 1.0, count=length), ac.YieldOp()])
+        comp.add_ops([x, y, ac.RowLoopOp(Region(body)), ac.EnQueOp(qout.result, y.result),
+                      ac.FreeTensorOp(qin.result, x.result), ac.YieldOp()])
+        cout = Block()
+        r = ac.DeQueOp(qout.result, f32)
+        cout.add_ops([r, ac.CopyOutOp(dst, r.result), ac.FreeTensorOp(qout.result, r.result), ac.YieldOp()])
+        loop = ac.TileLoopOp("rows", outer, [Region(cin), Region(comp), Region(cout)])
+        for key, val in zip(("row_length", "out_row_length"), (length, length)):
+            loop.properties[key] = _i(val)
+        for key, val in zip(("in_row_stride", "out_row_stride", "in_offset", "out_offset"), strides):
+            loop.properties[key] = _i(val)
+        block.add_op(loop)
+    opts = lowering.opts
+    try:
+        rt = tl.row_tiling(outer, dp, False, 0, opts.cores, opts.max_tile, opts.ub_bytes)
+    except ValueError as e:
+        raise Unsupported(str(e)) from None
+    qin.properties["bytes"] = _i(rt["tileLength"] * dp * 4)
+    qout.properties["bytes"] = _i(rt["tileLength"] * dp * 4)
+    return lowering._finish("vector", block, rt)
