@@ -77,4 +77,4 @@ def emit_model(module: ModuleOp, out_dir: Path) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "model.c").write_text(text)
     (out_dir / "model.h").write_text(MODEL_H)
-    (out_dir / "weights.bin").write_bytes(weights.blob())
+    weights.write(out_dir / "weights.bin")

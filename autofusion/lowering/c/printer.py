@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math as pymath
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import IO
 
 import numpy as np
@@ -82,35 +83,49 @@ def int_literal(v: int, t: Attribute) -> str:
 
 @dataclass
 class Weights:
-    """The weights.bin layout: global symbol -> (offset, bytes), in module order."""
+    """The weights.bin layout: symbol -> (offset, array), in module order, 64-byte aligned."""
 
-    entries: dict[str, tuple[int, bytes]] = field(default_factory=dict)
+    entries: dict[str, tuple[int, np.ndarray]] = field(default_factory=dict)
     size: int = 0
 
-    def add(self, sym: str, data: bytes) -> int:
+    def add(self, sym: str, data: np.ndarray) -> int:
         off = -(-self.size // WEIGHT_ALIGN) * WEIGHT_ALIGN
         self.entries[sym] = (off, data)
-        self.size = off + len(data)
+        self.size = off + data.nbytes
         return off
+
+    def write(self, path: str | Path) -> None:
+        """Stream the blob to ``path`` without building it in memory."""
+        with open(path, "wb") as f:
+            pos = 0
+            for off, data in self.entries.values():
+                f.write(b"\0" * (off - pos))
+                f.write(memoryview(np.ascontiguousarray(data)).cast("B"))
+                pos = off + data.nbytes
 
     def blob(self) -> bytes:
         out = bytearray(self.size)
         for off, data in self.entries.values():
-            out[off:off + len(data)] = data
+            out[off:off + data.nbytes] = memoryview(np.ascontiguousarray(data)).cast("B")
         return bytes(out)
 
 
-def _global_bytes(g: memref.GlobalOp) -> tuple[np.ndarray, bytes]:
+def _global_array(g: memref.GlobalOp) -> np.ndarray:
+    """The global's value as a contiguous little-endian array of its full shape."""
     value = g.initial_value
     if not isinstance(value, DenseIntOrFPElementsAttr):
         raise CPrintError(f"c target: global {g.sym_name.data} has no initial value")
     arr = dtypes.numpy_from_dense(value)
     mt = g.type
     assert isinstance(mt, MemRefType)
-    full = np.ascontiguousarray(np.broadcast_to(arr, tuple(mt.get_shape())))
-    if full.dtype == np.bool_:
-        return full, full.astype(np.uint8).tobytes()
-    return full, full.astype(full.dtype.newbyteorder("<")).tobytes()
+    shape = tuple(mt.get_shape())
+    if arr.shape != shape:
+        arr = np.broadcast_to(arr, shape)
+    if arr.dtype == np.bool_:
+        arr = arr.astype(np.uint8)
+    if arr.dtype.byteorder == ">":
+        arr = arr.astype(arr.dtype.newbyteorder("<"))
+    return np.ascontiguousarray(arr)
 
 
 def _io(main: func.FuncOp) -> list[tuple[str, str, MemRefType[Attribute]]]:
@@ -190,7 +205,7 @@ class CPrinter:
     def _global(self, g: memref.GlobalOp) -> None:
         name = self.names.ident(g.sym_name.data)
         self.sym[g.sym_name.data] = name
-        arr, data = _global_bytes(g)
+        arr = _global_array(g)
         mt = g.type
         assert isinstance(mt, MemRefType)
         t = mt.element_type
@@ -206,7 +221,7 @@ class CPrinter:
                 f"static const {ctype(t)} {name}[{n}] __attribute__((aligned(64))) = {{{body}}};"
             )
         else:
-            self.global_off[name] = self.weights.add(name, data)
+            self.global_off[name] = self.weights.add(name, arr)
 
     # ---- which arguments a function writes ---------------------------------------------
     def _written(self, f: func.FuncOp) -> None:
