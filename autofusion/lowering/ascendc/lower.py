@@ -92,7 +92,7 @@ class _Plan:
     gathers: dict[Operation, tuple[int, tuple[int, ...], int]] | None = None
 
 
-GATHER_OPS: tuple[type[Operation], ...] = (nn.TransposeOp, nn.ExpandOp, nn.SliceOp)
+GATHER_OPS: tuple[type[Operation], ...] = (nn.TransposeOp, nn.ExpandOp, nn.SliceOp, nn.GatherOp)
 POOL_OPS: tuple[type[Operation], ...] = (nn.MaxPoolOp, nn.AvgPoolOp)
 
 
@@ -113,6 +113,13 @@ def gather_map(op: Operation) -> tuple[tuple[int, ...], int]:
         strides = _bcast_strides(xs, tuple(shape_of(op.results[0])))
         assert strides is not None
         return strides, 0
+    if isinstance(op, nn.GatherOp):
+        # one constant index (checked by the caller): drop the axis, offset by index * stride
+        axis = op.int_prop("axis")
+        k = int(numpy_from_dense(op.indices.owner.value).reshape(-1)[0])  # type: ignore[union-attr]
+        k = k + xs[axis] if k < 0 else k
+        nidx = len(shape_of(op.indices))
+        return tuple([*st[:axis], *([0] * nidx), *st[axis + 1:]]), k * st[axis]
     assert isinstance(op, nn.SliceOp)
     starts, steps = op.ints("starts"), op.ints("steps")
     return tuple(s * k for s, k in zip(st, steps)), sum(a * s for a, s in zip(starts, st))
@@ -177,6 +184,10 @@ class KernelLowering:
             if isinstance(o, (*GATHER_OPS, *POOL_OPS)):
                 if o.operands[0].owner is not self.kop.body.block:
                     raise Unsupported(f"{o.name} of a computed value (only of kernel inputs)")
+                if isinstance(o, nn.GatherOp) and not (
+                    isinstance(o.indices.owner, nn.ConstantOp) and numel(shape_of(o.indices)) == 1
+                ):
+                    raise Unsupported("nn.gather with run-time or several indices")
                 if tuple(shape_of(o.results[0])) != out_shape:
                     raise Unsupported(f"{o.name} result of shape {shape_of(o.results[0])}, not {out_shape}")
                 continue
@@ -609,15 +620,28 @@ SINGLE_OPS: tuple[type[Operation], ...] = (
 
 
 def outline_single(op: Operation) -> fusion.KernelOp:
-    """A detached one-op ``fusion.kernel`` computing ``op`` (pattern ``single``)."""
-    block = Block(arg_types=[v.type for v in op.operands])
+    """A detached one-op ``fusion.kernel`` computing ``op`` (pattern ``single_<op>``).
+
+    One-element constant operands (a scalar, a Gather index) are cloned into the body, so
+    they become immediates; the other operands become kernel inputs."""
+    def is_scalar_const(v: SSAValue) -> bool:
+        return isinstance(v.owner, nn.ConstantOp) and not v.owner.is_elided and numel(shape_of(v)) == 1
+
+    inputs = [v for v in op.operands if not is_scalar_const(v)]
+    block = Block(arg_types=[v.type for v in inputs])
     inner = op.clone()
-    for i, arg in enumerate(block.args):
-        inner.operands[i] = arg
+    args = iter(block.args)
+    for i, v in enumerate(op.operands):
+        if is_scalar_const(v):
+            c = v.owner.clone()  # type: ignore[union-attr]
+            block.add_op(c)
+            inner.operands[i] = c.results[0]
+        else:
+            inner.operands[i] = next(args)
     block.add_ops([inner, fusion.YieldOp(*inner.results)])
     origins = op.attributes.get("onnx.origins")
     names = [o.data for o in origins.data] if origins is not None else [op.name]  # type: ignore[attr-defined]
-    return fusion.KernelOp(list(op.operands), [r.type for r in op.results], Region(block),
+    return fusion.KernelOp(inputs, [r.type for r in op.results], Region(block),
                            f"single_{op.name.removeprefix('nn.')}", names)
 
 
@@ -643,7 +667,7 @@ class LowerSingleOp(RewritePattern):
         self.lower.count += 1
         kernel.verify()
         rewriter.insert(kernel, _module_end(self.lower.module))
-        launch = ac.LaunchOp(name, [*op.operands, *[c.y for c in hoisted]], [r.type for r in op.results])
+        launch = ac.LaunchOp(name, [*kop.inputs, *[c.y for c in hoisted]], [r.type for r in op.results])
         rewriter.replace(op, [*hoisted, launch], list(launch.outputs))
         kop.erase()
 
