@@ -114,6 +114,30 @@ def liveness(main: func.FuncOp) -> list[Interval]:
     return intervals
 
 
+def schedule_liveness(
+    steps: list[Operation], outputs: set[SSAValue], rename: dict[SSAValue, SSAValue]
+) -> list[Interval]:
+    """Intervals for a schedule given as a list of (possibly detached) top-level ops.
+
+    Reads are the ops' operands, seen through ``rename`` (old value -> the value that
+    replaces it), so a rewrite can be evaluated before it is made (``tile-fusion``).
+    ``outputs`` are the (renamed) function results.
+    """
+    last: dict[SSAValue, int] = {}
+    for i, op in enumerate(steps):
+        for v in op.operands:
+            last[rename.get(v, v)] = i
+    intervals: list[Interval] = []
+    for i, op in enumerate(steps):
+        if not is_planned_op(op):
+            continue
+        for res in op.results:
+            if res in outputs or not isinstance(res.type, TensorType):
+                continue
+            intervals.append(Interval(res, i, max(i, last.get(res, i)), tensor_bytes(res.type)))
+    return intervals
+
+
 def live_bytes_per_step(intervals: list[Interval], n_steps: int) -> list[int]:
     """Sum of live intermediate bytes at each step (unaligned, no reuse)."""
     delta = [0] * (n_steps + 2)

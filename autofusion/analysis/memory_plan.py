@@ -121,14 +121,16 @@ class Buffers:
     intervals: list[Interval]
 
 
-def build_buffers(intervals: list[Interval], alignment: int, inplace: bool) -> Buffers:
+def build_buffers(intervals: list[Interval], alignment: int, inplace: bool,
+                  rename: dict[SSAValue, SSAValue] | None = None) -> Buffers:
     """Group intervals into buffers: in-place chains and reshape views share one buffer.
 
     A top-level ``nn.reshape`` is a view (the C lowering makes it one when it carries no
     offset): its result joins its operand's buffer, which then lives as long as either.
     A reshape of a value outside the arena (argument, weight) is a view of that value and
-    is dropped from the plan.
+    is dropped from the plan. ``rename`` maps operands of a not-yet-made rewrite.
     """
+    rename = rename or {}
     by_value: dict[SSAValue, Interval] = {iv.value: iv for iv in intervals}
     buffer_of: dict[SSAValue, Buffer] = {}
     buffers: list[Buffer] = []
@@ -138,7 +140,7 @@ def build_buffers(intervals: list[Interval], alignment: int, inplace: bool) -> B
     for iv in intervals:
         target: Buffer | None = None
         if isinstance(iv.op, nn.ReshapeOp):
-            source = iv.op.x
+            source = rename.get(iv.op.x, iv.op.x)
             if source not in buffer_of:
                 continue
             target = buffer_of[source]
@@ -146,6 +148,7 @@ def build_buffers(intervals: list[Interval], alignment: int, inplace: bool) -> B
         elif inplace and is_inplace_capable(iv.op):
             step = iv.start
             for operand in iv.op.operands:
+                operand = rename.get(operand, operand)
                 src = by_value.get(operand)
                 if (src is None or operand not in buffer_of or src.end != step
                         or not _same_layout(operand, iv.value)):

@@ -11,8 +11,9 @@ followed by one ``nn.concat`` (axis ``d``) that rebuilds ``Y``:
   ``[lo, hi)`` read input rows ``[lo*s - pb, (hi-1)*s - pb + (k-1)*dil + 1)`` clipped to the
   input, and the clipped part becomes the piece's own padding (so a piece keeps the original
   top pad only if it touches the top border, and the bottom pad only at the bottom);
-  matmul/gemm/attention tile their row (or batch) dims; ``fusion.kernel`` applies the rules
-  to its body;
+  matmul/gemm/attention tile their row (or batch) dims; a reshape maps an unchanged dim,
+  the outer factor of a split dim, or a merged dim cut at multiples of its inner factor;
+  ``fusion.kernel`` applies the rules to its body;
 - region inputs produced outside are cut with ``nn.slice``; a value produced inside and read
   by consumers needing different rows (a residual shortcut beside a 3x3 conv, say) is
   computed once over the union of the rows and sliced for each consumer;
@@ -249,6 +250,34 @@ def _rule_pad(op: nn.PadOp, d: int, lo: int, hi: int) -> Rule:
     return _rule_same(op, d, lo, hi)
 
 
+def _prefix(shape: Sequence[int]) -> list[int]:
+    out = [1]
+    for d in shape:
+        out.append(out[-1] * d)
+    return out
+
+
+def _rule_reshape(op: nn.ReshapeOp, d: int, lo: int, hi: int) -> Rule:
+    """Rows of a reshape: an unchanged dim, the outer factor of a split dim, or a merged
+    dim cut at multiples of its inner factor all map to one contiguous input range."""
+    xs, ys = shape_of(op.x), shape_of(op.y)
+    px, py = _prefix(xs), _prefix(ys)
+    for dx in range(len(xs)):
+        if px[dx] != py[d] or xs[dx] == 1:
+            continue
+        if xs[dx] == ys[d] and px[dx + 1] == py[d + 1]:
+            return Rule([(dx, lo, hi)], _clone_builder(op))
+        if xs[dx] % ys[d] == 0 and px[dx + 1] in py[d + 1:]:
+            inner = xs[dx] // ys[d]
+            return Rule([(dx, lo * inner, hi * inner)], _clone_builder(op))
+        if ys[d] % xs[dx] == 0 and py[d + 1] in px[dx + 1:]:
+            inner = ys[d] // xs[dx]
+            if lo % inner or hi % inner:
+                raise NotTileable("tile boundary inside a merged dimension")
+            return Rule([(dx, lo // inner, hi // inner)], _clone_builder(op))
+    raise NotTileable("reshape mixes the tiled dimension with others")
+
+
 def _rule_expand(op: nn.ExpandOp, d: int, lo: int, hi: int) -> Rule:
     return Rule([_bcast(op.x, len(shape_of(op.y)), d, lo, hi)], _clone_builder(op))
 
@@ -265,6 +294,7 @@ RULES: dict[type[Operation], Callable[..., Rule]] = {
     nn.SliceOp: _rule_slice,
     nn.PadOp: _rule_pad,
     nn.ExpandOp: _rule_expand,
+    nn.ReshapeOp: _rule_reshape,
     nn.BatchNormOp: _rule_axis_free(lambda op, d: d != 1),
     nn.InstanceNormOp: _rule_axis_free(lambda op, d: d == 0),
     nn.LRNOp: _rule_axis_free(lambda op, d: d != 1),
@@ -477,6 +507,14 @@ def build_tiles(region: Sequence[Operation], y: SSAValue, dim: int, count: int,
         except VerifyException as e:
             raise NotTileable(f"tiled op does not verify: {e}") from None
     return new_ops
+
+
+def trial_schedule(steps: Sequence[Operation], start: int, end: int, new_ops: list[Operation]
+                   ) -> list[Operation]:
+    """The schedule ``steps`` would have with ``steps[start:end+1]`` replaced by ``new_ops``
+    (region constants stay where they were)."""
+    kept = [op for op in steps[start:end + 1] if isinstance(op, nn.ConstantOp)]
+    return [*steps[:start], *kept, *new_ops, *steps[end + 1:]]
 
 
 def tile_region(region: Sequence[Operation], y: SSAValue, dim: int, count: int,

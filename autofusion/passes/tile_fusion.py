@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -30,16 +31,28 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
-from autofusion.analysis.liveness import find_main, returned_values, schedule, top_level_user
+from autofusion.analysis.liveness import (
+    find_main,
+    liveness,
+    returned_values,
+    schedule,
+    schedule_liveness,
+    top_level_user,
+)
 from autofusion.analysis.memory_plan import (
     DEFAULT_ALIGNMENT,
-    QUICK_HEURISTICS,
+    Buffer,
+    Buffers,
     MemoryPlan,
+    build_buffers,
+    lower_bound,
     plan_memory,
 )
 from autofusion.analysis.memory_tiling import (
     TILE_ATTR,
     NotTileable,
+    build_tiles,
+    trial_schedule,
     _propagate,
     is_tileable_kind,
     tile_bounds,
@@ -119,7 +132,8 @@ def _rank(c: _Candidate, limit: int) -> tuple[float, ...]:
     return (0, c.count, c.estimate) if c.estimate <= limit else (1, c.estimate)
 
 
-def _candidates(main: func.FuncOp, plan: MemoryPlan, limit: int) -> list[_Candidate]:
+def _candidates(main: func.FuncOp, plan: Buffers, limit: int, alignment: int
+                ) -> list[_Candidate]:
     """Tiling candidates around the busiest step, best first.
 
     Regions are visited shortest first; for each, the smallest tile count whose estimated
@@ -131,7 +145,7 @@ def _candidates(main: func.FuncOp, plan: MemoryPlan, limit: int) -> list[_Candid
     steps = schedule(main)
     n = len(steps)
     live: list[list[tuple[SSAValue, int, int]]] = [[] for _ in range(n + 1)]
-    size = {iv.value: -(-iv.size // plan.alignment) * plan.alignment for iv in plan.intervals}
+    size = {iv.value: -(-iv.size // alignment) * alignment for iv in plan.intervals}
     for iv in plan.intervals:
         for s in range(iv.start, iv.end + 1):
             live[s].append((iv.value, iv.start, size[iv.value]))
@@ -199,12 +213,27 @@ def _apply(module: ModuleOp, c: _Candidate, verify: bool = True) -> None:
     tile_region(steps[c.start:c.end + 1], y, c.dim, c.count, verify)
 
 
-def excess(plan: MemoryPlan, limit: int) -> int:
+def _trial(main: func.FuncOp, c: _Candidate, alignment: int) -> list[Buffer]:
+    """The slots the module would have after tiling ``c``, without changing it."""
+    steps = schedule(main)
+    y = steps[c.y_step].results[c.y_index]
+    new_ops = build_tiles(steps[c.start:c.end + 1], y, c.dim, c.count, verify=False)
+    rename = {y: new_ops[-1].results[0]}
+    outputs = {rename.get(v, v) for v in returned_values(main)}
+    virtual = trial_schedule(steps, c.start, c.end, new_ops)
+    ivs = schedule_liveness(virtual, outputs, rename)
+    slots = build_buffers(ivs, alignment, True, rename).buffers
+    for op in new_ops:  # detached, but their operands would keep uses of real values
+        op.drop_all_references()
+    return slots
+
+
+def excess(buffers: Sequence[Buffer], limit: int) -> int:
     """Bytes over ``limit`` summed over the steps: falls with every peak tiled away, even
     while other, equal peaks still set the arena size."""
-    n = max((b.end for b in plan.buffers), default=-1) + 2
+    n = max((b.end for b in buffers), default=-1) + 2
     delta = [0] * (n + 1)
-    for b in plan.buffers:
+    for b in buffers:
         delta[b.start] += b.size
         delta[b.end + 1] -= b.size
     total = acc = 0
@@ -220,40 +249,40 @@ def tile_to_limit(module: ModuleOp, limit_bytes: int, alignment: int = DEFAULT_A
     main = find_main(module)
     plan = plan_memory(main, alignment=alignment)
     best_seen = plan.arena_bytes
+    slots = build_buffers(liveness(main), alignment, True)
     for _ in range(MAX_ROUNDS):
-        if plan.arena_bytes <= limit_bytes:
-            break
+        if lower_bound(slots.buffers) <= limit_bytes:
+            plan = plan_memory(main, alignment=alignment)
+            best_seen = min(best_seen, plan.arena_bytes)
+            if plan.arena_bytes <= limit_bytes:
+                break
         chosen: _Candidate | None = None
-        chosen_key: tuple[int, ...] = (1, excess(plan, limit_bytes), plan.arena_bytes)
-        for first in _candidates(main, plan, limit_bytes):
+        chosen_key: tuple[int, ...] = (1, excess(slots.buffers, limit_bytes),
+                                       lower_bound(slots.buffers))
+        for first in _candidates(main, slots, limit_bytes, alignment):
             # The estimate can be optimistic; a few more tiles may still fit.
             counts = [c for c in TILE_COUNTS if c >= first.count][:4]
             for count in counts:
                 cand = dataclasses.replace(first, count=count)
-                trial = module.clone()
                 try:
-                    _apply(trial, cand, verify=False)
+                    trial_slots = _trial(main, cand, alignment)
                 except NotTileable:
                     break
-                trial_plan = plan_memory(find_main(trial), alignment=alignment,
-                                         heuristics=QUICK_HEURISTICS)
-                if limit_bytes < trial_plan.arena_bytes <= 1.1 * limit_bytes:
-                    # Close: the full set of placement orders may still make it fit.
-                    trial_plan = plan_memory(find_main(trial), alignment=alignment)
-                arena = trial_plan.arena_bytes
+                bound = lower_bound(trial_slots)
                 # Fitting beats not fitting; among fits, fewer tiles and shorter regions
                 # are cheaper to run; otherwise the least excess over the limit.
-                key = ((0, cand.count, cand.end - cand.start, arena) if arena <= limit_bytes
-                       else (1, excess(trial_plan, limit_bytes), arena))
+                key = ((0, cand.count, cand.end - cand.start, bound) if bound <= limit_bytes
+                       else (1, excess(trial_slots, limit_bytes), bound))
                 if key < chosen_key:
                     chosen, chosen_key = cand, key
-                if arena <= limit_bytes:
+                if bound <= limit_bytes:
                     break
         if chosen is None:
             break
         _apply(module, chosen)
-        plan = plan_memory(main, alignment=alignment)
-        best_seen = min(best_seen, plan.arena_bytes)
+        slots = build_buffers(liveness(main), alignment, True)
+    plan = plan_memory(main, alignment=alignment)
+    best_seen = min(best_seen, plan.arena_bytes)
     if plan.arena_bytes > limit_bytes:
         reach = math.ceil(best_seen / MIB * 1e4) / 1e4
         raise AutofusionError(

@@ -207,3 +207,41 @@ def test_tile_fusion_infeasible_names_smallest_limit() -> None:
     module = parse(TILED)
     with pytest.raises(AutofusionError, match=r"smallest memory limit .* is [0-9.]+ MB"):
         apply_memory_limit(module, 0.0001)
+
+
+@pytest.mark.parametrize(
+    ("src", "dst"),
+    [((1, 8, 12), (1, 8, 3, 4)), ((1, 8, 3, 4), (1, 8, 12)), ((12, 4), (2, 6, 4)),
+     ((2, 6, 4), (12, 4)), ((2, 3, 4), (2, 12))],
+)
+def test_reshape_tile_rule_maps_rows_exactly(src: tuple[int, ...], dst: tuple[int, ...]) -> None:
+    from autofusion.analysis.memory_tiling import NotTileable, rule_for
+
+    t = lambda s: "tensor<" + "x".join(map(str, s)) + "xf32>"  # noqa: E731
+    main = find_main(parse(
+        f"func.func @main(%x: {t(src)}) -> {t(dst)} {{\n"
+        f"  %y = nn.reshape %x : ({t(src)}) -> {t(dst)}\n  func.return %y : {t(dst)}\n}}"
+    ))
+    op = main.body.block.first_op
+    assert op is not None
+    x = np.arange(np.prod(src)).reshape(src)
+    y = x.reshape(dst)
+    mapped = 0
+    for d, size in enumerate(dst):
+        for lo in range(size):
+            for hi in range(lo + 1, size + 1):
+                try:
+                    rule = rule_for(op, d, lo, hi)
+                except NotTileable:
+                    continue
+                req = rule.operands[0]
+                assert req is not None
+                index = [slice(None)] * len(src)
+                index[req[0]] = slice(req[1], req[2])
+                want = [slice(None)] * len(dst)
+                want[d] = slice(lo, hi)
+                tile = list(dst)
+                tile[d] = hi - lo
+                np.testing.assert_array_equal(x[tuple(index)].reshape(tile), y[tuple(want)])
+                mapped += 1
+    assert mapped > 0
