@@ -201,3 +201,31 @@ def test_pool(driver: Path, tmp_path: Path, case, threads: int) -> None:
     np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-6, equal_nan=True)
     if kind == "max":
         assert np.isnan(y[0, 0]).any()
+
+
+def test_fast_math(tmp_path: Path) -> None:
+    import math
+
+    exe = tmp_path / "afrt_math"
+    src = DRIVER_SRC.with_name("afrt_math_driver.c")
+    subprocess.run([toolchain.c_compiler(), "-std=c11", "-O3", "-march=native",
+                    *toolchain.WERROR_FLAGS, "-Wpedantic", *toolchain.include_flags(), str(src),
+                    "-o", str(exe), "-lm"], check=True)  # fmt: skip
+    special = [0.0, -0.0, 1e-8, -1e-8, 1e-30, np.inf, -np.inf, np.nan, -100.0, 100.0, 88.72]
+    x = np.concatenate([np.linspace(-20, 20, 40001), np.linspace(-87.3, 88.7, 20001), special])
+    x = x.astype(np.float32)
+    out = np.frombuffer(subprocess.run([str(exe)], input=x.tobytes(), capture_output=True,
+                                       check=True).stdout, np.float32).reshape(-1, 3)  # fmt: skip
+    x64 = x.astype(np.float64)
+    with np.errstate(over="ignore"):
+        ref_exp = np.exp(x64)
+    ref_erf = np.array([math.erf(v) for v in x64])
+    ok = (ref_exp > 1.2e-38) & (ref_exp < 3.4e38)
+    np.testing.assert_allclose(out[ok, 0], ref_exp[ok], rtol=5e-7)
+    np.testing.assert_allclose(out[:, 1], np.tanh(x64), rtol=1e-6, atol=3e-7)
+    np.testing.assert_allclose(out[:, 2], ref_erf, rtol=1e-6, atol=5e-7)
+    tail = out[-len(special):]
+    assert tail[5, 0] == np.inf and tail[6, 0] == 0.0 and tail[8, 0] == 0.0 and tail[9, 0] == np.inf
+    assert np.isnan(tail[7]).all()
+    assert list(tail[5:7, 1]) == [1.0, -1.0] and list(tail[5:7, 2]) == [1.0, -1.0]
+    assert np.signbit(tail[1, 1]) and np.signbit(tail[1, 2])  # -0.0 stays -0.0
