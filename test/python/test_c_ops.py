@@ -62,6 +62,10 @@ def _feed(shape: Sequence[int], dtype: int, kind: str) -> np.ndarray:
         x = np.abs(x) + 0.5
     if kind == "nan":
         x.reshape(-1)[::5] = np.nan
+    if kind == "special":  # the edges of the vectorised exp/erf/tanh
+        edge = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, 88.5, 88.8, -87.5, -100.0, 1e-7,
+                         -1e-7, 30.0, -30.0, 5.5, -9.25], np.float32)
+        x = np.resize(np.concatenate([edge, x.reshape(-1) * 10]), shape).astype(np.float32)
     return x
 
 
@@ -88,6 +92,8 @@ case("clip", "Clip", X, inits={"lo": np.array(-0.5, np.float32), "hi": np.array(
 case("gelu", "Gelu", X, opset=20)
 case("gelu_tanh", "Gelu", X, {"approximate": "tanh"}, opset=20)
 case("relu_nan", "Relu", X, kind="nan")
+for u in ["Exp", "Erf", "Tanh", "Sigmoid"]:
+    case(f"{u.lower()}_special", u, X, kind="special")
 case("max_nan", "Max", [("x", (4, 6), F), ("z", (4, 6), F)], kind="nan")
 case("min_nan", "Min", [("x", (4, 6), F), ("z", (4, 6), F)], kind="nan")
 case("clip_nan", "Clip", X, inits={"lo": np.array(-0.5, np.float32)}, kind="nan")

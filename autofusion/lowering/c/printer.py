@@ -368,6 +368,51 @@ def _bytes(t: Attribute) -> int:
 
 
 _HELPERS = r"""
+/* Float sums are vectorised with an OpenMP SIMD reduction (a fixed, deterministic order). */
+#ifdef _OPENMP
+#define AF_PRAGMA_(x) _Pragma(#x)
+#define AF_SIMD_SUM(v) AF_PRAGMA_(omp simd reduction(+ : v))
+#else
+#define AF_SIMD_SUM(v)
+#endif
+/* exp, erf and tanh for f32 written branch-free so that loops using them vectorise (libm's
+ * expf/erff/tanhf are scalar calls without -ffast-math). af_expf: Cephes-style range
+ * reduction and degree-6 polynomial, relative error ~2e-7; NaN propagates, overflow is inf.
+ * af_erff: Abramowitz-Stegun 7.1.26, absolute error < 1.5e-7. */
+static inline float af_expf(float x) {
+  const float xc = x > 88.7228391f ? 88.7228391f : (x < -87.0f ? -87.0f : x);
+  const float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round; floorf stops GCC vectorising under -std=c11 */
+  float r = xc - n * 0.693359375f;
+  r = r + n * 2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const float y = p * r * r + r + 1.0f;
+  const int32_t bits = ((int32_t)n + 126) << 23;
+  float scale;
+  memcpy(&scale, &bits, sizeof scale);
+  const float out = y * scale * 2.0f;
+  return x != x ? x : (x > 88.7228391f ? INFINITY : out);
+}
+
+static inline float af_erff(float x) {
+  const float a = fabsf(x);
+  const float t = 1.0f / (1.0f + 0.3275911f * a);
+  const float poly =
+      ((((1.061405429f * t - 1.453152027f) * t + 1.421413741f) * t - 0.284496736f) * t +
+       0.254829592f) * t;
+  return copysignf(1.0f - poly * af_expf(-a * a), x);
+}
+
+static inline float af_tanhf(float x) {
+  const float a = fabsf(x);
+  const float e = af_expf(-2.0f * a);
+  return copysignf((1.0f - e) / (1.0f + e), x);
+}
+
 static inline void *af_alloc_tmp(size_t bytes) {
   return aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
 }
@@ -460,6 +505,23 @@ _CASTS = (
     arith.IndexCastOp, arith.SIToFPOp, arith.FPToSIOp, arith.ExtFOp, arith.TruncFOp,
     arith.ExtSIOp, arith.TruncIOp, arith.ExtUIOp, arith.UIToFPOp, arith.FPToUIOp,
 )
+
+
+def _is_float_sum(op: scf.ForOp) -> bool:
+    """A loop carrying one float that it only accumulates with ``+``."""
+    body = op.body.block
+    if len(body.args) != 2 or not dtypes.is_float(body.args[1].type):
+        return False
+    y = body.last_op
+    if not isinstance(y, scf.YieldOp) or len(y.arguments) != 1:
+        return False
+    add = y.arguments[0].owner
+    acc = body.args[1]
+    return (
+        isinstance(add, arith.AddfOp)
+        and acc in add.operands
+        and all(u.operation is add for u in acc.uses)
+    )
 
 
 class _FuncPrinter:
@@ -652,6 +714,8 @@ class _FuncPrinter:
         ivn = self.bind(iv)
         if "c.parallel" in op.attributes:
             self.emit(d, "AFRT_OMP(parallel for schedule(static))")
+        elif _is_float_sum(op):
+            self.emit(d, f"AF_SIMD_SUM({res_names[0]})")
         step = r(op.step)
         inc = f"++{ivn}" if step == "1" else f"{ivn} += {step}"
         self.emit(d, f"for (int64_t {ivn} = {r(op.lb)}; {ivn} < {r(op.ub)}; {inc}) {{")
@@ -722,6 +786,8 @@ class _FuncPrinter:
         return None
 
     def _math(self, fn: str, args: list[str], t: Attribute | None) -> str:
+        if t == dtypes.f32 and fn in ("exp", "erf", "tanh"):
+            return f"af_{fn}f({', '.join(args)})"
         if t == dtypes.f32:
             return f"{fn}f({', '.join(args)})"
         if t == dtypes.f64:
