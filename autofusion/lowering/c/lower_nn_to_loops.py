@@ -76,6 +76,9 @@ class LowerNNToLoops(ModulePass):
 
     name: ClassVar[str] = "lower-nn-to-loops"
 
+    fuse_epilogues: bool = True
+    """Apply a kernel's elementwise tail inside the Conv/MatMul/Gemm call (else separate loops)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         names = NameTable()
         for o in op.ops:
@@ -85,7 +88,7 @@ class LowerNNToLoops(ModulePass):
             if isinstance(fn, func.FuncOp) and any(
                 isinstance(o, nn.TensorOp | bufferization.ToTensorOp) for o in fn.walk()
             ):
-                FunctionLowering(op, fn, names).run()
+                FunctionLowering(op, fn, names, fuse_epilogues=self.fuse_epilogues).run()
         for o in op.walk():
             if isinstance(o, nn.TensorOp | fusion.KernelOp | fusion.YieldOp) or o.name.startswith(
                 "bufferization."
@@ -98,6 +101,7 @@ class FunctionLowering:
     module: ModuleOp
     fn: func.FuncOp
     names: NameTable
+    fuse_epilogues: bool = True
     buf: dict[SSAValue, SSAValue] = field(default_factory=dict)
     scalars: dict[SSAValue, float | int | bool] = field(default_factory=dict)
     dests: dict[SSAValue, list[SSAValue]] = field(default_factory=dict)
@@ -117,7 +121,7 @@ class FunctionLowering:
             elif isinstance(op, bufferization.MaterializeInDestinationOp):
                 self.dests.setdefault(op.source, []).append(argmap[op.dest])
         self._classify(ops)
-        epi = self._epilogue_plan(ops)
+        epi = self._epilogue_plan(ops) if self.fuse_epilogues else None
         for op in ops:
             if isinstance(op, bufferization.ToTensorOp | bufferization.MaterializeInDestinationOp):
                 continue
