@@ -316,7 +316,7 @@ class TileFusion(ModulePass):
     """Tile fused regions so the arena fits ``memory-limit-mb`` MiB (0: just plan)."""
 
     name: ClassVar[str] = "tile-fusion"
-    memory_limit_mb: float = 0.0
+    memory_limit_mb: float | int = 0.0
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         apply_memory_limit(op, self.memory_limit_mb)

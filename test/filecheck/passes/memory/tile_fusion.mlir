@@ -1,6 +1,7 @@
 // RUN: autofusion-opt %s -p 'tile-fusion{memory-limit-mb=0.015}' | filecheck %s
 // RUN: not autofusion-opt %s -p 'tile-fusion{memory-limit-mb=0.001}' 2>&1 | filecheck %s --check-prefix=ERR
 // RUN: autofusion-opt %s -p 'tile-fusion' | filecheck %s --check-prefix=PLAN
+// RUN: autofusion-opt %s -p 'tile-fusion{memory-limit-mb=1}' | filecheck %s --check-prefix=PLAN
 
 // Untiled, conv1's 16 KiB output and conv2's 4 KiB output are live together (20 KiB). With
 // a 0.015 MiB (15728 B) limit the conv1 -> relu -> conv2 -> pool region is cut into 3
