@@ -130,24 +130,43 @@ class _Analysis:
         return self.pos[a] // self.window == self.pos[b] // self.window
 
     def depends_on(self, start: Operation, cluster: Cluster, floor: int) -> bool:
-        """Does ``start`` (an op outside the cluster) transitively read a cluster op?"""
+        """Would the kernel of ``start`` (an op outside ``cluster``) read ``cluster``'s results?
+
+        The search runs over the graph of *kernels to be*: reaching an op that belongs to
+        another multi-op cluster continues from every op of that cluster, because once
+        outlined that kernel waits for all of its inputs. Ops (clusters) that end before the
+        cluster's first op, or before ``floor``, cannot depend on it and are not explored.
+        """
         members = set(cluster.ops)
         lowest = max(min(self.pos[o] for o in cluster.ops), floor)
         stack = [start]
-        seen: set[Operation] = set()
+        seen: set[Operation] = {start}
         while stack:
             op = stack.pop()
-            for v in op.operands:
-                p = v.owner
-                if not isinstance(p, Operation) or p not in self.pos or p in seen:
-                    continue
-                if p in members:
-                    return True
-                if self.pos[p] < lowest:
-                    continue
-                seen.add(p)
-                stack.append(p)
+            group = self.cluster_of.get(op)
+            expand = [op] if group is None or len(group.ops) < 2 else group.owned
+            for o in expand:
+                if o is not op:
+                    if o in seen:
+                        continue
+                    seen.add(o)
+                for v in o.operands:
+                    p = v.owner
+                    if not isinstance(p, Operation) or p not in self.pos or p in seen:
+                        continue
+                    if p in members:
+                        return True
+                    seen.add(p)
+                    if self.last_pos(p) >= lowest:
+                        stack.append(p)
         return False
+
+    def last_pos(self, op: Operation) -> int:
+        """Position of the last op of ``op``'s cluster (of ``op`` itself when unclustered)."""
+        group = self.cluster_of.get(op)
+        if group is None or not group.ops:
+            return self.pos[op]
+        return max(self.pos[o] for o in group.ops)
 
     def legality(self, cluster: Cluster, consumer: Operation, value: SSAValue) -> Refusal | None:
         nodes = nodes_of([value.owner, consumer])  # type: ignore[list-item]
@@ -254,30 +273,41 @@ class _Analysis:
         self.add_member(cluster, consumer)
 
     def add_member(self, cluster: Cluster, op: Operation) -> None:
-        """Append ``op``; first copy in any recompute-marked cluster it reads, so that the
-        marked value is recomputed by every reader and never materialised."""
+        """Add ``op``; first copy in any recompute-marked cluster it reads, so that the
+        marked value is recomputed by every reader and never materialised. ``ops`` stays
+        in block order (a valid dependence order for the outliner)."""
         for w in op.operands:
             src = self.recompute_values.get(w)
-            if src is None or src is cluster or any(o in cluster.ops for o in src.owned):
+            if src is None or src is cluster:
+                continue
+            members = set(src.ops)
+            slice_: set[Operation] = set()
+            stack = [w.owner]
+            while stack:  # the ops of src that compute w
+                o = stack.pop()
+                if isinstance(o, Operation) and o in members and o not in slice_:
+                    slice_.add(o)
+                    stack.extend(v.owner for v in o.operands)  # type: ignore[misc]
+            missing = [o for o in src.ops if o in slice_ and o not in cluster.ops]
+            if not missing:
                 continue
             if cluster.ops and _shape(w) != cluster.iteration_shape():
                 continue
             floor = self.window_start(self.pos[op])
             ins = [
                 v.owner
-                for o in src.owned
+                for o in missing
                 for v in o.operands
-                if isinstance(v.owner, Operation) and v.owner in self.pos and v.owner not in src.ops
+                if isinstance(v.owner, Operation) and v.owner in self.pos and v.owner not in slice_
             ]
             if cluster.ops and any(
-                q in cluster.ops or self.depends_on(q, cluster, floor) for q in ins
+                q not in cluster.ops and self.depends_on(q, cluster, floor) for q in ins
             ):
                 continue
-            for o in src.owned:
-                if o not in cluster.ops:
-                    cluster.ops.append(o)
-                    cluster.recomputed.add(o)
+            cluster.ops.extend(missing)
+            cluster.recomputed.update(missing)
         cluster.ops.append(op)
+        cluster.ops.sort(key=self.pos.__getitem__)
         self.cluster_of[op] = cluster
 
     def run(self) -> list[Cluster]:

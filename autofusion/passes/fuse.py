@@ -122,7 +122,9 @@ def outline(
             recomputed_by.setdefault(o, []).append(set(ops))
 
     plans: list[tuple[list[Operation], KernelOp, list[SSAValue]]] = []
-    for ops, rec, pattern in groups:
+    position = {op: i for i, op in enumerate(block.ops)}
+    for unordered, rec, pattern in groups:
+        ops = sorted(unordered, key=position.__getitem__)  # block order = dependence order
         members = set(ops)
         inputs: list[SSAValue] = []
         cloned_consts: list[Operation] = []

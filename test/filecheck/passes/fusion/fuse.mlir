@@ -82,7 +82,7 @@ func.func @recompute(%u: tensor<64x1xf32>, %v: tensor<64xf32>, %z: tensor<64x64x
 // AGG2-NEXT:     %[[R:.*]] = fusion.kernel "ew_add_relu" ["outer", "relu"] (%u, %v)
 // AGG2:          fusion.yield
 // AGG2-NEXT:     }
-// AGG2-NEXT:     %[[T:.*]] = fusion.kernel "ew_exp_add_mul" ["exp", "outer", "mul"] (%z, %u, %v)
+// AGG2-NEXT:     %[[T:.*]] = fusion.kernel "ew_add_exp_mul" ["outer", "exp", "mul"] (%u, %v, %z)
 // AGG2:          fusion.yield
 // AGG2-NEXT:     }
 // AGG2-NEXT:     func.return %[[R]], %[[T]]
