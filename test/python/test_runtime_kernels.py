@@ -25,6 +25,7 @@ def driver(tmp_path_factory: pytest.TempPathFactory) -> Path:
     cmd = [
         toolchain.c_compiler(),
         "-std=c11", "-O2", "-march=native", "-fopenmp",
+        "-DAFRT_PARALLEL_MIN_WORK=0",  # small test shapes still take the multi-thread paths
         *toolchain.WERROR_FLAGS, "-Wpedantic",
         *toolchain.include_flags(), str(DRIVER_SRC), "-o", str(out), *toolchain.link_flags(),
     ]  # fmt: skip

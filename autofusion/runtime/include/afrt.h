@@ -146,6 +146,13 @@ static inline void afrt_init_once_(void) {
     if (!afrt_threads_applied_) afrt_apply_threads_();
 }
 
+/* Whether a call with this many multiply-adds is worth waking the other threads for (a
+ * parallel region costs microseconds; tiny layers run faster on the calling thread). */
+#ifndef AFRT_PARALLEL_MIN_WORK
+#define AFRT_PARALLEL_MIN_WORK 524288.0
+#endif
+static inline int afrt_worth_threads_(double work) { return work >= AFRT_PARALLEL_MIN_WORK; }
+
 static inline int64_t afrt_min_(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t afrt_max_(int64_t a, int64_t b) { return a > b ? a : b; }
 static inline int64_t afrt_cdiv_(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -671,7 +678,7 @@ static inline int afrt_matmul_own_(int64_t batch, int64_t M, int64_t N, int64_t 
     afrt_gemm_split_(M, N, batch, &mb, &nbk);
     const int64_t nmb = afrt_nblocks_(M, mb), nnb = afrt_nblocks_(N, nbk);
     const int64_t ntiles = batch * nmb * nnb;
-    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (ntiles > 1))
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (ntiles > 1 && afrt_worth_threads_((double)batch * M * N * K)))
     for (int64_t t = 0; t < ntiles; ++t) {
         const int64_t b = t / (nmb * nnb), rest = t % (nmb * nnb);
         const int64_t i0 = (rest / nnb) * mb, j0 = (rest % nnb) * nbk;
@@ -1034,7 +1041,7 @@ static inline int afrt_conv_own_(const float *x, const float *w, const float *bi
     const int64_t nmb = afrt_nblocks_(Kg, mb), nnb = afrt_nblocks_(ohw, nb);
     const int64_t per_img = G * nmb * nnb, ntiles = p->N * per_img;
     int failed = 0;
-    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (ntiles > 1))
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (ntiles > 1 && afrt_worth_threads_((double)p->N * p->K * ohw * crs)))
     for (int64_t t = 0; t < ntiles; ++t) {
         const int64_t n = t / per_img, rest = t % per_img;
         const int64_t g = rest / (nmb * nnb), tile = rest % (nmb * nnb);
@@ -1064,7 +1071,7 @@ static inline void afrt_conv2d_f32(const float *x, const float *w, const float *
     const int64_t ohw = p->OH * p->OW, hw = p->H * p->W;
     if (q.kind == 0) {
         const int64_t tasks = p->N * p->K;
-        AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (tasks > 1))
+        AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (tasks > 1 && afrt_worth_threads_((double)tasks * ohw * p->R * p->S)))
         for (int64_t t = 0; t < tasks; ++t) {
             const int64_t n = t / p->K, k = t % p->K;
             afrt_conv_dw_channel_(x, w, y, p, q.kg, n, k);
@@ -1152,7 +1159,7 @@ static inline void afrt_maxpool2d_f32(const float *x, float *y, const afrt_pool_
         afrt_tap_range_(oh, p->stride_h, p->pad_top, p->dil_h, p->R, p->H, &rg[2 * oh], &rg[2 * oh + 1]);
     for (int64_t ow = 0; ow < OW; ++ow)
         afrt_tap_range_(ow, p->stride_w, p->pad_left, p->dil_w, p->S, p->W, &cg[2 * ow], &cg[2 * ow + 1]);
-    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (planes > 1))
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (planes > 1 && afrt_worth_threads_((double)planes * OH * OW * p->R * p->S)))
     for (int64_t t = 0; t < planes; ++t) {
         const float *xc = x + t * p->H * p->W;
         float *yc = y + t * OH * OW;
@@ -1197,7 +1204,7 @@ static inline void afrt_avgpool2d_f32(const float *x, float *y, const afrt_pool_
         afrt_tap_range_(ow, p->stride_w, 0, p->dil_w, p->S, p->W + p->pad_left + p->pad_right, &a, &b);
         cg[3 * ow + 2] = p->count_include_pad ? b - a : cg[3 * ow + 1] - cg[3 * ow];
     }
-    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (planes > 1))
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (planes > 1 && afrt_worth_threads_((double)planes * OH * OW * p->R * p->S)))
     for (int64_t t = 0; t < planes; ++t) {
         const float *xc = x + t * p->H * p->W;
         float *yc = y + t * OH * OW;
