@@ -308,8 +308,10 @@ def compile(  # noqa: A001 - the public name from DESIGN.md
     use_cache = cache and not instance_policy
     key = ""
     if use_cache:
+        # threads are in the key because a library's thread count is process-global state
+        # of that .so: two models sharing one .so with different counts would interfere
         key = cache_mod.cache_key(proto.SerializeToString(deterministic=True),
-                                  _options_fingerprint(opts))  # fmt: skip
+                                  {**_options_fingerprint(opts), "threads": threads})  # fmt: skip
         entry = cache_mod.lookup(key)
         if entry is not None:
             say(f"using cached build {entry}")

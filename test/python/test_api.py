@@ -144,3 +144,12 @@ def test_set_memory_limit_validates() -> None:
         autofusion.set_memory_limit(0)
     with pytest.raises(AutofusionError, match="positive number of MB"):
         autofusion.set_memory_limit("1GB")  # type: ignore[arg-type]
+
+
+def test_thread_counts_get_their_own_build(tiny_cnn: autofusion.CompiledModel) -> None:
+    two = autofusion.compile("zoo:tiny_cnn", threads=2)
+    assert two.directory != tiny_cnn.directory  # a .so's thread count is global to it
+    feeds = sample_inputs(get_model("tiny_cnn"), seed=6)
+    a, b = tiny_cnn.run(feeds), two.run(feeds)
+    for k in a:
+        np.testing.assert_allclose(a[k], b[k], rtol=1e-5, atol=1e-6)
