@@ -136,16 +136,3 @@ def schedule_liveness(
                 continue
             intervals.append(Interval(res, i, max(i, last.get(res, i)), tensor_bytes(res.type)))
     return intervals
-
-
-def live_bytes_per_step(intervals: list[Interval], n_steps: int) -> list[int]:
-    """Sum of live intermediate bytes at each step (unaligned, no reuse)."""
-    delta = [0] * (n_steps + 2)
-    for iv in intervals:
-        delta[iv.start] += iv.size
-        delta[iv.end + 1] -= iv.size
-    out, acc = [], 0
-    for s in range(n_steps):
-        acc += delta[s]
-        out.append(acc)
-    return out

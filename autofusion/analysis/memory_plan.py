@@ -280,12 +280,9 @@ HEURISTICS: dict[str, tuple[Callable[[Sequence[Buffer]], list[int]], bool]] = {
     **{f"longest{k}-then-size": (_order_longest_k(k), True) for k in (1, 2, 3, 4, 6, 8, 12, 16)},
 }
 
-QUICK_HEURISTICS = ("size-best-fit", "breadth-best-fit", "longest1-then-size",
-                    "longest2-then-size")
-"""A cheaper subset, for comparing many candidate rewrites (``tile-fusion``)."""
-
 
 def lower_bound(buffers: Sequence[Buffer]) -> int:
+    """Max over steps of the bytes of the buffers live at that step."""
     n_steps = max((b.end for b in buffers), default=-1) + 2
     delta = [0] * (n_steps + 1)
     for b in buffers:
@@ -369,9 +366,9 @@ def check_plan(plan: MemoryPlan) -> list[str]:
                 )
                 if not legal:
                     errors.append(
-                        f"{a.op.name} result (steps {a.start}-{a.end}, bytes {oa}+{sizes[a.value]}) "
-                        f"overlaps {b.op.name} result (steps {b.start}-{b.end}, bytes "
-                        f"{ob}+{sizes[b.value]})"
+                        f"{a.op.name} result (steps {a.start}-{a.end}, bytes "
+                        f"{oa}+{sizes[a.value]}) overlaps {b.op.name} result (steps "
+                        f"{b.start}-{b.end}, bytes {ob}+{sizes[b.value]})"
                     )
     for iv in ivs:
         if plan.offsets[iv.value] + iv.size > plan.arena_bytes:

@@ -4,8 +4,8 @@ Time (schedule step) runs left to right, the arena offset bottom to top; each pl
 intermediate is one box spanning its live interval and its bytes, labelled with the ONNX
 node(s) it came from (the full name, shape and bytes are in the box's tooltip). Tensors a
 step computes in place over a dying input sit exactly on top of it in time, at the same
-height; a reshape (a view of its operand) is drawn dashed over it. Tiled pieces (``tile-fusion``) show as a run of small boxes. Every string from the
-model is XML-escaped.
+height; a reshape (a view of its operand) is drawn dashed over it. Tiled pieces
+(``tile-fusion``) show as a run of small boxes. Every string from the model is XML-escaped.
 
 ``write_memory_plot(module, path)`` reads the ``memory.offsets`` that ``plan-buffers`` wrote
 (so the picture shows exactly what the lowering uses), planning first if there are none.

@@ -51,12 +51,12 @@ from autofusion.analysis.memory_plan import (
 from autofusion.analysis.memory_tiling import (
     TILE_ATTR,
     NotTileable,
-    build_tiles,
-    trial_schedule,
     _propagate,
+    build_tiles,
     is_tileable_kind,
     tile_bounds,
     tile_region,
+    trial_schedule,
 )
 from autofusion.dialects import nn
 from autofusion.dialects.base import shape_of

@@ -1,5 +1,7 @@
 """plan-buffers and tile-fusion: soundness on random graphs, interpreter equivalence."""
 
+# ruff: noqa: E501 - the MLIR test input keeps one op per line
+
 from __future__ import annotations
 
 import numpy as np
@@ -45,7 +47,8 @@ def test_placement_never_overlaps_live_buffers(bufs: list[Buffer], best_fit: boo
     arena = max(o + b.size for o, b in zip(offsets, bufs))
     assert arena >= lower_bound(bufs)
     for i, a in enumerate(bufs):
-        assert offsets[i] >= 0 and offsets[i] % 64 == 0
+        assert offsets[i] >= 0
+        assert offsets[i] % 64 == 0
         for j in range(i + 1, len(bufs)):
             b = bufs[j]
             if a.overlaps(b):
@@ -196,7 +199,8 @@ def test_tile_fusion_fits_limit_and_matches_interpreter(fraction: float) -> None
     assert plan.arena_bytes <= limit_mb * MIB < untiled
     assert check_plan(plan) == []
     text = str(module)
-    assert "memory.tile" in text and "nn.concat" in text
+    assert "memory.tile" in text
+    assert "nn.concat" in text
     for got, want in zip(evaluate(find_main(module), feeds), ref):
         _allclose(got, want)
 
