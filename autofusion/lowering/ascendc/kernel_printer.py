@@ -435,6 +435,22 @@ class KernelPrinter:
                 + "".join(f"        {line}\n" for line in body)
                 + "    }"
             )
+        if self.copy_loop is not None:
+            rows = int(op.total.value.data)
+            return (
+                f"{indent}{{  // copy loop: {rows} rows split over the cores, tiles of td.tileLength rows\n"
+                f"{indent}    const uint32_t per = ({rows}u + static_cast<uint32_t>(AscendC::GetBlockNum()) - 1u) / "
+                "static_cast<uint32_t>(AscendC::GetBlockNum());\n"
+                f"{indent}    const uint32_t start = per * static_cast<uint32_t>(AscendC::GetBlockIdx());\n"
+                f"{indent}    const uint32_t cnt = start >= {rows}u ? 0u : ({rows}u - start < per ? {rows}u - start : per);\n"
+                f"{indent}    for (uint32_t offset = 0; offset < cnt; offset += td.tileLength) {{\n"
+                f"{indent}        const uint32_t len = cnt - offset < td.tileLength ? cnt - offset : td.tileLength;\n"
+                f"{indent}        CopyIn{sfx}(start, offset, len);\n"
+                f"{indent}        Compute{sfx}(start, offset, len);\n"
+                f"{indent}        CopyOut{sfx}(start, offset, len);\n"
+                f"{indent}    }}\n"
+                f"{indent}}}"
+            )
         return (
             f"{indent}// Tiles of td.tileLength elements; queues of depth BUFFER_NUM let CopyIn of tile\n"
             f"{indent}// i+1 overlap Compute of tile i on the NPU. The last tile may be shorter.\n"

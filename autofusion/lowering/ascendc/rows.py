@@ -14,6 +14,8 @@ and uses ``ReduceSum``/``ReduceMax`` into a one-block scalar buffer whose elemen
 
 from __future__ import annotations
 
+import math
+
 from xdsl.dialects.builtin import IntegerAttr, StringAttr, f32
 from xdsl.ir import Block, Operation, Region, SSAValue
 
@@ -164,6 +166,7 @@ def build_rows(lowering, op: Operation) -> ac.KernelOp:  # noqa: ANN001 - Kernel
 
 
 COPY_OPS: tuple[type[Operation], ...] = (nn.ConcatOp, nn.SplitOp)
+COPY_ROW_LIMIT = 4096  # elements per UB row of a copy loop
 
 
 def build_copy(lowering, op: Operation) -> ac.KernelOp:  # noqa: ANN001 - KernelLowering
@@ -183,7 +186,15 @@ def build_copy(lowering, op: Operation) -> ac.KernelOp:  # noqa: ANN001 - Kernel
     inner = numel(whole[axis + 1:])
     total = whole[axis] * inner
     lengths = [p[axis] * inner for p in pieces]
-    dp = max(tl.round_up(n, tl.ALIGN) for n in lengths)
+    chunk = 0  # > 0: outer == 1, each piece copied as rows of `chunk` contiguous elements
+    if max(lengths) > COPY_ROW_LIMIT:
+        if outer != 1:
+            raise Unsupported(f"{op.name} rows of {max(lengths)} elements exceed the UB")
+        g = math.gcd(*lengths, total)
+        chunk = max(c for c in range(1, min(g, COPY_ROW_LIMIT) + 1) if g % c == 0)
+        if chunk < 8 and g > 8:
+            raise Unsupported(f"{op.name}: no row split of {g} elements fits the UB")
+    dp = tl.round_up(chunk, tl.ALIGN) if chunk else max(tl.round_up(n, tl.ALIGN) for n in lengths)
     qin = ac.QueueOp("VECIN", tl.BUFFER_NUM, 32)
     qin.properties["size"] = StringAttr("tile_rows")
     qout = ac.QueueOp("VECOUT", tl.BUFFER_NUM, 32)
@@ -191,6 +202,7 @@ def build_copy(lowering, op: Operation) -> ac.KernelOp:  # noqa: ANN001 - Kernel
     block.add_ops([qin, qout])
     off = 0
     for i, length in enumerate(lengths):
+        rows, row_len = outer, length
         if isinstance(op, nn.ConcatOp):
             src = gms[op.operands[i].index]  # type: ignore[attr-defined]
             dst = gms[n_in]
@@ -199,7 +211,11 @@ def build_copy(lowering, op: Operation) -> ac.KernelOp:  # noqa: ANN001 - Kernel
             src = gms[op.operands[0].index]  # type: ignore[attr-defined]
             dst = gms[n_in + i]
             strides = (total, length, off, 0)
+        if chunk:
+            rows, row_len = length // chunk, chunk
+            strides = (chunk, chunk, strides[2], strides[3])
         off += length
+        length = row_len
         cin = Block()
         a = ac.AllocTensorOp(qin.result, f32)
         cin.add_ops([a, ac.CopyInOp(a.result, src), ac.EnQueOp(qin.result, a.result), ac.YieldOp()])
@@ -214,7 +230,7 @@ def build_copy(lowering, op: Operation) -> ac.KernelOp:  # noqa: ANN001 - Kernel
         cout = Block()
         r = ac.DeQueOp(qout.result, f32)
         cout.add_ops([r, ac.CopyOutOp(dst, r.result), ac.FreeTensorOp(qout.result, r.result), ac.YieldOp()])
-        loop = ac.TileLoopOp("rows", outer, [Region(cin), Region(comp), Region(cout)])
+        loop = ac.TileLoopOp("rows", rows, [Region(cin), Region(comp), Region(cout)])
         for key, val in zip(("row_length", "out_row_length"), (length, length)):
             loop.properties[key] = _i(val)
         for key, val in zip(("in_row_stride", "out_row_stride", "in_offset", "out_offset"), strides):
@@ -222,7 +238,8 @@ def build_copy(lowering, op: Operation) -> ac.KernelOp:  # noqa: ANN001 - Kernel
         block.add_op(loop)
     opts = lowering.opts
     try:
-        rt = tl.row_tiling(outer, dp, False, 0, opts.cores, opts.max_tile, opts.ub_bytes)
+        rt = tl.row_tiling(outer if not chunk else max(n // chunk for n in lengths), dp, False, 0,
+                           opts.cores, opts.max_tile, opts.ub_bytes)
     except ValueError as e:
         raise Unsupported(str(e)) from None
     qin.properties["bytes"] = _i(rt["tileLength"] * dp * 4)
