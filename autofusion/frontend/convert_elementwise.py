@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 from xdsl.dialects.builtin import i1
+from xdsl.ir import SSAValue
 
 from autofusion.dialects import dtypes, nn, shapes
 from autofusion.dialects.base import f64_attr, int_attr, str_attr
@@ -330,6 +331,14 @@ def _clip(ctx: NodeCtx) -> list[Value]:
     if ctx.opset < 11:
         lo = float(ctx.attr("min", -math.inf))
         hi = float(ctx.attr("max", math.inf))
+    elif any(isinstance(b, SSAValue) for b in ctx.inputs[1:3]):
+        # Run-time bounds: min(max(x, lo), hi); with lo > hi every value becomes hi.
+        out = ctx.input(0)
+        for i, op_cls in ((1, nn.MaxOp), (2, nn.MinOp)):
+            bound = ctx.opt_input(i)
+            if bound is not None:
+                out = emit_binary(ctx, op_cls, out, bound)
+        return [out]
     else:
         lo_a, hi_a = ctx.const_input(1, "min"), ctx.const_input(2, "max")
         lo = float(lo_a.reshape(-1)[0]) if lo_a is not None else -math.inf

@@ -185,7 +185,6 @@ def _instance_norm(ctx: NodeCtx) -> list[Value]:
 
 @converter("LayerNormalization")
 def _layer_norm(ctx: NodeCtx) -> list[Value]:
-    _check_outputs(ctx, 1)
     x = _float_input(ctx, 0)
     xs = value_shape(x)
     axis = norm_axis(ctx, int(ctx.attr("axis", -1)), len(xs))
@@ -200,9 +199,22 @@ def _layer_norm(ctx: NodeCtx) -> list[Value]:
             ok = False
         if not ok:
             raise ctx.error(f"parameter shape {value_shape(p)} does not broadcast to {norm}")
-    return [ctx.emit1(nn.LayerNormOp, [x, scale, bias], xs, value_elem(x), {
-        "axis": int_attr(axis), "epsilon": f64_attr(ctx.attr("epsilon", 1e-5)),
-    })]
+    eps = float(ctx.attr("epsilon", 1e-5))
+    y = ctx.emit1(nn.LayerNormOp, [x, scale, bias], xs, value_elem(x), {
+        "axis": int_attr(axis), "epsilon": f64_attr(eps),
+    })
+    if not any(ctx.n_outputs_used[1:]):
+        return [y]
+    # Mean and InvStdDev outputs (rarely used): recomputed with reductions.
+    elem = value_elem(x)
+    axes = {"axes": i64_array(range(axis, len(xs))), "keepdims": bool_attr(True)}
+    stat = (*xs[:axis], *([1] * (len(xs) - axis)))
+    mean = ctx.emit1(nn.ReduceMeanOp, [x], stat, elem, axes)
+    d = ctx.emit1(nn.SubOp, [x, mean], xs, elem)
+    var = ctx.emit1(nn.ReduceMeanOp, [ctx.emit1(nn.MulOp, [d, d], xs, elem)], stat, elem, axes)
+    eps_c = ctx.const(np.array(eps, dtype=dtypes.to_numpy_dtype(elem)))
+    std = ctx.emit1(nn.SqrtOp, [ctx.emit1(nn.AddOp, [var, eps_c], stat, elem)], stat, elem)
+    return [y, mean, ctx.emit1(nn.ReciprocalOp, [std], stat, elem)]
 
 
 @converter("LRN")
@@ -329,14 +341,32 @@ for _name in REDUCE_OPS:
 
 
 @converter("ArgMax")
+@converter("ArgMin")
 def _arg_max(ctx: NodeCtx) -> list[Value]:
+    """ArgMin is ArgMax of ``-x``; ``select_last_index`` takes ArgMax of the reversed axis."""
     x = ctx.input(0)
     xs = value_shape(x)
-    if int(ctx.attr("select_last_index", 0)):
-        raise ctx.error("select_last_index=1 is not supported")
     axis = norm_axis(ctx, int(ctx.attr("axis", 0)), len(xs))
     keepdims = bool(ctx.attr("keepdims", 1))
     out = shapes.reduce_out(xs, [axis], keepdims)
-    return [ctx.emit1(nn.ArgMaxOp, [x], out, dtypes.from_numpy_dtype(np.int64), {
+    i64 = dtypes.from_numpy_dtype(np.int64)
+    if ctx.node.op_type == "ArgMin":
+        if dtypes.to_numpy_dtype(value_elem(x)).kind == "u":
+            raise ctx.error("ArgMin of unsigned tensors is not supported")
+        x = ctx.emit1(nn.NegOp, [x], xs, value_elem(x))
+    last = bool(int(ctx.attr("select_last_index", 0)))
+    if last:
+        starts = [0] * len(xs)
+        ends = list(xs)
+        steps = [1] * len(xs)
+        starts[axis], ends[axis], steps[axis] = xs[axis] - 1, -1, -1
+        x = ctx.emit1(nn.SliceOp, [x], xs, value_elem(x), {
+            "starts": i64_array(starts), "ends": i64_array(ends), "steps": i64_array(steps),
+        })
+    idx = ctx.emit1(nn.ArgMaxOp, [x], out, i64, {
         "axis": int_attr(axis), "keepdims": bool_attr(keepdims),
-    })]
+    })
+    if last:
+        top = ctx.const(np.array(xs[axis] - 1, dtype=np.int64))
+        idx = ctx.emit1(nn.SubOp, [top, idx], out, i64)
+    return [idx]

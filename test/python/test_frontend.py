@@ -25,7 +25,8 @@ sys.path.insert(0, str(INPUTS))
 from make_model import MODELS  # noqa: E402
 
 RUNNABLE = ["conv_bn_relu_v3", "auto_pad", "shape_subgraph", "reduce_axes", "slices",
-            "softmax_v11", "attention_mask", "ops_opset9", "ops_opset11", "ops_opset18", "folding"]
+            "softmax_v11", "attention_mask", "ops_opset9", "ops_opset11", "ops_opset18",
+            "ops_extra", "folding"]
 
 
 def _feeds(model: onnx.ModelProto, seed: int = 0) -> dict[str, np.ndarray]:

@@ -417,6 +417,24 @@ def ops_opset9() -> onnx.ModelProto:
     return _model(nodes, [_in("x", [2, 3, 5, 2])], [_out(o) for o in outs], inits, opset=9)
 
 
+def ops_extra() -> onnx.ModelProto:
+    """Forms lowered to several nn ops: ArgMin, select_last_index, LayerNormalization's
+    Mean/InvStdDev outputs, Clip with run-time bounds."""
+    nodes = [
+        h.make_node("ArgMin", ["x"], ["amin"], name="argmin", axis=1, keepdims=0),
+        h.make_node("ArgMax", ["r"], ["alast"], name="argmax_last", axis=-1,
+                    select_last_index=1),
+        h.make_node("LayerNormalization", ["x", "g"], ["ln", "mean", "isd"], name="ln3",
+                    axis=1, epsilon=1e-3),
+        h.make_node("Clip", ["x", "lo", "hi"], ["cl"], name="clip_runtime"),
+    ]
+    inits = [_w("g", 3, 4)]
+    outs = [_out("ln"), _out("mean"), _out("isd"), _out("cl"), _out("amin", T.INT64),
+            _out("alast", T.INT64)]
+    return _model(nodes, [_in("x", [2, 3, 4]), _in("r", [2, 6], T.INT64), _in("lo", []),
+                          _in("hi", [])], outs, inits, opset=18)
+
+
 def _seeded(build: Callable[[], onnx.ModelProto]) -> Callable[[], onnx.ModelProto]:
     """Each call restarts the generator, so a builder always returns the same model."""
 
@@ -434,7 +452,7 @@ MODELS: dict[str, Callable[[], onnx.ModelProto]] = {
     for f in (
         conv_bn_relu_v3, auto_pad, shape_subgraph, reduce_axes, slices, softmax_v11,
         attention_mask, unsupported, dangling, cycle, dynamic_input, old_opset, bad_dtype,
-        maxpool_indices, ops_opset9, ops_opset11, ops_opset18, folding,
+        maxpool_indices, ops_opset9, ops_opset11, ops_opset18, ops_extra, folding,
     )
 }
 
