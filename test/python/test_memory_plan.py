@@ -333,7 +333,9 @@ def test_tiling_any_window_chain_preserves_values(case: tuple[str, int, int]) ->
         tile_region(steps, steps[-1].results[0], dim, count)
     except NotTileable as e:
         # Only a tile lying wholly in padding, or avg-pool overhang counted as padding.
-        assert "padding" in str(e), str(e)
+        refusal = str(e)
+        if "padding" not in refusal:
+            pytest.fail(f"unexpected refusal: {refusal}")
         return
     module.verify()
     assert str(module).count("nn.concat") == 1
