@@ -102,3 +102,19 @@ def test_resnet50_half_arena_limit_fits_and_matches_onnxruntime() -> None:
     got = model.run(feeds)
     for g, r in zip(got.values(), _ort("resnet50", feeds)):
         _assert_close(g, r)
+
+
+@pytest.mark.slow
+def test_tiled_transformer_generated_c_matches_onnxruntime() -> None:
+    """Sequence-row and per-head pieces (slices of kernels, reshape views, concat) in C."""
+    import autofusion
+    from autofusion.passes.tile_fusion import MIB
+
+    untiled = plan_memory(find_main(fused("tiny_bert"))).arena_bytes
+    limit_mb = untiled * 0.75 / MIB
+    model = autofusion.compile("zoo:tiny_bert", memory_limit_mb=limit_mb)
+    assert model.report["arena_bytes"] <= limit_mb * MIB
+    feeds = zoo.sample_inputs(zoo.get_model("tiny_bert"))
+    got = model.run(feeds)
+    for g, r in zip(got.values(), _ort("tiny_bert", feeds)):
+        _assert_close(g, r)
