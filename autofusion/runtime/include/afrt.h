@@ -395,7 +395,7 @@ static inline int afrt_in_region_(const void *p, size_t bytes) {
  * Measured on this machine (AVX-512, one core): ~190 GFLOP/s on ResNet/BERT shapes with warm
  * panels, against ~137 for OpenBLAS sgemm; see docs/runtime.md.
  * ------------------------------------------------------------------------------------------- */
-#define AFRT_MR 12
+#define AFRT_MR 12 /* the largest row tile */
 #define AFRT_NR 32
 #ifndef AFRT_KC
 #define AFRT_KC 256
@@ -404,71 +404,84 @@ static inline int afrt_in_region_(const void *p, size_t bytes) {
 #define AFRT_NC 512
 #endif
 
+/* c[mr x NR] (ldc) = (acc ? c : 0) + a_panel @ b_panel over kc; one function per mr. */
 #if defined(__AVX512F__)
-/* c[MR x NR] (ldc) = (acc ? c : 0) + a_panel @ b_panel over kc. */
-static inline void afrt_ukernel_(int64_t kc, const float *restrict a, const float *restrict b,
-                                 float *restrict c, int64_t ldc, int acc) {
-    __m512 c0[AFRT_MR], c1[AFRT_MR];
-    for (int i = 0; i < AFRT_MR; ++i) {
-        c0[i] = _mm512_setzero_ps();
-        c1[i] = _mm512_setzero_ps();
+#define AFRT_DEFINE_UKERNEL(NAME, MRV)                                                         \
+    static inline void NAME(int64_t kc, const float *restrict a, const float *restrict b,      \
+                            float *restrict c, int64_t ldc, int acc) {                         \
+        __m512 c0[MRV], c1[MRV];                                                               \
+        for (int i = 0; i < MRV; ++i) {                                                        \
+            c0[i] = _mm512_setzero_ps();                                                       \
+            c1[i] = _mm512_setzero_ps();                                                       \
+        }                                                                                      \
+        for (int64_t k = 0; k < kc; ++k) {                                                     \
+            const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);                \
+            for (int i = 0; i < MRV; ++i) {                                                    \
+                const __m512 ai = _mm512_set1_ps(a[i]);                                        \
+                c0[i] = _mm512_fmadd_ps(ai, b0, c0[i]);                                        \
+                c1[i] = _mm512_fmadd_ps(ai, b1, c1[i]);                                        \
+            }                                                                                  \
+            a += MRV;                                                                          \
+            b += AFRT_NR;                                                                      \
+        }                                                                                      \
+        for (int i = 0; i < MRV; ++i) {                                                        \
+            float *ci = c + i * ldc;                                                           \
+            if (acc) {                                                                         \
+                c0[i] = _mm512_add_ps(c0[i], _mm512_loadu_ps(ci));                             \
+                c1[i] = _mm512_add_ps(c1[i], _mm512_loadu_ps(ci + 16));                        \
+            }                                                                                  \
+            _mm512_storeu_ps(ci, c0[i]);                                                       \
+            _mm512_storeu_ps(ci + 16, c1[i]);                                                  \
+        }                                                                                      \
     }
-    for (int64_t k = 0; k < kc; ++k) {
-        const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
-        for (int i = 0; i < AFRT_MR; ++i) {
-            const __m512 ai = _mm512_set1_ps(a[i]);
-            c0[i] = _mm512_fmadd_ps(ai, b0, c0[i]);
-            c1[i] = _mm512_fmadd_ps(ai, b1, c1[i]);
-        }
-        a += AFRT_MR;
-        b += AFRT_NR;
-    }
-    for (int i = 0; i < AFRT_MR; ++i) {
-        float *ci = c + i * ldc;
-        if (acc) {
-            c0[i] = _mm512_add_ps(c0[i], _mm512_loadu_ps(ci));
-            c1[i] = _mm512_add_ps(c1[i], _mm512_loadu_ps(ci + 16));
-        }
-        _mm512_storeu_ps(ci, c0[i]);
-        _mm512_storeu_ps(ci + 16, c1[i]);
-    }
-}
 #else
-static inline void afrt_ukernel_(int64_t kc, const float *restrict a, const float *restrict b,
-                                 float *restrict c, int64_t ldc, int acc) {
-    float t[AFRT_MR][AFRT_NR];
-    for (int i = 0; i < AFRT_MR; ++i)
-        for (int j = 0; j < AFRT_NR; ++j) t[i][j] = 0.0f;
-    for (int64_t k = 0; k < kc; ++k) {
-        for (int i = 0; i < AFRT_MR; ++i)
-            for (int j = 0; j < AFRT_NR; ++j) t[i][j] += a[i] * b[j];
-        a += AFRT_MR;
-        b += AFRT_NR;
+#define AFRT_DEFINE_UKERNEL(NAME, MRV)                                                         \
+    static inline void NAME(int64_t kc, const float *restrict a, const float *restrict b,      \
+                            float *restrict c, int64_t ldc, int acc) {                         \
+        float t[MRV][AFRT_NR];                                                                 \
+        for (int i = 0; i < MRV; ++i)                                                          \
+            for (int j = 0; j < AFRT_NR; ++j) t[i][j] = 0.0f;                                  \
+        for (int64_t k = 0; k < kc; ++k) {                                                     \
+            for (int i = 0; i < MRV; ++i)                                                      \
+                for (int j = 0; j < AFRT_NR; ++j) t[i][j] += a[i] * b[j];                      \
+            a += MRV;                                                                          \
+            b += AFRT_NR;                                                                      \
+        }                                                                                      \
+        for (int i = 0; i < MRV; ++i)                                                          \
+            for (int j = 0; j < AFRT_NR; ++j)                                                  \
+                c[i * ldc + j] = (acc ? c[i * ldc + j] : 0.0f) + t[i][j];                      \
     }
-    for (int i = 0; i < AFRT_MR; ++i)
-        for (int j = 0; j < AFRT_NR; ++j) c[i * ldc + j] = (acc ? c[i * ldc + j] : 0.0f) + t[i][j];
-}
 #endif
+AFRT_DEFINE_UKERNEL(afrt_ukernel12_, 12)
+AFRT_DEFINE_UKERNEL(afrt_ukernel8_, 8)
+
+/* Row-tile height for an M-row operand: 12 (more accumulators) unless 12 wastes over 5% of
+ * the rows and 8 wastes less (64 channels: 72 vs 64 rows). */
+static inline int afrt_choose_mr_(int64_t M) {
+    const int64_t p12 = (M + 11) / 12 * 12, p8 = (M + 7) / 8 * 8;
+    return (p12 - M) * 20 > p12 && p8 < p12 ? 8 : 12;
+}
 
 static inline int64_t afrt_round_up_(int64_t v, int64_t m) { return afrt_cdiv_(v, m) * m; }
 
-/* Packs op(A) (M x K; element (i, p) = trans ? A[p*lda + i] : A[i*lda + p]) into dst. */
+/* Packs op(A) (M x K; element (i, p) = trans ? A[p*lda + i] : A[i*lda + p]) into dst as
+ * panels of mr rows (afrt_choose_mr_(M)). */
 static inline void afrt_pack_a_(const float *A, int64_t lda, int trans, int64_t M, int64_t K,
                                 float *dst) {
-    const int64_t Mp = afrt_round_up_(M, AFRT_MR);
+    const int64_t mr = afrt_choose_mr_(M), Mp = afrt_round_up_(M, mr);
     for (int64_t pc = 0; pc < K; pc += AFRT_KC) {
         const int64_t kc = afrt_min_(AFRT_KC, K - pc);
-        for (int64_t ic = 0; ic < Mp; ic += AFRT_MR) {
+        for (int64_t ic = 0; ic < Mp; ic += mr) {
             float *panel = dst + pc * Mp + ic * kc;
-            for (int64_t i = 0; i < AFRT_MR; ++i) {
+            for (int64_t i = 0; i < mr; ++i) {
                 const int64_t row = ic + i;
                 if (row >= M) {
-                    for (int64_t k = 0; k < kc; ++k) panel[k * AFRT_MR + i] = 0.0f;
+                    for (int64_t k = 0; k < kc; ++k) panel[k * mr + i] = 0.0f;
                 } else if (trans) {
-                    for (int64_t k = 0; k < kc; ++k) panel[k * AFRT_MR + i] = A[(pc + k) * lda + row];
+                    for (int64_t k = 0; k < kc; ++k) panel[k * mr + i] = A[(pc + k) * lda + row];
                 } else {
                     const float *src = A + row * lda + pc;
-                    for (int64_t k = 0; k < kc; ++k) panel[k * AFRT_MR + i] = src[k];
+                    for (int64_t k = 0; k < kc; ++k) panel[k * mr + i] = src[k];
                 }
             }
         }
@@ -532,7 +545,7 @@ static inline const float *afrt_packed_const_(const float *src, int64_t rows, in
                     found = q->packed;
             }
             if (!found && afrt_n_packed_ < AFRT_MAX_PACKED) {
-                const size_t n = side == 0 ? (size_t)(afrt_round_up_(rows, AFRT_MR) * cols)
+                const size_t n = side == 0 ? (size_t)(afrt_round_up_(rows, afrt_choose_mr_(rows)) * cols)
                                            : (size_t)(rows * afrt_round_up_(cols, AFRT_NR));
                 float *buf = (float *)aligned_alloc(64, ((n * sizeof(float) + 63) / 64) * 64);
                 if (buf) {
@@ -570,7 +583,8 @@ static inline void afrt_pack_b_conv_(const struct afrt_conv_params_s *p, const f
 static inline void afrt_gemm_tile_(const float *pa, int64_t M, int64_t N, int64_t K,
                                    const afrt_bsrc_ *bs, float *C, int64_t ldc, int64_t i0,
                                    int64_t i1, int64_t j0, int64_t j1, float *kbuf, int acc0) {
-    const int64_t Mp = afrt_round_up_(M, AFRT_MR), Np = afrt_round_up_(N, AFRT_NR);
+    const int64_t MR = afrt_choose_mr_(M);
+    const int64_t Mp = afrt_round_up_(M, MR), Np = afrt_round_up_(N, AFRT_NR);
     float tmp[AFRT_MR * AFRT_NR];
     for (int64_t jc = j0; jc < j1; jc += AFRT_NC) {
         const int64_t nc = afrt_min_(AFRT_NC, j1 - jc);
@@ -588,20 +602,22 @@ static inline void afrt_gemm_tile_(const float *pa, int64_t M, int64_t N, int64_
                 bp = kbuf;
             }
             const float *ap = pa + pc * Mp;
-            for (int64_t ic = i0; ic < i1; ic += AFRT_MR) {
+            for (int64_t ic = i0; ic < i1; ic += MR) {
                 const float *a = ap + ic * kc;
-                const int64_t mr = afrt_min_(AFRT_MR, i1 - ic);
+                const int64_t mr = afrt_min_(MR, i1 - ic);
                 for (int64_t jr = 0; jr < nc; jr += AFRT_NR) {
                     const int64_t nr = afrt_min_(AFRT_NR, nc - jr);
                     float *c = C + ic * ldc + jc + jr;
                     const int acc = pc > 0 || acc0;
-                    if (mr == AFRT_MR && nr == AFRT_NR) {
-                        afrt_ukernel_(kc, a, bp + jr * kc, c, ldc, acc);
+                    if (mr == MR && nr == AFRT_NR) {
+                        if (MR == 12) afrt_ukernel12_(kc, a, bp + jr * kc, c, ldc, acc);
+                        else afrt_ukernel8_(kc, a, bp + jr * kc, c, ldc, acc);
                     } else {
                         if (acc)
                             for (int64_t i = 0; i < mr; ++i)
                                 for (int64_t j = 0; j < nr; ++j) tmp[i * AFRT_NR + j] = c[i * ldc + j];
-                        afrt_ukernel_(kc, a, bp + jr * kc, tmp, AFRT_NR, acc);
+                        if (MR == 12) afrt_ukernel12_(kc, a, bp + jr * kc, tmp, AFRT_NR, acc);
+                        else afrt_ukernel8_(kc, a, bp + jr * kc, tmp, AFRT_NR, acc);
                         for (int64_t i = 0; i < mr; ++i)
                             for (int64_t j = 0; j < nr; ++j) c[i * ldc + j] = tmp[i * AFRT_NR + j];
                     }
@@ -616,13 +632,14 @@ static inline void afrt_gemm_tile_(const float *pa, int64_t M, int64_t N, int64_
 static inline void afrt_gemm_split_(int64_t M, int64_t N, int64_t batch_tasks, int64_t *mb,
                                     int64_t *nb) {
     const int64_t nth = afrt_num_threads_;
-    int64_t m = afrt_round_up_(M, AFRT_MR), n = afrt_round_up_(N, AFRT_NR);
+    const int64_t MR = afrt_choose_mr_(M);
+    int64_t m = afrt_round_up_(M, MR), n = afrt_round_up_(N, AFRT_NR);
     /* keep a C block within the tile budget so the epilogue finds it in L2 */
     while (m * n * 4 > AFRT_TILE_BYTES && n > AFRT_NC) n = afrt_round_up_(afrt_cdiv_(n, 2), AFRT_NR);
-    while (m * n * 4 > AFRT_TILE_BYTES && m > 8 * AFRT_MR) m = afrt_round_up_(afrt_cdiv_(m, 2), AFRT_MR);
+    while (m * n * 4 > AFRT_TILE_BYTES && m > 8 * MR) m = afrt_round_up_(afrt_cdiv_(m, 2), MR);
     while (batch_tasks * afrt_nblocks_(M, m) * afrt_nblocks_(N, n) < nth) {
         if (n >= 2 * AFRT_NR * 4 && n >= m) n = afrt_round_up_(afrt_cdiv_(n, 2), AFRT_NR);
-        else if (m >= 2 * AFRT_MR) m = afrt_round_up_(afrt_cdiv_(m, 2), AFRT_MR);
+        else if (m >= 2 * MR) m = afrt_round_up_(afrt_cdiv_(m, 2), MR);
         else if (n >= 2 * AFRT_NR) n = afrt_round_up_(afrt_cdiv_(n, 2), AFRT_NR);
         else break;
     }
@@ -649,7 +666,7 @@ static inline int afrt_matmul_own_(int64_t batch, int64_t M, int64_t N, int64_t 
                                    const float *B, int64_t ldb, int64_t stride_b, int trans_b,
                                    float beta, float *C, int64_t ldc, int64_t stride_c,
                                    afrt_epilogue epi) {
-    const int64_t Mp = afrt_round_up_(M, AFRT_MR);
+    const int64_t Mp = afrt_round_up_(M, afrt_choose_mr_(M));
     const int64_t na = stride_a == 0 ? 1 : batch, nb = stride_b == 0 ? 1 : batch;
     const float **pas = (const float **)malloc((size_t)(na + nb) * sizeof(float *));
     if (!pas) return 0;
@@ -1015,7 +1032,7 @@ static inline int afrt_conv_own_(const float *x, const float *w, const float *bi
                                  afrt_epilogue epi) {
     const int64_t G = p->group > 0 ? p->group : 1;
     const int64_t ohw = p->OH * p->OW, hw = p->H * p->W;
-    const int64_t Kg = q->kg, crs = q->crs, Mp = afrt_round_up_(Kg, AFRT_MR);
+    const int64_t Kg = q->kg, crs = q->crs, Mp = afrt_round_up_(Kg, afrt_choose_mr_(Kg));
     const float **pas = (const float **)malloc((size_t)G * sizeof(float *));
     if (!pas) return 0;
     int need = 0;
