@@ -1010,6 +1010,8 @@ static inline void afrt_pack_b_conv_(const struct afrt_conv_params_s *p, const f
                     const int64_t iw0 = ow * sw - pl + s * dw;
                     if (sw == 1 && iw0 >= 0 && iw0 + seg <= W) {
                         memcpy(o + j, xr + iw0, (size_t)seg * sizeof(float));
+                    } else if (iw0 >= 0 && iw0 + (seg - 1) * sw < W) { /* strided, in bounds */
+                        for (int64_t t = 0; t < seg; ++t) o[j + t] = xr[iw0 + t * sw];
                     } else {
                         for (int64_t t = 0; t < seg; ++t) {
                             const int64_t iw = iw0 + t * sw;
