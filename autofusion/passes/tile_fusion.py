@@ -60,6 +60,7 @@ from autofusion.analysis.memory_tiling import (
 )
 from autofusion.dialects import nn
 from autofusion.dialects.base import shape_of
+from autofusion.dialects.fusion import KernelOp
 from autofusion.errors import AutofusionError
 from autofusion.passes.plan_buffers import annotate
 
@@ -228,6 +229,41 @@ def _trial(main: func.FuncOp, c: _Candidate, alignment: int) -> list[Buffer]:
     return slots
 
 
+def _op_key(op: Operation) -> str:
+    return f"{op.name}:{op.pattern_name}" if isinstance(op, KernelOp) else op.name
+
+
+def _repeat(main: func.FuncOp, last: _Candidate, signature: tuple[str, ...],
+            slots: Buffers, limit: int) -> _Candidate | None:
+    """The same tiling as ``last`` on another copy of its region (the next layer of a
+    model built from identical layers) that still lies over the limit, if there is one."""
+    steps = schedule(main)
+    keys = [_op_key(op) for op in steps]
+    n, length = len(steps), len(signature)
+    load = [0] * (n + 1)
+    for b in slots.buffers:
+        for t in range(b.start, min(b.end, n - 1) + 1):
+            load[t] += b.size
+    lasts: dict[SSAValue, int] | None = None
+    for a in range(n - length + 1):
+        if tuple(keys[a:a + length]) != signature:
+            continue
+        region = steps[a:a + length]
+        if any(TILE_ATTR in op.attributes for op in region):
+            continue
+        if max(load[a:a + length]) <= limit:
+            continue
+        if lasts is None:
+            lasts = _last_uses(main, steps)
+        y_step = a + (last.y_step - last.start)
+        escaping = [r for op in region if not isinstance(op, nn.ConstantOp)
+                    for r in op.results if lasts[r] > a + length - 1]
+        if escaping != [steps[y_step].results[last.y_index]]:
+            continue
+        return dataclasses.replace(last, start=a, end=a + length - 1, y_step=y_step)
+    return None
+
+
 def excess(buffers: Sequence[Buffer], limit: int) -> int:
     """Bytes over ``limit`` summed over the steps: falls with every peak tiled away, even
     while other, equal peaks still set the arena size."""
@@ -250,6 +286,8 @@ def tile_to_limit(module: ModuleOp, limit_bytes: int, alignment: int = DEFAULT_A
     plan = plan_memory(main, alignment=alignment)
     best_seen = plan.arena_bytes
     slots = build_buffers(liveness(main), alignment, True)
+    last: _Candidate | None = None
+    signature: tuple[str, ...] = ()
     for _ in range(MAX_ROUNDS):
         if lower_bound(slots.buffers) <= limit_bytes:
             plan = plan_memory(main, alignment=alignment)
@@ -259,7 +297,15 @@ def tile_to_limit(module: ModuleOp, limit_bytes: int, alignment: int = DEFAULT_A
         chosen: _Candidate | None = None
         chosen_key: tuple[int, ...] = (1, excess(slots.buffers, limit_bytes),
                                        lower_bound(slots.buffers))
-        for first in _candidates(main, slots, limit_bytes, alignment):
+        again = _repeat(main, last, signature, slots, limit_bytes) if last else None
+        if again is not None:
+            try:
+                trial_slots = _trial(main, again, alignment)
+                if excess(trial_slots, limit_bytes) < chosen_key[1]:
+                    chosen = again
+            except NotTileable:
+                pass
+        for first in [] if chosen else _candidates(main, slots, limit_bytes, alignment):
             # The estimate can be optimistic; a few more tiles may still fit.
             counts = [c for c in TILE_COUNTS if c >= first.count][:4]
             for count in counts:
@@ -279,6 +325,8 @@ def tile_to_limit(module: ModuleOp, limit_bytes: int, alignment: int = DEFAULT_A
                     break
         if chosen is None:
             break
+        steps = schedule(main)
+        last, signature = chosen, tuple(_op_key(op) for op in steps[chosen.start:chosen.end + 1])
         _apply(module, chosen)
         slots = build_buffers(liveness(main), alignment, True)
     plan = plan_memory(main, alignment=alignment)
