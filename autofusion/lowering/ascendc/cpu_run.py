@@ -63,12 +63,15 @@ def build_cpu_library(project: Path) -> Path:
     inc = [f"-I{project / 'cpu_model'}", f"-I{project / 'kernels'}"]
 
     # Unity builds: the sources split into JOBS translation units, compiled in parallel,
-    # so the CPU model's headers are parsed once per unit instead of once per kernel.
+    # so the CPU model's headers are parsed once per unit instead of once per kernel. Each
+    # build works in a private directory (concurrent test workers may build the same hash);
+    # only the finished library is moved into place, atomically.
     srcs = sources(project)
     chunks = [srcs[i::JOBS] for i in range(JOBS) if srcs[i::JOBS]]
+    work = Path(tempfile.mkdtemp(prefix="build-", dir=lib.parent))
 
     def compile_one(i: int) -> tuple[Path, subprocess.CompletedProcess[str]]:
-        unit = lib.parent / f"unit{i}.cpp"
+        unit = work / f"unit{i}.cpp"
         unit.write_text("".join(f'#include "{f.resolve()}"\n' for f in chunks[i]))
         obj = unit.with_suffix(".o")
         cmd = [cxx, *CXXFLAGS, *inc, "-c", str(unit), "-o", str(obj)]
@@ -79,12 +82,13 @@ def build_cpu_library(project: Path) -> Path:
     for _, proc in results:
         if proc.returncode != 0:
             raise AutofusionError(f"ascendc: building the CPU-model library failed:\n{proc.stderr[-4000:]}")
-    tmp = lib.with_suffix(f".tmp{os.getpid()}")
+    tmp = work / lib.name
     link = subprocess.run([cxx, "-shared", *[str(o) for o, _ in results], "-o", str(tmp)],
                           capture_output=True, text=True)
     if link.returncode != 0:
         raise AutofusionError(f"ascendc: linking the CPU-model library failed:\n{link.stderr[-4000:]}")
     os.replace(tmp, lib)
+    shutil.rmtree(work, ignore_errors=True)
     return lib
 
 
