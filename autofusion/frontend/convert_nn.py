@@ -308,10 +308,10 @@ _REDUCE_NUMPY = {
 }
 
 
-def _reduce(ctx: NodeCtx) -> list[Value]:
-    op_cls, axes_opset = REDUCE_OPS[ctx.node.op_type]
-    x = ctx.input(0)
-    xs = value_shape(x)
+def _reduce_params(ctx: NodeCtx, axes_opset: int) -> tuple[list[int] | None, bool]:
+    """(sorted non-negative axes, keepdims); axes None means "no-op" (empty axes with
+    ``noop_with_empty_axes``)."""
+    xs = ctx.shape(0)
     keepdims = bool(ctx.attr("keepdims", 1))
     if ctx.opset >= axes_opset:
         arr = ctx.const_input(1, "axes")
@@ -321,9 +321,18 @@ def _reduce(ctx: NodeCtx) -> list[Value]:
         axes = None if raw is None else [int(a) for a in raw]
     if not axes:
         if ctx.attr("noop_with_empty_axes", 0) and ctx.opset >= axes_opset:
-            return [x]
+            return None, keepdims
         axes = list(range(len(xs)))
-    axes = norm_axes(ctx, axes, len(xs))
+    return norm_axes(ctx, axes, len(xs)), keepdims
+
+
+def _reduce(ctx: NodeCtx) -> list[Value]:
+    op_cls, axes_opset = REDUCE_OPS[ctx.node.op_type]
+    x = ctx.input(0)
+    xs = value_shape(x)
+    axes, keepdims = _reduce_params(ctx, axes_opset)
+    if axes is None:
+        return [x]
     out = shapes.reduce_out(xs, axes, keepdims)
     if isinstance(x, Const) and ctx.node.op_type in _REDUCE_NUMPY:
         f = _REDUCE_NUMPY[ctx.node.op_type]
@@ -338,6 +347,43 @@ def _reduce(ctx: NodeCtx) -> list[Value]:
 
 for _name in REDUCE_OPS:
     converter(_name, folds=True)(_reduce)
+
+
+@converter("ReduceL1")
+@converter("ReduceSumSquare")
+@converter("ReduceLogSum")
+@converter("ReduceLogSumExp")
+def _reduce_composite(ctx: NodeCtx) -> list[Value]:
+    """Reductions built from others: L1 = sum|x|, SumSquare = sum x*x, LogSum = log sum x,
+    LogSumExp = log(sum exp(x - max)) + max (the max shift keeps exp from overflowing)."""
+    op_type = ctx.node.op_type
+    x = ctx.input(0)
+    xs, elem = value_shape(x), value_elem(x)
+    axes, keepdims = _reduce_params(ctx, 18)
+    if axes is None:
+        raise ctx.error("noop_with_empty_axes with empty axes is not supported for this op")
+    if op_type in ("ReduceLogSum", "ReduceLogSumExp") and not dtypes.is_float(elem):
+        raise ctx.error(f"expects a floating-point tensor, got {elem}")
+    out = shapes.reduce_out(xs, axes, keepdims)
+    kept = shapes.reduce_out(xs, axes, True)
+
+    def reduce(op_cls: type, v: Value, keep: bool) -> Value:
+        shape = kept if keep else out
+        return ctx.emit1(op_cls, [v], shape, elem, {
+            "axes": i64_array(axes), "keepdims": bool_attr(keep),
+        })
+
+    if op_type == "ReduceL1":
+        return [reduce(nn.ReduceSumOp, ctx.emit1(nn.AbsOp, [x], xs, elem), keepdims)]
+    if op_type == "ReduceSumSquare":
+        return [reduce(nn.ReduceSumOp, ctx.emit1(nn.MulOp, [x, x], xs, elem), keepdims)]
+    if op_type == "ReduceLogSum":
+        s = reduce(nn.ReduceSumOp, x, keepdims)
+        return [ctx.emit1(nn.LogOp, [s], out, elem)]
+    m = reduce(nn.ReduceMaxOp, x, True)
+    e = ctx.emit1(nn.ExpOp, [ctx.emit1(nn.SubOp, [x, m], xs, elem)], xs, elem)
+    log_s = ctx.emit1(nn.LogOp, [reduce(nn.ReduceSumOp, e, keepdims)], out, elem)
+    return [ctx.emit1(nn.AddOp, [log_s, reshape_to(ctx, m, out)], out, elem)]
 
 
 @converter("ArgMax")

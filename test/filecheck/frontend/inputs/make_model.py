@@ -419,7 +419,8 @@ def ops_opset9() -> onnx.ModelProto:
 
 def ops_extra() -> onnx.ModelProto:
     """Forms lowered to several nn ops: ArgMin, select_last_index, LayerNormalization's
-    Mean/InvStdDev outputs, Clip with run-time bounds."""
+    Mean/InvStdDev outputs, Clip with run-time bounds, ReduceL1/SumSquare/LogSum/LogSumExp
+    (LogSumExp of values near 100 * N(0, 1), where exp alone overflows float32)."""
     nodes = [
         h.make_node("ArgMin", ["x"], ["amin"], name="argmin", axis=1, keepdims=0),
         h.make_node("ArgMax", ["r"], ["alast"], name="argmax_last", axis=-1,
@@ -427,10 +428,17 @@ def ops_extra() -> onnx.ModelProto:
         h.make_node("LayerNormalization", ["x", "g"], ["ln", "mean", "isd"], name="ln3",
                     axis=1, epsilon=1e-3),
         h.make_node("Clip", ["x", "lo", "hi"], ["cl"], name="clip_runtime"),
+        h.make_node("ReduceL1", ["x", "ax"], ["l1"], name="l1", keepdims=0),
+        h.make_node("ReduceSumSquare", ["x", "ax"], ["ss"], name="sumsq"),
+        h.make_node("ReduceLogSum", ["ex", "ax"], ["ls"], name="logsum", keepdims=0),
+        h.make_node("ReduceLogSumExp", ["big", "ax"], ["lse"], name="logsumexp", keepdims=0),
+        h.make_node("Exp", ["x"], ["ex"], name="exp"),
+        h.make_node("Mul", ["x", "hundred"], ["big"], name="scale"),
     ]
-    inits = [_w("g", 3, 4)]
+    inits = [_w("g", 3, 4), _i64("ax", [-1, 0]),
+             nh.from_array(np.array(100.0, np.float32), "hundred")]
     outs = [_out("ln"), _out("mean"), _out("isd"), _out("cl"), _out("amin", T.INT64),
-            _out("alast", T.INT64)]
+            _out("alast", T.INT64), _out("l1"), _out("ss"), _out("ls"), _out("lse")]
     return _model(nodes, [_in("x", [2, 3, 4]), _in("r", [2, 6], T.INT64), _in("lo", []),
                           _in("hi", [])], outs, inits, opset=18)
 
