@@ -24,8 +24,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 
 from autofusion.dialects import ascendc as ac
-from autofusion.dialects import fusion
-from autofusion.dialects import get_all_dialects
+from autofusion.dialects import fusion, get_all_dialects
 from autofusion.interpreter import run_module
 from autofusion.lowering.ascendc import emit_project, run_ascendc_cpu
 from autofusion.lowering.ascendc.cpu_run import CpuModelRunner

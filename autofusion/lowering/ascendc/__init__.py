@@ -11,11 +11,11 @@ Entry points:
 
 from __future__ import annotations
 
-#: Lowering passes of the ascendc target (used by autofusion.pipeline).
-PIPELINE = "lower-fusion-to-ascendc"
-
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+#: Lowering passes of the ascendc target (used by autofusion.pipeline).
+PIPELINE = "lower-fusion-to-ascendc"
 
 if TYPE_CHECKING:
     import numpy as np

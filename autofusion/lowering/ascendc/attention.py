@@ -31,7 +31,7 @@ def attention_tiling(units: int, s: int, t: int, cores: int, max_tile: int, ub_b
             "workspaceElems": s * t * cores}
 
 
-def build_attention(lowering, op: nn.AttentionOp) -> ac.KernelOp:  # noqa: ANN001 - KernelLowering
+def build_attention(lowering, op: nn.AttentionOp) -> ac.KernelOp:
     qs, ks, vs = shape_of(op.q), shape_of(op.k), shape_of(op.v)
     if not (qs[:-2] == ks[:-2] == vs[:-2]):
         raise Unsupported(f"attention with broadcast batch dims {qs}, {ks}, {vs}")
@@ -77,7 +77,7 @@ def build_attention(lowering, op: nn.AttentionOp) -> ac.KernelOp:  # noqa: ANN00
     return lowering._finish("cube", block, kt)
 
 
-def print_attention(p, op: ac.AttentionOp) -> list[str]:  # noqa: ANN001 - KernelPrinter
+def print_attention(p, op: ac.AttentionOp) -> list[str]:
     """The unit body (inside the work loop) of an attention kernel."""
     s_, t_, d, e = (int(v) for v in op.sizes.get_values())
     qst, kst, vst, ost = (int(v) for v in op.strides.get_values())
@@ -201,4 +201,4 @@ def attention_tiling_source(name: str, td: str, t: dict[str, int], cores: int, m
 
 
 ATTENTION_FIELDS = ("units", "blockDim", "tileLength", "rowStride", "workspaceElems", "S", "T", "D", "E")
-__all__ = ["ATTENTION_FIELDS", "build_attention", "print_attention", "IntegerAttr", "f32"]
+__all__ = ["ATTENTION_FIELDS", "IntegerAttr", "build_attention", "f32", "print_attention"]

@@ -142,7 +142,7 @@ class KernelPrinter:
             f"uint32_t {self.name}_tiling(uint32_t coreNum, {self.td}* td);"
         )
         if self.cube:
-            lines.append(f"// Bytes of user workspace the launch needs (im2col slices).")
+            lines.append("// Bytes of user workspace the launch needs (im2col slices).")
             lines.append(f"uint64_t {self.name}_workspace_bytes(const {self.td}* td);")
         lines.append(f"\n#endif  // {guard}\n")
         return "\n".join(lines)
@@ -526,7 +526,7 @@ class KernelPrinter:
         return f"{var} * {stride}u"
 
     def _im2col(self, op: ac.Im2ColOp) -> list[str]:
-        n_, c, h, w = _ints(op.input_shape)
+        _, c, h, w = _ints(op.input_shape)
         kh, kw = _ints(op.kernel)
         oh, ow = _ints(op.out_hw)
         sh, sw = _ints(op.strides)
@@ -548,7 +548,7 @@ class KernelPrinter:
             f"                            const int32_t iy = static_cast<int32_t>(oy * {sh}u + ky * {dh}u) - {ph};",
             f"                            for (uint32_t ox = 0; ox < {ow}u; ox++) {{",
             f"                                const int32_t ix = static_cast<int32_t>(ox * {sw}u + kx * {dw}u) - {pw};",
-            f"                                float v = 0.0f;",
+            "                                float v = 0.0f;",
             f"                                if (iy >= 0 && iy < {h} && ix >= 0 && ix < {w}) {{",
             f"                                    v = {x}.GetValue(((static_cast<uint64_t>(img) * {c}u + grp * {cg}u + ci) * {h}u + iy) * {w}u + ix);",
             "                                }",
@@ -560,7 +560,7 @@ class KernelPrinter:
             "            }",
             "            AscendC::DataCacheCleanAndInvalid<float, AscendC::CacheLine::ENTIRE_DATA_CACHE, "
             "AscendC::DcciDst::CACHELINE_OUT>(wsSlice);",
-        ] + ([] if n_ else [])
+        ]
 
     # -- stage bodies ----------------------------------------------------------------------
     def _stage(self, blk: Block, in_row: bool = False) -> list[str]:

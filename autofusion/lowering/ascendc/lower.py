@@ -24,7 +24,15 @@ from typing import ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import BoolAttr, DenseArrayBase, DictionaryAttr, IntegerAttr, ModuleOp, StringAttr, f32
+from xdsl.dialects.builtin import (
+    BoolAttr,
+    DenseArrayBase,
+    DictionaryAttr,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+    f32,
+)
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -391,7 +399,6 @@ class KernelLowering:
         head = ops[0]
         if len(self.kop.outputs) != 1:
             raise Unsupported("a cube kernel with more than one result")
-        args = self.kop.body.block.args
         for a in head.operands:
             if a.owner is not self.kop.body.block:
                 raise Unsupported(f"{head.name} operand not a kernel input")
@@ -506,7 +513,7 @@ class KernelLowering:
             ba, bb = sa[:-2], sb[:-2]
             if numel(bb) == 1:
                 m, batch, a_st, b_st = numel(sa) // k, 1, 0, 0
-            elif ba == bb or numel(ba) == 1 and len(ba) <= len(bb):
+            elif ba == bb or (numel(ba) == 1 and len(ba) <= len(bb)):
                 m = sa[-2]
                 batch = numel(bb)
                 a_st = 0 if numel(ba) == 1 else m * k

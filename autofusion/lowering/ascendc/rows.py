@@ -55,7 +55,7 @@ def _i(v: int) -> IntegerAttr:
     return IntegerAttr(int(v), 64)
 
 
-def build_rows(lowering, op: Operation) -> ac.KernelOp:  # noqa: ANN001 - KernelLowering
+def build_rows(lowering, op: Operation) -> ac.KernelOp:
     """The kernel for one row-wise op (``lowering`` provides the kernel block helpers)."""
     rows, d = row_shape(op)
     dp = tl.round_up(d, tl.ALIGN)
@@ -169,7 +169,7 @@ COPY_OPS: tuple[type[Operation], ...] = (nn.ConcatOp, nn.SplitOp)
 COPY_ROW_LIMIT = 4096  # elements per UB row of a copy loop
 
 
-def build_copy(lowering, op: Operation) -> ac.KernelOp:  # noqa: ANN001 - KernelLowering
+def build_copy(lowering, op: Operation) -> ac.KernelOp:
     """Concat / Split: per piece, a tile loop over the outer rows moving each row's slice of
     the concatenation axis with strided 2-d DataCopyPad (GM strides on the concatenated
     side), through UB (VECIN -> Muls(x, 1) -> VECOUT: exact, keeps -0.0 and NaN)."""
