@@ -205,6 +205,8 @@ def _options_fingerprint(opts: PipelineOptions) -> dict[str, object]:
         "config": cfg_digest,
         "policy": opts.policy,
         "memory_limit_mb": opts.memory_limit_mb,
+        # the fusion passes read it when neither the config nor an option sets a level
+        "aggressiveness_env": os.environ.get("AUTOFUSION_AGGRESSIVENESS"),
         "cc": toolchain.c_compiler(),
         "machine": platform.machine(),
         "cflags": os.environ.get("CFLAGS", ""),
