@@ -178,7 +178,7 @@ def attention_tiling_source(name: str, td: str, t: dict[str, int], cores: int, m
             "    }",
         ]
     return "\n".join([
-        f"uint32_t {name}_tiling(uint32_t coreNum, {td}* td)",
+        f'extern "C" uint32_t {name}_tiling(uint32_t coreNum, {td}* td)',
         "{",
         f"    const uint32_t cores = std::min<uint32_t>(coreNum, {cores}u);",
         "    if (cores == 0 || td == nullptr) return 0;",

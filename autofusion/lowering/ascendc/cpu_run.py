@@ -32,7 +32,13 @@ from autofusion.dialects import nn
 from autofusion.dialects.base import shape_of
 from autofusion.dialects.dtypes import numpy_from_dense, to_numpy_dtype
 from autofusion.errors import AutofusionError
-from autofusion.lowering.ascendc.project import _io_names, emit_project, ensure_lowered, main_func
+from autofusion.lowering.ascendc.project import (
+    _io_names,
+    emit_project,
+    ensure_lowered,
+    kernels_of,
+    main_func,
+)
 
 CXXFLAGS = ["-std=c++17", "-O1", "-fPIC", "-DAUTOFUSION_CPU_MODEL", "-Wall", "-Wextra", "-Werror"]
 JOBS = 2  # parallel compiler processes (the machine has 2 cores)
@@ -105,6 +111,27 @@ class CpuModelRunner:
         emit_project(self.module, self.project)
         self.lib = ctypes.CDLL(str(build_cpu_library(self.project)))
         self.fn = main_func(self.module)
+        self.check_tiling()
+
+    def check_tiling(self) -> None:
+        """The printed host tiling functions must reproduce the tiling values in the IR
+        (both come from ``tiling.py``'s formulas; this catches the two drifting apart)."""
+        from autofusion.lowering.ascendc.kernel_printer import tiling_config, tiling_fields
+
+        for k in kernels_of(self.module):
+            name = k.sym_name.data
+            fields = tiling_fields(k)
+            buf = (ctypes.c_uint32 * 4096)()
+            fn = getattr(self.lib, f"{name}_tiling")
+            fn.argtypes = [ctypes.c_uint32, ctypes.c_void_p]
+            fn.restype = ctypes.c_uint32
+            if fn(tiling_config(k)["cores"], ctypes.cast(buf, ctypes.c_void_p)) == 0:
+                raise AutofusionError(f"ascendc: host tiling of {name} failed")
+            want = k.tiling_values()
+            got = {f: int(buf[i]) for i, f in enumerate(fields)}
+            bad = {f: (got[f], want[f]) for f in fields if f in want and got[f] != want[f]}
+            if bad:
+                raise AutofusionError(f"ascendc: host tiling of {name} differs from the IR: {bad}")
 
     def _launch(self, op: ac.LaunchOp, args: list[np.ndarray]) -> list[np.ndarray]:
         outs = [np.zeros(shape_of(r), dtype=np.float32) for r in op.outputs]

@@ -139,11 +139,11 @@ class KernelPrinter:
         lines.append(
             f"\n// Host tiling function: fills *td for coreNum available cores; returns the\n"
             f"// number of cores to launch (blockDim), 0 on failure.\n"
-            f"uint32_t {self.name}_tiling(uint32_t coreNum, {self.td}* td);"
+            f'extern "C" uint32_t {self.name}_tiling(uint32_t coreNum, {self.td}* td);'
         )
         if self.cube:
-            lines.append("// Bytes of user workspace the launch needs (im2col slices).")
-            lines.append(f"uint64_t {self.name}_workspace_bytes(const {self.td}* td);")
+            lines.append("// Bytes of user workspace the launch needs (im2col slices, score matrices).")
+            lines.append(f'extern "C" uint64_t {self.name}_workspace_bytes(const {self.td}* td);')
         lines.append(f"\n#endif  // {guard}\n")
         return "\n".join(lines)
 
@@ -164,11 +164,11 @@ class KernelPrinter:
 
             lines.append(attention_tiling_source(self.name, self.td, t, self.cores, self.max_tile, self.ub_bytes))
             lines.append(
-                f"\nuint64_t {self.name}_workspace_bytes(const {self.td}* td)\n{{\n"
+                f'\nextern "C" uint64_t {self.name}_workspace_bytes(const {self.td}* td)\n{{\n'
                 f"    return static_cast<uint64_t>(td->workspaceElems) * sizeof(float);\n}}"
             )
             return "\n".join(lines) + "\n"
-        lines.append(f"uint32_t {self.name}_tiling(uint32_t coreNum, {self.td}* td)\n{{")
+        lines.append(f'extern "C" uint32_t {self.name}_tiling(uint32_t coreNum, {self.td}* td)\n{{')
         lines.append(f"    const uint32_t cores = std::min<uint32_t>(coreNum, {self.cores}u);")
         lines.append("    if (cores == 0 || td == nullptr) return 0;")
         if "rowLength" in t:
@@ -250,7 +250,7 @@ class KernelPrinter:
         lines.append("}")
         if self.cube:
             lines.append(
-                f"\nuint64_t {self.name}_workspace_bytes(const {self.td}* td)\n{{\n"
+                f'\nextern "C" uint64_t {self.name}_workspace_bytes(const {self.td}* td)\n{{\n'
                 f"    return static_cast<uint64_t>(td->workspaceElems) * sizeof(float);\n}}"
             )
         return "\n".join(lines) + "\n"
@@ -806,6 +806,21 @@ __aicore__ inline void AfCopyOut(const AscendC::GlobalTensor<float>& dst, const 
     }
 }
 """
+
+
+def tiling_fields(kernel: ac.KernelOp) -> list[str]:
+    """The uint32 fields at the start of the kernel's tiling struct, in order."""
+    return KernelPrinter(kernel, 8, 4096, 184 * 1024)._fields()
+
+
+def tiling_config(kernel: ac.KernelOp) -> dict[str, int]:
+    """The lowering options the kernel's tiling was computed with."""
+    cfg = kernel.attributes.get("ascendc.config")
+    vals = {"cores": 8, "max_tile": 4096, "ub_bytes": 184 * 1024}
+    if cfg is not None:
+        for key, v in cfg.data.items():  # type: ignore[attr-defined]
+            vals[key] = int(v.value.data)
+    return vals
 
 
 def print_kernel(kernel: ac.KernelOp) -> KernelFiles:

@@ -458,7 +458,8 @@ class KernelLowering:
                 block.add_op(o)
         body.add_op(ac.YieldOp())
         block.add_op(ac.WorkLoopOp(units, body_r))
-        return self._finish("cube", block, {**ct, **vt})
+        # launch one core per work unit, up to the cores (the vector blockDim does not apply)
+        return self._finish("cube", block, {**ct, **vt, "blockDim": min(self.opts.cores, units)})
 
     def _epilogue_ops(self, head, bias_arg, pre, out_shape, conv: bool):
         """Synthetic nn ops applying alpha / bias to the cube result before the body's ops."""
