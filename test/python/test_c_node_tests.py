@@ -11,9 +11,9 @@ import functools
 import sys
 from pathlib import Path
 
+import onnx_node_cases as cases
 import pytest
 
-import onnx_node_cases as cases
 from autofusion.lowering.c.testing import build_and_run
 
 # name -> reason. Cases the C backend refuses or cannot match; strict: they must still fail.
@@ -35,14 +35,14 @@ def imported(name: str) -> cases.Imported:
 def _supported(name: str) -> bool:
     try:
         return imported(name).module is not None
-    except Exception:  # noqa: BLE001 - importer crashes are the interpreter suite's failures
+    except Exception:
         return False
 
 
 SUPPORTED = [n for n in cases.case_names() if _supported(n)]
 
 
-def _param(name: str):  # noqa: ANN202
+def _param(name: str):
     if name in XFAIL:
         return pytest.param(name, marks=pytest.mark.xfail(reason=XFAIL[name], strict=True))
     return name
@@ -76,7 +76,7 @@ if __name__ == "__main__":
             try:
                 run_case(n, Path(d) / n)
                 passed += 1
-            except Exception as e:  # noqa: BLE001 - tallied
+            except Exception as e:
                 failed += 1
                 print(f"FAIL {n}: {str(e).splitlines()[0][:160]}")
     print(f"passed {passed} / supported {len(SUPPORTED)} / total {len(cases.case_names())}")

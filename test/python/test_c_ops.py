@@ -38,10 +38,12 @@ def _model(
     node_inputs = [n for n, _, _ in inputs] + list(inits)
     if op == "Gather" and "t" in inits:  # embedding lookup: the table is the data operand
         node_inputs = ["t", *[n for n in node_inputs if n != "t"]]
-    node = helper.make_node(op, node_inputs, [n for n, _, _ in outputs], name=f"{op}_node",
-                            **(attrs or {}))
+    node = helper.make_node(
+        op, node_inputs, [n for n, _, _ in outputs], name=f"{op}_node", **(attrs or {})
+    )
     graph = helper.make_graph(
-        [node], f"single_{op}",
+        [node],
+        f"single_{op}",
         [helper.make_tensor_value_info(n, t, list(s)) for n, s, t in inputs],
         [helper.make_tensor_value_info(n, t, None) for n, _, t in outputs],
         initializer=[numpy_helper.from_array(v, k) for k, v in inits.items()],
@@ -63,8 +65,26 @@ def _feed(shape: Sequence[int], dtype: int, kind: str) -> np.ndarray:
     if kind == "nan":
         x.reshape(-1)[::5] = np.nan
     if kind == "special":  # the edges of the vectorised exp/erf/tanh
-        edge = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, 88.5, 88.8, -87.5, -100.0, 1e-7,
-                         -1e-7, 30.0, -30.0, 5.5, -9.25], np.float32)
+        edge = np.array(
+            [
+                np.nan,
+                np.inf,
+                -np.inf,
+                -0.0,
+                0.0,
+                88.5,
+                88.8,
+                -87.5,
+                -100.0,
+                1e-7,
+                -1e-7,
+                30.0,
+                -30.0,
+                5.5,
+                -9.25,
+            ],
+            np.float32,
+        )
         x = np.resize(np.concatenate([edge, x.reshape(-1) * 10]), shape).astype(np.float32)
     return x
 
@@ -73,15 +93,39 @@ def _feed(shape: Sequence[int], dtype: int, kind: str) -> np.ndarray:
 CASES: list[tuple] = []
 
 
-def case(cid: str, op: str, inputs: Sequence[Spec], attrs: dict | None = None,
-         inits: dict | None = None, opset: int = 17, kind: str = "any",
-         outputs: Sequence[Spec] | None = None) -> None:
-    CASES.append((cid, op, list(inputs), list(outputs or [("y", (), F)]), attrs, inits, opset, kind))
+def case(
+    cid: str,
+    op: str,
+    inputs: Sequence[Spec],
+    attrs: dict | None = None,
+    inits: dict | None = None,
+    opset: int = 17,
+    kind: str = "any",
+    outputs: Sequence[Spec] | None = None,
+) -> None:
+    CASES.append(
+        (cid, op, list(inputs), list(outputs or [("y", (), F)]), attrs, inits, opset, kind)
+    )
 
 
 X = [("x", (2, 3, 4, 5), F)]
-for u in ["Relu", "Sigmoid", "Tanh", "Erf", "Exp", "Neg", "Abs", "Floor", "Ceil", "Round",
-          "Sign", "Sin", "Cos", "Softplus", "HardSwish"]:
+for u in [
+    "Relu",
+    "Sigmoid",
+    "Tanh",
+    "Erf",
+    "Exp",
+    "Neg",
+    "Abs",
+    "Floor",
+    "Ceil",
+    "Round",
+    "Sign",
+    "Sin",
+    "Cos",
+    "Softplus",
+    "HardSwish",
+]:
     case(u.lower(), u, X)
 for u in ["Log", "Sqrt", "Reciprocal"]:
     case(u.lower(), u, X, kind="pos")
@@ -105,11 +149,22 @@ case("not", "Not", [("x", (3, 4), B)], outputs=[("y", (), B)])
 BIN = [("x", (2, 3, 4), F), ("z", (3, 1), F)]
 for b in ["Add", "Sub", "Mul", "Div", "Max", "Min"]:
     case(b.lower(), b, BIN)
-case("pow", "Pow", [("x", (2, 3, 4), F)], inits={"e": np.array([2.0, 0.5, 3.0, 1.0], np.float32)},
-     kind="pos")
+case(
+    "pow",
+    "Pow",
+    [("x", (2, 3, 4), F)],
+    inits={"e": np.array([2.0, 0.5, 3.0, 1.0], np.float32)},
+    kind="pos",
+)
 case("mod_fmod", "Mod", BIN, {"fmod": 1})
-case("mod_int", "Mod", [("x", (3, 4), I64)], {"fmod": 0},
-     inits={"d": np.array([3, -2, 5, -4], np.int64)}, outputs=[("y", (), I64)])
+case(
+    "mod_int",
+    "Mod",
+    [("x", (3, 4), I64)],
+    {"fmod": 0},
+    inits={"d": np.array([3, -2, 5, -4], np.int64)},
+    outputs=[("y", (), I64)],
+)
 case("add_int", "Add", [("x", (3, 4), I64), ("z", (4,), I64)], outputs=[("y", (), I64)])
 case("div_int", "Div", [("x", (3, 4), I64), ("z", (3, 4), I64)], outputs=[("y", (), I64)])
 case("prelu", "PRelu", [("x", (2, 3, 4, 4), F)], inits={"s": RNG.random((3, 1, 1), np.float32)})
@@ -121,45 +176,110 @@ case("less_float", "Less", BIN, outputs=[("y", (), B)])
 case("where", "Where", [("c", (3, 4), B), ("x", (3, 4), F), ("z", (4,), F)])
 
 W = RNG.standard_normal((6, 3, 3, 3)).astype(np.float32)
-case("conv", "Conv", [("x", (2, 3, 9, 8), F)],
-     {"pads": [1, 0, 1, 2], "strides": [2, 1], "dilations": [1, 2]},
-     inits={"w": W, "b": RNG.standard_normal(6).astype(np.float32)})
-case("conv_group", "Conv", [("x", (1, 4, 7, 7), F)], {"group": 2, "pads": [1, 1, 1, 1]},
-     inits={"w": RNG.standard_normal((6, 2, 3, 3)).astype(np.float32)})
-case("conv_depthwise", "Conv", [("x", (1, 4, 7, 7), F)], {"group": 4, "pads": [1, 1, 1, 1]},
-     inits={"w": RNG.standard_normal((4, 1, 3, 3)).astype(np.float32)})
-case("conv1d", "Conv", [("x", (2, 3, 10), F)], {"pads": [1, 1]},
-     inits={"w": RNG.standard_normal((5, 3, 3)).astype(np.float32)})
-case("batch_norm", "BatchNormalization", [("x", (2, 3, 4, 5), F)], {"epsilon": 1e-3}, inits={
-    "s": RNG.random(3, np.float32), "b": RNG.random(3, np.float32),
-    "m": RNG.random(3, np.float32), "v": RNG.random(3, np.float32) + 0.5})
-case("instance_norm", "InstanceNormalization", [("x", (2, 3, 4, 5), F)],
-     inits={"s": RNG.random(3, np.float32), "b": RNG.random(3, np.float32)})
-case("layer_norm", "LayerNormalization", [("x", (2, 5, 8), F)], {"axis": -1, "epsilon": 1e-5},
-     inits={"s": RNG.random(8, np.float32), "b": RNG.random(8, np.float32)})
+case(
+    "conv",
+    "Conv",
+    [("x", (2, 3, 9, 8), F)],
+    {"pads": [1, 0, 1, 2], "strides": [2, 1], "dilations": [1, 2]},
+    inits={"w": W, "b": RNG.standard_normal(6).astype(np.float32)},
+)
+case(
+    "conv_group",
+    "Conv",
+    [("x", (1, 4, 7, 7), F)],
+    {"group": 2, "pads": [1, 1, 1, 1]},
+    inits={"w": RNG.standard_normal((6, 2, 3, 3)).astype(np.float32)},
+)
+case(
+    "conv_depthwise",
+    "Conv",
+    [("x", (1, 4, 7, 7), F)],
+    {"group": 4, "pads": [1, 1, 1, 1]},
+    inits={"w": RNG.standard_normal((4, 1, 3, 3)).astype(np.float32)},
+)
+case(
+    "conv1d",
+    "Conv",
+    [("x", (2, 3, 10), F)],
+    {"pads": [1, 1]},
+    inits={"w": RNG.standard_normal((5, 3, 3)).astype(np.float32)},
+)
+case(
+    "batch_norm",
+    "BatchNormalization",
+    [("x", (2, 3, 4, 5), F)],
+    {"epsilon": 1e-3},
+    inits={
+        "s": RNG.random(3, np.float32),
+        "b": RNG.random(3, np.float32),
+        "m": RNG.random(3, np.float32),
+        "v": RNG.random(3, np.float32) + 0.5,
+    },
+)
+case(
+    "instance_norm",
+    "InstanceNormalization",
+    [("x", (2, 3, 4, 5), F)],
+    inits={"s": RNG.random(3, np.float32), "b": RNG.random(3, np.float32)},
+)
+case(
+    "layer_norm",
+    "LayerNormalization",
+    [("x", (2, 5, 8), F)],
+    {"axis": -1, "epsilon": 1e-5},
+    inits={"s": RNG.random(8, np.float32), "b": RNG.random(8, np.float32)},
+)
 case("lrn", "LRN", [("x", (1, 7, 3, 3), F)], {"size": 3, "alpha": 1e-3, "beta": 0.75, "bias": 1.0})
 case("matmul", "MatMul", [("x", (2, 3, 5, 4), F), ("z", (4, 6), F)])
 case("matmul_bcast", "MatMul", [("x", (2, 1, 5, 4), F), ("z", (3, 4, 6), F)])
 case("matmul_vec", "MatMul", [("x", (4,), F), ("z", (2, 4, 6), F)])
 case("matmul_int", "MatMul", [("x", (3, 4), I64), ("z", (4, 2), I64)], outputs=[("y", (), I64)])
-case("gemm", "Gemm", [("x", (5, 4), F)], {"transB": 1, "alpha": 0.5, "beta": 2.0},
-     inits={"w": RNG.standard_normal((6, 4)).astype(np.float32),
-            "c": RNG.standard_normal(6).astype(np.float32)})
+case(
+    "gemm",
+    "Gemm",
+    [("x", (5, 4), F)],
+    {"transB": 1, "alpha": 0.5, "beta": 2.0},
+    inits={
+        "w": RNG.standard_normal((6, 4)).astype(np.float32),
+        "c": RNG.standard_normal(6).astype(np.float32),
+    },
+)
 case("gemm_trans_a", "Gemm", [("x", (4, 5), F), ("z", (4, 3), F)], {"transA": 1})
-case("max_pool", "MaxPool", [("x", (1, 2, 7, 7), F)],
-     {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]})
-case("max_pool_ceil", "MaxPool", [("x", (1, 2, 6, 6), F)],
-     {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1})
-case("avg_pool", "AveragePool", [("x", (1, 2, 7, 7), F)],
-     {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "count_include_pad": 1})
-case("avg_pool_excl", "AveragePool", [("x", (1, 2, 7, 7), F)],
-     {"kernel_shape": [2, 2], "pads": [1, 1, 0, 0]})
+case(
+    "max_pool",
+    "MaxPool",
+    [("x", (1, 2, 7, 7), F)],
+    {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]},
+)
+case(
+    "max_pool_ceil",
+    "MaxPool",
+    [("x", (1, 2, 6, 6), F)],
+    {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1},
+)
+case(
+    "avg_pool",
+    "AveragePool",
+    [("x", (1, 2, 7, 7), F)],
+    {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "count_include_pad": 1},
+)
+case(
+    "avg_pool_excl",
+    "AveragePool",
+    [("x", (1, 2, 7, 7), F)],
+    {"kernel_shape": [2, 2], "pads": [1, 1, 0, 0]},
+)
 case("global_avg_pool", "GlobalAveragePool", [("x", (2, 3, 4, 5), F)])
 case("global_max_pool", "GlobalMaxPool", [("x", (2, 3, 4, 5), F)])
 for r in ["ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL2"]:
     case(r.lower(), r, [("x", (2, 3, 4), F)], {"axes": [1], "keepdims": 0}, kind="pos")
-case("reduce_sum", "ReduceSum", [("x", (2, 3, 4), F)], {"keepdims": 1},
-     inits={"axes": np.array([0, 2], np.int64)})
+case(
+    "reduce_sum",
+    "ReduceSum",
+    [("x", (2, 3, 4), F)],
+    {"keepdims": 1},
+    inits={"axes": np.array([0, 2], np.int64)},
+)
 case("softmax", "Softmax", [("x", (2, 3, 7), F)], {"axis": 1})
 case("log_softmax", "LogSoftmax", [("x", (2, 7), F)], {"axis": -1})
 case("arg_max", "ArgMax", [("x", (3, 5), F)], {"axis": 1, "keepdims": 1}, outputs=[("y", (), I64)])
@@ -167,22 +287,61 @@ case("reshape", "Reshape", [("x", (2, 3, 4), F)], inits={"s": np.array([4, -1], 
 case("flatten", "Flatten", [("x", (2, 3, 4), F)], {"axis": 2})
 case("transpose", "Transpose", [("x", (2, 3, 4), F)], {"perm": [2, 0, 1]})
 case("concat", "Concat", [("x", (2, 3), F), ("z", (2, 5), F)], {"axis": 1})
-case("split", "Split", [("x", (2, 7), F)], {"axis": 1}, inits={"s": np.array([3, 4], np.int64)},
-     outputs=[("y", (), F), ("y2", (), F)])
-case("slice", "Slice", [("x", (5, 6), F)], inits={
-    "st": np.array([4, 1], np.int64), "en": np.array([0, 6], np.int64),
-    "ax": np.array([0, 1], np.int64), "sp": np.array([-2, 2], np.int64)})
+case(
+    "split",
+    "Split",
+    [("x", (2, 7), F)],
+    {"axis": 1},
+    inits={"s": np.array([3, 4], np.int64)},
+    outputs=[("y", (), F), ("y2", (), F)],
+)
+case(
+    "slice",
+    "Slice",
+    [("x", (5, 6), F)],
+    inits={
+        "st": np.array([4, 1], np.int64),
+        "en": np.array([0, 6], np.int64),
+        "ax": np.array([0, 1], np.int64),
+        "sp": np.array([-2, 2], np.int64),
+    },
+)
 for mode in ["constant", "reflect", "edge"]:
-    case(f"pad_{mode}", "Pad", [("x", (3, 4), F)], {"mode": mode},
-         inits={"p": np.array([1, 2, 2, 1], np.int64)})
-case("gather", "Gather", [("x", (5, 4), F)], {"axis": 0},
-     inits={"i": np.array([[0, -1], [3, 2]], np.int64)})
-case("gather_ids", "Gather", [("i", (2, 3), I64)], {"axis": 0},
-     inits={"t": RNG.standard_normal((6, 4)).astype(np.float32)})
-case("gather_elements", "GatherElements", [("x", (3, 4), F)], {"axis": 1},
-     inits={"i": np.array([[0, 3], [1, -1], [2, 2]], np.int64)})
-case("gather_nd", "GatherND", [("x", (2, 3, 4), F)],
-     inits={"i": np.array([[[0, 1]], [[1, 2]]], np.int64)}, attrs={"batch_dims": 0})
+    case(
+        f"pad_{mode}",
+        "Pad",
+        [("x", (3, 4), F)],
+        {"mode": mode},
+        inits={"p": np.array([1, 2, 2, 1], np.int64)},
+    )
+case(
+    "gather",
+    "Gather",
+    [("x", (5, 4), F)],
+    {"axis": 0},
+    inits={"i": np.array([[0, -1], [3, 2]], np.int64)},
+)
+case(
+    "gather_ids",
+    "Gather",
+    [("i", (2, 3), I64)],
+    {"axis": 0},
+    inits={"t": RNG.standard_normal((6, 4)).astype(np.float32)},
+)
+case(
+    "gather_elements",
+    "GatherElements",
+    [("x", (3, 4), F)],
+    {"axis": 1},
+    inits={"i": np.array([[0, 3], [1, -1], [2, 2]], np.int64)},
+)
+case(
+    "gather_nd",
+    "GatherND",
+    [("x", (2, 3, 4), F)],
+    inits={"i": np.array([[[0, 1]], [[1, 2]]], np.int64)},
+    attrs={"batch_dims": 0},
+)
 case("expand", "Expand", [("x", (3, 1), F)], inits={"s": np.array([2, 3, 4], np.int64)})
 case("tile", "Tile", [("x", (2, 3), F)], inits={"r": np.array([2, 3], np.int64)})
 
@@ -210,7 +369,7 @@ func.func @main(%q: tensor<2x3x5x4xf32> {onnx.name = "q"}, %k: tensor<2x3x6x4xf3
 """
 
 
-def _parse(text: str):  # noqa: ANN202
+def _parse(text: str):
     from xdsl.parser import Parser
 
     from autofusion.pipeline import make_context

@@ -42,7 +42,8 @@ def _hostile_model() -> onnx.ModelProto:
         helper.make_node("Relu", ["t0"], [HOSTILE_OUT], name=HOSTILE_IN),
     ]
     graph = helper.make_graph(
-        nodes, HOSTILE_NODE,
+        nodes,
+        HOSTILE_NODE,
         [helper.make_tensor_value_info(HOSTILE_IN, TensorProto.FLOAT, [3, 4])],
         [helper.make_tensor_value_info(HOSTILE_OUT, TensorProto.FLOAT, [3, 5])],
         initializer=[w],
@@ -89,7 +90,8 @@ def test_fused_kernels_are_one_function_with_epilogues(tmp_path: Path) -> None:
     module = compile_onnx(zoo.get_model("tiny_cnn"), fusion=True)
     kernels = [op for op in module.walk() if isinstance(op, KernelOp)]
     with_epilogue = [
-        k for k in kernels
+        k
+        for k in kernels
         if any(isinstance(o, nn.ConvOp | nn.MatMulOp | nn.GemmOp) for o in k.body.ops)
         and any(isinstance(o, nn.ELEMENTWISE) for o in k.body.ops)
     ]

@@ -23,7 +23,7 @@ from autofusion.lowering.c.testing import (
 SLOW = {"resnet50", "bert_base", "bert_large", "swin_tiny", "vit_tiny"}
 
 
-def _param(name: str):  # noqa: ANN202
+def _param(name: str):
     return pytest.param(name, marks=pytest.mark.slow) if name in SLOW else name
 
 

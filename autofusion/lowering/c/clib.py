@@ -107,7 +107,9 @@ class UnpackOp(IRDLOperation):
 
     def __init__(self, ctx: SSAValue, index: int, result_type: Attribute):
         super().__init__(
-            operands=[ctx], properties={"index": IntegerAttr(index, i64)}, result_types=[result_type]
+            operands=[ctx],
+            properties={"index": IntegerAttr(index, i64)},
+            result_types=[result_type],
         )
 
 
@@ -136,17 +138,58 @@ class ViewOp(IRDLOperation):
 
 # Field order of afrt_conv_params / afrt_pool_params (afrt.h); ``params`` lists them in order.
 CONV_FIELDS = (
-    "N", "C", "H", "W", "K", "R", "S", "OH", "OW", "stride_h", "stride_w", "pad_top",
-    "pad_left", "pad_bottom", "pad_right", "dil_h", "dil_w", "group",
+    "N",
+    "C",
+    "H",
+    "W",
+    "K",
+    "R",
+    "S",
+    "OH",
+    "OW",
+    "stride_h",
+    "stride_w",
+    "pad_top",
+    "pad_left",
+    "pad_bottom",
+    "pad_right",
+    "dil_h",
+    "dil_w",
+    "group",
 )
 POOL_FIELDS = (
-    "N", "C", "H", "W", "R", "S", "OH", "OW", "stride_h", "stride_w", "pad_top", "pad_left",
-    "pad_bottom", "pad_right", "dil_h", "dil_w", "count_include_pad",
+    "N",
+    "C",
+    "H",
+    "W",
+    "R",
+    "S",
+    "OH",
+    "OW",
+    "stride_h",
+    "stride_w",
+    "pad_top",
+    "pad_left",
+    "pad_bottom",
+    "pad_right",
+    "dil_h",
+    "dil_w",
+    "count_include_pad",
 )
 # Integer arguments of afrt_matmul_f32, in ``params`` order.
 MATMUL_FIELDS = (
-    "batch", "M", "N", "K", "lda", "stride_a", "trans_a", "ldb", "stride_b", "trans_b",
-    "ldc", "stride_c",
+    "batch",
+    "M",
+    "N",
+    "K",
+    "lda",
+    "stride_a",
+    "trans_a",
+    "ldb",
+    "stride_b",
+    "trans_b",
+    "ldc",
+    "stride_c",
 )
 
 

@@ -115,7 +115,9 @@ class _Converter:
             if (
                 isinstance(owner, Operation)
                 and not isinstance(owner, nn.ConstantOp)
-                and not (isinstance(owner, nn.ReshapeOp) and "memory.offsets" not in owner.attributes)
+                and not (
+                    isinstance(owner, nn.ReshapeOp) and "memory.offsets" not in owner.attributes
+                )
                 and val not in direct
             ):
                 direct[val] = out
@@ -152,7 +154,11 @@ class _Converter:
         old_args = main.arg_attrs.data if main.arg_attrs is not None else [DictionaryAttr({})] * nin
         for d in old_args:
             arg_attrs.append(DictionaryAttr({**d.data, "c.role": StringAttr("input")}))
-        old_res = main.res_attrs.data if main.res_attrs is not None else [DictionaryAttr({})] * len(out_args)
+        old_res = (
+            main.res_attrs.data
+            if main.res_attrs is not None
+            else [DictionaryAttr({})] * len(out_args)
+        )
         for d in old_res:
             arg_attrs.append(DictionaryAttr({**d.data, "c.role": StringAttr("output")}))
         new_main = func.FuncOp(
@@ -272,7 +278,9 @@ class _Converter:
             )
         block.add_op(func.ReturnOp())
         fn = func.FuncOp(
-            sym, FunctionType.from_lists([*in_types, *out_types], []), Region(block),
+            sym,
+            FunctionType.from_lists([*in_types, *out_types], []),
+            Region(block),
             visibility="private",
         )
         fn.attributes["onnx.origins"] = ArrayAttr([StringAttr(o) for o in origins_of(op)])

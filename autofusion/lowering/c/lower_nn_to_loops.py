@@ -197,7 +197,9 @@ class FunctionLowering:
             self.buf[v] = b
             self._elementwise_root(owner, b)
             return b
-        raise PassFailedException(f"{PASS}: no buffer for a value of {getattr(owner, 'name', owner)}")
+        raise PassFailedException(
+            f"{PASS}: no buffer for a value of {getattr(owner, 'name', owner)}"
+        )
 
     def _constant(self, op: nn.ConstantOp) -> None:
         value = op.value
@@ -206,9 +208,11 @@ class FunctionLowering:
         arr = dtypes.numpy_from_dense(value)
         if arr.size >= 1 and (arr.size == 1 or bool(np.all(arr == arr.flat[0]))):
             self.scalars[op.y] = arr.flat[0].item()
-        if op.y in self.dests or any(
-            not isinstance(u.operation, FUSIBLE) for u in op.y.uses
-        ) or op.y not in self.scalars:
+        if (
+            op.y in self.dests
+            or any(not isinstance(u.operation, FUSIBLE) for u in op.y.uses)
+            or op.y not in self.scalars
+        ):
             self._global(op)
 
     def _global(self, op: nn.ConstantOp) -> SSAValue:
@@ -216,9 +220,7 @@ class FunctionLowering:
             return self.buf[op.y]
         sym = self.names.ident(f"{self.fn.sym_name.data}_c", "w")
         mtype = memref_of(op.y.type)
-        g = memref.GlobalOp.get(
-            StringAttr(sym), mtype, op.value, constant=UnitAttr(), alignment=64
-        )
+        g = memref.GlobalOp.get(StringAttr(sym), mtype, op.value, constant=UnitAttr(), alignment=64)
         self.module.body.block.insert_op_before(g, self.fn)
         v = self.e.add(memref.GetGlobalOp(sym, mtype))
         self.buf[op.y] = v
@@ -265,7 +267,7 @@ class FunctionLowering:
 
         self.e.nest(new_shape, body)
 
-    def _eval(self, e: Emitter, op: Operation, memo: dict[SSAValue, SSAValue], leaf) -> SSAValue:  # noqa: ANN001
+    def _eval(self, e: Emitter, op: Operation, memo: dict[SSAValue, SSAValue], leaf) -> SSAValue:
         args = []
         for o in op.operands:
             if o in memo:
@@ -287,9 +289,17 @@ class FunctionLowering:
         self, ops: list[Operation]
     ) -> tuple[Operation, set[Operation], Operation] | None:
         """(contraction, chain ops, final op) when the function is contraction + epilogue."""
-        body = [o for o in ops if not isinstance(
-            o, bufferization.ToTensorOp | bufferization.MaterializeInDestinationOp | func.ReturnOp
-            | nn.ConstantOp)]
+        body = [
+            o
+            for o in ops
+            if not isinstance(
+                o,
+                bufferization.ToTensorOp
+                | bufferization.MaterializeInDestinationOp
+                | func.ReturnOp
+                | nn.ConstantOp,
+            )
+        ]
         heads = [o for o in body if isinstance(o, CONTRACTIONS)]
         if len(heads) != 1 or len(body) < 2 or elem(heads[0].results[0]) != dtypes.f32:
             return None
@@ -299,7 +309,8 @@ class FunctionLowering:
         out_shape = shape(head.results[0])
         chain = [o for o in body if o is not head]
         if any(
-            not isinstance(o, nn.ELEMENTWISE) or shape(o.results[0]) != out_shape
+            not isinstance(o, nn.ELEMENTWISE)
+            or shape(o.results[0]) != out_shape
             or elem(o.results[0]) != dtypes.f32
             for o in chain
         ):
@@ -355,10 +366,14 @@ class FunctionLowering:
     ) -> tuple[SSAValue, SSAValue]:
         out_shape = shape(head.results[0])
         bshape = out_shape[:batch_dims]
-        rshape = out_shape[batch_dims:batch_dims + row_dims]
-        cshape = out_shape[batch_dims + row_dims:]
+        rshape = out_shape[batch_dims : batch_dims + row_dims]
+        cshape = out_shape[batch_dims + row_dims :]
         B, R, C = prod(bshape), prod(rshape), prod(cshape)
-        grp = [(0, batch_dims), (batch_dims, batch_dims + row_dims), (batch_dims + row_dims, len(out_shape))]
+        grp = [
+            (0, batch_dims),
+            (batch_dims, batch_dims + row_dims),
+            (batch_dims + row_dims, len(out_shape)),
+        ]
         leaves = [v for v in self._leaves(final) if v is not head.results[0]]
         leaves = [v for v in leaves if v not in self.scalars or v in self.buf]
         bufs = [self.e.view(out, [B, R, C])]
@@ -406,7 +421,9 @@ class FunctionLowering:
                         return e2.load(lb, [x if d != 1 else 0 for x, d in zip([bi, r, c], s)])
                     if full is None:
                         full = (
-                            unravel(e2, bi, bshape) + unravel(e2, r, rshape) + unravel(e2, c, cshape)
+                            unravel(e2, bi, bshape)
+                            + unravel(e2, r, rshape)
+                            + unravel(e2, c, cshape)
                         )
                     return e2.load(lb, [x if d != 1 else 0 for x, d in zip(full, ls)])
 
@@ -418,8 +435,9 @@ class FunctionLowering:
         ee.loop(r0, r1, row)
         ee.add(func.ReturnOp())
         sym = self.names.ident(f"{self.fn.sym_name.data}_epilogue")
-        efn = func.FuncOp(sym, FunctionType.from_lists(list(blk.arg_types), []), Region(blk),
-                          visibility="private")
+        efn = func.FuncOp(
+            sym, FunctionType.from_lists(list(blk.arg_types), []), Region(blk), visibility="private"
+        )
         efn.attributes["c.epilogue"] = UnitAttr()
         self.module.body.block.insert_op_before(efn, self.fn)
         fref = self.e.add(clib.FuncRefOp(sym))

@@ -83,7 +83,9 @@ def fop(t: Attribute, f: type, i: type) -> type:
 # ---------------------------------------------------------------------------------------
 
 
-def _reduce(L: FunctionLowering, x: SSAValue, out: SSAValue, axes: tuple[int, ...], kind: str) -> None:
+def _reduce(
+    L: FunctionLowering, x: SSAValue, out: SSAValue, axes: tuple[int, ...], kind: str
+) -> None:
     e = L.e
     xs = shape(x)
     t = elem(x)
@@ -94,7 +96,12 @@ def _reduce(L: FunctionLowering, x: SSAValue, out: SSAValue, axes: tuple[int, ..
     red_dims = [a for a in axes if xs[a] != 1]
     isf = dtypes.is_float(t)
     init = {
-        "sum": 0, "mean": 0, "l2": 0, "prod": 1, "max": lowest(t), "min": highest(t),
+        "sum": 0,
+        "mean": 0,
+        "l2": 0,
+        "prod": 1,
+        "max": lowest(t),
+        "min": highest(t),
     }[kind]
 
     def body(e1: Emitter, idx: list[Index]) -> None:
@@ -106,7 +113,11 @@ def _reduce(L: FunctionLowering, x: SSAValue, out: SSAValue, axes: tuple[int, ..
                 if kind in ("sum", "mean"):
                     return e2.add(fop(t, arith.AddfOp, arith.AddiOp)(acc, v))
                 if kind == "l2":
-                    return e2.add(fop(t, arith.AddfOp, arith.AddiOp)(acc, e2.add(fop(t, arith.MulfOp, arith.MuliOp)(v, v))))
+                    return e2.add(
+                        fop(t, arith.AddfOp, arith.AddiOp)(
+                            acc, e2.add(fop(t, arith.MulfOp, arith.MuliOp)(v, v))
+                        )
+                    )
                 if kind == "prod":
                     return e2.add(fop(t, arith.MulfOp, arith.MuliOp)(acc, v))
                 if kind == "max":
@@ -137,8 +148,12 @@ def _reduce(L: FunctionLowering, x: SSAValue, out: SSAValue, axes: tuple[int, ..
 
 
 _REDUCE_KIND = {
-    nn.ReduceSumOp: "sum", nn.ReduceMeanOp: "mean", nn.ReduceMaxOp: "max",
-    nn.ReduceMinOp: "min", nn.ReduceProdOp: "prod", nn.ReduceL2Op: "l2",
+    nn.ReduceSumOp: "sum",
+    nn.ReduceMeanOp: "mean",
+    nn.ReduceMaxOp: "max",
+    nn.ReduceMinOp: "min",
+    nn.ReduceProdOp: "prod",
+    nn.ReduceL2Op: "l2",
 }
 
 
@@ -202,7 +217,7 @@ def lower_softmax(L: FunctionLowering, op: nn.SoftmaxBase, outs: list[SSAValue])
     need_float(op, op.x)
     xs = shape(op.x)
     axis = op.int_prop("axis")
-    o, a, i = prod(xs[:axis]), xs[axis], prod(xs[axis + 1:])
+    o, a, i = prod(xs[:axis]), xs[axis], prod(xs[axis + 1 :])
     t = elem(op.x)
     xb = e.view(L.buffer_of(op.x), [o, a, i])
     yb = e.view(outs[0], [o, a, i])
@@ -320,7 +335,9 @@ def lower_instance_norm(L: FunctionLowering, op: nn.InstanceNormOp, outs: list[S
     def by_row(v: SSAValue) -> Callable[[Emitter, SSAValue, SSAValue], SSAValue]:
         return lambda e, r, col: e.load(v, [e.irem(r, c)])
 
-    _row_norm(L, op.x, outs[0], n * c, prod(xs[2:]), op.float_prop("epsilon"), by_row(sv), by_row(bv))
+    _row_norm(
+        L, op.x, outs[0], n * c, prod(xs[2:]), op.float_prop("epsilon"), by_row(sv), by_row(bv)
+    )
 
 
 def lower_batch_norm(L: FunctionLowering, op: nn.BatchNormOp, outs: list[SSAValue]) -> None:
@@ -338,7 +355,9 @@ def lower_batch_norm(L: FunctionLowering, op: nn.BatchNormOp, outs: list[SSAValu
     def body(e1: Emitter, idx: list[Index]) -> None:
         ci = idx[1]
         sc, bi, mu, var = (e1.load(v, [ci]) for v in p)
-        k = e1.add(arith.MulfOp(sc, e1.add(math.RsqrtOp(e1.add(arith.AddfOp(var, e1.const(eps, t)))))))
+        k = e1.add(
+            arith.MulfOp(sc, e1.add(math.RsqrtOp(e1.add(arith.AddfOp(var, e1.const(eps, t))))))
+        )
         off = e1.add(arith.SubfOp(bi, e1.add(arith.MulfOp(mu, k))))
 
         def inner(e2: Emitter, si: SSAValue, _: list[SSAValue]) -> None:
@@ -372,7 +391,9 @@ def lower_lrn(L: FunctionLowering, op: nn.LRNOp, outs: list[SSAValue]) -> None:
             return [e2.add(arith.AddfOp(it[0], e2.add(arith.MulfOp(v, v))))]
 
         sq = e1.loop(lo, hi, acc, inits=[e1.const(0.0, t)])[0]
-        d = e1.add(arith.AddfOp(e1.const(bias, t), e1.add(arith.MulfOp(sq, e1.const(alpha / size, t)))))
+        d = e1.add(
+            arith.AddfOp(e1.const(bias, t), e1.add(arith.MulfOp(sq, e1.const(alpha / size, t))))
+        )
         den = e1.add(math.PowFOp(d, e1.const(beta, t)))
         e1.store(e1.add(arith.DivfOp(e1.load(xb, [ni, ci, si]), den)), yb, idx)
 
@@ -392,29 +413,80 @@ def conv_params(op: nn.ConvOp) -> list[int]:
     xs, ws, ys = shape(op.x), shape(op.w), shape(op.y)
     st, pd, dl = op.ints("strides"), op.ints("pads"), op.ints("dilations")
     if len(xs) == 3:  # 1-d conv as 2-d with H = R = OH = 1
-        return [xs[0], xs[1], 1, xs[2], ws[0], 1, ws[2], 1, ys[2], 1, st[0], 0, pd[0], 0, pd[1],
-                1, dl[0], op.int_prop("group")]
-    return [xs[0], xs[1], xs[2], xs[3], ws[0], ws[2], ws[3], ys[2], ys[3], st[0], st[1], pd[0],
-            pd[1], pd[2], pd[3], dl[0], dl[1], op.int_prop("group")]
+        return [
+            xs[0],
+            xs[1],
+            1,
+            xs[2],
+            ws[0],
+            1,
+            ws[2],
+            1,
+            ys[2],
+            1,
+            st[0],
+            0,
+            pd[0],
+            0,
+            pd[1],
+            1,
+            dl[0],
+            op.int_prop("group"),
+        ]
+    return [
+        xs[0],
+        xs[1],
+        xs[2],
+        xs[3],
+        ws[0],
+        ws[2],
+        ws[3],
+        ys[2],
+        ys[3],
+        st[0],
+        st[1],
+        pd[0],
+        pd[1],
+        pd[2],
+        pd[3],
+        dl[0],
+        dl[1],
+        op.int_prop("group"),
+    ]
 
 
 def _matmul_call(
     L: FunctionLowering,
-    a: SSAValue, b: SSAValue, c: SSAValue,
-    batch: int, m: int, n: int, k: int,
-    stride_a: int, stride_b: int, trans_a: bool, trans_b: bool,
-    alpha: float, beta: float,
-    ep: SSAValue | None, ctx: SSAValue | None,
+    a: SSAValue,
+    b: SSAValue,
+    c: SSAValue,
+    batch: int,
+    m: int,
+    n: int,
+    k: int,
+    stride_a: int,
+    stride_b: int,
+    trans_a: bool,
+    trans_b: bool,
+    alpha: float,
+    beta: float,
+    ep: SSAValue | None,
+    ctx: SSAValue | None,
 ) -> None:
     lda = m if trans_a else k
     ldb = k if trans_b else n
     params = [batch, m, n, k, lda, stride_a, int(trans_a), ldb, stride_b, int(trans_b), n, m * n]
     operands: list[SSAValue | list[SSAValue]] = [a, b, c, [ep] if ep else [], [ctx] if ctx else []]
-    L.e.add(clib.MatmulOp.build(
-        operands=operands,
-        properties={"params": _params(params), "alpha": FloatAttr(alpha, f64),
-                    "beta": FloatAttr(beta, f64)},
-    ))
+    L.e.add(
+        clib.MatmulOp.build(
+            operands=operands,
+            properties={
+                "params": _params(params),
+                "alpha": FloatAttr(alpha, f64),
+                "beta": FloatAttr(beta, f64),
+            },
+        )
+    )
 
 
 def _batch_stride(bshape: tuple[int, ...], full: tuple[int, ...], mat: int, op: Operation) -> int:
@@ -437,11 +509,19 @@ def contraction_call(
         if len(shape(op.x)) not in (3, 4):
             raise fail(op, "only 1-d and 2-d convolutions are supported")
         bias = [L.buffer_of(op.bias)] if op.bias is not None else []
-        e.add(clib.Conv2DOp.build(
-            operands=[L.buffer_of(op.x), L.buffer_of(op.w), out, bias,
-                      [ep] if ep else [], [ctx] if ctx else []],
-            properties={"params": _params(conv_params(op))},
-        ))
+        e.add(
+            clib.Conv2DOp.build(
+                operands=[
+                    L.buffer_of(op.x),
+                    L.buffer_of(op.w),
+                    out,
+                    bias,
+                    [ep] if ep else [],
+                    [ctx] if ctx else [],
+                ],
+                properties={"params": _params(conv_params(op))},
+            )
+        )
         return
     if isinstance(op, nn.GemmOp):
         need_f32(op, op.a, op.b)
@@ -454,8 +534,24 @@ def contraction_call(
             _broadcast_into(L, op.c, out)
         else:
             beta = 0.0
-        _matmul_call(L, L.buffer_of(op.a), L.buffer_of(op.b), out, 1, m, n, k, 0, 0, ta, tb,
-                     op.float_prop("alpha"), beta, ep, ctx)
+        _matmul_call(
+            L,
+            L.buffer_of(op.a),
+            L.buffer_of(op.b),
+            out,
+            1,
+            m,
+            n,
+            k,
+            0,
+            0,
+            ta,
+            tb,
+            op.float_prop("alpha"),
+            beta,
+            ep,
+            ctx,
+        )
         return
     assert isinstance(op, nn.MatMulOp)
     if elem(op.a) != dtypes.f32:
@@ -503,8 +599,8 @@ def _matmul_loops(L: FunctionLowering, op: nn.MatMulOp, out: SSAValue) -> None:
 
     def body(e1: Emitter, idx: list[Index]) -> None:
         def step(e2: Emitter, k: SSAValue, it: list[SSAValue]) -> list[SSAValue]:
-            ai = [i if d != 1 else 0 for i, d in zip(idx[:nb], pa[:nb])][nb - (len(a2) - 2):]
-            bi = [i if d != 1 else 0 for i, d in zip(idx[:nb], pb[:nb])][nb - (len(b2) - 2):]
+            ai = [i if d != 1 else 0 for i, d in zip(idx[:nb], pa[:nb])][nb - (len(a2) - 2) :]
+            bi = [i if d != 1 else 0 for i, d in zip(idx[:nb], pb[:nb])][nb - (len(b2) - 2) :]
             x = e2.load(av, [*ai, idx[nb], k])
             y = e2.load(bv, [*bi, k, idx[nb + 1]])
             mul = fop(t, arith.MulfOp, arith.MuliOp)(x, y)
@@ -516,7 +612,9 @@ def _matmul_loops(L: FunctionLowering, op: nn.MatMulOp, out: SSAValue) -> None:
     e.nest(full, body)
 
 
-def _expand_batch(L: FunctionLowering, buf: SSAValue, s: tuple[int, ...], batch: tuple[int, ...]) -> SSAValue:
+def _expand_batch(
+    L: FunctionLowering, buf: SSAValue, s: tuple[int, ...], batch: tuple[int, ...]
+) -> SSAValue:
     e = L.e
     full = (*batch, *s[-2:])
     src = e.view(buf, s)
@@ -525,7 +623,7 @@ def _expand_batch(L: FunctionLowering, buf: SSAValue, s: tuple[int, ...], batch:
     padded = (1,) * (len(full) - len(s)) + s
 
     def body(e1: Emitter, idx: list[Index]) -> None:
-        sidx = [i if d != 1 else 0 for i, d in zip(idx, padded)][len(full) - len(s):]
+        sidx = [i if d != 1 else 0 for i, d in zip(idx, padded)][len(full) - len(s) :]
         e1.store(e1.load(src, sidx), dst, idx)
 
     e.nest(full, body)
@@ -556,20 +654,57 @@ def lower_pool(L: FunctionLowering, op: nn.PoolOp, outs: list[SSAValue]) -> None
     k, st, pd, dl = op.ints("kernel"), op.ints("strides"), op.ints("pads"), op.ints("dilations")
     cip = op.int_prop("count_include_pad") if isinstance(op, nn.AvgPoolOp) else 0
     if len(xs) == 3:
-        params = [xs[0], xs[1], 1, xs[2], 1, k[0], 1, ys[2], 1, st[0], 0, pd[0], 0, pd[1], 1, dl[0], cip]
+        params = [
+            xs[0],
+            xs[1],
+            1,
+            xs[2],
+            1,
+            k[0],
+            1,
+            ys[2],
+            1,
+            st[0],
+            0,
+            pd[0],
+            0,
+            pd[1],
+            1,
+            dl[0],
+            cip,
+        ]
     elif len(xs) == 4:
-        params = [xs[0], xs[1], xs[2], xs[3], k[0], k[1], ys[2], ys[3], st[0], st[1], pd[0], pd[1],
-                  pd[2], pd[3], dl[0], dl[1], cip]
+        params = [
+            xs[0],
+            xs[1],
+            xs[2],
+            xs[3],
+            k[0],
+            k[1],
+            ys[2],
+            ys[3],
+            st[0],
+            st[1],
+            pd[0],
+            pd[1],
+            pd[2],
+            pd[3],
+            dl[0],
+            dl[1],
+            cip,
+        ]
     else:
         _pool_loops(L, op, outs[0])
         return
     kind = "max" if isinstance(op, nn.MaxPoolOp) else "avg"
     from xdsl.dialects.builtin import StringAttr
 
-    L.e.add(clib.Pool2DOp.build(
-        operands=[L.buffer_of(op.x), outs[0]],
-        properties={"kind": StringAttr(kind), "params": _params(params)},
-    ))
+    L.e.add(
+        clib.Pool2DOp.build(
+            operands=[L.buffer_of(op.x), outs[0]],
+            properties={"kind": StringAttr(kind), "params": _params(params)},
+        )
+    )
 
 
 def _pool_loops(L: FunctionLowering, op: nn.PoolOp, out: SSAValue) -> None:
@@ -585,8 +720,14 @@ def _pool_loops(L: FunctionLowering, op: nn.PoolOp, out: SSAValue) -> None:
     from xdsl.dialects.builtin import IndexType
 
     def body(e1: Emitter, idx: list[Index]) -> None:
-        def rec(e2: Emitter, dim: int, src: list[Index], ok: SSAValue | None, pad_ok: SSAValue | None,
-                acc: list[SSAValue]) -> list[SSAValue]:
+        def rec(
+            e2: Emitter,
+            dim: int,
+            src: list[Index],
+            ok: SSAValue | None,
+            pad_ok: SSAValue | None,
+            acc: list[SSAValue],
+        ) -> list[SSAValue]:
             if dim == nsp:
                 v = e2.load(xb, [idx[0], idx[1], *src])
                 if is_max:
@@ -596,14 +737,24 @@ def _pool_loops(L: FunctionLowering, op: nn.PoolOp, out: SSAValue) -> None:
                 s_ = e2.add(arith.AddfOp(acc[0], e2.select(ok, v, zero) if ok is not None else v))
                 one = e2.index(1)
                 counted = ok if not cip else pad_ok
-                c_ = e2.iadd(acc[1], e2.select(counted, one, e2.index(0)) if counted is not None else one)
+                c_ = e2.iadd(
+                    acc[1], e2.select(counted, one, e2.index(0)) if counted is not None else one
+                )
                 return [s_, e2.index(c_)]
 
             def inner(e3: Emitter, kv: SSAValue, it: list[SSAValue]) -> list[SSAValue]:
-                pos = e3.iadd(e3.isub(e3.imul(idx[2 + dim], st[dim]), pd[dim]), e3.imul(kv, dl[dim]))
-                valid = e3.add(arith.AndIOp(e3.icmp("sge", pos, 0), e3.icmp("slt", pos, xs[2 + dim])))
-                inpad = e3.add(arith.AndIOp(e3.icmp("sge", pos, -pd[dim]),
-                                            e3.icmp("slt", pos, xs[2 + dim] + pd[nsp + dim])))
+                pos = e3.iadd(
+                    e3.isub(e3.imul(idx[2 + dim], st[dim]), pd[dim]), e3.imul(kv, dl[dim])
+                )
+                valid = e3.add(
+                    arith.AndIOp(e3.icmp("sge", pos, 0), e3.icmp("slt", pos, xs[2 + dim]))
+                )
+                inpad = e3.add(
+                    arith.AndIOp(
+                        e3.icmp("sge", pos, -pd[dim]),
+                        e3.icmp("slt", pos, xs[2 + dim] + pd[nsp + dim]),
+                    )
+                )
                 ok2 = valid if ok is None else e3.add(arith.AndIOp(ok, valid))
                 pad2 = inpad if pad_ok is None else e3.add(arith.AndIOp(pad_ok, inpad))
                 return rec(e3, dim + 1, [*src, e3.clamp(pos, 0, xs[2 + dim] - 1)], ok2, pad2, it)
@@ -636,8 +787,24 @@ def lower_attention(L: FunctionLowering, op: nn.AttentionOp, outs: list[SSAValue
     t = elem(op.q)
     scores = e.alloc(t, [batch, s_, t_])
     L.allocs.append(scores)
-    _matmul_call(L, L.buffer_of(op.q), L.buffer_of(op.k), scores, batch, s_, t_, d_, sa, sb,
-                 False, True, op.float_prop("scale"), 0.0, None, None)
+    _matmul_call(
+        L,
+        L.buffer_of(op.q),
+        L.buffer_of(op.k),
+        scores,
+        batch,
+        s_,
+        t_,
+        d_,
+        sa,
+        sb,
+        False,
+        True,
+        op.float_prop("scale"),
+        0.0,
+        None,
+        None,
+    )
     mask = None
     if op.mask is not None:
         ms = shape(op.mask)
@@ -678,8 +845,24 @@ def lower_attention(L: FunctionLowering, op: nn.AttentionOp, outs: list[SSAValue
         e1.loop(0, t_, wr)
 
     e.nest([batch, s_, 1], row, parallel=batch * s_ * t_ >= PARALLEL_MIN_WORK)
-    _matmul_call(L, scores, L.buffer_of(op.v), outs[0], batch, s_, ev, t_, s_ * t_, sv,
-                 False, False, 1.0, 0.0, None, None)
+    _matmul_call(
+        L,
+        scores,
+        L.buffer_of(op.v),
+        outs[0],
+        batch,
+        s_,
+        ev,
+        t_,
+        s_ * t_,
+        sv,
+        False,
+        False,
+        1.0,
+        0.0,
+        None,
+        None,
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -814,14 +997,16 @@ def lower_gather(L: FunctionLowering, op: nn.GatherOp, outs: list[SSAValue]) -> 
     db, ib = L.buffer_of(op.data), L.buffer_of(op.indices)
 
     def body(e1: Emitter, idx: list[Index]) -> None:
-        k = e1.load(ib, idx[axis:axis + ir])
-        src = [*idx[:axis], _fix_index(e1, k, ds[axis]), *idx[axis + ir:]]
+        k = e1.load(ib, idx[axis : axis + ir])
+        src = [*idx[:axis], _fix_index(e1, k, ds[axis]), *idx[axis + ir :]]
         e1.store(e1.load(db, src), outs[0], idx)
 
     e.nest(shape(op.y), body)
 
 
-def lower_gather_elements(L: FunctionLowering, op: nn.GatherElementsOp, outs: list[SSAValue]) -> None:
+def lower_gather_elements(
+    L: FunctionLowering, op: nn.GatherElementsOp, outs: list[SSAValue]
+) -> None:
     e = L.e
     axis = op.int_prop("axis")
     ds = shape(op.data)
@@ -870,16 +1055,29 @@ def lower_tile(L: FunctionLowering, op: nn.TileOp, outs: list[SSAValue]) -> None
 
 _TABLE: dict[type, Callable[..., None]] = {
     **{k: lower_reduce for k in _REDUCE_KIND},
-    nn.GlobalAvgPoolOp: lower_global_pool, nn.GlobalMaxPoolOp: lower_global_pool,
+    nn.GlobalAvgPoolOp: lower_global_pool,
+    nn.GlobalMaxPoolOp: lower_global_pool,
     nn.ArgMaxOp: lower_arg_max,
-    nn.SoftmaxOp: lower_softmax, nn.LogSoftmaxOp: lower_softmax,
-    nn.LayerNormOp: lower_layer_norm, nn.InstanceNormOp: lower_instance_norm,
-    nn.BatchNormOp: lower_batch_norm, nn.LRNOp: lower_lrn,
-    nn.ConvOp: lower_contraction, nn.MatMulOp: lower_contraction, nn.GemmOp: lower_contraction,
-    nn.MaxPoolOp: lower_pool, nn.AvgPoolOp: lower_pool, nn.AttentionOp: lower_attention,
-    nn.TransposeOp: lower_transpose, nn.ConcatOp: lower_concat, nn.SplitOp: lower_split,
-    nn.SliceOp: lower_slice, nn.PadOp: lower_pad, nn.GatherOp: lower_gather,
-    nn.GatherElementsOp: lower_gather_elements, nn.GatherNDOp: lower_gather_nd,
+    nn.SoftmaxOp: lower_softmax,
+    nn.LogSoftmaxOp: lower_softmax,
+    nn.LayerNormOp: lower_layer_norm,
+    nn.InstanceNormOp: lower_instance_norm,
+    nn.BatchNormOp: lower_batch_norm,
+    nn.LRNOp: lower_lrn,
+    nn.ConvOp: lower_contraction,
+    nn.MatMulOp: lower_contraction,
+    nn.GemmOp: lower_contraction,
+    nn.MaxPoolOp: lower_pool,
+    nn.AvgPoolOp: lower_pool,
+    nn.AttentionOp: lower_attention,
+    nn.TransposeOp: lower_transpose,
+    nn.ConcatOp: lower_concat,
+    nn.SplitOp: lower_split,
+    nn.SliceOp: lower_slice,
+    nn.PadOp: lower_pad,
+    nn.GatherOp: lower_gather,
+    nn.GatherElementsOp: lower_gather_elements,
+    nn.GatherNDOp: lower_gather_nd,
     nn.TileOp: lower_tile,
 }
 

@@ -106,7 +106,7 @@ class Weights:
     def blob(self) -> bytes:
         out = bytearray(self.size)
         for off, data in self.entries.values():
-            out[off:off + data.nbytes] = memoryview(np.ascontiguousarray(data)).cast("B")
+            out[off : off + data.nbytes] = memoryview(np.ascontiguousarray(data)).cast("B")
         return bytes(out)
 
 
@@ -137,11 +137,13 @@ def _io(main: func.FuncOp) -> list[tuple[str, str, MemRefType[Attribute]]]:
         role = d.get("c.role")
         name = d.get("onnx.name")
         assert isinstance(arg.type, MemRefType)
-        out.append((
-            role.data if isinstance(role, StringAttr) else "input",
-            name.data if isinstance(name, StringAttr) else f"arg{i}",
-            arg.type,
-        ))
+        out.append(
+            (
+                role.data if isinstance(role, StringAttr) else "input",
+                name.data if isinstance(name, StringAttr) else f"arg{i}",
+                arg.type,
+            )
+        )
     return out
 
 
@@ -263,8 +265,10 @@ class CPrinter:
         w = self.lines
         if isinstance(origins, ArrayAttr) and origins.data:
             text = ", ".join(o.data for o in origins.data if isinstance(o, StringAttr))
-            w.append(f"/* {c_comment(pattern.data if isinstance(pattern, StringAttr) else '')}: "
-                     f"{c_comment(text)} */")
+            w.append(
+                f"/* {c_comment(pattern.data if isinstance(pattern, StringAttr) else '')}: "
+                f"{c_comment(text)} */"
+            )
         if "c.epilogue" in f.attributes:
             names = [fp.bind(a) for a in args]
             w.append(
@@ -279,7 +283,9 @@ class CPrinter:
             params = ["const unsigned char *restrict af_w"]
             for i, a in enumerate(args):
                 if not isinstance(a.type, MemRefType):
-                    raise CPrintError(f"c target: argument {i} of {f.sym_name.data} is not a memref")
+                    raise CPrintError(
+                        f"c target: argument {i} of {f.sym_name.data} is not a memref"
+                    )
                 nm = fp.bind(a, const=i not in written)
                 q = "" if i in written else "const "
                 params.append(f"{q}{ctype(a.type.element_type)} *restrict {nm}")
@@ -316,7 +322,9 @@ class CPrinter:
         for a, (role, _, t) in zip(main.body.block.args, io):
             if role == "input":
                 nm = fp.bind(a, const=True)
-                w.append(f"  const {ctype(t.element_type)} *{nm} = (const {ctype(t.element_type)} *)in[{ii}];")
+                w.append(
+                    f"  const {ctype(t.element_type)} *{nm} = (const {ctype(t.element_type)} *)in[{ii}];"
+                )
                 ii += 1
             else:
                 nm = fp.bind(a)
@@ -330,8 +338,11 @@ class CPrinter:
         w.append("")
         self._api(ins, outs)
 
-    def _api(self, ins: list[tuple[str, MemRefType[Attribute]]],
-             outs: list[tuple[str, MemRefType[Attribute]]]) -> None:
+    def _api(
+        self,
+        ins: list[tuple[str, MemRefType[Attribute]]],
+        outs: list[tuple[str, MemRefType[Attribute]]],
+    ) -> None:
         w = self.lines
         for kind, items in (("input", ins), ("output", outs)):
             n = len(items)
@@ -347,10 +358,18 @@ class CPrinter:
             w.append(f"static const int af_{kind}_dtypes[{max(1, n)}] = {{{dts}}};")
             w.append(f"static const int64_t *const af_{kind}_shapes[{max(1, n)}] = {{{shp}}};")
             w.append(f"int af_num_{kind}s(void) {{ return {n}; }}")
-            w.append(f"const char *af_{kind}_name(int i) {{ return i >= 0 && i < {n} ? af_{kind}_names[i] : NULL; }}")
-            w.append(f"int af_{kind}_rank(int i) {{ return i >= 0 && i < {n} ? af_{kind}_ranks[i] : -1; }}")
-            w.append(f"const int64_t *af_{kind}_shape(int i) {{ return i >= 0 && i < {n} ? af_{kind}_shapes[i] : NULL; }}")
-            w.append(f"int af_{kind}_dtype(int i) {{ return i >= 0 && i < {n} ? af_{kind}_dtypes[i] : -1; }}")
+            w.append(
+                f"const char *af_{kind}_name(int i) {{ return i >= 0 && i < {n} ? af_{kind}_names[i] : NULL; }}"
+            )
+            w.append(
+                f"int af_{kind}_rank(int i) {{ return i >= 0 && i < {n} ? af_{kind}_ranks[i] : -1; }}"
+            )
+            w.append(
+                f"const int64_t *af_{kind}_shape(int i) {{ return i >= 0 && i < {n} ? af_{kind}_shapes[i] : NULL; }}"
+            )
+            w.append(
+                f"int af_{kind}_dtype(int i) {{ return i >= 0 && i < {n} ? af_{kind}_dtypes[i] : -1; }}"
+            )
             w.append("")
         w.extend(_API_TAIL.splitlines())
 
@@ -361,8 +380,10 @@ def _bytes(t: Attribute) -> int:
     for d in t.get_shape():
         n *= d
     elem_t = t.element_type
-    size = 1 if isinstance(elem_t, IntegerType) and elem_t.width.data <= 8 else (
-        dtypes.to_numpy_dtype(elem_t).itemsize
+    size = (
+        1
+        if isinstance(elem_t, IntegerType) and elem_t.width.data <= 8
+        else (dtypes.to_numpy_dtype(elem_t).itemsize)
     )
     return n * size
 
@@ -488,22 +509,50 @@ int af_run(af_model *m, const void *const *inputs, void *const *outputs) {
 
 
 _BIN = {
-    arith.AddfOp: "+", arith.AddiOp: "+", arith.SubfOp: "-", arith.SubiOp: "-",
-    arith.MulfOp: "*", arith.MuliOp: "*", arith.DivfOp: "/", arith.DivSIOp: "/",
-    arith.DivUIOp: "/", arith.RemSIOp: "%", arith.RemUIOp: "%", arith.AndIOp: "&",
-    arith.OrIOp: "|", arith.XOrIOp: "^",
+    arith.AddfOp: "+",
+    arith.AddiOp: "+",
+    arith.SubfOp: "-",
+    arith.SubiOp: "-",
+    arith.MulfOp: "*",
+    arith.MuliOp: "*",
+    arith.DivfOp: "/",
+    arith.DivSIOp: "/",
+    arith.DivUIOp: "/",
+    arith.RemSIOp: "%",
+    arith.RemUIOp: "%",
+    arith.AndIOp: "&",
+    arith.OrIOp: "|",
+    arith.XOrIOp: "^",
 }
 _CMPF = {0: "false", 1: "==", 2: ">", 3: ">=", 4: "<", 5: "<=", 13: "!=", 15: "true"}
 _CMPI = {0: "==", 1: "!=", 2: "<", 3: "<=", 4: ">", 5: ">=", 6: "<", 7: "<=", 8: ">", 9: ">="}
 _MATH1 = {
-    math.ExpOp: "exp", math.LogOp: "log", math.TanhOp: "tanh", math.ErfOp: "erf",
-    math.SqrtOp: "sqrt", math.SinOp: "sin", math.CosOp: "cos", math.FloorOp: "floor",
-    math.CeilOp: "ceil", math.RoundEvenOp: "nearbyint", math.AbsFOp: "fabs",
-    math.TruncOp: "trunc", math.ExpM1Op: "expm1", math.Log1pOp: "log1p",
+    math.ExpOp: "exp",
+    math.LogOp: "log",
+    math.TanhOp: "tanh",
+    math.ErfOp: "erf",
+    math.SqrtOp: "sqrt",
+    math.SinOp: "sin",
+    math.CosOp: "cos",
+    math.FloorOp: "floor",
+    math.CeilOp: "ceil",
+    math.RoundEvenOp: "nearbyint",
+    math.AbsFOp: "fabs",
+    math.TruncOp: "trunc",
+    math.ExpM1Op: "expm1",
+    math.Log1pOp: "log1p",
 }
 _CASTS = (
-    arith.IndexCastOp, arith.SIToFPOp, arith.FPToSIOp, arith.ExtFOp, arith.TruncFOp,
-    arith.ExtSIOp, arith.TruncIOp, arith.ExtUIOp, arith.UIToFPOp, arith.FPToUIOp,
+    arith.IndexCastOp,
+    arith.SIToFPOp,
+    arith.FPToSIOp,
+    arith.ExtFOp,
+    arith.TruncFOp,
+    arith.ExtSIOp,
+    arith.TruncIOp,
+    arith.ExtUIOp,
+    arith.UIToFPOp,
+    arith.FPToUIOp,
 )
 
 
@@ -542,8 +591,10 @@ class _FuncPrinter:
             pure = op.dialect_name() in ("arith", "math") or isinstance(
                 op, memref.LoadOp | clib.ViewOp | memref.GetGlobalOp | clib.UnpackOp
             )
-            if pure and op.results and all(
-                u.operation in self.dead for r in op.results for u in r.uses
+            if (
+                pure
+                and op.results
+                and all(u.operation in self.dead for r in op.results for u in r.uses)
             ):
                 self.dead.add(op)
 
@@ -576,7 +627,7 @@ class _FuncPrinter:
     def emit(self, depth: int, text: str) -> None:
         self.top.lines.append("  " * depth + text)
 
-    def block(self, blk, depth: int) -> None:  # noqa: ANN001
+    def block(self, blk, depth: int) -> None:
         for op in blk.ops:
             self.op(op, depth)
 
@@ -612,9 +663,15 @@ class _FuncPrinter:
         match op:
             case memref.LoadOp():
                 nm = self.bind(op.res)
-                self.emit(d, f"const {ctype(op.res.type)} {nm} = {r(op.memref)}[{self._index(op.memref, list(op.indices))}];")
+                self.emit(
+                    d,
+                    f"const {ctype(op.res.type)} {nm} = {r(op.memref)}[{self._index(op.memref, list(op.indices))}];",
+                )
             case memref.StoreOp():
-                self.emit(d, f"{r(op.memref)}[{self._index(op.memref, list(op.indices))}] = {r(op.value)};")
+                self.emit(
+                    d,
+                    f"{r(op.memref)}[{self._index(op.memref, list(op.indices))}] = {r(op.value)};",
+                )
             case scf.ForOp():
                 self._for(op, d)
             case scf.YieldOp():
@@ -653,7 +710,9 @@ class _FuncPrinter:
                 src = r(op.source) if off == 0 else f"({cq}unsigned char *){r(op.source)} + {off}"
                 self.emit(d, f"{decl}{nm} = ({decl})({src});")
             case memref.CopyOp():
-                self.emit(d, f"memcpy({r(op.destination)}, {r(op.source)}, {_bytes(op.source.type)});")
+                self.emit(
+                    d, f"memcpy({r(op.destination)}, {r(op.source)}, {_bytes(op.source.type)});"
+                )
             case clib.PackOp():
                 nm = self.bind(op.res)
                 vals = ", ".join(f"(void *){r(v)}" for v in op.values)
@@ -662,13 +721,19 @@ class _FuncPrinter:
                 decl, _ = self._ptr_decl(op.res, False)
                 nm = self.bind(op.res)
                 # Context buffers never overlap the output block being written.
-                self.emit(d, f"{decl}restrict {nm} = ({decl})((void *const *){r(op.ctx)})[{op.index.value.data}];")
+                self.emit(
+                    d,
+                    f"{decl}restrict {nm} = ({decl})((void *const *){r(op.ctx)})[{op.index.value.data}];",
+                )
             case clib.Conv2DOp():
                 p = ", ".join(f"INT64_C({v})" for v in op.param_values())
                 bias = r(op.bias) if op.bias is not None else "NULL"
                 epi = self._epi(op.epilogue, op.ctx)
                 self.emit(d, f"{{ const afrt_conv_params p_ = {{{p}}};")
-                self.emit(d, f"  afrt_conv2d_f32({r(op.x)}, {r(op.w)}, {bias}, {r(op.y)}, &p_, NULL, {epi}); }}")
+                self.emit(
+                    d,
+                    f"  afrt_conv2d_f32({r(op.x)}, {r(op.w)}, {bias}, {r(op.y)}, &p_, NULL, {epi}); }}",
+                )
             case clib.MatmulOp():
                 pv = op.param_values()
                 f = dict(zip(clib.MATMUL_FIELDS, pv))

@@ -57,11 +57,15 @@ def _gelu(e: Emitter, x: SSAValue, t: Attribute, approx: str) -> SSAValue:
     if approx == "tanh":
         x3 = e.add(arith.MulfOp(e.add(arith.MulfOp(x, x)), x))
         inner = e.add(arith.AddfOp(x, e.add(arith.MulfOp(_fconst(e, 0.044715, t), x3))))
-        th = e.add(math.TanhOp(e.add(arith.MulfOp(_fconst(e, pymath.sqrt(2 / pymath.pi), t), inner))))
+        th = e.add(
+            math.TanhOp(e.add(arith.MulfOp(_fconst(e, pymath.sqrt(2 / pymath.pi), t), inner)))
+        )
         s = e.add(arith.AddfOp(one, th))
     else:
         s = e.add(
-            arith.AddfOp(one, e.add(math.ErfOp(e.add(arith.MulfOp(x, _fconst(e, 1 / pymath.sqrt(2), t))))))
+            arith.AddfOp(
+                one, e.add(math.ErfOp(e.add(arith.MulfOp(x, _fconst(e, 1 / pymath.sqrt(2), t)))))
+            )
         )
     return e.add(arith.MulfOp(e.add(arith.MulfOp(half, x)), s))
 
@@ -84,24 +88,38 @@ def _cast(e: Emitter, x: SSAValue, src: Attribute, dst: Attribute) -> SSAValue:
         return e.add(arith.FPToSIOp(x, dst))
     if fd:
         return e.add(arith.SIToFPOp(x, dst))
-    assert isinstance(src, IntegerType) and isinstance(dst, IntegerType)
+    assert isinstance(src, IntegerType)
+    assert isinstance(dst, IntegerType)
     if dst.width.data > src.width.data:
         return e.add(arith.ExtSIOp(x, dst))
     return e.add(arith.TruncIOp(x, dst))
 
 
 _FCMP = {
-    nn.EqualOp: "oeq", nn.LessOp: "olt", nn.LessEqualOp: "ole",
-    nn.GreaterOp: "ogt", nn.GreaterEqualOp: "oge",
+    nn.EqualOp: "oeq",
+    nn.LessOp: "olt",
+    nn.LessEqualOp: "ole",
+    nn.GreaterOp: "ogt",
+    nn.GreaterEqualOp: "oge",
 }
 _ICMP = {
-    nn.EqualOp: "eq", nn.LessOp: "slt", nn.LessEqualOp: "sle",
-    nn.GreaterOp: "sgt", nn.GreaterEqualOp: "sge",
+    nn.EqualOp: "eq",
+    nn.LessOp: "slt",
+    nn.LessEqualOp: "sle",
+    nn.GreaterOp: "sgt",
+    nn.GreaterEqualOp: "sge",
 }
 _FMATH = {
-    nn.TanhOp: math.TanhOp, nn.ErfOp: math.ErfOp, nn.ExpOp: math.ExpOp, nn.LogOp: math.LogOp,
-    nn.SqrtOp: math.SqrtOp, nn.FloorOp: math.FloorOp, nn.CeilOp: math.CeilOp,
-    nn.RoundOp: math.RoundEvenOp, nn.SinOp: math.SinOp, nn.CosOp: math.CosOp,
+    nn.TanhOp: math.TanhOp,
+    nn.ErfOp: math.ErfOp,
+    nn.ExpOp: math.ExpOp,
+    nn.LogOp: math.LogOp,
+    nn.SqrtOp: math.SqrtOp,
+    nn.FloorOp: math.FloorOp,
+    nn.CeilOp: math.CeilOp,
+    nn.RoundOp: math.RoundEvenOp,
+    nn.SinOp: math.SinOp,
+    nn.CosOp: math.CosOp,
 }
 
 
@@ -124,7 +142,9 @@ def emit_scalar(e: Emitter, op: Operation, args: list[SSAValue]) -> SSAValue:
         case nn.AbsOp() if unsigned:
             return x
         case nn.SignOp() if unsigned:
-            return e.select(e.add(arith.CmpiOp(x, e.const(0, t), "ne")), e.const(1, t), e.const(0, t))
+            return e.select(
+                e.add(arith.CmpiOp(x, e.const(0, t), "ne")), e.const(1, t), e.const(0, t)
+            )
         case nn.AbsOp():
             return e.add(math.AbsFOp(x)) if isf else e.add(math.AbsIOp(x))
         case nn.ReciprocalOp():
@@ -146,8 +166,12 @@ def emit_scalar(e: Emitter, op: Operation, args: list[SSAValue]) -> SSAValue:
             return e.add(arith.AddfOp(e.add(arith.MaximumfOp(x, _fconst(e, 0.0, t))), l1p))
         case nn.HardSwishOp():
             _float_only(op, t)
-            h = e.add(arith.AddfOp(e.add(arith.MulfOp(x, _fconst(e, 1 / 6, t))), _fconst(e, 0.5, t)))
-            h = e.add(arith.MinimumfOp(e.add(arith.MaximumfOp(h, _fconst(e, 0.0, t))), _fconst(e, 1.0, t)))
+            h = e.add(
+                arith.AddfOp(e.add(arith.MulfOp(x, _fconst(e, 1 / 6, t))), _fconst(e, 0.5, t))
+            )
+            h = e.add(
+                arith.MinimumfOp(e.add(arith.MaximumfOp(h, _fconst(e, 0.0, t))), _fconst(e, 1.0, t))
+            )
             return e.add(arith.MulfOp(x, h))
         case nn.NotOp():
             return e.add(arith.XOrIOp(x, e.const(True, t)))
@@ -178,8 +202,10 @@ def emit_scalar(e: Emitter, op: Operation, args: list[SSAValue]) -> SSAValue:
         case nn.HardSigmoidOp():
             _float_only(op, t)
             v = e.add(
-                arith.AddfOp(e.add(arith.MulfOp(x, _fconst(e, op.float_prop("alpha"), t))),
-                             _fconst(e, op.float_prop("beta"), t))
+                arith.AddfOp(
+                    e.add(arith.MulfOp(x, _fconst(e, op.float_prop("alpha"), t))),
+                    _fconst(e, op.float_prop("beta"), t),
+                )
             )
             v = e.add(arith.MaximumfOp(v, _fconst(e, 0.0, t)))
             return e.add(arith.MinimumfOp(v, _fconst(e, 1.0, t)))
@@ -217,21 +243,32 @@ def emit_scalar(e: Emitter, op: Operation, args: list[SSAValue]) -> SSAValue:
                 if op.int_prop("fmod"):
                     return r
                 zero = _fconst(e, 0.0, t)
-                fix = e.add(arith.AndIOp(
-                    e.add(arith.CmpfOp(r, zero, "une")),
-                    e.add(arith.XOrIOp(e.add(arith.CmpfOp(r, zero, "olt")),
-                                       e.add(arith.CmpfOp(y, zero, "olt")))),
-                ))
+                fix = e.add(
+                    arith.AndIOp(
+                        e.add(arith.CmpfOp(r, zero, "une")),
+                        e.add(
+                            arith.XOrIOp(
+                                e.add(arith.CmpfOp(r, zero, "olt")),
+                                e.add(arith.CmpfOp(y, zero, "olt")),
+                            )
+                        ),
+                    )
+                )
                 return e.select(fix, e.add(arith.AddfOp(r, y)), r)
             r = e.add(arith.RemSIOp(x, y))
             if op.int_prop("fmod") or unsigned:
                 return r
             zero = e.const(0, t)
-            fix = e.add(arith.AndIOp(
-                e.add(arith.CmpiOp(r, zero, "ne")),
-                e.add(arith.XOrIOp(e.add(arith.CmpiOp(r, zero, "slt")),
-                                   e.add(arith.CmpiOp(y, zero, "slt")))),
-            ))
+            fix = e.add(
+                arith.AndIOp(
+                    e.add(arith.CmpiOp(r, zero, "ne")),
+                    e.add(
+                        arith.XOrIOp(
+                            e.add(arith.CmpiOp(r, zero, "slt")), e.add(arith.CmpiOp(y, zero, "slt"))
+                        )
+                    ),
+                )
+            )
             return e.select(fix, e.add(arith.AddiOp(r, y)), r)
         case nn.PReluOp():
             _float_only(op, t)

@@ -38,7 +38,9 @@ def build_and_run(
         ml.close()
 
 
-def onnxruntime_outputs(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+def onnxruntime_outputs(
+    model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]
+) -> dict[str, np.ndarray]:
     import onnxruntime as ort
 
     sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
@@ -54,8 +56,12 @@ def assert_close(got: np.ndarray, ref: np.ndarray, what: str) -> None:
         finite = np.abs(ref[np.isfinite(ref)])
         peak = float(finite.max()) if finite.size else 0.0
         np.testing.assert_allclose(
-            got.astype(np.float64), ref.astype(np.float64), rtol=1e-3,
-            atol=1e-4 * max(1.0, peak), equal_nan=True, err_msg=what,
+            got.astype(np.float64),
+            ref.astype(np.float64),
+            rtol=1e-3,
+            atol=1e-4 * max(1.0, peak),
+            equal_nan=True,
+            err_msg=what,
         )
     else:
         np.testing.assert_array_equal(got, ref, err_msg=what)
