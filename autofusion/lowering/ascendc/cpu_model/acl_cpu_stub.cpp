@@ -80,10 +80,5 @@ aclError aclrtMemcpy(void* dst, size_t destMax, const void* src, size_t count, a
     if (count) std::memcpy(dst, src, count);
     return ACL_SUCCESS;
 }
-aclError aclrtMemset(void* p, size_t maxCount, int32_t value, size_t count) {
-    if (count > maxCount) return Err("aclrtMemset: count > maxCount");
-    std::memset(p, value, count);
-    return ACL_SUCCESS;
-}
 
 }  // extern "C"
