@@ -72,6 +72,27 @@ def find_main(module: ModuleOp, pass_name: str) -> func.FuncOp:
     raise PassFailedException(f"{pass_name}: module has no func.func @main")
 
 
+def _planned_offset(value: SSAValue) -> int | None:
+    owner = value.owner
+    if not isinstance(owner, Operation):
+        return None
+    attr = owner.attributes.get("memory.offsets")
+    if not isinstance(attr, DenseArrayBase):
+        return None
+    return int(attr.get_values()[list(owner.results).index(value)])  # type: ignore[arg-type]
+
+
+def _is_view_reshape(op: Operation) -> bool:
+    """A top-level reshape that can alias its input: unplanned, or planned (as plan-buffers
+    does for reshape views) at the same arena offset as its input."""
+    if not isinstance(op, nn.ReshapeOp):
+        return False
+    if "memory.offsets" not in op.attributes:
+        return True
+    mine = _planned_offset(op.y)
+    return mine is not None and mine == _planned_offset(op.x)
+
+
 @dataclass(frozen=True)
 class ConvertNNToBuffers(ModulePass):
     """Tensor-level ``@main`` to buffer-level ``@main`` plus one private function per kernel."""
@@ -115,9 +136,7 @@ class _Converter:
             if (
                 isinstance(owner, Operation)
                 and not isinstance(owner, nn.ConstantOp)
-                and not (
-                    isinstance(owner, nn.ReshapeOp) and "memory.offsets" not in owner.attributes
-                )
+                and not _is_view_reshape(owner)
                 and val not in direct
             ):
                 direct[val] = out
@@ -134,7 +153,8 @@ class _Converter:
                 continue
             if isinstance(op, nn.ConstantOp):
                 self._constant(op, index)
-            elif isinstance(op, nn.ReshapeOp) and "memory.offsets" not in op.attributes:
+            elif _is_view_reshape(op):
+                assert isinstance(op, nn.ReshapeOp)
                 view = ViewOp(self.buf[op.x], 0, memref_of(op.y.type))
                 block.add_op(view)
                 self.buf[op.y] = view.res

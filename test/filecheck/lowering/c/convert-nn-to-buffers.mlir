@@ -72,3 +72,26 @@ func.func @main(%x: tensor<4xf32>, %y: tensor<4xf32>) -> tensor<4xf32> {
 // CHECK-LABEL: func.func @main(
 // CHECK-NEXT:    func.call @k0_ew_add_relu(%0, %1, %2)
 // CHECK-NEXT:    func.return
+
+// -----
+
+// A reshape that plan-buffers placed at its input's offset is a view of it (no copy); one
+// placed elsewhere must copy (it becomes its own function).
+func.func @main(%x: tensor<4xf32>) -> (tensor<2x2xf32>, tensor<2x2xf32>) attributes {memory.arena_bytes = 192 : i64} {
+  %0 = nn.neg %x {memory.offsets = array<i64: 0>} : (tensor<4xf32>) -> tensor<4xf32>
+  %1 = nn.reshape %0 {memory.offsets = array<i64: 0>} : (tensor<4xf32>) -> tensor<2x2xf32>
+  %2 = nn.reshape %0 {memory.offsets = array<i64: 64>} : (tensor<4xf32>) -> tensor<2x2xf32>
+  %3 = nn.exp %1 : (tensor<2x2xf32>) -> tensor<2x2xf32>
+  %4 = nn.exp %2 : (tensor<2x2xf32>) -> tensor<2x2xf32>
+  func.return %3, %4 : tensor<2x2xf32>, tensor<2x2xf32>
+}
+// CHECK-LABEL: func.func private @op2_reshape(%0: memref<4xf32>, %1: memref<2x2xf32>)
+// CHECK-LABEL: func.func @main(
+// CHECK-NEXT:    %[[ARENA:.*]] = memref.alloc() {alignment = 64 : i64} : memref<192xi8>
+// CHECK-NEXT:    %[[A:.*]] = clib.view %[[ARENA]][0 : i64] : memref<192xi8> -> memref<4xf32>
+// CHECK-NEXT:    func.call @op0_neg(%0, %[[A]])
+// CHECK-NEXT:    %[[V:.*]] = clib.view %[[A]][0 : i64] : memref<4xf32> -> memref<2x2xf32>
+// CHECK-NEXT:    %[[B:.*]] = clib.view %[[ARENA]][64 : i64] : memref<192xi8> -> memref<2x2xf32>
+// CHECK-NEXT:    func.call @op2_reshape(%[[A]], %[[B]])
+// CHECK-NEXT:    func.call @op3_exp(%[[V]], %1)
+// CHECK-NEXT:    func.call @op4_exp(%[[B]], %2)
