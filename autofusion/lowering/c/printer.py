@@ -151,7 +151,8 @@ class CPrinter:
     def __init__(self, module: ModuleOp) -> None:
         self.module = module
         self.names = NameTable()
-        for reserved in ("af_w", "af_graph", "af_model", "m", "in", "out", "ctx", "p_", "e_"):
+        for reserved in ("af_w", "af_s", "af_sb", "af_graph", "af_model", "m", "in", "out", "ctx",
+                         "p_", "e_", "s_"):
             self.names.reserve(reserved)
         self.sym: dict[str, str] = {}
         self.weights = Weights()
@@ -159,6 +160,8 @@ class CPrinter:
         self.global_off: dict[str, int] = {}
         self.lines: list[str] = []
         self.written_args: dict[str, set[int]] = {}
+        # Distinct afrt_conv_params initialisers: af_create sizes one shared conv scratch.
+        self.conv_params: dict[str, None] = {}
 
     # ---- entry -------------------------------------------------------------------------
     def print_module(self) -> str:
@@ -280,7 +283,7 @@ class CPrinter:
             w.append(f"  (void){names[7]};")
         else:
             written = self.written_args[f.sym_name.data]
-            params = ["const unsigned char *restrict af_w"]
+            params = ["const unsigned char *restrict af_w", "void *af_s", "size_t af_sb"]
             for i, a in enumerate(args):
                 if not isinstance(a.type, MemRefType):
                     raise CPrintError(
@@ -291,6 +294,8 @@ class CPrinter:
                 params.append(f"{q}{ctype(a.type.element_type)} *restrict {nm}")
             w.append(f"static void {name}({', '.join(params)}) {{")
             w.append("  (void)af_w;")
+            w.append("  (void)af_s;")
+            w.append("  (void)af_sb;")
             for a in args:
                 if not a.uses:
                     w.append(f"  (void){fp.names[a]};")
@@ -308,6 +313,8 @@ class CPrinter:
         nbuf = len(allocs)
         w.append("struct af_model {")
         w.append("  unsigned char *weights;")
+        w.append("  void *scratch; /* conv im2col scratch shared by the kernels of one run */")
+        w.append("  size_t scratch_bytes;")
         w.append(f"  void *bufs[{max(1, nbuf)}];")
         w.append("};")
         w.append("")
@@ -334,6 +341,15 @@ class CPrinter:
                 w.append(f"  (void){nm};")
         fp.alloc_index = {a.memref: k for k, a in enumerate(allocs)}
         fp.block(main.body.block, 1)
+        w.append("}")
+        w.append("")
+        w.append("static size_t af_scratch_bytes(void) {")
+        w.append("  size_t n = 0;")
+        for p in self.conv_params:
+            w.append(f"  {{ const afrt_conv_params p_ = {{{p}}};")
+            w.append("    const size_t s_ = afrt_conv2d_scratch_bytes(&p_);")
+            w.append("    if (s_ > n) n = s_; }")
+        w.append("  return n;")
         w.append("}")
         w.append("")
         self._api(ins, outs)
@@ -464,6 +480,7 @@ static void *af_aligned_alloc(size_t bytes) {
 void af_destroy(af_model *m) {
   if (!m) return;
   for (size_t i = 0; i < sizeof(m->bufs) / sizeof(m->bufs[0]); ++i) free(m->bufs[i]);
+  free(m->scratch);
   if (m->weights) afrt_unregister_constant_region(m->weights);
   free(m->weights);
   free(m);
@@ -496,6 +513,13 @@ af_model *af_create(const char *weights_path, int num_threads) {
   }
   /* weights never change: afrt may cache GEMM-packed copies of them */
   afrt_register_constant_region(m->weights, AF_WEIGHTS_BYTES);
+  /* Sized for this thread count; a conv that finds it too small (another af_create changed
+   * the count) falls back to its own allocation. */
+  m->scratch_bytes = af_scratch_bytes();
+  if (m->scratch_bytes) {
+    m->scratch = af_aligned_alloc(m->scratch_bytes);
+    if (!m->scratch) { snprintf(af_error, sizeof af_error, "out of memory"); af_destroy(m); return NULL; }
+  }
   return m;
 }
 
@@ -579,7 +603,7 @@ class _FuncPrinter:
         self.f = f
         self.in_main = in_main
         self.local = NameTable()
-        for r in ("af_w", "m", "in", "out"):
+        for r in ("af_w", "af_s", "af_sb", "m", "in", "out", "s_"):
             self.local.reserve(r)
         self.names: dict[SSAValue, str] = {}
         self.const_ptr: set[SSAValue] = set()
@@ -679,7 +703,9 @@ class _FuncPrinter:
             case func.ReturnOp():
                 pass
             case func.CallOp():
-                args = ["m->weights" if self.in_main else "af_w"] + [r(a) for a in op.arguments]
+                base = ["m->weights", "m->scratch", "m->scratch_bytes"] if self.in_main else [
+                    "af_w", "af_s", "af_sb"]
+                args = base + [r(a) for a in op.arguments]
                 self.emit(d, f"{self.top.sym[op.callee.string_value()]}({', '.join(args)});")
             case memref.AllocOp():
                 decl, base = self._ptr_decl(op.memref, False)
@@ -729,10 +755,12 @@ class _FuncPrinter:
                 p = ", ".join(f"INT64_C({v})" for v in op.param_values())
                 bias = r(op.bias) if op.bias is not None else "NULL"
                 epi = self._epi(op.epilogue, op.ctx)
+                self.top.conv_params.setdefault(p, None)
                 self.emit(d, f"{{ const afrt_conv_params p_ = {{{p}}};")
+                self.emit(d, "  void *s_ = afrt_conv2d_scratch_bytes(&p_) <= af_sb ? af_s : NULL;")
                 self.emit(
                     d,
-                    f"  afrt_conv2d_f32({r(op.x)}, {r(op.w)}, {bias}, {r(op.y)}, &p_, NULL, {epi}); }}",
+                    f"  afrt_conv2d_f32({r(op.x)}, {r(op.w)}, {bias}, {r(op.y)}, &p_, s_, {epi}); }}",
                 )
             case clib.MatmulOp():
                 pv = op.param_values()

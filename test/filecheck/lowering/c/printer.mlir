@@ -20,7 +20,7 @@ func.func @main(%x: tensor<64x1024xf32> {onnx.name = "in\"put; system(\"x\"); //
 // CHECK:       #include "afrt.h"
 // CHECK:       #define AF_WEIGHTS_BYTES ((size_t)4096)
 // CHECK:       /* ew: a'; system('x'); // */
-// CHECK-NEXT:  static void k1_ew(const unsigned char *restrict af_w, const float *restrict [[X:v[0-9]+]], const float *restrict [[W:v[0-9]+]], const bool *restrict [[M:v[0-9]+]], float *restrict [[Y:v[0-9]+]]) {
+// CHECK-NEXT:  static void k1_ew(const unsigned char *restrict af_w, void *af_s, size_t af_sb, const float *restrict [[X:v[0-9]+]], const float *restrict [[W:v[0-9]+]], const bool *restrict [[M:v[0-9]+]], float *restrict [[Y:v[0-9]+]]) {
 // CHECK:         AFRT_OMP(parallel for schedule(static))
 // CHECK-NEXT:    for (int64_t [[I:v[0-9]+]] = 0; [[I]] < 64; ++[[I]]) {
 // CHECK-NEXT:      for (int64_t [[J:v[0-9]+]] = 0; [[J]] < 1024; ++[[J]]) {
@@ -31,11 +31,11 @@ func.func @main(%x: tensor<64x1024xf32> {onnx.name = "in\"put; system(\"x\"); //
 // CHECK-NEXT:        const float [[R:v[0-9]+]] = ([[P]] > 0x0.0p+0f || [[P]] != [[P]]) ? [[P]] : 0x0.0p+0f;
 // CHECK-NEXT:        const float [[Z:v[0-9]+]] = [[C]] ? [[R]] : [[A]];
 // CHECK-NEXT:        [[Y]][[[I]] * 1024 + [[J]]] = [[Z]];
-// CHECK:       static void op2_cast(const unsigned char *restrict af_w, const bool *restrict {{v[0-9]+}}, int64_t *restrict {{v[0-9]+}}) {
+// CHECK:       static void op2_cast(const unsigned char *restrict af_w, void *af_s, size_t af_sb, const bool *restrict {{v[0-9]+}}, int64_t *restrict {{v[0-9]+}}) {
 // CHECK:           const int64_t {{v[0-9]+}} = {{v[0-9]+}} ? INT64_C(1) : INT64_C(0);
 // CHECK:       static void af_graph(af_model *m, const void *const *in, void *const *out) {
 // CHECK:         const float *[[WP:v[0-9]+]] = (const float *)(m->weights + 0);
-// CHECK-NEXT:    k1_ew(m->weights, {{v[0-9]+}}, [[WP]], {{v[0-9]+}}, {{v[0-9]+}});
+// CHECK-NEXT:    k1_ew(m->weights, m->scratch, m->scratch_bytes, {{v[0-9]+}}, [[WP]], {{v[0-9]+}}, {{v[0-9]+}});
 // CHECK:       static const char *const af_input_names[2] = {"in\042put; system(\042x\042); //", "mask"};
 // CHECK:       static const int af_input_dtypes[2] = {1, 9};
 // CHECK:       static const char *const af_output_names[2] = {"a\042; system(\042x\042); //", "ids"};
