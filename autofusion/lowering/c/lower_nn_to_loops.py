@@ -351,10 +351,9 @@ class FunctionLowering:
 
         out = self.out_buffer(final.results[0])
         self.buf[head.results[0]] = out
-        kind, batch_dims, row_dims = contraction_groups(head)
+        _, batch_dims, row_dims = contraction_groups(head)
         ep, ctx = self._make_epilogue(head, final, out, batch_dims, row_dims)
         contraction_call(self, head, out, ep, ctx)
-        del kind
 
     def _make_epilogue(
         self,

@@ -717,7 +717,6 @@ def _pool_loops(L: FunctionLowering, op: nn.PoolOp, out: SSAValue) -> None:
     cip = not is_max and bool(op.int_prop("count_include_pad"))
     t = elem(op.x)
     xb = L.buffer_of(op.x)
-    from xdsl.dialects.builtin import IndexType
 
     def body(e1: Emitter, idx: list[Index]) -> None:
         def rec(
@@ -769,7 +768,6 @@ def _pool_loops(L: FunctionLowering, op: nn.PoolOp, out: SSAValue) -> None:
             res = e1.add(arith.DivfOp(s_, cf))
         e1.store(res, out, idx)
 
-    del IndexType
     e.nest(ys, body)
 
 

@@ -708,14 +708,13 @@ class _FuncPrinter:
                 args = base + [r(a) for a in op.arguments]
                 self.emit(d, f"{self.top.sym[op.callee.string_value()]}({', '.join(args)});")
             case memref.AllocOp():
-                decl, base = self._ptr_decl(op.memref, False)
+                decl, _ = self._ptr_decl(op.memref, False)
                 nm = self.bind(op.memref)
                 if op.memref in self.alloc_index:
                     self.emit(d, f"{decl}{nm} = ({decl})m->bufs[{self.alloc_index[op.memref]}];")
                 else:
                     self.emit(d, f"{decl}{nm} = ({decl})af_alloc_tmp({_bytes(op.memref.type)});")
                     self.heap.add(op.memref)
-                del base
             case memref.DeallocOp():
                 self.emit(d, f"free({r(op.memref)});")
             case memref.GetGlobalOp():
