@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 from xdsl.dialects.builtin import ArrayAttr, DenseIntOrFPElementsAttr, StringAttr
 from xdsl.ir import Operation, SSAValue
+from xdsl.pattern_rewriter import PatternRewriter
 
 from autofusion.dialects import nn
 from autofusion.policy.reasons import merge_origins
@@ -63,7 +64,7 @@ def set_merged_origins(new: Operation, old: Sequence[Operation]) -> None:
 
 
 def erase_dead(
-    rewriter: object,
+    rewriter: PatternRewriter,
     ops: Sequence[Operation],
     keep: Operation | None = None,
     root_constants: Sequence[Operation] = (),
@@ -71,9 +72,6 @@ def erase_dead(
     """Erase the matched ``ops`` that nothing reads any more (readers first), then the
     constants they read that became unused. ``keep`` (the root, already replaced) is not
     erased again; ``root_constants`` are its constant operands, taken before replacing."""
-    from xdsl.pattern_rewriter import PatternRewriter
-
-    assert isinstance(rewriter, PatternRewriter)
     consts: list[Operation] = []
     consts.extend(root_constants)
     pending = [o for o in ops if o is not keep]
@@ -92,6 +90,22 @@ def erase_dead(
     for c in dict.fromkeys(consts):
         if isinstance(c, nn.ConstantOp) and c.parent is not None and not c.y.uses:
             rewriter.erase(c)
+
+
+def replace_match(
+    rewriter: PatternRewriter,
+    root: Operation,
+    new: Operation,
+    matched: Sequence[Operation],
+    also_dead: Sequence[Operation] = (),
+) -> None:
+    """Replace a recognised pattern by ``new``: ``new`` takes the merged origins of the
+    ``matched`` (non-constant) ops, ``root`` (their last op) is replaced by it, and the
+    matched ops, ``also_dead`` and their constants are erased once nothing reads them."""
+    set_merged_origins(new, [o for o in matched if not isinstance(o, nn.ConstantOp)])
+    root_consts = constant_operands(root)
+    rewriter.replace(root, new)
+    erase_dead(rewriter, [*matched, *also_dead], keep=root, root_constants=root_consts)
 
 
 def in_block_order(ops: Sequence[Operation]) -> list[Operation]:

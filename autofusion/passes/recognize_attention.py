@@ -37,10 +37,8 @@ from autofusion.dialects.base import f64_attr, i64_array, shape_of
 from autofusion.dialects.dtypes import tensor_type
 from autofusion.passes._match import (
     const_scalar,
-    constant_operands,
-    erase_dead,
     in_block_order,
-    set_merged_origins,
+    replace_match,
     sole_user,
 )
 
@@ -109,12 +107,8 @@ class RecognizeScaledDotProductAttention(RewritePattern):
             result_types=[out.out.type],
             properties={"scale": f64_attr(scale)},
         )
-        ordered = in_block_order(ops)
-        set_merged_origins(att, ordered)
-        root_consts = constant_operands(out)
-        rewriter.replace(out, att)
-        dead = [*ordered, ktr] if isinstance(ktr, nn.TransposeOp) else ordered
-        erase_dead(rewriter, dead, keep=out, root_constants=root_consts)
+        also_dead = [ktr] if isinstance(ktr, nn.TransposeOp) else []
+        replace_match(rewriter, out, att, in_block_order(ops), also_dead)
 
 
 @dataclass(frozen=True)

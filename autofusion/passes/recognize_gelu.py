@@ -35,10 +35,8 @@ from autofusion.dialects import nn
 from autofusion.passes._match import (
     close,
     const_scalar,
-    constant_operands,
-    erase_dead,
     other_operand,
-    set_merged_origins,
+    replace_match,
     sole_user,
 )
 
@@ -86,6 +84,18 @@ def _tail(c: SSAValue, x: SSAValue) -> tuple[Operation, list[Operation]] | None:
     return None
 
 
+def _one_plus_tail(y: SSAValue, x: SSAValue) -> tuple[Operation, list[Operation]] | None:
+    """Match ``c = y + 1`` followed by the ``_tail`` of ``c``; return (root, ops)."""
+    add = sole_user(y)
+    if not isinstance(add, nn.AddOp) or not close(const_scalar(other_operand(add, y)), 1.0):  # type: ignore[arg-type]
+        return None
+    tail = _tail(add.out, x)
+    if tail is None:
+        return None
+    root, ops = tail
+    return root, [add, *ops]
+
+
 @dataclass
 class RecognizeErfGelu(RewritePattern):
     @op_type_rewrite_pattern
@@ -94,14 +104,11 @@ class RecognizeErfGelu(RewritePattern):
         x = _scaled_by(a, INV_SQRT2)
         if x is None or not a.has_one_use():
             return
-        add = sole_user(erf.y)
-        if not isinstance(add, nn.AddOp) or not close(const_scalar(other_operand(add, erf.y)), 1.0):  # type: ignore[arg-type]
-            return
-        tail = _tail(add.out, x)
+        tail = _one_plus_tail(erf.y, x)
         if tail is None:
             return
         root, ops = tail
-        _replace(rewriter, root, x, "none", [a.owner, erf, add, *ops])  # type: ignore[list-item]
+        _replace(rewriter, root, x, "none", [a.owner, erf, *ops])  # type: ignore[list-item]
 
 
 @dataclass
@@ -122,16 +129,11 @@ class RecognizeTanhGelu(RewritePattern):
             cube = _cube_of(p, x)
             if cube is None:
                 continue
-            add = sole_user(tanh.y)
-            if not isinstance(add, nn.AddOp) or not close(
-                const_scalar(other_operand(add, tanh.y)), 1.0
-            ):  # type: ignore[arg-type]
-                return
-            tail = _tail(add.out, x)
+            tail = _one_plus_tail(tanh.y, x)
             if tail is None:
                 return
             root, ops = tail
-            _replace(rewriter, root, x, "tanh", [*cube, q.owner, radd, s.owner, tanh, add, *ops])  # type: ignore[list-item]
+            _replace(rewriter, root, x, "tanh", [*cube, q.owner, radd, s.owner, tanh, *ops])  # type: ignore[list-item]
             return
 
 
@@ -143,10 +145,7 @@ def _replace(
         result_types=[root.results[0].type],
         properties={"approximate": StringAttr(approx)},
     )
-    set_merged_origins(gelu, [o for o in ops if not isinstance(o, nn.ConstantOp)])
-    root_consts = constant_operands(root)
-    rewriter.replace(root, gelu)
-    erase_dead(rewriter, ops, keep=root, root_constants=root_consts)
+    replace_match(rewriter, root, gelu, ops)
 
 
 @dataclass(frozen=True)

@@ -40,10 +40,8 @@ from autofusion.passes._match import (
     close,
     const_scalar,
     const_value,
-    constant_operands,
-    erase_dead,
     other_operand,
-    set_merged_origins,
+    replace_match,
     sole_user,
 )
 
@@ -134,10 +132,7 @@ class RecognizeDecomposedLayerNorm(RewritePattern):
             result_types=[root.results[0].type],
             properties={"axis": int_attr(axis), "epsilon": f64_attr(eps)},
         )
-        set_merged_origins(ln, ops)
-        root_consts = constant_operands(root)
-        rewriter.replace(root, ln)
-        erase_dead(rewriter, ops, keep=root, root_constants=root_consts)
+        replace_match(rewriter, root, ln, ops)
 
 
 @dataclass(frozen=True)
