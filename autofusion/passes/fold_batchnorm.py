@@ -24,13 +24,7 @@ from typing import ClassVar
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import (
-    ArrayAttr,
-    DenseIntOrFPElementsAttr,
-    FloatAttr,
-    ModuleOp,
-    StringAttr,
-)
+from xdsl.dialects.builtin import ArrayAttr, FloatAttr, ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -40,24 +34,16 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
     op_type_rewrite_pattern,
 )
+from xdsl.rewriter import InsertPoint
 
 from autofusion.dialects import nn
 from autofusion.dialects.base import shape_of
-from autofusion.dialects.dtypes import dense_from_numpy, numpy_from_dense
+from autofusion.dialects.dtypes import dense_from_numpy
+from autofusion.passes._match import const_value, constant_operands, erase_dead
 from autofusion.policy.engine import FusionPolicy
 from autofusion.policy.reasons import RefusalLog, merge_origins, origins_of
 
 FAMILY = "fold_batchnorm"
-
-
-def constant_array(v: SSAValue | None) -> np.ndarray | None:
-    """The numpy value of a (non-elided) nn.constant, else None."""
-    if v is None:
-        return None
-    op = v.owner
-    if isinstance(op, nn.ConstantOp) and isinstance(op.value, DenseIntOrFPElementsAttr):
-        return numpy_from_dense(op.value)
-    return None
 
 
 def make_constant(arr: np.ndarray, origins: list[str]) -> nn.ConstantOp:
@@ -69,6 +55,34 @@ def make_constant(arr: np.ndarray, origins: list[str]) -> nn.ConstantOp:
 
 def set_origins(op: Operation, origins: list[str]) -> None:
     op.attributes["onnx.origins"] = ArrayAttr([StringAttr(o) for o in origins])
+
+
+def folded_constants(
+    weight: SSAValue, bn: nn.BatchNormOp, w2: np.ndarray, b2: np.ndarray
+) -> tuple[nn.ConstantOp, nn.ConstantOp]:
+    """The folded weight (origins: the old weight's and the BN's) and bias (the BN's)."""
+    wc = make_constant(w2, [*origins_of(weight.owner), *origins_of(bn)])  # type: ignore[arg-type]
+    bc = make_constant(b2, [*origins_of(bn)])
+    return wc, bc
+
+
+def replace_pair(
+    rewriter: PatternRewriter,
+    prod: Operation,
+    bn: nn.BatchNormOp,
+    consts: tuple[nn.ConstantOp, nn.ConstantOp],
+    new_ops: list[Operation],
+    origins: list[str],
+) -> None:
+    """Replace ``bn(prod)`` by ``new_ops`` (the last gives the result; all take
+    ``origins``), the folded ``consts`` placed before ``prod``; then erase ``prod`` and
+    the old weights and statistics once nothing reads them."""
+    for new in new_ops:
+        set_origins(new, origins)
+    stats = constant_operands(bn)
+    rewriter.insert(list(consts), InsertPoint.before(prod))
+    rewriter.replace(bn, new_ops, [new_ops[-1].results[0]])
+    erase_dead(rewriter, [prod], root_constants=stats)
 
 
 @dataclass
@@ -94,7 +108,7 @@ class FoldBatchNormIntoProducer(RewritePattern):
                 pair,
             )
             return
-        stats = [constant_array(v) for v in (bn.scale, bn.bias, bn.mean, bn.var)]
+        stats = [const_value(v) for v in (bn.scale, bn.bias, bn.mean, bn.var)]
         if any(s is None for s in stats):
             self.log.add(
                 "not-a-constant",
@@ -106,20 +120,15 @@ class FoldBatchNormIntoProducer(RewritePattern):
         s = scale / np.sqrt(var + bn.float_prop("epsilon"))
         shift = beta - mean * s
         origins = merge_origins(pair)
-        stat_ops = [v.owner for v in (bn.scale, bn.bias, bn.mean, bn.var)]
         if isinstance(prod, nn.ConvOp):
             self.fold_conv(prod, bn, s, shift, origins, rewriter)
         elif isinstance(prod, nn.GemmOp):
             self.fold_gemm(prod, bn, s, shift, origins, rewriter)
         else:
             self.fold_matmul(prod, bn, s, shift, origins, rewriter)
-        if bn.parent is None:  # folded: drop statistics nothing else reads
-            for c in dict.fromkeys(stat_ops):
-                if isinstance(c, nn.ConstantOp) and c.parent is not None and not c.y.uses:
-                    rewriter.erase(c)
 
     def _weights(self, v: SSAValue, pair: list[Operation], what: str) -> np.ndarray | None:
-        w = constant_array(v)
+        w = const_value(v)
         if w is None:
             self.log.add("not-a-constant", f"{what} is not a constant (or is elided)", pair)
         return w
@@ -137,24 +146,20 @@ class FoldBatchNormIntoProducer(RewritePattern):
         w = self._weights(conv.w, pair, "convolution weight")
         if w is None:
             return
-        b = np.zeros(w.shape[0]) if conv.bias is None else constant_array(conv.bias)
+        b = np.zeros(w.shape[0]) if conv.bias is None else const_value(conv.bias)
         if b is None:
             self.log.add("not-a-constant", "convolution bias is not a constant", pair)
             return
         w2 = w.astype(np.float64) * s.reshape((-1,) + (1,) * (w.ndim - 1))
         b2 = b.astype(np.float64) * s + shift
-        wc = make_constant(w2, [*origins_of(conv.w.owner), *origins_of(bn)])  # type: ignore[arg-type]
-        bc = make_constant(b2, [*origins_of(bn)])
+        wc, bc = folded_constants(conv.w, bn, w2, b2)
         new = nn.ConvOp.build(
             operands=[conv.x, wc.y, bc.y],
             result_types=[bn.y.type],
             properties=dict(conv.properties),
             attributes=dict(conv.attributes),
         )
-        set_origins(new, origins)
-        rewriter.insert([wc, bc], _before(conv))
-        rewriter.replace(bn, new)
-        _erase_dead(rewriter, conv)
+        replace_pair(rewriter, conv, bn, (wc, bc), [new], origins)
 
     def fold_gemm(
         self,
@@ -175,7 +180,7 @@ class FoldBatchNormIntoProducer(RewritePattern):
         if gemm.c is None:
             c = np.zeros(n)
         else:
-            c0 = constant_array(gemm.c)
+            c0 = const_value(gemm.c)
             if c0 is None:
                 self.log.add("not-a-constant", "Gemm C is not a constant", pair)
                 return
@@ -183,8 +188,7 @@ class FoldBatchNormIntoProducer(RewritePattern):
         w64 = w.astype(np.float64)
         w2 = w64 * s[:, None] if gemm.bool_prop("trans_b") else w64 * s[None, :]
         c2 = c * s + shift
-        wc = make_constant(w2, [*origins_of(gemm.b.owner), *origins_of(bn)])  # type: ignore[arg-type]
-        cc = make_constant(c2, [*origins_of(bn)])
+        wc, cc = folded_constants(gemm.b, bn, w2, c2)
         props = dict(gemm.properties)
         props["beta"] = FloatAttr(1.0, gemm.beta.type)
         new = nn.GemmOp.build(
@@ -193,10 +197,7 @@ class FoldBatchNormIntoProducer(RewritePattern):
             properties=props,
             attributes=dict(gemm.attributes),
         )
-        set_origins(new, origins)
-        rewriter.insert([wc, cc], _before(gemm))
-        rewriter.replace(bn, new)
-        _erase_dead(rewriter, gemm)
+        replace_pair(rewriter, gemm, bn, (wc, cc), [new], origins)
 
     def fold_matmul(
         self,
@@ -219,34 +220,12 @@ class FoldBatchNormIntoProducer(RewritePattern):
         if w is None:
             return
         w2 = w.astype(np.float64) * s[None, :]
-        wc = make_constant(w2, [*origins_of(mm.b.owner), *origins_of(bn)])  # type: ignore[arg-type]
-        bc = make_constant(shift, [*origins_of(bn)])
+        wc, bc = folded_constants(mm.b, bn, w2, shift)
         new_mm = nn.MatMulOp.build(
             operands=[mm.a, wc.y], result_types=[mm.out.type], attributes=dict(mm.attributes)
         )
-        set_origins(new_mm, origins)
         add = nn.AddOp.build(operands=[new_mm.out, bc.y], result_types=[bn.y.type])
-        set_origins(add, origins)
-        rewriter.insert([wc, bc], _before(mm))
-        rewriter.replace(bn, [new_mm, add], [add.out])
-        _erase_dead(rewriter, mm)
-
-
-def _before(op: Operation):  # type: ignore[no-untyped-def]
-    from xdsl.rewriter import InsertPoint
-
-    return InsertPoint.before(op)
-
-
-def _erase_dead(rewriter: PatternRewriter, op: Operation) -> None:
-    """Erase ``op`` and then its constant operands, once nothing reads them."""
-    if any(r.uses for r in op.results):
-        return
-    consts = [v.owner for v in op.operands if isinstance(v.owner, nn.ConstantOp)]
-    rewriter.erase(op)
-    for c in consts:
-        if isinstance(c, nn.ConstantOp) and not c.y.uses and c.parent is not None:
-            rewriter.erase(c)
+        replace_pair(rewriter, mm, bn, (wc, bc), [new_mm, add], origins)
 
 
 @dataclass(frozen=True)
