@@ -966,9 +966,49 @@ static inline void afrt_conv_dw_channel_(const float *x, const float *w, float *
             }
 #endif
         }
+#if defined(__AVX512F__)
+        if (sw == 2) {
+            /* interior, 16 outputs at a time: the even lanes of 31 consecutive inputs per tap */
+            const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8,
+                                                  6, 4, 2, 0);
+            for (ow = ilo; ow + 16 <= ihi; ow += 16) {
+                __m512 acc = _mm512_setzero_ps();
+                for (int64_t r = r_lo; r < r_hi; ++r) {
+                    const float *restrict xr = xc + (ih0 + r * dh) * W + (2 * ow - pl);
+                    for (int64_t s = 0; s < S; ++s) {
+                        const float *b = xr + s * dw;
+                        const __m512 lo = _mm512_loadu_ps(b);
+                        const __m512 hi = _mm512_maskz_loadu_ps((__mmask16)0x7fff, b + 16);
+                        acc = _mm512_fmadd_ps(_mm512_set1_ps(wk[r * S + s]),
+                                              _mm512_permutex2var_ps(lo, even, hi), acc);
+                    }
+                }
+                _mm512_storeu_ps(yr + ow, acc);
+            }
+            if (ow < ihi) { /* interior tail: c < 16 outputs read 2c - 1 inputs per tap */
+                const int64_t c = ihi - ow, need = 2 * c - 1;
+                const __mmask16 mlo = (__mmask16)(need >= 16 ? 0xffffu : (1u << need) - 1u);
+                const __mmask16 mhi = (__mmask16)(need > 16 ? (1u << (need - 16)) - 1u : 0u);
+                const __mmask16 mout = (__mmask16)((1u << c) - 1u);
+                __m512 acc = _mm512_setzero_ps();
+                for (int64_t r = r_lo; r < r_hi; ++r) {
+                    const float *restrict xr = xc + (ih0 + r * dh) * W + (2 * ow - pl);
+                    for (int64_t s = 0; s < S; ++s) {
+                        const float *b = xr + s * dw;
+                        const __m512 lo = _mm512_maskz_loadu_ps(mlo, b);
+                        const __m512 hi = _mm512_maskz_loadu_ps(mhi, b + 16);
+                        acc = _mm512_fmadd_ps(_mm512_set1_ps(wk[r * S + s]),
+                                              _mm512_permutex2var_ps(lo, even, hi), acc);
+                    }
+                }
+                _mm512_mask_storeu_ps(yr + ow, mout, acc);
+                ow = ihi;
+            }
+        }
+#endif
         /* everything else (borders, the interior's tail, other strides): tap by tap */
         for (int64_t o = 0; o < OW; ++o) {
-            if (sw == 1 && o >= ilo && o < ow) {
+            if ((sw == 1 || sw == 2) && o >= ilo && o < ow) {
                 o = ow - 1;
                 continue;
             }
