@@ -351,3 +351,55 @@ def _clip(ctx: NodeCtx) -> list[Value]:
                   {"min": f64_attr(lo), "max": f64_attr(hi)})
     ]
 
+
+
+# ---------------------------------------------------------------------------------------
+# IsNaN / IsInf: compositions of comparisons (the exporters' scaled_dot_product_attention
+# decomposition guards fully masked rows with Where(IsNaN(softmax), 0, softmax))
+# ---------------------------------------------------------------------------------------
+
+
+def _inf_flags(ctx: NodeCtx) -> tuple[bool, bool]:
+    return bool(ctx.attr("detect_positive", 1)), bool(ctx.attr("detect_negative", 1))
+
+
+@folder("IsNaN")
+def _fold_isnan(ctx: NodeCtx) -> list[np.ndarray]:
+    x = ctx.const_input(0, "X")
+    assert x is not None
+    return [np.isnan(x)]
+
+
+@folder("IsInf")
+def _fold_isinf(ctx: NodeCtx) -> list[np.ndarray]:
+    x = ctx.const_input(0, "X")
+    assert x is not None
+    pos, neg = _inf_flags(ctx)
+    return [np.asarray((pos & np.isposinf(x)) | (neg & np.isneginf(x)), dtype=np.bool_)]
+
+
+@converter("IsNaN")
+def _isnan(ctx: NodeCtx) -> list[Value]:
+    """IsNaN(x) = not(x == x): NaN is the only value unequal to itself."""
+    x = ctx.input(0)
+    if not dtypes.is_float(value_elem(x)):
+        raise ctx.error(f"expects a floating-point tensor, got {value_elem(x)}")
+    eq = emit_binary(ctx, nn.EqualOp, x, x)
+    return [ctx.emit1(nn.NotOp, [eq], value_shape(x), i1)]
+
+
+@converter("IsInf")
+def _isinf(ctx: NodeCtx) -> list[Value]:
+    """IsInf(x): x == +inf and/or x == -inf (both: |x| == inf), per detect_positive/negative."""
+    x = ctx.input(0)
+    elem = value_elem(x)
+    if not dtypes.is_float(elem):
+        raise ctx.error(f"expects a floating-point tensor, got {elem}")
+    pos, neg = _inf_flags(ctx)
+    inf = np.array(np.inf, dtype=dtypes.to_numpy_dtype(elem))
+    if pos and neg:
+        absx = ctx.emit1(nn.AbsOp, [x], value_shape(x), elem)
+        return [emit_binary(ctx, nn.EqualOp, absx, ctx.const(inf))]
+    if pos or neg:
+        return [emit_binary(ctx, nn.EqualOp, x, ctx.const(inf if pos else -inf))]
+    return [ctx.const(np.zeros(value_shape(x), dtype=np.bool_))]
