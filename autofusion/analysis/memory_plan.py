@@ -281,18 +281,24 @@ HEURISTICS: dict[str, tuple[Callable[[Sequence[Buffer]], list[int]], bool]] = {
 }
 
 
-def lower_bound(buffers: Sequence[Buffer]) -> int:
-    """Max over steps of the bytes of the buffers live at that step."""
+def live_bytes(buffers: Sequence[Buffer]) -> list[int]:
+    """Per schedule step, the bytes of the buffers live at that step."""
     n_steps = max((b.end for b in buffers), default=-1) + 2
     delta = [0] * (n_steps + 1)
     for b in buffers:
         delta[b.start] += b.size
         delta[b.end + 1] -= b.size
-    best = acc = 0
+    profile: list[int] = []
+    acc = 0
     for d in delta:
         acc += d
-        best = max(best, acc)
-    return best
+        profile.append(acc)
+    return profile
+
+
+def lower_bound(buffers: Sequence[Buffer]) -> int:
+    """Max over steps of the bytes of the buffers live at that step."""
+    return max(live_bytes(buffers), default=0)
 
 
 def plan_memory(

@@ -45,6 +45,7 @@ from autofusion.analysis.memory_plan import (
     Buffers,
     MemoryPlan,
     build_buffers,
+    live_bytes,
     lower_bound,
     plan_memory,
 )
@@ -267,16 +268,7 @@ def _repeat(main: func.FuncOp, last: _Candidate, signature: tuple[str, ...],
 def excess(buffers: Sequence[Buffer], limit: int) -> int:
     """Bytes over ``limit`` summed over the steps: falls with every peak tiled away, even
     while other, equal peaks still set the arena size."""
-    n = max((b.end for b in buffers), default=-1) + 2
-    delta = [0] * (n + 1)
-    for b in buffers:
-        delta[b.start] += b.size
-        delta[b.end + 1] -= b.size
-    total = acc = 0
-    for d in delta:
-        acc += d
-        total += max(0, acc - limit)
-    return total
+    return sum(max(0, live - limit) for live in live_bytes(buffers))
 
 
 def tile_to_limit(module: ModuleOp, limit_bytes: int, alignment: int = DEFAULT_ALIGNMENT,
