@@ -15,6 +15,7 @@ Intermediates are results of top-level ops that are neither function results nor
 
 from __future__ import annotations
 
+from collections.abc import Container, Iterator, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import func
@@ -93,24 +94,30 @@ def is_planned_op(op: Operation) -> bool:
     return not isinstance(op, ConstantOp)
 
 
-def liveness(main: func.FuncOp) -> list[Interval]:
-    """Live intervals of all intermediates of ``@main``, in definition order."""
-    steps = schedule(main)
-    index = {op: i for i, op in enumerate(steps)}
-    outputs = returned_values(main)
-    end_step = len(steps)
-    intervals: list[Interval] = []
+def _intermediates(
+    steps: Sequence[Operation], outputs: Container[SSAValue]
+) -> Iterator[tuple[int, OpResult]]:
+    """(defining step, value) of each intermediate of ``steps``, in definition order."""
     for i, op in enumerate(steps):
         if not is_planned_op(op):
             continue
         for res in op.results:
-            if res in outputs or not isinstance(res.type, TensorType):
-                continue
-            last = i
-            for use in res.uses:
-                top = top_level_user(use.operation, main)
-                last = max(last, index.get(top, end_step))
-            intervals.append(Interval(res, i, last, tensor_bytes(res.type)))
+            if res not in outputs and isinstance(res.type, TensorType):
+                yield i, res
+
+
+def liveness(main: func.FuncOp) -> list[Interval]:
+    """Live intervals of all intermediates of ``@main``, in definition order."""
+    steps = schedule(main)
+    index = {op: i for i, op in enumerate(steps)}
+    end_step = len(steps)
+    intervals: list[Interval] = []
+    for i, res in _intermediates(steps, returned_values(main)):
+        last = i
+        for use in res.uses:
+            top = top_level_user(use.operation, main)
+            last = max(last, index.get(top, end_step))
+        intervals.append(Interval(res, i, last, tensor_bytes(res.type)))
     return intervals
 
 
@@ -127,12 +134,7 @@ def schedule_liveness(
     for i, op in enumerate(steps):
         for v in op.operands:
             last[rename.get(v, v)] = i
-    intervals: list[Interval] = []
-    for i, op in enumerate(steps):
-        if not is_planned_op(op):
-            continue
-        for res in op.results:
-            if res in outputs or not isinstance(res.type, TensorType):
-                continue
-            intervals.append(Interval(res, i, max(i, last.get(res, i)), tensor_bytes(res.type)))
-    return intervals
+    return [
+        Interval(res, i, max(i, last.get(res, i)), tensor_bytes(res.type))
+        for i, res in _intermediates(steps, outputs)
+    ]
