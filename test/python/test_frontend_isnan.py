@@ -33,7 +33,8 @@ X = np.array([[np.nan, np.inf, -np.inf, -0.0, 1.5, -2.0],
               [3.0, np.nan, 7.0, -np.inf, np.inf, 0.25]], dtype=np.float32)  # fmt: skip
 
 CASES = [("IsNaN", {}), ("IsInf", {}), ("IsInf", {"detect_negative": 0}),
-         ("IsInf", {"detect_positive": 0}), ("IsInf", {"detect_positive": 0, "detect_negative": 0})]  # fmt: skip
+         ("IsInf", {"detect_positive": 0}),
+         ("IsInf", {"detect_positive": 0, "detect_negative": 0})]  # fmt: skip
 
 
 @pytest.mark.parametrize(("op", "attrs"), CASES, ids=[f"{o}{a}" for o, a in CASES])
@@ -58,7 +59,9 @@ def test_isnan_of_a_constant_folds() -> None:
                               opset_imports=[helper.make_opsetid("", 20)])  # fmt: skip
     module = import_onnx(model, progress=False)
     names = [op.name for op in module.walk()]
-    assert "nn.equal" not in names and "nn.not" not in names and "nn.where" in names
+    assert "nn.equal" not in names
+    assert "nn.not" not in names
+    assert "nn.where" in names
     xv = np.array([5.0, 6.0, 7.0], dtype=np.float32)
     np.testing.assert_array_equal(run_module(module, {"x": xv})["y"],
                                   onnxruntime_outputs(model, {"x": xv})["y"])  # fmt: skip
