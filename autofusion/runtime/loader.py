@@ -49,6 +49,9 @@ def _default_openmp_wait_policy() -> None:
     running; with passive waiting 1.1x (docs/runtime.md)."""
     if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
         os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+    # afrt's default GEMM core threads with OpenMP; OpenBLAS (scipy-openblas32, a fallback
+    # here) would otherwise start a pool of its own threads when first loaded.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
 def _bind(lib: ctypes.CDLL, path: Path) -> None:
