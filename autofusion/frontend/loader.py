@@ -18,6 +18,7 @@ from typing import BinaryIO
 import onnx
 from google.protobuf.message import DecodeError
 
+from autofusion.analysis.order import stable_topological_order
 from autofusion.dialects import dtypes
 from autofusion.errors import AutofusionError
 from autofusion.frontend import wire
@@ -208,26 +209,14 @@ def topo_sort(graph: onnx.GraphProto, known: set[str], filename: str) -> Ordered
         raise AutofusionError(
             f"{filename}: value never produced (dangling input): " + "; ".join(dangling)
         )
-    users: list[list[int]] = [[] for _ in nodes]
-    remaining = [len(d) for d in deps]
-    for i, d in enumerate(deps):
-        for p in d:
-            users[p].append(i)
-    import heapq
-
-    ready = [i for i, r in enumerate(remaining) if r == 0]
-    heapq.heapify(ready)
-    order: list[int] = []
-    while ready:
-        i = heapq.heappop(ready)
-        order.append(i)
-        for u in users[i]:
-            remaining[u] -= 1
-            if remaining[u] == 0:
-                heapq.heappush(ready, u)
+    order = stable_topological_order(deps)
     if len(order) != len(nodes):
         # Drop nodes that merely depend on the cycle: keep those with a stuck user.
-        stuck_set = {i for i, r in enumerate(remaining) if r}
+        stuck_set = set(range(len(nodes))).difference(order)
+        users: list[list[int]] = [[] for _ in nodes]
+        for i, d in enumerate(deps):
+            for p in d:
+                users[p].append(i)
         changed = True
         while changed:
             changed = False

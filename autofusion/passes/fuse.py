@@ -19,7 +19,6 @@ Options: ``config`` (JSON/YAML file), ``aggressiveness`` (-1 = config/env/defaul
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
@@ -33,6 +32,7 @@ from xdsl.rewriter import Rewriter
 
 from autofusion.analysis import cost, structure
 from autofusion.analysis.hardware import Hardware, hardware_for
+from autofusion.analysis.order import stable_topological_order
 from autofusion.dialects import nn
 from autofusion.dialects.fusion import KernelOp, YieldOp
 from autofusion.policy.engine import FusionPolicy
@@ -76,27 +76,11 @@ def topo_sort_block(block: Block) -> None:
     term = ops[-1]
     body = ops[:-1]
     index = {op: i for i, op in enumerate(body)}
-    indeg = [0] * len(body)
-    users: list[list[int]] = [[] for _ in body]
-    for i, op in enumerate(body):
-        deps = {
-            index[v.owner]
-            for v in op.operands
-            if isinstance(v.owner, Operation) and v.owner in index
-        }
-        for d in deps:
-            users[d].append(i)
-        indeg[i] = len(deps)
-    heap = [i for i, d in enumerate(indeg) if d == 0]
-    heapq.heapify(heap)
-    order: list[int] = []
-    while heap:
-        i = heapq.heappop(heap)
-        order.append(i)
-        for u in users[i]:
-            indeg[u] -= 1
-            if indeg[u] == 0:
-                heapq.heappush(heap, u)
+    deps = [
+        {index[v.owner] for v in op.operands if isinstance(v.owner, Operation) and v.owner in index}
+        for op in body
+    ]
+    order = stable_topological_order(deps)
     if len(order) != len(body):
         raise AssertionError("fusion produced a dependence cycle")
     if order == list(range(len(body))):
