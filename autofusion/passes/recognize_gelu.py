@@ -3,7 +3,7 @@
 Erf form (exporters' ``x * 0.5 * (1 + erf(x / sqrt(2)))`` in either association)::
 
     a = x / 1.41421 (or x * 0.70711);  e = erf(a);  c = e + 1;
-    y = (x * c) * 0.5   or   y = (x * 0.5) * c
+    y = (x * c) * 0.5   or   y = (x * 0.5) * c   or   y = x * (c * 0.5)
 
 Tanh form: ``0.5 * x * (1 + tanh(0.79788 * (x + 0.044715 * x^3)))`` with ``x^3`` as
 ``pow(x, 3)`` or ``x * x * x``; becomes ``nn.gelu {approximate = "tanh"}``.
@@ -81,6 +81,11 @@ def _tail(c: SSAValue, x: SSAValue) -> tuple[Operation, list[Operation]] | None:
         return None
     if t is not None and t.has_one_use() and _scaled_by(t, 0.5) is x:
         return m, [t.owner, m]  # type: ignore[list-item]
+    if t is not None and close(const_scalar(t), 0.5):
+        # x * (c * 0.5): the torch dynamo exporter's association
+        root = sole_user(m.out)
+        if isinstance(root, nn.MulOp) and other_operand(root, m.out) is x:
+            return root, [m, root]
     return None
 
 
