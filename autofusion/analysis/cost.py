@@ -204,6 +204,7 @@ def estimate_join(
     (the group is duplicated into each of ``readers`` consumers).
     """
     ops = [*group, consumer]
+    group_flops = total_flops(group)
     ws = working_set(ops, hw)
     fits = ws <= hw.fused_cache_bytes
     vb = value_bytes(value)
@@ -221,7 +222,7 @@ def estimate_join(
         }
         in_bytes = sum(value_bytes(v) for v in inputs)
         saved = readers * vb - (readers - 1) * in_bytes
-        per_elem = sum(op_flops(o) for o in group) / max(numel(value), 1)
+        per_elem = group_flops / max(numel(value), 1)
         if per_elem > RECOMPUTE_MAX_FLOPS_PER_ELEM:
             return Estimate(
                 0,
@@ -235,7 +236,7 @@ def estimate_join(
             )
     if not fits:
         saved = 0
-    flops = sum(op_flops(o) for o in ops)
+    flops = group_flops + op_flops(consumer)
     moved = group_traffic(ops)
     if not fits:
         why = (
@@ -265,4 +266,5 @@ def kernel_bytes_saved(kernel: KernelOp) -> int:
 
 
 def total_flops(ops: Iterable[Operation]) -> int:
+    """Summed ``op_flops`` of ``ops``."""
     return sum(op_flops(o) for o in ops)

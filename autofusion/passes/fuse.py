@@ -117,18 +117,11 @@ def outline(
                 p = v.owner
                 if isinstance(p, Operation) and p in members:
                     continue
-                if v in inputs:
-                    continue
-                if (
-                    isinstance(p, nn.ConstantOp)
-                    and cost.numel(v) <= SMALL_CONSTANT
-                    and p not in cloned_consts
-                ):
-                    cloned_consts.append(p)
-                    continue
-                if isinstance(p, nn.ConstantOp) and p in cloned_consts:
-                    continue
-                inputs.append(v)
+                if isinstance(p, nn.ConstantOp) and cost.numel(v) <= SMALL_CONSTANT:
+                    if p not in cloned_consts:  # small constants are cloned, not passed
+                        cloned_consts.append(p)
+                elif v not in inputs:
+                    inputs.append(v)
         outputs: list[SSAValue] = []
         for o in ops:
             if o in rec:
@@ -222,9 +215,9 @@ class Decision:
                     f"the value has {readers - 1} other reader(s) and {r.reason}",
                     r.nodes,
                 )
-        est = cost.estimate_join(cluster.ops, consumer, value, self.hw, mode, readers)
         if not self.policy.cost_applies(consumer, cluster.ops):
             return None
+        est = cost.estimate_join(cluster.ops, consumer, value, self.hw, mode, readers)
         if not est.profitable:
             return Refusal("cost", est.why, nodes_of([producer, consumer]))
         if mode == "recompute":

@@ -30,6 +30,7 @@ from autofusion.analysis import cost
 from autofusion.analysis.hardware import hardware_for
 from autofusion.dialects import nn
 from autofusion.dialects.base import shape_of
+from autofusion.passes._match import sole_user
 from autofusion.passes.fuse import main_funcs, outline, short_name
 from autofusion.policy.engine import FusionPolicy
 from autofusion.policy.reasons import Refusal, RefusalLog, nodes_of
@@ -44,12 +45,6 @@ ACTIVATIONS = (
     nn.GeluOp,
 )
 FAMILY = "conv_bn_relu"
-
-
-def _sole_reader(v: SSAValue) -> Operation | None:
-    if not v.has_one_use():
-        return None
-    return next(iter(v.uses)).operation
 
 
 def _is_channel_bias(op: Operation, v: SSAValue) -> bool:
@@ -98,7 +93,7 @@ class _ChainBuilder:
         while stages:
             if v.uses.get_length() == 0:
                 break
-            nxt = _sole_reader(v)
+            nxt = sole_user(v)
             if nxt is None:
                 readers = [u.operation for u in v.uses]
                 if any(self._stage_of(r, v, stages) for r in readers):
