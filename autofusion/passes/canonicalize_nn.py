@@ -27,6 +27,7 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
     op_type_rewrite_pattern,
 )
+from xdsl.rewriter import Rewriter
 
 from autofusion.analysis.cost import numel
 from autofusion.dialects import nn
@@ -99,11 +100,8 @@ class CanonicalizeNN(ModulePass):
             ),
             apply_recursively=False,
         ).rewrite_module(op)
-        for f in op.ops:  # constants nothing reads any more
-            for region in f.regions:
-                for block in region.blocks:
-                    for o in reversed(list(block.ops)):
-                        if isinstance(o, nn.ConstantOp) and not o.y.uses:
-                            from xdsl.rewriter import Rewriter
-
-                            Rewriter.erase_op(o)
+        # constants nothing reads any more, in the bodies of the module's functions
+        for block in [b for f in op.ops for region in f.regions for b in region.blocks]:
+            for o in reversed(list(block.ops)):
+                if isinstance(o, nn.ConstantOp) and not o.y.uses:
+                    Rewriter.erase_op(o)
