@@ -88,7 +88,6 @@ class Emitter:
     """Appends ops to the body of ``@main`` and materialises constants once each."""
 
     block: Block
-    constants_emitted: int = 0
 
     def materialise(self, c: Const) -> SSAValue:
         if c._op is None:
@@ -96,7 +95,6 @@ class Emitter:
             op.attributes["onnx.origins"] = str_array([c.origin])
             self.block.add_op(op)
             c._op = op
-            self.constants_emitted += 1
         return c._op.results[0]
 
 
