@@ -115,3 +115,19 @@ def test_threads_give_same_outputs(tmp_path: Path) -> None:
     two = build_and_run(compile_onnx(model), feeds, tmp_path / "t2", threads=2)
     for k in one:
         assert_close(two[k], one[k], f"threads: {k}")
+
+
+def test_wrong_weights_file_is_a_clear_error(tmp_path: Path) -> None:
+    from autofusion.errors import AutofusionError
+    from autofusion.lowering.c.testing import build
+    from autofusion.runtime.loader import ModelLibrary
+
+    lib = build(compile_onnx(zoo.get_model("tiny_cnn")), tmp_path)
+    size = (tmp_path / "weights.bin").stat().st_size
+    assert size > 0 and size % 4 == 0
+    short = tmp_path / "short.bin"
+    short.write_bytes((tmp_path / "weights.bin").read_bytes()[:-4])
+    with pytest.raises(AutofusionError, match=f"expected {size} bytes, got {size - 4}"):
+        ModelLibrary(lib, short, 1)
+    with pytest.raises(AutofusionError, match="cannot open"):
+        ModelLibrary(lib, tmp_path / "missing.bin", 1)
