@@ -124,7 +124,8 @@ def test_wrong_weights_file_is_a_clear_error(tmp_path: Path) -> None:
 
     lib = build(compile_onnx(zoo.get_model("tiny_cnn")), tmp_path)
     size = (tmp_path / "weights.bin").stat().st_size
-    assert size > 0 and size % 4 == 0
+    assert size > 0
+    assert size % 4 == 0
     short = tmp_path / "short.bin"
     short.write_bytes((tmp_path / "weights.bin").read_bytes()[:-4])
     with pytest.raises(AutofusionError, match=f"expected {size} bytes, got {size - 4}"):
