@@ -106,19 +106,30 @@ def _intermediates(
                 yield i, res
 
 
+def last_uses(main: func.FuncOp, steps: Sequence[Operation]) -> dict[SSAValue, int]:
+    """For every result of ``steps`` (the schedule of ``main``), the last step that reads
+    it: its own step if nothing does, ``len(steps)`` for a function result."""
+    index = {op: i for i, op in enumerate(steps)}
+    end_step = len(steps)
+    outputs = returned_values(main)
+    last: dict[SSAValue, int] = {}
+    for i, op in enumerate(steps):
+        for r in op.results:
+            end = end_step if r in outputs else i
+            for use in r.uses:
+                end = max(end, index.get(top_level_user(use.operation, main), end_step))
+            last[r] = end
+    return last
+
+
 def liveness(main: func.FuncOp) -> list[Interval]:
     """Live intervals of all intermediates of ``@main``, in definition order."""
     steps = schedule(main)
-    index = {op: i for i, op in enumerate(steps)}
-    end_step = len(steps)
-    intervals: list[Interval] = []
-    for i, res in _intermediates(steps, returned_values(main)):
-        last = i
-        for use in res.uses:
-            top = top_level_user(use.operation, main)
-            last = max(last, index.get(top, end_step))
-        intervals.append(Interval(res, i, last, tensor_bytes(res.type)))
-    return intervals
+    last = last_uses(main, steps)
+    return [
+        Interval(res, i, last[res], tensor_bytes(res.type))
+        for i, res in _intermediates(steps, returned_values(main))
+    ]
 
 
 def schedule_liveness(

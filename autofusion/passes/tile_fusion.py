@@ -33,11 +33,11 @@ from xdsl.passes import ModulePass
 
 from autofusion.analysis.liveness import (
     find_main,
+    last_uses,
     liveness,
     returned_values,
     schedule,
     schedule_liveness,
-    top_level_user,
 )
 from autofusion.analysis.memory_plan import (
     DEFAULT_ALIGNMENT,
@@ -81,19 +81,6 @@ class _Candidate:
     dim: int
     count: int
     estimate: float
-
-
-def _last_uses(main: func.FuncOp, steps: list[Operation]) -> dict[SSAValue, int]:
-    index = {op: i for i, op in enumerate(steps)}
-    outs = returned_values(main)
-    last: dict[SSAValue, int] = {}
-    for i, op in enumerate(steps):
-        for r in op.results:
-            end = len(steps) if r in outs else i
-            for use in r.uses:
-                end = max(end, index.get(top_level_user(use.operation, main), len(steps)))
-            last[r] = end
-    return last
 
 
 def _regions(steps: list[Operation], last: dict[SSAValue, int], peak: int
@@ -152,7 +139,7 @@ def _candidates(main: func.FuncOp, plan: Buffers, limit: int, alignment: int
         for s in range(iv.start, iv.end + 1):
             live[s].append((iv.value, iv.start, size[iv.value]))
     load = [sum(sz for _, _, sz in lv) for lv in live]
-    last = _last_uses(main, steps)
+    last = last_uses(main, steps)
     index = {op: i for i, op in enumerate(steps)}
     # The busiest step that is not already a tile piece and can start a region (a model
     # often has the same peak in every layer: each round removes one).
@@ -255,7 +242,7 @@ def _repeat(main: func.FuncOp, last: _Candidate, signature: tuple[str, ...],
         if max(load[a:a + length]) <= limit:
             continue
         if lasts is None:
-            lasts = _last_uses(main, steps)
+            lasts = last_uses(main, steps)
         y_step = a + (last.y_step - last.start)
         escaping = [r for op in region if not isinstance(op, nn.ConstantOp)
                     for r in op.results if lasts[r] > a + length - 1]
