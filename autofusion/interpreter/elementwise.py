@@ -78,24 +78,6 @@ def _relu(x: np.ndarray) -> np.ndarray:
     return np.where(x <= 0, x.dtype.type(0), x)
 
 
-def _gelu(op: nn.GeluOp, x: np.ndarray) -> np.ndarray:
-    half = _scalar(x, 0.5)
-    if op.str_prop("approximate") == "tanh":
-        c = _scalar(x, np.sqrt(2 / np.pi))
-        return half * x * (1 + np.tanh(c * (x + _scalar(x, 0.044715) * x * x * x)))
-    return half * x * (1 + erf(x / _scalar(x, np.sqrt(2.0))))
-
-
-def _clip(op: nn.ClipOp, x: np.ndarray) -> np.ndarray:
-    lo, hi = op.float_prop("min"), op.float_prop("max")
-    if x.dtype.kind in "iu":
-        info = np.iinfo(x.dtype)
-        lo_i = info.min if lo == -np.inf else max(info.min, int(np.ceil(lo)))
-        hi_i = info.max if hi == np.inf else min(info.max, int(np.floor(hi)))
-        return np.minimum(np.maximum(x, x.dtype.type(lo_i)), x.dtype.type(hi_i))
-    return np.minimum(np.maximum(x, _scalar(x, lo)), _scalar(x, hi))
-
-
 _UNARY: dict[type[Operation], Callable[[np.ndarray], np.ndarray]] = {
     nn.ReluOp: _relu,
     nn.SigmoidOp: _sigmoid,
@@ -137,8 +119,15 @@ def _elu(op: nn.EluOp, args: Arrays) -> np.ndarray:
 
 
 @register(nn.ClipOp)
-def _clip_impl(op: nn.ClipOp, args: Arrays) -> np.ndarray:
-    return _clip(op, args[0])
+def _clip(op: nn.ClipOp, args: Arrays) -> np.ndarray:
+    x = args[0]
+    lo, hi = op.float_prop("min"), op.float_prop("max")
+    if x.dtype.kind in "iu":
+        info = np.iinfo(x.dtype)
+        lo_i = info.min if lo == -np.inf else max(info.min, int(np.ceil(lo)))
+        hi_i = info.max if hi == np.inf else min(info.max, int(np.floor(hi)))
+        return np.minimum(np.maximum(x, x.dtype.type(lo_i)), x.dtype.type(hi_i))
+    return np.minimum(np.maximum(x, _scalar(x, lo)), _scalar(x, hi))
 
 
 @register(nn.HardSigmoidOp)
@@ -149,8 +138,13 @@ def _hard_sigmoid(op: nn.HardSigmoidOp, args: Arrays) -> np.ndarray:
 
 
 @register(nn.GeluOp)
-def _gelu_impl(op: nn.GeluOp, args: Arrays) -> np.ndarray:
-    return _gelu(op, args[0])
+def _gelu(op: nn.GeluOp, args: Arrays) -> np.ndarray:
+    x = args[0]
+    half = _scalar(x, 0.5)
+    if op.str_prop("approximate") == "tanh":
+        c = _scalar(x, np.sqrt(2 / np.pi))
+        return half * x * (1 + np.tanh(c * (x + _scalar(x, 0.044715) * x * x * x)))
+    return half * x * (1 + erf(x / _scalar(x, np.sqrt(2.0))))
 
 
 @register(nn.CastOp)
