@@ -16,17 +16,11 @@ from autofusion.dialects.fusion import KernelOp
 from autofusion.frontend.onnx_import import import_onnx
 from autofusion.interpreter import run_module
 from autofusion.passes import get_all_passes
+from autofusion.pipeline import TENSOR_PASSES
 from autofusion.policy.report import build_report
 
-PIPELINE = (
-    "canonicalize-nn",
-    "fold-batchnorm",
-    "recognize-layernorm",
-    "recognize-gelu",
-    "recognize-attention",
-    "fuse-conv-bn-relu",
-    "fuse",
-)
+# The tensor-level pipeline up to and including fusion (no memory planning or tiling).
+PIPELINE = tuple(name for name, group in TENSOR_PASSES if group in ("cleanup", "fusion"))
 FUSING = {"fold-batchnorm", "fuse-conv-bn-relu", "fuse"}
 
 

@@ -90,31 +90,30 @@ def test_generated_c_with_plan_matches_onnxruntime(name: str) -> None:
         _assert_close(g, r)
 
 
-@pytest.mark.slow
-def test_resnet50_half_arena_limit_fits_and_matches_onnxruntime() -> None:
+def _compile_within_limit_and_check(name: str, limit_mb: float) -> None:
+    """zoo:NAME compiled (C) under ``limit_mb`` fits it and still matches onnxruntime."""
     import autofusion
     from autofusion.passes.tile_fusion import MIB
 
-    limit_mb = _resnet50_untiled_arena() / 2 / MIB
-    model = autofusion.compile("zoo:resnet50", memory_limit_mb=limit_mb)
+    model = autofusion.compile(f"zoo:{name}", memory_limit_mb=limit_mb)
     assert model.report["arena_bytes"] <= limit_mb * MIB
-    feeds = zoo.sample_inputs(zoo.get_model("resnet50"))
+    feeds = zoo.sample_inputs(zoo.get_model(name))
     got = model.run(feeds)
-    for g, r in zip(got.values(), _ort("resnet50", feeds)):
+    for g, r in zip(got.values(), _ort(name, feeds)):
         _assert_close(g, r)
+
+
+@pytest.mark.slow
+def test_resnet50_half_arena_limit_fits_and_matches_onnxruntime() -> None:
+    from autofusion.passes.tile_fusion import MIB
+
+    _compile_within_limit_and_check("resnet50", _resnet50_untiled_arena() / 2 / MIB)
 
 
 @pytest.mark.slow
 def test_tiled_transformer_generated_c_matches_onnxruntime() -> None:
     """Sequence-row and per-head pieces (slices of kernels, reshape views, concat) in C."""
-    import autofusion
     from autofusion.passes.tile_fusion import MIB
 
     untiled = plan_memory(find_main(fused("tiny_bert"))).arena_bytes
-    limit_mb = untiled * 0.75 / MIB
-    model = autofusion.compile("zoo:tiny_bert", memory_limit_mb=limit_mb)
-    assert model.report["arena_bytes"] <= limit_mb * MIB
-    feeds = zoo.sample_inputs(zoo.get_model("tiny_bert"))
-    got = model.run(feeds)
-    for g, r in zip(got.values(), _ort("tiny_bert", feeds)):
-        _assert_close(g, r)
+    _compile_within_limit_and_check("tiny_bert", untiled * 0.75 / MIB)
