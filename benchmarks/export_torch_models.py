@@ -1,0 +1,381 @@
+"""Export small PyTorch models with both torch.onnx exporters, as autofusion test fixtures.
+
+Needs torch (CPU build), transformers, onnx, onnxscript and onnxruntime. The project venv
+does not have them and the tests never run this script: they only read its output,
+committed under ``test/python/data/exported/`` and checked by
+``test/python/test_exported_models.py``. To regenerate (in a separate venv):
+
+    python3 -m venv /work/torchvenv
+    /work/torchvenv/bin/pip install torch==2.13.0        # the CPU wheel on local disk
+    /work/torchvenv/bin/pip install transformers onnx onnxscript onnxruntime numpy
+    /work/torchvenv/bin/pip install -e .
+    HF_HUB_OFFLINE=1 /work/torchvenv/bin/python benchmarks/export_torch_models.py \\
+        --out test/python/data/exported [--models resnet,bert] [--check]
+
+Models (random init, seeded; transformers models are built from configs, nothing is
+downloaded): ``resnet`` (ResNet-style basic blocks: Conv/BatchNorm/ReLU, residual Add,
+MaxPool, AdaptiveAvgPool, Linear), ``mobilenet`` (MobileNetV2-style inverted residuals with
+depthwise convolutions and ReLU6), ``bert`` (BertModel, int64 ids and a run-time attention
+mask), ``gpt2`` (GPT2Model, causal mask), ``vit`` (ViTModel, patch-embedding Conv).
+
+Each model is written twice: ``NAME_ts.onnx`` from the TorchScript exporter
+(``dynamo=False``, opset 17) and ``NAME_dynamo.onnx`` (+ ``NAME_dynamo.onnx.data``, external
+weights) from the dynamo exporter (``dynamo=True``, opset 18). Batch 1, fixed sequence length,
+no dynamic axes; the dynamo files lose only their per-node stack-trace metadata. Variants:
+``NAME_tsbn.onnx`` (CNNs; TorchScript without constant folding, so BatchNormalization
+stays), ``NAME_tsdyn.onnx`` and ``NAME_dynamodyn.onnx`` (transformers; a dynamic sequence
+axis, fixed at import with ``input_shapes=``; GPT-2's only with ``--all``, to keep the
+committed fixtures under 2 MB). ``manifest.json`` records each file's inputs (name, shape,
+dtype, integer range) so the tests can build feeds without torch. ``--check`` also runs
+each export through autofusion (interpreter and generated C) against onnxruntime and prints
+the errors. The output is deterministic (a rerun writes byte-identical files).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+import numpy as np
+import torch
+from torch import nn
+
+SEQ = 16  # the fixed sequence length of the transformer exports
+
+
+class BasicBlock(nn.Module):
+    """ResNet basic block: conv-bn-relu-conv-bn + shortcut (1x1 conv-bn when shapes change)."""
+
+    def __init__(self, cin: int, cout: int, stride: int) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.relu = nn.ReLU(inplace=True)
+        self.down: nn.Module | None = None
+        if stride != 1 or cin != cout:
+            self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
+                                      nn.BatchNorm2d(cout))  # fmt: skip
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        idt = x if self.down is None else self.down(x)
+        y = self.relu(self.bn1(self.conv1(x)))
+        y = self.bn2(self.conv2(y))
+        return self.relu(y + idt)
+
+
+class TinyResNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 8, 3, 2, 1, bias=False), nn.BatchNorm2d(8),
+                                  nn.ReLU(inplace=True), nn.MaxPool2d(3, 2, 1))  # fmt: skip
+        self.layer1 = BasicBlock(8, 8, 1)
+        self.layer2 = BasicBlock(8, 16, 2)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.layer2(self.layer1(self.stem(x)))
+        return self.fc(torch.flatten(self.pool(y), 1))
+
+
+def _conv_bn_relu6(cin: int, cout: int, k: int, stride: int, groups: int = 1) -> nn.Sequential:
+    return nn.Sequential(nn.Conv2d(cin, cout, k, stride, k // 2, groups=groups, bias=False),
+                         nn.BatchNorm2d(cout), nn.ReLU6(inplace=True))  # fmt: skip
+
+
+class InvertedResidual(nn.Module):
+    """MobileNetV2 block: 1x1 expand, 3x3 depthwise, 1x1 linear projection, residual if legal."""
+
+    def __init__(self, cin: int, cout: int, stride: int, expand: int) -> None:
+        super().__init__()
+        mid = cin * expand
+        self.use_res = stride == 1 and cin == cout
+        self.body = nn.Sequential(
+            _conv_bn_relu6(cin, mid, 1, 1),
+            _conv_bn_relu6(mid, mid, 3, stride, groups=mid),
+            nn.Conv2d(mid, cout, 1, bias=False),
+            nn.BatchNorm2d(cout),
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.body(x)
+        return x + y if self.use_res else y
+
+
+class TinyMobileNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.features = nn.Sequential(
+            _conv_bn_relu6(3, 8, 3, 2),
+            InvertedResidual(8, 8, 1, 2),
+            InvertedResidual(8, 16, 2, 3),
+            InvertedResidual(16, 16, 1, 3),
+            _conv_bn_relu6(16, 32, 1, 1),
+        )
+        self.pool = nn.AdaptiveAvgPool2d((1, 1))
+        self.classifier = nn.Sequential(nn.Dropout(0.2), nn.Linear(32, 10))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.classifier(torch.flatten(self.pool(self.features(x)), 1))
+
+
+class HFWrap(nn.Module):
+    """Calls a transformers model with keyword inputs and returns plain tensors."""
+
+    def __init__(self, model: nn.Module, keys: list[str], outs: list[str]) -> None:
+        super().__init__()
+        self.model = model
+        self.keys = keys
+        self.outs = outs
+
+    def forward(self, *args: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        res = self.model(**dict(zip(self.keys, args)), return_dict=True)
+        return tuple(getattr(res, k) for k in self.outs)
+
+
+def _attention_mask() -> torch.Tensor:
+    m = torch.ones(1, SEQ, dtype=torch.int64)
+    m[0, SEQ - 4 :] = 0  # padded tail, so the mask matters
+    return m
+
+
+Spec = tuple[nn.Module, tuple[torch.Tensor, ...], list[str], list[str], dict[str, Any]]
+
+
+def build_resnet() -> Spec:
+    x = torch.randn(1, 3, 32, 32)
+    return TinyResNet(), (x,), ["input"], ["logits"], {}
+
+
+def build_mobilenet() -> Spec:
+    x = torch.randn(1, 3, 32, 32)
+    return TinyMobileNet(), (x,), ["input"], ["logits"], {}
+
+
+def build_bert() -> Spec:
+    from transformers import BertConfig, BertModel
+
+    cfg = BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                     intermediate_size=64, vocab_size=100, max_position_embeddings=32,
+                     type_vocab_size=2)  # fmt: skip
+    model = HFWrap(BertModel(cfg), ["input_ids", "attention_mask", "token_type_ids"],
+                   ["last_hidden_state", "pooler_output"])  # fmt: skip
+    ids = torch.randint(0, 100, (1, SEQ))
+    tt = torch.zeros(1, SEQ, dtype=torch.int64)
+    tt[0, SEQ // 2 :] = 1
+    ranges = {"input_ids": [0, 100], "attention_mask": [0, 2], "token_type_ids": [0, 2]}
+    return (model, (ids, _attention_mask(), tt), ["input_ids", "attention_mask", "token_type_ids"],
+            ["last_hidden_state", "pooler_output"], ranges)  # fmt: skip
+
+
+def build_gpt2() -> Spec:
+    from transformers import GPT2Config, GPT2Model
+
+    cfg = GPT2Config(n_embd=32, n_layer=2, n_head=4, vocab_size=100, n_positions=32,
+                     use_cache=False)  # fmt: skip
+    model = HFWrap(GPT2Model(cfg), ["input_ids", "attention_mask"], ["last_hidden_state"])
+    ids = torch.randint(0, 100, (1, SEQ))
+    ranges = {"input_ids": [0, 100], "attention_mask": [0, 2]}
+    return (model, (ids, _attention_mask()), ["input_ids", "attention_mask"],
+            ["last_hidden_state"], ranges)  # fmt: skip
+
+
+def build_vit() -> Spec:
+    from transformers import ViTConfig, ViTModel
+
+    cfg = ViTConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                    intermediate_size=64, image_size=32, patch_size=8, num_channels=3)  # fmt: skip
+    model = HFWrap(ViTModel(cfg, add_pooling_layer=True), ["pixel_values"],
+                   ["last_hidden_state", "pooler_output"])  # fmt: skip
+    x = torch.randn(1, 3, 32, 32)
+    return model, (x,), ["pixel_values"], ["last_hidden_state", "pooler_output"], {}
+
+
+CNNS = ("resnet", "mobilenet")
+BUILDERS: dict[str, Callable[[], Spec]] = {
+    "resnet": build_resnet,
+    "mobilenet": build_mobilenet,
+    "bert": build_bert,
+    "gpt2": build_gpt2,
+    "vit": build_vit,
+}
+
+
+def _randomise_bn(model: nn.Module, gen: torch.Generator) -> None:
+    """Give BatchNorm non-trivial running statistics (fresh ones are mean 0, var 1)."""
+    for m in model.modules():
+        if isinstance(m, nn.BatchNorm2d):
+            with torch.no_grad():
+                m.running_mean.uniform_(-0.5, 0.5, generator=gen)
+                m.running_var.uniform_(0.5, 1.5, generator=gen)
+                m.weight.uniform_(0.5, 1.5, generator=gen)
+                m.bias.uniform_(-0.2, 0.2, generator=gen)
+
+
+EXPORTERS = ("ts", "dynamo", "tsbn", "tsdyn", "dynamodyn")
+"""``ts``: TorchScript exporter, opset 17; ``dynamo``: dynamo exporter, opset 18, external
+data; ``tsbn``: ``ts`` without constant folding (BatchNormalization stays in the graph);
+``tsdyn`` / ``dynamodyn``: a dynamic sequence axis (``dim_param``) on every 2-d input, so
+the importer needs ``input_shapes=`` (the manifest's ``shape``)."""
+
+
+NOT_COMMITTED = {("gpt2", "tsdyn"), ("gpt2", "dynamodyn")}
+
+
+def _dynamic_inputs(args: tuple[torch.Tensor, ...], in_names: list[str]) -> list[str]:
+    """Inputs that get a dynamic sequence axis: the [batch, seq] ones (token ids, masks)."""
+    return [n for n, a in zip(in_names, args) if a.dim() == 2]
+
+
+def _strip_stack_traces(path: Path) -> None:
+    """Drop the dynamo exporter's per-node ``pkg.torch.onnx.stack_trace`` metadata (local
+    file paths, two thirds of a small model's file); the graph and weights stay as written."""
+    import onnx
+
+    model = onnx.load(str(path), load_external_data=False)
+    for node in model.graph.node:
+        keep = [p for p in node.metadata_props if p.key != "pkg.torch.onnx.stack_trace"]
+        del node.metadata_props[:]
+        node.metadata_props.extend(keep)
+    onnx.save(model, str(path))
+
+
+def export_one(name: str, out_dir: Path, exporter: str) -> dict[str, Any] | None:
+    """Export model ``name`` with ``exporter`` (see EXPORTERS); returns its manifest entry, or
+    None when the variant does not apply to the model."""
+    torch.manual_seed(0)
+    model, args, in_names, out_names, ranges = BUILDERS[name]()
+    dyn = _dynamic_inputs(args, in_names) if exporter.endswith("dyn") else []
+    if (exporter.endswith("dyn") and not dyn) or (exporter == "tsbn" and name not in CNNS):
+        return None
+    _randomise_bn(model, torch.Generator().manual_seed(1))
+    model.eval()
+    path = out_dir / f"{name}_{exporter}.onnx"
+    for old in (path, path.with_name(path.name + ".data")):
+        old.unlink(missing_ok=True)
+    t0 = time.perf_counter()
+    with torch.no_grad():
+        if exporter.startswith("ts"):
+            axes = {n: {1: "seq"} for n in dyn}
+            torch.onnx.export(model, args, str(path), dynamo=False, opset_version=17,
+                              input_names=in_names, output_names=out_names,
+                              do_constant_folding=exporter != "tsbn",
+                              dynamic_axes=axes or None)  # fmt: skip
+        else:
+            shapes = None
+            if dyn:
+                seq = torch.export.Dim("seq", min=2, max=32)
+                # HFWrap.forward(*args): one spec, the tuple of per-argument specs
+                shapes = (tuple({1: seq} if n in dyn else None for n in in_names),)
+            torch.onnx.export(model, args, str(path), dynamo=True, opset_version=18,
+                              input_names=in_names, output_names=out_names,
+                              external_data=True, dynamic_shapes=shapes)  # fmt: skip
+    seconds = time.perf_counter() - t0
+    if exporter.startswith("dynamo"):
+        _strip_stack_traces(path)
+    files = [p.name for p in (path, path.with_name(path.name + ".data")) if p.exists()]
+    inputs = [{"name": n, "shape": list(a.shape), "dtype": str(a.dtype).removeprefix("torch."),
+               **({"range": ranges[n]} if n in ranges else {})}
+              for n, a in zip(in_names, args)]  # fmt: skip
+    size = sum((out_dir / f).stat().st_size for f in files)
+    print(f"{path.name}: {len(files)} file(s), {size / 1024:.0f} KB, exported in {seconds:.1f} s",
+          flush=True)  # fmt: skip
+    return {"model": name, "exporter": exporter, "files": files, "inputs": inputs,
+            "outputs": out_names, "dynamic": bool(dyn)}  # fmt: skip
+
+
+def check_one(out_dir: Path, entry: dict[str, Any]) -> None:
+    """Import with autofusion, interpret and compile; print max errors vs onnxruntime."""
+    import onnxruntime as ort
+
+    import autofusion
+    from autofusion.frontend.onnx_import import import_onnx
+    from autofusion.interpreter import run_module
+
+    path = out_dir / entry["files"][0]
+    rng = np.random.default_rng(0)
+    feeds: dict[str, np.ndarray] = {}
+    for spec in entry["inputs"]:
+        if "range" in spec:
+            lo, hi = spec["range"]
+            feeds[spec["name"]] = rng.integers(lo, hi, spec["shape"]).astype(spec["dtype"])
+        else:
+            feeds[spec["name"]] = rng.standard_normal(spec["shape"]).astype(spec["dtype"])
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    ref = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
+    shapes = {k: list(v.shape) for k, v in feeds.items()} if entry["dynamic"] else None
+    got_i = run_module(import_onnx(path, progress=False, input_shapes=shapes), feeds)
+    if shapes is not None:
+        # autofusion.compile takes no input_shapes: import with them, run the passes, build
+        import tempfile
+
+        from autofusion.lowering.c.testing import build_and_run
+        from autofusion.pipeline import PipelineOptions, make_context, tensor_passes
+
+        module = import_onnx(path, progress=False, input_shapes=shapes)
+        for p in tensor_passes(PipelineOptions()):
+            p.apply(make_context(), module)
+        with tempfile.TemporaryDirectory() as tmp:
+            got_c = build_and_run(module, feeds, Path(tmp))
+    else:
+        m = autofusion.compile(path)
+        got_c = m.run(feeds)
+    for k, r in ref.items():
+        scale = max(1.0, float(np.abs(r).max()))
+        ei = float(np.abs(got_i[k] - r).max()) / scale
+        ec = float(np.abs(got_c[k] - r).max()) / scale
+        print(f"  {k}: interp err {ei:.2e}, C err {ec:.2e} (scaled by max(1,|ref|))")
+    if shapes is not None:
+        return
+    pats: dict[str, int] = {}
+    for g in m.report["groups"]:
+        pats[g["pattern"]] = pats.get(g["pattern"], 0) + 1
+    print(f"  kernels {m.report['kernels_before']} -> {m.report['kernels_after']}; groups {pats}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", type=Path, default=Path("test/python/data/exported"))
+    ap.add_argument("--models", default=",".join(BUILDERS))
+    ap.add_argument("--exporters", default=",".join(EXPORTERS))
+    ap.add_argument("--check", action="store_true", help="also check each export with autofusion")
+    ap.add_argument("--all", action="store_true", help="also the variants not committed")
+    a = ap.parse_args(argv)
+    a.out.mkdir(parents=True, exist_ok=True)
+    manifest_path = a.out / "manifest.json"
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
+    for name in a.models.split(","):
+        for exporter in a.exporters.split(","):
+            if (name, exporter) in NOT_COMMITTED and not a.all:
+                continue
+            try:
+                entry = export_one(name, a.out, exporter)
+            except Exception as e:  # report and go on with the next export
+                print(f"{name}_{exporter}: EXPORT FAILED: {type(e).__name__}: {str(e)[:300]}",
+                      file=sys.stderr, flush=True)  # fmt: skip
+                continue
+            if entry is None:
+                continue
+            manifest[f"{name}_{exporter}"] = entry
+            manifest_path.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+            if a.check:
+                try:
+                    check_one(a.out, entry)
+                except Exception as e:  # report and go on with the next model
+                    print(f"  FAILED: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
