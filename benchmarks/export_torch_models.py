@@ -23,12 +23,14 @@ Each model is written twice: ``NAME_ts.onnx`` from the TorchScript exporter
 weights) from the dynamo exporter (``dynamo=True``, opset 18). Batch 1, fixed sequence length,
 no dynamic axes; the dynamo files lose only their per-node stack-trace metadata. Variants:
 ``NAME_tsbn.onnx`` (CNNs; TorchScript without constant folding, so BatchNormalization
-stays), ``NAME_tsdyn.onnx`` and ``NAME_dynamodyn.onnx`` (transformers; a dynamic sequence
-axis, fixed at import with ``input_shapes=``; GPT-2's only with ``--all``, to keep the
-committed fixtures under 2 MB). ``manifest.json`` records each file's inputs (name, shape,
-dtype, integer range) so the tests can build feeds without torch. ``--check`` also runs
-each export through autofusion (interpreter and generated C) against onnxruntime and prints
-the errors. The output is deterministic (a rerun writes byte-identical files).
+stays), ``bert_ts14.onnx`` (opset 14: LayerNorm decomposed), ``NAME_tsdyn.onnx`` and
+``NAME_dynamodyn.onnx`` (transformers; a dynamic sequence axis, fixed at import with
+``input_shapes=``). GPT-2's and ViT's opset-14 and dynamic variants are written only with
+``--all``, to keep the committed fixtures under 2 MB. ``manifest.json`` records each
+file's inputs (name, shape, dtype, integer range) so the tests can build feeds without
+torch. ``--check`` also runs each export through autofusion (interpreter and generated C)
+against onnxruntime and prints the errors. The output is deterministic (a rerun writes
+byte-identical files).
 """
 
 from __future__ import annotations
@@ -223,14 +225,15 @@ def _randomise_bn(model: nn.Module, gen: torch.Generator) -> None:
                 m.bias.uniform_(-0.2, 0.2, generator=gen)
 
 
-EXPORTERS = ("ts", "dynamo", "tsbn", "tsdyn", "dynamodyn")
+EXPORTERS = ("ts", "dynamo", "tsbn", "ts14", "tsdyn", "dynamodyn")
 """``ts``: TorchScript exporter, opset 17; ``dynamo``: dynamo exporter, opset 18, external
 data; ``tsbn``: ``ts`` without constant folding (BatchNormalization stays in the graph);
+``ts14``: ``ts`` at opset 14 (transformers; LayerNorm decomposed into ReduceMean/Sub/Pow/...);
 ``tsdyn`` / ``dynamodyn``: a dynamic sequence axis (``dim_param``) on every 2-d input, so
 the importer needs ``input_shapes=`` (the manifest's ``shape``)."""
 
 
-NOT_COMMITTED = {("gpt2", "tsdyn"), ("gpt2", "dynamodyn")}
+NOT_COMMITTED = {("gpt2", "tsdyn"), ("gpt2", "dynamodyn"), ("gpt2", "ts14"), ("vit", "ts14")}
 
 
 def _dynamic_inputs(args: tuple[torch.Tensor, ...], in_names: list[str]) -> list[str]:
@@ -259,6 +262,8 @@ def export_one(name: str, out_dir: Path, exporter: str) -> dict[str, Any] | None
     dyn = _dynamic_inputs(args, in_names) if exporter.endswith("dyn") else []
     if (exporter.endswith("dyn") and not dyn) or (exporter == "tsbn" and name not in CNNS):
         return None
+    if exporter == "ts14" and name in CNNS:
+        return None
     _randomise_bn(model, torch.Generator().manual_seed(1))
     model.eval()
     path = out_dir / f"{name}_{exporter}.onnx"
@@ -268,7 +273,8 @@ def export_one(name: str, out_dir: Path, exporter: str) -> dict[str, Any] | None
     with torch.no_grad():
         if exporter.startswith("ts"):
             axes = {n: {1: "seq"} for n in dyn}
-            torch.onnx.export(model, args, str(path), dynamo=False, opset_version=17,
+            torch.onnx.export(model, args, str(path), dynamo=False,
+                              opset_version=14 if exporter == "ts14" else 17,
                               input_names=in_names, output_names=out_names,
                               do_constant_folding=exporter != "tsbn",
                               dynamic_axes=axes or None)  # fmt: skip
