@@ -1,15 +1,22 @@
-"""Small matching helpers shared by the recognize-* and canonicalize-nn passes."""
+"""Small matching helpers shared by the recognize-*, canonicalize-nn and fold-batchnorm
+passes."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 import numpy as np
-from xdsl.dialects.builtin import ArrayAttr, DenseIntOrFPElementsAttr, StringAttr
+from xdsl.dialects.builtin import ArrayAttr, DenseIntOrFPElementsAttr, ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
-from xdsl.pattern_rewriter import PatternRewriter
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+)
 
 from autofusion.dialects import nn
+from autofusion.policy.config import load_config
 from autofusion.policy.reasons import merge_origins
 
 
@@ -118,3 +125,16 @@ def in_block_order(ops: Sequence[Operation]) -> list[Operation]:
 
 def constant_operands(op: Operation) -> list[Operation]:
     return [v.owner for v in op.operands if isinstance(v.owner, nn.ConstantOp)]
+
+
+def rewrite_if_enabled(
+    module: ModuleOp, config: str, family: str, patterns: Sequence[RewritePattern]
+) -> None:
+    """One walk of ``patterns`` over ``module`` (no DCE), unless the fusion ``config`` file
+    (empty: the default) turns the pattern ``family`` off."""
+    if not load_config(config or None).family_enabled(family):
+        return
+    PatternRewriteWalker(
+        GreedyRewritePatternApplier(list(patterns), dce_enabled=False),
+        apply_recursively=False,
+    ).rewrite_module(module)

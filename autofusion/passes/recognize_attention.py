@@ -23,13 +23,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
-    PatternRewriter,
-    PatternRewriteWalker,
-    RewritePattern,
-    op_type_rewrite_pattern,
-)
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 from xdsl.rewriter import InsertPoint
 
 from autofusion.dialects import nn
@@ -39,6 +33,7 @@ from autofusion.passes._match import (
     const_scalar,
     in_block_order,
     replace_match,
+    rewrite_if_enabled,
     sole_user,
 )
 
@@ -120,11 +115,4 @@ class RecognizeAttention(ModulePass):
     config: str = ""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from autofusion.policy.config import load_config
-
-        if not load_config(self.config or None).family_enabled("attention"):
-            return
-        PatternRewriteWalker(
-            GreedyRewritePatternApplier([RecognizeScaledDotProductAttention()], dce_enabled=False),
-            apply_recursively=False,
-        ).rewrite_module(op)
+        rewrite_if_enabled(op, self.config, "attention", [RecognizeScaledDotProductAttention()])

@@ -23,13 +23,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
-    PatternRewriter,
-    PatternRewriteWalker,
-    RewritePattern,
-    op_type_rewrite_pattern,
-)
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 
 from autofusion.dialects import nn
 from autofusion.passes._match import (
@@ -37,6 +31,7 @@ from autofusion.passes._match import (
     const_scalar,
     other_operand,
     replace_match,
+    rewrite_if_enabled,
     sole_user,
 )
 
@@ -162,13 +157,4 @@ class RecognizeGelu(ModulePass):
     config: str = ""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from autofusion.policy.config import load_config
-
-        if not load_config(self.config or None).family_enabled("gelu"):
-            return
-        PatternRewriteWalker(
-            GreedyRewritePatternApplier(
-                [RecognizeErfGelu(), RecognizeTanhGelu()], dce_enabled=False
-            ),
-            apply_recursively=False,
-        ).rewrite_module(op)
+        rewrite_if_enabled(op, self.config, "gelu", [RecognizeErfGelu(), RecognizeTanhGelu()])

@@ -24,13 +24,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
-    PatternRewriter,
-    PatternRewriteWalker,
-    RewritePattern,
-    op_type_rewrite_pattern,
-)
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 from xdsl.rewriter import InsertPoint
 
 from autofusion.dialects import nn, shapes
@@ -42,6 +36,7 @@ from autofusion.passes._match import (
     const_value,
     other_operand,
     replace_match,
+    rewrite_if_enabled,
     sole_user,
 )
 
@@ -144,11 +139,4 @@ class RecognizeLayerNorm(ModulePass):
     config: str = ""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from autofusion.policy.config import load_config
-
-        if not load_config(self.config or None).family_enabled("layernorm"):
-            return
-        PatternRewriteWalker(
-            GreedyRewritePatternApplier([RecognizeDecomposedLayerNorm()], dce_enabled=False),
-            apply_recursively=False,
-        ).rewrite_module(op)
+        rewrite_if_enabled(op, self.config, "layernorm", [RecognizeDecomposedLayerNorm()])

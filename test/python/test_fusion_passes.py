@@ -3,7 +3,9 @@ and the fully fused models still match onnxruntime."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
@@ -119,3 +121,25 @@ def test_kernels_hold_only_nn_ops_and_keep_origins() -> None:
                 inner += [s.data for s in attr.data]  # type: ignore[attr-defined]
         assert set(k.origin_names) == set(inner)
         assert k.origin_names
+
+
+@pytest.mark.parametrize(
+    ("name", "family", "op_name"),
+    [
+        ("recognize-layernorm", "layernorm", "nn.layer_norm"),
+        ("recognize-gelu", "gelu", "nn.gelu"),
+        ("recognize-attention", "attention", "nn.attention"),
+    ],
+)
+def test_recognize_pass_obeys_its_pattern_switch(
+    name: str, family: str, op_name: str, tmp_path: Path
+) -> None:
+    """tiny_bert holds each decomposed pattern: recognised by default, left alone when the
+    config's ``patterns: {family: false}`` turns it off."""
+    cfg = tmp_path / "off.json"
+    cfg.write_text(json.dumps({"patterns": {family: False}}))
+    for options, found in (({}, True), ({"config": str(cfg)}, False)):
+        module = import_onnx(zoo.get_model("tiny_bert"))
+        apply(module, "canonicalize-nn")
+        apply(module, name, **options)
+        assert any(o.name == op_name for o in module.walk()) == found, (name, options)
