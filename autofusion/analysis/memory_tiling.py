@@ -400,12 +400,16 @@ def tile_bounds(size: int, count: int) -> list[tuple[int, int]]:
 
 
 @dataclass
-class _Piece:
+class Piece:
+    """One tile of a region: the rows each region value must hold, and each op's rule."""
+
     reqs: dict[SSAValue, Req]
     rules: dict[Operation, Rule]
 
 
-def _propagate(region: Sequence[Operation], y: SSAValue, req_y: Req) -> _Piece:
+def propagate(region: Sequence[Operation], y: SSAValue, req_y: Req) -> Piece:
+    """Walk ``region`` backwards from ``y``'s rows ``req_y`` (dim, lo, hi) to the rows every
+    region value must hold for that tile; ``NotTileable`` if some op cannot be tiled so."""
     inside = {r for op in region for r in op.results}
     req: dict[SSAValue, Req] = {y: req_y}
     rules: dict[Operation, Rule] = {}
@@ -430,7 +434,7 @@ def _propagate(region: Sequence[Operation], y: SSAValue, req_y: Req) -> _Piece:
                     raise NotTileable("value tiled along two dimensions")
                 ru = (ru[0], min(old[1], ru[1]), max(old[2], ru[2]))
             req[u] = ru
-    return _Piece(req, rules)
+    return Piece(req, rules)
 
 
 def _slice(value: SSAValue, dim: int, lo: int, hi: int, attrs: dict[str, Attribute]
@@ -457,7 +461,7 @@ def build_tiles(region: Sequence[Operation], y: SSAValue, dim: int, count: int,
     size = shape_of(y)[dim]
     if count < 2 or count > size:
         raise NotTileable(f"cannot cut {size} rows into {count} tiles")
-    pieces = [_propagate(region, y, (dim, lo, hi)) for lo, hi in tile_bounds(size, count)]
+    pieces = [propagate(region, y, (dim, lo, hi)) for lo, hi in tile_bounds(size, count)]
     inside = {r for op in region for r in op.results if not isinstance(op, nn.ConstantOp)}
     new_ops: list[Operation] = []
     outputs: list[SSAValue] = []

@@ -52,9 +52,9 @@ from autofusion.analysis.memory_plan import (
 from autofusion.analysis.memory_tiling import (
     TILE_ATTR,
     NotTileable,
-    _propagate,
     build_tiles,
     is_tileable_kind,
+    propagate,
     tile_bounds,
     tile_region,
     trial_schedule,
@@ -172,7 +172,7 @@ def _candidates(main: func.FuncOp, plan: Buffers, limit: int, alignment: int
                 # An interior tile: it carries the full halo on both sides.
                 lo, hi = tile_bounds(rows, count)[count // 2]
                 try:
-                    piece = _propagate(region, y, (dim, lo, hi))
+                    piece = propagate(region, y, (dim, lo, hi))
                 except NotTileable:
                     break
                 frac = {v: (r[2] - r[1]) / shape_of(v)[r[0]] for v, r in piece.reqs.items()}
