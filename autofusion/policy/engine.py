@@ -10,10 +10,11 @@ shapes or bytes: legality lives in ``autofusion.analysis.structure``, profitabil
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from xdsl.ir import Operation
 
+from autofusion.errors import AutofusionError
 from autofusion.policy.base import BasePolicy, OpView, load_policy, onnx_op_type
 from autofusion.policy.config import FAMILIES, FusionConfig, config_from_dict, load_config
 from autofusion.policy.reasons import Refusal, nodes_of
@@ -64,11 +65,7 @@ class FusionPolicy:
         policy spec (``module:Class`` / ``@token``; overrides the config's ``policy``)."""
         cfg = load_config(config) if config else config_from_dict({}, "<defaults>")
         if aggressiveness >= 0:
-            from dataclasses import replace
-
             if aggressiveness > 3:
-                from autofusion.errors import AutofusionError
-
                 raise AutofusionError(f"aggressiveness={aggressiveness}: expected 0..3")
             cfg = replace(cfg, aggressiveness=aggressiveness)
         spec = policy or cfg.policy
@@ -107,7 +104,7 @@ class FusionPolicy:
         for path in paths:
             types = [onnx_op_type(op) for op in path]
             for chain in lists:
-                if _chain_matches(chain, types[-len(chain) :]) and len(types) >= len(chain):
+                if _chain_matches(chain, types[-len(chain) :]):
                     return chain, path[-len(chain) :]
         return None
 
@@ -123,8 +120,10 @@ class FusionPolicy:
         pair = [producer, consumer]
         if (r := self.family_refusal(family, pair)) is not None:
             return r
-        paths = chains_ending_at(consumer, members, self.max_chain)
-        hit = self._matching(self.config.blacklist, paths)
+        hit = None
+        if self.config.blacklist:
+            paths = chains_ending_at(consumer, members, self.max_chain)
+            hit = self._matching(self.config.blacklist, paths)
         if hit is not None:
             chain, path = hit
             return Refusal(
