@@ -268,14 +268,14 @@ def tile_to_limit(module: ModuleOp, limit_bytes: int, alignment: int = DEFAULT_A
     last: _Candidate | None = None
     signature: tuple[str, ...] = ()
     for _ in range(MAX_ROUNDS):
-        if lower_bound(slots.buffers) <= limit_bytes:
+        bound_now = lower_bound(slots.buffers)
+        if bound_now <= limit_bytes:
             plan = plan_memory(main, alignment=alignment)
             best_seen = min(best_seen, plan.arena_bytes)
             if plan.arena_bytes <= limit_bytes:
                 break
         chosen: _Candidate | None = None
-        chosen_key: tuple[int, ...] = (1, excess(slots.buffers, limit_bytes),
-                                       lower_bound(slots.buffers))
+        chosen_key: tuple[int, ...] = (1, excess(slots.buffers, limit_bytes), bound_now)
         again = _repeat(main, last, signature, slots, limit_bytes) if last else None
         if again is not None:
             try:
