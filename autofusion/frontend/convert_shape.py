@@ -245,7 +245,7 @@ def reshape_target(
 @converter("Reshape", folds=True)
 def _reshape(ctx: NodeCtx) -> list[Value]:
     x = ctx.input(0)
-    if ctx.opset < 5 or ctx.has_attr("shape") and ctx.opt_input(1) is None:
+    if ctx.opset < 5 or (ctx.has_attr("shape") and ctx.opt_input(1) is None):
         target = list(ctx.attr("shape"))
     else:
         arr = ctx.const_input(1, "shape")

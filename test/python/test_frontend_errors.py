@@ -51,7 +51,7 @@ def test_garbage_and_empty_files() -> None:
 
 
 def test_missing_file(tmp_path: Path) -> None:
-    with pytest.raises(AutofusionError, match="nope.onnx: no such file"):
+    with pytest.raises(AutofusionError, match=r"nope\.onnx: no such file"):
         import_onnx(tmp_path / "nope.onnx")
 
 
