@@ -45,8 +45,10 @@ JOBS = 2  # parallel compiler processes (the machine has 2 cores)
 
 
 def cache_dir() -> Path:
-    root = os.environ.get("AUTOFUSION_CACHE") or os.path.join(tempfile.gettempdir(), "autofusion-cache")
-    return Path(root) / "ascendc-cpu"
+    """CPU-model builds live in the compile cache (``$AUTOFUSION_CACHE_DIR``), one folder."""
+    from autofusion.runtime.cache import cache_root
+
+    return cache_root() / "ascendc-cpu"
 
 
 def sources(project: Path) -> list[Path]:

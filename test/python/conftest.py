@@ -1,0 +1,18 @@
+"""Test-session set-up shared by every test file.
+
+Builds go to a compile cache private to this test session, so a run neither reuses a
+user's earlier builds (which would hide a missing rebuild) nor fills their cache.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+
+_CACHE = tempfile.mkdtemp(prefix="autofusion-test-cache-")
+os.environ["AUTOFUSION_CACHE_DIR"] = _CACHE
+
+
+def pytest_unconfigure(config: object) -> None:  # noqa: ARG001 - pytest hook signature
+    shutil.rmtree(_CACHE, ignore_errors=True)
