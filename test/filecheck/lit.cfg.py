@@ -10,7 +10,10 @@ config.suffixes = [".mlir", ".test", ".py"]  # noqa: F821
 config.excludes = ["lit.cfg.py", "inputs", "Output"]  # noqa: F821
 config.test_source_root = os.path.dirname(__file__)  # noqa: F821
 config.environment["PATH"] = os.environ["PATH"]  # noqa: F821
-for var in ("PYTHONPATH", "HOME", "TMPDIR", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
+_PASS_THROUGH = (
+    "PYTHONPATH", "HOME", "TMPDIR", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "AUTOFUSION_CACHE_DIR",
+)
+for var in _PASS_THROUGH:
     if var in os.environ:
         config.environment[var] = os.environ[var]  # noqa: F821
 config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "inputs")))  # noqa: F821
