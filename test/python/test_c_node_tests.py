@@ -17,14 +17,7 @@ import pytest
 from autofusion.lowering.c.testing import build_and_run
 
 # name -> reason. Cases the C backend refuses or cannot match; strict: they must still fail.
-XFAIL: dict[str, str] = {
-    "test_causal_conv_with_state_fp16_expanded": "f16 convolution: afrt has f32 conv only",
-    "test_causal_conv_with_state_silu_fp16_expanded": "f16 convolution: afrt has f32 conv only",
-    "test_attention_4d_fp16_expanded": "f16 softmax/matmul rounding differs from the "
-    "reference's op-by-op f16 rounding beyond rtol=1e-3",
-    "test_attention_4d_gqa_causal_nonpad_decode_fp16_expanded": "f16 rounding (as above)",
-    "test_attention_4d_gqa_with_past_and_present_fp16_expanded": "f16 rounding (as above)",
-}
+XFAIL: dict[str, str] = {}
 
 
 @functools.cache

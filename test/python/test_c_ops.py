@@ -401,3 +401,74 @@ def test_cases_cover_every_nn_op() -> None:
     every = {op.name for op in nn.NN.operations}
     missing = sorted(every - seen)
     assert not missing, f"no C test case reaches: {missing}"
+
+
+H = TensorProto.FLOAT16
+F16_CASES = [
+    (
+        "conv_f16",
+        "Conv",
+        [("x", (2, 3, 9, 8), H)],
+        {"pads": [1, 0, 1, 2], "strides": [2, 1]},
+        {"w": W.astype(np.float16), "b": RNG.standard_normal(6).astype(np.float16)},
+    ),
+    (
+        "conv1d_depthwise_f16",
+        "Conv",
+        [("x", (1, 4, 10), H)],
+        {"group": 4, "pads": [2, 0]},
+        {"w": RNG.standard_normal((4, 1, 3)).astype(np.float16)},
+    ),
+    ("matmul_f16", "MatMul", [("x", (2, 5, 16), H), ("z", (16, 6), H)], None, None),
+    (
+        "gemm_f16",
+        "Gemm",
+        [("x", (5, 16), H)],
+        {"transB": 1, "alpha": 0.5, "beta": 2.0},
+        {
+            "w": RNG.standard_normal((7, 16)).astype(np.float16),
+            "c": RNG.standard_normal(7).astype(np.float16),
+        },
+    ),
+]
+
+
+@pytest.mark.parametrize("spec", F16_CASES, ids=[c[0] for c in F16_CASES])
+def test_f16_contraction(spec: tuple, tmp_path: Path) -> None:
+    """f16 Conv/MatMul/Gemm: computed in f32 by the library, rounded once to f16 (as ORT)."""
+    from autofusion.frontend import import_onnx
+
+    cid, op, inputs, attrs, inits = spec
+    model = _model(op, inputs, [("y", (), H)], attrs, inits)
+    feeds = {n: RNG.standard_normal(s).astype(np.float16) for n, s, _ in inputs}
+    ref = onnxruntime_outputs(model, feeds)
+    got = build_and_run(import_onnx(model, progress=False), feeds, tmp_path / cid)
+    assert got["y"].dtype == np.float16
+    assert_close(got["y"], ref["y"], cid)
+
+
+def test_f16_conv_with_fused_tail(tmp_path: Path) -> None:
+    """An f16 Conv+Add+Relu kernel (fused at tensor level): the tail runs on the f16 result."""
+    from autofusion.lowering.c.testing import compile_onnx
+
+    w = RNG.standard_normal((4, 3, 3, 3)).astype(np.float16)
+    r = RNG.standard_normal((4, 1, 1)).astype(np.float16)
+    graph = helper.make_graph(
+        [
+            helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+            helper.make_node("Add", ["c", "r"], ["a"]),
+            helper.make_node("Relu", ["a"], ["y"]),
+        ],
+        "conv_f16_tail",
+        [helper.make_tensor_value_info("x", H, [1, 3, 6, 6])],
+        [helper.make_tensor_value_info("y", H, None)],
+        initializer=[numpy_helper.from_array(w, "w"), numpy_helper.from_array(r, "r")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    feeds = {"x": RNG.standard_normal((1, 3, 6, 6)).astype(np.float16)}
+    ref = onnxruntime_outputs(model, feeds)
+    module = compile_onnx(model)
+    assert any(o.name == "fusion.kernel" for o in module.walk()), "expected a fused kernel"
+    got = build_and_run(module, feeds, tmp_path)
+    assert_close(got["y"], ref["y"], "conv_f16_tail")

@@ -222,6 +222,8 @@ def lower_softmax(L: FunctionLowering, op: nn.SoftmaxBase, outs: list[SSAValue])
     xb = e.view(L.buffer_of(op.x), [o, a, i])
     yb = e.view(outs[0], [o, a, i])
     log = isinstance(op, nn.LogSoftmaxOp)
+    # f16 sums the exponentials in f32 (as numpy's float16 reductions do).
+    acc_t = dtypes.f32 if t == dtypes.f16 else t
 
     def row(e1: Emitter, idx: list[Index]) -> None:
         oi, ii = idx[0], idx[2]
@@ -236,14 +238,23 @@ def lower_softmax(L: FunctionLowering, op: nn.SoftmaxBase, outs: list[SSAValue])
             v = e2.add(math.ExpOp(d))
             if not log:
                 e2.store(v, yb, [oi, k, ii])
+            if acc_t != t:
+                v = e2.add(arith.ExtFOp(v, acc_t))
             return [e2.add(arith.AddfOp(it[0], v))]
 
-        s = e1.loop(0, a, ex, inits=[e1.const(0.0, t)])[0]
+        s = e1.loop(0, a, ex, inits=[e1.const(0.0, acc_t)])[0]
+        if acc_t != t:
+            s = e1.add(arith.TruncFOp(s, t))
         if log:
             ls = e1.add(arith.AddfOp(m, e1.add(math.LogOp(s))))
 
             def wr(e2: Emitter, k: SSAValue, _: list[SSAValue]) -> None:
                 e2.store(e2.add(arith.SubfOp(e2.load(xb, [oi, k, ii]), ls)), yb, [oi, k, ii])
+
+        elif acc_t != t:
+            # f16: y / sum, one rounding (as numpy), not y * (1 / sum) with two.
+            def wr(e2: Emitter, k: SSAValue, _: list[SSAValue]) -> None:
+                e2.store(e2.add(arith.DivfOp(e2.load(yb, [oi, k, ii]), s)), yb, [oi, k, ii])
 
         else:
             inv = e1.add(arith.DivfOp(e1.const(1.0, t), s))

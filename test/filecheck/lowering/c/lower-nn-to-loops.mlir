@@ -99,3 +99,32 @@ func.func @main(%x: tensor<4x10xf32>) -> tensor<4x10xf32> {
 // CHECK:           arith.divf %{{.*}}, %[[SUM]]
 // CHECK:           scf.for
 // CHECK:             arith.mulf
+
+// -----
+
+// f16 conv: the library has f32 conv only, so the operands are widened into f32 buffers, the
+// f32 conv runs without an epilogue, and the cast back to f16 and the ReLU are one loop.
+func.func @main(%x: tensor<1x2x5xf16>, %w: tensor<3x2x2xf16>) -> tensor<1x3x4xf16> {
+  %0 = fusion.kernel "conv_relu" ["conv", "relu"] (%x, %w) : (tensor<1x2x5xf16>, tensor<3x2x2xf16>) -> tensor<1x3x4xf16> {
+  ^bb0(%a: tensor<1x2x5xf16>, %k: tensor<3x2x2xf16>):
+    %c = nn.conv %a, %k {strides = array<i64: 1>, pads = array<i64: 0, 0>, dilations = array<i64: 1>, group = 1 : i64} : (tensor<1x2x5xf16>, tensor<3x2x2xf16>) -> tensor<1x3x4xf16>
+    %r = nn.relu %c : (tensor<1x3x4xf16>) -> tensor<1x3x4xf16>
+    fusion.yield %r : tensor<1x3x4xf16>
+  }
+  func.return %0 : tensor<1x3x4xf16>
+}
+// CHECK-LABEL: func.func private @k0_conv_relu(
+// CHECK:         %[[X32:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x2x5xf32>
+// CHECK:           arith.extf %{{.*}} : f16 to f32
+// CHECK:         %[[W32:.*]] = memref.alloc() {alignment = 64 : i64} : memref<3x2x2xf32>
+// CHECK:           arith.extf %{{.*}} : f16 to f32
+// CHECK:         %[[Y32:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x3x4xf32>
+// CHECK-NEXT:    "clib.conv2d"(%[[X32]], %[[W32]], %[[Y32]]) <{params = {{.*}}, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0>}> : (memref<1x2x5xf32>, memref<3x2x2xf32>, memref<1x3x4xf32>) -> ()
+// CHECK:         scf.for
+// CHECK-NEXT:      %[[V:.*]] = memref.load %{{.*}} : memref<12xf32>
+// CHECK-NEXT:      %[[H:.*]] = arith.truncf %[[V]] : f32 to f16
+// CHECK:           %[[R:.*]] = arith.maximumf %[[H]], %{{.*}} : f16
+// CHECK-NEXT:      memref.store %[[R]], %{{.*}} : memref<12xf16>
+// CHECK-NOT:     scf.for
+// CHECK-NOT:     c.epilogue
+// CHECK:         func.return
