@@ -5,6 +5,7 @@ Python work."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from xdsl.dialects.builtin import (
@@ -43,40 +44,36 @@ _TABLE: list[tuple[np.dtype, Attribute, int, str]] = [
 ]
 
 
+# Columns of _TABLE.
+_NUMPY, _XDSL, _ONNX, _C = range(4)
+
+
+def _lookup(key_col: int, key: object, want_col: int, what: str) -> Any:
+    """The ``want_col`` entry of the row whose ``key_col`` equals ``key``."""
+    for row in _TABLE:
+        if row[key_col] == key:
+            return row[want_col]
+    raise ValueError(f"no {what} for {key}")
+
+
 def to_numpy_dtype(t: Attribute) -> np.dtype:
-    for dt, xt, _, _ in _TABLE:
-        if xt == t:
-            return dt
-    raise ValueError(f"no numpy dtype for element type {t}")
+    return _lookup(_XDSL, t, _NUMPY, "numpy dtype for element type")
 
 
 def from_numpy_dtype(dt: np.dtype | type) -> Attribute:
-    dt = np.dtype(dt)
-    for d, xt, _, _ in _TABLE:
-        if d == dt:
-            return xt
-    raise ValueError(f"unsupported numpy dtype {dt}")
+    return _lookup(_NUMPY, np.dtype(dt), _XDSL, "element type for numpy dtype")
 
 
 def from_onnx_elem(elem: int) -> Attribute:
-    for _, xt, e, _ in _TABLE:
-        if e == elem:
-            return xt
-    raise ValueError(f"unsupported ONNX element type {elem}")
+    return _lookup(_ONNX, elem, _XDSL, "element type for ONNX element type")
 
 
 def to_onnx_elem(t: Attribute) -> int:
-    for _, xt, e, _ in _TABLE:
-        if xt == t:
-            return e
-    raise ValueError(f"no ONNX element type for {t}")
+    return _lookup(_XDSL, t, _ONNX, "ONNX element type for")
 
 
 def c_type(t: Attribute) -> str:
-    for _, xt, _, c in _TABLE:
-        if xt == t:
-            return c
-    raise ValueError(f"no C type for {t}")
+    return _lookup(_XDSL, t, _C, "C type for")
 
 
 def is_float(t: Attribute) -> bool:
