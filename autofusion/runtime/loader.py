@@ -41,14 +41,17 @@ def _np_dtype(onnx_elem: int, what: str) -> np.dtype:
 
 
 def _default_openmp_wait_policy() -> None:
-    """Make idle OpenMP threads sleep instead of spinning, unless the user chose otherwise.
+    """Let idle OpenMP threads spin briefly, then sleep, unless the user chose otherwise.
 
     libgomp reads this once, when it is first loaded, so it is set before the first model
-    library is opened. Measured on this (shared, 2-core) machine: with spinning threads, a
-    2-thread ResNet-50 run used 3.5x the CPU time of onnxruntime while other work was
-    running; with passive waiting 1.1x (docs/runtime.md)."""
+    library is opened. A model runs dozens of parallel regions per inference; with
+    ``OMP_WAIT_POLICY=PASSIVE`` every region start is a futex wake-up, which cost 2-thread
+    ResNet-50 4 ms of 39 (quiet machine). libgomp's default spins for up to 300000
+    iterations, long enough to steal whole milliseconds from other work on a busy machine.
+    ``GOMP_SPINCOUNT=10000`` keeps the quiet-machine speed (34.8 ms) without the long tail;
+    figures in docs/runtime.md."""
     if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
-        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+        os.environ["GOMP_SPINCOUNT"] = "10000"
     # afrt's default GEMM core threads with OpenMP; OpenBLAS (scipy-openblas32, a fallback
     # here) would otherwise start a pool of its own threads when first loaded.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
