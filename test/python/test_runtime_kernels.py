@@ -177,6 +177,9 @@ def pool_ref(x, kind, r, s, stride, pads, dil, cip):
 POOL_CASES = [
     ("max", 1, 4, 9, 9, 3, 3, (2, 2), (1, 1, 1, 1), (1, 1), 0),
     ("max", 2, 3, 8, 7, 2, 3, (1, 2), (0, 1, 1, 0), (2, 1), 0),
+    # the vectorised interiors: 3-wide windows at stride 1 and 2, wider rows
+    ("max", 1, 3, 12, 37, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 0),
+    ("max", 1, 2, 20, 41, 3, 3, (2, 2), (0, 0, 1, 1), (1, 1), 0),
     ("avg", 1, 4, 9, 9, 3, 3, (2, 2), (1, 1, 1, 1), (1, 1), 0),
     ("avg", 1, 2, 7, 8, 3, 2, (2, 2), (1, 0, 1, 1), (1, 1), 1),
 ]
@@ -190,6 +193,7 @@ def test_pool(driver: Path, tmp_path: Path, case, threads: int) -> None:
     x = rng.standard_normal((n, c, h, w), dtype=np.float32)
     if kind == "max":
         x[0, 0, 1, 1] = np.nan  # ONNX MaxPool propagates NaN
+        x[-1, -1, h // 2, w // 2] = np.nan  # also from the interior
     x.tofile(tmp_path / "x.bin")
     ref = pool_ref(x, kind, r, s, stride, pads, dil, cip)
     oh, ow = ref.shape[2:]

@@ -1224,40 +1224,80 @@ typedef struct {
     int count_include_pad; /* average pooling only */
 } afrt_pool_params;
 
+/* max(m, v) that propagates NaN like ONNX MaxPool: once either is NaN the result is NaN. */
+static inline float afrt_nanmax_(float m, float v) { return (v > m || v != v) ? v : m; }
+
+/* Max pooling, separably: per output row, the max over its valid input rows (a contiguous,
+ * vectorised pass over W), then per output column the max over its valid taps of that row
+ * (vectorised for the interior of 3-wide windows at stride 1 and 2). */
 static inline void afrt_maxpool2d_f32(const float *x, float *y, const afrt_pool_params *p) {
-    const int64_t planes = p->N * p->C, OH = p->OH, OW = p->OW;
+    const int64_t planes = p->N * p->C, OH = p->OH, OW = p->OW, H = p->H, W = p->W;
+    const int64_t sw = p->stride_w, pl = p->pad_left, dw = p->dil_w, S = p->S;
     int64_t *rg = (int64_t *)malloc((size_t)(2 * (OH + OW)) * sizeof(int64_t));
     if (!rg) return;
     int64_t *cg = rg + 2 * OH;
     for (int64_t oh = 0; oh < OH; ++oh)
-        afrt_tap_range_(oh, p->stride_h, p->pad_top, p->dil_h, p->R, p->H, &rg[2 * oh], &rg[2 * oh + 1]);
-    for (int64_t ow = 0; ow < OW; ++ow)
-        afrt_tap_range_(ow, p->stride_w, p->pad_left, p->dil_w, p->S, p->W, &cg[2 * ow], &cg[2 * ow + 1]);
-    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (planes > 1 && afrt_worth_threads_((double)planes * OH * OW * p->R * p->S)))
+        afrt_tap_range_(oh, p->stride_h, p->pad_top, p->dil_h, p->R, H, &rg[2 * oh], &rg[2 * oh + 1]);
+    /* interior columns [ilo, ihi): every tap inside the row */
+    int64_t ilo = OW, ihi = OW;
+    for (int64_t ow = 0; ow < OW; ++ow) {
+        afrt_tap_range_(ow, sw, pl, dw, S, W, &cg[2 * ow], &cg[2 * ow + 1]);
+        if (cg[2 * ow] == 0 && cg[2 * ow + 1] == S) {
+            if (ilo == OW) ilo = ow;
+            ihi = ow + 1;
+        }
+    }
+    int failed = 0;
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (planes > 1 && afrt_worth_threads_((double)planes * OH * OW * p->R * S)))
     for (int64_t t = 0; t < planes; ++t) {
-        const float *xc = x + t * p->H * p->W;
-        float *yc = y + t * OH * OW;
+        float *restrict tmp = (float *)afrt_thread_scratch(0, (size_t)(W > 0 ? W : 1) * sizeof(float));
+        if (!tmp) {
+            failed = 1;
+            continue;
+        }
+        const float *xc = x + t * H * W;
+        float *restrict yc = y + t * OH * OW;
         for (int64_t oh = 0; oh < OH; ++oh) {
             const int64_t r_lo = rg[2 * oh], r_hi = rg[2 * oh + 1];
             const int64_t ih0 = oh * p->stride_h - p->pad_top;
-            for (int64_t ow = 0; ow < OW; ++ow) {
-                const int64_t s_lo = cg[2 * ow], s_hi = cg[2 * ow + 1];
-                const int64_t iw0 = ow * p->stride_w - p->pad_left;
-                float m = -INFINITY;
-                int nan = 0;
-                for (int64_t r = r_lo; r < r_hi; ++r) {
-                    const float *row = xc + (ih0 + r * p->dil_h) * p->W; /* a valid row */
-                    for (int64_t s = s_lo; s < s_hi; ++s) {
-                        const float v = row[iw0 + s * p->dil_w];
-                        nan |= v != v;
-                        m = v > m ? v : m;
-                    }
+            float *restrict yr = yc + oh * OW;
+            if (r_hi <= r_lo) { /* the window lies in the padding */
+                for (int64_t ow = 0; ow < OW; ++ow) yr[ow] = -INFINITY;
+                continue;
+            }
+            const float *restrict first = xc + (ih0 + r_lo * p->dil_h) * W;
+            for (int64_t iw = 0; iw < W; ++iw) tmp[iw] = first[iw];
+            for (int64_t r = r_lo + 1; r < r_hi; ++r) {
+                const float *restrict row = xc + (ih0 + r * p->dil_h) * W;
+                for (int64_t iw = 0; iw < W; ++iw) tmp[iw] = afrt_nanmax_(tmp[iw], row[iw]);
+            }
+            int64_t done_lo = ilo, done_hi = ilo; /* interior columns already written */
+            if (S == 3 && dw == 1 && sw == 1) {
+                for (int64_t ow = ilo; ow < ihi; ++ow) {
+                    const float *t3 = tmp + ow - pl;
+                    yr[ow] = afrt_nanmax_(afrt_nanmax_(t3[0], t3[1]), t3[2]);
                 }
-                yc[oh * OW + ow] = nan ? NAN : m;
+                done_hi = ihi;
+            } else if (S == 3 && dw == 1 && sw == 2) {
+                for (int64_t ow = ilo; ow < ihi; ++ow) {
+                    const float *t3 = tmp + 2 * ow - pl;
+                    yr[ow] = afrt_nanmax_(afrt_nanmax_(t3[0], t3[1]), t3[2]);
+                }
+                done_hi = ihi;
+            }
+            for (int64_t ow = 0; ow < OW; ++ow) {
+                if (ow >= done_lo && ow < done_hi) continue;
+                const int64_t s_lo = cg[2 * ow], s_hi = cg[2 * ow + 1];
+                const int64_t iw0 = ow * sw - pl;
+                float m = -INFINITY;
+                for (int64_t s = s_lo; s < s_hi; ++s) m = afrt_nanmax_(m, tmp[iw0 + s * dw]);
+                yr[ow] = m;
             }
         }
     }
     free(rg);
+    if (failed) /* out of memory for a row buffer: a NaN output rather than stale data */
+        for (int64_t i = 0; i < planes * OH * OW; ++i) y[i] = NAN;
 }
 
 static inline void afrt_avgpool2d_f32(const float *x, float *y, const afrt_pool_params *p) {
