@@ -77,6 +77,9 @@ CONV_CASES = [
     (1, 64, 40, 40, 96, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 1, True),  # many column blocks
     (1, 4, 6, 45, 4, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 4, True),  # depthwise, wide rows
     (1, 3, 9, 50, 6, 3, 5, (1, 2), (2, 1, 0, 3), (2, 2), 3, False),  # depthwise x2, dilated
+    (1, 5, 33, 37, 5, 3, 3, (2, 2), (0, 1, 1, 1), (1, 1), 5, True),  # depthwise /2, > 16 wide
+    (1, 4, 10, 11, 4, 3, 3, (3, 3), (1, 1, 1, 1), (1, 1), 4, True),  # depthwise stride 3
+    (1, 3, 10, 10, 3, 3, 3, (2, 2), (0, 0, 0, 0), (1, 1), 3, False),  # last input row unread
 ]
 
 

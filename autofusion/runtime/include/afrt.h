@@ -920,122 +920,97 @@ static inline void afrt_im2col_(const float *xg, const afrt_conv_params *p, int6
     }
 }
 
-/* Depthwise-style conv (one input channel per group): output channel k of image n. */
+/* Depthwise-style conv (one input channel per group), output channel k of image n, tap by
+ * tap with bounds checks: the fallback when no padded buffer can be had. */
+static inline void afrt_conv_dw_direct_(const float *xc, const float *wk, float *yk,
+                                        const afrt_conv_params *p) {
+    for (int64_t oh = 0; oh < p->OH; ++oh) {
+        int64_t r_lo, r_hi;
+        afrt_tap_range_(oh, p->stride_h, p->pad_top, p->dil_h, p->R, p->H, &r_lo, &r_hi);
+        const int64_t ih0 = oh * p->stride_h - p->pad_top;
+        for (int64_t ow = 0; ow < p->OW; ++ow) {
+            int64_t s_lo, s_hi;
+            afrt_tap_range_(ow, p->stride_w, p->pad_left, p->dil_w, p->S, p->W, &s_lo, &s_hi);
+            const int64_t iw0 = ow * p->stride_w - p->pad_left;
+            float acc = 0.0f;
+            for (int64_t r = r_lo; r < r_hi; ++r) {
+                const float *xr = xc + (ih0 + r * p->dil_h) * p->W;
+                for (int64_t s = s_lo; s < s_hi; ++s) acc += wk[r * p->S + s] * xr[iw0 + s * p->dil_w];
+            }
+            yk[oh * p->OW + ow] = acc;
+        }
+    }
+}
+
+/* Depthwise-style conv (one input channel per group): output channel k of image n. The input
+ * plane is first copied into a zero-padded per-thread buffer covering exactly what the
+ * outputs read, so every output, borders included, takes one vectorised path: 16 outputs
+ * per AVX-512 vector at stride 1 (stride 2: the even lanes of 31 inputs), masked tails. */
 static inline void afrt_conv_dw_channel_(const float *x, const float *w, float *y,
                                          const afrt_conv_params *p, int64_t kg, int64_t n,
                                          int64_t k) {
     const int64_t H = p->H, W = p->W, OH = p->OH, OW = p->OW, R = p->R, S = p->S;
     const int64_t sh = p->stride_h, sw = p->stride_w, dh = p->dil_h, dw = p->dil_w;
     const int64_t pt = p->pad_top, pl = p->pad_left;
-    const int64_t c = k / kg;
-    const float *restrict xc = x + (n * p->C + c) * H * W;
+    const float *restrict xc = x + (n * p->C + k / kg) * H * W;
     const float *restrict wk = w + k * R * S;
     float *restrict yk = y + (n * p->K + k) * OH * OW;
-    /* columns whose every tap is inside the row: [ilo, ihi) */
-    const int64_t ilo = afrt_min_(OW, afrt_cdiv_(pl, sw));
-    const int64_t last = W - 1 + pl - (S - 1) * dw; /* ow * sw <= last */
-    const int64_t ihi = last < 0 ? ilo : afrt_max_(ilo, afrt_min_(OW, last / sw + 1));
+    /* padded rows [-pt, Hp - pt) and columns [-pl, Wp - pl) of the input */
+    const int64_t Hp = (OH - 1) * sh + (R - 1) * dh + 1, Wp = (OW - 1) * sw + (S - 1) * dw + 1;
+    float *restrict xp = pt >= 0 && pl >= 0
+        ? (float *)afrt_thread_scratch(0, (size_t)(Hp * Wp) * sizeof(float)) : NULL;
+    if (!xp) {
+        afrt_conv_dw_direct_(xc, wk, yk, p);
+        return;
+    }
+    const int64_t lo = afrt_min_(pl, Wp), hi = afrt_max_(lo, afrt_min_(pl + W, Wp));
+    for (int64_t i = 0; i < Hp; ++i) {
+        float *restrict d = xp + i * Wp;
+        const int64_t ih = i - pt;
+        if (ih < 0 || ih >= H) {
+            for (int64_t j = 0; j < Wp; ++j) d[j] = 0.0f;
+            continue;
+        }
+        for (int64_t j = 0; j < lo; ++j) d[j] = 0.0f; /* pads are a few columns: no calls */
+        memcpy(d + lo, xc + ih * W + (lo - pl), (size_t)(hi - lo) * sizeof(float));
+        for (int64_t j = hi; j < Wp; ++j) d[j] = 0.0f;
+    }
     for (int64_t oh = 0; oh < OH; ++oh) {
         float *restrict yr = yk + oh * OW;
-        int64_t r_lo, r_hi;
-        afrt_tap_range_(oh, sh, pt, dh, R, H, &r_lo, &r_hi);
-        const int64_t ih0 = oh * sh - pt;
-        int64_t ow = 0;
-        if (sw == 1) {
-            /* interior: 16 outputs at a time, all taps accumulated in registers */
-            for (ow = ilo; ow + 16 <= ihi; ow += 16) {
+        const float *restrict xr0 = xp + oh * sh * Wp;
 #if defined(__AVX512F__)
-                __m512 acc = _mm512_setzero_ps();
-                for (int64_t r = r_lo; r < r_hi; ++r) {
-                    const float *restrict xr = xc + (ih0 + r * dh) * W + (ow - pl);
-                    for (int64_t s = 0; s < S; ++s)
-                        acc = _mm512_fmadd_ps(_mm512_set1_ps(wk[r * S + s]),
-                                              _mm512_loadu_ps(xr + s * dw), acc);
-                }
-                _mm512_storeu_ps(yr + ow, acc);
-#else
-                float acc[16] = {0};
-                for (int64_t r = r_lo; r < r_hi; ++r) {
-                    const float *restrict xr = xc + (ih0 + r * dh) * W + (ow - pl);
-                    for (int64_t s = 0; s < S; ++s) {
-                        const float wv = wk[r * S + s];
-                        const float *restrict xs = xr + s * dw;
-                        for (int t = 0; t < 16; ++t) acc[t] += wv * xs[t];
-                    }
-                }
-                for (int t = 0; t < 16; ++t) yr[ow + t] = acc[t];
-#endif
-            }
-#if defined(__AVX512F__)
-            if (ow < ihi) { /* interior tail, masked */
-                const __mmask16 m = (__mmask16)((1u << (ihi - ow)) - 1u);
-                __m512 acc = _mm512_setzero_ps();
-                for (int64_t r = r_lo; r < r_hi; ++r) {
-                    const float *restrict xr = xc + (ih0 + r * dh) * W + (ow - pl);
-                    for (int64_t s = 0; s < S; ++s)
-                        acc = _mm512_fmadd_ps(_mm512_set1_ps(wk[r * S + s]),
-                                              _mm512_maskz_loadu_ps(m, xr + s * dw), acc);
-                }
-                _mm512_mask_storeu_ps(yr + ow, m, acc);
-                ow = ihi;
-            }
-#endif
-        }
-#if defined(__AVX512F__)
-        if (sw == 2) {
-            /* interior, 16 outputs at a time: the even lanes of 31 consecutive inputs per tap */
+        if (sw == 1 || sw == 2) {
             const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8,
                                                   6, 4, 2, 0);
-            for (ow = ilo; ow + 16 <= ihi; ow += 16) {
-                __m512 acc = _mm512_setzero_ps();
-                for (int64_t r = r_lo; r < r_hi; ++r) {
-                    const float *restrict xr = xc + (ih0 + r * dh) * W + (2 * ow - pl);
-                    for (int64_t s = 0; s < S; ++s) {
-                        const float *b = xr + s * dw;
-                        const __m512 lo = _mm512_loadu_ps(b);
-                        const __m512 hi = _mm512_maskz_loadu_ps((__mmask16)0x7fff, b + 16);
-                        acc = _mm512_fmadd_ps(_mm512_set1_ps(wk[r * S + s]),
-                                              _mm512_permutex2var_ps(lo, even, hi), acc);
-                    }
-                }
-                _mm512_storeu_ps(yr + ow, acc);
-            }
-            if (ow < ihi) { /* interior tail: c < 16 outputs read 2c - 1 inputs per tap */
-                const int64_t c = ihi - ow, need = 2 * c - 1;
+            for (int64_t ow = 0; ow < OW; ow += 16) {
+                const int64_t cnt = afrt_min_(16, OW - ow), need = sw * cnt - (sw - 1);
+                const __mmask16 mo = (__mmask16)(cnt == 16 ? 0xffffu : (1u << cnt) - 1u);
                 const __mmask16 mlo = (__mmask16)(need >= 16 ? 0xffffu : (1u << need) - 1u);
                 const __mmask16 mhi = (__mmask16)(need > 16 ? (1u << (need - 16)) - 1u : 0u);
-                const __mmask16 mout = (__mmask16)((1u << c) - 1u);
                 __m512 acc = _mm512_setzero_ps();
-                for (int64_t r = r_lo; r < r_hi; ++r) {
-                    const float *restrict xr = xc + (ih0 + r * dh) * W + (2 * ow - pl);
+                for (int64_t r = 0; r < R; ++r) {
+                    const float *restrict xr = xr0 + r * dh * Wp + ow * sw;
                     for (int64_t s = 0; s < S; ++s) {
                         const float *b = xr + s * dw;
-                        const __m512 lo = _mm512_maskz_loadu_ps(mlo, b);
-                        const __m512 hi = _mm512_maskz_loadu_ps(mhi, b + 16);
-                        acc = _mm512_fmadd_ps(_mm512_set1_ps(wk[r * S + s]),
-                                              _mm512_permutex2var_ps(lo, even, hi), acc);
+                        const __m512 v = sw == 1 ? _mm512_maskz_loadu_ps(mo, b)
+                                                 : _mm512_permutex2var_ps(
+                                                       _mm512_maskz_loadu_ps(mlo, b), even,
+                                                       _mm512_maskz_loadu_ps(mhi, b + 16));
+                        acc = _mm512_fmadd_ps(_mm512_set1_ps(wk[r * S + s]), v, acc);
                     }
                 }
-                _mm512_mask_storeu_ps(yr + ow, mout, acc);
-                ow = ihi;
+                _mm512_mask_storeu_ps(yr + ow, mo, acc);
             }
+            continue;
         }
 #endif
-        /* everything else (borders, the interior's tail, other strides): tap by tap */
-        for (int64_t o = 0; o < OW; ++o) {
-            if ((sw == 1 || sw == 2) && o >= ilo && o < ow) {
-                o = ow - 1;
-                continue;
-            }
-            int64_t s_lo = 0, s_hi = S;
-            if (o < ilo || o >= ihi) afrt_tap_range_(o, sw, pl, dw, S, W, &s_lo, &s_hi);
-            const int64_t iw0 = o * sw - pl;
+        for (int64_t ow = 0; ow < OW; ++ow) {
             float acc = 0.0f;
-            for (int64_t r = r_lo; r < r_hi; ++r) {
-                const float *restrict xr = xc + (ih0 + r * dh) * W;
-                for (int64_t s = s_lo; s < s_hi; ++s) acc += wk[r * S + s] * xr[iw0 + s * dw];
+            for (int64_t r = 0; r < R; ++r) {
+                const float *restrict xr = xr0 + r * dh * Wp + ow * sw;
+                for (int64_t s = 0; s < S; ++s) acc += wk[r * S + s] * xr[s * dw];
             }
-            yr[o] = acc;
+            yr[ow] = acc;
         }
     }
 }
