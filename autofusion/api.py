@@ -25,7 +25,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from autofusion.errors import AutofusionError
-from autofusion.pipeline import TARGETS, PipelineOptions, make_context, pipeline_string, tensor_passes
+from autofusion.pipeline import (
+    TARGETS,
+    PipelineOptions,
+    make_context,
+    pipeline_string,
+    tensor_passes,
+)
 
 if TYPE_CHECKING:
     import onnx
@@ -260,7 +266,7 @@ class CompiledModel:
         return f"CompiledModel({self.directory}, kernels={self.report.get('kernels_after')})"
 
 
-def compile(  # noqa: A001 - the public name from DESIGN.md
+def compile(
     model: str | os.PathLike[str] | onnx.ModelProto,
     target: str = "c",
     config: str | os.PathLike[str] | None = None,
@@ -277,8 +283,9 @@ def compile(  # noqa: A001 - the public name from DESIGN.md
     ``threads``: threads for run() (None: all cores). ``memory_limit_mb``: default from
     :func:`set_memory_limit`. ``policy``: a :class:`autofusion.BasePolicy` instance or a
     ``module:Class`` spec. ``progress``: True for stderr lines, or a callable. Builds are
-    cached (see :mod:`autofusion.runtime.cache`); a policy *instance* is never cached,
-    since its behaviour is not captured by a key. ``label`` names the model in messages.
+    cached (see :mod:`autofusion.runtime.cache`, whose size limit is applied after each new
+    build); a policy *instance* is never cached, since its behaviour is not captured by a
+    key. ``label`` names the model in messages.
     """
     from autofusion.runtime import cache as cache_mod
 
@@ -293,13 +300,17 @@ def compile(  # noqa: A001 - the public name from DESIGN.md
         memory_limit_mb = _default_memory_limit_mb
     elif isinstance(memory_limit_mb, bool) or not isinstance(memory_limit_mb, (int, float)) \
             or not memory_limit_mb > 0:  # fmt: skip
-        raise AutofusionError(f"memory_limit_mb: expected a positive number, got {memory_limit_mb!r}")
+        raise AutofusionError(
+            f"memory_limit_mb: expected a positive number, got {memory_limit_mb!r}"
+        )
     if config is not None and not Path(config).is_file():
         raise AutofusionError(f"{os.fspath(config)}: no such config file")
     say: ProgressFn = stderr_progress() if progress is True else (progress or _quiet)
+    instance_policy = policy is not None and not isinstance(policy, str)
+    if cache and not instance_policy:
+        cache_mod.size_limit()  # a bad AUTOFUSION_CACHE_MAX_MB fails before the build
     label = label or _model_label(model)
     proto = load_model(model)
-    instance_policy = policy is not None and not isinstance(policy, str)
     opts = PipelineOptions(
         target=target,
         fusion=bool(fusion),
@@ -314,12 +325,10 @@ def compile(  # noqa: A001 - the public name from DESIGN.md
         # of that .so: two models sharing one .so with different counts would interfere
         key = cache_mod.cache_key(proto.SerializeToString(deterministic=True),
                                   {**_options_fingerprint(opts), "threads": threads})  # fmt: skip
-        entry = cache_mod.lookup(key)
-        if entry is not None:
-            say(f"using cached build {entry}")
-            report = json.loads((entry / "report.json").read_text())
-            report["cached"] = True
-            return CompiledModel(entry, report, threads)
+        hit = _load_cached(cache_mod.lookup(key), threads)
+        if hit is not None:
+            say(f"using cached build {hit.directory}")
+            return hit
     staged = cache_mod.staging_dir()
     try:
         report = build_model_dir(proto, staged, opts, label, say)
@@ -329,4 +338,22 @@ def compile(  # noqa: A001 - the public name from DESIGN.md
     if not use_cache:
         return CompiledModel(staged, report, threads, owns_directory=True)
     entry = cache_mod.publish(staged, key)
+    removed, freed = cache_mod.prune(keep=[key])
+    if removed:
+        say(f"cache: evicted {removed} least recently used builds ({freed / 2**20:.1f} MB)")
     return CompiledModel(entry, report, threads)
+
+
+def _load_cached(entry: Path | None, threads: int | None) -> CompiledModel | None:
+    """The cached build at ``entry``, or None when there is none or another process evicted
+    it between the lookup and the load (then we simply build again)."""
+    if entry is None:
+        return None
+    try:
+        report = json.loads((entry / "report.json").read_text())
+        report["cached"] = True
+        return CompiledModel(entry, report, threads)
+    except (OSError, AutofusionError):
+        if (entry / "libmodel.so").exists():
+            raise
+        return None
