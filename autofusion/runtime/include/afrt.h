@@ -1015,45 +1015,85 @@ static inline void afrt_conv_dw_channel_(const float *x, const float *w, float *
     }
 }
 
+/* o[t] = (0 <= iw0 + t*sw < W) ? xr[iw0 + t*sw] : 0 for t in [0, n): one strided input row
+ * segment of an im2col panel row, zero where it runs into the padding. AVX-512: masked loads
+ * (lanes outside the row are neither read nor kept), 16 outputs a step at stride 1 and 2. */
+static inline void afrt_im2col_seg_(float *restrict o, const float *restrict xr, int64_t iw0,
+                                    int64_t n, int64_t sw, int64_t W) {
+#if defined(__AVX512F__)
+    if (sw == 1 || sw == 2) {
+        const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6,
+                                              4, 2, 0);
+        for (int64_t t = 0; t < n; t += 16) {
+            const int64_t m = afrt_min_(16, n - t), base = iw0 + t * sw, span = sw * m - (sw - 1);
+            /* input elements base + [lo, hi) are inside the row */
+            const int64_t lo = afrt_min_(span, afrt_max_(0, -base));
+            const int64_t hi = afrt_max_(lo, afrt_min_(span, W - base));
+            const uint32_t in = (uint32_t)(((uint64_t)1 << hi) - ((uint64_t)1 << lo));
+            const __mmask16 mout = (__mmask16)(((uint32_t)1 << m) - 1u);
+            const float *src = xr + base;
+            __m512 v;
+            if (sw == 1) v = _mm512_maskz_loadu_ps((__mmask16)in, src);
+            else
+                v = _mm512_permutex2var_ps(_mm512_maskz_loadu_ps((__mmask16)(in & 0xffffu), src),
+                                           even,
+                                           _mm512_maskz_loadu_ps((__mmask16)(in >> 16), src + 16));
+            _mm512_mask_storeu_ps(o + t, mout, v);
+        }
+        return;
+    }
+#endif
+    for (int64_t t = 0; t < n; ++t) {
+        const int64_t iw = iw0 + t * sw;
+        o[t] = (iw >= 0 && iw < W) ? xr[iw] : 0.0f;
+    }
+}
+
+/* Packs the k block [pc, pc+kc) x positions [j0, j0+nc) of the im2col matrix of one image and
+ * group (xg: its first channel) straight into B panels: per panel, the runs of consecutive
+ * output columns within one output row are found once, then each tap (c, r, s) copies one
+ * input row segment per run. */
 static inline void afrt_pack_b_conv_(const struct afrt_conv_params_s *p, const float *xg,
                                      int64_t N, int64_t pc, int64_t kc, int64_t j0, int64_t nc,
                                      float *dst) {
-    const int64_t H = p->H, W = p->W, OW = p->OW, S = p->S, RS = p->R * p->S;
+    const int64_t H = p->H, W = p->W, OW = p->OW, R = p->R, S = p->S, RS = R * S, hw = H * W;
     const int64_t sh = p->stride_h, sw = p->stride_w, dh = p->dil_h, dw = p->dil_w;
     const int64_t pt = p->pad_top, pl = p->pad_left;
+    int64_t run_ih[AFRT_NR], run_iw[AFRT_NR], run_j[AFRT_NR], run_n[AFRT_NR];
     for (int64_t jr = 0; jr < nc; jr += AFRT_NR) {
         float *panel = dst + jr * kc;
         const int64_t pos0 = j0 + jr, cnt = afrt_max_(0, afrt_min_(AFRT_NR, N - pos0));
-        const int64_t oh0 = cnt > 0 ? pos0 / OW : 0, ow0 = cnt > 0 ? pos0 % OW : 0;
+        int64_t nrun = 0;
+        for (int64_t j = 0, oh = cnt > 0 ? pos0 / OW : 0, ow = cnt > 0 ? pos0 % OW : 0; j < cnt;
+             ow = 0, ++oh) {
+            const int64_t len = afrt_min_(cnt - j, OW - ow);
+            run_ih[nrun] = oh * sh - pt;
+            run_iw[nrun] = ow * sw - pl;
+            run_j[nrun] = j;
+            run_n[nrun++] = len;
+            j += len;
+        }
+        int64_t c = pc / RS, r = (pc % RS) / S, sx = pc % S;
         for (int64_t k = 0; k < kc; ++k) {
-            const int64_t crs = pc + k, c = crs / RS, rs = crs % RS, r = rs / S, s = rs % S;
-            const float *xc = xg + c * H * W;
+            const float *xc = xg + c * hw;
             float *o = panel + k * AFRT_NR;
-            int64_t j = 0, oh = oh0, ow = ow0;
-            while (j < cnt) {
-                const int64_t seg = afrt_min_(cnt - j, OW - ow);
-                const int64_t ih = oh * sh - pt + r * dh;
+            for (int64_t u = 0; u < nrun; ++u) {
+                const int64_t ih = run_ih[u] + r * dh;
                 if (ih < 0 || ih >= H) {
-                    for (int64_t t = 0; t < seg; ++t) o[j + t] = 0.0f;
+                    for (int64_t t = 0; t < run_n[u]; ++t) o[run_j[u] + t] = 0.0f;
                 } else {
-                    const float *xr = xc + ih * W;
-                    const int64_t iw0 = ow * sw - pl + s * dw;
-                    if (sw == 1 && iw0 >= 0 && iw0 + seg <= W) {
-                        memcpy(o + j, xr + iw0, (size_t)seg * sizeof(float));
-                    } else if (iw0 >= 0 && iw0 + (seg - 1) * sw < W) { /* strided, in bounds */
-                        for (int64_t t = 0; t < seg; ++t) o[j + t] = xr[iw0 + t * sw];
-                    } else {
-                        for (int64_t t = 0; t < seg; ++t) {
-                            const int64_t iw = iw0 + t * sw;
-                            o[j + t] = (iw >= 0 && iw < W) ? xr[iw] : 0.0f;
-                        }
-                    }
+                    afrt_im2col_seg_(o + run_j[u], xc + ih * W, run_iw[u] + sx * dw, run_n[u], sw,
+                                     W);
                 }
-                j += seg;
-                ow = 0;
-                ++oh;
             }
             for (int64_t t = cnt; t < AFRT_NR; ++t) o[t] = 0.0f;
+            if (++sx == S) {
+                sx = 0;
+                if (++r == R) {
+                    r = 0;
+                    ++c;
+                }
+            }
         }
     }
 }
