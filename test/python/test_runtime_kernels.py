@@ -19,12 +19,17 @@ from autofusion.runtime import toolchain
 DRIVER_SRC = Path(__file__).parent / "runtime_c" / "afrt_kernel_driver.c"
 
 
-@pytest.fixture(scope="session")
-def driver(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("afrt") / "afrt_kernel_driver"
+# The kernels have AVX-512 paths and portable C ones (used on CPUs without AVX-512): build
+# the driver both ways so both are checked on an AVX-512 machine.
+ISA_FLAGS = {"native": [], "no-avx512": ["-mno-avx512f"]}
+
+
+@pytest.fixture(scope="session", params=list(ISA_FLAGS))
+def driver(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("afrt") / f"afrt_kernel_driver_{request.param}"
     cmd = [
         toolchain.c_compiler(),
-        "-std=c11", "-O2", "-march=native", "-fopenmp",
+        "-std=c11", "-O2", "-march=native", *ISA_FLAGS[request.param], "-fopenmp",
         "-DAFRT_PARALLEL_MIN_WORK=0",  # small test shapes still take the multi-thread paths
         *toolchain.WERROR_FLAGS, "-Wpedantic",
         *toolchain.include_flags(), str(DRIVER_SRC), "-o", str(out), *toolchain.link_flags(),
