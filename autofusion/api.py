@@ -8,17 +8,26 @@ and the same autofusion code reuses the cached library.
 
 ``build_model_dir`` is the shared core also used by ``autofusion-compile``: everything up
 to a finished directory, written into a staging directory first.
+
+Model files and serialised bytes are read by the frontend's loader
+(:mod:`autofusion.frontend.loader`, the one ``autofusion-opt model.onnx`` uses): big weights
+are cut out of the buffer before parsing and copied once, straight into the imported
+constants, and a corrupt file gets the same message from every entry point. The cache key is
+hashed piece by piece from that parsed form (:func:`model_digest`), so neither a hit nor a
+miss serialises a second copy of the model.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import platform
 import shutil
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +46,7 @@ if TYPE_CHECKING:
     import onnx
     from xdsl.dialects.builtin import ModuleOp
 
+    from autofusion.frontend.loader import Loaded
     from autofusion.policy.base import BasePolicy
 
 ProgressFn = Callable[[str], None]
@@ -75,11 +85,18 @@ def _quiet(_: str) -> None:
 def _model_label(model: object) -> str:
     if isinstance(model, (str, os.PathLike)):
         return os.fspath(model)
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        return "<bytes>"
     return "<ModelProto>"
 
 
+_MODEL_KINDS = "a path, 'zoo:NAME', serialised bytes or an onnx.ModelProto"
+
+
 def load_model(model: object) -> onnx.ModelProto:
-    """A path, ``zoo:NAME`` or ``ModelProto`` as a ModelProto (clear error otherwise)."""
+    """A path, ``zoo:NAME`` or ``ModelProto`` as a complete ModelProto (for callers that
+    need the proto itself, e.g. to run onnxruntime on it). Compiling should use
+    :func:`open_model`, which leaves big weights outside the proto."""
     import onnx
 
     from autofusion.zoo import resolve
@@ -91,12 +108,95 @@ def load_model(model: object) -> onnx.ModelProto:
     return resolve(model)
 
 
-def import_model(proto: onnx.ModelProto, label: str) -> ModuleOp:
-    """ONNX -> nn IR through the frontend."""
-    from autofusion.frontend.onnx_import import import_onnx
+@dataclass
+class ModelSource:
+    """A model read for import: the frontend loader's :class:`~autofusion.frontend.loader.
+    Loaded` (proto plus weights cut out of it), the name used in messages, and whether the
+    proto is ours (the importer may then drop weights from it as it copies them out)."""
 
-    del label  # the importer names the model itself
-    return import_onnx(proto)
+    loaded: Loaded
+    label: str
+    owned: bool
+
+
+def open_model(model: object, label: str | None = None) -> ModelSource:
+    """Read ``model`` (a path, ``zoo:NAME``, serialised bytes or a ``ModelProto``) for
+    compiling. Files and bytes go through the frontend loader; zoo models and protos are
+    used in place and never modified."""
+    import onnx
+
+    from autofusion.frontend import loader
+    from autofusion.frontend.progress import Progress
+    from autofusion.zoo import ZOO_PREFIX, get_model
+
+    if isinstance(model, onnx.ModelProto) or (
+        isinstance(model, str) and model.startswith(ZOO_PREFIX)
+    ):
+        proto = model if isinstance(model, onnx.ModelProto) else get_model(model[len(ZOO_PREFIX):])
+        name = label or _model_label(model)
+        loader.check_structure(proto, name)
+        return ModelSource(loader.Loaded(proto, []), name, owned=False)
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        name = label or "<bytes>"
+        return ModelSource(loader.load_bytes(model, name), name, owned=True)
+    if not isinstance(model, (str, os.PathLike)):
+        raise AutofusionError(f"model must be {_MODEL_KINDS}, got {type(model).__name__}")
+    path = os.fspath(model)
+    if not os.path.isfile(path) and not os.path.isdir(path):
+        raise AutofusionError(f"{path}: no such file (expected an .onnx file or zoo:NAME)")
+    Progress.reading(None, path)
+    loaded, path = loader.load_path(path)
+    return ModelSource(loaded, label or path, owned=True)
+
+
+def model_digest(model: onnx.ModelProto, raws: Sequence[bytes | None] = ()) -> bytes:
+    """sha256 of a model, hashed field by field and weight by weight.
+
+    The same for a ``ModelProto`` holding its weights and for the loader's parsed form whose
+    big ``raw_data`` were cut out into ``raws`` (so compiling a file and compiling the proto
+    ``onnx.load`` makes of it share one cache entry). At most one tensor is copied at a time.
+    """
+    h = hashlib.sha256()
+
+    def put(tag: str, data: bytes) -> None:
+        h.update(tag.encode())
+        h.update(len(data).to_bytes(8, "little"))
+        h.update(data)
+
+    def put_field(fd: Any, value: Any) -> None:
+        for v in (value if fd.is_repeated else [value]):
+            put(fd.name, v.SerializeToString(deterministic=True)
+                if fd.type == fd.TYPE_MESSAGE else repr(v).encode())  # fmt: skip
+
+    for fd, value in model.ListFields():
+        if fd.name != "graph":
+            put_field(fd, value)
+            continue
+        for gfd, gvalue in value.ListFields():
+            if gfd.name != "initializer":
+                put_field(gfd, gvalue)
+                continue
+            for i, t in enumerate(gvalue):
+                raw = raws[i] if i < len(raws) else None
+                if raw is None and not t.HasField("raw_data"):
+                    put("initializer", t.SerializeToString(deterministic=True))
+                    continue
+                put("initializer.begin", b"")
+                for tfd, tvalue in t.ListFields():
+                    if tfd.name != "raw_data":
+                        put_field(tfd, tvalue)
+                data = raw if raw is not None else t.raw_data
+                put("initializer.raw", hashlib.sha256(data).digest())
+    return h.digest()
+
+
+def import_model(source: onnx.ModelProto | ModelSource, label: str = "<model>") -> ModuleOp:
+    """ONNX -> nn IR through the frontend (a ``ModelProto`` is imported without changes)."""
+    from autofusion.frontend.onnx_import import import_loaded
+
+    if not isinstance(source, ModelSource):
+        source = open_model(source, label)
+    return import_loaded(source.loaded, source.label, owned=source.owned)
 
 
 def _check_target(target: str) -> None:
@@ -147,10 +247,11 @@ def _emitter(target: str) -> Callable[[ModuleOp, Path], None]:
 
 
 def prepare_module(
-    proto: onnx.ModelProto, opts: PipelineOptions, label: str = "<model>", say: ProgressFn = _quiet
+    proto: onnx.ModelProto | ModelSource, opts: PipelineOptions, label: str = "<model>",
+    say: ProgressFn = _quiet,
 ) -> tuple[ModuleOp, dict[str, Any]]:
-    """Import and run the tensor-level passes; returns the module and its report (without
-    ``compile_seconds``)."""
+    """Import (a proto, or a source from :func:`open_model`) and run the tensor-level
+    passes; returns the module and its report (without ``compile_seconds``)."""
     from autofusion.policy.report import build_report, count_unfused_ops
 
     say(f"importing {label}")
@@ -167,7 +268,7 @@ def prepare_module(
 
 
 def build_model_dir(
-    proto: onnx.ModelProto,
+    proto: onnx.ModelProto | ModelSource,
     out_dir: Path,
     opts: PipelineOptions,
     label: str = "<model>",
@@ -278,7 +379,8 @@ def compile(
     cache: bool = True,
     label: str | None = None,
 ) -> CompiledModel:
-    """Compile ``model`` (a path, ``"zoo:NAME"`` or ``onnx.ModelProto``) and load it.
+    """Compile ``model`` (a path, ``"zoo:NAME"``, serialised bytes or ``onnx.ModelProto``)
+    and load it.
 
     ``threads``: threads for run() (None: all cores). ``memory_limit_mb``: default from
     :func:`set_memory_limit`. ``policy``: a :class:`autofusion.BasePolicy` instance or a
@@ -307,10 +409,11 @@ def compile(
         raise AutofusionError(f"{os.fspath(config)}: no such config file")
     say: ProgressFn = stderr_progress() if progress is True else (progress or _quiet)
     instance_policy = policy is not None and not isinstance(policy, str)
-    if cache and not instance_policy:
+    use_cache = cache and not instance_policy
+    if use_cache:
         cache_mod.size_limit()  # a bad AUTOFUSION_CACHE_MAX_MB fails before the build
-    label = label or _model_label(model)
-    proto = load_model(model)
+    source = open_model(model, label)
+    label = label or source.label
     opts = PipelineOptions(
         target=target,
         fusion=bool(fusion),
@@ -318,23 +421,23 @@ def compile(
         policy=_policy_token(policy),
         memory_limit_mb=float(memory_limit_mb) if memory_limit_mb is not None else None,
     )
-    use_cache = cache and not instance_policy
     key = ""
     if use_cache:
         # threads are in the key because a library's thread count is process-global state
         # of that .so: two models sharing one .so with different counts would interfere
-        key = cache_mod.cache_key(proto.SerializeToString(deterministic=True),
-                                  {**_options_fingerprint(opts), "threads": threads})  # fmt: skip
+        digest = model_digest(source.loaded.model, source.loaded.raws)
+        key = cache_mod.cache_key(digest, {**_options_fingerprint(opts), "threads": threads})
         hit = _load_cached(cache_mod.lookup(key), threads)
         if hit is not None:
             say(f"using cached build {hit.directory}")
             return hit
     staged = cache_mod.staging_dir()
     try:
-        report = build_model_dir(proto, staged, opts, label, say)
+        report = build_model_dir(source, staged, opts, label, say)
     except BaseException:
         shutil.rmtree(staged, ignore_errors=True)
         raise
+    del source  # the weights now live in weights.bin; let the proto go before loading
     if not use_cache:
         return CompiledModel(staged, report, threads, owns_directory=True)
     entry = cache_mod.publish(staged, key)

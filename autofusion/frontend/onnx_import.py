@@ -116,6 +116,17 @@ def import_onnx_stream(
                      input_shapes=input_shapes).run()
 
 
+def import_loaded(
+    loaded: loader.Loaded, filename: str, *, owned: bool, progress: bool | None = None,
+    input_shapes: InputShapes | None = None,
+) -> ModuleOp:
+    """Import a model already read by :mod:`autofusion.frontend.loader` (``autofusion.
+    compile`` reads once, hashes that for its cache key, then imports it). ``owned``: the
+    proto is the caller's to spend, so weights are dropped from it as they are copied out."""
+    return _Importer(loaded, filename, owned=owned, progress=progress,
+                     input_shapes=input_shapes).run()
+
+
 class _Importer:
     def __init__(
         self, loaded: loader.Loaded, filename: str, *, owned: bool, progress: bool | None,
@@ -364,4 +375,4 @@ def _tensor_nbytes(t: onnx.TensorProto) -> int:
     return _numel(t.dims) * size
 
 
-__all__ = ["import_onnx", "import_onnx_bytes", "import_onnx_stream"]
+__all__ = ["import_loaded", "import_onnx", "import_onnx_bytes", "import_onnx_stream"]

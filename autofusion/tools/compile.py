@@ -91,7 +91,7 @@ def _memory_plot(path: Path):  # -> Callable[[ModuleOp], None]
 
 
 def _run(argv: Sequence[str] | None) -> None:
-    from autofusion.api import build_model_dir, load_model, stderr_progress
+    from autofusion.api import build_model_dir, open_model, stderr_progress
     from autofusion.runtime import cache
 
     parser = CliParser(prog="autofusion-compile", description=__doc__.split("\n\n")[0])
@@ -105,7 +105,7 @@ def _run(argv: Sequence[str] | None) -> None:
     if out.exists() and not out.is_dir():
         raise AutofusionError(f"{out}: exists and is not a directory")
     say = stderr_progress("autofusion-compile")
-    proto = load_model(args.model)
+    proto = open_model(args.model)
     staged = cache.staging_dir()
     plot_staged = staged / "memory_plot.svg"
     try:

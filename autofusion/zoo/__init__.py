@@ -8,8 +8,8 @@ masks / shape subgraphs, ViT and Swin-like transformers, an opset-9 model-zoo CN
 - ``list_models()``: the available names.
 - ``get_model(name)``: a cached ``ModelProto``; shared between callers, so **do not mutate
   it** (use ``build_model(name)`` for a private copy).
-- ``resolve(spec)``: ``"zoo:NAME"``, a path to an ``.onnx`` file (external data is loaded
-  from beside it) or a ``ModelProto``.
+- ``resolve(spec)``: ``"zoo:NAME"``, a path to an ``.onnx`` file (read by the frontend's
+  loader; external data is loaded from beside it) or a ``ModelProto``.
 - ``sample_inputs(model, seed)``: seeded feeds for every graph input that is not an
   initializer. Floats ~ N(0, 1); int64 token ids in the range stored in
   ``model.metadata_props`` under ``autofusion.input_range.<input>`` (``"lo,hi"``, hi
@@ -94,11 +94,22 @@ def resolve(spec: str | os.PathLike[str] | onnx.ModelProto) -> onnx.ModelProto:
         return get_model(text[len(ZOO_PREFIX):])
     if not os.path.isfile(text):
         raise AutofusionError(f"{text}: no such file (expected an .onnx file or zoo:NAME)")
-    try:
-        return onnx.load(text)
-    except Exception as e:  # DecodeError, missing external data, ...
-        raise AutofusionError(f"{text}: not a readable ONNX model ({type(e).__name__}: {e})") \
-            from None
+    return _read_file(text)
+
+
+def _read_file(path: str) -> onnx.ModelProto:
+    """Read through the frontend's loader (as ``autofusion-opt`` does: the same messages
+    for corrupt files), then put the weights it cut out back into the proto, each moved
+    once, so the peak is about one copy of the weights rather than onnx.load's two."""
+    from autofusion.frontend.loader import load_path
+
+    loaded, _ = load_path(path)
+    model, raws = loaded.model, loaded.raws
+    for i, raw in enumerate(raws):
+        if raw is not None:
+            model.graph.initializer[i].raw_data = raw
+            raws[i] = None
+    return model
 
 
 def _metadata(model: onnx.ModelProto) -> Mapping[str, str]:

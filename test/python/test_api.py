@@ -4,10 +4,13 @@ C target, against onnxruntime; plus the API's error paths."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+import onnx
 import onnxruntime as ort
 import pytest
 
@@ -58,7 +61,8 @@ def test_report_fields(tiny_cnn: autofusion.CompiledModel) -> None:
                 "naive_bytes", "lower_bound_bytes", "compile_seconds"):  # fmt: skip
         assert key in rep, key
     assert rep["kernels_after"] < rep["kernels_before"]
-    assert rep["groups"] and all("pattern" in g and g["origins"] for g in rep["groups"])
+    assert rep["groups"]
+    assert all("pattern" in g and g["origins"] for g in rep["groups"])
     assert 0 < rep["lower_bound_bytes"] <= rep["arena_bytes"] <= rep["naive_bytes"]
     assert rep["compile_seconds"] > 0
     for name in ("model.c", "model.h", "weights.bin", "Makefile", "libmodel.so"):
@@ -67,7 +71,8 @@ def test_report_fields(tiny_cnn: autofusion.CompiledModel) -> None:
 
 def test_second_compile_uses_the_cache(tiny_cnn: autofusion.CompiledModel) -> None:
     again = autofusion.compile("zoo:tiny_cnn", threads=1)
-    assert again.directory == tiny_cnn.directory and again.report.get("cached") is True
+    assert again.directory == tiny_cnn.directory
+    assert again.report.get("cached") is True
     feeds = sample_inputs(get_model("tiny_cnn"), seed=2)
     a, b = tiny_cnn.run(feeds), again.run(feeds)
     for k in a:
@@ -91,8 +96,6 @@ def test_transformer_with_int64_inputs() -> None:
 
 
 def test_model_proto_and_path(tmp_path: Path) -> None:
-    import onnx
-
     path = tmp_path / "m.onnx"
     onnx.save(get_model("tiny_cnn"), path)
     by_path = autofusion.compile(path, threads=1)
@@ -153,3 +156,68 @@ def test_thread_counts_get_their_own_build(tiny_cnn: autofusion.CompiledModel) -
     a, b = tiny_cnn.run(feeds), two.run(feeds)
     for k in a:
         np.testing.assert_allclose(a[k], b[k], rtol=1e-5, atol=1e-6)
+
+
+def _matmul_model(seed: int = 0) -> onnx.ModelProto:
+    """y = x @ w with a 128 KB weight: big enough for the loader to cut it out of the file."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = np.random.default_rng(seed).standard_normal((256, 128)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], "mm",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 256])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 128])],
+        [numpy_helper.from_array(w, "w")],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_file_bytes_and_proto_share_one_build(tmp_path: Path) -> None:
+    from autofusion.api import open_model
+
+    model = _matmul_model()
+    path = tmp_path / "mm.onnx"
+    onnx.save(model, path)
+    src = open_model(path)
+    assert any(r is not None for r in src.loaded.raws)  # the weight was cut out, not parsed
+    by_path = autofusion.compile(path, threads=1)
+    by_proto = autofusion.compile(model, threads=1)
+    by_bytes = autofusion.compile(path.read_bytes(), threads=1)
+    assert by_proto.report.get("cached") is True
+    assert by_path.directory == by_proto.directory == by_bytes.directory
+    x = np.random.default_rng(5).standard_normal((2, 256)).astype(np.float32)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    assert_matches(by_path.run({"x": x}), {"y": sess.run(["y"], {"x": x})[0]})
+
+
+def test_digest_covers_cut_weights(tmp_path: Path) -> None:
+    from autofusion.api import model_digest, open_model
+
+    a, b = tmp_path / "a.onnx", tmp_path / "b.onnx"
+    onnx.save(_matmul_model(0), a)
+    onnx.save(_matmul_model(1), b)  # same graph, other weights
+    da, db = (open_model(p).loaded for p in (a, b))
+    assert model_digest(da.model, da.raws) != model_digest(db.model, db.raws)
+    assert model_digest(da.model, da.raws) == model_digest(_matmul_model(0))
+
+
+def test_truncated_file_gets_one_message_from_every_entry_point(tmp_path: Path) -> None:
+    data = get_model("tiny_cnn").SerializeToString()
+    path = tmp_path / "trunc.onnx"
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(AutofusionError) as info:
+        autofusion.compile(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}: not a valid ONNX model")
+    assert "\n" not in message
+    env = {k: v for k, v in os.environ.items() if k != "AUTOFUSION_DEBUG"}
+    for tool, extra in (("opt", []), ("compile", ["-o", str(tmp_path / "out")])):
+        proc = subprocess.run([sys.executable, "-m", f"autofusion.tools.{tool}", str(path), *extra],
+                              capture_output=True, text=True, env=env, timeout=300)  # fmt: skip
+        assert proc.returncode == 1, proc.stderr
+        assert proc.stderr.splitlines() == [f"autofusion-{tool}: error: {message}"]
+        assert proc.stdout == ""
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(AutofusionError) as info:
+        autofusion.compile(path.read_bytes())
+    assert str(info.value) == message.replace(str(path), "<bytes>", 1)

@@ -273,7 +273,7 @@ def test_resolve_reports_bad_files(tmp_path: Path) -> None:
         zoo.resolve(tmp_path / "missing.onnx")
     bad = tmp_path / "bad.onnx"
     bad.write_bytes(b"\x08\x07garbage\xff\xff\xff")
-    with pytest.raises(AutofusionError, match=r"bad\.onnx: not a readable ONNX model"):
+    with pytest.raises(AutofusionError, match=r"bad\.onnx: not a valid ONNX model"):
         zoo.resolve(bad)
 
 
