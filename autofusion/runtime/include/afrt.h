@@ -1345,26 +1345,55 @@ static inline void afrt_avgpool2d_f32(const float *x, float *y, const afrt_pool_
         afrt_tap_range_(ow, p->stride_w, 0, p->dil_w, p->S, p->W + p->pad_left + p->pad_right, &a, &b);
         cg[3 * ow + 2] = p->count_include_pad ? b - a : cg[3 * ow + 1] - cg[3 * ow];
     }
+    /* interior columns [ilo, ihi): every tap inside the row */
+    const int64_t W = p->W, S = p->S, sw = p->stride_w, pl = p->pad_left, dw = p->dil_w;
+    int64_t ilo = OW, ihi = OW;
+    for (int64_t ow = 0; ow < OW; ++ow)
+        if (cg[3 * ow] == 0 && cg[3 * ow + 1] == S) {
+            if (ilo == OW) ilo = ow;
+            ihi = ow + 1;
+        }
+    const int fast = S == 3 && dw == 1 && (sw == 1 || sw == 2);
+    int failed = 0;
     AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (planes > 1 && afrt_worth_threads_((double)planes * OH * OW * p->R * p->S)))
     for (int64_t t = 0; t < planes; ++t) {
-        const float *xc = x + t * p->H * p->W;
-        float *yc = y + t * OH * OW;
+        /* separably: the sum over the window's valid rows, then over its valid columns */
+        float *restrict tmp = (float *)afrt_thread_scratch(0, (size_t)(W > 0 ? W : 1) * sizeof(float));
+        if (!tmp) {
+            failed = 1;
+            continue;
+        }
+        const float *xc = x + t * p->H * W;
+        float *restrict yc = y + t * OH * OW;
         for (int64_t oh = 0; oh < OH; ++oh) {
             const int64_t r_lo = rg[3 * oh], r_hi = rg[3 * oh + 1], rc = rg[3 * oh + 2];
             const int64_t ih0 = oh * p->stride_h - p->pad_top;
-            for (int64_t ow = 0; ow < OW; ++ow) {
-                const int64_t s_lo = cg[3 * ow], s_hi = cg[3 * ow + 1];
-                const int64_t iw0 = ow * p->stride_w - p->pad_left;
-                float acc = 0.0f;
-                for (int64_t r = r_lo; r < r_hi; ++r) {
-                    const float *row = xc + (ih0 + r * p->dil_h) * p->W;
-                    for (int64_t s = s_lo; s < s_hi; ++s) acc += row[iw0 + s * p->dil_w];
+            float *restrict yr = yc + oh * OW;
+            for (int64_t iw = 0; iw < W; ++iw) tmp[iw] = 0.0f;
+            for (int64_t r = r_lo; r < r_hi; ++r) {
+                const float *restrict row = xc + (ih0 + r * p->dil_h) * W;
+                for (int64_t iw = 0; iw < W; ++iw) tmp[iw] += row[iw];
+            }
+            if (fast) {
+                for (int64_t ow = ilo; ow < ihi; ++ow) {
+                    const float *t3 = tmp + ow * sw - pl;
+                    const int64_t cnt = rc * cg[3 * ow + 2];
+                    yr[ow] = cnt ? (t3[0] + t3[1] + t3[2]) / (float)cnt : 0.0f;
                 }
+            }
+            for (int64_t ow = 0; ow < OW; ++ow) {
+                if (fast && ow >= ilo && ow < ihi) continue;
+                const int64_t s_lo = cg[3 * ow], s_hi = cg[3 * ow + 1];
+                const int64_t iw0 = ow * sw - pl;
+                float acc = 0.0f;
+                for (int64_t s = s_lo; s < s_hi; ++s) acc += tmp[iw0 + s * dw];
                 const int64_t cnt = rc * cg[3 * ow + 2];
-                yc[oh * OW + ow] = cnt ? acc / (float)cnt : 0.0f;
+                yr[ow] = cnt ? acc / (float)cnt : 0.0f;
             }
         }
     }
+    if (failed) /* out of memory for a row buffer: a NaN output rather than stale data */
+        for (int64_t i = 0; i < planes * OH * OW; ++i) y[i] = NAN;
     free(rg);
 }
 
