@@ -2,7 +2,8 @@
 
 ``cpu_this_machine()`` reads cache sizes from sysfs (falling back to the figures recorded
 below) and uses the bandwidth measured once on this machine with a numpy copy benchmark
-(``measure_copy_bandwidth()``, re-run it with ``python -m autofusion.analysis.hardware``).
+(``measure_copy_bandwidth()``; re-run it with
+``python -m autofusion.tools.analysis_report hardware``).
 Recorded on the development machine (2-core "Intel(R) Xeon(R) Processor" VM, 2026-12-02):
 
     L1d 48 KiB, L2 2 MiB per core (sysfs ``/sys/devices/system/cpu/cpu0/cache``),
@@ -121,10 +122,3 @@ def hardware_for(name: str) -> Hardware:
     from autofusion.errors import AutofusionError
 
     raise AutofusionError(f"unknown hardware {name!r} (known: cpu, ascend910b)")
-
-
-if __name__ == "__main__":
-    hw = cpu_this_machine()
-    print(f"L1d {hw.l1_bytes // KiB} KiB, L2 {hw.fused_cache_bytes // KiB} KiB")
-    print(f"copy bandwidth (64 MiB): {measure_copy_bandwidth() / 1e9:.1f} GB/s")
-    print(f"copy bandwidth (256 KiB): {measure_copy_bandwidth(256 * KiB, 200) / 1e9:.1f} GB/s")

@@ -19,7 +19,8 @@ layers, wired by the ``fuse`` pass); its refusal, or a legality refusal, goes to
 Windowed incremental mode (``window_size > 0``) analyses consecutive windows of that many
 ops independently: clusters never cross a window boundary and the cycle search never looks
 before the window start, which bounds analysis time on very large graphs at the cost of
-kernels split at window edges (agreement with the whole-graph result: docs/fusion.md).
+kernels split at window edges (agreement with the whole-graph result: docs/fusion.md,
+printed by ``python -m autofusion.tools.analysis_report structure MODEL``).
 """
 
 from __future__ import annotations
@@ -361,64 +362,3 @@ def agreement(a: StructureResult, b: StructureResult) -> dict[str, float]:
         "exact_kernel_agreement": exact,
         "op_agreement": same / max(len(ops), 1),
     }
-
-
-def _main(argv: list[str] | None = None) -> int:
-    """``python -m autofusion.analysis.structure MODEL [--windows 0,64,256]``: analysis time
-    and agreement of windowed runs with the whole-graph run (figures in docs/fusion.md)."""
-    import argparse
-
-    from xdsl.context import Context
-
-    from autofusion import zoo
-    from autofusion.analysis.hardware import cpu_this_machine
-    from autofusion.frontend.onnx_import import import_onnx
-    from autofusion.passes import get_all_passes
-    from autofusion.passes.fuse import Decision
-    from autofusion.policy.engine import FusionPolicy
-
-    ap = argparse.ArgumentParser(prog="python -m autofusion.analysis.structure")
-    ap.add_argument("model", help="zoo:NAME or a path to an .onnx file")
-    ap.add_argument("--windows", default="0,32,64,128,256,512")
-    ap.add_argument("--aggressiveness", type=int, default=1)
-    ap.add_argument("--repeat", type=int, default=3)
-    args = ap.parse_args(argv)
-    module = import_onnx(zoo.resolve(args.model))
-    for name in (
-        "canonicalize-nn",
-        "fold-batchnorm",
-        "recognize-layernorm",
-        "recognize-gelu",
-        "recognize-attention",
-    ):
-        get_all_passes()[name]()().apply(Context(), module)
-    func_op = next(iter(module.ops))
-    ops = [o for o in func_op.regions[0].block.ops if o.name != "func.return"]
-    policy = FusionPolicy.resolve(None, args.aggressiveness)
-    decide = Decision(policy, cpu_this_machine())
-
-    def run(window: int) -> StructureResult:
-        best: StructureResult | None = None
-        for _ in range(args.repeat):
-            r = find_clusters(
-                ops, decide, RefusalLog(), allow_recompute=policy.level >= 2, window_size=window
-            )
-            best = r if best is None or r.seconds < best.seconds else best
-        assert best is not None
-        return best
-
-    whole = run(0)
-    print(f"{args.model}: {len(ops)} top-level ops, aggressiveness {policy.level}")
-    print(f"{'window':>8} {'seconds':>9} {'kernels':>8} {'exact':>7} {'op-agree':>9}")
-    for w in (int(x) for x in args.windows.split(",")):
-        r = whole if w == 0 else run(w)
-        a = agreement(whole, r)
-        print(
-            f"{w:>8} {r.seconds:>9.4f} {len(r.partition()):>8} "
-            f"{a['exact_kernel_agreement']:>7.3f} {a['op_agreement']:>9.3f}"
-        )
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(_main())
