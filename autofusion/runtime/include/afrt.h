@@ -40,6 +40,9 @@
 #if defined(__AVX512F__)
 #include <immintrin.h>
 #endif
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -411,6 +414,9 @@ static inline int afrt_in_region_(const void *p, size_t bytes) {
 #ifndef AFRT_PF_K
 #define AFRT_PF_K 32
 #endif
+#ifndef AFRT_PF_HINT
+#define AFRT_PF_HINT _MM_HINT_T0
+#endif
 
 /* c[mr x NR] (ldc) = (acc ? c : 0) + a_panel @ b_panel over kc; one function per mr. */
 #if defined(__AVX512F__)
@@ -423,9 +429,9 @@ static inline int afrt_in_region_(const void *p, size_t bytes) {
             c1[i] = _mm512_setzero_ps();                                                       \
         }                                                                                      \
         for (int64_t k = 0; k < kc; ++k) {                                                     \
-            _mm_prefetch((const char *)(a + MRV * AFRT_PF_K), _MM_HINT_T0);                    \
-            _mm_prefetch((const char *)(b + AFRT_NR * AFRT_PF_K), _MM_HINT_T0);                \
-            _mm_prefetch((const char *)(b + AFRT_NR * AFRT_PF_K + 16), _MM_HINT_T0);           \
+            _mm_prefetch((const char *)(a + MRV * AFRT_PF_K), AFRT_PF_HINT);                   \
+            _mm_prefetch((const char *)(b + AFRT_NR * AFRT_PF_K), AFRT_PF_HINT);               \
+            _mm_prefetch((const char *)(b + AFRT_NR * AFRT_PF_K + 16), AFRT_PF_HINT);           \
             const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);                \
             for (int i = 0; i < MRV; ++i) {                                                    \
                 const __m512 ai = _mm512_set1_ps(a[i]);                                        \
@@ -557,6 +563,24 @@ static inline void afrt_pack_b_full_(const float *B, int64_t ldb, int trans, int
     }
 }
 
+/* Memory for a large, long-lived buffer (packed weights): on Linux, 2 MiB-aligned and
+ * advised into transparent huge pages, so streaming a model's weights from DRAM on every run
+ * does not also take a TLB miss and page walk every 4 KiB. Free with free(). */
+#if defined(__linux__) && !defined(MADV_HUGEPAGE)
+#define MADV_HUGEPAGE 14 /* Linux's value; <sys/mman.h> hides it in strict ISO C modes */
+int madvise(void *addr, size_t length, int advice);
+#endif
+static inline void *afrt_alloc_big_(size_t bytes) {
+    const size_t huge = (size_t)2 << 20;
+    if (bytes < huge / 2) return aligned_alloc(64, ((bytes + 63) / 64) * 64);
+    const size_t rounded = (bytes + huge - 1) / huge * huge;
+    void *p = aligned_alloc(huge, rounded);
+#if defined(__linux__)
+    if (p) (void)madvise(p, rounded, MADV_HUGEPAGE); /* advice only: failure is harmless */
+#endif
+    return p;
+}
+
 /* A packed copy of a constant operand (side 0: A panels of rows x cols; side 1: B panels),
  * from the cache, made on first use; NULL if src is not constant or memory is short. */
 static inline const float *afrt_packed_const_(const float *src, int64_t rows, int64_t cols,
@@ -576,7 +600,7 @@ static inline const float *afrt_packed_const_(const float *src, int64_t rows, in
             if (!found && afrt_n_packed_ < AFRT_MAX_PACKED) {
                 const size_t n = side == 0 ? (size_t)(afrt_round_up_(rows, afrt_choose_mr_(rows)) * cols)
                                            : (size_t)(rows * afrt_round_up_(cols, AFRT_NR));
-                float *buf = (float *)aligned_alloc(64, ((n * sizeof(float) + 63) / 64) * 64);
+                float *buf = (float *)afrt_alloc_big_(n * sizeof(float));
                 if (buf) {
                     if (side == 0) afrt_pack_a_(src, ld, trans, rows, cols, buf);
                     else afrt_pack_b_full_(src, ld, trans, rows, cols, buf);
