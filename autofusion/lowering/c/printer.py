@@ -470,9 +470,10 @@ static char af_error[512];
 
 const char *af_last_error(void) { return af_error; }
 
+/* zeroed; big buffers (weights, arena) in huge pages where the OS offers them */
 static void *af_aligned_alloc(size_t bytes) {
   size_t n = (bytes + 63) / 64 * 64;
-  void *p = aligned_alloc(64, n ? n : 64);
+  void *p = afrt_alloc_big_(n ? n : 64);
   if (p) memset(p, 0, n ? n : 64);
   return p;
 }
