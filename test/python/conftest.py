@@ -12,6 +12,9 @@ import tempfile
 
 _CACHE = tempfile.mkdtemp(prefix="autofusion-test-cache-")
 os.environ["AUTOFUSION_CACHE_DIR"] = _CACHE
+# The session's cache is deleted at the end: no size limit, so no test waits on a rebuild of
+# an entry another test evicted (the eviction tests set their own limits).
+os.environ["AUTOFUSION_CACHE_MAX_MB"] = "0"
 
 
 def pytest_unconfigure(config: object) -> None:  # noqa: ARG001 - pytest hook signature
