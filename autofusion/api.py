@@ -357,6 +357,21 @@ class CompiledModel:
         """Run on ``feeds`` (input name -> array of the declared dtype and shape)."""
         return self._lib.run(feeds)
 
+    def profile(self, feeds: Mapping[str, np.ndarray], runs: int = 10) -> list[Any]:
+        """Run ``runs`` times with per-kernel timing on and return one
+        :class:`autofusion.runtime.loader.KernelTime` per kernel call site (kernel, pattern,
+        ONNX origins, total seconds, calls), slowest first. Timing stays off for ``run``."""
+        if runs < 1:
+            raise AutofusionError(f"profile: runs must be >= 1, got {runs}")
+        self._lib.profile_reset()
+        self._lib.profile_enable(True)
+        try:
+            for _ in range(runs):
+                self._lib.run(feeds)
+        finally:
+            self._lib.profile_enable(False)
+        return sorted(self._lib.profile(), key=lambda k: -k.seconds)
+
     def close(self) -> None:
         self._lib.close()
         if self._owns:

@@ -33,6 +33,17 @@ class TensorSpec:
         return f"{self.dtype.name}[{', '.join(str(d) for d in self.shape)}]"
 
 
+@dataclass(frozen=True)
+class KernelTime:
+    """One kernel call site of a compiled model, as profiled (``ModelLibrary.profile``)."""
+
+    kernel: str  # the C function, e.g. "k15_conv_add_relu"
+    pattern: str  # its fusion pattern ("" for a single op)
+    origins: tuple[str, ...]  # the ONNX nodes it computes
+    seconds: float  # total time inside it since the last reset
+    calls: int
+
+
 def _np_dtype(onnx_elem: int, what: str) -> np.dtype:
     try:
         return np.dtype(helper.tensor_dtype_to_np_dtype(onnx_elem))
@@ -75,10 +86,23 @@ def _bind(lib: ctypes.CDLL, path: Path) -> None:
         "af_run": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]),
         "af_destroy": (None, [ctypes.c_void_p]),
     }
-    for name, (res, args) in sigs.items():
+    # optional: per-kernel profiling (hand-written or older libraries lack it)
+    optional: dict[str, tuple[object, list[object]]] = {
+        "af_profile_enable": (None, [ctypes.c_int]),
+        "af_profile_reset": (None, []),
+        "af_profile_count": (ctypes.c_int, []),
+        "af_profile_kernel": (ctypes.c_char_p, [ctypes.c_int]),
+        "af_profile_pattern": (ctypes.c_char_p, [ctypes.c_int]),
+        "af_profile_origins": (ctypes.c_char_p, [ctypes.c_int]),
+        "af_profile_seconds": (ctypes.c_double, [ctypes.c_int]),
+        "af_profile_calls": (ctypes.c_longlong, [ctypes.c_int]),
+    }
+    for name, (res, args) in [*sigs.items(), *optional.items()]:
         try:
             fn = getattr(lib, name)
         except AttributeError:
+            if name in optional:
+                continue
             raise AutofusionError(f"{path}: not a compiled autofusion model (no {name})") from None
         fn.restype = res
         fn.argtypes = args
@@ -171,6 +195,35 @@ class ModelLibrary:
             err = (self._lib.af_last_error() or b"").decode("utf-8", errors="replace")
             raise AutofusionError(f"{self.path}: af_run failed ({rc}): {err or 'unknown error'}")
         return {s.name: o for s, o in zip(self.outputs, outs)}
+
+    def _profiling(self) -> ctypes.CDLL:
+        if not hasattr(self._lib, "af_profile_count"):
+            raise AutofusionError(f"{self.path}: this library has no per-kernel profiling "
+                                  "(not built by this autofusion's C backend)")  # fmt: skip
+        return self._lib
+
+    def profile_enable(self, on: bool = True) -> None:
+        """Time every kernel call from now on (``on``) or stop timing. The counters belong to
+        the loaded library, shared by every model created from it."""
+        self._profiling().af_profile_enable(1 if on else 0)
+
+    def profile_reset(self) -> None:
+        self._profiling().af_profile_reset()
+
+    def profile(self) -> list[KernelTime]:
+        """Per kernel call of a run, in run order: kernel, pattern, ONNX origins, total
+        seconds and calls since the last reset (zero unless profiling is on)."""
+
+        def text(raw: bytes | None) -> str:
+            return (raw or b"").decode("utf-8", errors="replace")
+
+        lib = self._profiling()
+        return [
+            KernelTime(text(lib.af_profile_kernel(i)), text(lib.af_profile_pattern(i)),
+                       tuple(o for o in text(lib.af_profile_origins(i)).split(", ") if o),
+                       float(lib.af_profile_seconds(i)), int(lib.af_profile_calls(i)))
+            for i in range(lib.af_profile_count())
+        ]  # fmt: skip
 
     def close(self) -> None:
         """Free the model's weights and arena (the library stays mapped)."""

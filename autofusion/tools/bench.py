@@ -1,7 +1,7 @@
 """``autofusion-bench``: our compiled model against onnxruntime, side by side in one process.
 
     autofusion-bench MODEL [--target c|ascendc] [--threads N] [--runs N] [--warmup N]
-                     [--no-fusion] [--config FILE] [--memory-limit MB] [--json]
+                     [--no-fusion] [--config FILE] [--memory-limit MB] [--profile N] [--json]
 
 Compiles MODEL (progress on stderr), builds an onnxruntime session (ORT_ENABLE_ALL,
 intra_op_num_threads = N, inter_op_num_threads = 1, sequential, pool spinning stopped
@@ -138,8 +138,11 @@ def bench(
     memory_limit_mb: float | None = None,
     policy: str | None = None,
     progress: bool = True,
+    profile: int = 0,
 ) -> dict[str, Any]:
-    """Compile ``model``, compare with onnxruntime and time both; returns the result dict."""
+    """Compile ``model``, compare with onnxruntime and time both; returns the result dict.
+    ``profile`` > 0 (target c) also times each kernel over ``runs`` more runs and adds
+    ``profile``: the ``profile`` slowest kernel calls, slowest first."""
     import autofusion
     from autofusion.api import load_model, stderr_progress
     from autofusion.zoo import sample_inputs
@@ -147,6 +150,10 @@ def bench(
     say = stderr_progress("autofusion-bench") if progress else (lambda _s: None)
     if target not in ("c", "ascendc"):
         raise AutofusionError(f"unknown target {target!r}; expected c or ascendc")
+    if profile < 0:
+        raise AutofusionError(f"--profile: expected a number of kernels >= 0, got {profile}")
+    if profile and target != "c":
+        raise AutofusionError("--profile needs --target c (it times the generated C kernels)")
     nthreads = threads if threads is not None else (os.cpu_count() or 1)
     proto = load_model(model)
     feeds = sample_inputs(proto, seed=0)
@@ -199,6 +206,9 @@ def bench(
             "report": report,
         }
     )
+    if profile > 0:
+        say(f"profiling kernels over {runs} runs")
+        result["profile"] = profile_rows(compiled.profile(feeds, runs), runs, ms_ours)[:profile]
     if target == "ascendc":
         result["latency_note"] = ("Ascend C kernels on the CPU functional model: checks the "
                                   "generated code's logic; the latency says nothing about an NPU")
@@ -226,6 +236,32 @@ def _ascendc_runner(proto: Any, feeds: Mapping[str, np.ndarray], fusion: bool,
     runner = CpuModelRunner(module)
     report["compile_seconds"] = round(time.perf_counter() - t0, 3)
     return (lambda: runner.run(feeds)), report
+
+
+def profile_rows(kernels: Sequence[Any], runs: int, run_ms: float) -> list[dict[str, Any]]:
+    """Per-kernel rows for the report: ms per run and share of the (untimed) median run."""
+    return [
+        {
+            "kernel": k.kernel,
+            "pattern": k.pattern,
+            "origins": list(k.origins),
+            "ms": round(1e3 * k.seconds / runs, 4),
+            "share": round(1e3 * k.seconds / runs / run_ms, 4) if run_ms > 0 else None,
+            "calls": k.calls,
+        }
+        for k in kernels
+    ]
+
+
+def _profile_table(rows: Sequence[Mapping[str, Any]]) -> str:
+    lines = [f"{'kernel':<28} {'ms/run':>8} {'share':>6}  ONNX nodes"]
+    for p in rows:
+        share = f"{100 * p['share']:5.1f}%" if p["share"] is not None else "   n/a"
+        nodes = ", ".join(p["origins"]) or "-"
+        if len(nodes) > 60:
+            nodes = nodes[:57] + "..."
+        lines.append(f"{p['kernel']:<28} {p['ms']:>8.3f} {share}  {nodes}")
+    return "\n".join(lines)
 
 
 def format_table(r: Mapping[str, Any]) -> str:
@@ -262,7 +298,10 @@ def format_table(r: Mapping[str, Any]) -> str:
         elif not o["match"]:
             rows.append((f"output {name!r}", f"MISMATCH abs {o['max_abs_err']:.3g}"))
     width = max(len(a) for a, _ in rows)
-    return "\n".join(f"{a:<{width}}  {b}" for a, b in rows)
+    text = "\n".join(f"{a:<{width}}  {b}" for a, b in rows)
+    if r.get("profile"):
+        text += f"\n\nslowest kernels (ours, timed one by one):\n{_profile_table(r['profile'])}"
+    return text
 
 
 def _run(argv: Sequence[str] | None) -> None:
@@ -271,13 +310,15 @@ def _run(argv: Sequence[str] | None) -> None:
     parser.add_argument("--runs", metavar="N", type=positive_int, default=20)
     parser.add_argument("--warmup", metavar="N", type=positive_int, default=3)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--profile", metavar="N", type=int, default=0,
+                        help="also time each kernel and list the N slowest (target c)")
     args = parser.parse_args(argv)
     if args.config is not None and not os.path.isfile(args.config):
         raise AutofusionError(f"{args.config}: no such config file")
     result = bench(
         args.model, target=args.target, threads=args.threads, runs=args.runs,
         warmup=args.warmup, fusion=not args.no_fusion, config=args.config,
-        memory_limit_mb=args.memory_limit, policy=args.policy,
+        memory_limit_mb=args.memory_limit, policy=args.policy, profile=args.profile,
     )  # fmt: skip
     if args.json:
         print(json.dumps(result, indent=2, default=str))

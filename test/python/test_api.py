@@ -55,6 +55,29 @@ def test_tiny_cnn_matches_onnxruntime(tiny_cnn: autofusion.CompiledModel) -> Non
     assert_matches(tiny_cnn.run(feeds), ort_ref("tiny_cnn", feeds))
 
 
+def test_profile_times_every_kernel_call(tiny_cnn: autofusion.CompiledModel) -> None:
+    import re
+
+    feeds = sample_inputs(get_model("tiny_cnn"), seed=1)
+    prof = tiny_cnn.profile(feeds, runs=4)
+    source = (tiny_cnn.directory / "model.c").read_text()
+    calls = re.findall(r"AF_PROF_CALL\(\d+, (\w+)\(", source)
+    assert sorted(k.kernel for k in prof) == sorted(calls)  # one slot per call site
+    # every kernel but views (a reshape prints no call) has a slot
+    assert 0 < len(calls) <= tiny_cnn.report["kernels_after"]
+    assert all(k.calls == 4 and k.seconds > 0 for k in prof)
+    assert [k.seconds for k in prof] == sorted((k.seconds for k in prof), reverse=True)
+    conv = next(k for k in prof if k.pattern.startswith("conv"))
+    assert conv.origins  # the ONNX nodes it computes
+    assert all(o in {n.name for n in get_model("tiny_cnn").graph.node} for o in conv.origins)
+    # timing is off again afterwards: plain runs leave the counters alone
+    before = {k.kernel: (k.calls, k.seconds) for k in tiny_cnn._lib.profile()}
+    tiny_cnn.run(feeds)
+    assert {k.kernel: (k.calls, k.seconds) for k in tiny_cnn._lib.profile()} == before
+    with pytest.raises(AutofusionError, match="runs must be >= 1"):
+        tiny_cnn.profile(feeds, runs=0)
+
+
 def test_report_fields(tiny_cnn: autofusion.CompiledModel) -> None:
     rep = tiny_cnn.report
     for key in ("kernels_before", "kernels_after", "groups", "refusals", "arena_bytes",

@@ -50,6 +50,24 @@ def test_bench_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert "match" in out and "yes" in out and "ratio ours/ORT" in out and "fusion off" in out
 
 
+def test_bench_profile(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["zoo:tiny_cnn", "--threads", "1", "--runs", "3", "--warmup", "1", "--profile", "3"]
+    assert bench.main([*argv, "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    prof = r["profile"]
+    assert len(prof) == 3
+    assert [p["ms"] for p in prof] == sorted((p["ms"] for p in prof), reverse=True)
+    assert all(p["calls"] == 3 for p in prof)
+    assert all(p["ms"] > 0 and p["share"] > 0 for p in prof)
+    assert any(p["origins"] for p in prof)
+    assert bench.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "slowest kernels" in out
+    assert prof[0]["kernel"].split("_")[0] in out
+    assert bench.main(["zoo:tiny_cnn", "--target", "ascendc", "--profile", "2"]) == 1
+    assert "--profile needs --target c" in capsys.readouterr().err
+
+
 def test_compare_flags_mismatch() -> None:
     ref = {"y": np.array([1.0, 2.0], np.float32), "i": np.array([1, 2])}
     assert bench.compare(dict(ref), ref)["match"] is True

@@ -108,6 +108,12 @@ def test_noncontiguous_feed_is_accepted(built: Path) -> None:
     np.testing.assert_allclose(lib.run(f)["y"], expected(f)["y"], rtol=1e-5, atol=1e-6)
 
 
+def test_library_without_profiling_says_so(built: Path) -> None:
+    lib = ModelLibrary(built / "libmodel.so", built / "weights.bin", 1)  # hand-written: none
+    with pytest.raises(AutofusionError, match="has no per-kernel profiling"):
+        lib.profile()
+
+
 def test_af_create_failure_is_reported(built: Path, tmp_path: Path) -> None:
     bad = tmp_path / "weights.bin"
     bad.write_bytes(b"\0" * 10)

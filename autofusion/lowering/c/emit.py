@@ -38,6 +38,17 @@ const char *af_last_error(void);
 int af_run(af_model *m, const void *const *inputs, void *const *outputs);
 void af_destroy(af_model *m);
 
+/* Per-kernel profiling, off by default. The counters belong to the library (shared by every
+ * model created from it): af_profile_enable(1), run, then read one slot per kernel call. */
+void af_profile_enable(int on);
+void af_profile_reset(void);
+int af_profile_count(void);            /* kernel calls per run (slots) */
+const char *af_profile_kernel(int i);  /* the kernel's C function, e.g. "k15_conv_add_relu" */
+const char *af_profile_pattern(int i); /* its fusion pattern, e.g. "conv_add_relu" ("" if none) */
+const char *af_profile_origins(int i); /* the ONNX nodes it computes, comma-separated */
+double af_profile_seconds(int i);      /* seconds inside it since the last reset */
+long long af_profile_calls(int i);     /* calls since the last reset */
+
 #ifdef __cplusplus
 }
 #endif

@@ -162,6 +162,10 @@ class CPrinter:
         self.written_args: dict[str, set[int]] = {}
         # Distinct afrt_conv_params initialisers: af_create sizes one shared conv scratch.
         self.conv_params: dict[str, None] = {}
+        # Per-kernel profiling: pattern and ONNX origins of each function, and the index of
+        # every call in @main (its counter slot).
+        self.kernel_info: dict[str, tuple[str, str]] = {}
+        self.prof_slot: dict[Operation, int] = {}
 
     # ---- entry -------------------------------------------------------------------------
     def print_module(self) -> str:
@@ -188,6 +192,7 @@ class CPrinter:
         w.append("#include <stdlib.h>")
         w.append("#include <string.h>")
         w.append("#include <math.h>")
+        w.append("#include <time.h>")
         w.append('#include "afrt.h"')
         w.append('#include "model.h"')
         w.append("")
@@ -266,6 +271,12 @@ class CPrinter:
         origins = f.attributes.get("onnx.origins")
         pattern = f.attributes.get("c.pattern")
         w = self.lines
+        self.kernel_info[f.sym_name.data] = (
+            pattern.data if isinstance(pattern, StringAttr) else "",
+            ", ".join(o.data for o in origins.data if isinstance(o, StringAttr))
+            if isinstance(origins, ArrayAttr)
+            else "",
+        )
         if isinstance(origins, ArrayAttr) and origins.data:
             text = ", ".join(o.data for o in origins.data if isinstance(o, StringAttr))
             w.append(
@@ -321,6 +332,7 @@ class CPrinter:
         sizes = [str(_bytes(a.memref.type)) for a in allocs] or ["0"]
         w.append(f"static const size_t af_buf_bytes[{max(1, nbuf)}] = {{{', '.join(sizes)}}};")
         w.append("")
+        self._profile_tables(main)
         w.append("static void af_graph(af_model *m, const void *const *in, void *const *out) {")
         w.append("  (void)m;")
         w.append("  (void)in;")
@@ -353,6 +365,27 @@ class CPrinter:
         w.append("}")
         w.append("")
         self._api(ins, outs)
+
+    def _profile_tables(self, main: func.FuncOp) -> None:
+        """Counters for af_profile_*: one slot per kernel call of @main, with the kernel's C
+        name, pattern and ONNX origins; AF_PROF_CALL times a call when profiling is on."""
+        calls = [op for op in main.walk() if isinstance(op, func.CallOp)]
+        self.prof_slot = {op: i for i, op in enumerate(calls)}
+        n = max(1, len(calls))
+        names, pats, origs = [], [], []
+        for op in calls:
+            callee = op.callee.string_value()
+            pat, orig = self.kernel_info.get(callee, ("", ""))
+            names.append(c_string(self.sym[callee]))
+            pats.append(c_string(pat))
+            origs.append(c_string(orig))
+        w = self.lines
+        w.append(f"#define AF_NPROF {len(calls)}")
+        for table, items in (("kernel", names), ("pattern", pats), ("origins", origs)):
+            init = ", ".join(items) or "NULL"
+            w.append(f"static const char *const af_prof_{table}[{n}] = {{{init}}};")
+        w.extend(_PROFILE.format(n=n).splitlines())
+        w.append("")
 
     def _api(
         self,
@@ -465,8 +498,46 @@ static inline int64_t af_ipow(int64_t base, int64_t exp) {
   return r;
 }"""
 
+# Per-kernel profiling (af_profile_* in model.h): off unless af_profile_enable(1); the
+# counters belong to the library, shared by every model created from it.
+_PROFILE = r"""static double af_prof_seconds_[{n}];
+static long long af_prof_calls_[{n}];
+static int af_prof_on_;
+static double af_now_(void) {{
+#ifdef _OPENMP
+  return omp_get_wtime();
+#else
+  struct timespec ts;
+  timespec_get(&ts, TIME_UTC);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+#endif
+}}
+#define AF_PROF_CALL(i, call)                         \
+  do {{                                                \
+    if (af_prof_on_) {{                                \
+      const double t0_ = af_now_();                   \
+      call;                                           \
+      af_prof_seconds_[i] += af_now_() - t0_;         \
+      ++af_prof_calls_[i];                            \
+    }} else {{                                          \
+      call;                                           \
+    }}                                                 \
+  }} while (0)"""
+
 _API_TAIL = r"""
 static char af_error[512];
+
+void af_profile_enable(int on) { af_prof_on_ = on != 0; }
+void af_profile_reset(void) {
+  memset(af_prof_seconds_, 0, sizeof af_prof_seconds_);
+  memset(af_prof_calls_, 0, sizeof af_prof_calls_);
+}
+int af_profile_count(void) { return AF_NPROF; }
+const char *af_profile_kernel(int i) { return i >= 0 && i < AF_NPROF ? af_prof_kernel[i] : NULL; }
+const char *af_profile_pattern(int i) { return i >= 0 && i < AF_NPROF ? af_prof_pattern[i] : NULL; }
+const char *af_profile_origins(int i) { return i >= 0 && i < AF_NPROF ? af_prof_origins[i] : NULL; }
+double af_profile_seconds(int i) { return i >= 0 && i < AF_NPROF ? af_prof_seconds_[i] : 0.0; }
+long long af_profile_calls(int i) { return i >= 0 && i < AF_NPROF ? af_prof_calls_[i] : 0; }
 
 const char *af_last_error(void) { return af_error; }
 
@@ -707,7 +778,11 @@ class _FuncPrinter:
                 base = ["m->weights", "m->scratch", "m->scratch_bytes"] if self.in_main else [
                     "af_w", "af_s", "af_sb"]
                 args = base + [r(a) for a in op.arguments]
-                self.emit(d, f"{self.top.sym[op.callee.string_value()]}({', '.join(args)});")
+                call = f"{self.top.sym[op.callee.string_value()]}({', '.join(args)})"
+                if self.in_main and op in self.top.prof_slot:
+                    self.emit(d, f"AF_PROF_CALL({self.top.prof_slot[op]}, {call});")
+                else:
+                    self.emit(d, f"{call};")
             case memref.AllocOp():
                 decl, _ = self._ptr_decl(op.memref, False)
                 nm = self.bind(op.memref)

@@ -33,9 +33,13 @@ func.func @main(%x: tensor<64x1024xf32> {onnx.name = "in\"put; system(\"x\"); //
 // CHECK-NEXT:        [[Y]][[[I]] * 1024 + [[J]]] = [[Z]];
 // CHECK:       static void op2_cast(const unsigned char *restrict af_w, void *af_s, size_t af_sb, const bool *restrict {{v[0-9]+}}, int64_t *restrict {{v[0-9]+}}) {
 // CHECK:           const int64_t {{v[0-9]+}} = {{v[0-9]+}} ? INT64_C(1) : INT64_C(0);
+// One profiling slot per kernel call of @main, named after the kernel:
+// CHECK:       #define AF_NPROF 2
+// CHECK-NEXT:  static const char *const af_prof_kernel[2] = {"k1_ew", "op2_cast"};
 // CHECK:       static void af_graph(af_model *m, const void *const *in, void *const *out) {
 // CHECK:         const float *[[WP:v[0-9]+]] = (const float *)(m->weights + 0);
-// CHECK-NEXT:    k1_ew(m->weights, m->scratch, m->scratch_bytes, {{v[0-9]+}}, [[WP]], {{v[0-9]+}}, {{v[0-9]+}});
+// CHECK-NEXT:    AF_PROF_CALL(0, k1_ew(m->weights, m->scratch, m->scratch_bytes, {{v[0-9]+}}, [[WP]], {{v[0-9]+}}, {{v[0-9]+}}));
+// CHECK:         AF_PROF_CALL(1, op2_cast(m->weights, m->scratch, m->scratch_bytes, {{v[0-9]+}}, {{v[0-9]+}}));
 // CHECK:       static const char *const af_input_names[2] = {"in\042put; system(\042x\042); //", "mask"};
 // CHECK:       static const int af_input_dtypes[2] = {1, 9};
 // CHECK:       static const char *const af_output_names[2] = {"a\042; system(\042x\042); //", "ids"};
