@@ -150,11 +150,18 @@ static inline void afrt_init_once_(void) {
 }
 
 /* Whether a call with this many multiply-adds is worth waking the other threads for (a
- * parallel region costs microseconds; tiny layers run faster on the calling thread). */
+ * parallel region costs microseconds; tiny layers run faster on the calling thread). The
+ * figure is GEMM multiply-adds; loops that run several times slower per element
+ * (depthwise convolution, pooling) pass their count scaled by AFRT_SLOW_WORK. */
 #ifndef AFRT_PARALLEL_MIN_WORK
 #define AFRT_PARALLEL_MIN_WORK 524288.0
 #endif
 static inline int afrt_worth_threads_(double work) { return work >= AFRT_PARALLEL_MIN_WORK; }
+/* Depthwise convolution and pooling do ~10 GFLOP/s a core against ~150-200 for the GEMM
+ * core: one of their taps costs about 8 GEMM multiply-adds of time. */
+#ifndef AFRT_SLOW_WORK
+#define AFRT_SLOW_WORK 8.0
+#endif
 
 static inline int64_t afrt_min_(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t afrt_max_(int64_t a, int64_t b) { return a > b ? a : b; }
@@ -1196,7 +1203,7 @@ static inline void afrt_conv2d_f32(const float *x, const float *w, const float *
     const int64_t ohw = p->OH * p->OW, hw = p->H * p->W;
     if (q.kind == 0) {
         const int64_t tasks = p->N * p->K;
-        AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (tasks > 1 && afrt_worth_threads_((double)tasks * ohw * p->R * p->S)))
+        AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (tasks > 1 && afrt_worth_threads_(AFRT_SLOW_WORK * (double)tasks * ohw * p->R * p->S)))
         for (int64_t t = 0; t < tasks; ++t) {
             const int64_t n = t / p->K, k = t % p->K;
             afrt_conv_dw_channel_(x, w, y, p, q.kg, n, k);
@@ -1299,7 +1306,7 @@ static inline void afrt_maxpool2d_f32(const float *x, float *y, const afrt_pool_
         }
     }
     int failed = 0;
-    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (planes > 1 && afrt_worth_threads_((double)planes * OH * OW * p->R * S)))
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (planes > 1 && afrt_worth_threads_(AFRT_SLOW_WORK * (double)planes * OH * OW * p->R * S)))
     for (int64_t t = 0; t < planes; ++t) {
         float *restrict tmp = (float *)afrt_thread_scratch(0, (size_t)(W > 0 ? W : 1) * sizeof(float));
         if (!tmp) {
@@ -1379,7 +1386,7 @@ static inline void afrt_avgpool2d_f32(const float *x, float *y, const afrt_pool_
         }
     const int fast = S == 3 && dw == 1 && (sw == 1 || sw == 2);
     int failed = 0;
-    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (planes > 1 && afrt_worth_threads_((double)planes * OH * OW * p->R * p->S)))
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (planes > 1 && afrt_worth_threads_(AFRT_SLOW_WORK * (double)planes * OH * OW * p->R * p->S)))
     for (int64_t t = 0; t < planes; ++t) {
         /* separably: the sum over the window's valid rows, then over its valid columns */
         float *restrict tmp = (float *)afrt_thread_scratch(0, (size_t)(W > 0 ? W : 1) * sizeof(float));
