@@ -503,7 +503,7 @@ static inline int64_t af_ipow(int64_t base, int64_t exp) {
 _PROFILE = r"""static double af_prof_seconds_[{n}];
 static long long af_prof_calls_[{n}];
 static int af_prof_on_;
-static double af_now_(void) {{
+static inline double af_now_(void) {{
 #ifdef _OPENMP
   return omp_get_wtime();
 #else
