@@ -38,6 +38,7 @@ from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
     opt_operand_def,
+    opt_prop_def,
     prop_def,
     result_def,
     traits_def,
@@ -711,6 +712,9 @@ class AttentionOp(TensorOp):
     """``softmax(q @ k^T * scale + mask) @ v`` over the last two dims.
 
     q: [..., S, D], k: [..., T, D], v: [..., T, E], mask broadcasts to [..., S, T].
+    With ``nan_to_zero = 1`` (optional, default 0) NaN probabilities become 0 before the second
+    product: a fully masked row (every score -inf) then gives 0 instead of NaN. This is the
+    guard torch's exporters write after the softmax, ``Where(IsNaN(p), 0, p)``.
     Produced by ``recognize-attention``.
     """
 
@@ -721,7 +725,13 @@ class AttentionOp(TensorOp):
     mask = opt_operand_def(TensorType)
     out = result_def(TensorType)
     scale = prop_def(FloatAttr)
+    nan_to_zero = opt_prop_def(IntegerAttr)
     traits = traits_def(Pure())
+
+    def zeroes_nan(self) -> bool:
+        """Whether NaN probabilities become 0 (the ``nan_to_zero`` property)."""
+        attr = self.properties.get("nan_to_zero")
+        return isinstance(attr, IntegerAttr) and attr.value.data != 0
 
     def verify_(self) -> None:
         q, k, v = shape_of(self.q), shape_of(self.k), shape_of(self.v)
@@ -730,6 +740,9 @@ class AttentionOp(TensorOp):
         _same_elem(self, "q, k, v and mask" if self.mask is not None else "q, k and v", *operands)
         if len(q) < 2 or q[-1] != k[-1] or k[-2] != v[-2]:
             raise self.fail(f"incompatible q/k/v shapes {q}, {k}, {v}")
+        ntz = self.properties.get("nan_to_zero")
+        if ntz is not None and (not isinstance(ntz, IntegerAttr) or ntz.value.data not in (0, 1)):
+            raise self.fail(f"nan_to_zero must be 0 or 1, got {ntz}")
         try:
             batch = shapes.broadcast(q[:-2], k[:-2], v[:-2])
             if self.mask is not None:

@@ -191,7 +191,10 @@ def _attention(op: nn.AttentionOp, args: Arrays) -> np.ndarray:
     if rest:
         mask = rest[0]
         s = np.where(mask, s, -np.inf) if mask.dtype == np.bool_ else s + mask
-    return matmul(softmax(s, -1), v)
+    p = softmax(s, -1)
+    if op.zeroes_nan():
+        p = np.where(np.isnan(p), p.dtype.type(0), p)
+    return matmul(p, v)
 
 
 def _channel_shape(x: np.ndarray) -> tuple[int, ...]:

@@ -12,6 +12,15 @@ and replaces ``o`` by ``nn.attention(q, k, v[, mask]) {scale}``. If ``kT`` is no
 last-two-dims transpose, an ``nn.transpose`` is inserted to give ``k``. Every intermediate
 must have one reader. Place: before fuse. Option: ``config`` (a fusion config;
 ``patterns: {attention: false}`` turns the pass off).
+
+Also the form torch's exporters write for ``scaled_dot_product_attention``::
+
+    s = matmul(q * c1, kT * c2)  (√scale on each side; scale = c1 * c2)
+    ...                          (mask, softmax as above)
+    p = where(not(equal(p, p)), 0, p)   (IsNaN guard: a fully masked row gives 0, not NaN)
+    o = matmul(p, v)
+
+which becomes ``nn.attention {scale, nan_to_zero = 1}``.
 """
 
 from __future__ import annotations
@@ -20,7 +29,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
@@ -42,6 +51,35 @@ def _swap_last(rank: int) -> list[int]:
     return [*range(rank - 2), rank - 1, rank - 2]
 
 
+def _nan_guard(p: SSAValue) -> tuple[nn.WhereOp, list[Operation]] | None:
+    """``where(not(equal(p, p)), 0, p)`` reading softmax output ``p`` (its only readers)."""
+    users = {u.operation for u in p.uses}
+    eqs = [o for o in users if isinstance(o, nn.EqualOp) and o.lhs is p and o.rhs is p]
+    wheres = [o for o in users if isinstance(o, nn.WhereOp) and o.y is p and o.cond is not p]
+    if len(users) != 2 or len(eqs) != 1 or len(wheres) != 1:
+        return None
+    eq, wh = eqs[0], wheres[0]
+    nt = sole_user(eq.out)
+    if not isinstance(nt, nn.NotOp) or wh.cond is not nt.y or not nt.y.has_one_use():
+        return None
+    if const_scalar(wh.x) != 0.0 or wh.out.type != p.type:
+        return None
+    return wh, [eq, nt, wh]
+
+
+def _scaled(v: SSAValue) -> tuple[SSAValue, float, Operation | None]:
+    """``v = x * c`` or ``x / c`` (scalar constant c, v read once, same type as x) ->
+    (x, factor, the op); otherwise (v, 1.0, None)."""
+    op = v.owner
+    if not isinstance(op, nn.MulOp | nn.DivOp) or not v.has_one_use():
+        return v, 1.0, None
+    for base, c in ((op.lhs, const_scalar(op.rhs)),
+                    *(((op.rhs, const_scalar(op.lhs)),) if isinstance(op, nn.MulOp) else ())):  # fmt: skip
+        if c is not None and c != 0.0 and base.type == v.type:
+            return base, (1.0 / c if isinstance(op, nn.DivOp) else c), op
+    return v, 1.0, None
+
+
 @dataclass
 class RecognizeScaledDotProductAttention(RewritePattern):
     @op_type_rewrite_pattern
@@ -50,9 +88,18 @@ class RecognizeScaledDotProductAttention(RewritePattern):
         if rank < 2 or sm.int_prop("axis") != rank - 1:
             return
         out = sole_user(sm.y)
-        if not isinstance(out, nn.MatMulOp) or out.a is not sm.y:
+        guard: list[Operation] = []
+        if out is None:  # the exporters' IsNaN guard between softmax and the second matmul
+            g = _nan_guard(sm.y)
+            if g is None:
+                return
+            wh, guard = g
+            out = sole_user(wh.out)
+            if not isinstance(out, nn.MatMulOp) or out.a is not wh.out:
+                return
+        elif not isinstance(out, nn.MatMulOp) or out.a is not sm.y:
             return
-        ops: list[Operation] = [sm, out]
+        ops: list[Operation] = [sm, out, *guard]
         s = sm.x
         mask: SSAValue | None = None
         scale = 1.0
@@ -82,6 +129,11 @@ class RecognizeScaledDotProductAttention(RewritePattern):
             return
         ops.append(op)
         q, kt, v = op.a, op.b, out.b
+        # √scale applied to q and to kT separately (torch's exporters)
+        q, fq, qop = _scaled(q)
+        kt, fk, kop = _scaled(kt)
+        scale *= fq * fk
+        ops.extend(o for o in (qop, kop) if o is not None)
         if len(shape_of(q)) < 2 or len(shape_of(kt)) < 2 or len(shape_of(v)) < 2:
             return
         ktr = kt.owner
@@ -97,10 +149,13 @@ class RecognizeScaledDotProductAttention(RewritePattern):
             )
             rewriter.insert(tr, InsertPoint.before(out))
             k = tr.y
+        props = {"scale": f64_attr(scale)}
+        if guard:
+            props["nan_to_zero"] = IntegerAttr(1, i64)
         att = nn.AttentionOp.build(
             operands=[q, k, v, mask],
             result_types=[out.out.type],
-            properties={"scale": f64_attr(scale)},
+            properties=props,
         )
         also_dead = [ktr] if isinstance(ktr, nn.TransposeOp) else []
         replace_match(rewriter, out, att, in_block_order(ops), also_dead)

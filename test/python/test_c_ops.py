@@ -391,6 +391,29 @@ def test_attention_matches_interpreter(tmp_path: Path) -> None:
     assert_close(got["y"], np.asarray(ref["y"]), "attention")
 
 
+def test_attention_nan_to_zero_matches_interpreter(tmp_path: Path) -> None:
+    """Fully masked rows (scores all -inf): 0 with nan_to_zero, in C as in the interpreter."""
+    from autofusion.interpreter import run_module
+
+    ir = ATTENTION_IR.replace("{scale = 0.5 : f64}", "{scale = 0.5 : f64, nan_to_zero = 1 : i64}")
+    ir = ir.replace("tensor<2x1x1x6xf32>", "tensor<2x1x5x6xf32>")
+    mask = np.where(RNG.random((2, 1, 5, 6)) > 0.3, 0.0, -np.inf).astype(np.float32)
+    mask[0, 0, 2, :] = -np.inf
+    mask[1, 0, 4, :] = -np.inf
+    feeds = {
+        "q": RNG.standard_normal((2, 3, 5, 4)).astype(np.float32),
+        "k": RNG.standard_normal((2, 3, 6, 4)).astype(np.float32),
+        "v": RNG.standard_normal((2, 3, 6, 7)).astype(np.float32),
+        "m": mask,
+    }
+    ref = np.asarray(run_module(_parse(ir), feeds)["y"])
+    got = build_and_run(_parse(ir), feeds, tmp_path)["y"]
+    assert np.all(ref[0, :, 2] == 0)
+    assert np.all(ref[1, :, 4] == 0)
+    assert not np.isnan(got).any()
+    assert_close(got, ref, "attention nan_to_zero")
+
+
 def test_cases_cover_every_nn_op() -> None:
     from autofusion.frontend import import_onnx
 

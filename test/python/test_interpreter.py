@@ -357,6 +357,24 @@ def test_attention() -> None:
     close(got, (e / e.sum(-1, keepdims=True)) @ v, rtol=1e-4)
 
 
+def test_attention_nan_to_zero() -> None:
+    """A row whose scores are all -inf has NaN probabilities: 0 with nan_to_zero, else NaN."""
+    q, k, v = f32(1, 2, 3, 4), f32(1, 2, 5, 4), f32(1, 2, 5, 6)
+    mask = np.zeros((1, 1, 3, 5), np.float32)
+    mask[0, 0, 1, :] = -np.inf  # query row 1 sees nothing
+    props = "scale = 0.5 : f64, nan_to_zero = 1 : i64"
+    got = run_op("nn.attention", [q, k, v, mask], ((1, 2, 3, 6), np.float32), props)
+    s = q @ np.swapaxes(k, -1, -2) * 0.5 + mask
+    with np.errstate(invalid="ignore"):  # -inf - -inf in the masked row: NaN, as intended
+        e = np.exp(s - s.max(-1, keepdims=True))
+        want = np.nan_to_num(e / e.sum(-1, keepdims=True), nan=0.0) @ v
+    assert np.all(got[:, :, 1] == 0)
+    close(got, want, rtol=1e-4)
+    plain = run_op("nn.attention", [q, k, v, mask], ((1, 2, 3, 6), np.float32), "scale = 0.5 : f64")
+    assert np.isnan(plain[:, :, 1]).all()
+    close(plain[:, :, [0, 2]], want[:, :, [0, 2]], rtol=1e-4)
+
+
 # ---- normalisations ---------------------------------------------------------------------
 
 

@@ -32,6 +32,8 @@ def attention_tiling(units: int, s: int, t: int, cores: int, max_tile: int, ub_b
 
 
 def build_attention(lowering, op: nn.AttentionOp) -> ac.KernelOp:
+    if op.zeroes_nan():
+        raise Unsupported("attention with nan_to_zero (the exporters' IsNaN guard)")
     qs, ks, vs = shape_of(op.q), shape_of(op.k), shape_of(op.v)
     if not (qs[:-2] == ks[:-2] == vs[:-2]):
         raise Unsupported(f"attention with broadcast batch dims {qs}, {ks}, {vs}")

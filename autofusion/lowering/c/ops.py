@@ -849,7 +849,11 @@ def lower_attention(L: FunctionLowering, op: nn.AttentionOp, outs: list[SSAValue
         inv = e1.add(arith.DivfOp(e1.const(1.0, t), s))
 
         def wr(e2: Emitter, j: SSAValue, _: list[SSAValue]) -> None:
-            e2.store(e2.add(arith.MulfOp(e2.load(scores, [bi, si, j]), inv)), scores, [bi, si, j])
+            pv = e2.add(arith.MulfOp(e2.load(scores, [bi, si, j]), inv))
+            if op.zeroes_nan():  # a fully masked row: NaN probabilities -> 0
+                isnan = e2.add(arith.CmpfOp(pv, pv, "uno"))
+                pv = e2.add(arith.SelectOp(isnan, e2.const(0.0, t), pv))
+            e2.store(pv, scores, [bi, si, j])
 
         e1.loop(0, t_, wr)
 

@@ -660,6 +660,15 @@ func.func @attention_qk(%a: tensor<1x2x5x8xf32>, %b: tensor<1x2x7x4xf32>) {
 
 // -----
 
+func.func @attention_nan_to_zero(%a: tensor<1x2x5x8xf32>) {
+  %r = nn.attention %a, %a, %a {scale = 1.000000e+00 : f64, nan_to_zero = 2 : i64} : (tensor<1x2x5x8xf32>, tensor<1x2x5x8xf32>, tensor<1x2x5x8xf32>) -> tensor<1x2x5x8xf32>
+  func.return
+}
+// CHECK: {{^// -{5}$}}
+// CHECK-NEXT: 'nn.attention': nan_to_zero must be 0 or 1, got 2 : i64
+
+// -----
+
 func.func @attention_elem_types(%a: tensor<1x2x5x8xf32>, %b: tensor<1x2x5x8xf16>) {
   %r = nn.attention %a, %b, %a {scale = 1.000000e+00 : f64} : (tensor<1x2x5x8xf32>, tensor<1x2x5x8xf16>, tensor<1x2x5x8xf32>) -> tensor<1x2x5x8xf32>
   func.return

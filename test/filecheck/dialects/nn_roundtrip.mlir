@@ -141,6 +141,7 @@ func.func @conv_norm(%x: tensor<1x4x8x8xf32>, %w: tensor<8x4x3x3xf32>, %dw: tens
 // CHECK-NEXT:    %gemm_noc = nn.gemm %m, %b {alpha = 5.000000e-01 : f64, beta = 0.000000e+00 : f64, trans_a = 0 : i64, trans_b = 0 : i64} : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
 // CHECK-NEXT:    %attention = nn.attention %q, %k, %val, %mask {scale = 2.500000e-01 : f64} : (tensor<1x2x5x8xf32>, tensor<1x2x7x8xf32>, tensor<1x2x7x4xf32>, tensor<1x1x1x7xf32>) -> tensor<1x2x5x4xf32>
 // CHECK-NEXT:    %attention_nomask = nn.attention %q, %k, %val {scale = 1.000000e+00 : f64} : (tensor<1x2x5x8xf32>, tensor<1x2x7x8xf32>, tensor<1x2x7x4xf32>) -> tensor<1x2x5x4xf32>
+// CHECK-NEXT:    %attention_guard = nn.attention %q, %k, %val, %mask {scale = 2.500000e-01 : f64, nan_to_zero = 1 : i64} : (tensor<1x2x5x8xf32>, tensor<1x2x7x8xf32>, tensor<1x2x7x4xf32>, tensor<1x1x1x7xf32>) -> tensor<1x2x5x4xf32>
 // CHECK-NEXT:    func.return %matmul : tensor<2x4x16xf32>
 // CHECK-NEXT:    }
 func.func @contraction(%a: tensor<2x4x8xf32>, %b: tensor<8x16xf32>, %v: tensor<8xf32>, %m: tensor<4x8xf32>, %n: tensor<16x8xf32>, %c: tensor<16xf32>, %q: tensor<1x2x5x8xf32>, %k: tensor<1x2x7x8xf32>, %val: tensor<1x2x7x4xf32>, %mask: tensor<1x1x1x7xf32>) -> tensor<2x4x16xf32> {
@@ -150,6 +151,7 @@ func.func @contraction(%a: tensor<2x4x8xf32>, %b: tensor<8x16xf32>, %v: tensor<8
   %gemm_noc = nn.gemm %m, %b {alpha = 5.000000e-01 : f64, beta = 0.000000e+00 : f64, trans_a = 0 : i64, trans_b = 0 : i64} : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
   %attention = nn.attention %q, %k, %val, %mask {scale = 2.500000e-01 : f64} : (tensor<1x2x5x8xf32>, tensor<1x2x7x8xf32>, tensor<1x2x7x4xf32>, tensor<1x1x1x7xf32>) -> tensor<1x2x5x4xf32>
   %attention_nomask = nn.attention %q, %k, %val {scale = 1.000000e+00 : f64} : (tensor<1x2x5x8xf32>, tensor<1x2x7x8xf32>, tensor<1x2x7x4xf32>) -> tensor<1x2x5x4xf32>
+  %attention_guard = nn.attention %q, %k, %val, %mask {scale = 2.500000e-01 : f64, nan_to_zero = 1 : i64} : (tensor<1x2x5x8xf32>, tensor<1x2x7x8xf32>, tensor<1x2x7x4xf32>, tensor<1x1x1x7xf32>) -> tensor<1x2x5x4xf32>
   func.return %matmul : tensor<2x4x16xf32>
 }
 

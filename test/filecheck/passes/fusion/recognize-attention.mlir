@@ -29,3 +29,61 @@ func.func @wrong_axis(%q: tensor<1x4x8xf32>, %kt: tensor<1x8x4xf32>, %v: tensor<
 // CHECK:         nn.softmax
 // CHECK-NEXT:    %[[O:.*]] = nn.matmul
 // CHECK-NEXT:    func.return %[[O]]
+
+// -----
+
+// Positive, the form torch's exporters write: sqrt(scale) on q and on k^T, and the IsNaN guard
+// where(not(equal(p, p)), 0, p) before the second matmul -> nan_to_zero, scale = 0.5 * 0.25.
+func.func @torch_sdpa(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>, %mask: tensor<1x1x4x4xf32>) -> tensor<1x2x4x8xf32> {
+  %c1 = nn.constant dense<0.5> : tensor<f32>
+  %c2 = nn.constant dense<0.25> : tensor<f32>
+  %z = nn.constant dense<0.0> : tensor<1xf32>
+  %qs = nn.mul %q, %c1 {onnx.origins = ["mul_q"]} : (tensor<1x2x4x8xf32>, tensor<f32>) -> tensor<1x2x4x8xf32>
+  %kt = nn.transpose %k {perm = array<i64: 0, 1, 3, 2>, onnx.origins = ["kt"]} : (tensor<1x2x4x8xf32>) -> tensor<1x2x8x4xf32>
+  %ks = nn.mul %kt, %c2 {onnx.origins = ["mul_k"]} : (tensor<1x2x8x4xf32>, tensor<f32>) -> tensor<1x2x8x4xf32>
+  %s = nn.matmul %qs, %ks {onnx.origins = ["qk"]} : (tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>) -> tensor<1x2x4x4xf32>
+  %a = nn.add %s, %mask {onnx.origins = ["mask"]} : (tensor<1x2x4x4xf32>, tensor<1x1x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %p = nn.softmax %a {axis = 3 : i64, onnx.origins = ["softmax"]} : (tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %e = nn.equal %p, %p {onnx.origins = ["isnan"]} : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xi1>
+  %n = nn.not %e {onnx.origins = ["isnan"]} : (tensor<1x2x4x4xi1>) -> tensor<1x2x4x4xi1>
+  %g = nn.where %n, %z, %p {onnx.origins = ["guard"]} : (tensor<1x2x4x4xi1>, tensor<1xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %o = nn.matmul %g, %v {onnx.origins = ["pv"]} : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  func.return %o : tensor<1x2x4x8xf32>
+}
+// CHECK-LABEL: func.func @torch_sdpa
+// CHECK-NEXT:    %[[A:.*]] = nn.attention %q, %k, %v, %mask {scale = 1.250000e-01 : f64, nan_to_zero = 1 : i64, onnx.origins = ["mul_q", "mul_k", "qk", "mask", "softmax", "isnan", "guard", "pv"]}
+// CHECK-NEXT:    func.return %[[A]]
+
+// -----
+
+// Must not fire: the guard puts 1, not 0, in place of NaN.
+func.func @guard_not_zero(%q: tensor<1x4x8xf32>, %kt: tensor<1x8x4xf32>, %v: tensor<1x4x8xf32>) -> tensor<1x4x8xf32> {
+  %one = nn.constant dense<1.0> : tensor<1xf32>
+  %s = nn.matmul %q, %kt : (tensor<1x4x8xf32>, tensor<1x8x4xf32>) -> tensor<1x4x4xf32>
+  %p = nn.softmax %s {axis = 2 : i64} : (tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  %e = nn.equal %p, %p : (tensor<1x4x4xf32>, tensor<1x4x4xf32>) -> tensor<1x4x4xi1>
+  %n = nn.not %e : (tensor<1x4x4xi1>) -> tensor<1x4x4xi1>
+  %g = nn.where %n, %one, %p : (tensor<1x4x4xi1>, tensor<1xf32>, tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  %o = nn.matmul %g, %v : (tensor<1x4x4xf32>, tensor<1x4x8xf32>) -> tensor<1x4x8xf32>
+  func.return %o : tensor<1x4x8xf32>
+}
+// CHECK-LABEL: func.func @guard_not_zero
+// CHECK-NOT:     nn.attention
+// CHECK:         nn.softmax
+
+// -----
+
+// Must not fire: the NaN test reads the probabilities, but the where selects from another tensor.
+func.func @guard_other_tensor(%q: tensor<1x4x8xf32>, %kt: tensor<1x8x4xf32>, %v: tensor<1x4x8xf32>, %w: tensor<1x4x4xf32>) -> tensor<1x4x8xf32> {
+  %z = nn.constant dense<0.0> : tensor<1xf32>
+  %s = nn.matmul %q, %kt : (tensor<1x4x8xf32>, tensor<1x8x4xf32>) -> tensor<1x4x4xf32>
+  %p = nn.softmax %s {axis = 2 : i64} : (tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  %e = nn.equal %p, %p : (tensor<1x4x4xf32>, tensor<1x4x4xf32>) -> tensor<1x4x4xi1>
+  %n = nn.not %e : (tensor<1x4x4xi1>) -> tensor<1x4x4xi1>
+  %g = nn.where %n, %z, %w : (tensor<1x4x4xi1>, tensor<1xf32>, tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  %o = nn.matmul %g, %v : (tensor<1x4x4xf32>, tensor<1x4x8xf32>) -> tensor<1x4x8xf32>
+  func.return %o : tensor<1x4x8xf32>
+}
+// CHECK-LABEL: func.func @guard_other_tensor
+// CHECK-NOT:     nn.attention
+// CHECK:         nn.softmax
