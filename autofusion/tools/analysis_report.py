@@ -24,6 +24,7 @@ import sys
 from collections.abc import Sequence
 
 from autofusion.errors import AutofusionError, run_cli
+from autofusion.tools.compile import positive_int
 
 PROG = "python -m autofusion.tools.analysis_report"
 # The tensor passes that run before `fuse` in the pipeline and shape what it sees.
@@ -46,16 +47,6 @@ def _windows(text: str) -> list[int]:
     if any(w < 0 for w in sizes):
         raise argparse.ArgumentTypeError(f"window sizes must be >= 0, got {text!r}")
     return sizes
-
-
-def _positive(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        v = 0
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return v
 
 
 def structure_report(model: str, windows: Sequence[int], aggressiveness: int,
@@ -131,7 +122,7 @@ def _parser() -> argparse.ArgumentParser:
                          "itself; default 0,32,64,128,256,512)")  # fmt: skip
     st.add_argument("--aggressiveness", type=int, default=1, choices=range(4),
                     metavar="{0,1,2,3}", help="fusion level (default 1)")  # fmt: skip
-    st.add_argument("--repeat", type=_positive, default=3, help="timings per window, best kept")
+    st.add_argument("--repeat", type=positive_int, default=3, help="timings per window, best kept")
     sub.add_parser("hardware", help="cache sizes and measured copy bandwidth of this machine")
     return ap
 
