@@ -570,20 +570,24 @@ static inline void afrt_pack_b_full_(const float *B, int64_t ldb, int trans, int
     }
 }
 
-/* Memory for a large, long-lived buffer (packed weights): on Linux, 2 MiB-aligned and
- * advised into transparent huge pages, so streaming a model's weights from DRAM on every run
- * does not also take a TLB miss and page walk every 4 KiB. Free with free(). */
+/* Memory for a large, long-lived buffer (packed weights, the arena): 64-byte aligned, and on
+ * Linux the 2 MiB-aligned stretch inside it is advised into transparent huge pages, so
+ * streaming a model's weights from DRAM on every run does not also take a TLB miss and a
+ * page walk every 4 KiB. Only whole huge pages inside the buffer are advised, so no memory
+ * is added (rounding each buffer up to 2 MiB cost ResNet-50 40 MB of RSS). Free with free(). */
 #if defined(__linux__) && !defined(MADV_HUGEPAGE)
 #define MADV_HUGEPAGE 14 /* Linux's value; <sys/mman.h> hides it in strict ISO C modes */
 int madvise(void *addr, size_t length, int advice);
 #endif
 static inline void *afrt_alloc_big_(size_t bytes) {
-    const size_t huge = (size_t)2 << 20;
-    if (bytes < huge / 2) return aligned_alloc(64, ((bytes + 63) / 64) * 64);
-    const size_t rounded = (bytes + huge - 1) / huge * huge;
-    void *p = aligned_alloc(huge, rounded);
+    void *p = aligned_alloc(64, ((bytes + 63) / 64) * 64);
 #if defined(__linux__)
-    if (p) (void)madvise(p, rounded, MADV_HUGEPAGE); /* advice only: failure is harmless */
+    const uintptr_t huge = (uintptr_t)2 << 20;
+    if (p && bytes >= 2 * huge) {
+        const uintptr_t lo = ((uintptr_t)p + huge - 1) & ~(huge - 1);
+        const uintptr_t hi = ((uintptr_t)p + bytes) & ~(huge - 1);
+        if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE); /* advice only */
+    }
 #endif
     return p;
 }
