@@ -73,8 +73,10 @@ def _scaled(v: SSAValue) -> tuple[SSAValue, float, Operation | None]:
     op = v.owner
     if not isinstance(op, nn.MulOp | nn.DivOp) or not v.has_one_use():
         return v, 1.0, None
-    for base, c in ((op.lhs, const_scalar(op.rhs)),
-                    *(((op.rhs, const_scalar(op.lhs)),) if isinstance(op, nn.MulOp) else ())):  # fmt: skip
+    sides = [(op.lhs, const_scalar(op.rhs))]
+    if isinstance(op, nn.MulOp):  # a product may have the constant on either side
+        sides.append((op.rhs, const_scalar(op.lhs)))
+    for base, c in sides:
         if c is not None and c != 0.0 and base.type == v.type:
             return base, (1.0 / c if isinstance(op, nn.DivOp) else c), op
     return v, 1.0, None
