@@ -625,6 +625,29 @@ static inline const float *afrt_packed_const_(const float *src, int64_t rows, in
     return found;
 }
 
+/* pas[i] = op(A_i) in packed-A layout for i < n, A_i = A + i*stride (M x K, lda, trans): the
+ * cached copy for constant operands, else packed now into this thread's scratch slot 1.
+ * 0 if out of memory. */
+static inline int afrt_pack_a_all_(const float *A, int64_t stride, int64_t n, int64_t M,
+                                   int64_t K, int64_t lda, int trans, const float **pas) {
+    const int64_t Mp = afrt_round_up_(M, afrt_choose_mr_(M));
+    int need = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        pas[i] = afrt_packed_const_(A + i * stride, M, K, lda, trans, 0);
+        need |= pas[i] == NULL;
+    }
+    if (!need) return 1;
+    float *abuf = (float *)afrt_thread_scratch(1, (size_t)(n * Mp * K) * sizeof(float));
+    if (!abuf) return 0;
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (n > 1))
+    for (int64_t i = 0; i < n; ++i)
+        if (!pas[i]) {
+            afrt_pack_a_(A + i * stride, lda, trans, M, K, abuf + i * Mp * K);
+            pas[i] = abuf + i * Mp * K;
+        }
+    return 1;
+}
+
 /* How op(B) reaches the core: prepacked, dense (row-major with ldb, maybe transposed), or
  * an im2col view of a convolution input (packed straight into panels). */
 typedef struct {
@@ -728,30 +751,15 @@ static inline int afrt_matmul_own_(int64_t batch, int64_t M, int64_t N, int64_t 
                                    const float *B, int64_t ldb, int64_t stride_b, int trans_b,
                                    float beta, float *C, int64_t ldc, int64_t stride_c,
                                    afrt_epilogue epi) {
-    const int64_t Mp = afrt_round_up_(M, afrt_choose_mr_(M));
     const int64_t na = stride_a == 0 ? 1 : batch, nb = stride_b == 0 ? 1 : batch;
     const float **pas = (const float **)malloc((size_t)(na + nb) * sizeof(float *));
     if (!pas) return 0;
     const float **pbs = pas + na;
-    int need_a = 0;
-    for (int64_t b = 0; b < na; ++b) {
-        pas[b] = afrt_packed_const_(A + b * stride_a, M, K, lda, trans_a, 0);
-        need_a |= pas[b] == NULL;
-    }
     for (int64_t b = 0; b < nb; ++b)
         pbs[b] = afrt_packed_const_(B + b * stride_b, K, N, ldb, trans_b, 1);
-    if (need_a) {
-        float *abuf = (float *)afrt_thread_scratch(1, (size_t)(na * Mp * K) * sizeof(float));
-        if (!abuf) {
-            free(pas);
-            return 0;
-        }
-        AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (na > 1))
-        for (int64_t b = 0; b < na; ++b)
-            if (!pas[b]) {
-                afrt_pack_a_(A + b * stride_a, lda, trans_a, M, K, abuf + b * Mp * K);
-                pas[b] = abuf + b * Mp * K;
-            }
+    if (!afrt_pack_a_all_(A, stride_a, na, M, K, lda, trans_a, pas)) {
+        free(pas);
+        return 0;
     }
     int64_t mb, nbk;
     afrt_gemm_split_(M, N, batch, &mb, &nbk);
@@ -1151,26 +1159,12 @@ static inline int afrt_conv_own_(const float *x, const float *w, const float *bi
                                  afrt_epilogue epi) {
     const int64_t G = p->group > 0 ? p->group : 1;
     const int64_t ohw = p->OH * p->OW, hw = p->H * p->W;
-    const int64_t Kg = q->kg, crs = q->crs, Mp = afrt_round_up_(Kg, afrt_choose_mr_(Kg));
+    const int64_t Kg = q->kg, crs = q->crs;
     const float **pas = (const float **)malloc((size_t)G * sizeof(float *));
     if (!pas) return 0;
-    int need = 0;
-    for (int64_t g = 0; g < G; ++g) {
-        pas[g] = afrt_packed_const_(w + g * Kg * crs, Kg, crs, crs, 0, 0);
-        need |= pas[g] == NULL;
-    }
-    if (need) {
-        float *abuf = (float *)afrt_thread_scratch(1, (size_t)(G * Mp * crs) * sizeof(float));
-        if (!abuf) {
-            free(pas);
-            return 0;
-        }
-        AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (G > 1))
-        for (int64_t g = 0; g < G; ++g)
-            if (!pas[g]) {
-                afrt_pack_a_(w + g * Kg * crs, crs, 0, Kg, crs, abuf + g * Mp * crs);
-                pas[g] = abuf + g * Mp * crs;
-            }
+    if (!afrt_pack_a_all_(w, Kg * crs, G, Kg, crs, crs, 0, pas)) {
+        free(pas);
+        return 0;
     }
     int64_t mb, nb;
     afrt_gemm_split_(Kg, ohw, p->N * G, &mb, &nb);
