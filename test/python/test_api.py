@@ -22,13 +22,9 @@ from autofusion.zoo import get_model, sample_inputs
 @pytest.fixture(scope="module", autouse=True)
 def private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     d = tmp_path_factory.mktemp("afcache")
-    old = os.environ.get("AUTOFUSION_CACHE_DIR")
-    os.environ["AUTOFUSION_CACHE_DIR"] = str(d)
-    yield d
-    if old is None:
-        del os.environ["AUTOFUSION_CACHE_DIR"]
-    else:
-        os.environ["AUTOFUSION_CACHE_DIR"] = old
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("AUTOFUSION_CACHE_DIR", str(d))
+        yield d
 
 
 def ort_ref(name: str, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -20,13 +20,9 @@ from autofusion.tools import bench, compile as compile_cli
 @pytest.fixture(autouse=True)
 def private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     d = tmp_path_factory.getbasetemp() / "afcache-bench"
-    old = os.environ.get("AUTOFUSION_CACHE_DIR")
-    os.environ["AUTOFUSION_CACHE_DIR"] = str(d)
-    yield d
-    if old is None:
-        del os.environ["AUTOFUSION_CACHE_DIR"]
-    else:
-        os.environ["AUTOFUSION_CACHE_DIR"] = old
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("AUTOFUSION_CACHE_DIR", str(d))
+        yield d
 
 
 def test_bench_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
