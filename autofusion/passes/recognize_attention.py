@@ -115,18 +115,10 @@ class RecognizeScaledDotProductAttention(RewritePattern):
             else:
                 return
             ops.append(op)
-            op = s.owner
-        if isinstance(op, nn.MulOp | nn.DivOp) and s.has_one_use():
-            c = const_scalar(op.rhs)
-            base = op.lhs
-            if c is None and isinstance(op, nn.MulOp):
-                c, base = const_scalar(op.lhs), op.rhs
-            if c is None or c == 0.0:
-                return
-            scale = 1.0 / c if isinstance(op, nn.DivOp) else c
-            ops.append(op)
-            s = base
-            op = s.owner
+        s, scale, sop = _scaled(s)  # the scores scaled by a scalar, or not
+        if sop is not None:
+            ops.append(sop)
+        op = s.owner
         if not isinstance(op, nn.MatMulOp) or not s.has_one_use():
             return
         ops.append(op)
