@@ -7,17 +7,27 @@ model_digest``), the JSON of the options, the autofusion version and a fingerpri
 autofusion's own source files (so editing the compiler invalidates old builds during
 development).
 
-Writes are atomic: an entry is built in ``<root>/tmp/<random>/`` and renamed into place
-only when complete, so readers never see a half-written entry; if another process
-published the same key first, its entry is kept and ours discarded.
+Writes are atomic: an entry is built in ``<root>/tmp/build-<pid>-*/`` and renamed into
+place only when complete, so readers never see a half-written entry; if another process
+published an intact entry for the same key first, its entry is kept and ours discarded.
+
+Integrity: ``manifest.json``, written last before the rename, records the size and sha256 of
+every file. Each hit checks it (:func:`check_entry`) before anything is loaded; a damaged
+entry (truncated, bit-flipped, missing or garbage file, missing manifest, a file where the
+folder should be) is removed and rebuilt, with a progress line saying so. Files are hashed
+once per process; later checks in that process compare (inode, size, mtime, ctime).
+
+Build folders: each holds ``.owner``, ``flock``-ed by its builder until the build is
+published or discarded, so the folder of a killed build is removed by the next
+:func:`staging_dir` or :func:`prune` of any process; folders without one are removed once
+they are a day old.
 
 Size limit: ``$AUTOFUSION_CACHE_MAX_MB`` (default 2048; 0 = no limit). Each hit touches
 the entry's ``.last_used`` file; after a new entry is published, complete entries are
 evicted least recently used first until the entries' total is within the limit. The entry
 just published is never evicted. Eviction renames an entry to ``<root>/.evict-*`` first
 (one atomic step: other processes see the entry or nothing, never half of it) and removes
-it after; a process that already loaded the library keeps its mapping. Abandoned build
-directories in ``tmp/`` are removed once they are a day old.
+it after; a process that already loaded the library keeps running (it runs a private copy).
 """
 
 from __future__ import annotations
