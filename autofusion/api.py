@@ -23,9 +23,9 @@ import hashlib
 import json
 import os
 import platform
-import shutil
 import sys
 import time
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -332,7 +332,10 @@ class CompiledModel:
         self.directory = directory
         self.report = report
         self.threads = threads
-        self._owns = owns_directory
+        # An uncached build's folder goes when the model does: on close(), when it is
+        # garbage collected, or at interpreter exit, whichever comes first.
+        self._cleanup = (weakref.finalize(self, _remove_build_dir, directory)
+                         if owns_directory else None)  # fmt: skip
         self._lib = ModelLibrary(directory / "libmodel.so", directory / "weights.bin",
                                  threads if threads is not None else 0)  # fmt: skip
 
@@ -374,12 +377,19 @@ class CompiledModel:
 
     def close(self) -> None:
         self._lib.close()
-        if self._owns:
-            shutil.rmtree(self.directory, ignore_errors=True)
-            self._owns = False
+        if self._cleanup is not None:
+            self._cleanup()
 
     def __repr__(self) -> str:
         return f"CompiledModel({self.directory}, kernels={self.report.get('kernels_after')})"
+
+
+def _remove_build_dir(directory: Path) -> None:
+    """Delete an uncached build's staging folder and drop its owner lock (a finalizer: it
+    must not refer to the model)."""
+    from autofusion.runtime import cache as cache_mod
+
+    cache_mod.discard_staging(directory)
 
 
 def compile(
@@ -442,36 +452,42 @@ def compile(
         # of that .so: two models sharing one .so with different counts would interfere
         digest = model_digest(source.loaded.model, source.loaded.raws)
         key = cache_mod.cache_key(digest, {**_options_fingerprint(opts), "threads": threads})
-        hit = _load_cached(cache_mod.lookup(key), threads)
+        hit = _load_cached(cache_mod.lookup(key, cache_mod.ENTRY_FILES, say), threads, say)
         if hit is not None:
             say(f"using cached build {hit.directory}")
             return hit
     staged = cache_mod.staging_dir()
     try:
         report = build_model_dir(source, staged, opts, label, say)
+        del source  # the weights now live in weights.bin; let the proto go before loading
+        if not use_cache:
+            return CompiledModel(staged, report, threads, owns_directory=True)
     except BaseException:
-        shutil.rmtree(staged, ignore_errors=True)
+        cache_mod.discard_staging(staged)
         raise
-    del source  # the weights now live in weights.bin; let the proto go before loading
-    if not use_cache:
-        return CompiledModel(staged, report, threads, owns_directory=True)
-    entry = cache_mod.publish(staged, key)
+    entry = cache_mod.publish(staged, key, cache_mod.ENTRY_FILES)
     removed, freed = cache_mod.prune(keep=[key])
     if removed:
         say(f"cache: evicted {removed} least recently used builds ({freed / 2**20:.1f} MB)")
     return CompiledModel(entry, report, threads)
 
 
-def _load_cached(entry: Path | None, threads: int | None) -> CompiledModel | None:
-    """The cached build at ``entry``, or None when there is none or another process evicted
-    it between the lookup and the load (then we simply build again)."""
+def _load_cached(entry: Path | None, threads: int | None,
+                 say: ProgressFn = _quiet) -> CompiledModel | None:  # fmt: skip
+    """The cached build at ``entry`` (already checked against its manifest by ``lookup``),
+    or None when there is none, another process evicted it between the lookup and the load,
+    or it does not load: then it is removed and the caller simply builds again."""
+    from autofusion.runtime import cache as cache_mod
+
     if entry is None:
         return None
     try:
         report = json.loads((entry / "report.json").read_text())
+        if not isinstance(report, dict):
+            raise ValueError("not a JSON object")
         report["cached"] = True
         return CompiledModel(entry, report, threads)
-    except (OSError, AutofusionError):
-        if (entry / "libmodel.so").exists():
-            raise
+    except (OSError, ValueError, AutofusionError) as e:
+        if entry.exists():  # it is still there, so it is what failed
+            cache_mod.discard_entry(entry, str(e).splitlines()[0] if str(e) else "unloadable", say)
         return None

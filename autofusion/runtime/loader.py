@@ -9,7 +9,11 @@ arrays keyed by their ONNX names.
 from __future__ import annotations
 
 import ctypes
+import itertools
 import os
+import secrets
+import struct
+import tempfile
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -122,6 +126,69 @@ def _specs(lib: ctypes.CDLL, kind: str) -> list[TensorSpec]:
     return out
 
 
+def _check_elf(image: bytes, path: Path) -> None:
+    """Refuse a shared object whose loadable segments reach past its end.
+
+    dlopen maps each PT_LOAD segment from the file; a segment beyond a truncated file's end
+    is mapped anyway, and touching it kills the process with SIGBUS. Checking the program
+    headers against the image's length turns that into an error."""
+    bad = AutofusionError(f"{path}: not a complete shared library (truncated or corrupt)")
+    if len(image) < 64 or image[:4] != b"\x7fELF" or image[4] != 2 or image[5] not in (1, 2):
+        raise bad  # 64-bit ELF only: the libraries we build
+    end = "<" if image[5] == 1 else ">"
+    phoff, = struct.unpack_from(end + "Q", image, 32)
+    phentsize, phnum = struct.unpack_from(end + "HH", image, 54)
+    if phentsize < 56 or phoff + phnum * phentsize > len(image):
+        raise bad
+    for i in range(phnum):
+        p_type, _, p_offset, _, _, p_filesz = struct.unpack_from(
+            end + "IIQQQQ", image, phoff + i * phentsize
+        )
+        if p_type == 1 and p_offset + p_filesz > len(image):  # PT_LOAD
+            raise bad
+
+
+_load_count = itertools.count()
+
+
+def _load_private_copy(path: Path) -> ctypes.CDLL:
+    """dlopen a private in-memory copy of the library at ``path``.
+
+    A library mapped from its file dies with SIGBUS if that file is later truncated or
+    rewritten in place (a damaged cache entry, an edited ``-o`` folder). Reading it once
+    and loading the copy from a memfd means nothing done to the file afterwards can affect
+    this process; the copy is checked with :func:`_check_elf` first. Each load is a separate
+    library instance. glibc recognises an already loaded library by the name passed to
+    dlopen, and ``/proc/self/fd/N`` names are reused as fds are, so the memfd is opened
+    through a symlink with a name unique to this process (removed right after)."""
+    try:
+        image = path.read_bytes()
+    except OSError as e:
+        raise AutofusionError(f"{path}: cannot read: {e.strerror or e}") from None
+    _check_elf(image, path)
+    name = f"autofusion-{os.getpid()}-{next(_load_count)}-{secrets.token_hex(4)}.so"
+    link = os.path.join(tempfile.gettempdir(), name)
+    if hasattr(os, "memfd_create"):
+        fd = os.memfd_create(f"autofusion:{path.name}", os.MFD_CLOEXEC)
+        target = f"/proc/self/fd/{fd}"
+    else:  # pragma: no cover - non-Linux: an unlinked temporary copy
+        fd, target = os.open(link, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o700), link
+    try:
+        with os.fdopen(os.dup(fd), "wb") as f:
+            f.write(image)
+        if target != link:
+            os.symlink(target, link)
+        return ctypes.CDLL(link, mode=os.RTLD_LOCAL)
+    except OSError as e:
+        raise AutofusionError(f"{path}: cannot load: {e}") from None
+    finally:
+        os.close(fd)
+        try:
+            os.unlink(link)
+        except OSError:
+            pass
+
+
 class ModelLibrary:
     """A loaded compiled model: ``run(feeds) -> {output name: array}``.
 
@@ -135,10 +202,7 @@ class ModelLibrary:
         if not self.path.is_file():
             raise AutofusionError(f"{self.path}: no such library")
         _default_openmp_wait_policy()
-        try:
-            self._lib = ctypes.CDLL(str(self.path.resolve()), mode=os.RTLD_LOCAL)
-        except OSError as e:
-            raise AutofusionError(f"{self.path}: cannot load: {e}") from None
+        self._lib = _load_private_copy(self.path)
         _bind(self._lib, self.path)
         self.inputs = _specs(self._lib, "input")
         self.outputs = _specs(self._lib, "output")

@@ -127,7 +127,7 @@ def _run(argv: Sequence[str] | None) -> None:
             shutil.copyfile(src, tmp)
             tmp.replace(target)
     finally:
-        shutil.rmtree(staged, ignore_errors=True)
+        cache.discard_staging(staged)
     say(f"wrote {dest} ({report['kernels_after']} kernels, {report['compile_seconds']} s)")
 
 

@@ -114,6 +114,11 @@ def _entry(n: int, nbytes: int, age_s: float) -> tuple[str, Path]:
     return key, entry
 
 
+def _bytes(entry: Path) -> int:
+    """What an entry counts for the size limit (its files, manifest included)."""
+    return sum(p.stat().st_size for p in entry.iterdir())
+
+
 def _set_last_use(entry: Path, age_s: float) -> None:
     t = time.time() - age_s
     os.utime(entry / cache.USED_MARKER, (t, t))
@@ -143,15 +148,17 @@ def test_bad_size_limit_names_variable_and_value(monkeypatch: pytest.MonkeyPatch
 
 
 def test_prune_evicts_least_recently_used_first() -> None:
-    keys = [_entry(i, 1000, age)[0] for i, age in enumerate((300, 100, 200, 50))]
-    assert cache.cache_size() == 4000
+    made = [_entry(i, 1000, age) for i, age in enumerate((300, 100, 200, 50))]
+    keys = [k for k, _ in made]
+    one = _bytes(made[0][1])  # all four are the same size: 1000 bytes plus the manifest
+    assert cache.cache_size() == 4 * one
     assert [e[0].name for e in cache.entries()] == [keys[0], keys[2], keys[1], keys[3]]
-    assert cache.prune(max_bytes=2500) == (2, 2000)
+    assert cache.prune(max_bytes=int(2.5 * one)) == (2, 2 * one)
     assert cache.lookup(keys[0]) is None
     assert cache.lookup(keys[2]) is None
     assert cache.lookup(keys[1]) is not None
     assert cache.lookup(keys[3]) is not None
-    assert cache.cache_size() == 2000
+    assert cache.cache_size() == 2 * one
     leftovers = [p.name for p in cache.cache_root().iterdir() if p.name.startswith(".")]
     assert leftovers == []  # evicted entries were renamed away, then removed entirely
 
@@ -160,15 +167,16 @@ def test_a_hit_protects_an_entry() -> None:
     old, entry = _entry(1, 1000, 300)
     newer, _ = _entry(2, 1000, 100)
     assert cache.lookup(old) == entry  # the hit makes it the most recently used
-    assert cache.prune(max_bytes=1500) == (1, 1000)
+    assert cache.prune(max_bytes=int(1.5 * _bytes(entry))) == (1, _bytes(entry))
     assert cache.lookup(old) == entry
     assert cache.lookup(newer) is None
 
 
 def test_kept_entry_survives_even_over_the_limit() -> None:
     keep, _ = _entry(1, 5000, 1000)  # oldest and bigger than the whole limit
-    other, _ = _entry(2, 10, 10)
-    assert cache.prune(max_bytes=100, keep=[keep]) == (1, 10)
+    other, small = _entry(2, 10, 10)
+    small_bytes = _bytes(small)
+    assert cache.prune(max_bytes=100, keep=[keep]) == (1, small_bytes)
     assert cache.lookup(keep) is not None
     assert cache.lookup(other) is None
 
@@ -181,11 +189,17 @@ def test_no_limit_evicts_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_prune_sweeps_only_abandoned_build_dirs() -> None:
-    fresh = cache.staging_dir()  # another process's build in progress
+    fresh = cache.staging_dir()  # a build in progress: its owner lock is held
     (fresh / "model.c").write_text("int x;")
-    stale = cache.staging_dir()
     day_ago = time.time() - 2 * cache.STALE_SECONDS
+    os.utime(fresh, (day_ago, day_ago))  # even an old one is kept while its owner lives
+    orphan = cache.staging_dir()
+    cache.release_staging(orphan)  # what the kernel does when its process dies
+    stale = cache.cache_root() / "tmp" / "build-old"  # an older autofusion's: no owner file
+    stale.mkdir()
     os.utime(stale, (day_ago, day_ago))
+    young = cache.cache_root() / "tmp" / "build-young"  # being created: no owner file yet
+    young.mkdir()
     interrupted = cache.cache_root() / f"{cache.EVICT_PREFIX}deadbeef-1-2"
     interrupted.mkdir()
     (interrupted / "libmodel.so").write_bytes(b"x")
@@ -194,7 +208,9 @@ def test_prune_sweeps_only_abandoned_build_dirs() -> None:
     cache.prune(max_bytes=0)
     assert fresh.is_dir()
     assert (fresh / "model.c").exists()
+    assert not orphan.exists()
     assert not stale.exists()
+    assert young.is_dir()
     assert not interrupted.exists()
     assert other.is_dir()
 
