@@ -18,6 +18,10 @@ Effect on ``@main`` (tensor level, possibly fused and memory-planned):
 - A model output that is not written directly by a call (an input, a constant, a view, or a
   value returned twice) is copied with ``memref.copy``, after the last call; the memory plan
   keeps the bytes of a view output reserved until then.
+- A step whose results are all zero-sized (a dimension of 0) gets a kernel with an empty
+  body: there is nothing to compute, and empty tensors still flow to their readers.
+- A dynamic dimension or a tensor over the byte limit (``autofusion.analysis.static_shapes``)
+  is refused with an ``AutofusionError`` naming the op and its type.
 - A call whose output slot overlaps one of its input slots in the arena is refused
   (``PassFailedException``) unless it is the plan's in-place case (an elementwise step over
   exactly the same bytes): the kernels take ``restrict`` pointers, and an overlap means the
@@ -53,6 +57,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from autofusion.analysis.liveness import tensor_bytes
 from autofusion.analysis.memory_plan import is_inplace_capable
+from autofusion.analysis.static_shapes import check_static_shapes
 from autofusion.dialects import fusion, nn
 from autofusion.lowering.c.clib import ViewOp
 from autofusion.lowering.c.names import NameTable
@@ -125,6 +130,7 @@ class _Converter:
 
     def run(self) -> None:
         main = self.main
+        check_static_shapes(main, self.pass_name)
         old_block = main.body.block
         ret = old_block.last_op
         if not isinstance(ret, func.ReturnOp):
@@ -302,11 +308,14 @@ class _Converter:
         nin = len(in_types)
         mapping: dict[SSAValue, SSAValue] = {}
         tensors = []
-        for arg in block.args[:nin]:
+        empty = all(0 in memref_of(r.type).get_shape() for r in op.results)
+        for arg in block.args[:nin] if not empty else ():
             t = bufferization.ToTensorOp(arg, restrict=True)
             block.add_op(t)
             tensors.append(t.tensor)
-        if isinstance(op, fusion.KernelOp):
+        if empty:
+            results = []  # every result is zero-sized: nothing to compute or write
+        elif isinstance(op, fusion.KernelOp):
             body = op.body.block
             for barg, t in zip(body.args, tensors):
                 mapping[barg] = t
