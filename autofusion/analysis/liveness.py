@@ -11,6 +11,13 @@ planner decides, see ``autofusion.analysis.memory_plan``). A result nobody reads
 Intermediates are results of top-level ops that are neither function results nor
 ``nn.constant`` results. Function arguments, outputs and weights stay outside the arena
 (``docs/internals.md``, "Memory plan").
+
+A top-level ``nn.reshape`` is a *view*: the C lowering gives it its operand's bytes. The
+bytes are therefore in use for as long as any view of them (or a view of a view) is read,
+and up to the end of the schedule when a view is a function result (the result is copied
+out after the last kernel). The intervals include this: an intermediate's end is the
+latest last use over it and all its views, so no later kernel may reuse (or compute in
+place over) bytes a view still shows.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Attribute, Operation, OpResult, SSAValue
 
 from autofusion.dialects import dtypes
-from autofusion.dialects.nn import ConstantOp
+from autofusion.dialects.nn import ConstantOp, ReshapeOp
 from autofusion.dialects.shapes import numel
 from autofusion.errors import AutofusionError
 
@@ -94,6 +101,34 @@ def is_planned_op(op: Operation) -> bool:
     return not isinstance(op, ConstantOp)
 
 
+def is_view_op(op: Operation) -> bool:
+    """A top-level op whose result aliases its operand's bytes (the C lowering makes a
+    top-level ``nn.reshape`` a view; every ONNX reshape-like op imports as one)."""
+    return isinstance(op, ReshapeOp)
+
+
+def extend_through_views(
+    steps: Sequence[Operation],
+    last: dict[SSAValue, int],
+    rename: dict[SSAValue, SSAValue] | None = None,
+) -> dict[SSAValue, int]:
+    """``last`` (value -> last step its bytes are read) with each view's last use
+    folded into its source's, transitively (a view of a view reaches the root).
+
+    Views come after their sources in the schedule, so one backwards walk suffices.
+    ``rename`` maps operands of a not-yet-made rewrite, as in ``schedule_liveness``.
+    """
+    rename = rename or {}
+    for op in reversed(steps):
+        if not is_view_op(op):
+            continue
+        source = rename.get(op.operands[0], op.operands[0])
+        view_end = last.get(op.results[0])
+        if source in last and view_end is not None:
+            last[source] = max(last[source], view_end)
+    return last
+
+
 def _intermediates(
     steps: Sequence[Operation], outputs: Container[SSAValue]
 ) -> Iterator[tuple[int, OpResult]]:
@@ -125,7 +160,7 @@ def last_uses(main: func.FuncOp, steps: Sequence[Operation]) -> dict[SSAValue, i
 def liveness(main: func.FuncOp) -> list[Interval]:
     """Live intervals of all intermediates of ``@main``, in definition order."""
     steps = schedule(main)
-    last = last_uses(main, steps)
+    last = extend_through_views(steps, last_uses(main, steps))
     return [
         Interval(res, i, last[res], tensor_bytes(res.type))
         for i, res in _intermediates(steps, returned_values(main))
@@ -139,12 +174,18 @@ def schedule_liveness(
 
     Reads are the ops' operands, seen through ``rename`` (old value -> the value that
     replaces it), so a rewrite can be evaluated before it is made (``tile-fusion``).
-    ``outputs`` are the (renamed) function results.
+    ``outputs`` are the (renamed) function results; they are read after the last step,
+    which matters for the sources of views that are outputs.
     """
     last: dict[SSAValue, int] = {}
     for i, op in enumerate(steps):
+        for r in op.results:
+            last[r] = i
         for v in op.operands:
             last[rename.get(v, v)] = i
+    for v in outputs:
+        last[v] = len(steps)
+    extend_through_views(steps, last, rename)
     return [
         Interval(res, i, max(i, last.get(res, i)), tensor_bytes(res.type))
         for i, res in _intermediates(steps, outputs)

@@ -28,6 +28,7 @@ from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, StringAtt
 from xdsl.ir import Attribute
 from xdsl.utils.exceptions import DiagnosticException
 
+from autofusion.analysis.static_shapes import type_problem
 from autofusion.dialects import dtypes
 from autofusion.errors import AutofusionError
 from autofusion.frontend import loader
@@ -166,6 +167,11 @@ class _Importer:
         for vi in args:
             dims, elem = loader.static_input_shape(vi, fn, self.input_shapes.get(vi.name))
             arg_types.append(dtypes.tensor_type(dtypes.from_onnx_elem(elem), dims))
+            problem = type_problem(arg_types[-1])
+            if problem:
+                raise AutofusionError(
+                    f"{fn}: input '{vi.name}' has type {arg_types[-1]}: {problem}"
+                )
         out_names = [o.name for o in graph.output]
         main = func.FuncOp("main", (arg_types, []))
         block = main.body.block
@@ -263,6 +269,9 @@ class _Importer:
                 raise ctx.error(f"output '{name}' is not supported")
             if isinstance(v, Const) and v.array.dtype not in _NP_OK:
                 raise ctx.error(f"output '{name}' has unsupported element type {v.array.dtype}")
+            problem = None if isinstance(v, Const) else type_problem(v.type)
+            if problem:
+                raise ctx.error(f"output '{name}' has type {v.type}: {problem}")
             self._cross_check(ctx, name, v, inferred)
             env[name] = v
 

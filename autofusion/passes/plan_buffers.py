@@ -27,6 +27,7 @@ from xdsl.passes import ModulePass
 
 from autofusion.analysis.liveness import find_main, schedule
 from autofusion.analysis.memory_plan import DEFAULT_ALIGNMENT, MemoryPlan, plan_memory
+from autofusion.analysis.static_shapes import check_static_shapes
 from autofusion.dialects.base import i64_array
 
 OFFSETS = "memory.offsets"
@@ -51,8 +52,13 @@ def annotate(main: func.FuncOp, plan: MemoryPlan) -> None:
 
 def plan_module(module: ModuleOp, alignment: int = DEFAULT_ALIGNMENT,
                 inplace: bool = True) -> MemoryPlan:
-    """Plan and annotate ``module``'s ``@main``; returns the plan."""
+    """Plan and annotate ``module``'s ``@main``; returns the plan.
+
+    Refuses (``AutofusionError``) a dynamic dimension or a tensor over the byte limit of
+    ``autofusion.analysis.static_shapes``: byte sizes and offsets would be meaningless.
+    """
     main = find_main(module)
+    check_static_shapes(main, "plan-buffers")
     plan = plan_memory(main, alignment=alignment, inplace=inplace)
     annotate(main, plan)
     return plan

@@ -59,6 +59,7 @@ from autofusion.analysis.memory_tiling import (
     tile_region,
     trial_schedule,
 )
+from autofusion.analysis.static_shapes import check_static_shapes
 from autofusion.dialects import nn
 from autofusion.dialects.base import shape_of
 from autofusion.dialects.fusion import KernelOp
@@ -326,9 +327,12 @@ def apply_memory_limit(module: ModuleOp, limit_mb: float | None) -> MemoryPlan:
     """Plan ``module`` (tiling it first when ``limit_mb`` is a positive number of MiB).
 
     This is what ``autofusion.compile(memory_limit_mb=...)``, ``set_memory_limit`` and the
-    config key ``memory_limit_mb`` call. Raises ``AutofusionError`` if the limit cannot be met.
+    config key ``memory_limit_mb`` call. Raises ``AutofusionError`` if the limit cannot be met,
+    or for a shape the plan cannot size (``autofusion.analysis.static_shapes``).
     """
-    if limit_mb is None or limit_mb == 0:
+    unlimited = limit_mb is None or limit_mb == 0
+    check_static_shapes(find_main(module), "plan-buffers" if unlimited else "tile-fusion")
+    if unlimited:
         main = find_main(module)
         plan = plan_memory(main)
         annotate(main, plan)

@@ -16,7 +16,16 @@ Effect on ``@main`` (tensor level, possibly fused and memory-planned):
 - Intermediates get ``memref.alloc`` unless the op carries ``memory.offsets``; then they are
   ``clib.view`` slots of one arena of ``memory.arena_bytes`` allocated once.
 - A model output that is not written directly by a call (an input, a constant, a view, or a
-  value returned twice) is copied with ``memref.copy``.
+  value returned twice) is copied with ``memref.copy``, after the last call; the memory plan
+  keeps the bytes of a view output reserved until then.
+- A step whose results are all zero-sized (a dimension of 0) gets a kernel with an empty
+  body: there is nothing to compute, and empty tensors still flow to their readers.
+- A dynamic dimension or a tensor over the byte limit (``autofusion.analysis.static_shapes``)
+  is refused with an ``AutofusionError`` naming the op and its type.
+- A call whose output slot overlaps one of its input slots in the arena is refused
+  (``PassFailedException``) unless it is the plan's in-place case (an elementwise step over
+  exactly the same bytes): the kernels take ``restrict`` pointers, and an overlap means the
+  plan is wrong, which would otherwise give silently wrong outputs.
 
 Run it after fusion and ``plan-buffers``, before ``lower-nn-to-loops``.
 """
@@ -46,6 +55,9 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
+from autofusion.analysis.liveness import tensor_bytes
+from autofusion.analysis.memory_plan import is_inplace_capable
+from autofusion.analysis.static_shapes import check_static_shapes
 from autofusion.dialects import fusion, nn
 from autofusion.lowering.c.clib import ViewOp
 from autofusion.lowering.c.names import NameTable
@@ -113,9 +125,12 @@ class _Converter:
         self.buf: dict[SSAValue, SSAValue] = {}
         self.new_funcs: list[Operation] = []
         self.globals: list[Operation] = []
+        self.arena_range: dict[SSAValue, tuple[int, int]] = {}
+        """Buffer -> (byte offset, byte size) of an arena slot, views included."""
 
     def run(self) -> None:
         main = self.main
+        check_static_shapes(main, self.pass_name)
         old_block = main.body.block
         ret = old_block.last_op
         if not isinstance(ret, func.ReturnOp):
@@ -158,6 +173,8 @@ class _Converter:
                 view = ViewOp(self.buf[op.x], 0, memref_of(op.y.type))
                 block.add_op(view)
                 self.buf[op.y] = view.res
+                if self.buf[op.x] in self.arena_range:
+                    self.arena_range[view.res] = self.arena_range[self.buf[op.x]]
             elif isinstance(op, fusion.KernelOp | nn.TensorOp):
                 self._kernel(op, index, direct, arena)
             else:
@@ -241,6 +258,7 @@ class _Converter:
                 view = ViewOp(arena, offsets[i], memref_of(res.type))
                 self.block.add_op(view)
                 outs.append(view.res)
+                self.arena_range[view.res] = (offsets[i], tensor_bytes(res.type))
             else:
                 alloc = memref.AllocOp.get(
                     memref_of(res.type).element_type, 64, memref_of(res.type).get_shape()
@@ -249,8 +267,32 @@ class _Converter:
                 outs.append(alloc.memref)
             self.buf[res] = outs[-1]
         ins = [self.buf[v] for v in op.operands]
+        self._check_no_overlap(op, index, ins, outs)
         fn = self._make_func(op, index, [v.type for v in ins], [v.type for v in outs])
         self.block.add_op(func.CallOp(fn.sym_name.data, [*ins, *outs], []))
+
+    def _check_no_overlap(
+        self, op: Operation, index: int, ins: list[SSAValue], outs: list[SSAValue]
+    ) -> None:
+        """Refuse a call whose output bytes overlap an input's (see the module docstring)."""
+        for j, out in enumerate(outs):
+            if out not in self.arena_range:
+                continue
+            o_lo, o_size = self.arena_range[out]
+            for i, inp in enumerate(ins):
+                if inp not in self.arena_range:
+                    continue
+                lo, size = self.arena_range[inp]
+                if not (o_lo < lo + size and lo < o_lo + o_size):
+                    continue
+                if is_inplace_capable(op) and (lo, size) == (o_lo, o_size):
+                    continue
+                origin = ", ".join(origins_of(op)) or f"#{index}"
+                raise PassFailedException(
+                    f"{self.pass_name}: {op.name} ({origin}): output {j} (arena bytes "
+                    f"{o_lo}+{o_size}) overlaps input {i} (arena bytes {lo}+{size}); "
+                    "the memory plan is unsound (re-run plan-buffers)"
+                )
 
     def _make_func(
         self, op: Operation, index: int, in_types: list[Attribute], out_types: list[Attribute]
@@ -266,11 +308,14 @@ class _Converter:
         nin = len(in_types)
         mapping: dict[SSAValue, SSAValue] = {}
         tensors = []
-        for arg in block.args[:nin]:
+        empty = all(0 in memref_of(r.type).get_shape() for r in op.results)
+        for arg in block.args[:nin] if not empty else ():
             t = bufferization.ToTensorOp(arg, restrict=True)
             block.add_op(t)
             tensors.append(t.tensor)
-        if isinstance(op, fusion.KernelOp):
+        if empty:
+            results = []  # every result is zero-sized: nothing to compute or write
+        elif isinstance(op, fusion.KernelOp):
             body = op.body.block
             for barg, t in zip(body.args, tensors):
                 mapping[barg] = t

@@ -2,7 +2,8 @@
 
 The module must already be lowered (``convert-nn-to-buffers,lower-nn-to-loops``); a module
 still at the nn level is lowered first with the default pipeline so ``-t c`` works on an
-imported model directly.
+imported model directly. A dynamic dimension or an oversized tensor in any function is
+refused first (``autofusion.analysis.static_shapes``), lowered input included.
 """
 
 from __future__ import annotations
@@ -20,8 +21,14 @@ class CTarget(Target):
     name: ClassVar[str] = "c"
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+        from xdsl.dialects import func
+
+        from autofusion.analysis.static_shapes import check_static_shapes
         from autofusion.lowering.c.emit import ensure_lowered
         from autofusion.lowering.c.printer import print_c
 
+        for op in module.ops:
+            if isinstance(op, func.FuncOp):
+                check_static_shapes(op, "c target")
         ensure_lowered(ctx, module)
         print_c(module, output)

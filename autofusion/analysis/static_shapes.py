@@ -1,0 +1,89 @@
+"""The shapes the memory plan and the C backend can compile: static, empty-free where it
+matters, and of a byte size that no size computation can overflow.
+
+- **Dynamic dimensions** (``?`` in IR text) are not supported yet: xDSL stores them as
+  ``INT64_MIN``, which would otherwise flow into byte sizes, offsets and the C shape tables.
+- **Byte sizes** are limited to :data:`MAX_TENSOR_BYTES` = 2^48 bytes (256 TiB) per tensor,
+  the virtual address space of x86-64 and AArch64: a larger tensor could never be
+  allocated, and the limit keeps every size, offset and index the plan and the generated C
+  compute (``int64_t``, ``size_t``, sums of many tensors) far from overflow.
+- **Zero-sized tensors** are fine (``convert-nn-to-buffers`` gives a step whose results
+  are all empty a kernel with an empty body).
+
+Every check raises an :class:`AutofusionError` naming the op (with its ONNX origins) or
+the argument, the type and the dimension.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ArrayAttr, MemRefType, StringAttr, TensorType
+from xdsl.ir import Attribute, Operation
+
+from autofusion.dialects import dtypes
+from autofusion.errors import AutofusionError
+
+MAX_TENSOR_BYTES = 1 << 48
+"""Largest byte size of one tensor (2^48 bytes, 256 TiB)."""
+
+
+def type_problem(t: Attribute) -> str | None:
+    """Why a tensor or memref type cannot be planned or compiled to C, or None."""
+    if not isinstance(t, TensorType | MemRefType):
+        return None
+    shape = tuple(t.get_shape())
+    for i, d in enumerate(shape):
+        if d < 0:
+            return f"dimension {i} is dynamic; dynamic shapes are not supported yet"
+    n = 1
+    for d in shape:
+        n *= d
+    try:
+        item = int(dtypes.to_numpy_dtype(t.element_type).itemsize)
+    except (ValueError, KeyError, TypeError):
+        item = 8  # an element type the C backend rejects elsewhere; size it generously
+    nbytes = n * item
+    if nbytes > MAX_TENSOR_BYTES:
+        return (f"it holds {nbytes} bytes, over the limit of 2^48 bytes (256 TiB) per "
+                "tensor")
+    return None
+
+
+def describe(op: Operation) -> str:
+    """``nn.relu (Relu_0)``: the op and the ONNX nodes it came from."""
+    attr = op.attributes.get("onnx.origins")
+    names: list[str] = []
+    if isinstance(attr, ArrayAttr):
+        names = [a.data for a in attr.data if isinstance(a, StringAttr)]
+    origin = getattr(op, "origin_names", None)
+    if not names and isinstance(origin, list):
+        names = [str(o) for o in origin]
+    return f"{op.name} ({', '.join(names)})" if names else op.name
+
+
+def _arg_name(fn: func.FuncOp, i: int) -> str:
+    attrs = fn.arg_attrs.data if fn.arg_attrs is not None else ()
+    label = f"@{fn.sym_name.data} argument {i}"
+    if i < len(attrs):
+        name = attrs[i].data.get("onnx.name")
+        if isinstance(name, StringAttr):
+            return f"{label} ({name.data})"
+    return label
+
+
+def check_static_shapes(fn: func.FuncOp, where: str) -> None:
+    """Raise on the first argument or op result of ``fn`` (nested ones included) whose
+    type :func:`type_problem` refuses; ``where`` prefixes the message (a pass name)."""
+    if not fn.body.blocks:
+        return
+    for i, arg in enumerate(fn.body.block.args):
+        problem = type_problem(arg.type)
+        if problem:
+            raise AutofusionError(f"{where}: {_arg_name(fn, i)} has type {arg.type}: {problem}")
+    for op in fn.walk():
+        for k, res in enumerate(op.results):
+            problem = type_problem(res.type)
+            if problem:
+                raise AutofusionError(
+                    f"{where}: {describe(op)} result {k} has type {res.type}: {problem}"
+                )

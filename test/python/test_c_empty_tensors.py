@@ -1,0 +1,87 @@
+"""Zero-sized tensors (a dimension of 0) through the generated C, against onnxruntime.
+
+A step whose results are all empty used to become a C function whose parameters were never
+read, which ``-Werror`` refuses ("the generated C fails to compile", issue 10). Such a step
+now gets an empty kernel; empty values still flow to readers that produce data (a concat,
+a matmul with an empty inner dimension). Each model also has an ordinary-sized output, so
+a wrong buffer hand-off around the empty steps is visible. Fused and unfused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import autofusion
+from autofusion.lowering.c.testing import assert_close, onnxruntime_outputs
+
+F = TensorProto.FLOAT
+RNG = np.random.default_rng(5)
+
+
+def _model(nodes: Sequence[onnx.NodeProto], inputs: dict[str, Sequence[int]],
+           outputs: Sequence[str], inits: dict[str, np.ndarray] | None = None
+           ) -> onnx.ModelProto:
+    graph = helper.make_graph(
+        list(nodes), "empty",
+        [helper.make_tensor_value_info(n, F, list(s)) for n, s in inputs.items()],
+        [helper.make_tensor_value_info(n, F, None) for n in outputs],
+        initializer=[numpy_helper.from_array(v, k) for k, v in (inits or {}).items()],
+    )
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m
+
+
+def _n(op: str, ins: Sequence[str], outs: Sequence[str], **attrs: object) -> onnx.NodeProto:
+    return helper.make_node(op, list(ins), list(outs), **attrs)
+
+
+def elementwise_chain() -> onnx.ModelProto:
+    """The reported shape: empty elementwise steps (with a broadcast weight) -> (0, 4)."""
+    nodes = [_n("Relu", ["x"], ["r"]), _n("Add", ["r", "b"], ["e"]), _n("Tanh", ["z"], ["t"])]
+    return _model(nodes, {"x": [0, 4], "z": [3, 4]}, ["e", "t"],
+                  {"b": np.full(4, 0.5, np.float32)})
+
+
+def matmul_epilogue_softmax() -> onnx.ModelProto:
+    """A fusable matmul + relu and a softmax over zero rows."""
+    nodes = [_n("MatMul", ["x", "w"], ["m"]), _n("Relu", ["m"], ["r"]),
+             _n("Softmax", ["r"], ["s"], axis=-1), _n("MatMul", ["z", "w"], ["zm"])]
+    return _model(nodes, {"x": [0, 8], "z": [2, 8]}, ["s", "zm"],
+                  {"w": (RNG.standard_normal((8, 16)) * 0.3).astype(np.float32)})
+
+
+def empty_into_data() -> onnx.ModelProto:
+    """Empty values read by steps that produce data: concat, where, sigmoid after it."""
+    nodes = [_n("Sigmoid", ["x"], ["sx"]), _n("Concat", ["sx", "z"], ["c"], axis=0),
+             _n("Greater", ["sx", "sx"], ["g"]), _n("Where", ["g", "sx", "sx"], ["wh"]),
+             _n("Mul", ["c", "k"], ["y"])]
+    return _model(nodes, {"x": [0, 5], "z": [3, 5]}, ["y", "wh"],
+                  {"k": np.array(2.0, np.float32)})
+
+
+CASES: dict[str, Callable[[], onnx.ModelProto]] = {
+    f.__name__: f for f in (elementwise_chain, matmul_epilogue_softmax, empty_into_data)
+}
+
+
+@pytest.mark.parametrize("fusion", [True, False], ids=["fused", "unfused"])
+@pytest.mark.parametrize("case", list(CASES))
+def test_empty_tensors_match_onnxruntime(case: str, fusion: bool) -> None:
+    model = CASES[case]()
+    shapes = {i.name: [d.dim_value for d in i.type.tensor_type.shape.dim]
+              for i in model.graph.input}
+    feeds = {n: (RNG.standard_normal(s) * 1.5).astype(np.float32) for n, s in shapes.items()}
+    ref = onnxruntime_outputs(model, feeds)
+    got = autofusion.compile(model, fusion=fusion, threads=1, cache=False).run(feeds)
+    assert set(got) == set(ref)
+    assert any(r.size for r in ref.values()) and any(not r.size for r in ref.values())
+    for name, want in ref.items():
+        if want.size:
+            assert 0.1 <= float(np.abs(want).max()) <= 10, f"{name}: test output not ordinary"
+        assert_close(got[name], want, f"{case} ({'fused' if fusion else 'unfused'}) {name}")
