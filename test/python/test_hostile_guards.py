@@ -279,3 +279,35 @@ def test_dtype_mismatch_names_the_byte_order(affine) -> None:
     with pytest.raises(AutofusionError) as ei:
         lib.run({**feeds, "ids": feeds["ids"].astype(np.int32)})
     assert_clean_api_error(ei, "input 'ids'", "expected dtype int64, got int32")
+
+
+# ---- Ascend C: a constant Gather index is a fixed offset, checked at compile time -----
+
+
+@pytest.mark.parametrize(("k", "lowered_to_npu"), [(7, False), (-8, False), (-7, True), (6, True)])
+def test_ascendc_constant_gather_index_out_of_range_is_not_lowered(k: int,
+                                                                   lowered_to_npu: bool) -> None:  # fmt: skip
+    from xdsl.context import Context
+    from xdsl.dialects import get_all_dialects as xdsl_dialects
+    from xdsl.parser import Parser
+
+    from autofusion.dialects import ascendc as ac
+    from autofusion.dialects import get_all_dialects
+    from autofusion.lowering.ascendc.lower import LowerFusionToAscendC
+
+    ctx = Context()
+    for name, factory in [*xdsl_dialects().items(), *get_all_dialects().items()]:
+        if name not in ctx.registered_dialect_names:
+            ctx.register_dialect(name, factory)
+    text = f"""
+    func.func @main(%c: tensor<2x7x5xf32>) -> tensor<2x5xf32> {{
+      %i = nn.constant dense<{k}> : tensor<i64>
+      %0 = nn.gather %c, %i {{axis = 1 : i64}} : (tensor<2x7x5xf32>, tensor<i64>) -> tensor<2x5xf32>
+      func.return %0 : tensor<2x5xf32>
+    }}"""
+    module = Parser(ctx, text).parse_module()
+    LowerFusionToAscendC().apply(ctx, module)
+    kernels = [o for o in module.walk() if isinstance(o, ac.KernelOp)]
+    # out of range: no NPU kernel reading at a fixed offset outside the data; the gather
+    # stays on the host path (the C target's run-time guard, or the interpreter)
+    assert bool(kernels) == lowered_to_npu
