@@ -997,7 +997,8 @@ def _node(op: Operation, onnx_type: str) -> str:
     """``Gather node 'emb'``: the ONNX op type and node name(s) of ``op``, for messages."""
     origins = op.attributes.get("onnx.origins")
     names = [o.data for o in origins.data] if origins is not None else []  # type: ignore
-    return f"{onnx_type} node {', '.join(repr(n) for n in names)}" if names else onnx_type
+    quoted = ", ".join(f"'{n}'" for n in names)
+    return f"{onnx_type} node {quoted}" if names else onnx_type
 
 
 def _guard(e: Emitter, v: SSAValue, n: int, site: str) -> SSAValue:
