@@ -12,15 +12,18 @@ inside Python is unreliable): ``model.c`` plus a generated ``main.c`` that reads
 from ``input_<i>.bin``, runs once, and writes ``output_<j>.bin``, compiled with
 ``-fsanitize=address,undefined``. ``run_driver`` feeds it numpy arrays.
 
-A failed compile raises :class:`AutofusionError` carrying the compiler's message.
+A failed compile raises :class:`AutofusionError` with one line: the compiler's first error
+and the path of a log file holding the command and the full output.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,6 +102,25 @@ def copy_runtime_headers(out_dir: Path) -> None:
     shutil.copyfile(toolchain.INCLUDE_DIR / "afrt.h", out_dir / "afrt.h")
 
 
+def _first_error(output: str) -> str:
+    """The compiler's first ``error:`` line (the useful one; the rest often follows from it),
+    else its first non-empty line."""
+    lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
+    for ln in lines:
+        if re.search(r"\b(fatal )?error\b:", ln):
+            return ln
+    return lines[0] if lines else "no compiler output"
+
+
+def _save_log(cmd: Sequence[str], cwd: Path, output: str) -> Path:
+    """The full compiler output, with the command, in a file that outlives the build folder
+    (``autofusion.compile`` deletes a failed build's staging folder)."""
+    fd, name = tempfile.mkstemp(prefix="autofusion-build-", suffix=".log")
+    with os.fdopen(fd, "w") as f:
+        f.write(f"# in {cwd}\n$ {' '.join(shlex.quote(c) for c in cmd)}\n{output}\n")
+    return Path(name)
+
+
 def _run(cmd: list[str], cwd: Path, what: str) -> None:
     try:
         # LC_ALL=C: plain ASCII quotes in the compiler's messages, stable for tests and logs
@@ -107,13 +129,11 @@ def _run(cmd: list[str], cwd: Path, what: str) -> None:
     except OSError as e:
         raise AutofusionError(f"cannot run the C compiler {cmd[0]!r}: {e}") from None
     if proc.returncode != 0:
-        msg = (proc.stderr or proc.stdout).strip()
-        lines = msg.splitlines()
-        if len(lines) > 40:  # keep the first errors, which are the useful ones
-            msg = "\n".join([*lines[:40], f"... ({len(lines) - 40} more lines)"])
+        output = "\n".join(x for x in (proc.stdout, proc.stderr) if x).strip()
+        log = _save_log(cmd, cwd, output)
         raise AutofusionError(
-            f"{what} failed in {cwd} (exit {proc.returncode}):\n"
-            f"  $ {' '.join(shlex.quote(c) for c in cmd)}\n{msg}"
+            f"{what} failed (exit {proc.returncode}): {_first_error(output)} "
+            f"(full compiler log: {log})"
         )
 
 

@@ -48,6 +48,19 @@ class KernelTime:
     calls: int
 
 
+# af_run's return codes (model.h, afrt_model_api.md)
+AF_ERR_ARGUMENT = 1
+AF_ERR_INDEX = 2
+
+
+def _dtype_name(dt: np.dtype) -> str:
+    """``float32``, or ``float32 (big-endian)`` when the byte order is not the machine's:
+    a dtype mismatch that is only byte order would otherwise read "float32, got float32"."""
+    if dt.byteorder in ("=", "|") or dt.isnative:
+        return dt.name
+    return f"{dt.name} ({'big' if dt.byteorder == '>' else 'little'}-endian)"
+
+
 def _np_dtype(onnx_elem: int, what: str) -> np.dtype:
     try:
         return np.dtype(helper.tensor_dtype_to_np_dtype(onnx_elem))
@@ -215,7 +228,10 @@ class ModelLibrary:
         self._lock = threading.Lock()
 
     def check_feeds(self, feeds: Mapping[str, object]) -> list[np.ndarray]:
-        """The feeds as contiguous arrays in input order, or an error naming the input."""
+        """The feeds as contiguous, native-byte-order arrays in input order, or an error
+        naming the input. Non-native byte order, Fortran order, strided views and read-only
+        arrays are accepted (copied when their layout is not already C-contiguous native);
+        the caller's arrays are never modified."""
         if not isinstance(feeds, Mapping):
             raise AutofusionError(
                 f"run() expects a dict of input name -> array, got {type(feeds).__name__}"
@@ -233,9 +249,12 @@ class ModelLibrary:
         arrays: list[np.ndarray] = []
         for spec in self.inputs:
             arr = np.asarray(feeds[spec.name])
+            if not arr.dtype.isnative and arr.dtype.newbyteorder("=") == spec.dtype:
+                arr = arr.astype(spec.dtype)  # the same values in the machine's byte order
             if arr.dtype != spec.dtype:
                 raise AutofusionError(
-                    f"input {spec.name!r}: expected dtype {spec.dtype.name}, got {arr.dtype.name}"
+                    f"input {spec.name!r}: expected dtype {_dtype_name(spec.dtype)}, "
+                    f"got {_dtype_name(arr.dtype)}"
                 )
             if tuple(arr.shape) != spec.shape:
                 raise AutofusionError(
@@ -257,6 +276,10 @@ class ModelLibrary:
             rc = self._lib.af_run(self._model, in_ptrs, out_ptrs)
         if rc != 0:
             err = (self._lib.af_last_error() or b"").decode("utf-8", errors="replace")
+            if rc == AF_ERR_INDEX:
+                # bad data in the feeds, not a broken library: the message names the ONNX
+                # node, the index and the valid range; the model stays usable
+                raise AutofusionError(f"run: {err}")
             raise AutofusionError(f"{self.path}: af_run failed ({rc}): {err or 'unknown error'}")
         return {s.name: o for s, o in zip(self.outputs, outs)}
 

@@ -5,6 +5,7 @@ af_create failures), the ASan/UBSan test driver, and compiler errors."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -134,6 +135,24 @@ def test_compile_error_carries_compiler_message(tmp_path: Path) -> None:
     (d / "model.c").write_text('#include "model.h"\nint af_num_inputs(void) { return x; }\n')
     with pytest.raises(AutofusionError, match="(?s)compiling model.c failed.*'x' undeclared"):
         build.build_shared(d)
+
+
+def test_compile_error_is_one_line_with_the_log_saved(tmp_path: Path) -> None:
+    """One line (the first compiler error and where the full log is), not a compiler dump."""
+    d = write_model_dir(tmp_path / "m")
+    body = "".join(f"int f{i}(void) {{ return y{i}; }}\n" for i in range(30))
+    (d / "model.c").write_text('#include "model.h"\n' + body)
+    with pytest.raises(AutofusionError) as ei:
+        build.build_shared(d)
+    msg = str(ei.value)
+    assert "\n" not in msg, msg
+    assert msg.startswith("compiling model.c failed (exit 1): model.c:2:"), msg
+    assert "'y0' undeclared" in msg and "'y1'" not in msg, msg
+    m = re.search(r"\(full compiler log: (\S+)\)$", msg)
+    assert m, msg
+    log = Path(m.group(1)).read_text()
+    assert "'y29' undeclared" in log and "-Werror" in log, log[:500]
+    Path(m.group(1)).unlink()
 
 
 def test_warnings_are_errors(tmp_path: Path) -> None:

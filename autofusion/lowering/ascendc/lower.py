@@ -196,6 +196,12 @@ class KernelLowering:
                     isinstance(o.indices.owner, nn.ConstantOp) and numel(shape_of(o.indices)) == 1
                 ):
                     raise Unsupported("nn.gather with run-time or several indices")
+                if isinstance(o, nn.GatherOp):
+                    # the one constant index becomes a fixed offset: never one outside the data
+                    n = shape_of(o.data)[o.int_prop("axis")]
+                    k = int(numpy_from_dense(o.indices.owner.value).reshape(-1)[0])  # type: ignore[union-attr]
+                    if not -n <= k < n:
+                        raise Unsupported(f"nn.gather index {k} out of range [{-n}, {n - 1}]")
                 if tuple(shape_of(o.results[0])) != out_shape:
                     raise Unsupported(f"{o.name} result of shape {shape_of(o.results[0])}, not {out_shape}")
                 continue

@@ -11,6 +11,10 @@
 - ``clib.view %buf {offset = N}``: a typed view at byte ``offset`` of another buffer (arena
   slots, and reshapes, which are views at offset 0). C: ``T *v = (T *)((char *)buf + N);``
 - ``clib.epilogue_args``: inside an epilogue function, the block being processed.
+- ``clib.guard_index %k {dim = N, site = "..."}``: an index read from run-time data, checked:
+  ``k < 0`` wraps to ``k + N`` (ONNX), anything outside ``[-N, N-1]`` records a fault for
+  ``site`` (the model's run then fails naming it) and yields 0, so the access stays in
+  bounds. C: ``const int64_t v = af_guard_(k, N, site_id, af_f);``
   (See :mod:`autofusion.lowering.c.lower_nn_to_loops` for its contract.)
 """
 
@@ -19,7 +23,9 @@ from __future__ import annotations
 from xdsl.dialects.builtin import (
     DenseArrayBase,
     FloatAttr,
+    IndexType,
     IntegerAttr,
+    IntegerType,
     MemRefType,
     StringAttr,
     SymbolRefAttr,
@@ -134,6 +140,33 @@ class ViewOp(IRDLOperation):
     def verify_(self) -> None:
         if self.offset.value.data < 0:
             raise VerifyException("'clib.view': negative offset")
+
+
+@irdl_op_definition
+class GuardIndexOp(IRDLOperation):
+    """A run-time index into a dim of size ``dim``, wrapped (negative) and bounds-checked.
+
+    Not pure: an out-of-range value records a fault that makes ``af_run`` fail. ``site``
+    says which op and operand it is, for the error message (e.g. ``Gather 'emb': indices``).
+    """
+
+    name = "clib.guard_index"
+    value = operand_def(IntegerType | IndexType)
+    dim = prop_def(IntegerAttr)
+    site = prop_def(StringAttr)
+    res = result_def(IndexType)
+    assembly_format = "$value `dim` $dim `site` $site attr-dict `:` type($value)"
+
+    def __init__(self, value: SSAValue, dim: int, site: str):
+        super().__init__(
+            operands=[value],
+            properties={"dim": IntegerAttr(dim, i64), "site": StringAttr(site)},
+            result_types=[IndexType()],
+        )
+
+    def verify_(self) -> None:
+        if self.dim.value.data < 1:
+            raise VerifyException("'clib.guard_index': dim must be >= 1")
 
 
 # Field order of afrt_conv_params / afrt_pool_params (afrt.h); ``params`` lists them in order.
@@ -259,6 +292,6 @@ class Pool2DOp(_LibOp):
 
 CLib = Dialect(
     "clib",
-    [CallOp, FuncRefOp, PackOp, UnpackOp, ViewOp, Conv2DOp, MatmulOp, Pool2DOp],
+    [CallOp, FuncRefOp, PackOp, UnpackOp, ViewOp, GuardIndexOp, Conv2DOp, MatmulOp, Pool2DOp],
     [PtrType],
 )

@@ -33,6 +33,11 @@ const int64_t *af_output_shape(int i);
 int af_input_dtype(int i); /* ONNX TensorProto enum: 1 float, 7 int64, 9 bool, ... */
 int af_output_dtype(int i);
 
+/* af_run's results; on failure af_last_error() (per thread) says what went wrong */
+#define AF_OK 0
+#define AF_ERR_ARGUMENT 1 /* a NULL model, inputs or outputs pointer */
+#define AF_ERR_INDEX 2    /* a run-time index (Gather indices, ...) out of range */
+
 af_model *af_create(const char *weights_path, int num_threads);
 const char *af_last_error(void);
 int af_run(af_model *m, const void *const *inputs, void *const *outputs);

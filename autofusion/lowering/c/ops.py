@@ -993,28 +993,54 @@ def lower_pad(L: FunctionLowering, op: nn.PadOp, outs: list[SSAValue]) -> None:
     e.nest(shape(op.y), body)
 
 
-def _fix_index(e: Emitter, v: SSAValue, n: int) -> Index:
-    """An index value (any int type) as a non-negative ``index`` into a dim of size n."""
-    from xdsl.dialects.builtin import IndexType
+def _node(op: Operation, onnx_type: str) -> str:
+    """``Gather node 'emb'``: the ONNX op type and node name(s) of ``op``, for messages."""
+    origins = op.attributes.get("onnx.origins")
+    names = [o.data for o in origins.data] if origins is not None else []  # type: ignore
+    quoted = ", ".join(f"'{n}'" for n in names)
+    return f"{onnx_type} node {quoted}" if names else onnx_type
 
-    iv = e.add(arith.IndexCastOp(v, IndexType()))
-    neg = e.icmp("slt", iv, 0)
-    return e.select(neg, e.index(e.iadd(iv, n)), iv)
+
+def _guard(e: Emitter, v: SSAValue, n: int, site: str) -> SSAValue:
+    """An index read from run-time data as a checked ``index`` into a dim of size ``n``.
+
+    Negative values wrap (ONNX); a value outside ``[-n, n-1]`` makes the run fail with a
+    message naming ``site`` (``clib.guard_index``) and reads element 0 meanwhile, so no
+    access leaves the buffer. One compare and a not-taken branch per index element."""
+    return e.add(clib.GuardIndexOp(v, n, site))
+
+
+def _need_nonempty(op: Operation, dims: list[int], ds: tuple[int, ...], nout: int) -> None:
+    if nout and any(ds[d] == 0 for d in dims):
+        raise fail(op, f"indexes an empty dimension of data {list(ds)}: every index is out "
+                       "of range")  # fmt: skip
 
 
 def lower_gather(L: FunctionLowering, op: nn.GatherOp, outs: list[SSAValue]) -> None:
     e = L.e
     axis = op.int_prop("axis")
     ds = shape(op.data)
+    ys = shape(op.y)
     ir = len(shape(op.indices))
     db, ib = L.buffer_of(op.data), L.buffer_of(op.indices)
+    _need_nonempty(op, [axis], ds, prod(ys))
+    site = f"{_node(op, 'Gather')} (axis {axis} of data {list(ds)})"
+    # Outer loops up to the index dims read and check each index once; the inner loops copy
+    # the slice it selects (contiguous for axis 0, e.g. an embedding row).
+    lead, tail = ys[: axis + ir], ys[axis + ir :]
+    par = prod(ys) >= PARALLEL_MIN_WORK
+    lead_loops = any(d != 1 for d in lead)
 
-    def body(e1: Emitter, idx: list[Index]) -> None:
-        k = e1.load(ib, idx[axis : axis + ir])
-        src = [*idx[:axis], _fix_index(e1, k, ds[axis]), *idx[axis + ir :]]
-        e1.store(e1.load(db, src), outs[0], idx)
+    def outer(e1: Emitter, oidx: list[Index]) -> None:
+        k = _guard(e1, e1.load(ib, oidx[axis:]), ds[axis], site)
 
-    e.nest(shape(op.y), body)
+        def inner(e2: Emitter, tidx: list[Index]) -> None:
+            src = [*oidx[:axis], k, *tidx]
+            e2.store(e2.load(db, src), outs[0], [*oidx, *tidx])
+
+        e1.nest(tail, inner, parallel=par and not lead_loops)
+
+    e.nest(lead, outer, parallel=par)
 
 
 def lower_gather_elements(
@@ -1024,11 +1050,13 @@ def lower_gather_elements(
     axis = op.int_prop("axis")
     ds = shape(op.data)
     db, ib = L.buffer_of(op.data), L.buffer_of(op.indices)
+    _need_nonempty(op, [axis], ds, prod(shape(op.y)))
+    site = f"{_node(op, 'GatherElements')} (axis {axis} of data {list(ds)})"
 
     def body(e1: Emitter, idx: list[Index]) -> None:
         k = e1.load(ib, idx)
         src = list(idx)
-        src[axis] = _fix_index(e1, k, ds[axis])
+        src[axis] = _guard(e1, k, ds[axis], site)
         e1.store(e1.load(db, src), outs[0], idx)
 
     e.nest(shape(op.y), body)
@@ -1038,20 +1066,28 @@ def lower_gather_nd(L: FunctionLowering, op: nn.GatherNDOp, outs: list[SSAValue]
     e = L.e
     b = op.int_prop("batch_dims")
     ds, is_ = shape(op.data), shape(op.indices)
+    ys = shape(op.y)
     depth = is_[-1]
     db, ib = L.buffer_of(op.data), L.buffer_of(op.indices)
     nlead = len(is_) - 1
+    _need_nonempty(op, list(range(b, b + depth)), ds, prod(ys))
+    node = _node(op, "GatherND")
+    par = prod(ys) >= PARALLEL_MIN_WORK
+    lead_loops = any(d != 1 for d in ys[:nlead])
 
-    def body(e1: Emitter, idx: list[Index]) -> None:
-        lead = idx[:nlead]
-        src: list[Index] = list(idx[:b])
+    def outer(e1: Emitter, lead: list[Index]) -> None:
+        ks: list[Index] = []
         for j in range(depth):
             k = e1.load(ib, [*lead, j])
-            src.append(_fix_index(e1, k, ds[b + j]))
-        src.extend(idx[nlead:])
-        e1.store(e1.load(db, src), outs[0], idx)
+            ks.append(_guard(e1, k, ds[b + j], f"{node} (dim {b + j} of data {list(ds)})"))
 
-    e.nest(shape(op.y), body)
+        def inner(e2: Emitter, tidx: list[Index]) -> None:
+            src = [*lead[:b], *ks, *tidx]
+            e2.store(e2.load(db, src), outs[0], [*lead, *tidx])
+
+        e1.nest(ys[nlead:], inner, parallel=par and not lead_loops)
+
+    e.nest(ys[:nlead], outer, parallel=par)
 
 
 def lower_tile(L: FunctionLowering, op: nn.TileOp, outs: list[SSAValue]) -> None:

@@ -9,6 +9,11 @@ Layout of the unit: includes, small constants as ``static const`` arrays, the we
 layout (``weights.bin`` offsets, 64-byte aligned), epilogues and kernel functions (each
 ``fusion.kernel`` is one ``static void`` function; kernels take the weights base pointer
 first), ``af_graph`` (the body of ``@main``), then the ``model.h`` API (afrt_model_api.md).
+
+Run-time index checks (``clib.guard_index``): kernels holding one (or calling one that does)
+take a last parameter ``af_fault *af_f``, the run's fault record; ``af_graph`` returns after
+a call that recorded a fault and ``af_run`` turns it into ``AF_ERR_INDEX`` and a message
+naming the site (``af_guard_sites``), the index and the valid range.
 """
 
 from __future__ import annotations
@@ -152,7 +157,7 @@ class CPrinter:
         self.module = module
         self.names = NameTable()
         for reserved in ("af_w", "af_s", "af_sb", "af_graph", "af_model", "m", "in", "out", "ctx",
-                         "p_", "e_", "s_"):
+                         "p_", "e_", "s_", "af_f", "af_fault"):
             self.names.reserve(reserved)
         self.sym: dict[str, str] = {}
         self.weights = Weights()
@@ -166,6 +171,10 @@ class CPrinter:
         # every call in @main (its counter slot).
         self.kernel_info: dict[str, tuple[str, str]] = {}
         self.prof_slot: dict[Operation, int] = {}
+        # Run-time index checks: their messages' sites (index = site id in the C table), and
+        # the functions that take the run's fault record (they check, or call one that does).
+        self.guard_sites: dict[str, int] = {}
+        self.faulting: set[str] = set()
 
     # ---- entry -------------------------------------------------------------------------
     def print_module(self) -> str:
@@ -198,6 +207,9 @@ class CPrinter:
         w.append("")
         w.append(f"#define AF_WEIGHTS_BYTES ((size_t){self.weights.size})")
         w.extend(_HELPERS.splitlines())
+        self._faulting([*funcs, main])
+        if self.faulting:
+            w.extend(_GUARD.splitlines())
         w.append("")
         for sym, text in self.literal_globals.items():
             del sym
@@ -232,6 +244,26 @@ class CPrinter:
             )
         else:
             self.global_off[name] = self.weights.add(name, arr)
+
+    # ---- which functions check indices ------------------------------------------------
+    def _faulting(self, funcs: list[func.FuncOp]) -> None:
+        """Functions holding a ``clib.guard_index`` or calling one that does (fixed point)."""
+        calls: dict[str, set[str]] = {}
+        for f in funcs:
+            name = f.sym_name.data
+            calls[name] = set()
+            for op in f.walk():
+                if isinstance(op, clib.GuardIndexOp):
+                    self.faulting.add(name)
+                elif isinstance(op, func.CallOp):
+                    calls[name].add(op.callee.string_value())
+        changed = True
+        while changed:
+            changed = False
+            for name, callees in calls.items():
+                if name not in self.faulting and callees & self.faulting:
+                    self.faulting.add(name)
+                    changed = True
 
     # ---- which arguments a function writes ---------------------------------------------
     def _written(self, f: func.FuncOp) -> None:
@@ -303,6 +335,8 @@ class CPrinter:
                 nm = fp.bind(a, const=i not in written)
                 q = "" if i in written else "const "
                 params.append(f"{q}{ctype(a.type.element_type)} *restrict {nm}")
+            if f.sym_name.data in self.faulting:
+                params.append("af_fault *af_f")
             w.append(f"static void {name}({', '.join(params)}) {{")
             w.append("  (void)af_w;")
             w.append("  (void)af_s;")
@@ -333,7 +367,10 @@ class CPrinter:
         w.append(f"static const size_t af_buf_bytes[{max(1, nbuf)}] = {{{', '.join(sizes)}}};")
         w.append("")
         self._profile_tables(main)
-        w.append("static void af_graph(af_model *m, const void *const *in, void *const *out) {")
+        fault = ", af_fault *af_f" if "main" in self.faulting else ""
+        w.append(
+            f"static void af_graph(af_model *m, const void *const *in, void *const *out{fault}) {{"
+        )
         w.append("  (void)m;")
         w.append("  (void)in;")
         w.append("  (void)out;")
@@ -352,6 +389,8 @@ class CPrinter:
             if not a.uses:
                 w.append(f"  (void){nm};")
         fp.alloc_index = {a.memref: k for k, a in enumerate(allocs)}
+        # Returning right after a faulting call is safe when @main frees nothing itself.
+        fp.return_on_fault = not any(isinstance(o, memref.DeallocOp) for o in main.walk())
         fp.block(main.body.block, 1)
         w.append("}")
         w.append("")
@@ -421,6 +460,35 @@ class CPrinter:
             )
             w.append("")
         w.extend(_API_TAIL.splitlines())
+        self._run()
+
+    def _run(self) -> None:
+        """``af_run``: runs the graph; a recorded index fault becomes ``AF_ERR_INDEX``."""
+        w = self.lines
+        w.append("int af_run(af_model *m, const void *const *inputs, void *const *outputs) {")
+        w.append("  if (!m || !inputs || !outputs) {")
+        w.append('    snprintf(af_error, sizeof af_error, "af_run: NULL argument");')
+        w.append("    return AF_ERR_ARGUMENT;")
+        w.append("  }")
+        w.append("  af_error[0] = 0;")
+        if "main" not in self.faulting:
+            w.append("  af_graph(m, inputs, outputs);")
+            w.append("  return 0;")
+            w.append("}")
+            return
+        sites = ", ".join(c_string(s) for s in self.guard_sites)
+        n = len(self.guard_sites)
+        w.append(f"  static const char *const af_guard_sites[{n}] = {{{sites}}};")
+        w.append("  af_fault f = {0, 0, 0, 0};")
+        w.append("  af_graph(m, inputs, outputs, &f);")
+        w.append("  if (!f.bad) return 0;")
+        w.append(
+            '  snprintf(af_error, sizeof af_error, "%s: index %lld is out of range [%lld, %lld]",'
+        )
+        w.append("           af_guard_sites[f.site], (long long)f.value, -(long long)f.dim,")
+        w.append("           (long long)f.dim - 1);")
+        w.append("  return AF_ERR_INDEX;")
+        w.append("}")
 
 
 def _bytes(t: Attribute) -> int:
@@ -525,7 +593,8 @@ static inline double af_now_(void) {{
   }} while (0)"""
 
 _API_TAIL = r"""
-static char af_error[512];
+/* per thread: af_last_error() reports the last failure of a call on the calling thread */
+static _Thread_local char af_error[512];
 
 void af_profile_enable(int on) { af_prof_on_ = on != 0; }
 void af_profile_reset(void) {
@@ -594,14 +663,38 @@ af_model *af_create(const char *weights_path, int num_threads) {
   }
   return m;
 }
-
-int af_run(af_model *m, const void *const *inputs, void *const *outputs) {
-  if (!m || !inputs || !outputs) { snprintf(af_error, sizeof af_error, "af_run: NULL argument"); return 1; }
-  af_error[0] = 0;
-  af_graph(m, inputs, outputs);
-  return 0;
-}
 """
+
+# Run-time index checks (clib.guard_index), emitted when a model has any. A fault is recorded
+# once per run (the first thread to fail wins; threads of a parallel loop may race) and the
+# bad element reads index 0 meanwhile, so nothing leaves the buffer before af_run returns.
+_GUARD = r"""
+typedef struct af_fault {
+  int bad; /* set once per run, atomically */
+  int site;
+  int64_t value;
+  int64_t dim;
+} af_fault;
+
+__attribute__((cold, noinline)) static void af_fault_index_(af_fault *f, int site, int64_t k,
+                                                            int64_t n) {
+  int expected = 0;
+  if (__atomic_compare_exchange_n(&f->bad, &expected, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+    f->site = site;
+    f->value = k;
+    f->dim = n;
+  }
+}
+
+/* k as an index into a dim of n >= 1: negative wraps (ONNX); outside [-n, n-1] is a fault */
+static inline int64_t af_guard_(int64_t k, int64_t n, int site, af_fault *f) {
+  const int64_t w = k < 0 ? k + n : k;
+  if (__builtin_expect((uint64_t)w >= (uint64_t)n, 0)) {
+    af_fault_index_(f, site, k, n);
+    return 0;
+  }
+  return w;
+}"""
 
 
 _BIN = {
@@ -680,6 +773,7 @@ class _FuncPrinter:
         self.names: dict[SSAValue, str] = {}
         self.const_ptr: set[SSAValue] = set()
         self.alloc_index: dict[SSAValue, int] = {}
+        self.return_on_fault = False
         self.heap: set[SSAValue] = set()
         # Side-effect-free ops whose results nobody uses print nothing (no unused variables).
         self.dead: set[Operation] = set()
@@ -777,12 +871,25 @@ class _FuncPrinter:
             case func.CallOp():
                 base = ["m->weights", "m->scratch", "m->scratch_bytes"] if self.in_main else [
                     "af_w", "af_s", "af_sb"]
-                args = base + [r(a) for a in op.arguments]
-                call = f"{self.top.sym[op.callee.string_value()]}({', '.join(args)})"
+                callee = op.callee.string_value()
+                faults = callee in self.top.faulting
+                args = base + [r(a) for a in op.arguments] + (["af_f"] if faults else [])
+                call = f"{self.top.sym[callee]}({', '.join(args)})"
                 if self.in_main and op in self.top.prof_slot:
                     self.emit(d, f"AF_PROF_CALL({self.top.prof_slot[op]}, {call});")
                 else:
                     self.emit(d, f"{call};")
+                if faults and self.in_main and self.return_on_fault:
+                    self.emit(d, "if (__atomic_load_n(&af_f->bad, __ATOMIC_ACQUIRE)) return;")
+            case clib.GuardIndexOp():
+                sites = self.top.guard_sites
+                site = sites.setdefault(op.site.data, len(sites))
+                nm = self.bind(op.res)
+                self.emit(
+                    d,
+                    f"const int64_t {nm} = af_guard_((int64_t){r(op.value)}, "
+                    f"INT64_C({op.dim.value.data}), {site}, af_f);",
+                )
             case memref.AllocOp():
                 decl, _ = self._ptr_decl(op.memref, False)
                 nm = self.bind(op.memref)

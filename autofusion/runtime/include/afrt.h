@@ -527,14 +527,18 @@ static inline void afrt_pack_b_block_(const float *B, int64_t ldb, int trans, in
         const int64_t j = j0 + jr, cnt = afrt_max_(0, afrt_min_(AFRT_NR, N - j));
         if (!trans) {
 #if defined(__AVX512F__)
-            /* two (masked) 16-lane copies per row: no libc call per 128 bytes */
+            /* two (masked) 16-lane copies per row: no libc call per 128 bytes. Masked-off lanes
+             * are never read, and the second half's address is formed only when it has lanes
+             * (cnt > 16): src + 16 past the end of B would be undefined pointer arithmetic,
+             * which gcc reports as -Warray-bounds when B is a small static const weight. */
             const __mmask16 m0 = (__mmask16)(cnt >= 16 ? 0xffffu : (1u << cnt) - 1u);
             const __mmask16 m1 = (__mmask16)(cnt >= 32 ? 0xffffu : cnt > 16 ? (1u << (cnt - 16)) - 1u : 0u);
+            const int64_t hi = cnt > 16 ? 16 : 0;
             for (int64_t k = 0; k < kc; ++k) {
                 float *o = panel + k * AFRT_NR;
                 const float *src = B + (pc + k) * ldb + j;
                 _mm512_storeu_ps(o, _mm512_maskz_loadu_ps(m0, src));
-                _mm512_storeu_ps(o + 16, _mm512_maskz_loadu_ps(m1, src + 16));
+                _mm512_storeu_ps(o + 16, _mm512_maskz_loadu_ps(m1, src + hi));
             }
 #else
             for (int64_t k = 0; k < kc; ++k) {
