@@ -1,5 +1,6 @@
 """Converters for elementwise ONNX ops (unary, binary with broadcasting, variadic, Where,
-Cast, Clip and the parametrised activations), each with its numpy folding rule."""
+Cast, Clip and the parametrised activations), each with its folding rule: the interpreter's
+implementation of the ``nn`` op it converts to (never a numpy table of its own)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from xdsl.ir import SSAValue
 
 from autofusion.dialects import dtypes, nn, shapes
 from autofusion.dialects.base import f64_attr, int_attr, str_attr
+from autofusion.interpreter import elementwise as interp
 from autofusion.frontend.context import Const, NodeCtx, Value, value_elem, value_shape
 from autofusion.frontend.loader import elem_name
 from autofusion.frontend.registry import converter, folder
@@ -38,101 +40,62 @@ def emit_binary(ctx: NodeCtx, op_cls: type, a: Value, b: Value, **props) -> Valu
 
 
 # ---------------------------------------------------------------------------------------
-# numpy semantics used for folding
+# Folding: all-constant nodes are evaluated with the interpreter's implementation of the op
+# they convert to (autofusion/interpreter/elementwise.py), so an op has one meaning whether
+# its inputs are known at import time or only at run time.
 # ---------------------------------------------------------------------------------------
 
 
-def _int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    if np.issubdtype(a.dtype, np.integer):
-        q = np.abs(a) // np.abs(b)
-        return (np.sign(a) * np.sign(b) * q).astype(a.dtype)
-    return (a / b).astype(a.dtype)
-
-
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    return (1.0 / (1.0 + np.exp(-x))).astype(x.dtype)
-
-
-_erf = np.vectorize(math.erf, otypes=[np.float64])
-
-UNARY_NUMPY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "Relu": lambda x: np.maximum(x, 0).astype(x.dtype),
-    "Neg": np.negative,
-    "Abs": np.abs,
-    "Sqrt": np.sqrt,
-    "Exp": np.exp,
-    "Log": np.log,
-    "Floor": np.floor,
-    "Ceil": np.ceil,
-    "Round": np.round,
-    "Sign": np.sign,
-    "Sin": np.sin,
-    "Cos": np.cos,
-    "Tanh": np.tanh,
-    "Sigmoid": _sigmoid,
-    "Reciprocal": lambda x: (1 / x).astype(x.dtype),
-    "Not": np.logical_not,
-    "Erf": lambda x: _erf(x).astype(x.dtype),
-    "Softplus": lambda x: np.log1p(np.exp(x)).astype(x.dtype),
-}
-
-BINARY_NUMPY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
-    "Add": np.add,
-    "Sub": np.subtract,
-    "Mul": np.multiply,
-    "Div": _int_div,
-    "Equal": np.equal,
-    "Less": np.less,
-    "LessOrEqual": np.less_equal,
-    "Greater": np.greater,
-    "GreaterOrEqual": np.greater_equal,
-    "And": np.logical_and,
-    "Or": np.logical_or,
-    "Xor": np.logical_xor,
-}
+def _folded(x: np.ndarray, like: np.ndarray) -> np.ndarray:
+    """A folded result in the element type of ``like`` (the op's result type), as the
+    interpreter's engine casts each result; bool results stay bool."""
+    x = np.asarray(x)
+    return x if x.dtype == np.bool_ else x.astype(like.dtype)
 
 
 def _fold_unary(ctx: NodeCtx) -> list[np.ndarray]:
     x = ctx.const_input(0, "x")
     assert x is not None
-    return [np.asarray(UNARY_NUMPY[ctx.node.op_type](x))]
+    with np.errstate(all="ignore"):
+        return [_folded(interp.UNARY[UNARY_OPS[ctx.node.op_type]](x), x)]
 
 
 def _fold_binary(ctx: NodeCtx) -> list[np.ndarray]:
     a, b = ctx.const_input(0, "A"), ctx.const_input(1, "B")
     assert a is not None and b is not None
-    out = np.asarray(BINARY_NUMPY[ctx.node.op_type](a, b))
-    if out.dtype != np.bool_:
-        out = out.astype(a.dtype)
-    return [out]
-
-
-for _name in UNARY_NUMPY:
-    folder(_name)(_fold_unary)
-for _name in BINARY_NUMPY:
-    folder(_name)(_fold_binary)
+    with np.errstate(all="ignore"):
+        return [_folded(interp.BINARY[BINARY_OPS[ctx.node.op_type]](a, b), a)]
 
 
 @folder("Pow")
 def _fold_pow(ctx: NodeCtx) -> list[np.ndarray]:
     a, b = ctx.const_input(0, "X"), ctx.const_input(1, "Y")
     assert a is not None and b is not None
-    return [np.power(a, b.astype(a.dtype)).astype(a.dtype)]
+    with np.errstate(all="ignore"):
+        return [_folded(interp.BINARY[nn.PowOp](a, interp.cast(b, a.dtype)), a)]
 
 
 @folder("Mod")
 def _fold_mod(ctx: NodeCtx) -> list[np.ndarray]:
     a, b = ctx.const_input(0, "A"), ctx.const_input(1, "B")
     assert a is not None and b is not None
-    f = np.fmod if ctx.attr("fmod", 0) else np.mod
-    return [f(a, b).astype(a.dtype)]
+    with np.errstate(all="ignore"):
+        return [_folded(interp.mod(a, b, bool(ctx.attr("fmod", 0))), a)]
 
 
 @folder("Where")
 def _fold_where(ctx: NodeCtx) -> list[np.ndarray]:
     c, x, y = (ctx.const_input(i, "operand") for i in range(3))
     assert c is not None and x is not None and y is not None
-    return [np.where(c, x, y).astype(x.dtype)]
+    return [_folded(np.where(c, x, y), x)]
+
+
+@folder("PRelu")
+def _fold_prelu(ctx: NodeCtx) -> list[np.ndarray]:
+    x, slope = ctx.const_input(0, "X"), ctx.const_input(1, "slope")
+    assert x is not None and slope is not None
+    with np.errstate(all="ignore"):
+        return [_folded(interp.BINARY[nn.PReluOp](x, slope), x)]
 
 
 @folder("Max")
@@ -140,21 +103,61 @@ def _fold_where(ctx: NodeCtx) -> list[np.ndarray]:
 @folder("Sum")
 @folder("Mean")
 def _fold_variadic(ctx: NodeCtx) -> list[np.ndarray]:
+    """The same chain of binary ops the converter emits (Mean: the sum divided by n)."""
     arrays = [v.array for v in ctx.inputs if isinstance(v, Const)]
-    f = {"Max": np.maximum, "Min": np.minimum, "Sum": np.add, "Mean": np.add}[ctx.node.op_type]
-    out = arrays[0]
-    for a in arrays[1:]:
-        out = f(out, a)
-    if ctx.node.op_type == "Mean":
-        out = out / len(arrays)
-    return [np.asarray(out).astype(arrays[0].dtype)]
+    op_type = ctx.node.op_type
+    f = interp.BINARY[{"Max": nn.MaxOp, "Min": nn.MinOp}.get(op_type, nn.AddOp)]
+    with np.errstate(all="ignore"):
+        out = arrays[0]
+        for a in arrays[1:]:
+            out = _folded(f(out, a), arrays[0])
+        if op_type == "Mean" and len(arrays) > 1:
+            n = np.array(len(arrays), dtype=arrays[0].dtype)
+            out = _folded(interp.BINARY[nn.DivOp](out, n), arrays[0])
+    return [np.asarray(out)]
 
 
 @folder("Cast")
 def _fold_cast(ctx: NodeCtx) -> list[np.ndarray]:
     x = ctx.const_input(0, "input")
     assert x is not None
-    return [x.astype(cast_target(ctx)[1])]
+    with np.errstate(all="ignore"):
+        return [interp.cast(x, cast_target(ctx)[1])]
+
+
+def _fold_float_unary(
+    ctx: NodeCtx, fn: Callable[..., np.ndarray], *params: object
+) -> list[np.ndarray]:
+    x = ctx.const_input(0, "X")
+    assert x is not None
+    if x.dtype.kind != "f":
+        raise ctx.error(f"expects a floating-point tensor, got {x.dtype}")
+    with np.errstate(all="ignore"):
+        return [_folded(fn(x, *params), x)]
+
+
+@folder("LeakyRelu")
+def _fold_leaky_relu(ctx: NodeCtx) -> list[np.ndarray]:
+    return _fold_float_unary(ctx, interp.leaky_relu, float(ctx.attr("alpha", 0.01)))
+
+
+@folder("Elu")
+def _fold_elu(ctx: NodeCtx) -> list[np.ndarray]:
+    return _fold_float_unary(ctx, interp.elu, float(ctx.attr("alpha", 1.0)))
+
+
+@folder("HardSigmoid")
+def _fold_hard_sigmoid(ctx: NodeCtx) -> list[np.ndarray]:
+    alpha, beta = float(ctx.attr("alpha", 0.2)), float(ctx.attr("beta", 0.5))
+    return _fold_float_unary(ctx, interp.hard_sigmoid, alpha, beta)
+
+
+@folder("Gelu")
+def _fold_gelu(ctx: NodeCtx) -> list[np.ndarray]:
+    approx = ctx.attr("approximate", "none")
+    if approx not in ("none", "tanh"):
+        raise ctx.error(f"unknown approximate={approx!r}")
+    return _fold_float_unary(ctx, interp.gelu, approx)
 
 
 # ---------------------------------------------------------------------------------------
@@ -184,6 +187,7 @@ def _unary(ctx: NodeCtx) -> list[Value]:
 
 for _name in UNARY_OPS:
     converter(_name)(_unary)
+    folder(_name)(_fold_unary)
 
 BINARY_OPS: dict[str, type] = {
     "Add": nn.AddOp, "Sub": nn.SubOp, "Mul": nn.MulOp, "Div": nn.DivOp,
@@ -199,6 +203,7 @@ def _binary(ctx: NodeCtx) -> list[Value]:
 
 for _name in BINARY_OPS:
     converter(_name)(_binary)
+    folder(_name)(_fold_binary)
 
 
 @converter("Pow")
@@ -345,7 +350,7 @@ def _clip(ctx: NodeCtx) -> list[Value]:
         hi = float(hi_a.reshape(-1)[0]) if hi_a is not None else math.inf
     x = ctx.input(0)
     if isinstance(x, Const):
-        return [ctx.const(np.clip(x.array, lo, hi).astype(x.array.dtype))]
+        return [ctx.const(_folded(interp.clip(x.array, lo, hi), x.array))]
     return [
         ctx.emit1(nn.ClipOp, [x], value_shape(x), value_elem(x),
                   {"min": f64_attr(lo), "max": f64_attr(hi)})

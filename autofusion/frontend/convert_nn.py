@@ -17,6 +17,7 @@ from autofusion.dialects.base import bool_attr, f64_attr, i64_array, int_attr
 from autofusion.frontend.context import Const, NodeCtx, Value, value_elem, value_shape
 from autofusion.frontend.convert_shape import norm_axes, norm_axis, reshape_to
 from autofusion.frontend.registry import converter
+from autofusion.interpreter import reduction as interp_reduction
 
 
 def _float_input(ctx: NodeCtx, i: int) -> Value:
@@ -298,16 +299,6 @@ REDUCE_OPS: dict[str, tuple[type, int]] = {
     "ReduceL2": (nn.ReduceL2Op, 18),
 }
 
-def _l2(x: np.ndarray, axis: tuple[int, ...], keepdims: bool) -> np.ndarray:
-    return np.sqrt(np.sum(np.square(x), axis=axis, keepdims=keepdims))
-
-
-_REDUCE_NUMPY = {
-    "ReduceMean": np.mean, "ReduceSum": np.sum, "ReduceMax": np.max, "ReduceMin": np.min,
-    "ReduceProd": np.prod, "ReduceL2": _l2,
-}
-
-
 def _reduce_params(ctx: NodeCtx, axes_opset: int) -> tuple[list[int] | None, bool]:
     """(sorted non-negative axes, keepdims); axes None means "no-op" (empty axes with
     ``noop_with_empty_axes``)."""
@@ -334,10 +325,11 @@ def _reduce(ctx: NodeCtx) -> list[Value]:
     if axes is None:
         return [x]
     out = shapes.reduce_out(xs, axes, keepdims)
-    if isinstance(x, Const) and ctx.node.op_type in _REDUCE_NUMPY:
-        f = _REDUCE_NUMPY[ctx.node.op_type]
-        return [ctx.const(np.asarray(f(x.array, axis=tuple(axes), keepdims=keepdims))
-                          .astype(x.array.dtype))]
+    if isinstance(x, Const):
+        # Folded with the interpreter's reduction: one meaning per op.
+        with np.errstate(all="ignore"):
+            y = interp_reduction.reduce(op_cls, x.array, axes, keepdims)
+        return [ctx.const(np.asarray(y).astype(x.array.dtype))]
     if ctx.node.op_type in ("ReduceMean", "ReduceL2") and not dtypes.is_float(value_elem(x)):
         raise ctx.error(f"expects a floating-point tensor, got {value_elem(x)}")
     return [ctx.emit1(op_cls, [x], out, value_elem(x), {

@@ -78,7 +78,7 @@ def _relu(x: np.ndarray) -> np.ndarray:
     return np.where(x <= 0, x.dtype.type(0), x)
 
 
-_UNARY: dict[type[Operation], Callable[[np.ndarray], np.ndarray]] = {
+UNARY: dict[type[Operation], Callable[[np.ndarray], np.ndarray]] = {
     nn.ReluOp: _relu,
     nn.SigmoidOp: _sigmoid,
     nn.TanhOp: np.tanh,
@@ -101,27 +101,27 @@ _UNARY: dict[type[Operation], Callable[[np.ndarray], np.ndarray]] = {
 }
 
 
-@register(*_UNARY)
+"""Op class -> numpy function of one array: the one meaning of each unary op, shared by the
+interpreter and by import-time constant folding (``frontend/convert_elementwise.py``)."""
+
+
+@register(*UNARY)
 def _unary(op: Operation, args: Arrays) -> np.ndarray:
-    return _UNARY[type(op)](args[0])
+    return UNARY[type(op)](args[0])
 
 
-@register(nn.LeakyReluOp)
-def _leaky_relu(op: nn.LeakyReluOp, args: Arrays) -> np.ndarray:
-    x = args[0]
-    return np.where(x >= 0, x, _scalar(x, op.float_prop("alpha")) * x)
+def leaky_relu(x: np.ndarray, alpha: float) -> np.ndarray:
+    """``x`` where ``x >= 0``, else ``alpha * x`` (NaN stays NaN)."""
+    return np.where(x >= 0, x, _scalar(x, alpha) * x)
 
 
-@register(nn.EluOp)
-def _elu(op: nn.EluOp, args: Arrays) -> np.ndarray:
-    x = args[0]
-    return np.where(x >= 0, x, _scalar(x, op.float_prop("alpha")) * np.expm1(x))
+def elu(x: np.ndarray, alpha: float) -> np.ndarray:
+    """``x`` where ``x >= 0``, else ``alpha * (exp(x) - 1)`` (expm1: exact near 0)."""
+    return np.where(x >= 0, x, _scalar(x, alpha) * np.expm1(x))
 
 
-@register(nn.ClipOp)
-def _clip(op: nn.ClipOp, args: Arrays) -> np.ndarray:
-    x = args[0]
-    lo, hi = op.float_prop("min"), op.float_prop("max")
+def clip(x: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """``min(max(x, lo), hi)``: NaN propagates; integer bounds round inward and saturate."""
     if x.dtype.kind in "iu":
         info = np.iinfo(x.dtype)
         lo_i = info.min if lo == -np.inf else max(info.min, int(np.ceil(lo)))
@@ -130,21 +130,44 @@ def _clip(op: nn.ClipOp, args: Arrays) -> np.ndarray:
     return np.minimum(np.maximum(x, _scalar(x, lo)), _scalar(x, hi))
 
 
+def hard_sigmoid(x: np.ndarray, alpha: float, beta: float) -> np.ndarray:
+    """``clamp(alpha * x + beta, 0, 1)``."""
+    y = _scalar(x, alpha) * x + _scalar(x, beta)
+    return np.minimum(np.maximum(y, x.dtype.type(0)), x.dtype.type(1))
+
+
+def gelu(x: np.ndarray, approximate: str) -> np.ndarray:
+    """``x * Phi(x)``, with erf (``"none"``) or the tanh approximation (``"tanh"``)."""
+    half = _scalar(x, 0.5)
+    if approximate == "tanh":
+        c = _scalar(x, np.sqrt(2 / np.pi))
+        return half * x * (1 + np.tanh(c * (x + _scalar(x, 0.044715) * x * x * x)))
+    return half * x * (1 + erf(x / _scalar(x, np.sqrt(2.0))))
+
+
+@register(nn.LeakyReluOp)
+def _leaky_relu(op: nn.LeakyReluOp, args: Arrays) -> np.ndarray:
+    return leaky_relu(args[0], op.float_prop("alpha"))
+
+
+@register(nn.EluOp)
+def _elu(op: nn.EluOp, args: Arrays) -> np.ndarray:
+    return elu(args[0], op.float_prop("alpha"))
+
+
+@register(nn.ClipOp)
+def _clip(op: nn.ClipOp, args: Arrays) -> np.ndarray:
+    return clip(args[0], op.float_prop("min"), op.float_prop("max"))
+
+
 @register(nn.HardSigmoidOp)
 def _hard_sigmoid(op: nn.HardSigmoidOp, args: Arrays) -> np.ndarray:
-    x = args[0]
-    y = _scalar(x, op.float_prop("alpha")) * x + _scalar(x, op.float_prop("beta"))
-    return np.minimum(np.maximum(y, x.dtype.type(0)), x.dtype.type(1))
+    return hard_sigmoid(args[0], op.float_prop("alpha"), op.float_prop("beta"))
 
 
 @register(nn.GeluOp)
 def _gelu(op: nn.GeluOp, args: Arrays) -> np.ndarray:
-    x = args[0]
-    half = _scalar(x, 0.5)
-    if op.str_prop("approximate") == "tanh":
-        c = _scalar(x, np.sqrt(2 / np.pi))
-        return half * x * (1 + np.tanh(c * (x + _scalar(x, 0.044715) * x * x * x)))
-    return half * x * (1 + erf(x / _scalar(x, np.sqrt(2.0))))
+    return gelu(args[0], op.str_prop("approximate"))
 
 
 @register(nn.CastOp)
@@ -152,8 +175,13 @@ def _cast(op: nn.CastOp, args: Arrays) -> np.ndarray:
     from autofusion.dialects.base import tensor_of
     from autofusion.dialects.dtypes import to_numpy_dtype
 
-    x = args[0]
-    target = to_numpy_dtype(tensor_of(op.y).element_type)
+    return cast(args[0], to_numpy_dtype(tensor_of(op.y).element_type))
+
+
+def cast(x: np.ndarray, target: np.dtype) -> np.ndarray:
+    """``x`` converted to ``target``: to bool is ``x != 0``; float to int truncates toward
+    zero with NaN -> 0 and saturation (undefined in ONNX, made deterministic here)."""
+    target = np.dtype(target)
     if target == np.bool_:
         return x != 0
     if x.dtype.kind == "f" and target.kind in "iu":
@@ -200,7 +228,7 @@ def _xor(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.logical_xor(a, b) if a.dtype == np.bool_ else np.bitwise_xor(a, b)
 
 
-_BINARY: dict[type[Operation], Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+BINARY: dict[type[Operation], Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     nn.AddOp: np.add,
     nn.SubOp: np.subtract,
     nn.MulOp: np.multiply,
@@ -220,20 +248,27 @@ _BINARY: dict[type[Operation], Callable[[np.ndarray, np.ndarray], np.ndarray]] =
 }
 
 
-@register(*_BINARY)
+"""Op class -> numpy function of two (broadcasting) arrays; shared with constant folding."""
+
+
+@register(*BINARY)
 def _binary(op: Operation, args: Arrays) -> np.ndarray:
-    return _BINARY[type(op)](args[0], args[1])
+    return BINARY[type(op)](args[0], args[1])
+
+
+def mod(a: np.ndarray, b: np.ndarray, fmod: bool) -> np.ndarray:
+    """Remainder: integers give 0 for ``x % 0``; floats use C fmod (sign of the dividend)
+    when ``fmod``, else Python's (sign of the divisor)."""
+    if a.dtype.kind in "iu":
+        safe = np.where(b == 0, b.dtype.type(1), b)
+        r = np.fmod(a, safe) if fmod else np.mod(a, safe)
+        return np.where(b == 0, a.dtype.type(0), r)
+    return np.fmod(a, b) if fmod else np.mod(a, b)
 
 
 @register(nn.ModOp)
 def _mod(op: nn.ModOp, args: Arrays) -> np.ndarray:
-    a, b = args
-    if a.dtype.kind in "iu":
-        safe = np.where(b == 0, b.dtype.type(1), b)
-        r = np.fmod(a, safe) if op.int_prop("fmod") else np.mod(a, safe)
-        return np.where(b == 0, a.dtype.type(0), r)
-    # Floats: C fmod (sign of the dividend) or Python's (sign of the divisor).
-    return np.fmod(a, b) if op.int_prop("fmod") else np.mod(a, b)
+    return mod(args[0], args[1], bool(op.int_prop("fmod")))
 
 
 @register(nn.WhereOp)

@@ -81,14 +81,15 @@ def _global_max_pool(op: Operation, args: Arrays) -> np.ndarray:
     return np.max(x, axis=tuple(range(2, x.ndim)), keepdims=True)
 
 
-def _reduce(op: nn.ReduceOp, x: np.ndarray) -> np.ndarray:
-    axes = op.ints("axes")
-    keep = op.bool_prop("keepdims")
+def reduce(
+    kind: type[nn.ReduceOp], x: np.ndarray, axes: Sequence[int], keep: bool
+) -> np.ndarray:
+    """The reduction ``kind`` (``nn.ReduceSumOp``, ...) of ``x`` over non-negative ``axes``;
+    no axes is the identity. Shared by the interpreter and import-time constant folding."""
     if not axes:
         return x
     ax = tuple(axes)
     empty = any(x.shape[a] == 0 for a in ax)
-    kind = type(op)
     if kind is nn.ReduceSumOp:
         return np.sum(x, axis=ax, keepdims=keep)
     if kind is nn.ReduceMeanOp:
@@ -112,7 +113,7 @@ def _reduce(op: nn.ReduceOp, x: np.ndarray) -> np.ndarray:
     nn.ReduceL2Op,
 )
 def _reduce_impl(op: nn.ReduceOp, args: Arrays) -> np.ndarray:
-    return _reduce(op, args[0])
+    return reduce(type(op), args[0], op.ints("axes"), op.bool_prop("keepdims"))
 
 
 @register(nn.SoftmaxOp)

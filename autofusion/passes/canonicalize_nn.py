@@ -32,10 +32,12 @@ from xdsl.rewriter import Rewriter
 from autofusion.analysis.cost import numel
 from autofusion.dialects import nn
 from autofusion.dialects.dtypes import dense_from_numpy
+from autofusion.interpreter import elementwise as interp
 from autofusion.passes._match import const_value, set_merged_origins
 
-_BINARY = {nn.AddOp: np.add, nn.SubOp: np.subtract, nn.MulOp: np.multiply, nn.DivOp: np.divide}
-_UNARY = {nn.NegOp: np.negative, nn.SqrtOp: np.sqrt, nn.ReciprocalOp: np.reciprocal}
+# The ops folded here, evaluated with the interpreter's implementation (one meaning per op).
+_BINARY = {t: interp.BINARY[t] for t in (nn.AddOp, nn.SubOp, nn.MulOp, nn.DivOp)}
+_UNARY = {t: interp.UNARY[t] for t in (nn.NegOp, nn.SqrtOp, nn.ReciprocalOp)}
 
 
 class CollapseReshapes(RewritePattern):

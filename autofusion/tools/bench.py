@@ -13,9 +13,10 @@ their ratio ours/ORT.
 Numerics: per output, ``max_abs_err = max|ours - ref|`` and ``max_rel_err = max_abs_err /
 max(|ref|)`` (error relative to the output's scale); ``match`` is the project's bar
 ``allclose(rtol=1e-3, atol=1e-4 * max(1, max|ref|))`` on every output (exact for integer and
-bool outputs). ``--json`` prints one object: match, max_abs_err, max_rel_err, latency_ms
-{autofusion, onnxruntime}, ratio, threads, runs, kernels (ours / ORT's optimised node count),
-arena_bytes, report, outputs (per-output errors).
+bool outputs; NaN and infinities must match exactly; see ``autofusion.testing``).
+``--json`` prints one object: match, max_abs_err, max_rel_err, latency_ms {autofusion,
+onnxruntime}, ratio, threads, runs, kernels (ours / ORT's optimised node count), arena_bytes,
+report, outputs (per-output errors).
 """
 
 from __future__ import annotations
@@ -31,15 +32,16 @@ from typing import Any
 
 import numpy as np
 
+from autofusion import testing
 from autofusion.errors import AutofusionError, run_cli
 from autofusion.tools.compile import CliParser, add_model_options, positive_int
 
-RTOL = 1e-3
-ATOL_SCALE = 1e-4
+RTOL, ATOL_SCALE = testing.RTOL, testing.ATOL_SCALE
 
 
 def compare(ours: Mapping[str, np.ndarray], ref: Mapping[str, np.ndarray]) -> dict[str, Any]:
-    """Per-output errors and the overall match against the correctness bar."""
+    """Per-output errors and the overall match against the correctness bar
+    (:func:`autofusion.testing.compare`: the one bar, with its NaN/inf rules)."""
     per: dict[str, dict[str, Any]] = {}
     ok = True
     worst_abs = 0.0
@@ -49,32 +51,16 @@ def compare(ours: Mapping[str, np.ndarray], ref: Mapping[str, np.ndarray]) -> di
             per[name] = {"match": False, "error": "missing output"}
             ok = False
             continue
-        o = np.asarray(ours[name])
-        r = np.asarray(r)
-        if o.shape != r.shape:
-            per[name] = {"match": False, "error": f"shape {list(o.shape)} != {list(r.shape)}"}
+        c = testing.compare(ours[name], r)
+        if not c.match and c.reason.startswith(("shape", "dtype")):
+            per[name] = {"match": False, "error": c.reason}
             ok = False
             continue
-        if not np.issubdtype(r.dtype, np.floating):
-            same = bool(np.array_equal(o, r))
-            diff = 0.0 if same else float(np.max(np.abs(o.astype(np.float64) - r)))
-            scale = float(np.max(np.abs(r))) if r.size else 0.0
-            m, abs_err = same, diff
-        else:
-            o64, r64 = o.astype(np.float64), r.astype(np.float64)
-            finite = np.isfinite(r64)
-            scale = float(np.max(np.abs(r64[finite]))) if finite.any() else 0.0
-            atol = ATOL_SCALE * max(1.0, scale)
-            m = bool(np.allclose(o64, r64, rtol=RTOL, atol=atol, equal_nan=True))
-            with np.errstate(invalid="ignore"):
-                d = np.abs(o64 - r64)
-            d = np.where(np.isnan(o64) & np.isnan(r64), 0.0, d)
-            abs_err = float(np.max(d)) if d.size else 0.0
-        rel_err = abs_err / scale if scale > 0 else abs_err
-        per[name] = {"match": m, "max_abs_err": abs_err, "max_rel_err": rel_err}
-        ok = ok and m
-        worst_abs = max(worst_abs, abs_err)
-        worst_rel = max(worst_rel, rel_err)
+        per[name] = {"match": c.match, "max_abs_err": c.max_abs_err,
+                     "max_rel_err": c.max_rel_err}  # fmt: skip
+        ok = ok and c.match
+        worst_abs = max(worst_abs, c.max_abs_err)
+        worst_rel = max(worst_rel, c.max_rel_err)
     return {"match": ok, "max_abs_err": worst_abs, "max_rel_err": worst_rel, "outputs": per}
 
 

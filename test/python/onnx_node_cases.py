@@ -35,6 +35,8 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from autofusion.testing import assert_close  # noqa: F401 - the bar, used as cases.assert_close
+
 NODE_DATA = Path(onnx.__file__).parent / "backend" / "test" / "data" / "node"
 
 
@@ -190,29 +192,6 @@ def import_case(case: NodeCase) -> Imported:
         return Imported(import_onnx(model, progress=False), None, converted_from)
     except AutofusionError as e:
         return Imported(None, str(e), converted_from)
-
-
-def tolerance(ref: np.ndarray) -> tuple[float, float]:
-    """The project's bar: rtol=1e-3, atol=1e-4*max(1, max|ref|) (finite values)."""
-    finite = np.abs(ref[np.isfinite(ref)]) if ref.dtype.kind == "f" else np.abs(ref)
-    peak = float(finite.max()) if finite.size else 0.0
-    return 1e-3, 1e-4 * max(1.0, peak)
-
-
-def assert_close(got: object, ref: np.ndarray, what: str = "output") -> None:
-    """Shape and element type must match; floats within ``tolerance`` (NaN where NaN,
-    infinities equal), everything else exactly."""
-    got = np.asarray(got)
-    assert got.shape == ref.shape, f"{what}: shape {got.shape}, expected {ref.shape}"
-    assert got.dtype == ref.dtype, f"{what}: dtype {got.dtype}, expected {ref.dtype}"
-    if ref.dtype.kind in "fc":
-        rtol, atol = tolerance(ref)
-        np.testing.assert_allclose(
-            got.astype(np.float64), ref.astype(np.float64), rtol=rtol, atol=atol,
-            equal_nan=True, err_msg=what,
-        )
-    else:
-        np.testing.assert_array_equal(got, ref, err_msg=what)
 
 
 def count_summary(results: Sequence[str]) -> dict[str, int]:

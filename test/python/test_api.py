@@ -16,6 +16,7 @@ import pytest
 
 import autofusion
 from autofusion.errors import AutofusionError
+from autofusion.testing import assert_close
 from autofusion.zoo import get_model, sample_inputs
 
 
@@ -37,8 +38,7 @@ def ort_ref(name: str, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 def assert_matches(ours: dict[str, np.ndarray], ref: dict[str, np.ndarray]) -> None:
     assert set(ours) == set(ref)
     for k, r in ref.items():
-        atol = 1e-4 * max(1.0, float(np.max(np.abs(r))))
-        np.testing.assert_allclose(ours[k], r, rtol=1e-3, atol=atol, err_msg=k)
+        assert_close(ours[k], r, k)
 
 
 @pytest.fixture(scope="module")

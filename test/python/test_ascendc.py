@@ -23,6 +23,7 @@ from xdsl.dialects import get_all_dialects as xdsl_dialects
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 
+from autofusion import testing
 from autofusion.dialects import ascendc as ac
 from autofusion.dialects import fusion, get_all_dialects
 from autofusion.interpreter import run_module
@@ -37,7 +38,7 @@ pytestmark = pytest.mark.skipif(GXX is None, reason="g++ is required to build th
 
 
 def close(got: np.ndarray, ref: np.ndarray) -> bool:
-    return bool(np.allclose(got, ref, rtol=1e-3, atol=1e-4 * max(1.0, float(np.nanmax(np.abs(ref)))), equal_nan=True))
+    return testing.close(np.asarray(got), np.asarray(ref))
 
 
 def ctx() -> Context:

@@ -19,6 +19,7 @@ from autofusion.dialects import dtypes
 from autofusion.dialects.nn import ConstantOp
 from autofusion.frontend import import_onnx, import_onnx_bytes
 from autofusion.interpreter import run_module
+from autofusion.testing import assert_close
 
 INPUTS = Path(__file__).resolve().parents[1] / "filecheck" / "frontend" / "inputs"
 sys.path.insert(0, str(INPUTS))
@@ -57,15 +58,6 @@ def _ort(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[str, np.n
                                 providers=["CPUExecutionProvider"])
     names = [o.name for o in sess.get_outputs()]
     return dict(zip(names, sess.run(names, feeds)))
-
-
-def assert_close(got: np.ndarray, ref: np.ndarray, what: str) -> None:
-    assert got.shape == ref.shape, f"{what}: shape {got.shape} vs {ref.shape}"
-    if ref.dtype.kind in "biu":
-        np.testing.assert_array_equal(got, ref, err_msg=what)
-        return
-    peak = float(np.max(np.abs(ref))) if ref.size else 0.0
-    np.testing.assert_allclose(got, ref, rtol=1e-3, atol=1e-4 * max(1.0, peak), err_msg=what)
 
 
 def _ops(module: ModuleOp) -> Counter[str]:

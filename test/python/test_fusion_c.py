@@ -12,6 +12,7 @@ import pytest
 
 import autofusion
 from autofusion import zoo
+from autofusion.testing import assert_close
 
 
 @pytest.mark.parametrize(("model", "level"), [("tiny_bert", 3), ("mobilenet", 2)])
@@ -27,5 +28,4 @@ def test_fused_c_matches_onnxruntime(model: str, level: int, tmp_path: Path) -> 
     assert compiled.report["policy"]["aggressiveness"] == level
     out = compiled.run(feeds)
     for k, r in ref.items():
-        atol = 1e-4 * max(1.0, float(np.max(np.abs(r))))
-        np.testing.assert_allclose(out[k], r, rtol=1e-3, atol=atol, err_msg=f"{model}: {k}")
+        assert_close(out[k], r, f"{model}: {k}")

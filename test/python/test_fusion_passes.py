@@ -13,7 +13,7 @@ import pytest
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 
-from autofusion import zoo
+from autofusion import testing, zoo
 from autofusion.dialects.fusion import KernelOp
 from autofusion.frontend.onnx_import import import_onnx
 from autofusion.interpreter import run_module
@@ -35,10 +35,7 @@ def apply(module: ModuleOp, name: str, **options: object) -> None:
 def assert_close(got: Mapping[str, np.ndarray], ref: Mapping[str, np.ndarray], what: str) -> None:
     assert set(got) == set(ref), what
     for k, r in ref.items():
-        g = got[k]
-        assert g.shape == r.shape, f"{what}: {k} shape {g.shape} != {r.shape}"
-        atol = 1e-4 * max(1.0, float(np.max(np.abs(r)))) if r.size else 0.0
-        np.testing.assert_allclose(g, r, rtol=1e-3, atol=atol, err_msg=f"{what}: output {k}")
+        testing.assert_close(got[k], r, f"{what}: output {k}")
 
 
 def ort_outputs(model_name: str, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -15,6 +15,7 @@ from autofusion.analysis.liveness import find_main
 from autofusion.analysis.memory_plan import Buffer, check_plan, lower_bound, place, plan_memory
 from autofusion.errors import AutofusionError
 from autofusion.pipeline import make_context
+from autofusion.testing import assert_close
 
 
 def parse(text: str) -> ModuleOp:
@@ -181,7 +182,7 @@ def _feeds(module: ModuleOp, seed: int = 0) -> list[np.ndarray]:
 
 
 def _allclose(got: np.ndarray, ref: np.ndarray) -> None:
-    np.testing.assert_allclose(got, ref, rtol=1e-3, atol=1e-4 * max(1.0, float(np.abs(ref).max())))
+    assert_close(got, ref)
 
 
 @pytest.mark.parametrize("fraction", [0.6, 0.35])

@@ -14,6 +14,7 @@ from autofusion.analysis.liveness import find_main
 from autofusion.analysis.memory_plan import check_plan, plan_memory
 from autofusion.frontend import import_onnx
 from autofusion.pipeline import PipelineOptions, make_context, tensor_passes
+from autofusion.testing import assert_close
 
 MEMORY_PASSES = ("plan-buffers", "tile-fusion")
 
@@ -35,8 +36,7 @@ def _ort(name: str, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
 
 
 def _assert_close(got: np.ndarray, ref: np.ndarray) -> None:
-    np.testing.assert_allclose(got, ref, rtol=1e-3,
-                               atol=1e-4 * max(1.0, float(np.abs(ref).max())))
+    assert_close(got, ref)
 
 
 @pytest.mark.parametrize("name", zoo.list_models())

@@ -15,6 +15,7 @@ from threadpoolctl import threadpool_limits
 from autofusion import zoo
 from autofusion.frontend import import_onnx
 from autofusion.interpreter import run_module
+from autofusion.testing import assert_close
 
 SLOW = {"bert_large"}
 
@@ -42,8 +43,7 @@ def assert_matches(got: dict[str, np.ndarray], ref: dict[str, np.ndarray]) -> No
         assert g.shape == r.shape and g.dtype == r.dtype, name
         # A constant or non-finite reference would make the comparison prove nothing.
         assert np.isfinite(r).all() and float(np.std(r)) > 0, f"{name}: degenerate reference"
-        atol = 1e-4 * max(1.0, float(np.abs(r).max()))
-        np.testing.assert_allclose(g, r, rtol=1e-3, atol=atol, err_msg=name)
+        assert_close(g, r, name)
 
 
 def _param(name: str):

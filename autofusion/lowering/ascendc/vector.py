@@ -64,7 +64,10 @@ class Window:
 
 Val = Scalar | Tile | Bcast | Window
 
-# Abramowitz & Stegun 7.1.26
+# Abramowitz & Stegun 7.1.26: the same erf, with the same constants, as af_erff in the C
+# runtime (autofusion/runtime/include/afrt.h; a test checks they agree). It is composed here
+# from Ascend C vector calls (Abs, Muls, Adds, Reciprocal, Exp, ...) because Ascend C kernels
+# cannot include a host C header of scalar functions.
 _AS_P = 0.3275911
 _AS_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
 

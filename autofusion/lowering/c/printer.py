@@ -513,44 +513,6 @@ _HELPERS = r"""
 #else
 #define AF_SIMD_SUM(v)
 #endif
-/* exp, erf and tanh for f32 written branch-free so that loops using them vectorise (libm's
- * expf/erff/tanhf are scalar calls without -ffast-math). af_expf: Cephes-style range
- * reduction and degree-6 polynomial, relative error ~2e-7; NaN propagates, overflow is inf.
- * af_erff: Abramowitz-Stegun 7.1.26, absolute error < 1.5e-7. */
-static inline float af_expf(float x) {
-  const float xc = x > 88.7228391f ? 88.7228391f : (x < -87.0f ? -87.0f : x);
-  const float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round; floorf stops GCC vectorising under -std=c11 */
-  float r = xc - n * 0.693359375f;
-  r = r + n * 2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  const float y = p * r * r + r + 1.0f;
-  const int32_t bits = ((int32_t)n + 126) << 23;
-  float scale;
-  memcpy(&scale, &bits, sizeof scale);
-  const float out = y * scale * 2.0f;
-  return x != x ? x : (x > 88.7228391f ? INFINITY : out);
-}
-
-static inline float af_erff(float x) {
-  const float a = fabsf(x);
-  const float t = 1.0f / (1.0f + 0.3275911f * a);
-  const float poly =
-      ((((1.061405429f * t - 1.453152027f) * t + 1.421413741f) * t - 0.284496736f) * t +
-       0.254829592f) * t;
-  return copysignf(1.0f - poly * af_expf(-a * a), x);
-}
-
-static inline float af_tanhf(float x) {
-  const float a = fabsf(x);
-  const float e = af_expf(-2.0f * a);
-  return copysignf((1.0f - e) / (1.0f + e), x);
-}
-
 static inline void *af_alloc_tmp(size_t bytes) {
   return aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
 }

@@ -2,8 +2,8 @@
 
 ``build_and_run(module, feeds, work_dir)`` emits model.c/model.h/weights.bin, builds
 ``libmodel.so`` with the runtime's build (``-Wall -Wextra -Werror``), runs it once through the
-ctypes loader and returns outputs by ONNX name. ``close(got, ref)`` is the project's
-correctness bar: ``allclose(rtol=1e-3, atol=1e-4*max(1, max|ref|))``, NaN where NaN.
+ctypes loader and returns outputs by ONNX name. ``close`` / ``assert_close`` / ``compare`` are
+re-exported from :mod:`autofusion.testing`, the project's one correctness bar.
 """
 
 from __future__ import annotations
@@ -16,6 +16,12 @@ import onnx
 from xdsl.dialects.builtin import ModuleOp
 
 from autofusion.lowering.c import emit_model
+from autofusion.testing import assert_close, close, compare
+
+__all__ = [
+    "assert_close", "build", "build_and_run", "close", "compare", "compile_onnx",
+    "onnxruntime_outputs",
+]
 
 
 def build(module: ModuleOp, work_dir: Path) -> Path:
@@ -46,25 +52,6 @@ def onnxruntime_outputs(
     sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     names = [o.name for o in sess.get_outputs()]
     return dict(zip(names, sess.run(None, dict(feeds))))
-
-
-def assert_close(got: np.ndarray, ref: np.ndarray, what: str) -> None:
-    got = np.asarray(got)
-    assert got.shape == ref.shape, f"{what}: shape {got.shape}, expected {ref.shape}"
-    assert got.dtype == ref.dtype, f"{what}: dtype {got.dtype}, expected {ref.dtype}"
-    if ref.dtype.kind == "f":
-        finite = np.abs(ref[np.isfinite(ref)])
-        peak = float(finite.max()) if finite.size else 0.0
-        np.testing.assert_allclose(
-            got.astype(np.float64),
-            ref.astype(np.float64),
-            rtol=1e-3,
-            atol=1e-4 * max(1.0, peak),
-            equal_nan=True,
-            err_msg=what,
-        )
-    else:
-        np.testing.assert_array_equal(got, ref, err_msg=what)
 
 
 def compile_onnx(model: onnx.ModelProto, fusion: bool = True) -> ModuleOp:

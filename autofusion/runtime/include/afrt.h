@@ -11,7 +11,7 @@
  *   - afrt_matmul_f32   batched row-major C[b] = alpha * op(A[b]) @ op(B[b]) + beta * C[b]
  *                       with batch strides (0 = broadcast), transposes and a fused epilogue.
  *   - afrt_maxpool2d_f32 / afrt_avgpool2d_f32   NCHW pooling with pads, strides, dilations.
- *   - afrt_expf / afrt_tanhf / afrt_erff   vectorisable float math for generated loops.
+ *   - af_expf / af_erff / af_tanhf   vectorisable f32 math that generated loops call.
  *   - afrt_set_num_threads / afrt_get_num_threads.
  *
  * GEMM core: OpenBLAS sgemm from the scipy-openblas32 wheel (symbols prefixed `scipy_`). The
@@ -206,80 +206,6 @@ static inline void afrt_finish_block_(float *out, const float *bias, int64_t bat
         }
     }
     if (epi.fn) epi.fn(epi.ctx, out, batch, r0, r1, c0, c1, ld);
-}
-
-/* ---------------------------------------------------------------------------------------------
- * Fast elementwise math for generated loops: branch-free, so GCC vectorises loops calling
- * them (libm's expf/tanhf/erff are opaque calls that stop vectorisation: 43% of a ViT run was
- * in expm1f/tanhf). Accuracy, checked against numpy over [-20, 20] in the kernel tests:
- * afrt_expf rel 2e-7; afrt_tanhf and afrt_erff abs 2e-7 (rel 1e-6 away from 0). NaN in, NaN
- * out; exp(-inf) = 0, exp(+inf) = inf, tanh/erf(+-inf) = +-1. Results below 1.2e-38 (where
- * expf would return a denormal) are 0.
- * ------------------------------------------------------------------------------------------- */
-static inline float afrt_expf(float x) {
-    const float xc = x < -87.33654f ? -87.33654f : (x > 88.72283f ? 88.72283f : x);
-    /* round to nearest with the 1.5 * 2^23 trick (libm's rounding calls stop vectorisation) */
-    const float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-    float r = xc - n * 0.693145751953125f;
-    r = r - n * 1.428606765330187e-06f;
-    float p = 1.0f / 720.0f;
-    p = p * r + 1.0f / 120.0f;
-    p = p * r + 1.0f / 24.0f;
-    p = p * r + 1.0f / 6.0f;
-    p = p * r + 0.5f;
-    p = p * r + 1.0f;
-    p = p * r + 1.0f;
-    /* 2^n as 2^k * f with k = n -+ 1 so the exponent field stays normal for n in [-126, 128] */
-    const float k = n > 0.0f ? n - 1.0f : n + 1.0f;
-    union {
-        int32_t i;
-        float f;
-    } scale;
-    scale.i = ((int32_t)k + 127) << 23;
-    float y = p * scale.f * (n > 0.0f ? 2.0f : 0.5f);
-    y = x < -87.33654f ? 0.0f : y;
-    y = x > 88.72283f ? INFINITY : y;
-    return x != x ? x : y;
-}
-
-static inline float afrt_tanhf(float x) {
-    const float a = fabsf(x);
-    const float x2 = a * a;
-    /* |x| < 0.3: Taylor to x^9 (error < 2e-8); else 1 - 2/(e^{2|x|} + 1); |x| >= 9: 1 */
-    float small = 62.0f / 2835.0f;
-    small = small * x2 - 17.0f / 315.0f;
-    small = small * x2 + 2.0f / 15.0f;
-    small = small * x2 - 1.0f / 3.0f;
-    small = (small * x2) * a + a;
-    const float e = afrt_expf(2.0f * (a < 9.0f ? a : 9.0f));
-    const float big = 1.0f - 2.0f / (e + 1.0f);
-    float y = a < 0.3f ? small : big;
-    y = a >= 9.0f ? 1.0f : y;
-    y = copysignf(y, x);
-    return x != x ? x : y;
-}
-
-static inline float afrt_erff(float x) {
-    const float a = fabsf(x);
-    const float x2 = a * a;
-    /* |x| < 0.5: Taylor to x^11; else Abramowitz-Stegun 7.1.26 (abs error 1.5e-7); >= 6: 1 */
-    float small = -1.0f / 1320.0f;
-    small = small * x2 + 1.0f / 216.0f;
-    small = small * x2 - 1.0f / 42.0f;
-    small = small * x2 + 1.0f / 10.0f;
-    small = small * x2 - 1.0f / 3.0f;
-    small = (small * x2 + 1.0f) * a * 1.12837916709551257f;
-    const float t = 1.0f / (1.0f + 0.3275911f * a);
-    float q = 1.061405429f;
-    q = q * t - 1.453152027f;
-    q = q * t + 1.421413741f;
-    q = q * t - 0.284496736f;
-    q = q * t + 0.254829592f;
-    const float big = 1.0f - q * t * afrt_expf(-(a < 6.0f ? x2 : 36.0f));
-    float y = a < 0.5f ? small : big;
-    y = a >= 6.0f ? 1.0f : y;
-    y = copysignf(y, x);
-    return x != x ? x : y;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -1433,5 +1359,55 @@ static inline void afrt_avgpool2d_f32(const float *x, float *y, const afrt_pool_
 #ifdef __cplusplus
 }
 #endif
+
+/* ---------------------------------------------------------------------------------------------
+ * Fast elementwise math for generated loops, the one C definition of f32 exp/erf/tanh: the C
+ * printer emits calls to these for math.exp/erf/tanh on f32 (model.c includes this header;
+ * the Ascend C vector lowering composes the same erf, Abramowitz-Stegun 7.1.26, from vector
+ * calls). Branch-free, so GCC vectorises loops calling them (libm's expf/erff/tanhf are
+ * scalar calls without -ffast-math: 43% of a ViT run was in expm1f/tanhf). Defined last in
+ * the header, where model.c used to paste them: GCC's inlining order, and so the machine
+ * code of generated models, stays what it was.
+ * af_expf: Cephes-style range reduction and degree-6 polynomial, relative error ~2e-7; NaN
+ *   propagates, x > 88.72 gives inf, results below 2^-125 (x < -86.99) are 0 (no denormals).
+ * af_erff: Abramowitz-Stegun 7.1.26, absolute error < 1.5e-7 (relative error grows near 0:
+ *   about 2% at |x| = 1e-5, erf(x) = 0 for |x| < 1e-7); +-inf give +-1, NaN gives NaN.
+ * af_tanhf: (1 - e) / (1 + e) with e = exp(-2|x|), absolute error < 2e-7 (relative error
+ *   near 0 as for erf); +-inf give +-1, NaN gives NaN. -0.0 stays -0.0 in erf and tanh.
+ * ------------------------------------------------------------------------------------------- */
+static inline float af_expf(float x) {
+    const float xc = x > 88.7228391f ? 88.7228391f : (x < -87.0f ? -87.0f : x);
+    /* round to nearest with the 1.5 * 2^23 trick (floorf stops GCC vectorising under -std=c11) */
+    const float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+    float r = xc - n * 0.693359375f;
+    r = r + n * 2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    const float y = p * r * r + r + 1.0f;
+    const int32_t bits = ((int32_t)n + 126) << 23;
+    float scale;
+    memcpy(&scale, &bits, sizeof scale);
+    const float out = y * scale * 2.0f;
+    return x != x ? x : (x > 88.7228391f ? INFINITY : out);
+}
+
+static inline float af_erff(float x) {
+    const float a = fabsf(x);
+    const float t = 1.0f / (1.0f + 0.3275911f * a);
+    const float poly =
+        ((((1.061405429f * t - 1.453152027f) * t + 1.421413741f) * t - 0.284496736f) * t +
+         0.254829592f) * t;
+    return copysignf(1.0f - poly * af_expf(-a * a), x);
+}
+
+static inline float af_tanhf(float x) {
+    const float a = fabsf(x);
+    const float e = af_expf(-2.0f * a);
+    return copysignf((1.0f - e) / (1.0f + e), x);
+}
 
 #endif /* AFRT_H */
