@@ -49,6 +49,18 @@ def _int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a / b).astype(a.dtype)
 
 
+def check_int_divisor(ctx: NodeCtx, b: Value) -> None:
+    """A constant integer divisor holding a zero is refused at import time, naming the node
+    and the element: every run would fail (onnxruntime refuses it at run time too) and
+    folding it would divide by zero."""
+    if not isinstance(b, Const) or not np.issubdtype(b.array.dtype, np.integer):
+        return
+    zeros = np.argwhere(b.array == 0)
+    if len(zeros):
+        at = f" at index {list(map(int, zeros[0]))}" if b.array.ndim else ""
+        raise ctx.error(f"integer division by zero: the constant divisor (input 1) is 0{at}")
+
+
 def _sigmoid(x: np.ndarray) -> np.ndarray:
     return (1.0 / (1.0 + np.exp(-x))).astype(x.dtype)
 
@@ -101,6 +113,8 @@ def _fold_unary(ctx: NodeCtx) -> list[np.ndarray]:
 def _fold_binary(ctx: NodeCtx) -> list[np.ndarray]:
     a, b = ctx.const_input(0, "A"), ctx.const_input(1, "B")
     assert a is not None and b is not None
+    if ctx.node.op_type == "Div":
+        check_int_divisor(ctx, ctx.input(1))
     out = np.asarray(BINARY_NUMPY[ctx.node.op_type](a, b))
     if out.dtype != np.bool_:
         out = out.astype(a.dtype)
@@ -124,6 +138,7 @@ def _fold_pow(ctx: NodeCtx) -> list[np.ndarray]:
 def _fold_mod(ctx: NodeCtx) -> list[np.ndarray]:
     a, b = ctx.const_input(0, "A"), ctx.const_input(1, "B")
     assert a is not None and b is not None
+    check_int_divisor(ctx, ctx.input(1))
     f = np.fmod if ctx.attr("fmod", 0) else np.mod
     return [f(a, b).astype(a.dtype)]
 
@@ -194,6 +209,8 @@ BINARY_OPS: dict[str, type] = {
 
 
 def _binary(ctx: NodeCtx) -> list[Value]:
+    if ctx.node.op_type == "Div":
+        check_int_divisor(ctx, ctx.input(1))
     return [emit_binary(ctx, BINARY_OPS[ctx.node.op_type], ctx.input(0), ctx.input(1))]
 
 
@@ -214,6 +231,7 @@ def _mod(ctx: NodeCtx) -> list[Value]:
     fmod = int(ctx.attr("fmod", 0))
     if not fmod and dtypes.is_float(ctx.elem(0)):
         raise ctx.error("fmod=0 is only defined for integer tensors")
+    check_int_divisor(ctx, ctx.input(1))
     return [emit_binary(ctx, nn.ModOp, ctx.input(0), ctx.input(1), fmod=int_attr(fmod))]
 
 

@@ -169,13 +169,20 @@ def _cast(op: nn.CastOp, args: Arrays) -> np.ndarray:
 
 
 def _int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Integer division truncating toward zero (C semantics); x / 0 gives 0."""
-    safe = np.where(b == 0, b.dtype.type(1), b)
-    q = np.floor_divide(a, safe)
-    r = a - q * safe
-    fix = (r != 0) & ((a < 0) != (safe < 0))
-    q = q + fix.astype(q.dtype)
-    return np.where(b == 0, q.dtype.type(0), q)
+    """Integer division truncating toward zero (C semantics). A zero divisor is an error, as
+    in the C backend and onnxruntime; MIN / -1 wraps to MIN (onnxruntime's int32 result)."""
+    _no_zero_divisor(b)
+    with np.errstate(over="ignore"):
+        q = np.floor_divide(a, b)
+        r = a - q * b
+    fix = (r != 0) & ((a < 0) != (b < 0))
+    return q + fix.astype(q.dtype)
+
+
+def _no_zero_divisor(b: np.ndarray) -> None:
+    if b.dtype.kind in "iu" and np.any(b == 0):
+        where = list(map(int, np.argwhere(b == 0)[0])) if b.ndim else []
+        raise ValueError(f"integer division by zero (divisor element {where})")
 
 
 def _div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -229,9 +236,8 @@ def _binary(op: Operation, args: Arrays) -> np.ndarray:
 def _mod(op: nn.ModOp, args: Arrays) -> np.ndarray:
     a, b = args
     if a.dtype.kind in "iu":
-        safe = np.where(b == 0, b.dtype.type(1), b)
-        r = np.fmod(a, safe) if op.int_prop("fmod") else np.mod(a, safe)
-        return np.where(b == 0, a.dtype.type(0), r)
+        _no_zero_divisor(b)
+        return np.fmod(a, b) if op.int_prop("fmod") else np.mod(a, b)
     # Floats: C fmod (sign of the dividend) or Python's (sign of the divisor).
     return np.fmod(a, b) if op.int_prop("fmod") else np.mod(a, b)
 
