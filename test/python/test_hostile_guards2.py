@@ -169,3 +169,37 @@ def test_float_div_by_zero_is_not_an_error(tmp_path: Path) -> None:
     feeds = {"a": np.array([1, -1, 0, 2], np.float32), "b": np.array([0, 0, 0, 4], np.float32)}
     np.testing.assert_array_equal(lib.run(feeds)["y"], onnxruntime_outputs(model, feeds)["y"])
     lib.close()
+
+
+# ---- import-time folds with constant indices --------------------------------------------
+
+
+def _const_model(op: str, inits: dict[str, np.ndarray], **attrs: object) -> onnx.ModelProto:
+    g = helper.make_graph(
+        [helper.make_node(op, list(inits), ["y"], name="n1", **attrs)], "fold",
+        [helper.make_tensor_value_info("unused", I64, [1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        initializer=[numpy_helper.from_array(v, k) for k, v in inits.items()],
+    )  # fmt: skip
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m
+
+
+DATA = np.arange(12, dtype=np.float32).reshape(3, 4) / 4
+
+
+@pytest.mark.parametrize(("op", "idx", "bad", "at"), [
+    ("Gather", np.array([0, 5]), 5, "[1]"),
+    ("Gather", np.array([-4, 1]), -4, "[0]"),
+    ("GatherElements", np.array([[0, 9, 0, 0]]), 9, "[0, 1]"),
+    # -5 on a dim of 3 wrapped once (ONNX) is -2, which numpy used to wrap again silently
+    ("GatherElements", np.array([[0, -5, 0, 0]]), -5, "[0, 1]"),
+])  # fmt: skip
+def test_constant_fold_index_out_of_range_names_index_and_range(op: str, idx: np.ndarray,
+                                                                bad: int, at: str) -> None:  # fmt: skip
+    model = _const_model(op, {"d": DATA, "i": idx}, axis=0)
+    with pytest.raises(AutofusionError) as ei:
+        import_model(model)
+    assert_clean_api_error(ei, "node 'n1'", f"({op})", f"index {bad} ", at, "[-3, 2]",
+                           "axis 0 of data [3, 4]")  # fmt: skip
