@@ -53,6 +53,18 @@ def _folded(x: np.ndarray, like: np.ndarray) -> np.ndarray:
     return x if x.dtype == np.bool_ else x.astype(like.dtype)
 
 
+def check_int_divisor(ctx: NodeCtx, b: Value) -> None:
+    """A constant integer divisor holding a zero is refused at import time, naming the node
+    and the element: every run would fail (onnxruntime refuses it at run time too) and
+    folding it would divide by zero."""
+    if not isinstance(b, Const) or not np.issubdtype(b.array.dtype, np.integer):
+        return
+    zeros = np.argwhere(b.array == 0)
+    if len(zeros):
+        at = f" at index {list(map(int, zeros[0]))}" if b.array.ndim else ""
+        raise ctx.error(f"integer division by zero: the constant divisor (input 1) is 0{at}")
+
+
 def _fold_unary(ctx: NodeCtx) -> list[np.ndarray]:
     x = ctx.const_input(0, "x")
     assert x is not None
@@ -63,6 +75,8 @@ def _fold_unary(ctx: NodeCtx) -> list[np.ndarray]:
 def _fold_binary(ctx: NodeCtx) -> list[np.ndarray]:
     a, b = ctx.const_input(0, "A"), ctx.const_input(1, "B")
     assert a is not None and b is not None
+    if ctx.node.op_type == "Div":
+        check_int_divisor(ctx, ctx.input(1))
     with np.errstate(all="ignore"):
         return [_folded(interp.BINARY[BINARY_OPS[ctx.node.op_type]](a, b), a)]
 
@@ -79,6 +93,7 @@ def _fold_pow(ctx: NodeCtx) -> list[np.ndarray]:
 def _fold_mod(ctx: NodeCtx) -> list[np.ndarray]:
     a, b = ctx.const_input(0, "A"), ctx.const_input(1, "B")
     assert a is not None and b is not None
+    check_int_divisor(ctx, ctx.input(1))
     with np.errstate(all="ignore"):
         return [_folded(interp.mod(a, b, bool(ctx.attr("fmod", 0))), a)]
 
@@ -198,6 +213,8 @@ BINARY_OPS: dict[str, type] = {
 
 
 def _binary(ctx: NodeCtx) -> list[Value]:
+    if ctx.node.op_type == "Div":
+        check_int_divisor(ctx, ctx.input(1))
     return [emit_binary(ctx, BINARY_OPS[ctx.node.op_type], ctx.input(0), ctx.input(1))]
 
 
@@ -219,6 +236,7 @@ def _mod(ctx: NodeCtx) -> list[Value]:
     fmod = int(ctx.attr("fmod", 0))
     if not fmod and dtypes.is_float(ctx.elem(0)):
         raise ctx.error("fmod=0 is only defined for integer tensors")
+    check_int_divisor(ctx, ctx.input(1))
     return [emit_binary(ctx, nn.ModOp, ctx.input(0), ctx.input(1), fmod=int_attr(fmod))]
 
 

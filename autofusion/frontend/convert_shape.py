@@ -516,6 +516,18 @@ def _check_indices(ctx: NodeCtx, idx: Value) -> None:
         raise ctx.error(f"indices must be integers, got {value_elem(idx)}")
 
 
+def _check_const_indices(ctx: NodeCtx, i: np.ndarray, axis: int, ds: tuple[int, ...]) -> None:
+    """Constant indices into axis ``axis`` of data ``ds`` must lie in ``[-dim, dim-1]`` (ONNX):
+    the first one outside is refused naming it and the range (numpy would raise IndexError,
+    or silently wrap a second time after the ONNX wrap)."""
+    n = ds[axis]
+    bad = np.argwhere((i >= n) | (i < -n))
+    if len(bad):
+        k = int(i[tuple(bad[0])])
+        raise ctx.error(f"index {k} (at {list(map(int, bad[0]))} of the indices) is out of range "
+                        f"[{-n}, {n - 1}] for axis {axis} of data {list(ds)}")  # fmt: skip
+
+
 def value_np_bool(v: Value) -> bool:
     return dtypes.to_numpy_dtype(value_elem(v)) == np.bool_
 
@@ -528,8 +540,7 @@ def _gather(ctx: NodeCtx) -> list[Value]:
     axis = norm_axis(ctx, int(ctx.attr("axis", 0)), len(ds))
     if isinstance(data, Const) and isinstance(idx, Const):
         i = idx.array.astype(np.int64)
-        if i.size and (i.max() >= ds[axis] or i.min() < -ds[axis]):
-            raise ctx.error(f"index out of range for dimension {ds[axis]}")
+        _check_const_indices(ctx, i, axis, ds)
         return [ctx.const(np.take(data.array, i, axis=axis))]
     out = (*ds[:axis], *value_shape(idx), *ds[axis + 1:])
     return [ctx.emit1(nn.GatherOp, [data, idx], out, value_elem(data),
@@ -546,6 +557,7 @@ def _gather_elements(ctx: NodeCtx) -> list[Value]:
         raise ctx.error("data and indices ranks differ")
     if isinstance(data, Const) and isinstance(idx, Const):
         i = idx.array.astype(np.int64)
+        _check_const_indices(ctx, i, axis, ds)
         i = np.where(i < 0, i + ds[axis], i)
         return [ctx.const(np.take_along_axis(data.array, i, axis=axis))]
     return [ctx.emit1(nn.GatherElementsOp, [data, idx], value_shape(idx), value_elem(data),

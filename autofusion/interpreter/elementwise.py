@@ -197,13 +197,20 @@ def cast(x: np.ndarray, target: np.dtype) -> np.ndarray:
 
 
 def _int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Integer division truncating toward zero (C semantics); x / 0 gives 0."""
-    safe = np.where(b == 0, b.dtype.type(1), b)
-    q = np.floor_divide(a, safe)
-    r = a - q * safe
-    fix = (r != 0) & ((a < 0) != (safe < 0))
-    q = q + fix.astype(q.dtype)
-    return np.where(b == 0, q.dtype.type(0), q)
+    """Integer division truncating toward zero (C semantics). A zero divisor is an error, as
+    in the C backend and onnxruntime; MIN / -1 wraps to MIN (onnxruntime's int32 result)."""
+    _no_zero_divisor(b)
+    with np.errstate(over="ignore"):
+        q = np.floor_divide(a, b)
+        r = a - q * b
+    fix = (r != 0) & ((a < 0) != (b < 0))
+    return q + fix.astype(q.dtype)
+
+
+def _no_zero_divisor(b: np.ndarray) -> None:
+    if b.dtype.kind in "iu" and np.any(b == 0):
+        where = list(map(int, np.argwhere(b == 0)[0])) if b.ndim else []
+        raise ValueError(f"integer division by zero (divisor element {where})")
 
 
 def _div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -257,12 +264,14 @@ def _binary(op: Operation, args: Arrays) -> np.ndarray:
 
 
 def mod(a: np.ndarray, b: np.ndarray, fmod: bool) -> np.ndarray:
-    """Remainder: integers give 0 for ``x % 0``; floats use C fmod (sign of the dividend)
-    when ``fmod``, else Python's (sign of the divisor)."""
+    """Remainder: an integer zero divisor is an error (as in the C backend and onnxruntime);
+    ``MIN % -1`` is 0; floats use C fmod (sign of the dividend) when ``fmod``, else Python's
+    (sign of the divisor)."""
     if a.dtype.kind in "iu":
-        safe = np.where(b == 0, b.dtype.type(1), b)
+        _no_zero_divisor(b)
+        safe = np.where(b == -1, b.dtype.type(1), b) if b.dtype.kind == "i" else b
         r = np.fmod(a, safe) if fmod else np.mod(a, safe)
-        return np.where(b == 0, a.dtype.type(0), r)
+        return np.where(b == -1, a.dtype.type(0), r) if b.dtype.kind == "i" else r
     return np.fmod(a, b) if fmod else np.mod(a, b)
 
 

@@ -51,6 +51,7 @@ class KernelTime:
 # af_run's return codes (model.h, afrt_model_api.md)
 AF_ERR_ARGUMENT = 1
 AF_ERR_INDEX = 2
+AF_ERR_DIVZERO = 3
 
 
 def _dtype_name(dt: np.dtype) -> str:
@@ -276,9 +277,10 @@ class ModelLibrary:
             rc = self._lib.af_run(self._model, in_ptrs, out_ptrs)
         if rc != 0:
             err = (self._lib.af_last_error() or b"").decode("utf-8", errors="replace")
-            if rc == AF_ERR_INDEX:
+            if rc in (AF_ERR_INDEX, AF_ERR_DIVZERO):
                 # bad data in the feeds, not a broken library: the message names the ONNX
-                # node, the index and the valid range; the model stays usable
+                # node and the index and valid range (or the zero divisor); the model stays
+                # usable
                 raise AutofusionError(f"run: {err}")
             raise AutofusionError(f"{self.path}: af_run failed ({rc}): {err or 'unknown error'}")
         return {s.name: o for s, o in zip(self.outputs, outs)}

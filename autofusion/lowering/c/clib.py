@@ -15,6 +15,12 @@
   ``k < 0`` wraps to ``k + N`` (ONNX), anything outside ``[-N, N-1]`` records a fault for
   ``site`` (the model's run then fails naming it) and yields 0, so the access stays in
   bounds. C: ``const int64_t v = af_guard_(k, N, site_id, af_f);``
+- ``clib.int_div %a, %b {rem = 0|1, site = "..."}``: integer ``a / b`` (``rem = 0``,
+  truncating) or ``a % b`` (``rem = 1``, C's sign of the dividend) that never traps: ``b == 0``
+  records a division fault for ``site`` (the run fails naming it) and yields 0; ``MIN / -1``
+  wraps to ``MIN`` and ``MIN % -1`` is 0 (onnxruntime's int32 results). C:
+  ``const T v = (T)af_sdiv_((int64_t)a, (int64_t)b, site_id, af_f);`` (``af_udiv_`` for
+  unsigned types, ``af_srem_`` / ``af_urem_`` for the remainder).
   (See :mod:`autofusion.lowering.c.lower_nn_to_loops` for its contract.)
 """
 
@@ -169,6 +175,38 @@ class GuardIndexOp(IRDLOperation):
             raise VerifyException("'clib.guard_index': dim must be >= 1")
 
 
+@irdl_op_definition
+class IntDivOp(IRDLOperation):
+    """Integer division or remainder whose bad operands fault the run instead of trapping.
+
+    Not pure: a zero divisor records a fault that makes ``af_run`` fail (x86 would raise
+    SIGFPE and kill the host process). ``site`` names the ONNX node for the message."""
+
+    name = "clib.int_div"
+    lhs = operand_def(IntegerType)
+    rhs = operand_def(IntegerType)
+    rem = prop_def(IntegerAttr)
+    site = prop_def(StringAttr)
+    res = result_def(IntegerType)
+    assembly_format = (
+        "$lhs `,` $rhs `rem` $rem `site` $site attr-dict `:` type($lhs) `,` type($rhs) "
+        "`->` type($res)"
+    )
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue, rem: bool, site: str):
+        super().__init__(
+            operands=[lhs, rhs],
+            properties={"rem": IntegerAttr(int(rem), i64), "site": StringAttr(site)},
+            result_types=[lhs.type],
+        )
+
+    def verify_(self) -> None:
+        if self.lhs.type != self.rhs.type or self.res.type != self.lhs.type:
+            raise VerifyException("'clib.int_div': operand and result types must match")
+        if self.rem.value.data not in (0, 1):
+            raise VerifyException("'clib.int_div': rem must be 0 or 1")
+
+
 # Field order of afrt_conv_params / afrt_pool_params (afrt.h); ``params`` lists them in order.
 CONV_FIELDS = (
     "N",
@@ -292,6 +330,7 @@ class Pool2DOp(_LibOp):
 
 CLib = Dialect(
     "clib",
-    [CallOp, FuncRefOp, PackOp, UnpackOp, ViewOp, GuardIndexOp, Conv2DOp, MatmulOp, Pool2DOp],
+    [CallOp, FuncRefOp, PackOp, UnpackOp, ViewOp, GuardIndexOp, IntDivOp, Conv2DOp, MatmulOp,
+     Pool2DOp],
     [PtrType],
 )

@@ -37,6 +37,7 @@ int af_output_dtype(int i);
 #define AF_OK 0
 #define AF_ERR_ARGUMENT 1 /* a NULL model, inputs or outputs pointer */
 #define AF_ERR_INDEX 2    /* a run-time index (Gather indices, ...) out of range */
+#define AF_ERR_DIVZERO 3  /* an integer Div / Mod by zero in run-time data */
 
 af_model *af_create(const char *weights_path, int num_threads);
 const char *af_last_error(void);

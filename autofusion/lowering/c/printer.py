@@ -13,7 +13,8 @@ first), ``af_graph`` (the body of ``@main``), then the ``model.h`` API (afrt_mod
 Run-time index checks (``clib.guard_index``): kernels holding one (or calling one that does)
 take a last parameter ``af_fault *af_f``, the run's fault record; ``af_graph`` returns after
 a call that recorded a fault and ``af_run`` turns it into ``AF_ERR_INDEX`` and a message
-naming the site (``af_guard_sites``), the index and the valid range.
+naming the site (``af_guard_sites``), the index and the valid range. Integer Div / Mod
+(``clib.int_div``) use the same record: a zero divisor becomes ``AF_ERR_DIVZERO``.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from xdsl.dialects.builtin import (
     IntegerType,
     MemRefType,
     ModuleOp,
+    Signedness,
     StringAttr,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
@@ -253,7 +255,7 @@ class CPrinter:
             name = f.sym_name.data
             calls[name] = set()
             for op in f.walk():
-                if isinstance(op, clib.GuardIndexOp):
+                if isinstance(op, clib.GuardIndexOp | clib.IntDivOp):
                     self.faulting.add(name)
                 elif isinstance(op, func.CallOp):
                     calls[name].add(op.callee.string_value())
@@ -463,7 +465,8 @@ class CPrinter:
         self._run()
 
     def _run(self) -> None:
-        """``af_run``: runs the graph; a recorded index fault becomes ``AF_ERR_INDEX``."""
+        """``af_run``: runs the graph; a recorded index fault becomes ``AF_ERR_INDEX``, a zero
+        integer divisor ``AF_ERR_DIVZERO``."""
         w = self.lines
         w.append("int af_run(af_model *m, const void *const *inputs, void *const *outputs) {")
         w.append("  if (!m || !inputs || !outputs) {")
@@ -479,9 +482,16 @@ class CPrinter:
         sites = ", ".join(c_string(s) for s in self.guard_sites)
         n = len(self.guard_sites)
         w.append(f"  static const char *const af_guard_sites[{n}] = {{{sites}}};")
-        w.append("  af_fault f = {0, 0, 0, 0};")
+        w.append("  af_fault f = {0, 0, 0, 0, 0};")
         w.append("  af_graph(m, inputs, outputs, &f);")
         w.append("  if (!f.bad) return 0;")
+        w.append("  if (f.kind == AF_FAULT_DIVZERO) {")
+        w.append(
+            '    snprintf(af_error, sizeof af_error, "%s: integer division by zero",'
+            " af_guard_sites[f.site]);"
+        )
+        w.append("    return AF_ERR_DIVZERO;")
+        w.append("  }")
         w.append(
             '  snprintf(af_error, sizeof af_error, "%s: index %lld is out of range [%lld, %lld]",'
         )
@@ -631,9 +641,12 @@ af_model *af_create(const char *weights_path, int num_threads) {
 # once per run (the first thread to fail wins; threads of a parallel loop may race) and the
 # bad element reads index 0 meanwhile, so nothing leaves the buffer before af_run returns.
 _GUARD = r"""
+#define AF_FAULT_INDEX 0
+#define AF_FAULT_DIVZERO 1
 typedef struct af_fault {
   int bad; /* set once per run, atomically */
   int site;
+  int kind; /* AF_FAULT_INDEX: value outside [-dim, dim-1]; AF_FAULT_DIVZERO */
   int64_t value;
   int64_t dim;
 } af_fault;
@@ -643,9 +656,51 @@ __attribute__((cold, noinline)) static void af_fault_index_(af_fault *f, int sit
   int expected = 0;
   if (__atomic_compare_exchange_n(&f->bad, &expected, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
     f->site = site;
+    f->kind = AF_FAULT_INDEX;
     f->value = k;
     f->dim = n;
   }
+}
+
+__attribute__((cold, noinline)) static void af_fault_divzero_(af_fault *f, int site) {
+  int expected = 0;
+  if (__atomic_compare_exchange_n(&f->bad, &expected, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+    f->site = site;
+    f->kind = AF_FAULT_DIVZERO;
+  }
+}
+
+/* Integer a / b (truncating) and a % b (sign of a) that never trap (x86 raises SIGFPE for
+ * b == 0 and for MIN / -1): b == 0 is a fault and yields 0; MIN / -1 wraps to MIN and
+ * MIN % -1 is 0, as onnxruntime computes them for int32. Narrower types are widened by the
+ * caller and their results narrowed back (wrapping). */
+static inline int64_t af_sdiv_(int64_t a, int64_t b, int site, af_fault *f) {
+  if (__builtin_expect(b == 0, 0)) {
+    af_fault_divzero_(f, site);
+    return 0;
+  }
+  return b == -1 ? (int64_t)(UINT64_C(0) - (uint64_t)a) : a / b;
+}
+static inline int64_t af_srem_(int64_t a, int64_t b, int site, af_fault *f) {
+  if (__builtin_expect(b == 0, 0)) {
+    af_fault_divzero_(f, site);
+    return 0;
+  }
+  return b == -1 ? 0 : a % b;
+}
+static inline uint64_t af_udiv_(uint64_t a, uint64_t b, int site, af_fault *f) {
+  if (__builtin_expect(b == 0, 0)) {
+    af_fault_divzero_(f, site);
+    return 0;
+  }
+  return a / b;
+}
+static inline uint64_t af_urem_(uint64_t a, uint64_t b, int site, af_fault *f) {
+  if (__builtin_expect(b == 0, 0)) {
+    af_fault_divzero_(f, site);
+    return 0;
+  }
+  return a % b;
 }
 
 /* k as an index into a dim of n >= 1: negative wraps (ONNX); outside [-n, n-1] is a fault */
@@ -851,6 +906,21 @@ class _FuncPrinter:
                     d,
                     f"const int64_t {nm} = af_guard_((int64_t){r(op.value)}, "
                     f"INT64_C({op.dim.value.data}), {site}, af_f);",
+                )
+            case clib.IntDivOp():
+                sites = self.top.guard_sites
+                site = sites.setdefault(op.site.data, len(sites))
+                t = op.res.type
+                assert isinstance(t, IntegerType)
+                u = t.signedness.data == Signedness.UNSIGNED
+                fn = ("af_u" if u else "af_s") + ("rem_" if op.rem.value.data else "div_")
+                wide = "uint64_t" if u else "int64_t"
+                ct = ctype(t)
+                nm = self.bind(op.res)
+                self.emit(
+                    d,
+                    f"const {ct} {nm} = ({ct}){fn}(({wide}){r(op.lhs)}, ({wide}){r(op.rhs)}, "
+                    f"{site}, af_f);",
                 )
             case memref.AllocOp():
                 decl, _ = self._ptr_decl(op.memref, False)

@@ -16,6 +16,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.utils.exceptions import PassFailedException
 
 from autofusion.dialects import dtypes, nn
+from autofusion.lowering.c import clib
 from autofusion.lowering.c.builder import Emitter
 
 
@@ -39,6 +40,14 @@ def _unary_float(
     t = x.type
     _float_only(op, t)
     return f(e, x, t)
+
+
+def _site(op: Operation, onnx_type: str) -> str:
+    """``Div node 'd'``: how a run-time fault message names ``op`` (its ONNX node names)."""
+    origins = op.attributes.get("onnx.origins")
+    names = [o.data for o in origins.data] if origins is not None else []  # type: ignore
+    quoted = ", ".join(f"'{n}'" for n in names)
+    return f"{onnx_type} node {quoted}" if names else onnx_type
 
 
 def _fconst(e: Emitter, v: float, t: Attribute) -> SSAValue:
@@ -227,7 +236,9 @@ def emit_scalar(e: Emitter, op: Operation, args: list[SSAValue]) -> SSAValue:
         case nn.MulOp():
             return e.add(arith.MulfOp(x, y) if isf else arith.MuliOp(x, y))
         case nn.DivOp():
-            return e.add(arith.DivfOp(x, y) if isf else arith.DivSIOp(x, y))
+            if isf:
+                return e.add(arith.DivfOp(x, y))
+            return e.add(clib.IntDivOp(x, y, False, _site(op, "Div")))
         case nn.PowOp():
             if isf:
                 return e.add(math.PowFOp(x, y))
@@ -255,7 +266,7 @@ def emit_scalar(e: Emitter, op: Operation, args: list[SSAValue]) -> SSAValue:
                     )
                 )
                 return e.select(fix, e.add(arith.AddfOp(r, y)), r)
-            r = e.add(arith.RemSIOp(x, y))
+            r = e.add(clib.IntDivOp(x, y, True, _site(op, "Mod")))
             if op.int_prop("fmod") or unsigned:
                 return r
             zero = e.const(0, t)

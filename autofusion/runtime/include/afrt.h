@@ -972,6 +972,9 @@ static inline void afrt_conv_dw_channel_(const float *x, const float *w, float *
                 const __mmask16 mo = (__mmask16)(cnt == 16 ? 0xffffu : (1u << cnt) - 1u);
                 const __mmask16 mlo = (__mmask16)(need >= 16 ? 0xffffu : (1u << need) - 1u);
                 const __mmask16 mhi = (__mmask16)(need > 16 ? (1u << (need - 16)) - 1u : 0u);
+                /* the second half's address only when it has lanes (need > 16): b + 16 past
+                 * the end of the padded rows would be undefined pointer arithmetic */
+                const int64_t hi16 = need > 16 ? 16 : 0;
                 __m512 acc = _mm512_setzero_ps();
                 for (int64_t r = 0; r < R; ++r) {
                     const float *restrict xr = xr0 + r * dh * Wp + ow * sw;
@@ -980,7 +983,7 @@ static inline void afrt_conv_dw_channel_(const float *x, const float *w, float *
                         const __m512 v = sw == 1 ? _mm512_maskz_loadu_ps(mo, b)
                                                  : _mm512_permutex2var_ps(
                                                        _mm512_maskz_loadu_ps(mlo, b), even,
-                                                       _mm512_maskz_loadu_ps(mhi, b + 16));
+                                                       _mm512_maskz_loadu_ps(mhi, b + hi16));
                         acc = _mm512_fmadd_ps(_mm512_set1_ps(wk[r * S + s]), v, acc);
                     }
                 }
@@ -1016,13 +1019,26 @@ static inline void afrt_im2col_seg_(float *restrict o, const float *restrict xr,
             const int64_t hi = afrt_max_(lo, afrt_min_(span, W - base));
             const uint32_t in = (uint32_t)(((uint64_t)1 << hi) - ((uint64_t)1 << lo));
             const __mmask16 mout = (__mmask16)(((uint32_t)1 << m) - 1u);
+            if (lo > 0 || hi == 0) {
+                /* the step starts in the left padding or lies wholly in the right padding:
+                 * xr + base would point outside the row (undefined pointer arithmetic, and
+                 * before the buffer for the first row), so no vector address is formed */
+                for (int64_t u = 0; u < m; ++u) {
+                    const int64_t iw = base + u * sw;
+                    o[t + u] = (iw >= 0 && iw < W) ? xr[iw] : 0.0f;
+                }
+                continue;
+            }
+            /* base is inside the row here; the second half's address (src + 16) is formed
+             * only when it has lanes (hi > 16) */
             const float *src = xr + base;
             __m512 v;
             if (sw == 1) v = _mm512_maskz_loadu_ps((__mmask16)in, src);
             else
                 v = _mm512_permutex2var_ps(_mm512_maskz_loadu_ps((__mmask16)(in & 0xffffu), src),
                                            even,
-                                           _mm512_maskz_loadu_ps((__mmask16)(in >> 16), src + 16));
+                                           _mm512_maskz_loadu_ps((__mmask16)(in >> 16),
+                                                                 src + (hi > 16 ? 16 : 0)));
             _mm512_mask_storeu_ps(o + t, mout, v);
         }
         return;
