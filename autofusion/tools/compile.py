@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import shutil
 import sys
 from collections.abc import Sequence
@@ -47,8 +48,8 @@ def positive_float(text: str) -> float:
         v = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not v > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    if not (math.isfinite(v) and v > 0):
+        raise argparse.ArgumentTypeError(f"expected a finite positive number, got {text!r}")
     return v
 
 
@@ -110,7 +111,8 @@ def _run(argv: Sequence[str] | None) -> None:
     plot_staged = staged / "memory_plot.svg"
     try:
         hook = _memory_plot(plot_staged) if args.memory_plot else None
-        report = build_model_dir(proto, staged, opts, args.model, say, after_passes=hook)
+        report = build_model_dir(proto, staged, opts, args.model, say, after_passes=hook,
+                                 default_threads=args.threads)  # fmt: skip
         report["threads"] = args.threads
         (staged / "report.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
         # user-named side files are staged too, and land only if everything succeeded

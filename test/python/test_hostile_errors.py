@@ -1,0 +1,161 @@
+"""Unclear errors made clear (reliability issue 10, items 7, 8, 9, 12, 13b/c): every bad input
+here ends in one ``error:`` line / one-line ``AutofusionError``, exit 1, nothing written; and
+the silently-ignored options (config ``memory_limit_mb``, ``--threads``) now take effect."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+import autofusion
+from autofusion.errors import AutofusionError
+from hostile import (
+    assert_clean_api_error,
+    assert_clean_cli_error,
+    assert_nothing_written,
+    run_tool,
+)
+
+# ---- small models ----------------------------------------------------------------------
+
+
+def _model(nodes: list[onnx.NodeProto], inputs: list[onnx.ValueInfoProto],
+           outputs: list[onnx.ValueInfoProto],
+           inits: list[onnx.TensorProto] | None = None) -> onnx.ModelProto:  # fmt: skip
+    g = helper.make_graph(nodes, "g", inputs, outputs, initializer=inits or [])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def _vi(name: str, shape: list[int]) -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+
+def _relu_model() -> onnx.ModelProto:
+    return _model([helper.make_node("Relu", ["x"], ["y"], name="r")], [_vi("x", [2, 4])],
+                  [_vi("y", [2, 4])])  # fmt: skip
+
+
+@pytest.fixture
+def relu_path(tmp_path: Path) -> Path:
+    p = tmp_path / "relu.onnx"
+    onnx.save(_relu_model(), p)
+    return p
+
+
+# ---- item 12: config memory_limit_mb tiles; numeric config values validated -------------
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -5, 0, True, "64"])
+def test_config_memory_limit_rejects_non_finite_and_non_numbers(value: object) -> None:
+    from autofusion.policy.config import config_from_dict
+
+    with pytest.raises(AutofusionError) as ei:
+        config_from_dict({"memory_limit_mb": value}, "cfg.json")
+    assert_clean_api_error(ei, "cfg.json", "'memory_limit_mb'")
+
+
+@pytest.mark.parametrize("text", ["memory_limit_mb: .nan\n", "memory_limit_mb: .inf\n",
+                                  "memory_limit_mb: yes\n", "aggressiveness: true\n",
+                                  "aggressiveness: 1.0\n"])  # fmt: skip
+def test_yaml_config_numbers_validated(tmp_path: Path, text: str) -> None:
+    from autofusion.policy.config import load_config
+
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text(text)
+    with pytest.raises(AutofusionError) as ei:
+        load_config(cfg)
+    assert_clean_api_error(ei, str(cfg))
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), True])
+def test_api_memory_limit_rejects_non_finite(value: object) -> None:
+    with pytest.raises(AutofusionError) as ei:
+        autofusion.compile(_relu_model(), memory_limit_mb=value)  # type: ignore[arg-type]
+    assert_clean_api_error(ei, "memory_limit_mb")
+    with pytest.raises(AutofusionError) as ei:
+        autofusion.set_memory_limit(value)  # type: ignore[arg-type]
+    assert_clean_api_error(ei, "set_memory_limit")
+
+
+def test_config_memory_limit_tiles_exactly_like_the_option(tmp_path: Path) -> None:
+    from autofusion.api import open_model, prepare_module
+    from autofusion.passes.tile_fusion import MIB
+    from autofusion.pipeline import PipelineOptions
+
+    _, untiled = prepare_module(open_model("zoo:tiny_cnn"), PipelineOptions())
+    limit = untiled["arena_bytes"] / 2 / MIB
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(json.dumps({"memory_limit_mb": limit}))
+    _, by_opt = prepare_module(open_model("zoo:tiny_cnn"), PipelineOptions(memory_limit_mb=limit))
+    _, by_cfg = prepare_module(open_model("zoo:tiny_cnn"), PipelineOptions(config=str(cfg)))
+    assert by_cfg["arena_bytes"] == by_opt["arena_bytes"] <= limit * MIB
+    assert by_cfg["arena_bytes"] < untiled["arena_bytes"]
+    assert f"tile-fusion{{memory_limit_mb={limit}}}" in by_cfg["pipeline"]
+
+
+def test_memory_limit_precedence_option_over_config_over_default(tmp_path: Path) -> None:
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(json.dumps({"memory_limit_mb": 300}))
+    autofusion.set_memory_limit(200)
+    try:
+        by_cfg = autofusion.compile(_relu_model(), config=cfg, threads=1)
+        by_opt = autofusion.compile(_relu_model(), config=cfg, threads=1, memory_limit_mb=100)
+        by_default = autofusion.compile(_relu_model(), threads=1)
+    finally:
+        autofusion.set_memory_limit(None)
+    assert "memory_limit_mb=300" in by_cfg.report["pipeline"]
+    assert "memory_limit_mb=100" in by_opt.report["pipeline"]
+    assert "memory_limit_mb=200" in by_default.report["pipeline"]
+    x = np.linspace(-2, 2, 8, dtype=np.float32).reshape(2, 4)
+    np.testing.assert_array_equal(by_cfg.run({"x": x})["y"], np.maximum(x, 0))
+
+
+def test_compile_cli_config_memory_limit_tiles(tmp_path: Path, relu_path: Path) -> None:
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(json.dumps({"memory_limit_mb": 64}))
+    out = tmp_path / "out"
+    proc = run_tool("compile", [str(relu_path), "-o", str(out), "--config", str(cfg)])
+    assert proc.returncode == 0, proc.stderr.decode()
+    report = json.loads((out / "report.json").read_text())
+    assert "tile-fusion{memory_limit_mb=64" in report["pipeline"]
+
+
+# ---- item 12: --threads N is baked into the build --------------------------------------
+
+
+def _threads_of_build(out: Path) -> tuple[int, int]:
+    """(af_default_threads(), af_num_threads() after af_create(path, 0)) of a build."""
+    lib = ctypes.CDLL(str(out / "libmodel.so"))
+    lib.af_create.restype = ctypes.c_void_p
+    lib.af_create.argtypes = [ctypes.c_char_p, ctypes.c_int]
+    lib.af_destroy.argtypes = [ctypes.c_void_p]
+    baked = lib.af_default_threads()
+    m = lib.af_create(str(out / "weights.bin").encode(), 0)
+    assert m, "af_create failed"
+    used = lib.af_num_threads()
+    lib.af_destroy(m)
+    return baked, used
+
+
+def test_compile_threads_is_baked_into_the_library(tmp_path: Path, relu_path: Path) -> None:
+    import os
+
+    out = tmp_path / "out1"
+    proc = run_tool("compile", [str(relu_path), "-o", str(out), "--threads", "1"])
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert _threads_of_build(out) == (1, 1)
+    out3 = tmp_path / "out3"
+    proc = run_tool("compile", [str(relu_path), "-o", str(out3), "--threads", "3"])
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert _threads_of_build(out3) == (3, 3)
+    plain = tmp_path / "plain"
+    proc = run_tool("compile", [str(relu_path), "-o", str(plain)])
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert _threads_of_build(plain) == (0, os.cpu_count())
