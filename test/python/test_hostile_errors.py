@@ -159,3 +159,99 @@ def test_compile_threads_is_baked_into_the_library(tmp_path: Path, relu_path: Pa
     proc = run_tool("compile", [str(relu_path), "-o", str(plain)])
     assert proc.returncode == 0, proc.stderr.decode()
     assert _threads_of_build(plain) == (0, os.cpu_count())
+
+
+# ---- item 9: attribute kinds are checked where converters read them; names defined once --
+
+
+def _w() -> onnx.TensorProto:
+    return onnx.numpy_helper.from_array(np.ones((2, 1, 3, 3), np.float32), "w")
+
+
+def _conv(**attrs: object) -> onnx.ModelProto:
+    node = helper.make_node("Conv", ["x", "w"], ["y"], name="c", **attrs)
+    return _model([node], [_vi("x", [1, 1, 5, 5])], [_vi("y", [1, 2, 3, 3])], [_w()])
+
+
+def _unary(op: str, **attrs: object) -> onnx.ModelProto:
+    node = helper.make_node(op, ["x"], ["y"], name="n", **attrs)
+    return _model([node], [_vi("x", [2, 4])], [_vi("y", [2, 4])])
+
+
+@pytest.mark.parametrize(
+    ("model", "needles"),
+    [
+        (_conv(strides="11"), ["node 'c' (Conv)", "'strides'", "INTS", "got STRING"]),
+        (_conv(kernel_shape=[3.0, 3.0]), ["'kernel_shape'", "INTS", "got FLOATS"]),
+        (_conv(group=1.0), ["'group'", "must be INT", "got FLOAT"]),
+        (_unary("Softmax", axis=1.0), ["node 'n' (Softmax)", "'axis'", "INT", "got FLOAT"]),
+        (_unary("LeakyRelu", alpha=1), ["(LeakyRelu)", "'alpha'", "FLOAT", "got INT"]),
+        (_unary("Elu", alpha="x"), ["(Elu)", "'alpha'", "FLOAT", "got STRING"]),
+    ],
+)
+def test_attribute_of_the_wrong_kind(tmp_path: Path, model: onnx.ModelProto,
+                                     needles: list[str]) -> None:  # fmt: skip
+    path = tmp_path / "bad.onnx"
+    onnx.save(model, path)
+    with pytest.raises(AutofusionError) as ei:
+        autofusion.compile(path)
+    assert_clean_api_error(ei, str(path), *needles)
+    out = tmp_path / "out"
+    proc = run_tool("compile", [str(path), "-o", str(out)])
+    assert_clean_cli_error(proc, "bad.onnx", *needles)
+    assert_nothing_written(out)
+
+
+def test_attribute_check_keeps_well_typed_models_working() -> None:
+    from autofusion.frontend.onnx_import import import_onnx
+
+    model = _conv(strides=[1, 1], kernel_shape=[3, 3], group=1)
+    assert "nn.conv" in str(import_onnx(model))
+
+
+def _add(a: str, b: str, out: str, name: str) -> onnx.NodeProto:
+    return helper.make_node("Add", [a, b], [out], name=name)
+
+
+def _init(name: str, value: float) -> onnx.TensorProto:
+    return onnx.numpy_helper.from_array(np.full([2, 4], value, np.float32), name)
+
+
+@pytest.mark.parametrize(
+    ("model", "needles"),
+    [
+        (_model([_add("x", "x", "y", "a")], [_vi("x", [2, 4]), _vi("x", [2, 4])],
+                [_vi("y", [2, 4])]), ["graph input 'x' is defined more than once"]),
+        (_model([_add("x", "x", "y", "a")], [_vi("x", [2, 4])],
+                [_vi("y", [2, 4]), _vi("y", [2, 4])]),
+         ["graph output 'y' is defined more than once"]),
+        (_model([_add("x", "w", "y", "a")], [_vi("x", [2, 4])], [_vi("y", [2, 4])],
+                [_init("w", 1.0), _init("w", 2.0)]), ["initializer 'w' is defined more than once"]),
+        (_model([_add("x", "x", "t", "a"), _add("x", "x", "t", "b")], [_vi("x", [2, 4])],
+                [_vi("t", [2, 4])]), ["node 'b' (Add) output 't' is already produced by node 'a'"]),
+        (_model([_add("x", "x", "w", "a")], [_vi("x", [2, 4])], [_vi("w", [2, 4])],
+                [_init("w", 1.0)]), ["node 'a' (Add) output 'w'", "by an initializer"]),
+        (_model([_add("x", "x", "x", "a")], [_vi("x", [2, 4])], [_vi("x", [2, 4])]),
+         ["node 'a' (Add) output 'x'", "by a graph input"]),
+    ],
+    ids=["inputs", "outputs", "initializers", "node-twice", "node-over-init", "node-over-input"],
+)
+def test_names_defined_twice(tmp_path: Path, model: onnx.ModelProto, needles: list[str]) -> None:
+    from autofusion.frontend.onnx_import import import_onnx
+
+    path = tmp_path / "dup.onnx"
+    onnx.save(model, path)
+    with pytest.raises(AutofusionError) as ei:
+        import_onnx(path)
+    assert_clean_api_error(ei, str(path), *needles)
+    proc = run_tool("opt", [str(path)])
+    assert_clean_cli_error(proc, *needles)
+
+
+def test_initializer_that_is_also_an_input_stays_a_constant() -> None:
+    """IR >= 4: an initializer may also be listed as a graph input (a default value)."""
+    model = _model([_add("x", "w", "y", "a")], [_vi("x", [2, 4]), _vi("w", [2, 4])],
+                   [_vi("y", [2, 4])], [_init("w", 1.5)])  # fmt: skip
+    m = autofusion.compile(model, threads=1)
+    x = np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4)
+    np.testing.assert_allclose(m.run({"x": x})["y"], x + 1.5, rtol=1e-6)
