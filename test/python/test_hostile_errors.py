@@ -255,3 +255,102 @@ def test_initializer_that_is_also_an_input_stays_a_constant() -> None:
     m = autofusion.compile(model, threads=1)
     x = np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4)
     np.testing.assert_allclose(m.run({"x": x})["y"], x + 1.5, rtol=1e-6)
+
+
+# ---- item 8: a user policy that fails is named, with its method and the nodes ------------
+
+POLICIES = '''
+from autofusion.policy import BasePolicy
+
+
+class Raises(BasePolicy):
+    def should_fuse(self, producer, consumer):
+        raise ValueError("threshold table\\nis empty")
+
+
+class BadInit(BasePolicy):
+    def __init__(self, **options):
+        raise RuntimeError("no licence file")
+
+
+class ReturnsNone(BasePolicy):
+    def should_fuse(self, producer, consumer):
+        pass
+
+
+class BadDescribe(BasePolicy):
+    def should_fuse(self, producer, consumer):
+        return True
+
+    def describe(self):
+        raise KeyError("name")
+
+
+class NotAPolicy:
+    pass
+'''
+
+
+@pytest.fixture
+def policy_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    d = tmp_path / "pol"
+    d.mkdir()
+    (d / "hostile_policies.py").write_text(POLICIES)
+    (d / "broken_policy_mod.py").write_text("raise OSError('cannot open policy table')\n")
+    monkeypatch.syspath_prepend(str(d))
+    monkeypatch.setenv("PYTHONPATH", str(d))
+    return d
+
+
+def _two_op_model() -> onnx.ModelProto:
+    """x -> Relu (r) -> Sigmoid (s): one elementwise fusion for the policy to judge."""
+    nodes = [helper.make_node("Relu", ["x"], ["t"], name="r"),
+             helper.make_node("Sigmoid", ["t"], ["y"], name="s")]  # fmt: skip
+    return _model(nodes, [_vi("x", [2, 4])], [_vi("y", [2, 4])])
+
+
+@pytest.mark.parametrize(
+    ("spec", "needles"),
+    [
+        ("hostile_policies:Raises",
+         ["hostile_policies.Raises", "'hostile_policies:Raises'", "should_fuse(producer 'r' "
+          "(Relu), consumer 's' (Sigmoid))", "ValueError: threshold table is empty"]),
+        ("hostile_policies:ReturnsNone",
+         ["hostile_policies.ReturnsNone", "should_fuse(", "returned None", "True or False"]),
+        ("hostile_policies:BadDescribe",
+         ["hostile_policies.BadDescribe", "describe()", "KeyError"]),
+        ("hostile_policies:BadInit",
+         ["'hostile_policies:BadInit'", "BadInit.__init__()", "RuntimeError: no licence file"]),
+        ("hostile_policies:NotAPolicy", ["NotAPolicy is not an autofusion.BasePolicy subclass"]),
+        ("hostile_policies:Missing", ["module 'hostile_policies' has no 'Missing'"]),
+        ("no_such_policy_module:P", ["cannot import module 'no_such_policy_module'"]),
+        ("broken_policy_mod:P",
+         ["importing module 'broken_policy_mod' raised OSError: cannot open policy table"]),
+        ("hostile_policies:", ["expected 'module:Class' or '@token'"]),
+        (":Raises", ["expected 'module:Class' or '@token'"]),
+    ],
+)
+def test_failing_user_policy_is_a_clear_error(policy_dir: Path, tmp_path: Path, spec: str,
+                                              needles: list[str]) -> None:  # fmt: skip
+    with pytest.raises(AutofusionError) as ei:
+        autofusion.compile(_two_op_model(), policy=spec)
+    assert_clean_api_error(ei, *needles)
+    path = tmp_path / "m.onnx"
+    onnx.save(_two_op_model(), path)
+    out = tmp_path / "out"
+    proc = run_tool("compile", [str(path), "-o", str(out), "--policy", spec])
+    assert_clean_cli_error(proc, *needles)
+    assert_nothing_written(out)
+
+
+def test_failing_policy_from_config_options(policy_dir: Path, tmp_path: Path) -> None:
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(json.dumps({"policy": "hostile_policies:BadInit",
+                               "policy_options": {"threshold": 3}}))  # fmt: skip
+    with pytest.raises(AutofusionError) as ei:
+        autofusion.compile(_two_op_model(), config=cfg)
+    assert_clean_api_error(ei, "BadInit.__init__(threshold=3)", "no licence file")
+    path = tmp_path / "m.onnx"
+    onnx.save(_two_op_model(), path)
+    proc = run_tool("bench", [str(path), "--config", str(cfg), "--runs", "1"])
+    assert_clean_cli_error(proc, "BadInit.__init__(threshold=3)")
