@@ -99,7 +99,11 @@ def _instantiate(cls: type[ModulePass], values: dict[str, object]) -> ModulePass
         elif "int" in ftype and "float" not in ftype and isinstance(value, float):
             value = int(value)
         kwargs[name] = value
-    return cls(**kwargs)
+    from autofusion.passes.options import check_pass_options
+
+    instance = cls(**kwargs)
+    check_pass_options(instance)
+    return instance
 
 
 def _registered() -> dict[str, Callable[[], type[ModulePass]]]:

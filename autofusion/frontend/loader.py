@@ -153,11 +153,39 @@ def _first_duplicate(names: Sequence[str]) -> str | None:
     return None
 
 
+def _check_text(graph: onnx.GraphProto, filename: str) -> None:
+    """Every name the importer reads is text. protobuf hands back ``bytes`` for a string
+    field that is not valid UTF-8 (onnxruntime rejects such a model)."""
+
+    def bad(value: object, what: str) -> None:
+        if not isinstance(value, str):
+            raise AutofusionError(f"{filename}: {what} {value!r} is not valid UTF-8")
+
+    for kind, vis in (("graph input", graph.input), ("graph output", graph.output),
+                      ("value_info", graph.value_info)):  # fmt: skip
+        for vi in vis:
+            bad(vi.name, f"{kind} name")
+    for t in graph.initializer:
+        bad(t.name, "initializer name")
+    for sp in graph.sparse_initializer:
+        bad(sp.values.name, "sparse initializer name")
+    for i, n in enumerate(graph.node):
+        bad(n.name, f"node #{i} name")
+        where = f"node #{i}" + (f" '{n.name}'" if n.name else "")
+        bad(n.op_type, f"{where} op type")
+        bad(n.domain, f"{where} domain")
+        for name in (*n.input, *n.output):
+            bad(name, f"{where} tensor name")
+        for a in n.attribute:
+            bad(a.name, f"{where} attribute name")
+
+
 def check_names(graph: onnx.GraphProto, filename: str) -> None:
     """Each value has one definition: graph inputs, graph outputs and initializers are each
     listed once (onnxruntime rejects a repeated input; a repeated output or initializer
     would make one of them silently win). An initializer may share its name with a graph
     input (IR >= 4: an input with a default); it is then a constant here."""
+    _check_text(graph, filename)
     groups = (
         ("graph input", [vi.name for vi in graph.input]),
         ("graph output", [vi.name for vi in graph.output]),

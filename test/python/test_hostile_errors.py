@@ -354,3 +354,178 @@ def test_failing_policy_from_config_options(policy_dir: Path, tmp_path: Path) ->
     onnx.save(_two_op_model(), path)
     proc = run_tool("bench", [str(path), "--config", str(cfg), "--runs", "1"])
     assert_clean_cli_error(proc, "BadInit.__init__(threshold=3)")
+
+
+# ---- items 7, 13b/c: autofusion-opt input, pipeline and pass-option errors ---------------
+
+
+@pytest.fixture
+def files(tmp_path: Path, relu_path: Path) -> dict[str, Path]:
+    (tmp_path / "bad.mlir").write_bytes(b"\xff\xfe builtin.module {}")
+    (tmp_path / "empty.mlir").write_text("")
+    (tmp_path / "text.onnx").write_text("this is not a protobuf\n")
+    (tmp_path / "a_dir").mkdir()
+    (tmp_path / "a_file").write_text("x")
+    data = relu_path.read_bytes()
+    assert data.count(b"\x1a\x01r") == 1  # NodeProto.name = "r"
+    (tmp_path / "badname.onnx").write_bytes(data.replace(b"\x1a\x01r", b"\x1a\x01\xff"))
+    (tmp_path / "badtensor.onnx").write_bytes(data.replace(b"\n\x01x", b"\n\x01\xfe"))
+    return {"relu": relu_path, **{p.stem if p.suffix else p.name: p
+                                  for p in tmp_path.iterdir() if p != relu_path}}  # fmt: skip
+
+
+OPT_CASES = [
+    (["-p", "fuse{", "{relu}"], ["-p 'fuse{'", "bad pass pipeline at column 6"]),
+    (["-p", "fuse{config=/x.json}", "{relu}"], ["bad pass pipeline", "quote string values"]),
+    (["-p", "nosuch", "{relu}"], ["unknown pass 'nosuch'"]),
+    (["-p", "fuze", "{relu}"], ["unknown pass 'fuze'", "did you mean fuse"]),
+    (["-p", "fuse{bogus=1}", "{relu}"], ["pass 'fuse' has no option 'bogus'", "window_size"]),
+    (["-p", "convert-nn-to-buffers{x=1}", "{relu}"], ["has no option 'x'", "no options"]),
+    (["-p", "lower-fusion-to-ascendc{cores=abc}", "{relu}"], ["option cores=abc", "int"]),
+    (["-p", "lower-nn-to-loops{fuse_epilogues=3}", "{relu}"], ["fuse_epilogues=3", "bool"]),
+    (["-p", "lower-fusion-to-ascendc{cores=0}", "{relu}"],
+     ["'lower-fusion-to-ascendc'", "cores=0", "integer >= 1"]),
+    (["-p", "lower-fusion-to-ascendc{max-tile=0}", "{relu}"], ["max_tile=0", ">= 8"]),
+    (["-p", "lower-fusion-to-ascendc{ub_bytes=-4}", "{relu}"], ["ub_bytes=-4"]),
+    (["-p", "fuse{aggressiveness=7}", "{relu}"], ["aggressiveness=7", "-1..3"]),
+    (["-p", "fuse{window_size=-1}", "{relu}"], ["window_size=-1", ">= 0"]),
+    (["-p", "fuse{hardware=tpu}", "{relu}"], ["hardware='tpu'", "'ascend910b'"]),
+    (["-p", "canonicalize-nn{fold_limit=-1}", "{relu}"], ["fold_limit=-1"]),
+    (["-p", "plan-buffers{alignment=3}", "{relu}"], ["alignment=3", "power of two"]),
+    (["-p", "tile-fusion{memory_limit_mb=-1}", "{relu}"], ["memory_limit_mb=-1"]),
+    (["-t", "unknown", "{relu}"], ["invalid choice: 'unknown'"]),
+    (["--no-such-flag", "{relu}"], ["unrecognized arguments: --no-such-flag"]),
+    (["{bad}"], ["bad.mlir: not UTF-8 text", "byte 0xff at offset 0"]),
+    (["{empty}"], ["empty.mlir: empty input"]),
+    (["{text}"], ["text.onnx: not a valid ONNX model"]),
+    (["{a_dir}"], ["a_dir: is a directory"]),
+    (["{a_file}"], ["a_file", "Unrecognized file extension"]),
+    (["{tmp}/missing.onnx"], ["missing.onnx: no such file"]),
+    (["-o", "{tmp}/no/such/dir/out.mlir", "{relu}"], ["-o", "does not exist"]),
+    (["-o", "{a_file}/out.mlir", "{relu}"], ["-o", "does not exist"]),
+    (["-o", "{a_dir}", "{relu}"], ["-o", "is a directory"]),
+    (["{badname}"], ["badname.onnx: node #0 name b'\\xff' is not valid UTF-8"]),
+    (["{badtensor}"], ["badtensor.onnx: graph input name b'\\xfe' is not valid UTF-8"]),
+]
+
+
+@pytest.mark.parametrize(("args", "needles"), OPT_CASES,
+                         ids=[" ".join(a)[:40] for a, _ in OPT_CASES])  # fmt: skip
+def test_opt_errors_are_one_clear_line(tmp_path: Path, files: dict[str, Path],
+                                       args: list[str], needles: list[str]) -> None:  # fmt: skip
+    subst = {k: str(v) for k, v in files.items()} | {"tmp": str(tmp_path)}
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    proc = run_tool("opt", [a.format(**subst) if a.startswith("{") or "{tmp}" in a else a
+                            for a in args])  # fmt: skip
+    assert_clean_cli_error(proc, *needles)
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before  # nothing written
+
+
+def test_opt_stdin_is_still_read(files: dict[str, Path]) -> None:
+    proc = run_tool("opt", [], stdin="builtin.module {}\n")
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert "builtin.module" in proc.stdout.decode()
+    assert_clean_cli_error(run_tool("opt", [], stdin=b"\xff"), "stdin: not UTF-8 text")
+
+
+def test_non_utf8_names_through_the_api(files: dict[str, Path]) -> None:
+    with pytest.raises(AutofusionError) as ei:
+        autofusion.compile(files["badname"])
+    assert_clean_api_error(ei, "badname.onnx", "not valid UTF-8")
+
+
+def test_every_numeric_pass_option_has_a_range() -> None:
+    """A new int/float pass option must say which values it accepts (passes/options.py)."""
+    import dataclasses
+
+    from autofusion.passes import get_all_passes
+    from autofusion.passes.options import RANGES
+
+    missing = []
+    for name, factory in get_all_passes().items():
+        cls = factory()
+        if not cls.__module__.startswith("autofusion") or not dataclasses.is_dataclass(cls):
+            continue
+        for f in dataclasses.fields(cls):
+            kind = str(f.type)
+            if ("int" in kind or "float" in kind) and f.name not in RANGES.get(name, {}):
+                missing.append(f"{name}.{f.name}")
+    assert not missing, missing
+    assert set(RANGES) <= set(get_all_passes())
+
+
+def test_pass_option_ranges_apply_to_the_python_pipeline() -> None:
+    from autofusion.passes.tile_fusion import TileFusion
+    from autofusion.pipeline import _instantiate
+
+    with pytest.raises(AutofusionError) as ei:
+        _instantiate(TileFusion, {"memory_limit_mb": math.nan})
+    assert_clean_api_error(ei, "'tile-fusion'", "memory_limit_mb=nan")
+
+
+# ---- the CLIs' own options and files ---------------------------------------------------
+
+COMPILE_CASES = [
+    (["{relu}", "--threads", "0"], ["--threads", "positive integer", "'0'"]),
+    (["{relu}", "--threads", "x"], ["--threads"]),
+    (["{relu}", "--memory-limit", "abc"], ["--memory-limit", "'abc'"]),
+    (["{relu}", "--memory-limit", "nan"], ["--memory-limit", "'nan'"]),
+    (["{relu}", "--memory-limit", "inf"], ["--memory-limit", "'inf'"]),
+    (["{relu}", "--memory-limit", "-5"], ["--memory-limit"]),
+    (["zoo:nope"], ["unknown zoo model 'nope'"]),
+    (["{text}"], ["text.onnx: not a valid ONNX model"]),
+    (["{tmp}/missing.onnx"], ["missing.onnx: no such file"]),
+    (["{a_dir}"], ["a_dir: is a directory"]),
+    (["{relu}", "--target", "gpu"], ["invalid choice: 'gpu'"]),
+    (["{relu}", "--policy", "nocolon"], ["policy 'nocolon'"]),
+    (["{relu}", "--config", "{tmp}/none.json"], ["none.json: no such config file"]),
+    (["{relu}", "--report", "{tmp}/no/dir/r.json"], ["--report", "does not exist"]),
+    (["{relu}", "--report", "{a_dir}"], ["--report", "is a directory"]),
+    (["{relu}", "--report", "{tmp}/out/r.json"], ["--report", "inside the output folder"]),
+    (["{relu}", "--memory-plot", "{a_file}/p.svg"], ["--memory-plot", "does not exist"]),
+]
+
+
+@pytest.mark.parametrize(("args", "needles"), COMPILE_CASES,
+                         ids=[" ".join(a)[:40] for a, _ in COMPILE_CASES])  # fmt: skip
+def test_compile_errors_are_one_clear_line(tmp_path: Path, files: dict[str, Path],
+                                           args: list[str], needles: list[str]) -> None:  # fmt: skip
+    subst = {k: str(v) for k, v in files.items()} | {"tmp": str(tmp_path)}
+    out = tmp_path / "out"
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    proc = run_tool("compile", [*(a.format(**subst) for a in args), "-o", str(out)])
+    assert_clean_cli_error(proc, *needles)
+    assert_nothing_written(out)
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before
+
+
+def test_compile_output_in_missing_or_file_parent(tmp_path: Path, files: dict[str, Path]) -> None:
+    for out, needle in ((tmp_path / "no" / "dir" / "out", "does not exist"),
+                        (files["a_file"] / "out", "does not exist"),
+                        (files["a_file"], "not a directory")):  # fmt: skip
+        proc = run_tool("compile", [str(files["relu"]), "-o", str(out)])
+        assert_clean_cli_error(proc, "-o" if needle == "does not exist" else "a_file", needle)
+    assert not (tmp_path / "no").exists()
+
+
+BENCH_CASES = [
+    (["{relu}", "--runs", "-1"], ["--runs", "'-1'"]),
+    (["{relu}", "--runs", "0"], ["--runs", "'0'"]),
+    (["{relu}", "--threads", "0"], ["--threads"]),
+    (["{relu}", "--memory-limit", "nan"], ["--memory-limit"]),
+    (["{relu}", "--profile", "-1"], ["--profile"]),
+    (["zoo:nope"], ["unknown zoo model 'nope'"]),
+    (["{text}"], ["text.onnx: not a valid ONNX model"]),
+    (["{tmp}/missing.onnx"], ["missing.onnx: no such file"]),
+    (["{a_dir}"], ["a_dir: is a directory"]),
+]
+
+
+@pytest.mark.parametrize(("args", "needles"), BENCH_CASES,
+                         ids=[" ".join(a)[:40] for a, _ in BENCH_CASES])  # fmt: skip
+def test_bench_errors_are_one_clear_line(tmp_path: Path, files: dict[str, Path],
+                                         args: list[str], needles: list[str]) -> None:  # fmt: skip
+    subst = {k: str(v) for k, v in files.items()} | {"tmp": str(tmp_path)}
+    proc = run_tool("bench", [a.format(**subst) for a in args])
+    assert_clean_cli_error(proc, *needles)
+    assert proc.stdout == b""
