@@ -94,7 +94,14 @@ def check_outputs(out: Path, side_files: Sequence[tuple[str, str | None]]) -> No
     """The output folder and every side file (flag, path or None) can be written."""
     if out.exists() and not out.is_dir():
         raise AutofusionError(f"{out}: exists and is not a directory")
-    _check_writable_parent("-o", out)
+    # -o's missing parent folders are created; the nearest existing one must be a folder
+    base = out.absolute().parent
+    while not base.exists() and base != base.parent:
+        base = base.parent
+    if not base.is_dir():
+        raise AutofusionError(f"-o {out}: {base} is not a directory")
+    if not os.access(base, os.W_OK | os.X_OK):
+        raise AutofusionError(f"-o {out}: directory {base} is not writable")
     for flag, name in side_files:
         if name is None:
             continue
