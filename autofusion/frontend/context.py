@@ -121,7 +121,7 @@ def schema_attr_kind(op_type: str, domain: str, opset: int, name: str) -> int | 
     """The attribute kind the ONNX schema of ``op_type`` (at ``opset``) declares for
     ``name``, or None when there is no schema or it does not declare the attribute."""
     try:
-        schema = onnx.defs.get_schema(op_type, opset, domain)
+        schema = onnx.defs.get_schema(op_type, opset, "" if domain == "ai.onnx" else domain)
     except onnx.defs.SchemaError:
         return None
     a = schema.attributes.get(name)

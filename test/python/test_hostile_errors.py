@@ -202,6 +202,18 @@ def test_attribute_of_the_wrong_kind(tmp_path: Path, model: onnx.ModelProto,
     assert_nothing_written(out)
 
 
+def test_attribute_kind_checked_for_the_ai_onnx_domain_spelling(tmp_path: Path) -> None:
+    from autofusion.frontend.onnx_import import import_onnx
+
+    # the schema says FLOAT; without it the converter's float default would also admit INT
+    node = helper.make_node("LeakyRelu", ["x"], ["y"], name="n", domain="ai.onnx", alpha=1)
+    model = _model([node], [_vi("x", [2, 4])], [_vi("y", [2, 4])])
+    model.opset_import[0].domain = "ai.onnx"
+    with pytest.raises(AutofusionError) as ei:
+        import_onnx(model)
+    assert_clean_api_error(ei, "'alpha' must be FLOAT", "got INT")
+
+
 def test_attribute_check_keeps_well_typed_models_working() -> None:
     from autofusion.frontend.onnx_import import import_onnx
 
