@@ -37,10 +37,12 @@ from autofusion.errors import AutofusionError
 from autofusion.pipeline import (
     TARGETS,
     PipelineOptions,
+    config_memory_limit,
     make_context,
     pipeline_string,
     tensor_passes,
 )
+from autofusion.policy.config import is_positive_number
 
 if TYPE_CHECKING:
     import onnx
@@ -58,8 +60,10 @@ def set_memory_limit(mb: float | None) -> None:
     """The memory limit (MB) used by later ``compile`` calls that pass none; None clears it."""
     global _default_memory_limit_mb
     if mb is not None:
-        if isinstance(mb, bool) or not isinstance(mb, (int, float)) or not mb > 0:
-            raise AutofusionError(f"set_memory_limit: expected a positive number of MB, got {mb!r}")
+        if not is_positive_number(mb):
+            raise AutofusionError(
+                f"set_memory_limit: expected a finite positive number of MB, got {mb!r}"
+            )
         mb = float(mb)
     _default_memory_limit_mb = mb
 
@@ -275,16 +279,21 @@ def build_model_dir(
     say: ProgressFn = _quiet,
     build: bool = True,
     after_passes: Callable[[ModuleOp], None] | None = None,
+    default_threads: int | None = None,
 ) -> dict[str, Any]:
     """Import, run the pipeline, emit the target's files into ``out_dir`` and (target c,
     ``build``) compile libmodel.so there. Writes ``report.json``; returns the report.
-    ``after_passes`` sees the module after the tensor-level passes (e.g. to plot memory)."""
+    ``after_passes`` sees the module after the tensor-level passes (e.g. to plot memory).
+    ``default_threads`` (target c) is baked into model.c as ``AF_DEFAULT_THREADS``, the
+    count ``af_create`` uses when its thread argument is 0 (``autofusion-compile --threads``)."""
     t0 = time.perf_counter()
     module, report = prepare_module(proto, opts, label, say)
     if after_passes is not None:
         after_passes(module)
     say(f"emitting {opts.target} code ({report['kernels_after']} kernels)")
     _emitter(opts.target)(module, out_dir)
+    if opts.target == "c" and default_threads is not None:
+        _bake_default_threads(out_dir / "model.c", default_threads)
     if opts.target == "c" and build:
         from autofusion.runtime.build import build_shared
 
@@ -293,6 +302,15 @@ def build_model_dir(
     report["compile_seconds"] = round(time.perf_counter() - t0, 3)
     (out_dir / "report.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
     return report
+
+
+def _bake_default_threads(model_c: Path, threads: int) -> None:
+    """Prepend ``#define AF_DEFAULT_THREADS threads`` to model.c (which otherwise defaults
+    it to 0, all cores), so a plain ``af_create(path, 0)`` of this build uses ``threads``."""
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise AutofusionError(f"threads: expected a positive integer, got {threads!r}")
+    text = model_c.read_text()
+    model_c.write_text(f"#define AF_DEFAULT_THREADS {threads}\n{text}")
 
 
 def _options_fingerprint(opts: PipelineOptions) -> dict[str, object]:
@@ -423,15 +441,17 @@ def compile(
             f"compile(target={target!r}): only target 'c' can be loaded and run in Python; "
             "use autofusion-compile --target ascendc to write Ascend sources"
         )
-    if memory_limit_mb is None:
-        memory_limit_mb = _default_memory_limit_mb
-    elif isinstance(memory_limit_mb, bool) or not isinstance(memory_limit_mb, (int, float)) \
-            or not memory_limit_mb > 0:  # fmt: skip
+    if memory_limit_mb is not None and not is_positive_number(memory_limit_mb):
         raise AutofusionError(
-            f"memory_limit_mb: expected a positive number, got {memory_limit_mb!r}"
+            f"memory_limit_mb: expected a positive number (finite), got {memory_limit_mb!r}"
         )
     if config is not None and not Path(config).is_file():
         raise AutofusionError(f"{os.fspath(config)}: no such config file")
+    if memory_limit_mb is None:
+        # precedence: the explicit argument > the config's memory_limit_mb > set_memory_limit
+        memory_limit_mb = config_memory_limit(os.fspath(config) if config is not None else None)
+    if memory_limit_mb is None:
+        memory_limit_mb = _default_memory_limit_mb
     say: ProgressFn = stderr_progress() if progress is True else (progress or _quiet)
     instance_policy = policy is not None and not isinstance(policy, str)
     use_cache = cache and not instance_policy

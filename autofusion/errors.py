@@ -29,6 +29,12 @@ def run_cli(tool: str, body: Callable[[], object]) -> int:
     except FileNotFoundError as e:
         print(f"{tool}: error: {e.filename}: no such file", file=sys.stderr)
         return 1
+    except OSError as e:
+        # permission denied, a directory where a file was expected, a full disk: the
+        # environment's fault, not ours, and the file and reason say all there is
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"{tool}: error: {where}{e.strerror or e}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print(f"{tool}: interrupted", file=sys.stderr)
         return 130

@@ -16,6 +16,10 @@ pipeline works while passes land; the fusion group is skipped with ``fusion=Fals
 
 Options reach a pass only if the pass declares the matching field: ``config`` (path of the
 JSON/YAML config), ``policy`` (``module:Class`` or ``@token``), ``memory_limit_mb``.
+
+The memory limit that tiles is, in order of precedence: the explicit option
+(``compile(memory_limit_mb=...)``, ``--memory-limit``), else the config's ``memory_limit_mb``,
+else (Python API only) the :func:`autofusion.set_memory_limit` default.
 """
 
 from __future__ import annotations
@@ -54,6 +58,24 @@ class PipelineOptions:
     memory_limit_mb: float | None = None
 
 
+def config_memory_limit(config: str | None) -> float | None:
+    """The config file's ``memory_limit_mb`` (validated), or None without one."""
+    if not config:
+        return None
+    from autofusion.policy.config import load_config
+
+    return load_config(config).memory_limit_mb
+
+
+def resolve_options(opts: PipelineOptions) -> PipelineOptions:
+    """``opts`` with the config's memory limit filled in when no explicit limit was given,
+    so the config key tiles exactly like the option does."""
+    if opts.memory_limit_mb is not None:
+        return opts
+    limit = config_memory_limit(opts.config)
+    return opts if limit is None else dataclasses.replace(opts, memory_limit_mb=limit)
+
+
 def _option_values(opts: PipelineOptions) -> dict[str, object]:
     values: dict[str, object] = {}
     if opts.config:
@@ -77,7 +99,11 @@ def _instantiate(cls: type[ModulePass], values: dict[str, object]) -> ModulePass
         elif "int" in ftype and "float" not in ftype and isinstance(value, float):
             value = int(value)
         kwargs[name] = value
-    return cls(**kwargs)
+    from autofusion.passes.options import check_pass_options
+
+    instance = cls(**kwargs)
+    check_pass_options(instance)
+    return instance
 
 
 def _registered() -> dict[str, Callable[[], type[ModulePass]]]:
@@ -89,6 +115,7 @@ def _registered() -> dict[str, Callable[[], type[ModulePass]]]:
 def tensor_passes(opts: PipelineOptions) -> list[ModulePass]:
     """The tensor-level passes (before lowering) for ``opts``, instantiated."""
     available = _registered()
+    opts = resolve_options(opts)
     values = _option_values(opts)
     out: list[ModulePass] = []
     for name, group in TENSOR_PASSES:

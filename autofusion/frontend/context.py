@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -98,6 +99,54 @@ class Emitter:
         return c._op.results[0]
 
 
+_A = onnx.AttributeProto
+#: How an attribute kind reads in a message.
+KIND_WORDS: dict[int, str] = {
+    _A.INT: "an integer", _A.INTS: "a list of integers", _A.FLOAT: "a float",
+    _A.FLOATS: "a list of floats", _A.STRING: "a string", _A.STRINGS: "a list of strings",
+    _A.TENSOR: "a tensor", _A.TENSORS: "a list of tensors", _A.GRAPH: "a graph",
+    _A.GRAPHS: "a list of graphs", _A.SPARSE_TENSOR: "a sparse tensor",
+    _A.TYPE_PROTO: "a type", _A.UNDEFINED: "an attribute of undefined type",
+}  # fmt: skip
+
+
+def kind_text(kind: int) -> str:
+    """``INTS (a list of integers)``: the ONNX name and what it means."""
+    name = _A.AttributeType.Name(kind) if kind in _A.AttributeType.values() else str(kind)
+    return f"{name} ({KIND_WORDS.get(kind, 'unknown kind')})"
+
+
+@lru_cache(maxsize=None)
+def schema_attr_kind(op_type: str, domain: str, opset: int, name: str) -> int | None:
+    """The attribute kind the ONNX schema of ``op_type`` (at ``opset``) declares for
+    ``name``, or None when there is no schema or it does not declare the attribute."""
+    try:
+        schema = onnx.defs.get_schema(op_type, opset, "" if domain == "ai.onnx" else domain)
+    except onnx.defs.SchemaError:
+        return None
+    a = schema.attributes.get(name)
+    return None if a is None else int(a.type)
+
+
+def default_kind(default: Any) -> tuple[int, ...]:
+    """Kinds a converter's default value admits (for attributes without a schema); an int
+    is acceptable where a float is expected, as ONNX writers often emit ``alpha=1``."""
+    if isinstance(default, bool):
+        return ()
+    if isinstance(default, int):
+        return (_A.INT,)
+    if isinstance(default, float):
+        return (_A.FLOAT, _A.INT)
+    if isinstance(default, str):
+        return (_A.STRING,)
+    if isinstance(default, (list, tuple)) and default:
+        if all(isinstance(x, int) and not isinstance(x, bool) for x in default):
+            return (_A.INTS,)
+        if all(isinstance(x, float) for x in default):
+            return (_A.FLOATS, _A.INTS)
+    return ()
+
+
 @dataclass
 class NodeCtx:
     """What a converter sees: the node, its inputs and helpers to emit ops."""
@@ -110,6 +159,8 @@ class NodeCtx:
     filename: str
     attrs: dict[str, Any] = field(default_factory=dict)
     n_outputs_used: list[bool] = field(default_factory=list)
+    #: the AttributeProto kind of each attribute in ``attrs`` (None: not checked)
+    attr_kinds: dict[str, int] | None = None
 
     # ---- errors ------------------------------------------------------------------------
     def error(self, msg: str) -> AutofusionError:
@@ -119,7 +170,20 @@ class NodeCtx:
 
     # ---- attributes --------------------------------------------------------------------
     def attr(self, name: str, default: Any = None) -> Any:
-        return self.attrs.get(name, default)
+        """The attribute's value, or ``default`` when the node has none. The value's kind is
+        checked against the ONNX schema (or, for ops without one, the kind of ``default``),
+        so no converter sees a string ``strides`` or a float ``axis``."""
+        if name not in self.attrs:
+            return default
+        if self.attr_kinds is not None and name in self.attr_kinds:
+            actual = self.attr_kinds[name]
+            want = schema_attr_kind(self.node.op_type, self.node.domain, self.opset, name)
+            allowed = (want,) if want is not None else default_kind(default)
+            if allowed and actual not in allowed:
+                raise self.error(
+                    f"attribute '{name}' must be {kind_text(allowed[0])}, got {kind_text(actual)}"
+                )
+        return self.attrs[name]
 
     def has_attr(self, name: str) -> bool:
         return name in self.attrs

@@ -144,6 +144,62 @@ def check_structure(model: onnx.ModelProto, filename: str) -> None:
         raise AutofusionError(f"{filename}: the graph has no outputs")
 
 
+def _first_duplicate(names: Sequence[str]) -> str | None:
+    seen: set[str] = set()
+    for n in names:
+        if n in seen:
+            return n
+        seen.add(n)
+    return None
+
+
+def _check_text(graph: onnx.GraphProto, filename: str) -> None:
+    """Every name the importer reads is text. protobuf hands back ``bytes`` for a string
+    field that is not valid UTF-8 (onnxruntime rejects such a model)."""
+
+    def bad(value: object, what: str) -> None:
+        if not isinstance(value, str):
+            raise AutofusionError(f"{filename}: {what} {value!r} is not valid UTF-8")
+
+    for kind, vis in (("graph input", graph.input), ("graph output", graph.output),
+                      ("value_info", graph.value_info)):  # fmt: skip
+        for vi in vis:
+            bad(vi.name, f"{kind} name")
+    for t in graph.initializer:
+        bad(t.name, "initializer name")
+    for sp in graph.sparse_initializer:
+        bad(sp.values.name, "sparse initializer name")
+    for i, n in enumerate(graph.node):
+        bad(n.name, f"node #{i} name")
+        where = f"node #{i}" + (f" '{n.name}'" if n.name else "")
+        bad(n.op_type, f"{where} op type")
+        bad(n.domain, f"{where} domain")
+        for name in (*n.input, *n.output):
+            bad(name, f"{where} tensor name")
+        for a in n.attribute:
+            bad(a.name, f"{where} attribute name")
+
+
+def check_names(graph: onnx.GraphProto, filename: str) -> None:
+    """Each value has one definition: graph inputs, graph outputs and initializers are each
+    listed once (onnxruntime rejects a repeated input; a repeated output or initializer
+    would make one of them silently win). An initializer may share its name with a graph
+    input (IR >= 4: an input with a default); it is then a constant here."""
+    _check_text(graph, filename)
+    groups = (
+        ("graph input", [vi.name for vi in graph.input]),
+        ("graph output", [vi.name for vi in graph.output]),
+        ("initializer", [t.name for t in graph.initializer]
+         + [sp.values.name for sp in graph.sparse_initializer]),
+    )  # fmt: skip
+    for what, names in groups:
+        dup = _first_duplicate(names)
+        if dup is not None:
+            raise AutofusionError(f"{filename}: {what} '{dup}' is defined more than once")
+        if any(not n for n in names):
+            raise AutofusionError(f"{filename}: a {what} has an empty name")
+
+
 def default_opset(model: onnx.ModelProto, filename: str) -> int:
     version = None
     for imp in model.opset_import:
@@ -171,10 +227,13 @@ class Ordered:
 
 
 def topo_sort(graph: onnx.GraphProto, known: set[str], filename: str) -> Ordered:
-    """Kahn's algorithm in file order; dangling inputs and cycles are errors.
+    """Kahn's algorithm in file order; dangling inputs, cycles and a value defined twice
+    (SSA violation) are errors.
 
     ``known`` holds the names available before any node runs (inputs, initializers).
     """
+    inits = {t.name for t in graph.initializer}
+    inits.update(sp.values.name for sp in graph.sparse_initializer)
     nodes = list(graph.node)
     labels = [node_label(n, i) for i, n in enumerate(nodes)]
     producer: dict[str, int] = {}
@@ -183,7 +242,8 @@ def topo_sort(graph: onnx.GraphProto, known: set[str], filename: str) -> Ordered
             if not o:
                 continue
             if o in producer or o in known:
-                first = f"node '{labels[producer[o]]}'" if o in producer else "a graph input"
+                first = (f"node '{labels[producer[o]]}'" if o in producer
+                         else "an initializer" if o in inits else "a graph input")  # fmt: skip
                 raise AutofusionError(
                     f"{filename}: node '{labels[i]}' ({n.op_type}) output '{o}' is already "
                     f"produced by {first}"

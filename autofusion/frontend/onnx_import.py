@@ -32,7 +32,15 @@ from autofusion.analysis.static_shapes import type_problem
 from autofusion.dialects import dtypes
 from autofusion.errors import AutofusionError
 from autofusion.frontend import loader
-from autofusion.frontend.context import Const, Emitter, NodeCtx, Value, value_elem, value_shape
+from autofusion.frontend.context import (
+    Const,
+    Emitter,
+    NodeCtx,
+    Value,
+    kind_text,
+    value_elem,
+    value_shape,
+)
 from autofusion.frontend.convert_shape import sparse_to_dense, tensor_to_const
 from autofusion.frontend.progress import Progress
 from autofusion.frontend.registry import SELF_FOLDING, tables
@@ -146,6 +154,7 @@ class _Importer:
         graph = self.model.graph
         fn = self.filename
         self.opset = loader.default_opset(self.model, fn)
+        loader.check_names(graph, fn)
         init_names = {t.name for t in graph.initializer}
         init_names.update(sp.values.name for sp in graph.sparse_initializer)
         args = [vi for vi in graph.input if vi.name not in init_names]
@@ -240,12 +249,20 @@ class _Importer:
         used: set[str], inferred: dict[str, tuple[tuple[int, ...], int]],
     ) -> None:
         inputs: list[Value | None] = [env[name] if name else None for name in node.input]
-        attrs = {a.name: _attr_value(a, node.op_type) for a in node.attribute}
         ctx = NodeCtx(
             node=node, origin=label, opset=self.opset, inputs=inputs, emitter=emitter,
-            filename=self.filename, attrs=attrs,
-            n_outputs_used=[o in used for o in node.output],
+            filename=self.filename, n_outputs_used=[o in used for o in node.output],
+            attr_kinds={a.name: int(a.type) for a in node.attribute},
         )
+        for a in node.attribute:
+            if a.name in ctx.attrs:
+                raise ctx.error(f"attribute '{a.name}' is given twice")
+            try:
+                ctx.attrs[a.name] = _attr_value(a, node.op_type)
+            except ValueError:  # onnx.helper: an UNDEFINED or unknown kind
+                raise ctx.error(
+                    f"attribute '{a.name}' has no usable value ({kind_text(a.type)})"
+                ) from None
         op_type = node.op_type
         outs: Sequence[Value | None]
         try:

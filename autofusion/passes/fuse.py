@@ -296,7 +296,7 @@ def record_policy(module: ModuleOp, policy: FusionPolicy) -> None:
     if cfg.memory_limit_mb is not None:
         entries["memory_limit_mb"] = FloatAttr(cfg.memory_limit_mb, f64)
     if policy.user is not None:
-        entries["user_policy"] = StringAttr(policy.user.describe())
+        entries["user_policy"] = StringAttr(policy.describe_user())
     module.attributes["fusion.policy"] = DictionaryAttr(entries)
 
 

@@ -191,13 +191,19 @@ def load_policy(spec: str, options: dict[str, Any] | None = None) -> BasePolicy:
         if token not in _REGISTRY:
             raise AutofusionError(f"policy {spec!r}: no policy registered under this token")
         return _REGISTRY[token]
-    if ":" not in spec:
+    mod_name, _, cls_name = (part.strip() for part in spec.partition(":"))
+    if ":" not in spec or not mod_name or not cls_name:
         raise AutofusionError(f"policy {spec!r}: expected 'module:Class' or '@token'")
-    mod_name, _, cls_name = spec.partition(":")
     try:
         mod = importlib.import_module(mod_name)
     except ImportError as e:
-        raise AutofusionError(f"policy {spec!r}: cannot import module {mod_name!r}: {e}") from None
+        raise AutofusionError(
+            f"policy {spec!r}: cannot import module {mod_name!r}: {one_line(str(e))}"
+        ) from None
+    except Exception as e:  # noqa: BLE001 - the user's module failed while importing
+        raise AutofusionError(
+            f"policy {spec!r}: importing module {mod_name!r} raised {exception_text(e)}"
+        ) from None
     cls = getattr(mod, cls_name, None)
     if cls is None:
         raise AutofusionError(f"policy {spec!r}: module {mod_name!r} has no {cls_name!r}")
@@ -210,4 +216,28 @@ def load_policy(spec: str, options: dict[str, Any] | None = None) -> BasePolicy:
     try:
         return cls(**(options or {}))
     except TypeError as e:
-        raise AutofusionError(f"policy {spec!r}: cannot construct {cls_name}: {e}") from None
+        raise AutofusionError(
+            f"policy {spec!r}: cannot construct {cls_name}: {one_line(str(e))}"
+        ) from None
+    except Exception as e:  # noqa: BLE001 - the user's constructor failed
+        args = ", ".join(f"{k}={v!r}" for k, v in (options or {}).items())
+        raise AutofusionError(
+            f"policy {spec!r}: {cls_name}.__init__({args}) raised {exception_text(e)}"
+        ) from None
+
+
+def one_line(text: str) -> str:
+    """``text`` with its line breaks folded, so a user's message stays one error line."""
+    return " ".join(text.split())
+
+
+def exception_text(e: BaseException) -> str:
+    """``ValueError: the message`` of an exception raised by user code, on one line."""
+    msg = one_line(str(e))
+    return f"{type(e).__name__}: {msg}" if msg else type(e).__name__
+
+
+def policy_name(policy: BasePolicy) -> str:
+    """``module.Class`` of a user policy, for messages (never calls user code)."""
+    cls = type(policy)
+    return f"{cls.__module__}.{cls.__qualname__}"

@@ -6,7 +6,7 @@ Keys (unknown keys are errors naming the key and the file)::
     blacklist: ["Conv->InstanceNorm", "LayerNorm->Dropout"]   # never fuse these chains
     whitelist: ["MatMul->Add"]   # fuse these chains even when the cost model says no
     patterns: {conv_bn_relu: true, elementwise: false}         # per-family switches
-    memory_limit_mb: 512         # recorded for the memory planner
+    memory_limit_mb: 512         # tile fused groups so the arena fits (finite, > 0)
     precision: {fp32_ops: ["Softmax"], fp16_ops: ["Conv"]}   # validated and recorded
     hardware: cpu                # cost-model target: cpu | ascend910b
     policy: "mypkg.mod:MyPolicy" # user policy (module:Class or @token)
@@ -18,6 +18,7 @@ Chains are ONNX op types joined by ``->`` (``*`` matches any op); see docs/fusio
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -95,6 +96,14 @@ def parse_chain(text: str, where: str) -> tuple[str, ...]:
     return parts
 
 
+def is_positive_number(value: object) -> bool:
+    """A finite int or float > 0; ``True``/``False`` are not numbers here (YAML ``yes`` and
+    ``.nan`` parse to a bool and a NaN, and neither is a meaningful limit)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return math.isfinite(value) and value > 0
+
+
 def env_aggressiveness() -> int | None:
     raw = os.environ.get(ENV_AGGRESSIVENESS)
     if raw is None or raw.strip() == "":
@@ -146,11 +155,9 @@ def config_from_dict(data: Any, source: str = "<dict>") -> FusionConfig:
             raise AutofusionError(f"{source}: 'patterns.{fam}' must be true or false, got {on!r}")
 
     limit = data.get("memory_limit_mb")
-    if limit is not None and (
-        isinstance(limit, bool) or not isinstance(limit, int | float) or limit <= 0
-    ):
+    if limit is not None and not is_positive_number(limit):
         raise AutofusionError(
-            f"{source}: 'memory_limit_mb' must be a positive number, got {limit!r}"
+            f"{source}: 'memory_limit_mb' must be a positive number (finite, MiB), got {limit!r}"
         )
 
     precision_raw = data.get("precision", {})

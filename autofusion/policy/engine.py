@@ -15,7 +15,14 @@ from dataclasses import dataclass, replace
 from xdsl.ir import Operation
 
 from autofusion.errors import AutofusionError
-from autofusion.policy.base import BasePolicy, OpView, load_policy, onnx_op_type
+from autofusion.policy.base import (
+    BasePolicy,
+    OpView,
+    exception_text,
+    load_policy,
+    onnx_op_type,
+    policy_name,
+)
 from autofusion.policy.config import FAMILIES, FusionConfig, config_from_dict, load_config
 from autofusion.policy.reasons import Refusal, nodes_of
 
@@ -54,6 +61,8 @@ class FusionPolicy:
 
     config: FusionConfig
     user: BasePolicy | None = None
+    #: how the user policy was named (``module:Class`` / ``@token``), for messages
+    user_spec: str = ""
 
     @staticmethod
     def resolve(
@@ -70,7 +79,7 @@ class FusionPolicy:
             cfg = replace(cfg, aggressiveness=aggressiveness)
         spec = policy or cfg.policy
         user = load_policy(spec, cfg.policy_options) if spec else None
-        return FusionPolicy(cfg, user)
+        return FusionPolicy(cfg, user, spec or "")
 
     @property
     def level(self) -> int:
@@ -131,13 +140,52 @@ class FusionPolicy:
                 f"chain {'->'.join(chain)} is blacklisted in {self.config.source}",
                 nodes_of(list(path)),
             )
-        if self.user is not None and not self.user.should_fuse(
-            OpView.of(producer), OpView.of(consumer)
-        ):
+        if self.user is not None and not self.user_should_fuse(producer, consumer):
             return Refusal(
-                "policy", f"user policy {self.user.describe()} refused this fusion", nodes_of(pair)
-            )
+                "policy", f"user policy {self.describe_user()} refused this fusion",
+                nodes_of(pair),
+            )  # fmt: skip
         return None
+
+    def _user_where(self, method: str) -> str:
+        assert self.user is not None
+        spec = f" ({self.user_spec!r})" if self.user_spec else ""
+        return f"user policy {policy_name(self.user)}{spec}: {method}"
+
+    def describe_user(self) -> str:
+        """The user policy's ``describe()``, its failure reported as the policy's error."""
+        assert self.user is not None
+        try:
+            text = self.user.describe()
+        except Exception as e:  # noqa: BLE001 - user code
+            raise AutofusionError(f"{self._user_where('describe()')} raised "
+                                  f"{exception_text(e)}") from None  # fmt: skip
+        if not isinstance(text, str):
+            raise AutofusionError(f"{self._user_where('describe()')} returned "
+                                  f"{type(text).__name__}, expected a string")  # fmt: skip
+        return text
+
+    def user_should_fuse(self, producer: Operation, consumer: Operation) -> bool:
+        """The user policy's verdict; an exception in it, or an answer that is not a bool,
+        is an error naming the policy, the method and both nodes."""
+        assert self.user is not None
+        p, c = OpView.of(producer), OpView.of(consumer)
+
+        def node(v: OpView) -> str:
+            return f"'{', '.join(v.origins) or '?'}' ({v.op_type})"
+
+        where = self._user_where(f"should_fuse(producer {node(p)}, consumer {node(c)})")
+        try:
+            verdict = self.user.should_fuse(p, c)
+        except AutofusionError:
+            raise
+        except Exception as e:  # noqa: BLE001 - user code
+            raise AutofusionError(f"{where} raised {exception_text(e)}") from None
+        if not isinstance(verdict, bool) and type(verdict).__name__ != "bool_":
+            raise AutofusionError(
+                f"{where} returned {verdict!r} ({type(verdict).__name__}), expected True or False"
+            )
+        return bool(verdict)
 
     def cost_applies(self, consumer: Operation, members: Iterable[Operation]) -> bool:
         """False when the cost model must not veto: aggressiveness 3 or a whitelisted chain."""

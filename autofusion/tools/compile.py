@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import shutil
 import sys
 from collections.abc import Sequence
@@ -47,8 +49,8 @@ def positive_float(text: str) -> float:
         v = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not v > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    if not (math.isfinite(v) and v > 0):
+        raise argparse.ArgumentTypeError(f"expected a finite positive number, got {text!r}")
     return v
 
 
@@ -78,6 +80,40 @@ def pipeline_options(args: argparse.Namespace):  # -> PipelineOptions
     )
 
 
+def _check_writable_parent(flag: str, path: Path) -> None:
+    """``path``'s folder must exist and be writable; checked before the compile so a typo in
+    ``-o``/``--report``/``--memory-plot`` fails at once, with nothing written or created."""
+    parent = path.absolute().parent
+    if not parent.is_dir():
+        raise AutofusionError(f"{flag} {path}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise AutofusionError(f"{flag} {path}: directory {parent} is not writable")
+
+
+def check_outputs(out: Path, side_files: Sequence[tuple[str, str | None]]) -> None:
+    """The output folder and every side file (flag, path or None) can be written."""
+    if out.exists() and not out.is_dir():
+        raise AutofusionError(f"{out}: exists and is not a directory")
+    # -o's missing parent folders are created; the nearest existing one must be a folder
+    base = out.absolute().parent
+    while not base.exists() and base != base.parent:
+        base = base.parent
+    if not base.is_dir():
+        raise AutofusionError(f"-o {out}: {base} is not a directory")
+    if not os.access(base, os.W_OK | os.X_OK):
+        raise AutofusionError(f"-o {out}: directory {base} is not writable")
+    for flag, name in side_files:
+        if name is None:
+            continue
+        p = Path(name)
+        if p.is_dir():
+            raise AutofusionError(f"{flag} {p}: is a directory, expected a file name")
+        if p.absolute() == out.absolute() or out.absolute() in p.absolute().parents:
+            raise AutofusionError(f"{flag} {p}: is inside the output folder {out}, which is "
+                                  "replaced as a whole")  # fmt: skip
+        _check_writable_parent(flag, p)
+
+
 def _memory_plot(path: Path):  # -> Callable[[ModuleOp], None]
     def write(module) -> None:  # noqa: ANN001 - ModuleOp
         try:
@@ -102,30 +138,44 @@ def _run(argv: Sequence[str] | None) -> None:
     args = parser.parse_args(argv)
     opts = pipeline_options(args)
     out = Path(args.output)
-    if out.exists() and not out.is_dir():
-        raise AutofusionError(f"{out}: exists and is not a directory")
+    check_outputs(out, [("--report", args.report), ("--memory-plot", args.memory_plot)])
     say = stderr_progress("autofusion-compile")
     proto = open_model(args.model)
     staged = cache.staging_dir()
     plot_staged = staged / "memory_plot.svg"
     try:
         hook = _memory_plot(plot_staged) if args.memory_plot else None
-        report = build_model_dir(proto, staged, opts, args.model, say, after_passes=hook)
+        report = build_model_dir(proto, staged, opts, args.model, say, after_passes=hook,
+                                 default_threads=args.threads)  # fmt: skip
         report["threads"] = args.threads
         (staged / "report.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
         # user-named side files are staged too, and land only if everything succeeded
-        extra: list[tuple[Path, Path]] = []
+        extra: list[tuple[str, Path, Path]] = []  # (flag, staged file, user's target)
         if args.report:
-            extra.append((staged / "report.json", Path(args.report)))
+            extra.append(("--report", staged / "report.json", Path(args.report)))
         if args.memory_plot:
-            extra.append((plot_staged, Path(args.memory_plot)))
-        dest = cache.publish_dir(staged, out)
-        for src_in_staged, target in extra:
-            src = dest / src_in_staged.name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_name(f".{target.name}.tmp")
-            shutil.copyfile(src, tmp)
-            tmp.replace(target)
+            extra.append(("--memory-plot", plot_staged, Path(args.memory_plot)))
+        # side files go beside their targets first, so a folder that refuses them fails the
+        # command before -o DIR is touched; they are renamed into place after it is published
+        tmps: list[tuple[Path, Path]] = []
+        try:
+            for flag, src, target in extra:
+                tmp = target.with_name(f".{target.name}.tmp")
+                try:
+                    shutil.copyfile(src, tmp)
+                except OSError as e:
+                    raise AutofusionError(f"{flag} {target}: cannot write: {e.strerror}") \
+                        from None  # fmt: skip
+                tmps.append((tmp, target))
+            try:
+                dest = cache.publish_dir(staged, out)
+            except OSError as e:
+                raise AutofusionError(f"-o {out}: cannot write: {e.strerror}") from None
+            for tmp, target in tmps:
+                tmp.replace(target)
+        finally:
+            for tmp, _ in tmps:
+                tmp.unlink(missing_ok=True)
     finally:
         cache.discard_staging(staged)
     say(f"wrote {dest} ({report['kernels_after']} kernels, {report['compile_seconds']} s)")

@@ -8,15 +8,57 @@ behave exactly as in xdsl-opt. ``.onnx`` inputs are read as bytes by the ONNX fr
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import difflib
+import io
+import os
+import re
 import sys
 from collections.abc import Sequence
-from typing import IO
+from typing import IO, NoReturn
 
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.arg_spec import ArgSpec, parse_pipeline
+from xdsl.utils.exceptions import ArgSpecParseError, VerifyException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from autofusion.errors import AutofusionError, run_cli
+
+PROG = "autofusion-opt"
+
+
+def _usage_error(message: str) -> NoReturn:
+    """argparse's ``error``: one line, exit status 1 (argparse's own is usage + exit 2)."""
+    print(f"{PROG}: error: {message} (see {PROG} --help)", file=sys.stderr)
+    raise SystemExit(1)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _pipeline_syntax_error(spec: str, e: ArgSpecParseError) -> AutofusionError:
+    """``-p 'fuse{'``: xDSL's multi-line caret diagnostic as one line with the column."""
+    text = str(e)
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    m = re.search(r"pass-pipeline:(\d+):(\d+)", text)
+    where = f" at column {m.group(2)}" if m else ""
+    what = lines[-1] if lines else "cannot parse"
+    hint = " (quote string values: opt=\"...\")" if what == "Unknown token" else ""
+    return AutofusionError(f"-p {spec!r}: bad pass pipeline{where}: {what}{hint}")
+
+
+def _option_type_error(cls: type, spec: ArgSpec, e: Exception) -> AutofusionError:
+    """Which option of ``spec`` xDSL could not convert, and to what type."""
+    types = {f.name: f.type for f in dataclasses.fields(cls)}
+    for opt, values in spec.parameters.items():
+        try:
+            cls.from_pass_spec(ArgSpec(spec.name, {opt: values}))
+        except (ValueError, TypeError):
+            given = ",".join(str(v) for v in values) if values else "(nothing)"
+            return AutofusionError(f"-p: pass {spec.name!r}: option {opt}={given}: expected "
+                                   f"{types.get(opt, 'another type')}")  # fmt: skip
+    return AutofusionError(f"-p: pass {spec.name!r}: {_one_line(e)}")
 
 
 class AutofusionOptMain(xDSLOptMain):
@@ -54,6 +96,8 @@ class AutofusionOptMain(xDSLOptMain):
             self.available_targets[name] = factory
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
+        arg_parser.prog = PROG
+        arg_parser.error = _usage_error  # type: ignore[method-assign]
         super().register_all_arguments(arg_parser)
         arg_parser.add_argument(
             "--elide-constants-larger",
@@ -69,16 +113,91 @@ class AutofusionOptMain(xDSLOptMain):
             help="after the pipeline, print a summary of fused groups and refusals to stderr",
         )
 
+    def setup_pipeline(self) -> None:
+        """Check ``-p`` before xDSL builds it: a syntax error, an unknown pass, an unknown
+        option, a value of the wrong type or out of range is one line naming the pass."""
+        from autofusion.passes.options import check_pass_options
+
+        spec = self.args.passes
+        try:
+            specs = list(parse_pipeline(spec))
+        except ArgSpecParseError as e:
+            raise _pipeline_syntax_error(spec, e) from None
+        for s in specs:
+            if s.name not in self.available_passes:
+                close = difflib.get_close_matches(s.name, list(self.available_passes), 3)
+                hint = f"; did you mean {', '.join(close)}?" if close else ""
+                raise AutofusionError(f"-p: unknown pass {s.name!r}{hint}")
+            cls = self.available_passes[s.name]()
+            known = [f.name for f in dataclasses.fields(cls)] if dataclasses.is_dataclass(cls) \
+                else []  # fmt: skip
+            for opt in s.parameters:
+                if opt.replace("-", "_") not in known:
+                    have = f"its options: {', '.join(known)}" if known else "it has no options"
+                    raise AutofusionError(f"-p: pass {s.name!r} has no option {opt!r} ({have})")
+            try:
+                check_pass_options(cls.from_pass_spec(s))
+            except AutofusionError as e:
+                raise AutofusionError(f"-p: {e}") from None
+            except (ValueError, TypeError) as e:
+                raise _option_type_error(cls, s, e) from None
+        super().setup_pipeline()
+
+    def _check_files(self) -> None:
+        """The input must be a readable file, the output's folder must exist: checked up front
+        so neither surfaces as an OSError half-way (and no output is created for a bad input)."""
+        src = self.args.input_file
+        if src is not None:
+            if os.path.isdir(src):
+                raise AutofusionError(f"{src}: is a directory, not an input file")
+            if not os.path.exists(src):
+                raise AutofusionError(f"{src}: no such file")
+            if not os.access(src, os.R_OK):
+                raise AutofusionError(f"{src}: permission denied (cannot read it)")
+        out = self.args.output_file
+        if out is not None:
+            parent = os.path.dirname(os.path.abspath(out))
+            if os.path.isdir(out):
+                raise AutofusionError(f"-o {out}: is a directory, not an output file")
+            if not os.path.isdir(parent):
+                raise AutofusionError(f"-o {out}: directory {parent} does not exist")
+            if not os.access(parent, os.W_OK):
+                raise AutofusionError(f"-o {out}: directory {parent} is not writable")
+
+    def parse_chunk(self, chunk: IO[bytes], file_extension: str,
+                    start_offset: int = 0) -> ModuleOp | None:  # fmt: skip
+        """xDSL's, with input that is no UTF-8 text or holds no IR named in one line."""
+        frontend = self.args.frontend or file_extension
+        if not frontend.startswith("onnx"):
+            data = chunk.read()  # stdin cannot seek back: parse a copy
+            chunk = io.BytesIO(data)
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise AutofusionError(
+                    f"{self.get_input_name()}: not UTF-8 text (byte 0x{data[e.start]:02x} at "
+                    f"offset {e.start}); IR files must be UTF-8"
+                ) from None
+            if not text.strip() and not self.args.split_input_file:
+                raise AutofusionError(f"{self.get_input_name()}: empty input, no IR to read")
+        return super().parse_chunk(chunk, file_extension, start_offset)
+
     def run(self) -> None:
         from autofusion.dialects.nn import ConstantOp
 
         limit = self.args.elide_constants_larger
         ConstantOp.ELIDE_LIMIT = None if limit < 0 else limit
+        self._check_files()
         try:
             super().run()
         except VerifyException as e:
             # Name the file: a verifier message alone does not say where it came from.
             raise AutofusionError(f"{self.get_input_name()}: {e}") from None
+        except ValueError as e:
+            if "Unrecognized file extension" in str(e) or "Unknown target" in str(e):
+                raise AutofusionError(f"{self.get_input_name()}: {_one_line(e)} (use -f to "
+                                      "name the frontend)") from None  # fmt: skip
+            raise
 
     def apply_passes(self, prog: ModuleOp) -> None:
         super().apply_passes(prog)
@@ -89,7 +208,7 @@ class AutofusionOptMain(xDSLOptMain):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return run_cli("autofusion-opt", lambda: AutofusionOptMain(args=argv).run())
+    return run_cli(PROG, lambda: AutofusionOptMain(args=argv).run())
 
 
 if __name__ == "__main__":

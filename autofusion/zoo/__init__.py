@@ -92,6 +92,8 @@ def resolve(spec: str | os.PathLike[str] | onnx.ModelProto) -> onnx.ModelProto:
     text = os.fspath(spec)
     if text.startswith(ZOO_PREFIX):
         return get_model(text[len(ZOO_PREFIX):])
+    if os.path.isdir(text):
+        raise AutofusionError(f"{text}: is a directory, not an ONNX file")
     if not os.path.isfile(text):
         raise AutofusionError(f"{text}: no such file (expected an .onnx file or zoo:NAME)")
     return _read_file(text)

@@ -40,6 +40,8 @@ int af_output_dtype(int i);
 #define AF_ERR_DIVZERO 3  /* an integer Div / Mod by zero in run-time data */
 
 af_model *af_create(const char *weights_path, int num_threads);
+int af_default_threads(void);  /* the count af_create uses for num_threads <= 0 (0: all cores) */
+int af_num_threads(void);      /* the thread count the library currently runs with */
 const char *af_last_error(void);
 int af_run(af_model *m, const void *const *inputs, void *const *outputs);
 void af_destroy(af_model *m);

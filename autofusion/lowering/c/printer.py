@@ -599,9 +599,16 @@ void af_destroy(af_model *m) {
   free(m);
 }
 
+/* autofusion-compile --threads N bakes N in by defining AF_DEFAULT_THREADS first; 0: all cores */
+#ifndef AF_DEFAULT_THREADS
+#define AF_DEFAULT_THREADS 0
+#endif
+int af_default_threads(void) { return AF_DEFAULT_THREADS; }
+int af_num_threads(void) { return afrt_get_num_threads(); }
+
 af_model *af_create(const char *weights_path, int num_threads) {
   af_error[0] = 0;
-  afrt_set_num_threads(num_threads);
+  afrt_set_num_threads(num_threads > 0 ? num_threads : AF_DEFAULT_THREADS);
   af_model *m = (af_model *)calloc(1, sizeof(af_model));
   if (!m) { snprintf(af_error, sizeof af_error, "out of memory"); return NULL; }
   m->weights = (unsigned char *)af_aligned_alloc(AF_WEIGHTS_BYTES);

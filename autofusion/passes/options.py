@@ -1,0 +1,85 @@
+"""Ranges of every numeric pass option, checked before a pass runs.
+
+xDSL parses ``-p 'pass{opt=value}'`` into the option's declared type but knows nothing of
+its meaning, so ``lower-fusion-to-ascendc{cores=0}`` used to reach a division by zero. Each
+int/float option of a registered autofusion pass has an entry here (``test_hostile_errors``
+checks that none is missing); :func:`check_pass_options` turns a bad value into one
+``AutofusionError`` naming the pass, the option, the value and the accepted range.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+
+from xdsl.passes import ModulePass
+
+from autofusion.errors import AutofusionError
+
+Check = tuple[Callable[[object], bool], str]
+
+
+def _int_at_least(lo: int) -> Check:
+    return (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= lo,
+            f"an integer >= {lo}")  # fmt: skip
+
+
+def _int_between(lo: int, hi: int) -> Check:
+    return (lambda v: isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi,
+            f"an integer {lo}..{hi}")  # fmt: skip
+
+
+def _power_of_two() -> Check:
+    return (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1
+            and v & (v - 1) == 0, "a power of two >= 1")  # fmt: skip
+
+
+def _finite_at_least_zero() -> Check:
+    return (lambda v: isinstance(v, int | float) and not isinstance(v, bool)
+            and math.isfinite(v) and v >= 0, "a finite number >= 0 (0: no limit)")  # fmt: skip
+
+
+def _one_of(*names: str) -> Check:
+    return (lambda v: v in names, "one of " + ", ".join(repr(n) for n in names))
+
+
+_LEVEL = _int_between(-1, 3)  # -1: the config's (or AUTOFUSION_AGGRESSIVENESS, or 1)
+
+
+def _hardware() -> Check:
+    from autofusion.policy.config import HARDWARE_NAMES
+
+    return _one_of("", *HARDWARE_NAMES)
+
+
+#: pass name -> option (Python field name) -> (accepts, what it accepts)
+RANGES: dict[str, dict[str, Callable[[], Check]]] = {
+    "canonicalize-nn": {"fold_limit": lambda: _int_at_least(0)},
+    "fold-batchnorm": {"aggressiveness": lambda: _LEVEL},
+    "fuse-conv-bn-relu": {"aggressiveness": lambda: _LEVEL},
+    "fuse": {"aggressiveness": lambda: _LEVEL, "window_size": lambda: _int_at_least(0),
+             "hardware": _hardware},  # fmt: skip
+    "plan-buffers": {"alignment": _power_of_two},
+    "tile-fusion": {"memory_limit_mb": _finite_at_least_zero},
+    # a tile is at least one 32-byte block of f32 (8 elements); UB holds at least one
+    "lower-fusion-to-ascendc": {"cores": lambda: _int_at_least(1),
+                                "max_tile": lambda: _int_at_least(8),
+                                "ub_bytes": lambda: _int_at_least(32)},  # fmt: skip
+}
+
+
+def check_pass_options(p: ModulePass) -> None:
+    """Raise ``AutofusionError`` if an option of ``p`` is outside its range."""
+    table = RANGES.get(p.name, {})
+    if not dataclasses.is_dataclass(p):
+        return
+    for f in dataclasses.fields(p):
+        if f.name not in table:
+            continue
+        accepts, what = table[f.name]()
+        value = getattr(p, f.name)
+        if not accepts(value):
+            raise AutofusionError(
+                f"pass '{p.name}': option {f.name}={value!r} is out of range; expected {what}"
+            )
