@@ -19,7 +19,6 @@ import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
-from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
     PatternRewriter,
@@ -34,6 +33,7 @@ from autofusion.dialects import nn
 from autofusion.dialects.dtypes import dense_from_numpy
 from autofusion.interpreter import elementwise as interp
 from autofusion.passes._match import const_value, set_merged_origins
+from autofusion.passes.options import CheckedPass
 
 # The ops folded here, evaluated with the interpreter's implementation (one meaning per op).
 _BINARY = {t: interp.BINARY[t] for t in (nn.AddOp, nn.SubOp, nn.MulOp, nn.DivOp)}
@@ -83,7 +83,7 @@ class FoldConstantArithmetic(RewritePattern):
 
 
 @dataclass(frozen=True)
-class CanonicalizeNN(ModulePass):
+class CanonicalizeNN(CheckedPass):
     """Reshape/transpose clean-up and small constant folding."""
 
     name: ClassVar[str] = "canonicalize-nn"

@@ -26,7 +26,6 @@ import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, FloatAttr, ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
-from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
     PatternRewriter,
@@ -40,6 +39,7 @@ from autofusion.dialects import nn
 from autofusion.dialects.base import shape_of
 from autofusion.dialects.dtypes import dense_from_numpy
 from autofusion.passes._match import const_value, constant_operands, erase_dead
+from autofusion.passes.options import CheckedPass
 from autofusion.policy.engine import FusionPolicy
 from autofusion.policy.reasons import RefusalLog, merge_origins, origins_of
 
@@ -229,7 +229,7 @@ class FoldBatchNormIntoProducer(RewritePattern):
 
 
 @dataclass(frozen=True)
-class FoldBatchNorm(ModulePass):
+class FoldBatchNorm(CheckedPass):
     """Fold BatchNormalization into Conv / Gemm / MatMul with constant weights."""
 
     name: ClassVar[str] = "fold-batchnorm"

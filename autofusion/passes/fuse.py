@@ -27,7 +27,6 @@ from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
-from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
 from autofusion.analysis import cost, structure
@@ -35,6 +34,7 @@ from autofusion.analysis.hardware import Hardware, hardware_for
 from autofusion.analysis.order import stable_topological_order
 from autofusion.dialects import nn
 from autofusion.dialects.fusion import KernelOp, YieldOp
+from autofusion.passes.options import CheckedPass
 from autofusion.policy.engine import FusionPolicy
 from autofusion.policy.reasons import Refusal, RefusalLog, merge_origins, nodes_of
 
@@ -301,7 +301,7 @@ def record_policy(module: ModuleOp, policy: FusionPolicy) -> None:
 
 
 @dataclass(frozen=True)
-class FuseNN(ModulePass):
+class FuseNN(CheckedPass):
     """The general fusion engine; see the module docstring."""
 
     name: ClassVar[str] = "fuse"

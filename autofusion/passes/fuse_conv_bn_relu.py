@@ -24,7 +24,6 @@ from typing import ClassVar
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
-from xdsl.passes import ModulePass
 
 from autofusion.analysis import cost
 from autofusion.analysis.hardware import hardware_for
@@ -32,6 +31,7 @@ from autofusion.dialects import nn
 from autofusion.dialects.base import shape_of
 from autofusion.passes._match import sole_user
 from autofusion.passes.fuse import main_funcs, outline, short_name
+from autofusion.passes.options import CheckedPass
 from autofusion.policy.engine import FusionPolicy
 from autofusion.policy.reasons import Refusal, RefusalLog, nodes_of
 
@@ -164,7 +164,7 @@ def fuse_conv_chains(module: ModuleOp, policy: FusionPolicy) -> int:
 
 
 @dataclass(frozen=True)
-class FuseConvBnRelu(ModulePass):
+class FuseConvBnRelu(CheckedPass):
     """Conv + BN + bias + residual + activation chains into one kernel each."""
 
     name: ClassVar[str] = "fuse-conv-bn-relu"

@@ -83,3 +83,11 @@ def check_pass_options(p: ModulePass) -> None:
             raise AutofusionError(
                 f"pass '{p.name}': option {f.name}={value!r} is out of range; expected {what}"
             )
+
+
+class CheckedPass(ModulePass):
+    """Base of autofusion's passes: options are range-checked when the pass is built, so a
+    pass made in Python (``LowerFusionToAscendC(cores=0)``) fails as clearly as ``-p``."""
+
+    def __post_init__(self) -> None:
+        check_pass_options(self)

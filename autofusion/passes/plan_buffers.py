@@ -23,12 +23,12 @@ from typing import ClassVar
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, i64
-from xdsl.passes import ModulePass
 
 from autofusion.analysis.liveness import find_main, schedule
 from autofusion.analysis.memory_plan import DEFAULT_ALIGNMENT, MemoryPlan, plan_memory
 from autofusion.analysis.static_shapes import check_static_shapes
 from autofusion.dialects.base import i64_array
+from autofusion.passes.options import CheckedPass
 
 OFFSETS = "memory.offsets"
 ARENA = "memory.arena_bytes"
@@ -77,7 +77,7 @@ def memory_report(module: ModuleOp) -> dict[str, int]:
 
 
 @dataclass(frozen=True)
-class PlanBuffers(ModulePass):
+class PlanBuffers(CheckedPass):
     """Assign arena offsets to intermediates, with in-place reuse for elementwise steps.
 
     Options: ``alignment`` (bytes, default 64), ``inplace`` (default true).

@@ -31,7 +31,6 @@ from typing import ClassVar
 from xdsl.context import Context
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 from xdsl.ir import Operation, SSAValue
-from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 from xdsl.rewriter import InsertPoint
 
@@ -45,6 +44,7 @@ from autofusion.passes._match import (
     rewrite_if_enabled,
     sole_user,
 )
+from autofusion.passes.options import CheckedPass
 
 
 def _swap_last(rank: int) -> list[int]:
@@ -156,7 +156,7 @@ class RecognizeScaledDotProductAttention(RewritePattern):
 
 
 @dataclass(frozen=True)
-class RecognizeAttention(ModulePass):
+class RecognizeAttention(CheckedPass):
     """MatMul/scale/mask/Softmax/MatMul -> nn.attention."""
 
     name: ClassVar[str] = "recognize-attention"

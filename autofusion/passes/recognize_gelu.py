@@ -22,7 +22,6 @@ from typing import ClassVar
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
-from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 
 from autofusion.dialects import nn
@@ -34,6 +33,7 @@ from autofusion.passes._match import (
     rewrite_if_enabled,
     sole_user,
 )
+from autofusion.passes.options import CheckedPass
 
 INV_SQRT2 = 1.0 / math.sqrt(2.0)
 SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -149,7 +149,7 @@ def _replace(
 
 
 @dataclass(frozen=True)
-class RecognizeGelu(ModulePass):
+class RecognizeGelu(CheckedPass):
     """Decomposed GELU (Erf and Tanh forms) -> nn.gelu."""
 
     name: ClassVar[str] = "recognize-gelu"

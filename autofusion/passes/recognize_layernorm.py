@@ -23,7 +23,6 @@ import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
-from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 from xdsl.rewriter import InsertPoint
 
@@ -39,6 +38,7 @@ from autofusion.passes._match import (
     rewrite_if_enabled,
     sole_user,
 )
+from autofusion.passes.options import CheckedPass
 
 
 def _trailing_axes(op: nn.ReduceMeanOp) -> int | None:
@@ -131,7 +131,7 @@ class RecognizeDecomposedLayerNorm(RewritePattern):
 
 
 @dataclass(frozen=True)
-class RecognizeLayerNorm(ModulePass):
+class RecognizeLayerNorm(CheckedPass):
     """Decomposed ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div(/Mul/Add) -> nn.layer_norm."""
 
     name: ClassVar[str] = "recognize-layernorm"

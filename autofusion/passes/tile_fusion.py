@@ -29,7 +29,6 @@ from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
-from xdsl.passes import ModulePass
 
 from autofusion.analysis.liveness import (
     find_main,
@@ -64,6 +63,7 @@ from autofusion.dialects import nn
 from autofusion.dialects.base import shape_of
 from autofusion.dialects.fusion import KernelOp
 from autofusion.errors import AutofusionError
+from autofusion.passes.options import CheckedPass
 from autofusion.passes.plan_buffers import annotate
 
 MIB = 1 << 20
@@ -343,7 +343,7 @@ def apply_memory_limit(module: ModuleOp, limit_mb: float | None) -> MemoryPlan:
 
 
 @dataclass(frozen=True)
-class TileFusion(ModulePass):
+class TileFusion(CheckedPass):
     """Tile fused regions so the arena fits ``memory-limit-mb`` MiB (0: just plan)."""
 
     name: ClassVar[str] = "tile-fusion"

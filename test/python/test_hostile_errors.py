@@ -475,6 +475,19 @@ def test_pass_option_ranges_apply_to_the_python_pipeline() -> None:
     assert_clean_api_error(ei, "'tile-fusion'", "memory_limit_mb=nan")
 
 
+
+def test_pass_built_in_python_checks_its_options() -> None:
+    """A pass constructed directly (not through -p or the pipeline) is range-checked too:
+    ``LowerFusionToAscendC(cores=0)`` used to reach a division by zero when applied."""
+    from autofusion.lowering.ascendc.lower import LowerFusionToAscendC
+    from autofusion.passes import get_all_passes
+
+    with pytest.raises(AutofusionError) as ei:
+        LowerFusionToAscendC(cores=0)
+    assert_clean_api_error(ei, "'lower-fusion-to-ascendc'", "cores=0", ">= 1")
+    for factory in get_all_passes().values():  # every default is in range
+        factory()()
+
 # ---- the CLIs' own options and files ---------------------------------------------------
 
 COMPILE_CASES = [

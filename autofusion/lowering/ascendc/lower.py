@@ -34,7 +34,6 @@ from xdsl.dialects.builtin import (
     f32,
 )
 from xdsl.ir import Block, Operation, Region, SSAValue
-from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
     PatternRewriter,
@@ -60,6 +59,7 @@ from autofusion.lowering.ascendc.vector import (
     VectorBuilder,
     Window,
 )
+from autofusion.passes.options import CheckedPass
 
 BCAST_LIMIT = 8192  # elements: larger broadcast operands are not loaded into UB
 
@@ -719,7 +719,7 @@ def _module_end(module: ModuleOp):
 
 
 @dataclass(frozen=True)
-class LowerFusionToAscendC(ModulePass):
+class LowerFusionToAscendC(CheckedPass):
     """Lower supported ``fusion.kernel`` ops to ``ascendc.kernel`` + ``ascendc.launch``.
 
     Options: ``single_ops`` (also lower unfused Conv/MatMul/Gemm/elementwise ops of

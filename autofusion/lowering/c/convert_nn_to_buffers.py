@@ -52,7 +52,6 @@ from xdsl.dialects.builtin import (
     i8,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
-from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from autofusion.analysis.liveness import tensor_bytes
@@ -61,6 +60,7 @@ from autofusion.analysis.static_shapes import check_static_shapes
 from autofusion.dialects import fusion, nn
 from autofusion.lowering.c.clib import ViewOp
 from autofusion.lowering.c.names import NameTable
+from autofusion.passes.options import CheckedPass
 
 
 def memref_of(t: Attribute) -> MemRefType[Attribute]:
@@ -106,7 +106,7 @@ def _is_view_reshape(op: Operation) -> bool:
 
 
 @dataclass(frozen=True)
-class ConvertNNToBuffers(ModulePass):
+class ConvertNNToBuffers(CheckedPass):
     """Tensor-level ``@main`` to buffer-level ``@main`` plus one private function per kernel."""
 
     name: ClassVar[str] = "convert-nn-to-buffers"

@@ -46,7 +46,6 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
-from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from autofusion.dialects import dtypes, fusion, nn
@@ -55,6 +54,7 @@ from autofusion.lowering.c.builder import INDEX, Emitter, Index, unravel
 from autofusion.lowering.c.convert_nn_to_buffers import memref_of
 from autofusion.lowering.c.names import NameTable
 from autofusion.lowering.c.scalar import emit_scalar
+from autofusion.passes.options import CheckedPass
 
 PASS = "lower-nn-to-loops"
 FUSIBLE = (*nn.ELEMENTWISE, nn.ExpandOp)
@@ -74,7 +74,7 @@ def elem(v: SSAValue) -> Attribute:
 
 
 @dataclass(frozen=True)
-class LowerNNToLoops(ModulePass):
+class LowerNNToLoops(CheckedPass):
     """Lower the nn bodies of kernel functions to scf/arith/math/memref (+ clib calls)."""
 
     name: ClassVar[str] = "lower-nn-to-loops"
