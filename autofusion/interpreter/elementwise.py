@@ -207,10 +207,11 @@ def _int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return q + fix.astype(q.dtype)
 
 
-def _no_zero_divisor(b: np.ndarray) -> None:
+def _no_zero_divisor(b: np.ndarray, what: str = "division") -> None:
+    """``what`` is ``division`` (Div) or ``modulo`` (Mod): the message says which op failed."""
     if b.dtype.kind in "iu" and np.any(b == 0):
         where = list(map(int, np.argwhere(b == 0)[0])) if b.ndim else []
-        raise ValueError(f"integer division by zero (divisor element {where})")
+        raise ValueError(f"integer {what} by zero (divisor element {where})")
 
 
 def _div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -268,7 +269,7 @@ def mod(a: np.ndarray, b: np.ndarray, fmod: bool) -> np.ndarray:
     ``MIN % -1`` is 0; floats use C fmod (sign of the dividend) when ``fmod``, else Python's
     (sign of the divisor)."""
     if a.dtype.kind in "iu":
-        _no_zero_divisor(b)
+        _no_zero_divisor(b, "modulo")
         safe = np.where(b == -1, b.dtype.type(1), b) if b.dtype.kind == "i" else b
         r = np.fmod(a, safe) if fmod else np.mod(a, safe)
         return np.where(b == -1, a.dtype.type(0), r) if b.dtype.kind == "i" else r
