@@ -235,3 +235,38 @@ def test_interpreter_cast_saturates_without_warnings(dt: type) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         np.testing.assert_array_equal(cast(x, np.dtype(dt)), want)
+
+
+# ---- ReduceMean over an empty axis --------------------------------------------------------
+
+
+def _reduce_mean(elem: int) -> onnx.ModelProto:
+    node = helper.make_node("ReduceMean", ["x"], ["y"], name="rm", axes=[1], keepdims=1)
+    g = helper.make_graph([node], "rm", [helper.make_tensor_value_info("x", elem, [2, 0, 3])],
+                          [helper.make_tensor_value_info("y", elem, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m
+
+
+def test_reduce_mean_over_an_empty_axis_matches_onnxruntime(tmp_path: Path) -> None:
+    """The compiler used to form ``1.0 / 0`` (ZeroDivisionError) and the interpreter warned
+    'Mean of empty slice' and gave NaN; onnxruntime gives 0."""
+    from autofusion.lowering.c.testing import build, compile_onnx, onnxruntime_outputs
+    from autofusion.runtime.loader import ModelLibrary
+
+    model = _reduce_mean(TensorProto.FLOAT)
+    feeds = {"x": np.zeros((2, 0, 3), np.float32)}
+    want = onnxruntime_outputs(model, feeds)["y"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_array_equal(run_module(import_model(model), feeds)["y"], want)
+        lib = ModelLibrary(build(compile_onnx(model), tmp_path), tmp_path / "weights.bin", 1)
+        np.testing.assert_array_equal(lib.run(feeds)["y"], want)
+        lib.close()
+
+
+@pytest.mark.parametrize("elem", [TensorProto.INT32, TensorProto.INT64], ids=["i32", "i64"])
+def test_int_reduce_mean_is_a_clean_error(elem: int) -> None:
+    """Integer ReduceMean is refused at import (so no integer division by a 0 count in C)."""
+    _import_error(_reduce_mean(elem), "node 'rm' (ReduceMean)", "floating-point")
