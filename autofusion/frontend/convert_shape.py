@@ -169,6 +169,9 @@ def _range(ctx: NodeCtx) -> list[Value]:
     return [ctx.const((s + np.arange(n) * d).astype(start.dtype))]
 
 
+_INT64_MAX = (1 << 63) - 1
+
+
 def _range_length(ctx: NodeCtx, s: np.generic, lim: np.generic, d: np.generic) -> int:
     """``max(ceil((limit - start) / delta), 0)`` exactly (ONNX), in Python arithmetic so it
     cannot overflow; NaN / infinite operands and a zero delta are errors naming them."""
@@ -621,7 +624,8 @@ def _expand(ctx: NodeCtx) -> list[Value]:
         raise ctx.error(str(e)) from None
     if isinstance(x, Const) and ctx.fold_fits(out, x.array.dtype):
         return [ctx.const(_contiguous(np.broadcast_to(x.array, out)))]
-    ctx.check_size(out, value_np_dtype(x))
+    if max(out, default=0) > _INT64_MAX:  # no tensor type holds it; smaller: type_problem
+        ctx.check_size(out, value_np_dtype(x))
     if out == value_shape(x):
         return [x]
     return [ctx.emit1(nn.ExpandOp, [x], out, value_elem(x))]
@@ -637,7 +641,8 @@ def _tile(ctx: NodeCtx) -> list[Value]:
     out = [d * r for d, r in zip(s, reps)]
     if isinstance(x, Const) and ctx.fold_fits(out, x.array.dtype):
         return [ctx.const(np.tile(x.array, reps))]
-    ctx.check_size(out, value_np_dtype(x))
+    if max(out, default=0) > _INT64_MAX:  # no tensor type holds it; smaller: type_problem
+        ctx.check_size(out, value_np_dtype(x))
     if all(r == 1 for r in reps):
         return [x]
     return [ctx.emit1(nn.TileOp, [x], out, value_elem(x),
