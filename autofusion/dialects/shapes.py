@@ -23,6 +23,7 @@ def broadcast(*shapes: Sequence[int]) -> Shape:
             if out[i] not in (1, d):
                 raise ValueError(
                     "shapes " + " and ".join(str(tuple(x)) for x in shapes) + " do not broadcast"
+                    f" (dimension {i} of the result: {out[i]} against {d})"
                 )
             out[i] = d
     return tuple(out)

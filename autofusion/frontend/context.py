@@ -23,10 +23,30 @@ import onnx
 from xdsl.dialects.builtin import BytesAttr, DenseIntOrFPElementsAttr
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
+from autofusion.analysis.static_shapes import MAX_TENSOR_BYTES
 from autofusion.dialects import dtypes
 from autofusion.dialects.base import shape_of, str_array, tensor_of
 from autofusion.dialects.nn import ConstantOp
 from autofusion.errors import AutofusionError
+
+
+FOLD_LIMIT = 64 << 20
+"""Largest result (bytes) an import-time fold materialises: a bigger one stays a run-time op
+where the op has a lowering (so a tiny model cannot make the importer allocate gigabytes of
+constants), else it is an import error."""
+
+
+def nbytes_of(shape: Sequence[int], dtype: np.dtype) -> int:
+    """Bytes of a dense ``shape`` tensor of ``dtype``, exact (Python ints never overflow)."""
+    n = int(np.dtype(dtype).itemsize)
+    for d in shape:
+        n *= int(d)
+    return n
+
+
+def virtual_nbytes(c: Const) -> int:
+    """Bytes ``c`` would take once materialised (a splat view holds one element only)."""
+    return nbytes_of(c.shape, c.array.dtype)
 
 
 class Const:
@@ -168,6 +188,20 @@ class NodeCtx:
             f"{self.filename}: node '{self.origin}' ({self.node.op_type}): {msg}"
         )
 
+    def check_size(self, shape: Sequence[int], dtype: np.dtype, what: str = "output") -> int:
+        """The byte size of a ``shape`` result of ``dtype``; over :data:`MAX_TENSOR_BYTES` it
+        is an error naming the node, raised before anything is allocated. Returns the size."""
+        n = nbytes_of(shape, dtype)
+        if n > MAX_TENSOR_BYTES:
+            raise self.error(f"{what} shape {list(map(int, shape))} of {np.dtype(dtype)} holds "
+                             f"{n} bytes, over the limit of 2^48 bytes (256 TiB) per tensor")
+        return n
+
+    def fold_fits(self, shape: Sequence[int], dtype: np.dtype) -> bool:
+        """Whether a fold may materialise a ``shape`` result (at most :data:`FOLD_LIMIT`
+        bytes); a result over the per-tensor byte limit is an error (:meth:`check_size`)."""
+        return self.check_size(shape, dtype) <= FOLD_LIMIT
+
     # ---- attributes --------------------------------------------------------------------
     def attr(self, name: str, default: Any = None) -> Any:
         """The attribute's value, or ``default`` when the node has none. The value's kind is
@@ -263,6 +297,7 @@ Converter = Callable[[NodeCtx], Sequence[Value | None]]
 
 
 __all__ = [
+    "FOLD_LIMIT",
     "Const",
     "Converter",
     "Emitter",
@@ -271,4 +306,6 @@ __all__ = [
     "value_elem",
     "value_np_dtype",
     "value_shape",
+    "nbytes_of",
+    "virtual_nbytes",
 ]

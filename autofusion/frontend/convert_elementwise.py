@@ -62,7 +62,8 @@ def check_int_divisor(ctx: NodeCtx, b: Value) -> None:
     zeros = np.argwhere(b.array == 0)
     if len(zeros):
         at = f" at index {list(map(int, zeros[0]))}" if b.array.ndim else ""
-        raise ctx.error(f"integer division by zero: the constant divisor (input 1) is 0{at}")
+        what = "modulo" if ctx.node.op_type == "Mod" else "division"
+        raise ctx.error(f"integer {what} by zero: the constant divisor (input 1) is 0{at}")
 
 
 def _fold_unary(ctx: NodeCtx) -> list[np.ndarray]:

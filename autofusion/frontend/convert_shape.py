@@ -7,6 +7,7 @@ numpy when the data is an import-time constant, or emits the ``nn`` op.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -16,7 +17,15 @@ from onnx import numpy_helper
 from autofusion.dialects import dtypes, nn, shapes
 from autofusion.dialects.base import f64_attr, i64_array, int_attr, str_attr
 from autofusion.errors import AutofusionError
-from autofusion.frontend.context import Const, NodeCtx, Value, value_elem, value_shape
+from autofusion.frontend.context import (
+    FOLD_LIMIT,
+    Const,
+    NodeCtx,
+    Value,
+    value_elem,
+    value_np_dtype,
+    value_shape,
+)
 from autofusion.frontend.loader import elem_name
 from autofusion.frontend.registry import converter
 
@@ -141,6 +150,7 @@ def _constant_of_shape(ctx: NodeCtx) -> list[Value]:
     dims = [int(d) for d in shape.reshape(-1)]
     if min(dims, default=1) < 0:
         raise ctx.error(f"negative dimension in shape {dims}")
+    ctx.check_size(dims, np.asarray(fill).dtype)
     # A broadcast view: no memory per element, emitted as a splat constant.
     return [ctx.const(np.broadcast_to(np.asarray(fill), dims))]
 
@@ -151,10 +161,34 @@ def _range(ctx: NodeCtx) -> list[Value]:
                            enumerate(("start", "limit", "delta")))
     assert start is not None and limit is not None and delta is not None
     s, lim, d = start.reshape(-1)[0], limit.reshape(-1)[0], delta.reshape(-1)[0]
+    n = _range_length(ctx, s, lim, d)
+    # Range has no run-time lowering: a result too big to fold is an error, not a constant.
+    if not ctx.fold_fits([n], start.dtype):
+        raise ctx.error(f"{n} elements ({n * start.dtype.itemsize} bytes) are more than an "
+                        f"import-time constant may hold ({FOLD_LIMIT} bytes)")
+    return [ctx.const((s + np.arange(n) * d).astype(start.dtype))]
+
+
+_INT64_MAX = (1 << 63) - 1
+
+
+def _range_length(ctx: NodeCtx, s: np.generic, lim: np.generic, d: np.generic) -> int:
+    """``max(ceil((limit - start) / delta), 0)`` exactly (ONNX), in Python arithmetic so it
+    cannot overflow; NaN / infinite operands and a zero delta are errors naming them."""
+    vals = {"start": s, "limit": lim, "delta": d}
+    for name, v in vals.items():
+        if isinstance(v, np.floating) and not np.isfinite(v):
+            raise ctx.error(f"{name} is {float(v)}; Range needs finite start, limit and delta")
     if d == 0:
         raise ctx.error("delta is 0")
-    n = max(int(np.ceil((lim - s) / d)), 0)
-    return [ctx.const((s + np.arange(n) * d).astype(start.dtype))]
+    if isinstance(s, np.integer):
+        a, b, c = int(s), int(lim), int(d)
+        return max(-((a - b) // c), 0)
+    q = (float(lim) - float(s)) / float(d)
+    if not math.isfinite(q):  # (limit - start) / delta overflows float64: beyond any limit
+        raise ctx.error(f"Range from {float(s)} to {float(lim)} by {float(d)} has more than "
+                        "2^48 elements, over the limit of 2^48 bytes (256 TiB) per tensor")
+    return max(math.ceil(q), 0)
 
 
 @converter("Shape", folds=True)
@@ -334,7 +368,10 @@ def _concat(ctx: NodeCtx) -> list[Value]:
         if len(s) != rank or any(a != b for i, (a, b) in enumerate(zip(s, out)) if i != axis):
             raise ctx.error(f"input shapes {value_shape(vals[0])} and {s} differ off axis {axis}")
         out[axis] += s[axis]
-    if all(isinstance(v, Const) for v in vals):
+    folds = all(isinstance(v, Const) for v in vals)
+    if ctx.check_size(out, value_np_dtype(vals[0])) > FOLD_LIMIT:
+        folds = False  # e.g. splats: keep the copy a run-time op, not a giant constant
+    if folds:
         return [ctx.const(np.concatenate([v.array for v in vals], axis=axis))]
     vals = [v for v in vals if value_shape(v)[axis] != 0]
     if len(vals) == 1:
@@ -585,8 +622,10 @@ def _expand(ctx: NodeCtx) -> list[Value]:
         out = shapes.broadcast(value_shape(x), shape)
     except ValueError as e:
         raise ctx.error(str(e)) from None
-    if isinstance(x, Const):
+    if isinstance(x, Const) and ctx.fold_fits(out, x.array.dtype):
         return [ctx.const(_contiguous(np.broadcast_to(x.array, out)))]
+    if max(out, default=0) > _INT64_MAX:  # no tensor type holds it; smaller: type_problem
+        ctx.check_size(out, value_np_dtype(x))
     if out == value_shape(x):
         return [x]
     return [ctx.emit1(nn.ExpandOp, [x], out, value_elem(x))]
@@ -599,9 +638,12 @@ def _tile(ctx: NodeCtx) -> list[Value]:
     s = value_shape(x)
     if len(reps) != len(s) or min(reps, default=1) < 0:
         raise ctx.error(f"repeats {reps} must give one non-negative entry per dimension")
-    if isinstance(x, Const):
+    out = [d * r for d, r in zip(s, reps)]
+    if isinstance(x, Const) and ctx.fold_fits(out, x.array.dtype):
         return [ctx.const(np.tile(x.array, reps))]
+    if max(out, default=0) > _INT64_MAX:  # no tensor type holds it; smaller: type_problem
+        ctx.check_size(out, value_np_dtype(x))
     if all(r == 1 for r in reps):
         return [x]
-    return [ctx.emit1(nn.TileOp, [x], [d * r for d, r in zip(s, reps)], value_elem(x),
+    return [ctx.emit1(nn.TileOp, [x], out, value_elem(x),
                       {"repeats": i64_array(reps)})]

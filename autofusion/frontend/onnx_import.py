@@ -33,6 +33,7 @@ from autofusion.dialects import dtypes
 from autofusion.errors import AutofusionError
 from autofusion.frontend import loader
 from autofusion.frontend.context import (
+    FOLD_LIMIT,
     Const,
     Emitter,
     NodeCtx,
@@ -40,6 +41,7 @@ from autofusion.frontend.context import (
     kind_text,
     value_elem,
     value_shape,
+    virtual_nbytes,
 )
 from autofusion.frontend.convert_shape import sparse_to_dense, tensor_to_const
 from autofusion.frontend.progress import Progress
@@ -266,7 +268,8 @@ class _Importer:
         op_type = node.op_type
         outs: Sequence[Value | None]
         try:
-            if ctx.all_const() and op_type not in SELF_FOLDING:
+            if ctx.all_const() and op_type not in SELF_FOLDING and not self._fold_too_big(
+                    ctx, inferred):
                 if op_type in self.folders:
                     outs = [ctx.const(a) for a in self.folders[op_type](ctx)]
                 else:
@@ -291,6 +294,29 @@ class _Importer:
                 raise ctx.error(f"output '{name}' has type {v.type}: {problem}")
             self._cross_check(ctx, name, v, inferred)
             env[name] = v
+
+    def _fold_too_big(
+        self, ctx: NodeCtx, inferred: dict[str, tuple[tuple[int, ...], int]],
+    ) -> bool:
+        """Whether an all-constant node must stay a run-time op because folding it would
+        materialise more than ``FOLD_LIMIT`` bytes: an input splat (e.g. ConstantOfShape)
+        that big, or an output ONNX infers that big. An output over the per-tensor byte
+        limit, or a big one of an op with no run-time lowering, is an error naming the node,
+        raised before anything is allocated."""
+        big = any(isinstance(v, Const) and v.is_splat and virtual_nbytes(v) > FOLD_LIMIT
+                  for v in ctx.inputs)
+        for name in ctx.node.output:
+            if name in inferred:
+                shape, elem = inferred[name]
+                try:
+                    dt = dtypes.to_numpy_dtype(dtypes.from_onnx_elem(elem))
+                except ValueError:
+                    continue
+                big = not ctx.fold_fits(shape, dt) or big
+        if big and ctx.node.op_type not in self.converters:
+            raise ctx.error(f"folding it would create a constant of more than {FOLD_LIMIT} "
+                            "bytes, and the op has no run-time lowering")
+        return big
 
     def _reference_fold(self, ctx: NodeCtx) -> list[np.ndarray]:
         from onnx.reference import ReferenceEvaluator

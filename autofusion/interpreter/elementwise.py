@@ -187,10 +187,18 @@ def cast(x: np.ndarray, target: np.dtype) -> np.ndarray:
     if x.dtype.kind == "f" and target.kind in "iu":
         # Truncate toward zero; NaN and out-of-range values are undefined in ONNX, make
         # them deterministic (NaN -> 0, saturate) instead of numpy's platform behaviour.
+        # float(info.max) rounds up to 2^63 for int64, so saturate by comparison (a clip to
+        # it would overflow the cast back to INT64_MIN) and cast only in-range values.
         info = np.iinfo(target)
-        t = np.trunc(np.nan_to_num(x, nan=0.0).astype(np.float64))
-        return np.clip(t, info.min, info.max).astype(target)
-    return x.astype(target)
+        t = np.trunc(np.nan_to_num(x.astype(np.float64), nan=0.0, posinf=0.0, neginf=0.0))
+        hi = (t >= float(info.max)) | np.isposinf(x)
+        lo = (t <= float(info.min)) | np.isneginf(x)
+        out = np.asarray(np.where(hi | lo, 0.0, t).astype(target))
+        out[lo] = info.min
+        out[hi] = info.max  # last: +inf's t is 0, which is also <= min for unsigned targets
+        return out
+    with np.errstate(over="ignore", invalid="ignore"):  # e.g. 1e30 -> float16 is inf (IEEE)
+        return x.astype(target)
 
 
 # ---- binary -----------------------------------------------------------------------------
@@ -207,10 +215,11 @@ def _int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return q + fix.astype(q.dtype)
 
 
-def _no_zero_divisor(b: np.ndarray) -> None:
+def _no_zero_divisor(b: np.ndarray, what: str = "division") -> None:
+    """``what`` is ``division`` (Div) or ``modulo`` (Mod): the message says which op failed."""
     if b.dtype.kind in "iu" and np.any(b == 0):
         where = list(map(int, np.argwhere(b == 0)[0])) if b.ndim else []
-        raise ValueError(f"integer division by zero (divisor element {where})")
+        raise ValueError(f"integer {what} by zero (divisor element {where})")
 
 
 def _div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -268,7 +277,7 @@ def mod(a: np.ndarray, b: np.ndarray, fmod: bool) -> np.ndarray:
     ``MIN % -1`` is 0; floats use C fmod (sign of the dividend) when ``fmod``, else Python's
     (sign of the divisor)."""
     if a.dtype.kind in "iu":
-        _no_zero_divisor(b)
+        _no_zero_divisor(b, "modulo")
         safe = np.where(b == -1, b.dtype.type(1), b) if b.dtype.kind == "i" else b
         r = np.fmod(a, safe) if fmod else np.mod(a, safe)
         return np.where(b == -1, a.dtype.type(0), r) if b.dtype.kind == "i" else r

@@ -93,6 +93,8 @@ def reduce(
     if kind is nn.ReduceSumOp:
         return np.sum(x, axis=ax, keepdims=keep)
     if kind is nn.ReduceMeanOp:
+        if empty:  # 0 (onnxruntime's result, and the C backend's), not numpy's warning + NaN
+            return np.sum(x, axis=ax, keepdims=keep)
         return np.mean(x, axis=ax, keepdims=keep)
     if kind is nn.ReduceProdOp:
         return np.prod(x, axis=ax, keepdims=keep)

@@ -133,7 +133,9 @@ def _reduce(
             return e2.loop(0, xs[d], inner, inits=[acc])[0]
 
         acc = rec(e1, 0, list(idx), acc0)
-        if kind == "mean":
+        # The mean of an empty axis is 0 (onnxruntime's result): the sum, undivided, so that
+        # no 1/0 is formed here and no integer division by zero reaches the C.
+        if kind == "mean" and count:
             if isf:
                 acc = e1.add(arith.MulfOp(acc, e1.const(1.0 / count, t)))
             else:

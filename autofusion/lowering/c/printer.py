@@ -485,10 +485,10 @@ class CPrinter:
         w.append("  af_fault f = {0, 0, 0, 0, 0};")
         w.append("  af_graph(m, inputs, outputs, &f);")
         w.append("  if (!f.bad) return 0;")
-        w.append("  if (f.kind == AF_FAULT_DIVZERO) {")
+        w.append("  if (f.kind != AF_FAULT_INDEX) {")
         w.append(
-            '    snprintf(af_error, sizeof af_error, "%s: integer division by zero",'
-            " af_guard_sites[f.site]);"
+            '    snprintf(af_error, sizeof af_error, "%s: integer %s by zero",'
+            ' af_guard_sites[f.site], f.kind == AF_FAULT_MODZERO ? "modulo" : "division");'
         )
         w.append("    return AF_ERR_DIVZERO;")
         w.append("  }")
@@ -650,10 +650,11 @@ af_model *af_create(const char *weights_path, int num_threads) {
 _GUARD = r"""
 #define AF_FAULT_INDEX 0
 #define AF_FAULT_DIVZERO 1
+#define AF_FAULT_MODZERO 2
 typedef struct af_fault {
   int bad; /* set once per run, atomically */
   int site;
-  int kind; /* AF_FAULT_INDEX: value outside [-dim, dim-1]; AF_FAULT_DIVZERO */
+  int kind; /* AF_FAULT_INDEX: value outside [-dim, dim-1]; AF_FAULT_DIV/MODZERO */
   int64_t value;
   int64_t dim;
 } af_fault;
@@ -669,11 +670,11 @@ __attribute__((cold, noinline)) static void af_fault_index_(af_fault *f, int sit
   }
 }
 
-__attribute__((cold, noinline)) static void af_fault_divzero_(af_fault *f, int site) {
+__attribute__((cold, noinline)) static void af_fault_divzero_(af_fault *f, int site, int kind) {
   int expected = 0;
   if (__atomic_compare_exchange_n(&f->bad, &expected, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
     f->site = site;
-    f->kind = AF_FAULT_DIVZERO;
+    f->kind = kind;
   }
 }
 
@@ -683,28 +684,28 @@ __attribute__((cold, noinline)) static void af_fault_divzero_(af_fault *f, int s
  * caller and their results narrowed back (wrapping). */
 static inline int64_t af_sdiv_(int64_t a, int64_t b, int site, af_fault *f) {
   if (__builtin_expect(b == 0, 0)) {
-    af_fault_divzero_(f, site);
+    af_fault_divzero_(f, site, AF_FAULT_DIVZERO);
     return 0;
   }
   return b == -1 ? (int64_t)(UINT64_C(0) - (uint64_t)a) : a / b;
 }
 static inline int64_t af_srem_(int64_t a, int64_t b, int site, af_fault *f) {
   if (__builtin_expect(b == 0, 0)) {
-    af_fault_divzero_(f, site);
+    af_fault_divzero_(f, site, AF_FAULT_MODZERO);
     return 0;
   }
   return b == -1 ? 0 : a % b;
 }
 static inline uint64_t af_udiv_(uint64_t a, uint64_t b, int site, af_fault *f) {
   if (__builtin_expect(b == 0, 0)) {
-    af_fault_divzero_(f, site);
+    af_fault_divzero_(f, site, AF_FAULT_DIVZERO);
     return 0;
   }
   return a / b;
 }
 static inline uint64_t af_urem_(uint64_t a, uint64_t b, int site, af_fault *f) {
   if (__builtin_expect(b == 0, 0)) {
-    af_fault_divzero_(f, site);
+    af_fault_divzero_(f, site, AF_FAULT_MODZERO);
     return 0;
   }
   return a % b;

@@ -350,6 +350,10 @@ static inline int afrt_in_region_(const void *p, size_t bytes) {
 #ifndef AFRT_PF_HINT
 #define AFRT_PF_HINT _MM_HINT_T0
 #endif
+/* The address OFF floats past P, computed as an integer: near the end of the packed buffer
+ * it lies past the array, where forming it by pointer arithmetic would be undefined
+ * behaviour (a prefetch itself never faults). Same instructions as `P + OFF`. */
+#define AFRT_PF_ADDR(P, OFF) ((const char *)((uintptr_t)(P) + (uintptr_t)(OFF) * sizeof(float)))
 
 /* c[mr x NR] (ldc) = (acc ? c : 0) + a_panel @ b_panel over kc; one function per mr. */
 #if defined(__AVX512F__)
@@ -362,9 +366,9 @@ static inline int afrt_in_region_(const void *p, size_t bytes) {
             c1[i] = _mm512_setzero_ps();                                                       \
         }                                                                                      \
         for (int64_t k = 0; k < kc; ++k) {                                                     \
-            _mm_prefetch((const char *)(a + MRV * AFRT_PF_K), AFRT_PF_HINT);                   \
-            _mm_prefetch((const char *)(b + AFRT_NR * AFRT_PF_K), AFRT_PF_HINT);               \
-            _mm_prefetch((const char *)(b + AFRT_NR * AFRT_PF_K + 16), AFRT_PF_HINT);           \
+            _mm_prefetch(AFRT_PF_ADDR(a, MRV * AFRT_PF_K), AFRT_PF_HINT);                      \
+            _mm_prefetch(AFRT_PF_ADDR(b, AFRT_NR * AFRT_PF_K), AFRT_PF_HINT);                  \
+            _mm_prefetch(AFRT_PF_ADDR(b, AFRT_NR * AFRT_PF_K + 16), AFRT_PF_HINT);             \
             const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);                \
             for (int i = 0; i < MRV; ++i) {                                                    \
                 const __m512 ai = _mm512_set1_ps(a[i]);                                        \
