@@ -22,6 +22,7 @@ DIR`` re-runs a written reproducer.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import math
 import sys
 import tempfile
@@ -89,6 +90,7 @@ class FuzzCase:
     model: onnx.ModelProto
     inputs: list[InputSpec]
     feed_seed: int
+    parts: int = 1  # independent random graphs in the model
 
     def feeds(self) -> dict[str, np.ndarray]:
         rng = np.random.default_rng(self.feed_seed)
@@ -710,22 +712,34 @@ _FAMILIES: list[tuple[str, Callable[[_Builder], bool]]] = [
 
 
 @st.composite
-def cases(draw: Callable[..., Any], max_ops: int = 10) -> FuzzCase:
-    """A random valid ONNX model over the ops the frontend supports."""
+def cases(draw: Callable[..., Any], max_ops: int = 10, max_parts: int = 1) -> FuzzCase:
+    """A random valid ONNX model over the ops the frontend supports.
+
+    The model holds 1 to ``max_parts`` independent random graphs (own inputs, own outputs):
+    one compile checks them all, which amortises the C compiler's time; a failing case
+    shrinks to the one part that fails."""
     b = _Builder(draw)
-    for _ in range(draw(st.integers(1, 3))):
-        kind = draw(st.sampled_from([F, F, F, I, B]))
-        b.add_input(_shape(draw, 0, 4), kind, *((-5, 5) if kind == I else (-2, 2)))
-    if draw(st.booleans()):  # a constant that may become an output or feed nodes
-        b.const(b.floats(_shape(draw, 0, 2)), pool=True, as_node=draw(st.booleans()))
-    n_ops = draw(st.integers(1, max_ops))
-    done = 0
-    for _ in range(n_ops * 3):
-        if done == n_ops:
-            break
-        _name, fam = draw(st.sampled_from(_FAMILIES))
-        done += bool(fam(b))
-    return _finish(b)
+    pools: list[Val] = []
+    parts = draw(st.integers(1, max_parts))
+    for _ in range(parts):
+        b.vals = []
+        for _ in range(draw(st.integers(1, 3))):
+            kind = draw(st.sampled_from([F, F, F, I, B]))
+            b.add_input(_shape(draw, 0, 4), kind, *((-5, 5) if kind == I else (-2, 2)))
+        if draw(st.booleans()):  # a constant that may become an output or feed nodes
+            b.const(b.floats(_shape(draw, 0, 2)), pool=True, as_node=draw(st.booleans()))
+        n_ops = draw(st.integers(1, max_ops))
+        done = 0
+        for _ in range(n_ops * 3):
+            if done == n_ops:
+                break
+            _name, fam = draw(st.sampled_from(_FAMILIES))
+            done += bool(fam(b))
+        pools += b.vals
+    b.vals = pools
+    case = _finish(b)
+    case.parts = parts
+    return case
 
 
 def _finish(b: _Builder) -> FuzzCase:
@@ -742,7 +756,13 @@ def _finish(b: _Builder) -> FuzzCase:
                 continue
             outs[v.name] = v
     if KNOWN_BUG_VIEW_OUTPUTS:
-        outs = {n: v for n, v in outs.items() if not _view_output_hazard(b, v)}
+        for n, v in list(outs.items()):
+            if _view_output_hazard(b, v):
+                del outs[n]
+                if b.uses.get(n, 0) == 0:  # keep it live: output a non-view of it
+                    op = {F: "Relu", I: "Abs", B: "Not"}[v.kind]
+                    w = b.node(op, [v], v.shape, v.kind, v.bound, v.exact)
+                    outs[w.name] = w
     if not outs:
         # nothing safe was produced: output an input through a Relu/Not/Abs
         x = b.vals[0]
@@ -902,7 +922,10 @@ sys.exit(1 if bad else 0)
 def write_reproducer(case: FuzzCase, findings: Sequence[Finding],
                      directory: Path | None = None) -> tuple[Path, str]:
     """Save the model, feeds and a script; return the folder and the command to run."""
-    d = directory or Path(tempfile.mkdtemp(prefix="autofusion-fuzz-"))
+    if directory is None:  # one folder per distinct case: shrinking rewrites, not litters
+        digest = hashlib.sha1(case.model.SerializeToString()).hexdigest()[:12]
+        directory = Path(tempfile.gettempdir()) / f"autofusion-fuzz-{digest}"
+    d = directory
     d.mkdir(parents=True, exist_ok=True)
     onnx.save(case.model, d / "model.onnx")
     np.savez(d / "feeds.npz", **case.feeds())
