@@ -72,6 +72,7 @@ class Val:
     exact: bool = True  # computed without rounding-order freedom
     view: bool = False  # the result of a Reshape/Flatten/Squeeze/Unsqueeze
     origin: str = "node"  # "input", "init", "constant" or "node"
+    folded: bool = False  # an import-time constant (computed from constants only)
 
 
 @dataclasses.dataclass
@@ -148,7 +149,8 @@ class _Builder:
             name = self.fresh("w")
             self.inits.append(numpy_helper.from_array(arr, name))
             origin = "init"
-        v = Val(name, tuple(arr.shape), kind, bound=max(bound, 1e-3), origin=origin)
+        v = Val(name, tuple(arr.shape), kind, bound=max(bound, 1e-3), origin=origin,
+                folded=True)
         if pool:
             self.vals.append(v)
         return v
@@ -160,9 +162,15 @@ class _Builder:
             self.uses[n] = self.uses.get(n, 0) + 1
         out = self.fresh("t")
         self.nodes.append(helper.make_node(op, names, [out], name=f"{op.lower()}_{out}", **attrs))
-        v = Val(out, tuple(shape), kind, bound=bound, exact=exact, view=view)
+        folded = all(self._folded(n) for n in names)
+        v = Val(out, tuple(shape), kind, bound=bound, exact=exact, view=view, folded=folded)
         self.vals.append(v)
         return v
+
+    def _folded(self, name: str) -> bool:
+        if any(t.name == name for t in self.inits):
+            return True
+        return any(v.name == name and v.folded for v in self.vals)
 
     def const_input(self, arr: np.ndarray) -> str:
         """A constant operand (shape, axes, indices, ...): an initializer."""
@@ -415,7 +423,8 @@ def _matmul(b: _Builder) -> bool:
         return True
     w = None
     if weights == "pool":
-        w = b.pick(lambda v: v.kind == F and len(v.shape) == 2 and v.shape[0] == k)
+        w = b.pick(lambda v: v.kind == F and len(v.shape) == 2 and v.shape[0] == k and not (
+            KNOWN_BUG_SMALL_CONST_WEIGHTS and v.folded and min(v.shape) < _SAFE_WEIGHT_DIM))
     if w is None:
         wshape = (k, n) if b.draw(st.booleans()) or len(x.shape) == 1 else (
             *x.shape[:-2][-1:], k, n)
@@ -440,6 +449,8 @@ def _conv_pool(b: _Builder) -> bool:
                  b.draw(st.integers(1, 6)), b.draw(st.integers(1, 6)))
         x = b.add_input(shape, F)
     nb, c, h, w = x.shape
+    if 0 in (c, h, w):  # onnxruntime's pools and convs allow only N to be zero
+        return False
     op = b.draw(st.sampled_from(["Conv", "MaxPool", "AveragePool", "GlobalAveragePool",
                                  "GlobalMaxPool"]))
     if op.startswith("Global"):
@@ -529,7 +540,7 @@ def _reduce(b: _Builder) -> bool:
     bound = {"ReduceSum": n * x.bound, "ReduceMean": x.bound, "ReduceMax": x.bound,
              "ReduceMin": x.bound, "ReduceProd": x.bound ** n, "ReduceL2": math.sqrt(n) * x.bound,
              "ReduceL1": n * x.bound, "ReduceSumSquare": n * x.bound ** 2,
-             "ReduceLogSumExp": x.bound + math.log(n) + 1}[op]
+             "ReduceLogSumExp": x.bound + math.log(max(n, 1)) + 1}[op]
     if bound > _MAX_BOUND:
         return False
     shape = tuple(1 if i in red else d for i, d in enumerate(x.shape) if keep or i not in red)
@@ -572,8 +583,11 @@ def _view(b: _Builder) -> bool:
                 if spec[i] == x.shape[i] and x.shape[i] != 0:
                     spec[i] = 0
                     break
+        attrs = {}
+        if 0 in target:  # a literal 0 is a zero-sized dim, not "copy the input's"
+            spec, attrs = list(target), {"allowzero": 1}
         b.node("Reshape", [x, b.const_input(np.array(spec, np.int64))], target, x.kind,
-               x.bound, x.exact, view=True)
+               x.bound, x.exact, view=True, **attrs)
     elif op == "Flatten":
         if r == 0:
             return False
@@ -814,8 +828,9 @@ class Finding:
         if self.kind == "mismatch":
             at = [ln for ln in lines if "(ACTUAL)" in ln][:1]
             first = f"{lines[0] if lines else ''} {at[0] if at else ' '.join(lines[1:3])}"
-        else:
-            first = lines[-1] if lines else ""
+        else:  # a C compiler's first "error:" line, else the message's first line
+            errs = [ln for ln in lines if "error:" in ln and not ln.startswith("$")]
+            first = (errs or lines or [""])[0]
         return f"{self.kind} (fusion={self.fusion}): {first[:300]}"
 
 
