@@ -633,8 +633,10 @@ def _move(b: _Builder) -> bool:
         perm = b.draw(st.permutations(list(range(r))))
         attrs = {"perm": perm} if b.draw(st.booleans()) else {}
         perm = perm if attrs else list(range(r))[::-1]
+        # moving only size-1 dims is a reshape (a view) after import and canonicalize-nn
+        big = [p for p in perm if x.shape[p] != 1]
         b.node("Transpose", [x], tuple(x.shape[p] for p in perm), x.kind, x.bound, x.exact,
-               **attrs)
+               view=x.view or big == sorted(big), **attrs)
     elif op == "Slice":
         axes = sorted(set(b.draw(st.lists(st.integers(0, r - 1), min_size=1, max_size=r))))
         starts, ends, steps, shape = [], [], [], list(x.shape)
@@ -656,7 +658,9 @@ def _move(b: _Builder) -> bool:
                b.const_input(np.array([a - r if b.draw(st.booleans()) else a for a in axes],
                                       np.int64)),
                b.const_input(np.array(steps, np.int64))]
-        b.node("Slice", ins, tuple(shape), x.kind, x.bound, x.exact)
+        # a Slice that takes everything is removed at import: its result is x itself
+        b.node("Slice", ins, tuple(shape), x.kind, x.bound, x.exact,
+               view=x.view and tuple(shape) == x.shape and steps == [1] * len(steps))
     elif op == "Concat":
         axis = b.draw(st.integers(-r, r - 1))
         a = axis % r
@@ -701,7 +705,7 @@ def _move(b: _Builder) -> bool:
             spec = [b.draw(st.integers(1, 2)), *spec]
         shape = _broadcast(x.shape, tuple(spec))
         b.node("Expand", [x, b.const_input(np.array(spec, np.int64))], shape, x.kind,
-               x.bound, x.exact)
+               x.bound, x.exact, view=x.view and shape == x.shape)  # no-op: removed
     return True
 
 
@@ -714,7 +718,9 @@ def _py_slice(s: int, e: int, step: int, d: int) -> tuple[int, int, int]:
     if step > 0:
         s, e = min(max(s, 0), d), min(max(e, 0), d)
         return s, e, step
-    s, e = min(max(s, -1), d - 1), min(max(e, -1), d - 1)
+    if s < 0:  # before index 0 (after adding d): nothing to take going backwards
+        return 0, 0, 1
+    s, e = min(s, d - 1), min(max(e, -1), d - 1)
     return s, (e if e >= 0 else None), step  # type: ignore[return-value]
 
 
