@@ -6,6 +6,7 @@
   ``fold_limit`` result elements are evaluated (numpy, in the constants' dtype) into one
   ``nn.constant``.
 
+Ops whose results nothing reads are erased (an ONNX node that reaches no graph output).
 Origins of removed ops are carried to the op that replaces them. Place: first, right after
 import. Option: ``fold_limit`` (default 65536 elements).
 """
@@ -27,6 +28,7 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 from xdsl.rewriter import Rewriter
+from xdsl.traits import Pure
 
 from autofusion.analysis.cost import numel
 from autofusion.dialects import nn
@@ -102,8 +104,17 @@ class CanonicalizeNN(CheckedPass):
             ),
             apply_recursively=False,
         ).rewrite_module(op)
-        # constants nothing reads any more, in the bodies of the module's functions
+        # ops nothing reads (constants left by folding, ONNX nodes whose results reach no
+        # graph output), in the bodies of the module's functions, last first so chains go.
+        # A dead reshape of a graph input would otherwise leave that input's pointer unused
+        # in the C (-Werror=unused-variable), and a dead kernel would still run.
         for block in [b for f in op.ops for region in f.regions for b in region.blocks]:
             for o in reversed(list(block.ops)):
-                if isinstance(o, nn.ConstantOp) and not o.y.uses:
+                if _is_dead_nn(o):
                     Rewriter.erase_op(o)
+
+
+def _is_dead_nn(o: Operation) -> bool:
+    """A side-effect-free ``nn`` op none of whose results is used."""
+    return (o.name.startswith("nn.") and o.has_trait(Pure) and bool(o.results)
+            and not any(r.uses for r in o.results))
