@@ -89,7 +89,7 @@ def _count_nodes(path: str) -> int | None:
 
     try:
         return len(onnx.load(path, load_external_data=False).graph.node)
-    except Exception:  # noqa: BLE001 - the count is informational
+    except Exception:  # the count is informational
         return None
 
 

@@ -178,7 +178,8 @@ def test_every_vector_case_is_lowered(vector_run) -> None:
     assert all(k.kind.data == "vector" for k in kernels)
     # several tiles per core, and cores that do not divide the work evenly
     t = kernels[0].tiling_values()
-    assert t["blockLength"] > t["tileLength"] and t["totalLength"] % t["blockLength"]
+    assert t["blockLength"] > t["tileLength"]
+    assert t["totalLength"] % t["blockLength"]
 
 
 @pytest.mark.parametrize("index", range(len(CASES)), ids=list(CASES))
@@ -298,7 +299,8 @@ def test_attention_kernel_matches_interpreter() -> None:
     module = parse(ATTN_IR)
     low = lowered(module, cores=4, max_tile=40)
     kernels = [o for o in low.body.block.ops if isinstance(o, ac.KernelOp)]
-    assert len(kernels) == 2 and kernels[0].tiling_values()["tileLength"] == 2
+    assert len(kernels) == 2
+    assert kernels[0].tiling_values()["tileLength"] == 2
     rng = np.random.default_rng(6)
     feeds = {"arg0": rng.standard_normal((2, 3, 9, 8)).astype(np.float32),
              "arg1": rng.standard_normal((2, 3, 11, 8)).astype(np.float32),
@@ -468,9 +470,12 @@ def test_matmul_rows_split_over_cores_and_conv_uses_im2col(cube_project) -> None
     _, _, module = cube_project
     ks = {k.pattern.data: k for k in module.body.block.ops if isinstance(k, ac.KernelOp)}
     mm = ks["matmul_bias_gelu"].tiling_values()
-    assert mm["M"] == 74 and mm["mBlocks"] > 1 and mm["units"] == mm["mBlocks"]
+    assert mm["M"] == 74
+    assert mm["mBlocks"] > 1
+    assert mm["units"] == mm["mBlocks"]
     conv_ops = [o.name for o in ks["conv_add_relu"].walk()]
-    assert "ascendc.im2col" in conv_ops and "ascendc.matmul" in conv_ops
+    assert "ascendc.im2col" in conv_ops
+    assert "ascendc.matmul" in conv_ops
     assert ks["conv_add_relu"].tiling_values()["units"] == 4  # 2 images x 2 groups
 
 
@@ -583,14 +588,16 @@ def test_unsupported_kernel_falls_back_with_reason_and_still_runs(tmp_path: Path
     low = lowered(module)
     fn = next(o for o in low.body.block.ops if o.name == "func.func")
     left = [o for o in fn.body.block.ops if isinstance(o, fusion.KernelOp)]
-    assert len(left) == 1 and "nn.softmax" in left[0].attributes["ascendc.fallback"].data
+    assert len(left) == 1
+    assert "nn.softmax" in left[0].attributes["ascendc.fallback"].data
     x = np.random.default_rng(1).standard_normal((4, 16)).astype(np.float32)
     got = run_ascendc_cpu(low, {"arg0": x})["result0"]
     assert close(got, run_module(module, {"arg0": x})["result0"])
     emit_project(low, tmp_path)
     src = (tmp_path / "kernels" / "af_kernel_0.asc").read_text()
     evil = [line for line in src.splitlines() if "evil" in line]
-    assert evil and all(line.startswith("// ") for line in evil)  # origins only in // comments
+    assert evil
+    assert all(line.startswith("// ") for line in evil)  # origins only in // comments
     assert "#include <x>" not in [line.strip() for line in src.splitlines()]
     host = (tmp_path / "host" / "model.cpp").read_text()
     assert "af_run_model: the model has ops without an Ascend C lowering" in host
@@ -625,7 +632,8 @@ def test_cpu_model_rejects_misuse(case: str, tmp_path: Path) -> None:
     exe = tmp_path / "m"
     subprocess.run([GXX, "-std=c++17", f"-I{CPU_MODEL_DIR}", str(src), "-o", str(exe)], check=True)
     proc = subprocess.run([str(exe)], capture_output=True, text=True)
-    assert proc.returncode != 0 and message in proc.stderr, proc.stderr
+    assert proc.returncode != 0, proc.stderr
+    assert message in proc.stderr, proc.stderr
 
 
 # ---------------------------------------------------------------------------------------

@@ -77,7 +77,8 @@ def run_op(
     module = parse(text)
     got = evaluate(main_function(module), list(inputs))
     for g, (s, d) in zip(got, outs):
-        assert g.shape == tuple(s) and g.dtype == np.dtype(d)  # type: ignore[arg-type]
+        assert g.shape == tuple(s)
+        assert g.dtype == np.dtype(d)  # type: ignore[arg-type]
     return got if isinstance(out, list) else got[0]
 
 
