@@ -208,7 +208,8 @@ class KernelOp(IRDLOperation):
         args = self.body.block.args
         if len(args) != len(self.arg_names.data):
             raise VerifyException(
-                f"'ascendc.kernel': {len(args)} block arguments but {len(self.arg_names.data)} names"
+                f"'ascendc.kernel': {len(args)} block arguments but {len(self.arg_names.data)} "
+                "names"
             )
         for a in args:
             if not isinstance(a.type, GmAddrType):
@@ -536,7 +537,8 @@ class VecScalarOp(IRDLOperation):
     scalar = prop_def(FloatAttr)
     negate = opt_prop_def(BoolAttr)
     assembly_format = (
-        "$fn $dst `,` $src (`,` $scalar_src^)? attr-dict `:` type($dst) `,` type($src) (`,` type($scalar_src)^)?"
+        "$fn $dst `,` $src (`,` $scalar_src^)? attr-dict `:` type($dst) `,` type($src) (`,` "
+        "type($scalar_src)^)?"
     )
     irdl_options = (ParsePropInAttrDict(),)
 
@@ -781,7 +783,8 @@ class AttentionOp(IRDLOperation):
     batch_shape = prop_def(DenseArrayBase)
     mask_strides = opt_prop_def(DenseArrayBase)
     assembly_format = (
-        "$q `,` $k `,` $v `,` $out `,` $workspace (`,` $mask^)? attr-dict `:` type($q) `,` type($k) `,` "
+        "$q `,` $k `,` $v `,` $out `,` $workspace (`,` $mask^)? attr-dict `:` type($q) `,` "
+        "type($k) `,` "
         "type($v) `,` type($out) `,` type($workspace) (`,` type($mask)^)?"
     )
     irdl_options = (ParsePropInAttrDict(),)

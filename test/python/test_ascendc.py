@@ -143,7 +143,8 @@ def vector_module() -> str:
     types = ", ".join([T] * len(results))
     return (
         "builtin.module {\n"
-        f"  func.func @main(%x: {T}, %w: {T}, %v: tensor<50xf32>, %u: tensor<7x1xf32>) -> ({types}) {{\n    "
+        f"  func.func @main(%x: {T}, %w: {T}, %v: tensor<50xf32>, "
+        f"%u: tensor<7x1xf32>) -> ({types}) {{\n    "
         + "\n    ".join(kernels)
         + f"\n    func.return {', '.join(results)} : {types}\n  }}\n}}\n"
     )
@@ -549,7 +550,8 @@ def test_kernel_signature_and_launch(cube_project) -> None:
     project, _, _ = cube_project
     src = (project / "kernels" / "af_kernel_1.asc").read_text()
     assert re.search(
-        r'extern "C" __global__ __aicore__ void af_kernel_1\(GM_ADDR in0, GM_ADDR in1, GM_ADDR in2, '
+        r'extern "C" __global__ __aicore__ void af_kernel_1\(GM_ADDR in0, GM_ADDR in1, '
+        r'GM_ADDR in2, '
         r"GM_ADDR in3, GM_ADDR out0, GM_ADDR workspace, GM_ADDR tiling\)", src)
     assert "af_kernel_1<<<blockDim, nullptr, stream>>>(" in src
     assert "REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm, &this->td.mm);" in src
@@ -610,13 +612,15 @@ def test_unsupported_kernel_falls_back_with_reason_and_still_runs(tmp_path: Path
 MISUSE = {
     "deque_empty": ("AscendC::TQue<AscendC::TPosition::VECIN, 2> q; pipe.InitBuffer(q, 2, 256);"
                     "auto t = q.DeQue<float>(); (void)t;", "DeQue on an empty queue"),
-    "alloc_past_depth": ("AscendC::TQue<AscendC::TPosition::VECIN, 2> q; pipe.InitBuffer(q, 2, 256);"
+    "alloc_past_depth": ("AscendC::TQue<AscendC::TPosition::VECIN, 2> q; pipe.InitBuffer(q, 2, "
+                         "256);"
                          "auto a = q.AllocTensor<float>(); auto b = q.AllocTensor<float>();"
                          "auto c = q.AllocTensor<float>(); (void)a; (void)b; (void)c;", "no free buffer"),
     "ub_overflow": ("AscendC::TBuf<AscendC::TPosition::VECCALC> b; pipe.InitBuffer(b, 200 * 1024);",
                     "unified buffer budget exceeded"),
     "unaligned_copy": ("AscendC::TBuf<AscendC::TPosition::VECCALC> b; pipe.InitBuffer(b, 256);"
-                       "auto t = b.Get<float>(); std::vector<float> g(64); AscendC::GlobalTensor<float> gt;"
+                       "auto t = b.Get<float>(); std::vector<float> g(64); "
+                       "AscendC::GlobalTensor<float> gt;"
                        "gt.SetGlobalBuffer(g.data(), 64); AscendC::DataCopy(t, gt, 10);",
                        "multiple of 32 bytes"),
     "vector_overrun": ("AscendC::TBuf<AscendC::TPosition::VECCALC> b; pipe.InitBuffer(b, 256);"
@@ -628,7 +632,8 @@ MISUSE = {
 def test_cpu_model_rejects_misuse(case: str, tmp_path: Path) -> None:
     body, message = MISUSE[case]
     src = tmp_path / "m.cpp"
-    src.write_text(f'#include "ascendc_cpu_model.h"\nint main() {{ AscendC::TPipe pipe; {body} return 0; }}\n')
+    src.write_text('#include "ascendc_cpu_model.h"\nint main() { AscendC::TPipe pipe; '
+                   f'{body} return 0; }}\n')
     exe = tmp_path / "m"
     subprocess.run([GXX, "-std=c++17", f"-I{CPU_MODEL_DIR}", str(src), "-o", str(exe)], check=True)
     proc = subprocess.run([str(exe)], capture_output=True, text=True)

@@ -89,12 +89,14 @@ def build_cpu_library(project: Path) -> Path:
         results = list(pool.map(compile_one, range(len(chunks))))
     for _, proc in results:
         if proc.returncode != 0:
-            raise AutofusionError(f"ascendc: building the CPU-model library failed:\n{proc.stderr[-4000:]}")
+            raise AutofusionError("ascendc: building the CPU-model library "
+                                  f"failed:\n{proc.stderr[-4000:]}")
     tmp = work / lib.name
     link = subprocess.run([cxx, "-shared", *[str(o) for o, _ in results], "-o", str(tmp)],
                           capture_output=True, text=True)
     if link.returncode != 0:
-        raise AutofusionError(f"ascendc: linking the CPU-model library failed:\n{link.stderr[-4000:]}")
+        raise AutofusionError("ascendc: linking the CPU-model library "
+                              f"failed:\n{link.stderr[-4000:]}")
     os.replace(tmp, lib)
     shutil.rmtree(work, ignore_errors=True)
     return lib

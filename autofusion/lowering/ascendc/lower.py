@@ -203,14 +203,16 @@ class KernelLowering:
                     if not -n <= k < n:
                         raise Unsupported(f"nn.gather index {k} out of range [{-n}, {n - 1}]")
                 if tuple(shape_of(o.results[0])) != out_shape:
-                    raise Unsupported(f"{o.name} result of shape {shape_of(o.results[0])}, not {out_shape}")
+                    raise Unsupported(f"{o.name} result of shape {shape_of(o.results[0])}, "
+                                      f"not {out_shape}")
                 continue
             if not isinstance(o, VECTOR_OPS):
                 raise Unsupported(f"{o.name} in the kernel has no Ascend C lowering")
             if tuple(shape_of(o.results[0])) != out_shape:
                 # An intermediate on a smaller (broadcast) shape: only constants may be.
                 if not all(isinstance(a.owner, nn.ConstantOp) for a in o.operands):
-                    raise Unsupported(f"{o.name} computes on shape {shape_of(o.results[0])}, not {out_shape}")
+                    raise Unsupported(f"{o.name} computes on shape {shape_of(o.results[0])}, "
+                                      f"not {out_shape}")
 
     def _uses_after(self, ops: list[Operation]) -> dict[SSAValue, int]:
         last: dict[SSAValue, int] = {}

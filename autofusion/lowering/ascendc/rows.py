@@ -68,7 +68,8 @@ def build_rows(lowering, op: Operation) -> ac.KernelOp:
     if isinstance(op, nn.LayerNormOp):
         for v in op.operands[1:]:
             if numel(shape_of(v)) != d:
-                raise Unsupported(f"layer_norm parameter of shape {shape_of(v)} (needs {d} elements)")
+                raise Unsupported(f"layer_norm parameter of shape {shape_of(v)} (needs {d} "
+                                  "elements)")
             params.append((v.index, v))  # type: ignore[attr-defined]
     del args
 
