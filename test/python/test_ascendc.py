@@ -216,7 +216,7 @@ builtin.module {
     func.return %0, %1, %2, %3, %4, %5, %6 : tensor<2x7x36xf32>, tensor<2x7x36xf32>, tensor<2x7x36xf32>, tensor<2x3x1x1xf32>, tensor<2x7x1xf32>, tensor<2x7xf32>, tensor<2x7x36xf32>
   }
 }
-"""
+"""  # noqa: E501 - the MLIR keeps one op per line
 
 
 def test_row_kernels_match_interpreter() -> None:
@@ -255,7 +255,7 @@ builtin.module {
     func.return %0, %1, %2, %k : tensor<2x4x3x5xf32>, tensor<2x3x4x5xf32>, tensor<2x3x4x2xf32>, tensor<2x4x3x5xf32>
   }
 }
-"""
+"""  # noqa: E501 - the MLIR keeps one op per line
 
 
 POOL_IR = """
@@ -268,7 +268,7 @@ builtin.module {
     func.return %0, %1, %2, %3 : tensor<2x3x5x5xf32>, tensor<2x3x4x4xf32>, tensor<2x3x5x5xf32>, tensor<2x3x1x1xf32>
   }
 }
-"""
+"""  # noqa: E501 - the MLIR keeps one op per line
 
 
 def test_pooling_kernels_match_interpreter() -> None:
@@ -291,7 +291,7 @@ builtin.module {
     func.return %0, %1 : tensor<2x3x9x6xf32>, tensor<2x3x9x6xf32>
   }
 }
-"""
+"""  # noqa: E501 - the MLIR keeps one op per line
 
 
 def test_attention_kernel_matches_interpreter() -> None:
@@ -325,7 +325,7 @@ builtin.module {
     func.return %0, %1, %2, %3, %4 : tensor<2x7x5xf32>, tensor<2x2x5xf32>, tensor<2x5x5xf32>, tensor<4x7x5xf32>, tensor<2x5xf32>
   }
 }
-"""
+"""  # noqa: E501 - the MLIR keeps one op per line
 
 
 def test_concat_split_gather_kernels_are_exact_copies() -> None:
@@ -350,7 +350,7 @@ def test_channel_concat_at_batch_one_is_chunked() -> None:
     func.func @main(%a: tensor<1x64x11x11xf32>, %b: tensor<1x96x11x11xf32>) -> tensor<1x160x11x11xf32> {
       %0 = nn.concat %a, %b {axis = 1 : i64} : (tensor<1x64x11x11xf32>, tensor<1x96x11x11xf32>) -> tensor<1x160x11x11xf32>
       func.return %0 : tensor<1x160x11x11xf32>
-    }"""
+    }"""  # noqa: E501 - the MLIR keeps one op per line
     module = parse(text)
     low = lowered(module, cores=3)
     k = next(o for o in low.body.block.ops if isinstance(o, ac.KernelOp))
@@ -412,7 +412,7 @@ builtin.module {
     func.return %y, %z, %g, %q : tensor<2x37x40xf32>, tensor<2x6x5x5xf32>, tensor<20x16xf32>, tensor<3x5x6xf32>
   }
 }
-"""
+"""  # noqa: E501 - the MLIR keeps one op per line
 
 CUBE_SHAPES = [(2, 37, 24), (24, 40), (40,), (2, 4, 9, 9), (6, 2, 3, 3), (6,), (2, 6, 5, 5),
                (20, 12), (16, 12), (1, 16), (3, 5, 8), (3, 8, 6)]
@@ -582,7 +582,7 @@ builtin.module {
     func.return %z : tensor<4x16xf32>
   }
 }
-"""
+"""  # noqa: E501 - the MLIR keeps one op per line
 
 
 def test_unsupported_kernel_falls_back_with_reason_and_still_runs(tmp_path: Path) -> None:

@@ -647,7 +647,7 @@ af_model *af_create(const char *weights_path, int num_threads) {
   }
   return m;
 }
-"""
+"""  # noqa: E501 - the printed source keeps its own lines
 
 # Run-time index checks (clib.guard_index), emitted when a model has any. A fault is recorded
 # once per run (the first thread to fail wins; threads of a parallel loop may race) and the
