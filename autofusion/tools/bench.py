@@ -261,7 +261,8 @@ def format_table(r: Mapping[str, Any]) -> str:
     rows = [
         ("model", f"{r['model']} (target {r['target']}, {r['threads']} thread(s), "
                   f"fusion {'on' if r['fusion'] else 'off'})"),
-        ("match", f"{'yes' if r['match'] else 'NO'}  (rtol {RTOL}, atol {ATOL_SCALE}*max(1,|ref|))"),
+        ("match",
+         f"{'yes' if r['match'] else 'NO'}  (rtol {RTOL}, atol {ATOL_SCALE}*max(1,|ref|))"),
         ("max abs err", f"{r['max_abs_err']:.3g}"),
         ("max rel err", f"{r['max_rel_err']:.3g}  (relative to max|ref|)"),
         ("latency autofusion", f"{r['latency_ms']['autofusion']:.3f} ms  (median of {r['runs']})"),

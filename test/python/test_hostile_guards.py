@@ -51,7 +51,8 @@ def _load(model: onnx.ModelProto, work: Path, threads: int = 1,
 
         block = main_funcs(module)[0].body.block
         ops = [o for o in block.ops
-               if any(a.data in fuse for a in getattr(o.attributes.get("onnx.origins"), "data", ()))]  # fmt: skip
+               if any(a.data in fuse
+                      for a in getattr(o.attributes.get("onnx.origins"), "data", ()))]  # fmt: skip
         assert len(ops) == len(fuse), [o.name for o in ops]
         outline(block, [(ops, set(), "gather_add")])
     return ModelLibrary(build(module, work), work / "weights.bin", threads)
@@ -88,8 +89,9 @@ def _embedding(idx_type: int) -> onnx.ModelProto:
 
 
 @pytest.fixture(scope="module", params=[I64, I32], ids=["int64", "int32"])
-def embedding(request: pytest.FixtureRequest,
-              tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ModelLibrary, onnx.ModelProto, type]]:  # fmt: skip
+def embedding(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[ModelLibrary, onnx.ModelProto, type]]:
     model = _embedding(request.param)
     lib = _load(model, tmp_path_factory.mktemp("emb"))
     yield lib, model, np.int64 if request.param == I64 else np.int32
@@ -217,7 +219,9 @@ def test_sanitized_driver_out_of_range_reads_nothing_outside(tmp_path: Path) -> 
 
 
 @pytest.fixture(scope="module")
-def affine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ModelLibrary, onnx.ModelProto]]:  # fmt: skip
+def affine(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[ModelLibrary, onnx.ModelProto]]:
     """y = x * w + Gather(table, ids): one float and one int64 input."""
     w = RNG.standard_normal((3, 4)).astype(np.float32)
     table = RNG.standard_normal((10, 4)).astype(np.float32)
@@ -289,8 +293,9 @@ def test_dtype_mismatch_names_the_byte_order(affine) -> None:
 
 
 @pytest.mark.parametrize(("k", "lowered_to_npu"), [(7, False), (-8, False), (-7, True), (6, True)])
-def test_ascendc_constant_gather_index_out_of_range_is_not_lowered(k: int,
-                                                                   lowered_to_npu: bool) -> None:  # fmt: skip
+def test_ascendc_constant_gather_index_out_of_range_is_not_lowered(
+    k: int, lowered_to_npu: bool
+) -> None:
     from xdsl.context import Context
     from xdsl.dialects import get_all_dialects as xdsl_dialects
     from xdsl.parser import Parser

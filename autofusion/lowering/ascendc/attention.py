@@ -20,7 +20,8 @@ from autofusion.lowering.ascendc import tiling as tl
 from autofusion.lowering.ascendc.vector import Unsupported
 
 
-def attention_tiling(units: int, s: int, t: int, cores: int, max_tile: int, ub_bytes: int) -> dict[str, int]:
+def attention_tiling(units: int, s: int, t: int, cores: int, max_tile: int,
+                     ub_bytes: int) -> dict[str, int]:
     """Rows of scores per UB tile: in + out queues (2 buffers each) of ``rows x Tp`` plus a
     mask row, a work row and a 32-byte scalar buffer."""
     tp = tl.round_up(t, tl.ALIGN)
@@ -164,10 +165,12 @@ def print_attention(p, op: ac.AttentionOp) -> list[str]:
     return lines
 
 
-def attention_tiling_source(name: str, td: str, t: dict[str, int], cores: int, max_tile: int, ub_bytes: int) -> str:
+def attention_tiling_source(name: str, td: str, t: dict[str, int], cores: int, max_tile: int,
+                            ub_bytes: int) -> str:
     """The host tiling function of an attention kernel (formulas of ``attention_tiling``)."""
     mm = []
-    for i, (m, n_, k, trans_b) in enumerate(((t["S"], t["T"], t["D"], True), (t["S"], t["E"], t["T"], False))):
+    for i, (m, n_, k, trans_b) in enumerate(((t["S"], t["T"], t["D"], True),
+                                             (t["S"], t["E"], t["T"], False))):
         mm += [
             "    {",
             "        matmul_tiling::MultiCoreMatmulTiling mmTiling(*platform);"
@@ -211,5 +214,6 @@ def attention_tiling_source(name: str, td: str, t: dict[str, int], cores: int, m
     ])
 
 
-ATTENTION_FIELDS = ("units", "blockDim", "tileLength", "rowStride", "workspaceElems", "S", "T", "D", "E")
+ATTENTION_FIELDS = ("units", "blockDim", "tileLength", "rowStride", "workspaceElems", "S", "T",
+                    "D", "E")
 __all__ = ["ATTENTION_FIELDS", "IntegerAttr", "build_attention", "f32", "print_attention"]

@@ -69,7 +69,8 @@ class KernelFiles:
     kernel_source: str
 
 
-TILING_FIELDS_VECTOR = ("totalLength", "blockLength", "tileLength", "blockDim", "rowLength", "rowStride")
+TILING_FIELDS_VECTOR = ("totalLength", "blockLength", "tileLength", "blockDim", "rowLength",
+                        "rowStride")
 TILING_FIELDS_CUBE = ("units", "mBlocks", "singleCoreM", "M", "N", "K", "workspaceElems")
 
 
@@ -164,7 +165,8 @@ class KernelPrinter:
         if self.attn:
             from autofusion.lowering.ascendc.attention import attention_tiling_source
 
-            lines.append(attention_tiling_source(self.name, self.td, t, self.cores, self.max_tile, self.ub_bytes))
+            lines.append(attention_tiling_source(self.name, self.td, t, self.cores, self.max_tile,
+                                                 self.ub_bytes))
             lines.append(
                 f'\nextern "C" uint64_t {self.name}_workspace_bytes(const {self.td}* td)\n{{\n'
                 f"    return static_cast<uint64_t>(td->workspaceElems) * sizeof(float);\n}}"
@@ -300,7 +302,8 @@ class KernelPrinter:
         ]
         if self.cube:
             src.append('#include "lib/matmul_intf.h"')
-        src += ["#endif", "", "#ifndef AF_KERNEL_HELPERS", "#define AF_KERNEL_HELPERS", "namespace {", "",
+        src += ["#endif", "", "#ifndef AF_KERNEL_HELPERS", "#define AF_KERNEL_HELPERS",
+                "namespace {", "",
                 "constexpr int32_t BUFFER_NUM = 2;  // double buffering", ""]
         src.append(_HELPERS)
         src += ["}  // namespace", "#endif  // AF_KERNEL_HELPERS", "", "namespace {", ""]
@@ -351,7 +354,8 @@ class KernelPrinter:
         all_params = ", ".join([*gm_params, "GM_ADDR workspace", "GM_ADDR tiling"])
         kt = "KERNEL_TYPE_MIX_AIC_1_2" if self.cube else "KERNEL_TYPE_AIV_ONLY"
         call = ", ".join(
-            [*[a if a != "workspace" else "AscendC::GetUserWorkspace(workspace)" for a in self.arg_names], "td"]
+            [*[a if a != "workspace" else "AscendC::GetUserWorkspace(workspace)"
+               for a in self.arg_names], "td"]
         )
         src.append(
             f'extern "C" __global__ __aicore__ void {self.name}({all_params})\n{{\n'
@@ -364,8 +368,11 @@ class KernelPrinter:
             f"    op.Process();\n}}\n"
         )
         # Launcher: the only place with the <<<>>> launch syntax (compiled by the ASC toolchain).
-        dev = ", ".join(f"void* {a}" for a in [*[a for a in self.arg_names if a != "workspace"], "workspace", "tiling"])
-        args = ", ".join(f"static_cast<uint8_t*>({a})" for a in [*[a for a in self.arg_names if a != "workspace"], "workspace", "tiling"])
+        dev = ", ".join(f"void* {a}" for a in [*[a for a in self.arg_names if a != "workspace"],
+                                               "workspace", "tiling"])
+        args = ", ".join(f"static_cast<uint8_t*>({a})"
+                         for a in [*[a for a in self.arg_names if a != "workspace"],
+                                   "workspace", "tiling"])
         src.append(
             f"// Enqueue {self.name} on stream with blockDim cores; device pointers in, "
             "returns at once.\n"
@@ -432,7 +439,8 @@ class KernelPrinter:
         }[kind]
 
     # -- loops ---------------------------------------------------------------------------
-    def _tile_loop(self, op: ac.TileLoopOp, base: str, length: str, indent: str = "        ") -> str:
+    def _tile_loop(self, op: ac.TileLoopOp, base: str, length: str,
+                   indent: str = "        ") -> str:
         i = self.loop_id
         self.loop_id += 1
         sfx = "" if i == 0 else str(i)
@@ -441,9 +449,11 @@ class KernelPrinter:
         if op.in_row_stride is not None:
             self.copy_loop = {
                 k: int(getattr(op, k).value.data)  # type: ignore[union-attr]
-                for k in ("row_length", "in_row_stride", "out_row_stride", "in_offset", "out_offset")
+                for k in ("row_length", "in_row_stride", "out_row_stride", "in_offset",
+                          "out_offset")
             }
-        self.per_row_values = op.out_row_length is not None and int(op.out_row_length.value.data) == 1
+        self.per_row_values = (op.out_row_length is not None
+                               and int(op.out_row_length.value.data) == 1)
         stages = [("CopyIn", op.copy_in_region.block), ("Compute", op.compute_region.block),
                   ("CopyOut", op.copy_out_region.block)]
         for stage, blk in stages:
@@ -574,7 +584,8 @@ class KernelPrinter:
         return [
             "            // im2col of (image b / groups, group b % groups) into this core's "
             "workspace",
-            "            // slice: rows (c, kh, kw), columns (oh, ow). Scalar loop: slow but exact.",
+            "            // slice: rows (c, kh, kw), columns (oh, ow). "
+            "Scalar loop: slow but exact.",
             "            AscendC::GlobalTensor<float> wsSlice = "
             f"{ws}[static_cast<uint64_t>(AscendC::GetBlockIdx()) * {cg * kh * kw * oh * ow}u];",
             f"            const uint32_t img = b / {g}u, grp = b % {g}u;",

@@ -55,7 +55,8 @@ def kernels_of(module: ModuleOp) -> list[ac.KernelOp]:
 def ensure_lowered(module: ModuleOp) -> ModuleOp:
     """``module`` with supported fusion kernels lowered (a clone if lowering was needed)."""
     fn = main_func(module)
-    if any(isinstance(o, fusion.KernelOp) and "ascendc.fallback" not in o.attributes for o in fn.body.block.ops):
+    if any(isinstance(o, fusion.KernelOp) and "ascendc.fallback" not in o.attributes
+           for o in fn.body.block.ops):
         from autofusion.lowering.ascendc.lower import LowerFusionToAscendC
 
         module = module.clone()
@@ -130,9 +131,11 @@ def plan_host(fn: func.FuncOp) -> HostPlan:
         else:
             for r in op.results:
                 add(r)
-            uncovered.append(f"{op.name} "
-                             f"({op.attributes.get('ascendc.fallback', StringAttr('not lowered')).data})"  # type: ignore[union-attr]
-                             if isinstance(op, fusion.KernelOp) else op.name)
+            if isinstance(op, fusion.KernelOp):
+                why = op.attributes.get("ascendc.fallback", StringAttr("not lowered"))
+                uncovered.append(f"{op.name} ({why.data})")  # type: ignore[union-attr]
+            else:
+                uncovered.append(op.name)
     return HostPlan(values, sizes, weights, bytes(blob), not uncovered, uncovered)
 
 
@@ -157,20 +160,19 @@ def print_host(module: ModuleOp, plan: HostPlan) -> str:
     ]
     for k in kernels:
         out.append(f'#include "{k.sym_name.data}_tiling.h"')
-    out += [
-        "",
-        "#define AF_ACL_CHECK(call)                                                              \\",
-        "    do {                                                                                \\",
-        "        aclError af_rc_ = (call);                                                       \\",
-        "        if (af_rc_ != ACL_SUCCESS) {                                                    \\",
+    acl_check = [
+        "#define AF_ACL_CHECK(call)",
+        "    do {",
+        "        aclError af_rc_ = (call);",
+        "        if (af_rc_ != ACL_SUCCESS) {",
         '            std::fprintf(stderr, "%s:%d: %s failed: error %d\\n", __FILE__, __LINE__, '
-        '#call, \\',
-        "                         static_cast<int>(af_rc_));                                     \\",
-        "            return 1;                                                                   \\",
-        "        }                                                                               \\",
-        "    } while (0)",
-        "",
+        "#call,",
+        "                         static_cast<int>(af_rc_));",
+        "            return 1;",
+        "        }",
     ]
+    # the continuation backslashes line up in column 89
+    out += ["", *(f"{line:<87} \\" for line in acl_check), "    } while (0)", ""]
     for k in kernels:
         n = len([a for a in k.arg_names.data if a.data != "workspace"])
         params = ", ".join(["void*"] * (n + 2))
@@ -435,8 +437,10 @@ def emit_project(module: ModuleOp, out_dir: str | Path) -> None:
     ret = fn.body.block.last_op
     assert isinstance(ret, func.ReturnOp)
     manifest = {
-        "inputs": [{"name": n, "shape": list(shape_of(a))} for n, a in zip(_io_names(fn, "arg"), fn.args)],
-        "outputs": [{"name": n, "shape": list(shape_of(v))} for n, v in zip(_io_names(fn, "res"), ret.arguments)],
+        "inputs": [{"name": n, "shape": list(shape_of(a))} for n, a in zip(_io_names(fn, "arg"),
+                                                                           fn.args)],
+        "outputs": [{"name": n, "shape": list(shape_of(v))} for n, v in zip(_io_names(fn, "res"),
+                                                                            ret.arguments)],
         "kernels": manifest_kernels,
         "fallback": plan.uncovered,
         "full_model_on_npu": plan.covered,
