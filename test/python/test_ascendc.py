@@ -702,8 +702,8 @@ def test_zoo_groups_and_model_match(name: str) -> None:
     fn = next(o for o in fused.body.block.ops if o.name == "func.func")
     kernels = {k.sym_name.data: k for k in low.body.block.ops if isinstance(k, ac.KernelOp)}
     groups = [o for o in fn.body.block.ops if isinstance(o, fusion.KernelOp)]
-    fused = sum(not k.pattern.data.startswith("single_") for k in kernels.values())
-    assert fused >= len(groups) - 1
+    n_fused = sum(not k.pattern.data.startswith("single_") for k in kernels.values())
+    assert n_fused >= len(groups) - 1
     feeds = zoo.sample_inputs(proto, 0)
     runner = CpuModelRunner(low)
     got = runner.run(feeds)
