@@ -38,7 +38,7 @@ def run_cli(tool: str, body: Callable[[], object]) -> int:
     except KeyboardInterrupt:
         print(f"{tool}: interrupted", file=sys.stderr)
         return 130
-    except Exception as e:  # noqa: BLE001 - last line of defence for users
+    except Exception as e:  # last line of defence for users
         if os.environ.get("AUTOFUSION_DEBUG"):
             raise
         print(

@@ -208,7 +208,8 @@ class KernelOp(IRDLOperation):
         args = self.body.block.args
         if len(args) != len(self.arg_names.data):
             raise VerifyException(
-                f"'ascendc.kernel': {len(args)} block arguments but {len(self.arg_names.data)} names"
+                f"'ascendc.kernel': {len(args)} block arguments but {len(self.arg_names.data)} "
+                "names"
             )
         for a in args:
             if not isinstance(a.type, GmAddrType):
@@ -262,7 +263,8 @@ class QueueOp(IRDLOperation):
     irdl_options = (ParsePropInAttrDict(),)
 
     def __init__(self, position: str, depth: int, nbytes: int):
-        super().__init__(properties={"bytes": _i64(nbytes)}, result_types=[QueueType(position, depth)])
+        super().__init__(properties={"bytes": _i64(nbytes)},
+                         result_types=[QueueType(position, depth)])
 
     def verify_(self) -> None:
         if int(self.bytes.value.data) % 32:
@@ -302,7 +304,9 @@ class LoadOperandOp(IRDLOperation):
 
     def __init__(self, source: SSAValue, length: int, elem: Attribute):
         super().__init__(
-            operands=[source], properties={"length": _i64(length)}, result_types=[LocalTensorType(elem)]
+            operands=[source],
+            properties={"length": _i64(length)},
+            result_types=[LocalTensorType(elem)],
         )
 
 
@@ -484,7 +488,9 @@ class VecBinaryOp(IRDLOperation):
     dst = operand_def(LocalTensorType)
     lhs = operand_def(LocalTensorType)
     rhs = operand_def(LocalTensorType)
-    assembly_format = "$fn $dst `,` $lhs `,` $rhs attr-dict `:` type($dst) `,` type($lhs) `,` type($rhs)"
+    assembly_format = (
+        "$fn $dst `,` $lhs `,` $rhs attr-dict `:` type($dst) `,` type($lhs) `,` type($rhs)"
+    )
     irdl_options = (ParsePropInAttrDict(),)
 
     def __init__(self, fn: str, dst: SSAValue, lhs: SSAValue, rhs: SSAValue):
@@ -536,7 +542,8 @@ class VecScalarOp(IRDLOperation):
     scalar = prop_def(FloatAttr)
     negate = opt_prop_def(BoolAttr)
     assembly_format = (
-        "$fn $dst `,` $src (`,` $scalar_src^)? attr-dict `:` type($dst) `,` type($src) (`,` type($scalar_src)^)?"
+        "$fn $dst `,` $src (`,` $scalar_src^)? attr-dict `:` type($dst) `,` type($src) (`,` "
+        "type($scalar_src)^)?"
     )
     irdl_options = (ParsePropInAttrDict(),)
 
@@ -598,11 +605,17 @@ class BroadcastOp(IRDLOperation):
     irdl_options = (ParsePropInAttrDict(),)
 
     def __init__(
-        self, dst: SSAValue, src: SSAValue, out_shape: Sequence[int], strides: Sequence[int], offset: int = 0
+        self,
+        dst: SSAValue,
+        src: SSAValue,
+        out_shape: Sequence[int],
+        strides: Sequence[int],
+        offset: int = 0,
     ):
         from autofusion.dialects.base import i64_array
 
-        props: dict[str, Attribute] = {"out_shape": i64_array(out_shape), "src_strides": i64_array(strides)}
+        props: dict[str, Attribute] = {"out_shape": i64_array(out_shape),
+                                       "src_strides": i64_array(strides)}
         if offset:
             props["src_offset"] = _i64(offset)
         super().__init__(operands=[dst, src], properties=props)
@@ -649,7 +662,9 @@ class VecReduceOp(IRDLOperation):
     dst = operand_def(LocalTensorType)
     src = operand_def(LocalTensorType)
     work = operand_def(LocalTensorType)
-    assembly_format = "$fn $dst `,` $src `,` $work attr-dict `:` type($dst) `,` type($src) `,` type($work)"
+    assembly_format = (
+        "$fn $dst `,` $src `,` $work attr-dict `:` type($dst) `,` type($src) `,` type($work)"
+    )
     irdl_options = (ParsePropInAttrDict(),)
 
     def __init__(self, fn: str, dst: SSAValue, src: SSAValue, work: SSAValue):
@@ -750,7 +765,10 @@ class MatmulOp(IRDLOperation):
     b_stride = prop_def(IntegerAttr)
     b_period = prop_def(IntegerAttr)
     c_stride = prop_def(IntegerAttr)
-    assembly_format = "$a `,` $b `,` $c (`,` $bias^)? attr-dict `:` type($a) `,` type($b) `,` type($c) (`,` type($bias)^)?"
+    assembly_format = (
+        "$a `,` $b `,` $c (`,` $bias^)? attr-dict `:` type($a) `,` type($b) `,` type($c)"
+        " (`,` type($bias)^)?"
+    )
     irdl_options = (ParsePropInAttrDict(),)
 
 
@@ -781,7 +799,8 @@ class AttentionOp(IRDLOperation):
     batch_shape = prop_def(DenseArrayBase)
     mask_strides = opt_prop_def(DenseArrayBase)
     assembly_format = (
-        "$q `,` $k `,` $v `,` $out `,` $workspace (`,` $mask^)? attr-dict `:` type($q) `,` type($k) `,` "
+        "$q `,` $k `,` $v `,` $out `,` $workspace (`,` $mask^)? attr-dict `:` type($q) `,` "
+        "type($k) `,` "
         "type($v) `,` type($out) `,` type($workspace) (`,` type($mask)^)?"
     )
     irdl_options = (ParsePropInAttrDict(),)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -56,7 +56,7 @@ class Const:
     a weight wraps those bytes in a ``BytesAttr`` without another copy.
     """
 
-    __slots__ = ("array", "origin", "raw", "_op")
+    __slots__ = ("_op", "array", "origin", "raw")
 
     def __init__(self, array: np.ndarray, origin: str, raw: bytes | None = None):
         self.array = array
@@ -136,7 +136,7 @@ def kind_text(kind: int) -> str:
     return f"{name} ({KIND_WORDS.get(kind, 'unknown kind')})"
 
 
-@lru_cache(maxsize=None)
+@cache
 def schema_attr_kind(op_type: str, domain: str, opset: int, name: str) -> int | None:
     """The attribute kind the ONNX schema of ``op_type`` (at ``opset``) declares for
     ``name``, or None when there is no schema or it does not declare the attribute."""
@@ -262,7 +262,7 @@ class NodeCtx:
     def emit(
         self,
         op_cls: type[Operation],
-        operands: Sequence[Value | None | Sequence[Value]],
+        operands: Sequence[Value | Sequence[Value] | None],
         result_types: Sequence[Attribute | Sequence[Attribute]],
         properties: dict[str, Attribute] | None = None,
     ) -> Operation:
@@ -284,7 +284,7 @@ class NodeCtx:
     def emit1(
         self,
         op_cls: type[Operation],
-        operands: Sequence[Value | None | Sequence[Value]],
+        operands: Sequence[Value | Sequence[Value] | None],
         shape: Sequence[int],
         elem: Attribute,
         properties: dict[str, Attribute] | None = None,

@@ -13,10 +13,10 @@ from xdsl.ir import SSAValue
 
 from autofusion.dialects import dtypes, nn, shapes
 from autofusion.dialects.base import f64_attr, int_attr, str_attr
-from autofusion.interpreter import elementwise as interp
 from autofusion.frontend.context import Const, NodeCtx, Value, value_elem, value_shape
 from autofusion.frontend.loader import elem_name
 from autofusion.frontend.registry import converter, folder
+from autofusion.interpreter import elementwise as interp
 
 
 def broadcast_shape(ctx: NodeCtx, *vals: Value) -> tuple[int, ...]:

@@ -95,7 +95,7 @@ def tensor_to_const(
         return Const(arr, origin, raw)
     try:
         arr = numpy_helper.to_array(t)
-    except Exception as e:  # noqa: BLE001 - onnx raises assorted errors for bad tensors
+    except Exception as e:  # onnx raises assorted errors for bad tensors
         raise AutofusionError(f"{filename}: cannot read tensor '{origin}': {e}") from None
     return Const(_contiguous(arr.astype(dt, copy=False)), origin)
 
@@ -453,7 +453,9 @@ def normalise_slice(
     return out_s, out_e, out_st
 
 
-def apply_slice(arr: np.ndarray, starts: list[int], ends: list[int], steps: list[int]) -> np.ndarray:
+def apply_slice(
+    arr: np.ndarray, starts: list[int], ends: list[int], steps: list[int]
+) -> np.ndarray:
     idx = tuple(
         slice(s, None if (st < 0 and e < 0) else e, st) for s, e, st in zip(starts, ends, steps)
     )

@@ -97,7 +97,7 @@ def load_bytes(data: wire.Buffer, filename: str) -> Loaded:
         base = os.path.dirname(os.path.abspath(filename))
         try:
             onnx.external_data_helper.load_external_data_for_model(model, base)
-        except Exception as e:  # noqa: BLE001 - onnx raises OSError, ValidationError, ...
+        except Exception as e:  # onnx raises OSError, ValidationError, ...
             raise AutofusionError(
                 f"{filename}: cannot load external weight data from {base}: "
                 f"{str(e).splitlines()[0] if str(e) else type(e).__name__}"

@@ -54,19 +54,21 @@ def _hardware() -> Check:
 
 
 #: pass name -> option (Python field name) -> (accepts, what it accepts)
+# fmt: off
 RANGES: dict[str, dict[str, Callable[[], Check]]] = {
     "canonicalize-nn": {"fold_limit": lambda: _int_at_least(0)},
     "fold-batchnorm": {"aggressiveness": lambda: _LEVEL},
     "fuse-conv-bn-relu": {"aggressiveness": lambda: _LEVEL},
     "fuse": {"aggressiveness": lambda: _LEVEL, "window_size": lambda: _int_at_least(0),
-             "hardware": _hardware},  # fmt: skip
+             "hardware": _hardware},
     "plan-buffers": {"alignment": _power_of_two},
     "tile-fusion": {"memory_limit_mb": _finite_at_least_zero},
     # a tile is at least one 32-byte block of f32 (8 elements); UB holds at least one
     "lower-fusion-to-ascendc": {"cores": lambda: _int_at_least(1),
                                 "max_tile": lambda: _int_at_least(8),
-                                "ub_bytes": lambda: _int_at_least(32)},  # fmt: skip
+                                "ub_bytes": lambda: _int_at_least(32)},
 }
+# fmt: on
 
 
 def check_pass_options(p: ModulePass) -> None:

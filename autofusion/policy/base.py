@@ -200,7 +200,7 @@ def load_policy(spec: str, options: dict[str, Any] | None = None) -> BasePolicy:
         raise AutofusionError(
             f"policy {spec!r}: cannot import module {mod_name!r}: {one_line(str(e))}"
         ) from None
-    except Exception as e:  # noqa: BLE001 - the user's module failed while importing
+    except Exception as e:  # the user's module failed while importing
         raise AutofusionError(
             f"policy {spec!r}: importing module {mod_name!r} raised {exception_text(e)}"
         ) from None
@@ -219,7 +219,7 @@ def load_policy(spec: str, options: dict[str, Any] | None = None) -> BasePolicy:
         raise AutofusionError(
             f"policy {spec!r}: cannot construct {cls_name}: {one_line(str(e))}"
         ) from None
-    except Exception as e:  # noqa: BLE001 - the user's constructor failed
+    except Exception as e:  # the user's constructor failed
         args = ", ".join(f"{k}={v!r}" for k, v in (options or {}).items())
         raise AutofusionError(
             f"policy {spec!r}: {cls_name}.__init__({args}) raised {exception_text(e)}"

@@ -157,7 +157,7 @@ class FusionPolicy:
         assert self.user is not None
         try:
             text = self.user.describe()
-        except Exception as e:  # noqa: BLE001 - user code
+        except Exception as e:  # user code
             raise AutofusionError(f"{self._user_where('describe()')} raised "
                                   f"{exception_text(e)}") from None  # fmt: skip
         if not isinstance(text, str):
@@ -179,7 +179,7 @@ class FusionPolicy:
             verdict = self.user.should_fuse(p, c)
         except AutofusionError:
             raise
-        except Exception as e:  # noqa: BLE001 - user code
+        except Exception as e:  # user code
             raise AutofusionError(f"{where} raised {exception_text(e)}") from None
         if not isinstance(verdict, bool) and type(verdict).__name__ != "bool_":
             raise AutofusionError(

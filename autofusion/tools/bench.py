@@ -89,7 +89,7 @@ def _count_nodes(path: str) -> int | None:
 
     try:
         return len(onnx.load(path, load_external_data=False).graph.node)
-    except Exception:  # noqa: BLE001 - the count is informational
+    except Exception:  # the count is informational
         return None
 
 
@@ -261,7 +261,8 @@ def format_table(r: Mapping[str, Any]) -> str:
     rows = [
         ("model", f"{r['model']} (target {r['target']}, {r['threads']} thread(s), "
                   f"fusion {'on' if r['fusion'] else 'off'})"),
-        ("match", f"{'yes' if r['match'] else 'NO'}  (rtol {RTOL}, atol {ATOL_SCALE}*max(1,|ref|))"),
+        ("match",
+         f"{'yes' if r['match'] else 'NO'}  (rtol {RTOL}, atol {ATOL_SCALE}*max(1,|ref|))"),
         ("max abs err", f"{r['max_abs_err']:.3g}"),
         ("max rel err", f"{r['max_rel_err']:.3g}  (relative to max|ref|)"),
         ("latency autofusion", f"{r['latency_ms']['autofusion']:.3f} ms  (median of {r['runs']})"),

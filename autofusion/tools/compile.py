@@ -115,7 +115,7 @@ def check_outputs(out: Path, side_files: Sequence[tuple[str, str | None]]) -> No
 
 
 def _memory_plot(path: Path):  # -> Callable[[ModuleOp], None]
-    def write(module) -> None:  # noqa: ANN001 - ModuleOp
+    def write(module) -> None:  # ModuleOp
         try:
             from autofusion.analysis.memory_plot import write_memory_plot
         except ImportError:

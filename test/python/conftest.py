@@ -17,5 +17,5 @@ os.environ["AUTOFUSION_CACHE_DIR"] = _CACHE
 os.environ["AUTOFUSION_CACHE_MAX_MB"] = "0"
 
 
-def pytest_unconfigure(config: object) -> None:  # noqa: ARG001 - pytest hook signature
+def pytest_unconfigure(config: object) -> None:  # pytest hook signature
     shutil.rmtree(_CACHE, ignore_errors=True)

@@ -82,7 +82,7 @@ def _as_value(v: object) -> object:
     if isinstance(v, onnx.TensorProto):
         try:
             return numpy_helper.to_array(v)
-        except Exception:  # noqa: BLE001 - exotic element types stay non-tensors
+        except Exception:  # exotic element types stay non-tensors
             return v
     if isinstance(v, np.generic):
         return np.asarray(v)
@@ -172,7 +172,7 @@ def in_importer_range(model: onnx.ModelProto) -> tuple[onnx.ModelProto, int | No
     target = MAX_OPSET if version > MAX_OPSET else MIN_OPSET
     try:
         return version_converter.convert_version(model, target), version
-    except Exception as e:  # noqa: BLE001 - the converter raises bare C++ assertion errors
+    except Exception as e:  # the converter raises bare C++ assertion errors
         raise ValueError(f"onnx.version_converter cannot convert opset {version} to "
                          f"{target}: {str(e).splitlines()[0][:120]}") from None
 

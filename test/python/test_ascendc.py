@@ -143,7 +143,8 @@ def vector_module() -> str:
     types = ", ".join([T] * len(results))
     return (
         "builtin.module {\n"
-        f"  func.func @main(%x: {T}, %w: {T}, %v: tensor<50xf32>, %u: tensor<7x1xf32>) -> ({types}) {{\n    "
+        f"  func.func @main(%x: {T}, %w: {T}, %v: tensor<50xf32>, "
+        f"%u: tensor<7x1xf32>) -> ({types}) {{\n    "
         + "\n    ".join(kernels)
         + f"\n    func.return {', '.join(results)} : {types}\n  }}\n}}\n"
     )
@@ -178,7 +179,8 @@ def test_every_vector_case_is_lowered(vector_run) -> None:
     assert all(k.kind.data == "vector" for k in kernels)
     # several tiles per core, and cores that do not divide the work evenly
     t = kernels[0].tiling_values()
-    assert t["blockLength"] > t["tileLength"] and t["totalLength"] % t["blockLength"]
+    assert t["blockLength"] > t["tileLength"]
+    assert t["totalLength"] % t["blockLength"]
 
 
 @pytest.mark.parametrize("index", range(len(CASES)), ids=list(CASES))
@@ -214,7 +216,7 @@ builtin.module {
     func.return %0, %1, %2, %3, %4, %5, %6 : tensor<2x7x36xf32>, tensor<2x7x36xf32>, tensor<2x7x36xf32>, tensor<2x3x1x1xf32>, tensor<2x7x1xf32>, tensor<2x7xf32>, tensor<2x7x36xf32>
   }
 }
-"""
+"""  # noqa: E501 - the MLIR keeps one op per line
 
 
 def test_row_kernels_match_interpreter() -> None:
@@ -253,7 +255,7 @@ builtin.module {
     func.return %0, %1, %2, %k : tensor<2x4x3x5xf32>, tensor<2x3x4x5xf32>, tensor<2x3x4x2xf32>, tensor<2x4x3x5xf32>
   }
 }
-"""
+"""  # noqa: E501 - the MLIR keeps one op per line
 
 
 POOL_IR = """
@@ -266,7 +268,7 @@ builtin.module {
     func.return %0, %1, %2, %3 : tensor<2x3x5x5xf32>, tensor<2x3x4x4xf32>, tensor<2x3x5x5xf32>, tensor<2x3x1x1xf32>
   }
 }
-"""
+"""  # noqa: E501 - the MLIR keeps one op per line
 
 
 def test_pooling_kernels_match_interpreter() -> None:
@@ -289,7 +291,7 @@ builtin.module {
     func.return %0, %1 : tensor<2x3x9x6xf32>, tensor<2x3x9x6xf32>
   }
 }
-"""
+"""  # noqa: E501 - the MLIR keeps one op per line
 
 
 def test_attention_kernel_matches_interpreter() -> None:
@@ -298,7 +300,8 @@ def test_attention_kernel_matches_interpreter() -> None:
     module = parse(ATTN_IR)
     low = lowered(module, cores=4, max_tile=40)
     kernels = [o for o in low.body.block.ops if isinstance(o, ac.KernelOp)]
-    assert len(kernels) == 2 and kernels[0].tiling_values()["tileLength"] == 2
+    assert len(kernels) == 2
+    assert kernels[0].tiling_values()["tileLength"] == 2
     rng = np.random.default_rng(6)
     feeds = {"arg0": rng.standard_normal((2, 3, 9, 8)).astype(np.float32),
              "arg1": rng.standard_normal((2, 3, 11, 8)).astype(np.float32),
@@ -322,7 +325,7 @@ builtin.module {
     func.return %0, %1, %2, %3, %4 : tensor<2x7x5xf32>, tensor<2x2x5xf32>, tensor<2x5x5xf32>, tensor<4x7x5xf32>, tensor<2x5xf32>
   }
 }
-"""
+"""  # noqa: E501 - the MLIR keeps one op per line
 
 
 def test_concat_split_gather_kernels_are_exact_copies() -> None:
@@ -347,7 +350,7 @@ def test_channel_concat_at_batch_one_is_chunked() -> None:
     func.func @main(%a: tensor<1x64x11x11xf32>, %b: tensor<1x96x11x11xf32>) -> tensor<1x160x11x11xf32> {
       %0 = nn.concat %a, %b {axis = 1 : i64} : (tensor<1x64x11x11xf32>, tensor<1x96x11x11xf32>) -> tensor<1x160x11x11xf32>
       func.return %0 : tensor<1x160x11x11xf32>
-    }"""
+    }"""  # noqa: E501 - the MLIR keeps one op per line
     module = parse(text)
     low = lowered(module, cores=3)
     k = next(o for o in low.body.block.ops if isinstance(o, ac.KernelOp))
@@ -355,7 +358,8 @@ def test_channel_concat_at_batch_one_is_chunked() -> None:
     rng = np.random.default_rng(9)
     feeds = {"arg0": rng.standard_normal((1, 64, 11, 11)).astype(np.float32),
              "arg1": rng.standard_normal((1, 96, 11, 11)).astype(np.float32)}
-    np.testing.assert_array_equal(run_ascendc_cpu(low, feeds)["result0"], run_module(module, feeds)["result0"])
+    np.testing.assert_array_equal(run_ascendc_cpu(low, feeds)["result0"],
+                                  run_module(module, feeds)["result0"])
 
 
 def test_transpose_expand_slice_kernels_match_interpreter() -> None:
@@ -409,7 +413,7 @@ builtin.module {
     func.return %y, %z, %g, %q : tensor<2x37x40xf32>, tensor<2x6x5x5xf32>, tensor<20x16xf32>, tensor<3x5x6xf32>
   }
 }
-"""
+"""  # noqa: E501 - the MLIR keeps one op per line
 
 CUBE_SHAPES = [(2, 37, 24), (24, 40), (40,), (2, 4, 9, 9), (6, 2, 3, 3), (6,), (2, 6, 5, 5),
                (20, 12), (16, 12), (1, 16), (3, 5, 8), (3, 8, 6)]
@@ -426,7 +430,8 @@ def cube_reference(xs: list[np.ndarray]) -> list[np.ndarray]:
         helper.make_node("Add", ["me", "one"], ["mf"]),
         helper.make_node("Mul", ["mb", "mf"], ["mg"]),
         helper.make_node("Mul", ["mg", "half"], ["o0"]),
-        helper.make_node("Conv", ["i3", "i4", "i5"], ["c"], strides=[2, 2], pads=[1, 1, 1, 1], group=2),
+        helper.make_node("Conv", ["i3", "i4", "i5"], ["c"], strides=[2, 2], pads=[1, 1, 1, 1],
+                         group=2),
         helper.make_node("Add", ["c", "i6"], ["ca"]),
         helper.make_node("Relu", ["ca"], ["o1"]),
         helper.make_node("Gemm", ["i7", "i8", "i9"], ["o2"], alpha=0.5, beta=2.0, transB=1),
@@ -436,7 +441,8 @@ def cube_reference(xs: list[np.ndarray]) -> list[np.ndarray]:
              for n, v in (("sqrt2", math.sqrt(2)), ("one", 1.0), ("half", 0.5))]
     graph = helper.make_graph(
         nodes, "cube",
-        [helper.make_tensor_value_info(n, onnx.TensorProto.FLOAT, list(x.shape)) for n, x in zip(names, xs)],
+        [helper.make_tensor_value_info(n, onnx.TensorProto.FLOAT, list(x.shape))
+         for n, x in zip(names, xs)],
         [helper.make_tensor_value_info(f"o{i}", onnx.TensorProto.FLOAT, None) for i in range(4)],
         inits,
     )
@@ -446,7 +452,9 @@ def cube_reference(xs: list[np.ndarray]) -> list[np.ndarray]:
 
 
 @pytest.fixture(scope="module")
-def cube_project(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[np.ndarray], ModuleOp]:
+def cube_project(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[Path, list[np.ndarray], ModuleOp]:
     rng = np.random.default_rng(3)
     xs = [rng.standard_normal(s).astype(np.float32) for s in CUBE_SHAPES]
     module = lowered(parse(CUBE_IR))
@@ -468,9 +476,12 @@ def test_matmul_rows_split_over_cores_and_conv_uses_im2col(cube_project) -> None
     _, _, module = cube_project
     ks = {k.pattern.data: k for k in module.body.block.ops if isinstance(k, ac.KernelOp)}
     mm = ks["matmul_bias_gelu"].tiling_values()
-    assert mm["M"] == 74 and mm["mBlocks"] > 1 and mm["units"] == mm["mBlocks"]
+    assert mm["M"] == 74
+    assert mm["mBlocks"] > 1
+    assert mm["units"] == mm["mBlocks"]
     conv_ops = [o.name for o in ks["conv_add_relu"].walk()]
-    assert "ascendc.im2col" in conv_ops and "ascendc.matmul" in conv_ops
+    assert "ascendc.im2col" in conv_ops
+    assert "ascendc.matmul" in conv_ops
     assert ks["conv_add_relu"].tiling_values()["units"] == 4  # 2 images x 2 groups
 
 
@@ -528,12 +539,14 @@ def test_every_acl_return_code_is_checked(cube_project) -> None:
 
 def test_host_and_kernels_compile_warning_free(cube_project) -> None:
     project, _, _ = cube_project
-    srcs = [*sorted((project / "kernels").glob("*.asc")), *sorted((project / "kernels").glob("*.cpp")),
+    srcs = [*sorted((project / "kernels").glob("*.asc")),
+            *sorted((project / "kernels").glob("*.cpp")),
             project / "host" / "model.cpp", project / "host" / "main.cpp"]
     for src in srcs:
         lang = ["-x", "c++"] if src.suffix == ".asc" else []
         proc = subprocess.run(
-            [GXX, "-std=c++17", "-fsyntax-only", "-Wall", "-Wextra", "-Werror", "-DAUTOFUSION_CPU_MODEL",
+            [GXX, "-std=c++17", "-fsyntax-only", "-Wall", "-Wextra", "-Werror",
+             "-DAUTOFUSION_CPU_MODEL",
              f"-I{project / 'cpu_model'}", f"-I{project / 'kernels'}", *lang, str(src)],
             capture_output=True, text=True,
         )
@@ -544,7 +557,8 @@ def test_kernel_signature_and_launch(cube_project) -> None:
     project, _, _ = cube_project
     src = (project / "kernels" / "af_kernel_1.asc").read_text()
     assert re.search(
-        r'extern "C" __global__ __aicore__ void af_kernel_1\(GM_ADDR in0, GM_ADDR in1, GM_ADDR in2, '
+        r'extern "C" __global__ __aicore__ void af_kernel_1\(GM_ADDR in0, GM_ADDR in1, '
+        r'GM_ADDR in2, '
         r"GM_ADDR in3, GM_ADDR out0, GM_ADDR workspace, GM_ADDR tiling\)", src)
     assert "af_kernel_1<<<blockDim, nullptr, stream>>>(" in src
     assert "REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm, &this->td.mm);" in src
@@ -575,7 +589,7 @@ builtin.module {
     func.return %z : tensor<4x16xf32>
   }
 }
-"""
+"""  # noqa: E501 - the MLIR keeps one op per line
 
 
 def test_unsupported_kernel_falls_back_with_reason_and_still_runs(tmp_path: Path) -> None:
@@ -583,14 +597,16 @@ def test_unsupported_kernel_falls_back_with_reason_and_still_runs(tmp_path: Path
     low = lowered(module)
     fn = next(o for o in low.body.block.ops if o.name == "func.func")
     left = [o for o in fn.body.block.ops if isinstance(o, fusion.KernelOp)]
-    assert len(left) == 1 and "nn.softmax" in left[0].attributes["ascendc.fallback"].data
+    assert len(left) == 1
+    assert "nn.softmax" in left[0].attributes["ascendc.fallback"].data
     x = np.random.default_rng(1).standard_normal((4, 16)).astype(np.float32)
     got = run_ascendc_cpu(low, {"arg0": x})["result0"]
     assert close(got, run_module(module, {"arg0": x})["result0"])
     emit_project(low, tmp_path)
     src = (tmp_path / "kernels" / "af_kernel_0.asc").read_text()
     evil = [line for line in src.splitlines() if "evil" in line]
-    assert evil and all(line.startswith("// ") for line in evil)  # origins only in // comments
+    assert evil
+    assert all(line.startswith("// ") for line in evil)  # origins only in // comments
     assert "#include <x>" not in [line.strip() for line in src.splitlines()]
     host = (tmp_path / "host" / "model.cpp").read_text()
     assert "af_run_model: the model has ops without an Ascend C lowering" in host
@@ -603,17 +619,21 @@ def test_unsupported_kernel_falls_back_with_reason_and_still_runs(tmp_path: Path
 MISUSE = {
     "deque_empty": ("AscendC::TQue<AscendC::TPosition::VECIN, 2> q; pipe.InitBuffer(q, 2, 256);"
                     "auto t = q.DeQue<float>(); (void)t;", "DeQue on an empty queue"),
-    "alloc_past_depth": ("AscendC::TQue<AscendC::TPosition::VECIN, 2> q; pipe.InitBuffer(q, 2, 256);"
+    "alloc_past_depth": ("AscendC::TQue<AscendC::TPosition::VECIN, 2> q; pipe.InitBuffer(q, 2, "
+                         "256);"
                          "auto a = q.AllocTensor<float>(); auto b = q.AllocTensor<float>();"
-                         "auto c = q.AllocTensor<float>(); (void)a; (void)b; (void)c;", "no free buffer"),
+                         "auto c = q.AllocTensor<float>(); (void)a; (void)b; (void)c;",
+                         "no free buffer"),
     "ub_overflow": ("AscendC::TBuf<AscendC::TPosition::VECCALC> b; pipe.InitBuffer(b, 200 * 1024);",
                     "unified buffer budget exceeded"),
     "unaligned_copy": ("AscendC::TBuf<AscendC::TPosition::VECCALC> b; pipe.InitBuffer(b, 256);"
-                       "auto t = b.Get<float>(); std::vector<float> g(64); AscendC::GlobalTensor<float> gt;"
+                       "auto t = b.Get<float>(); std::vector<float> g(64); "
+                       "AscendC::GlobalTensor<float> gt;"
                        "gt.SetGlobalBuffer(g.data(), 64); AscendC::DataCopy(t, gt, 10);",
                        "multiple of 32 bytes"),
     "vector_overrun": ("AscendC::TBuf<AscendC::TPosition::VECCALC> b; pipe.InitBuffer(b, 256);"
-                       "auto t = b.Get<float>(); AscendC::Adds(t, t, 1.0f, 65);", "count beyond the tensor"),
+                       "auto t = b.Get<float>(); AscendC::Adds(t, t, 1.0f, 65);",
+                       "count beyond the tensor"),
 }
 
 
@@ -621,11 +641,13 @@ MISUSE = {
 def test_cpu_model_rejects_misuse(case: str, tmp_path: Path) -> None:
     body, message = MISUSE[case]
     src = tmp_path / "m.cpp"
-    src.write_text(f'#include "ascendc_cpu_model.h"\nint main() {{ AscendC::TPipe pipe; {body} return 0; }}\n')
+    src.write_text('#include "ascendc_cpu_model.h"\nint main() { AscendC::TPipe pipe; '
+                   f'{body} return 0; }}\n')
     exe = tmp_path / "m"
     subprocess.run([GXX, "-std=c++17", f"-I{CPU_MODEL_DIR}", str(src), "-o", str(exe)], check=True)
     proc = subprocess.run([str(exe)], capture_output=True, text=True)
-    assert proc.returncode != 0 and message in proc.stderr, proc.stderr
+    assert proc.returncode != 0, proc.stderr
+    assert message in proc.stderr, proc.stderr
 
 
 # ---------------------------------------------------------------------------------------
@@ -661,7 +683,8 @@ def test_whole_cnn_runs_as_the_generated_host_program() -> None:
     fused, proto = fused_zoo_module("tiny_cnn")
     low = lowered(fused)
     fn = next(o for o in low.body.block.ops if o.name == "func.func")
-    assert {o.name for o in fn.body.block.ops} <= {"ascendc.launch", "nn.constant", "nn.reshape", "func.return"}
+    assert {o.name for o in fn.body.block.ops} <= {"ascendc.launch", "nn.constant", "nn.reshape",
+                                                   "func.return"}
     feeds = zoo.sample_inputs(proto, 0)
     got = CpuModelRunner(low).run_host_program(feeds)
     sess = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
@@ -679,7 +702,8 @@ def test_zoo_groups_and_model_match(name: str) -> None:
     fn = next(o for o in fused.body.block.ops if o.name == "func.func")
     kernels = {k.sym_name.data: k for k in low.body.block.ops if isinstance(k, ac.KernelOp)}
     groups = [o for o in fn.body.block.ops if isinstance(o, fusion.KernelOp)]
-    assert sum(not k.pattern.data.startswith("single_") for k in kernels.values()) >= len(groups) - 1
+    n_fused = sum(not k.pattern.data.startswith("single_") for k in kernels.values())
+    assert n_fused >= len(groups) - 1
     feeds = zoo.sample_inputs(proto, 0)
     runner = CpuModelRunner(low)
     got = runner.run(feeds)
@@ -695,7 +719,8 @@ def test_zoo_groups_and_model_match(name: str) -> None:
             src = outline_single(src)  # the kernel's inputs: scalar constants are inside
         ref = IMPLS[fusion.KernelOp](src, args[: len(src.inputs)])
         for g, r in zip(outs, ref):
-            assert close(g, np.asarray(r)), (kname, kernels[kname].pattern.data, float(np.abs(g - r).max()))
+            assert close(g, np.asarray(r)), (kname, kernels[kname].pattern.data,
+                                             float(np.abs(g - r).max()))
     # end to end (ops without a lowering ran on the interpreter)
     sess = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
     names = [o.name for o in sess.get_outputs()]

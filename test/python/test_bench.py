@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from autofusion.errors import AutofusionError
-from autofusion.tools import bench, compile as compile_cli
+from autofusion.tools import bench
+from autofusion.tools import compile as compile_cli
 
 
 @pytest.fixture(autouse=True)
@@ -31,9 +32,11 @@ def test_bench_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
     assert rc == 0
     r = json.loads(captured.out)
     assert r["match"] is True
-    assert 0 <= r["max_abs_err"] < 1e-3 and 0 <= r["max_rel_err"] < 1e-3
+    assert 0 <= r["max_abs_err"] < 1e-3
+    assert 0 <= r["max_rel_err"] < 1e-3
     assert set(r["latency_ms"]) == {"autofusion", "onnxruntime"}
-    assert r["latency_ms"]["autofusion"] > 0 and r["ratio"] > 0
+    assert r["latency_ms"]["autofusion"] > 0
+    assert r["ratio"] > 0
     assert r["report"]["kernels_after"] == r["kernels"]["autofusion"]
     assert r["kernels"]["onnxruntime"] > 0
     assert r["arena_bytes"] == r["report"]["arena_bytes"]
@@ -43,7 +46,10 @@ def test_bench_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
 def test_bench_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert bench.main(["zoo:tiny_cnn", "--threads", "2", "--runs", "2", "--no-fusion"]) == 0
     out = capsys.readouterr().out
-    assert "match" in out and "yes" in out and "ratio ours/ORT" in out and "fusion off" in out
+    assert "match" in out
+    assert "yes" in out
+    assert "ratio ours/ORT" in out
+    assert "fusion off" in out
 
 
 def test_bench_profile(capsys: pytest.CaptureFixture[str]) -> None:
@@ -68,19 +74,22 @@ def test_compare_flags_mismatch() -> None:
     ref = {"y": np.array([1.0, 2.0], np.float32), "i": np.array([1, 2])}
     assert bench.compare(dict(ref), ref)["match"] is True
     bad = bench.compare({"y": np.array([1.0, 2.1], np.float32), "i": ref["i"]}, ref)
-    assert bad["match"] is False and bad["outputs"]["y"]["match"] is False
+    assert bad["match"] is False
+    assert bad["outputs"]["y"]["match"] is False
     assert abs(bad["max_abs_err"] - 0.1) < 1e-6
     assert bench.compare({"y": ref["y"], "i": np.array([1, 3])}, ref)["match"] is False
     assert bench.compare({"y": ref["y"]}, ref)["outputs"]["i"]["error"] == "missing output"
 
 
-def test_compile_cli_writes_the_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_compile_cli_writes_the_directory(tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
     out, rep = tmp_path / "out" / "tiny", tmp_path / "rep.json"
     assert compile_cli.main(["zoo:tiny_cnn", "-o", str(out), "--report", str(rep)]) == 0
     for name in ("model.c", "model.h", "weights.bin", "Makefile", "libmodel.so", "afrt.h"):
         assert (out / name).is_file(), name
     report = json.loads(rep.read_text())
-    assert report["kernels_after"] > 0 and "groups" in report
+    assert report["kernels_after"] > 0
+    assert "groups" in report
     assert "wrote" in capsys.readouterr().err
     # rebuilding into the same directory replaces it
     assert compile_cli.main(["zoo:tiny_cnn", "-o", str(out), "--no-fusion"]) == 0
@@ -91,7 +100,7 @@ def test_compile_failure_leaves_nothing(tmp_path: Path, monkeypatch: pytest.Monk
                                         capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
     import autofusion.api as api
 
-    def broken_emitter(target: str):  # noqa: ANN202
+    def broken_emitter(target: str):
         def emit(module: object, out_dir: Path) -> None:
             (out_dir / "model.c").write_text("half")
             raise AutofusionError("emitter exploded")
@@ -100,9 +109,11 @@ def test_compile_failure_leaves_nothing(tmp_path: Path, monkeypatch: pytest.Monk
 
     monkeypatch.setattr(api, "_emitter", broken_emitter)
     out = tmp_path / "out"
-    assert compile_cli.main(["zoo:tiny_cnn", "-o", str(out), "--report", str(tmp_path / "r.json")]) == 1
+    assert compile_cli.main(["zoo:tiny_cnn", "-o", str(out), "--report",
+                             str(tmp_path / "r.json")]) == 1
     assert "emitter exploded" in capsys.readouterr().err
-    assert not out.exists() and not (tmp_path / "r.json").exists()
+    assert not out.exists()
+    assert not (tmp_path / "r.json").exists()
     staging = Path(os.environ["AUTOFUSION_CACHE_DIR"]) / "tmp"
     assert not any(staging.iterdir())
 
@@ -148,7 +159,8 @@ def test_console_script_exit_status(tmp_path: Path) -> None:
 
 def test_compile_cli_memory_plot_and_ascendc(tmp_path: Path) -> None:
     plot = tmp_path / "plan.svg"
-    assert compile_cli.main(["zoo:tiny_cnn", "-o", str(tmp_path / "c"), "--memory-plot", str(plot)]) == 0
+    assert compile_cli.main(["zoo:tiny_cnn", "-o", str(tmp_path / "c"), "--memory-plot",
+                             str(plot)]) == 0
     assert plot.read_text().lstrip().startswith("<svg") or "<svg" in plot.read_text()
     assert compile_cli.main(["zoo:tiny_cnn", "-o", str(tmp_path / "a"), "--target", "ascendc"]) == 0
     assert (tmp_path / "a" / "CMakeLists.txt").is_file()
@@ -159,5 +171,7 @@ def test_bench_ascendc_on_the_cpu_model(capsys: pytest.CaptureFixture[str]) -> N
     rc = bench.main(["zoo:tiny_cnn", "--target", "ascendc", "--threads", "1", "--runs", "1",
                      "--warmup", "1", "--json"])  # fmt: skip
     r = json.loads(capsys.readouterr().out)
-    assert rc == 0 and r["match"] is True and r["target"] == "ascendc"
+    assert rc == 0
+    assert r["match"] is True
+    assert r["target"] == "ascendc"
     assert "says nothing about an NPU" in r["latency_note"]

@@ -366,7 +366,7 @@ func.func @main(%q: tensor<2x3x5x4xf32> {onnx.name = "q"}, %k: tensor<2x3x6x4xf3
   %0 = nn.attention %q, %k, %v, %m {scale = 0.5 : f64} : (tensor<2x3x5x4xf32>, tensor<2x3x6x4xf32>, tensor<2x3x6x7xf32>, tensor<2x1x1x6xf32>) -> tensor<2x3x5x7xf32>
   func.return %0 : tensor<2x3x5x7xf32>
 }
-"""
+"""  # noqa: E501 - the MLIR keeps one op per line
 
 
 def _parse(text: str):

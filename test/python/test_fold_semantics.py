@@ -75,7 +75,8 @@ def test_softplus_fold_matches_onnxruntime(tmp_path: Path) -> None:
 
 def _assert_elementwise(got: np.ndarray, ref: np.ndarray, what: str) -> None:
     """The bar element by element, so a huge value does not loosen the atol of small ones."""
-    assert got.shape == ref.shape and got.dtype == ref.dtype, what
+    assert got.shape == ref.shape, what
+    assert got.dtype == ref.dtype, what
     for i, (g, r) in enumerate(zip(got.reshape(-1), ref.reshape(-1))):
         assert_close(np.asarray(g), np.asarray(r), f"{what} at x={EXTREMES.reshape(-1)[i]!r}")
 

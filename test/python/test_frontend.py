@@ -85,8 +85,10 @@ def test_every_op_has_origins_and_io_names() -> None:
         if isinstance(op, func.ReturnOp):
             continue
         origins = op.attributes.get("onnx.origins")
-        assert isinstance(origins, ArrayAttr) and origins.data, op.name
-    assert main.arg_attrs is not None and main.res_attrs is not None
+        assert isinstance(origins, ArrayAttr), op.name
+        assert origins.data, op.name
+    assert main.arg_attrs is not None
+    assert main.res_attrs is not None
     arg_names = [d.data["onnx.name"] for d in main.arg_attrs.data]
     res_names = [d.data["onnx.name"] for d in main.res_attrs.data]
     assert arg_names == [StringAttr("x"), StringAttr("pos")]
@@ -120,7 +122,8 @@ def test_identity_dropout_noop_cast_disappear() -> None:
 
 def test_ir_version3_initializer_inputs_are_constants() -> None:
     model = MODELS["conv_bn_relu_v3"]()
-    assert model.ir_version == 3 and len(model.graph.input) == 8
+    assert model.ir_version == 3
+    assert len(model.graph.input) == 8
     module = import_onnx(model, progress=False)
     main = next(op for op in module.walk() if isinstance(op, func.FuncOp))
     assert len(main.body.block.args) == 1
@@ -267,7 +270,8 @@ def test_progress_on_big_models_when_asked(
     import_onnx(path)
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith("importing: 0.0 MB of weights, 600 nodes")
-    assert "importing: 60/600 nodes" in err and "importing: 600/600 nodes" in err
+    assert "importing: 60/600 nodes" in err
+    assert "importing: 600/600 nodes" in err
     assert err[-1].startswith("importing: done in")
 
 
@@ -298,14 +302,17 @@ def test_weights_cut_out_before_parsing_match(tmp_path: Path, mb: float) -> None
     from autofusion.frontend.wire import split_weights
 
     cut = split_weights(path.read_bytes())
-    assert cut is not None and cut[1][0] is not None and cut[1][1] is None
+    assert cut is not None
+    assert cut[1][0] is not None
+    assert cut[1][1] is None
     ref = _constant_values(import_onnx(model, progress=False))
     for module in (import_onnx(path, progress=False),
                    import_onnx_bytes(path.read_bytes(), str(path), progress=False)):
         got = _constant_values(module)
         assert set(got) == set(ref) == {"big", "small", "half"}
         for k in ref:
-            assert got[k].dtype == ref[k].dtype and got[k].tobytes() == ref[k].tobytes(), k
+            assert got[k].dtype == ref[k].dtype, k
+            assert got[k].tobytes() == ref[k].tobytes(), k
 
 
 LIGHT_ZOO = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"

@@ -165,4 +165,5 @@ def test_random_ops_are_not_folded() -> None:
     g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [4])],
                      [h.make_tensor_value_info("y", T.FLOAT, None)])
     m = h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
-    assert _error(m.SerializeToString()) == "m.onnx: unsupported ONNX ops: RandomNormal (nodes: noise)"
+    assert _error(m.SerializeToString()) == (
+        "m.onnx: unsupported ONNX ops: RandomNormal (nodes: noise)")

@@ -18,7 +18,7 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -52,16 +52,16 @@ def _assert_correct(model: autofusion.CompiledModel) -> None:
 
 
 @pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A cache holding one good tiny_cnn entry, built once and copied by each test."""
     d = tmp_path_factory.mktemp("template")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(cache.ENV_CACHE_DIR, str(d))
         autofusion.compile(f"zoo:{MODEL}", threads=1).close()
-    yield d
+    return d
 
 
-@pytest.fixture()
+@pytest.fixture
 def cache_dir(tmp_path: Path, template: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     d = tmp_path / "cache"
     shutil.copytree(template, d)
@@ -99,6 +99,7 @@ def _replace_entry_by_file(entry: Path) -> None:
     entry.write_text("not a directory")
 
 
+# fmt: off
 FAULTS: dict[str, Callable[[Path], None]] = {
     "truncated libmodel.so": lambda e: _truncate(e / "libmodel.so"),
     "truncated weights.bin": lambda e: _truncate(e / "weights.bin"),
@@ -111,9 +112,10 @@ FAULTS: dict[str, Callable[[Path], None]] = {
     "garbage manifest": lambda e: _garbage(e / cache.MANIFEST),
     "manifest without weights.bin": lambda e: (e / cache.MANIFEST).write_text(json.dumps(
         {"version": 1, "files": {"libmodel.so": json.loads((e / cache.MANIFEST).read_text())[
-            "files"]["libmodel.so"]}})),  # fmt: skip
+            "files"]["libmodel.so"]}})),
     "entry replaced by a file": _replace_entry_by_file,
 }
+# fmt: on
 
 
 @pytest.mark.parametrize("fault", FAULTS)

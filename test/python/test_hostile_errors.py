@@ -12,16 +12,16 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper
-
-import autofusion
-from autofusion.errors import AutofusionError
 from hostile import (
     assert_clean_api_error,
     assert_clean_cli_error,
     assert_nothing_written,
     run_tool,
 )
+from onnx import TensorProto, helper
+
+import autofusion
+from autofusion.errors import AutofusionError
 
 # ---- small models ----------------------------------------------------------------------
 

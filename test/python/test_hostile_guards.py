@@ -17,12 +17,12 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+from hostile import assert_clean_api_error
 from onnx import TensorProto, helper, numpy_helper
 
 from autofusion.errors import AutofusionError
 from autofusion.lowering.c.testing import assert_close, build, compile_onnx, onnxruntime_outputs
 from autofusion.runtime.loader import ModelLibrary
-from hostile import assert_clean_api_error
 
 F, I32, I64 = TensorProto.FLOAT, TensorProto.INT32, TensorProto.INT64
 RNG = np.random.default_rng(11)
@@ -51,7 +51,8 @@ def _load(model: onnx.ModelProto, work: Path, threads: int = 1,
 
         block = main_funcs(module)[0].body.block
         ops = [o for o in block.ops
-               if any(a.data in fuse for a in getattr(o.attributes.get("onnx.origins"), "data", ()))]  # fmt: skip
+               if any(a.data in fuse
+                      for a in getattr(o.attributes.get("onnx.origins"), "data", ()))]  # fmt: skip
         assert len(ops) == len(fuse), [o.name for o in ops]
         outline(block, [(ops, set(), "gather_add")])
     return ModelLibrary(build(module, work), work / "weights.bin", threads)
@@ -60,7 +61,7 @@ def _load(model: onnx.ModelProto, work: Path, threads: int = 1,
 def _ort_refuses(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> None:
     """onnxruntime also rejects the feed (so refusing it is the reference behaviour)."""
     sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    with pytest.raises(Exception):  # noqa: B017, PT011 - ORT raises its own exception types
+    with pytest.raises(Exception):  # noqa: PT011 - ORT raises its own exception types
         sess.run(None, feeds)
 
 
@@ -88,8 +89,9 @@ def _embedding(idx_type: int) -> onnx.ModelProto:
 
 
 @pytest.fixture(scope="module", params=[I64, I32], ids=["int64", "int32"])
-def embedding(request: pytest.FixtureRequest,
-              tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ModelLibrary, onnx.ModelProto, type]]:  # fmt: skip
+def embedding(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[ModelLibrary, onnx.ModelProto, type]]:
     model = _embedding(request.param)
     lib = _load(model, tmp_path_factory.mktemp("emb"))
     yield lib, model, np.int64 if request.param == I64 else np.int32
@@ -132,7 +134,8 @@ def test_fused_gather_add_out_of_range(tmp_path: Path) -> None:
     model = _embedding(I64)
     lib = _load(model, tmp_path, fuse=("emb", "add_bias"))
     text = (tmp_path / "model.c").read_text()
-    assert "gather_add" in text and "af_guard_(" in text
+    assert "gather_add" in text
+    assert "af_guard_(" in text
     with pytest.raises(AutofusionError) as ei:
         lib.run({"ids": np.array([[0, 1, 2], [3, 4, V]], dtype=np.int64)})
     assert_clean_api_error(ei, "Gather node 'emb'", f"index {V} ", f"[-{V}, {V - 1}]")
@@ -195,8 +198,8 @@ def test_gather_nd_out_of_range(tmp_path: Path) -> None:
 
 def test_sanitized_driver_out_of_range_reads_nothing_outside(tmp_path: Path) -> None:
     """Under ASan+UBSan the refused run reports the bad index and no invalid access."""
-    from autofusion.runtime import build as rbuild
     from autofusion.lowering.c import emit_model
+    from autofusion.runtime import build as rbuild
 
     model = _embedding(I64)
     emit_model(compile_onnx(model), tmp_path)
@@ -206,15 +209,19 @@ def test_sanitized_driver_out_of_range_reads_nothing_outside(tmp_path: Path) -> 
         rbuild.run_driver(exe, tmp_path / "weights.bin", [bad], [((2, 3, D), np.float32)],
                           tmp_path / "io")  # fmt: skip
     report = str(ei.value)
-    assert "af_run: Gather node 'emb'" in report and "index 1048576 " in report, report
-    assert "Sanitizer" not in report and "runtime error:" not in report, report
+    assert "af_run: Gather node 'emb'" in report, report
+    assert "index 1048576 " in report, report
+    assert "Sanitizer" not in report, report
+    assert "runtime error:" not in report, report
 
 
 # ---- feeds: byte order, layout, read-only --------------------------------------------
 
 
 @pytest.fixture(scope="module")
-def affine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ModelLibrary, onnx.ModelProto]]:  # fmt: skip
+def affine(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[ModelLibrary, onnx.ModelProto]]:
     """y = x * w + Gather(table, ids): one float and one int64 input."""
     w = RNG.standard_normal((3, 4)).astype(np.float32)
     table = RNG.standard_normal((10, 4)).astype(np.float32)
@@ -243,7 +250,8 @@ def test_big_endian_feeds_are_accepted(affine) -> None:
     ref = onnxruntime_outputs(model, feeds)
     assert_close(lib.run(swapped)["y"], ref["y"], "y")
     for k, v in swapped.items():  # the caller's arrays are left as they were
-        assert v.dtype == before[k].dtype and np.array_equal(v, before[k])
+        assert v.dtype == before[k].dtype
+        assert np.array_equal(v, before[k])
 
 
 def test_fortran_strided_and_readonly_feeds(affine) -> None:
@@ -285,8 +293,9 @@ def test_dtype_mismatch_names_the_byte_order(affine) -> None:
 
 
 @pytest.mark.parametrize(("k", "lowered_to_npu"), [(7, False), (-8, False), (-7, True), (6, True)])
-def test_ascendc_constant_gather_index_out_of_range_is_not_lowered(k: int,
-                                                                   lowered_to_npu: bool) -> None:  # fmt: skip
+def test_ascendc_constant_gather_index_out_of_range_is_not_lowered(
+    k: int, lowered_to_npu: bool
+) -> None:
     from xdsl.context import Context
     from xdsl.dialects import get_all_dialects as xdsl_dialects
     from xdsl.parser import Parser

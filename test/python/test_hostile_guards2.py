@@ -20,6 +20,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+from hostile import assert_clean_api_error
 from onnx import TensorProto, helper, numpy_helper
 
 from autofusion.api import import_model
@@ -27,7 +28,6 @@ from autofusion.errors import AutofusionError
 from autofusion.interpreter import run_module
 from autofusion.lowering.c.testing import build, compile_onnx, onnxruntime_outputs
 from autofusion.runtime.loader import ModelLibrary
-from hostile import assert_clean_api_error
 
 I32, I64 = TensorProto.INT32, TensorProto.INT64
 NP = {I32: np.int32, I64: np.int64}
@@ -36,7 +36,8 @@ OP_IDS = ["div", "mod", "fmod"]
 
 
 def _model(op: str, attrs: dict, elem: int, b_const: np.ndarray | None = None,
-           a_const: np.ndarray | None = None, shape: Sequence[int] = (4,)) -> onnx.ModelProto:  # fmt: skip
+           a_const: np.ndarray | None = None,
+           shape: Sequence[int] = (4,)) -> onnx.ModelProto:  # fmt: skip
     """``y = op(a, b)``, with ``a`` / ``b`` run-time inputs unless given as constants."""
     inits = {k: v for k, v in (("a", a_const), ("b", b_const)) if v is not None}
     ins = [helper.make_tensor_value_info(n, elem, list(shape)) for n in "ab" if n not in inits]
@@ -66,7 +67,7 @@ def test_int_div_by_zero_is_a_clean_run_error(op: str, attrs: dict, elem: int,
     lib = _load(model, tmp_path)
     bad = {"a": np.array([7, -7, 5, 3], dt), "b": np.array([1, 0, 2, 3], dt)}
     sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    with pytest.raises(Exception, match="by zero"):  # noqa: PT011 - onnxruntime refuses too
+    with pytest.raises(Exception, match="by zero"):  # onnxruntime refuses too
         sess.run(None, bad)
     with pytest.raises(AutofusionError) as ei:
         lib.run(bad)
@@ -142,8 +143,9 @@ def test_interpreter_refuses_a_zero_divisor(op: str, attrs: dict) -> None:
 
 @pytest.mark.parametrize("folded", [False, True], ids=["runtime_dividend", "all_constant"])
 @pytest.mark.parametrize(("op", "attrs"), OPS, ids=OP_IDS)
-def test_zero_constant_divisor_is_a_compile_error(op: str, attrs: dict, folded: bool,
-                                                  capfd: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+def test_zero_constant_divisor_is_a_compile_error(
+    op: str, attrs: dict, folded: bool, capfd: pytest.CaptureFixture[str]
+) -> None:
     b = np.array([[3, 2], [0, 1]], np.int64)
     a = np.array([[7, 8], [9, 10]], np.int64) if folded else None
     model = _model(op, attrs, I64, b_const=b, a_const=a, shape=(2, 2))
@@ -199,8 +201,9 @@ DATA = np.arange(12, dtype=np.float32).reshape(3, 4) / 4
     # -5 on a dim of 3 wrapped once (ONNX) is -2, which numpy used to wrap again silently
     ("GatherElements", np.array([[0, -5, 0, 0]]), -5, "[0, 1]"),
 ])  # fmt: skip
-def test_constant_fold_index_out_of_range_names_index_and_range(op: str, idx: np.ndarray,
-                                                                bad: int, at: str) -> None:  # fmt: skip
+def test_constant_fold_index_out_of_range_names_index_and_range(
+    op: str, idx: np.ndarray, bad: int, at: str
+) -> None:
     model = _const_model(op, {"d": DATA, "i": idx}, axis=0)
     with pytest.raises(AutofusionError) as ei:
         import_model(model)

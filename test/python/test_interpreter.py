@@ -73,11 +73,12 @@ def run_op(
     func.func @main({args}) -> ({", ".join(out_types)}) {{
       %r{":" + str(len(outs)) if len(outs) > 1 else ""} = {op} {operands}{attr} : ({", ".join(in_types)}) -> ({", ".join(out_types)})
       func.return {res} : {", ".join(out_types)}
-    }}"""
+    }}"""  # noqa: E501 - the MLIR keeps one op per line
     module = parse(text)
     got = evaluate(main_function(module), list(inputs))
     for g, (s, d) in zip(got, outs):
-        assert g.shape == tuple(s) and g.dtype == np.dtype(d)  # type: ignore[arg-type]
+        assert g.shape == tuple(s)
+        assert g.dtype == np.dtype(d)  # type: ignore[arg-type]
     return got if isinstance(out, list) else got[0]
 
 
@@ -627,7 +628,7 @@ func.func @main(%x: tensor<2x3xf32> {onnx.name = "input:0"}) -> (tensor<2x3xf32>
   %y = nn.add %x, %c : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
   func.return %y : tensor<2x3xf32>
 }
-"""
+"""  # noqa: E501 - the MLIR keeps one op per line
 
 
 def test_run_module_names_and_constants() -> None:
@@ -695,7 +696,7 @@ func.func @main(%x: tensor<1x2x4x4xf32>, %w: tensor<3x2x3x3xf32>, %b: tensor<3xf
   %s = nn.sigmoid %k#1 : (tensor<1x3x4x4xf32>) -> tensor<1x3x4x4xf32>
   func.return %k#0, %s : tensor<1x3x4x4xf32>, tensor<1x3x4x4xf32>
 }
-"""
+"""  # noqa: E501 - the MLIR keeps one op per line
 
 
 def test_fusion_kernel_evaluates_its_body() -> None:

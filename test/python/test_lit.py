@@ -49,7 +49,8 @@ def test_every_run_line_reaches_filecheck() -> None:
             bad.append(f"{path.relative_to(ROOT)}: no RUN line")
         for run in runs:
             if not re.search(r"\|\s*filecheck\s+%s", run):
-                bad.append(f"{path.relative_to(ROOT)}: RUN line does not pipe into filecheck: {run}")
+                bad.append(
+                    f"{path.relative_to(ROOT)}: RUN line does not pipe into filecheck: {run}")
             if "--verify-diagnostics" in run and "not " in run.split("|")[0]:
                 bad.append(f"{path.relative_to(ROOT)}: --verify-diagnostics exits 0; drop 'not'")
         text = path.read_text()

@@ -7,7 +7,6 @@ import dataclasses
 import re
 from pathlib import Path
 
-import numpy as np
 import onnxruntime as ort
 
 from autofusion.passes import get_all_passes
@@ -41,7 +40,7 @@ def test_every_pass_and_option_is_documented() -> None:
     assert not missing, missing
 
 
-def test_python_quick_start_runs(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+def test_python_quick_start_runs(tmp_path: Path, monkeypatch) -> None:
     code = re.findall(r"```python\n(.*?)```", README, re.S)[0]
     monkeypatch.chdir(tmp_path)
     (tmp_path / "fusion.yaml").write_text("aggressiveness: 2\n")
@@ -49,7 +48,7 @@ def test_python_quick_start_runs(tmp_path: Path, monkeypatch) -> None:  # noqa: 
     import autofusion
 
     try:
-        exec(compile(code, "README.md", "exec"), scope)  # noqa: S102 - our own README
+        exec(compile(code, "README.md", "exec"), scope)  # our own README
     finally:
         autofusion.set_memory_limit(None)  # the quick start sets a process-wide default
     from autofusion.zoo import get_model, sample_inputs

@@ -56,7 +56,9 @@ def test_build_writes_self_contained_dir(built: Path) -> None:
     for name in ("libmodel.so", "Makefile", "afrt.h", "model.c", "weights.bin"):
         assert (built / name).is_file(), name
     make = (built / "Makefile").read_text()
-    assert "-Werror" in make and "-fopenmp" in make and "-Wl,-rpath," in make
+    assert "-Werror" in make
+    assert "-fopenmp" in make
+    assert "-Wl,-rpath," in make
 
 
 def test_makefile_rebuilds(built: Path, tmp_path: Path) -> None:
@@ -72,7 +74,8 @@ def test_loader_runs_and_names_outputs(built: Path, threads: int) -> None:
     lib = ModelLibrary(built / "libmodel.so", built / "weights.bin", threads)
     assert [s.name for s in lib.inputs] == ["x", "ids"]
     assert [s.name for s in lib.outputs] == ["y", 'a"b']
-    assert lib.inputs[0].shape == (2, 4) and lib.inputs[1].dtype == np.int64
+    assert lib.inputs[0].shape == (2, 4)
+    assert lib.inputs[1].dtype == np.int64
     f = feeds()
     for _ in range(2):  # a model runs any number of times
         out = lib.run(f)
@@ -118,7 +121,7 @@ def test_library_without_profiling_says_so(built: Path) -> None:
 def test_af_create_failure_is_reported(built: Path, tmp_path: Path) -> None:
     bad = tmp_path / "weights.bin"
     bad.write_bytes(b"\0" * 10)
-    with pytest.raises(AutofusionError, match="af_create failed: .*expected 76 bytes, got 10"):
+    with pytest.raises(AutofusionError, match=r"af_create failed: .*expected 76 bytes, got 10"):
         ModelLibrary(built / "libmodel.so", bad, 1)
 
 
@@ -133,7 +136,7 @@ def test_not_a_model_library(tmp_path: Path) -> None:
 def test_compile_error_carries_compiler_message(tmp_path: Path) -> None:
     d = write_model_dir(tmp_path / "m")
     (d / "model.c").write_text('#include "model.h"\nint af_num_inputs(void) { return x; }\n')
-    with pytest.raises(AutofusionError, match="(?s)compiling model.c failed.*'x' undeclared"):
+    with pytest.raises(AutofusionError, match=r"(?s)compiling model\.c failed.*'x' undeclared"):
         build.build_shared(d)
 
 
@@ -147,11 +150,13 @@ def test_compile_error_is_one_line_with_the_log_saved(tmp_path: Path) -> None:
     msg = str(ei.value)
     assert "\n" not in msg, msg
     assert msg.startswith("compiling model.c failed (exit 1): model.c:2:"), msg
-    assert "'y0' undeclared" in msg and "'y1'" not in msg, msg
+    assert "'y0' undeclared" in msg, msg
+    assert "'y1'" not in msg, msg
     m = re.search(r"\(full compiler log: (\S+)\)$", msg)
     assert m, msg
     log = Path(m.group(1)).read_text()
-    assert "'y29' undeclared" in log and "-Werror" in log, log[:500]
+    assert "'y29' undeclared" in log, log[:500]
+    assert "-Werror" in log, log[:500]
     Path(m.group(1)).unlink()
 
 
@@ -165,7 +170,7 @@ def test_warnings_are_errors(tmp_path: Path) -> None:
 
 
 def test_missing_sources(tmp_path: Path) -> None:
-    with pytest.raises(AutofusionError, match="missing model.c, model.h"):
+    with pytest.raises(AutofusionError, match=re.escape("missing model.c, model.h")):
         build.build_shared(tmp_path)
 
 

@@ -41,7 +41,7 @@ def driver(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
 
 def conv_ref(x, w, b, stride, pads, dil, group):
     """Direct numpy conv (float64), NCHW, ONNX semantics; pads = (top, left, bottom, right)."""
-    n, c, h, wd = x.shape
+    n, _, h, wd = x.shape
     k, cg, r, s = w.shape
     sh, sw = stride
     dh, dw = dil
@@ -246,7 +246,12 @@ def test_fast_math(tmp_path: Path) -> None:
     np.testing.assert_allclose(out[:, 1], np.tanh(x64), rtol=1e-6, atol=3e-7)
     np.testing.assert_allclose(out[:, 2], ref_erf, rtol=1e-6, atol=5e-7)
     tail = out[-len(special):]
-    assert tail[5, 0] == np.inf and tail[6, 0] == 0.0 and tail[8, 0] == 0.0 and tail[9, 0] == np.inf
+    assert tail[5, 0] == np.inf
+    assert tail[6, 0] == 0.0
+    assert tail[8, 0] == 0.0
+    assert tail[9, 0] == np.inf
     assert np.isnan(tail[7]).all()
-    assert list(tail[5:7, 1]) == [1.0, -1.0] and list(tail[5:7, 2]) == [1.0, -1.0]
-    assert np.signbit(tail[1, 1]) and np.signbit(tail[1, 2])  # -0.0 stays -0.0
+    assert list(tail[5:7, 1]) == [1.0, -1.0]
+    assert list(tail[5:7, 2]) == [1.0, -1.0]
+    assert np.signbit(tail[1, 1])  # -0.0 stays -0.0
+    assert np.signbit(tail[1, 2])

@@ -32,7 +32,8 @@ def test_nan_rules() -> None:
     assert not close(np.array([0.0, 1.0], F), ref)  # a number where ref is NaN
     assert not close(np.array([1.0, np.nan], F), np.array([1.0, 1.0], F))  # NaN for a number
     c = compare(np.array([1.0, np.nan], F), np.array([1.0, 1.0], F))
-    assert c.max_abs_err == np.inf and "1 of 2 elements differ" in c.reason
+    assert c.max_abs_err == np.inf
+    assert "1 of 2 elements differ" in c.reason
     # an all-NaN reference has peak 0 and matches NaN
     assert compare(np.array([np.nan], F), np.array([np.nan], F)) == testing.Comparison(
         True, 0.0, 0.0, 0.0)
@@ -47,7 +48,9 @@ def test_inf_rules() -> None:
     assert not close(np.array([np.inf, -np.inf, np.inf], F), ref)  # inf for a number
     # infinities do not count towards the peak: 3.0 sets atol to 1e-4 * 3
     c = compare(np.array([np.inf, -np.inf, 3.0002], F), ref)
-    assert c.match and c.peak == 3.0 and c.max_abs_err == pytest.approx(2e-4, rel=1e-2)
+    assert c.match
+    assert c.peak == 3.0
+    assert c.max_abs_err == pytest.approx(2e-4, rel=1e-2)
 
 
 def test_empty_integer_bool_and_mismatches() -> None:
@@ -56,14 +59,18 @@ def test_empty_integer_bool_and_mismatches() -> None:
     i = np.array([1, -2, 3], np.int64)
     assert close(i.copy(), i)
     c = compare(np.array([1, -2, 4], np.int64), i)
-    assert not c.match and c.max_abs_err == 1.0 and "(exact)" in c.reason
+    assert not c.match
+    assert c.max_abs_err == 1.0
+    assert "(exact)" in c.reason
     assert not close(i.astype(np.int32), i)  # dtype mismatch
     assert not close(np.array([1.0, -2.0, 3.0], F), i)
     b = np.array([True, False])
-    assert close(b.copy(), b) and not close(~b, b)
+    assert close(b.copy(), b)
+    assert not close(~b, b)
     assert "shape (2,), expected (3,)" in compare(np.zeros(2, F), np.zeros(3, F)).reason
     assert "dtype float64, expected float32" in compare(np.zeros(2), np.zeros(2, F)).reason
-    assert close(F(1.0), F(1.0)) and not close(F(2.0), F(1.0))  # rank 0
+    assert close(F(1.0), F(1.0))  # rank 0
+    assert not close(F(2.0), F(1.0))
 
 
 def test_assert_close_names_the_output_and_worst_element() -> None:
@@ -82,7 +89,8 @@ def test_the_tools_use_the_shared_bar() -> None:
     from autofusion.lowering.c import testing as c_testing
     from autofusion.tools import bench
 
-    assert c_testing.assert_close is assert_close and c_testing.close is close
+    assert c_testing.assert_close is assert_close
+    assert c_testing.close is close
     assert zoo_check._close is close
     cases = [
         (np.array([np.inf, 1.0], F), np.array([np.inf, 1.5], F)),  # inf peak: was "match"
@@ -93,4 +101,5 @@ def test_the_tools_use_the_shared_bar() -> None:
         want = close(got, ref)
         assert zoo_check._close(got, ref) is want
         assert bench.compare({"y": got}, {"y": ref})["match"] is want
-    assert not close(cases[0][1], cases[0][0]) and close(cases[1][1], cases[1][0])
+    assert not close(cases[0][1], cases[0][0])
+    assert close(cases[1][1], cases[1][0])

@@ -20,7 +20,8 @@ from autofusion.lowering.ascendc import tiling as tl
 from autofusion.lowering.ascendc.vector import Unsupported
 
 
-def attention_tiling(units: int, s: int, t: int, cores: int, max_tile: int, ub_bytes: int) -> dict[str, int]:
+def attention_tiling(units: int, s: int, t: int, cores: int, max_tile: int,
+                     ub_bytes: int) -> dict[str, int]:
     """Rows of scores per UB tile: in + out queues (2 buffers each) of ``rows x Tp`` plus a
     mask row, a work row and a 32-byte scalar buffer."""
     tp = tl.round_up(t, tl.ALIGN)
@@ -91,7 +92,8 @@ def print_attention(p, op: ac.AttentionOp) -> list[str]:
     mrow, wrow, sbuf = bufs
     lines = [
         "            const uint32_t b = u;",
-        f"            AscendC::GlobalTensor<float> scores = {n[op.workspace]}[static_cast<uint64_t>(AscendC::GetBlockIdx()) * {s_ * t_}u];",
+        "            AscendC::GlobalTensor<float> scores = "
+        f"{n[op.workspace]}[static_cast<uint64_t>(AscendC::GetBlockIdx()) * {s_ * t_}u];",
         "            // 1. scores = q k^T (Matmul API, B transposed)",
         f"            mm0.SetTensorA({n[op.q]}[b * {qst}u], false);",
         f"            mm0.SetTensorB({n[op.k]}[b * {kst}u], true);",
@@ -99,7 +101,8 @@ def print_attention(p, op: ac.AttentionOp) -> list[str]:
         "            AscendC::PipeBarrier<PIPE_ALL>();",
         "            // 2. scale, mask, softmax over each score row, in UB tiles of whole rows",
         f"            for (uint32_t r0 = 0; r0 < {s_}u; r0 += td.tileLength) {{",
-        f"                const uint32_t len = {s_}u - r0 < td.tileLength ? {s_}u - r0 : td.tileLength;",
+        f"                const uint32_t len = {s_}u - r0 < td.tileLength ? {s_}u - r0 : "
+        "td.tileLength;",
         f"                AscendC::LocalTensor<float> xin = {qin}.AllocTensor<float>();",
         f"                AfCopyRowsIn(xin, scores[r0 * {t_}u], len, {t_}u);",
         f"                {qin}.EnQue(xin);",
@@ -128,8 +131,10 @@ def print_attention(p, op: ac.AttentionOp) -> list[str]:
         lines += [
             "                    AscendC::PipeBarrier<PIPE_ALL>();",
             f"                    for (uint32_t j = 0; j < {t_}u; j++) {{  // gather the mask row",
-            f"                        const int64_t i = (static_cast<int64_t>(b) * {s_} + r0 + r) * {t_} + j;",
-            f"                        maskRow.SetValue(j, {n[op.mask]}.GetValue(static_cast<uint64_t>({' + '.join(terms) or '0'})));",
+            f"                        const int64_t i = (static_cast<int64_t>(b) * {s_} + r0 + r) "
+            f"* {t_} + j;",
+            "                        maskRow.SetValue(j, "
+            f"{n[op.mask]}.GetValue(static_cast<uint64_t>({' + '.join(terms) or '0'})));",
             "                    }",
             "                    AscendC::PipeBarrier<PIPE_ALL>();",
             f"                    AscendC::Add(yr, yr, maskRow, {t_});",
@@ -160,18 +165,24 @@ def print_attention(p, op: ac.AttentionOp) -> list[str]:
     return lines
 
 
-def attention_tiling_source(name: str, td: str, t: dict[str, int], cores: int, max_tile: int, ub_bytes: int) -> str:
+def attention_tiling_source(name: str, td: str, t: dict[str, int], cores: int, max_tile: int,
+                            ub_bytes: int) -> str:
     """The host tiling function of an attention kernel (formulas of ``attention_tiling``)."""
     mm = []
-    for i, (m, n_, k, trans_b) in enumerate(((t["S"], t["T"], t["D"], True), (t["S"], t["E"], t["T"], False))):
+    for i, (m, n_, k, trans_b) in enumerate(((t["S"], t["T"], t["D"], True),
+                                             (t["S"], t["E"], t["T"], False))):
         mm += [
             "    {",
-            f"        matmul_tiling::MultiCoreMatmulTiling mmTiling(*platform);  // mm{i}: [{m} x {k}] x [{k} x {n_}]",
+            "        matmul_tiling::MultiCoreMatmulTiling mmTiling(*platform);"
+            f"  // mm{i}: [{m} x {k}] x [{k} x {n_}]",
             "        mmTiling.SetDim(1);",
-            "        mmTiling.SetAType(matmul_tiling::TPosition::GM, matmul_tiling::CubeFormat::ND, matmul_tiling::DataType::DT_FLOAT);",
-            "        mmTiling.SetBType(matmul_tiling::TPosition::GM, matmul_tiling::CubeFormat::ND, matmul_tiling::DataType::DT_FLOAT"
+            "        mmTiling.SetAType(matmul_tiling::TPosition::GM, "
+            "matmul_tiling::CubeFormat::ND, matmul_tiling::DataType::DT_FLOAT);",
+            "        mmTiling.SetBType(matmul_tiling::TPosition::GM, "
+            "matmul_tiling::CubeFormat::ND, matmul_tiling::DataType::DT_FLOAT"
             + (", true);" if trans_b else ");"),
-            "        mmTiling.SetCType(matmul_tiling::TPosition::GM, matmul_tiling::CubeFormat::ND, matmul_tiling::DataType::DT_FLOAT);",
+            "        mmTiling.SetCType(matmul_tiling::TPosition::GM, "
+            "matmul_tiling::CubeFormat::ND, matmul_tiling::DataType::DT_FLOAT);",
             f"        mmTiling.SetOrgShape({m}, {n_}, {k});",
             f"        mmTiling.SetShape({m}, {n_}, {k});",
             "        mmTiling.EnableBias(false);",
@@ -186,7 +197,8 @@ def attention_tiling_source(name: str, td: str, t: dict[str, int], cores: int, m
         "    if (cores == 0 || td == nullptr) return 0;",
         f"    const uint32_t S = {t['S']}u, T = {t['T']}u;",
         f"    const uint32_t tp = (T + {tl.ALIGN - 1}u) / {tl.ALIGN}u * {tl.ALIGN}u;",
-        f"    uint32_t rows = std::min<uint32_t>(std::max<uint32_t>(1u, {max_tile}u / tp), ({ub_bytes}u - 8u * tp - 32u) / (16u * tp));",
+        f"    uint32_t rows = std::min<uint32_t>(std::max<uint32_t>(1u, {max_tile}u / tp), "
+        f"({ub_bytes}u - 8u * tp - 32u) / (16u * tp));",
         "    rows = std::min<uint32_t>(std::min<uint32_t>(rows, S), 4095u);",
         "    if (rows < 1) return 0;",
         f"    td->units = {t['units']}u;",
@@ -202,5 +214,6 @@ def attention_tiling_source(name: str, td: str, t: dict[str, int], cores: int, m
     ])
 
 
-ATTENTION_FIELDS = ("units", "blockDim", "tileLength", "rowStride", "workspaceElems", "S", "T", "D", "E")
+ATTENTION_FIELDS = ("units", "blockDim", "tileLength", "rowStride", "workspaceElems", "S", "T",
+                    "D", "E")
 __all__ = ["ATTENTION_FIELDS", "IntegerAttr", "build_attention", "f32", "print_attention"]

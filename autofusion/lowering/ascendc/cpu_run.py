@@ -52,7 +52,8 @@ def cache_dir() -> Path:
 
 
 def sources(project: Path) -> list[Path]:
-    return sorted([*(project / "kernels").glob("*.asc"), *(project / "kernels").glob("*_tiling.cpp"),
+    return sorted([*(project / "kernels").glob("*.asc"),
+                   *(project / "kernels").glob("*_tiling.cpp"),
                    project / "host" / "model.cpp", project / "cpu_model" / "acl_cpu_stub.cpp"])
 
 
@@ -89,12 +90,14 @@ def build_cpu_library(project: Path) -> Path:
         results = list(pool.map(compile_one, range(len(chunks))))
     for _, proc in results:
         if proc.returncode != 0:
-            raise AutofusionError(f"ascendc: building the CPU-model library failed:\n{proc.stderr[-4000:]}")
+            raise AutofusionError("ascendc: building the CPU-model library "
+                                  f"failed:\n{proc.stderr[-4000:]}")
     tmp = work / lib.name
     link = subprocess.run([cxx, "-shared", *[str(o) for o, _ in results], "-o", str(tmp)],
                           capture_output=True, text=True)
     if link.returncode != 0:
-        raise AutofusionError(f"ascendc: linking the CPU-model library failed:\n{link.stderr[-4000:]}")
+        raise AutofusionError("ascendc: linking the CPU-model library "
+                              f"failed:\n{link.stderr[-4000:]}")
     os.replace(tmp, lib)
     shutil.rmtree(work, ignore_errors=True)
     return lib
@@ -178,7 +181,8 @@ class CpuModelRunner:
                     out = impl(op, args)
                     res = [out] if isinstance(out, np.ndarray | np.generic) else list(out)
                 for r, v in zip(op.results, res):
-                    env[r] = np.asarray(v, dtype=to_numpy_dtype(r.type.element_type)).reshape(shape_of(r))  # type: ignore[attr-defined]
+                    dtype = to_numpy_dtype(r.type.element_type)  # type: ignore[attr-defined]
+                    env[r] = np.asarray(v, dtype=dtype).reshape(shape_of(r))
         finally:
             if self.lib.af_finalize() != 0:
                 raise AutofusionError("ascendc: af_finalize failed on the CPU model")
@@ -194,7 +198,8 @@ class CpuModelRunner:
         ret = self.fn.body.block.last_op
         assert isinstance(ret, func.ReturnOp)
         outs = [np.zeros(shape_of(v), dtype=np.float32) for v in ret.arguments]
-        weights = np.frombuffer((self.project / "weights.bin").read_bytes() or b"\0", dtype=np.uint8)
+        weights = np.frombuffer((self.project / "weights.bin").read_bytes() or b"\0",
+                                dtype=np.uint8)
         in_ptrs = (ctypes.c_void_p * max(1, len(ins)))(*[a.ctypes.data for a in ins])
         out_ptrs = (ctypes.c_void_p * max(1, len(outs)))(*[a.ctypes.data for a in outs])
         if self.lib.af_init(0) != 0:

@@ -69,7 +69,8 @@ class KernelFiles:
     kernel_source: str
 
 
-TILING_FIELDS_VECTOR = ("totalLength", "blockLength", "tileLength", "blockDim", "rowLength", "rowStride")
+TILING_FIELDS_VECTOR = ("totalLength", "blockLength", "tileLength", "blockDim", "rowLength",
+                        "rowStride")
 TILING_FIELDS_CUBE = ("units", "mBlocks", "singleCoreM", "M", "N", "K", "workspaceElems")
 
 
@@ -126,7 +127,8 @@ class KernelPrinter:
                 '#include "kernel_tiling/kernel_tiling.h"',
                 "#endif",
             ]
-        lines.append(f"\n// Tiling data of {self.name}, computed on the host by {self.name}_tiling().")
+        lines.append(f"\n// Tiling data of {self.name}, computed on the host by "
+                     f"{self.name}_tiling().")
         lines.append(f"struct {self.td} {{")
         for f in self._fields():
             lines.append(f"    uint32_t {f};")
@@ -142,7 +144,8 @@ class KernelPrinter:
             f'extern "C" uint32_t {self.name}_tiling(uint32_t coreNum, {self.td}* td);'
         )
         if self.cube:
-            lines.append("// Bytes of user workspace the launch needs (im2col slices, score matrices).")
+            lines.append("// Bytes of user workspace the launch needs (im2col slices, "
+                         "score matrices).")
             lines.append(f'extern "C" uint64_t {self.name}_workspace_bytes(const {self.td}* td);')
         lines.append(f"\n#endif  // {guard}\n")
         return "\n".join(lines)
@@ -162,7 +165,8 @@ class KernelPrinter:
         if self.attn:
             from autofusion.lowering.ascendc.attention import attention_tiling_source
 
-            lines.append(attention_tiling_source(self.name, self.td, t, self.cores, self.max_tile, self.ub_bytes))
+            lines.append(attention_tiling_source(self.name, self.td, t, self.cores, self.max_tile,
+                                                 self.ub_bytes))
             lines.append(
                 f'\nextern "C" uint64_t {self.name}_workspace_bytes(const {self.td}* td)\n{{\n'
                 f"    return static_cast<uint64_t>(td->workspaceElems) * sizeof(float);\n}}"
@@ -176,10 +180,14 @@ class KernelPrinter:
             nload = self.nloaded
             lines += [
                 f"    const uint32_t rows = {t['totalLength']}u, d = {t['rowLength']}u;",
-                f"    const uint32_t dp = (d + {tl.ALIGN - 1}u) / {tl.ALIGN}u * {tl.ALIGN}u;  // row stride in UB: 32-byte aligned",
-                f"    const uint32_t fixed = 4u * dp * (2u + {nload}u) + 32u + {64 if per_row_out else 0}u;",
-                f"    const uint32_t per = 4u * {tl.BUFFER_NUM}u * (dp + {'1u' if per_row_out else 'dp'});",
-                f"    uint32_t tile = std::min<uint32_t>(std::max<uint32_t>(1u, {self.max_tile}u / dp), ({self.ub_bytes}u - fixed) / per);",
+                f"    const uint32_t dp = (d + {tl.ALIGN - 1}u) / {tl.ALIGN}u * {tl.ALIGN}u;"
+                "  // row stride in UB: 32-byte aligned",
+                f"    const uint32_t fixed = 4u * dp * (2u + {nload}u) + 32u + "
+                f"{64 if per_row_out else 0}u;",
+                f"    const uint32_t per = 4u * {tl.BUFFER_NUM}u * (dp + "
+                f"{'1u' if per_row_out else 'dp'});",
+                "    uint32_t tile = std::min<uint32_t>(std::max<uint32_t>(1u, "
+                f"{self.max_tile}u / dp), ({self.ub_bytes}u - fixed) / per);",
                 "    tile = std::min<uint32_t>(tile, 4095u);  // DataCopyPad blockCount is 16-bit",
                 "    if (tile < 1) return 0;",
                 "    const uint32_t block = (rows + cores - 1) / cores;",
@@ -195,11 +203,15 @@ class KernelPrinter:
             lines += [
                 f"    const uint32_t total = {t['totalLength']}u;",
                 f"    const uint32_t align = {tl.ALIGN}u;  // f32 elements per 32-byte block",
-                f"    const uint32_t nbufs = {max(1, nbufs)}u;  // tile buffers: {tl.BUFFER_NUM} per queue + scratch",
-                f"    const uint32_t avail = {self.ub_bytes}u - {fixed_bytes}u;  // UB budget minus loaded operands",
-                f"    uint32_t tile = std::min<uint32_t>({self.max_tile}u, avail / (nbufs * 4u)) / align * align;",
+                f"    const uint32_t nbufs = {max(1, nbufs)}u;"
+                f"  // tile buffers: {tl.BUFFER_NUM} per queue + scratch",
+                f"    const uint32_t avail = {self.ub_bytes}u - {fixed_bytes}u;"
+                "  // UB budget minus loaded operands",
+                f"    uint32_t tile = std::min<uint32_t>({self.max_tile}u, "
+                "avail / (nbufs * 4u)) / align * align;",
                 "    if (tile < align) return 0;",
-                "    const uint32_t block = ((total + cores - 1) / cores + align - 1) / align * align;",
+                "    const uint32_t block = ((total + cores - 1) / cores + align - 1) / align * "
+                "align;",
                 "    tile = std::min(tile, block);",
                 "    td->totalLength = total;",
                 "    td->blockLength = block;",
@@ -214,7 +226,8 @@ class KernelPrinter:
             ]
             if split:
                 lines.append(
-                    "    uint32_t single = ((M + cores - 1) / cores + 15u) / 16u * 16u;  // rows, multiple of 16"
+                    "    uint32_t single = ((M + cores - 1) / cores + 15u) / 16u * 16u;"
+                    "  // rows, multiple of 16"
                 )
                 lines.append("    single = std::min(single, M);")
             else:
@@ -228,11 +241,14 @@ class KernelPrinter:
                 "    auto* platform = platform_ascendc::PlatformAscendCManager::GetInstance();",
                 "    matmul_tiling::MultiCoreMatmulTiling mmTiling(*platform);",
                 "    mmTiling.SetDim(1);  // each work unit runs on one core",
-                "    mmTiling.SetAType(matmul_tiling::TPosition::GM, matmul_tiling::CubeFormat::ND, "
+                "    mmTiling.SetAType(matmul_tiling::TPosition::GM, "
+                "matmul_tiling::CubeFormat::ND, "
                 "matmul_tiling::DataType::DT_FLOAT);",
-                "    mmTiling.SetBType(matmul_tiling::TPosition::GM, matmul_tiling::CubeFormat::ND, "
+                "    mmTiling.SetBType(matmul_tiling::TPosition::GM, "
+                "matmul_tiling::CubeFormat::ND, "
                 "matmul_tiling::DataType::DT_FLOAT);",
-                "    mmTiling.SetCType(matmul_tiling::TPosition::GM, matmul_tiling::CubeFormat::ND, "
+                "    mmTiling.SetCType(matmul_tiling::TPosition::GM, "
+                "matmul_tiling::CubeFormat::ND, "
                 "matmul_tiling::DataType::DT_FLOAT);",
                 "    mmTiling.SetOrgShape(M, N, K);",
                 "    mmTiling.SetShape(single, N, K);",
@@ -286,7 +302,8 @@ class KernelPrinter:
         ]
         if self.cube:
             src.append('#include "lib/matmul_intf.h"')
-        src += ["#endif", "", "#ifndef AF_KERNEL_HELPERS", "#define AF_KERNEL_HELPERS", "namespace {", "",
+        src += ["#endif", "", "#ifndef AF_KERNEL_HELPERS", "#define AF_KERNEL_HELPERS",
+                "namespace {", "",
                 "constexpr int32_t BUFFER_NUM = 2;  // double buffering", ""]
         src.append(_HELPERS)
         src += ["}  // namespace", "#endif  // AF_KERNEL_HELPERS", "", "namespace {", ""]
@@ -298,12 +315,15 @@ class KernelPrinter:
         if not self.cube:
             src += [
                 "        // This core's block of the flat iteration space.",
-                "        blockStart = td.blockLength * static_cast<uint32_t>(AscendC::GetBlockIdx());",
+                "        blockStart = td.blockLength * "
+                "static_cast<uint32_t>(AscendC::GetBlockIdx());",
                 "        blockLen = blockStart >= td.totalLength ? 0 : "
-                "(td.totalLength - blockStart < td.blockLength ? td.totalLength - blockStart : td.blockLength);",
+                "(td.totalLength - blockStart < td.blockLength ? td.totalLength - blockStart : "
+                "td.blockLength);",
             ]
         elif self.attn:
-            src.append("        REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm0, &this->td.mm0, mm1, &this->td.mm1);")
+            src.append("        REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm0, &this->td.mm0, "
+                       "mm1, &this->td.mm1);")
         else:
             src.append("        REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm, &this->td.mm);")
         src += [f"        {line}" for line in self.init]
@@ -320,17 +340,22 @@ class KernelPrinter:
         else:
             for mm in (("mm0", "mm1") if self.attn else ("mm",)):
                 src.append(
-                    "    AscendC::Matmul<AscendC::MatmulType<AscendC::TPosition::GM, CubeFormat::ND, float>,\n"
-                    "                    AscendC::MatmulType<AscendC::TPosition::GM, CubeFormat::ND, float>,\n"
-                    "                    AscendC::MatmulType<AscendC::TPosition::GM, CubeFormat::ND, float>,\n"
-                    f"                    AscendC::MatmulType<AscendC::TPosition::GM, CubeFormat::ND, float>> {mm};"
+                    "    AscendC::Matmul<AscendC::MatmulType<AscendC::TPosition::GM, "
+                    "CubeFormat::ND, float>,\n"
+                    "                    AscendC::MatmulType<AscendC::TPosition::GM, "
+                    "CubeFormat::ND, float>,\n"
+                    "                    AscendC::MatmulType<AscendC::TPosition::GM, "
+                    "CubeFormat::ND, float>,\n"
+                    "                    AscendC::MatmulType<AscendC::TPosition::GM, "
+                    f"CubeFormat::ND, float>> {mm};"
                 )
         src += [f"    {m}" for m in self.members]
         src.append("};\n\n}  // namespace\n")
         all_params = ", ".join([*gm_params, "GM_ADDR workspace", "GM_ADDR tiling"])
         kt = "KERNEL_TYPE_MIX_AIC_1_2" if self.cube else "KERNEL_TYPE_AIV_ONLY"
         call = ", ".join(
-            [*[a if a != "workspace" else "AscendC::GetUserWorkspace(workspace)" for a in self.arg_names], "td"]
+            [*[a if a != "workspace" else "AscendC::GetUserWorkspace(workspace)"
+               for a in self.arg_names], "td"]
         )
         src.append(
             f'extern "C" __global__ __aicore__ void {self.name}({all_params})\n{{\n'
@@ -343,11 +368,16 @@ class KernelPrinter:
             f"    op.Process();\n}}\n"
         )
         # Launcher: the only place with the <<<>>> launch syntax (compiled by the ASC toolchain).
-        dev = ", ".join(f"void* {a}" for a in [*[a for a in self.arg_names if a != "workspace"], "workspace", "tiling"])
-        args = ", ".join(f"static_cast<uint8_t*>({a})" for a in [*[a for a in self.arg_names if a != "workspace"], "workspace", "tiling"])
+        dev = ", ".join(f"void* {a}" for a in [*[a for a in self.arg_names if a != "workspace"],
+                                               "workspace", "tiling"])
+        args = ", ".join(f"static_cast<uint8_t*>({a})"
+                         for a in [*[a for a in self.arg_names if a != "workspace"],
+                                   "workspace", "tiling"])
         src.append(
-            f"// Enqueue {self.name} on stream with blockDim cores; device pointers in, returns at once.\n"
-            f'extern "C" void {self.name}_launch(uint32_t blockDim, aclrtStream stream, {dev})\n{{\n'
+            f"// Enqueue {self.name} on stream with blockDim cores; device pointers in, "
+            "returns at once.\n"
+            f'extern "C" void {self.name}_launch(uint32_t blockDim, aclrtStream stream, '
+            f'{dev})\n{{\n'
             "#ifdef AUTOFUSION_CPU_MODEL\n"
             f"    AFCPU_LAUNCH({self.name}, blockDim, stream, {args});\n"
             "#else\n"
@@ -362,7 +392,8 @@ class KernelPrinter:
             self.n.names[op.result] = nm
             self.members.append(f"AscendC::GlobalTensor<float> {nm};")
             self.init.append(
-                f"{nm}.SetGlobalBuffer(reinterpret_cast<__gm__ float*>({self.n[op.addr]}), {_int(op, 'length')});"
+                f"{nm}.SetGlobalBuffer(reinterpret_cast<__gm__ float*>({self.n[op.addr]}), "
+                f"{_int(op, 'length')});"
             )
         elif isinstance(op, ac.QueueOp):
             qt = op.result.type
@@ -408,7 +439,8 @@ class KernelPrinter:
         }[kind]
 
     # -- loops ---------------------------------------------------------------------------
-    def _tile_loop(self, op: ac.TileLoopOp, base: str, length: str, indent: str = "        ") -> str:
+    def _tile_loop(self, op: ac.TileLoopOp, base: str, length: str,
+                   indent: str = "        ") -> str:
         i = self.loop_id
         self.loop_id += 1
         sfx = "" if i == 0 else str(i)
@@ -417,18 +449,22 @@ class KernelPrinter:
         if op.in_row_stride is not None:
             self.copy_loop = {
                 k: int(getattr(op, k).value.data)  # type: ignore[union-attr]
-                for k in ("row_length", "in_row_stride", "out_row_stride", "in_offset", "out_offset")
+                for k in ("row_length", "in_row_stride", "out_row_stride", "in_offset",
+                          "out_offset")
             }
-        self.per_row_values = op.out_row_length is not None and int(op.out_row_length.value.data) == 1
+        self.per_row_values = (op.out_row_length is not None
+                               and int(op.out_row_length.value.data) == 1)
         stages = [("CopyIn", op.copy_in_region.block), ("Compute", op.compute_region.block),
                   ("CopyOut", op.copy_out_region.block)]
         for stage, blk in stages:
             body = self._stage(blk)
             self.methods.append(
-                f"    __aicore__ inline void {stage}{sfx}(uint32_t base, uint32_t offset, uint32_t len)\n    {{\n"
+                f"    __aicore__ inline void {stage}{sfx}(uint32_t base, uint32_t offset, "
+                "uint32_t len)\n    {\n"
                 + "        (void)base;\n        (void)offset;\n        (void)len;\n"
                 + (
-                    "        const uint32_t calc = (len + 7u) / 8u * 8u;  // vector length: whole 32-byte blocks\n"
+                    "        const uint32_t calc = (len + 7u) / 8u * 8u;"
+                    "  // vector length: whole 32-byte blocks\n"
                     "        (void)calc;\n"
                     if stage == "Compute" else ""
                 )
@@ -438,13 +474,18 @@ class KernelPrinter:
         if self.copy_loop is not None:
             rows = int(op.total.value.data)
             return (
-                f"{indent}{{  // copy loop: {rows} rows split over the cores, tiles of td.tileLength rows\n"
-                f"{indent}    const uint32_t per = ({rows}u + static_cast<uint32_t>(AscendC::GetBlockNum()) - 1u) / "
+                f"{indent}{{"
+                f"  // copy loop: {rows} rows split over the cores, tiles of td.tileLength rows\n"
+                f"{indent}    const uint32_t per = ({rows}u + "
+                "static_cast<uint32_t>(AscendC::GetBlockNum()) - 1u) / "
                 "static_cast<uint32_t>(AscendC::GetBlockNum());\n"
-                f"{indent}    const uint32_t start = per * static_cast<uint32_t>(AscendC::GetBlockIdx());\n"
-                f"{indent}    const uint32_t cnt = start >= {rows}u ? 0u : ({rows}u - start < per ? {rows}u - start : per);\n"
+                f"{indent}    const uint32_t start = per * "
+                "static_cast<uint32_t>(AscendC::GetBlockIdx());\n"
+                f"{indent}    const uint32_t cnt = start >= {rows}u ? 0u : ({rows}u - start < per "
+                f"? {rows}u - start : per);\n"
                 f"{indent}    for (uint32_t offset = 0; offset < cnt; offset += td.tileLength) {{\n"
-                f"{indent}        const uint32_t len = cnt - offset < td.tileLength ? cnt - offset : td.tileLength;\n"
+                f"{indent}        const uint32_t len = cnt - offset < td.tileLength ? cnt - offset "
+                ": td.tileLength;\n"
                 f"{indent}        CopyIn{sfx}(start, offset, len);\n"
                 f"{indent}        Compute{sfx}(start, offset, len);\n"
                 f"{indent}        CopyOut{sfx}(start, offset, len);\n"
@@ -452,10 +493,12 @@ class KernelPrinter:
                 f"{indent}}}"
             )
         return (
-            f"{indent}// Tiles of td.tileLength elements; queues of depth BUFFER_NUM let CopyIn of tile\n"
+            f"{indent}// Tiles of td.tileLength elements; queues of depth BUFFER_NUM let CopyIn of "
+            "tile\n"
             f"{indent}// i+1 overlap Compute of tile i on the NPU. The last tile may be shorter.\n"
             f"{indent}for (uint32_t offset = 0; offset < {length}; offset += td.tileLength) {{\n"
-            f"{indent}    const uint32_t len = {length} - offset < td.tileLength ? {length} - offset : td.tileLength;\n"
+            f"{indent}    const uint32_t len = {length} - offset < td.tileLength ? {length} - "
+            "offset : td.tileLength;\n"
             f"{indent}    CopyIn{sfx}({base}, offset, len);\n"
             f"{indent}    Compute{sfx}({base}, offset, len);\n"
             f"{indent}    CopyOut{sfx}({base}, offset, len);\n"
@@ -469,7 +512,8 @@ class KernelPrinter:
             inner = next(o for o in op.body.block.ops if isinstance(o, ac.AttentionOp))
             return "\n".join([
                 "        // Work units: batch entries (e.g. batch x heads), spread over the cores.",
-                "        for (uint32_t u = static_cast<uint32_t>(AscendC::GetBlockIdx()); u < td.units;"
+                "        for (uint32_t u = static_cast<uint32_t>(AscendC::GetBlockIdx()); "
+                "u < td.units;"
                 " u += static_cast<uint32_t>(AscendC::GetBlockNum())) {",
                 *print_attention(self, inner),
                 "        }",
@@ -477,12 +521,14 @@ class KernelPrinter:
                 "        mm1.End();",
             ])
         lines = [
-            "        // Work units: (batch entry, block of singleCoreM rows), spread over the cores.",
+            "        // Work units: (batch entry, block of singleCoreM rows), "
+            "spread over the cores.",
             "        for (uint32_t u = static_cast<uint32_t>(AscendC::GetBlockIdx()); u < td.units;"
             " u += static_cast<uint32_t>(AscendC::GetBlockNum())) {",
             "            const uint32_t b = u / td.mBlocks;",
             "            const uint32_t row0 = (u % td.mBlocks) * td.singleCoreM;",
-            "            const uint32_t rows = td.M - row0 < td.singleCoreM ? td.M - row0 : td.singleCoreM;",
+            "            const uint32_t rows = td.M - row0 < td.singleCoreM ? td.M - row0 : "
+            "td.singleCoreM;",
         ]
         for inner in op.body.block.ops:
             if isinstance(inner, ac.Im2ColOp):
@@ -536,29 +582,37 @@ class KernelPrinter:
         cg = c // g
         x, ws = self.n[op.image], self.n[op.workspace]
         return [
-            "            // im2col of (image b / groups, group b % groups) into this core's workspace",
-            "            // slice: rows (c, kh, kw), columns (oh, ow). Scalar loop: slow but exact.",
-            f"            AscendC::GlobalTensor<float> wsSlice = {ws}[static_cast<uint64_t>(AscendC::GetBlockIdx()) * {cg * kh * kw * oh * ow}u];",
+            "            // im2col of (image b / groups, group b % groups) into this core's "
+            "workspace",
+            "            // slice: rows (c, kh, kw), columns (oh, ow). "
+            "Scalar loop: slow but exact.",
+            "            AscendC::GlobalTensor<float> wsSlice = "
+            f"{ws}[static_cast<uint64_t>(AscendC::GetBlockIdx()) * {cg * kh * kw * oh * ow}u];",
             f"            const uint32_t img = b / {g}u, grp = b % {g}u;",
             f"            for (uint32_t ci = 0; ci < {cg}u; ci++) {{",
             f"                for (uint32_t ky = 0; ky < {kh}u; ky++) {{",
             f"                    for (uint32_t kx = 0; kx < {kw}u; kx++) {{",
             f"                        const uint32_t row = (ci * {kh}u + ky) * {kw}u + kx;",
             f"                        for (uint32_t oy = 0; oy < {oh}u; oy++) {{",
-            f"                            const int32_t iy = static_cast<int32_t>(oy * {sh}u + ky * {dh}u) - {ph};",
+            f"                            const int32_t iy = static_cast<int32_t>(oy * {sh}u + ky "
+            f"* {dh}u) - {ph};",
             f"                            for (uint32_t ox = 0; ox < {ow}u; ox++) {{",
-            f"                                const int32_t ix = static_cast<int32_t>(ox * {sw}u + kx * {dw}u) - {pw};",
+            f"                                const int32_t ix = static_cast<int32_t>(ox * {sw}u + "
+            f"kx * {dw}u) - {pw};",
             "                                float v = 0.0f;",
             f"                                if (iy >= 0 && iy < {h} && ix >= 0 && ix < {w}) {{",
-            f"                                    v = {x}.GetValue(((static_cast<uint64_t>(img) * {c}u + grp * {cg}u + ci) * {h}u + iy) * {w}u + ix);",
+            f"                                    v = {x}.GetValue(((static_cast<uint64_t>(img) * "
+            f"{c}u + grp * {cg}u + ci) * {h}u + iy) * {w}u + ix);",
             "                                }",
-            f"                                wsSlice.SetValue(static_cast<uint64_t>(row) * {oh * ow}u + oy * {ow}u + ox, v);",
+            "                                wsSlice.SetValue(static_cast<uint64_t>(row) * "
+            f"{oh * ow}u + oy * {ow}u + ox, v);",
             "                            }",
             "                        }",
             "                    }",
             "                }",
             "            }",
-            "            AscendC::DataCacheCleanAndInvalid<float, AscendC::CacheLine::ENTIRE_DATA_CACHE, "
+            "            AscendC::DataCacheCleanAndInvalid<float, "
+            "AscendC::CacheLine::ENTIRE_DATA_CACHE, "
             "AscendC::DcciDst::CACHELINE_OUT>(wsSlice);",
         ]
 
@@ -577,57 +631,69 @@ class KernelPrinter:
             if isinstance(op, ac.YieldOp):
                 continue
             if isinstance(op, ac.AllocTensorOp):
-                out.append(f"AscendC::LocalTensor<float> {n.new(op.result, 'loc')} = {n[op.queue]}.AllocTensor<float>();")
+                out.append(f"AscendC::LocalTensor<float> {n.new(op.result, 'loc')} = "
+                           f"{n[op.queue]}.AllocTensor<float>();")
             elif isinstance(op, ac.DeQueOp):
-                out.append(f"AscendC::LocalTensor<float> {n.new(op.result, 'loc')} = {n[op.queue]}.DeQue<float>();")
+                out.append(f"AscendC::LocalTensor<float> {n.new(op.result, 'loc')} = "
+                           f"{n[op.queue]}.DeQue<float>();")
             elif isinstance(op, ac.EnQueOp):
                 out.append(f"{n[op.queue]}.EnQue({n[op.tensor]});")
             elif isinstance(op, ac.FreeTensorOp):
                 out.append(f"{n[op.queue]}.FreeTensor({n[op.tensor]});")
             elif isinstance(op, ac.TBufGetOp):
-                out.append(f"AscendC::LocalTensor<float> {n.new(op.result, 'tmp')} = {n[op.buf]}.Get<float>();")
+                out.append(f"AscendC::LocalTensor<float> {n.new(op.result, 'tmp')} = "
+                           f"{n[op.buf]}.Get<float>();")
             elif isinstance(op, ac.CopyInOp) and self.copy_loop is not None:
                 c = self.copy_loop
                 out.append(
-                    f"AfCopyRowsStridedIn({n[op.dst]}, {n[op.src]}[{c['in_offset']}u + (base + offset) * {c['in_row_stride']}u], "
+                    f"AfCopyRowsStridedIn({n[op.dst]}, {n[op.src]}[{c['in_offset']}u + (base + "
+                    f"offset) * {c['in_row_stride']}u], "
                     f"len, {c['row_length']}u, {c['in_row_stride']}u, td.rowStride);"
                 )
             elif isinstance(op, ac.CopyOutOp) and self.copy_loop is not None:
                 c = self.copy_loop
                 out.append(
-                    f"AfCopyRowsStridedOut({n[op.dst]}[{c['out_offset']}u + (base + offset) * {c['out_row_stride']}u], {n[op.src]}, "
+                    f"AfCopyRowsStridedOut({n[op.dst]}[{c['out_offset']}u + (base + offset) * "
+                    f"{c['out_row_stride']}u], {n[op.src]}, "
                     f"len, {c['row_length']}u, {c['out_row_stride']}u, td.rowStride);"
                 )
             elif isinstance(op, ac.CopyInOp):
                 if self.rows_mode:
-                    out.append(f"AfCopyRowsIn({n[op.dst]}, {n[op.src]}[(base + offset) * td.rowLength], len, td.rowLength);")
+                    out.append(f"AfCopyRowsIn({n[op.dst]}, {n[op.src]}[(base + offset) * "
+                               "td.rowLength], len, td.rowLength);")
                 else:
                     out.append(f"AfCopyIn({n[op.dst]}, {n[op.src]}[base + offset], len);")
             elif isinstance(op, ac.CopyOutOp):
                 if self.rows_mode and not self.per_row_values:
-                    out.append(f"AfCopyRowsOut({n[op.dst]}[(base + offset) * td.rowLength], {n[op.src]}, len, td.rowLength);")
+                    out.append(f"AfCopyRowsOut({n[op.dst]}[(base + offset) * td.rowLength], "
+                               f"{n[op.src]}, len, td.rowLength);")
                 else:
                     out.append(f"AfCopyOut({n[op.dst]}[base + offset], {n[op.src]}, len);")
             elif isinstance(op, ac.VecBinaryOp):
-                out.append(f"AscendC::{op.fn.data}({n[op.dst]}, {n[op.lhs]}, {n[op.rhs]}, {cnt(op)});")
+                out.append(f"AscendC::{op.fn.data}({n[op.dst]}, {n[op.lhs]}, {n[op.rhs]}, "
+                           f"{cnt(op)});")
             elif isinstance(op, ac.VecUnaryOp):
                 out.append(f"AscendC::{op.fn.data}({n[op.dst]}, {n[op.src]}, {cnt(op)});")
             elif isinstance(op, ac.VecScalarOp):
                 if op.scalar_src is not None:
-                    out.append("AscendC::PipeBarrier<PIPE_ALL>();  // the scalar is read back from UB")
+                    out.append("AscendC::PipeBarrier<PIPE_ALL>();"
+                               "  // the scalar is read back from UB")
                     s = f"{'-' if op.negate else ''}{n[op.scalar_src]}.GetValue(0)"
                 else:
                     s = _float_lit(op.scalar.value.data)
                 out.append(f"AscendC::{op.fn.data}({n[op.dst]}, {n[op.src]}, {s}, {cnt(op)});")
             elif isinstance(op, ac.DuplicateOp):
-                out.append(f"AscendC::Duplicate({n[op.dst]}, {_float_lit(op.scalar.value.data)}, {cnt(op)});")
+                out.append(f"AscendC::Duplicate({n[op.dst]}, {_float_lit(op.scalar.value.data)}, "
+                           f"{cnt(op)});")
             elif isinstance(op, ac.VecReduceOp):
-                out.append(f"AscendC::{op.fn.data}({n[op.dst]}, {n[op.src]}, {n[op.work]}, {cnt(op)});")
+                out.append(f"AscendC::{op.fn.data}({n[op.dst]}, {n[op.src]}, {n[op.work]}, "
+                           f"{cnt(op)});")
             elif isinstance(op, ac.StoreRowValueOp):
                 out.append("AscendC::PipeBarrier<PIPE_ALL>();")
                 out.append(f"{n[op.dst]}.SetValue(r, {n[op.src]}.GetValue(0));")
             elif isinstance(op, ac.RowViewOp):
-                out.append(f"AscendC::LocalTensor<float> {n.new(op.result, 'row')} = {n[op.tensor]}[r * td.rowStride];")
+                out.append(f"AscendC::LocalTensor<float> {n.new(op.result, 'row')} = "
+                           f"{n[op.tensor]}[r * td.rowStride];")
             elif isinstance(op, ac.RowLoopOp):
                 out.append("for (uint32_t r = 0; r < len; r++) {  // each row of the tile")
                 out += [f"    {line}" for line in self._stage(op.body.block, in_row=True)]
@@ -668,18 +734,21 @@ class KernelPrinter:
         if is_max:
             lines += [
                 "            if (inside) {",
-                f"                const float v = {src}.GetValue((static_cast<uint64_t>(plane) * {h}u + iy) * {w}u + ix);",
+                f"                const float v = {src}.GetValue((static_cast<uint64_t>(plane) * "
+                f"{h}u + iy) * {w}u + ix);",
                 "                acc = (v > acc || v != v) ? v : acc;",
                 "            }",
             ]
         else:
             if include:
-                lines.append(f"            const bool counted = iy >= -{pt} && iy < {h + pb} && ix >= -{pl} && ix < {w + pr};")
+                lines.append(f"            const bool counted = iy >= -{pt} && iy < {h + pb} && ix "
+                             f">= -{pl} && ix < {w + pr};")
             else:
                 lines.append("            const bool counted = inside;")
             lines += [
                 "            if (inside) {",
-                f"                acc += {src}.GetValue((static_cast<uint64_t>(plane) * {h}u + iy) * {w}u + ix);",
+                f"                acc += {src}.GetValue((static_cast<uint64_t>(plane) * {h}u + iy) "
+                f"* {w}u + ix);",
                 "            }",
                 "            cnt += counted ? 1.0f : 0.0f;",
             ]
@@ -720,8 +789,10 @@ class KernelPrinter:
             "// gather the operand over this tile (scalar loop; broadcast / transpose / slice)",
             "AscendC::PipeBarrier<PIPE_ALL>();",
             "for (uint32_t j = 0; j < calc; j++) {",
-            f"    const int64_t i = static_cast<int64_t>(base + offset + j) % {total};  // pad lanes wrap",
-            f"    {dst}.SetValue(j, {src}.GetValue(static_cast<uint64_t>({' + '.join(terms) or '0'})));",
+            f"    const int64_t i = static_cast<int64_t>(base + offset + j) % {total};"
+            "  // pad lanes wrap",
+            f"    {dst}.SetValue(j, "
+            f"{src}.GetValue(static_cast<uint64_t>({' + '.join(terms) or '0'})));",
             "}",
             "AscendC::PipeBarrier<PIPE_ALL>();",
         ]
@@ -805,7 +876,7 @@ __aicore__ inline void AfCopyOut(const AscendC::GlobalTensor<float>& dst, const 
         AscendC::DataCopyPad(dst, src, params);
     }
 }
-"""
+"""  # noqa: E501 - the printed source keeps its own lines
 
 
 def tiling_fields(kernel: ac.KernelOp) -> list[str]:

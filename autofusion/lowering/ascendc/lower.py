@@ -161,7 +161,8 @@ class KernelLowering:
                 consts[o.y] = float(arr.reshape(-1)[0])
         return consts
 
-    def _classify_args(self, ops: list[Operation], out_shape: tuple[int, ...], skip: set[int]) -> _Plan:
+    def _classify_args(self, ops: list[Operation], out_shape: tuple[int, ...],
+                       skip: set[int]) -> _Plan:
         block = self.kop.body.block
         gathers = {
             o: (o.operands[0].index, *gather_map(o))  # type: ignore[attr-defined]
@@ -203,14 +204,16 @@ class KernelLowering:
                     if not -n <= k < n:
                         raise Unsupported(f"nn.gather index {k} out of range [{-n}, {n - 1}]")
                 if tuple(shape_of(o.results[0])) != out_shape:
-                    raise Unsupported(f"{o.name} result of shape {shape_of(o.results[0])}, not {out_shape}")
+                    raise Unsupported(f"{o.name} result of shape {shape_of(o.results[0])}, "
+                                      f"not {out_shape}")
                 continue
             if not isinstance(o, VECTOR_OPS):
                 raise Unsupported(f"{o.name} in the kernel has no Ascend C lowering")
             if tuple(shape_of(o.results[0])) != out_shape:
                 # An intermediate on a smaller (broadcast) shape: only constants may be.
                 if not all(isinstance(a.owner, nn.ConstantOp) for a in o.operands):
-                    raise Unsupported(f"{o.name} computes on shape {shape_of(o.results[0])}, not {out_shape}")
+                    raise Unsupported(f"{o.name} computes on shape {shape_of(o.results[0])}, "
+                                      f"not {out_shape}")
 
     def _uses_after(self, ops: list[Operation]) -> dict[SSAValue, int]:
         last: dict[SSAValue, int] = {}
@@ -342,7 +345,8 @@ class KernelLowering:
         cout.add_op(ac.YieldOp())
 
         nbufs = tl.BUFFER_NUM * len(queues) + len(tbufs)
-        vt = tl.vector_tiling(total, nbufs, bcast_bytes, self.opts.cores, self.opts.max_tile, self.opts.ub_bytes)
+        vt = tl.vector_tiling(total, nbufs, bcast_bytes, self.opts.cores, self.opts.max_tile,
+                              self.opts.ub_bytes)
         for q in queues:
             q.properties["bytes"] = _i(vt["tileLength"] * 4)
         for t in tbufs:
@@ -375,7 +379,8 @@ class KernelLowering:
                 g = ac.GlobalTensorOp(arg, workspace, f32)
                 g.attributes["workspace"] = StringAttr("user")
             else:
-                v = self.kop.inputs[i] if i < len(self.kop.inputs) else self.kop.outputs[i - len(self.kop.inputs)]
+                n_in = len(self.kop.inputs)
+                v = self.kop.inputs[i] if i < n_in else self.kop.outputs[i - n_in]
                 g = ac.GlobalTensorOp(arg, numel(shape_of(v)), f32)
             block.add_op(g)
             gms[i] = g.result
@@ -395,7 +400,8 @@ class KernelLowering:
         )
         # The tiling configuration the host tiling function must reproduce.
         k.attributes["ascendc.config"] = DictionaryAttr(
-            {"cores": _i(self.opts.cores), "max_tile": _i(self.opts.max_tile), "ub_bytes": _i(self.opts.ub_bytes)}
+            {"cores": _i(self.opts.cores), "max_tile": _i(self.opts.max_tile),
+             "ub_bytes": _i(self.opts.ub_bytes)}
         )
         return k
 
@@ -617,18 +623,22 @@ def lower_kernel(
     if len(body_ops) == 1 and isinstance(body_ops[0], nn.AttentionOp):
         from autofusion.lowering.ascendc.attention import build_attention
 
-        return build_attention(lowering, next(o for o in clone.body.block.ops if isinstance(o, nn.AttentionOp))), hoisted
+        return build_attention(lowering, next(o for o in clone.body.block.ops
+                                                    if isinstance(o, nn.AttentionOp))), hoisted
     if len(body_ops) == 1 and isinstance(body_ops[0], COPY_OPS):
-        return build_copy(lowering, next(o for o in clone.body.block.ops if isinstance(o, COPY_OPS))), hoisted
+        return build_copy(lowering, next(o for o in clone.body.block.ops
+                                               if isinstance(o, COPY_OPS))), hoisted
     if len(body_ops) == 1 and isinstance(body_ops[0], ROW_OPS):
-        return build_rows(lowering, next(o for o in clone.body.block.ops if isinstance(o, ROW_OPS))), hoisted
+        return build_rows(lowering, next(o for o in clone.body.block.ops
+                                               if isinstance(o, ROW_OPS))), hoisted
     if isinstance(body_ops[0], nn.MatMulOp | nn.GemmOp | nn.ConvOp):
         return lowering.cube(), hoisted
     return lowering.vector(), hoisted
 
 
 SINGLE_OPS: tuple[type[Operation], ...] = (
-    nn.ConvOp, nn.MatMulOp, nn.GemmOp, nn.AttentionOp, *VECTOR_OPS, *ROW_OPS, *GATHER_OPS, *POOL_OPS,
+    nn.ConvOp, nn.MatMulOp, nn.GemmOp, nn.AttentionOp, *VECTOR_OPS, *ROW_OPS, *GATHER_OPS,
+    *POOL_OPS,
     *COPY_OPS,
 )
 
@@ -639,7 +649,8 @@ def outline_single(op: Operation) -> fusion.KernelOp:
     One-element constant operands (a scalar, a Gather index) are cloned into the body, so
     they become immediates; the other operands become kernel inputs."""
     def is_scalar_const(v: SSAValue) -> bool:
-        return isinstance(v.owner, nn.ConstantOp) and not v.owner.is_elided and numel(shape_of(v)) == 1
+        return (isinstance(v.owner, nn.ConstantOp) and not v.owner.is_elided
+                and numel(shape_of(v)) == 1)
 
     inputs = [v for v in op.operands if not is_scalar_const(v)]
     block = Block(arg_types=[v.type for v in inputs])
@@ -681,7 +692,8 @@ class LowerSingleOp(RewritePattern):
         self.lower.count += 1
         kernel.verify()
         rewriter.insert(kernel, _module_end(self.lower.module))
-        launch = ac.LaunchOp(name, [*kop.inputs, *[c.y for c in hoisted]], [r.type for r in op.results])
+        launch = ac.LaunchOp(name, [*kop.inputs, *[c.y for c in hoisted]],
+                             [r.type for r in op.results])
         rewriter.replace(op, [*hoisted, launch], list(launch.outputs))
         kop.erase()
 

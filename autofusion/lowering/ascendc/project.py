@@ -55,7 +55,8 @@ def kernels_of(module: ModuleOp) -> list[ac.KernelOp]:
 def ensure_lowered(module: ModuleOp) -> ModuleOp:
     """``module`` with supported fusion kernels lowered (a clone if lowering was needed)."""
     fn = main_func(module)
-    if any(isinstance(o, fusion.KernelOp) and "ascendc.fallback" not in o.attributes for o in fn.body.block.ops):
+    if any(isinstance(o, fusion.KernelOp) and "ascendc.fallback" not in o.attributes
+           for o in fn.body.block.ops):
         from autofusion.lowering.ascendc.lower import LowerFusionToAscendC
 
         module = module.clone()
@@ -108,7 +109,8 @@ def plan_host(fn: func.FuncOp) -> HostPlan:
             if not any(isinstance(u.operation, ac.LaunchOp | nn.ReshapeOp) for u in op.y.uses):
                 continue
             if op.is_elided:
-                raise AutofusionError("ascendc: constant is elided (dense_resource<__elided__>); weights are needed")
+                raise AutofusionError("ascendc: constant is elided (dense_resource<__elided__>); "
+                                      "weights are needed")
             arr = np.ascontiguousarray(numpy_from_dense(op.value), dtype=np.float32)  # type: ignore[arg-type]
             idx = add(op.y)
             off = (len(blob) + 63) // 64 * 64
@@ -129,8 +131,11 @@ def plan_host(fn: func.FuncOp) -> HostPlan:
         else:
             for r in op.results:
                 add(r)
-            uncovered.append(f"{op.name} ({op.attributes.get('ascendc.fallback', StringAttr('not lowered')).data})"  # type: ignore[union-attr]
-                             if isinstance(op, fusion.KernelOp) else op.name)
+            if isinstance(op, fusion.KernelOp):
+                why = op.attributes.get("ascendc.fallback", StringAttr("not lowered"))
+                uncovered.append(f"{op.name} ({why.data})")  # type: ignore[union-attr]
+            else:
+                uncovered.append(op.name)
     return HostPlan(values, sizes, weights, bytes(blob), not uncovered, uncovered)
 
 
@@ -155,23 +160,24 @@ def print_host(module: ModuleOp, plan: HostPlan) -> str:
     ]
     for k in kernels:
         out.append(f'#include "{k.sym_name.data}_tiling.h"')
-    out += [
-        "",
-        "#define AF_ACL_CHECK(call)                                                              \\",
-        "    do {                                                                                \\",
-        "        aclError af_rc_ = (call);                                                       \\",
-        "        if (af_rc_ != ACL_SUCCESS) {                                                    \\",
-        '            std::fprintf(stderr, "%s:%d: %s failed: error %d\\n", __FILE__, __LINE__, #call, \\',
-        "                         static_cast<int>(af_rc_));                                     \\",
-        "            return 1;                                                                   \\",
-        "        }                                                                               \\",
-        "    } while (0)",
-        "",
+    acl_check = [
+        "#define AF_ACL_CHECK(call)",
+        "    do {",
+        "        aclError af_rc_ = (call);",
+        "        if (af_rc_ != ACL_SUCCESS) {",
+        '            std::fprintf(stderr, "%s:%d: %s failed: error %d\\n", __FILE__, __LINE__, '
+        "#call,",
+        "                         static_cast<int>(af_rc_));",
+        "            return 1;",
+        "        }",
     ]
+    # the continuation backslashes line up in column 89
+    out += ["", *(f"{line:<87} \\" for line in acl_check), "    } while (0)", ""]
     for k in kernels:
         n = len([a for a in k.arg_names.data if a.data != "workspace"])
         params = ", ".join(["void*"] * (n + 2))
-        out.append(f'extern "C" void {k.sym_name.data}_launch(uint32_t blockDim, aclrtStream stream, {params});')
+        out.append(f'extern "C" void {k.sym_name.data}_launch(uint32_t blockDim, '
+                   f'aclrtStream stream, {params});')
     out += [
         "",
         "static aclrtStream g_stream = nullptr;",
@@ -218,11 +224,13 @@ def print_host(module: ModuleOp, plan: HostPlan) -> str:
             f'        std::fprintf(stderr, "{name}: tiling failed\\n");',
             "        return 1;",
             "    }",
-            f"    const size_t wsBytes = static_cast<size_t>(platform->GetLibApiWorkSpaceSize()) + {ws};",
+            "    const size_t wsBytes = static_cast<size_t>(platform->GetLibApiWorkSpaceSize()) + "
+            f"{ws};",
             "    void* tilingDev = nullptr;",
             "    void* wsDev = nullptr;",
             "    AF_ACL_CHECK(aclrtMalloc(&tilingDev, sizeof(td), ACL_MEM_MALLOC_HUGE_FIRST));",
-            "    AF_ACL_CHECK(aclrtMemcpy(tilingDev, sizeof(td), &td, sizeof(td), ACL_MEMCPY_HOST_TO_DEVICE));",
+            "    AF_ACL_CHECK(aclrtMemcpy(tilingDev, sizeof(td), &td, sizeof(td), "
+            "ACL_MEMCPY_HOST_TO_DEVICE));",
             "    AF_ACL_CHECK(aclrtMalloc(&wsDev, wsBytes, ACL_MEM_MALLOC_HUGE_FIRST));",
             f"    {name}_launch(blockDim, g_stream, {args}, wsDev, tilingDev);",
             "    AF_ACL_CHECK(aclrtSynchronizeStream(g_stream));",
@@ -243,7 +251,8 @@ def _print_model_run(fn: func.FuncOp, plan: HostPlan) -> list[str]:
     out = [
         "// Run the whole model: host input buffers in, host output buffers out (float32,",
         "// sizes in manifest.json). weights: the contents of weights.bin.",
-        'extern "C" int af_run_model(const void* weights, const void* const* inputs, void* const* outputs)',
+        'extern "C" int af_run_model(const void* weights, const void* const* inputs, '
+        'void* const* outputs)',
         "{",
     ]
     if not plan.covered:
@@ -251,24 +260,28 @@ def _print_model_run(fn: func.FuncOp, plan: HostPlan) -> list[str]:
         out += [
             f"    // Not every op of the model has an Ascend C lowering: {listed}.",
             "    (void)weights; (void)inputs; (void)outputs;",
-            '    std::fprintf(stderr, "af_run_model: the model has ops without an Ascend C lowering; "',
+            '    std::fprintf(stderr, "af_run_model: the model has ops without an Ascend C '
+            'lowering; "',
             '                 "run the kernels one by one (af_run_<kernel>)\\n");',
             "    return 1;",
             "}",
         ]
         return out
     nbuf = len(plan.sizes)
-    out.append(f"    static const size_t kBytes[{nbuf}] = {{{', '.join(f'{s}u' for s in plan.sizes)}}};")
+    out.append(f"    static const size_t kBytes[{nbuf}] = "
+               f"{{{', '.join(f'{s}u' for s in plan.sizes)}}};")
     out.append(f"    void* buf[{nbuf}] = {{}};")
     out.append(f"    for (int i = 0; i < {nbuf}; i++) {{")
     out.append("        AF_ACL_CHECK(aclrtMalloc(&buf[i], kBytes[i], ACL_MEM_MALLOC_HUGE_FIRST));")
     out.append("    }")
     out.append("    const unsigned char* w = static_cast<const unsigned char*>(weights);")
     for idx, off, nbytes in plan.weights:
-        out.append(f"    AF_ACL_CHECK(aclrtMemcpy(buf[{idx}], kBytes[{idx}], w + {off}u, {nbytes}u, ACL_MEMCPY_HOST_TO_DEVICE));")
+        out.append(f"    AF_ACL_CHECK(aclrtMemcpy(buf[{idx}], kBytes[{idx}], w + {off}u, "
+                   f"{nbytes}u, ACL_MEMCPY_HOST_TO_DEVICE));")
     out.append("    (void)w;")
     for i in range(n_in):
-        out.append(f"    AF_ACL_CHECK(aclrtMemcpy(buf[{i}], kBytes[{i}], inputs[{i}], kBytes[{i}], ACL_MEMCPY_HOST_TO_DEVICE));")
+        out.append(f"    AF_ACL_CHECK(aclrtMemcpy(buf[{i}], kBytes[{i}], inputs[{i}], kBytes[{i}], "
+                   "ACL_MEMCPY_HOST_TO_DEVICE));")
     for op in fn.body.block.ops:
         if isinstance(op, ac.LaunchOp):
             vals = [plan.values[v] for v in [*op.inputs, *op.outputs]]
@@ -279,7 +292,8 @@ def _print_model_run(fn: func.FuncOp, plan: HostPlan) -> list[str]:
             out.append("    }")
     for j, v in enumerate(ret.arguments):
         b = plan.values[v]
-        out.append(f"    AF_ACL_CHECK(aclrtMemcpy(outputs[{j}], kBytes[{b}], buf[{b}], kBytes[{b}], ACL_MEMCPY_DEVICE_TO_HOST));")
+        out.append(f"    AF_ACL_CHECK(aclrtMemcpy(outputs[{j}], kBytes[{b}], buf[{b}], "
+                   f"kBytes[{b}], ACL_MEMCPY_DEVICE_TO_HOST));")
     out.append(f"    for (int i = 0; i < {nbuf}; i++) {{")
     out.append("        AF_ACL_CHECK(aclrtFree(buf[i]));")
     out.append("    }")
@@ -352,7 +366,7 @@ int main(int argc, char** argv)
     }}
     return 0;
 }}
-"""
+"""  # noqa: E501 - the printed source keeps its own lines
 
 
 CMAKE = """# Generated by autofusion (Ascend C target).
@@ -390,7 +404,7 @@ else()
   target_link_directories(model PRIVATE $ENV{ASCEND_HOME_PATH}/lib64)
   target_link_libraries(model PRIVATE ascendcl tiling_api platform register)
 endif()
-"""
+"""  # noqa: E501 - the printed source keeps its own lines
 
 
 def emit_project(module: ModuleOp, out_dir: str | Path) -> None:
@@ -423,8 +437,10 @@ def emit_project(module: ModuleOp, out_dir: str | Path) -> None:
     ret = fn.body.block.last_op
     assert isinstance(ret, func.ReturnOp)
     manifest = {
-        "inputs": [{"name": n, "shape": list(shape_of(a))} for n, a in zip(_io_names(fn, "arg"), fn.args)],
-        "outputs": [{"name": n, "shape": list(shape_of(v))} for n, v in zip(_io_names(fn, "res"), ret.arguments)],
+        "inputs": [{"name": n, "shape": list(shape_of(a))} for n, a in zip(_io_names(fn, "arg"),
+                                                                           fn.args)],
+        "outputs": [{"name": n, "shape": list(shape_of(v))} for n, v in zip(_io_names(fn, "res"),
+                                                                            ret.arguments)],
         "kernels": manifest_kernels,
         "fallback": plan.uncovered,
         "full_model_on_npu": plan.covered,

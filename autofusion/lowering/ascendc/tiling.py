@@ -48,7 +48,8 @@ def cube_tiling(m: int, n: int, k: int, cores: int, split_m: bool) -> dict[str, 
         single = min(single, m)
     else:
         single = m
-    return {"M": m, "N": n, "K": k, "singleCoreM": single, "mBlocks": ceil_div(m, single), "workspaceElems": 0}
+    return {"M": m, "N": n, "K": k, "singleCoreM": single, "mBlocks": ceil_div(m, single),
+            "workspaceElems": 0}
 
 
 def row_tiling(

@@ -196,7 +196,8 @@ class VectorBuilder:
     def _binary(self, op: Operation, a: Val, b: Val, dst: Callable[[], Tile]) -> Val:
         name = op.name.removeprefix("nn.")
         scalar_fn = {"add": "Adds", "mul": "Muls", "max": "Maxs", "min": "Mins"}
-        vec_fn = {"add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div", "max": "Max", "min": "Min"}
+        vec_fn = {"add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div", "max": "Max",
+                  "min": "Min"}
         if name == "pow":
             return self._pow(a, b, dst)
         if name not in vec_fn:

@@ -381,7 +381,8 @@ class CPrinter:
             if role == "input":
                 nm = fp.bind(a, const=True)
                 w.append(
-                    f"  const {ctype(t.element_type)} *{nm} = (const {ctype(t.element_type)} *)in[{ii}];"
+                    f"  const {ctype(t.element_type)} *{nm} = (const {ctype(t.element_type)} "
+                    f"*)in[{ii}];"
                 )
                 ii += 1
             else:
@@ -449,16 +450,20 @@ class CPrinter:
             w.append(f"static const int64_t *const af_{kind}_shapes[{max(1, n)}] = {{{shp}}};")
             w.append(f"int af_num_{kind}s(void) {{ return {n}; }}")
             w.append(
-                f"const char *af_{kind}_name(int i) {{ return i >= 0 && i < {n} ? af_{kind}_names[i] : NULL; }}"
+                f"const char *af_{kind}_name(int i) {{ return i >= 0 && i < {n} ? "
+                f"af_{kind}_names[i] : NULL; }}"
             )
             w.append(
-                f"int af_{kind}_rank(int i) {{ return i >= 0 && i < {n} ? af_{kind}_ranks[i] : -1; }}"
+                f"int af_{kind}_rank(int i) {{ return i >= 0 && i < {n} ? af_{kind}_ranks[i] : -1; "
+                "}"
             )
             w.append(
-                f"const int64_t *af_{kind}_shape(int i) {{ return i >= 0 && i < {n} ? af_{kind}_shapes[i] : NULL; }}"
+                f"const int64_t *af_{kind}_shape(int i) {{ return i >= 0 && i < {n} ? "
+                f"af_{kind}_shapes[i] : NULL; }}"
             )
             w.append(
-                f"int af_{kind}_dtype(int i) {{ return i >= 0 && i < {n} ? af_{kind}_dtypes[i] : -1; }}"
+                f"int af_{kind}_dtype(int i) {{ return i >= 0 && i < {n} ? af_{kind}_dtypes[i] : "
+                "-1; }"
             )
             w.append("")
         w.extend(_API_TAIL.splitlines())
@@ -642,7 +647,7 @@ af_model *af_create(const char *weights_path, int num_threads) {
   }
   return m;
 }
-"""
+"""  # noqa: E501 - the printed source keeps its own lines
 
 # Run-time index checks (clib.guard_index), emitted when a model has any. A fault is recorded
 # once per run (the first thread to fail wins; threads of a parallel loop may race) and the
@@ -880,7 +885,8 @@ class _FuncPrinter:
                 nm = self.bind(op.res)
                 self.emit(
                     d,
-                    f"const {ctype(op.res.type)} {nm} = {r(op.memref)}[{self._index(op.memref, list(op.indices))}];",
+                    f"const {ctype(op.res.type)} {nm} = "
+                    f"{r(op.memref)}[{self._index(op.memref, list(op.indices))}];",
                 )
             case memref.StoreOp():
                 self.emit(
@@ -971,7 +977,8 @@ class _FuncPrinter:
                 # Context buffers never overlap the output block being written.
                 self.emit(
                     d,
-                    f"{decl}restrict {nm} = ({decl})((void *const *){r(op.ctx)})[{op.index.value.data}];",
+                    f"{decl}restrict {nm} = ({decl})((void *const "
+                    f"*){r(op.ctx)})[{op.index.value.data}];",
                 )
             case clib.Conv2DOp():
                 p = ", ".join(f"INT64_C({v})" for v in op.param_values())
@@ -982,7 +989,8 @@ class _FuncPrinter:
                 self.emit(d, "  void *s_ = afrt_conv2d_scratch_bytes(&p_) <= af_sb ? af_s : NULL;")
                 self.emit(
                     d,
-                    f"  afrt_conv2d_f32({r(op.x)}, {r(op.w)}, {bias}, {r(op.y)}, &p_, s_, {epi}); }}",
+                    f"  afrt_conv2d_f32({r(op.x)}, {r(op.w)}, {bias}, {r(op.y)}, &p_, s_, {epi}); "
+                    "}",
                 )
             case clib.MatmulOp():
                 pv = op.param_values()

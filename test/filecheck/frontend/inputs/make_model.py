@@ -1,6 +1,7 @@
 """Small ONNX models for the frontend tests, built with onnx.helper.
 
-Usage: ``python make_model.py NAME OUT.onnx [NAME OUT.onnx ...]``. pytest imports ``MODELS`` directly.
+Usage: ``python make_model.py NAME OUT.onnx [NAME OUT.onnx ...]``. pytest imports ``MODELS``
+directly.
 Weights are seeded random numbers; every model is small enough to build in milliseconds.
 """
 
@@ -376,7 +377,8 @@ def folding() -> onnx.ModelProto:
         h.make_node("Split", ["tl", "ssizes"], ["sp0", "sp1"], name="split", axis=1),
         h.make_node("ReduceProd", ["s"], ["rp"], name="reduce_prod", keepdims=0),
         h.make_node("CumSum", ["rg", "zero"], ["cs"], name="cumsum_reference"),
-        h.make_node("Constant", [], ["cf"], name="constant_floats", value_floats=[1.0, 2.0, 3.0, 4.0]),
+        h.make_node("Constant", [], ["cf"], name="constant_floats",
+                    value_floats=[1.0, 2.0, 3.0, 4.0]),
         h.make_node("Mul", ["cf", "cos"], ["mcf"], name="mul"),
         h.make_node("ReduceL2", ["rgf"], ["l2"], name="reduce_l2", keepdims=0),
     ]
