@@ -8,6 +8,7 @@ numpy when the data is an import-time constant, or emits the ``nn`` op.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import onnx
@@ -335,7 +336,8 @@ def _concat(ctx: NodeCtx) -> list[Value]:
             raise ctx.error(f"input shapes {value_shape(vals[0])} and {s} differ off axis {axis}")
         out[axis] += s[axis]
     if all(isinstance(v, Const) for v in vals):
-        return [ctx.const(np.concatenate([v.array for v in vals], axis=axis))]
+        arrays = [v.array for v in vals if isinstance(v, Const)]  # all are, checked above
+        return [ctx.const(np.concatenate(arrays, axis=axis))]
     vals = [v for v in vals if value_shape(v)[axis] != 0]
     if len(vals) == 1:
         return [vals[0]]
@@ -486,8 +488,11 @@ def _pad(ctx: NodeCtx) -> list[Value]:
     pos = [max(p, 0) for p in pads]
     if isinstance(x, Const):
         width = [(pos[i], pos[r + i]) for i in range(r)]
-        np_mode = {"constant": "constant", "reflect": "reflect", "edge": "edge"}[mode]
-        kw = {"constant_values": value} if mode == "constant" else {}
+        np_modes: dict[str, nn.PadMode] = {
+            "constant": "constant", "reflect": "reflect", "edge": "edge"
+        }
+        np_mode = np_modes[mode]
+        kw: dict[str, Any] = {"constant_values": value} if mode == "constant" else {}
         y: Value = ctx.const(np.pad(x.array, width, mode=np_mode, **kw).astype(x.array.dtype))
     elif any(pos):
         out = [d + pos[i] + pos[r + i] for i, d in enumerate(s)]

@@ -30,7 +30,7 @@ from typing import ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 from xdsl.rewriter import InsertPoint
 
@@ -143,7 +143,7 @@ class RecognizeScaledDotProductAttention(RewritePattern):
             )
             rewriter.insert(tr, InsertPoint.before(out))
             k = tr.y
-        props = {"scale": f64_attr(scale)}
+        props: dict[str, Attribute] = {"scale": f64_attr(scale)}
         if guard:
             props["nan_to_zero"] = IntegerAttr(1, i64)
         att = nn.AttentionOp.build(
