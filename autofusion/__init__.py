@@ -1,6 +1,12 @@
 """autofusion: an open graph auto-fusion compiler built on xDSL."""
 
+from typing import TYPE_CHECKING
+
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:  # what __getattr__ below resolves, for type checkers and IDEs
+    from autofusion.api import CompiledModel, compile, set_memory_limit
+    from autofusion.policy import BasePolicy
 
 # Public API, imported lazily so `import autofusion` stays cheap (runtime: autofusion/api.py).
 _LAZY = {

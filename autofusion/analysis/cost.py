@@ -27,6 +27,7 @@ from xdsl.ir import Operation, SSAValue
 
 from autofusion.analysis.hardware import Hardware
 from autofusion.dialects import nn
+from autofusion.dialects.base import shape_of
 from autofusion.dialects.fusion import KernelOp, YieldOp
 
 #: Rough FLOPs per output element of elementwise ops (transcendentals cost more).
@@ -75,21 +76,21 @@ def numel(v: SSAValue) -> int:
 def op_flops(op: Operation) -> int:
     """Approximate floating-point operations of one op (multiply-add = 2)."""
     if isinstance(op, nn.ConvOp):
-        w = tuple(op.w.type.get_shape())  # type: ignore[union-attr]
+        w = shape_of(op.w)
         k = 1
         for d in w[1:]:
             k *= int(d)
         return 2 * numel(op.y) * k
     if isinstance(op, nn.MatMulOp):
-        a = tuple(op.a.type.get_shape())  # type: ignore[union-attr]
+        a = shape_of(op.a)
         return 2 * numel(op.out) * int(a[-1] if a else 1)
     if isinstance(op, nn.GemmOp):
-        a = tuple(op.a.type.get_shape())  # type: ignore[union-attr]
+        a = shape_of(op.a)
         k = a[0] if op.bool_prop("trans_a") else a[1]
         return 2 * numel(op.out) * int(k)
     if isinstance(op, nn.AttentionOp):
-        q = tuple(op.q.type.get_shape())  # type: ignore[union-attr]
-        kk = tuple(op.k.type.get_shape())  # type: ignore[union-attr]
+        q = shape_of(op.q)
+        kk = shape_of(op.k)
         return 4 * numel(op.out) * int(kk[-2]) + 2 * (numel(op.q) // int(q[-1])) * int(
             kk[-2]
         ) * int(q[-1])

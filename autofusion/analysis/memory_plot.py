@@ -18,10 +18,11 @@ import os
 from xml.sax.saxutils import escape, quoteattr
 
 from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, IntegerAttr, ModuleOp, StringAttr
-from xdsl.ir import Operation
+from xdsl.ir import Operation, SSAValue
 
 from autofusion.analysis.liveness import Interval, find_main, schedule
 from autofusion.analysis.memory_plan import plan_memory
+from autofusion.dialects.base import shape_of
 
 WIDTH = 1400
 HEIGHT = 760
@@ -81,7 +82,7 @@ def _human(n: float) -> str:
     return f"{int(n)} B"
 
 
-def _planned_offsets(intervals: list[Interval], offsets: dict[object, int]) -> None:
+def _planned_offsets(intervals: list[Interval], offsets: dict[SSAValue, int]) -> None:
     """Overwrite ``offsets`` with the ``memory.offsets`` the module carries, if any."""
     for iv in intervals:
         attr = iv.op.attributes.get("memory.offsets")
@@ -102,7 +103,7 @@ def render_memory_plot(module: ModuleOp, title: str = "memory plan") -> str:
     steps = schedule(main)
     plan = plan_memory(main)
     intervals = plan.intervals
-    offsets: dict[object, int] = dict(plan.offsets)
+    offsets: dict[SSAValue, int] = dict(plan.offsets)
     _planned_offsets(intervals, offsets)
     arena = _arena_attr(module, "memory.arena_bytes") or plan.arena_bytes
     lower = _arena_attr(module, "memory.lower_bound_bytes") or plan.lower_bound_bytes
@@ -162,7 +163,7 @@ def render_memory_plot(module: ModuleOp, title: str = "memory plan") -> str:
         y0, y1 = y(off + iv.size), y(off)
         w, h = max(x1 - x0, 0.5), max(y1 - y0, 0.5)
         label = _label(iv.op)
-        shape = "x".join(str(d) for d in iv.value.type.get_shape())  # type: ignore[attr-defined]
+        shape = "x".join(str(d) for d in shape_of(iv.value))
         tip = (f"{label} [{_kind(iv.op)}] {shape}: {_human(iv.size)} at {off}, "
                f"steps {iv.start}-{iv.end}")
         origins = ", ".join(_origins(iv.op))

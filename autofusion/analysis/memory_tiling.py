@@ -27,7 +27,7 @@ not tileable along that dimension.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, TensorType
@@ -68,7 +68,7 @@ def _strip(attrs: dict[str, Attribute]) -> dict[str, Attribute]:
     return {k: v for k, v in attrs.items() if not k.startswith("memory.")}
 
 
-def _clone_builder(op: Operation, props: dict[str, Attribute] | None = None) -> Builder:
+def _clone_builder(op: Operation, props: Mapping[str, Attribute] | None = None) -> Builder:
     def build(operands: Sequence[SSAValue], rt: Attribute) -> Operation:
         return type(op).create(
             operands=list(operands),

@@ -63,7 +63,7 @@ class Cluster:
 
     def family(self) -> str:
         if self.anchor is not None:
-            return ANCHOR_FAMILY[type(self.anchor)]  # type: ignore[index]
+            return ANCHOR_FAMILY[type(self.anchor)]
         return "elementwise"
 
     def iteration_shape(self) -> tuple[int, ...]:
@@ -288,7 +288,7 @@ class _Analysis:
                 o = stack.pop()
                 if isinstance(o, Operation) and o in members and o not in slice_:
                     slice_.add(o)
-                    stack.extend(v.owner for v in o.operands)  # type: ignore[misc]
+                    stack.extend(v.owner for v in o.operands)
             missing = [o for o in src.ops if o in slice_ and o not in cluster.ops]
             if not missing:
                 continue

@@ -621,7 +621,7 @@ class BroadcastOp(IRDLOperation):
         super().__init__(operands=[dst, src], properties=props)
 
     def verify_(self) -> None:
-        if len(self.out_shape.get_values()) != len(self.src_strides.get_values()):
+        if len(self.out_shape) != len(self.src_strides):
             raise VerifyException("'ascendc.broadcast': out_shape and src_strides ranks differ")
 
 

@@ -13,7 +13,7 @@ op may be optional/variadic, so the operand count alone tells how the groups spl
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Self
+from typing_extensions import Self
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -26,7 +26,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     i64,
 )
-from xdsl.ir import Attribute, SSAValue
+from xdsl.ir import Attribute, BlockArgument, OpResult, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     OptOperandDef,
@@ -184,7 +184,27 @@ class TensorOp(IRDLOperation):
 def tensor_of(value: SSAValue) -> TensorType[Attribute]:
     t = value.type
     assert isinstance(t, TensorType)
-    return t  # type: ignore[return-value]
+    return t
+
+
+def dense_ints(attr: Attribute) -> list[int]:
+    """The elements of an integer ``DenseArrayBase`` as Python ints.
+
+    Takes ``Attribute`` and narrows: a ``prop_def(DenseArrayBase)`` is typed with the union
+    element type, which ``get_values``' per-element-type overloads reject.
+    """
+    assert isinstance(attr, DenseArrayBase)
+    return [int(v) for v in attr.get_values()]
+
+
+def value_index(value: SSAValue) -> int:
+    """``value.index``: its position among its block's arguments or its op's results.
+
+    ``SSAValue`` itself has no ``index``; lowering reads it off kernel-body arguments, which
+    the checker cannot tell apart from other values.
+    """
+    assert isinstance(value, BlockArgument | OpResult)
+    return value.index
 
 
 def shape_of(value: SSAValue) -> tuple[int, ...]:

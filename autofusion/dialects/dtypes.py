@@ -5,10 +5,11 @@ Python work."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeAlias, TypeVar
 
 import numpy as np
 from xdsl.dialects.builtin import (
+    AnyFloat,
     BytesAttr,
     DenseIntOrFPElementsAttr,
     Float16Type,
@@ -30,8 +31,13 @@ from xdsl.ir import Attribute
 
 ui8 = IntegerType(8, Signedness.UNSIGNED)
 
+ElemType: TypeAlias = IntegerType | AnyFloat
+"""What every element type in the table is (and what dense attributes accept)."""
+
+_ElemT = TypeVar("_ElemT", bound=Attribute)
+
 # (numpy dtype, xDSL type, ONNX TensorProto enum, C type)
-_TABLE: list[tuple[np.dtype, Attribute, int, str]] = [
+_TABLE: list[tuple[np.dtype, ElemType, int, str]] = [
     (np.dtype(np.float32), f32, 1, "float"),
     (np.dtype(np.uint8), ui8, 2, "uint8_t"),
     (np.dtype(np.int8), i8, 3, "int8_t"),
@@ -60,11 +66,11 @@ def to_numpy_dtype(t: Attribute) -> np.dtype:
     return _lookup(_XDSL, t, _NUMPY, "numpy dtype for element type")
 
 
-def from_numpy_dtype(dt: np.dtype | type) -> Attribute:
+def from_numpy_dtype(dt: np.dtype | type) -> ElemType:
     return _lookup(_NUMPY, np.dtype(dt), _XDSL, "element type for numpy dtype")
 
 
-def from_onnx_elem(elem: int) -> Attribute:
+def from_onnx_elem(elem: int) -> ElemType:
     return _lookup(_ONNX, elem, _XDSL, "element type for ONNX element type")
 
 
@@ -80,7 +86,7 @@ def is_float(t: Attribute) -> bool:
     return isinstance(t, Float16Type | Float32Type | Float64Type)
 
 
-def tensor_type(elem: Attribute, shape: Sequence[int]) -> TensorType[Attribute]:
+def tensor_type(elem: _ElemT, shape: Sequence[int]) -> TensorType[_ElemT]:
     return TensorType(elem, [int(d) for d in shape])
 
 

@@ -18,7 +18,7 @@ Reference semantics of every op live in ``autofusion/interpreter``.
 from __future__ import annotations
 
 import io
-from typing import ClassVar
+from typing import ClassVar, Literal, TypeAlias
 
 from xdsl.dialects.builtin import (
     AnyFloat,
@@ -1066,6 +1066,10 @@ class SliceOp(TensorOp):
         except ValueError as e:
             raise self.fail(str(e)) from None
         _expect(self, 0, shape, tensor_of(self.x).element_type)
+
+
+PadMode: TypeAlias = Literal["constant", "reflect", "edge"]
+"""The ``mode`` values ``PadOp`` admits (spelled as numpy's ``np.pad`` modes)."""
 
 
 @irdl_op_definition

@@ -22,6 +22,7 @@ import numpy as np
 import onnx
 from xdsl.dialects.builtin import BytesAttr, DenseIntOrFPElementsAttr
 from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.irdl import IRDLOperation
 
 from autofusion.analysis.static_shapes import MAX_TENSOR_BYTES
 from autofusion.dialects import dtypes
@@ -69,7 +70,7 @@ class Const:
         return tuple(int(d) for d in self.array.shape)
 
     @property
-    def elem(self) -> Attribute:
+    def elem(self) -> dtypes.ElemType:
         return dtypes.from_numpy_dtype(self.array.dtype)
 
     @property
@@ -145,7 +146,8 @@ def schema_attr_kind(op_type: str, domain: str, opset: int, name: str) -> int | 
     except onnx.defs.SchemaError:
         return None
     a = schema.attributes.get(name)
-    return None if a is None else int(a.type)
+    # The stub omits the enum's __int__ (at runtime AttrType is an int-valued enum).
+    return None if a is None else int(a.type)  # pyright: ignore[reportArgumentType]
 
 
 def default_kind(default: Any) -> tuple[int, ...]:
@@ -261,8 +263,8 @@ class NodeCtx:
 
     def emit(
         self,
-        op_cls: type[Operation],
-        operands: Sequence[Value | Sequence[Value] | None],
+        op_cls: type[IRDLOperation],
+        operands: Sequence[Value | None | Sequence[Value]],
         result_types: Sequence[Attribute | Sequence[Attribute]],
         properties: dict[str, Attribute] | None = None,
     ) -> Operation:
@@ -283,8 +285,8 @@ class NodeCtx:
 
     def emit1(
         self,
-        op_cls: type[Operation],
-        operands: Sequence[Value | Sequence[Value] | None],
+        op_cls: type[IRDLOperation],
+        operands: Sequence[Value | None | Sequence[Value]],
         shape: Sequence[int],
         elem: Attribute,
         properties: dict[str, Attribute] | None = None,

@@ -285,7 +285,7 @@ def _variadic(ctx: NodeCtx) -> list[Value]:
     return [out]
 
 
-def cast_target(ctx: NodeCtx) -> tuple[object, np.dtype]:
+def cast_target(ctx: NodeCtx) -> tuple[dtypes.ElemType, np.dtype]:
     to = int(ctx.attr("to", 0))
     try:
         elem = dtypes.from_onnx_elem(to)

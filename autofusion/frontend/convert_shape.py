@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import onnx
@@ -372,7 +373,8 @@ def _concat(ctx: NodeCtx) -> list[Value]:
     if ctx.check_size(out, value_np_dtype(vals[0])) > FOLD_LIMIT:
         folds = False  # e.g. splats: keep the copy a run-time op, not a giant constant
     if folds:
-        return [ctx.const(np.concatenate([v.array for v in vals], axis=axis))]
+        arrays = [v.array for v in vals if isinstance(v, Const)]  # all are, checked above
+        return [ctx.const(np.concatenate(arrays, axis=axis))]
     vals = [v for v in vals if value_shape(v)[axis] != 0]
     if len(vals) == 1:
         return [vals[0]]
@@ -525,8 +527,11 @@ def _pad(ctx: NodeCtx) -> list[Value]:
     pos = [max(p, 0) for p in pads]
     if isinstance(x, Const):
         width = [(pos[i], pos[r + i]) for i in range(r)]
-        np_mode = {"constant": "constant", "reflect": "reflect", "edge": "edge"}[mode]
-        kw = {"constant_values": value} if mode == "constant" else {}
+        np_modes: dict[str, nn.PadMode] = {
+            "constant": "constant", "reflect": "reflect", "edge": "edge"
+        }
+        np_mode = np_modes[mode]
+        kw: dict[str, Any] = {"constant_values": value} if mode == "constant" else {}
         y: Value = ctx.const(np.pad(x.array, width, mode=np_mode, **kw).astype(x.array.dtype))
     elif any(pos):
         out = [d + pos[i] + pos[r + i] for i, d in enumerate(s)]

@@ -13,9 +13,10 @@ import os
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import IO
 
 import onnx
+import onnx.external_data_helper
 from google.protobuf.message import DecodeError
 
 from autofusion.analysis.order import stable_topological_order
@@ -57,7 +58,7 @@ def load_path(path: str | os.PathLike[str]) -> tuple[Loaded, str]:
         raise AutofusionError(f"{path}: is a directory, not an ONNX file") from None
 
 
-def load_stream(stream: BinaryIO, filename: str) -> Loaded:
+def load_stream(stream: IO[bytes], filename: str) -> Loaded:
     """Load from an open binary file: big regular files are memory-mapped (read once,
     weights copied straight out of the mapping), anything else is read."""
     try:
@@ -83,7 +84,9 @@ def load_bytes(data: wire.Buffer, filename: str) -> Loaded:
     model = onnx.ModelProto()
     try:
         if split is None:
-            model.ParseFromString(bytes(data) if isinstance(data, mmap.mmap) else data)
+            # The stub says bytes; protobuf parses any bytes-like object (bytearray, memoryview).
+            whole = bytes(data) if isinstance(data, mmap.mmap) else data
+            model.ParseFromString(whole)  # pyright: ignore[reportArgumentType]
         else:
             small, slices = split
             model.ParseFromString(small)

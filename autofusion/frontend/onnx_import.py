@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import BinaryIO
+from typing import IO
 
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, FunctionType, ModuleOp, StringAttr
 from xdsl.ir import Attribute
 from xdsl.utils.exceptions import DiagnosticException
 
@@ -117,7 +117,7 @@ def _attr_value(a: onnx.AttributeProto, op_type: str) -> object:
 
 
 def import_onnx_stream(
-    stream: BinaryIO, filename: str, *, progress: bool | None = None,
+    stream: IO[bytes], filename: str, *, progress: bool | None = None,
     input_shapes: InputShapes | None = None,
 ) -> ModuleOp:
     """Import from an open binary file (``autofusion-opt``'s frontend hook); a big regular
@@ -210,7 +210,7 @@ class _Importer:
         results = [emitter.materialise(v) if isinstance(v, Const) else v
                    for v in (env[n] for n in out_names)]
         block.add_op(func.ReturnOp(*results))
-        main.function_type = func.FunctionType.from_lists(
+        main.function_type = FunctionType.from_lists(
             arg_types, [r.type for r in results]
         )
         main.arg_attrs = ArrayAttr(
@@ -291,6 +291,7 @@ class _Importer:
                 raise ctx.error(f"output '{name}' has unsupported element type {v.array.dtype}")
             problem = None if isinstance(v, Const) else type_problem(v.type)
             if problem:
+                assert not isinstance(v, Const)
                 raise ctx.error(f"output '{name}' has type {v.type}: {problem}")
             self._cross_check(ctx, name, v, inferred)
             env[name] = v

@@ -25,11 +25,12 @@ class Progress:
     def create(option: bool | None, total: int, weight_bytes: int) -> Progress:
         """``option`` True/False forces it; None shows it for big models on a terminal
         (or when ``AUTOFUSION_PROGRESS=1``)."""
-        if option is None:
-            big = weight_bytes > BIG_WEIGHT_BYTES or total > BIG_NODE_COUNT
-            wanted = sys.stderr.isatty() or os.environ.get("AUTOFUSION_PROGRESS") == "1"
-            option = big and wanted and os.environ.get("AUTOFUSION_PROGRESS") != "0"
-        return Progress(total, weight_bytes, option)
+        if option is not None:
+            return Progress(total, weight_bytes, option)
+        big = weight_bytes > BIG_WEIGHT_BYTES or total > BIG_NODE_COUNT
+        wanted = sys.stderr.isatty() or os.environ.get("AUTOFUSION_PROGRESS") == "1"
+        enabled = big and wanted and os.environ.get("AUTOFUSION_PROGRESS") != "0"
+        return Progress(total, weight_bytes, enabled)
 
     @staticmethod
     def reading(option: bool | None, path: str | os.PathLike[str]) -> None:

@@ -14,7 +14,7 @@ intermediates of large models do not accumulate.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TypeAlias
+from typing import TypeAlias, TypeVar, cast
 
 import numpy as np
 from xdsl.dialects import func
@@ -30,12 +30,25 @@ IMPLS: dict[type[Operation], Impl] = {}
 """Operation class -> numpy implementation. Add entries to support more ops."""
 
 
-def register(*op_types: type[Operation]) -> Callable[[Impl], Impl]:
-    """Decorator registering ``impl`` for each of ``op_types``."""
+_OpT = TypeVar("_OpT", bound=Operation)
+_ResultT = TypeVar("_ResultT", bound="np.ndarray | Sequence[np.ndarray]")
+_TypedImpl: TypeAlias = Callable[[_OpT, Sequence[np.ndarray]], _ResultT]
 
-    def wrap(impl: Impl) -> Impl:
+
+def register(
+    *op_types: type[_OpT],
+) -> Callable[[_TypedImpl[_OpT, _ResultT]], _TypedImpl[_OpT, _ResultT]]:
+    """Decorator registering ``impl`` for each of ``op_types``.
+
+    Generic in the op class so an implementation can annotate its ``op`` parameter with the
+    concrete class it is registered for (and read its operand/property accessors typed).
+    """
+
+    def wrap(impl: _TypedImpl[_OpT, _ResultT]) -> _TypedImpl[_OpT, _ResultT]:
         for t in op_types:
-            IMPLS[t] = impl
+            # ``_run_op`` looks implementations up by ``type(op)``, so ``impl`` only ever
+            # receives instances of ``t``: storing it under the wider ``Impl`` is sound.
+            IMPLS[t] = cast(Impl, impl)
         return impl
 
     return wrap

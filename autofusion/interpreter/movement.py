@@ -8,6 +8,7 @@ end of the axis); an index outside the axis is an error naming the op.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 from xdsl.ir import Operation
@@ -84,7 +85,8 @@ def _pad(op: nn.PadOp, args: Arrays) -> np.ndarray:
         p > 0 and d < 2 for d, (b, e) in zip(x.shape, widths) for p in (b, e)
     ):
         raise AutofusionError(f"interpreter: {describe(op)}: reflect pad of a dimension < 2")
-    return np.pad(x, widths, mode=mode)
+    # verify_ admits only the nn.PadMode spellings.
+    return np.pad(x, widths, mode=cast(nn.PadMode, mode))
 
 
 def _normalise_indices(op: Operation, idx: np.ndarray, dim: int) -> np.ndarray:

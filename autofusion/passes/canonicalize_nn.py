@@ -68,7 +68,7 @@ class DropIdentityTranspose(RewritePattern):
 class FoldConstantArithmetic(RewritePattern):
     limit: int
 
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:  # type: ignore[override]
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         fn = _BINARY.get(type(op)) or _UNARY.get(type(op))  # type: ignore[call-overload]
         if fn is None or numel(op.results[0]) > self.limit:
             return

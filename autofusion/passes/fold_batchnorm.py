@@ -116,7 +116,7 @@ class FoldBatchNormIntoProducer(RewritePattern):
                 pair,
             )
             return
-        scale, beta, mean, var = (np.asarray(s, dtype=np.float64) for s in stats)  # type: ignore[arg-type]
+        scale, beta, mean, var = (np.asarray(s, dtype=np.float64) for s in stats)
         s = scale / np.sqrt(var + bn.float_prop("epsilon"))
         shift = beta - mean * s
         origins = merge_origins(pair)

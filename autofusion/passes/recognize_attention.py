@@ -30,12 +30,12 @@ from typing import ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 from xdsl.rewriter import InsertPoint
 
 from autofusion.dialects import nn
-from autofusion.dialects.base import f64_attr, i64_array, shape_of
+from autofusion.dialects.base import f64_attr, i64_array, shape_of, tensor_of
 from autofusion.dialects.dtypes import tensor_type
 from autofusion.passes._match import (
     const_scalar,
@@ -138,12 +138,12 @@ class RecognizeScaledDotProductAttention(RewritePattern):
             ks = shape_of(kt)
             tr = nn.TransposeOp.build(
                 operands=[kt],
-                result_types=[tensor_type(kt.type.element_type, (*ks[:-2], ks[-1], ks[-2]))],  # type: ignore[union-attr]
+                result_types=[tensor_type(tensor_of(kt).element_type, (*ks[:-2], ks[-1], ks[-2]))],
                 properties={"perm": i64_array(_swap_last(krank))},
             )
             rewriter.insert(tr, InsertPoint.before(out))
             k = tr.y
-        props = {"scale": f64_attr(scale)}
+        props: dict[str, Attribute] = {"scale": f64_attr(scale)}
         if guard:
             props["nan_to_zero"] = IntegerAttr(1, i64)
         att = nn.AttentionOp.build(

@@ -71,11 +71,11 @@ def _tail(c: SSAValue, x: SSAValue) -> tuple[Operation, list[Operation]] | None:
     t = other_operand(m, c)
     if t is x:
         root = sole_user(m.out)
-        if isinstance(root, nn.MulOp) and close(const_scalar(other_operand(root, m.out)), 0.5):  # type: ignore[arg-type]
+        if isinstance(root, nn.MulOp) and close(const_scalar(other_operand(root, m.out)), 0.5):
             return root, [m, root]
         return None
     if t is not None and t.has_one_use() and _scaled_by(t, 0.5) is x:
-        return m, [t.owner, m]  # type: ignore[list-item]
+        return m, [t.owner, m]
     if t is not None and close(const_scalar(t), 0.5):
         # x * (c * 0.5): the torch dynamo exporter's association
         root = sole_user(m.out)
@@ -87,7 +87,7 @@ def _tail(c: SSAValue, x: SSAValue) -> tuple[Operation, list[Operation]] | None:
 def _one_plus_tail(y: SSAValue, x: SSAValue) -> tuple[Operation, list[Operation]] | None:
     """Match ``c = y + 1`` followed by the ``_tail`` of ``c``; return (root, ops)."""
     add = sole_user(y)
-    if not isinstance(add, nn.AddOp) or not close(const_scalar(other_operand(add, y)), 1.0):  # type: ignore[arg-type]
+    if not isinstance(add, nn.AddOp) or not close(const_scalar(other_operand(add, y)), 1.0):
         return None
     tail = _tail(add.out, x)
     if tail is None:

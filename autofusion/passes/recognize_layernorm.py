@@ -58,7 +58,7 @@ def _square_of(v: SSAValue, d: SSAValue) -> bool:
 
 
 def _affine_param(
-    op: Operation | None, v: SSAValue, cls: type, norm: tuple[int, ...]
+    op: Operation | None, v: SSAValue, cls: type[Operation], norm: tuple[int, ...]
 ) -> SSAValue | None:
     if not isinstance(op, cls):
         return None
@@ -118,7 +118,7 @@ class RecognizeDecomposedLayerNorm(RewritePattern):
                 root = sole_user(root.results[0])  # type: ignore[assignment]
                 ops.append(root)
         if gamma is None:
-            elem = to_numpy_dtype(div.out.type.element_type)  # type: ignore[union-attr]
+            elem = to_numpy_dtype(div.out.type.element_type)
             one = nn.ConstantOp(dense_from_numpy(np.ones(norm, dtype=elem)))
             rewriter.insert(one, InsertPoint.before(root))
             gamma = one.y

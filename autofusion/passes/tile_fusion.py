@@ -60,7 +60,7 @@ from autofusion.analysis.memory_tiling import (
 )
 from autofusion.analysis.static_shapes import check_static_shapes
 from autofusion.dialects import nn
-from autofusion.dialects.base import shape_of
+from autofusion.dialects.base import shape_of, value_index
 from autofusion.dialects.fusion import KernelOp
 from autofusion.errors import AutofusionError
 from autofusion.passes.options import CheckedPass
@@ -135,7 +135,9 @@ def _candidates(main: func.FuncOp, plan: Buffers, limit: int, alignment: int
     steps = schedule(main)
     n = len(steps)
     live: list[list[tuple[SSAValue, int, int]]] = [[] for _ in range(n + 1)]
-    size = {iv.value: -(-iv.size // alignment) * alignment for iv in plan.intervals}
+    size: dict[SSAValue, int] = {
+        iv.value: -(-iv.size // alignment) * alignment for iv in plan.intervals
+    }
     for iv in plan.intervals:
         for s in range(iv.start, iv.end + 1):
             live[s].append((iv.value, iv.start, size[iv.value]))
@@ -182,7 +184,7 @@ def _candidates(main: func.FuncOp, plan: Buffers, limit: int, alignment: int
                     for s in range(a, b + 1)
                 )
                 est = max(inner + ysize, through + 2 * ysize)
-                cand = _Candidate(a, b, index[owner], list(owner.results).index(y), dim,
+                cand = _Candidate(a, b, index[owner], value_index(y), dim,
                                   count, est)
                 better = region_best is None or _rank(cand, limit) < _rank(region_best, limit)
                 if better:
@@ -208,7 +210,7 @@ def _trial(main: func.FuncOp, c: _Candidate, alignment: int) -> list[Buffer]:
     steps = schedule(main)
     y = steps[c.y_step].results[c.y_index]
     new_ops = build_tiles(steps[c.start:c.end + 1], y, c.dim, c.count, verify=False)
-    rename = {y: new_ops[-1].results[0]}
+    rename: dict[SSAValue, SSAValue] = {y: new_ops[-1].results[0]}
     outputs = {rename.get(v, v) for v in returned_values(main)}
     virtual = trial_schedule(steps, c.start, c.end, new_ops)
     ivs = schedule_liveness(virtual, outputs, rename)
@@ -337,6 +339,7 @@ def apply_memory_limit(module: ModuleOp, limit_mb: float | None) -> MemoryPlan:
         plan = plan_memory(main)
         annotate(main, plan)
         return plan
+    assert limit_mb is not None  # None is unlimited
     if limit_mb < 0 or not math.isfinite(limit_mb):
         raise AutofusionError(f"memory limit must be a positive number of MB, got {limit_mb}")
     return tile_to_limit(module, int(limit_mb * MIB), limit_mb=limit_mb)

@@ -40,12 +40,13 @@ def chains_ending_at(
     out: list[tuple[Operation, ...]] = []
 
     def walk(path: tuple[Operation, ...]) -> None:
+        head = path[0]  # read before len() checks, which pyright widens to include ()
         if len(path) >= 2:
             out.append(path)
         if len(path) >= max_len:
             return
         seen: set[int] = set()
-        for v in path[0].operands:
+        for v in head.operands:
             p = v.owner
             if isinstance(p, Operation) and p in inside and id(p) not in seen:
                 seen.add(id(p))

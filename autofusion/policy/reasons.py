@@ -12,7 +12,7 @@ printing and reparsing::
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, StringAttr
@@ -132,7 +132,7 @@ class RefusalLog:
     def __len__(self) -> int:
         return len(self._items)
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[Refusal]:
         return iter(self._items.values())
 
     def flush(self, module: ModuleOp) -> None:

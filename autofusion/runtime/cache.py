@@ -130,8 +130,15 @@ def _stat_key(st: os.stat_result) -> tuple[int, int, int, int, int]:
 
 
 def _digest(path: Path) -> str:
-    with open(path, "rb") as f:
-        return hashlib.file_digest(f, HASH).hexdigest()
+    # What hashlib.file_digest does, spelled out: that function is Python 3.11+ and the
+    # package supports 3.10.
+    h = hashlib.new(HASH)
+    buf = bytearray(1 << 18)
+    view = memoryview(buf)
+    with open(path, "rb", buffering=0) as f:
+        while n := f.readinto(buf):
+            h.update(view[:n])
+    return h.hexdigest()
 
 
 def _listed_files(directory: Path) -> list[str]:

@@ -112,7 +112,7 @@ def hardware_report() -> list[str]:
 def _parser() -> argparse.ArgumentParser:
     from autofusion.tools.compile import CliParser
 
-    ap = CliParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    ap = CliParser(prog=PROG, description=(__doc__ or "").split("\n\n")[0])
     sub = ap.add_subparsers(dest="report", required=True, metavar="{structure,hardware}",
                             parser_class=CliParser)  # fmt: skip
     st = sub.add_parser("structure", help="window-size agreement of the structure analysis")

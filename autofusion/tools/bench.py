@@ -292,7 +292,7 @@ def format_table(r: Mapping[str, Any]) -> str:
 
 
 def _run(argv: Sequence[str] | None) -> None:
-    parser = CliParser(prog="autofusion-bench", description=__doc__.split("\n\n")[0])
+    parser = CliParser(prog="autofusion-bench", description=(__doc__ or "").split("\n\n")[0])
     add_model_options(parser)
     parser.add_argument("--runs", metavar="N", type=positive_int, default=20)
     parser.add_argument("--warmup", metavar="N", type=positive_int, default=3)

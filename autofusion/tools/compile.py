@@ -130,7 +130,7 @@ def _run(argv: Sequence[str] | None) -> None:
     from autofusion.api import build_model_dir, open_model, stderr_progress
     from autofusion.runtime import cache
 
-    parser = CliParser(prog="autofusion-compile", description=__doc__.split("\n\n")[0])
+    parser = CliParser(prog="autofusion-compile", description=(__doc__ or "").split("\n\n")[0])
     add_model_options(parser)
     parser.add_argument("-o", "--output", metavar="DIR", required=True, help="output directory")
     parser.add_argument("--report", metavar="FILE.json", help="write the fusion/memory report")

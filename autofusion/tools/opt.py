@@ -33,7 +33,7 @@ def _usage_error(message: str) -> NoReturn:
     raise SystemExit(1)
 
 
-def _one_line(text: str) -> str:
+def _one_line(text: object) -> str:
     return " ".join(str(text).split())
 
 
@@ -97,7 +97,7 @@ class AutofusionOptMain(xDSLOptMain):
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         arg_parser.prog = PROG
-        arg_parser.error = _usage_error  # type: ignore[method-assign]
+        arg_parser.error = _usage_error
         super().register_all_arguments(arg_parser)
         arg_parser.add_argument(
             "--elide-constants-larger",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import onnx
@@ -109,7 +110,7 @@ class GraphBuilder:
         return outs[0]
 
     def node_n(self, op: str, inputs: Sequence[str], scope: str, n_out: int,
-               **attrs: object) -> list[str]:
+               **attrs: Any) -> list[str]:
         name = self._unique(f"{scope}/{op}")
         outs = [f"{name}_output_{i}" for i in range(n_out)]
         self.nodes.append(helper.make_node(op, list(inputs), outs, name=name, **attrs))
@@ -159,7 +160,7 @@ class GraphBuilder:
         return self.node("Clip", [x, self.scalar(lo), self.scalar(hi)], scope)
 
     def conv_bn(self, x: str, cin: int, cout: int, k: int, scope: str, act: str | None = "relu",
-                gamma: float = 1.0, **kw: int) -> str:
+                gamma: float = 1.0, **kw: Any) -> str:
         """Conv(bias=False) -> BatchNormalization -> activation (relu, relu6 or none)."""
         parent, _, last = scope.rpartition("/")
         bn_scope = f"{parent}/{last.replace('conv', 'bn')}" if "conv" in last else scope + "/bn"

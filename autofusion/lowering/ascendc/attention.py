@@ -14,7 +14,7 @@ from xdsl.ir import Block, Region
 
 from autofusion.dialects import ascendc as ac
 from autofusion.dialects import nn
-from autofusion.dialects.base import i64_array, shape_of
+from autofusion.dialects.base import dense_ints, i64_array, shape_of, value_index
 from autofusion.dialects.shapes import numel
 from autofusion.lowering.ascendc import tiling as tl
 from autofusion.lowering.ascendc.vector import Unsupported
@@ -46,7 +46,8 @@ def build_attention(lowering, op: nn.AttentionOp) -> ac.KernelOp:
     at = attention_tiling(units, s_, t_, opts.cores, opts.max_tile, opts.ub_bytes)
     block, gms = lowering._kernel_block(at["workspaceElems"])
     n_in = len(lowering.kop.inputs)
-    operands = [gms[op.q.index], gms[op.k.index], gms[op.v.index], gms[n_in], gms[n_in + 1]]  # type: ignore[attr-defined]
+    operands = [gms[value_index(op.q)], gms[value_index(op.k)], gms[value_index(op.v)],
+                gms[n_in], gms[n_in + 1]]
     props = {
         "sizes": i64_array([s_, t_, d, e]),
         "strides": i64_array([s_ * d, t_ * d, t_ * e, s_ * e]),
@@ -61,7 +62,7 @@ def build_attention(lowering, op: nn.AttentionOp) -> ac.KernelOp:
         strides = _bcast_strides(ms, (*batch, s_, t_))
         if strides is None:
             raise Unsupported(f"attention mask {ms} does not broadcast to the scores")
-        mask = [gms[op.mask.index]]  # type: ignore[attr-defined]
+        mask = [gms[value_index(op.mask)]]
         props["mask_strides"] = i64_array(strides)
     qin = ac.QueueOp("VECIN", tl.BUFFER_NUM, at["tileLength"] * at["rowStride"] * 4)
     qin.properties["size"] = StringAttr("tile_rows")
@@ -82,8 +83,8 @@ def build_attention(lowering, op: nn.AttentionOp) -> ac.KernelOp:
 
 def print_attention(p, op: ac.AttentionOp) -> list[str]:
     """The unit body (inside the work loop) of an attention kernel."""
-    s_, t_, d, e = (int(v) for v in op.sizes.get_values())
-    qst, kst, vst, ost = (int(v) for v in op.strides.get_values())
+    s_, t_, d, e = dense_ints(op.sizes)
+    qst, kst, vst, ost = dense_ints(op.strides)
     n = p.n
     scale = float(op.scale.value.data)
     queues = [name for v, name in n.names.items() if isinstance(v.type, ac.QueueType)]
@@ -118,8 +119,9 @@ def print_attention(p, op: ac.AttentionOp) -> list[str]:
         f"                    AscendC::Muls(yr, xr, {scale!r}f, {t_});",
     ]
     if op.mask is not None:
-        shape = [*[int(v) for v in op.batch_shape.get_values()], s_, t_]
-        strides = [int(v) for v in op.mask_strides.get_values()]  # type: ignore[union-attr]
+        shape = [*dense_ints(op.batch_shape), s_, t_]
+        assert op.mask_strides is not None  # set together with the mask (see above)
+        strides = dense_ints(op.mask_strides)
         ostr = [1] * len(shape)
         for i in range(len(shape) - 2, -1, -1):
             ostr[i] = ostr[i + 1] * shape[i + 1]

@@ -33,7 +33,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     f32,
 )
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
     PatternRewriter,
@@ -44,7 +44,7 @@ from xdsl.pattern_rewriter import (
 
 from autofusion.dialects import ascendc as ac
 from autofusion.dialects import fusion, nn
-from autofusion.dialects.base import i64_array, shape_of, tensor_of
+from autofusion.dialects.base import i64_array, shape_of, tensor_of, value_index
 from autofusion.dialects.dtypes import numpy_from_dense
 from autofusion.dialects.shapes import numel
 from autofusion.lowering.ascendc import tiling as tl
@@ -165,12 +165,14 @@ class KernelLowering:
                        skip: set[int]) -> _Plan:
         block = self.kop.body.block
         gathers = {
-            o: (o.operands[0].index, *gather_map(o))  # type: ignore[attr-defined]
+            o: (value_index(o.operands[0]), *gather_map(o))
             for o in ops if isinstance(o, GATHER_OPS)
         }
-        gathers.update({o: (o.operands[0].index, (), 0) for o in ops if isinstance(o, POOL_OPS)})  # type: ignore[attr-defined]
+        gathers.update(
+            {o: (value_index(o.operands[0]), (), 0) for o in ops if isinstance(o, POOL_OPS)}
+        )
         used = {a.index for o in ops if o not in gathers for a in o.operands
-                if isinstance(a, SSAValue) and a.owner is block}  # fmt: skip
+                if isinstance(a, BlockArgument) and a.owner is block}  # fmt: skip
         queued, bcast = [], {}
         for arg in self.kop.body.block.args:
             i = arg.index
@@ -424,11 +426,11 @@ class KernelLowering:
         out_g = gms[len(self.kop.inputs)]
         if isinstance(head, nn.ConvOp):
             mm, units, ct = self._conv(head, gms, out_g, gms[len(self.kop.inputs) + 1])
-            skip = {a.index for a in (head.x, head.w)}  # type: ignore[union-attr]
+            skip = {value_index(a) for a in (head.x, head.w)}
             bias_arg = head.bias
         elif isinstance(head, nn.MatMulOp | nn.GemmOp):
             mm, units, ct = self._matmul(head, gms, out_g)
-            skip = {a.index for a in (head.a, head.b)}  # type: ignore[union-attr]
+            skip = {value_index(a) for a in (head.a, head.b)}
             bias_arg = head.c if isinstance(head, nn.GemmOp) else None
             if isinstance(head, nn.GemmOp):
                 if head.float_prop("alpha") != 1.0:
@@ -455,8 +457,9 @@ class KernelLowering:
         self.yielded = list(term.values)  # the synthetic ops may have taken over the result
         plan = self._classify_args(epilogue, out_shape, skip)
         if bias_arg is not None:
-            plan.bcast[bias_arg.index] = bias_shape  # type: ignore[union-attr]
-            plan.queued = [i for i in plan.queued if i != bias_arg.index]  # type: ignore[union-attr]
+            bias_index = value_index(bias_arg)
+            plan.bcast[bias_index] = bias_shape
+            plan.queued = [i for i in plan.queued if i != bias_index]
         body_r, body = _stage()
         body.add_ops(mm)
         vt = self._build_tile_loop(
@@ -535,7 +538,7 @@ class KernelLowering:
                 raise Unsupported(f"matmul batch broadcast {sa} x {sb}")
         ct = tl.cube_tiling(m, n, k, self.opts.cores, split_m=True)
         units = batch * ct["mBlocks"]
-        mm = [self._mm_op(gms[a.index], gms[b.index], out_g, m, n, k, ta, tb, ct["mBlocks"],
+        mm = [self._mm_op(gms[value_index(a)], gms[value_index(b)], out_g, m, n, k, ta, tb, ct["mBlocks"],
                           a_st, 0, b_st, 0, m * n)]
         return mm, units, ct
 
@@ -557,7 +560,7 @@ class KernelLowering:
         ct["workspaceElems"] = k * p * self.opts.cores  # one im2col slice per core
         units = xs[0] * g
         im = ac.Im2ColOp.build(
-            operands=[gms[op.x.index], ws_g],
+            operands=[gms[value_index(op.x)], ws_g],
             properties={
                 "input_shape": i64_array(xs), "kernel": i64_array(ws[2:]),
                 "out_hw": i64_array(os_[2:]), "strides": op.properties["strides"],
@@ -565,7 +568,7 @@ class KernelLowering:
                 "groups": _i(g),
             },
         )
-        mm = self._mm_op(gms[op.w.index], ws_g, out_g, cout_g, p, k, False, False, 1,
+        mm = self._mm_op(gms[value_index(op.w)], ws_g, out_g, cout_g, p, k, False, False, 1,
                          cout_g * k, g, 0, 0, cout_g * p)
         return [im, mm], units, ct
 

@@ -21,7 +21,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 
 from autofusion.dialects import ascendc as ac
 from autofusion.dialects import nn
-from autofusion.dialects.base import shape_of
+from autofusion.dialects.base import shape_of, value_index
 from autofusion.dialects.shapes import numel
 from autofusion.lowering.ascendc import tiling as tl
 from autofusion.lowering.ascendc.vector import Unsupported
@@ -62,7 +62,7 @@ def build_rows(lowering, op: Operation) -> ac.KernelOp:
     per_row_out = not isinstance(op, nn.LayerNormOp | nn.SoftmaxOp | nn.LogSoftmaxOp)
     block, gms = lowering._kernel_block()
     args = lowering.kop.body.block.args
-    x_idx = op.operands[0].index  # type: ignore[attr-defined]
+    x_idx = value_index(op.operands[0])
     out_g = gms[len(lowering.kop.inputs)]
     params: list[tuple[int, SSAValue]] = []
     if isinstance(op, nn.LayerNormOp):
@@ -70,7 +70,7 @@ def build_rows(lowering, op: Operation) -> ac.KernelOp:
             if numel(shape_of(v)) != d:
                 raise Unsupported(f"layer_norm parameter of shape {shape_of(v)} (needs {d} "
                                   "elements)")
-            params.append((v.index, v))  # type: ignore[attr-defined]
+            params.append((value_index(v), v))
     del args
 
     qin = ac.QueueOp("VECIN", tl.BUFFER_NUM, 32)
@@ -170,11 +170,11 @@ def build_rows(lowering, op: Operation) -> ac.KernelOp:
     return lowering._finish("vector", block, rt)
 
 
-COPY_OPS: tuple[type[Operation], ...] = (nn.ConcatOp, nn.SplitOp)
+COPY_OPS: tuple[type[nn.ConcatOp], type[nn.SplitOp]] = (nn.ConcatOp, nn.SplitOp)
 COPY_ROW_LIMIT = 4096  # elements per UB row of a copy loop
 
 
-def build_copy(lowering, op: Operation) -> ac.KernelOp:
+def build_copy(lowering, op: nn.ConcatOp | nn.SplitOp) -> ac.KernelOp:
     """Concat / Split: per piece, a tile loop over the outer rows moving each row's slice of
     the concatenation axis with strided 2-d DataCopyPad (GM strides on the concatenated
     side), through UB (VECIN -> Muls(x, 1) -> VECOUT: exact, keeps -0.0 and NaN)."""
@@ -209,11 +209,11 @@ def build_copy(lowering, op: Operation) -> ac.KernelOp:
     for i, length in enumerate(lengths):
         rows, row_len = outer, length
         if isinstance(op, nn.ConcatOp):
-            src = gms[op.operands[i].index]  # type: ignore[attr-defined]
+            src = gms[value_index(op.operands[i])]
             dst = gms[n_in]
             strides = (length, total, 0, off)
         else:
-            src = gms[op.operands[0].index]  # type: ignore[attr-defined]
+            src = gms[value_index(op.operands[0])]
             dst = gms[n_in + i]
             strides = (total, length, off, 0)
         if chunk:

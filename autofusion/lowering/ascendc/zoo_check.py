@@ -38,6 +38,7 @@ def launch_sources(fused: Any, lowered: Any) -> list[Any]:
 
 def check_model(name: str) -> dict[str, Any]:
     import onnxruntime as ort
+    from xdsl.dialects import func
 
     from autofusion import zoo
     from autofusion.dialects import ascendc as ac
@@ -58,7 +59,7 @@ def check_model(name: str) -> dict[str, Any]:
     fused = module.clone()
     LowerFusionToAscendC().apply(ctx, module)
     t1 = time.perf_counter()
-    fn = next(o for o in module.body.block.ops if o.name == "func.func")
+    fn = next(o for o in module.body.block.ops if isinstance(o, func.FuncOp))
     kernels = {k.sym_name.data: k for k in module.body.block.ops if isinstance(k, ac.KernelOp)}
     fallback = [o for o in fn.body.block.ops if isinstance(o, fusion.KernelOp)]
     uncovered = Counter(

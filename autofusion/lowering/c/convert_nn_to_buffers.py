@@ -65,7 +65,7 @@ from autofusion.passes.options import CheckedPass
 
 def memref_of(t: Attribute) -> MemRefType[Attribute]:
     assert isinstance(t, TensorType)
-    return MemRefType(t.element_type, t.get_shape())  # type: ignore[arg-type]
+    return MemRefType(t.element_type, t.get_shape())
 
 
 def origins_of(op: Operation) -> list[str]:

@@ -70,7 +70,7 @@ def shape(v: SSAValue) -> tuple[int, ...]:
 def elem(v: SSAValue) -> Attribute:
     t = v.type
     assert isinstance(t, TensorType | MemRefType)
-    return t.element_type  # type: ignore[return-value]
+    return t.element_type
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,7 @@ class FunctionLowering:
         old = self.fn.body.block
         legalise_contractions(old)
         new = Block(arg_types=[a.type for a in old.args])
-        argmap = dict(zip(old.args, new.args))
+        argmap: dict[SSAValue, SSAValue] = dict(zip(old.args, new.args))
         self.e = Emitter(new)
         ops = list(old.ops)
         for op in ops:

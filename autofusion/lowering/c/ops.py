@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import math as pymath
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from xdsl.dialects import arith, math
-from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, IntegerType, f64, i64
+from xdsl.dialects.builtin import AnyFloat, DenseArrayBase, FloatAttr, IntegerType, f64, i64
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.utils.exceptions import PassFailedException
 
@@ -571,8 +571,8 @@ def contraction_call(
         _matmul_loops(L, op, out)
         return
     sa, sb = shape(op.a), shape(op.b)
-    a2 = sa if len(sa) > 1 else (1, sa[0])
-    b2 = sb if len(sb) > 1 else (sb[0], 1)
+    a2 = sa if len(sa) > 1 else (1, *sa)
+    b2 = sb if len(sb) > 1 else (*sb, 1)
     m, k, n = a2[-2], a2[-1], b2[-1]
     from autofusion.dialects import shapes
 
@@ -597,8 +597,8 @@ def _matmul_loops(L: FunctionLowering, op: nn.MatMulOp, out: SSAValue) -> None:
     """Plain loops for element types the GEMM library does not cover (f64, f16, ints)."""
     e = L.e
     sa, sb = shape(op.a), shape(op.b)
-    a2 = sa if len(sa) > 1 else (1, sa[0])
-    b2 = sb if len(sb) > 1 else (sb[0], 1)
+    a2 = sa if len(sa) > 1 else (1, *sa)
+    b2 = sb if len(sb) > 1 else (*sb, 1)
     from autofusion.dialects import shapes
 
     batch = shapes.broadcast(a2[:-2], b2[:-2])
@@ -777,7 +777,7 @@ def _pool_loops(L: FunctionLowering, op: nn.PoolOp, out: SSAValue) -> None:
             res = rec(e1, 0, [], None, None, [e1.const(-pymath.inf, t)])[0]
         else:
             s_, c_ = rec(e1, 0, [], None, None, [e1.const(0.0, t), e1.index(0)])
-            cf = e1.add(arith.SIToFPOp(e1.add(arith.IndexCastOp(c_, i64)), t))
+            cf = e1.add(arith.SIToFPOp(e1.add(arith.IndexCastOp(c_, i64)), cast(AnyFloat, t)))
             res = e1.add(arith.DivfOp(s_, cf))
         e1.store(res, out, idx)
 

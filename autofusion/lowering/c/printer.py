@@ -107,13 +107,13 @@ class Weights:
             pos = 0
             for off, data in self.entries.values():
                 f.write(b"\0" * (off - pos))
-                f.write(memoryview(np.ascontiguousarray(data)).cast("B"))
+                f.write(np.ascontiguousarray(data).data.cast("B"))
                 pos = off + data.nbytes
 
     def blob(self) -> bytes:
         out = bytearray(self.size)
         for off, data in self.entries.values():
-            out[off : off + data.nbytes] = memoryview(np.ascontiguousarray(data)).cast("B")
+            out[off : off + data.nbytes] = np.ascontiguousarray(data).data.cast("B")
         return bytes(out)
 
 
@@ -1097,7 +1097,7 @@ class _FuncPrinter:
         if type(op) in _MATH1:
             return self._math(_MATH1[type(op)], [r(op.operands[0])], t)
         if isinstance(op, math.RsqrtOp):
-            one = float_literal(1.0, t)
+            one = float_literal(1.0, op.results[0].type)
             return f"{one} / {self._math('sqrt', [r(op.operands[0])], t)}"
         if isinstance(op, math.PowFOp):
             return self._math("pow", [r(op.operands[0]), r(op.operands[1])], t)
@@ -1105,7 +1105,7 @@ class _FuncPrinter:
             a = r(op.operands[0])
             return f"{a} < 0 ? -{a} : {a}"
         if isinstance(op, math.IPowIOp):
-            return f"({ctype(t)})af_ipow({r(op.operands[0])}, {r(op.operands[1])})"
+            return f"({ctype(op.results[0].type)})af_ipow({r(op.operands[0])}, {r(op.operands[1])})"
         return None
 
     def _math(self, fn: str, args: list[str], t: Attribute | None) -> str:

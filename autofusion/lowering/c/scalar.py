@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import math as pymath
 from collections.abc import Callable
+from typing import cast
 
 from xdsl.dialects import arith, math
-from xdsl.dialects.builtin import IntegerType, Signedness, TensorType
+from xdsl.dialects.builtin import AnyFloat, IntegerType, Signedness, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.utils.exceptions import PassFailedException
 
@@ -22,7 +23,7 @@ from autofusion.lowering.c.builder import Emitter
 
 def _elem(v: SSAValue) -> Attribute:
     t = v.type
-    return t.element_type if isinstance(t, TensorType) else t  # type: ignore[return-value]
+    return t.element_type if isinstance(t, TensorType) else t
 
 
 def _is_i1(t: Attribute) -> bool:
@@ -94,9 +95,9 @@ def _cast(e: Emitter, x: SSAValue, src: Attribute, dst: Attribute) -> SSAValue:
         wd = {"f16": 16, "f32": 32, "f64": 64}[str(dst)]
         return e.add(arith.ExtFOp(x, dst) if wd > ws else arith.TruncFOp(x, dst))
     if fs:
-        return e.add(arith.FPToSIOp(x, dst))
+        return e.add(arith.FPToSIOp(x, cast(IntegerType, dst)))  # not float, so an integer
     if fd:
-        return e.add(arith.SIToFPOp(x, dst))
+        return e.add(arith.SIToFPOp(x, cast(AnyFloat, dst)))
     assert isinstance(src, IntegerType)
     assert isinstance(dst, IntegerType)
     if dst.width.data > src.width.data:
@@ -139,7 +140,7 @@ def emit_scalar(e: Emitter, op: Operation, args: list[SSAValue]) -> SSAValue:
     unsigned = isinstance(t, IntegerType) and t.signedness.data == Signedness.UNSIGNED
     if type(op) in _FMATH:
         _float_only(op, t)
-        return e.add(_FMATH[type(op)](args[0]))  # type: ignore[call-arg]
+        return e.add(_FMATH[type(op)](args[0]))
     x = args[0]
     match op:
         case nn.ReluOp():
