@@ -3,6 +3,7 @@
 from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
+__all__ = ["BasePolicy", "CompiledModel", "__version__", "compile", "set_memory_limit"]
 
 if TYPE_CHECKING:  # what __getattr__ below resolves, for type checkers and IDEs
     from autofusion.api import CompiledModel, compile, set_memory_limit

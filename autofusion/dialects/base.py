@@ -13,8 +13,8 @@ op may be optional/variadic, so the operand count alone tells how the groups spl
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing_extensions import Self
 
+from typing_extensions import Self
 from xdsl.dialects.builtin import (
     ArrayAttr,
     BoolAttr,

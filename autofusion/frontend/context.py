@@ -30,7 +30,6 @@ from autofusion.dialects.base import shape_of, str_array, tensor_of
 from autofusion.dialects.nn import ConstantOp
 from autofusion.errors import AutofusionError
 
-
 FOLD_LIMIT = 64 << 20
 """Largest result (bytes) an import-time fold materialises: a bigger one stays a run-time op
 where the op has a lowering (so a tiny model cannot make the importer allocate gigabytes of
@@ -264,7 +263,7 @@ class NodeCtx:
     def emit(
         self,
         op_cls: type[IRDLOperation],
-        operands: Sequence[Value | None | Sequence[Value]],
+        operands: Sequence[Value | Sequence[Value] | None],
         result_types: Sequence[Attribute | Sequence[Attribute]],
         properties: dict[str, Attribute] | None = None,
     ) -> Operation:
@@ -286,7 +285,7 @@ class NodeCtx:
     def emit1(
         self,
         op_cls: type[IRDLOperation],
-        operands: Sequence[Value | None | Sequence[Value]],
+        operands: Sequence[Value | Sequence[Value] | None],
         shape: Sequence[int],
         elem: Attribute,
         properties: dict[str, Attribute] | None = None,
@@ -305,9 +304,9 @@ __all__ = [
     "Emitter",
     "NodeCtx",
     "Value",
+    "nbytes_of",
     "value_elem",
     "value_np_dtype",
     "value_shape",
-    "nbytes_of",
     "virtual_nbytes",
 ]

@@ -56,7 +56,7 @@ OPSET = 17
 _MAX_BOUND = 50.0
 _SAFE_WEIGHT_DIM = 8
 
-F, I, B = "f", "i", "b"  # float32, int64, bool
+F, I, B = "f", "i", "b"  # float32, int64, bool  # noqa: E741 - the three dtype tags
 _ELEM = {F: TensorProto.FLOAT, I: TensorProto.INT64, B: TensorProto.BOOL}
 _NP = {F: np.float32, I: np.int64, B: np.bool_}
 
@@ -232,7 +232,7 @@ def _unary(b: _Builder) -> bool:
     x = b.pick(lambda v: v.kind == F)
     if x is None:
         return False
-    ops = _UNARY_SMOOTH + ["Exp", "Log", "Sqrt", "Reciprocal"]
+    ops = [*_UNARY_SMOOTH, "Exp", "Log", "Sqrt", "Reciprocal"]
     if x.exact:
         ops += _UNARY_EXACT_ONLY
     op = b.draw(st.sampled_from(ops))
@@ -552,7 +552,7 @@ def _reduce(b: _Builder) -> bool:
             ins.append(b.const_input(np.array(neg, np.int64)))
     elif axes:
         attrs["axes"] = neg
-    exact = x.exact and op in ("ReduceMax", "ReduceMin") or x.kind == I
+    exact = (x.exact and op in ("ReduceMax", "ReduceMin")) or x.kind == I
     b.node(op, ins, shape, x.kind, max(bound, 1e-3), exact, **attrs)
     return True
 
@@ -803,7 +803,7 @@ def _finish(b: _Builder) -> FuzzCase:
     return FuzzCase(model, inputs, seed)
 
 
-def _view_output_hazard(b: _Builder, v: Val) -> bool:  # noqa: ARG001 - kept for refinement
+def _view_output_hazard(b: _Builder, v: Val) -> bool:
     """Known bug (a): a graph output that is a view (Reshape/Flatten/Squeeze/Unsqueeze, or an
     Identity of one). Both variants are clobbered: the view also feeding a node, and a view
     of an intermediate whose buffer a later kernel reuses (unfused
@@ -851,7 +851,7 @@ def reference(case: FuzzCase, feeds: dict[str, np.ndarray]) -> dict[str, np.ndar
                                     providers=["CPUExecutionProvider"])
         names = [o.name for o in sess.get_outputs()]
         out = dict(zip(names, sess.run(None, feeds)))
-    except Exception as e:  # noqa: BLE001 - any rejection is a generator bug
+    except Exception as e:
         raise GeneratorError(f"onnxruntime rejects the generated graph: {e}\n"
                              f"{onnx.printer.to_text(case.model)}") from e
     for o in case.model.graph.output:
@@ -881,12 +881,12 @@ def check_case(case: FuzzCase, fusions: Sequence[bool] = (True, False),
         except AutofusionError as e:
             findings.append(Finding("autofusion-error", fusion, str(e)))
             continue
-        except Exception:  # noqa: BLE001 - an internal error is a finding
+        except Exception:
             findings.append(Finding("internal-error", fusion, traceback.format_exc()))
             continue
         try:
             got = m.run(feeds)
-        except Exception:  # noqa: BLE001
+        except Exception:
             findings.append(Finding("internal-error", fusion, traceback.format_exc()))
             m.close()
             continue

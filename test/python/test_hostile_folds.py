@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from hostile import assert_clean_api_error, assert_clean_cli_error, assert_nothing_written, run_tool
 from onnx import TensorProto, helper, numpy_helper
 
 from autofusion.api import import_model
@@ -25,7 +26,6 @@ from autofusion.frontend.context import FOLD_LIMIT
 from autofusion.frontend.convert_elementwise import BINARY_OPS, UNARY_OPS
 from autofusion.interpreter import run_module
 from autofusion.interpreter.elementwise import cast
-from hostile import assert_clean_api_error, assert_clean_cli_error, assert_nothing_written, run_tool
 
 BYTE_LIMIT = "over the limit of 2^48 bytes"
 
@@ -64,8 +64,9 @@ def _import_error(model: onnx.ModelProto, *needles: str) -> str:
     (-np.inf, 3, 1, "start is -inf"), (0, 3, np.inf, "delta is inf"), (0, 3, 0, "delta is 0"),
 ], ids=["limit_inf", "limit_ninf", "start_nan", "delta_nan", "start_ninf", "delta_inf",
         "delta_0"])  # fmt: skip
-def test_range_with_non_finite_operands_is_a_clean_error(start: float, limit: float,
-                                                         delta: float, what: str) -> None:  # fmt: skip
+def test_range_with_non_finite_operands_is_a_clean_error(
+    start: float, limit: float, delta: float, what: str
+) -> None:
     _import_error(_range(start, limit, delta), "node 'r' (Range)", what)
 
 
@@ -77,8 +78,9 @@ def test_range_int_zero_delta_is_a_clean_error() -> None:
     (0, 1e30, 1, np.float32), (-3e38, 3e38, 1e-30, np.float32),
     (0, 2**62, 1, np.int64), (2**62, -(2**62), -1, np.int64),
 ], ids=["f32_1e30", "f32_overflowing_count", "i64_2^62", "i64_down"])  # fmt: skip
-def test_huge_range_is_the_byte_limit_error_before_allocating(start: object, limit: object,
-                                                              delta: object, dt: type) -> None:  # fmt: skip
+def test_huge_range_is_the_byte_limit_error_before_allocating(
+    start: object, limit: object, delta: object, dt: type
+) -> None:
     _import_error(_range(start, limit, delta, dt), "node 'r' (Range)", "2^48")
 
 
@@ -152,7 +154,8 @@ def test_big_splat_consumer_stays_a_run_time_op() -> None:
     module = import_model(_model(nodes, {"r": np.array([2**20, 2**10], np.int64)},
                                  outs=["y", "z"]))
     text = str(module)
-    assert "nn.add" in text and "nn.concat" in text, text
+    assert "nn.add" in text, text
+    assert "nn.concat" in text, text
 
 
 def test_huge_resize_fold_without_lowering_is_a_clean_error() -> None:

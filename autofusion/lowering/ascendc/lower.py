@@ -538,8 +538,8 @@ class KernelLowering:
                 raise Unsupported(f"matmul batch broadcast {sa} x {sb}")
         ct = tl.cube_tiling(m, n, k, self.opts.cores, split_m=True)
         units = batch * ct["mBlocks"]
-        mm = [self._mm_op(gms[value_index(a)], gms[value_index(b)], out_g, m, n, k, ta, tb, ct["mBlocks"],
-                          a_st, 0, b_st, 0, m * n)]
+        ga, gb = gms[value_index(a)], gms[value_index(b)]
+        mm = [self._mm_op(ga, gb, out_g, m, n, k, ta, tb, ct["mBlocks"], a_st, 0, b_st, 0, m * n)]
         return mm, units, ct
 
     def _conv_workspace(self, op: nn.ConvOp) -> int:

@@ -9,8 +9,8 @@ re-exported from :mod:`autofusion.testing`, the project's one correctness bar.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import cast
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import onnx
