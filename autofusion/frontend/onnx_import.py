@@ -327,7 +327,9 @@ class _Importer:
         g_inputs = []
         for name, v in zip(node.input, ctx.inputs):
             if name and isinstance(v, Const):
-                feeds[name] = v.array
+                # onnx.reference may work in place on its inputs (LogSoftmax does);
+                # our constants are read-only views of the model's bytes
+                feeds[name] = v.array if v.array.flags.writeable else v.array.copy()
                 g_inputs.append(helper.make_tensor_value_info(
                     name, dtypes.to_onnx_elem(v.elem), list(v.shape)))
         g_outputs = [helper.make_value_info(o, onnx.TypeProto()) for o in node.output if o]

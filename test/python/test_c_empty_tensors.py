@@ -86,3 +86,16 @@ def test_empty_tensors_match_onnxruntime(case: str, fusion: bool) -> None:
         if want.size:
             assert 0.1 <= float(np.abs(want).max()) <= 10, f"{name}: test output not ordinary"
         assert_close(got[name], want, f"{case} ({'fused' if fusion else 'unfused'}) {name}")
+
+
+@pytest.mark.parametrize("n", [0, 5])
+def test_reference_fold_of_a_read_only_constant(n: int) -> None:
+    """LogSoftmax of an initializer is folded by onnx.reference, which writes into its input:
+    our constants are read-only views of the model's bytes ("output array is read-only",
+    found by the differential fuzzer on an empty constant)."""
+    k = np.linspace(-1.0, 2.0, n).astype(np.float32)
+    m = _model([_n("LogSoftmax", ["k"], ["t"], axis=0), _n("Add", ["t", "x"], ["y"])],
+               {"x": [n]}, ["y"], {"k": k})
+    x = RNG.uniform(-1, 1, n).astype(np.float32)
+    got = autofusion.compile(m, threads=1).run({"x": x})["y"]
+    assert_close(got, onnxruntime_outputs(m, {"x": x})["y"], "y")
