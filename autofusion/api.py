@@ -136,7 +136,7 @@ def open_model(model: object, label: str | None = None) -> ModelSource:
     if isinstance(model, onnx.ModelProto) or (
         isinstance(model, str) and model.startswith(ZOO_PREFIX)
     ):
-        proto = model if isinstance(model, onnx.ModelProto) else get_model(model[len(ZOO_PREFIX):])
+        proto = model if isinstance(model, onnx.ModelProto) else get_model(model[len(ZOO_PREFIX) :])
         name = label or _model_label(model)
         loader.check_structure(proto, name)
         return ModelSource(loader.Loaded(proto, []), name, owned=False)
@@ -168,7 +168,7 @@ def model_digest(model: onnx.ModelProto, raws: Sequence[bytes | None] = ()) -> b
         h.update(data)
 
     def put_field(fd: Any, value: Any) -> None:
-        for v in (value if fd.is_repeated else [value]):
+        for v in value if fd.is_repeated else [value]:
             put(fd.name, v.SerializeToString(deterministic=True)
                 if fd.type == fd.TYPE_MESSAGE else repr(v).encode())  # fmt: skip
 
@@ -251,7 +251,9 @@ def _emitter(target: str) -> Callable[[ModuleOp, Path], None]:
 
 
 def prepare_module(
-    proto: onnx.ModelProto | ModelSource, opts: PipelineOptions, label: str = "<model>",
+    proto: onnx.ModelProto | ModelSource,
+    opts: PipelineOptions,
+    label: str = "<model>",
     say: ProgressFn = _quiet,
 ) -> tuple[ModuleOp, dict[str, Any]]:
     """Import (a proto, or a source from :func:`open_model`) and run the tensor-level

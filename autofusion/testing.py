@@ -98,8 +98,7 @@ def _result(
     where = f"at {tuple(int(i) for i in at)} " if r.ndim else ""
     tol = f" (rtol {RTOL}, atol {atol:.3g})" if r.dtype.kind == "f" else " (exact)"
     reason = (
-        f"{n_bad} of {r.size} elements differ{tol}; worst {where}got {g[at]!r}, "
-        f"expected {r[at]!r}"
+        f"{n_bad} of {r.size} elements differ{tol}; worst {where}got {g[at]!r}, expected {r[at]!r}"
     )
     return Comparison(False, abs_err, rel_err, peak, reason)
 

@@ -39,11 +39,13 @@ def main() -> None:
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         so.intra_op_num_threads = args.threads
         so.inter_op_num_threads = 1
-        sess = ort.InferenceSession(model.SerializeToString(), so,
-                                    providers=["CPUExecutionProvider"])
+        sess = ort.InferenceSession(
+            model.SerializeToString(), so, providers=["CPUExecutionProvider"]
+        )
 
         def run() -> object:
             return sess.run(None, feeds)
+
     for _ in range(5):
         run()
     times = []
@@ -51,8 +53,10 @@ def main() -> None:
         t0 = time.perf_counter()
         run()
         times.append(time.perf_counter() - t0)
-    print(f"{args.model} threads={args.threads} {args.engine}: "
-          f"median {1e3 * statistics.median(times):.1f} ms over {args.runs} runs")
+    print(
+        f"{args.model} threads={args.threads} {args.engine}: "
+        f"median {1e3 * statistics.median(times):.1f} ms over {args.runs} runs"
+    )
 
 
 if __name__ == "__main__":

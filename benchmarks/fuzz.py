@@ -40,13 +40,23 @@ class _Found(Exception):
     """Raised inside a shrink run so hypothesis minimises the case."""
 
 
-def _chunk(seed: int, strategy: Any, until: float, tally: dict[str, int],
-           found: list[tuple[int, int, fg.FuzzCase, list[fg.Finding]]]) -> None:
+def _chunk(
+    seed: int,
+    strategy: Any,
+    until: float,
+    tally: dict[str, int],
+    found: list[tuple[int, int, fg.FuzzCase, list[fg.Finding]]],
+) -> None:
     """Run up to CHUNK examples of ``seed`` (no shrinking), stopping at ``until``."""
     index = [0]
 
-    @settings(max_examples=CHUNK, deadline=None, database=None, phases=[Phase.generate],
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=CHUNK,
+        deadline=None,
+        database=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
     @hseed(seed)
     @given(strategy)
     def one(case: fg.FuzzCase) -> None:
@@ -75,8 +85,13 @@ def _shrink(seed: int, kind: str, strategy: Any) -> str | None:
     """Re-run chunk ``seed`` with shrinking; the minimal case's report, or None."""
     last: list[str] = []
 
-    @settings(max_examples=CHUNK, deadline=None, database=None,
-              phases=[Phase.generate, Phase.shrink], suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=CHUNK,
+        deadline=None,
+        database=None,
+        phases=[Phase.generate, Phase.shrink],
+        suppress_health_check=list(HealthCheck),
+    )
     @hseed(seed)
     @given(strategy)
     def one(case: fg.FuzzCase) -> None:
@@ -106,8 +121,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-shrink", action="store_true")
     args = ap.parse_args(argv)
     strategy = fg.cases(max_ops=args.max_ops, max_parts=args.max_parts)
-    tally = {"models": 0, "graphs": 0, "outputs": 0, "mismatch": 0, "autofusion-error": 0,
-             "internal-error": 0, "generator_errors": 0}
+    tally = {
+        "models": 0,
+        "graphs": 0,
+        "outputs": 0,
+        "mismatch": 0,
+        "autofusion-error": 0,
+        "internal-error": 0,
+        "generator_errors": 0,
+    }
     found: list[tuple[int, int, fg.FuzzCase, list[fg.Finding]]] = []
     start = time.monotonic()
     until = start + 60 * args.fuzz_minutes
@@ -117,13 +139,17 @@ def main(argv: list[str] | None = None) -> int:
             _chunk(seed, strategy, until, tally, found)
             seed += 1
         elapsed = time.monotonic() - start
-        print(f"\n{elapsed / 60:.1f} min, seeds {args.seed}..{seed - 1}: "
-              f"{tally['models']} models, {tally['graphs']} graphs, {tally['outputs']} outputs "
-              f"compared (fusion on and off); {tally['mismatch']} mismatches, "
-              f"{tally['autofusion-error']} AutofusionErrors, {tally['internal-error']} "
-              f"internal errors, {tally['generator_errors']} generator errors")
-        print("known-bug flags: " + ", ".join(
-            f"{n}={getattr(fg, n)}" for n in dir(fg) if n.startswith("KNOWN_BUG_")))
+        print(
+            f"\n{elapsed / 60:.1f} min, seeds {args.seed}..{seed - 1}: "
+            f"{tally['models']} models, {tally['graphs']} graphs, {tally['outputs']} outputs "
+            f"compared (fusion on and off); {tally['mismatch']} mismatches, "
+            f"{tally['autofusion-error']} AutofusionErrors, {tally['internal-error']} "
+            f"internal errors, {tally['generator_errors']} generator errors"
+        )
+        print(
+            "known-bug flags: "
+            + ", ".join(f"{n}={getattr(fg, n)}" for n in dir(fg) if n.startswith("KNOWN_BUG_"))
+        )
         shrunk: set[str] = set()
         for s, i, case, findings in found:
             kind = findings[0].kind
@@ -136,8 +162,11 @@ def main(argv: list[str] | None = None) -> int:
                     continue
             print(fg.describe(case, findings))
         if args.json:
-            args.json.write_text(json.dumps({**tally, "minutes": elapsed / 60,
-                                             "seeds": [args.seed, seed - 1]}, indent=1))
+            args.json.write_text(
+                json.dumps(
+                    {**tally, "minutes": elapsed / 60, "seeds": [args.seed, seed - 1]}, indent=1
+                )
+            )
     finally:
         shutil.rmtree(_CACHE, ignore_errors=True)
     bad = tally["mismatch"] + tally["autofusion-error"] + tally["internal-error"]

@@ -121,8 +121,12 @@ class Buffers:
     intervals: list[Interval]
 
 
-def build_buffers(intervals: list[Interval], alignment: int, inplace: bool,
-                  rename: dict[SSAValue, SSAValue] | None = None) -> Buffers:
+def build_buffers(
+    intervals: list[Interval],
+    alignment: int,
+    inplace: bool,
+    rename: dict[SSAValue, SSAValue] | None = None,
+) -> Buffers:
     """Group intervals into buffers: in-place chains and reshape views share one buffer.
 
     A top-level ``nn.reshape`` is a view (the C lowering makes it one when it carries no
@@ -150,8 +154,12 @@ def build_buffers(intervals: list[Interval], alignment: int, inplace: bool,
             for operand in iv.op.operands:
                 operand = rename.get(operand, operand)
                 src = by_value.get(operand)
-                if (src is None or operand not in buffer_of or src.end != step
-                        or not _same_layout(operand, iv.value)):
+                if (
+                    src is None
+                    or operand not in buffer_of
+                    or src.end != step
+                    or not _same_layout(operand, iv.value)
+                ):
                     continue
                 buf = buffer_of[operand]
                 if buf.end != step:  # a view of it (or it) is still read later
@@ -182,7 +190,7 @@ def conflicts(buffers: Sequence[Buffer]) -> list[list[int]]:
     by_start = sorted(range(len(buffers)), key=lambda i: buffers[i].start)
     for x, i in enumerate(by_start):
         end = buffers[i].end
-        for j in by_start[x + 1:]:
+        for j in by_start[x + 1 :]:
             if buffers[j].start > end:
                 break
             out[i].append(j)
@@ -190,8 +198,12 @@ def conflicts(buffers: Sequence[Buffer]) -> list[list[int]]:
     return out
 
 
-def place(buffers: Sequence[Buffer], order: Sequence[int], best_fit: bool,
-          conflict: list[list[int]] | None = None) -> list[int]:
+def place(
+    buffers: Sequence[Buffer],
+    order: Sequence[int],
+    best_fit: bool,
+    conflict: list[list[int]] | None = None,
+) -> list[int]:
     """Offsets for ``buffers`` placed in ``order``; returns one offset per buffer."""
     if conflict is None:
         conflict = conflicts(buffers)
@@ -218,8 +230,10 @@ def place(buffers: Sequence[Buffer], order: Sequence[int], best_fit: bool,
 
 
 def _order_size(bufs: Sequence[Buffer]) -> list[int]:
-    return sorted(range(len(bufs)), key=lambda i: (-bufs[i].size, -(bufs[i].end - bufs[i].start),
-                                                   bufs[i].start))
+    return sorted(
+        range(len(bufs)),
+        key=lambda i: (-bufs[i].size, -(bufs[i].end - bufs[i].start), bufs[i].start),
+    )
 
 
 def _order_lifetime(bufs: Sequence[Buffer]) -> list[int]:
@@ -348,6 +362,7 @@ def check_plan(plan: MemoryPlan) -> list[str]:
     of the other (same data), or if the later one is computed in place over the earlier
     one at the step where the earlier one (and every view of it) dies.
     """
+
     def root(v: SSAValue) -> SSAValue:
         while v in plan.views:
             v = plan.views[v]
@@ -361,7 +376,7 @@ def check_plan(plan: MemoryPlan) -> list[str]:
         oa = plan.offsets[a.value]
         if oa % plan.alignment:
             errors.append(f"{a.op.name} result: offset {oa} not a multiple of {plan.alignment}")
-        for b in ivs[i + 1:]:
+        for b in ivs[i + 1 :]:
             if not a.overlaps(b):
                 continue
             ob = plan.offsets[b.value]

@@ -27,8 +27,20 @@ from autofusion.dialects.base import shape_of
 WIDTH = 1400
 HEIGHT = 760
 LEFT, RIGHT, TOP, BOTTOM = 90, 20, 56, 48
-PALETTE = ("#8dd3c7", "#ffffb3", "#bebada", "#fb8072", "#80b1d3", "#fdb462", "#b3de69",
-           "#fccde5", "#d9d9d9", "#bc80bd", "#ccebc5", "#ffed6f")
+PALETTE = (
+    "#8dd3c7",
+    "#ffffb3",
+    "#bebada",
+    "#fb8072",
+    "#80b1d3",
+    "#fdb462",
+    "#b3de69",
+    "#fccde5",
+    "#d9d9d9",
+    "#bc80bd",
+    "#ccebc5",
+    "#ffed6f",
+)
 
 
 def _origins(op: Operation) -> list[str]:
@@ -125,27 +137,35 @@ def render_memory_plot(module: ModuleOp, title: str = "memory plan") -> str:
         f'<rect x="0" y="0" width="{WIDTH}" height="{HEIGHT}" fill="white"/>',
         f'<text x="{LEFT}" y="22" font-size="16" font-weight="bold">{escape(title)}</text>',
         f'<text x="{LEFT}" y="42" font-size="12">arena {_human(arena or 0)} · lower bound '
-        f'{_human(lower or 0)} · no reuse {_human(naive or 0)} · {len(intervals)} tensors, '
-        f'{len(steps)} steps</text>',
-        f'<rect x="{LEFT}" y="{TOP}" width="{pw}" height="{ph}" fill="#fafafa" '
-        f'stroke="#999"/>',
+        f"{_human(lower or 0)} · no reuse {_human(naive or 0)} · {len(intervals)} tensors, "
+        f"{len(steps)} steps</text>",
+        f'<rect x="{LEFT}" y="{TOP}" width="{pw}" height="{ph}" fill="#fafafa" stroke="#999"/>',
     ]
     # Grid and axes.
     for i in range(6):
         off = top * i / 5
         yy = y(off)
-        out.append(f'<line x1="{LEFT}" y1="{yy:.1f}" x2="{LEFT + pw}" y2="{yy:.1f}" '
-                   f'stroke="#e4e4e4"/>')
-        out.append(f'<text x="{LEFT - 6}" y="{yy + 4:.1f}" font-size="11" '
-                   f'text-anchor="end">{escape(_human(off))}</text>')
+        out.append(
+            f'<line x1="{LEFT}" y1="{yy:.1f}" x2="{LEFT + pw}" y2="{yy:.1f}" stroke="#e4e4e4"/>'
+        )
+        out.append(
+            f'<text x="{LEFT - 6}" y="{yy + 4:.1f}" font-size="11" '
+            f'text-anchor="end">{escape(_human(off))}</text>'
+        )
     tick = max(1, round(n / 12))
     for s in range(0, n + 1, tick):
-        out.append(f'<text x="{x(s):.1f}" y="{TOP + ph + 16}" font-size="11" '
-                   f'text-anchor="middle">{s}</text>')
-    out.append(f'<text x="{LEFT + pw / 2}" y="{HEIGHT - 10}" font-size="12" '
-               f'text-anchor="middle">schedule step (top-level op / fused kernel)</text>')
-    out.append(f'<text x="16" y="{TOP + ph / 2}" font-size="12" text-anchor="middle" '
-               f'transform="rotate(-90 16 {TOP + ph / 2})">arena offset</text>')
+        out.append(
+            f'<text x="{x(s):.1f}" y="{TOP + ph + 16}" font-size="11" '
+            f'text-anchor="middle">{s}</text>'
+        )
+    out.append(
+        f'<text x="{LEFT + pw / 2}" y="{HEIGHT - 10}" font-size="12" '
+        f'text-anchor="middle">schedule step (top-level op / fused kernel)</text>'
+    )
+    out.append(
+        f'<text x="16" y="{TOP + ph / 2}" font-size="12" text-anchor="middle" '
+        f'transform="rotate(-90 16 {TOP + ph / 2})">arena offset</text>'
+    )
     # Legend: one swatch per kind of producing step.
     kinds = sorted({_kind(iv.op) for iv in intervals})
     colour = _colours(kinds)
@@ -153,8 +173,10 @@ def render_memory_plot(module: ModuleOp, title: str = "memory plan") -> str:
     for kind in reversed(kinds[:10]):
         width = 14 + 6 * len(kind) + 16
         lx -= width
-        out.append(f'<rect x="{lx}" y="30" width="10" height="10" fill={quoteattr(colour[kind])} '
-                   f'stroke="#444" stroke-width="0.5"/>')
+        out.append(
+            f'<rect x="{lx}" y="30" width="10" height="10" fill={quoteattr(colour[kind])} '
+            f'stroke="#444" stroke-width="0.5"/>'
+        )
         out.append(f'<text x="{lx + 14}" y="39" font-size="11">{escape(kind)}</text>')
     # One box per tensor; labels only where they fit.
     for iv in intervals:
@@ -164,8 +186,10 @@ def render_memory_plot(module: ModuleOp, title: str = "memory plan") -> str:
         w, h = max(x1 - x0, 0.5), max(y1 - y0, 0.5)
         label = _label(iv.op)
         shape = "x".join(str(d) for d in shape_of(iv.value))
-        tip = (f"{label} [{_kind(iv.op)}] {shape}: {_human(iv.size)} at {off}, "
-               f"steps {iv.start}-{iv.end}")
+        tip = (
+            f"{label} [{_kind(iv.op)}] {shape}: {_human(iv.size)} at {off}, "
+            f"steps {iv.start}-{iv.end}"
+        )
         origins = ", ".join(_origins(iv.op))
         if origins:
             tip += f"\norigins: {origins}"
@@ -187,19 +211,23 @@ def render_memory_plot(module: ModuleOp, title: str = "memory plan") -> str:
             text = label if len(label) <= chars else label[: max(1, chars - 1)] + "…"
             if horizontal:
                 tx, ty = x0 + 2, y0 + min(h / 2 + 4, 12)
-                out.append(f'<text x="{tx:.2f}" y="{ty:.2f}" font-size="{size_px}">'
-                           f'{escape(text)}</text>')
+                out.append(
+                    f'<text x="{tx:.2f}" y="{ty:.2f}" font-size="{size_px}">{escape(text)}</text>'
+                )
             else:
                 tx, ty = x0 + min(w / 2 + 4, 12), y1 - 2
-                out.append(f'<text x="{tx:.2f}" y="{ty:.2f}" font-size="{size_px}" '
-                           f'transform="rotate(-90 {tx:.2f} {ty:.2f})">{escape(text)}</text>')
+                out.append(
+                    f'<text x="{tx:.2f}" y="{ty:.2f}" font-size="{size_px}" '
+                    f'transform="rotate(-90 {tx:.2f} {ty:.2f})">{escape(text)}</text>'
+                )
         out.append("</g>")
     out.append("</svg>")
     return "\n".join(out) + "\n"
 
 
-def write_memory_plot(module: ModuleOp, path: str | os.PathLike[str], title: str | None = None
-                      ) -> None:
+def write_memory_plot(
+    module: ModuleOp, path: str | os.PathLike[str], title: str | None = None
+) -> None:
     """Write the SVG picture of ``module``'s memory plan to ``path``."""
     text = render_memory_plot(module, title or "memory plan")
     with open(path, "w", encoding="utf-8") as f:

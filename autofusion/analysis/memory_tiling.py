@@ -95,8 +95,9 @@ def _bcast(operand: SSAValue, out_rank: int, d: int, lo: int, hi: int) -> Req | 
 # ---------------------------------------------------------------------------------------
 
 
-def _window(lo: int, hi: int, size_in: int, k: int, s: int, dil: int, pb: int
-            ) -> tuple[int, int, int, int]:
+def _window(
+    lo: int, hi: int, size_in: int, k: int, s: int, dil: int, pb: int
+) -> tuple[int, int, int, int]:
     """Input rows and new (begin, end) pads for output rows [lo, hi) of a sliding window."""
     lo_in = lo * s - pb
     hi_in = (hi - 1) * s - pb + (k - 1) * dil + 1
@@ -115,8 +116,9 @@ def _rule_conv(op: nn.ConvOp, d: int, lo: int, hi: int) -> Rule:
         raise NotTileable("conv is tiled along batch or spatial dims only")
     i, nsp = d - 2, len(x) - 2
     k = shape_of(op.w)[d]
-    cl, ch, pb, pe = _window(lo, hi, x[d], k, op.ints("strides")[i], op.ints("dilations")[i],
-                             op.ints("pads")[i])
+    cl, ch, pb, pe = _window(
+        lo, hi, x[d], k, op.ints("strides")[i], op.ints("dilations")[i], op.ints("pads")[i]
+    )
     pads = list(op.ints("pads"))
     pads[i], pads[nsp + i] = pb, pe
     reqs = [(d, cl, ch), *([None] * (len(op.operands) - 1))]
@@ -197,8 +199,9 @@ def _rule_attention(op: nn.AttentionOp, d: int, lo: int, hi: int) -> Rule:
     r = len(shape_of(op.out))
     mask = [_bcast(op.mask, r, d, lo, hi)] if op.mask is not None else []
     if d < r - 2:
-        return Rule([_bcast(v, r, d, lo, hi) for v in (op.q, op.k, op.v)] + mask,
-                    _clone_builder(op))
+        return Rule(
+            [_bcast(v, r, d, lo, hi) for v in (op.q, op.k, op.v)] + mask, _clone_builder(op)
+        )
     if d == r - 2:
         return Rule([(len(shape_of(op.q)) - 2, lo, hi), None, None, *mask], _clone_builder(op))
     raise NotTileable("attention is tiled along batch or query rows only")
@@ -267,10 +270,10 @@ def _rule_reshape(op: nn.ReshapeOp, d: int, lo: int, hi: int) -> Rule:
             continue
         if xs[dx] == ys[d] and px[dx + 1] == py[d + 1]:
             return Rule([(dx, lo, hi)], _clone_builder(op))
-        if xs[dx] % ys[d] == 0 and px[dx + 1] in py[d + 1:]:
+        if xs[dx] % ys[d] == 0 and px[dx + 1] in py[d + 1 :]:
             inner = xs[dx] // ys[d]
             return Rule([(dx, lo * inner, hi * inner)], _clone_builder(op))
-        if ys[d] % xs[dx] == 0 and py[d + 1] in px[dx + 1:]:
+        if ys[d] % xs[dx] == 0 and py[d + 1] in px[dx + 1 :]:
             inner = ys[d] // xs[dx]
             if lo % inner or hi % inner:
                 raise NotTileable("tile boundary inside a merged dimension")
@@ -306,8 +309,14 @@ RULES: dict[type[Operation], Callable[..., Rule]] = {
 }
 for _cls in (*nn.ELEMENTWISE, nn.ClipOp):
     RULES[_cls] = _rule_elementwise
-for _cls in (nn.ReduceMeanOp, nn.ReduceSumOp, nn.ReduceMaxOp, nn.ReduceMinOp, nn.ReduceProdOp,
-             nn.ReduceL2Op):
+for _cls in (
+    nn.ReduceMeanOp,
+    nn.ReduceSumOp,
+    nn.ReduceMaxOp,
+    nn.ReduceMinOp,
+    nn.ReduceProdOp,
+    nn.ReduceL2Op,
+):
     RULES[_cls] = _rule_reduce
 
 
@@ -370,13 +379,20 @@ def _rule_kernel(op: KernelOp, d: int, lo: int, hi: int) -> Rule:
                     nb.attributes.update(b.attributes)
             else:
                 rq = req[b.results[0]]
-                nb = rules[b].build([env[u] for u in b.operands],
-                                    with_dim(b.results[0].type, rq[0], rq[2] - rq[1]))
+                nb = rules[b].build(
+                    [env[u] for u in b.operands], with_dim(b.results[0].type, rq[0], rq[2] - rq[1])
+                )
             new_block.add_op(nb)
             env[b.results[0]] = nb.results[0]
         new_block.add_op(YieldOp(env[term.values[0]]))
-        return KernelOp(list(operands), [rt], Region([new_block]), op.pattern_name,
-                        op.origin_names, _strip(dict(op.attributes)))
+        return KernelOp(
+            list(operands),
+            [rt],
+            Region([new_block]),
+            op.pattern_name,
+            op.origin_names,
+            _strip(dict(op.attributes)),
+        )
 
     return Rule(arg_reqs, build)
 
@@ -437,8 +453,7 @@ def propagate(region: Sequence[Operation], y: SSAValue, req_y: Req) -> Piece:
     return Piece(req, rules)
 
 
-def _slice(value: SSAValue, dim: int, lo: int, hi: int, attrs: dict[str, Attribute]
-           ) -> nn.SliceOp:
+def _slice(value: SSAValue, dim: int, lo: int, hi: int, attrs: dict[str, Attribute]) -> nn.SliceOp:
     shape = shape_of(value)
     starts = [0] * len(shape)
     ends = list(shape)
@@ -446,14 +461,18 @@ def _slice(value: SSAValue, dim: int, lo: int, hi: int, attrs: dict[str, Attribu
     return nn.SliceOp.create(
         operands=[value],
         result_types=[with_dim(value.type, dim, hi - lo)],
-        properties={"starts": i64_array(starts), "ends": i64_array(ends),
-                    "steps": i64_array([1] * len(shape))},
+        properties={
+            "starts": i64_array(starts),
+            "ends": i64_array(ends),
+            "steps": i64_array([1] * len(shape)),
+        },
         attributes=attrs,
     )
 
 
-def build_tiles(region: Sequence[Operation], y: SSAValue, dim: int, count: int,
-                verify: bool = True) -> list[Operation]:
+def build_tiles(
+    region: Sequence[Operation], y: SSAValue, dim: int, count: int, verify: bool = True
+) -> list[Operation]:
     """The ops replacing ``region`` (pieces then the concat), detached and verified.
 
     Raises ``NotTileable`` when some op cannot be tiled this way.
@@ -502,8 +521,12 @@ def build_tiles(region: Sequence[Operation], y: SSAValue, dim: int, count: int,
     origins = y.owner.attributes.get("onnx.origins") if isinstance(y.owner, Operation) else None
     if isinstance(origins, ArrayAttr):
         concat_attrs["onnx.origins"] = origins
-    concat = nn.ConcatOp.create(operands=outputs, result_types=[y.type],
-                                properties={"axis": int_attr(dim)}, attributes=concat_attrs)
+    concat = nn.ConcatOp.create(
+        operands=outputs,
+        result_types=[y.type],
+        properties={"axis": int_attr(dim)},
+        attributes=concat_attrs,
+    )
     new_ops.append(concat)
     for op in new_ops if verify else ():
         try:
@@ -513,16 +536,18 @@ def build_tiles(region: Sequence[Operation], y: SSAValue, dim: int, count: int,
     return new_ops
 
 
-def trial_schedule(steps: Sequence[Operation], start: int, end: int, new_ops: list[Operation]
-                   ) -> list[Operation]:
+def trial_schedule(
+    steps: Sequence[Operation], start: int, end: int, new_ops: list[Operation]
+) -> list[Operation]:
     """The schedule ``steps`` would have with ``steps[start:end+1]`` replaced by ``new_ops``
     (region constants stay where they were)."""
-    kept = [op for op in steps[start:end + 1] if isinstance(op, nn.ConstantOp)]
-    return [*steps[:start], *kept, *new_ops, *steps[end + 1:]]
+    kept = [op for op in steps[start : end + 1] if isinstance(op, nn.ConstantOp)]
+    return [*steps[:start], *kept, *new_ops, *steps[end + 1 :]]
 
 
-def tile_region(region: Sequence[Operation], y: SSAValue, dim: int, count: int,
-                verify: bool = True) -> None:
+def tile_region(
+    region: Sequence[Operation], y: SSAValue, dim: int, count: int, verify: bool = True
+) -> None:
     """Replace ``region`` (consecutive top-level ops, ``y`` its only escaping value) by
     ``count`` pieces along ``dim`` of ``y`` and a concat. Raises ``NotTileable``.
 

@@ -44,8 +44,7 @@ def type_problem(t: Attribute) -> str | None:
         item = 8  # an element type the C backend rejects elsewhere; size it generously
     nbytes = n * item
     if nbytes > MAX_TENSOR_BYTES:
-        return (f"it holds {nbytes} bytes, over the limit of 2^48 bytes (256 TiB) per "
-                "tensor")
+        return f"it holds {nbytes} bytes, over the limit of 2^48 bytes (256 TiB) per tensor"
     return None
 
 

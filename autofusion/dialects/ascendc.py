@@ -263,8 +263,9 @@ class QueueOp(IRDLOperation):
     irdl_options = (ParsePropInAttrDict(),)
 
     def __init__(self, position: str, depth: int, nbytes: int):
-        super().__init__(properties={"bytes": _i64(nbytes)},
-                         result_types=[QueueType(position, depth)])
+        super().__init__(
+            properties={"bytes": _i64(nbytes)}, result_types=[QueueType(position, depth)]
+        )
 
     def verify_(self) -> None:
         if int(self.bytes.value.data) % 32:
@@ -614,8 +615,10 @@ class BroadcastOp(IRDLOperation):
     ):
         from autofusion.dialects.base import i64_array
 
-        props: dict[str, Attribute] = {"out_shape": i64_array(out_shape),
-                                       "src_strides": i64_array(strides)}
+        props: dict[str, Attribute] = {
+            "out_shape": i64_array(out_shape),
+            "src_strides": i64_array(strides),
+        }
         if offset:
             props["src_offset"] = _i64(offset)
         super().__init__(operands=[dst, src], properties=props)
@@ -833,11 +836,36 @@ class LaunchOp(IRDLOperation):
 AscendC = Dialect(
     "ascendc",
     [
-        KernelOp, ReturnOp, GlobalTensorOp, QueueOp, TBufOp, LoadOperandOp, TileLoopOp,
-        WorkLoopOp, YieldOp, AllocTensorOp, EnQueOp, DeQueOp, FreeTensorOp, TBufGetOp,
-        CopyInOp, CopyOutOp, VecBinaryOp, VecUnaryOp, VecScalarOp, DuplicateOp, BroadcastOp,
-        Im2ColOp, MatmulOp, LaunchOp, RowLoopOp, RowViewOp, VecReduceOp, StoreRowValueOp,
-        PoolWindowOp, AttentionOp,
+        KernelOp,
+        ReturnOp,
+        GlobalTensorOp,
+        QueueOp,
+        TBufOp,
+        LoadOperandOp,
+        TileLoopOp,
+        WorkLoopOp,
+        YieldOp,
+        AllocTensorOp,
+        EnQueOp,
+        DeQueOp,
+        FreeTensorOp,
+        TBufGetOp,
+        CopyInOp,
+        CopyOutOp,
+        VecBinaryOp,
+        VecUnaryOp,
+        VecScalarOp,
+        DuplicateOp,
+        BroadcastOp,
+        Im2ColOp,
+        MatmulOp,
+        LaunchOp,
+        RowLoopOp,
+        RowViewOp,
+        VecReduceOp,
+        StoreRowValueOp,
+        PoolWindowOp,
+        AttentionOp,
     ],
     [GmAddrType, GlobalTensorType, LocalTensorType, QueueType, TBufType],
 )

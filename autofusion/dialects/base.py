@@ -66,9 +66,7 @@ def str_array(values: Sequence[str]) -> ArrayAttr[StringAttr]:
     return ArrayAttr([StringAttr(v) for v in values])
 
 
-def _split_groups(
-    count: int, defs: Sequence[object], what: str, op_name: str
-) -> list[int]:
+def _split_groups(count: int, defs: Sequence[object], what: str, op_name: str) -> list[int]:
     """Sizes of each operand/result group, given the total count."""
     flexible = [i for i, d in enumerate(defs) if isinstance(d, (VarOperandDef, VarResultDef))]
     fixed = len(defs) - len(flexible)
@@ -107,9 +105,7 @@ class TensorOp(IRDLOperation):
                 pos,
                 parser.pos,
             )
-        operands = [
-            parser.resolve_operand(u, t) for u, t in zip(unresolved, ftype.inputs.data)
-        ]
+        operands = [parser.resolve_operand(u, t) for u, t in zip(unresolved, ftype.inputs.data)]
         op_def = cls.get_irdl_definition()
         props = {k: v for k, v in attrs.items() if k in op_def.properties}
         others = {k: v for k, v in attrs.items() if k not in op_def.properties}
@@ -132,9 +128,7 @@ class TensorOp(IRDLOperation):
         for (_, d), n in zip(op_def.results, rsizes):
             vals = [next(rit) for _ in range(n)]
             rgroups.append(vals if isinstance(d, VarResultDef) else vals[0])
-        return cls.build(
-            operands=groups, result_types=rgroups, properties=props, attributes=others
-        )
+        return cls.build(operands=groups, result_types=rgroups, properties=props, attributes=others)
 
     def print(self, printer: Printer) -> None:
         if self.operands:
@@ -147,9 +141,7 @@ class TensorOp(IRDLOperation):
             printer.print_string(" ")
             printer.print_attr_dict(merged)
         printer.print_string(" : ")
-        printer.print_function_type(
-            [o.type for o in self.operands], [r.type for r in self.results]
-        )
+        printer.print_function_type([o.type for o in self.operands], [r.type for r in self.results])
 
     # ---- helpers for verifiers and lowering -------------------------------------------
     def ints(self, name: str) -> tuple[int, ...]:

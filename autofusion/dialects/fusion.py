@@ -121,7 +121,7 @@ class KernelOp(IRDLOperation):
         pattern = parser.parse_attribute()
         origins = parser.parse_attribute()
         if not isinstance(pattern, StringAttr) or not isinstance(origins, ArrayAttr):
-            parser.raise_error("fusion.kernel expects \"pattern\" [origins]", pos, parser.pos)
+            parser.raise_error('fusion.kernel expects "pattern" [origins]', pos, parser.pos)
         parser.parse_punctuation("(")
         unresolved = []
         if (first := parser.parse_optional_unresolved_operand()) is not None:

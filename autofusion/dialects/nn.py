@@ -80,9 +80,7 @@ def _same_elem(op: TensorOp, what: str, *values: SSAValue) -> Attribute:
 
 
 def _int_indices(op: TensorOp, v: SSAValue) -> None:
-    if not isinstance(tensor_of(v).element_type, IntegerType) or is_bool(
-        tensor_of(v).element_type
-    ):
+    if not isinstance(tensor_of(v).element_type, IntegerType) or is_bool(tensor_of(v).element_type):
         raise op.fail(f"indices must be an integer tensor, got {v.type}")
 
 
@@ -324,7 +322,7 @@ class GeluOp(UnaryOp):
     def verify_(self) -> None:
         super().verify_()
         if self.str_prop("approximate") not in ("none", "tanh"):
-            raise self.fail("approximate must be \"none\" or \"tanh\"")
+            raise self.fail('approximate must be "none" or "tanh"')
 
 
 @irdl_op_definition
@@ -536,7 +534,11 @@ class ConvOp(TensorOp):
         _same_elem(self, "input, weight and bias", *operands)
         try:
             shape = shapes.conv_out(
-                xs, ws, self.ints("strides"), self.ints("pads"), self.ints("dilations"),
+                xs,
+                ws,
+                self.ints("strides"),
+                self.ints("pads"),
+                self.ints("dilations"),
                 self.int_prop("group"),
             )
         except ValueError as e:
@@ -772,8 +774,12 @@ class PoolOp(TensorOp):
     def verify_(self) -> None:
         try:
             shape = shapes.pool_out(
-                shape_of(self.x), self.ints("kernel"), self.ints("strides"), self.ints("pads"),
-                self.ints("dilations"), self.bool_prop("ceil_mode"),
+                shape_of(self.x),
+                self.ints("kernel"),
+                self.ints("strides"),
+                self.ints("pads"),
+                self.ints("dilations"),
+                self.bool_prop("ceil_mode"),
             )
         except ValueError as e:
             raise self.fail(str(e)) from None
@@ -1092,8 +1098,12 @@ class PadOp(TensorOp):
         if self.str_prop("mode") not in ("constant", "reflect", "edge"):
             raise self.fail(f"unknown mode {self.str_prop('mode')!r}")
         r = len(xs)
-        _expect(self, 0, tuple(d + pads[i] + pads[r + i] for i, d in enumerate(xs)),
-                tensor_of(self.x).element_type)
+        _expect(
+            self,
+            0,
+            tuple(d + pads[i] + pads[r + i] for i, d in enumerate(xs)),
+            tensor_of(self.x).element_type,
+        )
 
 
 @irdl_op_definition
@@ -1113,8 +1123,12 @@ class GatherOp(TensorOp):
         _int_indices(self, self.indices)
         if not 0 <= axis < len(ds):
             raise self.fail(f"axis {axis} out of range for rank {len(ds)}")
-        _expect(self, 0, (*ds[:axis], *ist.get_shape(), *ds[axis + 1:]),
-                tensor_of(self.data).element_type)
+        _expect(
+            self,
+            0,
+            (*ds[:axis], *ist.get_shape(), *ds[axis + 1 :]),
+            tensor_of(self.data).element_type,
+        )
 
 
 @irdl_op_definition
@@ -1164,7 +1178,7 @@ class GatherNDOp(TensorOp):
             raise self.fail(f"batch dims of data {ds} and indices {is_} differ")
         if not is_ or is_[-1] > len(ds) - b:
             raise self.fail(f"index depth {is_[-1] if is_ else 0} too large for data {ds}")
-        _expect(self, 0, (*is_[:-1], *ds[b + is_[-1]:]), tensor_of(self.data).element_type)
+        _expect(self, 0, (*is_[:-1], *ds[b + is_[-1] :]), tensor_of(self.data).element_type)
 
 
 @irdl_op_definition
@@ -1279,28 +1293,130 @@ class ConstantOp(TensorOp):
 NN = Dialect(
     "nn",
     [
-        ReluOp, SigmoidOp, TanhOp, ErfOp, ExpOp, LogOp, SqrtOp, NegOp, AbsOp, ReciprocalOp,
-        FloorOp, CeilOp, RoundOp, SignOp, SinOp, CosOp, SoftplusOp, HardSwishOp, NotOp,
-        LeakyReluOp, EluOp, ClipOp, HardSigmoidOp, GeluOp, CastOp,
-        AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, ModOp, PReluOp, AndOp, OrOp, XorOp,
-        EqualOp, LessOp, LessEqualOp, GreaterOp, GreaterEqualOp, WhereOp,
-        ConvOp, BatchNormOp, InstanceNormOp, LayerNormOp, LRNOp, MatMulOp, GemmOp, AttentionOp,
-        MaxPoolOp, AvgPoolOp, GlobalAvgPoolOp, GlobalMaxPoolOp,
-        ReduceMeanOp, ReduceSumOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp, ReduceL2Op,
-        SoftmaxOp, LogSoftmaxOp, ArgMaxOp,
-        ReshapeOp, TransposeOp, ConcatOp, SplitOp, SliceOp, PadOp, GatherOp, GatherElementsOp,
-        GatherNDOp, ExpandOp, TileOp, ConstantOp,
+        ReluOp,
+        SigmoidOp,
+        TanhOp,
+        ErfOp,
+        ExpOp,
+        LogOp,
+        SqrtOp,
+        NegOp,
+        AbsOp,
+        ReciprocalOp,
+        FloorOp,
+        CeilOp,
+        RoundOp,
+        SignOp,
+        SinOp,
+        CosOp,
+        SoftplusOp,
+        HardSwishOp,
+        NotOp,
+        LeakyReluOp,
+        EluOp,
+        ClipOp,
+        HardSigmoidOp,
+        GeluOp,
+        CastOp,
+        AddOp,
+        SubOp,
+        MulOp,
+        DivOp,
+        PowOp,
+        MaxOp,
+        MinOp,
+        ModOp,
+        PReluOp,
+        AndOp,
+        OrOp,
+        XorOp,
+        EqualOp,
+        LessOp,
+        LessEqualOp,
+        GreaterOp,
+        GreaterEqualOp,
+        WhereOp,
+        ConvOp,
+        BatchNormOp,
+        InstanceNormOp,
+        LayerNormOp,
+        LRNOp,
+        MatMulOp,
+        GemmOp,
+        AttentionOp,
+        MaxPoolOp,
+        AvgPoolOp,
+        GlobalAvgPoolOp,
+        GlobalMaxPoolOp,
+        ReduceMeanOp,
+        ReduceSumOp,
+        ReduceMaxOp,
+        ReduceMinOp,
+        ReduceProdOp,
+        ReduceL2Op,
+        SoftmaxOp,
+        LogSoftmaxOp,
+        ArgMaxOp,
+        ReshapeOp,
+        TransposeOp,
+        ConcatOp,
+        SplitOp,
+        SliceOp,
+        PadOp,
+        GatherOp,
+        GatherElementsOp,
+        GatherNDOp,
+        ExpandOp,
+        TileOp,
+        ConstantOp,
     ],
     [],
 )
 
 ELEMENTWISE_UNARY = (
-    ReluOp, SigmoidOp, TanhOp, ErfOp, ExpOp, LogOp, SqrtOp, NegOp, AbsOp, ReciprocalOp,
-    FloorOp, CeilOp, RoundOp, SignOp, SinOp, CosOp, SoftplusOp, HardSwishOp, NotOp,
-    LeakyReluOp, EluOp, ClipOp, HardSigmoidOp, GeluOp, CastOp,
+    ReluOp,
+    SigmoidOp,
+    TanhOp,
+    ErfOp,
+    ExpOp,
+    LogOp,
+    SqrtOp,
+    NegOp,
+    AbsOp,
+    ReciprocalOp,
+    FloorOp,
+    CeilOp,
+    RoundOp,
+    SignOp,
+    SinOp,
+    CosOp,
+    SoftplusOp,
+    HardSwishOp,
+    NotOp,
+    LeakyReluOp,
+    EluOp,
+    ClipOp,
+    HardSigmoidOp,
+    GeluOp,
+    CastOp,
 )
 ELEMENTWISE_BINARY = (
-    AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, ModOp, PReluOp, AndOp, OrOp, XorOp,
-    EqualOp, LessOp, LessEqualOp, GreaterOp, GreaterEqualOp,
+    AddOp,
+    SubOp,
+    MulOp,
+    DivOp,
+    PowOp,
+    MaxOp,
+    MinOp,
+    ModOp,
+    PReluOp,
+    AndOp,
+    OrOp,
+    XorOp,
+    EqualOp,
+    LessOp,
+    LessEqualOp,
+    GreaterOp,
+    GreaterEqualOp,
 )
 ELEMENTWISE = (*ELEMENTWISE_UNARY, *ELEMENTWISE_BINARY, WhereOp)

@@ -31,9 +31,7 @@ def broadcast(*shapes: Sequence[int]) -> Shape:
 
 def _check_window(strides: Sequence[int], pads: Sequence[int], dilations: Sequence[int]) -> None:
     if min(strides, default=1) < 1 or min(dilations, default=1) < 1:
-        raise ValueError(
-            f"strides {tuple(strides)} and dilations {tuple(dilations)} must be >= 1"
-        )
+        raise ValueError(f"strides {tuple(strides)} and dilations {tuple(dilations)} must be >= 1")
     if min(pads, default=0) < 0:
         raise ValueError(f"pads {tuple(pads)} must be >= 0")
 
@@ -55,9 +53,7 @@ def conv_out(
         raise ValueError("strides/dilations/pads do not match the spatial rank")
     _check_window(strides, pads, dilations)
     if group < 1 or x[1] != w[1] * group:
-        raise ValueError(
-            f"input channels {x[1]} != weight channels {w[1]} x group {group}"
-        )
+        raise ValueError(f"input channels {x[1]} != weight channels {w[1]} x group {group}")
     if w[0] % group:
         raise ValueError(f"output channels {w[0]} not divisible by group {group}")
     out = [x[0], w[0]]

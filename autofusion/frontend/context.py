@@ -194,8 +194,10 @@ class NodeCtx:
         is an error naming the node, raised before anything is allocated. Returns the size."""
         n = nbytes_of(shape, dtype)
         if n > MAX_TENSOR_BYTES:
-            raise self.error(f"{what} shape {list(map(int, shape))} of {np.dtype(dtype)} holds "
-                             f"{n} bytes, over the limit of 2^48 bytes (256 TiB) per tensor")
+            raise self.error(
+                f"{what} shape {list(map(int, shape))} of {np.dtype(dtype)} holds "
+                f"{n} bytes, over the limit of 2^48 bytes (256 TiB) per tensor"
+            )
         return n
 
     def fold_fits(self, shape: Sequence[int], dtype: np.dtype) -> bool:
@@ -239,9 +241,7 @@ class NodeCtx:
         if v is None:
             return None
         if not isinstance(v, Const):
-            raise self.error(
-                f"{what} (input {i}) must be a constant computable at import time"
-            )
+            raise self.error(f"{what} (input {i}) must be a constant computable at import time")
         return v.array
 
     def shape(self, i: int) -> tuple[int, ...]:

@@ -181,11 +181,25 @@ def _fold_gelu(ctx: NodeCtx) -> list[np.ndarray]:
 # ---------------------------------------------------------------------------------------
 
 UNARY_OPS: dict[str, type] = {
-    "Relu": nn.ReluOp, "Sigmoid": nn.SigmoidOp, "Tanh": nn.TanhOp, "Erf": nn.ErfOp,
-    "Exp": nn.ExpOp, "Log": nn.LogOp, "Sqrt": nn.SqrtOp, "Neg": nn.NegOp, "Abs": nn.AbsOp,
-    "Reciprocal": nn.ReciprocalOp, "Floor": nn.FloorOp, "Ceil": nn.CeilOp,
-    "Round": nn.RoundOp, "Sign": nn.SignOp, "Sin": nn.SinOp, "Cos": nn.CosOp,
-    "Softplus": nn.SoftplusOp, "HardSwish": nn.HardSwishOp, "Not": nn.NotOp,
+    "Relu": nn.ReluOp,
+    "Sigmoid": nn.SigmoidOp,
+    "Tanh": nn.TanhOp,
+    "Erf": nn.ErfOp,
+    "Exp": nn.ExpOp,
+    "Log": nn.LogOp,
+    "Sqrt": nn.SqrtOp,
+    "Neg": nn.NegOp,
+    "Abs": nn.AbsOp,
+    "Reciprocal": nn.ReciprocalOp,
+    "Floor": nn.FloorOp,
+    "Ceil": nn.CeilOp,
+    "Round": nn.RoundOp,
+    "Sign": nn.SignOp,
+    "Sin": nn.SinOp,
+    "Cos": nn.CosOp,
+    "Softplus": nn.SoftplusOp,
+    "HardSwish": nn.HardSwishOp,
+    "Not": nn.NotOp,
 }
 
 FLOAT_ONLY = {k for k, v in UNARY_OPS.items() if getattr(v, "FLOAT_ONLY", True)}
@@ -206,9 +220,17 @@ for _name in UNARY_OPS:
     folder(_name)(_fold_unary)
 
 BINARY_OPS: dict[str, type] = {
-    "Add": nn.AddOp, "Sub": nn.SubOp, "Mul": nn.MulOp, "Div": nn.DivOp,
-    "And": nn.AndOp, "Or": nn.OrOp, "Xor": nn.XorOp, "Equal": nn.EqualOp,
-    "Less": nn.LessOp, "LessOrEqual": nn.LessEqualOp, "Greater": nn.GreaterOp,
+    "Add": nn.AddOp,
+    "Sub": nn.SubOp,
+    "Mul": nn.MulOp,
+    "Div": nn.DivOp,
+    "And": nn.AndOp,
+    "Or": nn.OrOp,
+    "Xor": nn.XorOp,
+    "Equal": nn.EqualOp,
+    "Less": nn.LessOp,
+    "LessOrEqual": nn.LessEqualOp,
+    "Greater": nn.GreaterOp,
     "GreaterOrEqual": nn.GreaterEqualOp,
 }
 
@@ -337,8 +359,10 @@ def _elu(ctx: NodeCtx) -> list[Value]:
 @converter("HardSigmoid")
 def _hard_sigmoid(ctx: NodeCtx) -> list[Value]:
     return _float_unary(
-        ctx, nn.HardSigmoidOp,
-        alpha=f64_attr(ctx.attr("alpha", 0.2)), beta=f64_attr(ctx.attr("beta", 0.5)),
+        ctx,
+        nn.HardSigmoidOp,
+        alpha=f64_attr(ctx.attr("alpha", 0.2)),
+        beta=f64_attr(ctx.attr("beta", 0.5)),
     )
 
 
@@ -371,10 +395,14 @@ def _clip(ctx: NodeCtx) -> list[Value]:
     if isinstance(x, Const):
         return [ctx.const(_folded(interp.clip(x.array, lo, hi), x.array))]
     return [
-        ctx.emit1(nn.ClipOp, [x], value_shape(x), value_elem(x),
-                  {"min": f64_attr(lo), "max": f64_attr(hi)})
+        ctx.emit1(
+            nn.ClipOp,
+            [x],
+            value_shape(x),
+            value_elem(x),
+            {"min": f64_attr(lo), "max": f64_attr(hi)},
+        )
     ]
-
 
 
 # ---------------------------------------------------------------------------------------

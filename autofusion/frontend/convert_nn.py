@@ -31,12 +31,17 @@ def _check_outputs(ctx: NodeCtx, keep: int) -> None:
     """Error if an output past the first ``keep`` (e.g. MaxPool Indices) has users."""
     used = [o for o, u in zip(list(ctx.node.output)[keep:], ctx.n_outputs_used[keep:]) if o and u]
     if used:
-        raise ctx.error(f"output(s) {', '.join(used)} are not supported (only the first "
-                        f"{keep} output(s) may be used)")
+        raise ctx.error(
+            f"output(s) {', '.join(used)} are not supported (only the first "
+            f"{keep} output(s) may be used)"
+        )
 
 
 def resolve_pads(
-    ctx: NodeCtx, spatial: Sequence[int], kernel: Sequence[int], strides: Sequence[int],
+    ctx: NodeCtx,
+    spatial: Sequence[int],
+    kernel: Sequence[int],
+    strides: Sequence[int],
     dilations: Sequence[int],
 ) -> list[int]:
     """Explicit ``[begin..., end...]`` pads from ``pads`` or ``auto_pad``."""
@@ -87,10 +92,20 @@ def _conv(ctx: NodeCtx) -> list[Value]:
         raise ctx.error(str(e)) from None
     if b is not None and value_shape(b) != (ws[0],):
         raise ctx.error(f"bias shape {value_shape(b)} should be ({ws[0]},)")
-    return [ctx.emit1(nn.ConvOp, [x, w, b], out, value_elem(x), {
-        "strides": i64_array(strides), "pads": i64_array(pads),
-        "dilations": i64_array(dilations), "group": int_attr(group),
-    })]
+    return [
+        ctx.emit1(
+            nn.ConvOp,
+            [x, w, b],
+            out,
+            value_elem(x),
+            {
+                "strides": i64_array(strides),
+                "pads": i64_array(pads),
+                "dilations": i64_array(dilations),
+                "group": int_attr(group),
+            },
+        )
+    ]
 
 
 def _pool(ctx: NodeCtx, op_cls: type, extra: dict) -> list[Value]:
@@ -111,8 +126,12 @@ def _pool(ctx: NodeCtx, op_cls: type, extra: dict) -> list[Value]:
     except ValueError as e:
         raise ctx.error(str(e)) from None
     props = {
-        "kernel": i64_array(kernel), "strides": i64_array(strides), "pads": i64_array(pads),
-        "dilations": i64_array(dilations), "ceil_mode": bool_attr(ceil_mode), **extra,
+        "kernel": i64_array(kernel),
+        "strides": i64_array(strides),
+        "pads": i64_array(pads),
+        "dilations": i64_array(dilations),
+        "ceil_mode": bool_attr(ceil_mode),
+        **extra,
     }
     return [ctx.emit1(op_cls, [x], out, value_elem(x), props)]
 
@@ -169,8 +188,15 @@ def _batch_norm(ctx: NodeCtx) -> list[Value]:
     if len(xs) < 2:
         raise ctx.error(f"input must have rank >= 2, got {xs}")
     params = _channel_params(ctx, 1, 4, xs[1])
-    return [ctx.emit1(nn.BatchNormOp, [x, *params], xs, value_elem(x),
-                      {"epsilon": f64_attr(ctx.attr("epsilon", 1e-5))})]
+    return [
+        ctx.emit1(
+            nn.BatchNormOp,
+            [x, *params],
+            xs,
+            value_elem(x),
+            {"epsilon": f64_attr(ctx.attr("epsilon", 1e-5))},
+        )
+    ]
 
 
 @converter("InstanceNormalization")
@@ -180,8 +206,15 @@ def _instance_norm(ctx: NodeCtx) -> list[Value]:
     if len(xs) < 3:
         raise ctx.error(f"input must have rank >= 3, got {xs}")
     params = _channel_params(ctx, 1, 2, xs[1])
-    return [ctx.emit1(nn.InstanceNormOp, [x, *params], xs, value_elem(x),
-                      {"epsilon": f64_attr(ctx.attr("epsilon", 1e-5))})]
+    return [
+        ctx.emit1(
+            nn.InstanceNormOp,
+            [x, *params],
+            xs,
+            value_elem(x),
+            {"epsilon": f64_attr(ctx.attr("epsilon", 1e-5))},
+        )
+    ]
 
 
 @converter("LayerNormalization")
@@ -201,9 +234,16 @@ def _layer_norm(ctx: NodeCtx) -> list[Value]:
         if not ok:
             raise ctx.error(f"parameter shape {value_shape(p)} does not broadcast to {norm}")
     eps = float(ctx.attr("epsilon", 1e-5))
-    y = ctx.emit1(nn.LayerNormOp, [x, scale, bias], xs, value_elem(x), {
-        "axis": int_attr(axis), "epsilon": f64_attr(eps),
-    })
+    y = ctx.emit1(
+        nn.LayerNormOp,
+        [x, scale, bias],
+        xs,
+        value_elem(x),
+        {
+            "axis": int_attr(axis),
+            "epsilon": f64_attr(eps),
+        },
+    )
     if not any(ctx.n_outputs_used[1:]):
         return [y]
     # Mean and InvStdDev outputs (rarely used): recomputed with reductions.
@@ -223,10 +263,20 @@ def _lrn(ctx: NodeCtx) -> list[Value]:
     x = _float_input(ctx, 0)
     if "size" not in ctx.attrs:
         raise ctx.error("attribute 'size' is required")
-    return [ctx.emit1(nn.LRNOp, [x], value_shape(x), value_elem(x), {
-        "size": int_attr(ctx.attr("size")), "alpha": f64_attr(ctx.attr("alpha", 1e-4)),
-        "beta": f64_attr(ctx.attr("beta", 0.75)), "bias": f64_attr(ctx.attr("bias", 1.0)),
-    })]
+    return [
+        ctx.emit1(
+            nn.LRNOp,
+            [x],
+            value_shape(x),
+            value_elem(x),
+            {
+                "size": int_attr(ctx.attr("size")),
+                "alpha": f64_attr(ctx.attr("alpha", 1e-4)),
+                "beta": f64_attr(ctx.attr("beta", 0.75)),
+                "bias": f64_attr(ctx.attr("bias", 1.0)),
+            },
+        )
+    ]
 
 
 @converter("MatMul")
@@ -259,10 +309,20 @@ def _gemm(ctx: NodeCtx) -> list[Value]:
             ok = False
         if not ok:
             raise ctx.error(f"C shape {value_shape(c)} does not broadcast to {(m, n)}")
-    return [ctx.emit1(nn.GemmOp, [a, b, c], (m, n), value_elem(a), {
-        "alpha": f64_attr(ctx.attr("alpha", 1.0)), "beta": f64_attr(ctx.attr("beta", 1.0)),
-        "trans_a": bool_attr(ta), "trans_b": bool_attr(tb),
-    })]
+    return [
+        ctx.emit1(
+            nn.GemmOp,
+            [a, b, c],
+            (m, n),
+            value_elem(a),
+            {
+                "alpha": f64_attr(ctx.attr("alpha", 1.0)),
+                "beta": f64_attr(ctx.attr("beta", 1.0)),
+                "trans_a": bool_attr(ta),
+                "trans_b": bool_attr(tb),
+            },
+        )
+    ]
 
 
 def _softmax(ctx: NodeCtx, op_cls: type) -> list[Value]:
@@ -299,6 +359,7 @@ REDUCE_OPS: dict[str, tuple[type, int]] = {
     "ReduceL2": (nn.ReduceL2Op, 18),
 }
 
+
 def _reduce_params(ctx: NodeCtx, axes_opset: int) -> tuple[list[int] | None, bool]:
     """(sorted non-negative axes, keepdims); axes None means "no-op" (empty axes with
     ``noop_with_empty_axes``)."""
@@ -332,9 +393,18 @@ def _reduce(ctx: NodeCtx) -> list[Value]:
         return [ctx.const(np.asarray(y).astype(x.array.dtype))]
     if ctx.node.op_type in ("ReduceMean", "ReduceL2") and not dtypes.is_float(value_elem(x)):
         raise ctx.error(f"expects a floating-point tensor, got {value_elem(x)}")
-    return [ctx.emit1(op_cls, [x], out, value_elem(x), {
-        "axes": i64_array(axes), "keepdims": bool_attr(keepdims),
-    })]
+    return [
+        ctx.emit1(
+            op_cls,
+            [x],
+            out,
+            value_elem(x),
+            {
+                "axes": i64_array(axes),
+                "keepdims": bool_attr(keepdims),
+            },
+        )
+    ]
 
 
 for _name in REDUCE_OPS:
@@ -361,9 +431,16 @@ def _reduce_composite(ctx: NodeCtx) -> list[Value]:
 
     def reduce(op_cls: type, v: Value, keep: bool) -> Value:
         shape = kept if keep else out
-        return ctx.emit1(op_cls, [v], shape, elem, {
-            "axes": i64_array(axes), "keepdims": bool_attr(keep),
-        })
+        return ctx.emit1(
+            op_cls,
+            [v],
+            shape,
+            elem,
+            {
+                "axes": i64_array(axes),
+                "keepdims": bool_attr(keep),
+            },
+        )
 
     if op_type == "ReduceL1":
         return [reduce(nn.ReduceSumOp, ctx.emit1(nn.AbsOp, [x], xs, elem), keepdims)]
@@ -398,12 +475,27 @@ def _arg_max(ctx: NodeCtx) -> list[Value]:
         ends = list(xs)
         steps = [1] * len(xs)
         starts[axis], ends[axis], steps[axis] = xs[axis] - 1, -1, -1
-        x = ctx.emit1(nn.SliceOp, [x], xs, value_elem(x), {
-            "starts": i64_array(starts), "ends": i64_array(ends), "steps": i64_array(steps),
-        })
-    idx = ctx.emit1(nn.ArgMaxOp, [x], out, i64, {
-        "axis": int_attr(axis), "keepdims": bool_attr(keepdims),
-    })
+        x = ctx.emit1(
+            nn.SliceOp,
+            [x],
+            xs,
+            value_elem(x),
+            {
+                "starts": i64_array(starts),
+                "ends": i64_array(ends),
+                "steps": i64_array(steps),
+            },
+        )
+    idx = ctx.emit1(
+        nn.ArgMaxOp,
+        [x],
+        out,
+        i64,
+        {
+            "axis": int_attr(axis),
+            "keepdims": bool_attr(keepdims),
+        },
+    )
     if last:
         top = ctx.const(np.array(xs[axis] - 1, dtype=np.int64))
         idx = ctx.emit1(nn.SubOp, [top, idx], out, i64)

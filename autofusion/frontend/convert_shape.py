@@ -76,8 +76,7 @@ def tensor_to_const(
         elem = dtypes.from_onnx_elem(t.data_type)
     except ValueError:
         raise AutofusionError(
-            f"{filename}: tensor '{origin}' has unsupported element type "
-            f"{elem_name(t.data_type)}"
+            f"{filename}: tensor '{origin}' has unsupported element type {elem_name(t.data_type)}"
         ) from None
     dt = dtypes.to_numpy_dtype(elem)
     dims = tuple(int(d) for d in t.dims)
@@ -158,15 +157,18 @@ def _constant_of_shape(ctx: NodeCtx) -> list[Value]:
 
 @converter("Range", folds=True)
 def _range(ctx: NodeCtx) -> list[Value]:
-    start, limit, delta = (ctx.const_input(i, name) for i, name in
-                           enumerate(("start", "limit", "delta")))
+    start, limit, delta = (
+        ctx.const_input(i, name) for i, name in enumerate(("start", "limit", "delta"))
+    )
     assert start is not None and limit is not None and delta is not None
     s, lim, d = start.reshape(-1)[0], limit.reshape(-1)[0], delta.reshape(-1)[0]
     n = _range_length(ctx, s, lim, d)
     # Range has no run-time lowering: a result too big to fold is an error, not a constant.
     if not ctx.fold_fits([n], start.dtype):
-        raise ctx.error(f"{n} elements ({n * start.dtype.itemsize} bytes) are more than an "
-                        f"import-time constant may hold ({FOLD_LIMIT} bytes)")
+        raise ctx.error(
+            f"{n} elements ({n * start.dtype.itemsize} bytes) are more than an "
+            f"import-time constant may hold ({FOLD_LIMIT} bytes)"
+        )
     return [ctx.const((s + np.arange(n) * d).astype(start.dtype))]
 
 
@@ -187,8 +189,10 @@ def _range_length(ctx: NodeCtx, s: np.generic, lim: np.generic, d: np.generic) -
         return max(-((a - b) // c), 0)
     q = (float(lim) - float(s)) / float(d)
     if not math.isfinite(q):  # (limit - start) / delta overflows float64: beyond any limit
-        raise ctx.error(f"Range from {float(s)} to {float(lim)} by {float(d)} has more than "
-                        "2^48 elements, over the limit of 2^48 bytes (256 TiB) per tensor")
+        raise ctx.error(
+            f"Range from {float(s)} to {float(lim)} by {float(d)} has more than "
+            "2^48 elements, over the limit of 2^48 bytes (256 TiB) per tensor"
+        )
     return max(math.ceil(q), 0)
 
 
@@ -349,8 +353,11 @@ def _transpose(ctx: NodeCtx) -> list[Value]:
         return [ctx.const(_contiguous(x.array.transpose(perm)))]
     if perm == list(range(len(s))):
         return [x]
-    return [ctx.emit1(nn.TransposeOp, [x], [s[p] for p in perm], value_elem(x),
-                      {"perm": i64_array(perm)})]
+    return [
+        ctx.emit1(
+            nn.TransposeOp, [x], [s[p] for p in perm], value_elem(x), {"perm": i64_array(perm)}
+        )
+    ]
 
 
 @converter("Concat", folds=True)
@@ -378,8 +385,7 @@ def _concat(ctx: NodeCtx) -> list[Value]:
     vals = [v for v in vals if value_shape(v)[axis] != 0]
     if len(vals) == 1:
         return [vals[0]]
-    return [ctx.emit1(nn.ConcatOp, [vals], out, value_elem(vals[0]),
-                      {"axis": int_attr(axis)})]
+    return [ctx.emit1(nn.ConcatOp, [vals], out, value_elem(vals[0]), {"axis": int_attr(axis)})]
 
 
 def split_sizes(ctx: NodeCtx, dim: int, n_out: int) -> list[int]:
@@ -412,7 +418,7 @@ def _split(ctx: NodeCtx) -> list[Value]:
     if isinstance(x, Const):
         cuts = np.cumsum(sizes)[:-1]
         return [ctx.const(_contiguous(p)) for p in np.split(x.array, cuts, axis=axis)]
-    types = [dtypes.tensor_type(value_elem(x), (*s[:axis], n, *s[axis + 1:])) for n in sizes]
+    types = [dtypes.tensor_type(value_elem(x), (*s[:axis], n, *s[axis + 1 :])) for n in sizes]
     op = ctx.emit(nn.SplitOp, [x], [types], {"axis": int_attr(axis)})
     return list(op.results)
 
@@ -423,8 +429,12 @@ def _split(ctx: NodeCtx) -> list[Value]:
 
 
 def normalise_slice(
-    ctx: NodeCtx, dims: Sequence[int], starts: Sequence[int], ends: Sequence[int],
-    axes: Sequence[int] | None, steps: Sequence[int] | None,
+    ctx: NodeCtx,
+    dims: Sequence[int],
+    starts: Sequence[int],
+    ends: Sequence[int],
+    axes: Sequence[int] | None,
+    steps: Sequence[int] | None,
 ) -> tuple[list[int], list[int], list[int]]:
     """One clamped (start, end, step) per dim; ``end = -1`` with step < 0 means "through 0"."""
     r = len(dims)
@@ -473,9 +483,17 @@ def slice_value(
     if starts == [0] * len(s) and ends == list(s) and steps == [1] * len(s):
         return x
     out = shapes.slice_out(s, starts, ends, steps)
-    return ctx.emit1(nn.SliceOp, [x], out, value_elem(x), {
-        "starts": i64_array(starts), "ends": i64_array(ends), "steps": i64_array(steps),
-    })
+    return ctx.emit1(
+        nn.SliceOp,
+        [x],
+        out,
+        value_elem(x),
+        {
+            "starts": i64_array(starts),
+            "ends": i64_array(ends),
+            "steps": i64_array(steps),
+        },
+    )
 
 
 def _ints(arr: np.ndarray | None) -> list[int] | None:
@@ -528,16 +546,26 @@ def _pad(ctx: NodeCtx) -> list[Value]:
     if isinstance(x, Const):
         width = [(pos[i], pos[r + i]) for i in range(r)]
         np_modes: dict[str, nn.PadMode] = {
-            "constant": "constant", "reflect": "reflect", "edge": "edge"
+            "constant": "constant",
+            "reflect": "reflect",
+            "edge": "edge",
         }
         np_mode = np_modes[mode]
         kw: dict[str, Any] = {"constant_values": value} if mode == "constant" else {}
         y: Value = ctx.const(np.pad(x.array, width, mode=np_mode, **kw).astype(x.array.dtype))
     elif any(pos):
         out = [d + pos[i] + pos[r + i] for i, d in enumerate(s)]
-        y = ctx.emit1(nn.PadOp, [x], out, value_elem(x), {
-            "pads": i64_array(pos), "mode": str_attr(mode), "value": f64_attr(value),
-        })
+        y = ctx.emit1(
+            nn.PadOp,
+            [x],
+            out,
+            value_elem(x),
+            {
+                "pads": i64_array(pos),
+                "mode": str_attr(mode),
+                "value": f64_attr(value),
+            },
+        )
     else:
         y = x
     if any(p < 0 for p in pads):
@@ -586,9 +614,8 @@ def _gather(ctx: NodeCtx) -> list[Value]:
         i = idx.array.astype(np.int64)
         _check_const_indices(ctx, i, axis, ds)
         return [ctx.const(np.take(data.array, i, axis=axis))]
-    out = (*ds[:axis], *value_shape(idx), *ds[axis + 1:])
-    return [ctx.emit1(nn.GatherOp, [data, idx], out, value_elem(data),
-                      {"axis": int_attr(axis)})]
+    out = (*ds[:axis], *value_shape(idx), *ds[axis + 1 :])
+    return [ctx.emit1(nn.GatherOp, [data, idx], out, value_elem(data), {"axis": int_attr(axis)})]
 
 
 @converter("GatherElements", folds=True)
@@ -604,8 +631,15 @@ def _gather_elements(ctx: NodeCtx) -> list[Value]:
         _check_const_indices(ctx, i, axis, ds)
         i = np.where(i < 0, i + ds[axis], i)
         return [ctx.const(np.take_along_axis(data.array, i, axis=axis))]
-    return [ctx.emit1(nn.GatherElementsOp, [data, idx], value_shape(idx), value_elem(data),
-                      {"axis": int_attr(axis)})]
+    return [
+        ctx.emit1(
+            nn.GatherElementsOp,
+            [data, idx],
+            value_shape(idx),
+            value_elem(data),
+            {"axis": int_attr(axis)},
+        )
+    ]
 
 
 @converter("GatherND")
@@ -616,9 +650,10 @@ def _gather_nd(ctx: NodeCtx) -> list[Value]:
     b = int(ctx.attr("batch_dims", 0))
     if not is_ or is_[-1] > len(ds) - b:
         raise ctx.error(f"index depth {is_[-1] if is_ else 0} too large for data {ds}")
-    out = (*is_[:-1], *ds[b + is_[-1]:])
-    return [ctx.emit1(nn.GatherNDOp, [data, idx], out, value_elem(data),
-                      {"batch_dims": int_attr(b)})]
+    out = (*is_[:-1], *ds[b + is_[-1] :])
+    return [
+        ctx.emit1(nn.GatherNDOp, [data, idx], out, value_elem(data), {"batch_dims": int_attr(b)})
+    ]
 
 
 @converter("Expand", folds=True)
@@ -652,5 +687,4 @@ def _tile(ctx: NodeCtx) -> list[Value]:
         ctx.check_size(out, value_np_dtype(x))
     if all(r == 1 for r in reps):
         return [x]
-    return [ctx.emit1(nn.TileOp, [x], out, value_elem(x),
-                      {"repeats": i64_array(reps)})]
+    return [ctx.emit1(nn.TileOp, [x], out, value_elem(x), {"repeats": i64_array(reps)})]

@@ -137,9 +137,7 @@ def _uses_external_data(model: onnx.ModelProto) -> bool:
 
 def check_structure(model: onnx.ModelProto, filename: str) -> None:
     """Reject protobufs that parsed but are no usable ONNX model."""
-    if not model.HasField("graph") or (
-        not model.graph.node and not model.graph.output
-    ):
+    if not model.HasField("graph") or (not model.graph.node and not model.graph.output):
         raise AutofusionError(
             f"{filename}: not a valid ONNX model (no graph; truncated or not an ONNX file)"
         )
@@ -314,11 +312,14 @@ def static_input_shape(
     if override is not None:
         given = [int(v) for v in override]
         declared = list(tt.shape.dim)
-        if len(given) != len(declared) or min(given, default=0) < 0 or any(
-            d.HasField("dim_value") and d.dim_value != g for d, g in zip(declared, given)
+        if (
+            len(given) != len(declared)
+            or min(given, default=0) < 0
+            or any(d.HasField("dim_value") and d.dim_value != g for d, g in zip(declared, given))
         ):
-            shown = [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?")
-                     for d in declared]
+            shown = [
+                d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in declared
+            ]
             raise AutofusionError(
                 f"{filename}: input_shapes gives {given} for graph input '{vi.name}', "
                 f"which is declared {shown}"

@@ -48,10 +48,19 @@ from autofusion.frontend.progress import Progress
 from autofusion.frontend.registry import SELF_FOLDING, tables
 
 # Control flow (subgraphs may read outer values) and random ops are never folded.
-_NEVER_FOLD = frozenset({
-    "If", "Loop", "Scan", "RandomNormal", "RandomUniform", "RandomNormalLike",
-    "RandomUniformLike", "Multinomial", "Bernoulli",
-})
+_NEVER_FOLD = frozenset(
+    {
+        "If",
+        "Loop",
+        "Scan",
+        "RandomNormal",
+        "RandomUniform",
+        "RandomNormalLike",
+        "RandomUniformLike",
+        "Multinomial",
+        "Bernoulli",
+    }
+)
 # Constants at most this large are kept in the weight-free copy used for shape inference.
 _SMALL = 4096
 
@@ -76,12 +85,12 @@ def import_onnx(
     if isinstance(model, onnx.ModelProto):
         loader.check_structure(model, "<model>")
         loaded = loader.Loaded(model, [])
-        return _Importer(loaded, "<model>", owned=False, progress=progress,
-                         input_shapes=input_shapes).run()
+        return _Importer(
+            loaded, "<model>", owned=False, progress=progress, input_shapes=input_shapes
+        ).run()
     Progress.reading(progress, model)
     loaded, path = loader.load_path(model)
-    return _Importer(loaded, path, owned=True, progress=progress,
-                     input_shapes=input_shapes).run()
+    return _Importer(loaded, path, owned=True, progress=progress, input_shapes=input_shapes).run()
 
 
 def import_onnx_bytes(
@@ -99,8 +108,9 @@ def import_onnx_bytes(
     """
     del ctx
     loaded = loader.load_bytes(data, filename)
-    return _Importer(loaded, filename, owned=True, progress=progress,
-                     input_shapes=input_shapes).run()
+    return _Importer(
+        loaded, filename, owned=True, progress=progress, input_shapes=input_shapes
+    ).run()
 
 
 def _attr_value(a: onnx.AttributeProto, op_type: str) -> object:
@@ -117,30 +127,44 @@ def _attr_value(a: onnx.AttributeProto, op_type: str) -> object:
 
 
 def import_onnx_stream(
-    stream: IO[bytes], filename: str, *, progress: bool | None = None,
+    stream: IO[bytes],
+    filename: str,
+    *,
+    progress: bool | None = None,
     input_shapes: InputShapes | None = None,
 ) -> ModuleOp:
     """Import from an open binary file (``autofusion-opt``'s frontend hook); a big regular
     file is memory-mapped so its weights are copied once, straight into the constants."""
     loaded = loader.load_stream(stream, filename)
-    return _Importer(loaded, filename, owned=True, progress=progress,
-                     input_shapes=input_shapes).run()
+    return _Importer(
+        loaded, filename, owned=True, progress=progress, input_shapes=input_shapes
+    ).run()
 
 
 def import_loaded(
-    loaded: loader.Loaded, filename: str, *, owned: bool, progress: bool | None = None,
+    loaded: loader.Loaded,
+    filename: str,
+    *,
+    owned: bool,
+    progress: bool | None = None,
     input_shapes: InputShapes | None = None,
 ) -> ModuleOp:
     """Import a model already read by :mod:`autofusion.frontend.loader` (``autofusion.
     compile`` reads once, hashes that for its cache key, then imports it). ``owned``: the
     proto is the caller's to spend, so weights are dropped from it as they are copied out."""
-    return _Importer(loaded, filename, owned=owned, progress=progress,
-                     input_shapes=input_shapes).run()
+    return _Importer(
+        loaded, filename, owned=owned, progress=progress, input_shapes=input_shapes
+    ).run()
 
 
 class _Importer:
     def __init__(
-        self, loaded: loader.Loaded, filename: str, *, owned: bool, progress: bool | None,
+        self,
+        loaded: loader.Loaded,
+        filename: str,
+        *,
+        owned: bool,
+        progress: bool | None,
         input_shapes: InputShapes | None = None,
     ):
         self.model = loaded.model
@@ -207,12 +231,12 @@ class _Importer:
             self._convert_node(node, label, env, emitter, used, inferred)
             progress.step(i + 1)
 
-        results = [emitter.materialise(v) if isinstance(v, Const) else v
-                   for v in (env[n] for n in out_names)]
+        results = [
+            emitter.materialise(v) if isinstance(v, Const) else v
+            for v in (env[n] for n in out_names)
+        ]
         block.add_op(func.ReturnOp(*results))
-        main.function_type = FunctionType.from_lists(
-            arg_types, [r.type for r in results]
-        )
+        main.function_type = FunctionType.from_lists(arg_types, [r.type for r in results])
         main.arg_attrs = ArrayAttr(
             [DictionaryAttr({"onnx.name": StringAttr(vi.name)}) for vi in args]
         )
@@ -247,13 +271,23 @@ class _Importer:
             raise AutofusionError(loader.unsupported_message(self.filename, bad))
 
     def _convert_node(
-        self, node: onnx.NodeProto, label: str, env: dict[str, Value], emitter: Emitter,
-        used: set[str], inferred: dict[str, tuple[tuple[int, ...], int]],
+        self,
+        node: onnx.NodeProto,
+        label: str,
+        env: dict[str, Value],
+        emitter: Emitter,
+        used: set[str],
+        inferred: dict[str, tuple[tuple[int, ...], int]],
     ) -> None:
         inputs: list[Value | None] = [env[name] if name else None for name in node.input]
         ctx = NodeCtx(
-            node=node, origin=label, opset=self.opset, inputs=inputs, emitter=emitter,
-            filename=self.filename, n_outputs_used=[o in used for o in node.output],
+            node=node,
+            origin=label,
+            opset=self.opset,
+            inputs=inputs,
+            emitter=emitter,
+            filename=self.filename,
+            n_outputs_used=[o in used for o in node.output],
             attr_kinds={a.name: int(a.type) for a in node.attribute},
         )
         for a in node.attribute:
@@ -268,8 +302,11 @@ class _Importer:
         op_type = node.op_type
         outs: Sequence[Value | None]
         try:
-            if ctx.all_const() and op_type not in SELF_FOLDING and not self._fold_too_big(
-                    ctx, inferred):
+            if (
+                ctx.all_const()
+                and op_type not in SELF_FOLDING
+                and not self._fold_too_big(ctx, inferred)
+            ):
                 if op_type in self.folders:
                     outs = [ctx.const(a) for a in self.folders[op_type](ctx)]
                 else:
@@ -297,15 +334,19 @@ class _Importer:
             env[name] = v
 
     def _fold_too_big(
-        self, ctx: NodeCtx, inferred: dict[str, tuple[tuple[int, ...], int]],
+        self,
+        ctx: NodeCtx,
+        inferred: dict[str, tuple[tuple[int, ...], int]],
     ) -> bool:
         """Whether an all-constant node must stay a run-time op because folding it would
         materialise more than ``FOLD_LIMIT`` bytes: an input splat (e.g. ConstantOfShape)
         that big, or an output ONNX infers that big. An output over the per-tensor byte
         limit, or a big one of an op with no run-time lowering, is an error naming the node,
         raised before anything is allocated."""
-        big = any(isinstance(v, Const) and v.is_splat and virtual_nbytes(v) > FOLD_LIMIT
-                  for v in ctx.inputs)
+        big = any(
+            isinstance(v, Const) and v.is_splat and virtual_nbytes(v) > FOLD_LIMIT
+            for v in ctx.inputs
+        )
         for name in ctx.node.output:
             if name in inferred:
                 shape, elem = inferred[name]
@@ -315,8 +356,10 @@ class _Importer:
                     continue
                 big = not ctx.fold_fits(shape, dt) or big
         if big and ctx.node.op_type not in self.converters:
-            raise ctx.error(f"folding it would create a constant of more than {FOLD_LIMIT} "
-                            "bytes, and the op has no run-time lowering")
+            raise ctx.error(
+                f"folding it would create a constant of more than {FOLD_LIMIT} "
+                "bytes, and the op has no run-time lowering"
+            )
         return big
 
     def _reference_fold(self, ctx: NodeCtx) -> list[np.ndarray]:
@@ -330,8 +373,9 @@ class _Importer:
                 # onnx.reference may work in place on its inputs (LogSoftmax does);
                 # our constants are read-only views of the model's bytes
                 feeds[name] = v.array if v.array.flags.writeable else v.array.copy()
-                g_inputs.append(helper.make_tensor_value_info(
-                    name, dtypes.to_onnx_elem(v.elem), list(v.shape)))
+                g_inputs.append(
+                    helper.make_tensor_value_info(name, dtypes.to_onnx_elem(v.elem), list(v.shape))
+                )
         g_outputs = [helper.make_value_info(o, onnx.TypeProto()) for o in node.output if o]
         graph = helper.make_graph([node], "fold", g_inputs, g_outputs)
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", self.opset)])
@@ -350,7 +394,8 @@ class _Importer:
         init_names.update(sp.values.name for sp in g.sparse_initializer)
         for sp in g.sparse_initializer:
             light.input.append(
-                helper.make_tensor_value_info(sp.values.name, sp.values.data_type, sp.dims))
+                helper.make_tensor_value_info(sp.values.name, sp.values.data_type, sp.dims)
+            )
         for vi in g.input:
             if vi.name in init_names:
                 continue
@@ -389,7 +434,10 @@ class _Importer:
         return out
 
     def _cross_check(
-        self, ctx: NodeCtx, name: str, v: Value,
+        self,
+        ctx: NodeCtx,
+        name: str,
+        v: Value,
         inferred: dict[str, tuple[tuple[int, ...], int]],
     ) -> None:
         if name not in inferred:
@@ -411,8 +459,20 @@ class _Importer:
             )
 
 
-_NP_OK = {np.dtype(d) for d in (np.float32, np.float16, np.float64, np.int64, np.int32,
-                                np.int16, np.int8, np.uint8, np.bool_)}
+_NP_OK = {
+    np.dtype(d)
+    for d in (
+        np.float32,
+        np.float16,
+        np.float64,
+        np.int64,
+        np.int32,
+        np.int16,
+        np.int8,
+        np.uint8,
+        np.bool_,
+    )
+}
 
 
 def _numel(dims: Sequence[int]) -> int:

@@ -40,8 +40,11 @@ class Progress:
         except OSError:
             return
         if Progress.create(option, 0, size).enabled:
-            print(f"importing: reading {os.fspath(path)} ({size / 2**20:.0f} MB)",
-                  file=sys.stderr, flush=True)
+            print(
+                f"importing: reading {os.fspath(path)} ({size / 2**20:.0f} MB)",
+                file=sys.stderr,
+                flush=True,
+            )
 
     def _say(self, text: str) -> None:
         if self.enabled:
@@ -49,8 +52,9 @@ class Progress:
 
     def loaded(self) -> None:
         mb = self.weight_bytes / (1024 * 1024)
-        self._say(f"{mb:.1f} MB of weights, {self.total} nodes "
-                  f"({time.perf_counter() - self.start:.1f} s)")
+        self._say(
+            f"{mb:.1f} MB of weights, {self.total} nodes ({time.perf_counter() - self.start:.1f} s)"
+        )
         self._next = max(1, self.total // 10)
 
     def step(self, done: int) -> None:

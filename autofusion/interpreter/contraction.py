@@ -118,8 +118,14 @@ def conv(
 def _conv(op: nn.ConvOp, args: Arrays) -> np.ndarray:
     x, w, *rest = args
     return conv(
-        x, w, rest[0] if rest else None, op.ints("strides"), op.ints("pads"),
-        op.ints("dilations"), op.int_prop("group"), shape_of(op.y),
+        x,
+        w,
+        rest[0] if rest else None,
+        op.ints("strides"),
+        op.ints("pads"),
+        op.ints("dilations"),
+        op.int_prop("group"),
+        shape_of(op.y),
     )
 
 

@@ -226,9 +226,7 @@ def run_module(module: ModuleOp, feeds: Mapping[str, object]) -> dict[str, np.nd
         raise AutofusionError(
             f"interpreter: {'; '.join(parts)} (the model takes {', '.join(map(repr, names))})"
         )
-    args = [
-        _coerce(f"input {n!r}", arg, feeds[n]) for n, arg in zip(names, main.body.block.args)
-    ]
+    args = [_coerce(f"input {n!r}", arg, feeds[n]) for n, arg in zip(names, main.body.block.args)]
     results = evaluate(main, args)
     outs: dict[str, np.ndarray] = {}
     for name, value in zip(output_names(main), results):

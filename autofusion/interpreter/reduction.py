@@ -81,9 +81,7 @@ def _global_max_pool(op: Operation, args: Arrays) -> np.ndarray:
     return np.max(x, axis=tuple(range(2, x.ndim)), keepdims=True)
 
 
-def reduce(
-    kind: type[nn.ReduceOp], x: np.ndarray, axes: Sequence[int], keep: bool
-) -> np.ndarray:
+def reduce(kind: type[nn.ReduceOp], x: np.ndarray, axes: Sequence[int], keep: bool) -> np.ndarray:
     """The reduction ``kind`` (``nn.ReduceSumOp``, ...) of ``x`` over non-negative ``axes``;
     no axes is the identity. Shared by the interpreter and import-time constant folding."""
     if not axes:
@@ -111,7 +109,11 @@ def reduce(
 
 
 @register(
-    nn.ReduceMeanOp, nn.ReduceSumOp, nn.ReduceMaxOp, nn.ReduceMinOp, nn.ReduceProdOp,
+    nn.ReduceMeanOp,
+    nn.ReduceSumOp,
+    nn.ReduceMaxOp,
+    nn.ReduceMinOp,
+    nn.ReduceProdOp,
     nn.ReduceL2Op,
 )
 def _reduce_impl(op: nn.ReduceOp, args: Arrays) -> np.ndarray:

@@ -116,5 +116,9 @@ class CanonicalizeNN(CheckedPass):
 
 def _is_dead_nn(o: Operation) -> bool:
     """A side-effect-free ``nn`` op none of whose results is used."""
-    return (o.name.startswith("nn.") and o.has_trait(Pure) and bool(o.results)
-            and not any(r.uses for r in o.results))
+    return (
+        o.name.startswith("nn.")
+        and o.has_trait(Pure)
+        and bool(o.results)
+        and not any(r.uses for r in o.results)
+    )

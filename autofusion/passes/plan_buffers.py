@@ -50,8 +50,9 @@ def annotate(main: func.FuncOp, plan: MemoryPlan) -> None:
     main.attributes[HEURISTIC] = StringAttr(plan.heuristic or "none")
 
 
-def plan_module(module: ModuleOp, alignment: int = DEFAULT_ALIGNMENT,
-                inplace: bool = True) -> MemoryPlan:
+def plan_module(
+    module: ModuleOp, alignment: int = DEFAULT_ALIGNMENT, inplace: bool = True
+) -> MemoryPlan:
     """Plan and annotate ``module``'s ``@main``; returns the plan.
 
     Refuses (``AutofusionError``) a dynamic dimension or a tensor over the byte limit of
@@ -68,8 +69,11 @@ def memory_report(module: ModuleOp) -> dict[str, int]:
     """``arena_bytes``, ``naive_bytes``, ``lower_bound_bytes`` of a planned module."""
     main = find_main(module)
     out: dict[str, int] = {}
-    for key, attr in ((ARENA, "arena_bytes"), (NAIVE, "naive_bytes"),
-                      (LOWER_BOUND, "lower_bound_bytes")):
+    for key, attr in (
+        (ARENA, "arena_bytes"),
+        (NAIVE, "naive_bytes"),
+        (LOWER_BOUND, "lower_bound_bytes"),
+    ):
         val = main.attributes.get(key)
         if isinstance(val, IntegerAttr):
             out[attr] = int(val.value.data)

@@ -84,12 +84,15 @@ class _Candidate:
     estimate: float
 
 
-def _regions(steps: list[Operation], last: dict[SSAValue, int], peak: int
-             ) -> list[tuple[int, int, SSAValue]]:
+def _regions(
+    steps: list[Operation], last: dict[SSAValue, int], peak: int
+) -> list[tuple[int, int, SSAValue]]:
     """(start, end, Y) for runs of tileable steps around ``peak`` with one escaping value."""
+
     def ok(op: Operation) -> bool:
         return isinstance(op, nn.ConstantOp) or (
-            TILE_ATTR not in op.attributes and is_tileable_kind(op))
+            TILE_ATTR not in op.attributes and is_tileable_kind(op)
+        )
 
     if not ok(steps[peak]) or isinstance(steps[peak], nn.ConstantOp):
         return []
@@ -122,8 +125,7 @@ def _rank(c: _Candidate, limit: int) -> tuple[float, ...]:
     return (0, c.count, c.estimate) if c.estimate <= limit else (1, c.estimate)
 
 
-def _candidates(main: func.FuncOp, plan: Buffers, limit: int, alignment: int
-                ) -> list[_Candidate]:
+def _candidates(main: func.FuncOp, plan: Buffers, limit: int, alignment: int) -> list[_Candidate]:
     """Tiling candidates around the busiest step, best first.
 
     Regions are visited shortest first; for each, the smallest tile count whose estimated
@@ -149,16 +151,19 @@ def _candidates(main: func.FuncOp, plan: Buffers, limit: int, alignment: int
     regions: list[tuple[int, int, SSAValue]] = []
     busiest = sorted((s for s in range(n) if load[s] > limit), key=lambda s: -load[s])
     for peak in busiest[:8]:
-        regions = [r for r in _regions(steps, last, peak)
-                   if not isinstance(steps[r[0]], nn.ConstantOp)
-                   and not isinstance(steps[r[1]], nn.ConstantOp)]
+        regions = [
+            r
+            for r in _regions(steps, last, peak)
+            if not isinstance(steps[r[0]], nn.ConstantOp)
+            and not isinstance(steps[r[1]], nn.ConstantOp)
+        ]
         if regions:
             break
     regions.sort(key=lambda r: (r[1] - r[0], r[0]))
     fits: list[_Candidate] = []
     fallback: list[_Candidate] = []
     for a, b, y in regions:
-        region = steps[a:b + 1]
+        region = steps[a : b + 1]
         ext = [sum(sz for _, st, sz in live[s] if st < a) for s in range(a, b + 1)]
         through = sum(sz for v, st, sz in live[a] if st < a and last.get(v, n) > b)
         ysize = size.get(y, 0)
@@ -184,8 +189,7 @@ def _candidates(main: func.FuncOp, plan: Buffers, limit: int, alignment: int
                     for s in range(a, b + 1)
                 )
                 est = max(inner + ysize, through + 2 * ysize)
-                cand = _Candidate(a, b, index[owner], value_index(y), dim,
-                                  count, est)
+                cand = _Candidate(a, b, index[owner], value_index(y), dim, count, est)
                 better = region_best is None or _rank(cand, limit) < _rank(region_best, limit)
                 if better:
                     region_best = cand
@@ -202,14 +206,14 @@ def _candidates(main: func.FuncOp, plan: Buffers, limit: int, alignment: int
 def _apply(module: ModuleOp, c: _Candidate, verify: bool = True) -> None:
     steps = schedule(find_main(module))
     y = steps[c.y_step].results[c.y_index]
-    tile_region(steps[c.start:c.end + 1], y, c.dim, c.count, verify)
+    tile_region(steps[c.start : c.end + 1], y, c.dim, c.count, verify)
 
 
 def _trial(main: func.FuncOp, c: _Candidate, alignment: int) -> list[Buffer]:
     """The slots the module would have after tiling ``c``, without changing it."""
     steps = schedule(main)
     y = steps[c.y_step].results[c.y_index]
-    new_ops = build_tiles(steps[c.start:c.end + 1], y, c.dim, c.count, verify=False)
+    new_ops = build_tiles(steps[c.start : c.end + 1], y, c.dim, c.count, verify=False)
     rename: dict[SSAValue, SSAValue] = {y: new_ops[-1].results[0]}
     outputs = {rename.get(v, v) for v in returned_values(main)}
     virtual = trial_schedule(steps, c.start, c.end, new_ops)
@@ -224,8 +228,9 @@ def _op_key(op: Operation) -> str:
     return f"{op.name}:{op.pattern_name}" if isinstance(op, KernelOp) else op.name
 
 
-def _repeat(main: func.FuncOp, last: _Candidate, signature: tuple[str, ...],
-            slots: Buffers, limit: int) -> _Candidate | None:
+def _repeat(
+    main: func.FuncOp, last: _Candidate, signature: tuple[str, ...], slots: Buffers, limit: int
+) -> _Candidate | None:
     """The same tiling as ``last`` on another copy of its region (the next layer of a
     model built from identical layers) that still lies over the limit, if there is one."""
     steps = schedule(main)
@@ -237,18 +242,23 @@ def _repeat(main: func.FuncOp, last: _Candidate, signature: tuple[str, ...],
             load[t] += b.size
     lasts: dict[SSAValue, int] | None = None
     for a in range(n - length + 1):
-        if tuple(keys[a:a + length]) != signature:
+        if tuple(keys[a : a + length]) != signature:
             continue
-        region = steps[a:a + length]
+        region = steps[a : a + length]
         if any(TILE_ATTR in op.attributes for op in region):
             continue
-        if max(load[a:a + length]) <= limit:
+        if max(load[a : a + length]) <= limit:
             continue
         if lasts is None:
             lasts = last_uses(main, steps)
         y_step = a + (last.y_step - last.start)
-        escaping = [r for op in region if not isinstance(op, nn.ConstantOp)
-                    for r in op.results if lasts[r] > a + length - 1]
+        escaping = [
+            r
+            for op in region
+            if not isinstance(op, nn.ConstantOp)
+            for r in op.results
+            if lasts[r] > a + length - 1
+        ]
         if escaping != [steps[y_step].results[last.y_index]]:
             continue
         return dataclasses.replace(last, start=a, end=a + length - 1, y_step=y_step)
@@ -261,8 +271,12 @@ def excess(buffers: Sequence[Buffer], limit: int) -> int:
     return sum(max(0, live - limit) for live in live_bytes(buffers))
 
 
-def tile_to_limit(module: ModuleOp, limit_bytes: int, alignment: int = DEFAULT_ALIGNMENT,
-                  limit_mb: float | None = None) -> MemoryPlan:
+def tile_to_limit(
+    module: ModuleOp,
+    limit_bytes: int,
+    alignment: int = DEFAULT_ALIGNMENT,
+    limit_mb: float | None = None,
+) -> MemoryPlan:
     """Tile ``module`` in place until its arena fits ``limit_bytes``; plan and annotate it."""
     main = find_main(module)
     plan = plan_memory(main, alignment=alignment)
@@ -299,8 +313,11 @@ def tile_to_limit(module: ModuleOp, limit_bytes: int, alignment: int = DEFAULT_A
                 bound = lower_bound(trial_slots)
                 # Fitting beats not fitting; among fits, fewer tiles and shorter regions
                 # are cheaper to run; otherwise the least excess over the limit.
-                key = ((0, cand.count, cand.end - cand.start, bound) if bound <= limit_bytes
-                       else (1, excess(trial_slots, limit_bytes), bound))
+                key = (
+                    (0, cand.count, cand.end - cand.start, bound)
+                    if bound <= limit_bytes
+                    else (1, excess(trial_slots, limit_bytes), bound)
+                )
                 if key < chosen_key:
                     chosen, chosen_key = cand, key
                 if bound <= limit_bytes:
@@ -308,7 +325,7 @@ def tile_to_limit(module: ModuleOp, limit_bytes: int, alignment: int = DEFAULT_A
         if chosen is None:
             break
         steps = schedule(main)
-        last, signature = chosen, tuple(_op_key(op) for op in steps[chosen.start:chosen.end + 1])
+        last, signature = chosen, tuple(_op_key(op) for op in steps[chosen.start : chosen.end + 1])
         _apply(module, chosen)
         slots = build_buffers(liveness(main), alignment, True)
     plan = plan_memory(main, alignment=alignment)

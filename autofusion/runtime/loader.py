@@ -150,7 +150,7 @@ def _check_elf(image: bytes, path: Path) -> None:
     if len(image) < 64 or image[:4] != b"\x7fELF" or image[4] != 2 or image[5] not in (1, 2):
         raise bad  # 64-bit ELF only: the libraries we build
     end = "<" if image[5] == 1 else ">"
-    phoff, = struct.unpack_from(end + "Q", image, 32)
+    (phoff,) = struct.unpack_from(end + "Q", image, 32)
     phentsize, phnum = struct.unpack_from(end + "HH", image, 54)
     if phentsize < 56 or phoff + phnum * phentsize > len(image):
         raise bad
@@ -259,8 +259,7 @@ class ModelLibrary:
                 )
             if tuple(arr.shape) != spec.shape:
                 raise AutofusionError(
-                    f"input {spec.name!r}: expected shape {list(spec.shape)}, "
-                    f"got {list(arr.shape)}"
+                    f"input {spec.name!r}: expected shape {list(spec.shape)}, got {list(arr.shape)}"
                 )
             arrays.append(np.ascontiguousarray(arr))
         return arrays

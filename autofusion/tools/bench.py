@@ -196,8 +196,10 @@ def bench(
         say(f"profiling kernels over {runs} runs")
         result["profile"] = profile_rows(compiled.profile(feeds, runs), runs, ms_ours)[:profile]
     if target == "ascendc":
-        result["latency_note"] = ("Ascend C kernels on the CPU functional model: checks the "
-                                  "generated code's logic; the latency says nothing about an NPU")
+        result["latency_note"] = (
+            "Ascend C kernels on the CPU functional model: checks the "
+            "generated code's logic; the latency says nothing about an NPU"
+        )
     close()
     return result
 
@@ -216,8 +218,10 @@ def _ascendc_runner(proto: Any, feeds: Mapping[str, np.ndarray], fusion: bool,
     try:
         from autofusion.lowering.ascendc.cpu_run import CpuModelRunner
     except ImportError:
-        raise AutofusionError("autofusion-bench --target ascendc: the Ascend C CPU model is "
-                              "not available in this build") from None
+        raise AutofusionError(
+            "autofusion-bench --target ascendc: the Ascend C CPU model is "
+            "not available in this build"
+        ) from None
     say("building the Ascend C kernels against the CPU functional model")
     runner = CpuModelRunner(module)
     report["compile_seconds"] = round(time.perf_counter() - t0, 3)
@@ -297,8 +301,13 @@ def _run(argv: Sequence[str] | None) -> None:
     parser.add_argument("--runs", metavar="N", type=positive_int, default=20)
     parser.add_argument("--warmup", metavar="N", type=positive_int, default=3)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument("--profile", metavar="N", type=int, default=0,
-                        help="also time each kernel and list the N slowest (target c)")
+    parser.add_argument(
+        "--profile",
+        metavar="N",
+        type=int,
+        default=0,
+        help="also time each kernel and list the N slowest (target c)",
+    )
     args = parser.parse_args(argv)
     if args.config is not None and not os.path.isfile(args.config):
         raise AutofusionError(f"{args.config}: no such config file")

@@ -119,8 +119,9 @@ def _memory_plot(path: Path):  # -> Callable[[ModuleOp], None]
         try:
             from autofusion.analysis.memory_plot import write_memory_plot
         except ImportError:
-            raise AutofusionError("--memory-plot: the memory plot is not available in this build") \
-                from None
+            raise AutofusionError(
+                "--memory-plot: the memory plot is not available in this build"
+            ) from None
         write_memory_plot(module, path)
 
     return write

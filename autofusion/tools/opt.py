@@ -44,7 +44,7 @@ def _pipeline_syntax_error(spec: str, e: ArgSpecParseError) -> AutofusionError:
     m = re.search(r"pass-pipeline:(\d+):(\d+)", text)
     where = f" at column {m.group(2)}" if m else ""
     what = lines[-1] if lines else "cannot parse"
-    hint = " (quote string values: opt=\"...\")" if what == "Unknown token" else ""
+    hint = ' (quote string values: opt="...")' if what == "Unknown token" else ""
     return AutofusionError(f"-p {spec!r}: bad pass pipeline{where}: {what}{hint}")
 
 

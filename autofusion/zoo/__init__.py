@@ -91,7 +91,7 @@ def resolve(spec: str | os.PathLike[str] | onnx.ModelProto) -> onnx.ModelProto:
         return spec
     text = os.fspath(spec)
     if text.startswith(ZOO_PREFIX):
-        return get_model(text[len(ZOO_PREFIX):])
+        return get_model(text[len(ZOO_PREFIX) :])
     if os.path.isdir(text):
         raise AutofusionError(f"{text}: is a directory, not an ONNX file")
     if not os.path.isfile(text):
@@ -134,8 +134,9 @@ def sample_inputs(model: onnx.ModelProto, seed: int = 0) -> dict[str, np.ndarray
         if vi.name in inits:
             continue
         tt = vi.type.tensor_type
-        shape = tuple(d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else 1
-                      for d in tt.shape.dim)
+        shape = tuple(
+            d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else 1 for d in tt.shape.dim
+        )
         dtype = helper.tensor_dtype_to_np_dtype(tt.elem_type)
         if np.issubdtype(dtype, np.floating):
             feeds[vi.name] = rng.standard_normal(shape).astype(dtype)
@@ -157,5 +158,5 @@ def _padding_mask(shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarra
     seq = shape[-1]
     rows = mask.reshape(-1, seq)
     for r in rows:
-        r[int(rng.integers(seq // 2, seq)):] = 0
+        r[int(rng.integers(seq // 2, seq)) :] = 0
     return rows.reshape(shape)

@@ -53,8 +53,9 @@ def resnet50() -> onnx.ModelProto:
     y = b.conv_bn(x, 3, 64, 7, "/conv1", stride=2)
     y = b.maxpool(y, 3, 2, 1, "/maxpool")
     cin = 64
-    for li, (width, blocks, stride) in enumerate([(64, 3, 1), (128, 4, 2), (256, 6, 2),
-                                                  (512, 3, 2)], start=1):
+    for li, (width, blocks, stride) in enumerate(
+        [(64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)], start=1
+    ):
         for bi in range(blocks):
             y = _bottleneck(b, y, cin, width, stride if bi == 0 else 1, f"/layer{li}/{bi}")
             cin = width * 4
@@ -62,8 +63,18 @@ def resnet50() -> onnx.ModelProto:
     return b.model(resnet50.__doc__ or "")
 
 
-def _inception_block(b: GraphBuilder, x: str, cin: int, c1: int, c5r: int, c5: int,
-                     c3r: int, c3: int, cp: int, scope: str) -> tuple[str, int]:
+def _inception_block(
+    b: GraphBuilder,
+    x: str,
+    cin: int,
+    c1: int,
+    c5r: int,
+    c5: int,
+    c3r: int,
+    c3: int,
+    cp: int,
+    scope: str,
+) -> tuple[str, int]:
     b1 = b.conv_bn(x, cin, c1, 1, f"{scope}/branch1x1/conv")
     b5 = b.conv_bn(x, cin, c5r, 1, f"{scope}/branch5x5_1/conv")
     b5 = b.conv_bn(b5, c5r, c5, 5, f"{scope}/branch5x5_2/conv")
@@ -100,8 +111,9 @@ def _shuffle(b: GraphBuilder, x: str, c: int, hw: int, scope: str) -> str:
     return b.reshape(y, [1, c, hw, hw], scope)
 
 
-def _shuffle_unit(b: GraphBuilder, x: str, cin: int, cout: int, stride: int, hw: int,
-                  scope: str) -> str:
+def _shuffle_unit(
+    b: GraphBuilder, x: str, cin: int, cout: int, stride: int, hw: int, scope: str
+) -> str:
     half = cout // 2
     if stride == 1:
         split = b.ints(f"{scope}/split", [half, half])
@@ -146,8 +158,15 @@ def mobilenet() -> onnx.ModelProto:
     x = b.input("input", [1, 3, 112, 112])
     y = b.conv_bn(x, 3, 32, 3, "/features/0/conv", act="relu6", stride=2)
     cin, idx = 32, 1
-    for t, c, n, s in [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2),
-                       (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1)]:
+    for t, c, n, s in [
+        (1, 16, 1, 1),
+        (6, 24, 2, 2),
+        (6, 32, 3, 2),
+        (6, 64, 4, 2),
+        (6, 96, 3, 1),
+        (6, 160, 3, 2),
+        (6, 320, 1, 1),
+    ]:
         for i in range(n):
             stride = s if i == 0 else 1
             scope = f"/features/{idx}"
@@ -155,8 +174,9 @@ def mobilenet() -> onnx.ModelProto:
             h = y
             if t != 1:
                 h = b.conv_bn(h, cin, hidden, 1, f"{scope}/conv/0", act="relu6")
-            h = b.conv_bn(h, hidden, hidden, 3, f"{scope}/conv/1", act="relu6", stride=stride,
-                          group=hidden)
+            h = b.conv_bn(
+                h, hidden, hidden, 3, f"{scope}/conv/1", act="relu6", stride=stride, group=hidden
+            )
             h = b.conv_bn(h, hidden, c, 1, f"{scope}/conv/2", act=None, gamma=0.5)
             y = b.node("Add", [y, h], scope) if stride == 1 and cin == c else h
             cin, idx = c, idx + 1
@@ -178,8 +198,10 @@ def zoo_cnn_opset9() -> onnx.ModelProto:
     y = b.relu(y, "conv1_relu")
     y = b.node("LRN", [y], "norm1", size=5, alpha=1e-4, beta=0.75, bias=1.0)
     y = b.maxpool(y, 3, 2, 1, "pool1")  # 16x16
-    r = b.relu(b.bn(b.conv(y, 32, 32, 3, "res2a_branch2a", bias=True), 32, "bn2a_branch2a"),
-               "res2a_branch2a_relu")
+    r = b.relu(
+        b.bn(b.conv(y, 32, 32, 3, "res2a_branch2a", bias=True), 32, "bn2a_branch2a"),
+        "res2a_branch2a_relu",
+    )
     r = b.bn(b.conv(r, 32, 32, 3, "res2a_branch2b", bias=True), 32, "bn2a_branch2b", gamma=0.5)
     y = b.relu(b.node("Sum", [y, r], "res2a"), "res2a_relu")
     y = b.clip(b.conv(y, 32, 64, 3, "conv3", stride=2, bias=True), "conv3_relu6")

@@ -96,21 +96,24 @@ class GraphBuilder:
         """A shared scalar initializer (``onnx::Mul_12``-style), created once per value."""
         key = (np.dtype(dtype).name, float(value))
         if key not in self._scalars:
-            self._scalars[key] = self.param(f"onnx::Const_{len(self._scalars)}",
-                                            np.array(value, dtype=dtype))
+            self._scalars[key] = self.param(
+                f"onnx::Const_{len(self._scalars)}", np.array(value, dtype=dtype)
+            )
         return self._scalars[key]
 
     def ints(self, name: str, values: Sequence[int]) -> str:
         return self.param(name, np.array(list(values), dtype=np.int64))
 
     # ---- nodes ------------------------------------------------------------------------
-    def node(self, op: str, inputs: Sequence[str], scope: str, n_out: int = 1,
-             **attrs: object) -> str:
+    def node(
+        self, op: str, inputs: Sequence[str], scope: str, n_out: int = 1, **attrs: object
+    ) -> str:
         outs = self.node_n(op, inputs, scope, n_out, **attrs)
         return outs[0]
 
-    def node_n(self, op: str, inputs: Sequence[str], scope: str, n_out: int,
-               **attrs: Any) -> list[str]:
+    def node_n(
+        self, op: str, inputs: Sequence[str], scope: str, n_out: int, **attrs: Any
+    ) -> list[str]:
         name = self._unique(f"{scope}/{op}")
         outs = [f"{name}_output_{i}" for i in range(n_out)]
         self.nodes.append(helper.make_node(op, list(inputs), outs, name=name, **attrs))
@@ -120,24 +123,46 @@ class GraphBuilder:
         """A ``Constant`` node (what the exporter emits for small index/shape values)."""
         name = self._unique(f"{scope}/Constant")
         out = f"{name}_output_0"
-        self.nodes.append(helper.make_node(
-            "Constant", [], [out], name=name, value=numpy_helper.from_array(np.asarray(array))))
+        self.nodes.append(
+            helper.make_node(
+                "Constant", [], [out], name=name, value=numpy_helper.from_array(np.asarray(array))
+            )
+        )
         return out
 
     # ---- layers (CNN) -----------------------------------------------------------------
-    def conv(self, x: str, cin: int, cout: int, k: int, scope: str, stride: int = 1,
-             pad: int | None = None, group: int = 1, bias: bool = False,
-             dilation: int = 1) -> str:
+    def conv(
+        self,
+        x: str,
+        cin: int,
+        cout: int,
+        k: int,
+        scope: str,
+        stride: int = 1,
+        pad: int | None = None,
+        group: int = 1,
+        bias: bool = False,
+        dilation: int = 1,
+    ) -> str:
         """Conv with He-initialised weights (std = sqrt(2 / fan_in))."""
         p = (k // 2) * dilation if pad is None else pad
         fan_in = (cin // group) * k * k
-        w = self.randn(f"{dotted(scope)}.weight", [cout, cin // group, k, k],
-                       math.sqrt(2.0 / fan_in))
+        w = self.randn(
+            f"{dotted(scope)}.weight", [cout, cin // group, k, k], math.sqrt(2.0 / fan_in)
+        )
         ins = [x, w]
         if bias:
             ins.append(self.randn(f"{dotted(scope)}.bias", [cout], 0.05))
-        return self.node("Conv", ins, scope, dilations=[dilation, dilation], group=group,
-                         kernel_shape=[k, k], pads=[p, p, p, p], strides=[stride, stride])
+        return self.node(
+            "Conv",
+            ins,
+            scope,
+            dilations=[dilation, dilation],
+            group=group,
+            kernel_shape=[k, k],
+            pads=[p, p, p, p],
+            strides=[stride, stride],
+        )
 
     def bn(self, x: str, c: int, scope: str, gamma: float = 1.0) -> str:
         """Inference BatchNormalization with realistic running statistics."""
@@ -159,8 +184,17 @@ class GraphBuilder:
             return self.node("Clip", [x], scope, min=lo, max=hi)
         return self.node("Clip", [x, self.scalar(lo), self.scalar(hi)], scope)
 
-    def conv_bn(self, x: str, cin: int, cout: int, k: int, scope: str, act: str | None = "relu",
-                gamma: float = 1.0, **kw: Any) -> str:
+    def conv_bn(
+        self,
+        x: str,
+        cin: int,
+        cout: int,
+        k: int,
+        scope: str,
+        act: str | None = "relu",
+        gamma: float = 1.0,
+        **kw: Any,
+    ) -> str:
         """Conv(bias=False) -> BatchNormalization -> activation (relu, relu6 or none)."""
         parent, _, last = scope.rpartition("/")
         bn_scope = f"{parent}/{last.replace('conv', 'bn')}" if "conv" in last else scope + "/bn"
@@ -172,13 +206,20 @@ class GraphBuilder:
         return y
 
     def maxpool(self, x: str, k: int, s: int, p: int, scope: str) -> str:
-        return self.node("MaxPool", [x], scope, kernel_shape=[k, k], pads=[p] * 4,
-                         strides=[s, s])
+        return self.node("MaxPool", [x], scope, kernel_shape=[k, k], pads=[p] * 4, strides=[s, s])
 
-    def avgpool(self, x: str, k: int, s: int, p: int, scope: str,
-                count_include_pad: int = 0) -> str:
-        return self.node("AveragePool", [x], scope, kernel_shape=[k, k], pads=[p] * 4,
-                         strides=[s, s], count_include_pad=count_include_pad)
+    def avgpool(
+        self, x: str, k: int, s: int, p: int, scope: str, count_include_pad: int = 0
+    ) -> str:
+        return self.node(
+            "AveragePool",
+            [x],
+            scope,
+            kernel_shape=[k, k],
+            pads=[p] * 4,
+            strides=[s, s],
+            count_include_pad=count_include_pad,
+        )
 
     def gemm(self, x: str, cin: int, cout: int, scope: str) -> str:
         """torch ``nn.Linear`` on a 2-D input: Gemm with transB=1."""
@@ -204,8 +245,7 @@ class GraphBuilder:
 
     def ln_params(self, c: int, scope: str) -> tuple[str, str]:
         d = dotted(scope)
-        return (self.randn(f"{d}.weight", [c], 0.05, mean=1.0),
-                self.randn(f"{d}.bias", [c], 0.02))
+        return (self.randn(f"{d}.weight", [c], 0.05, mean=1.0), self.randn(f"{d}.bias", [c], 0.02))
 
     def layer_norm_decomposed(self, x: str, c: int, scope: str, eps: float = 1e-12) -> str:
         """LayerNorm as opset < 17 exporters emit it: ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/
@@ -265,8 +305,9 @@ class GraphBuilder:
         self.outputs.append(helper.make_tensor_value_info(name, elem, list(shape)))
         return name
 
-    def model(self, doc: str, ir_version: int | None = None,
-              inputs_include_initializers: bool = False) -> onnx.ModelProto:
+    def model(
+        self, doc: str, ir_version: int | None = None, inputs_include_initializers: bool = False
+    ) -> onnx.ModelProto:
         """Assemble the ModelProto (call once: the builder's initializers move into it)."""
         model = self._model
         graph = model.graph
@@ -276,7 +317,8 @@ class GraphBuilder:
         if inputs_include_initializers:
             graph.input.extend(
                 helper.make_tensor_value_info(t.name, t.data_type, list(t.dims))
-                for t in self.initializers)
+                for t in self.initializers
+            )
         graph.output.extend(self.outputs)
         model.opset_import.append(helper.make_opsetid("", self.opset))
         model.producer_name = "autofusion.zoo"
@@ -284,7 +326,6 @@ class GraphBuilder:
         model.doc_string = doc
         # Default: the IR version onnx pairs with the opset, not the newest one, so that older
         # runtimes still load the model.
-        model.ir_version = ir_version if ir_version is not None else (
-            8 if self.opset <= 17 else 9)
+        model.ir_version = ir_version if ir_version is not None else (8 if self.opset <= 17 else 9)
         helper.set_model_props(model, {"autofusion.zoo.name": self.name, **self.metadata})
         return model

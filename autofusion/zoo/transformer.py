@@ -98,10 +98,18 @@ def bert(name: str) -> onnx.ModelProto:
     pos = b.randn("embeddings.position_embeddings.weight", [512, hid], 0.5)
     tok = b.randn("embeddings.token_type_embeddings.weight", [2, hid], 0.5)
     we = b.node("Gather", [word, ids], f"{e}/word_embeddings", axis=0)
-    pe = b.node("Gather", [pos, b.constant(e, np.arange(cfg.seq, dtype=np.int64)[None])],
-                f"{e}/position_embeddings", axis=0)
-    te = b.node("Gather", [tok, b.constant(e, np.zeros((1, cfg.seq), np.int64))],
-                f"{e}/token_type_embeddings", axis=0)
+    pe = b.node(
+        "Gather",
+        [pos, b.constant(e, np.arange(cfg.seq, dtype=np.int64)[None])],
+        f"{e}/position_embeddings",
+        axis=0,
+    )
+    te = b.node(
+        "Gather",
+        [tok, b.constant(e, np.zeros((1, cfg.seq), np.int64))],
+        f"{e}/token_type_embeddings",
+        axis=0,
+    )
     h = b.node("Add", [b.node("Add", [we, te], e), pe], e)
     h = b.layer_norm_decomposed(h, hid, f"{e}/LayerNorm")
     m = b.node("Unsqueeze", [am, b.constant("", np.array([1, 2], np.int64))], "")
@@ -112,8 +120,9 @@ def bert(name: str) -> onnx.ModelProto:
         h = _bert_layer(b, h, mask, cfg, i)
     h = b.output(h, "last_hidden_state", [1, cfg.seq, hid])
     if cfg.pooler:
-        first = b.node("Gather", [h, b.constant("/pooler", np.array(0, np.int64))], "/pooler",
-                       axis=1)
+        first = b.node(
+            "Gather", [h, b.constant("/pooler", np.array(0, np.int64))], "/pooler", axis=1
+        )
         pooled = b.node("Tanh", [b.gemm(first, hid, hid, "/pooler/dense")], "/pooler/activation")
         b.output(pooled, "pooler_output", [1, hid])
     doc = f"{bert.__doc__}\nConfig: {cfg}"
@@ -140,9 +149,17 @@ def bert_large() -> onnx.ModelProto:
 # ---- ViT ---------------------------------------------------------------------------------
 
 
-def _attention_qkv(b: GraphBuilder, x: str, tokens: int, dim: int, heads: int,
-                   sc: str, windows: int = 1, bias: str | None = None,
-                   mask: str | None = None) -> str:
+def _attention_qkv(
+    b: GraphBuilder,
+    x: str,
+    tokens: int,
+    dim: int,
+    heads: int,
+    sc: str,
+    windows: int = 1,
+    bias: str | None = None,
+    mask: str | None = None,
+) -> str:
     """timm-style attention over ``windows`` independent groups of ``tokens`` tokens:
     one qkv Linear, Reshape [W, N, 3, H, D], Transpose, Gather q/k/v, scaled q @ k^T
     (+ relative position bias, + shift mask), Softmax, @ v, merge heads, proj Linear."""
@@ -150,9 +167,10 @@ def _attention_qkv(b: GraphBuilder, x: str, tokens: int, dim: int, heads: int,
     qkv = b.linear(x, dim, 3 * dim, f"{sc}/qkv")
     qkv = b.reshape(qkv, [windows, tokens, 3, heads, d], sc)
     qkv = b.transpose(qkv, [2, 0, 3, 1, 4], sc)
-    q, k, v = (b.node("Gather", [qkv, b.constant(sc, np.array(i, np.int64))], sc, axis=0)
-               for i in range(3))
-    q = b.node("Mul", [q, b.scalar(d ** -0.5)], sc)
+    q, k, v = (
+        b.node("Gather", [qkv, b.constant(sc, np.array(i, np.int64))], sc, axis=0) for i in range(3)
+    )
+    q = b.node("Mul", [q, b.scalar(d**-0.5)], sc)
     s = b.node("MatMul", [q, b.transpose(k, [0, 1, 3, 2], sc)], sc)
     if bias is not None:
         s = b.node("Add", [s, bias], sc)
@@ -179,8 +197,7 @@ def vit_tiny() -> onnx.ModelProto:
     y = b.node("Add", [y, b.randn("pos_embed", [1, n, dim], 0.5)], "")
     for i in range(layers):
         sc = f"/blocks/blocks.{i}"
-        a = _attention_qkv(b, b.layer_norm(y, dim, f"{sc}/norm1"), n, dim, heads,
-                           f"{sc}/attn")
+        a = _attention_qkv(b, b.layer_norm(y, dim, f"{sc}/norm1"), n, dim, heads, f"{sc}/attn")
         y = b.node("Add", [y, a], sc)
         f = b.linear(b.layer_norm(y, dim, f"{sc}/norm2"), dim, 4 * dim, f"{sc}/mlp/fc1")
         f = b.linear(b.gelu_tanh(f, f"{sc}/mlp/act"), 4 * dim, dim, f"{sc}/mlp/fc2")
@@ -205,12 +222,26 @@ def _roll(b: GraphBuilder, x: str, shift: int, size: int, sc: str) -> str:
     s = shift % size
     d = dotted(sc)
     for axis in (1, 2):
-        tail = b.node("Slice", [x, b.ints(f"{d}.tail{axis}.starts", [size - s]),
-                                b.ints(f"{d}.tail{axis}.ends", [size]),
-                                b.ints(f"{d}.tail{axis}.axes", [axis])], sc)
-        head = b.node("Slice", [x, b.ints(f"{d}.head{axis}.starts", [0]),
-                                b.ints(f"{d}.head{axis}.ends", [size - s]),
-                                b.ints(f"{d}.head{axis}.axes", [axis])], sc)
+        tail = b.node(
+            "Slice",
+            [
+                x,
+                b.ints(f"{d}.tail{axis}.starts", [size - s]),
+                b.ints(f"{d}.tail{axis}.ends", [size]),
+                b.ints(f"{d}.tail{axis}.axes", [axis]),
+            ],
+            sc,
+        )
+        head = b.node(
+            "Slice",
+            [
+                x,
+                b.ints(f"{d}.head{axis}.starts", [0]),
+                b.ints(f"{d}.head{axis}.ends", [size - s]),
+                b.ints(f"{d}.head{axis}.axes", [axis]),
+            ],
+            sc,
+        )
         x = b.node("Concat", [tail, head], sc, axis=axis)
     return x
 
@@ -241,8 +272,9 @@ def _shift_mask(res: int, shift: int) -> np.ndarray:
     return np.where(diff != 0, -100.0, 0.0).astype(np.float32)[:, None]
 
 
-def _swin_block(b: GraphBuilder, x: str, res: int, dim: int, heads: int, shift: int,
-                sc: str) -> str:
+def _swin_block(
+    b: GraphBuilder, x: str, res: int, dim: int, heads: int, shift: int, sc: str
+) -> str:
     w = SWIN_WINDOW
     nw = (res // w) ** 2
     h = b.reshape(b.layer_norm(x, dim, f"{sc}/norm1"), [1, res, res, dim], sc)
@@ -269,10 +301,19 @@ def _patch_merging(b: GraphBuilder, x: str, res: int, dim: int, sc: str) -> str:
     g = b.reshape(x, [1, res, res, dim], sc)
     parts = []
     for r0, c0 in ((0, 0), (1, 0), (0, 1), (1, 1)):
-        parts.append(b.node("Slice", [g, b.ints(f"{dotted(sc)}.s{r0}{c0}", [r0, c0]),
-                                      b.ints(f"{dotted(sc)}.e{r0}{c0}", [res, res]),
-                                      b.ints(f"{dotted(sc)}.a{r0}{c0}", [1, 2]),
-                                      b.ints(f"{dotted(sc)}.t{r0}{c0}", [2, 2])], sc))
+        parts.append(
+            b.node(
+                "Slice",
+                [
+                    g,
+                    b.ints(f"{dotted(sc)}.s{r0}{c0}", [r0, c0]),
+                    b.ints(f"{dotted(sc)}.e{r0}{c0}", [res, res]),
+                    b.ints(f"{dotted(sc)}.a{r0}{c0}", [1, 2]),
+                    b.ints(f"{dotted(sc)}.t{r0}{c0}", [2, 2]),
+                ],
+                sc,
+            )
+        )
     y = b.node("Concat", parts, sc, axis=-1)
     y = b.reshape(y, [1, (res // 2) ** 2, 4 * dim], sc)
     y = b.layer_norm(y, 4 * dim, f"{sc}/norm")

@@ -11,7 +11,12 @@ config.excludes = ["lit.cfg.py", "inputs", "Output"]  # noqa: F821
 config.test_source_root = os.path.dirname(__file__)  # noqa: F821
 config.environment["PATH"] = os.environ["PATH"]  # noqa: F821
 _PASS_THROUGH = (
-    "PYTHONPATH", "HOME", "TMPDIR", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "AUTOFUSION_CACHE_DIR",
+    "PYTHONPATH",
+    "HOME",
+    "TMPDIR",
+    "OPENBLAS_CORETYPE",
+    "OPENBLAS_L2_SIZE",
+    "AUTOFUSION_CACHE_DIR",
 )
 for var in _PASS_THROUGH:
     if var in os.environ:

@@ -127,8 +127,14 @@ class _Builder:
         self.n += 1
         return f"{prefix}{self.n}"
 
-    def add_input(self, shape: tuple[int, ...], kind: str, lo: float = -2.0,
-                  hi: float = 2.0, pool: bool = True) -> Val:
+    def add_input(
+        self,
+        shape: tuple[int, ...],
+        kind: str,
+        lo: float = -2.0,
+        hi: float = 2.0,
+        pool: bool = True,
+    ) -> Val:
         name = self.fresh({F: "x", I: "n", B: "m"}[kind])
         self.inputs.append(InputSpec(name, shape, kind, lo, hi))
         bound = max(abs(lo), abs(hi)) if kind != B else 1.0
@@ -142,21 +148,36 @@ class _Builder:
         bound = float(np.abs(arr.astype(np.float64)).max()) if arr.size else 0.0
         if as_node:
             name = self.fresh("k")
-            self.nodes.append(helper.make_node("Constant", [], [name], name=f"const_{name}",
-                                               value=numpy_helper.from_array(arr, name)))
+            self.nodes.append(
+                helper.make_node(
+                    "Constant",
+                    [],
+                    [name],
+                    name=f"const_{name}",
+                    value=numpy_helper.from_array(arr, name),
+                )
+            )
             origin = "constant"
         else:
             name = self.fresh("w")
             self.inits.append(numpy_helper.from_array(arr, name))
             origin = "init"
-        v = Val(name, tuple(arr.shape), kind, bound=max(bound, 1e-3), origin=origin,
-                folded=True)
+        v = Val(name, tuple(arr.shape), kind, bound=max(bound, 1e-3), origin=origin, folded=True)
         if pool:
             self.vals.append(v)
         return v
 
-    def node(self, op: str, ins: Sequence[Val | str], shape: tuple[int, ...], kind: str,
-             bound: float, exact: bool, view: bool = False, **attrs: Any) -> Val:
+    def node(
+        self,
+        op: str,
+        ins: Sequence[Val | str],
+        shape: tuple[int, ...],
+        kind: str,
+        bound: float,
+        exact: bool,
+        view: bool = False,
+        **attrs: Any,
+    ) -> Val:
         names = [i if isinstance(i, str) else i.name for i in ins]
         for n in names:
             self.uses[n] = self.uses.get(n, 0) + 1
@@ -180,8 +201,7 @@ class _Builder:
         """Small constant weights drawn element by element (they shrink towards 0)."""
         n = int(np.prod(shape)) if shape else 1
         # quarter steps: exact in float32, and a shrunk weight is a readable number
-        steps = self.draw(st.lists(st.integers(int(lo * 4), int(hi * 4)), min_size=n,
-                                   max_size=n))
+        steps = self.draw(st.lists(st.integers(int(lo * 4), int(hi * 4)), min_size=n, max_size=n))
         return (np.array(steps, dtype=np.float32) / 4).reshape(shape)
 
     def pick(self, pred: Callable[[Val], bool]) -> Val | None:
@@ -223,8 +243,21 @@ def _broadcast(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
 # Op families. Each takes the builder and returns True if it added something.
 # ---------------------------------------------------------------------------------------
 
-_UNARY_SMOOTH = ["Relu", "Sigmoid", "Tanh", "Erf", "Neg", "Abs", "Softplus", "HardSwish",
-                 "HardSigmoid", "LeakyRelu", "Elu", "Sin", "Cos"]
+_UNARY_SMOOTH = [
+    "Relu",
+    "Sigmoid",
+    "Tanh",
+    "Erf",
+    "Neg",
+    "Abs",
+    "Softplus",
+    "HardSwish",
+    "HardSigmoid",
+    "LeakyRelu",
+    "Elu",
+    "Sin",
+    "Cos",
+]
 _UNARY_EXACT_ONLY = ["Floor", "Ceil", "Round", "Sign"]
 
 
@@ -242,15 +275,28 @@ def _unary(b: _Builder) -> bool:
         a = b.node("Abs", [x], x.shape, F, x.bound, x.exact)
         half = b.const_input(np.array(0.5, np.float32))
         pos = b.node("Add", [a, half], x.shape, F, x.bound + 0.5, x.exact)
-        bound = {"Log": max(math.log(x.bound + 0.5), 0.7), "Sqrt": math.sqrt(x.bound + 0.5),
-                 "Reciprocal": 2.0}[op]
+        bound = {
+            "Log": max(math.log(x.bound + 0.5), 0.7),
+            "Sqrt": math.sqrt(x.bound + 0.5),
+            "Reciprocal": 2.0,
+        }[op]
         b.node(op, [pos], x.shape, F, bound, False)
         return True
     if op == "Exp" and x.bound > 3.5:
         op = "Tanh"
-    bound = {"Exp": math.exp(x.bound), "Sigmoid": 1.0, "Tanh": 1.0, "Erf": 1.0,
-             "HardSigmoid": 1.0, "Sign": 1.0, "Sin": 1.0, "Cos": 1.0,
-             "Round": x.bound + 1, "Floor": x.bound + 1, "Ceil": x.bound + 1}.get(op, x.bound + 1)
+    bound = {
+        "Exp": math.exp(x.bound),
+        "Sigmoid": 1.0,
+        "Tanh": 1.0,
+        "Erf": 1.0,
+        "HardSigmoid": 1.0,
+        "Sign": 1.0,
+        "Sin": 1.0,
+        "Cos": 1.0,
+        "Round": x.bound + 1,
+        "Floor": x.bound + 1,
+        "Ceil": x.bound + 1,
+    }.get(op, x.bound + 1)
     attrs: dict[str, Any] = {}
     if op in ("LeakyRelu", "Elu") and b.draw(st.booleans()):
         attrs["alpha"] = b.draw(st.sampled_from([0.1, 0.5, 2.0]))
@@ -277,9 +323,14 @@ def _binary(b: _Builder) -> bool:
         elif kind == F:
             y = b.const(b.floats(shape))
         else:
-            y = b.const(np.array(b.draw(st.lists(st.integers(-5, 5), min_size=_numel(shape),
-                                                 max_size=_numel(shape))),
-                                 np.int64).reshape(shape))
+            y = b.const(
+                np.array(
+                    b.draw(
+                        st.lists(st.integers(-5, 5), min_size=_numel(shape), max_size=_numel(shape))
+                    ),
+                    np.int64,
+                ).reshape(shape)
+            )
     if b.draw(st.booleans()):
         x, y = y, x
     shape = _broadcast(x.shape, y.shape)
@@ -342,9 +393,16 @@ def _compare_where(b: _Builder) -> bool:
     y = b.pick(lambda v: v.kind == x.kind and v.exact and _broadcastable(v.shape, x.shape))
     if y is None or y is x or b.draw(st.booleans()):
         shape = _bcast_shape(b.draw, x.shape)
-        arr = (b.floats(shape) if x.kind == F else
-               np.array(b.draw(st.lists(st.integers(-3, 3), min_size=_numel(shape),
-                                        max_size=_numel(shape))), np.int64).reshape(shape))
+        arr = (
+            b.floats(shape)
+            if x.kind == F
+            else np.array(
+                b.draw(
+                    st.lists(st.integers(-3, 3), min_size=_numel(shape), max_size=_numel(shape))
+                ),
+                np.int64,
+            ).reshape(shape)
+        )
         y = b.const(arr)
     op = b.draw(st.sampled_from(["Greater", "Less", "Equal", "GreaterOrEqual", "LessOrEqual"]))
     cond = b.node(op, [x, y], x.shape, B, 1.0, True)
@@ -423,11 +481,20 @@ def _matmul(b: _Builder) -> bool:
         return True
     w = None
     if weights == "pool":
-        w = b.pick(lambda v: v.kind == F and len(v.shape) == 2 and v.shape[0] == k and not (
-            KNOWN_BUG_SMALL_CONST_WEIGHTS and v.folded and min(v.shape) < _SAFE_WEIGHT_DIM))
+        w = b.pick(
+            lambda v: (
+                v.kind == F
+                and len(v.shape) == 2
+                and v.shape[0] == k
+                and not (
+                    KNOWN_BUG_SMALL_CONST_WEIGHTS and v.folded and min(v.shape) < _SAFE_WEIGHT_DIM
+                )
+            )
+        )
     if w is None:
-        wshape = (k, n) if b.draw(st.booleans()) or len(x.shape) == 1 else (
-            *x.shape[:-2][-1:], k, n)
+        wshape = (
+            (k, n) if b.draw(st.booleans()) or len(x.shape) == 1 else (*x.shape[:-2][-1:], k, n)
+        )
         w = b.const(b.floats(wshape)) if weights == "const" else b.add_input(wshape, F)
     bound = k * x.bound * w.bound
     if bound > _MAX_BOUND:
@@ -445,14 +512,19 @@ def _conv_pool(b: _Builder) -> bool:
     x = b.pick(lambda v: v.kind == F and len(v.shape) == 4)
     if x is None:
         # a fresh NCHW input
-        shape = (b.draw(st.integers(1, 2)), b.draw(st.integers(1, 4)),
-                 b.draw(st.integers(1, 6)), b.draw(st.integers(1, 6)))
+        shape = (
+            b.draw(st.integers(1, 2)),
+            b.draw(st.integers(1, 4)),
+            b.draw(st.integers(1, 6)),
+            b.draw(st.integers(1, 6)),
+        )
         x = b.add_input(shape, F)
     nb, c, h, w = x.shape
     if 0 in (c, h, w):  # onnxruntime's pools and convs allow only N to be zero
         return False
-    op = b.draw(st.sampled_from(["Conv", "MaxPool", "AveragePool", "GlobalAveragePool",
-                                 "GlobalMaxPool"]))
+    op = b.draw(
+        st.sampled_from(["Conv", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"])
+    )
     if op.startswith("Global"):
         b.node(op, [x], (nb, c, 1, 1), F, x.bound, op == "GlobalMaxPool" and x.exact)
         return True
@@ -466,8 +538,11 @@ def _conv_pool(b: _Builder) -> bool:
     ow = (w + pw + pw2 - kw) // sw + 1
     if oh < 1 or ow < 1:
         return False
-    attrs: dict[str, Any] = {"kernel_shape": [kh, kw], "strides": [sh, sw],
-                             "pads": [ph, pw, ph2, pw2]}
+    attrs: dict[str, Any] = {
+        "kernel_shape": [kh, kw],
+        "strides": [sh, sw],
+        "pads": [ph, pw, ph2, pw2],
+    }
     if op == "Conv":
         del attrs["kernel_shape"]
         group = b.draw(st.sampled_from([g for g in (1, 2, c) if c % g == 0]))
@@ -521,8 +596,14 @@ def _reduce(b: _Builder) -> bool:
     r = len(x.shape)
     ops = ["ReduceSum", "ReduceMax", "ReduceMin"]
     if x.kind == F:
-        ops += ["ReduceMean", "ReduceProd", "ReduceL2", "ReduceL1", "ReduceSumSquare",
-                "ReduceLogSumExp"]
+        ops += [
+            "ReduceMean",
+            "ReduceProd",
+            "ReduceL2",
+            "ReduceL1",
+            "ReduceSumSquare",
+            "ReduceLogSumExp",
+        ]
         if x.exact:
             ops += ["ArgMax", "ArgMin"]
     op = b.draw(st.sampled_from(ops))
@@ -531,8 +612,9 @@ def _reduce(b: _Builder) -> bool:
         axis = b.draw(st.integers(-r, r - 1))
         if x.shape[axis] == 0:  # no index to return: onnxruntime refuses it
             return False
-        shape = tuple(1 if i == axis % r else d for i, d in enumerate(x.shape) if keep or
-                      i != axis % r)
+        shape = tuple(
+            1 if i == axis % r else d for i, d in enumerate(x.shape) if keep or i != axis % r
+        )
         attrs: dict[str, Any] = {"axis": axis, "keepdims": int(keep)}
         if b.draw(st.booleans()):
             attrs["select_last_index"] = 1
@@ -541,10 +623,17 @@ def _reduce(b: _Builder) -> bool:
     axes = sorted(set(b.draw(st.lists(st.integers(0, r - 1), min_size=0, max_size=r))))
     red = axes or list(range(r))
     n = _numel([x.shape[a] for a in red])
-    bound = {"ReduceSum": n * x.bound, "ReduceMean": x.bound, "ReduceMax": x.bound,
-             "ReduceMin": x.bound, "ReduceProd": x.bound ** n, "ReduceL2": math.sqrt(n) * x.bound,
-             "ReduceL1": n * x.bound, "ReduceSumSquare": n * x.bound ** 2,
-             "ReduceLogSumExp": x.bound + math.log(max(n, 1)) + 1}[op]
+    bound = {
+        "ReduceSum": n * x.bound,
+        "ReduceMean": x.bound,
+        "ReduceMax": x.bound,
+        "ReduceMin": x.bound,
+        "ReduceProd": x.bound**n,
+        "ReduceL2": math.sqrt(n) * x.bound,
+        "ReduceL1": n * x.bound,
+        "ReduceSumSquare": n * x.bound**2,
+        "ReduceLogSumExp": x.bound + math.log(max(n, 1)) + 1,
+    }[op]
     if bound > _MAX_BOUND:
         return False
     shape = tuple(1 if i in red else d for i, d in enumerate(x.shape) if keep or i not in red)
@@ -590,8 +679,16 @@ def _view(b: _Builder) -> bool:
         attrs = {}
         if 0 in target:  # a literal 0 is a zero-sized dim, not "copy the input's"
             spec, attrs = list(target), {"allowzero": 1}
-        b.node("Reshape", [x, b.const_input(np.array(spec, np.int64))], target, x.kind,
-               x.bound, x.exact, view=True, **attrs)
+        b.node(
+            "Reshape",
+            [x, b.const_input(np.array(spec, np.int64))],
+            target,
+            x.kind,
+            x.bound,
+            x.exact,
+            view=True,
+            **attrs,
+        )
     elif op == "Flatten":
         if r == 0:
             return False
@@ -607,8 +704,11 @@ def _view(b: _Builder) -> bool:
         shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
         ins: list[Val | str] = [x]
         if len(axes) != len(ones) or b.draw(st.booleans()):
-            ins.append(b.const_input(np.array([a - r if b.draw(st.booleans()) else a
-                                               for a in axes], np.int64)))
+            ins.append(
+                b.const_input(
+                    np.array([a - r if b.draw(st.booleans()) else a for a in axes], np.int64)
+                )
+            )
         elif not axes:
             return False
         b.node("Squeeze", ins, shape, x.kind, x.bound, x.exact, view=True)
@@ -618,8 +718,15 @@ def _view(b: _Builder) -> bool:
         a = b.draw(st.integers(0, r))
         shape = (*x.shape[:a], 1, *x.shape[a:])
         spec = a - (r + 1) if b.draw(st.booleans()) else a
-        b.node("Unsqueeze", [x, b.const_input(np.array([spec], np.int64))], shape, x.kind,
-               x.bound, x.exact, view=True)
+        b.node(
+            "Unsqueeze",
+            [x, b.const_input(np.array([spec], np.int64))],
+            shape,
+            x.kind,
+            x.bound,
+            x.exact,
+            view=True,
+        )
     else:
         b.node("Identity", [x], x.shape, x.kind, x.bound, x.exact, view=x.view)
     return True
@@ -631,16 +738,23 @@ def _move(b: _Builder) -> bool:
     if x is None:
         return False
     r = len(x.shape)
-    op = b.draw(st.sampled_from(["Transpose", "Slice", "Concat", "Gather", "Gather",
-                                 "Expand"]))
+    op = b.draw(st.sampled_from(["Transpose", "Slice", "Concat", "Gather", "Gather", "Expand"]))
     if op == "Transpose":
         perm = b.draw(st.permutations(list(range(r))))
         attrs = {"perm": perm} if b.draw(st.booleans()) else {}
         perm = perm if attrs else list(range(r))[::-1]
         # moving only size-1 dims is a reshape (a view) after import and canonicalize-nn
         big = [p for p in perm if x.shape[p] != 1]
-        b.node("Transpose", [x], tuple(x.shape[p] for p in perm), x.kind, x.bound, x.exact,
-               view=x.view or big == sorted(big), **attrs)
+        b.node(
+            "Transpose",
+            [x],
+            tuple(x.shape[p] for p in perm),
+            x.kind,
+            x.bound,
+            x.exact,
+            view=x.view or big == sorted(big),
+            **attrs,
+        )
     elif op == "Slice":
         axes = sorted(set(b.draw(st.lists(st.integers(0, r - 1), min_size=1, max_size=r))))
         starts, ends, steps, shape = [], [], [], list(x.shape)
@@ -650,38 +764,64 @@ def _move(b: _Builder) -> bool:
             s = b.draw(st.integers(-d - 1, d + 1))
             e = b.draw(st.integers(-d - 1, d + 1))
             if step < 0 and b.draw(st.booleans()):
-                e = -(2 ** 62)  # "through index 0"
+                e = -(2**62)  # "through index 0"
             if step > 0 and b.draw(st.booleans()):
-                e = 2 ** 62
+                e = 2**62
             starts.append(s), ends.append(e), steps.append(step)
             shape[a] = len(range(d)[slice(*_py_slice(s, e, step, d))])
         if min(shape) < (0 if not KNOWN_BUG_ZERO_DIMS else 1):
             return False
-        ins = [x, b.const_input(np.array(starts, np.int64)),
-               b.const_input(np.array(ends, np.int64)),
-               b.const_input(np.array([a - r if b.draw(st.booleans()) else a for a in axes],
-                                      np.int64)),
-               b.const_input(np.array(steps, np.int64))]
+        ins = [
+            x,
+            b.const_input(np.array(starts, np.int64)),
+            b.const_input(np.array(ends, np.int64)),
+            b.const_input(
+                np.array([a - r if b.draw(st.booleans()) else a for a in axes], np.int64)
+            ),
+            b.const_input(np.array(steps, np.int64)),
+        ]
         # a Slice that takes everything is removed at import: its result is x itself
-        b.node("Slice", ins, tuple(shape), x.kind, x.bound, x.exact,
-               view=x.view and tuple(shape) == x.shape and steps == [1] * len(steps))
+        b.node(
+            "Slice",
+            ins,
+            tuple(shape),
+            x.kind,
+            x.bound,
+            x.exact,
+            view=x.view and tuple(shape) == x.shape and steps == [1] * len(steps),
+        )
     elif op == "Concat":
         axis = b.draw(st.integers(-r, r - 1))
         a = axis % r
         parts: list[Val] = [x]
         for _ in range(b.draw(st.integers(1, 2))):
-            y = b.pick(lambda v: v.kind == x.kind and len(v.shape) == r and all(
-                v.shape[i] == x.shape[i] for i in range(r) if i != a))
+            y = b.pick(
+                lambda v: (
+                    v.kind == x.kind
+                    and len(v.shape) == r
+                    and all(v.shape[i] == x.shape[i] for i in range(r) if i != a)
+                )
+            )
             if y is None or b.draw(st.booleans()):
                 shape = list(x.shape)
                 shape[a] = b.draw(_dims())
-                y = (b.const(b.floats(tuple(shape))) if x.kind == F
-                     else b.add_input(tuple(shape), x.kind, -5, 5))
+                y = (
+                    b.const(b.floats(tuple(shape)))
+                    if x.kind == F
+                    else b.add_input(tuple(shape), x.kind, -5, 5)
+                )
             parts.append(y)
         shape = list(x.shape)
         shape[a] = sum(p.shape[a] for p in parts)
-        b.node("Concat", parts, tuple(shape), x.kind, max(p.bound for p in parts),
-               all(p.exact for p in parts), axis=axis)
+        b.node(
+            "Concat",
+            parts,
+            tuple(shape),
+            x.kind,
+            max(p.bound for p in parts),
+            all(p.exact for p in parts),
+            axis=axis,
+        )
     elif op == "Gather":
         axis = b.draw(st.integers(-r, r - 1))
         d = x.shape[axis % r]
@@ -689,13 +829,19 @@ def _move(b: _Builder) -> bool:
             return False
         ishape = b.draw(st.sampled_from([(), (1,), (2,), (3,), (2, 2)]))
         if b.draw(st.booleans()):
-            idx = np.array(b.draw(st.lists(st.integers(-d, d - 1), min_size=_numel(ishape),
-                                           max_size=_numel(ishape))), np.int64).reshape(ishape)
+            idx = np.array(
+                b.draw(
+                    st.lists(
+                        st.integers(-d, d - 1), min_size=_numel(ishape), max_size=_numel(ishape)
+                    )
+                ),
+                np.int64,
+            ).reshape(ishape)
             ind: Val | str = b.const_input(idx)
         else:  # run-time indices, fed in range
             ind = b.add_input(ishape, I, -d, d - 1, pool=False)
         a = axis % r
-        shape = (*x.shape[:a], *ishape, *x.shape[a + 1:])
+        shape = (*x.shape[:a], *ishape, *x.shape[a + 1 :])
         b.node("Gather", [x, ind], shape, x.kind, x.bound, x.exact, axis=axis)
     else:
         target = list(x.shape)
@@ -703,13 +849,21 @@ def _move(b: _Builder) -> bool:
             if dd == 1 and b.draw(st.booleans()):
                 target[i] = b.draw(st.integers(1, 3))
         spec = [1 if b.draw(st.booleans()) else t for t in target]
-        spec = [t if s == 1 and x.shape[i] == 1 else s for i, (s, t) in
-                enumerate(zip(spec, target))]
+        spec = [
+            t if s == 1 and x.shape[i] == 1 else s for i, (s, t) in enumerate(zip(spec, target))
+        ]
         if b.draw(st.booleans()):
             spec = [b.draw(st.integers(1, 2)), *spec]
         shape = _broadcast(x.shape, tuple(spec))
-        b.node("Expand", [x, b.const_input(np.array(spec, np.int64))], shape, x.kind,
-               x.bound, x.exact, view=x.view and shape == x.shape)  # no-op: removed
+        b.node(
+            "Expand",
+            [x, b.const_input(np.array(spec, np.int64))],
+            shape,
+            x.kind,
+            x.bound,
+            x.exact,
+            view=x.view and shape == x.shape,
+        )  # no-op: removed
     return True
 
 
@@ -729,9 +883,18 @@ def _py_slice(s: int, e: int, step: int, d: int) -> tuple[int, int, int]:
 
 
 _FAMILIES: list[tuple[str, Callable[[_Builder], bool]]] = [
-    ("unary", _unary), ("binary", _binary), ("binary", _binary), ("compare", _compare_where),
-    ("cast", _cast), ("matmul", _matmul), ("conv", _conv_pool), ("norm", _normalize),
-    ("reduce", _reduce), ("view", _view), ("view", _view), ("move", _move),
+    ("unary", _unary),
+    ("binary", _binary),
+    ("binary", _binary),
+    ("compare", _compare_where),
+    ("cast", _cast),
+    ("matmul", _matmul),
+    ("conv", _conv_pool),
+    ("norm", _normalize),
+    ("reduce", _reduce),
+    ("view", _view),
+    ("view", _view),
+    ("move", _move),
 ]
 
 
@@ -796,7 +959,8 @@ def _finish(b: _Builder) -> FuzzCase:
     used = {n for node in b.nodes for n in node.input} | set(outs)
     inputs = [s for s in b.inputs if s.name in used]
     graph = helper.make_graph(
-        b.nodes, "fuzz",
+        b.nodes,
+        "fuzz",
         [helper.make_tensor_value_info(s.name, _ELEM[s.kind], s.shape) for s in inputs],
         [helper.make_tensor_value_info(v.name, _ELEM[v.kind], v.shape) for v in outs.values()],
         initializer=[t for t in b.inits if t.name in used],
@@ -851,23 +1015,28 @@ def reference(case: FuzzCase, feeds: dict[str, np.ndarray]) -> dict[str, np.ndar
         onnx.checker.check_model(case.model, full_check=True)
         so = ort.SessionOptions()
         so.log_severity_level = 3
-        sess = ort.InferenceSession(case.model.SerializeToString(), so,
-                                    providers=["CPUExecutionProvider"])
+        sess = ort.InferenceSession(
+            case.model.SerializeToString(), so, providers=["CPUExecutionProvider"]
+        )
         names = [o.name for o in sess.get_outputs()]
         out = dict(zip(names, sess.run(None, feeds)))
     except Exception as e:
-        raise GeneratorError(f"onnxruntime rejects the generated graph: {e}\n"
-                             f"{onnx.printer.to_text(case.model)}") from e
+        raise GeneratorError(
+            f"onnxruntime rejects the generated graph: {e}\n{onnx.printer.to_text(case.model)}"
+        ) from e
     for o in case.model.graph.output:
         want = tuple(d.dim_value for d in o.type.tensor_type.shape.dim)
         if out[o.name].shape != want:
-            raise GeneratorError(f"output {o.name}: declared shape {want}, onnxruntime gives "
-                                 f"{out[o.name].shape}\n{onnx.printer.to_text(case.model)}")
+            raise GeneratorError(
+                f"output {o.name}: declared shape {want}, onnxruntime gives "
+                f"{out[o.name].shape}\n{onnx.printer.to_text(case.model)}"
+            )
     return out
 
 
-def check_case(case: FuzzCase, fusions: Sequence[bool] = (True, False),
-               cache: bool = False) -> tuple[list[Finding], int]:
+def check_case(
+    case: FuzzCase, fusions: Sequence[bool] = (True, False), cache: bool = False
+) -> tuple[list[Finding], int]:
     """Compile and run ``case`` with each fusion setting; compare with onnxruntime.
 
     Returns the findings and the number of outputs compared."""
@@ -944,8 +1113,9 @@ sys.exit(1 if bad else 0)
 '''
 
 
-def write_reproducer(case: FuzzCase, findings: Sequence[Finding],
-                     directory: Path | None = None) -> tuple[Path, str]:
+def write_reproducer(
+    case: FuzzCase, findings: Sequence[Finding], directory: Path | None = None
+) -> tuple[Path, str]:
     """Save the model, feeds and a script; return the folder and the command to run."""
     if directory is None:  # one folder per distinct case: shrinking rewrites, not litters
         digest = hashlib.sha1(case.model.SerializeToString()).hexdigest()[:12]
@@ -956,8 +1126,9 @@ def write_reproducer(case: FuzzCase, findings: Sequence[Finding],
     np.savez(d / "feeds.npz", **case.feeds())
     fusions = sorted({f.fusion for f in findings}, reverse=True) or [True, False]
     (d / "repro.py").write_text(_REPRO.format(fusions=fusions))
-    (d / "findings.txt").write_text("\n\n".join(f"{f.kind} fusion={f.fusion}\n{f.detail}"
-                                                for f in findings))
+    (d / "findings.txt").write_text(
+        "\n\n".join(f"{f.kind} fusion={f.fusion}\n{f.detail}" for f in findings)
+    )
     return d, f"{sys.executable} {d / 'repro.py'}"
 
 
@@ -965,8 +1136,12 @@ def describe(case: FuzzCase, findings: Sequence[Finding]) -> str:
     """A failure report: the findings, the graph as ONNX text and the reproducer command."""
     d, cmd = write_reproducer(case, findings)
     lines = [f.line() for f in findings]
-    return ("\n".join(lines) + "\n\n" + onnx.printer.to_text(case.model.graph) +
-            f"\n\nreproduce: {cmd}\n(model.onnx, feeds.npz, findings.txt in {d})")
+    return (
+        "\n".join(lines)
+        + "\n\n"
+        + onnx.printer.to_text(case.model.graph)
+        + f"\n\nreproduce: {cmd}\n(model.onnx, feeds.npz, findings.txt in {d})"
+    )
 
 
 if __name__ == "__main__":

@@ -20,12 +20,14 @@ TOOLS = {
 }
 
 
-def run_tool(tool: str, args: Sequence[str], stdin: str | bytes | None = None,
-             timeout: float = 600) -> subprocess.CompletedProcess[bytes]:
+def run_tool(
+    tool: str, args: Sequence[str], stdin: str | bytes | None = None, timeout: float = 600
+) -> subprocess.CompletedProcess[bytes]:
     """Run ``autofusion-<tool>`` as a user would (a fresh process)."""
     data = stdin.encode() if isinstance(stdin, str) else stdin
-    return subprocess.run([sys.executable, "-m", TOOLS[tool], *args], input=data,
-                          capture_output=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", TOOLS[tool], *args], input=data, capture_output=True, timeout=timeout
+    )
 
 
 def assert_clean_cli_error(proc: subprocess.CompletedProcess[bytes], *needles: str) -> str:

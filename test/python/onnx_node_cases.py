@@ -73,9 +73,7 @@ class NodeCase:
 
     def feeds(self) -> dict[str, np.ndarray]:
         """Input name -> array. Inputs beyond the data set's count are optional and absent."""
-        return {
-            n: v for n, v in zip(self.input_names, self.inputs) if isinstance(v, np.ndarray)
-        }
+        return {n: v for n, v in zip(self.input_names, self.inputs) if isinstance(v, np.ndarray)}
 
 
 def _as_value(v: object) -> object:
@@ -103,10 +101,14 @@ def _from_files() -> list[NodeCase]:
             continue
         ins = sorted(data.glob("input_*.pb"), key=lambda p: int(p.stem.split("_")[1]))
         outs = sorted(data.glob("output_*.pb"), key=lambda p: int(p.stem.split("_")[1]))
-        cases.append(NodeCase(
-            d.name, onnx.load(str(model_path)),
-            tuple(_load_pb(p) for p in ins), tuple(_load_pb(p) for p in outs),
-        ))
+        cases.append(
+            NodeCase(
+                d.name,
+                onnx.load(str(model_path)),
+                tuple(_load_pb(p) for p in ins),
+                tuple(_load_pb(p) for p in outs),
+            )
+        )
     return cases
 
 
@@ -121,9 +123,11 @@ def _generated() -> list[NodeCase]:
         if not c.data_sets:
             continue
         ins, outs = c.data_sets[0]
-        cases.append(NodeCase(
-            c.name, c.model, tuple(_as_value(v) for v in ins), tuple(_as_value(v) for v in outs)
-        ))
+        cases.append(
+            NodeCase(
+                c.name, c.model, tuple(_as_value(v) for v in ins), tuple(_as_value(v) for v in outs)
+            )
+        )
     return sorted(cases, key=lambda c: c.name)
 
 
@@ -162,9 +166,7 @@ def in_importer_range(model: onnx.ModelProto) -> tuple[onnx.ModelProto, int | No
     conversion to the nearest such opset. Raises ``ValueError`` if conversion fails."""
     from autofusion.frontend.loader import MAX_OPSET, MIN_OPSET
 
-    version = next(
-        (o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None
-    )
+    version = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
     if version is None or MIN_OPSET <= version <= MAX_OPSET:
         return model, None
     from onnx import version_converter
@@ -173,8 +175,10 @@ def in_importer_range(model: onnx.ModelProto) -> tuple[onnx.ModelProto, int | No
     try:
         return version_converter.convert_version(model, target), version
     except Exception as e:  # the converter raises bare C++ assertion errors
-        raise ValueError(f"onnx.version_converter cannot convert opset {version} to "
-                         f"{target}: {str(e).splitlines()[0][:120]}") from None
+        raise ValueError(
+            f"onnx.version_converter cannot convert opset {version} to "
+            f"{target}: {str(e).splitlines()[0][:120]}"
+        ) from None
 
 
 def import_case(case: NodeCase) -> Imported:

@@ -183,7 +183,8 @@ def _matmul_model(seed: int = 0) -> onnx.ModelProto:
 
     w = np.random.default_rng(seed).standard_normal((256, 128)).astype(np.float32)
     graph = helper.make_graph(
-        [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], "mm",
+        [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")],
+        "mm",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 256])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 128])],
         [numpy_helper.from_array(w, "w")],

@@ -86,14 +86,21 @@ CASES: dict[str, list[str]] = {
         f"%3 = nn.div %two, %b : (tensor<f32>, {T}) -> {T}",
         f"%r = nn.min %2, %3 : ({T}, {T}) -> {T}",
     ],
-    "bias_row": [f"%0 = nn.add %a, %c : ({T}, tensor<50xf32>) -> {T}",
-                 f"%r = nn.mul %0, %c : ({T}, tensor<50xf32>) -> {T}"],
-    "bias_mid": [f"%0 = nn.mul %a, %s : ({T}, tensor<7x1xf32>) -> {T}",
-                 f"%r = nn.sub %0, %s : ({T}, tensor<7x1xf32>) -> {T}"],
-    "sigmoid_tanh": [f"%0 = nn.sigmoid %a : ({T}) -> {T}", f"%1 = nn.tanh %b : ({T}) -> {T}",
-                     f"%r = nn.add %0, %1 : ({T}, {T}) -> {T}"],
-    "gelu_erf": [f"%r = nn.gelu %a {{approximate = \"none\"}} : ({T}) -> {T}"],
-    "gelu_tanh": [f"%r = nn.gelu %a {{approximate = \"tanh\"}} : ({T}) -> {T}"],
+    "bias_row": [
+        f"%0 = nn.add %a, %c : ({T}, tensor<50xf32>) -> {T}",
+        f"%r = nn.mul %0, %c : ({T}, tensor<50xf32>) -> {T}",
+    ],
+    "bias_mid": [
+        f"%0 = nn.mul %a, %s : ({T}, tensor<7x1xf32>) -> {T}",
+        f"%r = nn.sub %0, %s : ({T}, tensor<7x1xf32>) -> {T}",
+    ],
+    "sigmoid_tanh": [
+        f"%0 = nn.sigmoid %a : ({T}) -> {T}",
+        f"%1 = nn.tanh %b : ({T}) -> {T}",
+        f"%r = nn.add %0, %1 : ({T}, {T}) -> {T}",
+    ],
+    "gelu_erf": [f'%r = nn.gelu %a {{approximate = "none"}} : ({T}) -> {T}'],
+    "gelu_tanh": [f'%r = nn.gelu %a {{approximate = "tanh"}} : ({T}) -> {T}'],
     "erf": [f"%r = nn.erf %a : ({T}) -> {T}"],
     "exp_log_sqrt": [
         f"%0 = nn.abs %a : ({T}) -> {T}",
@@ -125,9 +132,9 @@ CASES: dict[str, list[str]] = {
 
 def vector_module() -> str:
     consts = [
-        '%one = nn.constant dense<1.0> : tensor<f32>',
-        '%two = nn.constant dense<2.0> : tensor<f32>',
-        '%half = nn.constant dense<-0.25> : tensor<f32>',
+        "%one = nn.constant dense<1.0> : tensor<f32>",
+        "%two = nn.constant dense<2.0> : tensor<f32>",
+        "%half = nn.constant dense<-0.25> : tensor<f32>",
     ]
     kernels, results = [], []
     for i, (name, body) in enumerate(CASES.items()):
@@ -156,7 +163,8 @@ def vector_feeds() -> dict[str, np.ndarray]:
     x.reshape(-1)[:6] = [0.0, -0.0, 20.0, -20.0, 1e-8, -60.0]  # saturating and signed-zero lanes
     w = rng.standard_normal(SHAPE).astype(np.float32)
     return {
-        "arg0": x, "arg1": w,
+        "arg0": x,
+        "arg1": w,
         "arg2": rng.standard_normal(50).astype(np.float32),
         "arg3": rng.standard_normal((7, 1)).astype(np.float32),
     }
@@ -228,10 +236,12 @@ def test_row_kernels_match_interpreter() -> None:
     t = kernels[0].tiling_values()
     assert (t["rowLength"], t["rowStride"], t["tileLength"], t["blockLength"]) == (36, 40, 2, 5)
     rng = np.random.default_rng(5)
-    feeds = {"arg0": (rng.standard_normal((2, 7, 36)) * 4).astype(np.float32),
-             "arg1": rng.standard_normal(36).astype(np.float32),
-             "arg2": rng.standard_normal(36).astype(np.float32),
-             "arg3": rng.standard_normal((2, 3, 7, 7)).astype(np.float32)}
+    feeds = {
+        "arg0": (rng.standard_normal((2, 7, 36)) * 4).astype(np.float32),
+        "arg1": rng.standard_normal(36).astype(np.float32),
+        "arg2": rng.standard_normal(36).astype(np.float32),
+        "arg3": rng.standard_normal((2, 3, 7, 7)).astype(np.float32),
+    }
     got = run_ascendc_cpu(low, feeds)
     ref = run_module(module, feeds)
     for k in ref:
@@ -303,10 +313,12 @@ def test_attention_kernel_matches_interpreter() -> None:
     assert len(kernels) == 2
     assert kernels[0].tiling_values()["tileLength"] == 2
     rng = np.random.default_rng(6)
-    feeds = {"arg0": rng.standard_normal((2, 3, 9, 8)).astype(np.float32),
-             "arg1": rng.standard_normal((2, 3, 11, 8)).astype(np.float32),
-             "arg2": rng.standard_normal((2, 3, 11, 6)).astype(np.float32),
-             "arg3": ((rng.random((2, 1, 1, 11)) < 0.3) * -10000.0).astype(np.float32)}
+    feeds = {
+        "arg0": rng.standard_normal((2, 3, 9, 8)).astype(np.float32),
+        "arg1": rng.standard_normal((2, 3, 11, 8)).astype(np.float32),
+        "arg2": rng.standard_normal((2, 3, 11, 6)).astype(np.float32),
+        "arg3": ((rng.random((2, 1, 1, 11)) < 0.3) * -10000.0).astype(np.float32),
+    }
     got = run_ascendc_cpu(low, feeds)
     ref = run_module(module, feeds)
     for k in ref:
@@ -333,9 +345,11 @@ def test_concat_split_gather_kernels_are_exact_copies() -> None:
     low = lowered(module, cores=3, max_tile=16)
     assert sum(isinstance(o, ac.KernelOp) for o in low.body.block.ops) == 4
     rng = np.random.default_rng(8)
-    feeds = {"arg0": rng.standard_normal((2, 3, 5)).astype(np.float32),
-             "arg1": rng.standard_normal((2, 4, 5)).astype(np.float32),
-             "arg2": rng.standard_normal((2, 7, 5)).astype(np.float32)}
+    feeds = {
+        "arg0": rng.standard_normal((2, 3, 5)).astype(np.float32),
+        "arg1": rng.standard_normal((2, 4, 5)).astype(np.float32),
+        "arg2": rng.standard_normal((2, 7, 5)).astype(np.float32),
+    }
     feeds["arg0"][0, 0, :2] = [-0.0, np.nan]
     got = run_ascendc_cpu(low, feeds)
     ref = run_module(module, feeds)
@@ -356,10 +370,13 @@ def test_channel_concat_at_batch_one_is_chunked() -> None:
     k = next(o for o in low.body.block.ops if isinstance(o, ac.KernelOp))
     assert k.tiling_values()["rowLength"] == 3872
     rng = np.random.default_rng(9)
-    feeds = {"arg0": rng.standard_normal((1, 64, 11, 11)).astype(np.float32),
-             "arg1": rng.standard_normal((1, 96, 11, 11)).astype(np.float32)}
-    np.testing.assert_array_equal(run_ascendc_cpu(low, feeds)["result0"],
-                                  run_module(module, feeds)["result0"])
+    feeds = {
+        "arg0": rng.standard_normal((1, 64, 11, 11)).astype(np.float32),
+        "arg1": rng.standard_normal((1, 96, 11, 11)).astype(np.float32),
+    }
+    np.testing.assert_array_equal(
+        run_ascendc_cpu(low, feeds)["result0"], run_module(module, feeds)["result0"]
+    )
 
 
 def test_transpose_expand_slice_kernels_match_interpreter() -> None:
@@ -367,8 +384,10 @@ def test_transpose_expand_slice_kernels_match_interpreter() -> None:
     low = lowered(module, cores=3, max_tile=16)
     assert sum(isinstance(o, ac.KernelOp) for o in low.body.block.ops) == 4
     rng = np.random.default_rng(2)
-    feeds = {"arg0": rng.standard_normal((2, 3, 4, 5)).astype(np.float32),
-             "arg1": rng.standard_normal((3, 1, 5)).astype(np.float32)}
+    feeds = {
+        "arg0": rng.standard_normal((2, 3, 4, 5)).astype(np.float32),
+        "arg1": rng.standard_normal((3, 1, 5)).astype(np.float32),
+    }
     got = run_ascendc_cpu(low, feeds)
     ref = run_module(module, feeds)
     for k in ref:
@@ -415,8 +434,20 @@ builtin.module {
 }
 """  # noqa: E501 - the MLIR keeps one op per line
 
-CUBE_SHAPES = [(2, 37, 24), (24, 40), (40,), (2, 4, 9, 9), (6, 2, 3, 3), (6,), (2, 6, 5, 5),
-               (20, 12), (16, 12), (1, 16), (3, 5, 8), (3, 8, 6)]
+CUBE_SHAPES = [
+    (2, 37, 24),
+    (24, 40),
+    (40,),
+    (2, 4, 9, 9),
+    (6, 2, 3, 3),
+    (6,),
+    (2, 6, 5, 5),
+    (20, 12),
+    (16, 12),
+    (1, 16),
+    (3, 5, 8),
+    (3, 8, 6),
+]
 
 
 def cube_reference(xs: list[np.ndarray]) -> list[np.ndarray]:
@@ -430,19 +461,25 @@ def cube_reference(xs: list[np.ndarray]) -> list[np.ndarray]:
         helper.make_node("Add", ["me", "one"], ["mf"]),
         helper.make_node("Mul", ["mb", "mf"], ["mg"]),
         helper.make_node("Mul", ["mg", "half"], ["o0"]),
-        helper.make_node("Conv", ["i3", "i4", "i5"], ["c"], strides=[2, 2], pads=[1, 1, 1, 1],
-                         group=2),
+        helper.make_node(
+            "Conv", ["i3", "i4", "i5"], ["c"], strides=[2, 2], pads=[1, 1, 1, 1], group=2
+        ),
         helper.make_node("Add", ["c", "i6"], ["ca"]),
         helper.make_node("Relu", ["ca"], ["o1"]),
         helper.make_node("Gemm", ["i7", "i8", "i9"], ["o2"], alpha=0.5, beta=2.0, transB=1),
         helper.make_node("MatMul", ["i10", "i11"], ["o3"]),
     ]
-    inits = [helper.make_tensor(n, onnx.TensorProto.FLOAT, [], [v])
-             for n, v in (("sqrt2", math.sqrt(2)), ("one", 1.0), ("half", 0.5))]
+    inits = [
+        helper.make_tensor(n, onnx.TensorProto.FLOAT, [], [v])
+        for n, v in (("sqrt2", math.sqrt(2)), ("one", 1.0), ("half", 0.5))
+    ]
     graph = helper.make_graph(
-        nodes, "cube",
-        [helper.make_tensor_value_info(n, onnx.TensorProto.FLOAT, list(x.shape))
-         for n, x in zip(names, xs)],
+        nodes,
+        "cube",
+        [
+            helper.make_tensor_value_info(n, onnx.TensorProto.FLOAT, list(x.shape))
+            for n, x in zip(names, xs)
+        ],
         [helper.make_tensor_value_info(f"o{i}", onnx.TensorProto.FLOAT, None) for i in range(4)],
         inits,
     )
@@ -493,8 +530,19 @@ def test_cmake_cpu_build_runs_the_whole_host_program(cube_project, tmp_path: Pat
     if cmake is None:
         pytest.skip("cmake not installed")
     build = tmp_path / "build"
-    subprocess.run([cmake, "-S", str(project), "-B", str(build), "-DAUTOFUSION_CPU_MODEL=ON",
-                    "-DCMAKE_BUILD_TYPE=Release"], check=True, capture_output=True)
+    subprocess.run(
+        [
+            cmake,
+            "-S",
+            str(project),
+            "-B",
+            str(build),
+            "-DAUTOFUSION_CPU_MODEL=ON",
+            "-DCMAKE_BUILD_TYPE=Release",
+        ],
+        check=True,
+        capture_output=True,
+    )
     subprocess.run([cmake, "--build", str(build), "-j", "2"], check=True, capture_output=True)
     files = []
     for i, x in enumerate(xs):
@@ -522,9 +570,18 @@ def test_host_calls_exactly_the_declared_acl_functions(cube_project) -> None:
     project, _, _ = cube_project
     host = (project / "host" / "model.cpp").read_text()
     called = set(re.findall(r"\b(acl\w+)\s*\(", host))
-    required = {"aclInit", "aclrtSetDevice", "aclrtCreateStream", "aclrtMalloc", "aclrtMemcpy",
-                "aclrtSynchronizeStream", "aclrtFree", "aclrtDestroyStream", "aclrtResetDevice",
-                "aclFinalize"}
+    required = {
+        "aclInit",
+        "aclrtSetDevice",
+        "aclrtCreateStream",
+        "aclrtMalloc",
+        "aclrtMemcpy",
+        "aclrtSynchronizeStream",
+        "aclrtFree",
+        "aclrtDestroyStream",
+        "aclrtResetDevice",
+        "aclFinalize",
+    }
     assert required <= called
     assert called == declared_acl()
 
@@ -539,16 +596,30 @@ def test_every_acl_return_code_is_checked(cube_project) -> None:
 
 def test_host_and_kernels_compile_warning_free(cube_project) -> None:
     project, _, _ = cube_project
-    srcs = [*sorted((project / "kernels").glob("*.asc")),
-            *sorted((project / "kernels").glob("*.cpp")),
-            project / "host" / "model.cpp", project / "host" / "main.cpp"]
+    srcs = [
+        *sorted((project / "kernels").glob("*.asc")),
+        *sorted((project / "kernels").glob("*.cpp")),
+        project / "host" / "model.cpp",
+        project / "host" / "main.cpp",
+    ]
     for src in srcs:
         lang = ["-x", "c++"] if src.suffix == ".asc" else []
         proc = subprocess.run(
-            [GXX, "-std=c++17", "-fsyntax-only", "-Wall", "-Wextra", "-Werror",
-             "-DAUTOFUSION_CPU_MODEL",
-             f"-I{project / 'cpu_model'}", f"-I{project / 'kernels'}", *lang, str(src)],
-            capture_output=True, text=True,
+            [
+                GXX,
+                "-std=c++17",
+                "-fsyntax-only",
+                "-Wall",
+                "-Wextra",
+                "-Werror",
+                "-DAUTOFUSION_CPU_MODEL",
+                f"-I{project / 'cpu_model'}",
+                f"-I{project / 'kernels'}",
+                *lang,
+                str(src),
+            ],
+            capture_output=True,
+            text=True,
         )
         assert proc.returncode == 0, proc.stderr[-3000:]
 
@@ -558,8 +629,10 @@ def test_kernel_signature_and_launch(cube_project) -> None:
     src = (project / "kernels" / "af_kernel_1.asc").read_text()
     assert re.search(
         r'extern "C" __global__ __aicore__ void af_kernel_1\(GM_ADDR in0, GM_ADDR in1, '
-        r'GM_ADDR in2, '
-        r"GM_ADDR in3, GM_ADDR out0, GM_ADDR workspace, GM_ADDR tiling\)", src)
+        r"GM_ADDR in2, "
+        r"GM_ADDR in3, GM_ADDR out0, GM_ADDR workspace, GM_ADDR tiling\)",
+        src,
+    )
     assert "af_kernel_1<<<blockDim, nullptr, stream>>>(" in src
     assert "REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm, &this->td.mm);" in src
 
@@ -617,23 +690,34 @@ def test_unsupported_kernel_falls_back_with_reason_and_still_runs(tmp_path: Path
 # ---------------------------------------------------------------------------------------
 
 MISUSE = {
-    "deque_empty": ("AscendC::TQue<AscendC::TPosition::VECIN, 2> q; pipe.InitBuffer(q, 2, 256);"
-                    "auto t = q.DeQue<float>(); (void)t;", "DeQue on an empty queue"),
-    "alloc_past_depth": ("AscendC::TQue<AscendC::TPosition::VECIN, 2> q; pipe.InitBuffer(q, 2, "
-                         "256);"
-                         "auto a = q.AllocTensor<float>(); auto b = q.AllocTensor<float>();"
-                         "auto c = q.AllocTensor<float>(); (void)a; (void)b; (void)c;",
-                         "no free buffer"),
-    "ub_overflow": ("AscendC::TBuf<AscendC::TPosition::VECCALC> b; pipe.InitBuffer(b, 200 * 1024);",
-                    "unified buffer budget exceeded"),
-    "unaligned_copy": ("AscendC::TBuf<AscendC::TPosition::VECCALC> b; pipe.InitBuffer(b, 256);"
-                       "auto t = b.Get<float>(); std::vector<float> g(64); "
-                       "AscendC::GlobalTensor<float> gt;"
-                       "gt.SetGlobalBuffer(g.data(), 64); AscendC::DataCopy(t, gt, 10);",
-                       "multiple of 32 bytes"),
-    "vector_overrun": ("AscendC::TBuf<AscendC::TPosition::VECCALC> b; pipe.InitBuffer(b, 256);"
-                       "auto t = b.Get<float>(); AscendC::Adds(t, t, 1.0f, 65);",
-                       "count beyond the tensor"),
+    "deque_empty": (
+        "AscendC::TQue<AscendC::TPosition::VECIN, 2> q; pipe.InitBuffer(q, 2, 256);"
+        "auto t = q.DeQue<float>(); (void)t;",
+        "DeQue on an empty queue",
+    ),
+    "alloc_past_depth": (
+        "AscendC::TQue<AscendC::TPosition::VECIN, 2> q; pipe.InitBuffer(q, 2, "
+        "256);"
+        "auto a = q.AllocTensor<float>(); auto b = q.AllocTensor<float>();"
+        "auto c = q.AllocTensor<float>(); (void)a; (void)b; (void)c;",
+        "no free buffer",
+    ),
+    "ub_overflow": (
+        "AscendC::TBuf<AscendC::TPosition::VECCALC> b; pipe.InitBuffer(b, 200 * 1024);",
+        "unified buffer budget exceeded",
+    ),
+    "unaligned_copy": (
+        "AscendC::TBuf<AscendC::TPosition::VECCALC> b; pipe.InitBuffer(b, 256);"
+        "auto t = b.Get<float>(); std::vector<float> g(64); "
+        "AscendC::GlobalTensor<float> gt;"
+        "gt.SetGlobalBuffer(g.data(), 64); AscendC::DataCopy(t, gt, 10);",
+        "multiple of 32 bytes",
+    ),
+    "vector_overrun": (
+        "AscendC::TBuf<AscendC::TPosition::VECCALC> b; pipe.InitBuffer(b, 256);"
+        "auto t = b.Get<float>(); AscendC::Adds(t, t, 1.0f, 65);",
+        "count beyond the tensor",
+    ),
 }
 
 
@@ -641,8 +725,9 @@ MISUSE = {
 def test_cpu_model_rejects_misuse(case: str, tmp_path: Path) -> None:
     body, message = MISUSE[case]
     src = tmp_path / "m.cpp"
-    src.write_text('#include "ascendc_cpu_model.h"\nint main() { AscendC::TPipe pipe; '
-                   f'{body} return 0; }}\n')
+    src.write_text(
+        f'#include "ascendc_cpu_model.h"\nint main() {{ AscendC::TPipe pipe; {body} return 0; }}\n'
+    )
     exe = tmp_path / "m"
     subprocess.run([GXX, "-std=c++17", f"-I{CPU_MODEL_DIR}", str(src), "-o", str(exe)], check=True)
     proc = subprocess.run([str(exe)], capture_output=True, text=True)
@@ -683,8 +768,12 @@ def test_whole_cnn_runs_as_the_generated_host_program() -> None:
     fused, proto = fused_zoo_module("tiny_cnn")
     low = lowered(fused)
     fn = next(o for o in low.body.block.ops if o.name == "func.func")
-    assert {o.name for o in fn.body.block.ops} <= {"ascendc.launch", "nn.constant", "nn.reshape",
-                                                   "func.return"}
+    assert {o.name for o in fn.body.block.ops} <= {
+        "ascendc.launch",
+        "nn.constant",
+        "nn.reshape",
+        "func.return",
+    }
     feeds = zoo.sample_inputs(proto, 0)
     got = CpuModelRunner(low).run_host_program(feeds)
     sess = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
@@ -719,8 +808,11 @@ def test_zoo_groups_and_model_match(name: str) -> None:
             src = outline_single(src)  # the kernel's inputs: scalar constants are inside
         ref = IMPLS[fusion.KernelOp](src, args[: len(src.inputs)])
         for g, r in zip(outs, ref):
-            assert close(g, np.asarray(r)), (kname, kernels[kname].pattern.data,
-                                             float(np.abs(g - r).max()))
+            assert close(g, np.asarray(r)), (
+                kname,
+                kernels[kname].pattern.data,
+                float(np.abs(g - r).max()),
+            )
     # end to end (ops without a lowering ran on the interpreter)
     sess = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
     names = [o.name for o in sess.get_outputs()]

@@ -81,8 +81,9 @@ def test_compare_flags_mismatch() -> None:
     assert bench.compare({"y": ref["y"]}, ref)["outputs"]["i"]["error"] == "missing output"
 
 
-def test_compile_cli_writes_the_directory(tmp_path: Path,
-                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_compile_cli_writes_the_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out, rep = tmp_path / "out" / "tiny", tmp_path / "rep.json"
     assert compile_cli.main(["zoo:tiny_cnn", "-o", str(out), "--report", str(rep)]) == 0
     for name in ("model.c", "model.h", "weights.bin", "Makefile", "libmodel.so", "afrt.h"):
@@ -109,8 +110,10 @@ def test_compile_failure_leaves_nothing(tmp_path: Path, monkeypatch: pytest.Monk
 
     monkeypatch.setattr(api, "_emitter", broken_emitter)
     out = tmp_path / "out"
-    assert compile_cli.main(["zoo:tiny_cnn", "-o", str(out), "--report",
-                             str(tmp_path / "r.json")]) == 1
+    assert (
+        compile_cli.main(["zoo:tiny_cnn", "-o", str(out), "--report", str(tmp_path / "r.json")])
+        == 1
+    )
     assert "emitter exploded" in capsys.readouterr().err
     assert not out.exists()
     assert not (tmp_path / "r.json").exists()
@@ -159,8 +162,10 @@ def test_console_script_exit_status(tmp_path: Path) -> None:
 
 def test_compile_cli_memory_plot_and_ascendc(tmp_path: Path) -> None:
     plot = tmp_path / "plan.svg"
-    assert compile_cli.main(["zoo:tiny_cnn", "-o", str(tmp_path / "c"), "--memory-plot",
-                             str(plot)]) == 0
+    assert (
+        compile_cli.main(["zoo:tiny_cnn", "-o", str(tmp_path / "c"), "--memory-plot", str(plot)])
+        == 0
+    )
     assert plot.read_text().lstrip().startswith("<svg") or "<svg" in plot.read_text()
     assert compile_cli.main(["zoo:tiny_cnn", "-o", str(tmp_path / "a"), "--target", "ascendc"]) == 0
     assert (tmp_path / "a" / "CMakeLists.txt").is_file()

@@ -23,11 +23,15 @@ F = TensorProto.FLOAT
 RNG = np.random.default_rng(5)
 
 
-def _model(nodes: Sequence[onnx.NodeProto], inputs: dict[str, Sequence[int]],
-           outputs: Sequence[str], inits: dict[str, np.ndarray] | None = None
-           ) -> onnx.ModelProto:
+def _model(
+    nodes: Sequence[onnx.NodeProto],
+    inputs: dict[str, Sequence[int]],
+    outputs: Sequence[str],
+    inits: dict[str, np.ndarray] | None = None,
+) -> onnx.ModelProto:
     graph = helper.make_graph(
-        list(nodes), "empty",
+        list(nodes),
+        "empty",
         [helper.make_tensor_value_info(n, F, list(s)) for n, s in inputs.items()],
         [helper.make_tensor_value_info(n, F, None) for n in outputs],
         initializer=[numpy_helper.from_array(v, k) for k, v in (inits or {}).items()],
@@ -44,25 +48,35 @@ def _n(op: str, ins: Sequence[str], outs: Sequence[str], **attrs: object) -> onn
 def elementwise_chain() -> onnx.ModelProto:
     """The reported shape: empty elementwise steps (with a broadcast weight) -> (0, 4)."""
     nodes = [_n("Relu", ["x"], ["r"]), _n("Add", ["r", "b"], ["e"]), _n("Tanh", ["z"], ["t"])]
-    return _model(nodes, {"x": [0, 4], "z": [3, 4]}, ["e", "t"],
-                  {"b": np.full(4, 0.5, np.float32)})
+    return _model(nodes, {"x": [0, 4], "z": [3, 4]}, ["e", "t"], {"b": np.full(4, 0.5, np.float32)})
 
 
 def matmul_epilogue_softmax() -> onnx.ModelProto:
     """A fusable matmul + relu and a softmax over zero rows."""
-    nodes = [_n("MatMul", ["x", "w"], ["m"]), _n("Relu", ["m"], ["r"]),
-             _n("Softmax", ["r"], ["s"], axis=-1), _n("MatMul", ["z", "w"], ["zm"])]
-    return _model(nodes, {"x": [0, 8], "z": [2, 8]}, ["s", "zm"],
-                  {"w": (RNG.standard_normal((8, 16)) * 0.3).astype(np.float32)})
+    nodes = [
+        _n("MatMul", ["x", "w"], ["m"]),
+        _n("Relu", ["m"], ["r"]),
+        _n("Softmax", ["r"], ["s"], axis=-1),
+        _n("MatMul", ["z", "w"], ["zm"]),
+    ]
+    return _model(
+        nodes,
+        {"x": [0, 8], "z": [2, 8]},
+        ["s", "zm"],
+        {"w": (RNG.standard_normal((8, 16)) * 0.3).astype(np.float32)},
+    )
 
 
 def empty_into_data() -> onnx.ModelProto:
     """Empty values read by steps that produce data: concat, where, sigmoid after it."""
-    nodes = [_n("Sigmoid", ["x"], ["sx"]), _n("Concat", ["sx", "z"], ["c"], axis=0),
-             _n("Greater", ["sx", "sx"], ["g"]), _n("Where", ["g", "sx", "sx"], ["wh"]),
-             _n("Mul", ["c", "k"], ["y"])]
-    return _model(nodes, {"x": [0, 5], "z": [3, 5]}, ["y", "wh"],
-                  {"k": np.array(2.0, np.float32)})
+    nodes = [
+        _n("Sigmoid", ["x"], ["sx"]),
+        _n("Concat", ["sx", "z"], ["c"], axis=0),
+        _n("Greater", ["sx", "sx"], ["g"]),
+        _n("Where", ["g", "sx", "sx"], ["wh"]),
+        _n("Mul", ["c", "k"], ["y"]),
+    ]
+    return _model(nodes, {"x": [0, 5], "z": [3, 5]}, ["y", "wh"], {"k": np.array(2.0, np.float32)})
 
 
 CASES: dict[str, Callable[[], onnx.ModelProto]] = {
@@ -74,8 +88,9 @@ CASES: dict[str, Callable[[], onnx.ModelProto]] = {
 @pytest.mark.parametrize("case", list(CASES))
 def test_empty_tensors_match_onnxruntime(case: str, fusion: bool) -> None:
     model = CASES[case]()
-    shapes = {i.name: [d.dim_value for d in i.type.tensor_type.shape.dim]
-              for i in model.graph.input}
+    shapes = {
+        i.name: [d.dim_value for d in i.type.tensor_type.shape.dim] for i in model.graph.input
+    }
     feeds = {n: (RNG.standard_normal(s) * 1.5).astype(np.float32) for n, s in shapes.items()}
     ref = onnxruntime_outputs(model, feeds)
     got = autofusion.compile(model, fusion=fusion, threads=1, cache=False).run(feeds)
@@ -94,8 +109,12 @@ def test_reference_fold_of_a_read_only_constant(n: int) -> None:
     our constants are read-only views of the model's bytes ("output array is read-only",
     found by the differential fuzzer on an empty constant)."""
     k = np.linspace(-1.0, 2.0, n).astype(np.float32)
-    m = _model([_n("LogSoftmax", ["k"], ["t"], axis=0), _n("Add", ["t", "x"], ["y"])],
-               {"x": [n]}, ["y"], {"k": k})
+    m = _model(
+        [_n("LogSoftmax", ["k"], ["t"], axis=0), _n("Add", ["t", "x"], ["y"])],
+        {"x": [n]},
+        ["y"],
+        {"k": k},
+    )
     x = RNG.uniform(-1, 1, n).astype(np.float32)
     got = autofusion.compile(m, threads=1).run({"x": x})["y"]
     assert_close(got, onnxruntime_outputs(m, {"x": x})["y"], "y")

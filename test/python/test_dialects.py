@@ -49,8 +49,10 @@ def _split_checks(path: Path) -> tuple[str, str]:
 
 @pytest.mark.parametrize(
     ("dialect", "roundtrip", "invalid"),
-    [(NN, "nn_roundtrip.mlir", "nn_invalid.mlir"),
-     (Fusion, "fusion_roundtrip.mlir", "fusion_invalid.mlir")],
+    [
+        (NN, "nn_roundtrip.mlir", "nn_invalid.mlir"),
+        (Fusion, "fusion_roundtrip.mlir", "fusion_invalid.mlir"),
+    ],
 )
 def test_every_op_has_roundtrip_and_negative_tests(
     dialect: object, roundtrip: str, invalid: str
@@ -177,15 +179,21 @@ def test_dtype_table_is_consistent() -> None:
 # ---- verifiers never crash ---------------------------------------------------------------
 
 
-def _verify_outcome(op_cls: type[IRDLOperation], operand_types: list[Attribute],
-                    result_types: list[Attribute], props: dict[str, Attribute]) -> bool:
+def _verify_outcome(
+    op_cls: type[IRDLOperation],
+    operand_types: list[Attribute],
+    result_types: list[Attribute],
+    props: dict[str, Attribute],
+) -> bool:
     """Build and verify an op; True if it verifies. Any exception other than
     VerifyException is a verifier bug and propagates."""
     block = Block(arg_types=operand_types)
     defs = [d for _, d in op_cls.get_irdl_definition().operands]
     operands: list[object] = list(block.args)
-    if len(defs) == 1 and isinstance(defs[0], VarOperandDef) and not isinstance(
-        defs[0], OptOperandDef
+    if (
+        len(defs) == 1
+        and isinstance(defs[0], VarOperandDef)
+        and not isinstance(defs[0], OptOperandDef)
     ):
         operands = [operands]  # one variadic group (concat)
     # Trailing optional operands (conv bias, layer_norm bias, ...) are absent.
@@ -221,12 +229,25 @@ def _t(shape: list[int] | tuple[int, ...]) -> TensorType[Attribute]:
     out=st.lists(st.integers(0, 6), min_size=1, max_size=5),
 )
 def test_conv_verifier_only_raises_verify_exception(
-    x: list[int], w: list[int], strides: list[int], pads: list[int], dil: list[int],
-    group: int, out: list[int],
+    x: list[int],
+    w: list[int],
+    strides: list[int],
+    pads: list[int],
+    dil: list[int],
+    group: int,
+    out: list[int],
 ) -> None:
-    _verify_outcome(nn.ConvOp, [_t(x), _t(w)], [_t(out)], {
-        "strides": i64_array(strides), "pads": i64_array(pads),
-        "dilations": i64_array(dil), "group": int_attr(group)})
+    _verify_outcome(
+        nn.ConvOp,
+        [_t(x), _t(w)],
+        [_t(out)],
+        {
+            "strides": i64_array(strides),
+            "pads": i64_array(pads),
+            "dilations": i64_array(dil),
+            "group": int_attr(group),
+        },
+    )
 
 
 @settings(max_examples=150, deadline=None)
@@ -239,12 +260,25 @@ def test_conv_verifier_only_raises_verify_exception(
     out=st.lists(st.integers(0, 6), min_size=1, max_size=5),
 )
 def test_pool_verifier_only_raises_verify_exception(
-    x: list[int], kernel: list[int], strides: list[int], pads: list[int], ceil: bool,
+    x: list[int],
+    kernel: list[int],
+    strides: list[int],
+    pads: list[int],
+    ceil: bool,
     out: list[int],
 ) -> None:
-    _verify_outcome(nn.MaxPoolOp, [_t(x)], [_t(out)], {
-        "kernel": i64_array(kernel), "strides": i64_array(strides), "pads": i64_array(pads),
-        "dilations": i64_array([1] * len(kernel)), "ceil_mode": bool_attr(ceil)})
+    _verify_outcome(
+        nn.MaxPoolOp,
+        [_t(x)],
+        [_t(out)],
+        {
+            "kernel": i64_array(kernel),
+            "strides": i64_array(strides),
+            "pads": i64_array(pads),
+            "dilations": i64_array([1] * len(kernel)),
+            "ceil_mode": bool_attr(ceil),
+        },
+    )
 
 
 @settings(max_examples=150, deadline=None)
@@ -259,16 +293,28 @@ def test_pool_verifier_only_raises_verify_exception(
     idx=st.lists(dims, min_size=0, max_size=3),
 )
 def test_data_movement_verifiers_only_raise_verify_exception(
-    x: list[int], ints: list[int], ints2: list[int], ints3: list[int], axis: int, flag: bool,
-    out: list[int], idx: list[int],
+    x: list[int],
+    ints: list[int],
+    ints2: list[int],
+    ints3: list[int],
+    axis: int,
+    flag: bool,
+    out: list[int],
+    idx: list[int],
 ) -> None:
     it = TensorType(i64, list(idx))
     cases: list[tuple[type[IRDLOperation], list[Attribute], dict[str, Attribute]]] = [
         (nn.TransposeOp, [_t(x)], {"perm": i64_array(ints)}),
-        (nn.SliceOp, [_t(x)], {"starts": i64_array(ints), "ends": i64_array(ints2),
-                               "steps": i64_array(ints3)}),
-        (nn.PadOp, [_t(x)], {"pads": i64_array(ints), "mode": StringAttr("constant"),
-                             "value": f64_attr(0.0)}),
+        (
+            nn.SliceOp,
+            [_t(x)],
+            {"starts": i64_array(ints), "ends": i64_array(ints2), "steps": i64_array(ints3)},
+        ),
+        (
+            nn.PadOp,
+            [_t(x)],
+            {"pads": i64_array(ints), "mode": StringAttr("constant"), "value": f64_attr(0.0)},
+        ),
         (nn.ReduceSumOp, [_t(x)], {"axes": i64_array(ints), "keepdims": bool_attr(flag)}),
         (nn.ArgMaxOp, [_t(x)], {"axis": int_attr(axis), "keepdims": bool_attr(flag)}),
         (nn.SoftmaxOp, [_t(x)], {"axis": int_attr(axis)}),
@@ -277,8 +323,7 @@ def test_data_movement_verifiers_only_raise_verify_exception(
         (nn.GatherOp, [_t(x), it], {"axis": int_attr(axis)}),
         (nn.GatherElementsOp, [_t(x), it], {"axis": int_attr(axis)}),
         (nn.GatherNDOp, [_t(x), it], {"batch_dims": int_attr(axis)}),
-        (nn.LayerNormOp, [_t(x), _t(out)], {"axis": int_attr(axis),
-                                            "epsilon": f64_attr(1e-5)}),
+        (nn.LayerNormOp, [_t(x), _t(out)], {"axis": int_attr(axis), "epsilon": f64_attr(1e-5)}),
         (nn.GlobalAvgPoolOp, [_t(x)], {}),
         (nn.MatMulOp, [_t(x), _t(out)], {}),
     ]
@@ -290,13 +335,29 @@ def test_data_movement_verifiers_only_raise_verify_exception(
 def test_verifier_accepts_its_own_inferred_shapes() -> None:
     """The shape rules and the verifiers agree on a valid op (guards against a verifier that
     rejects everything)."""
-    assert _verify_outcome(nn.ConvOp, [_t([1, 3, 8, 8]), _t([4, 3, 3, 3])], [_t([1, 4, 4, 4])], {
-        "strides": i64_array([2, 2]), "pads": i64_array([1, 1, 1, 1]),
-        "dilations": i64_array([1, 1]), "group": int_attr(1)})
-    assert _verify_outcome(nn.ArgMaxOp, [_t([2, 3])], [TensorType(i64, [2])],
-                           {"axis": int_attr(1), "keepdims": bool_attr(False)})
-    assert not _verify_outcome(nn.ArgMaxOp, [_t([2, 3])], [TensorType(i64, [2])],
-                               {"axis": int_attr(2), "keepdims": bool_attr(False)})
+    assert _verify_outcome(
+        nn.ConvOp,
+        [_t([1, 3, 8, 8]), _t([4, 3, 3, 3])],
+        [_t([1, 4, 4, 4])],
+        {
+            "strides": i64_array([2, 2]),
+            "pads": i64_array([1, 1, 1, 1]),
+            "dilations": i64_array([1, 1]),
+            "group": int_attr(1),
+        },
+    )
+    assert _verify_outcome(
+        nn.ArgMaxOp,
+        [_t([2, 3])],
+        [TensorType(i64, [2])],
+        {"axis": int_attr(1), "keepdims": bool_attr(False)},
+    )
+    assert not _verify_outcome(
+        nn.ArgMaxOp,
+        [_t([2, 3])],
+        [TensorType(i64, [2])],
+        {"axis": int_attr(2), "keepdims": bool_attr(False)},
+    )
 
 
 # ---- imported models survive printing and re-parsing ----------------------------------------

@@ -41,13 +41,19 @@ UNARY_CASES: list[tuple[str, dict[str, object], int]] = [
 
 
 def _const_model(
-    nodes: list[onnx.NodeProto], inits: list[np.ndarray], out_shape: list[int], opset: int,
+    nodes: list[onnx.NodeProto],
+    inits: list[np.ndarray],
+    out_shape: list[int],
+    opset: int,
     inputs: list[onnx.ValueInfoProto] | None = None,
 ) -> onnx.ModelProto:
     tensors = [numpy_helper.from_array(a, f"c{i}") for i, a in enumerate(inits)]
     graph = helper.make_graph(
-        nodes, "fold", inputs or [],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, out_shape)], tensors,
+        nodes,
+        "fold",
+        inputs or [],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, out_shape)],
+        tensors,
     )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
 
@@ -61,7 +67,9 @@ def test_softplus_fold_matches_onnxruntime(tmp_path: Path) -> None:
     """``Softplus(initializer [100, 1]) + x``: folded at import, then compiled to C."""
     model = _const_model(
         [helper.make_node("Softplus", ["c0"], ["s"]), helper.make_node("Add", ["s", "x"], ["y"])],
-        [np.array([100.0, 1.0], np.float32)], [2], 17,
+        [np.array([100.0, 1.0], np.float32)],
+        [2],
+        17,
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
     )
     module = import_onnx(model, progress=False)
@@ -81,8 +89,11 @@ def _assert_elementwise(got: np.ndarray, ref: np.ndarray, what: str) -> None:
         assert_close(np.asarray(g), np.asarray(r), f"{what} at x={EXTREMES.reshape(-1)[i]!r}")
 
 
-@pytest.mark.parametrize(("op", "attrs", "opset"), UNARY_CASES,
-                         ids=[f"{c[0]}{'-' + str(c[1]) if c[1] else ''}" for c in UNARY_CASES])
+@pytest.mark.parametrize(
+    ("op", "attrs", "opset"),
+    UNARY_CASES,
+    ids=[f"{c[0]}{'-' + str(c[1]) if c[1] else ''}" for c in UNARY_CASES],
+)
 def test_unary_fold_of_extremes_matches_onnxruntime(
     op: str, attrs: dict[str, object], opset: int
 ) -> None:
@@ -135,7 +146,7 @@ def test_ascendc_erf_uses_the_c_runtime_constants() -> None:
     from autofusion.runtime import toolchain
 
     header = (toolchain.INCLUDE_DIR / "afrt.h").read_text()
-    body = header[header.index("static inline float af_erff"):]
+    body = header[header.index("static inline float af_erff") :]
     body = body[: body.index("\n}\n")]
     nums = [float(v) for v in re.findall(r"(\d+\.\d+)f", body)]
     p, a5, a4, a3, a2, a1 = nums[2], *nums[3:8]  # after "1.0f / (1.0f + "

@@ -25,9 +25,20 @@ INPUTS = Path(__file__).resolve().parents[1] / "filecheck" / "frontend" / "input
 sys.path.insert(0, str(INPUTS))
 from make_model import MODELS  # noqa: E402
 
-RUNNABLE = ["conv_bn_relu_v3", "auto_pad", "shape_subgraph", "reduce_axes", "slices",
-            "softmax_v11", "attention_mask", "ops_opset9", "ops_opset11", "ops_opset18",
-            "ops_extra", "folding"]
+RUNNABLE = [
+    "conv_bn_relu_v3",
+    "auto_pad",
+    "shape_subgraph",
+    "reduce_axes",
+    "slices",
+    "softmax_v11",
+    "attention_mask",
+    "ops_opset9",
+    "ops_opset11",
+    "ops_opset18",
+    "ops_extra",
+    "folding",
+]
 
 
 def _feeds(model: onnx.ModelProto, seed: int = 0) -> dict[str, np.ndarray]:
@@ -54,8 +65,7 @@ def _feeds(model: onnx.ModelProto, seed: int = 0) -> dict[str, np.ndarray]:
 def _ort(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     opts = ort.SessionOptions()
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    sess = ort.InferenceSession(model.SerializeToString(), opts,
-                                providers=["CPUExecutionProvider"])
+    sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
     names = [o.name for o in sess.get_outputs()]
     return dict(zip(names, sess.run(names, feeds)))
 
@@ -97,8 +107,9 @@ def test_every_op_has_origins_and_io_names() -> None:
 
 def test_shape_subgraph_folds_away() -> None:
     module = import_onnx(MODELS["shape_subgraph"](), progress=False)
-    assert _ops(module) == Counter({"nn.reshape": 1, "nn.constant": 1, "nn.add": 1,
-                                    "func.return": 1})
+    assert _ops(module) == Counter(
+        {"nn.reshape": 1, "nn.constant": 1, "nn.add": 1, "func.return": 1}
+    )
 
 
 def test_folding_leaves_only_constants() -> None:
@@ -108,15 +119,21 @@ def test_folding_leaves_only_constants() -> None:
     module = import_onnx(MODELS["folding"](), progress=False)
     ops = _ops(module)
     assert set(ops) == {"nn.constant", "func.return"}
-    origins = {op.attributes["onnx.origins"].data[0].data for op in module.walk()
-               if isinstance(op, ConstantOp)}
+    origins = {
+        op.attributes["onnx.origins"].data[0].data
+        for op in module.walk()
+        if isinstance(op, ConstantOp)
+    }
     assert "cumsum_reference" in origins
 
 
 def test_identity_dropout_noop_cast_disappear() -> None:
     module = import_onnx(MODELS["ops_opset11"](), progress=False)
-    origins = {op.attributes["onnx.origins"].data[0].data for op in module.walk()
-               if "onnx.origins" in op.attributes}
+    origins = {
+        op.attributes["onnx.origins"].data[0].data
+        for op in module.walk()
+        if "onnx.origins" in op.attributes
+    }
     assert not origins & {"dropout", "identity", "cast_noop"}
 
 
@@ -133,8 +150,7 @@ def test_ir_version3_initializer_inputs_are_constants() -> None:
 
 def test_run_time_mask_is_not_folded() -> None:
     ops = _ops(import_onnx(MODELS["attention_mask"](), progress=False))
-    for name in ("nn.cast", "nn.not", "nn.equal", "nn.or", "nn.expand", "nn.where",
-                 "nn.gather"):
+    for name in ("nn.cast", "nn.not", "nn.equal", "nn.or", "nn.expand", "nn.where", "nn.gather"):
         assert ops[name] == 1, name
 
 
@@ -146,8 +162,11 @@ def test_model_proto_is_not_mutated() -> None:
 
 
 def _constant_values(module: ModuleOp) -> dict[str, np.ndarray]:
-    return {op.attributes["onnx.origins"].data[0].data: dtypes.numpy_from_dense(op.value)
-            for op in module.walk() if isinstance(op, ConstantOp)}
+    return {
+        op.attributes["onnx.origins"].data[0].data: dtypes.numpy_from_dense(op.value)
+        for op in module.walk()
+        if isinstance(op, ConstantOp)
+    }
 
 
 def test_external_data(tmp_path: Path) -> None:
@@ -155,14 +174,22 @@ def test_external_data(tmp_path: Path) -> None:
     model.ir_version = 8  # external data needs IR >= 4
     weights = {t.name: onnx.numpy_helper.to_array(t) for t in model.graph.initializer}
     path = tmp_path / "model.onnx"
-    onnx.save(model, str(path), save_as_external_data=True, all_tensors_to_one_file=True,
-              location="model.onnx.data", size_threshold=0)
+    onnx.save(
+        model,
+        str(path),
+        save_as_external_data=True,
+        all_tensors_to_one_file=True,
+        location="model.onnx.data",
+        size_threshold=0,
+    )
     assert (tmp_path / "model.onnx.data").stat().st_size > 0
     stored = onnx.load(str(path), load_external_data=False)
     assert all(t.data_location == onnx.TensorProto.EXTERNAL for t in stored.graph.initializer)
 
-    for module in (import_onnx(path, progress=False),
-                   import_onnx_bytes(path.read_bytes(), str(path), progress=False)):
+    for module in (
+        import_onnx(path, progress=False),
+        import_onnx_bytes(path.read_bytes(), str(path), progress=False),
+    ):
         values = _constant_values(module)
         for name in ("w", "w2", "scale", "var"):
             np.testing.assert_array_equal(values[name], weights[name])
@@ -177,8 +204,7 @@ def test_external_data_missing_file_is_a_clear_error(tmp_path: Path) -> None:
     model = MODELS["conv_bn_relu_v3"]()
     model.ir_version = 8
     path = tmp_path / "model.onnx"
-    onnx.save(model, str(path), save_as_external_data=True, location="w.data",
-              size_threshold=0)
+    onnx.save(model, str(path), save_as_external_data=True, location="w.data", size_threshold=0)
     (tmp_path / "w.data").unlink()
     with pytest.raises(AutofusionError, match=r"model\.onnx: cannot load external weight"):
         import_onnx(path, progress=False)
@@ -228,12 +254,13 @@ def test_bert_large_import_time() -> None:
     start = time.perf_counter()
     module = import_onnx(model, progress=False)
     seconds = time.perf_counter() - start
-    print(f"\nbert_large: {weight_mb:.0f} MB of weights, {len(model.graph.node)} nodes, "
-          f"imported in {seconds:.1f} s")
+    print(
+        f"\nbert_large: {weight_mb:.0f} MB of weights, {len(model.graph.node)} nodes, "
+        f"imported in {seconds:.1f} s"
+    )
     main = next(op for op in module.walk() if isinstance(op, func.FuncOp))
     assert len(main.function_type.outputs.data) == len(model.graph.output)
-    const_bytes = sum(len(op.value.data.data) for op in module.walk()
-                      if isinstance(op, ConstantOp))
+    const_bytes = sum(len(op.value.data.data) for op in module.walk() if isinstance(op, ConstantOp))
     assert const_bytes >= 0.99 * weight_mb * 2**20
 
 
@@ -244,8 +271,11 @@ def test_input_shapes_fix_dynamic_dims() -> None:
     module = import_onnx(model, progress=False, input_shapes={"x": [3, 4]})
     main = next(op for op in module.walk() if isinstance(op, func.FuncOp))
     assert str(main.function_type) == "(tensor<3x4xf32>) -> tensor<3x4xf32>"
-    with pytest.raises(AutofusionError, match=r"input_shapes gives \[3, 5\] for graph input "
-                                              r"'x', which is declared \['batch', 4\]"):
+    with pytest.raises(
+        AutofusionError,
+        match=r"input_shapes gives \[3, 5\] for graph input "
+        r"'x', which is declared \['batch', 4\]",
+    ):
         import_onnx(model, progress=False, input_shapes={"x": [3, 5]})
     with pytest.raises(AutofusionError, match="input_shapes names y, which are not graph"):
         import_onnx(model, progress=False, input_shapes={"y": [1]})
@@ -259,8 +289,12 @@ def test_progress_on_big_models_when_asked(
     from onnx import helper as h
 
     nodes = [h.make_node("Relu", [f"v{i}"], [f"v{i + 1}"], name=f"r{i}") for i in range(600)]
-    g = h.make_graph(nodes, "chain", [h.make_tensor_value_info("v0", onnx.TensorProto.FLOAT, [4])],
-                     [h.make_tensor_value_info("v600", onnx.TensorProto.FLOAT, None)])
+    g = h.make_graph(
+        nodes,
+        "chain",
+        [h.make_tensor_value_info("v0", onnx.TensorProto.FLOAT, [4])],
+        [h.make_tensor_value_info("v600", onnx.TensorProto.FLOAT, None)],
+    )
     path = tmp_path / "chain.onnx"
     onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 13)]), str(path))
     monkeypatch.delenv("AUTOFUSION_PROGRESS", raising=False)
@@ -288,14 +322,22 @@ def test_weights_cut_out_before_parsing_match(tmp_path: Path, mb: float) -> None
     big = nh.from_array(rng.standard_normal(n).astype(np.float32), "big")
     small = nh.from_array(np.arange(6, dtype=np.int64), "small")
     half = nh.from_array(rng.standard_normal(70000).astype(np.float16), "half")
-    nodes = [h.make_node("Mul", ["x", "big"], ["y"], name="mul"),
-             h.make_node("Add", ["i", "small"], ["z"], name="add"),
-             h.make_node("Add", ["hx", "half"], ["w"], name="add_half")]
-    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [n]),
-                                  h.make_tensor_value_info("i", onnx.TensorProto.INT64, [6]),
-                                  h.make_tensor_value_info("hx", onnx.TensorProto.FLOAT16,
-                                                           [70000])],
-                     [h.make_tensor_value_info(o, 0, None) for o in "yzw"], [big, small, half])
+    nodes = [
+        h.make_node("Mul", ["x", "big"], ["y"], name="mul"),
+        h.make_node("Add", ["i", "small"], ["z"], name="add"),
+        h.make_node("Add", ["hx", "half"], ["w"], name="add_half"),
+    ]
+    g = h.make_graph(
+        nodes,
+        "g",
+        [
+            h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [n]),
+            h.make_tensor_value_info("i", onnx.TensorProto.INT64, [6]),
+            h.make_tensor_value_info("hx", onnx.TensorProto.FLOAT16, [70000]),
+        ],
+        [h.make_tensor_value_info(o, 0, None) for o in "yzw"],
+        [big, small, half],
+    )
     model = h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
     path = tmp_path / "m.onnx"
     onnx.save(model, str(path))
@@ -306,8 +348,10 @@ def test_weights_cut_out_before_parsing_match(tmp_path: Path, mb: float) -> None
     assert cut[1][0] is not None
     assert cut[1][1] is None
     ref = _constant_values(import_onnx(model, progress=False))
-    for module in (import_onnx(path, progress=False),
-                   import_onnx_bytes(path.read_bytes(), str(path), progress=False)):
+    for module in (
+        import_onnx(path, progress=False),
+        import_onnx_bytes(path.read_bytes(), str(path), progress=False),
+    ):
         got = _constant_values(module)
         assert set(got) == set(ref) == {"big", "small", "half"}
         for k in ref:
@@ -344,13 +388,24 @@ def test_sparse_initializer_and_sparse_constant() -> None:
     sparse = h.make_sparse_tensor(values, indices, [2, 3])
     cvals = onnx.numpy_helper.from_array(np.array([4.0], np.float32), "cv")
     cidx = onnx.numpy_helper.from_array(np.array([[0, 2]], np.int64), "ci")
-    nodes = [h.make_node("Constant", [], ["c"], name="sparse_const",
-                         sparse_value=h.make_sparse_tensor(cvals, cidx, [2, 3])),
-             h.make_node("Add", ["x", "sw"], ["t"], name="add"),
-             h.make_node("Mul", ["t", "c"], ["y"], name="mul")]
-    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 3])],
-                     [h.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)],
-                     sparse_initializer=[sparse])
+    nodes = [
+        h.make_node(
+            "Constant",
+            [],
+            ["c"],
+            name="sparse_const",
+            sparse_value=h.make_sparse_tensor(cvals, cidx, [2, 3]),
+        ),
+        h.make_node("Add", ["x", "sw"], ["t"], name="add"),
+        h.make_node("Mul", ["t", "c"], ["y"], name="mul"),
+    ]
+    g = h.make_graph(
+        nodes,
+        "g",
+        [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 3])],
+        [h.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)],
+        sparse_initializer=[sparse],
+    )
     model = h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
     module = import_onnx(model, progress=False)
     values = _constant_values(module)

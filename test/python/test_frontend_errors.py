@@ -63,8 +63,12 @@ def test_every_unsupported_op_is_listed() -> None:
 
 def test_custom_domain_ops_are_listed() -> None:
     nodes = [h.make_node("FusedMatMul", ["x", "x"], ["y"], name="fm", domain="com.microsoft")]
-    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [2, 2])],
-                     [h.make_tensor_value_info("y", T.FLOAT, None)])
+    g = h.make_graph(
+        nodes,
+        "g",
+        [h.make_tensor_value_info("x", T.FLOAT, [2, 2])],
+        [h.make_tensor_value_info("y", T.FLOAT, None)],
+    )
     m = h.make_model(g, opset_imports=[h.make_opsetid("", 13), h.make_opsetid("com.microsoft", 1)])
     assert "com.microsoft.FusedMatMul (nodes: fm)" in _error(m.SerializeToString())
 
@@ -80,46 +84,66 @@ def test_cycle() -> None:
 
 def test_dynamic_shape() -> None:
     assert "graph input 'x' has a dynamic dimension 'batch' (dim 0)" in _error(
-        _bytes("dynamic_input"))
+        _bytes("dynamic_input")
+    )
 
 
 def test_opset_out_of_range() -> None:
     assert "opset 7 is not supported (autofusion imports opsets 9 to 21)" in _error(
-        _bytes("old_opset"))
+        _bytes("old_opset")
+    )
 
 
 def test_unsupported_dtypes() -> None:
     assert "node 'to_bf16' (Cast): cast to unsupported element type BFLOAT16" in _error(
-        _bytes("bad_dtype"))
+        _bytes("bad_dtype")
+    )
     init = h.make_tensor("w", T.BFLOAT16, [2], [1.0, 2.0])
     nodes = [h.make_node("Add", ["x", "w"], ["y"], name="add")]
-    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.BFLOAT16, [2])],
-                     [h.make_tensor_value_info("y", T.BFLOAT16, None)], [init])
+    g = h.make_graph(
+        nodes,
+        "g",
+        [h.make_tensor_value_info("x", T.BFLOAT16, [2])],
+        [h.make_tensor_value_info("y", T.BFLOAT16, None)],
+        [init],
+    )
     m = h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
-    assert "graph input 'x' has unsupported element type BFLOAT16" in _error(
-        m.SerializeToString())
+    assert "graph input 'x' has unsupported element type BFLOAT16" in _error(m.SerializeToString())
 
 
 def test_used_extra_output() -> None:
     assert "node 'pool_with_idx' (MaxPool): output(s) idx are not supported" in _error(
-        _bytes("maxpool_indices"))
+        _bytes("maxpool_indices")
+    )
 
 
 def test_run_time_value_where_a_constant_is_needed() -> None:
     nodes = [h.make_node("Reshape", ["x", "shape"], ["y"], name="dyn_reshape")]
-    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [2, 3]),
-                                  h.make_tensor_value_info("shape", T.INT64, [2])],
-                     [h.make_tensor_value_info("y", T.FLOAT, None)])
+    g = h.make_graph(
+        nodes,
+        "g",
+        [
+            h.make_tensor_value_info("x", T.FLOAT, [2, 3]),
+            h.make_tensor_value_info("shape", T.INT64, [2]),
+        ],
+        [h.make_tensor_value_info("y", T.FLOAT, None)],
+    )
     m = h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
-    assert ("node 'dyn_reshape' (Reshape): shape (input 1) must be a constant computable at "
-            "import time") in _error(m.SerializeToString())
+    assert (
+        "node 'dyn_reshape' (Reshape): shape (input 1) must be a constant computable at import time"
+    ) in _error(m.SerializeToString())
 
 
 def test_bad_shapes_name_the_node() -> None:
     w = nh.from_array(np.zeros((4, 5), np.float32), "w")
     nodes = [h.make_node("MatMul", ["x", "w"], ["y"], name="mm")]
-    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [2, 3])],
-                     [h.make_tensor_value_info("y", T.FLOAT, None)], [w])
+    g = h.make_graph(
+        nodes,
+        "g",
+        [h.make_tensor_value_info("x", T.FLOAT, [2, 3])],
+        [h.make_tensor_value_info("y", T.FLOAT, None)],
+        [w],
+    )
     m = h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
     assert "node 'mm' (MatMul): contraction sizes differ" in _error(m.SerializeToString())
 
@@ -127,8 +151,13 @@ def test_bad_shapes_name_the_node() -> None:
 def test_wrong_raw_data_size() -> None:
     t = onnx.TensorProto(name="w", data_type=T.FLOAT, dims=[4], raw_data=b"\x00" * 8)
     nodes = [h.make_node("Add", ["x", "w"], ["y"], name="add")]
-    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [4])],
-                     [h.make_tensor_value_info("y", T.FLOAT, None)], [t])
+    g = h.make_graph(
+        nodes,
+        "g",
+        [h.make_tensor_value_info("x", T.FLOAT, [4])],
+        [h.make_tensor_value_info("y", T.FLOAT, None)],
+        [t],
+    )
     m = h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
     assert "tensor 'w' holds 8 bytes, its shape [4] needs 16" in _error(m.SerializeToString())
 
@@ -146,10 +175,13 @@ def test_cli_exit_status_and_no_traceback(tmp_path: Path) -> None:
     trunc = tmp_path / "trunc.onnx"
     trunc.write_bytes(_bytes("conv_bn_relu_v3")[:300])
     env = {k: v for k, v in os.environ.items() if k != "AUTOFUSION_DEBUG"}
-    for path, expected in ((bad, "unsupported ONNX ops: FooBar (nodes: foo1, foo2)"),
-                           (trunc, "not a valid ONNX model")):
-        proc = subprocess.run([*_opt(), str(path)], capture_output=True, text=True, env=env,
-                              timeout=120)
+    for path, expected in (
+        (bad, "unsupported ONNX ops: FooBar (nodes: foo1, foo2)"),
+        (trunc, "not a valid ONNX model"),
+    ):
+        proc = subprocess.run(
+            [*_opt(), str(path)], capture_output=True, text=True, env=env, timeout=120
+        )
         assert proc.returncode == 1, proc.stderr
         assert "Traceback" not in proc.stderr
         lines = proc.stderr.strip().splitlines()
@@ -160,10 +192,17 @@ def test_cli_exit_status_and_no_traceback(tmp_path: Path) -> None:
 
 
 def test_random_ops_are_not_folded() -> None:
-    nodes = [h.make_node("RandomNormal", [], ["r"], name="noise", shape=[4]),
-             h.make_node("Add", ["x", "r"], ["y"], name="add")]
-    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [4])],
-                     [h.make_tensor_value_info("y", T.FLOAT, None)])
+    nodes = [
+        h.make_node("RandomNormal", [], ["r"], name="noise", shape=[4]),
+        h.make_node("Add", ["x", "r"], ["y"], name="add"),
+    ]
+    g = h.make_graph(
+        nodes,
+        "g",
+        [h.make_tensor_value_info("x", T.FLOAT, [4])],
+        [h.make_tensor_value_info("y", T.FLOAT, None)],
+    )
     m = h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
     assert _error(m.SerializeToString()) == (
-        "m.onnx: unsupported ONNX ops: RandomNormal (nodes: noise)")
+        "m.onnx: unsupported ONNX ops: RandomNormal (nodes: noise)"
+    )

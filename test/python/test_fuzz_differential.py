@@ -28,9 +28,17 @@ EXAMPLES = int(os.environ.get("AUTOFUSION_FUZZ_EXAMPLES", "12"))
 TALLY = {"models": 0, "graphs": 0, "outputs": 0}
 
 
-@settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                 HealthCheck.filter_too_much])
+@settings(
+    max_examples=EXAMPLES,
+    derandomize=True,
+    deadline=None,
+    database=None,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.filter_too_much,
+    ],
+)
 @given(cases(max_ops=8, max_parts=4))
 def _fuzz_one(case: FuzzCase) -> None:
     try:
@@ -46,8 +54,10 @@ def _fuzz_one(case: FuzzCase) -> None:
 def test_fuzz_against_onnxruntime() -> None:
     TALLY.update(models=0, graphs=0, outputs=0)
     _fuzz_one()
-    print(f"fuzz: {TALLY['models']} models, {TALLY['graphs']} graphs, "
-          f"{TALLY['outputs']} outputs compared (fusion on and off), 0 mismatches")
+    print(
+        f"fuzz: {TALLY['models']} models, {TALLY['graphs']} graphs, "
+        f"{TALLY['outputs']} outputs compared (fusion on and off), 0 mismatches"
+    )
     # every example ran to the comparison (none was skipped or filtered away)
     assert TALLY["models"] == EXAMPLES
     assert TALLY["outputs"] >= EXAMPLES
@@ -58,10 +68,15 @@ def test_fuzz_against_onnxruntime() -> None:
 # ---------------------------------------------------------------------------------------
 
 
-def _model(nodes: list[onnx.NodeProto], inputs: dict[str, list[int]],
-           outputs: dict[str, list[int]], inits: dict[str, np.ndarray]) -> onnx.ModelProto:
+def _model(
+    nodes: list[onnx.NodeProto],
+    inputs: dict[str, list[int]],
+    outputs: dict[str, list[int]],
+    inits: dict[str, np.ndarray],
+) -> onnx.ModelProto:
     graph = helper.make_graph(
-        nodes, "regression",
+        nodes,
+        "regression",
         [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs.items()],
         [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in outputs.items()],
         initializer=[numpy_helper.from_array(a, n) for n, a in inits.items()],
@@ -88,9 +103,10 @@ def test_dead_view_of_an_input_compiles(dead_op: str) -> None:
     ins = ["u", "ax"] if dead_op == "Unsqueeze" else ["u"]
     attrs = {"axis": 0} if dead_op == "Flatten" else {}  # [2, 3] -> [1, 6]: a real view
     model = _model(
-        [helper.make_node("Tanh", ["x"], ["y"]),
-         helper.make_node(dead_op, ins, ["dead"], **attrs)],
-        {"x": [2, 3], "u": [2, 3]}, {"y": [2, 3]}, {"ax": np.array([0], np.int64)},
+        [helper.make_node("Tanh", ["x"], ["y"]), helper.make_node(dead_op, ins, ["dead"], **attrs)],
+        {"x": [2, 3], "u": [2, 3]},
+        {"y": [2, 3]},
+        {"ax": np.array([0], np.int64)},
     )
     rng = np.random.default_rng(0)
     _check(model, {n: rng.uniform(-2, 2, (2, 3)).astype(np.float32) for n in ("x", "u")})
@@ -99,9 +115,14 @@ def test_dead_view_of_an_input_compiles(dead_op: str) -> None:
 def test_dead_nodes_are_not_kernels() -> None:
     """A dead chain (Neg -> Exp of an input) is erased, not computed into the arena."""
     model = _model(
-        [helper.make_node("Tanh", ["x"], ["y"]), helper.make_node("Neg", ["x"], ["d1"]),
-         helper.make_node("Exp", ["d1"], ["d2"])],
-        {"x": [2, 3]}, {"y": [2, 3]}, {},
+        [
+            helper.make_node("Tanh", ["x"], ["y"]),
+            helper.make_node("Neg", ["x"], ["d1"]),
+            helper.make_node("Exp", ["d1"], ["d2"]),
+        ],
+        {"x": [2, 3]},
+        {"y": [2, 3]},
+        {},
     )
     m = autofusion.compile(model, fusion=False, threads=1, cache=False)
     try:

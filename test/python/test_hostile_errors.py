@@ -232,19 +232,48 @@ def _init(name: str, value: float) -> onnx.TensorProto:
 @pytest.mark.parametrize(
     ("model", "needles"),
     [
-        (_model([_add("x", "x", "y", "a")], [_vi("x", [2, 4]), _vi("x", [2, 4])],
-                [_vi("y", [2, 4])]), ["graph input 'x' is defined more than once"]),
-        (_model([_add("x", "x", "y", "a")], [_vi("x", [2, 4])],
-                [_vi("y", [2, 4]), _vi("y", [2, 4])]),
-         ["graph output 'y' is defined more than once"]),
-        (_model([_add("x", "w", "y", "a")], [_vi("x", [2, 4])], [_vi("y", [2, 4])],
-                [_init("w", 1.0), _init("w", 2.0)]), ["initializer 'w' is defined more than once"]),
-        (_model([_add("x", "x", "t", "a"), _add("x", "x", "t", "b")], [_vi("x", [2, 4])],
-                [_vi("t", [2, 4])]), ["node 'b' (Add) output 't' is already produced by node 'a'"]),
-        (_model([_add("x", "x", "w", "a")], [_vi("x", [2, 4])], [_vi("w", [2, 4])],
-                [_init("w", 1.0)]), ["node 'a' (Add) output 'w'", "by an initializer"]),
-        (_model([_add("x", "x", "x", "a")], [_vi("x", [2, 4])], [_vi("x", [2, 4])]),
-         ["node 'a' (Add) output 'x'", "by a graph input"]),
+        (
+            _model(
+                [_add("x", "x", "y", "a")], [_vi("x", [2, 4]), _vi("x", [2, 4])], [_vi("y", [2, 4])]
+            ),
+            ["graph input 'x' is defined more than once"],
+        ),
+        (
+            _model(
+                [_add("x", "x", "y", "a")], [_vi("x", [2, 4])], [_vi("y", [2, 4]), _vi("y", [2, 4])]
+            ),
+            ["graph output 'y' is defined more than once"],
+        ),
+        (
+            _model(
+                [_add("x", "w", "y", "a")],
+                [_vi("x", [2, 4])],
+                [_vi("y", [2, 4])],
+                [_init("w", 1.0), _init("w", 2.0)],
+            ),
+            ["initializer 'w' is defined more than once"],
+        ),
+        (
+            _model(
+                [_add("x", "x", "t", "a"), _add("x", "x", "t", "b")],
+                [_vi("x", [2, 4])],
+                [_vi("t", [2, 4])],
+            ),
+            ["node 'b' (Add) output 't' is already produced by node 'a'"],
+        ),
+        (
+            _model(
+                [_add("x", "x", "w", "a")],
+                [_vi("x", [2, 4])],
+                [_vi("w", [2, 4])],
+                [_init("w", 1.0)],
+            ),
+            ["node 'a' (Add) output 'w'", "by an initializer"],
+        ),
+        (
+            _model([_add("x", "x", "x", "a")], [_vi("x", [2, 4])], [_vi("x", [2, 4])]),
+            ["node 'a' (Add) output 'x'", "by a graph input"],
+        ),
     ],
     ids=["inputs", "outputs", "initializers", "node-twice", "node-over-init", "node-over-input"],
 )
@@ -271,7 +300,7 @@ def test_initializer_that_is_also_an_input_stays_a_constant() -> None:
 
 # ---- item 8: a user policy that fails is named, with its method and the nodes ------------
 
-POLICIES = '''
+POLICIES = """
 from autofusion.policy import BasePolicy
 
 
@@ -300,7 +329,7 @@ class BadDescribe(BasePolicy):
 
 class NotAPolicy:
     pass
-'''
+"""
 
 
 @pytest.fixture
@@ -324,20 +353,34 @@ def _two_op_model() -> onnx.ModelProto:
 @pytest.mark.parametrize(
     ("spec", "needles"),
     [
-        ("hostile_policies:Raises",
-         ["hostile_policies.Raises", "'hostile_policies:Raises'", "should_fuse(producer 'r' "
-          "(Relu), consumer 's' (Sigmoid))", "ValueError: threshold table is empty"]),
-        ("hostile_policies:ReturnsNone",
-         ["hostile_policies.ReturnsNone", "should_fuse(", "returned None", "True or False"]),
-        ("hostile_policies:BadDescribe",
-         ["hostile_policies.BadDescribe", "describe()", "KeyError"]),
-        ("hostile_policies:BadInit",
-         ["'hostile_policies:BadInit'", "BadInit.__init__()", "RuntimeError: no licence file"]),
+        (
+            "hostile_policies:Raises",
+            [
+                "hostile_policies.Raises",
+                "'hostile_policies:Raises'",
+                "should_fuse(producer 'r' (Relu), consumer 's' (Sigmoid))",
+                "ValueError: threshold table is empty",
+            ],
+        ),
+        (
+            "hostile_policies:ReturnsNone",
+            ["hostile_policies.ReturnsNone", "should_fuse(", "returned None", "True or False"],
+        ),
+        (
+            "hostile_policies:BadDescribe",
+            ["hostile_policies.BadDescribe", "describe()", "KeyError"],
+        ),
+        (
+            "hostile_policies:BadInit",
+            ["'hostile_policies:BadInit'", "BadInit.__init__()", "RuntimeError: no licence file"],
+        ),
         ("hostile_policies:NotAPolicy", ["NotAPolicy is not an autofusion.BasePolicy subclass"]),
         ("hostile_policies:Missing", ["module 'hostile_policies' has no 'Missing'"]),
         ("no_such_policy_module:P", ["cannot import module 'no_such_policy_module'"]),
-        ("broken_policy_mod:P",
-         ["importing module 'broken_policy_mod' raised OSError: cannot open policy table"]),
+        (
+            "broken_policy_mod:P",
+            ["importing module 'broken_policy_mod' raised OSError: cannot open policy table"],
+        ),
         ("hostile_policies:", ["expected 'module:Class' or '@token'"]),
         (":Raises", ["expected 'module:Class' or '@token'"]),
     ],
@@ -395,8 +438,10 @@ OPT_CASES = [
     (["-p", "convert-nn-to-buffers{x=1}", "{relu}"], ["has no option 'x'", "no options"]),
     (["-p", "lower-fusion-to-ascendc{cores=abc}", "{relu}"], ["option cores=abc", "int"]),
     (["-p", "lower-nn-to-loops{fuse_epilogues=3}", "{relu}"], ["fuse_epilogues=3", "bool"]),
-    (["-p", "lower-fusion-to-ascendc{cores=0}", "{relu}"],
-     ["'lower-fusion-to-ascendc'", "cores=0", "integer >= 1"]),
+    (
+        ["-p", "lower-fusion-to-ascendc{cores=0}", "{relu}"],
+        ["'lower-fusion-to-ascendc'", "cores=0", "integer >= 1"],
+    ),
     (["-p", "lower-fusion-to-ascendc{max-tile=0}", "{relu}"], ["max_tile=0", ">= 8"]),
     (["-p", "lower-fusion-to-ascendc{ub_bytes=-4}", "{relu}"], ["ub_bytes=-4"]),
     (["-p", "fuse{aggressiveness=7}", "{relu}"], ["aggressiveness=7", "-1..3"]),
@@ -475,7 +520,6 @@ def test_pass_option_ranges_apply_to_the_python_pipeline() -> None:
     assert_clean_api_error(ei, "'tile-fusion'", "memory_limit_mb=nan")
 
 
-
 def test_pass_built_in_python_checks_its_options() -> None:
     """A pass constructed directly (not through -p or the pipeline) is range-checked too:
     ``LowerFusionToAscendC(cores=0)`` used to reach a division by zero when applied."""
@@ -487,6 +531,7 @@ def test_pass_built_in_python_checks_its_options() -> None:
     assert_clean_api_error(ei, "'lower-fusion-to-ascendc'", "cores=0", ">= 1")
     for factory in get_all_passes().values():  # every default is in range
         factory()()
+
 
 # ---- the CLIs' own options and files ---------------------------------------------------
 

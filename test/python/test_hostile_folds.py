@@ -86,8 +86,7 @@ def test_huge_range_is_the_byte_limit_error_before_allocating(
 
 def test_range_over_the_fold_limit_is_an_error_naming_the_limit() -> None:
     n = FOLD_LIMIT // 4 + 1  # int32: one element more than the fold limit
-    _import_error(_range(0, n, 1, np.int32), "node 'r' (Range)", f"{n} elements",
-                  str(FOLD_LIMIT))
+    _import_error(_range(0, n, 1, np.int32), "node 'r' (Range)", f"{n} elements", str(FOLD_LIMIT))
 
 
 def test_range_fold_matches_onnx() -> None:
@@ -110,14 +109,18 @@ def _data() -> np.ndarray:
 ], ids=["tile", "expand", "expand_2^48"])  # fmt: skip
 def test_huge_tile_expand_is_the_byte_limit_error(op: str, arg: list[int]) -> None:
     node = helper.make_node(op, ["d", "r"], ["y"], name="t")
-    _import_error(_model([node], {"d": _data(), "r": np.array(arg, np.int64)}),
-                  f"node 't' ({op})", BYTE_LIMIT)
+    _import_error(
+        _model([node], {"d": _data(), "r": np.array(arg, np.int64)}), f"node 't' ({op})", BYTE_LIMIT
+    )
 
 
 def test_huge_constant_of_shape_is_the_byte_limit_error() -> None:
     node = helper.make_node("ConstantOfShape", ["r"], ["y"], name="c")
-    _import_error(_model([node], {"r": np.array([2**40, 2**40], np.int64)}),
-                  "node 'c' (ConstantOfShape)", BYTE_LIMIT)
+    _import_error(
+        _model([node], {"r": np.array([2**40, 2**40], np.int64)}),
+        "node 'c' (ConstantOfShape)",
+        BYTE_LIMIT,
+    )
 
 
 def test_valid_broadcast_that_is_too_big_says_so() -> None:
@@ -125,13 +128,19 @@ def test_valid_broadcast_that_is_too_big_says_so() -> None:
     the result is too big; the message must say that, not 'do not broadcast'."""
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1])
     node = helper.make_node("Expand", ["x", "r"], ["y"], name="e")
-    msg = _import_error(_model([node], {"r": np.array([2**40, 2**20], np.int64)},
-                               inputs=[x]), "node 'e' (Expand)", BYTE_LIMIT)
+    msg = _import_error(
+        _model([node], {"r": np.array([2**40, 2**20], np.int64)}, inputs=[x]),
+        "node 'e' (Expand)",
+        BYTE_LIMIT,
+    )
     assert "broadcast" not in msg
     node = helper.make_node("Expand", ["x", "r"], ["y"], name="e")
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2**20, 1])
-    _import_error(_model([node], {"r": np.array([2**40, 2**20], np.int64)}, inputs=[x]),
-                  "do not broadcast", "dimension 0 of the result: 1048576 against 1099511627776")
+    _import_error(
+        _model([node], {"r": np.array([2**40, 2**20], np.int64)}, inputs=[x]),
+        "do not broadcast",
+        "dimension 0 of the result: 1048576 against 1099511627776",
+    )
 
 
 @pytest.mark.parametrize("op", ["Tile", "Expand"])
@@ -148,11 +157,12 @@ def test_big_valid_fold_stays_a_run_time_op(op: str) -> None:
 def test_big_splat_consumer_stays_a_run_time_op() -> None:
     """``Add`` of a 4 GiB ``ConstantOfShape`` splat: folding would materialise it."""
     fill = numpy_helper.from_array(np.array([0.5], np.float32))
-    nodes = [helper.make_node("ConstantOfShape", ["r"], ["c"], name="c", value=fill),
-             helper.make_node("Add", ["c", "c"], ["y"], name="a"),
-             helper.make_node("Concat", ["c", "c"], ["z"], name="cc", axis=0)]
-    module = import_model(_model(nodes, {"r": np.array([2**20, 2**10], np.int64)},
-                                 outs=["y", "z"]))
+    nodes = [
+        helper.make_node("ConstantOfShape", ["r"], ["c"], name="c", value=fill),
+        helper.make_node("Add", ["c", "c"], ["y"], name="a"),
+        helper.make_node("Concat", ["c", "c"], ["z"], name="cc", axis=0),
+    ]
+    module = import_model(_model(nodes, {"r": np.array([2**20, 2**10], np.int64)}, outs=["y", "z"]))
     text = str(module)
     assert "nn.add" in text, text
     assert "nn.concat" in text, text
@@ -161,8 +171,12 @@ def test_big_splat_consumer_stays_a_run_time_op() -> None:
 def test_huge_resize_fold_without_lowering_is_a_clean_error() -> None:
     node = helper.make_node("Resize", ["d", "", "sc"], ["y"], name="rs")
     scales = np.array([1, 1, 2**20, 2**20], np.float32)
-    _import_error(_model([node], {"d": _data().reshape(1, 1, 3, 4), "sc": scales}),
-                  "node 'rs' (Resize)", str(FOLD_LIMIT), "no run-time lowering")
+    _import_error(
+        _model([node], {"d": _data().reshape(1, 1, 3, 4), "sc": scales}),
+        "node 'rs' (Resize)",
+        str(FOLD_LIMIT),
+        "no run-time lowering",
+    )
 
 
 def test_cli_refuses_a_hostile_fold_cleanly(tmp_path: Path) -> None:
@@ -182,15 +196,17 @@ def test_cli_refuses_a_hostile_fold_cleanly(tmp_path: Path) -> None:
 
 # ---- extreme values: no warnings ----------------------------------------------------------
 
-EXTREME = np.array([np.nan, np.inf, -np.inf, 3e38, -3e38, 0.0, -0.0, 1e-45, 1.5, -2.5],
-                   np.float32)
+EXTREME = np.array([np.nan, np.inf, -np.inf, 3e38, -3e38, 0.0, -0.0, 1e-45, 1.5, -2.5], np.float32)
 
 
 def test_folding_every_op_on_extreme_values_is_silent(capfd: pytest.CaptureFixture[str]) -> None:
     """Every elementwise fold and Cast to each integer type, on NaN / +-inf / huge values,
     with warnings as errors: nothing on stderr, and Cast saturates (NaN -> 0)."""
-    inits: dict[str, np.ndarray] = {"x": EXTREME, "x2": EXTREME[::-1].copy(),
-                                    "i": np.array([0, 1, -1, 2**31 - 1, -(2**31)], np.int32)}
+    inits: dict[str, np.ndarray] = {
+        "x": EXTREME,
+        "x2": EXTREME[::-1].copy(),
+        "i": np.array([0, 1, -1, 2**31 - 1, -(2**31)], np.int32),
+    }
     nodes, outs = [], []
     for op in UNARY_OPS:
         src = "i" if op == "Not" else "x"
@@ -203,17 +219,35 @@ def test_folding_every_op_on_extreme_values_is_silent(capfd: pytest.CaptureFixtu
         a, b = ("ib", "ib") if op in ("And", "Or", "Xor") else ("x", "x2")
         nodes.append(helper.make_node(op, [a, b], [f"b_{op}"], name=f"b_{op}"))
         outs.append(f"b_{op}")
-    for op, attrs in [("Pow", {}), ("Mod", {"fmod": 1}), ("Max", {}), ("Min", {}), ("Sum", {}),
-                      ("Mean", {}), ("PRelu", {})]:
+    for op, attrs in [
+        ("Pow", {}),
+        ("Mod", {"fmod": 1}),
+        ("Max", {}),
+        ("Min", {}),
+        ("Sum", {}),
+        ("Mean", {}),
+        ("PRelu", {}),
+    ]:
         nodes.append(helper.make_node(op, ["x", "x2"], [f"o_{op}"], name=f"o_{op}", **attrs))
         outs.append(f"o_{op}")
-    for op, attrs in [("LeakyRelu", {}), ("Elu", {}), ("HardSigmoid", {}), ("Gelu", {}),
-                      ("IsNaN", {}), ("IsInf", {})]:
+    for op, attrs in [
+        ("LeakyRelu", {}),
+        ("Elu", {}),
+        ("HardSigmoid", {}),
+        ("Gelu", {}),
+        ("IsNaN", {}),
+        ("IsInf", {}),
+    ]:
         nodes.append(helper.make_node(op, ["x"], [f"a_{op}"], name=f"a_{op}", **attrs))
         outs.append(f"a_{op}")
-    casts = {TensorProto.INT64: np.int64, TensorProto.INT32: np.int32, TensorProto.INT8: np.int8,
-             TensorProto.UINT8: np.uint8, TensorProto.FLOAT16: np.float16,
-             TensorProto.BOOL: np.bool_}
+    casts = {
+        TensorProto.INT64: np.int64,
+        TensorProto.INT32: np.int32,
+        TensorProto.INT8: np.int8,
+        TensorProto.UINT8: np.uint8,
+        TensorProto.FLOAT16: np.float16,
+        TensorProto.BOOL: np.bool_,
+    }
     for to in casts:
         nodes.append(helper.make_node("Cast", ["x"], [f"c_{to}"], name=f"c_{to}", to=to))
         outs.append(f"c_{to}")
@@ -245,8 +279,12 @@ def test_interpreter_cast_saturates_without_warnings(dt: type) -> None:
 
 def _reduce_mean(elem: int) -> onnx.ModelProto:
     node = helper.make_node("ReduceMean", ["x"], ["y"], name="rm", axes=[1], keepdims=1)
-    g = helper.make_graph([node], "rm", [helper.make_tensor_value_info("x", elem, [2, 0, 3])],
-                          [helper.make_tensor_value_info("y", elem, None)])
+    g = helper.make_graph(
+        [node],
+        "rm",
+        [helper.make_tensor_value_info("x", elem, [2, 0, 3])],
+        [helper.make_tensor_value_info("y", elem, None)],
+    )
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     m.ir_version = 8
     return m

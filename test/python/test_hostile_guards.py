@@ -28,8 +28,12 @@ F, I32, I64 = TensorProto.FLOAT, TensorProto.INT32, TensorProto.INT64
 RNG = np.random.default_rng(11)
 
 
-def _graph_model(nodes: Sequence[onnx.NodeProto], inputs: Sequence[tuple[str, list[int], int]],
-                 outputs: Sequence[str], inits: dict[str, np.ndarray]) -> onnx.ModelProto:
+def _graph_model(
+    nodes: Sequence[onnx.NodeProto],
+    inputs: Sequence[tuple[str, list[int], int]],
+    outputs: Sequence[str],
+    inits: dict[str, np.ndarray],
+) -> onnx.ModelProto:
     g = helper.make_graph(
         list(nodes), "guards",
         [helper.make_tensor_value_info(n, t, s) for n, s, t in inputs],

@@ -21,10 +21,13 @@ from autofusion.frontend.onnx_import import import_onnx_bytes
 F = TensorProto.FLOAT
 
 
-def _model(shape: list[int], nodes: list[onnx.NodeProto],
-           inits: dict[str, np.ndarray] | None = None) -> onnx.ModelProto:
+def _model(
+    shape: list[int], nodes: list[onnx.NodeProto], inits: dict[str, np.ndarray] | None = None
+) -> onnx.ModelProto:
     graph = helper.make_graph(
-        nodes, "hostile", [helper.make_tensor_value_info("x", F, shape)],
+        nodes,
+        "hostile",
+        [helper.make_tensor_value_info("x", F, shape)],
         [helper.make_tensor_value_info("y", F, None)],
         initializer=[numpy_helper.from_array(v, k) for k, v in (inits or {}).items()],
     )
@@ -42,8 +45,9 @@ def test_input_over_byte_limit_is_refused_at_import() -> None:
 
 def test_intermediate_over_byte_limit_names_the_node() -> None:
     shape = np.array([2**60, 4], np.int64)
-    model = _model([1, 4], [helper.make_node("Expand", ["x", "s"], ["y"], name="grow")],
-                   {"s": shape})
+    model = _model(
+        [1, 4], [helper.make_node("Expand", ["x", "s"], ["y"], name="grow")], {"s": shape}
+    )
     with pytest.raises(AutofusionError) as e:
         autofusion.compile(model, cache=False)
     assert_clean_api_error(e, "grow", "output 'y'", "tensor<1152921504606846976x4xf32>", "2^48")
@@ -66,9 +70,15 @@ DYNAMIC = """func.func @main(%x: tensor<?x16xf32>) -> tensor<?x16xf32> {
 """
 
 
-@pytest.mark.parametrize("args", [["-p", "fuse,plan-buffers", "-t", "c"], ["-t", "c"],
-                                  ["-p", "convert-nn-to-buffers,lower-nn-to-loops"],
-                                  ["-p", "tile-fusion{memory-limit-mb=1}"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["-p", "fuse,plan-buffers", "-t", "c"],
+        ["-t", "c"],
+        ["-p", "convert-nn-to-buffers,lower-nn-to-loops"],
+        ["-p", "tile-fusion{memory-limit-mb=1}"],
+    ],
+)
 def test_dynamic_dimension_is_refused(args: list[str], tmp_path: Path) -> None:
     src = tmp_path / "dyn.mlir"
     src.write_text(DYNAMIC)

@@ -29,9 +29,15 @@ INF = "0x7FF0000000000000 : f64"
 NEG_INF = "0xFFF0000000000000 : f64"
 
 _ELEM = {
-    np.dtype(np.float32): "f32", np.dtype(np.float64): "f64", np.dtype(np.float16): "f16",
-    np.dtype(np.int64): "i64", np.dtype(np.int32): "i32", np.dtype(np.int16): "i16",
-    np.dtype(np.int8): "i8", np.dtype(np.uint8): "ui8", np.dtype(np.bool_): "i1",
+    np.dtype(np.float32): "f32",
+    np.dtype(np.float64): "f64",
+    np.dtype(np.float16): "f16",
+    np.dtype(np.int64): "i64",
+    np.dtype(np.int32): "i32",
+    np.dtype(np.int16): "i16",
+    np.dtype(np.int8): "i8",
+    np.dtype(np.uint8): "ui8",
+    np.dtype(np.bool_): "i1",
 }
 
 
@@ -87,9 +93,12 @@ def onnx_ref(op_type: str, inputs: Sequence[np.ndarray], n_out: int = 1, **attrs
     outs = [f"o{k}" for k in range(n_out)]
     node = helper.make_node(op_type, names, outs, **attrs)
     graph = helper.make_graph(
-        [node], "g",
-        [helper.make_tensor_value_info(n, onnx.helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
-         for n, a in zip(names, inputs)],
+        [node],
+        "g",
+        [
+            helper.make_tensor_value_info(n, onnx.helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
+            for n, a in zip(names, inputs)
+        ],
         [helper.make_tensor_value_info(o, onnx.TensorProto.UNDEFINED, None) for o in outs],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
@@ -175,8 +184,9 @@ def test_erf_accuracy() -> None:
 
 def test_round_half_to_even() -> None:
     x = np.array([0.5, 1.5, 2.5, -0.5, -1.5, 2.4, -2.6], dtype=np.float32)
-    np.testing.assert_array_equal(run_op("nn.round", [x], (x.shape, np.float32)),
-                                  [0, 2, 2, -0.0, -2, 2, -3])
+    np.testing.assert_array_equal(
+        run_op("nn.round", [x], (x.shape, np.float32)), [0, 2, 2, -0.0, -2, 2, -3]
+    )
 
 
 @pytest.mark.parametrize(
@@ -184,13 +194,22 @@ def test_round_half_to_even() -> None:
     [
         ("nn.leaky_relu", "alpha = 0.1 : f64", lambda x: np.where(x >= 0, x, 0.1 * x)),
         ("nn.elu", "alpha = 0.7 : f64", lambda x: np.where(x >= 0, x, 0.7 * np.expm1(x))),
-        ("nn.hard_sigmoid", "alpha = 0.2 : f64, beta = 0.5 : f64",
-         lambda x: np.clip(0.2 * x + 0.5, 0, 1)),
+        (
+            "nn.hard_sigmoid",
+            "alpha = 0.2 : f64, beta = 0.5 : f64",
+            lambda x: np.clip(0.2 * x + 0.5, 0, 1),
+        ),
         ("nn.clip", "min = -0.5 : f64, max = 0.75 : f64", lambda x: np.clip(x, -0.5, 0.75)),
-        ("nn.gelu", 'approximate = "none"',
-         lambda x: 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))),
-        ("nn.gelu", 'approximate = "tanh"',
-         lambda x: 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))),
+        (
+            "nn.gelu",
+            'approximate = "none"',
+            lambda x: 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2))),
+        ),
+        (
+            "nn.gelu",
+            'approximate = "tanh"',
+            lambda x: 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3))),
+        ),
     ],
 )
 def test_unary_with_props(op: str, props: str, ref) -> None:
@@ -214,10 +233,10 @@ def test_not() -> None:
 
 def test_cast() -> None:
     x = np.array([-1.7, -0.5, 0.0, -0.0, 1.7, 2.5, np.nan], dtype=np.float32)
+    np.testing.assert_array_equal(run_op("nn.cast", [x[:6]], ((6,), np.int64)), [-1, 0, 0, 0, 1, 2])
     np.testing.assert_array_equal(
-        run_op("nn.cast", [x[:6]], ((6,), np.int64)), [-1, 0, 0, 0, 1, 2])
-    np.testing.assert_array_equal(
-        run_op("nn.cast", [x], ((7,), np.bool_)), [True, True, False, False, True, True, True])
+        run_op("nn.cast", [x], ((7,), np.bool_)), [True, True, False, False, True, True, True]
+    )
     b = np.array([True, False])
     np.testing.assert_array_equal(run_op("nn.cast", [b], ((2,), np.float32)), [1.0, 0.0])
     i = np.array([3, -2], dtype=np.int64)
@@ -229,9 +248,14 @@ def test_cast() -> None:
 # ---- elementwise binary -----------------------------------------------------------------
 
 BINARY = [
-    ("nn.add", np.add), ("nn.sub", np.subtract), ("nn.mul", np.multiply),
-    ("nn.div", np.divide), ("nn.pow", np.power), ("nn.max", np.maximum),
-    ("nn.min", np.minimum), ("nn.prelu", lambda x, s: np.where(x < 0, s * x, x)),
+    ("nn.add", np.add),
+    ("nn.sub", np.subtract),
+    ("nn.mul", np.multiply),
+    ("nn.div", np.divide),
+    ("nn.pow", np.power),
+    ("nn.max", np.maximum),
+    ("nn.min", np.minimum),
+    ("nn.prelu", lambda x, s: np.where(x < 0, s * x, x)),
 ]
 
 
@@ -246,10 +270,12 @@ def test_binary_broadcast(op: str, ref) -> None:
 def test_max_min_propagate_nan() -> None:
     a = np.array([np.nan, 1, -np.inf, 2], dtype=np.float32)
     b = np.array([0, np.nan, 0, 3], dtype=np.float32)
-    np.testing.assert_array_equal(run_op("nn.max", [a, b], ((4,), np.float32)),
-                                  [np.nan, np.nan, 0, 3])
-    np.testing.assert_array_equal(run_op("nn.min", [a, b], ((4,), np.float32)),
-                                  [np.nan, np.nan, -np.inf, 2])
+    np.testing.assert_array_equal(
+        run_op("nn.max", [a, b], ((4,), np.float32)), [np.nan, np.nan, 0, 3]
+    )
+    np.testing.assert_array_equal(
+        run_op("nn.min", [a, b], ((4,), np.float32)), [np.nan, np.nan, -np.inf, 2]
+    )
 
 
 def test_integer_div_truncates_toward_zero() -> None:
@@ -276,20 +302,28 @@ def test_mod_fmod_vs_python(dtype) -> None:
 def test_compare_logical_where() -> None:
     a = np.array([1, 2, 3, np.nan], dtype=np.float32)
     b = np.array([2, 2, 2, 2], dtype=np.float32)
-    for op, ref in [("nn.equal", np.equal), ("nn.less", np.less), ("nn.less_equal", np.less_equal),
-                    ("nn.greater", np.greater), ("nn.greater_equal", np.greater_equal)]:
+    for op, ref in [
+        ("nn.equal", np.equal),
+        ("nn.less", np.less),
+        ("nn.less_equal", np.less_equal),
+        ("nn.greater", np.greater),
+        ("nn.greater_equal", np.greater_equal),
+    ]:
         np.testing.assert_array_equal(run_op(op, [a, b], ((4,), np.bool_)), ref(a, b))
     p = np.array([[True, False]])
     q = np.array([[True], [False]])
-    for op, ref in [("nn.and", np.logical_and), ("nn.or", np.logical_or),
-                    ("nn.xor", np.logical_xor)]:
+    for op, ref in [
+        ("nn.and", np.logical_and),
+        ("nn.or", np.logical_or),
+        ("nn.xor", np.logical_xor),
+    ]:
         np.testing.assert_array_equal(run_op(op, [p, q], ((2, 2), np.bool_)), ref(p, q))
     x, y = f32(2, 1), f32(1, 2)
     np.testing.assert_array_equal(
-        run_op("nn.where", [q & p, x, y], ((2, 2), np.float32)), np.where(q & p, x, y))
+        run_op("nn.where", [q & p, x, y], ((2, 2), np.float32)), np.where(q & p, x, y)
+    )
     ia, ib = np.array([3, 4], dtype=np.int64), np.array([5, 6], dtype=np.int64)
-    np.testing.assert_array_equal(run_op("nn.equal", [ia, ib - 2], ((2,), np.bool_)),
-                                  [True, True])
+    np.testing.assert_array_equal(run_op("nn.equal", [ia, ib - 2], ((2,), np.bool_)), [True, True])
 
 
 # ---- contractions -----------------------------------------------------------------------
@@ -313,23 +347,32 @@ def test_conv(case) -> None:
     xs, ws, strides, pads, dil, group, has_bias = case
     x, w = f32(*xs), f32(*ws)
     inputs = [x, w] + ([f32(ws[0])] if has_bias else [])
-    want = onnx_ref("Conv", inputs, strides=list(strides), pads=list(pads),
-                    dilations=list(dil), group=group)
-    props = (f"strides = {ints(strides)}, pads = {ints(pads)}, dilations = {ints(dil)}, "
-             f"group = {group} : i64")
+    want = onnx_ref(
+        "Conv", inputs, strides=list(strides), pads=list(pads), dilations=list(dil), group=group
+    )
+    props = (
+        f"strides = {ints(strides)}, pads = {ints(pads)}, dilations = {ints(dil)}, "
+        f"group = {group} : i64"
+    )
     close(run_op("nn.conv", inputs, (want.shape, np.float32), props), want, rtol=1e-4)
 
 
 def test_matmul_shapes() -> None:
-    for sa, sb in [((3, 4), (4, 5)), ((2, 1, 3, 4), (5, 4, 6)), ((4,), (2, 4, 3)),
-                   ((2, 3, 4), (4,)), ((4,), (4,))]:
+    for sa, sb in [
+        ((3, 4), (4, 5)),
+        ((2, 1, 3, 4), (5, 4, 6)),
+        ((4,), (2, 4, 3)),
+        ((2, 3, 4), (4,)),
+        ((4,), (4,)),
+    ]:
         a, b = f32(*sa), f32(*sb)
         want = np.matmul(a, b)
         close(run_op("nn.matmul", [a, b], (want.shape, np.float32)), want)
     h, g = f32(2, 3, 64).astype(np.float16), f32(64, 5).astype(np.float16)
     got = run_op("nn.matmul", [h, g], ((2, 3, 5), np.float16))
-    np.testing.assert_allclose(got, (h.astype(np.float64) @ g).astype(np.float16),
-                               rtol=2e-3, atol=2e-2)
+    np.testing.assert_allclose(
+        got, (h.astype(np.float64) @ g).astype(np.float16), rtol=2e-3, atol=2e-2
+    )
     ia, ib = RNG.integers(-5, 5, (2, 3)), RNG.integers(-5, 5, (3, 2))
     np.testing.assert_array_equal(run_op("nn.matmul", [ia, ib], ((2, 2), np.int64)), ia @ ib)
 
@@ -384,16 +427,21 @@ def test_batch_norm() -> None:
     scale, bias, mean = f32(3), f32(3), f32(3)
     var = np.abs(f32(3)) + 0.1
     want = onnx_ref("BatchNormalization", [x, scale, bias, mean, var], epsilon=1e-3)
-    got = run_op("nn.batch_norm", [x, scale, bias, mean, var], (x.shape, np.float32),
-                 "epsilon = 1.0e-03 : f64")
+    got = run_op(
+        "nn.batch_norm",
+        [x, scale, bias, mean, var],
+        (x.shape, np.float32),
+        "epsilon = 1.0e-03 : f64",
+    )
     close(got, want)
 
 
 def test_instance_norm() -> None:
     x, scale, bias = f32(2, 3, 4, 5) * 3 + 1, f32(3), f32(3)
     want = onnx_ref("InstanceNormalization", [x, scale, bias], epsilon=1e-5)
-    got = run_op("nn.instance_norm", [x, scale, bias], (x.shape, np.float32),
-                 "epsilon = 1.0e-05 : f64")
+    got = run_op(
+        "nn.instance_norm", [x, scale, bias], (x.shape, np.float32), "epsilon = 1.0e-05 : f64"
+    )
     close(got, want, rtol=1e-4)
 
 
@@ -403,8 +451,12 @@ def test_layer_norm(axis: int, with_bias: bool) -> None:
     scale = f32(*x.shape[axis:])
     inputs = [x, scale] + ([f32(*x.shape[axis:])] if with_bias else [])
     want = onnx_ref("LayerNormalization", inputs, axis=axis, epsilon=1e-5)
-    got = run_op("nn.layer_norm", inputs, (x.shape, np.float32),
-                 f"axis = {axis} : i64, epsilon = 1.0e-05 : f64")
+    got = run_op(
+        "nn.layer_norm",
+        inputs,
+        (x.shape, np.float32),
+        f"axis = {axis} : i64, epsilon = 1.0e-05 : f64",
+    )
     close(got, want, rtol=1e-4)
 
 
@@ -417,8 +469,12 @@ def test_lrn(size: int) -> None:
         lo, hi = max(0, c - (size - 1) // 2), min(5, c + math.ceil((size - 1) / 2))
         sq = np.sum(x[:, lo : hi + 1].astype(np.float64) ** 2, axis=1)
         want[:, c] = x[:, c] / (2.0 + 1e-2 / size * sq) ** 0.75
-    got = run_op("nn.lrn", [x], (x.shape, np.float32),
-                 f"size = {size} : i64, alpha = 1.0e-02 : f64, beta = 0.75 : f64, bias = 2.0 : f64")
+    got = run_op(
+        "nn.lrn",
+        [x],
+        (x.shape, np.float32),
+        f"size = {size} : i64, alpha = 1.0e-02 : f64, beta = 0.75 : f64, bias = 2.0 : f64",
+    )
     close(got, want)
 
 
@@ -438,15 +494,19 @@ POOLS = [
 POOL_CASES = [(k, c) for k in ("max", "avg") for c in POOLS if k == "max" or set(c[4]) == {1}]
 
 
-@pytest.mark.parametrize(("kind", "case"), POOL_CASES,
-                         ids=[f"{k}{POOLS.index(c)}" for k, c in POOL_CASES])
+@pytest.mark.parametrize(
+    ("kind", "case"), POOL_CASES, ids=[f"{k}{POOLS.index(c)}" for k, c in POOL_CASES]
+)
 def test_pool(kind: str, case) -> None:
     xs, kernel, strides, pads, dil, ceil, cip = case
     x = f32(*xs)
-    attrs: dict[str, object] = dict(kernel_shape=list(kernel), strides=list(strides),
-                                    pads=list(pads), ceil_mode=ceil)
-    props = (f"kernel = {ints(kernel)}, strides = {ints(strides)}, pads = {ints(pads)}, "
-             f"dilations = {ints(dil)}, ceil_mode = {ceil} : i64")
+    attrs: dict[str, object] = dict(
+        kernel_shape=list(kernel), strides=list(strides), pads=list(pads), ceil_mode=ceil
+    )
+    props = (
+        f"kernel = {ints(kernel)}, strides = {ints(strides)}, pads = {ints(pads)}, "
+        f"dilations = {ints(dil)}, ceil_mode = {ceil} : i64"
+    )
     if kind == "max":
         want = onnx_ref("MaxPool", [x], dilations=list(dil), **attrs)
     else:
@@ -457,8 +517,10 @@ def test_pool(kind: str, case) -> None:
 
 def test_avg_pool_dilated_by_hand() -> None:
     x = f32(1, 1, 5, 5)
-    props = (f"kernel = {ints([2, 2])}, strides = {ints([1, 1])}, pads = {ints([0, 0, 0, 0])}, "
-             f"dilations = {ints([2, 2])}, ceil_mode = 0 : i64, count_include_pad = 0 : i64")
+    props = (
+        f"kernel = {ints([2, 2])}, strides = {ints([1, 1])}, pads = {ints([0, 0, 0, 0])}, "
+        f"dilations = {ints([2, 2])}, ceil_mode = 0 : i64, count_include_pad = 0 : i64"
+    )
     got = run_op("nn.avg_pool", [x], ((1, 1, 3, 3), np.float32), props)
     want = (x[..., 0:3, 0:3] + x[..., 2:5, 0:3] + x[..., 0:3, 2:5] + x[..., 2:5, 2:5]) / 4
     close(got, want)
@@ -466,17 +528,24 @@ def test_avg_pool_dilated_by_hand() -> None:
 
 def test_global_pools() -> None:
     x = f32(2, 3, 4, 5)
-    close(run_op("nn.global_avg_pool", [x], ((2, 3, 1, 1), np.float32)),
-          x.mean((2, 3), keepdims=True))
-    close(run_op("nn.global_max_pool", [x], ((2, 3, 1, 1), np.float32)),
-          x.max((2, 3), keepdims=True))
+    close(
+        run_op("nn.global_avg_pool", [x], ((2, 3, 1, 1), np.float32)), x.mean((2, 3), keepdims=True)
+    )
+    close(
+        run_op("nn.global_max_pool", [x], ((2, 3, 1, 1), np.float32)), x.max((2, 3), keepdims=True)
+    )
 
 
 @pytest.mark.parametrize(
     ("op", "ref"),
-    [("nn.reduce_mean", np.mean), ("nn.reduce_sum", np.sum), ("nn.reduce_max", np.max),
-     ("nn.reduce_min", np.min), ("nn.reduce_prod", np.prod),
-     ("nn.reduce_l2", lambda x, axis, keepdims: np.sqrt(np.sum(x * x, axis, keepdims=keepdims)))],
+    [
+        ("nn.reduce_mean", np.mean),
+        ("nn.reduce_sum", np.sum),
+        ("nn.reduce_max", np.max),
+        ("nn.reduce_min", np.min),
+        ("nn.reduce_prod", np.prod),
+        ("nn.reduce_l2", lambda x, axis, keepdims: np.sqrt(np.sum(x * x, axis, keepdims=keepdims))),
+    ],
 )
 @pytest.mark.parametrize(("axes", "keep"), [((1,), 1), ((0, 2), 0), ((), 1)])
 def test_reduce(op: str, ref, axes: tuple[int, ...], keep: int) -> None:
@@ -488,8 +557,12 @@ def test_reduce(op: str, ref, axes: tuple[int, ...], keep: int) -> None:
 
 def test_reduce_empty_dimension_gives_identity() -> None:
     x = np.zeros((2, 0), dtype=np.float32)
-    for op, value in [("nn.reduce_sum", 0), ("nn.reduce_prod", 1),
-                      ("nn.reduce_max", -np.inf), ("nn.reduce_min", np.inf)]:
+    for op, value in [
+        ("nn.reduce_sum", 0),
+        ("nn.reduce_prod", 1),
+        ("nn.reduce_max", -np.inf),
+        ("nn.reduce_min", np.inf),
+    ]:
         got = run_op(op, [x], ((2, 1), np.float32), f"axes = {ints([1])}, keepdims = 1 : i64")
         np.testing.assert_array_equal(got, [[value], [value]])
 
@@ -510,8 +583,10 @@ def test_softmax_stable() -> None:
     shifted = x64 - x64.max(1, keepdims=True)
     close(got, shifted - np.log(np.exp(shifted).sum(1, keepdims=True)))  # -1e30 stays finite
     y = f32(2, 3, 4)
-    close(run_op("nn.softmax", [y], (y.shape, np.float32), "axis = 0 : i64"),
-          onnx_ref("Softmax", [y], axis=0))
+    close(
+        run_op("nn.softmax", [y], (y.shape, np.float32), "axis = 0 : i64"),
+        onnx_ref("Softmax", [y], axis=0),
+    )
 
 
 def test_arg_max_first_maximum() -> None:
@@ -527,27 +602,34 @@ def test_arg_max_first_maximum() -> None:
 
 def test_reshape_transpose_expand_tile() -> None:
     x = f32(2, 3, 4)
-    np.testing.assert_array_equal(run_op("nn.reshape", [x], ((6, 4), np.float32)),
-                                  x.reshape(6, 4))
+    np.testing.assert_array_equal(run_op("nn.reshape", [x], ((6, 4), np.float32)), x.reshape(6, 4))
     np.testing.assert_array_equal(
         run_op("nn.transpose", [x], ((4, 2, 3), np.float32), f"perm = {ints([2, 0, 1])}"),
-        x.transpose(2, 0, 1))
+        x.transpose(2, 0, 1),
+    )
     y = f32(3, 1)
-    np.testing.assert_array_equal(run_op("nn.expand", [y], ((2, 3, 5), np.float32)),
-                                  np.broadcast_to(y, (2, 3, 5)))
+    np.testing.assert_array_equal(
+        run_op("nn.expand", [y], ((2, 3, 5), np.float32)), np.broadcast_to(y, (2, 3, 5))
+    )
     np.testing.assert_array_equal(
         run_op("nn.tile", [y], ((6, 2), np.float32), f"repeats = {ints([2, 2])}"),
-        np.tile(y, (2, 2)))
+        np.tile(y, (2, 2)),
+    )
 
 
 def test_concat_split() -> None:
     a, b = f32(2, 3), f32(2, 1)
     np.testing.assert_array_equal(
         run_op("nn.concat", [a, b, a], ((2, 7), np.float32), "axis = 1 : i64"),
-        np.concatenate([a, b, a], 1))
+        np.concatenate([a, b, a], 1),
+    )
     x = f32(2, 6)
-    parts = run_op("nn.split", [x], [((2, 1), np.float32), ((2, 3), np.float32),
-                                     ((2, 2), np.float32)], "axis = 1 : i64")
+    parts = run_op(
+        "nn.split",
+        [x],
+        [((2, 1), np.float32), ((2, 3), np.float32), ((2, 2), np.float32)],
+        "axis = 1 : i64",
+    )
     for got, want in zip(parts, np.split(x, [1, 4], axis=1)):
         np.testing.assert_array_equal(got, want)
 
@@ -573,13 +655,18 @@ def test_slice(starts, ends, steps, index) -> None:
 def test_pad(mode: str) -> None:
     x = f32(3, 4)
     pads = (1, 2, 2, 0)
-    want = onnx_ref("Pad", [x, np.array(pads, dtype=np.int64), np.array(1.5, dtype=np.float32)],
-                    mode=mode)
+    want = onnx_ref(
+        "Pad", [x, np.array(pads, dtype=np.int64), np.array(1.5, dtype=np.float32)], mode=mode
+    )
     props = f'pads = {ints(pads)}, mode = "{mode}", value = 1.5 : f64'
     np.testing.assert_array_equal(run_op("nn.pad", [x], (want.shape, np.float32), props), want)
     xi = np.arange(6, dtype=np.int64).reshape(2, 3)
-    got = run_op("nn.pad", [xi], ((2, 5), np.int64),
-                 f'pads = {ints([0, 1, 0, 1])}, mode = "constant", value = -2.0 : f64')
+    got = run_op(
+        "nn.pad",
+        [xi],
+        ((2, 5), np.int64),
+        f'pads = {ints([0, 1, 0, 1])}, mode = "constant", value = -2.0 : f64',
+    )
     np.testing.assert_array_equal(got, np.pad(xi, [(0, 0), (1, 1)], constant_values=-2))
 
 
@@ -588,14 +675,16 @@ def test_gather_negative_indices() -> None:
     idx = np.array([[0, -1], [-5, 2]], dtype=np.int64)
     np.testing.assert_array_equal(
         run_op("nn.gather", [data, idx], ((2, 2, 3), np.float32), "axis = 0 : i64"),
-        onnx_ref("Gather", [data, idx], axis=0))
+        onnx_ref("Gather", [data, idx], axis=0),
+    )
     idx1 = np.array([-1, 0], dtype=np.int32)
     np.testing.assert_array_equal(
-        run_op("nn.gather", [data, idx1], ((5, 2), np.float32), "axis = 1 : i64"),
-        data[:, [2, 0]])
+        run_op("nn.gather", [data, idx1], ((5, 2), np.float32), "axis = 1 : i64"), data[:, [2, 0]]
+    )
     scalar = np.array(-2, dtype=np.int64)
     np.testing.assert_array_equal(
-        run_op("nn.gather", [data, scalar], ((3,), np.float32), "axis = 0 : i64"), data[3])
+        run_op("nn.gather", [data, scalar], ((3,), np.float32), "axis = 0 : i64"), data[3]
+    )
 
 
 def test_gather_out_of_range_is_an_error() -> None:
@@ -609,14 +698,18 @@ def test_gather_elements_and_nd() -> None:
     idx = np.array([[0, -1, 2, 1], [2, 0, 0, -3]], dtype=np.int64)
     np.testing.assert_array_equal(
         run_op("nn.gather_elements", [data, idx], ((2, 4), np.float32), "axis = 0 : i64"),
-        onnx_ref("GatherElements", [data, idx], axis=0))
+        onnx_ref("GatherElements", [data, idx], axis=0),
+    )
     d3 = f32(2, 3, 4)
-    for idx_nd, b in [(np.array([[0, 1], [1, -1]], dtype=np.int64), 0),
-                      (np.array([[[1], [0]], [[2], [2]]], dtype=np.int64), 1),
-                      (np.array([[1, 3], [0, 0]], dtype=np.int64), 1)]:
+    for idx_nd, b in [
+        (np.array([[0, 1], [1, -1]], dtype=np.int64), 0),
+        (np.array([[[1], [0]], [[2], [2]]], dtype=np.int64), 1),
+        (np.array([[1, 3], [0, 0]], dtype=np.int64), 1),
+    ]:
         want = onnx_ref("GatherND", [d3, np.where(idx_nd < 0, idx_nd + 3, idx_nd)], batch_dims=b)
-        got = run_op("nn.gather_nd", [d3, idx_nd], (want.shape, np.float32),
-                     f"batch_dims = {b} : i64")
+        got = run_op(
+            "nn.gather_nd", [d3, idx_nd], (want.shape, np.float32), f"batch_dims = {b} : i64"
+        )
         np.testing.assert_array_equal(got, want)
 
 
@@ -677,8 +770,11 @@ def test_elided_constant_is_a_clear_error() -> None:
       %y = nn.add %x, %c : (tensor<20xf32>, tensor<20xf32>) -> tensor<20xf32>
       func.return %y : tensor<20xf32>
     }""")
-    with pytest.raises(AutofusionError, match=r"'nn.constant' \(origins: w\) was elided.*"
-                                              r"--elide-constants-larger=-1"):
+    with pytest.raises(
+        AutofusionError,
+        match=r"'nn.constant' \(origins: w\) was elided.*"
+        r"--elide-constants-larger=-1",
+    ):
         run_module(module, {"arg0": f32(20)})
 
 

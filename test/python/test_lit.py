@@ -17,7 +17,8 @@ LIT_DIR = ROOT / "test" / "filecheck"
 
 def _lit_files() -> list[Path]:
     return sorted(
-        p for p in LIT_DIR.rglob("*")
+        p
+        for p in LIT_DIR.rglob("*")
         if p.suffix in (".mlir", ".test") and "Output" not in p.parts and "inputs" not in p.parts
     )
 
@@ -50,7 +51,8 @@ def test_every_run_line_reaches_filecheck() -> None:
         for run in runs:
             if not re.search(r"\|\s*filecheck\s+%s", run):
                 bad.append(
-                    f"{path.relative_to(ROOT)}: RUN line does not pipe into filecheck: {run}")
+                    f"{path.relative_to(ROOT)}: RUN line does not pipe into filecheck: {run}"
+                )
             if "--verify-diagnostics" in run and "not " in run.split("|")[0]:
                 bad.append(f"{path.relative_to(ROOT)}: --verify-diagnostics exits 0; drop 'not'")
         text = path.read_text()
@@ -65,7 +67,5 @@ def test_lit_suite() -> None:
         pytest.fail("lit is not installed (pip install -e '.[test]')")
     env = dict(os.environ)
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
-    proc = subprocess.run(
-        [lit, "-q", "-j2", str(LIT_DIR)], capture_output=True, text=True, env=env
-    )
+    proc = subprocess.run([lit, "-q", "-j2", str(LIT_DIR)], capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stdout[-20000:] + proc.stderr[-5000:]

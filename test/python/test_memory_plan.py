@@ -150,8 +150,10 @@ def test_must_not_alias_input_live_later() -> None:
 # tile-fusion keeps semantics
 # ---------------------------------------------------------------------------------------
 
-CONV = ("{{strides = array<i64: {s}, {s}>, pads = array<i64: {p}, {p}, {p}, {p}>, "
-        "dilations = array<i64: {d}, {d}>, group = 1 : i64}}")
+CONV = (
+    "{{strides = array<i64: {s}, {s}>, pads = array<i64: {p}, {p}, {p}, {p}>, "
+    "dilations = array<i64: {d}, {d}>, group = 1 : i64}}"
+)
 TILED = f"""
 func.func @main(%x: tensor<1x3x40x24xf32>, %w1: tensor<8x3x3x3xf32>, %w2: tensor<8x8x3x3xf32>,
                 %b: tensor<8xf32>) -> tensor<1x8x1x1xf32> {{
@@ -216,17 +218,24 @@ def test_tile_fusion_infeasible_names_smallest_limit() -> None:
 
 @pytest.mark.parametrize(
     ("src", "dst"),
-    [((1, 8, 12), (1, 8, 3, 4)), ((1, 8, 3, 4), (1, 8, 12)), ((12, 4), (2, 6, 4)),
-     ((2, 6, 4), (12, 4)), ((2, 3, 4), (2, 12))],
+    [
+        ((1, 8, 12), (1, 8, 3, 4)),
+        ((1, 8, 3, 4), (1, 8, 12)),
+        ((12, 4), (2, 6, 4)),
+        ((2, 6, 4), (12, 4)),
+        ((2, 3, 4), (2, 12)),
+    ],
 )
 def test_reshape_tile_rule_maps_rows_exactly(src: tuple[int, ...], dst: tuple[int, ...]) -> None:
     from autofusion.analysis.memory_tiling import NotTileable, rule_for
 
     t = lambda s: "tensor<" + "x".join(map(str, s)) + "xf32>"  # noqa: E731
-    main = find_main(parse(
-        f"func.func @main(%x: {t(src)}) -> {t(dst)} {{\n"
-        f"  %y = nn.reshape %x : ({t(src)}) -> {t(dst)}\n  func.return %y : {t(dst)}\n}}"
-    ))
+    main = find_main(
+        parse(
+            f"func.func @main(%x: {t(src)}) -> {t(dst)} {{\n"
+            f"  %y = nn.reshape %x : ({t(src)}) -> {t(dst)}\n  func.return %y : {t(dst)}\n}}"
+        )
+    )
     op = main.body.block.first_op
     assert op is not None
     x = np.arange(np.prod(src)).reshape(src)
@@ -305,8 +314,10 @@ def window_chains(draw: st.DrawFn) -> tuple[str, int, int]:
     dim = draw(st.sampled_from([2, 3]))
     count = draw(st.integers(2, max(2, min(5, shape[dim]))))
     body = "\n  ".join(lines)
-    text = (f"func.func @main({', '.join(args)}) -> {_t4(shape)} {{\n  {body}\n"
-            f"  func.return {cur} : {_t4(shape)}\n}}")
+    text = (
+        f"func.func @main({', '.join(args)}) -> {_t4(shape)} {{\n  {body}\n"
+        f"  func.return {cur} : {_t4(shape)}\n}}"
+    )
     return text, dim, count
 
 

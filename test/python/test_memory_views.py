@@ -34,11 +34,15 @@ def _weight(*shape: int) -> np.ndarray:
     return (RNG.standard_normal(shape) * 0.5).astype(np.float32)
 
 
-def _model(nodes: Sequence[onnx.NodeProto], inputs: dict[str, Sequence[int]],
-           outputs: Sequence[str], inits: dict[str, np.ndarray] | None = None
-           ) -> onnx.ModelProto:
+def _model(
+    nodes: Sequence[onnx.NodeProto],
+    inputs: dict[str, Sequence[int]],
+    outputs: Sequence[str],
+    inits: dict[str, np.ndarray] | None = None,
+) -> onnx.ModelProto:
     graph = helper.make_graph(
-        list(nodes), "views",
+        list(nodes),
+        "views",
         [helper.make_tensor_value_info(n, F, list(s)) for n, s in inputs.items()],
         [helper.make_tensor_value_info(n, F, None) for n in outputs],
         initializer=[numpy_helper.from_array(v, k) for k, v in (inits or {}).items()],
@@ -76,8 +80,12 @@ def softmax_flatten_gemm() -> onnx.ModelProto:
         _n("Softmax", ["r"], ["r1"], axis=-1),
         _n("Sigmoid", ["r1"], ["r2"]),
     ]
-    return _model(nodes, {"x": [4, 2, 16]}, ["f", "r2"],
-                  {"w": _weight(32, 32), "k": np.array(3.0, np.float32)})
+    return _model(
+        nodes,
+        {"x": [4, 2, 16]},
+        ["f", "r2"],
+        {"w": _weight(32, 32), "k": np.array(3.0, np.float32)},
+    )
 
 
 def reshape_squeeze_chain() -> onnx.ModelProto:
@@ -141,8 +149,9 @@ def input_weight_and_twice() -> onnx.ModelProto:
         _n("Identity", ["s"], ["s_again"]),
         *_tail("s", "h"),
     ]
-    return _model(nodes, {"x": [5, 7]}, ["x_out", "w_out", "s", "s_again", "h4"],
-                  {"w": _weight(5, 7)})
+    return _model(
+        nodes, {"x": [5, 7]}, ["x_out", "w_out", "s", "s_again", "h4"], {"w": _weight(5, 7)}
+    )
 
 
 def view_of_output_then_inplace() -> onnx.ModelProto:
@@ -159,9 +168,15 @@ def view_of_output_then_inplace() -> onnx.ModelProto:
 
 CASES: dict[str, Callable[[], onnx.ModelProto]] = {
     f.__name__: f
-    for f in (softmax_flatten_gemm, reshape_squeeze_chain, unsqueeze_then_inplace,
-              flatten_read_through_view, identity_of_view, input_weight_and_twice,
-              view_of_output_then_inplace)
+    for f in (
+        softmax_flatten_gemm,
+        reshape_squeeze_chain,
+        unsqueeze_then_inplace,
+        flatten_read_through_view,
+        identity_of_view,
+        input_weight_and_twice,
+        view_of_output_then_inplace,
+    )
 }
 
 
@@ -169,8 +184,9 @@ CASES: dict[str, Callable[[], onnx.ModelProto]] = {
 @pytest.mark.parametrize("case", list(CASES))
 def test_aliased_outputs_match_onnxruntime(case: str, fusion: bool) -> None:
     model = CASES[case]()
-    shapes = {i.name: [d.dim_value for d in i.type.tensor_type.shape.dim]
-              for i in model.graph.input}
+    shapes = {
+        i.name: [d.dim_value for d in i.type.tensor_type.shape.dim] for i in model.graph.input
+    }
     feeds = {n: (RNG.standard_normal(s) * 1.5).astype(np.float32) for n, s in shapes.items()}
     ref = onnxruntime_outputs(model, feeds)
     compiled = autofusion.compile(model, fusion=fusion, threads=1, cache=False)

@@ -30,8 +30,9 @@ def fused(name: str) -> ModuleOp:
 
 
 def _ort(name: str, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
-    sess = ort.InferenceSession(zoo.get_model(name).SerializeToString(),
-                                providers=["CPUExecutionProvider"])
+    sess = ort.InferenceSession(
+        zoo.get_model(name).SerializeToString(), providers=["CPUExecutionProvider"]
+    )
     return sess.run(None, feeds)
 
 
@@ -51,8 +52,9 @@ def test_zoo_arena_within_5_percent_of_lower_bound(name: str) -> None:
     assert check_plan(plan) == []
 
 
-@pytest.mark.parametrize(("name", "fraction"),
-                         [("tiny_cnn", 0.5), ("tiny_bert", 0.75), ("shufflenet", 0.5)])
+@pytest.mark.parametrize(
+    ("name", "fraction"), [("tiny_cnn", 0.5), ("tiny_bert", 0.75), ("shufflenet", 0.5)]
+)
 def test_tiled_zoo_interpreter_matches_onnxruntime(name: str, fraction: float) -> None:
     """Conv halos (tiny_cnn), sequence rows and head-split reshapes (tiny_bert), channel
     shuffles (shufflenet): the tiled IR still computes the model."""

@@ -24,11 +24,22 @@ XFAIL: dict[str, str] = {}
 
 # Node tests of op families the zoo models rely on: these must stay supported.
 MUST_SUPPORT = [
-    "test_relu", "test_conv_with_strides_padding", "test_gemm_default_single_elem_vector_bias",
-    "test_maxpool_2d_ceil", "test_averagepool_2d_pads_count_include_pad", "test_softmax_axis_1",
-    "test_matmul_4d", "test_transpose_all_permutations_0", "test_concat_2d_axis_1",
-    "test_gather_negative_indices", "test_where_long_example", "test_erf", "test_lrn",
-    "test_batchnorm_epsilon", "test_globalaveragepool", "test_flatten_axis1",
+    "test_relu",
+    "test_conv_with_strides_padding",
+    "test_gemm_default_single_elem_vector_bias",
+    "test_maxpool_2d_ceil",
+    "test_averagepool_2d_pads_count_include_pad",
+    "test_softmax_axis_1",
+    "test_matmul_4d",
+    "test_transpose_all_permutations_0",
+    "test_concat_2d_axis_1",
+    "test_gather_negative_indices",
+    "test_where_long_example",
+    "test_erf",
+    "test_lrn",
+    "test_batchnorm_epsilon",
+    "test_globalaveragepool",
+    "test_flatten_axis1",
 ]
 
 

@@ -189,8 +189,10 @@ def test_sanitizer_driver_runs_clean(tmp_path: Path) -> None:
 
 def test_sanitizer_catches_an_overflow(tmp_path: Path) -> None:
     d = write_model_dir(tmp_path / "m")
-    src = (d / "model.c").read_text().replace(
-        "for (int i = 0; i < 3; ++i) z[i]", "for (int i = 0; i < 4; ++i) z[i]"
+    src = (
+        (d / "model.c")
+        .read_text()
+        .replace("for (int i = 0; i < 3; ++i) z[i]", "for (int i = 0; i < 4; ++i) z[i]")
     )
     (d / "model.c").write_text(src)
     exe = build.build_sanitizer_driver(d)

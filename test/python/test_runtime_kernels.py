@@ -245,7 +245,7 @@ def test_fast_math(tmp_path: Path) -> None:
     np.testing.assert_allclose(out[ok, 0], ref_exp[ok], rtol=5e-7)
     np.testing.assert_allclose(out[:, 1], np.tanh(x64), rtol=1e-6, atol=3e-7)
     np.testing.assert_allclose(out[:, 2], ref_erf, rtol=1e-6, atol=5e-7)
-    tail = out[-len(special):]
+    tail = out[-len(special) :]
     assert tail[5, 0] == np.inf
     assert tail[6, 0] == 0.0
     assert tail[8, 0] == 0.0

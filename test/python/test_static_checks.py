@@ -26,11 +26,26 @@ def test_ruff_check_clean() -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+def test_ruff_format_clean() -> None:
+    """`ruff format --check .`: the code is as the formatter writes it."""
+    proc = subprocess.run(
+        [*_tool("ruff"), "format", "--check", "--no-cache", "."],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
 def test_pyright_clean() -> None:
     """``pyright`` (basic mode, configured in pyproject.toml) reports no errors in autofusion/."""
     proc = subprocess.run(
         [*_tool("pyright"), "--pythonpath", sys.executable],
-        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
     assert proc.returncode == 0, f"pyright found problems:\n{proc.stdout}\n{proc.stderr}"
     assert "0 errors" in proc.stdout, proc.stdout

@@ -36,7 +36,8 @@ def test_nan_rules() -> None:
     assert "1 of 2 elements differ" in c.reason
     # an all-NaN reference has peak 0 and matches NaN
     assert compare(np.array([np.nan], F), np.array([np.nan], F)) == testing.Comparison(
-        True, 0.0, 0.0, 0.0)
+        True, 0.0, 0.0, 0.0
+    )
 
 
 def test_inf_rules() -> None:

@@ -32,26 +32,88 @@ OUTPUTS: dict[str, dict[str, tuple[int, ...]]] = {
 
 # Op types each model must contain (the exporter patterns it stands for).
 REQUIRED_OPS: dict[str, set[str]] = {
-    "tiny_cnn": {"Conv", "BatchNormalization", "Relu", "Add", "Clip", "MaxPool",
-                 "GlobalAveragePool", "Flatten", "Gemm"},
-    "tiny_bert": {"Gather", "ReduceMean", "Sub", "Pow", "Add", "Sqrt", "Div", "Mul", "MatMul",
-                  "Reshape", "Transpose", "Softmax", "Unsqueeze", "Cast", "Erf", "Shape",
-                  "Concat", "Tanh", "Gemm", "Constant"},
-    "resnet50": {"Conv", "BatchNormalization", "Relu", "Add", "MaxPool", "GlobalAveragePool",
-                 "Flatten", "Gemm"},
-    "swin_tiny": {"Conv", "LayerNormalization", "Reshape", "Transpose", "Slice", "Concat",
-                  "Softmax", "Erf", "MatMul", "ReduceMean", "Gemm"},
+    "tiny_cnn": {
+        "Conv",
+        "BatchNormalization",
+        "Relu",
+        "Add",
+        "Clip",
+        "MaxPool",
+        "GlobalAveragePool",
+        "Flatten",
+        "Gemm",
+    },
+    "tiny_bert": {
+        "Gather",
+        "ReduceMean",
+        "Sub",
+        "Pow",
+        "Add",
+        "Sqrt",
+        "Div",
+        "Mul",
+        "MatMul",
+        "Reshape",
+        "Transpose",
+        "Softmax",
+        "Unsqueeze",
+        "Cast",
+        "Erf",
+        "Shape",
+        "Concat",
+        "Tanh",
+        "Gemm",
+        "Constant",
+    },
+    "resnet50": {
+        "Conv",
+        "BatchNormalization",
+        "Relu",
+        "Add",
+        "MaxPool",
+        "GlobalAveragePool",
+        "Flatten",
+        "Gemm",
+    },
+    "swin_tiny": {
+        "Conv",
+        "LayerNormalization",
+        "Reshape",
+        "Transpose",
+        "Slice",
+        "Concat",
+        "Softmax",
+        "Erf",
+        "MatMul",
+        "ReduceMean",
+        "Gemm",
+    },
     "vit_tiny": {"Conv", "LayerNormalization", "Concat", "Tanh", "Pow", "Softmax", "Gather"},
     "inception": {"Conv", "BatchNormalization", "AveragePool", "Concat", "MaxPool"},
     "shufflenet": {"Split", "Conv", "Reshape", "Transpose", "Concat"},
     "mobilenet": {"Conv", "Clip", "Add"},
-    "zoo_cnn_opset9": {"Conv", "BatchNormalization", "LRN", "Sum", "Dropout", "Reshape",
-                       "Softmax", "Gemm"},
+    "zoo_cnn_opset9": {
+        "Conv",
+        "BatchNormalization",
+        "LRN",
+        "Sum",
+        "Dropout",
+        "Reshape",
+        "Softmax",
+        "Gemm",
+    },
 }
 REQUIRED_OPS["bert_base"] = REQUIRED_OPS["bert_large"] = REQUIRED_OPS["tiny_bert"]
 
-SMALL = ["tiny_cnn", "tiny_bert", "zoo_cnn_opset9", "inception", "shufflenet", "mobilenet",
-         "vit_tiny"]
+SMALL = [
+    "tiny_cnn",
+    "tiny_bert",
+    "zoo_cnn_opset9",
+    "inception",
+    "shufflenet",
+    "mobilenet",
+    "vit_tiny",
+]
 MEDIUM = ["resnet50", "swin_tiny", "bert_base"]
 
 
@@ -59,8 +121,7 @@ MEDIUM = ["resnet50", "swin_tiny", "bert_base"]
 NOT_LARGE = [n for n in OUTPUTS if n != "bert_large"]
 
 
-def _run_ort(model: onnx.ModelProto | bytes,
-             feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def _run_ort(model: onnx.ModelProto | bytes, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     so = ort.SessionOptions()
     so.intra_op_num_threads = 1
     data = model if isinstance(model, bytes) else model.SerializeToString()
@@ -103,8 +164,9 @@ def _check_valid_and_runs(name: str) -> None:
     outs = _run_ort(data, zoo.sample_inputs(model))
     del data
     assert {k: v.shape for k, v in outs.items()} == OUTPUTS[name]
-    graph_outs = {o.name: tuple(d.dim_value for d in o.type.tensor_type.shape.dim)
-                  for o in model.graph.output}
+    graph_outs = {
+        o.name: tuple(d.dim_value for d in o.type.tensor_type.shape.dim) for o in model.graph.output
+    }
     assert graph_outs == OUTPUTS[name]
     for out_name, arr in outs.items():
         assert arr.dtype == np.float32
@@ -144,8 +206,11 @@ def _check_patterns(name: str) -> None:
 
 def test_conv_patterns_have_the_expected_attributes() -> None:
     def groups(m: onnx.ModelProto) -> list[int]:
-        return [next((a.i for a in n.attribute if a.name == "group"), 1)
-                for n in m.graph.node if n.op_type == "Conv"]
+        return [
+            next((a.i for a in n.attribute if a.name == "group"), 1)
+            for n in m.graph.node
+            if n.op_type == "Conv"
+        ]
 
     assert any(g > 1 for g in groups(zoo.get_model("tiny_cnn")))  # depthwise
     assert any(g > 1 for g in groups(zoo.get_model("shufflenet")))
@@ -161,8 +226,9 @@ def test_opset9_model_lists_initializers_as_inputs() -> None:
     inputs = {i.name for i in model.graph.input}
     inits = {t.name for t in model.graph.initializer}
     assert inits <= inputs
-    bn_params = {i for n in model.graph.node if n.op_type == "BatchNormalization"
-                 for i in n.input[1:]}
+    bn_params = {
+        i for n in model.graph.node if n.op_type == "BatchNormalization" for i in n.input[1:]
+    }
     assert bn_params <= inputs
     assert list(zoo.sample_inputs(model)) == ["data"]
 
@@ -197,8 +263,7 @@ def test_bert_large() -> None:
     model = zoo.get_model("bert_large")
     params = sum(int(np.prod(t.dims)) for t in model.graph.initializer)
     assert 330e6 < params < 340e6
-    word = next(t for t in model.graph.initializer
-                if t.name == "embeddings.word_embeddings.weight")
+    word = next(t for t in model.graph.initializer if t.name == "embeddings.word_embeddings.weight")
     assert list(word.dims) == [30522, 1024]
     w = np.frombuffer(word.raw_data, np.float32)
     assert abs(float(w.mean())) < 1e-2
@@ -258,13 +323,20 @@ def test_resolve_accepts_zoo_names_paths_and_protos(tmp_path: Path) -> None:
     assert zoo.resolve(model) is model
     path = tmp_path / "m.onnx"
     fresh = zoo.build_model("tiny_cnn")
-    onnx.save_model(fresh, str(path), save_as_external_data=True, all_tensors_to_one_file=True,
-                    location="m.onnx.data", size_threshold=0)
+    onnx.save_model(
+        fresh,
+        str(path),
+        save_as_external_data=True,
+        all_tensors_to_one_file=True,
+        location="m.onnx.data",
+        size_threshold=0,
+    )
     assert (tmp_path / "m.onnx.data").stat().st_size > 10_000
     loaded = zoo.resolve(path)
     feeds = zoo.sample_inputs(model)
-    np.testing.assert_array_equal(_run_ort(loaded, feeds)["logits"],
-                                  _run_ort(model, feeds)["logits"])
+    np.testing.assert_array_equal(
+        _run_ort(loaded, feeds)["logits"], _run_ort(model, feeds)["logits"]
+    )
     assert zoo.resolve(str(path)).graph.node[0].name == model.graph.node[0].name
 
 
@@ -282,16 +354,23 @@ def test_sample_inputs_for_foreign_models() -> None:
     from onnx import TensorProto, helper
 
     graph = helper.make_graph(
-        [helper.make_node("Identity", ["x"], ["y"])], "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT16, ["batch", 3]),
-         helper.make_tensor_value_info("flags", TensorProto.BOOL, [4]),
-         helper.make_tensor_value_info("pos", TensorProto.INT32, [2, 2]),
-         helper.make_tensor_value_info("src_mask", TensorProto.INT64, [1, 8])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT16, ["batch", 3])])
+        [helper.make_node("Identity", ["x"], ["y"])],
+        "g",
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT16, ["batch", 3]),
+            helper.make_tensor_value_info("flags", TensorProto.BOOL, [4]),
+            helper.make_tensor_value_info("pos", TensorProto.INT32, [2, 2]),
+            helper.make_tensor_value_info("src_mask", TensorProto.INT64, [1, 8]),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT16, ["batch", 3])],
+    )
     feeds = zoo.sample_inputs(helper.make_model(graph))
     assert {k: (v.dtype, v.shape) for k, v in feeds.items()} == {
-        "x": (np.float16, (1, 3)), "flags": (np.bool_, (4,)), "pos": (np.int32, (2, 2)),
-        "src_mask": (np.int64, (1, 8))}
+        "x": (np.float16, (1, 3)),
+        "flags": (np.bool_, (4,)),
+        "pos": (np.int32, (2, 2)),
+        "src_mask": (np.int64, (1, 8)),
+    }
     assert set(np.unique(feeds["pos"])) <= {0, 1}
     assert feeds["src_mask"][0, 0] == 1
     assert feeds["src_mask"][0, -1] == 0
@@ -305,8 +384,9 @@ def test_onnxruntime_recognises_the_exporter_patterns(tmp_path: Path) -> None:
         so = ort.SessionOptions()
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
         so.optimized_model_filepath = str(tmp_path / f"{name}.onnx")
-        ort.InferenceSession(zoo.get_model(name).SerializeToString(), so,
-                             providers=["CPUExecutionProvider"])
+        ort.InferenceSession(
+            zoo.get_model(name).SerializeToString(), so, providers=["CPUExecutionProvider"]
+        )
         return Counter(n.op_type for n in onnx.load(so.optimized_model_filepath).graph.node)
 
     bert = optimized_ops("tiny_bert")

@@ -20,16 +20,22 @@ from autofusion.lowering.ascendc import tiling as tl
 from autofusion.lowering.ascendc.vector import Unsupported
 
 
-def attention_tiling(units: int, s: int, t: int, cores: int, max_tile: int,
-                     ub_bytes: int) -> dict[str, int]:
+def attention_tiling(
+    units: int, s: int, t: int, cores: int, max_tile: int, ub_bytes: int
+) -> dict[str, int]:
     """Rows of scores per UB tile: in + out queues (2 buffers each) of ``rows x Tp`` plus a
     mask row, a work row and a 32-byte scalar buffer."""
     tp = tl.round_up(t, tl.ALIGN)
     rows = min(max(1, max_tile // tp), (ub_bytes - 8 * tp - 32) // (16 * tp), s, 4095)
     if rows < 1:
         raise Unsupported(f"a score row of {t} elements does not fit in UB")
-    return {"units": units, "blockDim": min(cores, units), "tileLength": rows, "rowStride": tp,
-            "workspaceElems": s * t * cores}
+    return {
+        "units": units,
+        "blockDim": min(cores, units),
+        "tileLength": rows,
+        "rowStride": tp,
+        "workspaceElems": s * t * cores,
+    }
 
 
 def build_attention(lowering, op: nn.AttentionOp) -> ac.KernelOp:
@@ -46,8 +52,13 @@ def build_attention(lowering, op: nn.AttentionOp) -> ac.KernelOp:
     at = attention_tiling(units, s_, t_, opts.cores, opts.max_tile, opts.ub_bytes)
     block, gms = lowering._kernel_block(at["workspaceElems"])
     n_in = len(lowering.kop.inputs)
-    operands = [gms[value_index(op.q)], gms[value_index(op.k)], gms[value_index(op.v)],
-                gms[n_in], gms[n_in + 1]]
+    operands = [
+        gms[value_index(op.q)],
+        gms[value_index(op.k)],
+        gms[value_index(op.v)],
+        gms[n_in],
+        gms[n_in + 1],
+    ]
     props = {
         "sizes": i64_array([s_, t_, d, e]),
         "strides": i64_array([s_ * d, t_ * d, t_ * e, s_ * e]),
@@ -167,12 +178,14 @@ def print_attention(p, op: ac.AttentionOp) -> list[str]:
     return lines
 
 
-def attention_tiling_source(name: str, td: str, t: dict[str, int], cores: int, max_tile: int,
-                            ub_bytes: int) -> str:
+def attention_tiling_source(
+    name: str, td: str, t: dict[str, int], cores: int, max_tile: int, ub_bytes: int
+) -> str:
     """The host tiling function of an attention kernel (formulas of ``attention_tiling``)."""
     mm = []
-    for i, (m, n_, k, trans_b) in enumerate(((t["S"], t["T"], t["D"], True),
-                                             (t["S"], t["E"], t["T"], False))):
+    for i, (m, n_, k, trans_b) in enumerate(
+        ((t["S"], t["T"], t["D"], True), (t["S"], t["E"], t["T"], False))
+    ):
         mm += [
             "    {",
             "        matmul_tiling::MultiCoreMatmulTiling mmTiling(*platform);"
@@ -192,30 +205,41 @@ def attention_tiling_source(name: str, td: str, t: dict[str, int], cores: int, m
             f"        if (mmTiling.GetTiling(td->mm{i}) == -1) return 0;",
             "    }",
         ]
-    return "\n".join([
-        f'extern "C" uint32_t {name}_tiling(uint32_t coreNum, {td}* td)',
-        "{",
-        f"    const uint32_t cores = std::min<uint32_t>(coreNum, {cores}u);",
-        "    if (cores == 0 || td == nullptr) return 0;",
-        f"    const uint32_t S = {t['S']}u, T = {t['T']}u;",
-        f"    const uint32_t tp = (T + {tl.ALIGN - 1}u) / {tl.ALIGN}u * {tl.ALIGN}u;",
-        f"    uint32_t rows = std::min<uint32_t>(std::max<uint32_t>(1u, {max_tile}u / tp), "
-        f"({ub_bytes}u - 8u * tp - 32u) / (16u * tp));",
-        "    rows = std::min<uint32_t>(std::min<uint32_t>(rows, S), 4095u);",
-        "    if (rows < 1) return 0;",
-        f"    td->units = {t['units']}u;",
-        "    td->blockDim = std::min<uint32_t>(cores, td->units);",
-        "    td->tileLength = rows;",
-        "    td->rowStride = tp;",
-        f"    td->workspaceElems = S * T * {cores}u;  // one score matrix per core",
-        f"    td->S = S; td->T = T; td->D = {t['D']}u; td->E = {t['E']}u;",
-        "    auto* platform = platform_ascendc::PlatformAscendCManager::GetInstance();",
-        *mm,
-        "    return td->blockDim;",
-        "}",
-    ])
+    return "\n".join(
+        [
+            f'extern "C" uint32_t {name}_tiling(uint32_t coreNum, {td}* td)',
+            "{",
+            f"    const uint32_t cores = std::min<uint32_t>(coreNum, {cores}u);",
+            "    if (cores == 0 || td == nullptr) return 0;",
+            f"    const uint32_t S = {t['S']}u, T = {t['T']}u;",
+            f"    const uint32_t tp = (T + {tl.ALIGN - 1}u) / {tl.ALIGN}u * {tl.ALIGN}u;",
+            f"    uint32_t rows = std::min<uint32_t>(std::max<uint32_t>(1u, {max_tile}u / tp), "
+            f"({ub_bytes}u - 8u * tp - 32u) / (16u * tp));",
+            "    rows = std::min<uint32_t>(std::min<uint32_t>(rows, S), 4095u);",
+            "    if (rows < 1) return 0;",
+            f"    td->units = {t['units']}u;",
+            "    td->blockDim = std::min<uint32_t>(cores, td->units);",
+            "    td->tileLength = rows;",
+            "    td->rowStride = tp;",
+            f"    td->workspaceElems = S * T * {cores}u;  // one score matrix per core",
+            f"    td->S = S; td->T = T; td->D = {t['D']}u; td->E = {t['E']}u;",
+            "    auto* platform = platform_ascendc::PlatformAscendCManager::GetInstance();",
+            *mm,
+            "    return td->blockDim;",
+            "}",
+        ]
+    )
 
 
-ATTENTION_FIELDS = ("units", "blockDim", "tileLength", "rowStride", "workspaceElems", "S", "T",
-                    "D", "E")
+ATTENTION_FIELDS = (
+    "units",
+    "blockDim",
+    "tileLength",
+    "rowStride",
+    "workspaceElems",
+    "S",
+    "T",
+    "D",
+    "E",
+)
 __all__ = ["ATTENTION_FIELDS", "IntegerAttr", "build_attention", "f32", "print_attention"]

@@ -52,9 +52,14 @@ def cache_dir() -> Path:
 
 
 def sources(project: Path) -> list[Path]:
-    return sorted([*(project / "kernels").glob("*.asc"),
-                   *(project / "kernels").glob("*_tiling.cpp"),
-                   project / "host" / "model.cpp", project / "cpu_model" / "acl_cpu_stub.cpp"])
+    return sorted(
+        [
+            *(project / "kernels").glob("*.asc"),
+            *(project / "kernels").glob("*_tiling.cpp"),
+            project / "host" / "model.cpp",
+            project / "cpu_model" / "acl_cpu_stub.cpp",
+        ]
+    )
 
 
 def build_cpu_library(project: Path) -> Path:
@@ -90,14 +95,19 @@ def build_cpu_library(project: Path) -> Path:
         results = list(pool.map(compile_one, range(len(chunks))))
     for _, proc in results:
         if proc.returncode != 0:
-            raise AutofusionError("ascendc: building the CPU-model library "
-                                  f"failed:\n{proc.stderr[-4000:]}")
+            raise AutofusionError(
+                f"ascendc: building the CPU-model library failed:\n{proc.stderr[-4000:]}"
+            )
     tmp = work / lib.name
-    link = subprocess.run([cxx, "-shared", *[str(o) for o, _ in results], "-o", str(tmp)],
-                          capture_output=True, text=True)
+    link = subprocess.run(
+        [cxx, "-shared", *[str(o) for o, _ in results], "-o", str(tmp)],
+        capture_output=True,
+        text=True,
+    )
     if link.returncode != 0:
-        raise AutofusionError("ascendc: linking the CPU-model library "
-                              f"failed:\n{link.stderr[-4000:]}")
+        raise AutofusionError(
+            f"ascendc: linking the CPU-model library failed:\n{link.stderr[-4000:]}"
+        )
     os.replace(tmp, lib)
     shutil.rmtree(work, ignore_errors=True)
     return lib
@@ -188,7 +198,6 @@ class CpuModelRunner:
                 raise AutofusionError("ascendc: af_finalize failed on the CPU model")
         raise AutofusionError("ascendc: @main has no func.return")
 
-
     def run_host_program(self, feeds: Mapping[str, Any]) -> dict[str, np.ndarray]:
         """Run the generated ``af_run_model`` (the whole AscendCL host program: weights and
         inputs copied to the device, every kernel launched, outputs copied back). Only for
@@ -198,8 +207,9 @@ class CpuModelRunner:
         ret = self.fn.body.block.last_op
         assert isinstance(ret, func.ReturnOp)
         outs = [np.zeros(shape_of(v), dtype=np.float32) for v in ret.arguments]
-        weights = np.frombuffer((self.project / "weights.bin").read_bytes() or b"\0",
-                                dtype=np.uint8)
+        weights = np.frombuffer(
+            (self.project / "weights.bin").read_bytes() or b"\0", dtype=np.uint8
+        )
         in_ptrs = (ctypes.c_void_p * max(1, len(ins)))(*[a.ctypes.data for a in ins])
         out_ptrs = (ctypes.c_void_p * max(1, len(outs)))(*[a.ctypes.data for a in outs])
         if self.lib.af_init(0) != 0:

@@ -70,8 +70,14 @@ class KernelFiles:
     kernel_source: str
 
 
-TILING_FIELDS_VECTOR = ("totalLength", "blockLength", "tileLength", "blockDim", "rowLength",
-                        "rowStride")
+TILING_FIELDS_VECTOR = (
+    "totalLength",
+    "blockLength",
+    "tileLength",
+    "blockDim",
+    "rowLength",
+    "rowStride",
+)
 TILING_FIELDS_CUBE = ("units", "mBlocks", "singleCoreM", "M", "N", "K", "workspaceElems")
 
 
@@ -128,8 +134,9 @@ class KernelPrinter:
                 '#include "kernel_tiling/kernel_tiling.h"',
                 "#endif",
             ]
-        lines.append(f"\n// Tiling data of {self.name}, computed on the host by "
-                     f"{self.name}_tiling().")
+        lines.append(
+            f"\n// Tiling data of {self.name}, computed on the host by {self.name}_tiling()."
+        )
         lines.append(f"struct {self.td} {{")
         for f in self._fields():
             lines.append(f"    uint32_t {f};")
@@ -145,8 +152,9 @@ class KernelPrinter:
             f'extern "C" uint32_t {self.name}_tiling(uint32_t coreNum, {self.td}* td);'
         )
         if self.cube:
-            lines.append("// Bytes of user workspace the launch needs (im2col slices, "
-                         "score matrices).")
+            lines.append(
+                "// Bytes of user workspace the launch needs (im2col slices, score matrices)."
+            )
             lines.append(f'extern "C" uint64_t {self.name}_workspace_bytes(const {self.td}* td);')
         lines.append(f"\n#endif  // {guard}\n")
         return "\n".join(lines)
@@ -166,8 +174,11 @@ class KernelPrinter:
         if self.attn:
             from autofusion.lowering.ascendc.attention import attention_tiling_source
 
-            lines.append(attention_tiling_source(self.name, self.td, t, self.cores, self.max_tile,
-                                                 self.ub_bytes))
+            lines.append(
+                attention_tiling_source(
+                    self.name, self.td, t, self.cores, self.max_tile, self.ub_bytes
+                )
+            )
             lines.append(
                 f'\nextern "C" uint64_t {self.name}_workspace_bytes(const {self.td}* td)\n{{\n'
                 f"    return static_cast<uint64_t>(td->workspaceElems) * sizeof(float);\n}}"
@@ -291,7 +302,7 @@ class KernelPrinter:
         origins = ", ".join(comment_safe(o.data) for o in self.k.origins.data)
         src = [
             HEADER,
-            f"// Kernel {self.name}: fused group \"{comment_safe(self.k.pattern.data)}\" "
+            f'// Kernel {self.name}: fused group "{comment_safe(self.k.pattern.data)}" '
             f"({self.k.kind.data}) of ONNX nodes: {origins}",
             f'#include "{self.name}_tiling.h"',
             "#ifdef AUTOFUSION_CPU_MODEL",
@@ -303,9 +314,16 @@ class KernelPrinter:
         ]
         if self.cube:
             src.append('#include "lib/matmul_intf.h"')
-        src += ["#endif", "", "#ifndef AF_KERNEL_HELPERS", "#define AF_KERNEL_HELPERS",
-                "namespace {", "",
-                "constexpr int32_t BUFFER_NUM = 2;  // double buffering", ""]
+        src += [
+            "#endif",
+            "",
+            "#ifndef AF_KERNEL_HELPERS",
+            "#define AF_KERNEL_HELPERS",
+            "namespace {",
+            "",
+            "constexpr int32_t BUFFER_NUM = 2;  // double buffering",
+            "",
+        ]
         src.append(_HELPERS)
         src += ["}  // namespace", "#endif  // AF_KERNEL_HELPERS", "", "namespace {", ""]
         src.append(f"class {self.cls} {{\npublic:")
@@ -323,8 +341,10 @@ class KernelPrinter:
                 "td.blockLength);",
             ]
         elif self.attn:
-            src.append("        REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm0, &this->td.mm0, "
-                       "mm1, &this->td.mm1);")
+            src.append(
+                "        REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm0, &this->td.mm0, "
+                "mm1, &this->td.mm1);"
+            )
         else:
             src.append("        REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm, &this->td.mm);")
         src += [f"        {line}" for line in self.init]
@@ -339,7 +359,7 @@ class KernelPrinter:
         if not self.cube:
             src.append("    uint32_t blockStart = 0, blockLen = 0;")
         else:
-            for mm in (("mm0", "mm1") if self.attn else ("mm",)):
+            for mm in ("mm0", "mm1") if self.attn else ("mm",):
                 src.append(
                     "    AscendC::Matmul<AscendC::MatmulType<AscendC::TPosition::GM, "
                     "CubeFormat::ND, float>,\n"
@@ -355,8 +375,13 @@ class KernelPrinter:
         all_params = ", ".join([*gm_params, "GM_ADDR workspace", "GM_ADDR tiling"])
         kt = "KERNEL_TYPE_MIX_AIC_1_2" if self.cube else "KERNEL_TYPE_AIV_ONLY"
         call = ", ".join(
-            [*[a if a != "workspace" else "AscendC::GetUserWorkspace(workspace)"
-               for a in self.arg_names], "td"]
+            [
+                *[
+                    a if a != "workspace" else "AscendC::GetUserWorkspace(workspace)"
+                    for a in self.arg_names
+                ],
+                "td",
+            ]
         )
         src.append(
             f'extern "C" __global__ __aicore__ void {self.name}({all_params})\n{{\n'
@@ -369,16 +394,19 @@ class KernelPrinter:
             f"    op.Process();\n}}\n"
         )
         # Launcher: the only place with the <<<>>> launch syntax (compiled by the ASC toolchain).
-        dev = ", ".join(f"void* {a}" for a in [*[a for a in self.arg_names if a != "workspace"],
-                                               "workspace", "tiling"])
-        args = ", ".join(f"static_cast<uint8_t*>({a})"
-                         for a in [*[a for a in self.arg_names if a != "workspace"],
-                                   "workspace", "tiling"])
+        dev = ", ".join(
+            f"void* {a}"
+            for a in [*[a for a in self.arg_names if a != "workspace"], "workspace", "tiling"]
+        )
+        args = ", ".join(
+            f"static_cast<uint8_t*>({a})"
+            for a in [*[a for a in self.arg_names if a != "workspace"], "workspace", "tiling"]
+        )
         src.append(
             f"// Enqueue {self.name} on stream with blockDim cores; device pointers in, "
             "returns at once.\n"
             f'extern "C" void {self.name}_launch(uint32_t blockDim, aclrtStream stream, '
-            f'{dev})\n{{\n'
+            f"{dev})\n{{\n"
             "#ifdef AUTOFUSION_CPU_MODEL\n"
             f"    AFCPU_LAUNCH({self.name}, blockDim, stream, {args});\n"
             "#else\n"
@@ -440,8 +468,9 @@ class KernelPrinter:
         }[kind]
 
     # -- loops ---------------------------------------------------------------------------
-    def _tile_loop(self, op: ac.TileLoopOp, base: str, length: str,
-                   indent: str = "        ") -> str:
+    def _tile_loop(
+        self, op: ac.TileLoopOp, base: str, length: str, indent: str = "        "
+    ) -> str:
         i = self.loop_id
         self.loop_id += 1
         sfx = "" if i == 0 else str(i)
@@ -450,13 +479,22 @@ class KernelPrinter:
         if op.in_row_stride is not None:
             self.copy_loop = {
                 k: int(getattr(op, k).value.data)
-                for k in ("row_length", "in_row_stride", "out_row_stride", "in_offset",
-                          "out_offset")
+                for k in (
+                    "row_length",
+                    "in_row_stride",
+                    "out_row_stride",
+                    "in_offset",
+                    "out_offset",
+                )
             }
-        self.per_row_values = (op.out_row_length is not None
-                               and int(op.out_row_length.value.data) == 1)
-        stages = [("CopyIn", op.copy_in_region.block), ("Compute", op.compute_region.block),
-                  ("CopyOut", op.copy_out_region.block)]
+        self.per_row_values = (
+            op.out_row_length is not None and int(op.out_row_length.value.data) == 1
+        )
+        stages = [
+            ("CopyIn", op.copy_in_region.block),
+            ("Compute", op.compute_region.block),
+            ("CopyOut", op.copy_out_region.block),
+        ]
         for stage, blk in stages:
             body = self._stage(blk)
             self.methods.append(
@@ -467,7 +505,8 @@ class KernelPrinter:
                     "        const uint32_t calc = (len + 7u) / 8u * 8u;"
                     "  // vector length: whole 32-byte blocks\n"
                     "        (void)calc;\n"
-                    if stage == "Compute" else ""
+                    if stage == "Compute"
+                    else ""
                 )
                 + "".join(f"        {line}\n" for line in body)
                 + "    }"
@@ -511,16 +550,19 @@ class KernelPrinter:
             from autofusion.lowering.ascendc.attention import print_attention
 
             inner = next(o for o in op.body.block.ops if isinstance(o, ac.AttentionOp))
-            return "\n".join([
-                "        // Work units: batch entries (e.g. batch x heads), spread over the cores.",
-                "        for (uint32_t u = static_cast<uint32_t>(AscendC::GetBlockIdx()); "
-                "u < td.units;"
-                " u += static_cast<uint32_t>(AscendC::GetBlockNum())) {",
-                *print_attention(self, inner),
-                "        }",
-                "        mm0.End();",
-                "        mm1.End();",
-            ])
+            return "\n".join(
+                [
+                    "        // Work units: batch entries (e.g. batch x heads), "
+                    "spread over the cores.",
+                    "        for (uint32_t u = static_cast<uint32_t>(AscendC::GetBlockIdx()); "
+                    "u < td.units;"
+                    " u += static_cast<uint32_t>(AscendC::GetBlockNum())) {",
+                    *print_attention(self, inner),
+                    "        }",
+                    "        mm0.End();",
+                    "        mm1.End();",
+                ]
+            )
         lines = [
             "        // Work units: (batch entry, block of singleCoreM rows), "
             "spread over the cores.",
@@ -632,18 +674,24 @@ class KernelPrinter:
             if isinstance(op, ac.YieldOp):
                 continue
             if isinstance(op, ac.AllocTensorOp):
-                out.append(f"AscendC::LocalTensor<float> {n.new(op.result, 'loc')} = "
-                           f"{n[op.queue]}.AllocTensor<float>();")
+                out.append(
+                    f"AscendC::LocalTensor<float> {n.new(op.result, 'loc')} = "
+                    f"{n[op.queue]}.AllocTensor<float>();"
+                )
             elif isinstance(op, ac.DeQueOp):
-                out.append(f"AscendC::LocalTensor<float> {n.new(op.result, 'loc')} = "
-                           f"{n[op.queue]}.DeQue<float>();")
+                out.append(
+                    f"AscendC::LocalTensor<float> {n.new(op.result, 'loc')} = "
+                    f"{n[op.queue]}.DeQue<float>();"
+                )
             elif isinstance(op, ac.EnQueOp):
                 out.append(f"{n[op.queue]}.EnQue({n[op.tensor]});")
             elif isinstance(op, ac.FreeTensorOp):
                 out.append(f"{n[op.queue]}.FreeTensor({n[op.tensor]});")
             elif isinstance(op, ac.TBufGetOp):
-                out.append(f"AscendC::LocalTensor<float> {n.new(op.result, 'tmp')} = "
-                           f"{n[op.buf]}.Get<float>();")
+                out.append(
+                    f"AscendC::LocalTensor<float> {n.new(op.result, 'tmp')} = "
+                    f"{n[op.buf]}.Get<float>();"
+                )
             elif isinstance(op, ac.CopyInOp) and self.copy_loop is not None:
                 c = self.copy_loop
                 out.append(
@@ -660,41 +708,52 @@ class KernelPrinter:
                 )
             elif isinstance(op, ac.CopyInOp):
                 if self.rows_mode:
-                    out.append(f"AfCopyRowsIn({n[op.dst]}, {n[op.src]}[(base + offset) * "
-                               "td.rowLength], len, td.rowLength);")
+                    out.append(
+                        f"AfCopyRowsIn({n[op.dst]}, {n[op.src]}[(base + offset) * "
+                        "td.rowLength], len, td.rowLength);"
+                    )
                 else:
                     out.append(f"AfCopyIn({n[op.dst]}, {n[op.src]}[base + offset], len);")
             elif isinstance(op, ac.CopyOutOp):
                 if self.rows_mode and not self.per_row_values:
-                    out.append(f"AfCopyRowsOut({n[op.dst]}[(base + offset) * td.rowLength], "
-                               f"{n[op.src]}, len, td.rowLength);")
+                    out.append(
+                        f"AfCopyRowsOut({n[op.dst]}[(base + offset) * td.rowLength], "
+                        f"{n[op.src]}, len, td.rowLength);"
+                    )
                 else:
                     out.append(f"AfCopyOut({n[op.dst]}[base + offset], {n[op.src]}, len);")
             elif isinstance(op, ac.VecBinaryOp):
-                out.append(f"AscendC::{op.fn.data}({n[op.dst]}, {n[op.lhs]}, {n[op.rhs]}, "
-                           f"{cnt(op)});")
+                out.append(
+                    f"AscendC::{op.fn.data}({n[op.dst]}, {n[op.lhs]}, {n[op.rhs]}, {cnt(op)});"
+                )
             elif isinstance(op, ac.VecUnaryOp):
                 out.append(f"AscendC::{op.fn.data}({n[op.dst]}, {n[op.src]}, {cnt(op)});")
             elif isinstance(op, ac.VecScalarOp):
                 if op.scalar_src is not None:
-                    out.append("AscendC::PipeBarrier<PIPE_ALL>();"
-                               "  // the scalar is read back from UB")
+                    out.append(
+                        "AscendC::PipeBarrier<PIPE_ALL>();  // the scalar is read back from UB"
+                    )
                     s = f"{'-' if op.negate else ''}{n[op.scalar_src]}.GetValue(0)"
                 else:
                     s = _float_lit(op.scalar.value.data)
                 out.append(f"AscendC::{op.fn.data}({n[op.dst]}, {n[op.src]}, {s}, {cnt(op)});")
             elif isinstance(op, ac.DuplicateOp):
-                out.append(f"AscendC::Duplicate({n[op.dst]}, {_float_lit(op.scalar.value.data)}, "
-                           f"{cnt(op)});")
+                out.append(
+                    f"AscendC::Duplicate({n[op.dst]}, {_float_lit(op.scalar.value.data)}, "
+                    f"{cnt(op)});"
+                )
             elif isinstance(op, ac.VecReduceOp):
-                out.append(f"AscendC::{op.fn.data}({n[op.dst]}, {n[op.src]}, {n[op.work]}, "
-                           f"{cnt(op)});")
+                out.append(
+                    f"AscendC::{op.fn.data}({n[op.dst]}, {n[op.src]}, {n[op.work]}, {cnt(op)});"
+                )
             elif isinstance(op, ac.StoreRowValueOp):
                 out.append("AscendC::PipeBarrier<PIPE_ALL>();")
                 out.append(f"{n[op.dst]}.SetValue(r, {n[op.src]}.GetValue(0));")
             elif isinstance(op, ac.RowViewOp):
-                out.append(f"AscendC::LocalTensor<float> {n.new(op.result, 'row')} = "
-                           f"{n[op.tensor]}[r * td.rowStride];")
+                out.append(
+                    f"AscendC::LocalTensor<float> {n.new(op.result, 'row')} = "
+                    f"{n[op.tensor]}[r * td.rowStride];"
+                )
             elif isinstance(op, ac.RowLoopOp):
                 out.append("for (uint32_t r = 0; r < len; r++) {  // each row of the tile")
                 out += [f"    {line}" for line in self._stage(op.body.block, in_row=True)]
@@ -742,8 +801,10 @@ class KernelPrinter:
             ]
         else:
             if include:
-                lines.append(f"            const bool counted = iy >= -{pt} && iy < {h + pb} && ix "
-                             f">= -{pl} && ix < {w + pr};")
+                lines.append(
+                    f"            const bool counted = iy >= -{pt} && iy < {h + pb} && ix "
+                    f">= -{pl} && ix < {w + pr};"
+                )
             else:
                 lines.append("            const bool counted = inside;")
             lines += [

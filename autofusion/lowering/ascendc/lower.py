@@ -127,7 +127,7 @@ def gather_map(op: Operation) -> tuple[tuple[int, ...], int]:
         k = int(numpy_from_dense(op.indices.owner.value).reshape(-1)[0])  # type: ignore[union-attr]
         k = k + xs[axis] if k < 0 else k
         nidx = len(shape_of(op.indices))
-        return tuple([*st[:axis], *([0] * nidx), *st[axis + 1:]]), k * st[axis]
+        return tuple([*st[:axis], *([0] * nidx), *st[axis + 1 :]]), k * st[axis]
     assert isinstance(op, nn.SliceOp)
     starts, steps = op.ints("starts"), op.ints("steps")
     return tuple(s * k for s, k in zip(st, steps)), sum(a * s for a, s in zip(starts, st))
@@ -161,12 +161,14 @@ class KernelLowering:
                 consts[o.y] = float(arr.reshape(-1)[0])
         return consts
 
-    def _classify_args(self, ops: list[Operation], out_shape: tuple[int, ...],
-                       skip: set[int]) -> _Plan:
+    def _classify_args(
+        self, ops: list[Operation], out_shape: tuple[int, ...], skip: set[int]
+    ) -> _Plan:
         block = self.kop.body.block
         gathers = {
             o: (value_index(o.operands[0]), *gather_map(o))
-            for o in ops if isinstance(o, GATHER_OPS)
+            for o in ops
+            if isinstance(o, GATHER_OPS)
         }
         gathers.update(
             {o: (value_index(o.operands[0]), (), 0) for o in ops if isinstance(o, POOL_OPS)}
@@ -206,16 +208,18 @@ class KernelLowering:
                     if not -n <= k < n:
                         raise Unsupported(f"nn.gather index {k} out of range [{-n}, {n - 1}]")
                 if tuple(shape_of(o.results[0])) != out_shape:
-                    raise Unsupported(f"{o.name} result of shape {shape_of(o.results[0])}, "
-                                      f"not {out_shape}")
+                    raise Unsupported(
+                        f"{o.name} result of shape {shape_of(o.results[0])}, not {out_shape}"
+                    )
                 continue
             if not isinstance(o, VECTOR_OPS):
                 raise Unsupported(f"{o.name} in the kernel has no Ascend C lowering")
             if tuple(shape_of(o.results[0])) != out_shape:
                 # An intermediate on a smaller (broadcast) shape: only constants may be.
                 if not all(isinstance(a.owner, nn.ConstantOp) for a in o.operands):
-                    raise Unsupported(f"{o.name} computes on shape {shape_of(o.results[0])}, "
-                                      f"not {out_shape}")
+                    raise Unsupported(
+                        f"{o.name} computes on shape {shape_of(o.results[0])}, not {out_shape}"
+                    )
 
     def _uses_after(self, ops: list[Operation]) -> dict[SSAValue, int]:
         last: dict[SSAValue, int] = {}
@@ -347,8 +351,9 @@ class KernelLowering:
         cout.add_op(ac.YieldOp())
 
         nbufs = tl.BUFFER_NUM * len(queues) + len(tbufs)
-        vt = tl.vector_tiling(total, nbufs, bcast_bytes, self.opts.cores, self.opts.max_tile,
-                              self.opts.ub_bytes)
+        vt = tl.vector_tiling(
+            total, nbufs, bcast_bytes, self.opts.cores, self.opts.max_tile, self.opts.ub_bytes
+        )
         for q in queues:
             q.properties["bytes"] = _i(vt["tileLength"] * 4)
         for t in tbufs:
@@ -397,13 +402,22 @@ class KernelLowering:
         if getattr(self, "has_workspace", False):
             names.append("workspace")
         k = ac.KernelOp(
-            self.name, kind, self.kop.pattern_name, self.kop.origin_names, names,
-            len(self.kop.inputs), tiling, Region(block),
+            self.name,
+            kind,
+            self.kop.pattern_name,
+            self.kop.origin_names,
+            names,
+            len(self.kop.inputs),
+            tiling,
+            Region(block),
         )
         # The tiling configuration the host tiling function must reproduce.
         k.attributes["ascendc.config"] = DictionaryAttr(
-            {"cores": _i(self.opts.cores), "max_tile": _i(self.opts.max_tile),
-             "ub_bytes": _i(self.opts.ub_bytes)}
+            {
+                "cores": _i(self.opts.cores),
+                "max_tile": _i(self.opts.max_tile),
+                "ub_bytes": _i(self.opts.ub_bytes),
+            }
         )
         return k
 
@@ -463,8 +477,14 @@ class KernelLowering:
         body_r, body = _stage()
         body.add_ops(mm)
         vt = self._build_tile_loop(
-            body, gms, [*ep_ops, *epilogue], plan, [(self.yielded[0], out_g)], "problem",
-            numel(out_shape), seed=(head.results[0], out_g),
+            body,
+            gms,
+            [*ep_ops, *epilogue],
+            plan,
+            [(self.yielded[0], out_g)],
+            "problem",
+            numel(out_shape),
+            seed=(head.results[0], out_g),
         )
         # Queues/buffers were placed in the work-loop body; Init-level is clearer: hoist them.
         for o in list(body.ops):
@@ -562,24 +582,48 @@ class KernelLowering:
         im = ac.Im2ColOp.build(
             operands=[gms[value_index(op.x)], ws_g],
             properties={
-                "input_shape": i64_array(xs), "kernel": i64_array(ws[2:]),
-                "out_hw": i64_array(os_[2:]), "strides": op.properties["strides"],
-                "pads": op.properties["pads"], "dilations": op.properties["dilations"],
+                "input_shape": i64_array(xs),
+                "kernel": i64_array(ws[2:]),
+                "out_hw": i64_array(os_[2:]),
+                "strides": op.properties["strides"],
+                "pads": op.properties["pads"],
+                "dilations": op.properties["dilations"],
                 "groups": _i(g),
             },
         )
-        mm = self._mm_op(gms[value_index(op.w)], ws_g, out_g, cout_g, p, k, False, False, 1,
-                         cout_g * k, g, 0, 0, cout_g * p)
+        mm = self._mm_op(
+            gms[value_index(op.w)],
+            ws_g,
+            out_g,
+            cout_g,
+            p,
+            k,
+            False,
+            False,
+            1,
+            cout_g * k,
+            g,
+            0,
+            0,
+            cout_g * p,
+        )
         return [im, mm], units, ct
 
     def _mm_op(self, a, b, c, m, n, k, ta, tb, m_blocks, a_st, a_per, b_st, b_per, c_st):
         return ac.MatmulOp.build(
             operands=[a, b, c, []],
             properties={
-                "m": _i(m), "n": _i(n), "k": _i(k), "trans_a": BoolAttr.from_bool(ta),
-                "trans_b": BoolAttr.from_bool(tb), "m_blocks": _i(m_blocks),
-                "a_stride": _i(a_st), "a_period": _i(a_per), "b_stride": _i(b_st),
-                "b_period": _i(b_per), "c_stride": _i(c_st),
+                "m": _i(m),
+                "n": _i(n),
+                "k": _i(k),
+                "trans_a": BoolAttr.from_bool(ta),
+                "trans_b": BoolAttr.from_bool(tb),
+                "m_blocks": _i(m_blocks),
+                "a_stride": _i(a_st),
+                "a_period": _i(a_per),
+                "b_stride": _i(b_st),
+                "b_period": _i(b_per),
+                "c_stride": _i(c_st),
             },
         )
 
@@ -626,21 +670,30 @@ def lower_kernel(
     if len(body_ops) == 1 and isinstance(body_ops[0], nn.AttentionOp):
         from autofusion.lowering.ascendc.attention import build_attention
 
-        return build_attention(lowering, next(o for o in clone.body.block.ops
-                                                    if isinstance(o, nn.AttentionOp))), hoisted
+        return build_attention(
+            lowering, next(o for o in clone.body.block.ops if isinstance(o, nn.AttentionOp))
+        ), hoisted
     if len(body_ops) == 1 and isinstance(body_ops[0], COPY_OPS):
-        return build_copy(lowering, next(o for o in clone.body.block.ops
-                                               if isinstance(o, COPY_OPS))), hoisted
+        return build_copy(
+            lowering, next(o for o in clone.body.block.ops if isinstance(o, COPY_OPS))
+        ), hoisted
     if len(body_ops) == 1 and isinstance(body_ops[0], ROW_OPS):
-        return build_rows(lowering, next(o for o in clone.body.block.ops
-                                               if isinstance(o, ROW_OPS))), hoisted
+        return build_rows(
+            lowering, next(o for o in clone.body.block.ops if isinstance(o, ROW_OPS))
+        ), hoisted
     if isinstance(body_ops[0], nn.MatMulOp | nn.GemmOp | nn.ConvOp):
         return lowering.cube(), hoisted
     return lowering.vector(), hoisted
 
 
 SINGLE_OPS: tuple[type[Operation], ...] = (
-    nn.ConvOp, nn.MatMulOp, nn.GemmOp, nn.AttentionOp, *VECTOR_OPS, *ROW_OPS, *GATHER_OPS,
+    nn.ConvOp,
+    nn.MatMulOp,
+    nn.GemmOp,
+    nn.AttentionOp,
+    *VECTOR_OPS,
+    *ROW_OPS,
+    *GATHER_OPS,
     *POOL_OPS,
     *COPY_OPS,
 )
@@ -651,9 +704,11 @@ def outline_single(op: Operation) -> fusion.KernelOp:
 
     One-element constant operands (a scalar, a Gather index) are cloned into the body, so
     they become immediates; the other operands become kernel inputs."""
+
     def is_scalar_const(v: SSAValue) -> bool:
-        return (isinstance(v.owner, nn.ConstantOp) and not v.owner.is_elided
-                and numel(shape_of(v)) == 1)
+        return (
+            isinstance(v.owner, nn.ConstantOp) and not v.owner.is_elided and numel(shape_of(v)) == 1
+        )
 
     inputs = [v for v in op.operands if not is_scalar_const(v)]
     block = Block(arg_types=[v.type for v in inputs])
@@ -669,8 +724,13 @@ def outline_single(op: Operation) -> fusion.KernelOp:
     block.add_ops([inner, fusion.YieldOp(*inner.results)])
     origins = op.attributes.get("onnx.origins")
     names = [o.data for o in origins.data] if origins is not None else [op.name]  # type: ignore[attr-defined]
-    return fusion.KernelOp(inputs, [r.type for r in op.results], Region(block),
-                           f"single_{op.name.removeprefix('nn.')}", names)
+    return fusion.KernelOp(
+        inputs,
+        [r.type for r in op.results],
+        Region(block),
+        f"single_{op.name.removeprefix('nn.')}",
+        names,
+    )
 
 
 class LowerSingleOp(RewritePattern):
@@ -695,8 +755,9 @@ class LowerSingleOp(RewritePattern):
         self.lower.count += 1
         kernel.verify()
         rewriter.insert(kernel, _module_end(self.lower.module))
-        launch = ac.LaunchOp(name, [*kop.inputs, *[c.y for c in hoisted]],
-                             [r.type for r in op.results])
+        launch = ac.LaunchOp(
+            name, [*kop.inputs, *[c.y for c in hoisted]], [r.type for r in op.results]
+        )
         rewriter.replace(op, [*hoisted, launch], list(launch.outputs))
         kop.erase()
 

@@ -55,8 +55,10 @@ def kernels_of(module: ModuleOp) -> list[ac.KernelOp]:
 def ensure_lowered(module: ModuleOp) -> ModuleOp:
     """``module`` with supported fusion kernels lowered (a clone if lowering was needed)."""
     fn = main_func(module)
-    if any(isinstance(o, fusion.KernelOp) and "ascendc.fallback" not in o.attributes
-           for o in fn.body.block.ops):
+    if any(
+        isinstance(o, fusion.KernelOp) and "ascendc.fallback" not in o.attributes
+        for o in fn.body.block.ops
+    ):
         from autofusion.lowering.ascendc.lower import LowerFusionToAscendC
 
         module = module.clone()
@@ -109,8 +111,9 @@ def plan_host(fn: func.FuncOp) -> HostPlan:
             if not any(isinstance(u.operation, ac.LaunchOp | nn.ReshapeOp) for u in op.y.uses):
                 continue
             if op.is_elided:
-                raise AutofusionError("ascendc: constant is elided (dense_resource<__elided__>); "
-                                      "weights are needed")
+                raise AutofusionError(
+                    "ascendc: constant is elided (dense_resource<__elided__>); weights are needed"
+                )
             arr = np.ascontiguousarray(numpy_from_dense(op.value), dtype=np.float32)  # type: ignore[arg-type]
             idx = add(op.y)
             off = (len(blob) + 63) // 64 * 64
@@ -176,14 +179,16 @@ def print_host(module: ModuleOp, plan: HostPlan) -> str:
     for k in kernels:
         n = len([a for a in k.arg_names.data if a.data != "workspace"])
         params = ", ".join(["void*"] * (n + 2))
-        out.append(f'extern "C" void {k.sym_name.data}_launch(uint32_t blockDim, '
-                   f'aclrtStream stream, {params});')
+        out.append(
+            f'extern "C" void {k.sym_name.data}_launch(uint32_t blockDim, '
+            f"aclrtStream stream, {params});"
+        )
     out += [
         "",
         "static aclrtStream g_stream = nullptr;",
         "static int32_t g_device = 0;",
         "",
-        '// Initialise AscendCL on deviceId and create the stream kernels run on.',
+        "// Initialise AscendCL on deviceId and create the stream kernels run on.",
         'extern "C" int af_init(int32_t deviceId)',
         "{",
         "    AF_ACL_CHECK(aclInit(nullptr));",
@@ -252,7 +257,7 @@ def _print_model_run(fn: func.FuncOp, plan: HostPlan) -> list[str]:
         "// Run the whole model: host input buffers in, host output buffers out (float32,",
         "// sizes in manifest.json). weights: the contents of weights.bin.",
         'extern "C" int af_run_model(const void* weights, const void* const* inputs, '
-        'void* const* outputs)',
+        "void* const* outputs)",
         "{",
     ]
     if not plan.covered:
@@ -268,20 +273,25 @@ def _print_model_run(fn: func.FuncOp, plan: HostPlan) -> list[str]:
         ]
         return out
     nbuf = len(plan.sizes)
-    out.append(f"    static const size_t kBytes[{nbuf}] = "
-               f"{{{', '.join(f'{s}u' for s in plan.sizes)}}};")
+    out.append(
+        f"    static const size_t kBytes[{nbuf}] = {{{', '.join(f'{s}u' for s in plan.sizes)}}};"
+    )
     out.append(f"    void* buf[{nbuf}] = {{}};")
     out.append(f"    for (int i = 0; i < {nbuf}; i++) {{")
     out.append("        AF_ACL_CHECK(aclrtMalloc(&buf[i], kBytes[i], ACL_MEM_MALLOC_HUGE_FIRST));")
     out.append("    }")
     out.append("    const unsigned char* w = static_cast<const unsigned char*>(weights);")
     for idx, off, nbytes in plan.weights:
-        out.append(f"    AF_ACL_CHECK(aclrtMemcpy(buf[{idx}], kBytes[{idx}], w + {off}u, "
-                   f"{nbytes}u, ACL_MEMCPY_HOST_TO_DEVICE));")
+        out.append(
+            f"    AF_ACL_CHECK(aclrtMemcpy(buf[{idx}], kBytes[{idx}], w + {off}u, "
+            f"{nbytes}u, ACL_MEMCPY_HOST_TO_DEVICE));"
+        )
     out.append("    (void)w;")
     for i in range(n_in):
-        out.append(f"    AF_ACL_CHECK(aclrtMemcpy(buf[{i}], kBytes[{i}], inputs[{i}], kBytes[{i}], "
-                   "ACL_MEMCPY_HOST_TO_DEVICE));")
+        out.append(
+            f"    AF_ACL_CHECK(aclrtMemcpy(buf[{i}], kBytes[{i}], inputs[{i}], kBytes[{i}], "
+            "ACL_MEMCPY_HOST_TO_DEVICE));"
+        )
     for op in fn.body.block.ops:
         if isinstance(op, ac.LaunchOp):
             vals = [plan.values[v] for v in [*op.inputs, *op.outputs]]
@@ -292,8 +302,10 @@ def _print_model_run(fn: func.FuncOp, plan: HostPlan) -> list[str]:
             out.append("    }")
     for j, v in enumerate(ret.arguments):
         b = plan.values[v]
-        out.append(f"    AF_ACL_CHECK(aclrtMemcpy(outputs[{j}], kBytes[{b}], buf[{b}], "
-                   f"kBytes[{b}], ACL_MEMCPY_DEVICE_TO_HOST));")
+        out.append(
+            f"    AF_ACL_CHECK(aclrtMemcpy(outputs[{j}], kBytes[{b}], buf[{b}], "
+            f"kBytes[{b}], ACL_MEMCPY_DEVICE_TO_HOST));"
+        )
     out.append(f"    for (int i = 0; i < {nbuf}; i++) {{")
     out.append("        AF_ACL_CHECK(aclrtFree(buf[i]));")
     out.append("    }")
@@ -422,10 +434,15 @@ def emit_project(module: ModuleOp, out_dir: str | Path) -> None:
         (out / "kernels" / f"{name}.asc").write_text(files.kernel_source)
         (out / "kernels" / f"{name}_tiling.h").write_text(files.tiling_header)
         (out / "kernels" / f"{name}_tiling.cpp").write_text(files.tiling_source)
-        manifest_kernels.append({
-            "name": name, "kind": k.kind.data, "pattern": k.pattern.data,
-            "origins": [o.data for o in k.origins.data], "tiling": k.tiling_values(),
-        })
+        manifest_kernels.append(
+            {
+                "name": name,
+                "kind": k.kind.data,
+                "pattern": k.pattern.data,
+                "origins": [o.data for o in k.origins.data],
+                "tiling": k.tiling_values(),
+            }
+        )
     (out / "host" / "model.cpp").write_text(print_host(module, plan))
     (out / "host" / "main.cpp").write_text(print_main(fn, plan))
     (out / "weights.bin").write_bytes(plan.blob)
@@ -437,10 +454,13 @@ def emit_project(module: ModuleOp, out_dir: str | Path) -> None:
     ret = fn.body.block.last_op
     assert isinstance(ret, func.ReturnOp)
     manifest = {
-        "inputs": [{"name": n, "shape": list(shape_of(a))} for n, a in zip(_io_names(fn, "arg"),
-                                                                           fn.args)],
-        "outputs": [{"name": n, "shape": list(shape_of(v))} for n, v in zip(_io_names(fn, "res"),
-                                                                            ret.arguments)],
+        "inputs": [
+            {"name": n, "shape": list(shape_of(a))} for n, a in zip(_io_names(fn, "arg"), fn.args)
+        ],
+        "outputs": [
+            {"name": n, "shape": list(shape_of(v))}
+            for n, v in zip(_io_names(fn, "res"), ret.arguments)
+        ],
         "kernels": manifest_kernels,
         "fallback": plan.uncovered,
         "full_model_on_npu": plan.covered,

@@ -27,8 +27,14 @@ from autofusion.lowering.ascendc import tiling as tl
 from autofusion.lowering.ascendc.vector import Unsupported
 
 ROW_OPS: tuple[type[Operation], ...] = (
-    nn.LayerNormOp, nn.SoftmaxOp, nn.LogSoftmaxOp, nn.GlobalAvgPoolOp, nn.GlobalMaxPoolOp,
-    nn.ReduceMeanOp, nn.ReduceSumOp, nn.ReduceMaxOp,
+    nn.LayerNormOp,
+    nn.SoftmaxOp,
+    nn.LogSoftmaxOp,
+    nn.GlobalAvgPoolOp,
+    nn.GlobalMaxPoolOp,
+    nn.ReduceMeanOp,
+    nn.ReduceSumOp,
+    nn.ReduceMaxOp,
 )
 
 
@@ -68,8 +74,9 @@ def build_rows(lowering, op: Operation) -> ac.KernelOp:
     if isinstance(op, nn.LayerNormOp):
         for v in op.operands[1:]:
             if numel(shape_of(v)) != d:
-                raise Unsupported(f"layer_norm parameter of shape {shape_of(v)} (needs {d} "
-                                  "elements)")
+                raise Unsupported(
+                    f"layer_norm parameter of shape {shape_of(v)} (needs {d} elements)"
+                )
             params.append((value_index(v), v))
     del args
 
@@ -88,8 +95,9 @@ def build_rows(lowering, op: Operation) -> ac.KernelOp:
 
     cin = Block()
     a = ac.AllocTensorOp(qin.result, f32)
-    cin.add_ops([a, ac.CopyInOp(a.result, gms[x_idx]), ac.EnQueOp(qin.result, a.result),
-                 ac.YieldOp()])
+    cin.add_ops(
+        [a, ac.CopyInOp(a.result, gms[x_idx]), ac.EnQueOp(qin.result, a.result), ac.YieldOp()]
+    )
 
     comp = Block()
     x = ac.DeQueOp(qin.result, f32)
@@ -142,17 +150,20 @@ def build_rows(lowering, op: Operation) -> ac.KernelOp:
                 em(ac.VecUnaryOp("Ln", S, S, count=1))
                 em(ac.VecScalarOp("Adds", Y, Y, 0.0, scalar_src=S, negate=True))
     em(ac.YieldOp())
-    comp.add_ops([
-        ac.RowLoopOp(Region(body)),
-        ac.EnQueOp(qout.result, y.result),
-        ac.FreeTensorOp(qin.result, x.result),
-        ac.YieldOp(),
-    ])
+    comp.add_ops(
+        [
+            ac.RowLoopOp(Region(body)),
+            ac.EnQueOp(qout.result, y.result),
+            ac.FreeTensorOp(qin.result, x.result),
+            ac.YieldOp(),
+        ]
+    )
 
     cout = Block()
     r = ac.DeQueOp(qout.result, f32)
-    cout.add_ops([r, ac.CopyOutOp(out_g, r.result), ac.FreeTensorOp(qout.result, r.result),
-                  ac.YieldOp()])
+    cout.add_ops(
+        [r, ac.CopyOutOp(out_g, r.result), ac.FreeTensorOp(qout.result, r.result), ac.YieldOp()]
+    )
 
     loop = ac.TileLoopOp("rows", rows, [Region(cin), Region(comp), Region(cout)])
     loop.properties["row_length"] = _i(d)
@@ -160,13 +171,15 @@ def build_rows(lowering, op: Operation) -> ac.KernelOp:
     block.add_op(loop)
     opts = lowering.opts
     try:
-        rt = tl.row_tiling(rows, d, per_row_out, len(loaded), opts.cores, opts.max_tile,
-                           opts.ub_bytes)
+        rt = tl.row_tiling(
+            rows, d, per_row_out, len(loaded), opts.cores, opts.max_tile, opts.ub_bytes
+        )
     except ValueError as e:
         raise Unsupported(str(e)) from None
     qin.properties["bytes"] = _i(rt["tileLength"] * dp * 4)
     qout.properties["bytes"] = _i(
-        (tl.round_up(rt["tileLength"], tl.ALIGN) if per_row_out else rt["tileLength"] * dp) * 4)
+        (tl.round_up(rt["tileLength"], tl.ALIGN) if per_row_out else rt["tileLength"] * dp) * 4
+    )
     return lowering._finish("vector", block, rt)
 
 
@@ -188,7 +201,7 @@ def build_copy(lowering, op: nn.ConcatOp | nn.SplitOp) -> ac.KernelOp:
         pieces = [shape_of(v) for v in op.results]
         whole = shape_of(op.operands[0])
     outer = numel(whole[:axis])
-    inner = numel(whole[axis + 1:])
+    inner = numel(whole[axis + 1 :])
     total = whole[axis] * inner
     lengths = [p[axis] * inner for p in pieces]
     chunk = 0  # > 0: outer == 1, each piece copied as rows of `chunk` contiguous elements
@@ -229,25 +242,43 @@ def build_copy(lowering, op: nn.ConcatOp | nn.SplitOp) -> ac.KernelOp:
         y = ac.AllocTensorOp(qout.result, f32)
         body = Block()
         xr, yr = ac.RowViewOp(x.result), ac.RowViewOp(y.result)
-        body.add_ops([xr, yr, ac.VecScalarOp("Muls", yr.result, xr.result, 1.0, count=length),
-                      ac.YieldOp()])
-        comp.add_ops([x, y, ac.RowLoopOp(Region(body)), ac.EnQueOp(qout.result, y.result),
-                      ac.FreeTensorOp(qin.result, x.result), ac.YieldOp()])
+        body.add_ops(
+            [xr, yr, ac.VecScalarOp("Muls", yr.result, xr.result, 1.0, count=length), ac.YieldOp()]
+        )
+        comp.add_ops(
+            [
+                x,
+                y,
+                ac.RowLoopOp(Region(body)),
+                ac.EnQueOp(qout.result, y.result),
+                ac.FreeTensorOp(qin.result, x.result),
+                ac.YieldOp(),
+            ]
+        )
         cout = Block()
         r = ac.DeQueOp(qout.result, f32)
-        cout.add_ops([r, ac.CopyOutOp(dst, r.result), ac.FreeTensorOp(qout.result, r.result),
-                      ac.YieldOp()])
+        cout.add_ops(
+            [r, ac.CopyOutOp(dst, r.result), ac.FreeTensorOp(qout.result, r.result), ac.YieldOp()]
+        )
         loop = ac.TileLoopOp("rows", rows, [Region(cin), Region(comp), Region(cout)])
         for key, val in zip(("row_length", "out_row_length"), (length, length)):
             loop.properties[key] = _i(val)
-        for key, val in zip(("in_row_stride", "out_row_stride", "in_offset", "out_offset"),
-                            strides):
+        for key, val in zip(
+            ("in_row_stride", "out_row_stride", "in_offset", "out_offset"), strides
+        ):
             loop.properties[key] = _i(val)
         block.add_op(loop)
     opts = lowering.opts
     try:
-        rt = tl.row_tiling(outer if not chunk else max(n // chunk for n in lengths), dp, False, 0,
-                           opts.cores, opts.max_tile, opts.ub_bytes)
+        rt = tl.row_tiling(
+            outer if not chunk else max(n // chunk for n in lengths),
+            dp,
+            False,
+            0,
+            opts.cores,
+            opts.max_tile,
+            opts.ub_bytes,
+        )
     except ValueError as e:
         raise Unsupported(str(e)) from None
     qin.properties["bytes"] = _i(rt["tileLength"] * dp * 4)

@@ -48,8 +48,14 @@ def cube_tiling(m: int, n: int, k: int, cores: int, split_m: bool) -> dict[str, 
         single = min(single, m)
     else:
         single = m
-    return {"M": m, "N": n, "K": k, "singleCoreM": single, "mBlocks": ceil_div(m, single),
-            "workspaceElems": 0}
+    return {
+        "M": m,
+        "N": n,
+        "K": k,
+        "singleCoreM": single,
+        "mBlocks": ceil_div(m, single),
+        "workspaceElems": 0,
+    }
 
 
 def row_tiling(
@@ -69,5 +75,11 @@ def row_tiling(
         raise ValueError(f"a row of {d} elements does not fit in UB")
     block = ceil_div(rows, cores)
     tile = min(tile, block)
-    return {"totalLength": rows, "blockLength": block, "tileLength": tile,
-            "blockDim": ceil_div(rows, block), "rowLength": d, "rowStride": dp}
+    return {
+        "totalLength": rows,
+        "blockLength": block,
+        "tileLength": tile,
+        "blockDim": ceil_div(rows, block),
+        "rowLength": d,
+        "rowStride": dp,
+    }

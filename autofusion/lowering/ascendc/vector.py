@@ -154,8 +154,12 @@ class VectorBuilder:
             return d
         d = dst()
         simple = {
-            nn.ReluOp: "Relu", nn.ExpOp: "Exp", nn.LogOp: "Ln", nn.SqrtOp: "Sqrt",
-            nn.AbsOp: "Abs", nn.ReciprocalOp: "Reciprocal",
+            nn.ReluOp: "Relu",
+            nn.ExpOp: "Exp",
+            nn.LogOp: "Ln",
+            nn.SqrtOp: "Sqrt",
+            nn.AbsOp: "Abs",
+            nn.ReciprocalOp: "Reciprocal",
         }
         for cls, fn in simple.items():
             if isinstance(op, cls):
@@ -196,8 +200,14 @@ class VectorBuilder:
     def _binary(self, op: Operation, a: Val, b: Val, dst: Callable[[], Tile]) -> Val:
         name = op.name.removeprefix("nn.")
         scalar_fn = {"add": "Adds", "mul": "Muls", "max": "Maxs", "min": "Mins"}
-        vec_fn = {"add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div", "max": "Max",
-                  "min": "Min"}
+        vec_fn = {
+            "add": "Add",
+            "sub": "Sub",
+            "mul": "Mul",
+            "div": "Div",
+            "max": "Max",
+            "min": "Min",
+        }
         if name == "pow":
             return self._pow(a, b, dst)
         if name not in vec_fn:
@@ -316,9 +326,19 @@ class VectorBuilder:
 
 
 _FOLD: dict[str, Callable[..., np.floating]] = {
-    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
-    "max": np.maximum, "min": np.minimum, "pow": np.power, "neg": np.negative,
-    "sqrt": np.sqrt, "exp": np.exp, "log": np.log, "abs": np.abs, "reciprocal": np.reciprocal,
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "div": np.divide,
+    "max": np.maximum,
+    "min": np.minimum,
+    "pow": np.power,
+    "neg": np.negative,
+    "sqrt": np.sqrt,
+    "exp": np.exp,
+    "log": np.log,
+    "abs": np.abs,
+    "reciprocal": np.reciprocal,
 }
 
 
@@ -344,17 +364,39 @@ def pool_window(op: Operation, dst: SSAValue, src: SSAValue) -> ac.PoolWindowOp:
         operands=[dst, src],
         properties={
             "kind": StringAttr("max" if isinstance(op, nn.MaxPoolOp) else "avg"),
-            "input_shape": i64_array(xs), "out_hw": i64_array(shape_of(op.results[0])[2:]),
-            "kernel": op.properties["kernel"], "strides": op.properties["strides"],
-            "pads": op.properties["pads"], "dilations": op.properties["dilations"],
+            "input_shape": i64_array(xs),
+            "out_hw": i64_array(shape_of(op.results[0])[2:]),
+            "kernel": op.properties["kernel"],
+            "strides": op.properties["strides"],
+            "pads": op.properties["pads"],
+            "dilations": op.properties["dilations"],
             "count_include_pad": BoolAttr.from_bool(include),
         },
     )
 
 
 VECTOR_OPS: tuple[type[Operation], ...] = (
-    nn.AddOp, nn.SubOp, nn.MulOp, nn.DivOp, nn.MaxOp, nn.MinOp, nn.PowOp, nn.PReluOp,
-    nn.ReluOp, nn.ExpOp, nn.LogOp, nn.SqrtOp, nn.AbsOp, nn.ReciprocalOp, nn.NegOp,
-    nn.LeakyReluOp, nn.ClipOp, nn.SigmoidOp, nn.TanhOp, nn.HardSigmoidOp, nn.HardSwishOp,
-    nn.ErfOp, nn.GeluOp,
+    nn.AddOp,
+    nn.SubOp,
+    nn.MulOp,
+    nn.DivOp,
+    nn.MaxOp,
+    nn.MinOp,
+    nn.PowOp,
+    nn.PReluOp,
+    nn.ReluOp,
+    nn.ExpOp,
+    nn.LogOp,
+    nn.SqrtOp,
+    nn.AbsOp,
+    nn.ReciprocalOp,
+    nn.NegOp,
+    nn.LeakyReluOp,
+    nn.ClipOp,
+    nn.SigmoidOp,
+    nn.TanhOp,
+    nn.HardSigmoidOp,
+    nn.HardSwishOp,
+    nn.ErfOp,
+    nn.GeluOp,
 )

@@ -26,6 +26,7 @@ from autofusion.testing import compare
 def launch_sources(fused: Any, lowered: Any) -> list[Any]:
     """For each ``ascendc.launch`` of ``lowered``'s @main, in order, the op of ``fused``'s
     @main it replaced (lowering replaces ops in place; only constants are added)."""
+
     def ops(module: Any) -> list[Any]:
         fn = next(o for o in module.body.block.ops if o.name == "func.func")
         return [o for o in fn.body.block.ops if o.name != "nn.constant"]
@@ -63,7 +64,8 @@ def check_model(name: str) -> dict[str, Any]:
     kernels = {k.sym_name.data: k for k in module.body.block.ops if isinstance(k, ac.KernelOp)}
     fallback = [o for o in fn.body.block.ops if isinstance(o, fusion.KernelOp)]
     uncovered = Counter(
-        o.name for o in fn.body.block.ops
+        o.name
+        for o in fn.body.block.ops
         if o.name not in ("ascendc.launch", "nn.constant", "nn.reshape", "func.return")
     )
     runner = CpuModelRunner(module)

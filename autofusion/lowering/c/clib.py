@@ -330,7 +330,17 @@ class Pool2DOp(_LibOp):
 
 CLib = Dialect(
     "clib",
-    [CallOp, FuncRefOp, PackOp, UnpackOp, ViewOp, GuardIndexOp, IntDivOp, Conv2DOp, MatmulOp,
-     Pool2DOp],
+    [
+        CallOp,
+        FuncRefOp,
+        PackOp,
+        UnpackOp,
+        ViewOp,
+        GuardIndexOp,
+        IntDivOp,
+        Conv2DOp,
+        MatmulOp,
+        Pool2DOp,
+    ],
     [PtrType],
 )

@@ -158,8 +158,22 @@ class CPrinter:
     def __init__(self, module: ModuleOp) -> None:
         self.module = module
         self.names = NameTable()
-        for reserved in ("af_w", "af_s", "af_sb", "af_graph", "af_model", "m", "in", "out", "ctx",
-                         "p_", "e_", "s_", "af_f", "af_fault"):
+        for reserved in (
+            "af_w",
+            "af_s",
+            "af_sb",
+            "af_graph",
+            "af_model",
+            "m",
+            "in",
+            "out",
+            "ctx",
+            "p_",
+            "e_",
+            "s_",
+            "af_f",
+            "af_fault",
+        ):
             self.names.reserve(reserved)
         self.sym: dict[str, str] = {}
         self.weights = Weights()
@@ -900,8 +914,11 @@ class _FuncPrinter:
             case func.ReturnOp():
                 pass
             case func.CallOp():
-                base = ["m->weights", "m->scratch", "m->scratch_bytes"] if self.in_main else [
-                    "af_w", "af_s", "af_sb"]
+                base = (
+                    ["m->weights", "m->scratch", "m->scratch_bytes"]
+                    if self.in_main
+                    else ["af_w", "af_s", "af_sb"]
+                )
                 callee = op.callee.string_value()
                 faults = callee in self.top.faulting
                 args = base + [r(a) for a in op.arguments] + (["af_f"] if faults else [])

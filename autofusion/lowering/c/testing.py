@@ -20,7 +20,12 @@ from autofusion.lowering.c import emit_model
 from autofusion.testing import assert_close, close, compare
 
 __all__ = [
-    "assert_close", "build", "build_and_run", "close", "compare", "compile_onnx",
+    "assert_close",
+    "build",
+    "build_and_run",
+    "close",
+    "compare",
+    "compile_onnx",
     "onnxruntime_outputs",
 ]
 

@@ -45,43 +45,74 @@ def _out(name: str, elem=T.FLOAT) -> onnx.ValueInfoProto:
 
 def conv_bn_relu_v3() -> onnx.ModelProto:
     """Model-zoo style: opset 9, IR version 3, BN parameters listed as graph inputs."""
-    inits = [_w("w", 8, 3, 3, 3), _w("b", 8), _w("scale", 8), _w("bias", 8), _w("mean", 8),
-             nh.from_array(RNG.uniform(0.5, 1.5, 8).astype(np.float32), "var"),
-             _w("w2", 8, 8, 1, 1)]
+    inits = [
+        _w("w", 8, 3, 3, 3),
+        _w("b", 8),
+        _w("scale", 8),
+        _w("bias", 8),
+        _w("mean", 8),
+        nh.from_array(RNG.uniform(0.5, 1.5, 8).astype(np.float32), "var"),
+        _w("w2", 8, 8, 1, 1),
+    ]
     nodes = [
         h.make_node("Conv", ["data", "w", "b"], ["c"], name="conv1", pads=[1, 1, 1, 1]),
-        h.make_node("BatchNormalization", ["c", "scale", "bias", "mean", "var"], ["bn"],
-                    name="bn1", epsilon=1e-3),
+        h.make_node(
+            "BatchNormalization",
+            ["c", "scale", "bias", "mean", "var"],
+            ["bn"],
+            name="bn1",
+            epsilon=1e-3,
+        ),
         h.make_node("Relu", ["bn"], ["r"], name="relu1"),
         h.make_node("Conv", ["r", "w2"], ["c2"], name="conv2"),
         h.make_node("Sum", ["c2", "r", "bn"], ["s"], name="residual"),
         h.make_node("LRN", ["s"], ["l"], name="lrn", size=3),
-        h.make_node("MaxPool", ["l"], ["p"], name="pool", kernel_shape=[3, 3], strides=[2, 2],
-                    pads=[0, 0, 1, 1]),
+        h.make_node(
+            "MaxPool",
+            ["l"],
+            ["p"],
+            name="pool",
+            kernel_shape=[3, 3],
+            strides=[2, 2],
+            pads=[0, 0, 1, 1],
+        ),
         h.make_node("GlobalAveragePool", ["p"], ["gap"], name="gap"),
         h.make_node("Flatten", ["gap"], ["prob"], name="flatten"),
     ]
-    inputs = [_in("data", [1, 3, 16, 16])] + [
-        _in(t.name, list(t.dims)) for t in inits
-    ]
+    inputs = [_in("data", [1, 3, 16, 16])] + [_in(t.name, list(t.dims)) for t in inits]
     return _model(nodes, inputs, [_out("prob")], inits, opset=9, ir=3)
 
 
 def auto_pad() -> onnx.ModelProto:
     inits = [_w("w", 4, 2, 3, 3)]
     nodes = [
-        h.make_node("Conv", ["x", "w"], ["a"], name="same_upper", auto_pad="SAME_UPPER",
-                    strides=[2, 2]),
-        h.make_node("Conv", ["x", "w"], ["b"], name="same_lower", auto_pad="SAME_LOWER",
-                    strides=[2, 2]),
+        h.make_node(
+            "Conv", ["x", "w"], ["a"], name="same_upper", auto_pad="SAME_UPPER", strides=[2, 2]
+        ),
+        h.make_node(
+            "Conv", ["x", "w"], ["b"], name="same_lower", auto_pad="SAME_LOWER", strides=[2, 2]
+        ),
         h.make_node("Conv", ["x", "w"], ["c"], name="valid", auto_pad="VALID"),
-        h.make_node("MaxPool", ["x"], ["d"], name="pool_ceil", kernel_shape=[3, 3],
-                    strides=[2, 2], ceil_mode=1),
-        h.make_node("AveragePool", ["x"], ["e"], name="avg", kernel_shape=[2, 2],
-                    auto_pad="SAME_UPPER", count_include_pad=1),
+        h.make_node(
+            "MaxPool",
+            ["x"],
+            ["d"],
+            name="pool_ceil",
+            kernel_shape=[3, 3],
+            strides=[2, 2],
+            ceil_mode=1,
+        ),
+        h.make_node(
+            "AveragePool",
+            ["x"],
+            ["e"],
+            name="avg",
+            kernel_shape=[2, 2],
+            auto_pad="SAME_UPPER",
+            count_include_pad=1,
+        ),
     ]
-    return _model(nodes, [_in("x", [1, 2, 8, 8])],
-                  [_out(n) for n in "abcde"], inits, opset=11)
+    return _model(nodes, [_in("x", [1, 2, 8, 8])], [_out(n) for n in "abcde"], inits, opset=11)
 
 
 def shape_subgraph() -> onnx.ModelProto:
@@ -98,8 +129,13 @@ def shape_subgraph() -> onnx.ModelProto:
         h.make_node("Reshape", ["x", "tgt"], ["r"], name="reshape"),
         h.make_node("Add", ["c", "one"], ["c1"], name="add_one"),
         h.make_node("Unsqueeze", ["c1", "ax0"], ["c1u"], name="unsq_c1"),
-        h.make_node("ConstantOfShape", ["c1u"], ["ones"], name="cos",
-                    value=nh.from_array(np.array([1], dtype=np.int64))),
+        h.make_node(
+            "ConstantOfShape",
+            ["c1u"],
+            ["ones"],
+            name="cos",
+            value=nh.from_array(np.array([1], dtype=np.int64)),
+        ),
         h.make_node("Range", ["zero", "c1", "one"], ["rng"], name="range"),
         h.make_node("Equal", ["rng", "ones"], ["eq"], name="equal"),
         h.make_node("Where", ["eq", "four", "rng"], ["wh"], name="where"),
@@ -107,9 +143,17 @@ def shape_subgraph() -> onnx.ModelProto:
         h.make_node("Slice", ["whf", "st", "en"], ["sl"], name="slice"),
         h.make_node("Add", ["r", "sl"], ["y"], name="add"),
     ]
-    inits = [_i64("i0", 0), _i64("i1", 1), _i64("four", 4), _i64("ax0", [0]),
-             _i64("m1", [-1]), _i64("zero", 0), _i64("one", 1), _i64("st", [0]),
-             _i64("en", [100])]
+    inits = [
+        _i64("i0", 0),
+        _i64("i1", 1),
+        _i64("four", 4),
+        _i64("ax0", [0]),
+        _i64("m1", [-1]),
+        _i64("zero", 0),
+        _i64("one", 1),
+        _i64("st", [0]),
+        _i64("en", [100]),
+    ]
     return _model(nodes, [_in("x", [2, 3, 4, 4])], [_out("y")], inits, opset=13)
 
 
@@ -136,10 +180,19 @@ def slices() -> onnx.ModelProto:
         h.make_node("Transpose", ["x"], ["f"], name="transpose_default"),
         h.make_node("Tile", ["x", "reps"], ["g"], name="tile"),
     ]
-    inits = [_i64("s1", [-1]), _i64("e1", [-(2**63)]), _i64("a1", [2]), _i64("p1", [-2]),
-             _i64("s2", [1, -100]), _i64("e2", [2**62, 2]), _i64("a2", [0, 1]),
-             _i64("sizes", [2, 4]), _i64("pads", [0, 1, 0, 0, 0, 2, 0, 1]),
-             nh.from_array(np.array(1.5, np.float32), "pv"), _i64("reps", [1, 2, 1, 1])]
+    inits = [
+        _i64("s1", [-1]),
+        _i64("e1", [-(2**63)]),
+        _i64("a1", [2]),
+        _i64("p1", [-2]),
+        _i64("s2", [1, -100]),
+        _i64("e2", [2**62, 2]),
+        _i64("a2", [0, 1]),
+        _i64("sizes", [2, 4]),
+        _i64("pads", [0, 1, 0, 0, 0, 2, 0, 1]),
+        nh.from_array(np.array(1.5, np.float32), "pv"),
+        _i64("reps", [1, 2, 1, 1]),
+    ]
     return _model(nodes, [_in("x", [2, 6, 5, 3])], [_out(n) for n in "abcdefg"], inits)
 
 
@@ -150,10 +203,15 @@ def softmax_v11() -> onnx.ModelProto:
         h.make_node("Clip", ["x", "lo", "hi"], ["c"], name="clip11"),
         h.make_node("Gemm", ["m", "w", "bias"], ["d"], name="gemm", transB=1, alpha=0.5),
     ]
-    inits = [nh.from_array(np.array(0.0, np.float32), "lo"),
-             nh.from_array(np.array(6.0, np.float32), "hi"), _w("w", 5, 4), _w("bias", 5)]
-    return _model(nodes, [_in("x", [2, 3, 4]), _in("m", [3, 4])],
-                  [_out(n) for n in "abcd"], inits, opset=11)
+    inits = [
+        nh.from_array(np.array(0.0, np.float32), "lo"),
+        nh.from_array(np.array(6.0, np.float32), "hi"),
+        _w("w", 5, 4),
+        _w("bias", 5),
+    ]
+    return _model(
+        nodes, [_in("x", [2, 3, 4]), _in("m", [3, 4])], [_out(n) for n in "abcd"], inits, opset=11
+    )
 
 
 def attention_mask() -> onnx.ModelProto:
@@ -170,10 +228,22 @@ def attention_mask() -> onnx.ModelProto:
         h.make_node("LayerNormalization", ["masked", "g", "b"], ["ln"], name="ln", axis=-1),
         h.make_node("Gelu", ["ln"], ["y"], name="gelu", approximate="tanh"),
     ]
-    inits = [_w("emb", 50, 8), _i64("pad_id", 0), _i64("ax", [-1]), _i64("shp", [1, 1, 8]),
-             nh.from_array(np.array(-1e4, np.float32), "neg"), _w("g", 8), _w("b", 8)]
-    return _model(nodes, [_in("ids", [2, 5], T.INT64), _in("mask", [2, 5], T.INT64)],
-                  [_out("y")], inits, opset=20)
+    inits = [
+        _w("emb", 50, 8),
+        _i64("pad_id", 0),
+        _i64("ax", [-1]),
+        _i64("shp", [1, 1, 8]),
+        nh.from_array(np.array(-1e4, np.float32), "neg"),
+        _w("g", 8),
+        _w("b", 8),
+    ]
+    return _model(
+        nodes,
+        [_in("ids", [2, 5], T.INT64), _in("mask", [2, 5], T.INT64)],
+        [_out("y")],
+        inits,
+        opset=20,
+    )
 
 
 def unsupported() -> onnx.ModelProto:
@@ -274,30 +344,111 @@ def ops_opset11() -> onnx.ModelProto:
         h.make_node("ArgMax", ["x"], ["am"], name="argmax", axis=1, keepdims=1),
         h.make_node("GatherElements", ["x", "gidx"], ["ge"], name="gather_elements", axis=1),
         h.make_node("Gather", ["x", "nidx"], ["gn"], name="gather_neg", axis=2),
-        h.make_node("MaxPool", ["x"], ["mp"], name="maxpool_dil", kernel_shape=[2, 2],
-                    dilations=[2, 1], pads=[1, 0, 0, 1]),
-        h.make_node("AveragePool", ["x"], ["ap"], name="avgpool_ceil", kernel_shape=[3, 3],
-                    strides=[2, 2], ceil_mode=1),
+        h.make_node(
+            "MaxPool",
+            ["x"],
+            ["mp"],
+            name="maxpool_dil",
+            kernel_shape=[2, 2],
+            dilations=[2, 1],
+            pads=[1, 0, 0, 1],
+        ),
+        h.make_node(
+            "AveragePool",
+            ["x"],
+            ["ap"],
+            name="avgpool_ceil",
+            kernel_shape=[3, 3],
+            strides=[2, 2],
+            ceil_mode=1,
+        ),
         h.make_node("GlobalMaxPool", ["x"], ["gm"], name="gmp"),
         h.make_node("Transpose", ["x"], ["tp"], name="transpose", perm=[0, 2, 3, 1]),
         h.make_node("MatMul", ["x", "mw"], ["mm"], name="matmul_bcast"),
-        h.make_node("Conv", ["x", "dw"], ["dc"], name="depthwise", group=4, strides=[2, 1],
-                    dilations=[1, 2], pads=[1, 2, 1, 2]),
+        h.make_node(
+            "Conv",
+            ["x", "dw"],
+            ["dc"],
+            name="depthwise",
+            group=4,
+            strides=[2, 1],
+            dilations=[1, 2],
+            pads=[1, 2, 1, 2],
+        ),
     ]
-    inits = [_i64("shp", [0, -1, 5]), nh.from_array(np.array(0.25, np.float32), "k"),
-             _w("slope", 4, 1, 1), _w("inscale", 4), _w("inbias", 4),
-             _i64("pads", [0, 0, 1, 2, 0, 0, 2, 1]), _i64("negpads", [0, -1, 0, 1, 0, 0, -2, 0]),
-             _i64("st", [-1, 0]), _i64("en", [-(2**63), 10]), _i64("ax", [1, 3]),
-             _i64("stp", [-2, 3]), nh.from_array(np.array(2.0, np.float32), "two"),
-             nh.from_array(np.array(0.5, np.float32), "hi"),
-             _i64("gidx", RNG.integers(-4, 4, size=(2, 3, 5, 5))),
-             _i64("nidx", [[0, -1], [2, 1]]), _w("mw", 5, 3), _w("dw", 4, 1, 3, 3)]
-    outs = ["r", "sq2", "fl", "mean3", "mx", "mn", "pr", "hs", "lr", "el", "inn", "rs", "rp",
-            "pd", "pn", "sl", "cc", "sqr", "pw", "sp", "sg", "ex", "lg", "er", "fo", "ce", "ro",
-            "ab", "ng", "rc", "si", "co", "th", "sm", "cl", "cst", "y", "ge", "gn", "mp", "ap",
-            "gm", "tp", "mm", "dc"]
-    return _model(nodes, [_in("x", [2, 4, 5, 5]), _in("pos", [2, 4, 5, 5])],
-                  [_out(o) for o in outs] + [_out("am", T.INT64)], inits, opset=11)
+    inits = [
+        _i64("shp", [0, -1, 5]),
+        nh.from_array(np.array(0.25, np.float32), "k"),
+        _w("slope", 4, 1, 1),
+        _w("inscale", 4),
+        _w("inbias", 4),
+        _i64("pads", [0, 0, 1, 2, 0, 0, 2, 1]),
+        _i64("negpads", [0, -1, 0, 1, 0, 0, -2, 0]),
+        _i64("st", [-1, 0]),
+        _i64("en", [-(2**63), 10]),
+        _i64("ax", [1, 3]),
+        _i64("stp", [-2, 3]),
+        nh.from_array(np.array(2.0, np.float32), "two"),
+        nh.from_array(np.array(0.5, np.float32), "hi"),
+        _i64("gidx", RNG.integers(-4, 4, size=(2, 3, 5, 5))),
+        _i64("nidx", [[0, -1], [2, 1]]),
+        _w("mw", 5, 3),
+        _w("dw", 4, 1, 3, 3),
+    ]
+    outs = [
+        "r",
+        "sq2",
+        "fl",
+        "mean3",
+        "mx",
+        "mn",
+        "pr",
+        "hs",
+        "lr",
+        "el",
+        "inn",
+        "rs",
+        "rp",
+        "pd",
+        "pn",
+        "sl",
+        "cc",
+        "sqr",
+        "pw",
+        "sp",
+        "sg",
+        "ex",
+        "lg",
+        "er",
+        "fo",
+        "ce",
+        "ro",
+        "ab",
+        "ng",
+        "rc",
+        "si",
+        "co",
+        "th",
+        "sm",
+        "cl",
+        "cst",
+        "y",
+        "ge",
+        "gn",
+        "mp",
+        "ap",
+        "gm",
+        "tp",
+        "mm",
+        "dc",
+    ]
+    return _model(
+        nodes,
+        [_in("x", [2, 4, 5, 5]), _in("pos", [2, 4, 5, 5])],
+        [_out(o) for o in outs] + [_out("am", T.INT64)],
+        inits,
+        opset=11,
+    )
 
 
 def ops_opset18() -> onnx.ModelProto:
@@ -328,23 +479,37 @@ def ops_opset18() -> onnx.ModelProto:
         h.make_node("Neg", ["sb"], ["ngi"], name="neg_int"),
         h.make_node("HardSwish", ["x"], ["hsw"], name="hard_swish"),
         h.make_node("Dropout", ["x"], ["dx", "dmask"], name="dropout_mask"),
-        h.make_node("Reshape", ["dmask", "zshape"], ["dm2"], name="reshape_allowzero",
-                    allowzero=1),
+        h.make_node("Reshape", ["dmask", "zshape"], ["dm2"], name="reshape_allowzero", allowzero=1),
     ]
-    inits = [_i64("sqax", [-1]), _i64("pads", [1, 2, 0, 3]), nh.from_array(
-        np.array(-1.0, np.float32), "cv"), _i64("pax", [1, 3]),
-        nh.from_array(np.array(3.0, np.float32), "three"), _i64("eshape", [2, 1, 6]),
-        _i64("ndidx", [[[0, 1]], [[2, 3]]]), _i64("rax", [0, 2]), _w("w1", 3, 2, 3),
-        _w("w3", 2, 2, 2, 3, 3), _i64("zshape", [6, 14, 2])]
+    inits = [
+        _i64("sqax", [-1]),
+        _i64("pads", [1, 2, 0, 3]),
+        nh.from_array(np.array(-1.0, np.float32), "cv"),
+        _i64("pax", [1, 3]),
+        nh.from_array(np.array(3.0, np.float32), "three"),
+        _i64("eshape", [2, 1, 6]),
+        _i64("ndidx", [[[0, 1]], [[2, 3]]]),
+        _i64("rax", [0, 2]),
+        _w("w1", 3, 2, 3),
+        _w("w3", 2, 2, 2, 3, 3),
+        _i64("zshape", [6, 14, 2]),
+    ]
     outs = ["a", "b", "c", "asq", "pd", "mf", "gnd", "rmx", "c1", "c3", "mlf", "hsw", "dx"]
     int_outs = ["md", "dv", "exi", "wi", "abi", "ngi"]
     return _model(
         nodes,
-        [_in("x", [2, 3, 4, 7]), _in("ix", [2, 6], T.INT64), _in("iy", [2, 6], T.INT64),
-         _in("x1", [1, 2, 9]), _in("x3", [1, 2, 3, 5, 5])],
-        [_out(o) for o in outs] + [_out(o, T.INT64) for o in int_outs]
+        [
+            _in("x", [2, 3, 4, 7]),
+            _in("ix", [2, 6], T.INT64),
+            _in("iy", [2, 6], T.INT64),
+            _in("x1", [1, 2, 9]),
+            _in("x3", [1, 2, 3, 5, 5]),
+        ],
+        [_out(o) for o in outs]
+        + [_out(o, T.INT64) for o in int_outs]
         + [_out("an", T.BOOL), _out("oq", T.BOOL), _out("dm2", T.BOOL)],
-        inits, opset=18,
+        inits,
+        opset=18,
     )
 
 
@@ -367,8 +532,13 @@ def folding() -> onnx.ModelProto:
         h.make_node("Equal", ["rg", "fourteen"], ["eq"], name="equal"),
         h.make_node("Not", ["eq"], ["ne"], name="not"),
         h.make_node("Where", ["ne", "rgf", "minus"], ["wh"], name="where"),
-        h.make_node("ConstantOfShape", ["gu"], ["cos"], name="constant_of_shape",
-                    value=nh.from_array(np.array([2.5], np.float32))),
+        h.make_node(
+            "ConstantOfShape",
+            ["gu"],
+            ["cos"],
+            name="constant_of_shape",
+            value=nh.from_array(np.array([2.5], np.float32)),
+        ),
         h.make_node("Expand", ["cos", "eshape"], ["ex"], name="expand"),
         h.make_node("Reshape", ["wh", "rshape"], ["rs"], name="reshape"),
         h.make_node("Transpose", ["rs"], ["tp"], name="transpose", perm=[1, 0]),
@@ -377,22 +547,42 @@ def folding() -> onnx.ModelProto:
         h.make_node("Split", ["tl", "ssizes"], ["sp0", "sp1"], name="split", axis=1),
         h.make_node("ReduceProd", ["s"], ["rp"], name="reduce_prod", keepdims=0),
         h.make_node("CumSum", ["rg", "zero"], ["cs"], name="cumsum_reference"),
-        h.make_node("Constant", [], ["cf"], name="constant_floats",
-                    value_floats=[1.0, 2.0, 3.0, 4.0]),
+        h.make_node(
+            "Constant", [], ["cf"], name="constant_floats", value_floats=[1.0, 2.0, 3.0, 4.0]
+        ),
         h.make_node("Mul", ["cf", "cos"], ["mcf"], name="mul"),
         h.make_node("ReduceL2", ["rgf"], ["l2"], name="reduce_l2", keepdims=0),
     ]
-    inits = [_i64("idx", [1]), _i64("ax0", [0]), _i64("negthree", -3), _i64("zero", 0),
-             _i64("seven", 7), _i64("fourteen", 14), nh.from_array(
-                 np.array(-1.0, np.float32), "minus"), _i64("eshape", [2, 1]),
-             _i64("rshape", [2, -1]), _i64("st", [-1, 0]), _i64("en", [-100, 3]),
-             _i64("axs", [0, 1]), _i64("stp", [-1, 2]), _i64("reps", [2, 3]),
-             _i64("ssizes", [1, 2])]
+    inits = [
+        _i64("idx", [1]),
+        _i64("ax0", [0]),
+        _i64("negthree", -3),
+        _i64("zero", 0),
+        _i64("seven", 7),
+        _i64("fourteen", 14),
+        nh.from_array(np.array(-1.0, np.float32), "minus"),
+        _i64("eshape", [2, 1]),
+        _i64("rshape", [2, -1]),
+        _i64("st", [-1, 0]),
+        _i64("en", [-100, 3]),
+        _i64("axs", [0, 1]),
+        _i64("stp", [-1, 2]),
+        _i64("reps", [2, 3]),
+        _i64("ssizes", [1, 2]),
+    ]
     f, i = T.FLOAT, T.INT64
-    outs = [("sb", i), ("ex", f), ("sp0", f), ("sp1", f), ("rp", i), ("cs", i), ("mcf", f),
-            ("sz", i), ("l2", f)]
-    return _model(nodes, [_in("x", [3, 4, 5, 7])], [_out(n, e) for n, e in outs], inits,
-                  opset=15)
+    outs = [
+        ("sb", i),
+        ("ex", f),
+        ("sp0", f),
+        ("sp1", f),
+        ("rp", i),
+        ("cs", i),
+        ("mcf", f),
+        ("sz", i),
+        ("l2", f),
+    ]
+    return _model(nodes, [_in("x", [3, 4, 5, 7])], [_out(n, e) for n, e in outs], inits, opset=15)
 
 
 def ops_opset9() -> onnx.ModelProto:
@@ -400,10 +590,12 @@ def ops_opset9() -> onnx.ModelProto:
     Split split, Unsqueeze/Squeeze axes, Softmax's flatten-to-2-d axis, Dropout, Gemm."""
     nodes = [
         h.make_node("Clip", ["x"], ["cl"], name="clip_attrs", min=-0.5, max=0.75),
-        h.make_node("Slice", ["x"], ["sl"], name="slice_attrs", starts=[1, -3], ends=[100, -1],
-                    axes=[1, 3]),
-        h.make_node("Pad", ["x"], ["pd"], name="pad_attrs", pads=[0, 0, 1, 0, 0, 0, 0, 2],
-                    value=0.5),
+        h.make_node(
+            "Slice", ["x"], ["sl"], name="slice_attrs", starts=[1, -3], ends=[100, -1], axes=[1, 3]
+        ),
+        h.make_node(
+            "Pad", ["x"], ["pd"], name="pad_attrs", pads=[0, 0, 1, 0, 0, 0, 0, 2], value=0.5
+        ),
         h.make_node("Split", ["x"], ["s0", "s1"], name="split_attrs", axis=2, split=[1, 4]),
         h.make_node("Unsqueeze", ["s0"], ["us"], name="unsq9", axes=[0]),
         h.make_node("Squeeze", ["us"], ["sq"], name="sq9", axes=[0, 3]),
@@ -425,10 +617,15 @@ def ops_extra() -> onnx.ModelProto:
     (LogSumExp of values near 100 * N(0, 1), where exp alone overflows float32)."""
     nodes = [
         h.make_node("ArgMin", ["x"], ["amin"], name="argmin", axis=1, keepdims=0),
-        h.make_node("ArgMax", ["r"], ["alast"], name="argmax_last", axis=-1,
-                    select_last_index=1),
-        h.make_node("LayerNormalization", ["x", "g"], ["ln", "mean", "isd"], name="ln3",
-                    axis=1, epsilon=1e-3),
+        h.make_node("ArgMax", ["r"], ["alast"], name="argmax_last", axis=-1, select_last_index=1),
+        h.make_node(
+            "LayerNormalization",
+            ["x", "g"],
+            ["ln", "mean", "isd"],
+            name="ln3",
+            axis=1,
+            epsilon=1e-3,
+        ),
         h.make_node("Clip", ["x", "lo", "hi"], ["cl"], name="clip_runtime"),
         h.make_node("ReduceL1", ["x", "ax"], ["l1"], name="l1", keepdims=0),
         h.make_node("ReduceSumSquare", ["x", "ax"], ["ss"], name="sumsq"),
@@ -437,12 +634,30 @@ def ops_extra() -> onnx.ModelProto:
         h.make_node("Exp", ["x"], ["ex"], name="exp"),
         h.make_node("Mul", ["x", "hundred"], ["big"], name="scale"),
     ]
-    inits = [_w("g", 3, 4), _i64("ax", [-1, 0]),
-             nh.from_array(np.array(100.0, np.float32), "hundred")]
-    outs = [_out("ln"), _out("mean"), _out("isd"), _out("cl"), _out("amin", T.INT64),
-            _out("alast", T.INT64), _out("l1"), _out("ss"), _out("ls"), _out("lse")]
-    return _model(nodes, [_in("x", [2, 3, 4]), _in("r", [2, 6], T.INT64), _in("lo", []),
-                          _in("hi", [])], outs, inits, opset=18)
+    inits = [
+        _w("g", 3, 4),
+        _i64("ax", [-1, 0]),
+        nh.from_array(np.array(100.0, np.float32), "hundred"),
+    ]
+    outs = [
+        _out("ln"),
+        _out("mean"),
+        _out("isd"),
+        _out("cl"),
+        _out("amin", T.INT64),
+        _out("alast", T.INT64),
+        _out("l1"),
+        _out("ss"),
+        _out("ls"),
+        _out("lse"),
+    ]
+    return _model(
+        nodes,
+        [_in("x", [2, 3, 4]), _in("r", [2, 6], T.INT64), _in("lo", []), _in("hi", [])],
+        outs,
+        inits,
+        opset=18,
+    )
 
 
 def _seeded(build: Callable[[], onnx.ModelProto]) -> Callable[[], onnx.ModelProto]:
@@ -460,9 +675,25 @@ def _seeded(build: Callable[[], onnx.ModelProto]) -> Callable[[], onnx.ModelProt
 MODELS: dict[str, Callable[[], onnx.ModelProto]] = {
     f.__name__: _seeded(f)
     for f in (
-        conv_bn_relu_v3, auto_pad, shape_subgraph, reduce_axes, slices, softmax_v11,
-        attention_mask, unsupported, dangling, cycle, dynamic_input, old_opset, bad_dtype,
-        maxpool_indices, ops_opset9, ops_opset11, ops_opset18, ops_extra, folding,
+        conv_bn_relu_v3,
+        auto_pad,
+        shape_subgraph,
+        reduce_axes,
+        slices,
+        softmax_v11,
+        attention_mask,
+        unsupported,
+        dangling,
+        cycle,
+        dynamic_input,
+        old_opset,
+        bad_dtype,
+        maxpool_indices,
+        ops_opset9,
+        ops_opset11,
+        ops_opset18,
+        ops_extra,
+        folding,
     )
 }
 
