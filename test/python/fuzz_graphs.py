@@ -37,8 +37,9 @@ from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
 # ---------------------------------------------------------------------------------------
-# Known bugs being fixed on other branches. While a flag is True the generator avoids the
-# pattern so the CI fuzz test stays green; flip it to False once the fix is merged.
+# Switches that steer the generator away from a pattern while a bug in it is open (set one
+# to True to keep the CI fuzz test green until the fix lands). All three bugs below are
+# fixed, each with its own regression test, so every switch is off and the patterns fuzzed.
 # ---------------------------------------------------------------------------------------
 # (a) a graph output that is a Reshape/Flatten/Squeeze/Unsqueeze view and also feeds
 #     another node is clobbered.
