@@ -382,9 +382,10 @@ def _concat(ctx: NodeCtx) -> list[Value]:
     if folds:
         arrays = [v.array for v in vals if isinstance(v, Const)]  # all are, checked above
         return [ctx.const(np.concatenate(arrays, axis=axis))]
-    vals = [v for v in vals if value_shape(v)[axis] != 0]
-    if len(vals) == 1:
-        return [vals[0]]
+    nonempty = [v for v in vals if value_shape(v)[axis] != 0]
+    if len(nonempty) <= 1:  # the one input with data, or (all empty) any input: same shape
+        return [(nonempty or vals)[0]]
+    vals = nonempty
     return [ctx.emit1(nn.ConcatOp, [vals], out, value_elem(vals[0]), {"axis": int_attr(axis)})]
 
 

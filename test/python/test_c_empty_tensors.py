@@ -118,3 +118,18 @@ def test_reference_fold_of_a_read_only_constant(n: int) -> None:
     x = RNG.uniform(-1, 1, n).astype(np.float32)
     got = autofusion.compile(m, threads=1).run({"x": x})["y"]
     assert_close(got, onnxruntime_outputs(m, {"x": x})["y"], "y")
+
+
+@pytest.mark.parametrize("shape", [[0], [2, 0]])
+def test_concat_of_only_empty_inputs(shape: list[int]) -> None:
+    """Concat whose every input is empty along the axis (fuzzer: 'list index out of range')."""
+    m = _model(
+        [_n("Concat", ["e", "e"], ["c"], axis=-1), _n("Relu", ["x"], ["y"])],
+        {"e": shape, "x": [3]},
+        ["c", "y"],
+    )
+    feeds = {"e": np.zeros(shape, np.float32), "x": RNG.uniform(-1, 1, 3).astype(np.float32)}
+    got = autofusion.compile(m, threads=1).run(feeds)
+    ref = onnxruntime_outputs(m, feeds)
+    for name in ("c", "y"):
+        assert_close(got[name], ref[name], name)
