@@ -877,9 +877,10 @@ def _py_slice(s: int, e: int, step: int, d: int) -> tuple[int, int, int]:
     if step > 0:
         s, e = min(max(s, 0), d), min(max(e, 0), d)
         return s, e, step
-    if s < 0:  # before index 0 (after adding d): nothing to take going backwards
+    if d == 0:
         return 0, 0, 1
-    s, e = min(s, d - 1), min(max(e, -1), d - 1)
+    # ONNX clamps a backwards start to [0, d-1] (so a start before index 0 takes index 0)
+    s, e = min(max(s, 0), d - 1), min(max(e, -1), d - 1)
     return s, (e if e >= 0 else None), step  # type: ignore[return-value]
 
 
