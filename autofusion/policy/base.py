@@ -86,6 +86,9 @@ ONNX_OP_TYPES: dict[str, str] = {
     "nn.not": "Not",
     "nn.and": "And",
     "nn.or": "Or",
+    "nn.less_equal": "LessOrEqual",
+    "nn.greater_equal": "GreaterOrEqual",
+    "nn.gather_nd": "GatherND",
 }
 
 #: Short spellings accepted in blacklist/whitelist chains.

@@ -3,20 +3,25 @@
 Keys (unknown keys are errors naming the key and the file)::
 
     aggressiveness: 1            # 0..3; env AUTOFUSION_AGGRESSIVENESS overrides the default
-    blacklist: ["Conv->InstanceNorm", "LayerNorm->Dropout"]   # never fuse these chains
+    blacklist: ["Conv->InstanceNorm", {pattern: "LayerNorm->Dropout"}]   # never fuse these
     whitelist: ["MatMul->Add"]   # fuse these chains even when the cost model says no
     patterns: {conv_bn_relu: true, elementwise: false}         # per-family switches
     memory_limit_mb: 512         # tile fused groups so the arena fits (finite, > 0)
     precision: {fp32_ops: ["Softmax"], fp16_ops: ["Conv"]}   # validated and recorded
+                                 # (``precision_config`` is accepted as another name for it)
     hardware: cpu                # cost-model target: cpu | ascend910b
     policy: "mypkg.mod:MyPolicy" # user policy (module:Class or @token)
     policy_options: {threshold: 3}  # keyword arguments for the user policy's constructor
 
-Chains are ONNX op types joined by ``->`` (``*`` matches any op); see docs/fusion.md.
+Chains are ONNX op types joined by ``->`` (``*`` matches any op), written as a string or as
+``{pattern: "A->B"}``; a name that is neither an ONNX op type, an accepted short spelling
+(``BN``, ``LayerNorm``, ...) nor ``*`` is an error. See docs/fusion.md.
 """
 
 from __future__ import annotations
 
+import difflib
+import functools
 import json
 import math
 import os
@@ -56,6 +61,7 @@ KNOWN_KEYS = (
     "patterns",
     "memory_limit_mb",
     "precision",
+    "precision_config",
     "hardware",
     "policy",
     "policy_options",
@@ -82,18 +88,54 @@ class FusionConfig:
         return self.patterns.get(family, True)
 
 
-def parse_chain(text: str, where: str) -> tuple[str, ...]:
-    """``"Conv->BN->Relu"`` -> ``("Conv", "BatchNormalization", "Relu")``."""
+@functools.cache
+def known_op_types() -> frozenset[str]:
+    """Names a chain may use: every ONNX op type (default domain, any opset) and the op type
+    of every ``nn`` op (``Attention``, ``Gelu``, ...)."""
+    import onnx.defs
+
+    from autofusion.dialects.nn import NN
+    from autofusion.policy.base import onnx_op_type
+
+    schemas = onnx.defs.get_all_schemas_with_history()
+    names = {s.name for s in schemas if s.domain in ("", "ai.onnx")}
+    names.update(onnx_op_type(op) for op in NN.operations)  # type: ignore[arg-type]
+    return frozenset(names)
+
+
+def _op_type(name: str, text: str, where: str) -> str:
+    op = canonical_op_type(name)
+    if op == "*" or op in known_op_types():
+        return op
+    near = difflib.get_close_matches(op, sorted(known_op_types()), n=3)
+    hint = f" (did you mean {', '.join(near)}?)" if near else ""
+    what = f"chain {text!r} names {name!r}, which" if text != name else repr(name)
+    raise AutofusionError(f"{where}: {what} is not an ONNX op type{hint}")
+
+
+def parse_chain(entry: object, where: str) -> tuple[str, ...]:
+    """``"Conv->BN->Relu"`` (or ``{"pattern": "Conv->BN->Relu"}``) ->
+    ``("Conv", "BatchNormalization", "Relu")``."""
+    text = entry
+    if isinstance(entry, dict):
+        extra = sorted(set(entry) - {"pattern"})
+        if extra or "pattern" not in entry:
+            raise AutofusionError(
+                f"{where}: a chain object has exactly one key, 'pattern' "
+                f"(got {', '.join(map(repr, entry)) or 'none'})"
+            )
+        text = entry["pattern"]
     if not isinstance(text, str):
         raise AutofusionError(
-            f"{where}: chain entries must be strings like 'Conv->Relu', got {text!r}"
+            f"{where}: chain entries must be strings like 'Conv->Relu' or "
+            f"{{pattern: 'Conv->Relu'}}, got {entry!r}"
         )
-    parts = tuple(canonical_op_type(p.strip()) for p in text.split("->"))
-    if len(parts) < 2 or any(not p for p in parts):
+    names = [p.strip() for p in text.split("->")]
+    if len(names) < 2 or any(not p for p in names):
         raise AutofusionError(
             f"{where}: chain {text!r} must name at least two op types joined by '->'"
         )
-    return parts
+    return tuple(_op_type(n, text, where) for n in names)
 
 
 def is_positive_number(value: object) -> bool:
@@ -140,7 +182,9 @@ def config_from_dict(data: Any, source: str = "<dict>") -> FusionConfig:
     def chains(key: str) -> tuple[tuple[str, ...], ...]:
         items = data.get(key, [])
         if not isinstance(items, list):
-            raise AutofusionError(f"{source}: {key!r} must be a list of 'A->B' chains")
+            raise AutofusionError(
+                f"{source}: {key!r} must be a list of 'A->B' chains or {{pattern: 'A->B'}} objects"
+            )
         return tuple(parse_chain(c, f"{source}: {key!r}") for c in items)
 
     patterns = data.get("patterns", {})
@@ -160,22 +204,28 @@ def config_from_dict(data: Any, source: str = "<dict>") -> FusionConfig:
             f"{source}: 'memory_limit_mb' must be a positive number (finite, MiB), got {limit!r}"
         )
 
-    precision_raw = data.get("precision", {})
+    if "precision" in data and "precision_config" in data:
+        raise AutofusionError(
+            f"{source}: 'precision' and 'precision_config' are one key (two names); give one"
+        )
+    pkey = "precision_config" if "precision_config" in data else "precision"
+    precision_raw = data.get(pkey, {})
     if not isinstance(precision_raw, dict):
-        raise AutofusionError(f"{source}: 'precision' must be a mapping with fp32_ops / fp16_ops")
+        raise AutofusionError(f"{source}: {pkey!r} must be a mapping with fp32_ops / fp16_ops")
     precision: dict[str, tuple[str, ...]] = {}
     for k, v in precision_raw.items():
         if k not in ("fp32_ops", "fp16_ops"):
             raise AutofusionError(
-                f"{source}: unknown config key 'precision.{k}' (known: fp32_ops, fp16_ops)"
+                f"{source}: unknown config key '{pkey}.{k}' (known: fp32_ops, fp16_ops)"
             )
         if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-            raise AutofusionError(f"{source}: 'precision.{k}' must be a list of op types")
-        precision[k] = tuple(canonical_op_type(x) for x in v)
+            raise AutofusionError(f"{source}: '{pkey}.{k}' must be a list of op types")
+        where = f"{source}: '{pkey}.{k}'"
+        precision[k] = tuple(_op_type(x, x, where) for x in v)
     both = set(precision.get("fp32_ops", ())) & set(precision.get("fp16_ops", ()))
     if both:
         raise AutofusionError(
-            f"{source}: 'precision' lists {', '.join(sorted(both))} in both fp32_ops and fp16_ops"
+            f"{source}: {pkey!r} lists {', '.join(sorted(both))} in both fp32_ops and fp16_ops"
         )
 
     hardware = data.get("hardware", "cpu")

@@ -31,6 +31,23 @@ def _chain_matches(chain: Sequence[str], types: Sequence[str]) -> bool:
     return len(chain) == len(types) and all(c in ("*", t) for c, t in zip(chain, types))
 
 
+#: Op types the importer removes in inference (they never reach the IR).
+REMOVED_AT_IMPORT = frozenset({"Dropout", "Identity"})
+
+
+def effective_chain(chain: tuple[str, ...]) -> tuple[str, ...]:
+    """``chain`` as matched against IR op paths: op types removed at import are skipped
+    (their producer feeds their consumers directly), and a chain left with one op type is
+    padded with ``*`` on the removed side, so ``LayerNorm->Dropout`` keeps LayerNorm out of
+    every fusion with the ops after it (conservative: it may refuse more, never less)."""
+    kept = tuple(c for c in chain if c not in REMOVED_AT_IMPORT)
+    if len(kept) >= 2 or len(kept) == len(chain):
+        return kept
+    if not kept:
+        return ()
+    return (*kept, "*") if chain[-1] in REMOVED_AT_IMPORT else ("*", *kept)
+
+
 def chains_ending_at(
     consumer: Operation, members: Iterable[Operation], max_len: int
 ) -> list[tuple[Operation, ...]]:
@@ -114,8 +131,9 @@ class FusionPolicy:
         for path in paths:
             types = [onnx_op_type(op) for op in path]
             for chain in lists:
-                if _chain_matches(chain, types[-len(chain) :]):
-                    return chain, path[-len(chain) :]
+                eff = effective_chain(chain)
+                if eff and _chain_matches(eff, types[-len(eff) :]):
+                    return chain, path[-len(eff) :]
         return None
 
     def check(

@@ -6,7 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
+import onnx
 import pytest
+from onnx import helper, numpy_helper
 from xdsl.context import Context
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 from xdsl.parser import Parser
@@ -76,11 +79,82 @@ def test_yaml_config(tmp_path: Path) -> None:
         ({"precision": {"bf16_ops": []}}, "unknown config key 'precision.bf16_ops'"),
         ({"hardware": "tpu"}, "'hardware' must be one of"),
         ({"memory_limit_mb": -1}, "'memory_limit_mb' must be a positive number"),
+        ({"blacklist": ["Conv->Rleu"]}, r"not an ONNX op type \(did you mean Relu"),
+        ({"whitelist": ["Matmul->Add"]}, "'Matmul', which is not an ONNX op type"),
+        ({"blacklist": [{"patern": "Conv->Relu"}]}, "exactly one key, 'pattern'"),
+        ({"blacklist": [{"pattern": 3}]}, "chain entries must be strings"),
+        ({"blacklist": "Conv->Relu"}, "must be a list of 'A->B' chains"),
+        ({"precision": {"fp16_ops": ["Cnov"]}}, r"'precision.fp16_ops': 'Cnov' is not an ONNX op"),
+        ({"precision_config": {"fp8_ops": []}}, "unknown config key 'precision_config.fp8_ops'"),
+        ({"precision": {}, "precision_config": {}}, "one key \\(two names\\)"),
     ],
 )
 def test_invalid_values(data: dict, message: str) -> None:
     with pytest.raises(AutofusionError, match=message):
         config_from_dict(data, "cfg.json")
+
+
+def test_recipes_as_written() -> None:
+    """The recipe forms users copy: chain objects, short spellings, ``precision_config``."""
+    cfg = config_from_dict(
+        {
+            "blacklist": [
+                {"pattern": "Conv->InstanceNorm"},
+                "LayerNorm->Dropout",
+                "MatMul->*->Gelu",
+            ],
+            "precision_config": {"fp32_ops": ["Softmax"], "fp16_ops": ["Conv"]},
+        }
+    )
+    assert cfg.blacklist == (
+        ("Conv", "InstanceNormalization"),
+        ("LayerNormalization", "Dropout"),
+        ("MatMul", "*", "Gelu"),
+    )
+    assert cfg.precision == {"fp32_ops": ("Softmax",), "fp16_ops": ("Conv",)}
+
+
+def _ln_dropout_model() -> onnx.ModelProto:
+    """Relu -> LayerNorm -> Dropout -> Add(., relu): LayerNorm+Add fuse at aggressiveness 2."""
+    rng = np.random.default_rng(0)
+    inits = [
+        numpy_helper.from_array(rng.uniform(0.7, 1.3, 8).astype(np.float32), "s"),
+        numpy_helper.from_array(rng.normal(0, 0.1, 8).astype(np.float32), "b"),
+    ]
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"], name="relu"),
+        helper.make_node("LayerNormalization", ["r", "s", "b"], ["l"], name="ln", axis=-1),
+        helper.make_node("Dropout", ["l"], ["d"], name="drop"),
+        helper.make_node("Add", ["d", "r"], ["z"], name="add"),
+    ]
+    x = helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 8])
+    z = helper.make_tensor_value_info("z", onnx.TensorProto.FLOAT, [2, 8])
+    graph = helper.make_graph(nodes, "g", [x], [z], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def _fusion_report(model: onnx.ModelProto, config: str) -> dict:
+    module = import_onnx(model)
+    for p in PIPELINE:
+        cls = get_all_passes()[p]()
+        args = {"config": config} if "config" in cls.__dataclass_fields__ else {}
+        cls(**args).apply(Context(), module)  # type: ignore[arg-type]
+    module.verify()
+    return build_report(module)
+
+
+def test_chain_through_a_removed_dropout_refuses_the_fusion(tmp_path: Path) -> None:
+    """Dropout is gone after import; ``LayerNorm->Dropout`` still keeps LayerNorm apart from
+    what read the Dropout (here the Add it would otherwise absorb)."""
+    fused = _fusion_report(_ln_dropout_model(), write(tmp_path, "a.json", {"aggressiveness": 3}))
+    assert any({"ln", "add"} <= set(g["origins"]) for g in fused["groups"]), fused["groups"]
+    cfg = {"aggressiveness": 3, "blacklist": [{"pattern": "LayerNorm->Dropout"}]}
+    r = _fusion_report(_ln_dropout_model(), write(tmp_path, "b.json", cfg))
+    assert not any({"ln", "add"} <= set(g["origins"]) for g in r["groups"]), r["groups"]
+    hits = [x for x in r["refusals"] if x["code"] == "blacklisted"]
+    assert hits
+    assert set(hits[0]["nodes"]) == {"ln", "add"}
+    assert "LayerNormalization->Dropout" in hits[0]["reason"]
 
 
 def test_env_aggressiveness(monkeypatch: pytest.MonkeyPatch) -> None:
