@@ -328,6 +328,47 @@ class Pool2DOp(_LibOp):
             raise VerifyException(f"'clib.pool2d': params needs {len(POOL_FIELDS)} values")
 
 
+# Integer fields of afrt_attn_params (afrt.h), in ``params`` order; ``bdims`` and
+# ``mask_bstr`` are ATTN_MAX_BATCH_DIMS values each (unused ones 1 and 0).
+ATTN_MAX_BATCH_DIMS = 6
+ATTN_FIELDS = (
+    "batch",
+    "S",
+    "T",
+    "D",
+    "E",
+    "q_bstride",
+    "k_bstride",
+    "v_bstride",
+    "nbd",
+    *(f"bdims{i}" for i in range(ATTN_MAX_BATCH_DIMS)),
+    *(f"mask_bstr{i}" for i in range(ATTN_MAX_BATCH_DIMS)),
+    "mask_s",
+    "mask_t",
+    "nan_to_zero",
+)
+
+
+@irdl_op_definition
+class AttentionOp(_LibOp):
+    """``afrt_attention_f32(q, k, v, mask|NULL, out, scale, &params)``: streamed attention
+    (online softmax over key blocks; the [S, T] scores are never stored)."""
+
+    name = "clib.attention"
+    q = operand_def(MemRefType)
+    k = operand_def(MemRefType)
+    v = operand_def(MemRefType)
+    out = operand_def(MemRefType)
+    mask = opt_operand_def(MemRefType)
+    params = prop_def(DenseArrayBase)
+    scale = prop_def(FloatAttr)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def verify_(self) -> None:
+        if len(self.param_values()) != len(ATTN_FIELDS):
+            raise VerifyException(f"'clib.attention': params needs {len(ATTN_FIELDS)} values")
+
+
 CLib = Dialect(
     "clib",
     [
@@ -341,6 +382,7 @@ CLib = Dialect(
         Conv2DOp,
         MatmulOp,
         Pool2DOp,
+        AttentionOp,
     ],
     [PtrType],
 )

@@ -19,7 +19,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from autofusion.dialects import dtypes, nn
 from autofusion.lowering.c import clib
-from autofusion.lowering.c.builder import PARALLEL_MIN_WORK, Emitter, Index, unravel
+from autofusion.lowering.c.builder import PARALLEL_MIN_WORK, Emitter, Index
 
 if TYPE_CHECKING:
     from autofusion.lowering.c.lower_nn_to_loops import FunctionLowering
@@ -785,98 +785,49 @@ def _pool_loops(L: FunctionLowering, op: nn.PoolOp, out: SSAValue) -> None:
 
 
 def lower_attention(L: FunctionLowering, op: nn.AttentionOp, outs: list[SSAValue]) -> None:
-    """scores = scale * q @ k^T (+ mask); softmax rows; out = p @ v — two library GEMMs."""
-    e = L.e
+    """One streamed library call (``afrt_attention_f32``): scores are computed per block of
+    query rows and key columns with an online softmax, never stored whole."""
     need_f32(op, op.q, op.k, op.v)
     qs, ks, vs, os_ = shape(op.q), shape(op.k), shape(op.v), shape(op.out)
     batch_shape = os_[:-2]
-    batch = prod(batch_shape)
+    if len(batch_shape) > clib.ATTN_MAX_BATCH_DIMS:
+        raise fail(op, f"more than {clib.ATTN_MAX_BATCH_DIMS} batch dims are not supported")
     s_, d_, t_, ev = qs[-2], qs[-1], ks[-2], vs[-1]
-    sa = _batch_stride(qs[:-2], batch_shape, s_ * d_, op)
-    sb = _batch_stride(ks[:-2], batch_shape, t_ * d_, op)
-    sv = _batch_stride(vs[:-2], batch_shape, t_ * ev, op)
-    t = elem(op.q)
-    scores = e.alloc(t, [batch, s_, t_])
-    L.allocs.append(scores)
-    _matmul_call(
-        L,
-        L.buffer_of(op.q),
-        L.buffer_of(op.k),
-        scores,
-        batch,
-        s_,
-        t_,
-        d_,
-        sa,
-        sb,
-        False,
-        True,
-        op.float_prop("scale"),
-        0.0,
-        None,
-        None,
-    )
-    mask = None
+    mask_bstr = [0] * clib.ATTN_MAX_BATCH_DIMS
+    mask_s = mask_t = 0
     if op.mask is not None:
         ms = shape(op.mask)
-        mfull = (*batch_shape, s_, t_)
-        mp = (1,) * (len(mfull) - len(ms)) + ms
-        mask = (e.view(L.buffer_of(op.mask), mp), mp, mfull)
-
-    def row(e1: Emitter, idx: list[Index]) -> None:
-        bi, si = idx[0], idx[1]
-        full: list[Index] | None = None
-        if mask is not None:
-            full = [*unravel(e1, bi, batch_shape), si]
-
-        def val(e2: Emitter, j: SSAValue) -> SSAValue:
-            v = e2.load(scores, [bi, si, j])
-            if mask is not None and full is not None:
-                mv, mp, _ = mask
-                midx = [x if d != 1 else 0 for x, d in zip([*full, j], mp)]
-                v = e2.add(arith.AddfOp(v, e2.load(mv, midx)))
-            return v
-
-        def mx(e2: Emitter, j: SSAValue, it: list[SSAValue]) -> list[SSAValue]:
-            return [e2.add(arith.MaximumfOp(it[0], val(e2, j)))]
-
-        m = e1.loop(0, t_, mx, inits=[e1.const(-pymath.inf, t)])[0]
-
-        def ex(e2: Emitter, j: SSAValue, it: list[SSAValue]) -> list[SSAValue]:
-            x = e2.add(math.ExpOp(e2.add(arith.SubfOp(val(e2, j), m))))
-            e2.store(x, scores, [bi, si, j])
-            return [e2.add(arith.AddfOp(it[0], x))]
-
-        s = e1.loop(0, t_, ex, inits=[e1.const(0.0, t)])[0]
-        inv = e1.add(arith.DivfOp(e1.const(1.0, t), s))
-
-        def wr(e2: Emitter, j: SSAValue, _: list[SSAValue]) -> None:
-            pv = e2.add(arith.MulfOp(e2.load(scores, [bi, si, j]), inv))
-            if op.zeroes_nan():  # a fully masked row: NaN probabilities -> 0
-                isnan = e2.add(arith.CmpfOp(pv, pv, "uno"))
-                pv = e2.add(arith.SelectOp(isnan, e2.const(0.0, t), pv))
-            e2.store(pv, scores, [bi, si, j])
-
-        e1.loop(0, t_, wr)
-
-    e.nest([batch, s_, 1], row, parallel=batch * s_ * t_ >= PARALLEL_MIN_WORK)
-    _matmul_call(
-        L,
-        scores,
-        L.buffer_of(op.v),
-        outs[0],
-        batch,
-        s_,
-        ev,
-        t_,
-        s_ * t_,
-        sv,
-        False,
-        False,
-        1.0,
-        0.0,
-        None,
-        None,
+        mp = (1,) * (len(batch_shape) + 2 - len(ms)) + ms
+        strides = [prod(mp[i + 1 :]) if mp[i] != 1 else 0 for i in range(len(mp))]
+        mask_bstr[: len(batch_shape)] = strides[:-2]
+        mask_s, mask_t = strides[-2], strides[-1]
+    bdims = [*batch_shape, *[1] * (clib.ATTN_MAX_BATCH_DIMS - len(batch_shape))]
+    fields = {
+        "batch": prod(batch_shape),
+        "S": s_,
+        "T": t_,
+        "D": d_,
+        "E": ev,
+        "q_bstride": _batch_stride(qs[:-2], batch_shape, s_ * d_, op),
+        "k_bstride": _batch_stride(ks[:-2], batch_shape, t_ * d_, op),
+        "v_bstride": _batch_stride(vs[:-2], batch_shape, t_ * ev, op),
+        "nbd": len(batch_shape),
+        **{f"bdims{i}": n for i, n in enumerate(bdims)},
+        **{f"mask_bstr{i}": n for i, n in enumerate(mask_bstr)},
+        "mask_s": mask_s,
+        "mask_t": mask_t,
+        "nan_to_zero": int(op.zeroes_nan()),
+    }
+    buffers = [L.buffer_of(op.q), L.buffer_of(op.k), L.buffer_of(op.v), outs[0]]
+    mask = [L.buffer_of(op.mask)] if op.mask is not None else []
+    L.e.add(
+        clib.AttentionOp.build(
+            operands=[*buffers, mask],
+            properties={
+                "params": _params([fields[f] for f in clib.ATTN_FIELDS]),
+                "scale": FloatAttr(op.float_prop("scale"), f64),
+            },
+        )
     )
 
 

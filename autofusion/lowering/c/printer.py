@@ -301,6 +301,8 @@ class CPrinter:
                 targets = [op.c]
             elif isinstance(op, clib.Pool2DOp):
                 targets = [op.y]
+            elif isinstance(op, clib.AttentionOp):
+                targets = [op.out]
             elif isinstance(op, clib.PackOp):
                 targets = list(op.values[:1])
             elif isinstance(op, func.CallOp):
@@ -1043,6 +1045,20 @@ class _FuncPrinter:
                 fn = "afrt_maxpool2d_f32" if op.kind.data == "max" else "afrt_avgpool2d_f32"
                 self.emit(d, f"{{ const afrt_pool_params p_ = {{{p}}};")
                 self.emit(d, f"  {fn}({r(op.x)}, {r(op.y)}, &p_); }}")
+            case clib.AttentionOp():
+                vals = [f"INT64_C({v})" for v in op.param_values()]
+                n, nb = clib.ATTN_FIELDS.index("bdims0"), clib.ATTN_MAX_BATCH_DIMS
+                bdims = "{" + ", ".join(vals[n : n + nb]) + "}"
+                mstr = "{" + ", ".join(vals[n + nb : n + 2 * nb]) + "}"
+                p = ", ".join([*vals[:n], bdims, mstr, *vals[n + 2 * nb :]])
+                mask = r(op.mask) if op.mask is not None else "NULL"
+                scale = float_literal(op.scale.value.data, dtypes.f32)
+                self.emit(d, f"{{ const afrt_attn_params p_ = {{{p}}};")
+                self.emit(
+                    d,
+                    f"  afrt_attention_f32({r(op.q)}, {r(op.k)}, {r(op.v)}, {mask}, "
+                    f"{r(op.out)}, {scale}, &p_); }}",
+                )
             case clib.CallOp():
                 self.emit(d, f"{op.callee.data}({', '.join(r(a) for a in op.args)});")
             case _:
