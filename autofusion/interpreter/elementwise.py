@@ -186,25 +186,41 @@ def _cast(op: nn.CastOp, args: Arrays) -> np.ndarray:
     return cast(args[0], to_numpy_dtype(tensor_of(op.y).element_type))
 
 
+def _cvtt(t: np.ndarray, width: int) -> np.ndarray:
+    """x86 ``cvttss2si``/``cvttsd2si`` to a signed ``width``-bit integer: ``t`` (already
+    truncated, float64) where in range, INT_MIN ("integer indefinite") for NaN and out of
+    range."""
+    lim = float(2 ** (width - 1))
+    ok = (t >= -lim) & (t < lim)  # False for NaN
+    out = np.where(ok, t, 0.0).astype(np.int64 if width == 64 else np.int32)
+    out[~ok] = -(2 ** (width - 1))
+    return out
+
+
 def cast(x: np.ndarray, target: np.dtype) -> np.ndarray:
-    """``x`` converted to ``target``: to bool is ``x != 0``; float to int truncates toward
-    zero with NaN -> 0 and saturation (undefined in ONNX, made deterministic here)."""
+    """``x`` converted to ``target``: to bool is ``x != 0``. Float to integer truncates toward
+    zero; NaN and out-of-range values (undefined in ONNX) follow onnxruntime on x86-64, whose
+    casts compile to ``cvtt`` instructions: int32/int64 give INT_MIN of that width ("integer
+    indefinite"); int8/int16/uint8/uint16 take the low bits of the 32-bit conversion;
+    uint32/uint64 (w bits) below 2^(w-1), or NaN, are the signed w-bit conversion, at or above
+    it the conversion of ``x - 2^(w-1)`` with the top bit flipped (checked against
+    onnxruntime in test_hostile_folds.py). The C backend emits the same rule
+    (``lowering/c/scalar.py _float_to_int``)."""
     target = np.dtype(target)
     if target == np.bool_:
         return x != 0
     if x.dtype.kind == "f" and target.kind in "iu":
-        # Truncate toward zero; NaN and out-of-range values are undefined in ONNX, make
-        # them deterministic (NaN -> 0, saturate) instead of numpy's platform behaviour.
-        # float(info.max) rounds up to 2^63 for int64, so saturate by comparison (a clip to
-        # it would overflow the cast back to INT64_MIN) and cast only in-range values.
-        info = np.iinfo(target)
-        t = np.trunc(np.nan_to_num(x.astype(np.float64), nan=0.0, posinf=0.0, neginf=0.0))
-        hi = (t >= float(info.max)) | np.isposinf(x)
-        lo = (t <= float(info.min)) | np.isneginf(x)
-        out = np.asarray(np.where(hi | lo, 0.0, t).astype(target))
-        out[lo] = info.min
-        out[hi] = info.max  # last: +inf's t is 0, which is also <= min for unsigned targets
-        return out
+        with np.errstate(invalid="ignore"):
+            t = np.trunc(x.astype(np.float64))
+        bits = target.itemsize * 8
+        if target in (np.uint32, np.uint64):
+            big = float(2 ** (bits - 1))
+            lo = _cvtt(t, bits).view(target)
+            with np.errstate(invalid="ignore"):
+                hi = _cvtt(t - big, bits).view(target) ^ target.type(2 ** (bits - 1))
+                high = t >= big  # False for NaN
+            return np.asarray(np.where(high, hi, lo), target)
+        return np.asarray(_cvtt(t, 64 if bits == 64 else 32).astype(target))  # low bits
     with np.errstate(over="ignore", invalid="ignore"):  # e.g. 1e30 -> float16 is inf (IEEE)
         return x.astype(target)
 

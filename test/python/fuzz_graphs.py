@@ -624,6 +624,11 @@ def _reduce(b: _Builder) -> bool:
     axes = sorted(set(b.draw(st.lists(st.integers(0, r - 1), min_size=0, max_size=r))))
     red = axes or list(range(r))
     n = _numel([x.shape[a] for a in red])
+    if n == 0 and op in ("ReduceMax", "ReduceMin", "ReduceLogSumExp", "ReduceMean"):
+        # +-inf / NaN: bounds assume finite values, and onnxruntime's handling of infinities
+        # downstream is not uniform (MaxPool of all -inf is -inf or -FLT_MAX by path); the
+        # empty reductions themselves are tested in test_c_empty_tensors.py
+        return False
     bound = {
         "ReduceSum": n * x.bound,
         "ReduceMean": x.bound,

@@ -133,3 +133,19 @@ def test_concat_of_only_empty_inputs(shape: list[int]) -> None:
     ref = onnxruntime_outputs(m, feeds)
     for name in ("c", "y"):
         assert_close(got[name], ref[name], name)
+
+
+@pytest.mark.parametrize("fusion", [True, False], ids=["fused", "unfused"])
+def test_reductions_over_an_empty_axis(fusion: bool) -> None:
+    """+-inf, 0 and 1, exactly as onnxruntime gives them (the fuzzer keeps these
+    infinities out of its graphs, so they are checked here); x is a run-time input."""
+    ops = ["ReduceMax", "ReduceMin", "ReduceLogSumExp", "ReduceMean", "ReduceSum", "ReduceProd"]
+    nodes = [_n(op, ["x"], [op], axes=[1], keepdims=0) for op in ops if op != "ReduceSum"]
+    nodes.append(_n("ReduceSum", ["x", "ax"], ["ReduceSum"], keepdims=1))
+    model = _model(nodes, {"x": [3, 0, 2]}, ops, {"ax": np.array([1], np.int64)})
+    feeds = {"x": np.zeros((3, 0, 2), np.float32)}
+    ref = onnxruntime_outputs(model, feeds)
+    got = autofusion.compile(model, fusion=fusion, threads=1, cache=False).run(feeds)
+    assert np.isinf(ref["ReduceMin"]).all()
+    for name, want in ref.items():
+        np.testing.assert_array_equal(got[name], want, err_msg=name)

@@ -27,6 +27,7 @@
 from __future__ import annotations
 
 from xdsl.dialects.builtin import (
+    AnyFloat,
     DenseArrayBase,
     FloatAttr,
     IndexType,
@@ -173,6 +174,26 @@ class GuardIndexOp(IRDLOperation):
     def verify_(self) -> None:
         if self.dim.value.data < 1:
             raise VerifyException("'clib.guard_index': dim must be >= 1")
+
+
+@irdl_op_definition
+class FModOp(IRDLOperation):
+    """C ``fmod`` of two floats (the ``arith.remf`` xDSL lacks): exact, sign of ``lhs``;
+    ``fmod(x, +-inf)`` is ``x``, ``fmod(+-inf, y)`` and ``fmod(x, 0)`` are NaN."""
+
+    name = "clib.fmod"
+    lhs = operand_def(AnyFloat)
+    rhs = operand_def(AnyFloat)
+    res = result_def(AnyFloat)
+    traits = traits_def(Pure())
+    assembly_format = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($res)"
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue):
+        super().__init__(operands=[lhs, rhs], result_types=[lhs.type])
+
+    def verify_(self) -> None:
+        if self.lhs.type != self.rhs.type or self.res.type != self.lhs.type:
+            raise VerifyException("'clib.fmod': operand and result types must match")
 
 
 @irdl_op_definition
@@ -379,6 +400,7 @@ CLib = Dialect(
         ViewOp,
         GuardIndexOp,
         IntDivOp,
+        FModOp,
         Conv2DOp,
         MatmulOp,
         Pool2DOp,

@@ -800,6 +800,7 @@ _CASTS = (
     arith.ExtUIOp,
     arith.UIToFPOp,
     arith.FPToUIOp,
+    arith.BitcastOp,  # only between integers of one width (C conversion keeps the bits)
 )
 
 
@@ -1148,6 +1149,8 @@ class _FuncPrinter:
             return f"{one} / {self._math('sqrt', [r(op.operands[0])], t)}"
         if isinstance(op, math.PowFOp):
             return self._math("pow", [r(op.operands[0]), r(op.operands[1])], t)
+        if isinstance(op, clib.FModOp):  # C fmod: exact, and fmod(x, +-inf) is x
+            return self._math("fmod", [r(op.operands[0]), r(op.operands[1])], t)
         if isinstance(op, math.AbsIOp):
             a = r(op.operands[0])
             return f"{a} < 0 ? -{a} : {a}"

@@ -80,6 +80,45 @@ def _gelu(e: Emitter, x: SSAValue, t: Attribute, approx: str) -> SSAValue:
     return e.add(arith.MulfOp(e.add(arith.MulfOp(half, x)), s))
 
 
+def _cvtt(e: Emitter, x: SSAValue, src: Attribute, width: int) -> SSAValue:
+    """x86 ``cvttss2si`` to a signed ``width``-bit integer, without C's undefined behaviour:
+    truncation toward zero in range, INT_MIN ("integer indefinite") for NaN and values out of
+    range (interpreter.elementwise.cast documents the rule)."""
+    lim = float(2 ** (width - 1))
+    it = IntegerType(width)
+    ok = e.add(
+        arith.AndIOp(
+            e.add(arith.CmpfOp(x, _fconst(e, -lim, src), "oge")),
+            e.add(arith.CmpfOp(x, _fconst(e, lim, src), "olt")),
+        )
+    )
+    safe = e.select(ok, x, _fconst(e, 0.0, src))
+    return e.select(ok, e.add(arith.FPToSIOp(safe, it)), e.const(-(2 ** (width - 1)), it))
+
+
+def _float_to_int(e: Emitter, x: SSAValue, src: Attribute, dst: IntegerType) -> SSAValue:
+    """Float to integer by the rule of ``interpreter.elementwise.cast`` (onnxruntime on
+    x86-64): int32/int64 by cvtt of that width; int8/int16/uint8/uint16 the low bits of the
+    32-bit cvtt; uint32/uint64 (w bits) at or above 2^(w-1) as cvtt(x - 2^(w-1)) with the top
+    bit flipped, else (NaN included) the signed w-bit cvtt."""
+    if src == dtypes.f16:  # 2^31 is not an f16: compare in f32 (every f16 is exact there)
+        x, src = e.add(arith.ExtFOp(x, dtypes.f32)), dtypes.f32
+    w = dst.width.data
+    if dst.signedness.data == Signedness.UNSIGNED and w in (32, 64):
+        big = float(2 ** (w - 1))
+        lo = _cvtt(e, x, src, w)
+        hi = _cvtt(e, e.add(arith.SubfOp(x, _fconst(e, big, src))), src, w)
+        hi = e.add(arith.XOrIOp(hi, e.const(-(2 ** (w - 1)), IntegerType(w))))
+        r = e.select(e.add(arith.CmpfOp(x, _fconst(e, big, src), "oge")), hi, lo)
+    else:
+        r = _cvtt(e, x, src, 64 if w == 64 else 32)
+        if w < 32:
+            r = e.add(arith.TruncIOp(r, IntegerType(w)))
+    if r.type != dst:  # same width, other signedness: C's conversion keeps the bits
+        r = e.add(arith.BitcastOp(r, dst))
+    return r
+
+
 def _cast(e: Emitter, x: SSAValue, src: Attribute, dst: Attribute) -> SSAValue:
     if src == dst:
         return x
@@ -95,7 +134,7 @@ def _cast(e: Emitter, x: SSAValue, src: Attribute, dst: Attribute) -> SSAValue:
         wd = {"f16": 16, "f32": 32, "f64": 64}[str(dst)]
         return e.add(arith.ExtFOp(x, dst) if wd > ws else arith.TruncFOp(x, dst))
     if fs:
-        return e.add(arith.FPToSIOp(x, cast(IntegerType, dst)))  # not float, so an integer
+        return _float_to_int(e, x, src, cast(IntegerType, dst))
     if fd:
         return e.add(arith.SIToFPOp(x, cast(AnyFloat, dst)))
     assert isinstance(src, IntegerType)
@@ -250,8 +289,8 @@ def emit_scalar(e: Emitter, op: Operation, args: list[SSAValue]) -> SSAValue:
             return e.add(arith.MinimumfOp(x, y) if isf else arith.MinSIOp(x, y))
         case nn.ModOp():
             if isf:
-                q = e.add(math.TruncOp(e.add(arith.DivfOp(x, y))))
-                r = e.add(arith.SubfOp(x, e.add(arith.MulfOp(q, y))))
+                # fmod (C's, exact; x - trunc(x/y)*y is not, and is NaN for an infinite y)
+                r = e.add(clib.FModOp(x, y))
                 if op.int_prop("fmod"):
                     return r
                 zero = _fconst(e, 0.0, t)
