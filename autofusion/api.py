@@ -121,12 +121,22 @@ class ModelSource:
     loaded: Loaded
     label: str
     owned: bool
+    input_shapes: dict[str, tuple[int, ...]] | None = None
 
 
-def open_model(model: object, label: str | None = None) -> ModelSource:
+def open_model(model: object, label: str | None = None, input_shapes: object = None) -> ModelSource:
     """Read ``model`` (a path, ``zoo:NAME``, serialised bytes or a ``ModelProto``) for
     compiling. Files and bytes go through the frontend loader; zoo models and protos are
-    used in place and never modified."""
+    used in place and never modified. ``input_shapes`` ({name: dims}) pins dynamic input
+    dimensions at import (:mod:`autofusion.frontend.shapes`)."""
+    from autofusion.frontend.shapes import check_input_shapes
+
+    source = _open_model(model, label)
+    source.input_shapes = check_input_shapes(input_shapes)
+    return source
+
+
+def _open_model(model: object, label: str | None) -> ModelSource:
     import onnx
 
     from autofusion.frontend import loader
@@ -200,7 +210,9 @@ def import_model(source: onnx.ModelProto | ModelSource, label: str = "<model>") 
 
     if not isinstance(source, ModelSource):
         source = open_model(source, label)
-    return import_loaded(source.loaded, source.label, owned=source.owned)
+    return import_loaded(
+        source.loaded, source.label, owned=source.owned, input_shapes=source.input_shapes
+    )
 
 
 def _check_target(target: str) -> None:
@@ -423,9 +435,13 @@ def compile(
     progress: bool | ProgressFn = False,
     cache: bool = True,
     label: str | None = None,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
 ) -> CompiledModel:
     """Compile ``model`` (a path, ``"zoo:NAME"``, serialised bytes or ``onnx.ModelProto``)
     and load it.
+
+    ``input_shapes``: ``{input name: dims}`` pinning dynamic input dimensions (ONNX
+    ``dim_param``s), e.g. ``{"input_ids": [1, 128]}``; every other dim must match the model.
 
     ``threads``: threads for run() (None: all cores). ``memory_limit_mb``: default from
     :func:`set_memory_limit`. ``policy``: a :class:`autofusion.BasePolicy` instance or a
@@ -459,7 +475,7 @@ def compile(
     use_cache = cache and not instance_policy
     if use_cache:
         cache_mod.size_limit()  # a bad AUTOFUSION_CACHE_MAX_MB fails before the build
-    source = open_model(model, label)
+    source = open_model(model, label, input_shapes)
     label = label or source.label
     opts = PipelineOptions(
         target=target,
@@ -473,7 +489,10 @@ def compile(
         # threads are in the key because a library's thread count is process-global state
         # of that .so: two models sharing one .so with different counts would interfere
         digest = model_digest(source.loaded.model, source.loaded.raws)
-        key = cache_mod.cache_key(digest, {**_options_fingerprint(opts), "threads": threads})
+        pins = {k: list(v) for k, v in sorted((source.input_shapes or {}).items())}
+        key = cache_mod.cache_key(
+            digest, {**_options_fingerprint(opts), "threads": threads, "input_shapes": pins}
+        )
         hit = _load_cached(cache_mod.lookup(key, cache_mod.ENTRY_FILES, say), threads, say)
         if hit is not None:
             say(f"using cached build {hit.directory}")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import mmap
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO
 
@@ -292,6 +292,42 @@ def topo_sort(graph: onnx.GraphProto, known: set[str], filename: str) -> Ordered
     return Ordered([nodes[i] for i in order], [labels[i] for i in order])
 
 
+def bind_symbols(
+    inputs: Sequence[onnx.ValueInfoProto], pins: Mapping[str, Sequence[int]], filename: str
+) -> dict[str, list[int]]:
+    """``pins`` (input name -> dims) completed from the symbols they bind: a ``dim_param``
+    fixed by a pinned input fixes it in every input that shares it, so pinning
+    ``input_ids=1x128`` also pins an ``attention_mask`` declared ``[batch, seq]``. Two pins
+    that give one symbol different sizes are an error naming both inputs."""
+    bound: dict[str, tuple[int, str]] = {}  # symbol -> (size, the input that fixed it)
+    for vi in inputs:
+        given = pins.get(vi.name)
+        dims = list(vi.type.tensor_type.shape.dim) if vi.type.HasField("tensor_type") else []
+        if given is None or len(given) != len(dims):
+            continue  # unpinned, or a rank error reported by static_input_shape
+        for d, size in zip(dims, given):
+            if not d.dim_param:
+                continue
+            old = bound.setdefault(d.dim_param, (int(size), vi.name))
+            if old[0] != int(size):
+                raise AutofusionError(
+                    f"{filename}: input shapes disagree on dimension '{d.dim_param}': "
+                    f"{old[0]} for input '{old[1]}', {int(size)} for input '{vi.name}'"
+                )
+    out = {k: list(v) for k, v in pins.items()}
+    for vi in inputs:
+        if vi.name in out or not vi.type.HasField("tensor_type"):
+            continue
+        dims = list(vi.type.tensor_type.shape.dim)
+        if not any(d.dim_param in bound for d in dims):
+            continue
+        if all(d.HasField("dim_value") or d.dim_param in bound for d in dims):
+            out[vi.name] = [
+                int(d.dim_value) if d.HasField("dim_value") else bound[d.dim_param][0] for d in dims
+            ]
+    return out
+
+
 def static_input_shape(
     vi: onnx.ValueInfoProto, filename: str, override: Sequence[int] | None = None
 ) -> tuple[list[int], int]:
@@ -333,8 +369,8 @@ def static_input_shape(
             what = f"'{d.dim_param}'" if d.dim_param else "unknown"
             raise AutofusionError(
                 f"{filename}: graph input '{vi.name}' has a dynamic dimension {what} "
-                f"(dim {i}); static shapes are required (import_onnx(..., "
-                f"input_shapes={{'{vi.name}': [...]}}) fixes them)"
+                f"(dim {i}); pin it with --input-shape {vi.name}=DIMS (or "
+                f"input_shapes={{'{vi.name}': [...]}} in autofusion.compile / import_onnx)"
             )
     return dims, elem
 

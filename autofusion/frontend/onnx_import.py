@@ -198,9 +198,10 @@ class _Importer:
                 f"{fn}: input_shapes names {', '.join(unknown)}, which are not graph inputs "
                 f"(inputs: {', '.join(vi.name for vi in args)})"
             )
+        pins = loader.bind_symbols(args, self.input_shapes, fn)
         arg_types: list[Attribute] = []
         for vi in args:
-            dims, elem = loader.static_input_shape(vi, fn, self.input_shapes.get(vi.name))
+            dims, elem = loader.static_input_shape(vi, fn, pins.get(vi.name))
             arg_types.append(dtypes.tensor_type(dtypes.from_onnx_elem(elem), dims))
             problem = type_problem(arg_types[-1])
             if problem:

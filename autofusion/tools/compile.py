@@ -4,6 +4,7 @@ Makefile and libmodel.so (target c), or the Ascend C sources (target ascendc).
     autofusion-compile MODEL -o DIR [--target c|ascendc] [--config FILE] [--no-fusion]
                        [--memory-limit MB] [--threads N] [--report FILE.json]
                        [--memory-plot FILE.svg] [--policy module:Class]
+                       [--input-shape NAME=DIMS ...] [--version]
 
 Everything is written into a staging directory first and moved to DIR only when complete,
 so a failure leaves no half-written output (an existing DIR is replaced only on success).
@@ -54,8 +55,32 @@ def positive_float(text: str) -> float:
     return v
 
 
+def version_text(prog: str) -> str:
+    """``PROG autofusion X.Y.Z (xdsl A.B.C)``, printed by ``--version``."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    import autofusion
+
+    try:
+        xdsl = version("xdsl")
+    except PackageNotFoundError:  # pragma: no cover - xdsl is a dependency
+        xdsl = "unknown"
+    return f"{prog} (autofusion {autofusion.__version__}, xdsl {xdsl})"
+
+
+def add_input_shape_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--input-shape",
+        metavar="NAME=DIMS",
+        action="append",
+        help="pin a graph input's shape, e.g. input_ids=1x128 (repeatable; fixes the "
+        "input's dynamic dims, the others must match the model)",
+    )
+
+
 def add_model_options(p: argparse.ArgumentParser) -> None:
     """Options shared by autofusion-compile and autofusion-bench."""
+    p.add_argument("--version", action="version", version=version_text(p.prog))
     p.add_argument("model", metavar="MODEL", help="an .onnx file or zoo:NAME")
     p.add_argument("--target", choices=("c", "ascendc"), default="c")
     p.add_argument("--config", metavar="FILE", help="fusion config (JSON or YAML)")
@@ -64,6 +89,7 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
                    help="tile fused groups so the arena fits in MB")  # fmt: skip
     p.add_argument("--threads", metavar="N", type=positive_int, help="threads (default: all cores)")
     p.add_argument("--policy", metavar="MODULE:CLASS", help="a user fusion policy")
+    add_input_shape_option(p)
 
 
 def pipeline_options(args: argparse.Namespace):  # -> PipelineOptions
@@ -129,6 +155,7 @@ def _memory_plot(path: Path):  # -> Callable[[ModuleOp], None]
 
 def _run(argv: Sequence[str] | None) -> None:
     from autofusion.api import build_model_dir, open_model, stderr_progress
+    from autofusion.frontend.shapes import parse_shape_specs
     from autofusion.runtime import cache
 
     parser = CliParser(prog="autofusion-compile", description=(__doc__ or "").split("\n\n")[0])
@@ -141,7 +168,7 @@ def _run(argv: Sequence[str] | None) -> None:
     out = Path(args.output)
     check_outputs(out, [("--report", args.report), ("--memory-plot", args.memory_plot)])
     say = stderr_progress("autofusion-compile")
-    proto = open_model(args.model)
+    proto = open_model(args.model, input_shapes=parse_shape_specs(args.input_shape))
     staged = cache.staging_dir()
     plot_staged = staged / "memory_plot.svg"
     try:

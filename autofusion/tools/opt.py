@@ -2,7 +2,9 @@
 
 It is xDSL's ``xDSLOptMain`` with its ``register_all_*`` hooks extended, so ``-p`` pipelines
 with options, ``--split-input-file``, ``--verify-diagnostics`` and ``--print-op-generic``
-behave exactly as in xdsl-opt. ``.onnx`` inputs are read as bytes by the ONNX frontend.
+behave exactly as in xdsl-opt. ``.onnx`` inputs are read as bytes by the ONNX frontend;
+``zoo:NAME`` is a built-in model (as for autofusion-compile); ``--input-shape NAME=DIMS``
+pins an ONNX input's dynamic dims.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from xdsl.utils.exceptions import ArgSpecParseError, VerifyException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from autofusion.errors import AutofusionError, run_cli
+from autofusion.tools.compile import add_input_shape_option
 
 PROG = "autofusion-opt"
 
@@ -61,8 +64,14 @@ def _option_type_error(cls: type, spec: ArgSpec, e: Exception) -> AutofusionErro
     return AutofusionError(f"-p: pass {spec.name!r}: {_one_line(e)}")
 
 
+def _version_format() -> str:
+    import autofusion
+
+    return f"{PROG} (autofusion {autofusion.__version__}, xdsl {{xdsl_version}})"
+
+
 class AutofusionOptMain(xDSLOptMain):
-    version_format = "autofusion-opt (xdsl {xdsl_version})"
+    version_format = _version_format()
 
     def register_all_dialects(self) -> None:
         super().register_all_dialects()
@@ -76,8 +85,10 @@ class AutofusionOptMain(xDSLOptMain):
 
         def onnx_frontend(stream: IO[bytes]) -> ModuleOp:
             from autofusion.frontend.onnx_import import import_onnx_stream
+            from autofusion.frontend.shapes import parse_shape_specs
 
-            return import_onnx_stream(stream, self.get_input_name())
+            pins = parse_shape_specs(self.args.input_shape)
+            return import_onnx_stream(stream, self.get_input_name(), input_shapes=pins)
 
         self.available_frontends["onnx"] = onnx_frontend
 
@@ -107,6 +118,7 @@ class AutofusionOptMain(xDSLOptMain):
             help="print constants with more than N elements as dense_resource<__elided__> "
             "(default 16; -1 prints every constant in full)",
         )
+        add_input_shape_option(arg_parser)
         arg_parser.add_argument(
             "--fusion-summary",
             action="store_true",
@@ -143,11 +155,32 @@ class AutofusionOptMain(xDSLOptMain):
                 raise _option_type_error(cls, s, e) from None
         super().setup_pipeline()
 
+    def _is_zoo(self) -> bool:
+        from autofusion.zoo import ZOO_PREFIX
+
+        return bool(self.args.input_file and self.args.input_file.startswith(ZOO_PREFIX))
+
+    def get_input_stream(self) -> tuple[IO[bytes], str]:
+        """``zoo:NAME`` is the built-in model, serialised, read by the ONNX frontend."""
+        if self._is_zoo():
+            from autofusion.zoo import ZOO_PREFIX, get_model
+
+            proto = get_model(self.args.input_file[len(ZOO_PREFIX) :])
+            return io.BytesIO(proto.SerializeToString()), "onnx"
+        return super().get_input_stream()
+
     def _check_files(self) -> None:
         """The input must be a readable file, the output's folder must exist: checked up front
         so neither surfaces as an OSError half-way (and no output is created for a bad input)."""
         src = self.args.input_file
-        if src is not None:
+        if self.args.input_shape and not (
+            self._is_zoo() or (self.args.frontend or os.path.splitext(src or "")[1]) in
+            ("onnx", ".onnx")
+        ):  # fmt: skip
+            raise AutofusionError(
+                "--input-shape applies to ONNX input (.onnx or zoo:NAME); IR text has its shapes"
+            )
+        if src is not None and not self._is_zoo():
             if os.path.isdir(src):
                 raise AutofusionError(f"{src}: is a directory, not an input file")
             if not os.path.exists(src):

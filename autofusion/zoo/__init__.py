@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import onnx
@@ -123,9 +123,14 @@ def _is_mask(name: str, meta: Mapping[str, str]) -> bool:
     return kind == "attention_mask" if kind is not None else "mask" in name.lower()
 
 
-def sample_inputs(model: onnx.ModelProto, seed: int = 0) -> dict[str, np.ndarray]:
+def sample_inputs(
+    model: onnx.ModelProto,
+    seed: int = 0,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+) -> dict[str, np.ndarray]:
     """Seeded feeds for every graph input that has no initializer (see the module doc).
-    Symbolic or unknown dimensions are taken as 1."""
+    ``input_shapes`` gives some inputs' shapes; other symbolic or unknown dimensions are
+    taken as 1."""
     rng = np.random.default_rng(seed)
     meta = _metadata(model)
     inits = {t.name for t in model.graph.initializer}
@@ -137,6 +142,8 @@ def sample_inputs(model: onnx.ModelProto, seed: int = 0) -> dict[str, np.ndarray
         shape = tuple(
             d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else 1 for d in tt.shape.dim
         )
+        if input_shapes and vi.name in input_shapes:
+            shape = tuple(int(d) for d in input_shapes[vi.name])
         dtype = helper.tensor_dtype_to_np_dtype(tt.elem_type)
         if np.issubdtype(dtype, np.floating):
             feeds[vi.name] = rng.standard_normal(shape).astype(dtype)
