@@ -55,8 +55,8 @@ def positive_float(text: str) -> float:
     return v
 
 
-def version_text(prog: str) -> str:
-    """``PROG autofusion X.Y.Z (xdsl A.B.C)``, printed by ``--version``."""
+def version_text() -> str:
+    """``autofusion X.Y.Z (xdsl A.B.C)``, printed by every command's ``--version``."""
     from importlib.metadata import PackageNotFoundError, version
 
     import autofusion
@@ -65,7 +65,7 @@ def version_text(prog: str) -> str:
         xdsl = version("xdsl")
     except PackageNotFoundError:  # pragma: no cover - xdsl is a dependency
         xdsl = "unknown"
-    return f"{prog} (autofusion {autofusion.__version__}, xdsl {xdsl})"
+    return f"autofusion {autofusion.__version__} (xdsl {xdsl})"
 
 
 def add_input_shape_option(p: argparse.ArgumentParser) -> None:
@@ -80,7 +80,7 @@ def add_input_shape_option(p: argparse.ArgumentParser) -> None:
 
 def add_model_options(p: argparse.ArgumentParser) -> None:
     """Options shared by autofusion-compile and autofusion-bench."""
-    p.add_argument("--version", action="version", version=version_text(p.prog))
+    p.add_argument("--version", action="version", version=version_text())
     p.add_argument("model", metavar="MODEL", help="an .onnx file or zoo:NAME")
     p.add_argument("--target", choices=("c", "ascendc"), default="c")
     p.add_argument("--config", metavar="FILE", help="fusion config (JSON or YAML)")
