@@ -68,9 +68,12 @@ def test_pins_are_part_of_the_cache_key(tmp_path: Path, monkeypatch: pytest.Monk
 @pytest.mark.parametrize(
     ("pins", "needles"),
     [
-        ({"input_ids": [1, 8, 2]}, ["input_ids", "gives [1, 8, 2]", "declared [1, 'seq']"]),
-        ({"input_ids": [2, 8]}, ["input_ids", "declared [1, 'seq']"]),
-        ({"nope": [1, 8]}, ["names nope", "not graph inputs", "input_ids"]),
+        (
+            {"input_ids": [1, 8, 2]},
+            ["input 'input_ids' has rank 3", "[1, 8, 2]", "declares rank 2: [1, 'seq']"],
+        ),
+        ({"input_ids": [2, 8]}, ["input 'input_ids' has size 2 in dim 0", "declares 1"]),
+        ({"nope": [1, 8]}, ["input_shapes names 'nope'", "not graph inputs", "input_ids"]),
         (
             {"input_ids": [1, 8], "attention_mask": [1, 16]},
             ["disagree on dimension 'seq'", "8 for input 'input_ids'", "16 for input"],
@@ -126,8 +129,23 @@ def test_compile_cli_with_pins(tmp_path: Path) -> None:
         (["--input-shape", "input_ids=1x0"], ["--input-shape 'input_ids=1x0'", "positive"]),
         (["--input-shape", "input_ids"], ["expected NAME=DIMS"]),
         (["--input-shape", "input_ids=1x8", "--input-shape", "input_ids=1x9"], ["given twice"]),
-        (["--input-shape", "input_ids=3x8"], ["input_ids", "declared [1, 'seq']"]),
-        ([], ["dynamic dimension 'seq'", "--input-shape"]),
+        (["--input-shape", "input_ids=3x8"], ["input 'input_ids'", "declared [1, 'seq']"]),
+        (
+            [],
+            [
+                "dynamic input dimensions",
+                "'seq' 1..4096 (default) in input_ids[1]",
+                "--input-shape input_ids=1x<seq>",
+                "autofusion.compile()",
+            ],
+        ),
+        (
+            ["--input-shape", "input_ids=1x9", "--dynamic", "seq=1..8"],
+            ["input 'input_ids' dim 1 (symbol 'seq') is 9", "range 1..8 (--dynamic)"],
+        ),
+        (["--dynamic", "sq=1..8"], ["--dynamic declares a range for 'sq'", "symbols: seq"]),
+        (["--dynamic", "seq=8..1"], ["--dynamic 'seq=8..1'", "1 <= LO <= HI"]),
+        (["--dynamic", "seq:1..8"], ["expected SYM=LO..HI"]),
     ],
 )
 def test_compile_cli_bad_pins(tmp_path: Path, args: list[str], needles: list[str]) -> None:
