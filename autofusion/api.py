@@ -474,6 +474,9 @@ def compile(
 
     ``input_shapes``: ``{input name: dims}`` pinning dynamic input dimensions (ONNX
     ``dim_param``s), e.g. ``{"input_ids": [1, 128]}``; every other dim must match the model.
+    ``dynamic``: ``{symbol: (lo, hi)}`` declared ranges (over the config's ``dynamic``).
+    With symbols left unpinned the result is a :class:`autofusion.dynamic.DynamicModel`,
+    which compiles one specialisation per run shape (docs/dynamic.md).
 
     ``threads``: threads for run() (None: all cores). ``memory_limit_mb``: default from
     :func:`set_memory_limit`. ``policy``: a :class:`autofusion.BasePolicy` instance or a
@@ -509,6 +512,13 @@ def compile(
         cache_mod.size_limit()  # a bad AUTOFUSION_CACHE_MAX_MB fails before the build
     source = open_model(model, label, input_shapes, dynamic, config)
     label = label or source.label
+    if source.plan is not None and source.plan.free:  # unpinned symbols: specialise per shape
+        from autofusion.dynamic import dynamic_model
+
+        kwargs = {"target": target, "config": config, "fusion": fusion, "threads": threads,
+                  "memory_limit_mb": memory_limit_mb, "policy": policy, "progress": say,
+                  "cache": cache, "label": label, "dynamic": dynamic}  # fmt: skip
+        return dynamic_model(model, source, kwargs, say)
     opts = PipelineOptions(
         target=target,
         fusion=bool(fusion),

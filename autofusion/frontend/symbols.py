@@ -219,6 +219,11 @@ class ShapePlan:
                         )
                     continue
                 lo, hi = self.ranges[d]
+                if d in self.pinned and v != self.pinned[d]:
+                    raise AutofusionError(
+                        f"{where}: input '{sig.name}' dim {axis} (symbol '{d}') is {v}, but the "
+                        f"compile's input_shapes pinned '{d}' to {self.pinned[d]}"
+                    )
                 if not lo <= v <= hi:
                     raise AutofusionError(
                         f"{where}: input '{sig.name}' dim {axis} (symbol '{d}') is {v}, outside "
