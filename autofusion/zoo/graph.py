@@ -56,7 +56,7 @@ class GraphBuilder:
         self._used.add(f"{name}_{i}")
         return f"{name}_{i}"
 
-    def input(self, name: str, shape: Sequence[int], elem: int = FLOAT) -> str:
+    def input(self, name: str, shape: Sequence[int | str], elem: int = FLOAT) -> str:
         self.inputs.append(helper.make_tensor_value_info(name, elem, list(shape)))
         return name
 
@@ -292,7 +292,7 @@ class GraphBuilder:
         return self.node("Transpose", [x], scope, perm=list(perm))
 
     # ---- assembly -----------------------------------------------------------------------
-    def output(self, value: str, name: str, shape: Sequence[int], elem: int = FLOAT) -> str:
+    def output(self, value: str, name: str, shape: Sequence[int | str], elem: int = FLOAT) -> str:
         """Make ``value`` a graph output called ``name`` (renaming the producer's output);
         returns ``name``, the value's new name."""
         for n in self.nodes:

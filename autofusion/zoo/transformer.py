@@ -9,6 +9,7 @@ attention logits stay O(1).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -28,6 +29,7 @@ class BertConfig:
     vocab: int
     seed: int
     pooler: bool = True
+    dynamic_seq: bool = False
 
 
 BERT_CONFIGS = {
@@ -66,7 +68,7 @@ def _bert_layer(b: GraphBuilder, h: str, mask: str, cfg: BertConfig, i: int) -> 
     p = b.node("Softmax", [s], sc, axis=-1)
     ctx = b.node("MatMul", [p, v], sc)
     ctx = b.transpose(ctx, [0, 2, 1, 3], sc)
-    ctx = b.reshape(ctx, [1, cfg.seq, hid], sc)
+    ctx = b.reshape(ctx, [1, -1 if cfg.dynamic_seq else cfg.seq, hid], sc)
     so = f"/encoder/layer.{i}/attention/output"
     a = b.node("Add", [b.linear(ctx, hid, hid, f"{so}/dense"), h], so)
     a = b.layer_norm_decomposed(a, hid, f"{so}/LayerNorm")
@@ -77,7 +79,10 @@ def _bert_layer(b: GraphBuilder, h: str, mask: str, cfg: BertConfig, i: int) -> 
     return b.layer_norm_decomposed(f, hid, f"{o}/LayerNorm")
 
 
-def bert(name: str) -> onnx.ModelProto:
+MAX_POSITIONS = 512
+
+
+def bert(name: str, seq: int | None = None, dynamic_seq: bool = False) -> onnx.ModelProto:
     """A Hugging Face ``BertModel`` encoder as exported by ``torch.onnx.export`` at opset 17.
 
     Inputs ``input_ids`` and ``attention_mask`` (int64 [1, seq]); outputs
@@ -85,28 +90,47 @@ def bert(name: str) -> onnx.ModelProto:
     first token, Gemm, Tanh). Embeddings: word Gather on the ids, position Gather on a
     constant range, token-type Gather on constant zeros, summed, decomposed LayerNorm. The
     additive mask is computed at run time: Unsqueeze, Cast to float, 1 - m, times -10000.
+
+    ``seq`` overrides the config's length (1..512); ``dynamic_seq`` declares the inputs
+    ``[1, "seq"]`` as a ``dynamic_axes`` export does, with position ids sliced from a
+    [1, 512] constant and token types from ``ConstantOfShape(Shape(input_ids))`` (the same
+    weights, so it matches the static model at every length; used by
+    ``benchmarks/dynamic_seq.py``).
     """
     cfg = BERT_CONFIGS[name]
+    cfg = dataclasses.replace(cfg, seq=seq or cfg.seq, dynamic_seq=dynamic_seq)
+    if not 1 <= cfg.seq <= MAX_POSITIONS:
+        raise ValueError(f"bert: seq must be 1..{MAX_POSITIONS}, got {cfg.seq}")
     b = GraphBuilder(name, seed=cfg.seed)
-    ids = b.input("input_ids", [1, cfg.seq], INT64)
-    am = b.input("attention_mask", [1, cfg.seq], INT64)
+    sdim: int | str = "seq" if dynamic_seq else cfg.seq
+    ids = b.input("input_ids", [1, sdim], INT64)
+    am = b.input("attention_mask", [1, sdim], INT64)
     b.metadata["autofusion.input_range.input_ids"] = f"0,{cfg.vocab}"
     b.metadata["autofusion.input_kind.attention_mask"] = "attention_mask"
     hid = cfg.hidden
     e = "/embeddings"
     word = b.randn("embeddings.word_embeddings.weight", [cfg.vocab, hid], 1.0)
-    pos = b.randn("embeddings.position_embeddings.weight", [512, hid], 0.5)
+    pos = b.randn("embeddings.position_embeddings.weight", [MAX_POSITIONS, hid], 0.5)
     tok = b.randn("embeddings.token_type_embeddings.weight", [2, hid], 0.5)
     we = b.node("Gather", [word, ids], f"{e}/word_embeddings", axis=0)
+    if dynamic_seq:
+        shape = b.node("Shape", [ids], e)
+        end = b.node("Slice", [shape, b.constant(e, np.array([1], np.int64)),
+                               b.constant(e, np.array([2], np.int64))], e)  # fmt: skip
+        all_pos = b.constant(e, np.arange(MAX_POSITIONS, dtype=np.int64)[None])
+        pos_ids = b.node("Slice", [all_pos, b.constant(e, np.array([0], np.int64)), end,
+                                   b.constant(e, np.array([1], np.int64))], e)  # fmt: skip
+        zero = onnx.helper.make_tensor("value", onnx.TensorProto.INT64, [1], [0])
+        tok_ids = b.node("ConstantOfShape", [shape], e, value=zero)
     pe = b.node(
         "Gather",
-        [pos, b.constant(e, np.arange(cfg.seq, dtype=np.int64)[None])],
+        [pos, pos_ids if dynamic_seq else b.constant(e, np.arange(cfg.seq, dtype=np.int64)[None])],
         f"{e}/position_embeddings",
         axis=0,
     )
     te = b.node(
         "Gather",
-        [tok, b.constant(e, np.zeros((1, cfg.seq), np.int64))],
+        [tok, tok_ids if dynamic_seq else b.constant(e, np.zeros((1, cfg.seq), np.int64))],
         f"{e}/token_type_embeddings",
         axis=0,
     )
@@ -118,7 +142,7 @@ def bert(name: str) -> onnx.ModelProto:
     mask = b.node("Mul", [m, b.constant("", np.array(-10000.0, np.float32))], "")
     for i in range(cfg.layers):
         h = _bert_layer(b, h, mask, cfg, i)
-    h = b.output(h, "last_hidden_state", [1, cfg.seq, hid])
+    h = b.output(h, "last_hidden_state", [1, sdim, hid])
     if cfg.pooler:
         first = b.node(
             "Gather", [h, b.constant("/pooler", np.array(0, np.int64))], "/pooler", axis=1

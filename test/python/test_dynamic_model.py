@@ -301,3 +301,24 @@ def test_threads_share_the_lru_and_evict_safely(tmp_path: Path) -> None:
         assert evictions == misses - 1
     finally:
         m.close()
+
+
+def test_zoo_bert_with_a_dynamic_sequence_axis_matches_at_long_lengths() -> None:
+    """The zoo builder's dynamic_axes-style BERT (the benchmark's model) at lengths the
+    exported fixtures' 32 positions cannot reach."""
+    from autofusion.zoo.transformer import bert
+
+    model = bert("tiny_bert", dynamic_seq=True)
+    m = autofusion.compile(model, threads=1, dynamic={"seq": (1, 512)})
+    try:
+        for seq in (64, 384):
+            feeds = _bert_feeds(1, seq, seed=seq)
+            del feeds["token_type_ids"]  # the zoo BERT has none
+            got, ref = m.run(feeds), _ort(model, feeds)
+            for out, want in ref.items():
+                assert 0.1 <= float(np.abs(want).max()) <= 10, out
+                assert_close(got[out], want, f"seq {seq}: {out}")
+    finally:
+        m.close()
+    with pytest.raises(ValueError, match=r"seq must be 1\.\.512"):
+        bert("tiny_bert", seq=513)
