@@ -48,7 +48,6 @@ if TYPE_CHECKING:
     import onnx
     from xdsl.dialects.builtin import ModuleOp
 
-    from autofusion.dynamic import DynamicModel
     from autofusion.frontend.loader import Loaded
     from autofusion.policy.base import BasePolicy
 
@@ -130,12 +129,10 @@ def open_model(model: object, label: str | None = None, input_shapes: object = N
     compiling. Files and bytes go through the frontend loader; zoo models and protos are
     used in place and never modified. ``input_shapes`` ({name: dims}) pins dynamic input
     dimensions at import (:mod:`autofusion.frontend.shapes`)."""
-    from autofusion.frontend.loader import check_pins
     from autofusion.frontend.shapes import check_input_shapes
 
     source = _open_model(model, label)
     source.input_shapes = check_input_shapes(input_shapes)
-    check_pins(source.loaded.model, source.input_shapes, source.label)
     return source
 
 
@@ -439,16 +436,12 @@ def compile(
     cache: bool = True,
     label: str | None = None,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
-    dynamic: Mapping[str, Sequence[int]] | None = None,
-) -> CompiledModel | DynamicModel:
+) -> CompiledModel:
     """Compile ``model`` (a path, ``"zoo:NAME"``, serialised bytes or ``onnx.ModelProto``)
     and load it.
 
     ``input_shapes``: ``{input name: dims}`` pinning dynamic input dimensions (ONNX
     ``dim_param``s), e.g. ``{"input_ids": [1, 128]}``; every other dim must match the model.
-    A model that keeps dynamic dims after the pins gives a :class:`autofusion.dynamic.
-    DynamicModel` (a build per shape, on first use; ``dynamic={"seq": (1, 512)}`` or the
-    config's ``dynamic`` key declares each symbol's range, ``dynamic_shape_cache`` its LRU).
 
     ``threads``: threads for run() (None: all cores). ``memory_limit_mb``: default from
     :func:`set_memory_limit`. ``policy``: a :class:`autofusion.BasePolicy` instance or a
@@ -484,12 +477,6 @@ def compile(
         cache_mod.size_limit()  # a bad AUTOFUSION_CACHE_MAX_MB fails before the build
     source = open_model(model, label, input_shapes)
     label = label or source.label
-    rebuild = dict(target=target, config=config, fusion=fusion, threads=threads,
-                   memory_limit_mb=memory_limit_mb, policy=policy, progress=progress,
-                   cache=cache)  # fmt: skip
-    dyn = _dynamic_model(model, source, label, config, dynamic, rebuild)
-    if dyn is not None:
-        return dyn
     opts = PipelineOptions(
         target=target,
         fusion=bool(fusion),
@@ -524,81 +511,6 @@ def compile(
     if removed:
         say(f"cache: evicted {removed} least recently used builds ({freed / 2**20:.1f} MB)")
     return CompiledModel(entry, report, threads)
-
-
-def compile_static(model: object, **options: Any) -> CompiledModel:
-    """:func:`compile` for callers that need one build (``input_shapes`` must pin every
-    dynamic dim): a dynamic model is an error here, not a :class:`DynamicModel`."""
-    built = compile(model, **options)  # type: ignore[arg-type]
-    if not isinstance(built, CompiledModel):
-        built.close()
-        syms = ", ".join(built.ranges)
-        raise AutofusionError(
-            f"{options.get('label') or _model_label(model)}: dynamic dims {syms} are not "
-            "pinned (--input-shape NAME=DIMS)"
-        )
-    return built
-
-
-def _dynamic_model(
-    model: object,
-    source: ModelSource,
-    label: str,
-    config: str | os.PathLike[str] | None,
-    dynamic: Mapping[str, Sequence[int]] | None,
-    options: dict[str, Any],
-) -> DynamicModel | None:
-    """A :class:`DynamicModel` when ``source`` keeps dynamic dims after its pins (else None,
-    after checking that the pins lie inside the declared ranges)."""
-    from autofusion.dynamic import DynamicModel, input_dims, symbols_of
-    from autofusion.policy.config import load_config
-
-    cfg = load_config(os.fspath(config) if config is not None else None)
-    ranges = dynamic_ranges(config, dynamic)
-    dims = input_dims(source.loaded.model, source.input_shapes)
-    if not symbols_of(dims):
-        check_pins_in_ranges(source, ranges, label)
-        return None
-    size = cfg.shape_cache_size if cfg.shape_cache_enabled else 1
-    pinned = dict(source.input_shapes or {})
-
-    def build(pins: dict[str, list[int]]) -> CompiledModel:
-        return compile_static(model, label=label, input_shapes={**pinned, **pins}, **options)
-
-    return DynamicModel(build, dims, ranges, size, label)
-
-
-def dynamic_ranges(
-    config: str | os.PathLike[str] | None, dynamic: Mapping[str, Sequence[int]] | None
-) -> dict[str, tuple[int, int]]:
-    """Declared symbol ranges: the config's ``dynamic`` key, overridden by ``dynamic=``."""
-    from autofusion.dynamic import check_ranges
-    from autofusion.policy.config import load_config
-
-    cfg = load_config(os.fspath(config) if config is not None else None)
-    return {**cfg.dynamic, **check_ranges(dynamic, "dynamic")}
-
-
-def check_pins_in_ranges(
-    source: ModelSource, ranges: Mapping[str, tuple[int, int]], label: str
-) -> None:
-    """A pinned symbol outside its declared range is an error naming the input."""
-    from autofusion.dynamic import input_dims
-
-    if not ranges or not source.input_shapes:
-        return
-    raw = input_dims(source.loaded.model, None)
-    full = {d.name: d.dims for d in input_dims(source.loaded.model, source.input_shapes)}
-    for spec in raw:
-        for i, d in enumerate(spec.dims):
-            if isinstance(d, str) and d in ranges:
-                got = full[spec.name][i]
-                lo, hi = ranges[d]
-                if isinstance(got, int) and not lo <= got <= hi:
-                    raise AutofusionError(
-                        f"{label}: input '{spec.name}' dim {i} ('{d}') is pinned to {got}, "
-                        f"outside its range [{lo}, {hi}]"
-                    )
 
 
 def _load_cached(entry: Path | None, threads: int | None,

@@ -12,8 +12,6 @@ Keys (unknown keys are errors naming the key and the file)::
     hardware: cpu                # cost-model target: cpu | ascend910b
     policy: "mypkg.mod:MyPolicy" # user policy (module:Class or @token)
     policy_options: {threshold: 3}  # keyword arguments for the user policy's constructor
-    dynamic: {seq: [1, 512]}     # ranges of dynamic input dims (autofusion.dynamic)
-    dynamic_shape_cache: {enabled: true, size: 50}   # loaded builds kept per shape (LRU)
 
 Chains are ONNX op types joined by ``->`` (``*`` matches any op), written as a string or as
 ``{pattern: "A->B"}``; a name that is neither an ONNX op type, an accepted short spelling
@@ -67,8 +65,6 @@ KNOWN_KEYS = (
     "hardware",
     "policy",
     "policy_options",
-    "dynamic",
-    "dynamic_shape_cache",
 )
 HARDWARE_NAMES = ("cpu", "ascend910b")
 
@@ -86,9 +82,6 @@ class FusionConfig:
     hardware: str = "cpu"
     policy: str | None = None
     policy_options: dict[str, Any] = field(default_factory=dict)
-    dynamic: dict[str, tuple[int, int]] = field(default_factory=dict)
-    shape_cache_enabled: bool = True
-    shape_cache_size: int = 50
     source: str = "<defaults>"
 
     def family_enabled(self, family: str) -> bool:
@@ -246,27 +239,6 @@ def config_from_dict(data: Any, source: str = "<dict>") -> FusionConfig:
     options = data.get("policy_options", {})
     if not isinstance(options, dict):
         raise AutofusionError(f"{source}: 'policy_options' must be a mapping")
-    from autofusion.dynamic import check_ranges
-
-    dynamic = check_ranges(data.get("dynamic"), f"{source}: 'dynamic'")
-    cache = data.get("dynamic_shape_cache", {})
-    if not isinstance(cache, dict):
-        raise AutofusionError(f"{source}: 'dynamic_shape_cache' must be a mapping")
-    for k in cache:
-        if k not in ("enabled", "size"):
-            raise AutofusionError(
-                f"{source}: unknown config key 'dynamic_shape_cache.{k}' (known: enabled, size)"
-            )
-    enabled = cache.get("enabled", True)
-    size = cache.get("size", 50)
-    if not isinstance(enabled, bool):
-        raise AutofusionError(
-            f"{source}: 'dynamic_shape_cache.enabled' must be true or false, got {enabled!r}"
-        )
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-        raise AutofusionError(
-            f"{source}: 'dynamic_shape_cache.size' must be an integer >= 1, got {size!r}"
-        )
     return FusionConfig(
         aggressiveness=level,
         blacklist=chains("blacklist"),
@@ -277,9 +249,6 @@ def config_from_dict(data: Any, source: str = "<dict>") -> FusionConfig:
         hardware=hardware,
         policy=policy,
         policy_options=dict(options),
-        dynamic=dynamic,
-        shape_cache_enabled=enabled,
-        shape_cache_size=size,
         source=source,
     )
 

@@ -131,7 +131,8 @@ def bench(
     """Compile ``model``, compare with onnxruntime and time both; returns the result dict.
     ``profile`` > 0 (target c) also times each kernel over ``runs`` more runs and adds
     ``profile``: the ``profile`` slowest kernel calls, slowest first."""
-    from autofusion.api import compile_static, load_model, stderr_progress
+    import autofusion
+    from autofusion.api import load_model, stderr_progress
     from autofusion.zoo import sample_inputs
 
     say = stderr_progress("autofusion-bench") if progress else (lambda _s: None)
@@ -152,13 +153,9 @@ def bench(
         args = [vi for vi in proto.graph.input if vi.name not in inits]
         input_shapes = bind_symbols(args, pins, model)
     feeds = sample_inputs(proto, seed=0, input_shapes=input_shapes)
-    from autofusion.dynamic import input_dims, symbols_of
-
-    if symbols_of(input_dims(proto, input_shapes)):  # dims left dynamic are 1 in the feeds
-        input_shapes = {name: list(x.shape) for name, x in feeds.items()}
     close: Callable[[], None] = lambda: None  # noqa: E731
     if target == "c":
-        compiled = compile_static(
+        compiled = autofusion.compile(
             proto, target=target, config=config, fusion=fusion, threads=nthreads,
             memory_limit_mb=memory_limit_mb, policy=policy, progress=say, label=model,
             input_shapes=input_shapes,

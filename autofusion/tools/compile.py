@@ -154,13 +154,7 @@ def _memory_plot(path: Path):  # -> Callable[[ModuleOp], None]
 
 
 def _run(argv: Sequence[str] | None) -> None:
-    from autofusion.api import (
-        build_model_dir,
-        check_pins_in_ranges,
-        dynamic_ranges,
-        open_model,
-        stderr_progress,
-    )
+    from autofusion.api import build_model_dir, open_model, stderr_progress
     from autofusion.frontend.shapes import parse_shape_specs
     from autofusion.runtime import cache
 
@@ -175,7 +169,6 @@ def _run(argv: Sequence[str] | None) -> None:
     check_outputs(out, [("--report", args.report), ("--memory-plot", args.memory_plot)])
     say = stderr_progress("autofusion-compile")
     proto = open_model(args.model, input_shapes=parse_shape_specs(args.input_shape))
-    check_pins_in_ranges(proto, dynamic_ranges(args.config, None), args.model)
     staged = cache.staging_dir()
     plot_staged = staged / "memory_plot.svg"
     try:
