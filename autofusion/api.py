@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
 
     from autofusion.frontend.loader import Loaded
+    from autofusion.frontend.symbols import ShapePlan
     from autofusion.policy.base import BasePolicy
 
 ProgressFn = Callable[[str], None]
@@ -122,17 +123,44 @@ class ModelSource:
     label: str
     owned: bool
     input_shapes: dict[str, tuple[int, ...]] | None = None
+    plan: ShapePlan | None = None  # symbolic input dims, their ranges and the pinned ones
 
 
-def open_model(model: object, label: str | None = None, input_shapes: object = None) -> ModelSource:
+def open_model(
+    model: object,
+    label: str | None = None,
+    input_shapes: object = None,
+    dynamic: object = None,
+    config: str | os.PathLike[str] | None = None,
+    flags: tuple[str, str] = ("input_shapes", "dynamic="),
+) -> ModelSource:
     """Read ``model`` (a path, ``zoo:NAME``, serialised bytes or a ``ModelProto``) for
     compiling. Files and bytes go through the frontend loader; zoo models and protos are
     used in place and never modified. ``input_shapes`` ({name: dims}) pins dynamic input
-    dimensions at import (:mod:`autofusion.frontend.shapes`)."""
+    dimensions at import (:mod:`autofusion.frontend.shapes`); ``dynamic`` ({symbol: (lo,
+    hi)}) and the ``config``'s ``dynamic`` key declare symbol ranges
+    (:mod:`autofusion.frontend.symbols`); ``flags`` name the two in messages."""
     from autofusion.frontend.shapes import check_input_shapes
+    from autofusion.frontend.symbols import check_ranges, make_plan
 
+    ranges = check_ranges(dynamic, flags[1].rstrip("="))
+    config_ranges = None
+    if config is not None:
+        from autofusion.policy.config import load_config
+
+        config_ranges = load_config(config).dynamic
     source = _open_model(model, label)
     source.input_shapes = check_input_shapes(input_shapes)
+    source.plan = make_plan(
+        source.loaded.model,
+        source.label,
+        pins=source.input_shapes,
+        pins_flag=flags[0],
+        ranges=ranges,
+        ranges_flag=flags[1],
+        config_ranges=config_ranges,
+        config_source=os.fspath(config or ""),
+    )
     return source
 
 
@@ -279,6 +307,9 @@ def prepare_module(
     report = build_report(module, kernels_before=kernels_before)
     for key in ("arena_bytes", "naive_bytes", "lower_bound_bytes"):
         report.setdefault(key, None)
+    plan = proto.plan if isinstance(proto, ModelSource) else None
+    if plan is not None and plan.symbols:
+        report["symbols"] = plan.report()
     report["pipeline"] = pipeline_string(opts)
     report["target"] = opts.target
     report["fusion"] = opts.fusion
@@ -436,12 +467,16 @@ def compile(
     cache: bool = True,
     label: str | None = None,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
+    dynamic: Mapping[str, Sequence[int] | str] | None = None,
 ) -> CompiledModel:
     """Compile ``model`` (a path, ``"zoo:NAME"``, serialised bytes or ``onnx.ModelProto``)
     and load it.
 
     ``input_shapes``: ``{input name: dims}`` pinning dynamic input dimensions (ONNX
     ``dim_param``s), e.g. ``{"input_ids": [1, 128]}``; every other dim must match the model.
+    ``dynamic``: ``{symbol: (lo, hi)}`` declared ranges (over the config's ``dynamic``).
+    With symbols left unpinned the result is a :class:`autofusion.dynamic.DynamicModel`,
+    which compiles one specialisation per run shape (docs/dynamic.md).
 
     ``threads``: threads for run() (None: all cores). ``memory_limit_mb``: default from
     :func:`set_memory_limit`. ``policy``: a :class:`autofusion.BasePolicy` instance or a
@@ -475,8 +510,15 @@ def compile(
     use_cache = cache and not instance_policy
     if use_cache:
         cache_mod.size_limit()  # a bad AUTOFUSION_CACHE_MAX_MB fails before the build
-    source = open_model(model, label, input_shapes)
+    source = open_model(model, label, input_shapes, dynamic, config)
     label = label or source.label
+    if source.plan is not None and source.plan.free:  # unpinned symbols: specialise per shape
+        from autofusion.dynamic import dynamic_model
+
+        kwargs = {"target": target, "config": config, "fusion": fusion, "threads": threads,
+                  "memory_limit_mb": memory_limit_mb, "policy": policy, "progress": say,
+                  "cache": cache, "label": label, "dynamic": dynamic}  # fmt: skip
+        return dynamic_model(model, source, kwargs, say)
     opts = PipelineOptions(
         target=target,
         fusion=bool(fusion),
