@@ -172,7 +172,7 @@ class DynamicModel(CompiledModel):
         out.setdefault("groups", [])
         out.setdefault("refusals", [])
         out["dynamic"] = True
-        out["symbols"] = {k: v for k, v in self._plan.report().items()}
+        out["symbols"] = self._plan.report()
         out["shape_cache"] = {
             "enabled": self._enabled,
             "capacity": self._capacity,

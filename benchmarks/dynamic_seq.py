@@ -180,6 +180,13 @@ def main() -> None:
     print(f"{'':>6} {'':>9} {'':>9} {'':>9} {'':>8} {'':>8} {'':>8} {'(compile)':>9} "
           f"{'(disk)':>9}")  # fmt: skip
     print("\n".join(rows))
+    print("per-round medians (ms), to judge the noise:")
+    for seq in lengths:
+        spread = "; ".join(
+            f"{e} " + " ".join(f"{r[e]['lengths'][str(seq)]['median_ms']:.3f}" for r in rounds)
+            for e in ENGINES
+        )
+        print(f"{seq:>6}  {spread}")
     lo, hi = lengths[0], lengths[-1]
     growth = {e: med(e, hi) / med(e, lo) for e in ENGINES}
     print(f"growth {lo} -> {hi}: " + ", ".join(f"{e} {g:.2f}x" for e, g in growth.items()))
