@@ -312,9 +312,7 @@ def build_model_dir(
     if opts.target == "c" and default_threads is not None:
         _bake_default_threads(out_dir / "model.c", default_threads)
     if opts.target == "c" and build:
-        from autofusion.runtime.build import build_shared
-
-        from autofusion.runtime.build import BuildOptions
+        from autofusion.runtime.build import BuildOptions, build_shared
 
         say(f"compiling libmodel.so (--cpu {opts.cpu})")
         build_shared(out_dir, BuildOptions(cpu=opts.cpu))

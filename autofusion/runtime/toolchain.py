@@ -76,6 +76,8 @@ def compiler_for(cpu: str) -> str:
             "`apt-get install gcc-aarch64-linux-gnu` (or set AUTOFUSION_CC_AARCH64)"
         )
     raise AutofusionError(f"cpu {cpu!r}: cannot build for {cpu_machine(cpu)} on this machine")
+
+
 #: Flags that make every warning an error (generated code must be warning-free).
 WERROR_FLAGS = ["-Wall", "-Wextra", "-Werror"]
 #: Flags for a sanitizer build (an executable driver, not a dlopen'ed .so).

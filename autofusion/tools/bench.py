@@ -1,7 +1,8 @@
 """``autofusion-bench``: our compiled model against onnxruntime, side by side in one process.
 
     autofusion-bench MODEL [--target c|ascendc] [--threads N] [--runs N] [--warmup N]
-                     [--no-fusion] [--config FILE] [--memory-limit MB] [--profile N] [--cpu CPU] [--json]
+                     [--no-fusion] [--config FILE] [--memory-limit MB] [--profile N] [--cpu CPU]
+                     [--json]
 
 Compiles MODEL (progress on stderr), builds an onnxruntime session (ORT_ENABLE_ALL,
 intra_op_num_threads = N, inter_op_num_threads = 1, sequential, pool spinning stopped

@@ -81,7 +81,8 @@ def test_folder_is_self_contained(v3_folder: Path) -> None:
             assert p not in text, f"{fname} names {p}"
         assert "openblas" not in text.lower() or fname == "afrt.h", fname
     make = (v3_folder / "Makefile").read_text()
-    assert "-march=x86-64-v3" in make and "-march=native" not in make
+    assert "-march=x86-64-v3" in make
+    assert "-march=native" not in make
     assert "-Wl,-rpath" not in make
     assert '"x86-64-v3"' in (v3_folder / "af_build.c").read_text()
     import json
@@ -117,7 +118,8 @@ def test_makefile_and_cmake_builds_run_main_on_npy(v3_folder: Path, tmp_path: Pa
     if shutil.which("pkg-config"):
         pc = subprocess.run(["pkg-config", "--libs", "--cflags", str(made / "autofusion-model.pc")],
                             capture_output=True, text=True, check=True).stdout  # fmt: skip
-        assert f"-L{made}" in pc and "-lmodel" in pc
+        assert f"-L{made}" in pc
+        assert "-lmodel" in pc
     if not shutil.which("cmake"):
         pytest.skip("cmake is not installed: the CMake build was not checked")
     src = _copy(v3_folder, tmp_path / "cm_src")
@@ -125,7 +127,8 @@ def test_makefile_and_cmake_builds_run_main_on_npy(v3_folder: Path, tmp_path: Pa
     subprocess.run(["cmake", "-S", str(src), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release"],
                    check=True, capture_output=True)  # fmt: skip
     subprocess.run(["cmake", "--build", str(build)], check=True, capture_output=True)
-    assert (build / "libmodel.so").is_file() and (build / "libmodel.a").is_file()
+    assert (build / "libmodel.so").is_file()
+    assert (build / "libmodel.a").is_file()
     for got, want in zip(run_main([str(build / "model_main")], src, files, len(ref)), ref,
                          strict=True):  # fmt: skip
         assert_close(got, want, "cmake-built main")
@@ -170,7 +173,8 @@ def test_main_rejects_bad_npy(v3_folder: Path, tmp_path: Path, bad: str, message
     proc = subprocess.run([str(made / "model_main"), str(made / "weights.bin"), str(f)],
                           capture_output=True, text=True)  # fmt: skip
     assert proc.returncode == 1
-    assert message in proc.stderr and str(f) in proc.stderr, proc.stderr
+    assert message in proc.stderr, proc.stderr
+    assert str(f) in proc.stderr, proc.stderr
     assert proc.stderr.count("\n") == 1  # one line
 
 
@@ -182,7 +186,10 @@ def test_npy_version2_header_and_int64_bool_io(tmp_path: Path) -> None:
         "int main(int argc, char **argv) {\n"
         "    (void)argc;\n"
         "    afnpy_array a;\n"
-        '    if (afnpy_read(argv[1], "<i8", 0, NULL, &a)) { fprintf(stderr, "%s\\n", afnpy_error()); return 1; }\n'
+        '    if (afnpy_read(argv[1], "<i8", 0, NULL, &a)) {\n'
+        '        fprintf(stderr, "%s\\n", afnpy_error());\n'
+        "        return 1;\n"
+        "    }\n"
         '    if (afnpy_write(argv[2], "<i8", a.rank, a.shape, a.data)) return 1;\n'
         "    afnpy_free(&a);\n"
         "    const int64_t s[1] = {3};\n"
@@ -191,8 +198,9 @@ def test_npy_version2_header_and_int64_bool_io(tmp_path: Path) -> None:
         "}\n"
     )  # fmt: skip
     exe = tmp_path / "t"
-    subprocess.run([toolchain.c_compiler(), "-std=c11", *toolchain.WERROR_FLAGS, "-Wpedantic",
-                    f"-I{toolchain.INCLUDE_DIR}", str(src), "-o", str(exe)], check=True)  # fmt: skip
+    cmd = [toolchain.c_compiler(), "-std=c11", *toolchain.WERROR_FLAGS, "-Wpedantic",
+           f"-I{toolchain.INCLUDE_DIR}", str(src), "-o", str(exe)]  # fmt: skip
+    subprocess.run(cmd, check=True)
     x = np.arange(24, dtype=np.int64).reshape(2, 3, 4) - 7
     with open(tmp_path / "v2.npy", "wb") as fh:
         np.lib.format.write_array(fh, x, version=(2, 0))
@@ -202,8 +210,9 @@ def test_npy_version2_header_and_int64_bool_io(tmp_path: Path) -> None:
     np.testing.assert_array_equal(np.load(tmp_path / "b.npy"), np.array([True, False, True]))
 
 
-def test_load_refuses_build_for_missing_cpu_features(v3_folder: Path,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_load_refuses_build_for_missing_cpu_features(
+    v3_folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A CPU without AVX2 (faked: /proc/cpuinfo's flags minus avx2) refuses the v3 build
     with a clear error instead of dying of SIGILL in the first kernel."""
     flags = loader.cpu_flags()
@@ -244,7 +253,9 @@ def test_cli_rejects_bad_cpu(capsys: pytest.CaptureFixture[str], tmp_path: Path)
         compile_tool.main(["zoo:tiny_cnn", "-o", str(tmp_path / "o"), "--cpu", "pentium"])
     assert e.value.code == 1
     err = capsys.readouterr().err
-    assert "--cpu" in err and "pentium" in err and "Traceback" not in err
+    assert "--cpu" in err
+    assert "pentium" in err
+    assert "Traceback" not in err
     assert compile_tool.main(["zoo:tiny_cnn", "-o", str(tmp_path / "o"), "--target", "ascendc",
                               "--cpu", "x86-64-v3"]) == 1  # fmt: skip
     assert "--cpu x86-64-v3 applies to --target c only" in capsys.readouterr().err
@@ -270,6 +281,7 @@ def test_resnet50_v3_folder_elsewhere(tmp_path: Path) -> None:
 
 # --- aarch64 -----------------------------------------------------------------------------
 
+
 def _need_cross_tools() -> None:
     missing = [t for t in (toolchain.AARCH64_CC, "qemu-aarch64") if not shutil.which(t)]
     if not missing:
@@ -291,7 +303,8 @@ def test_aarch64_build_matches_under_qemu(name: str, tmp_path: Path) -> None:
     if info.returncode == 0:
         assert "aarch64" in info.stdout, info.stdout
     make = (out / "Makefile").read_text()
-    assert f"CC = {toolchain.AARCH64_CC}" in make and "-march=armv8-a" in make
+    assert f"CC = {toolchain.AARCH64_CC}" in make
+    assert "-march=armv8-a" in make
     subprocess.run(["make", "-s", "main"], cwd=out, check=True)
     model = get_model(name)
     feeds, files = write_inputs(model, tmp_path)
