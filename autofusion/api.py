@@ -48,8 +48,8 @@ if TYPE_CHECKING:
     import onnx
     from xdsl.dialects.builtin import ModuleOp
 
-    from autofusion.dynamic import DynamicModel
     from autofusion.frontend.loader import Loaded
+    from autofusion.frontend.symbols import ShapePlan
     from autofusion.policy.base import BasePolicy
 
 ProgressFn = Callable[[str], None]
@@ -123,19 +123,44 @@ class ModelSource:
     label: str
     owned: bool
     input_shapes: dict[str, tuple[int, ...]] | None = None
+    plan: ShapePlan | None = None  # symbolic input dims, their ranges and the pinned ones
 
 
-def open_model(model: object, label: str | None = None, input_shapes: object = None) -> ModelSource:
+def open_model(
+    model: object,
+    label: str | None = None,
+    input_shapes: object = None,
+    dynamic: object = None,
+    config: str | os.PathLike[str] | None = None,
+    flags: tuple[str, str] = ("input_shapes", "dynamic="),
+) -> ModelSource:
     """Read ``model`` (a path, ``zoo:NAME``, serialised bytes or a ``ModelProto``) for
     compiling. Files and bytes go through the frontend loader; zoo models and protos are
     used in place and never modified. ``input_shapes`` ({name: dims}) pins dynamic input
-    dimensions at import (:mod:`autofusion.frontend.shapes`)."""
-    from autofusion.frontend.loader import check_pins
+    dimensions at import (:mod:`autofusion.frontend.shapes`); ``dynamic`` ({symbol: (lo,
+    hi)}) and the ``config``'s ``dynamic`` key declare symbol ranges
+    (:mod:`autofusion.frontend.symbols`); ``flags`` name the two in messages."""
     from autofusion.frontend.shapes import check_input_shapes
+    from autofusion.frontend.symbols import check_ranges, make_plan
 
+    ranges = check_ranges(dynamic, flags[1].rstrip("="))
+    config_ranges = None
+    if config is not None:
+        from autofusion.policy.config import load_config
+
+        config_ranges = load_config(config).dynamic
     source = _open_model(model, label)
     source.input_shapes = check_input_shapes(input_shapes)
-    check_pins(source.loaded.model, source.input_shapes, source.label)
+    source.plan = make_plan(
+        source.loaded.model,
+        source.label,
+        pins=source.input_shapes,
+        pins_flag=flags[0],
+        ranges=ranges,
+        ranges_flag=flags[1],
+        config_ranges=config_ranges,
+        config_source=os.fspath(config or ""),
+    )
     return source
 
 
@@ -282,6 +307,9 @@ def prepare_module(
     report = build_report(module, kernels_before=kernels_before)
     for key in ("arena_bytes", "naive_bytes", "lower_bound_bytes"):
         report.setdefault(key, None)
+    plan = proto.plan if isinstance(proto, ModelSource) else None
+    if plan is not None and plan.symbols:
+        report["symbols"] = plan.report()
     report["pipeline"] = pipeline_string(opts)
     report["target"] = opts.target
     report["fusion"] = opts.fusion
@@ -442,17 +470,17 @@ def compile(
     cache: bool = True,
     label: str | None = None,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
-    dynamic: Mapping[str, Sequence[int]] | None = None,
+    dynamic: Mapping[str, Sequence[int] | str] | None = None,
     cpu: str = "native",
-) -> CompiledModel | DynamicModel:
+) -> CompiledModel:
     """Compile ``model`` (a path, ``"zoo:NAME"``, serialised bytes or ``onnx.ModelProto``)
     and load it.
 
     ``input_shapes``: ``{input name: dims}`` pinning dynamic input dimensions (ONNX
     ``dim_param``s), e.g. ``{"input_ids": [1, 128]}``; every other dim must match the model.
-    A model that keeps dynamic dims after the pins gives a :class:`autofusion.dynamic.
-    DynamicModel` (a build per shape, on first use; ``dynamic={"seq": (1, 512)}`` or the
-    config's ``dynamic`` key declares each symbol's range, ``dynamic_shape_cache`` its LRU).
+    ``dynamic``: ``{symbol: (lo, hi)}`` declared ranges (over the config's ``dynamic``).
+    With symbols left unpinned the result is a :class:`autofusion.dynamic.DynamicModel`,
+    which compiles one specialisation per run shape (docs/dynamic.md).
 
     ``threads``: threads for run() (None: all cores). ``memory_limit_mb``: default from
     :func:`set_memory_limit`. ``policy``: a :class:`autofusion.BasePolicy` instance or a
@@ -491,14 +519,16 @@ def compile(
     use_cache = cache and not instance_policy
     if use_cache:
         cache_mod.size_limit()  # a bad AUTOFUSION_CACHE_MAX_MB fails before the build
-    source = open_model(model, label, input_shapes)
+    source = open_model(model, label, input_shapes, dynamic, config)
     label = label or source.label
-    rebuild = dict(target=target, config=config, fusion=fusion, threads=threads,
-                   memory_limit_mb=memory_limit_mb, policy=policy, progress=progress,
-                   cache=cache, cpu=cpu)  # fmt: skip
-    dyn = _dynamic_model(model, source, label, config, dynamic, rebuild)
-    if dyn is not None:
-        return dyn
+    if source.plan is not None and source.plan.free:  # unpinned symbols: specialise per shape
+        from autofusion.dynamic import dynamic_model
+
+        kwargs = {"target": target, "config": config, "fusion": fusion, "threads": threads,
+                  "memory_limit_mb": memory_limit_mb, "policy": policy, "progress": say,
+                  "cache": cache, "label": label, "dynamic": dynamic,
+                  "cpu": cpu}  # fmt: skip
+        return dynamic_model(model, source, kwargs, say)
     opts = PipelineOptions(
         target=target,
         fusion=bool(fusion),
@@ -547,81 +577,6 @@ def _check_loadable_cpu(cpu: object) -> None:
             f"this {platform.machine()} machine; use autofusion-compile --cpu {cpu} -o DIR "
             "and run it there (the folder's main.c)"
         )
-
-
-def compile_static(model: object, **options: Any) -> CompiledModel:
-    """:func:`compile` for callers that need one build (``input_shapes`` must pin every
-    dynamic dim): a dynamic model is an error here, not a :class:`DynamicModel`."""
-    built = compile(model, **options)  # type: ignore[arg-type]
-    if not isinstance(built, CompiledModel):
-        built.close()
-        syms = ", ".join(built.ranges)
-        raise AutofusionError(
-            f"{options.get('label') or _model_label(model)}: dynamic dims {syms} are not "
-            "pinned (--input-shape NAME=DIMS)"
-        )
-    return built
-
-
-def _dynamic_model(
-    model: object,
-    source: ModelSource,
-    label: str,
-    config: str | os.PathLike[str] | None,
-    dynamic: Mapping[str, Sequence[int]] | None,
-    options: dict[str, Any],
-) -> DynamicModel | None:
-    """A :class:`DynamicModel` when ``source`` keeps dynamic dims after its pins (else None,
-    after checking that the pins lie inside the declared ranges)."""
-    from autofusion.dynamic import DynamicModel, input_dims, symbols_of
-    from autofusion.policy.config import load_config
-
-    cfg = load_config(os.fspath(config) if config is not None else None)
-    ranges = dynamic_ranges(config, dynamic)
-    dims = input_dims(source.loaded.model, source.input_shapes)
-    if not symbols_of(dims):
-        check_pins_in_ranges(source, ranges, label)
-        return None
-    size = cfg.shape_cache_size if cfg.shape_cache_enabled else 1
-    pinned = dict(source.input_shapes or {})
-
-    def build(pins: dict[str, list[int]]) -> CompiledModel:
-        return compile_static(model, label=label, input_shapes={**pinned, **pins}, **options)
-
-    return DynamicModel(build, dims, ranges, size, label)
-
-
-def dynamic_ranges(
-    config: str | os.PathLike[str] | None, dynamic: Mapping[str, Sequence[int]] | None
-) -> dict[str, tuple[int, int]]:
-    """Declared symbol ranges: the config's ``dynamic`` key, overridden by ``dynamic=``."""
-    from autofusion.dynamic import check_ranges
-    from autofusion.policy.config import load_config
-
-    cfg = load_config(os.fspath(config) if config is not None else None)
-    return {**cfg.dynamic, **check_ranges(dynamic, "dynamic")}
-
-
-def check_pins_in_ranges(
-    source: ModelSource, ranges: Mapping[str, tuple[int, int]], label: str
-) -> None:
-    """A pinned symbol outside its declared range is an error naming the input."""
-    from autofusion.dynamic import input_dims
-
-    if not ranges or not source.input_shapes:
-        return
-    raw = input_dims(source.loaded.model, None)
-    full = {d.name: d.dims for d in input_dims(source.loaded.model, source.input_shapes)}
-    for spec in raw:
-        for i, d in enumerate(spec.dims):
-            if isinstance(d, str) and d in ranges:
-                got = full[spec.name][i]
-                lo, hi = ranges[d]
-                if isinstance(got, int) and not lo <= got <= hi:
-                    raise AutofusionError(
-                        f"{label}: input '{spec.name}' dim {i} ('{d}') is pinned to {got}, "
-                        f"outside its range [{lo}, {hi}]"
-                    )
 
 
 def _load_cached(entry: Path | None, threads: int | None,

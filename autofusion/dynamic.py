@@ -1,235 +1,328 @@
-"""Models with dynamic input dimensions: one object, a specialised build per shape.
+"""Shape-specialising models: ``autofusion.compile()`` of a model with unpinned dynamic dims.
 
-``autofusion.compile`` of a model whose inputs keep dynamic dims (ONNX ``dim_param``s, or
-unknown dims, after any ``input_shapes`` pins) returns a :class:`DynamicModel`. Its ``run``
-binds every symbol from the feeds' shapes — two inputs that disagree on a symbol, a size
-outside the symbol's declared range, a wrong rank or a static dim that differs are one
-:class:`AutofusionError` naming the input — and runs the build specialised for exactly
-those sizes: the first run of a shape compiles it (the on-disk compile cache makes that a
-load when the shape was built before), later runs reuse it from an LRU of loaded builds.
+:class:`DynamicModel` is what ``autofusion.compile(model)`` returns when some input dims are
+symbols (:mod:`autofusion.frontend.symbols`) that no ``input_shapes`` pin fixes. It builds
+nothing up front. Each ``run(feeds)``:
 
-Ranges: ``dynamic={"seq": (1, 512)}`` on ``compile()`` or config ``dynamic: {seq: [1,
-512]}``; a symbol without one gets :data:`DEFAULT_RANGE`. The LRU: config
-``dynamic_shape_cache: {enabled: true, size: 50}`` (the defaults, as the design we follow);
-``enabled: false`` keeps only the last shape loaded. ``report`` lists the symbols, their
-ranges and the cache statistics (hits, misses, evictions, loaded entries, each shape).
+1. binds every symbol from the feeds' shapes (a wrong rank, a size that contradicts a static
+   dim, two inputs that disagree on a symbol, a size outside its declared range, a wrong
+   dtype: one :class:`~autofusion.errors.AutofusionError` naming the input and the symbol);
+2. looks the bound sizes up in an LRU of loaded specialisations; on a miss it compiles the
+   model pinned to exactly these shapes (``autofusion.compile(model, input_shapes=...)``:
+   the same import, pipeline and build, and the same on-disk compile cache, whose key holds
+   the pinned shapes), loads it and evicts the least recently used one beyond the capacity
+   (config ``dynamic_shape_cache: {enabled: true, size: 50}``; ``enabled: false`` keeps only
+   the most recent shape);
+3. runs that specialisation.
 
-One library serving every shape (run-time sizes in the generated C) is not done yet: each
-new shape costs one C build.
+So each new shape costs one compile (or one disk-cache load); the generated C of a
+specialisation has static sizes. One library serving every shape in range (run-time sizes in
+the generated C, issue 12 item 3) is not implemented.
+
+The LRU and its counters are guarded by one lock; a specialisation is compiled outside it
+(other shapes keep running meanwhile, a second caller of the same new shape waits for the
+first one's compile) and an evicted specialisation still running in another thread is closed
+when that run returns.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import numpy as np
+from onnx import helper
 
+from autofusion.api import CompiledModel, ModelSource
 from autofusion.errors import AutofusionError
+from autofusion.frontend.symbols import Dim, ShapePlan
 
-if TYPE_CHECKING:
-    import onnx
-
-    from autofusion.api import CompiledModel
-
-#: The range of a symbol nobody declared (inclusive).
-DEFAULT_RANGE = (1, 65536)
-DEFAULT_CACHE_SIZE = 50
+Key = tuple[int, ...]
 
 
 @dataclass(frozen=True)
-class InputDims:
-    """One graph input: per dim an int (static) or a symbol name."""
+class SymbolicSpec:
+    """An input or output as the ONNX model declares it: dims are sizes or symbol names."""
 
     name: str
-    dims: tuple[int | str, ...]
+    shape: tuple[Dim, ...]
+    dtype: np.dtype
+
+    def describe(self) -> str:
+        return f"{self.dtype.name}[{', '.join(str(d) for d in self.shape)}]"
 
 
-def input_dims(model: onnx.ModelProto, pins: Mapping[str, Sequence[int]] | None) -> list[InputDims]:
-    """The graph inputs (initializers excluded) with ``pins`` applied through the symbols
-    they bind; an unknown dim (no value, no name) is the symbol ``<input>_dim<i>``."""
-    from autofusion.frontend.loader import bind_symbols
+@dataclass
+class _Entry:
+    """A loaded specialisation: its model, its bound sizes, how many runs are using it."""
 
-    inits = {t.name for t in model.graph.initializer}
-    args = [vi for vi in model.graph.input if vi.name not in inits]
-    full = bind_symbols(args, pins or {}, "<model>") if pins else {}
-    out: list[InputDims] = []
-    for vi in args:
-        if vi.name in full:
-            out.append(InputDims(vi.name, tuple(int(d) for d in full[vi.name])))
-            continue
-        dims: list[int | str] = []
-        for i, d in enumerate(vi.type.tensor_type.shape.dim):
-            if d.HasField("dim_value") and d.dim_value >= 0:
-                dims.append(int(d.dim_value))
-            else:
-                dims.append(d.dim_param or f"{vi.name}_dim{i}")
-        out.append(InputDims(vi.name, tuple(dims)))
-    return out
+    model: CompiledModel
+    sizes: dict[str, int]
+    users: int = 0
+    evicted: bool = False
 
 
-def symbols_of(inputs: Sequence[InputDims]) -> list[str]:
-    seen: dict[str, None] = {}
-    for i in inputs:
-        for d in i.dims:
-            if isinstance(d, str):
-                seen.setdefault(d, None)
-    return list(seen)
+@dataclass
+class _Pending:
+    """A specialisation being compiled; later callers of the same shape wait on ``done``."""
+
+    done: threading.Event = field(default_factory=threading.Event)
+    error: BaseException | None = None
 
 
-def check_ranges(value: object, where: str) -> dict[str, tuple[int, int]]:
-    """``{symbol: (lo, hi)}`` with 0 <= lo <= hi (ints, not bools)."""
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise AutofusionError(f"{where}: expected a mapping of symbol to [lo, hi]")
-    out: dict[str, tuple[int, int]] = {}
-    for sym, rng in value.items():
-        ok = (
-            isinstance(sym, str)
-            and isinstance(rng, Sequence)
-            and not isinstance(rng, str)
-            and len(rng) == 2
-            and all(isinstance(v, int) and not isinstance(v, bool) for v in rng)
-            and 0 <= rng[0] <= rng[1]
-        )
-        if not ok:
-            raise AutofusionError(
-                f"{where}: {sym!r} must map to [lo, hi], integers with 0 <= lo <= hi, got {rng!r}"
-            )
-        out[sym] = (int(rng[0]), int(rng[1]))
-    return out
+def _np_dtype(elem: int) -> np.dtype:
+    try:
+        return np.dtype(helper.tensor_dtype_to_np_dtype(elem))
+    except (KeyError, TypeError):
+        return np.dtype(object)  # an unsupported type: the importer names it at compile
 
 
-class DynamicModel:
-    """A model with dynamic dims; ``run`` specialises per shape (see the module doc)."""
+class DynamicModel(CompiledModel):
+    """A compiled model whose ``run`` accepts any in-range shape of its symbolic inputs by
+    specialising per shape (see the module docstring).
+
+    ``report``: the compile report of the most recently used shape (``None`` figures before
+    the first run) plus ``dynamic: true``, ``symbols`` (range, origin, dims of each),
+    ``shape_cache`` (``enabled``, ``capacity``, ``size``, ``hits``, ``misses``,
+    ``evictions``, ``disk_hits``) and ``shapes`` (the loaded specialisations, least recently
+    used first, each with its ``sizes``, ``input_shapes`` and full ``report``)."""
 
     def __init__(
         self,
-        build: Callable[[dict[str, list[int]]], CompiledModel],
-        inputs: Sequence[InputDims],
-        ranges: Mapping[str, tuple[int, int]],
-        cache_size: int,
-        label: str,
+        model: Any,
+        source: ModelSource,
+        compile_kwargs: dict[str, Any],
+        capacity: int,
+        enabled: bool,
+        say: Callable[[str], None],
     ) -> None:
-        self._build = build
-        self._inputs = list(inputs)
-        syms = symbols_of(self._inputs)
-        unknown = sorted(set(ranges) - set(syms))
-        if unknown:
-            raise AutofusionError(
-                f"{label}: dynamic ranges name {', '.join(map(repr, unknown))}, which are not "
-                f"dynamic dims of the model (its symbols: {', '.join(syms) or 'none'})"
+        # CompiledModel.__init__ loads one library; a dynamic model loads one per shape
+        assert source.plan is not None
+        self._model = model
+        self._plan: ShapePlan = source.plan
+        self._label = source.label
+        self._kwargs = compile_kwargs
+        self._capacity = capacity
+        self._enabled = enabled
+        self._say = say
+        graph = source.loaded.model.graph
+        self._outputs = [
+            SymbolicSpec(
+                o.name,
+                tuple(
+                    int(d.dim_value) if d.HasField("dim_value") else (d.dim_param or "?")
+                    for d in o.type.tensor_type.shape.dim
+                ),
+                _np_dtype(o.type.tensor_type.elem_type),
             )
-        self.ranges = {s: ranges.get(s, DEFAULT_RANGE) for s in syms}
-        self.cache_size = cache_size
-        self.label = label
-        self._lru: OrderedDict[tuple[tuple[str, int], ...], CompiledModel] = OrderedDict()
+            for o in graph.output
+        ]
+        self._inputs = [SymbolicSpec(s.name, s.dims, _np_dtype(s.elem)) for s in self._plan.inputs]
+        self.threads = compile_kwargs.get("threads")
+        self._cleanup = None
         self._lock = threading.Lock()
-        self.hits = self.misses = self.evictions = 0
-        self._last_report: dict[str, Any] = {}
-        self._seen: list[dict[str, int]] = []
+        self._lru: OrderedDict[Key, _Entry] = OrderedDict()
+        self._pending: dict[Key, _Pending] = {}
+        self._stats = {"hits": 0, "misses": 0, "evictions": 0, "disk_hits": 0}
+        self._closed = False
 
-    # ---- binding ----------------------------------------------------------------------
-    def bind(self, feeds: Mapping[str, np.ndarray]) -> dict[str, int]:
-        """Symbol sizes from the feeds' shapes; every inconsistency is a clear error."""
-        bound: dict[str, tuple[int, str]] = {}
-        for spec in self._inputs:
-            if spec.name not in feeds:
-                raise AutofusionError(f"{self.label}: missing input '{spec.name}'")
-            shape = tuple(np.shape(feeds[spec.name]))
-            if len(shape) != len(spec.dims):
-                raise AutofusionError(
-                    f"{self.label}: input '{spec.name}' has rank {len(shape)}, expected "
-                    f"{len(spec.dims)} (dims {list(spec.dims)})"
-                )
-            for i, (want, got) in enumerate(zip(spec.dims, shape)):
-                if isinstance(want, int):
-                    if want != got:
-                        raise AutofusionError(
-                            f"{self.label}: input '{spec.name}' dim {i} is {got}, the model "
-                            f"fixes it to {want}"
-                        )
-                    continue
-                lo, hi = self.ranges[want]
-                if not lo <= got <= hi:
-                    raise AutofusionError(
-                        f"{self.label}: input '{spec.name}' dim {i} ('{want}') is {got}, "
-                        f"outside its range [{lo}, {hi}]"
-                    )
-                old = bound.setdefault(want, (got, spec.name))
-                if old[0] != got:
-                    raise AutofusionError(
-                        f"{self.label}: inputs disagree on '{want}': {old[0]} for input "
-                        f"'{old[1]}', {got} for input '{spec.name}'"
-                    )
-        return {s: v for s, (v, _) in bound.items()}
-
-    def _pins(self, sizes: Mapping[str, int]) -> dict[str, list[int]]:
-        return {
-            i.name: [d if isinstance(d, int) else sizes[d] for d in i.dims] for i in self._inputs
-        }
-
-    # ---- the shape cache --------------------------------------------------------------
-    def specialisation(self, feeds: Mapping[str, np.ndarray]) -> CompiledModel:
-        """The loaded build for the feeds' shape (built or loaded on a miss)."""
-        sizes = self.bind(feeds)
-        key = tuple(sorted(sizes.items()))
-        with self._lock:
-            hit = self._lru.get(key)
-            if hit is not None:
-                self.hits += 1
-                self._lru.move_to_end(key)
-                return hit
-            self.misses += 1
-            model = self._build(self._pins(sizes))
-            self._lru[key] = model
-            self._last_report = model.report
-            self._seen.append(dict(sizes))
-            while len(self._lru) > self.cache_size:
-                _, old = self._lru.popitem(last=False)
-                old.close()
-                self.evictions += 1
-            return model
-
-    def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Run on feeds of any in-range shape (see :meth:`bind`)."""
-        return self.specialisation(feeds).run(feeds)
+    # ---- what the model declares ----------------------------------------------------------
+    @property
+    def symbols(self) -> dict[str, tuple[int, int]]:
+        """Every symbol with its declared range (pinned ones included)."""
+        return dict(self._plan.ranges)
 
     @property
     def input_names(self) -> list[str]:
-        return [i.name for i in self._inputs]
+        return [s.name for s in self._inputs]
+
+    @property
+    def output_names(self) -> list[str]:
+        return [s.name for s in self._outputs]
+
+    @property
+    def inputs(self) -> list[Any]:
+        return list(self._inputs)
+
+    @property
+    def outputs(self) -> list[Any]:
+        return list(self._outputs)
+
+    @property
+    def directory(self) -> Path | None:
+        """The build folder of the most recently used shape (None before the first run)."""
+        with self._lock:
+            return next(reversed(self._lru.values())).model.directory if self._lru else None
 
     @property
     def report(self) -> dict[str, Any]:
-        """The last new shape's compile report, plus ``dynamic``: symbols with their
-        ranges, the inputs' dims, and the shape cache's statistics."""
         with self._lock:
-            return {
-                **self._last_report,
-                "dynamic": {
-                    "symbols": {s: list(r) for s, r in self.ranges.items()},
-                    "inputs": {i.name: list(i.dims) for i in self._inputs},
-                    "shape_cache": {
-                        "size": self.cache_size,
-                        "loaded": len(self._lru),
-                        "hits": self.hits,
-                        "misses": self.misses,
-                        "evictions": self.evictions,
-                        "loaded_shapes": [dict(k) for k in self._lru],
-                        "shapes_built": list(self._seen),
-                    },
-                },
+            entries = list(self._lru.values())
+            stats = dict(self._stats)
+        last = entries[-1].model.report if entries else {}
+        out: dict[str, Any] = dict(last) if last else {
+            k: None for k in ("kernels_before", "kernels_after", "arena_bytes", "naive_bytes",
+                              "lower_bound_bytes", "compile_seconds")
+        }  # fmt: skip
+        out.setdefault("groups", [])
+        out.setdefault("refusals", [])
+        out["dynamic"] = True
+        out["symbols"] = {k: v for k, v in self._plan.report().items()}
+        out["shape_cache"] = {
+            "enabled": self._enabled,
+            "capacity": self._capacity,
+            "size": len(entries),
+            **stats,
+        }
+        out["shapes"] = [
+            {
+                "sizes": dict(e.sizes),
+                "input_shapes": self._plan.shapes_for(e.sizes),
+                "report": e.model.report,
             }
+            for e in entries
+        ]
+        return out
+
+    # ---- running --------------------------------------------------------------------------
+    def bind(self, feeds: Mapping[str, object]) -> dict[str, int]:
+        """The size of every symbol in ``feeds`` (input name -> array), checked: shapes
+        against the signature and the ranges, dtypes against the model."""
+        if not isinstance(feeds, Mapping):
+            raise AutofusionError(
+                f"run() expects a dict of input name -> array, got {type(feeds).__name__}"
+            )
+        arrays = {k: np.asarray(v) for k, v in feeds.items()}
+        sizes = self._plan.bind({k: a.shape for k, a in arrays.items()}, "run()")
+        for spec in self._inputs:
+            got = arrays[spec.name].dtype
+            if spec.dtype != np.dtype(object) and got.newbyteorder("=") != spec.dtype:
+                raise AutofusionError(
+                    f"{self._label}: run(): input {spec.name!r}: expected dtype "
+                    f"{spec.dtype.name}, got {got.name}"
+                )
+        return {**self._plan.pinned, **sizes}
+
+    def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Run on ``feeds`` of any in-range shape; the first run of a shape compiles it."""
+        entry = self._acquire(self.bind(feeds))
+        try:
+            return entry.model.run(feeds)
+        finally:
+            self._release(entry)
+
+    def profile(self, feeds: Mapping[str, np.ndarray], runs: int = 10) -> list[Any]:
+        """Per-kernel times of the specialisation for ``feeds``' shape (see CompiledModel)."""
+        entry = self._acquire(self.bind(feeds))
+        try:
+            return entry.model.profile(feeds, runs)
+        finally:
+            self._release(entry)
+
+    def _key(self, sizes: Mapping[str, int]) -> Key:
+        return tuple(sizes[s] for s in self._plan.symbols)
+
+    def _shown(self, sizes: Mapping[str, int]) -> str:
+        return ", ".join(f"{s}={sizes[s]}" for s in self._plan.free)
+
+    def _acquire(self, sizes: dict[str, int]) -> _Entry:
+        key = self._key(sizes)
+        while True:
+            with self._lock:
+                if self._closed:
+                    raise AutofusionError(f"{self._label}: model was closed")
+                entry = self._lru.get(key)
+                if entry is not None:
+                    self._lru.move_to_end(key)
+                    self._stats["hits"] += 1
+                    entry.users += 1
+                    return entry
+                pending = self._pending.get(key)
+                owner = pending is None
+                if pending is None:
+                    pending = self._pending[key] = _Pending()
+                    self._stats["misses"] += 1
+            if owner:
+                return self._specialise(key, sizes, pending)
+            pending.done.wait()  # someone else compiles this shape: use theirs
+            if pending.error is not None:
+                raise pending.error
+
+    def _specialise(self, key: Key, sizes: dict[str, int], pending: _Pending) -> _Entry:
+        from autofusion.api import compile as compile_model
+
+        pins = self._plan.shapes_for(sizes)
+        try:
+            self._say(f"specialising for {self._shown(sizes)} (shape cache miss)")
+            t0 = time.perf_counter()
+            model = compile_model(self._model, input_shapes=pins, **self._kwargs)
+            self._say(f"{self._shown(sizes)} ready in {time.perf_counter() - t0:.2f} s")
+        except BaseException as e:
+            with self._lock:
+                del self._pending[key]
+                pending.error = e
+            pending.done.set()
+            raise
+        entry = _Entry(model, dict(sizes), users=1)
+        with self._lock:
+            del self._pending[key]
+            if model.report.get("cached"):
+                self._stats["disk_hits"] += 1
+            self._lru[key] = entry
+            victims: list[_Entry] = []
+            while len(self._lru) > self._capacity:
+                _, old = self._lru.popitem(last=False)
+                old.evicted = True
+                self._stats["evictions"] += 1
+                if old.users == 0:
+                    victims.append(old)
+            if self._closed:  # closed while compiling: nothing keeps it
+                self._lru.pop(key, None)
+                entry.evicted = True
+        pending.done.set()
+        for old in victims:
+            old.model.close()
+        return entry
+
+    def _release(self, entry: _Entry) -> None:
+        with self._lock:
+            entry.users -= 1
+            close = entry.evicted and entry.users == 0
+        if close:
+            entry.model.close()
 
     def close(self) -> None:
+        """Close every loaded specialisation (one still running closes when it returns)."""
         with self._lock:
-            while self._lru:
-                self._lru.popitem()[1].close()
+            self._closed = True
+            entries = list(self._lru.values())
+            self._lru.clear()
+            idle = []
+            for e in entries:
+                e.evicted = True
+                if e.users == 0:
+                    idle.append(e)
+        for e in idle:
+            e.model.close()
 
     def __repr__(self) -> str:
-        syms = ", ".join(f"{s}={lo}..{hi}" for s, (lo, hi) in self.ranges.items())
-        return f"DynamicModel({self.label}, {syms}, {len(self._lru)} shapes loaded)"
+        syms = ", ".join(self._plan.describe(s) for s in self._plan.free)
+        return f"DynamicModel({self._label}, symbols {syms}, {len(self._lru)} shapes loaded)"
+
+
+def dynamic_model(
+    model: Any, source: ModelSource, compile_kwargs: dict[str, Any], say: Callable[[str], None]
+) -> DynamicModel:
+    """The shape-specialising model of ``source`` (opened by ``compile``), with the shape
+    cache capacity from the config's ``dynamic_shape_cache``."""
+    from autofusion.policy.config import load_config
+
+    cfg = load_config(compile_kwargs.get("config"))
+    return DynamicModel(
+        model, source, compile_kwargs, cfg.shape_cache_capacity, cfg.shape_cache_enabled, say
+    )

@@ -328,26 +328,6 @@ def bind_symbols(
     return out
 
 
-def check_pins(model: onnx.ModelProto, pins: Mapping[str, Sequence[int]] | None,
-               filename: str) -> None:  # fmt: skip
-    """Every pin names a graph input and fits its declared dims (rank, static sizes), and
-    pins agree on the symbols they share; the importer relies on the same checks."""
-    if not pins:
-        return
-    inits = {t.name for t in model.graph.initializer}
-    args = [vi for vi in model.graph.input if vi.name not in inits]
-    unknown = sorted(set(pins) - {vi.name for vi in args})
-    if unknown:
-        raise AutofusionError(
-            f"{filename}: input_shapes names {', '.join(unknown)}, which are not graph inputs "
-            f"(inputs: {', '.join(vi.name for vi in args)})"
-        )
-    for vi in args:
-        if vi.name in pins:
-            static_input_shape(vi, filename, pins[vi.name])
-    bind_symbols(args, pins, filename)
-
-
 def static_input_shape(
     vi: onnx.ValueInfoProto, filename: str, override: Sequence[int] | None = None
 ) -> tuple[list[int], int]:

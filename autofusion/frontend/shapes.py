@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from numbers import Integral
 
 from autofusion.errors import AutofusionError
 
@@ -21,7 +22,7 @@ _DIMS = re.compile(r"\d+([x,]\d+)*")
 def parse_shape_spec(spec: str, flag: str = "--input-shape") -> tuple[str, tuple[int, ...]]:
     """``"input_ids=1x128"`` -> ``("input_ids", (1, 128))``; ``,`` also separates dims,
     and ``"x="`` (nothing after ``=``) is a scalar. The name is everything before the last
-    ``=``."""
+    ``=``. Sizes are positive (a zero-sized input is not a shape to specialise for)."""
     name, eq, dims = spec.rpartition("=")
     if not eq or not name:
         raise AutofusionError(
@@ -30,12 +31,13 @@ def parse_shape_spec(spec: str, flag: str = "--input-shape") -> tuple[str, tuple
     dims = dims.strip()
     if dims == "":
         return name, ()
-    if not _DIMS.fullmatch(dims):
+    sizes = tuple(int(d) for d in re.split("[x,]", dims)) if _DIMS.fullmatch(dims) else ()
+    if not sizes or min(sizes) < 1:
         raise AutofusionError(
-            f"{flag} {spec!r}: dims must be non-negative integers joined by 'x' "
+            f"{flag} {spec!r}: dims must be positive integers joined by 'x' "
             f"(e.g. 1x128), got {dims!r}"
         )
-    return name, tuple(int(d) for d in re.split("[x,]", dims))
+    return name, sizes
 
 
 def parse_shape_specs(specs: Sequence[str] | None, flag: str = "--input-shape") -> Shapes | None:
@@ -53,7 +55,7 @@ def parse_shape_specs(specs: Sequence[str] | None, flag: str = "--input-shape") 
 
 def check_input_shapes(value: object, where: str = "input_shapes") -> Shapes | None:
     """The ``input_shapes=`` argument of the Python API: a mapping of input name to a
-    sequence of non-negative ints (not bools)."""
+    sequence of positive ints (Python or numpy integers, not bools)."""
     if value is None:
         return None
     if not isinstance(value, Mapping):
@@ -68,10 +70,10 @@ def check_input_shapes(value: object, where: str = "input_shapes") -> Shapes | N
             raise AutofusionError(
                 f"{where}[{name!r}]: expected a sequence of ints such as [1, 128], got {dims!r}"
             )
-        bad = [d for d in dims if isinstance(d, bool) or not isinstance(d, int) or int(d) < 0]
+        bad = [d for d in dims if isinstance(d, bool) or not isinstance(d, Integral) or int(d) < 1]
         if bad:
             raise AutofusionError(
-                f"{where}[{name!r}]: dims must be non-negative integers, got {list(dims)!r}"
+                f"{where}[{name!r}]: dims must be positive integers, got {list(dims)!r}"
             )
         out[name] = tuple(int(d) for d in dims)
     return out

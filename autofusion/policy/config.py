@@ -12,8 +12,8 @@ Keys (unknown keys are errors naming the key and the file)::
     hardware: cpu                # cost-model target: cpu | ascend910b
     policy: "mypkg.mod:MyPolicy" # user policy (module:Class or @token)
     policy_options: {threshold: 3}  # keyword arguments for the user policy's constructor
-    dynamic: {seq: [1, 512]}     # ranges of dynamic input dims (autofusion.dynamic)
-    dynamic_shape_cache: {enabled: true, size: 50}   # loaded builds kept per shape (LRU)
+    dynamic: {seq: [1, 512]}     # declared range of each symbolic input dim (1 <= LO <= HI)
+    dynamic_shape_cache: {enabled: true, size: 50}   # shapes a dynamic model keeps loaded
 
 Chains are ONNX op types joined by ``->`` (``*`` matches any op), written as a string or as
 ``{pattern: "A->B"}``; a name that is neither an ONNX op type, an accepted short spelling
@@ -70,6 +70,7 @@ KNOWN_KEYS = (
     "dynamic",
     "dynamic_shape_cache",
 )
+DEFAULT_SHAPE_CACHE_SIZE = 50
 HARDWARE_NAMES = ("cpu", "ascend910b")
 
 
@@ -86,10 +87,16 @@ class FusionConfig:
     hardware: str = "cpu"
     policy: str | None = None
     policy_options: dict[str, Any] = field(default_factory=dict)
+    #: symbol -> (LO, HI); checked against the model's symbols when it is compiled
     dynamic: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: how many shapes a shape-specialising model keeps loaded (1 when disabled)
     shape_cache_enabled: bool = True
-    shape_cache_size: int = 50
+    shape_cache_size: int = DEFAULT_SHAPE_CACHE_SIZE
     source: str = "<defaults>"
+
+    @property
+    def shape_cache_capacity(self) -> int:
+        return self.shape_cache_size if self.shape_cache_enabled else 1
 
     def family_enabled(self, family: str) -> bool:
         return self.patterns.get(family, True)
@@ -246,27 +253,10 @@ def config_from_dict(data: Any, source: str = "<dict>") -> FusionConfig:
     options = data.get("policy_options", {})
     if not isinstance(options, dict):
         raise AutofusionError(f"{source}: 'policy_options' must be a mapping")
-    from autofusion.dynamic import check_ranges
+    from autofusion.frontend.symbols import check_ranges
 
-    dynamic = check_ranges(data.get("dynamic"), f"{source}: 'dynamic'")
-    cache = data.get("dynamic_shape_cache", {})
-    if not isinstance(cache, dict):
-        raise AutofusionError(f"{source}: 'dynamic_shape_cache' must be a mapping")
-    for k in cache:
-        if k not in ("enabled", "size"):
-            raise AutofusionError(
-                f"{source}: unknown config key 'dynamic_shape_cache.{k}' (known: enabled, size)"
-            )
-    enabled = cache.get("enabled", True)
-    size = cache.get("size", 50)
-    if not isinstance(enabled, bool):
-        raise AutofusionError(
-            f"{source}: 'dynamic_shape_cache.enabled' must be true or false, got {enabled!r}"
-        )
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-        raise AutofusionError(
-            f"{source}: 'dynamic_shape_cache.size' must be an integer >= 1, got {size!r}"
-        )
+    dynamic = check_ranges(data.get("dynamic"), "dynamic", source)
+    enabled, size = _shape_cache(data.get("dynamic_shape_cache"), source)
     return FusionConfig(
         aggressiveness=level,
         blacklist=chains("blacklist"),
@@ -282,6 +272,27 @@ def config_from_dict(data: Any, source: str = "<dict>") -> FusionConfig:
         shape_cache_size=size,
         source=source,
     )
+
+
+def _shape_cache(value: object, source: str) -> tuple[bool, int]:
+    """``dynamic_shape_cache: {enabled: bool, size: int >= 1}`` (both keys optional)."""
+    if value is None:
+        return True, DEFAULT_SHAPE_CACHE_SIZE
+    key = "dynamic_shape_cache"
+    if not isinstance(value, dict):
+        raise AutofusionError(f"{source}: {key!r} must be a mapping with enabled / size")
+    for k in value:
+        if k not in ("enabled", "size"):
+            raise AutofusionError(
+                f"{source}: unknown config key '{key}.{k}' (known: enabled, size)"
+            )
+    enabled = value.get("enabled", True)
+    if not isinstance(enabled, bool):
+        raise AutofusionError(f"{source}: '{key}.enabled' must be true or false, got {enabled!r}")
+    size = value.get("size", DEFAULT_SHAPE_CACHE_SIZE)
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise AutofusionError(f"{source}: '{key}.size' must be an integer >= 1, got {size!r}")
+    return enabled, size
 
 
 def load_config(path: str | os.PathLike[str] | None) -> FusionConfig:

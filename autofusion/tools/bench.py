@@ -36,6 +36,7 @@ import numpy as np
 from autofusion import testing
 from autofusion.errors import AutofusionError, run_cli
 from autofusion.frontend.shapes import parse_shape_specs
+from autofusion.frontend.symbols import parse_range_specs
 from autofusion.tools.compile import CliParser, add_model_options, positive_int
 
 RTOL, ATOL_SCALE = testing.RTOL, testing.ATOL_SCALE
@@ -128,12 +129,14 @@ def bench(
     progress: bool = True,
     profile: int = 0,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
+    dynamic: Mapping[str, tuple[int, int]] | None = None,
     cpu: str = "native",
 ) -> dict[str, Any]:
     """Compile ``model``, compare with onnxruntime and time both; returns the result dict.
     ``profile`` > 0 (target c) also times each kernel over ``runs`` more runs and adds
     ``profile``: the ``profile`` slowest kernel calls, slowest first."""
-    from autofusion.api import compile_static, load_model, stderr_progress
+    import autofusion
+    from autofusion.api import load_model, stderr_progress
     from autofusion.zoo import sample_inputs
 
     say = stderr_progress("autofusion-bench") if progress else (lambda _s: None)
@@ -147,33 +150,25 @@ def bench(
         raise AutofusionError(f"--cpu {cpu} applies to --target c only")
     nthreads = threads if threads is not None else (os.cpu_count() or 1)
     proto = load_model(model)
-    if input_shapes:  # one pin fixes the symbols it binds in the other inputs too
-        from autofusion.frontend.loader import bind_symbols
-        from autofusion.frontend.shapes import check_input_shapes
+    from autofusion.api import open_model
 
-        pins = check_input_shapes(input_shapes) or {}
-        inits = {t.name for t in proto.graph.initializer}
-        args = [vi for vi in proto.graph.input if vi.name not in inits]
-        input_shapes = bind_symbols(args, pins, model)
+    # every symbol pinned and in its range; one pin fixes its symbols in the other inputs too
+    source = open_model(proto, model, input_shapes, dynamic, config, ("--input-shape", "--dynamic"))
+    assert source.plan is not None
+    source.plan.require_static()
+    input_shapes = source.plan.shapes_for(source.plan.pinned) if input_shapes else None
     feeds = sample_inputs(proto, seed=0, input_shapes=input_shapes)
-    from autofusion.dynamic import input_dims, symbols_of
-
-    if symbols_of(input_dims(proto, input_shapes)):  # dims left dynamic are 1 in the feeds
-        input_shapes = {name: list(x.shape) for name, x in feeds.items()}
     close: Callable[[], None] = lambda: None  # noqa: E731
     if target == "c":
-        compiled = compile_static(
+        compiled = autofusion.compile(
             proto, target=target, config=config, fusion=fusion, threads=nthreads,
             memory_limit_mb=memory_limit_mb, policy=policy, progress=say, label=model,
-            input_shapes=input_shapes, cpu=cpu,
+            input_shapes=input_shapes, dynamic=dynamic, cpu=cpu,
         )  # fmt: skip
         run_ours: Callable[[], Mapping[str, np.ndarray]] = lambda: compiled.run(feeds)  # noqa: E731
         report = compiled.report
         close = compiled.close
     else:
-        from autofusion.api import open_model
-
-        source = open_model(proto, model, input_shapes)
         run_ours, report = _ascendc_runner(source, feeds, fusion, config, memory_limit_mb,
                                            policy, model, say)  # fmt: skip
     say("building the onnxruntime session")
@@ -336,7 +331,8 @@ def _run(argv: Sequence[str] | None) -> None:
         args.model, target=args.target, threads=args.threads, runs=args.runs,
         warmup=args.warmup, fusion=not args.no_fusion, config=args.config,
         memory_limit_mb=args.memory_limit, policy=args.policy, profile=args.profile,
-        input_shapes=parse_shape_specs(args.input_shape), cpu=args.cpu,
+        input_shapes=parse_shape_specs(args.input_shape),
+        dynamic=parse_range_specs(args.dynamic), cpu=args.cpu,
     )  # fmt: skip
     if args.json:
         print(json.dumps(result, indent=2, default=str))

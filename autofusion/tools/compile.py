@@ -4,7 +4,8 @@ Makefile and libmodel.so (target c), or the Ascend C sources (target ascendc).
     autofusion-compile MODEL -o DIR [--target c|ascendc] [--config FILE] [--no-fusion]
                        [--memory-limit MB] [--threads N] [--report FILE.json]
                        [--memory-plot FILE.svg] [--policy module:Class]
-                       [--input-shape NAME=DIMS ...] [--cpu CPU] [--version]
+                       [--input-shape NAME=DIMS ...] [--dynamic SYM=LO..HI ...] [--cpu CPU]
+                       [--version]
 
 Everything is written into a staging directory first and moved to DIR only when complete,
 so a failure leaves no half-written output (an existing DIR is replaced only on success).
@@ -56,8 +57,8 @@ def positive_float(text: str) -> float:
     return v
 
 
-def version_text(prog: str) -> str:
-    """``PROG autofusion X.Y.Z (xdsl A.B.C)``, printed by ``--version``."""
+def version_text() -> str:
+    """``autofusion X.Y.Z (xdsl A.B.C)``, printed by every command's ``--version``."""
     from importlib.metadata import PackageNotFoundError, version
 
     import autofusion
@@ -66,7 +67,7 @@ def version_text(prog: str) -> str:
         xdsl = version("xdsl")
     except PackageNotFoundError:  # pragma: no cover - xdsl is a dependency
         xdsl = "unknown"
-    return f"{prog} (autofusion {autofusion.__version__}, xdsl {xdsl})"
+    return f"autofusion {autofusion.__version__} (xdsl {xdsl})"
 
 
 def add_input_shape_option(p: argparse.ArgumentParser) -> None:
@@ -79,9 +80,34 @@ def add_input_shape_option(p: argparse.ArgumentParser) -> None:
     )
 
 
+def add_dynamic_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--dynamic",
+        metavar="SYM=LO..HI",
+        action="append",
+        help="declare the range of a symbolic input dim, e.g. seq=1..512 (repeatable; "
+        "pinned sizes must lie in it)",
+    )
+
+
+def open_cli_model(args: argparse.Namespace):  # -> ModelSource
+    """``args.model`` opened with its pins and declared ranges checked; every symbol must be
+    pinned (a command builds one library per shape)."""
+    from autofusion.api import open_model
+    from autofusion.frontend.shapes import parse_shape_specs
+    from autofusion.frontend.symbols import parse_range_specs
+
+    source = open_model(args.model, input_shapes=parse_shape_specs(args.input_shape),
+                        dynamic=parse_range_specs(args.dynamic), config=args.config,
+                        flags=("--input-shape", "--dynamic"))  # fmt: skip
+    assert source.plan is not None
+    source.plan.require_static()
+    return source
+
+
 def add_model_options(p: argparse.ArgumentParser) -> None:
     """Options shared by autofusion-compile and autofusion-bench."""
-    p.add_argument("--version", action="version", version=version_text(p.prog))
+    p.add_argument("--version", action="version", version=version_text())
     p.add_argument("model", metavar="MODEL", help="an .onnx file or zoo:NAME")
     p.add_argument("--target", choices=("c", "ascendc"), default="c")
     p.add_argument("--config", metavar="FILE", help="fusion config (JSON or YAML)")
@@ -93,6 +119,7 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cpu", choices=tuple(CPUS), default="native",
                    help="the CPU the C build is for (default native: this machine's)")  # fmt: skip
     add_input_shape_option(p)
+    add_dynamic_option(p)
 
 
 def pipeline_options(args: argparse.Namespace):  # -> PipelineOptions
@@ -160,14 +187,7 @@ def _memory_plot(path: Path):  # -> Callable[[ModuleOp], None]
 
 
 def _run(argv: Sequence[str] | None) -> None:
-    from autofusion.api import (
-        build_model_dir,
-        check_pins_in_ranges,
-        dynamic_ranges,
-        open_model,
-        stderr_progress,
-    )
-    from autofusion.frontend.shapes import parse_shape_specs
+    from autofusion.api import build_model_dir, stderr_progress
     from autofusion.runtime import cache
 
     parser = CliParser(prog="autofusion-compile", description=(__doc__ or "").split("\n\n")[0])
@@ -180,8 +200,7 @@ def _run(argv: Sequence[str] | None) -> None:
     out = Path(args.output)
     check_outputs(out, [("--report", args.report), ("--memory-plot", args.memory_plot)])
     say = stderr_progress("autofusion-compile")
-    proto = open_model(args.model, input_shapes=parse_shape_specs(args.input_shape))
-    check_pins_in_ranges(proto, dynamic_ranges(args.config, None), args.model)
+    proto = open_cli_model(args)
     staged = cache.staging_dir()
     plot_staged = staged / "memory_plot.svg"
     try:

@@ -67,7 +67,7 @@ def _option_type_error(cls: type, spec: ArgSpec, e: Exception) -> AutofusionErro
 def _version_format() -> str:
     import autofusion
 
-    return f"{PROG} (autofusion {autofusion.__version__}, xdsl {{xdsl_version}})"
+    return f"autofusion {autofusion.__version__} (xdsl {{xdsl_version}})"
 
 
 class AutofusionOptMain(xDSLOptMain):
