@@ -409,21 +409,30 @@ static inline int afrt_in_region_(const void *p, size_t bytes) {
         }                                                                                      \
     }
 #else
+/* Portable C (x86-64-v2, aarch64): passes of AFRT_UK_ROWS rows x 32 columns over the packed
+ * panel, so the accumulators (2 x 32 floats: 16 SSE/NEON registers) can stay in registers
+ * once GCC vectorises the j loops at -O3; all 12 rows at once spilled them to memory. */
+#ifndef AFRT_UK_ROWS
+#define AFRT_UK_ROWS 2
+#endif
 #define AFRT_DEFINE_UKERNEL(NAME, MRV)                                                         \
     static inline void NAME(int64_t kc, const float *restrict a, const float *restrict b,      \
                             float *restrict c, int64_t ldc, int acc) {                         \
-        float t[MRV][AFRT_NR];                                                                 \
-        for (int i = 0; i < MRV; ++i)                                                          \
-            for (int j = 0; j < AFRT_NR; ++j) t[i][j] = 0.0f;                                  \
-        for (int64_t k = 0; k < kc; ++k) {                                                     \
-            for (int i = 0; i < MRV; ++i)                                                      \
-                for (int j = 0; j < AFRT_NR; ++j) t[i][j] += a[i] * b[j];                      \
-            a += MRV;                                                                          \
-            b += AFRT_NR;                                                                      \
+        for (int r0 = 0; r0 < MRV; r0 += AFRT_UK_ROWS) {                                       \
+            float t[AFRT_UK_ROWS][AFRT_NR];                                                    \
+            for (int i = 0; i < AFRT_UK_ROWS; ++i)                                             \
+                for (int j = 0; j < AFRT_NR; ++j) t[i][j] = 0.0f;                              \
+            const float *ap = a + r0, *bp = b;                                                 \
+            for (int64_t k = 0; k < kc; ++k) {                                                 \
+                for (int i = 0; i < AFRT_UK_ROWS; ++i)                                         \
+                    for (int j = 0; j < AFRT_NR; ++j) t[i][j] += ap[i] * bp[j];                \
+                ap += MRV;                                                                     \
+                bp += AFRT_NR;                                                                 \
+            }                                                                                  \
+            for (int i = 0; i < AFRT_UK_ROWS; ++i)                                             \
+                for (int j = 0; j < AFRT_NR; ++j)                                              \
+                    c[(r0 + i) * ldc + j] = (acc ? c[(r0 + i) * ldc + j] : 0.0f) + t[i][j];    \
         }                                                                                      \
-        for (int i = 0; i < MRV; ++i)                                                          \
-            for (int j = 0; j < AFRT_NR; ++j)                                                  \
-                c[i * ldc + j] = (acc ? c[i * ldc + j] : 0.0f) + t[i][j];                      \
     }
 #endif
 AFRT_DEFINE_UKERNEL(afrt_ukernel12_, 12)
