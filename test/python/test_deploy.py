@@ -226,6 +226,27 @@ def test_load_refuses_build_for_missing_cpu_features(
     loader.ModelLibrary(v3_folder / "libmodel.so", v3_folder / "weights.bin", 1).close()
 
 
+def test_main_refuses_cpu_without_a_required_feature(v3_folder: Path, tmp_path: Path) -> None:
+    """main.c's own check (af_cpu_supported, __builtin_cpu_supports): a build requiring a
+    feature this CPU lacks exits 1 with one message before running any kernel. No CPU here
+    lacks AVX2, so the record is given a requirement no x86 CPU we know of has with AVX2
+    only: avx512vp2intersect (Tiger Lake only; absent on Zen 4 and Sapphire Rapids)."""
+    made = _copy(v3_folder, tmp_path / "m")
+    src = (made / "af_build.c").read_text()
+    probe = '    if (!__builtin_cpu_supports("avx512vp2intersect")) return 0;\n'
+    (made / "af_build.c").write_text(
+        src.replace("    return 1;\n}\n#else", probe + "    return 1;\n}\n#else")
+    )
+    subprocess.run(["make", "-s", "main"], cwd=made, check=True)
+    flags = loader.cpu_flags() or set()
+    if "avx512_vp2intersect" in flags:
+        pytest.skip("this CPU has avx512vp2intersect: no feature left to miss")
+    proc = subprocess.run([str(made / "model_main"), str(made / "weights.bin"), "x.npy"],
+                          capture_output=True, text=True)  # fmt: skip
+    assert proc.returncode == 1
+    assert "built for cpu x86-64-v3, which needs CPU features" in proc.stderr
+
+
 def test_compile_cpu_option_in_key_and_report(tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     monkeypatch.setenv("AUTOFUSION_CACHE_DIR", str(tmp_path / "cache"))
