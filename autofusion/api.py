@@ -340,10 +340,12 @@ def build_model_dir(
     if opts.target == "c" and default_threads is not None:
         _bake_default_threads(out_dir / "model.c", default_threads)
     if opts.target == "c" and build:
-        from autofusion.runtime.build import build_shared
+        from autofusion.runtime.build import BuildOptions, build_shared
 
-        say("compiling libmodel.so")
-        build_shared(out_dir)
+        say(f"compiling libmodel.so (--cpu {opts.cpu})")
+        build_shared(out_dir, BuildOptions(cpu=opts.cpu))
+    if opts.target == "c":
+        report["cpu"] = opts.cpu
     report["compile_seconds"] = round(time.perf_counter() - t0, 3)
     (out_dir / "report.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
     return report
@@ -375,6 +377,7 @@ def _options_fingerprint(opts: PipelineOptions) -> dict[str, object]:
         "config": cfg_digest,
         "policy": opts.policy,
         "memory_limit_mb": opts.memory_limit_mb,
+        "cpu": opts.cpu,
         # the fusion passes read it when neither the config nor an option sets a level
         "aggressiveness_env": os.environ.get("AUTOFUSION_AGGRESSIVENESS"),
         "cc": toolchain.c_compiler(),
@@ -468,6 +471,7 @@ def compile(
     label: str | None = None,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
     dynamic: Mapping[str, Sequence[int] | str] | None = None,
+    cpu: str = "native",
 ) -> CompiledModel:
     """Compile ``model`` (a path, ``"zoo:NAME"``, serialised bytes or ``onnx.ModelProto``)
     and load it.
@@ -483,12 +487,17 @@ def compile(
     ``module:Class`` spec. ``progress``: True for stderr lines, or a callable. Builds are
     cached (see :mod:`autofusion.runtime.cache`, whose size limit is applied after each new
     build); a policy *instance* is never cached, since its behaviour is not captured by a
-    key. ``label`` names the model in messages.
+    key. ``label`` names the model in messages. ``cpu``: the CPU the build is for, one of
+    ``native`` (default: this machine's, ``-march=native``), ``x86-64-v2``, ``x86-64-v3``,
+    ``x86-64-v4`` (portable builds); it is in the cache key and ``report["cpu"]``. A build
+    this CPU cannot run is refused at load time; ``aarch64`` builds cannot be loaded on x86
+    (use ``autofusion-compile --cpu aarch64``).
     """
     from autofusion.runtime import cache as cache_mod
 
     _check_target(target)
     _check_threads(threads)
+    _check_loadable_cpu(cpu)
     if target != "c":
         raise AutofusionError(
             f"compile(target={target!r}): only target 'c' can be loaded and run in Python; "
@@ -517,7 +526,8 @@ def compile(
 
         kwargs = {"target": target, "config": config, "fusion": fusion, "threads": threads,
                   "memory_limit_mb": memory_limit_mb, "policy": policy, "progress": say,
-                  "cache": cache, "label": label, "dynamic": dynamic}  # fmt: skip
+                  "cache": cache, "label": label, "dynamic": dynamic,
+                  "cpu": cpu}  # fmt: skip
         return dynamic_model(model, source, kwargs, say)
     opts = PipelineOptions(
         target=target,
@@ -525,6 +535,7 @@ def compile(
         config=os.fspath(config) if config is not None else None,
         policy=_policy_token(policy),
         memory_limit_mb=float(memory_limit_mb) if memory_limit_mb is not None else None,
+        cpu=cpu,
     )
     key = ""
     if use_cache:
@@ -553,6 +564,19 @@ def compile(
     if removed:
         say(f"cache: evicted {removed} least recently used builds ({freed / 2**20:.1f} MB)")
     return CompiledModel(entry, report, threads)
+
+
+def _check_loadable_cpu(cpu: object) -> None:
+    """``cpu`` must be a known choice whose build this machine's architecture can load."""
+    from autofusion.runtime import toolchain
+
+    toolchain.check_cpu(cpu)
+    if toolchain.is_cross(str(cpu)):
+        raise AutofusionError(
+            f"cpu={cpu!r}: a build for {toolchain.cpu_machine(str(cpu))} cannot be loaded on "
+            f"this {platform.machine()} machine; use autofusion-compile --cpu {cpu} -o DIR "
+            "and run it there (the folder's main.c)"
+        )
 
 
 def _load_cached(entry: Path | None, threads: int | None,

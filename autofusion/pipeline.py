@@ -56,6 +56,7 @@ class PipelineOptions:
     config: str | None = None
     policy: str | None = None
     memory_limit_mb: float | None = None
+    cpu: str = "native"  # target c: the CPU the build is for (autofusion.runtime.toolchain.CPUS)
 
 
 def config_memory_limit(config: str | None) -> float | None:

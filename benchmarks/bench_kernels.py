@@ -32,7 +32,8 @@ def main() -> int:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         exe = Path(tmp) / "bench_kernels"
-        subprocess.run([toolchain.c_compiler(), *toolchain.OPT_FLAGS, *toolchain.WERROR_FLAGS,
+        subprocess.run([toolchain.c_compiler(), *toolchain.OPT_FLAGS, toolchain.OPENBLAS_DEFINE,
+                        *toolchain.WERROR_FLAGS,
                         *toolchain.include_flags(), str(SRC), "-o", str(exe),
                         *toolchain.link_flags()], check=True)  # fmt: skip
         for th in (int(t) for t in args.threads.split(",")):

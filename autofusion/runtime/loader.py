@@ -162,6 +162,55 @@ def _check_elf(image: bytes, path: Path) -> None:
             raise bad
 
 
+_ELF_MACHINES = {62: "x86_64", 183: "aarch64"}
+
+
+def _check_machine(image: bytes, path: Path) -> None:
+    """Refuse a library built for another architecture (``--cpu aarch64`` on x86-64)."""
+    import platform
+
+    (machine,) = struct.unpack_from("<H" if image[5] == 1 else ">H", image, 18)
+    arch = _ELF_MACHINES.get(machine, f"ELF machine {machine}")
+    if arch != platform.machine():
+        raise AutofusionError(
+            f"{path}: built for {arch}, cannot be loaded on this {platform.machine()} machine "
+            "(run it there, e.g. with main.c; or compile with --cpu native)"
+        )
+
+
+def cpu_flags() -> set[str] | None:
+    """This CPU's feature flags from /proc/cpuinfo (None where there is none to read)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in ("flags", "Features"):
+            return set(value.split())
+    return None
+
+
+def check_build_cpu(lib: ctypes.CDLL, path: Path) -> None:
+    """Refuse a build whose required ISA extensions (``af_build_isa``, read without calling
+    into the library) this CPU lacks: running it would die of SIGILL at the first kernel."""
+    try:
+        isa = ctypes.c_char_p.in_dll(lib, "af_build_isa").value or b""
+        cpu = (ctypes.c_char_p.in_dll(lib, "af_build_cpu").value or b"?").decode()
+    except ValueError:
+        return  # a library from before the record (or hand-built): nothing to check
+    have = cpu_flags()
+    if have is None:
+        return
+    missing = [f for f in isa.decode().split() if f not in have]
+    if missing:
+        raise AutofusionError(
+            f"{path}: built for cpu {cpu}, which needs CPU features this machine lacks "
+            f"({', '.join(missing)}); rebuild here (--cpu native) or with a lower --cpu "
+            "such as x86-64-v2"
+        )
+
+
 _load_count = itertools.count()
 
 
@@ -180,6 +229,7 @@ def _load_private_copy(path: Path) -> ctypes.CDLL:
     except OSError as e:
         raise AutofusionError(f"{path}: cannot read: {e.strerror or e}") from None
     _check_elf(image, path)
+    _check_machine(image, path)
     name = f"autofusion-{os.getpid()}-{next(_load_count)}-{secrets.token_hex(4)}.so"
     link = os.path.join(tempfile.gettempdir(), name)
     if hasattr(os, "memfd_create"):
@@ -217,6 +267,7 @@ class ModelLibrary:
             raise AutofusionError(f"{self.path}: no such library")
         _default_openmp_wait_policy()
         self._lib = _load_private_copy(self.path)
+        check_build_cpu(self._lib, self.path)
         _bind(self._lib, self.path)
         self.inputs = _specs(self._lib, "input")
         self.outputs = _specs(self._lib, "output")

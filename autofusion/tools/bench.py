@@ -1,7 +1,8 @@
 """``autofusion-bench``: our compiled model against onnxruntime, side by side in one process.
 
     autofusion-bench MODEL [--target c|ascendc] [--threads N] [--runs N] [--warmup N]
-                     [--no-fusion] [--config FILE] [--memory-limit MB] [--profile N] [--json]
+                     [--no-fusion] [--config FILE] [--memory-limit MB] [--profile N] [--cpu CPU]
+                     [--json]
 
 Compiles MODEL (progress on stderr), builds an onnxruntime session (ORT_ENABLE_ALL,
 intra_op_num_threads = N, inter_op_num_threads = 1, sequential, pool spinning stopped
@@ -129,6 +130,7 @@ def bench(
     profile: int = 0,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
     dynamic: Mapping[str, tuple[int, int]] | None = None,
+    cpu: str = "native",
 ) -> dict[str, Any]:
     """Compile ``model``, compare with onnxruntime and time both; returns the result dict.
     ``profile`` > 0 (target c) also times each kernel over ``runs`` more runs and adds
@@ -144,6 +146,8 @@ def bench(
         raise AutofusionError(f"--profile: expected a number of kernels >= 0, got {profile}")
     if profile and target != "c":
         raise AutofusionError("--profile needs --target c (it times the generated C kernels)")
+    if target != "c" and cpu != "native":
+        raise AutofusionError(f"--cpu {cpu} applies to --target c only")
     nthreads = threads if threads is not None else (os.cpu_count() or 1)
     proto = load_model(model)
     from autofusion.api import open_model
@@ -159,7 +163,7 @@ def bench(
         compiled = autofusion.compile(
             proto, target=target, config=config, fusion=fusion, threads=nthreads,
             memory_limit_mb=memory_limit_mb, policy=policy, progress=say, label=model,
-            input_shapes=input_shapes, dynamic=dynamic,
+            input_shapes=input_shapes, dynamic=dynamic, cpu=cpu,
         )  # fmt: skip
         run_ours: Callable[[], Mapping[str, np.ndarray]] = lambda: compiled.run(feeds)  # noqa: E731
         report = compiled.report
@@ -328,7 +332,7 @@ def _run(argv: Sequence[str] | None) -> None:
         warmup=args.warmup, fusion=not args.no_fusion, config=args.config,
         memory_limit_mb=args.memory_limit, policy=args.policy, profile=args.profile,
         input_shapes=parse_shape_specs(args.input_shape),
-        dynamic=parse_range_specs(args.dynamic),
+        dynamic=parse_range_specs(args.dynamic), cpu=args.cpu,
     )  # fmt: skip
     if args.json:
         print(json.dumps(result, indent=2, default=str))

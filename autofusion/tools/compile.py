@@ -4,7 +4,8 @@ Makefile and libmodel.so (target c), or the Ascend C sources (target ascendc).
     autofusion-compile MODEL -o DIR [--target c|ascendc] [--config FILE] [--no-fusion]
                        [--memory-limit MB] [--threads N] [--report FILE.json]
                        [--memory-plot FILE.svg] [--policy module:Class]
-                       [--input-shape NAME=DIMS ...] [--dynamic SYM=LO..HI ...] [--version]
+                       [--input-shape NAME=DIMS ...] [--dynamic SYM=LO..HI ...] [--cpu CPU]
+                       [--version]
 
 Everything is written into a staging directory first and moved to DIR only when complete,
 so a failure leaves no half-written output (an existing DIR is replaced only on success).
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from autofusion.errors import AutofusionError, run_cli
+from autofusion.runtime.toolchain import CPUS
 
 
 class CliParser(argparse.ArgumentParser):
@@ -114,6 +116,8 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
                    help="tile fused groups so the arena fits in MB")  # fmt: skip
     p.add_argument("--threads", metavar="N", type=positive_int, help="threads (default: all cores)")
     p.add_argument("--policy", metavar="MODULE:CLASS", help="a user fusion policy")
+    p.add_argument("--cpu", choices=tuple(CPUS), default="native",
+                   help="the CPU the C build is for (default native: this machine's)")  # fmt: skip
     add_input_shape_option(p)
     add_dynamic_option(p)
 
@@ -123,12 +127,15 @@ def pipeline_options(args: argparse.Namespace):  # -> PipelineOptions
 
     if args.config is not None and not Path(args.config).is_file():
         raise AutofusionError(f"{args.config}: no such config file")
+    if args.target != "c" and args.cpu != "native":
+        raise AutofusionError(f"--cpu {args.cpu} applies to --target c only")
     return PipelineOptions(
         target=args.target,
         fusion=not args.no_fusion,
         config=args.config,
         policy=args.policy,
         memory_limit_mb=args.memory_limit,
+        cpu=args.cpu,
     )
 
 

@@ -20,9 +20,15 @@ from autofusion.testing import assert_close
 DRIVER_SRC = Path(__file__).parent / "runtime_c" / "afrt_kernel_driver.c"
 
 
-# The kernels have AVX-512 paths and portable C ones (used on CPUs without AVX-512): build
-# the driver both ways so both are checked on an AVX-512 machine.
-ISA_FLAGS = {"native": [], "no-avx512": ["-mno-avx512f"]}
+# The kernels have AVX-512, AVX2+FMA (x86-64-v3) and portable C paths, and sgemm from
+# OpenBLAS (-DAFRT_OPENBLAS) or afrt's own core: build the driver each way so every path is
+# checked on an AVX-512 machine (v2 has neither AVX2 nor AVX-512: the portable C).
+ISA_FLAGS = {
+    "native": ["-march=native", toolchain.OPENBLAS_DEFINE],
+    "no-avx512": ["-march=native", "-mno-avx512f", toolchain.OPENBLAS_DEFINE],
+    "x86-64-v3": ["-march=x86-64-v3"],
+    "x86-64-v2": ["-march=x86-64-v2"],
+}
 
 
 @pytest.fixture(scope="session", params=list(ISA_FLAGS))
@@ -30,7 +36,7 @@ def driver(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     out = tmp_path_factory.mktemp("afrt") / f"afrt_kernel_driver_{request.param}"
     cmd = [
         toolchain.c_compiler(),
-        "-std=c11", "-O2", "-march=native", *ISA_FLAGS[request.param], "-fopenmp",
+        "-std=c11", "-O2", *ISA_FLAGS[request.param], "-fopenmp",
         "-DAFRT_PARALLEL_MIN_WORK=0",  # small test shapes still take the multi-thread paths
         *toolchain.WERROR_FLAGS, "-Wpedantic",
         *toolchain.include_flags(), str(DRIVER_SRC), "-o", str(out), *toolchain.link_flags(),

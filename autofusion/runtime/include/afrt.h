@@ -2,7 +2,8 @@
  * afrt.h — the autofusion runtime: the speed-critical library that generated model.c includes.
  *
  * Header-only C11 (every function is `static inline`), so a generated model is one translation
- * unit: `cc -std=c11 -O3 -march=native -fopenmp -I<this dir> model.c -lscipy_openblas`.
+ * unit: `cc -std=c11 -O3 -march=x86-64-v3 -fopenmp -I<this dir> model.c -lm` (any -march:
+ * the kernels pick AVX-512, AVX2+FMA or portable C from the compiler's predefined macros).
  * Compiles warning-free with -Wall -Wextra -Werror, with or without -fopenmp.
  *
  * What it provides
@@ -14,8 +15,11 @@
  *   - af_expf / af_erff / af_tanhf   vectorisable f32 math that generated loops call.
  *   - afrt_set_num_threads / afrt_get_num_threads.
  *
- * GEMM core: OpenBLAS sgemm from the scipy-openblas32 wheel (symbols prefixed `scipy_`). The
+ * GEMM core: afrt's own packed-panel core (below). Only with -DAFRT_OPENBLAS (kernel tests and
+ * benchmarks, linked with -lscipy_openblas) does OpenBLAS sgemm from the scipy-openblas32 wheel
+ * (symbols prefixed `scipy_`) serve afrt_sgemm_ and the AFRT_GEMM_TILED/WHOLE strategies; its
  * prototypes are declared here, so do not also include the wheel's cblas.h in the same unit.
+ * Without it a model needs only libc, libm and (with -fopenmp) libgomp: a deployable build.
  *
  * Threading: by default (AFRT_GEMM_TILED, chosen by measurement, see docs/runtime.md) OpenBLAS
  * runs single-threaded and the runtime splits every GEMM/conv into output tiles that OpenMP
@@ -37,7 +41,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
 #include <immintrin.h>
 #endif
 #if defined(__linux__)
@@ -60,6 +64,7 @@ extern "C" {
 /* ---------------------------------------------------------------------------------------------
  * OpenBLAS (scipy-openblas32): the few entry points we use. Enum values are CBLAS's.
  * ------------------------------------------------------------------------------------------- */
+#ifdef AFRT_OPENBLAS
 enum { AFRT_CBLAS_ROW_MAJOR = 101, AFRT_CBLAS_NO_TRANS = 111, AFRT_CBLAS_TRANS = 112 };
 void scipy_cblas_sgemm(const int order, const int trans_a, const int trans_b, const int m,
                        const int n, const int k, const float alpha, const float *a,
@@ -67,6 +72,7 @@ void scipy_cblas_sgemm(const int order, const int trans_a, const int trans_b, co
                        float *c, const int ldc);
 void scipy_openblas_set_num_threads(int num_threads);
 int scipy_openblas_get_num_threads(void);
+#endif
 
 /* ---------------------------------------------------------------------------------------------
  * Epilogue callback.
@@ -109,7 +115,9 @@ static int afrt_threads_applied_ = 0;
 
 static inline void afrt_apply_threads_(void) {
     afrt_threads_applied_ = 1;
+#ifdef AFRT_OPENBLAS
     scipy_openblas_set_num_threads(afrt_gemm_strategy_ == AFRT_GEMM_WHOLE ? afrt_num_threads_ : 1);
+#endif
 #ifdef _OPENMP
     omp_set_num_threads(afrt_num_threads_);
 #endif
@@ -180,18 +188,30 @@ static inline void afrt_tap_range_(int64_t o, int64_t stride, int64_t pad, int64
 }
 
 
+#ifndef AFRT_OPENBLAS
+static inline void afrt_sgemm_own_(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha,
+                                   const float *a, int64_t lda, const float *b, int64_t ldb,
+                                   float beta, float *c, int64_t ldc);
+#endif
+
+/* One single-threaded C = alpha * op(A) @ op(B) + beta * C (row-major; beta == 0: C is
+ * write-only): OpenBLAS with -DAFRT_OPENBLAS, else afrt's own core. */
 static inline void afrt_sgemm_(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha,
                                const float *a, int64_t lda, const float *b, int64_t ldb,
                                float beta, float *c, int64_t ldc) {
     if (m <= 0 || n <= 0) return;
-    if (k <= 0) { /* C = beta * C: OpenBLAS handles k == 0, but be explicit */
+    if (k <= 0 || alpha == 0.0f) { /* C = beta * C, explicitly */
         for (int64_t i = 0; i < m; ++i)
             for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
         return;
     }
+#ifndef AFRT_OPENBLAS
+    afrt_sgemm_own_(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+#else
     scipy_cblas_sgemm(AFRT_CBLAS_ROW_MAJOR, ta ? AFRT_CBLAS_TRANS : AFRT_CBLAS_NO_TRANS,
                       tb ? AFRT_CBLAS_TRANS : AFRT_CBLAS_NO_TRANS, (int)m, (int)n, (int)k, alpha,
                       a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
+#endif
 }
 
 /* Adds bias[r] to rows [r0, r1) x cols [c0, c1) of out (ld) and runs the epilogue there. */
@@ -220,7 +240,7 @@ static inline void afrt_finish_block_(float *out, const float *bias, int64_t bat
 #else
 #define AFRT_THREAD_LOCAL _Thread_local
 #endif
-#define AFRT_SCRATCH_SLOTS 4
+#define AFRT_SCRATCH_SLOTS 6 /* 4 and 5: afrt_sgemm_ without OpenBLAS */
 static AFRT_THREAD_LOCAL void *afrt_tls_buf_[AFRT_SCRATCH_SLOTS];
 static AFRT_THREAD_LOCAL size_t afrt_tls_cap_[AFRT_SCRATCH_SLOTS];
 
@@ -389,31 +409,82 @@ static inline int afrt_in_region_(const void *p, size_t bytes) {
         }                                                                                      \
     }
 #else
+/* Portable C (x86-64-v2, aarch64): passes of AFRT_UK_ROWS rows x 32 columns over the packed
+ * panel, so the accumulators (2 x 32 floats: 16 SSE/NEON registers) can stay in registers
+ * once GCC vectorises the j loops at -O3; all 12 rows at once spilled them to memory. */
+#ifndef AFRT_UK_ROWS
+#define AFRT_UK_ROWS 2
+#endif
 #define AFRT_DEFINE_UKERNEL(NAME, MRV)                                                         \
     static inline void NAME(int64_t kc, const float *restrict a, const float *restrict b,      \
                             float *restrict c, int64_t ldc, int acc) {                         \
-        float t[MRV][AFRT_NR];                                                                 \
-        for (int i = 0; i < MRV; ++i)                                                          \
-            for (int j = 0; j < AFRT_NR; ++j) t[i][j] = 0.0f;                                  \
-        for (int64_t k = 0; k < kc; ++k) {                                                     \
-            for (int i = 0; i < MRV; ++i)                                                      \
-                for (int j = 0; j < AFRT_NR; ++j) t[i][j] += a[i] * b[j];                      \
-            a += MRV;                                                                          \
-            b += AFRT_NR;                                                                      \
+        for (int r0 = 0; r0 < MRV; r0 += AFRT_UK_ROWS) {                                       \
+            float t[AFRT_UK_ROWS][AFRT_NR];                                                    \
+            for (int i = 0; i < AFRT_UK_ROWS; ++i)                                             \
+                for (int j = 0; j < AFRT_NR; ++j) t[i][j] = 0.0f;                              \
+            const float *ap = a + r0, *bp = b;                                                 \
+            for (int64_t k = 0; k < kc; ++k) {                                                 \
+                for (int i = 0; i < AFRT_UK_ROWS; ++i)                                         \
+                    for (int j = 0; j < AFRT_NR; ++j) t[i][j] += ap[i] * bp[j];                \
+                ap += MRV;                                                                     \
+                bp += AFRT_NR;                                                                 \
+            }                                                                                  \
+            for (int i = 0; i < AFRT_UK_ROWS; ++i)                                             \
+                for (int j = 0; j < AFRT_NR; ++j)                                              \
+                    c[(r0 + i) * ldc + j] = (acc ? c[(r0 + i) * ldc + j] : 0.0f) + t[i][j];    \
         }                                                                                      \
-        for (int i = 0; i < MRV; ++i)                                                          \
-            for (int j = 0; j < AFRT_NR; ++j)                                                  \
-                c[i * ldc + j] = (acc ? c[i * ldc + j] : 0.0f) + t[i][j];                      \
     }
 #endif
 AFRT_DEFINE_UKERNEL(afrt_ukernel12_, 12)
 AFRT_DEFINE_UKERNEL(afrt_ukernel8_, 8)
 
+#if !defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__)
+/* AVX2 + FMA (x86-64-v3): 16 ymm registers hold 3 rows x 32 columns of C (12 accumulators)
+ * plus the B row and a broadcast, so a kernel of MRV rows makes passes of 3 rows over the
+ * packed B panel (kc x 32 floats, 32 KiB at kc = 256: it stays in L1/L2 between passes). */
+static inline void afrt_ukernel_avx2_rows_(int64_t kc, const float *restrict a, int64_t mrv,
+                                           int64_t r0, int64_t nrows, const float *restrict b,
+                                           float *restrict c, int64_t ldc, int acc) {
+    __m256 t[3][4];
+    for (int i = 0; i < 3; ++i)
+        for (int q = 0; q < 4; ++q) t[i][q] = _mm256_setzero_ps();
+    const float *ap = a + r0;
+    for (int64_t k = 0; k < kc; ++k) {
+        const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
+        const __m256 b2 = _mm256_loadu_ps(b + 16), b3 = _mm256_loadu_ps(b + 24);
+        for (int i = 0; i < 3; ++i) {
+            if (i >= nrows) break;
+            const __m256 ai = _mm256_broadcast_ss(ap + i);
+            t[i][0] = _mm256_fmadd_ps(ai, b0, t[i][0]);
+            t[i][1] = _mm256_fmadd_ps(ai, b1, t[i][1]);
+            t[i][2] = _mm256_fmadd_ps(ai, b2, t[i][2]);
+            t[i][3] = _mm256_fmadd_ps(ai, b3, t[i][3]);
+        }
+        ap += mrv;
+        b += AFRT_NR;
+    }
+    for (int i = 0; i < 3 && i < nrows; ++i) {
+        float *ci = c + (r0 + i) * ldc;
+        for (int q = 0; q < 4; ++q) {
+            __m256 v = t[i][q];
+            if (acc) v = _mm256_add_ps(v, _mm256_loadu_ps(ci + 8 * q));
+            _mm256_storeu_ps(ci + 8 * q, v);
+        }
+    }
+}
+
+static inline void afrt_ukernel_(int64_t mr, int64_t kc, const float *restrict a,
+                                 const float *restrict b, float *restrict c, int64_t ldc, int acc) {
+    for (int64_t r0 = 0; r0 < mr; r0 += 3)
+        afrt_ukernel_avx2_rows_(kc, a, mr, r0, afrt_min_(3, mr - r0), b, c, ldc, acc);
+}
+#else
 static inline void afrt_ukernel_(int64_t mr, int64_t kc, const float *restrict a,
                                  const float *restrict b, float *restrict c, int64_t ldc, int acc) {
     if (mr == 12) afrt_ukernel12_(kc, a, b, c, ldc, acc);
     else afrt_ukernel8_(kc, a, b, c, ldc, acc);
 }
+#endif
 
 /* Row-tile height for an M-row operand: 12 (more accumulators) unless 12 wastes over 5% of
  * the rows and 8 wastes less (64 channels: 72 vs 64 rows). */
@@ -727,6 +798,39 @@ static inline int afrt_matmul_own_(int64_t batch, int64_t M, int64_t N, int64_t 
     free(pas);
     return 1;
 }
+
+#ifndef AFRT_OPENBLAS
+/* afrt_sgemm_ without OpenBLAS: op(A) packed into this thread's slot 4, B blocks packed into
+ * slot 5, the whole C through afrt_gemm_tile_ on the calling thread (callers run it inside
+ * their own parallel loops). Plain loops if the scratch cannot be had. */
+static inline void afrt_sgemm_own_(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha,
+                                   const float *a, int64_t lda, const float *b, int64_t ldb,
+                                   float beta, float *c, int64_t ldc) {
+    const int64_t Mp = afrt_round_up_(m, afrt_choose_mr_(m));
+    float *pa = (float *)afrt_thread_scratch(4, (size_t)(Mp * k) * sizeof(float));
+    float *kbuf = (float *)afrt_thread_scratch(5, (size_t)AFRT_KC * AFRT_NC * sizeof(float));
+    if (!pa || !kbuf) {
+        for (int64_t i = 0; i < m; ++i) {
+            float *ci = c + i * ldc;
+            for (int64_t j = 0; j < n; ++j) ci[j] = beta == 0.0f ? 0.0f : beta * ci[j];
+            for (int64_t p = 0; p < k; ++p) {
+                const float av = alpha * (ta ? a[p * lda + i] : a[i * lda + p]);
+                for (int64_t j = 0; j < n; ++j) ci[j] += av * (tb ? b[j * ldb + p] : b[p * ldb + j]);
+            }
+        }
+        return;
+    }
+    afrt_pack_a_(a, lda, ta, m, k, pa);
+    if (beta != 0.0f && beta != alpha) /* alpha * (AB + (beta/alpha) C), as afrt_matmul_own_ */
+        for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < n; ++j) c[i * ldc + j] *= beta / alpha;
+    afrt_bsrc_ bs = {NULL, b, ldb, tb, NULL, NULL};
+    afrt_gemm_tile_(pa, m, n, k, &bs, c, ldc, 0, m, 0, n, kbuf, beta != 0.0f);
+    if (alpha != 1.0f)
+        for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < n; ++j) c[i * ldc + j] *= alpha;
+}
+#endif
 
 static inline void afrt_matmul_f32(int64_t batch, int64_t M, int64_t N, int64_t K, float alpha,
                                    const float *A, int64_t lda, int64_t stride_a, int trans_a,
