@@ -17,7 +17,7 @@ Usage::
         assert_close(outputs[name], ref, name)
 
 A case is *supported* when every input and output is a tensor and the importer accepts the
-model. Models outside the importer's opset range (9..21) are first converted with
+model. Models outside the importer's opset range (9..23) are first converted with
 ``onnx.version_converter`` where it can (``Imported.converted_from`` records it). The
 importer rejects what it cannot represent with an ``AutofusionError``; that message is the
 reason. Any other exception is a bug and propagates.
