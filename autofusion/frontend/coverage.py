@@ -42,7 +42,7 @@ def _ranges(opsets: list[int]) -> str:
         if o is not None and o == prev + 1:
             prev = o
             continue
-        parts.append(f"{start}" if start == prev else f"{start}–{prev}")
+        parts.append(f"{start}" if start == prev else f"{start}-{prev}")
         if o is not None:
             start = prev = o
     return ", ".join(parts)
