@@ -500,3 +500,44 @@ def _arg_max(ctx: NodeCtx) -> list[Value]:
         top = ctx.const(np.array(xs[axis] - 1, dtype=np.int64))
         idx = ctx.emit1(nn.SubOp, [top, idx], out, i64)
     return [idx]
+
+
+# The largest CumSum axis the triangular-matrix form takes (its constant is n*n elements).
+CUMSUM_MAX_AXIS = 2048
+
+
+@converter("CumSum")
+def _cumsum(ctx: NodeCtx) -> list[Value]:
+    """Prefix sums as a MatMul with a constant triangular 0/1 matrix (axis moved last).
+
+    ``exclusive`` and ``reverse`` pick the triangle; the axis must be an import-time constant
+    and at most :data:`CUMSUM_MAX_AXIS` long."""
+    x = ctx.input(0)
+    xs = value_shape(x)
+    if not xs:
+        raise ctx.error("input x must have rank >= 1")
+    axis_arr = ctx.const_input(1, "axis")
+    if axis_arr is None:
+        raise ctx.error("input 1 (axis) is required")
+    if axis_arr.size != 1:
+        raise ctx.error(f"axis must hold one value, got shape {list(axis_arr.shape)}")
+    axis = norm_axis(ctx, int(axis_arr.reshape(-1)[0]), len(xs))
+    n = xs[axis]
+    if n > CUMSUM_MAX_AXIS:
+        raise ctx.error(f"CumSum over an axis of {n} elements (at most {CUMSUM_MAX_AXIS})")
+    exclusive, reverse = bool(ctx.attr("exclusive", 0)), bool(ctx.attr("reverse", 0))
+    i, j = np.indices((n, n))  # y[..., j] = sum_i x[..., i] * t[i, j]
+    keep = (i > j if exclusive else i >= j) if reverse else (i < j if exclusive else i <= j)
+    elem = value_elem(x)
+    t = ctx.const(keep.astype(dtypes.to_numpy_dtype(elem)))
+    last = len(xs) - 1
+    perm = list(range(len(xs)))
+    perm[axis], perm[last] = last, axis
+    moved = x
+    if axis != last:
+        shape = [xs[p] for p in perm]
+        moved = ctx.emit1(nn.TransposeOp, [x], shape, elem, {"perm": i64_array(perm)})
+    y = ctx.emit1(nn.MatMulOp, [moved, t], value_shape(moved), elem)
+    if axis != last:
+        y = ctx.emit1(nn.TransposeOp, [y], xs, elem, {"perm": i64_array(perm)})
+    return [y]

@@ -45,7 +45,7 @@ from autofusion.frontend.context import (
 )
 from autofusion.frontend.convert_shape import sparse_to_dense, tensor_to_const
 from autofusion.frontend.progress import Progress
-from autofusion.frontend.registry import SELF_FOLDING, tables
+from autofusion.frontend.registry import SELF_FOLDING, tables, version_problem
 
 # Control flow (subgraphs may read outer values) and random ops are never folded.
 _NEVER_FOLD = frozenset(
@@ -301,6 +301,10 @@ class _Importer:
                     f"attribute '{a.name}' has no usable value ({kind_text(a.type)})"
                 ) from None
         op_type = node.op_type
+        if node.domain in loader.DEFAULT_DOMAINS:
+            problem = version_problem(op_type, self.opset)
+            if problem is not None:
+                raise ctx.error(problem)
         outs: Sequence[Value | None]
         try:
             if (

@@ -9,6 +9,7 @@ Both tables are filled by the ``convert_*`` modules when :func:`tables` first ru
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import numpy as np
@@ -41,6 +42,56 @@ def folder(op_type: str) -> Callable[[Folder], Folder]:
         return fn
 
     return register
+
+
+#: The opset whose op semantics the converters and folders implement.
+SEMANTICS_OPSET = 21
+
+#: Op versions newer than :data:`SEMANTICS_OPSET` (up to ``loader.MAX_OPSET``) whose only change
+#: is new element types (bfloat16 in 22, float4e2m1 in 23), which the element-type checks refuse
+#: on their own; the pooling doc of 22 also states the ceil-mode window rule that
+#: ``shapes.pool_out`` already follows. ``test_opsets.py`` checks each entry against
+#: ``onnx.defs`` (same attributes, inputs and outputs, types only added) and that no other
+#: registered op has a newer version in range.
+TYPE_ONLY_VERSIONS: dict[str, tuple[int, ...]] = {
+    **dict.fromkeys(
+        (
+            "AveragePool", "Conv", "Cos", "Dropout", "Elu", "GlobalAveragePool",
+            "GlobalMaxPool", "HardSigmoid", "HardSwish", "InstanceNormalization", "MaxPool",
+            "Round", "Sin", "Softplus",
+        ),
+        (22,),
+    ),
+    **dict.fromkeys(
+        (
+            "Cast", "CastLike", "Constant", "ConstantOfShape", "Flatten", "Identity", "Pad",
+            "Reshape", "Shape", "Size", "Squeeze", "Transpose", "Unsqueeze",
+        ),
+        (23,),
+    ),
+}  # fmt: skip
+
+
+def since_version(op_type: str, opset: int) -> int | None:
+    """The version of default-domain ``op_type`` in effect at ``opset`` (None: no schema)."""
+    import onnx.defs
+
+    try:
+        return int(onnx.defs.get_schema(op_type, opset, "").since_version)
+    except onnx.defs.SchemaError:
+        return None
+
+
+@functools.cache
+def version_problem(op_type: str, opset: int) -> str | None:
+    """Why the version of ``op_type`` at ``opset`` is not implemented, or None if it is."""
+    since = since_version(op_type, opset)
+    if since is None or since <= SEMANTICS_OPSET or since in TYPE_ONLY_VERSIONS.get(op_type, ()):
+        return None
+    return (
+        f"{op_type} version {since} (opset {opset}) changed semantics that autofusion does not "
+        f"implement (it implements {op_type} up to opset {SEMANTICS_OPSET})"
+    )
 
 
 def tables() -> tuple[dict[str, Converter], dict[str, Folder]]:

@@ -35,8 +35,16 @@ def _pool_geometry(op: nn.PoolOp, x: np.ndarray) -> tuple[tuple[int, ...], list[
     return out_sp, begin, end
 
 
-def _lowest(dtype: np.dtype) -> float | int:
+def _lowest(dtype: np.dtype) -> float | int | bool:
+    if dtype.kind == "b":
+        return False
     return -np.inf if dtype.kind == "f" else int(np.iinfo(dtype).min)
+
+
+def _highest(dtype: np.dtype) -> float | int | bool:
+    if dtype.kind == "b":
+        return True
+    return np.inf if dtype.kind == "f" else int(np.iinfo(dtype).max)
 
 
 @register(nn.MaxPoolOp)
@@ -102,9 +110,8 @@ def reduce(kind: type[nn.ReduceOp], x: np.ndarray, axes: Sequence[int], keep: bo
         if empty:
             return np.max(x, axis=ax, keepdims=keep, initial=_lowest(x.dtype))
         return np.max(x, axis=ax, keepdims=keep)
-    highest = np.inf if x.dtype.kind == "f" else int(np.iinfo(x.dtype).max)
     if empty:
-        return np.min(x, axis=ax, keepdims=keep, initial=highest)
+        return np.min(x, axis=ax, keepdims=keep, initial=_highest(x.dtype))
     return np.min(x, axis=ax, keepdims=keep)
 
 

@@ -17,7 +17,7 @@ Usage::
         assert_close(outputs[name], ref, name)
 
 A case is *supported* when every input and output is a tensor and the importer accepts the
-model. Models outside the importer's opset range (9..21) are first converted with
+model. Models outside the importer's opset range (9..23) are first converted with
 ``onnx.version_converter`` where it can (``Imported.converted_from`` records it). The
 importer rejects what it cannot represent with an ``AutofusionError``; that message is the
 reason. Any other exception is a bug and propagates.
@@ -26,6 +26,7 @@ reason. Any other exception is a bug and propagates.
 from __future__ import annotations
 
 import functools
+import re
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -159,6 +160,12 @@ class Imported:
     module: object | None
     reason: str | None
     converted_from: int | None = None
+    #: graph inputs bound to their data-set values because the importer needs them constant
+    bound: tuple[str, ...] = ()
+
+    def feeds(self, case: NodeCase) -> dict[str, np.ndarray]:
+        """The case's feeds without the inputs bound as constants."""
+        return {n: v for n, v in case.feeds().items() if n not in self.bound}
 
 
 def in_importer_range(model: onnx.ModelProto) -> tuple[onnx.ModelProto, int | None]:
@@ -181,8 +188,40 @@ def in_importer_range(model: onnx.ModelProto) -> tuple[onnx.ModelProto, int | No
         ) from None
 
 
+# The importer's message for an input it needs at import time (axes, pads, Clip bounds, ...).
+_NEEDS_CONST = re.compile(r"\((\w+)\): .*\(input (\d+)\) must be a constant computable at import")
+
+
+def _bindable(model: onnx.ModelProto, case: NodeCase, reason: str) -> str | None:
+    """The graph input the importer asked to be constant in ``reason``, if the case feeds it.
+
+    The node tests feed values such as reduction axes, Slice starts or Pad pads as graph
+    inputs, where exported models have initializers or folded subgraphs; binding them to the
+    data set's value is the model those exporters would write."""
+    m = _NEEDS_CONST.search(reason)
+    if m is None:
+        return None
+    op_type, index = m.group(1), int(m.group(2))
+    feeds = case.feeds()
+    for node in model.graph.node:
+        if node.op_type == op_type and index < len(node.input) and node.input[index] in feeds:
+            return node.input[index]
+    return None
+
+
+def _bind(model: onnx.ModelProto, name: str, value: np.ndarray) -> onnx.ModelProto:
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    kept = [i for i in out.graph.input if i.name != name]
+    del out.graph.input[:]
+    out.graph.input.extend(kept)
+    out.graph.initializer.append(numpy_helper.from_array(value, name))
+    return out
+
+
 def import_case(case: NodeCase) -> Imported:
-    """Import a case (converted into the importer's opset range if needed)."""
+    """Import a case (converted into the importer's opset range if needed). Inputs the
+    importer needs constant are bound to the data set's values (``Imported.bound``)."""
     from autofusion.errors import AutofusionError
     from autofusion.frontend import import_onnx
 
@@ -192,10 +231,17 @@ def import_case(case: NodeCase) -> Imported:
         model, converted_from = in_importer_range(case.model)
     except ValueError as e:
         return Imported(None, str(e))
-    try:
-        return Imported(import_onnx(model, progress=False), None, converted_from)
-    except AutofusionError as e:
-        return Imported(None, str(e), converted_from)
+    bound: list[str] = []
+    while True:
+        try:
+            module = import_onnx(model, progress=False)
+            return Imported(module, None, converted_from, tuple(bound))
+        except AutofusionError as e:
+            name = _bindable(model, case, str(e))
+            if name is None or name in bound:
+                return Imported(None, str(e), converted_from, tuple(bound))
+            bound.append(name)
+            model = _bind(model, name, case.feeds()[name])
 
 
 def count_summary(results: Sequence[str]) -> dict[str, int]:

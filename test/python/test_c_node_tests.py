@@ -44,9 +44,9 @@ def _param(name: str):
 def run_case(name: str, work: Path) -> None:
     case = cases.get_case(name)
     # A fresh import: lowering rewrites the module in place.
-    module = cases.import_case(case).module
-    assert module is not None
-    out = build_and_run(module, case.feeds(), work)
+    imp = cases.import_case(case)
+    assert imp.module is not None
+    out = build_and_run(imp.module, imp.feeds(case), work)
     for out_name, ref in zip(case.output_names, case.outputs):
         cases.assert_close(out[out_name], ref, f"{name}: output {out_name!r}")
 
