@@ -1,9 +1,10 @@
 """The Python API: ``autofusion.compile(model, ...) -> CompiledModel`` and friends.
 
-``compile`` imports the model, runs the pass pipeline (:mod:`autofusion.pipeline`), emits C
-(``autofusion.lowering.c.emit_model``), builds ``libmodel.so`` (:mod:`autofusion.runtime.build`)
-into the compile cache (:mod:`autofusion.runtime.cache`) and loads it with ctypes
-(:mod:`autofusion.runtime.loader`). A second compile of the same model with the same options
+``compile`` imports the model, runs the pass pipeline (:class:`autofusion.pipeline.Pipeline`:
+tensor passes, then the target backend's lowering passes), lets the backend
+(:mod:`autofusion.lowering.backend`) emit, build (``libmodel.so``, :mod:`autofusion.runtime.build`)
+into the compile cache (:mod:`autofusion.runtime.cache`) and load it (ctypes,
+:mod:`autofusion.runtime.loader`). A second compile of the same model with the same options
 and the same autofusion code reuses the cached library.
 
 ``build_model_dir`` is the shared core also used by ``autofusion-compile``: everything up
@@ -34,14 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from autofusion.errors import AutofusionError
-from autofusion.pipeline import (
-    TARGETS,
-    PipelineOptions,
-    config_memory_limit,
-    make_context,
-    pipeline_string,
-    tensor_passes,
-)
+from autofusion.pipeline import Pipeline, PipelineOptions, config_memory_limit
 from autofusion.policy.config import is_positive_number
 
 if TYPE_CHECKING:
@@ -244,8 +238,16 @@ def import_model(source: onnx.ModelProto | ModelSource, label: str = "<model>") 
 
 
 def _check_target(target: str) -> None:
-    if target not in TARGETS:
-        raise AutofusionError(f"unknown target {target!r}; expected one of {', '.join(TARGETS)}")
+    from autofusion.lowering import get_backend, targets_of
+    from autofusion.lowering.backend import RunnableBackend
+
+    if not isinstance(get_backend(target), RunnableBackend):
+        runnable = targets_of(RunnableBackend)
+        raise AutofusionError(
+            f"compile(target={target!r}): only target {' or '.join(map(repr, runnable))} can be "
+            f"loaded and run in Python; use autofusion-compile --target {target} to write its "
+            "sources"
+        )
 
 
 def _check_threads(threads: int | None) -> None:
@@ -262,55 +264,30 @@ def _policy_token(policy: BasePolicy | str | None) -> str | None:
     return "@" + register_policy(policy)
 
 
-def _run_tensor_passes(module: ModuleOp, opts: PipelineOptions, say: ProgressFn) -> None:
-    from xdsl.utils.exceptions import PassFailedException
-
-    ctx = make_context()
-    for p in tensor_passes(opts):
-        say(f"pass {p.name}")
-        try:
-            p.apply(ctx, module)
-        except AutofusionError:
-            raise
-        except PassFailedException as e:
-            raise AutofusionError(f"pass {p.name} failed: {e}") from None
-
-
-def _emitter(target: str) -> Callable[[ModuleOp, Path], None]:
-    if target == "c":
-        from autofusion.lowering import c
-
-        fn = getattr(c, "emit_model", None)
-    else:
-        from autofusion.lowering import ascendc
-
-        fn = getattr(ascendc, "emit_model", None)
-    if fn is None:
-        raise AutofusionError(f"target {target!r} has no code emitter in this build")
-    return fn
-
-
 def prepare_module(
     proto: onnx.ModelProto | ModelSource,
     opts: PipelineOptions,
     label: str = "<model>",
     say: ProgressFn = _quiet,
+    pipeline: Pipeline | None = None,
 ) -> tuple[ModuleOp, dict[str, Any]]:
     """Import (a proto, or a source from :func:`open_model`) and run the tensor-level
-    passes; returns the module and its report (without ``compile_seconds``)."""
+    passes of ``pipeline`` (default: built from ``opts``); returns the module and its report
+    (without ``compile_seconds``). The backend's lowering passes are left to the caller."""
     from autofusion.policy.report import build_report, count_unfused_ops
 
+    pipeline = pipeline or Pipeline.from_options(opts)
     say(f"importing {label}")
     module = import_model(proto, label)
     kernels_before = count_unfused_ops(module)
-    _run_tensor_passes(module, opts, say)
+    pipeline.tensor().run(module, progress=say)
     report = build_report(module, kernels_before=kernels_before)
     for key in ("arena_bytes", "naive_bytes", "lower_bound_bytes"):
         report.setdefault(key, None)
     plan = proto.plan if isinstance(proto, ModelSource) else None
     if plan is not None and plan.symbols:
         report["symbols"] = plan.report()
-    report["pipeline"] = pipeline_string(opts)
+    report["pipeline"] = pipeline.pipeline_string()
     report["target"] = opts.target
     report["fusion"] = opts.fusion
     return module, report
@@ -326,38 +303,31 @@ def build_model_dir(
     after_passes: Callable[[ModuleOp], None] | None = None,
     default_threads: int | None = None,
 ) -> dict[str, Any]:
-    """Import, run the pipeline, emit the target's files into ``out_dir`` and (target c,
-    ``build``) compile libmodel.so there. Writes ``report.json``; returns the report.
-    ``after_passes`` sees the module after the tensor-level passes (e.g. to plot memory).
-    ``default_threads`` (target c) is baked into model.c as ``AF_DEFAULT_THREADS``, the
-    count ``af_create`` uses when its thread argument is 0 (``autofusion-compile --threads``)."""
+    """Import, run the pipeline (tensor passes, then the backend's lowering passes), emit
+    the target's files into ``out_dir`` and (a runnable backend, ``build``) build them there.
+    Writes ``report.json``; returns the report. ``after_passes`` sees the module after the
+    tensor-level passes (e.g. to plot memory). ``default_threads`` (target c) is baked into
+    model.c as ``AF_DEFAULT_THREADS``, the count ``af_create`` uses when its thread argument
+    is 0 (``autofusion-compile --threads``)."""
+    from autofusion.lowering.backend import RunnableBackend
+    from autofusion.pipeline import backend_of
+
     t0 = time.perf_counter()
-    module, report = prepare_module(proto, opts, label, say)
+    backend = backend_of(opts)
+    pipeline = Pipeline.from_options(opts)
+    module, report = prepare_module(proto, opts, label, say, pipeline)
     if after_passes is not None:
         after_passes(module)
+    pipeline.lowering().run(module, progress=say)
     say(f"emitting {opts.target} code ({report['kernels_after']} kernels)")
-    _emitter(opts.target)(module, out_dir)
-    if opts.target == "c" and default_threads is not None:
-        _bake_default_threads(out_dir / "model.c", default_threads)
-    if opts.target == "c" and build:
-        from autofusion.runtime.build import BuildOptions, build_shared
-
-        say(f"compiling libmodel.so (--cpu {opts.cpu})")
-        build_shared(out_dir, BuildOptions(cpu=opts.cpu))
-    if opts.target == "c":
-        report["cpu"] = opts.cpu
+    backend.emit(module, out_dir)
+    if isinstance(backend, RunnableBackend) and build:
+        backend.build(out_dir, opts, default_threads, say)
+    for name in backend.option_fields:
+        report[name] = getattr(opts, name)
     report["compile_seconds"] = round(time.perf_counter() - t0, 3)
     (out_dir / "report.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
     return report
-
-
-def _bake_default_threads(model_c: Path, threads: int) -> None:
-    """Prepend ``#define AF_DEFAULT_THREADS threads`` to model.c (which otherwise defaults
-    it to 0, all cores), so a plain ``af_create(path, 0)`` of this build uses ``threads``."""
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-        raise AutofusionError(f"threads: expected a positive integer, got {threads!r}")
-    text = model_c.read_text()
-    model_c.write_text(f"#define AF_DEFAULT_THREADS {threads}\n{text}")
 
 
 def _options_fingerprint(opts: PipelineOptions) -> dict[str, object]:
@@ -393,7 +363,8 @@ class CompiledModel:
 
     def __init__(self, directory: Path, report: dict[str, Any], threads: int | None,
                  owns_directory: bool = False) -> None:  # fmt: skip
-        from autofusion.runtime.loader import ModelLibrary
+        from autofusion.lowering import get_backend
+        from autofusion.lowering.backend import RunnableBackend
 
         self.directory = directory
         self.report = report
@@ -402,8 +373,9 @@ class CompiledModel:
         # garbage collected, or at interpreter exit, whichever comes first.
         self._cleanup = (weakref.finalize(self, _remove_build_dir, directory)
                          if owns_directory else None)  # fmt: skip
-        self._lib = ModelLibrary(directory / "libmodel.so", directory / "weights.bin",
-                                 threads if threads is not None else 0)  # fmt: skip
+        backend = get_backend(str(report.get("target", "c")))
+        assert isinstance(backend, RunnableBackend), backend.name  # compile() checked it
+        self._lib = backend.load(directory, threads)
 
     @property
     def input_names(self) -> list[str]:
@@ -498,11 +470,6 @@ def compile(
     _check_target(target)
     _check_threads(threads)
     _check_loadable_cpu(cpu)
-    if target != "c":
-        raise AutofusionError(
-            f"compile(target={target!r}): only target 'c' can be loaded and run in Python; "
-            "use autofusion-compile --target ascendc to write Ascend sources"
-        )
     if memory_limit_mb is not None and not is_positive_number(memory_limit_mb):
         raise AutofusionError(
             f"memory_limit_mb: expected a positive number (finite), got {memory_limit_mb!r}"

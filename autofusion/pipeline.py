@@ -1,21 +1,30 @@
-"""The compile pipeline: which passes run, in which order, with which options.
+"""The compile pipeline: one object naming which passes run, in which order, with which options.
 
-Order (each pass is included only if it is registered in ``autofusion.passes``, so the
-pipeline works while passes land; the fusion group is skipped with ``fusion=False``)::
+:class:`Pipeline` is built from the options (:class:`PipelineOptions`: target, fusion on/off,
+config, policy, memory limit, ...) and holds an ordered list of named passes: the tensor
+passes below, then the target backend's lowering passes
+(:attr:`autofusion.lowering.backend.Backend.lowering`). ``autofusion.compile()``,
+``autofusion-compile``, ``autofusion-bench`` and ``autofusion-opt --compile-pipeline`` all run
+it; :meth:`Pipeline.pipeline_string` is the ``autofusion-opt -p`` text that does exactly the
+same. :meth:`Pipeline.run` verifies the module before the first pass and after every pass, so
+a pass that leaves invalid IR is named in an ``AutofusionError``.
 
-    canonicalize-nn         always   reshape/transpose clean-ups, small constant folding
+Tensor passes (the group decides when a pass is included)::
+
+    canonicalize-nn         cleanup  always: reshape/transpose clean-ups, small constant folding
     fold-batchnorm          fusion   Conv/Gemm + BatchNormalization -> folded weights
     recognize-layernorm     fusion   decomposed LayerNorm -> nn.layer_norm
     recognize-gelu          fusion   Erf/Tanh GELU -> nn.gelu
     recognize-attention     fusion   MatMul-scale-mask-Softmax-MatMul -> attention
     fuse-conv-bn-relu       fusion   Conv(+BN)(+bias)(+residual)(+act) -> fusion.kernel
     fuse                    fusion   elementwise chains, epilogues -> fusion.kernel
-    plan-buffers            memory   lifetimes -> arena offsets (in place where safe)
-    tile-fusion             memory   only with a memory limit: tile groups to fit, re-plan
-    <target lowering>       c: autofusion.lowering.c.PIPELINE (convert-nn-to-buffers, ...)
+    plan-buffers            memory   always: lifetimes -> arena offsets (in place where safe)
+    tile-fusion             tiling   only with a memory limit: tile groups to fit, re-plan
+    <backend lowering>      lowering c: convert-nn-to-buffers, legalize-contractions, ...
 
 Options reach a pass only if the pass declares the matching field: ``config`` (path of the
-JSON/YAML config), ``policy`` (``module:Class`` or ``@token``), ``memory_limit_mb``.
+JSON/YAML config), ``policy`` (``module:Class`` or ``@token``), ``memory_limit_mb``; a value is
+converted to the field's declared type (an ``int`` limit for a ``float`` field).
 
 The memory limit that tiles is, in order of precedence: the explicit option
 (``compile(memory_limit_mb=...)``, ``--memory-limit``), else the config's ``memory_limit_mb``,
@@ -25,13 +34,22 @@ else (Python API only) the :func:`autofusion.set_memory_limit` default.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+import typing
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from xdsl.context import Context
-from xdsl.passes import ModulePass
+from xdsl.passes import ModulePass, PassPipeline
 
-#: Tensor-level passes in pipeline order, with the group each belongs to.
+from autofusion.errors import AutofusionError
+
+if TYPE_CHECKING:
+    from xdsl.dialects.builtin import ModuleOp
+
+    from autofusion.lowering.backend import Backend
+
+#: Tensor-level passes in pipeline order, with the group that decides when each runs.
 TENSOR_PASSES: tuple[tuple[str, str], ...] = (
     ("canonicalize-nn", "cleanup"),
     ("fold-batchnorm", "fusion"),
@@ -44,7 +62,11 @@ TENSOR_PASSES: tuple[tuple[str, str], ...] = (
     ("tile-fusion", "tiling"),
 )
 
-TARGETS = ("c", "ascendc")
+#: The group of every backend's lowering passes.
+LOWERING = "lowering"
+
+#: PipelineOptions fields the pipeline itself reads (the others belong to backends).
+_PIPELINE_FIELDS = ("target", "fusion", "config", "policy", "memory_limit_mb")
 
 
 @dataclass(frozen=True)
@@ -77,6 +99,24 @@ def resolve_options(opts: PipelineOptions) -> PipelineOptions:
     return opts if limit is None else dataclasses.replace(opts, memory_limit_mb=limit)
 
 
+def backend_of(opts: PipelineOptions) -> Backend:
+    """The registered backend of ``opts.target``; an option only other backends read must
+    keep its default (``--cpu`` means nothing to Ascend C)."""
+    from autofusion.lowering import BACKENDS, get_backend
+
+    backend = get_backend(opts.target)
+    for f in dataclasses.fields(PipelineOptions):
+        if f.name in _PIPELINE_FIELDS or f.name in backend.option_fields:
+            continue
+        if getattr(opts, f.name) != f.default:
+            readers = [n for n in BACKENDS if f.name in get_backend(n).option_fields]
+            raise AutofusionError(
+                f"--{f.name.replace('_', '-')} {getattr(opts, f.name)} applies to --target "
+                f"{' or '.join(readers)} only"
+            )
+    return backend
+
+
 def _option_values(opts: PipelineOptions) -> dict[str, object]:
     values: dict[str, object] = {}
     if opts.config:
@@ -88,20 +128,28 @@ def _option_values(opts: PipelineOptions) -> dict[str, object]:
     return values
 
 
-def _instantiate(cls: type[ModulePass], values: dict[str, object]) -> ModulePass:
-    fields = {f.name: f for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else {}
-    kwargs: dict[str, object] = {}
-    for name, value in values.items():
-        if name not in fields:
-            continue
-        ftype = str(fields[name].type)
-        if "float" in ftype and isinstance(value, (int, float)):
-            value = float(value)
-        elif "int" in ftype and "float" not in ftype and isinstance(value, float):
-            value = int(value)
-        kwargs[name] = value
+def _coerce(value: object, hint: object) -> object:
+    """``value`` as the declared option type ``hint`` where that is a plain widening: an int
+    for a ``float`` field (``float | None`` too), an integral float for an ``int`` field."""
+    accepted = typing.get_args(hint) if typing.get_origin(hint) is not None else (hint,)
+    if isinstance(value, bool):
+        return value
+    if float in accepted and isinstance(value, int):
+        return float(value)
+    if int in accepted and float not in accepted and isinstance(value, float):
+        return int(value)
+    return value
+
+
+def make_pass(cls: type[ModulePass], values: dict[str, object]) -> ModulePass:
+    """``cls`` with the ``values`` whose names are fields of it (others are ignored), each
+    converted to the field's declared type; options are range-checked
+    (:func:`autofusion.passes.options.check_pass_options`)."""
     from autofusion.passes.options import check_pass_options
 
+    hints = typing.get_type_hints(cls) if dataclasses.is_dataclass(cls) else {}
+    fields = {f.name for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else set()
+    kwargs = {k: _coerce(v, hints.get(k)) for k, v in values.items() if k in fields}
     instance = cls(**kwargs)
     check_pass_options(instance)
     return instance
@@ -113,46 +161,156 @@ def _registered() -> dict[str, Callable[[], type[ModulePass]]]:
     return get_all_passes()
 
 
-def tensor_passes(opts: PipelineOptions) -> list[ModulePass]:
-    """The tensor-level passes (before lowering) for ``opts``, instantiated."""
-    available = _registered()
-    opts = resolve_options(opts)
-    values = _option_values(opts)
-    out: list[ModulePass] = []
-    for name, group in TENSOR_PASSES:
-        if name not in available:
-            continue
-        if group == "fusion" and not opts.fusion:
-            continue
-        if group == "tiling" and opts.memory_limit_mb is None:
-            continue
-        out.append(_instantiate(available[name](), values))
-    return out
+@dataclass(frozen=True)
+class Stage:
+    """One pass of a pipeline and the group that put it there."""
+
+    name: str
+    group: str
+    pass_: ModulePass
+
+    @property
+    def spec(self) -> str:
+        """The pass as ``-p`` text, with its non-default options."""
+        return str(self.pass_.pipeline_pass_spec())
 
 
-def lowering_pipeline(target: str) -> str:
-    """The lowering passes of ``target`` as a pipeline string ('' if none are defined yet)."""
-    if target == "c":
-        from autofusion.lowering import c
+@dataclass(frozen=True)
+class Pipeline:
+    """An ordered list of named passes (:class:`Stage`), run with verification after each."""
 
-        return getattr(c, "PIPELINE", "")
-    if target == "ascendc":
-        from autofusion.lowering import ascendc
+    stages: tuple[Stage, ...]
+    options: PipelineOptions = PipelineOptions()
 
-        return getattr(ascendc, "PIPELINE", "")
-    from autofusion.errors import AutofusionError
+    @classmethod
+    def from_options(cls, opts: PipelineOptions) -> Pipeline:
+        """The tensor passes ``opts`` asks for, then ``opts.target``'s lowering passes."""
+        from xdsl.utils.arg_spec import parse_pipeline
 
-    raise AutofusionError(f"unknown target {target!r}; expected one of {', '.join(TARGETS)}")
+        from autofusion.passes.options import check_pass_options
+
+        backend = backend_of(opts)
+        opts = resolve_options(opts)
+        available = _registered()
+        values = _option_values(opts)
+        stages: list[Stage] = []
+        for name, group in TENSOR_PASSES:
+            if group == "fusion" and not opts.fusion:
+                continue
+            if group == "tiling" and opts.memory_limit_mb is None:
+                continue
+            stages.append(Stage(name, group, make_pass(available[name](), values)))
+        for spec in parse_pipeline(",".join(backend.lowering)):
+            cls_ = available[spec.name]()
+            if spec.parameters:  # options written in the backend's pass list win
+                p = cls_.from_pass_spec(spec)
+                check_pass_options(p)
+            else:
+                p = make_pass(cls_, values)
+            stages.append(Stage(spec.name, LOWERING, p))
+        return cls(tuple(stages), opts)
+
+    @classmethod
+    def lowering_for(cls, target: str) -> Pipeline:
+        """Only the lowering passes of ``target`` (for a module already through the tensor
+        passes, e.g. in tests and tools that stop in between)."""
+        return cls.from_options(PipelineOptions(target=target)).only(LOWERING)
+
+    def only(self, *groups: str) -> Pipeline:
+        """The stages whose group is one of ``groups``, in order."""
+        return dataclasses.replace(self, stages=tuple(s for s in self.stages if s.group in groups))
+
+    def tensor(self) -> Pipeline:
+        """The stages before lowering."""
+        return dataclasses.replace(
+            self, stages=tuple(s for s in self.stages if s.group != LOWERING)
+        )
+
+    def lowering(self) -> Pipeline:
+        """The backend's lowering stages."""
+        return self.only(LOWERING)
+
+    @property
+    def names(self) -> list[str]:
+        return [s.name for s in self.stages]
+
+    @property
+    def passes(self) -> list[ModulePass]:
+        return [s.pass_ for s in self.stages]
+
+    def pipeline_string(self) -> str:
+        """The ``autofusion-opt -p`` text running exactly these passes with these options."""
+        return ",".join(s.spec for s in self.stages)
+
+    def xdsl_pipeline(self, progress: Callable[[str], None] | None = None) -> PassPipeline:
+        """The passes as an xDSL ``PassPipeline`` whose callback verifies the module before
+        the first pass and after every pass (and reports each pass to ``progress``)."""
+
+        def between(prev: ModulePass | None, module: ModuleOp, nxt: ModulePass | None) -> None:
+            _verify(module, prev)
+            if nxt is not None and progress is not None:
+                progress(f"pass {nxt.name}")
+
+        return PassPipeline(tuple(self.passes), between)
+
+    def run(
+        self,
+        module: ModuleOp,
+        ctx: Context | None = None,
+        progress: Callable[[str], None] | None = None,
+    ) -> None:
+        """Apply every pass to ``module`` in order, verifying after each; a failing pass or
+        verifier is an ``AutofusionError`` naming the pass."""
+        from xdsl.utils.exceptions import DiagnosticException, PassFailedException
+
+        current: list[str] = ["(before the first pass)"]
+
+        def track(text: str) -> None:
+            current[0] = text.removeprefix("pass ")
+            if progress is not None:
+                progress(text)
+
+        try:
+            self.xdsl_pipeline(track).apply(ctx or make_context(), module)
+        except AutofusionError:
+            raise
+        except PassFailedException as e:
+            raise AutofusionError(f"pass {current[0]} failed: {e}") from None
+        except DiagnosticException as e:
+            raise AutofusionError(f"pass {current[0]} failed: {e}") from None
+
+
+class PipelineVerifyError(AutofusionError):
+    """A pass left IR that does not verify (a bug in the pass, named in the message)."""
+
+
+def _verify(module: ModuleOp, after: ModulePass | None) -> None:
+    from xdsl.utils.exceptions import VerifyException
+
+    try:
+        module.verify()
+    except VerifyException as e:
+        where = f"after pass {after.name}" if after is not None else "before the first pass"
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise PipelineVerifyError(f"the IR does not verify {where}: {first}") from None
 
 
 def pipeline_string(opts: PipelineOptions, include_lowering: bool = True) -> str:
-    """The ``-p`` pipeline for ``autofusion-opt`` that reproduces a compile."""
-    parts = [str(p.pipeline_pass_spec()) for p in tensor_passes(opts)]
-    if include_lowering:
-        low = lowering_pipeline(opts.target)
-        if low:
-            parts.append(low)
-    return ",".join(parts)
+    """The ``-p`` pipeline for ``autofusion-opt`` that reproduces a compile with ``opts``."""
+    pipe = Pipeline.from_options(opts)
+    return (pipe if include_lowering else pipe.tensor()).pipeline_string()
+
+
+def lower(module: ModuleOp, target: str, ctx: Context | None = None) -> None:
+    """Run ``target``'s lowering passes on a module already through the tensor passes."""
+    Pipeline.lowering_for(target).run(module, ctx)
+
+
+def run_tensor_passes(module: ModuleOp, opts: PipelineOptions = PipelineOptions(),
+                      groups: Sequence[str] | None = None) -> None:  # fmt: skip
+    """Run the tensor passes of ``opts`` (only ``groups`` if given) on ``module``."""
+    pipe = Pipeline.from_options(opts).tensor()
+    (pipe.only(*groups) if groups is not None else pipe).run(module)
 
 
 def make_context() -> Context:

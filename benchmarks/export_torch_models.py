@@ -327,11 +327,10 @@ def check_one(out_dir: Path, entry: dict[str, Any]) -> None:
         import tempfile
 
         from autofusion.lowering.c.testing import build_and_run
-        from autofusion.pipeline import PipelineOptions, make_context, tensor_passes
+        from autofusion.pipeline import run_tensor_passes
 
         module = import_onnx(path, progress=False, input_shapes=shapes)
-        for p in tensor_passes(PipelineOptions()):
-            p.apply(make_context(), module)
+        run_tensor_passes(module)
         with tempfile.TemporaryDirectory() as tmp:
             got_c = build_and_run(module, feeds, Path(tmp))
     else:

@@ -29,7 +29,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -38,6 +38,9 @@ from autofusion.errors import AutofusionError, run_cli
 from autofusion.frontend.shapes import parse_shape_specs
 from autofusion.frontend.symbols import parse_range_specs
 from autofusion.tools.compile import CliParser, add_model_options, positive_int
+
+if TYPE_CHECKING:
+    from autofusion.lowering.backend import SimulatedBackend
 
 RTOL, ATOL_SCALE = testing.RTOL, testing.ATOL_SCALE
 
@@ -137,17 +140,21 @@ def bench(
     ``profile``: the ``profile`` slowest kernel calls, slowest first."""
     import autofusion
     from autofusion.api import load_model, stderr_progress
+    from autofusion.lowering import targets_of
+    from autofusion.lowering.backend import RunnableBackend, SimulatedBackend
+    from autofusion.pipeline import PipelineOptions, backend_of
     from autofusion.zoo import sample_inputs
 
     say = stderr_progress("autofusion-bench") if progress else (lambda _s: None)
-    if target not in ("c", "ascendc"):
-        raise AutofusionError(f"unknown target {target!r}; expected c or ascendc")
+    backend = backend_of(PipelineOptions(target=target, cpu=cpu))  # unknown target, --cpu
     if profile < 0:
         raise AutofusionError(f"--profile: expected a number of kernels >= 0, got {profile}")
-    if profile and target != "c":
-        raise AutofusionError("--profile needs --target c (it times the generated C kernels)")
-    if target != "c" and cpu != "native":
-        raise AutofusionError(f"--cpu {cpu} applies to --target c only")
+    if profile and not isinstance(backend, RunnableBackend):
+        raise AutofusionError(f"--profile needs --target {' or '.join(targets_of(RunnableBackend))}"
+                              " (it times the generated kernels)")  # fmt: skip
+    if not isinstance(backend, RunnableBackend | SimulatedBackend):
+        raise AutofusionError(f"autofusion-bench: target {target!r} can neither run nor be "
+                              "simulated in this process")  # fmt: skip
     nthreads = threads if threads is not None else (os.cpu_count() or 1)
     proto = load_model(model)
     from autofusion.api import open_model
@@ -159,7 +166,7 @@ def bench(
     input_shapes = source.plan.shapes_for(source.plan.pinned) if input_shapes else None
     feeds = sample_inputs(proto, seed=0, input_shapes=input_shapes)
     close: Callable[[], None] = lambda: None  # noqa: E731
-    if target == "c":
+    if isinstance(backend, RunnableBackend):
         compiled = autofusion.compile(
             proto, target=target, config=config, fusion=fusion, threads=nthreads,
             memory_limit_mb=memory_limit_mb, policy=policy, progress=say, label=model,
@@ -169,8 +176,8 @@ def bench(
         report = compiled.report
         close = compiled.close
     else:
-        run_ours, report = _ascendc_runner(source, feeds, fusion, config, memory_limit_mb,
-                                           policy, model, say)  # fmt: skip
+        run_ours, report = _simulated_runner(backend, source, feeds, fusion, config,
+                                             memory_limit_mb, policy, model, say)  # fmt: skip
     say("building the onnxruntime session")
     with tempfile.TemporaryDirectory(prefix="afbench-") as tmp:
         opt_path = os.path.join(tmp, "ort_optimized.onnx")
@@ -211,37 +218,29 @@ def bench(
     if profile > 0:
         say(f"profiling kernels over {runs} runs")
         result["profile"] = profile_rows(compiled.profile(feeds, runs), runs, ms_ours)[:profile]
-    if target == "ascendc":
-        result["latency_note"] = (
-            "Ascend C kernels on the CPU functional model: checks the "
-            "generated code's logic; the latency says nothing about an NPU"
-        )
+    if isinstance(backend, SimulatedBackend):
+        result["latency_note"] = backend.latency_note
     close()
     return result
 
 
-def _ascendc_runner(proto: Any, feeds: Mapping[str, np.ndarray], fusion: bool,
-                    config: str | None, memory_limit_mb: float | None, policy: str | None,
-                    label: str, say: Callable[[str], None]):  # fmt: skip
-    """(run function, report) for the Ascend C kernels built against the CPU model."""
+def _simulated_runner(backend: SimulatedBackend, proto: Any, feeds: Mapping[str, np.ndarray],
+                      fusion: bool, config: str | None, memory_limit_mb: float | None,
+                      policy: str | None, label: str, say: Callable[[str], None]):  # fmt: skip
+    """(run function, report) for a backend whose kernels run on a functional model here."""
     from autofusion.api import prepare_module
-    from autofusion.pipeline import PipelineOptions
+    from autofusion.pipeline import Pipeline, PipelineOptions
 
-    opts = PipelineOptions(target="ascendc", fusion=fusion, config=config, policy=policy,
+    opts = PipelineOptions(target=backend.name, fusion=fusion, config=config, policy=policy,
                            memory_limit_mb=memory_limit_mb)  # fmt: skip
     t0 = time.perf_counter()
-    module, report = prepare_module(proto, opts, label, say)
-    try:
-        from autofusion.lowering.ascendc.cpu_run import CpuModelRunner
-    except ImportError:
-        raise AutofusionError(
-            "autofusion-bench --target ascendc: the Ascend C CPU model is "
-            "not available in this build"
-        ) from None
-    say("building the Ascend C kernels against the CPU functional model")
-    runner = CpuModelRunner(module)
+    pipeline = Pipeline.from_options(opts)
+    module, report = prepare_module(proto, opts, label, say, pipeline)
+    pipeline.lowering().run(module, progress=say)
+    say(f"building the {backend.name} kernels against its functional model")
+    run = backend.simulate(module)
     report["compile_seconds"] = round(time.perf_counter() - t0, 3)
-    return (lambda: runner.run(feeds)), report
+    return (lambda: run(feeds)), report
 
 
 def profile_rows(kernels: Sequence[Any], runs: int, run_ms: float) -> list[dict[str, Any]]:

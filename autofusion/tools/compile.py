@@ -109,7 +109,9 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
     """Options shared by autofusion-compile and autofusion-bench."""
     p.add_argument("--version", action="version", version=version_text())
     p.add_argument("model", metavar="MODEL", help="an .onnx file or zoo:NAME")
-    p.add_argument("--target", choices=("c", "ascendc"), default="c")
+    from autofusion.lowering import BACKENDS
+
+    p.add_argument("--target", choices=tuple(BACKENDS), default="c")
     p.add_argument("--config", metavar="FILE", help="fusion config (JSON or YAML)")
     p.add_argument("--no-fusion", action="store_true", help="skip all fusion passes")
     p.add_argument("--memory-limit", metavar="MB", type=positive_float,
@@ -123,13 +125,11 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
 
 
 def pipeline_options(args: argparse.Namespace):  # -> PipelineOptions
-    from autofusion.pipeline import PipelineOptions
+    from autofusion.pipeline import PipelineOptions, backend_of
 
     if args.config is not None and not Path(args.config).is_file():
         raise AutofusionError(f"{args.config}: no such config file")
-    if args.target != "c" and args.cpu != "native":
-        raise AutofusionError(f"--cpu {args.cpu} applies to --target c only")
-    return PipelineOptions(
+    opts = PipelineOptions(
         target=args.target,
         fusion=not args.no_fusion,
         config=args.config,
@@ -137,6 +137,8 @@ def pipeline_options(args: argparse.Namespace):  # -> PipelineOptions
         memory_limit_mb=args.memory_limit,
         cpu=args.cpu,
     )
+    backend_of(opts)  # a backend option (--cpu) given to a target that does not read it
+    return opts
 
 
 def _check_writable_parent(flag: str, path: Path) -> None:

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import IO, NoReturn
 
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
 from xdsl.utils.arg_spec import ArgSpec, parse_pipeline
 from xdsl.utils.exceptions import ArgSpecParseError, VerifyException
 from xdsl.xdsl_opt_main import xDSLOptMain
@@ -120,6 +121,18 @@ class AutofusionOptMain(xDSLOptMain):
         )
         add_input_shape_option(arg_parser)
         arg_parser.add_argument(
+            "--compile-pipeline",
+            action="store_true",
+            help="run the passes autofusion.compile() runs (autofusion.pipeline.Pipeline, "
+            "default options): the tensor passes, then the lowering passes of the -t target "
+            "(none for -t mlir); --print-pipeline shows them as a -p string",
+        )
+        arg_parser.add_argument(
+            "--print-pipeline",
+            action="store_true",
+            help="print the pass pipeline (-p or --compile-pipeline) on stderr before running it",
+        )
+        arg_parser.add_argument(
             "--fusion-summary",
             action="store_true",
             help="after the pipeline, print a summary of fused groups and refusals to stderr",
@@ -130,6 +143,10 @@ class AutofusionOptMain(xDSLOptMain):
         option, a value of the wrong type or out of range is one line naming the pass."""
         from autofusion.passes.options import check_pass_options
 
+        if self.args.compile_pipeline:
+            self.args.passes = self._compile_pipeline()
+        if self.args.print_pipeline:
+            print(self.args.passes, file=sys.stderr)
         spec = self.args.passes
         try:
             specs = list(parse_pipeline(spec))
@@ -154,6 +171,37 @@ class AutofusionOptMain(xDSLOptMain):
             except (ValueError, TypeError) as e:
                 raise _option_type_error(cls, s, e) from None
         super().setup_pipeline()
+        self._name_failing_pass()
+
+    def _compile_pipeline(self) -> str:
+        """``--compile-pipeline``: compile()'s pipeline for the ``-t`` backend (tensor passes
+        only for a printing target that is no backend, such as ``mlir``)."""
+        from autofusion.lowering import BACKENDS
+        from autofusion.pipeline import Pipeline, PipelineOptions
+
+        if self.args.passes:
+            raise AutofusionError("give either -p or --compile-pipeline, not both")
+        target = str(self.args.target).split("{")[0]
+        pipe = Pipeline.from_options(PipelineOptions(target=target if target in BACKENDS else "c"))
+        return (pipe if target in BACKENDS else pipe.tensor()).pipeline_string()
+
+    def _name_failing_pass(self) -> None:
+        """IR that stops verifying after a pass names that pass (xDSL's callback does not)."""
+        from xdsl.passes import PassPipeline
+
+        inner = self.pipeline.callback
+
+        def named(prev: ModulePass | None, module: ModuleOp, nxt: ModulePass | None) -> None:
+            try:
+                if inner is not None:
+                    inner(prev, module, nxt)
+            except VerifyException as e:
+                if prev is None:
+                    raise
+                raise AutofusionError(f"{self.get_input_name()}: the IR does not verify after "
+                                      f"pass {prev.name}: {_one_line(e)}") from None  # fmt: skip
+
+        self.pipeline = PassPipeline(self.pipeline.passes, named)
 
     def _is_zoo(self) -> bool:
         from autofusion.zoo import ZOO_PREFIX

@@ -26,6 +26,7 @@ from xdsl.parser import Parser
 from autofusion import testing
 from autofusion.dialects import ascendc as ac
 from autofusion.dialects import fusion, get_all_dialects
+from autofusion.errors import AutofusionError
 from autofusion.interpreter import run_module
 from autofusion.lowering.ascendc import emit_project, run_ascendc_cpu
 from autofusion.lowering.ascendc.cpu_run import CpuModelRunner
@@ -638,8 +639,22 @@ def test_kernel_signature_and_launch(cube_project) -> None:
 
 
 def test_printing_is_deterministic() -> None:
-    module = parse(vector_module())
+    module = lowered(parse(vector_module()))
     assert print_files(module) == print_files(module)
+
+
+def test_printers_refuse_ir_that_is_not_lowered(tmp_path: Path) -> None:
+    """Targets only print: a fusion kernel not through lower-fusion-to-ascendc is named, with
+    the pass to run, by the -t printer, the project writer and the CPU runner alike."""
+    module = parse(vector_module())
+    message = r"op fusion.kernel \(pattern .*\) in @main is not lowered.*lower-fusion-to-ascendc"
+    with pytest.raises(AutofusionError, match=message):
+        print_files(module)
+    with pytest.raises(AutofusionError, match=message):
+        emit_project(module, tmp_path)
+    with pytest.raises(AutofusionError, match=message):
+        CpuModelRunner(module)
+    assert not any(tmp_path.iterdir())
 
 
 # ---------------------------------------------------------------------------------------
@@ -750,13 +765,11 @@ def sources_of_launches(fused: ModuleOp, low: ModuleOp) -> list:
 def fused_zoo_module(name: str) -> tuple[ModuleOp, onnx.ModelProto]:
     from autofusion import zoo
     from autofusion.frontend.onnx_import import import_onnx
-    from autofusion.pipeline import PipelineOptions, make_context, tensor_passes
+    from autofusion.pipeline import PipelineOptions, run_tensor_passes
 
     proto = zoo.get_model(name)
     module = import_onnx(proto)
-    c = make_context()
-    for p in tensor_passes(PipelineOptions(target="ascendc")):
-        p.apply(c, module)
+    run_tensor_passes(module, PipelineOptions(target="ascendc"))
     return module, proto
 
 

@@ -99,16 +99,13 @@ def test_compile_cli_writes_the_directory(
 
 def test_compile_failure_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                         capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
-    import autofusion.api as api
+    from autofusion.lowering.c.backend import CBackend
 
-    def broken_emitter(target: str):
-        def emit(module: object, out_dir: Path) -> None:
-            (out_dir / "model.c").write_text("half")
-            raise AutofusionError("emitter exploded")
+    def broken_emit(self: CBackend, module: object, out_dir: Path) -> None:
+        (out_dir / "model.c").write_text("half")
+        raise AutofusionError("emitter exploded")
 
-        return emit
-
-    monkeypatch.setattr(api, "_emitter", broken_emitter)
+    monkeypatch.setattr(CBackend, "emit", broken_emit)
     out = tmp_path / "out"
     assert (
         compile_cli.main(["zoo:tiny_cnn", "-o", str(out), "--report", str(tmp_path / "r.json")])

@@ -11,11 +11,11 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from autofusion import zoo
-from autofusion.lowering.c import emit_model
 from autofusion.lowering.c.testing import (
     assert_close,
     build_and_run,
     compile_onnx,
+    emit_lowered,
     onnxruntime_outputs,
 )
 
@@ -27,7 +27,7 @@ HOSTILE_NODE = '*/ int main(void){return system("x");} /*'
 def test_emit_is_deterministic(tmp_path: Path) -> None:
     model = zoo.get_model("tiny_bert")
     for d in ("a", "b"):
-        emit_model(compile_onnx(model, fusion=True), tmp_path / d)
+        emit_lowered(compile_onnx(model, fusion=True), tmp_path / d)
     for f in ("model.c", "model.h", "weights.bin"):
         a, b = (tmp_path / "a" / f).read_bytes(), (tmp_path / "b" / f).read_bytes()
         assert a == b, f"{f} differs between two emits of the same model"
@@ -72,7 +72,7 @@ def test_sanitizer_clean(name: str, tmp_path: Path) -> None:
     model = zoo.get_model(name)
     feeds = zoo.sample_inputs(model, seed=2)
     ref = onnxruntime_outputs(model, feeds)
-    emit_model(compile_onnx(model, fusion=True), tmp_path)
+    emit_lowered(compile_onnx(model, fusion=True), tmp_path)
     exe = build_sanitizer_driver(tmp_path)
     inputs = [feeds[i.name] for i in model.graph.input if i.name in feeds]
     outs = [(r.shape, r.dtype) for r in ref.values()]
@@ -96,7 +96,7 @@ def test_fused_kernels_are_one_function_with_epilogues(tmp_path: Path) -> None:
         and any(isinstance(o, nn.ELEMENTWISE) for o in k.body.ops)
     ]
     assert with_epilogue, "tiny_cnn should have Conv+activation kernels"
-    emit_model(module, tmp_path)
+    emit_lowered(module, tmp_path)
     text = (tmp_path / "model.c").read_text()
     epilogues = re.findall(r"^static void (k\d+_\w+)_epilogue\(void \*", text, re.M)
     functions = re.findall(r"^static void (k\d+_\w+)\(const unsigned char", text, re.M)

@@ -73,13 +73,12 @@ class Built:
             self.run = self.model.run
         else:
             # autofusion.compile takes no input_shapes: import with them, run the same passes
-            from autofusion.pipeline import PipelineOptions, make_context, tensor_passes
+            from autofusion.pipeline import run_tensor_passes
             from autofusion.policy.report import build_report, count_unfused_ops
 
             module = import_onnx(self.path, progress=False, input_shapes=shapes)
             before = count_unfused_ops(module)
-            for p in tensor_passes(PipelineOptions()):
-                p.apply(make_context(), module)
+            run_tensor_passes(module)
             self.report = build_report(module, kernels_before=before)
             self.run = lambda feeds: build_and_run(module, feeds, tmp)
 

@@ -202,11 +202,11 @@ def test_gather_nd_out_of_range(tmp_path: Path) -> None:
 
 def test_sanitized_driver_out_of_range_reads_nothing_outside(tmp_path: Path) -> None:
     """Under ASan+UBSan the refused run reports the bad index and no invalid access."""
-    from autofusion.lowering.c import emit_model
+    from autofusion.lowering.c.testing import emit_lowered
     from autofusion.runtime import build as rbuild
 
     model = _embedding(I64)
-    emit_model(compile_onnx(model), tmp_path)
+    emit_lowered(compile_onnx(model), tmp_path)
     exe = rbuild.build_sanitizer_driver(tmp_path)
     bad = np.array([[1, 2, 3], [4, 5, 1 << 20]], dtype=np.int64)
     with pytest.raises(AutofusionError) as ei:

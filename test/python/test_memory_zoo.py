@@ -13,19 +13,14 @@ from autofusion import zoo
 from autofusion.analysis.liveness import find_main
 from autofusion.analysis.memory_plan import check_plan, plan_memory
 from autofusion.frontend import import_onnx
-from autofusion.pipeline import PipelineOptions, make_context, tensor_passes
+from autofusion.pipeline import run_tensor_passes
 from autofusion.testing import assert_close
-
-MEMORY_PASSES = ("plan-buffers", "tile-fusion")
 
 
 def fused(name: str) -> ModuleOp:
     """zoo:NAME imported and run through the tensor-level passes before memory planning."""
     module = import_onnx(zoo.get_model(name))
-    ctx = make_context()
-    for p in tensor_passes(PipelineOptions()):
-        if p.name not in MEMORY_PASSES:
-            p.apply(ctx, module)
+    run_tensor_passes(module, groups=("cleanup", "fusion"))
     return module
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from autofusion.errors import AutofusionError
-from autofusion.pipeline import TENSOR_PASSES, PipelineOptions, pipeline_string, tensor_passes
+from autofusion.pipeline import TENSOR_PASSES, Pipeline, PipelineOptions, pipeline_string
 from autofusion.runtime import cache
 
 
@@ -77,15 +77,15 @@ def test_publish_dir_replaces_only_when_complete(tmp_path: Path) -> None:
 
 
 def test_pipeline_order_follows_the_table() -> None:
-    names = [p.name for p in tensor_passes(PipelineOptions())]
+    names = Pipeline.from_options(PipelineOptions()).tensor().names
     order = [n for n, _ in TENSOR_PASSES]
     assert names == sorted(names, key=order.index)
     assert "tile-fusion" not in names  # only with a memory limit
 
 
 def test_no_fusion_drops_fusion_passes() -> None:
-    fused = {p.name for p in tensor_passes(PipelineOptions())}
-    plain = {p.name for p in tensor_passes(PipelineOptions(fusion=False))}
+    fused = set(Pipeline.from_options(PipelineOptions()).tensor().names)
+    plain = set(Pipeline.from_options(PipelineOptions(fusion=False)).tensor().names)
     fusion_names = {n for n, g in TENSOR_PASSES if g == "fusion"}
     assert not plain & fusion_names
     assert plain <= fused

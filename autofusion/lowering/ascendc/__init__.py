@@ -1,21 +1,20 @@
 """autofusion.lowering.ascendc: fused kernels as Ascend C, host code as AscendCL.
 
-Entry points:
+Entry points (the backend object is ``backend.AscendCBackend``, registered as ``ascendc``):
 
 * ``lower-fusion-to-ascendc`` (``lower.LowerFusionToAscendC``): fusion.kernel -> ascendc IR;
 * ``-t ascendc`` (``target.AscendCTarget``): print kernels, tiling and host code;
-* ``emit_project(module, out_dir)``: write the CANN project (kernels, host, weights, CMake);
-* ``run_ascendc_cpu(module, feeds)``: build the kernels against the CPU functional model
-  (``cpu_model/ascendc_cpu_model.h``) and run the model; checks logic, not NPU speed.
+* ``emit_project(module, out_dir)``: write the CANN project (kernels, host, weights, CMake)
+  of a lowered module;
+* ``run_ascendc_cpu(module, feeds)``: build a lowered module's kernels against the CPU
+  functional model (``cpu_model/ascendc_cpu_model.h``) and run the model; checks logic, not
+  NPU speed.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-#: Lowering passes of the ascendc target (used by autofusion.pipeline).
-PIPELINE = "lower-fusion-to-ascendc"
 
 if TYPE_CHECKING:
     import numpy as np
@@ -36,7 +35,4 @@ def run_ascendc_cpu(module: ModuleOp, feeds: dict[str, Any]) -> dict[str, np.nda
     return run(module, feeds)
 
 
-#: The name ``autofusion.api`` looks up for a target's code emitter.
-emit_model = emit_project
-
-__all__ = ["PIPELINE", "emit_model", "emit_project", "run_ascendc_cpu"]
+__all__ = ["emit_project", "run_ascendc_cpu"]

@@ -1,11 +1,11 @@
 """Run a model's generated Ascend C kernels on the CPU functional model.
 
-``run_ascendc_cpu(module, feeds)`` lowers the fusion kernels (if needed), writes the project
-(``emit_project``), compiles kernels + tiling + host code + the AscendCL CPU stub with g++
-into a shared library (cached by source hash), and walks ``@main``: each ``ascendc.launch``
-calls the generated ``af_run_<kernel>`` entry point (AscendCL allocation of tiling and
-workspace, the launch, stream synchronisation, all on the CPU model); every other op (a
-fusion kernel with no Ascend C lowering, an unfused nn op) runs on the reference
+``run_ascendc_cpu(module, feeds)`` takes a module lowered by ``lower-fusion-to-ascendc``,
+writes the project (``emit_project``), compiles kernels + tiling + host code + the AscendCL CPU
+stub with g++ into a shared library (cached by source hash), and walks ``@main``: each
+``ascendc.launch`` calls the generated ``af_run_<kernel>`` entry point (AscendCL allocation of
+tiling and workspace, the launch, stream synchronisation, all on the CPU model); every other op
+(a fusion kernel with no Ascend C lowering, an unfused nn op) runs on the reference
 interpreter. The numbers check the generated code's logic; timings mean nothing for an NPU.
 """
 
@@ -34,8 +34,8 @@ from autofusion.dialects.dtypes import numpy_from_dense, to_numpy_dtype
 from autofusion.errors import AutofusionError
 from autofusion.lowering.ascendc.project import (
     _io_names,
+    check_lowered,
     emit_project,
-    ensure_lowered,
     kernels_of,
     main_func,
 )
@@ -117,7 +117,8 @@ class CpuModelRunner:
     """A built project loaded with ctypes; ``run(feeds)`` evaluates ``@main``."""
 
     def __init__(self, module: ModuleOp, workdir: str | Path | None = None):
-        self.module = ensure_lowered(module)
+        check_lowered(module)
+        self.module = module
         self._tmp = None
         if workdir is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="af-ascendc-")

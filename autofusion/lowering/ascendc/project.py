@@ -10,11 +10,11 @@ Layout written into ``out_dir``::
     manifest.json      inputs/outputs (ONNX names, shapes), kernels and their ONNX origins
     CMakeLists.txt     CANN build (find_package(ASC)), or -DAUTOFUSION_CPU_MODEL=ON with g++
 
-``module`` is nn/fusion IR; fusion kernels are lowered here (``lower-fusion-to-ascendc``)
-if that has not run yet. Kernels without an Ascend C lowering are listed in the manifest
-under ``fallback``; when any op of ``@main`` is not covered, ``af_run_model`` reports that
-and the per-kernel entry points remain usable (the CPU runner mixes them with the host
-reference, see ``cpu_run.py``).
+``module`` must have been through ``lower-fusion-to-ascendc`` (the ascendc backend's lowering
+pass; a fusion kernel not lowered is an error naming it: printers never lower). Kernels without
+an Ascend C lowering are listed in the manifest under ``fallback``; when any op of ``@main`` is
+not covered, ``af_run_model`` reports that and the per-kernel entry points remain usable (the
+CPU runner mixes them with the host reference, see ``cpu_run.py``).
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
@@ -52,18 +51,18 @@ def kernels_of(module: ModuleOp) -> list[ac.KernelOp]:
     return [op for op in module.body.block.ops if isinstance(op, ac.KernelOp)]
 
 
-def ensure_lowered(module: ModuleOp) -> ModuleOp:
-    """``module`` with supported fusion kernels lowered (a clone if lowering was needed)."""
+def check_lowered(module: ModuleOp) -> None:
+    """Raise ``AutofusionError`` if a fusion kernel of ``@main`` has not been through
+    ``lower-fusion-to-ascendc`` (lowered kernels are ``ascendc.launch`` ops; the ones it could
+    not lower carry ``ascendc.fallback``). The printers only print; they never lower."""
     fn = main_func(module)
-    if any(
-        isinstance(o, fusion.KernelOp) and "ascendc.fallback" not in o.attributes
-        for o in fn.body.block.ops
-    ):
-        from autofusion.lowering.ascendc.lower import LowerFusionToAscendC
-
-        module = module.clone()
-        LowerFusionToAscendC().apply(Context(), module)
-    return module
+    for o in fn.body.block.ops:
+        if isinstance(o, fusion.KernelOp) and "ascendc.fallback" not in o.attributes:
+            raise AutofusionError(
+                f"ascendc target: op {o.name} (pattern {o.pattern.data!r}) in @main is not "
+                "lowered; the ascendc target only prints lowered IR: run "
+                "-p 'lower-fusion-to-ascendc' first"
+            )
 
 
 def _io_names(fn: func.FuncOp, which: str) -> list[str]:
@@ -422,7 +421,7 @@ endif()
 def emit_project(module: ModuleOp, out_dir: str | Path) -> None:
     """Write the Ascend C / AscendCL project of ``module`` into ``out_dir`` (see module doc)."""
     out = Path(out_dir)
-    module = ensure_lowered(module)
+    check_lowered(module)
     fn = main_func(module)
     plan = plan_host(fn)
     (out / "kernels").mkdir(parents=True, exist_ok=True)

@@ -2,7 +2,8 @@
 
 The output is every file ``emit_project`` writes as text, one after another, each preceded
 by a ``// ===== <path> =====`` line (weights and the copied CPU model are left out).
-Fusion kernels not yet lowered are lowered first (``lower-fusion-to-ascendc`` defaults).
+The module must have been lowered (``-p lower-fusion-to-ascendc``): a fusion kernel that was
+not is an error naming it.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from xdsl.utils.target import Target
 
 from autofusion.lowering.ascendc.kernel_printer import print_kernel
 from autofusion.lowering.ascendc.project import (
-    ensure_lowered,
+    check_lowered,
     kernels_of,
     main_func,
     plan_host,
@@ -27,7 +28,7 @@ from autofusion.lowering.ascendc.project import (
 
 def print_files(module: ModuleOp) -> dict[str, str]:
     """Path -> text of every generated source file of ``module``."""
-    module = ensure_lowered(module)
+    check_lowered(module)
     files: dict[str, str] = {}
     for k in kernels_of(module):
         name = k.sym_name.data

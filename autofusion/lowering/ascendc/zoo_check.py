@@ -47,18 +47,18 @@ def check_model(name: str) -> dict[str, Any]:
     from autofusion.frontend.onnx_import import import_onnx
     from autofusion.interpreter import IMPLS
     from autofusion.lowering.ascendc.cpu_run import CpuModelRunner
-    from autofusion.lowering.ascendc.lower import LowerFusionToAscendC, outline_single
-    from autofusion.pipeline import PipelineOptions, make_context, tensor_passes
+    from autofusion.lowering.ascendc.lower import outline_single
+    from autofusion.pipeline import Pipeline, PipelineOptions, make_context
 
     proto = zoo.get_model(name)
     feeds = zoo.sample_inputs(proto, 0)
     t0 = time.perf_counter()
     module = import_onnx(proto)
     ctx = make_context()
-    for p in tensor_passes(PipelineOptions(target="ascendc")):
-        p.apply(ctx, module)
+    pipeline = Pipeline.from_options(PipelineOptions(target="ascendc"))
+    pipeline.tensor().run(module, ctx)
     fused = module.clone()
-    LowerFusionToAscendC().apply(ctx, module)
+    pipeline.lowering().run(module, ctx)
     t1 = time.perf_counter()
     fn = next(o for o in module.body.block.ops if isinstance(o, func.FuncOp))
     kernels = {k.sym_name.data: k for k in module.body.block.ops if isinstance(k, ac.KernelOp)}

@@ -1,6 +1,7 @@
-"""The C backend: lowering passes from nn/fusion IR to func/memref/scf/arith/math (+ clib),
-the ``c`` Target that prints one C11 translation unit, and ``emit_model`` writing
-``model.c``/``model.h``/``weights.bin``. See docs/c-backend.md."""
+"""The C backend (:class:`autofusion.lowering.c.backend.CBackend`): lowering passes from
+nn/fusion IR to func/memref/scf/arith/math (+ clib), the ``c`` Target that prints one C11
+translation unit, and ``emit_model`` writing ``model.c``/``model.h``/``weights.bin``.
+See docs/c-backend.md."""
 
 from __future__ import annotations
 
@@ -12,9 +13,6 @@ if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
     from xdsl.passes import ModulePass
 
-# The standard lowering pipeline from (fused, planned) nn IR to printable buffer IR.
-PIPELINE = "convert-nn-to-buffers,lower-nn-to-loops"
-
 
 def c_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """The C lowering passes, ``name -> factory`` (merged into autofusion.passes)."""
@@ -24,6 +22,11 @@ def c_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return ConvertNNToBuffers
 
+    def legalize_contractions() -> type[ModulePass]:
+        from autofusion.lowering.c.legalize_contractions import LegalizeContractions
+
+        return LegalizeContractions
+
     def lower_nn_to_loops() -> type[ModulePass]:
         from autofusion.lowering.c.lower_nn_to_loops import LowerNNToLoops
 
@@ -31,12 +34,14 @@ def c_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
     return {
         "convert-nn-to-buffers": convert_nn_to_buffers,
+        "legalize-contractions": legalize_contractions,
         "lower-nn-to-loops": lower_nn_to_loops,
     }
 
 
 def emit_model(module: ModuleOp, out_dir: str | Path) -> None:
-    """Lower ``module`` (if still at nn level) and write model.c, model.h and weights.bin."""
-    from autofusion.lowering.c.emit import emit_model as _emit
+    """Write model.c, model.h and weights.bin for a module lowered by the c backend's
+    lowering passes (``autofusion.pipeline.lower(module, "c")`` runs them)."""
+    from autofusion.lowering.c.backend import CBackend
 
-    _emit(module, Path(out_dir))
+    CBackend().emit(module, Path(out_dir))

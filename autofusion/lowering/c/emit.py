@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, TensorType
 
 from autofusion.dialects import nn
+from autofusion.errors import AutofusionError
 
 MODEL_H = """\
 /* model.h - API of a model compiled by autofusion (see afrt_model_api.md). */
@@ -64,34 +64,46 @@ long long af_profile_calls(int i);     /* calls since the last reset */
 """
 
 
-def is_lowered(module: ModuleOp) -> bool:
-    """No nn/fusion/bufferization op and no tensor-typed function left."""
+def first_unlowered(module: ModuleOp) -> str | None:
+    """The first op the C printer cannot read (an nn/fusion/bufferization op, or a function
+    still on tensors), described for a message; None when the module is lowered."""
     for op in module.walk():
         if isinstance(op, nn.TensorOp) or op.name.startswith(("fusion.", "bufferization.")):
-            return False
+            fn = op.parent_op()
+            while fn is not None and not isinstance(fn, func.FuncOp):
+                fn = fn.parent_op()
+            where = f" in @{fn.sym_name.data}" if isinstance(fn, func.FuncOp) else ""
+            return f"op {op.name}{where}"
         if isinstance(op, func.FuncOp) and any(
             isinstance(t, TensorType) for t in (*op.function_type.inputs, *op.function_type.outputs)
         ):
-            return False
-    return True
+            return f"func.func @{op.sym_name.data} (it takes or returns tensors)"
+    return None
 
 
-def ensure_lowered(ctx: Context | None, module: ModuleOp) -> None:
-    """Run the C lowering pipeline if the module still holds nn/fusion ops."""
-    if is_lowered(module):
-        return
-    from autofusion.lowering.c.convert_nn_to_buffers import ConvertNNToBuffers
-    from autofusion.lowering.c.lower_nn_to_loops import LowerNNToLoops
+def check_lowered(module: ModuleOp, lowering: tuple[str, ...]) -> None:
+    """Raise ``AutofusionError`` if the module is not lowered for the C printer."""
+    what = first_unlowered(module)
+    if what is not None:
+        raise AutofusionError(
+            f"c target: {what} is not lowered; the c target only prints lowered IR: "
+            f"run -p '{','.join(lowering)}' first"
+        )
 
-    ctx = ctx or Context()
-    ConvertNNToBuffers().apply(ctx, module)
-    LowerNNToLoops().apply(ctx, module)
+
+def bake_default_threads(model_c: Path, threads: int) -> None:
+    """Prepend ``#define AF_DEFAULT_THREADS threads`` to model.c (which otherwise defaults
+    it to 0, all cores), so a plain ``af_create(path, 0)`` of this build uses ``threads``."""
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise AutofusionError(f"threads: expected a positive integer, got {threads!r}")
+    text = model_c.read_text()
+    model_c.write_text(f"#define AF_DEFAULT_THREADS {threads}\n{text}")
 
 
 def emit_model(module: ModuleOp, out_dir: Path) -> None:
+    """Print a lowered module: model.c, model.h and weights.bin in ``out_dir``."""
     from autofusion.lowering.c.printer import print_c
 
-    ensure_lowered(None, module)
     text, weights = print_c(module)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "model.c").write_text(text)

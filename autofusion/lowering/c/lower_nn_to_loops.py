@@ -10,9 +10,9 @@ For every function holding ``nn`` ops (between ``bufferization.to_tensor`` and
   adjacent dims that broadcast alike are merged, so a bias per channel is a 3-d nest
   ``[N, C, H*W]`` and same-shape operands make one flat, vectorisable loop. Big nests get
   ``c.parallel`` (``#pragma omp parallel for``) on the outermost loop.
-- First, at tensor level, each Conv/MatMul/Gemm the library cannot run in its element type
-  (f16; f64 Conv/Gemm) is wrapped in ``nn.cast`` ops: computed in f32, cast back once
-  (``legalise_contractions``). Its elementwise tail is then not fused into the call.
+- A Conv/MatMul/Gemm the library cannot run in its element type (f16; f64 Conv/Gemm) must
+  have been rebuilt in f32 by ``legalize-contractions`` first; one that was not is an error
+  naming it. (The cast-back result is not f32, so its elementwise tail is not fused.)
 - A function whose body is one Conv/MatMul/Gemm followed by elementwise ops on its result
   (bias, residual add, activations) becomes one library call with a fused epilogue: a
   generated function (attribute ``c.epilogue``) that applies the chain in place to each
@@ -23,7 +23,8 @@ For every function holding ``nn`` ops (between ``bufferization.to_tensor`` and
   as index loops, reshape as a view.
 
 Afterwards no ``nn``, ``fusion`` or ``bufferization`` op may remain: the pass fails naming the
-op. Run after ``convert-nn-to-buffers``; the result is printed by the ``c`` target.
+op. Run after ``convert-nn-to-buffers,legalize-contractions``; the result is printed by the
+``c`` target.
 """
 
 from __future__ import annotations
@@ -52,13 +53,13 @@ from autofusion.dialects import dtypes, fusion, nn
 from autofusion.lowering.c import clib
 from autofusion.lowering.c.builder import INDEX, Emitter, Index, unravel
 from autofusion.lowering.c.convert_nn_to_buffers import memref_of
+from autofusion.lowering.c.legalize_contractions import CONTRACTIONS, needs_f32_compute
 from autofusion.lowering.c.names import NameTable
 from autofusion.lowering.c.scalar import emit_scalar
 from autofusion.passes.options import CheckedPass
 
 PASS = "lower-nn-to-loops"
 FUSIBLE = (*nn.ELEMENTWISE, nn.ExpandOp)
-CONTRACTIONS = (nn.ConvOp, nn.MatMulOp, nn.GemmOp)
 
 
 def shape(v: SSAValue) -> tuple[int, ...]:
@@ -114,7 +115,12 @@ class FunctionLowering:
     # ---- driver ------------------------------------------------------------------------
     def run(self) -> None:
         old = self.fn.body.block
-        legalise_contractions(old)
+        for op in old.ops:
+            if needs_f32_compute(op):
+                raise PassFailedException(
+                    f"{PASS}: {op.name} on {elem(op.results[0])} has no library kernel; "
+                    "run legalize-contractions first (it computes it in f32)"
+                )
         new = Block(arg_types=[a.type for a in old.args])
         argmap: dict[SSAValue, SSAValue] = dict(zip(old.args, new.args))
         self.e = Emitter(new)
@@ -445,66 +451,6 @@ class FunctionLowering:
         self.module.body.block.insert_op_before(efn, self.fn)
         fref = self.e.add(clib.FuncRefOp(sym))
         return fref, ctx
-
-
-def needs_f32_compute(op: Operation) -> bool:
-    """A Conv/Gemm/MatMul the library cannot run in its own element type, computed in f32.
-
-    The library (afrt) has f32 conv and GEMM only. f16 Conv/Gemm/MatMul and f64 Conv/Gemm
-    are run in f32 (f64 MatMul keeps its exact plain loops; integer MatMul its loops too)."""
-    if not isinstance(op, CONTRACTIONS):
-        return False
-    t = elem(op.results[0])
-    if t == dtypes.f16:
-        return True
-    return t == dtypes.f64 and not isinstance(op, nn.MatMulOp)
-
-
-def legalise_contractions(block: Block) -> None:
-    """Tensor level: wrap each contraction of ``needs_f32_compute`` in ``nn.cast`` ops.
-
-    Operands are cast to f32 (a constant operand is converted at compile time), the op is
-    rebuilt on f32 tensors and its result is cast back to the original element type. Its
-    elementwise users then see a non-f32 value, so ``_epilogue_plan`` does not fuse them
-    into the library call: they run as ordinary loops on the cast-back result."""
-    for op in list(block.ops):
-        if not needs_f32_compute(op):
-            continue
-        old_consts = [v.owner for v in op.operands if isinstance(v.owner, nn.ConstantOp)]
-        operands = [_as_f32(block, op, v) for v in op.operands]
-        res = op.results[0]
-        f32_op = type(op).create(
-            operands=operands,
-            result_types=[dtypes.tensor_type(dtypes.f32, shape(res))],
-            properties=dict(op.properties),
-            attributes=dict(op.attributes),
-        )
-        block.insert_op_before(f32_op, op)
-        back = nn.CastOp.create(operands=[f32_op.results[0]], result_types=[res.type])
-        block.insert_op_before(back, op)
-        res.replace_all_uses_with(back.results[0])
-        block.erase_op(op)
-        for c in old_consts:
-            if c.parent is block and not c.y.uses:
-                block.erase_op(c)
-
-
-def _as_f32(block: Block, before: Operation, v: SSAValue) -> SSAValue:
-    """``v`` as an f32 tensor defined before ``before``: a converted constant or an nn.cast."""
-    owner = v.owner
-    if isinstance(owner, nn.ConstantOp) and isinstance(owner.value, DenseIntOrFPElementsAttr):
-        arr = dtypes.numpy_from_dense(owner.value).astype(np.float32)
-        const = nn.ConstantOp.create(
-            result_types=[dtypes.tensor_type(dtypes.f32, arr.shape)],
-            properties={"value": dtypes.dense_from_numpy(arr)},
-            attributes=dict(owner.attributes),
-        )
-    else:
-        const = nn.CastOp.create(
-            operands=[v], result_types=[dtypes.tensor_type(dtypes.f32, shape(v))]
-        )
-    block.insert_op_before(const, before)
-    return const.results[0]
 
 
 def contraction_groups(head: Operation) -> tuple[str, int, int]:

@@ -1,9 +1,10 @@
 """The ``c`` Target: ``autofusion-opt ... -t c`` prints one C11 translation unit.
 
-The module must already be lowered (``convert-nn-to-buffers,lower-nn-to-loops``); a module
-still at the nn level is lowered first with the default pipeline so ``-t c`` works on an
-imported model directly. A dynamic dimension or an oversized tensor in any function is
-refused first (``autofusion.analysis.static_shapes``), lowered input included.
+The target only prints: the module must already be lowered by the backend's lowering passes
+(``CBackend.lowering``: ``convert-nn-to-buffers,legalize-contractions,lower-nn-to-loops``); a
+module still holding nn/fusion ops is an error naming the first such op and the ``-p`` to
+run. A dynamic dimension or an oversized tensor in any function is refused first
+(``autofusion.analysis.static_shapes``), lowered input included.
 """
 
 from __future__ import annotations
@@ -24,11 +25,11 @@ class CTarget(Target):
         from xdsl.dialects import func
 
         from autofusion.analysis.static_shapes import check_static_shapes
-        from autofusion.lowering.c.emit import ensure_lowered
+        from autofusion.lowering.c.backend import CBackend
         from autofusion.lowering.c.printer import print_c
 
         for op in module.ops:
             if isinstance(op, func.FuncOp):
                 check_static_shapes(op, "c target")
-        ensure_lowered(ctx, module)
+        CBackend().check_lowered(module)
         print_c(module, output)

@@ -1,6 +1,7 @@
 """Helpers for tests of the C backend: lower, print, build and run a module; compare.
 
-``build_and_run(module, feeds, work_dir)`` emits model.c/model.h/weights.bin, builds
+``build_and_run(module, feeds, work_dir)`` lowers a tensor-level module with the c backend's
+lowering passes (:func:`autofusion.pipeline.lower`), emits model.c/model.h/weights.bin, builds
 ``libmodel.so`` with the runtime's build (``-Wall -Wextra -Werror``), runs it once through the
 ctypes loader and returns outputs by ONNX name. ``close`` / ``assert_close`` / ``compare`` are
 re-exported from :mod:`autofusion.testing`, the project's one correctness bar.
@@ -26,14 +27,26 @@ __all__ = [
     "close",
     "compare",
     "compile_onnx",
+    "emit_lowered",
     "onnxruntime_outputs",
 ]
+
+
+def emit_lowered(module: ModuleOp, work_dir: Path) -> None:
+    """Lower ``module`` with the c backend's lowering passes unless it is lowered already
+    (IR written at the loop level), then write model.c/model.h/weights.bin."""
+    from autofusion.lowering.c.emit import first_unlowered
+    from autofusion.pipeline import lower
+
+    if first_unlowered(module) is not None:
+        lower(module, "c")
+    emit_model(module, work_dir)
 
 
 def build(module: ModuleOp, work_dir: Path) -> Path:
     from autofusion.runtime.build import build_shared
 
-    emit_model(module, work_dir)
+    emit_lowered(module, work_dir)
     return build_shared(work_dir)
 
 
@@ -68,9 +81,7 @@ def compile_onnx(model: onnx.ModelProto, fusion: bool = True) -> ModuleOp:
 
     module = import_onnx(model, progress=False)
     if fusion:
-        from autofusion.pipeline import PipelineOptions, make_context, tensor_passes
+        from autofusion.pipeline import run_tensor_passes
 
-        ctx = make_context()
-        for p in tensor_passes(PipelineOptions()):
-            p.apply(ctx, module)
+        run_tensor_passes(module)
     return module
