@@ -55,3 +55,63 @@ def test_missing_file() -> None:
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr
     assert "/nonexistent/model.mlir" in proc.stderr
+
+
+def test_pipeline_string_reproduces_compile(tmp_path: Path) -> None:
+    """``Pipeline.pipeline_string()`` is exactly what compile() runs: autofusion-opt with that
+    ``-p`` and ``-t c`` prints compile()'s model.c byte for byte (and so does
+    ``--compile-pipeline``, which builds the same Pipeline)."""
+    import autofusion
+    from autofusion.pipeline import Pipeline, PipelineOptions
+
+    text = Pipeline.from_options(PipelineOptions()).pipeline_string()
+    assert text.endswith("convert-nn-to-buffers,legalize-contractions,lower-nn-to-loops")
+    m = autofusion.compile("zoo:tiny_bert", cache=False)
+    try:
+        assert m.report["pipeline"] == text
+        model_c = (m.directory / "model.c").read_text()
+    finally:
+        m.close()
+    for how in (["-p", text], ["--compile-pipeline"]):
+        out = tmp_path / "opt.c"
+        proc = _run(["zoo:tiny_bert", *how, "-t", "c", "-o", str(out)])
+        assert proc.returncode == 0, proc.stderr
+        assert out.read_text() == model_c, how
+
+
+def test_pipeline_string_with_options_reproduces_the_build(tmp_path: Path) -> None:
+    """With a memory limit (tile-fusion and its option) and with fusion off, the printed
+    pipeline still reproduces the compile's model.c."""
+    from autofusion.api import build_model_dir, open_model
+    from autofusion.pipeline import PipelineOptions
+
+    for i, opts in enumerate(
+        [PipelineOptions(memory_limit_mb=0.05), PipelineOptions(fusion=False)]
+    ):
+        d = tmp_path / f"build{i}"
+        report = build_model_dir(open_model("zoo:tiny_cnn"), d, opts, build=False)
+        assert ("tile-fusion{" in report["pipeline"]) == (opts.memory_limit_mb is not None)
+        out = tmp_path / f"opt{i}.c"
+        proc = _run(["zoo:tiny_cnn", "-p", report["pipeline"], "-t", "c", "-o", str(out)])
+        assert proc.returncode == 0, proc.stderr
+        assert out.read_text() == (d / "model.c").read_text(), opts
+
+
+def test_c_target_on_ir_that_is_not_lowered_names_the_op() -> None:
+    proc = _run(["-t", "c"], GOOD)
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    assert "c target: op nn.relu in @main is not lowered" in proc.stderr
+    assert "-p 'convert-nn-to-buffers,legalize-contractions,lower-nn-to-loops'" in proc.stderr
+
+
+def test_print_pipeline_and_compile_pipeline_for_mlir() -> None:
+    """``--compile-pipeline`` with ``-t mlir`` runs the tensor passes only (the fused IR);
+    ``--print-pipeline`` shows the -p text; giving -p too is an error."""
+    proc = _run(["--compile-pipeline", "--print-pipeline"], GOOD)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.strip().endswith("fuse,plan-buffers")
+    assert "fusion.kernel" in proc.stdout or "nn.relu" in proc.stdout
+    proc = _run(["--compile-pipeline", "-p", "fuse"], GOOD)
+    assert proc.returncode == 1
+    assert "either -p or --compile-pipeline" in proc.stderr

@@ -41,3 +41,26 @@ def test_dialects_do_not_shadow_xdsl() -> None:
 def test_target_keys_match_names() -> None:
     for key, factory in get_all_targets().items():
         assert factory().name == key
+
+
+def test_backends_implement_the_protocol() -> None:
+    """Every registry line names a Backend whose name is its key, whose lowering passes are
+    registered, and whose printer is the -t target of the same name."""
+    from autofusion.lowering import BACKENDS, get_backend
+    from autofusion.lowering.backend import Backend, RunnableBackend, SimulatedBackend
+    from autofusion.pipeline import PipelineOptions
+
+    passes = get_all_passes()
+    fields = set(PipelineOptions.__dataclass_fields__)
+    for key in BACKENDS:
+        b = get_backend(key)
+        assert isinstance(b, Backend), key
+        assert b.name == key
+        assert b.lowering, key
+        assert all(p.split("{")[0] in passes for p in b.lowering), b.lowering
+        assert b.target().name == key
+        assert set(b.option_fields) <= fields, b.option_fields
+        assert isinstance(b, RunnableBackend | SimulatedBackend), (
+            f"{key} can neither run nor simulate"
+        )
+    assert set(get_all_targets()) == set(BACKENDS)

@@ -65,7 +65,7 @@ long long af_profile_calls(int i);     /* calls since the last reset */
 
 
 def first_unlowered(module: ModuleOp) -> str | None:
-    """The first op the C printer cannot read (an nn/fusion/bufferization op, or a function
+    """The first op the C printer cannot read (an nn/fusion/bufferization op, else a function
     still on tensors), described for a message; None when the module is lowered."""
     for op in module.walk():
         if isinstance(op, nn.TensorOp) or op.name.startswith(("fusion.", "bufferization.")):
@@ -74,6 +74,7 @@ def first_unlowered(module: ModuleOp) -> str | None:
                 fn = fn.parent_op()
             where = f" in @{fn.sym_name.data}" if isinstance(fn, func.FuncOp) else ""
             return f"op {op.name}{where}"
+    for op in module.walk():
         if isinstance(op, func.FuncOp) and any(
             isinstance(t, TensorType) for t in (*op.function_type.inputs, *op.function_type.outputs)
         ):

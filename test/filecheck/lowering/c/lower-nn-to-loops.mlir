@@ -1,4 +1,4 @@
-// RUN: autofusion-opt %s --split-input-file -p convert-nn-to-buffers,lower-nn-to-loops | filecheck %s
+// RUN: autofusion-opt %s --split-input-file -p convert-nn-to-buffers,legalize-contractions,lower-nn-to-loops | filecheck %s
 
 // An elementwise kernel is one loop nest: add is computed inline (never stored) and the
 // per-channel bias is read through a [1, 4, 1] view; H and W merge into one inner loop.

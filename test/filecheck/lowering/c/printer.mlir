@@ -1,4 +1,4 @@
-// RUN: autofusion-opt %s -t c | filecheck %s
+// RUN: autofusion-opt %s -p convert-nn-to-buffers,legalize-contractions,lower-nn-to-loops -t c | filecheck %s
 
 // The printer: one C function per kernel with restrict pointers, `const` for inputs, an
 // OpenMP pragma on the outer loop of a big nest, NaN-propagating ReLU, bool and int64
