@@ -61,8 +61,16 @@ class Backend(Protocol):
 class RunnableBackend(Backend, Protocol):
     """A backend whose emitted folder is built and loaded in this process."""
 
-    def build(self, out_dir: Path, opts: PipelineOptions, default_threads: int | None) -> None:
-        """Turn the emitted folder into something :meth:`load` opens (e.g. ``libmodel.so``)."""
+    def build(
+        self,
+        out_dir: Path,
+        opts: PipelineOptions,
+        default_threads: int | None = None,
+        say: Callable[[str], None] | None = None,
+    ) -> None:
+        """Turn the emitted folder into what :meth:`load` opens (e.g. ``libmodel.so``);
+        ``default_threads`` is the thread count the build uses when given none, ``say``
+        reports progress."""
         ...
 
     def load(self, out_dir: Path, threads: int | None) -> Any:
