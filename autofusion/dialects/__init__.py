@@ -17,7 +17,7 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
         return Fusion
 
     def get_clib() -> Dialect:
-        from autofusion.lowering.c.clib import CLib
+        from autofusion.dialects.clib import CLib
 
         return CLib
 

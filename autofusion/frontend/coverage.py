@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from autofusion.frontend import loader, registry
+from autofusion.frontend.converters import tables
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ def _ranges(opsets: list[int]) -> str:
 
 
 def rows() -> list[Row]:
-    converters, folders = registry.tables()
+    converters, folders = tables()
     out = []
     for op in sorted(set(converters) | set(folders)):
         accepted, refused = [], []

@@ -44,8 +44,9 @@ from autofusion.frontend.context import (
     virtual_nbytes,
 )
 from autofusion.frontend.convert_shape import sparse_to_dense, tensor_to_const
+from autofusion.frontend.converters import tables
 from autofusion.frontend.progress import Progress
-from autofusion.frontend.registry import SELF_FOLDING, tables, version_problem
+from autofusion.frontend.registry import SELF_FOLDING, version_problem
 
 # Control flow (subgraphs may read outer values) and random ops are never folded.
 _NEVER_FOLD = frozenset(

@@ -4,7 +4,9 @@
 Converters emit ``nn`` ops for run-time values (and may return :class:`Const` results when
 the answer is known at import time, e.g. ``Shape``). Folders evaluate a node whose inputs
 are all constants; ops without a folder fall back to ``onnx.reference`` on that one node.
-Both tables are filled by the ``convert_*`` modules when :func:`tables` first runs.
+Both tables are filled by the ``convert_*`` modules as they are imported; import
+:mod:`autofusion.frontend.converters` (``converters.tables()``) for the complete tables. This
+module imports no converter, so the converters can import it without an import cycle.
 """
 
 from __future__ import annotations
@@ -92,13 +94,3 @@ def version_problem(op_type: str, opset: int) -> str | None:
         f"{op_type} version {since} (opset {opset}) changed semantics that autofusion does not "
         f"implement (it implements {op_type} up to opset {SEMANTICS_OPSET})"
     )
-
-
-def tables() -> tuple[dict[str, Converter], dict[str, Folder]]:
-    from autofusion.frontend import (  # noqa: F401 - imported for their registrations
-        convert_elementwise,
-        convert_nn,
-        convert_shape,
-    )
-
-    return CONVERTERS, FOLDERS

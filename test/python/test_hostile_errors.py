@@ -513,10 +513,10 @@ def test_every_numeric_pass_option_has_a_range() -> None:
 
 def test_pass_option_ranges_apply_to_the_python_pipeline() -> None:
     from autofusion.passes.tile_fusion import TileFusion
-    from autofusion.pipeline import _instantiate
+    from autofusion.pipeline import make_pass
 
     with pytest.raises(AutofusionError) as ei:
-        _instantiate(TileFusion, {"memory_limit_mb": math.nan})
+        make_pass(TileFusion, {"memory_limit_mb": math.nan})
     assert_clean_api_error(ei, "'tile-fusion'", "memory_limit_mb=nan")
 
 

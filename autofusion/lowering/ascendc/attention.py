@@ -17,7 +17,7 @@ from autofusion.dialects import nn
 from autofusion.dialects.base import dense_ints, i64_array, shape_of, value_index
 from autofusion.dialects.shapes import numel
 from autofusion.lowering.ascendc import tiling as tl
-from autofusion.lowering.ascendc.vector import Unsupported
+from autofusion.lowering.ascendc.vector import Unsupported, bcast_strides
 
 
 def attention_tiling(
@@ -67,10 +67,8 @@ def build_attention(lowering, op: nn.AttentionOp) -> ac.KernelOp:
     }
     mask = []
     if op.mask is not None:
-        from autofusion.lowering.ascendc.lower import _bcast_strides
-
         ms = tuple(shape_of(op.mask))
-        strides = _bcast_strides(ms, (*batch, s_, t_))
+        strides = bcast_strides(ms, (*batch, s_, t_))
         if strides is None:
             raise Unsupported(f"attention mask {ms} does not broadcast to the scores")
         mask = [gms[value_index(op.mask)]]

@@ -58,6 +58,7 @@ from autofusion.lowering.ascendc.vector import (
     Val,
     VectorBuilder,
     Window,
+    bcast_strides,
 )
 from autofusion.passes.options import CheckedPass
 
@@ -71,22 +72,6 @@ def _i(v: int) -> IntegerAttr:
 def _stage() -> tuple[Region, Block]:
     b = Block()
     return Region(b), b
-
-
-def _bcast_strides(shape: tuple[int, ...], out: tuple[int, ...]) -> tuple[int, ...] | None:
-    """Row-major strides of ``shape`` aligned to ``out`` (0 on broadcast dims), or None."""
-    if len(shape) > len(out):
-        return None
-    padded = (1,) * (len(out) - len(shape)) + shape
-    strides = [0] * len(out)
-    acc = 1
-    for i in range(len(out) - 1, -1, -1):
-        if padded[i] == out[i]:
-            strides[i] = acc if out[i] != 1 else 0
-        elif padded[i] != 1:
-            return None
-        acc *= padded[i]
-    return tuple(strides)
 
 
 @dataclass
@@ -118,7 +103,7 @@ def gather_map(op: Operation) -> tuple[tuple[int, ...], int]:
     if isinstance(op, nn.TransposeOp):
         return tuple(st[p] for p in op.ints("perm")), 0
     if isinstance(op, nn.ExpandOp):
-        strides = _bcast_strides(xs, tuple(shape_of(op.results[0])))
+        strides = bcast_strides(xs, tuple(shape_of(op.results[0])))
         assert strides is not None
         return strides, 0
     if isinstance(op, nn.GatherOp):
@@ -184,7 +169,7 @@ class KernelLowering:
             if s == out_shape:
                 queued.append(i)
                 continue
-            strides = _bcast_strides(s, out_shape)
+            strides = bcast_strides(s, out_shape)
             if strides is None:
                 raise Unsupported(f"input {i} of shape {s} does not broadcast to {out_shape}")
             bcast[i] = strides
@@ -512,7 +497,7 @@ class KernelLowering:
             if conv:
                 strides = tuple(1 if i == 1 else 0 for i in range(len(out_shape)))
             else:
-                st = _bcast_strides(bshape, out_shape)
+                st = bcast_strides(bshape, out_shape)
                 if st is None:
                     raise Unsupported(f"bias shape {bshape} does not broadcast to {out_shape}")
                 strides = st

@@ -26,6 +26,22 @@ from autofusion.dialects import ascendc as ac
 from autofusion.dialects import nn
 
 
+def bcast_strides(shape: tuple[int, ...], out: tuple[int, ...]) -> tuple[int, ...] | None:
+    """Row-major strides of ``shape`` aligned to ``out`` (0 on broadcast dims), or None."""
+    if len(shape) > len(out):
+        return None
+    padded = (1,) * (len(out) - len(shape)) + shape
+    strides = [0] * len(out)
+    acc = 1
+    for i in range(len(out) - 1, -1, -1):
+        if padded[i] == out[i]:
+            strides[i] = acc if out[i] != 1 else 0
+        elif padded[i] != 1:
+            return None
+        acc *= padded[i]
+    return tuple(strides)
+
+
 class Unsupported(Exception):
     """This kernel (or op) has no Ascend C lowering; the message says why."""
 

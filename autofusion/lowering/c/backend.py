@@ -1,17 +1,25 @@
 """The ``c`` backend (:class:`autofusion.lowering.backend.Backend`): lower to loops and library
 calls, print one C11 translation unit, build ``libmodel.so`` with the system compiler and load
-it with ctypes. See docs/c-backend.md."""
+it with ctypes. See docs/c-backend.md.
+
+Its printer, the ``c`` Target (``autofusion-opt ... -t c``), only prints: the module must
+already be lowered by :attr:`CBackend.lowering`; a module still holding nn/fusion ops is an
+error naming the first such op and the ``-p`` to run. A dynamic dimension or an oversized
+tensor in any function is refused first (``autofusion.analysis.static_shapes``).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, ClassVar
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.utils.target import Target
 
 if TYPE_CHECKING:
-    from xdsl.dialects.builtin import ModuleOp
-    from xdsl.utils.target import Target
-
     from autofusion.pipeline import PipelineOptions
 
 
@@ -27,8 +35,6 @@ class CBackend:
     option_fields: tuple[str, ...] = ("cpu",)
 
     def target(self) -> type[Target]:
-        from autofusion.lowering.c.target import CTarget
-
         return CTarget
 
     def check_lowered(self, module: ModuleOp) -> None:
@@ -63,3 +69,22 @@ class CBackend:
 
         return ModelLibrary(out_dir / "libmodel.so", out_dir / "weights.bin",
                             threads if threads is not None else 0)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class CTarget(Target):
+    """``-t c``: one C11 translation unit (model.c) on the output stream."""
+
+    name: ClassVar[str] = "c"
+
+    def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+        from xdsl.dialects import func
+
+        from autofusion.analysis.static_shapes import check_static_shapes
+        from autofusion.lowering.c.printer import print_c
+
+        for op in module.ops:
+            if isinstance(op, func.FuncOp):
+                check_static_shapes(op, "c target")
+        CBackend().check_lowered(module)
+        print_c(module, output)

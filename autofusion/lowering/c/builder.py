@@ -8,6 +8,7 @@ optional loop-carried values); ``nest`` builds a loop nest over a static shape.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
 from xdsl.dialects import arith, memref, scf
 from xdsl.dialects.builtin import (
@@ -21,7 +22,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from autofusion.dialects import dtypes
-from autofusion.lowering.c.clib import ViewOp
+from autofusion.dialects.clib import ViewOp
 
 Index = int | SSAValue
 INDEX = IndexType()
@@ -210,3 +211,15 @@ def linear(e: Emitter, idx: Sequence[Index], shape: Sequence[int]) -> Index:
     for i, s in zip(idx, st):
         acc = e.iadd(acc, e.imul(i, s))
     return acc
+
+
+class Lowering(Protocol):
+    """What the per-op lowerings (``ops.py``) use of the function being lowered
+    (``lower_nn_to_loops.FunctionLowering``): the emitter, the buffer of a tensor value, and
+    the list of buffers to free at the end. A protocol, so ``ops.py`` needs no import of
+    the pass module that calls it."""
+
+    e: Emitter
+    allocs: list[SSAValue]
+
+    def buffer_of(self, v: SSAValue) -> SSAValue: ...

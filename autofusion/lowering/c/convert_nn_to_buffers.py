@@ -58,7 +58,7 @@ from autofusion.analysis.liveness import tensor_bytes
 from autofusion.analysis.memory_plan import is_inplace_capable
 from autofusion.analysis.static_shapes import check_static_shapes
 from autofusion.dialects import fusion, nn
-from autofusion.lowering.c.clib import ViewOp
+from autofusion.dialects.clib import ViewOp
 from autofusion.lowering.c.names import NameTable
 from autofusion.passes.options import CheckedPass
 

@@ -49,12 +49,12 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import PassFailedException
 
-from autofusion.dialects import dtypes, fusion, nn
-from autofusion.lowering.c import clib
+from autofusion.dialects import clib, dtypes, fusion, nn
 from autofusion.lowering.c.builder import INDEX, Emitter, Index, unravel
 from autofusion.lowering.c.convert_nn_to_buffers import memref_of
 from autofusion.lowering.c.legalize_contractions import CONTRACTIONS, needs_f32_compute
 from autofusion.lowering.c.names import NameTable
+from autofusion.lowering.c.ops import contraction_call, lower_op
 from autofusion.lowering.c.scalar import emit_scalar
 from autofusion.passes.options import CheckedPass
 
@@ -150,8 +150,6 @@ class FunctionLowering:
             elif isinstance(op, FUSIBLE):
                 self._elementwise_root(op, self.out_buffer(op.results[0]))
             elif isinstance(op, nn.TensorOp):
-                from autofusion.lowering.c.ops import lower_op
-
                 outs = [self.out_buffer(r) for r in op.results]
                 lower_op(self, op, outs)
             else:
@@ -357,8 +355,6 @@ class FunctionLowering:
         return head, chain_set, final
 
     def _fused_contraction(self, head: Operation, chain: set[Operation], final: Operation) -> None:
-        from autofusion.lowering.c.ops import contraction_call
-
         out = self.out_buffer(final.results[0])
         self.buf[head.results[0]] = out
         _, batch_dims, row_dims = contraction_groups(head)

@@ -10,19 +10,15 @@ from __future__ import annotations
 
 import math as pymath
 from collections.abc import Callable
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
 from xdsl.dialects import arith, math
 from xdsl.dialects.builtin import AnyFloat, DenseArrayBase, FloatAttr, IntegerType, f64, i64
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.utils.exceptions import PassFailedException
 
-from autofusion.dialects import dtypes, nn
-from autofusion.lowering.c import clib
-from autofusion.lowering.c.builder import PARALLEL_MIN_WORK, Emitter, Index
-
-if TYPE_CHECKING:
-    from autofusion.lowering.c.lower_nn_to_loops import FunctionLowering
+from autofusion.dialects import clib, dtypes, nn
+from autofusion.lowering.c.builder import PARALLEL_MIN_WORK, Emitter, Index, Lowering
 
 PASS = "lower-nn-to-loops"
 
@@ -83,9 +79,7 @@ def fop(t: Attribute, f: type, i: type) -> type:
 # ---------------------------------------------------------------------------------------
 
 
-def _reduce(
-    L: FunctionLowering, x: SSAValue, out: SSAValue, axes: tuple[int, ...], kind: str
-) -> None:
+def _reduce(L: Lowering, x: SSAValue, out: SSAValue, axes: tuple[int, ...], kind: str) -> None:
     e = L.e
     xs = shape(x)
     t = elem(x)
@@ -159,7 +153,7 @@ _REDUCE_KIND = {
 }
 
 
-def lower_reduce(L: FunctionLowering, op: nn.ReduceOp, outs: list[SSAValue]) -> None:
+def lower_reduce(L: Lowering, op: nn.ReduceOp, outs: list[SSAValue]) -> None:
     axes = op.ints("axes")
     if not axes:
         L.e.add(_copy(L, op.x, outs[0]))
@@ -167,19 +161,19 @@ def lower_reduce(L: FunctionLowering, op: nn.ReduceOp, outs: list[SSAValue]) -> 
     _reduce(L, op.x, outs[0], axes, _REDUCE_KIND[type(op)])
 
 
-def _copy(L: FunctionLowering, src: SSAValue, dst: SSAValue) -> Operation:
+def _copy(L: Lowering, src: SSAValue, dst: SSAValue) -> Operation:
     from xdsl.dialects import memref
 
     return memref.CopyOp(L.e.view(L.buffer_of(src), shape(dst)), dst)
 
 
-def lower_global_pool(L: FunctionLowering, op: nn.GlobalPoolOp, outs: list[SSAValue]) -> None:
+def lower_global_pool(L: Lowering, op: nn.GlobalPoolOp, outs: list[SSAValue]) -> None:
     rank = len(shape(op.x))
     kind = "mean" if isinstance(op, nn.GlobalAvgPoolOp) else "max"
     _reduce(L, op.x, outs[0], tuple(range(2, rank)), kind)
 
 
-def lower_arg_max(L: FunctionLowering, op: nn.ArgMaxOp, outs: list[SSAValue]) -> None:
+def lower_arg_max(L: Lowering, op: nn.ArgMaxOp, outs: list[SSAValue]) -> None:
     e = L.e
     xs = shape(op.x)
     axis = op.int_prop("axis")
@@ -214,7 +208,7 @@ def lower_arg_max(L: FunctionLowering, op: nn.ArgMaxOp, outs: list[SSAValue]) ->
 # ---------------------------------------------------------------------------------------
 
 
-def lower_softmax(L: FunctionLowering, op: nn.SoftmaxBase, outs: list[SSAValue]) -> None:
+def lower_softmax(L: Lowering, op: nn.SoftmaxBase, outs: list[SSAValue]) -> None:
     e = L.e
     need_float(op, op.x)
     xs = shape(op.x)
@@ -269,7 +263,7 @@ def lower_softmax(L: FunctionLowering, op: nn.SoftmaxBase, outs: list[SSAValue])
     e.nest([o, 1, i], row, parallel=prod(xs) >= PARALLEL_MIN_WORK)
 
 
-def _param_view(L: FunctionLowering, op: Operation, v: SSAValue | None, n: int) -> SSAValue | None:
+def _param_view(L: Lowering, op: Operation, v: SSAValue | None, n: int) -> SSAValue | None:
     if v is None:
         return None
     numel = prod(shape(v))
@@ -279,7 +273,7 @@ def _param_view(L: FunctionLowering, op: Operation, v: SSAValue | None, n: int) 
 
 
 def _row_norm(
-    L: FunctionLowering,
+    L: Lowering,
     x: SSAValue,
     out: SSAValue,
     rows: int,
@@ -322,7 +316,7 @@ def _row_norm(
     e.loop(0, rows, row, parallel=rows >= 2 and rows * cols >= PARALLEL_MIN_WORK)
 
 
-def lower_layer_norm(L: FunctionLowering, op: nn.LayerNormOp, outs: list[SSAValue]) -> None:
+def lower_layer_norm(L: Lowering, op: nn.LayerNormOp, outs: list[SSAValue]) -> None:
     need_float(op, op.x)
     xs = shape(op.x)
     axis = op.int_prop("axis")
@@ -338,7 +332,7 @@ def lower_layer_norm(L: FunctionLowering, op: nn.LayerNormOp, outs: list[SSAValu
     _row_norm(L, op.x, outs[0], rows, cols, op.float_prop("epsilon"), by_col(sv), by_col(bv))
 
 
-def lower_instance_norm(L: FunctionLowering, op: nn.InstanceNormOp, outs: list[SSAValue]) -> None:
+def lower_instance_norm(L: Lowering, op: nn.InstanceNormOp, outs: list[SSAValue]) -> None:
     need_float(op, op.x)
     xs = shape(op.x)
     n, c = xs[0], xs[1]
@@ -353,7 +347,7 @@ def lower_instance_norm(L: FunctionLowering, op: nn.InstanceNormOp, outs: list[S
     )
 
 
-def lower_batch_norm(L: FunctionLowering, op: nn.BatchNormOp, outs: list[SSAValue]) -> None:
+def lower_batch_norm(L: Lowering, op: nn.BatchNormOp, outs: list[SSAValue]) -> None:
     e = L.e
     xs = shape(op.x)
     t = elem(op.x)
@@ -382,7 +376,7 @@ def lower_batch_norm(L: FunctionLowering, op: nn.BatchNormOp, outs: list[SSAValu
     e.nest([n, c, 1], body, parallel=prod(xs) >= PARALLEL_MIN_WORK)
 
 
-def lower_lrn(L: FunctionLowering, op: nn.LRNOp, outs: list[SSAValue]) -> None:
+def lower_lrn(L: Lowering, op: nn.LRNOp, outs: list[SSAValue]) -> None:
     e = L.e
     need_float(op, op.x)
     xs = shape(op.x)
@@ -469,7 +463,7 @@ def conv_params(op: nn.ConvOp) -> list[int]:
 
 
 def _matmul_call(
-    L: FunctionLowering,
+    L: Lowering,
     a: SSAValue,
     b: SSAValue,
     c: SSAValue,
@@ -513,7 +507,7 @@ def _batch_stride(bshape: tuple[int, ...], full: tuple[int, ...], mat: int, op: 
 
 
 def contraction_call(
-    L: FunctionLowering, op: Operation, out: SSAValue, ep: SSAValue | None, ctx: SSAValue | None
+    L: Lowering, op: Operation, out: SSAValue, ep: SSAValue | None, ctx: SSAValue | None
 ) -> None:
     """The library call computing conv/matmul/gemm ``op`` into ``out`` (with an epilogue)."""
     e = L.e
@@ -593,7 +587,7 @@ def contraction_call(
     _matmul_call(L, a, b, out, batch, m, n, k, stride_a, stride_b, False, False, 1.0, 0.0, ep, ctx)
 
 
-def _matmul_loops(L: FunctionLowering, op: nn.MatMulOp, out: SSAValue) -> None:
+def _matmul_loops(L: Lowering, op: nn.MatMulOp, out: SSAValue) -> None:
     """Plain loops for element types the GEMM library does not cover (f64, f16, ints)."""
     e = L.e
     sa, sb = shape(op.a), shape(op.b)
@@ -626,7 +620,7 @@ def _matmul_loops(L: FunctionLowering, op: nn.MatMulOp, out: SSAValue) -> None:
 
 
 def _expand_batch(
-    L: FunctionLowering, buf: SSAValue, s: tuple[int, ...], batch: tuple[int, ...]
+    L: Lowering, buf: SSAValue, s: tuple[int, ...], batch: tuple[int, ...]
 ) -> SSAValue:
     e = L.e
     full = (*batch, *s[-2:])
@@ -643,7 +637,7 @@ def _expand_batch(
     return dst
 
 
-def _broadcast_into(L: FunctionLowering, src: SSAValue, out: SSAValue) -> None:
+def _broadcast_into(L: Lowering, src: SSAValue, out: SSAValue) -> None:
     e = L.e
     os_ = shape(out)
     sb = L.buffer_of(src)
@@ -657,11 +651,11 @@ def _broadcast_into(L: FunctionLowering, src: SSAValue, out: SSAValue) -> None:
     e.nest(os_, body)
 
 
-def lower_contraction(L: FunctionLowering, op: Operation, outs: list[SSAValue]) -> None:
+def lower_contraction(L: Lowering, op: Operation, outs: list[SSAValue]) -> None:
     contraction_call(L, op, outs[0], None, None)
 
 
-def lower_pool(L: FunctionLowering, op: nn.PoolOp, outs: list[SSAValue]) -> None:
+def lower_pool(L: Lowering, op: nn.PoolOp, outs: list[SSAValue]) -> None:
     need_f32(op, op.x)
     xs, ys = shape(op.x), shape(op.y)
     k, st, pd, dl = op.ints("kernel"), op.ints("strides"), op.ints("pads"), op.ints("dilations")
@@ -720,7 +714,7 @@ def lower_pool(L: FunctionLowering, op: nn.PoolOp, outs: list[SSAValue]) -> None
     )
 
 
-def _pool_loops(L: FunctionLowering, op: nn.PoolOp, out: SSAValue) -> None:
+def _pool_loops(L: Lowering, op: nn.PoolOp, out: SSAValue) -> None:
     """Pooling of any spatial rank as loops (the library covers 1-d and 2-d)."""
     e = L.e
     xs, ys = shape(op.x), shape(op.y)
@@ -784,7 +778,7 @@ def _pool_loops(L: FunctionLowering, op: nn.PoolOp, out: SSAValue) -> None:
     e.nest(ys, body)
 
 
-def lower_attention(L: FunctionLowering, op: nn.AttentionOp, outs: list[SSAValue]) -> None:
+def lower_attention(L: Lowering, op: nn.AttentionOp, outs: list[SSAValue]) -> None:
     """One streamed library call (``afrt_attention_f32``): scores are computed per block of
     query rows and key columns with an online softmax, never stored whole."""
     need_f32(op, op.q, op.k, op.v)
@@ -836,7 +830,7 @@ def lower_attention(L: FunctionLowering, op: nn.AttentionOp, outs: list[SSAValue
 # ---------------------------------------------------------------------------------------
 
 
-def lower_transpose(L: FunctionLowering, op: nn.TransposeOp, outs: list[SSAValue]) -> None:
+def lower_transpose(L: Lowering, op: nn.TransposeOp, outs: list[SSAValue]) -> None:
     e = L.e
     perm = op.ints("perm")
     xb = L.buffer_of(op.x)
@@ -851,7 +845,7 @@ def lower_transpose(L: FunctionLowering, op: nn.TransposeOp, outs: list[SSAValue
     e.nest(shape(op.y), body)
 
 
-def lower_concat(L: FunctionLowering, op: nn.ConcatOp, outs: list[SSAValue]) -> None:
+def lower_concat(L: Lowering, op: nn.ConcatOp, outs: list[SSAValue]) -> None:
     e = L.e
     axis = op.int_prop("axis")
     ys = shape(op.y)
@@ -872,7 +866,7 @@ def lower_concat(L: FunctionLowering, op: nn.ConcatOp, outs: list[SSAValue]) -> 
         off += inner
 
 
-def lower_split(L: FunctionLowering, op: nn.SplitOp, outs: list[SSAValue]) -> None:
+def lower_split(L: Lowering, op: nn.SplitOp, outs: list[SSAValue]) -> None:
     e = L.e
     axis = op.int_prop("axis")
     xs = shape(op.x)
@@ -891,7 +885,7 @@ def lower_split(L: FunctionLowering, op: nn.SplitOp, outs: list[SSAValue]) -> No
         off += inner
 
 
-def lower_slice(L: FunctionLowering, op: nn.SliceOp, outs: list[SSAValue]) -> None:
+def lower_slice(L: Lowering, op: nn.SliceOp, outs: list[SSAValue]) -> None:
     e = L.e
     starts, steps = op.ints("starts"), op.ints("steps")
     xb = L.buffer_of(op.x)
@@ -903,7 +897,7 @@ def lower_slice(L: FunctionLowering, op: nn.SliceOp, outs: list[SSAValue]) -> No
     e.nest(shape(op.y), body)
 
 
-def lower_pad(L: FunctionLowering, op: nn.PadOp, outs: list[SSAValue]) -> None:
+def lower_pad(L: Lowering, op: nn.PadOp, outs: list[SSAValue]) -> None:
     e = L.e
     xs = shape(op.x)
     r = len(xs)
@@ -969,7 +963,7 @@ def _need_nonempty(op: Operation, dims: list[int], ds: tuple[int, ...], nout: in
                        "of range")  # fmt: skip
 
 
-def lower_gather(L: FunctionLowering, op: nn.GatherOp, outs: list[SSAValue]) -> None:
+def lower_gather(L: Lowering, op: nn.GatherOp, outs: list[SSAValue]) -> None:
     e = L.e
     axis = op.int_prop("axis")
     ds = shape(op.data)
@@ -996,9 +990,7 @@ def lower_gather(L: FunctionLowering, op: nn.GatherOp, outs: list[SSAValue]) -> 
     e.nest(lead, outer, parallel=par)
 
 
-def lower_gather_elements(
-    L: FunctionLowering, op: nn.GatherElementsOp, outs: list[SSAValue]
-) -> None:
+def lower_gather_elements(L: Lowering, op: nn.GatherElementsOp, outs: list[SSAValue]) -> None:
     e = L.e
     axis = op.int_prop("axis")
     ds = shape(op.data)
@@ -1015,7 +1007,7 @@ def lower_gather_elements(
     e.nest(shape(op.y), body)
 
 
-def lower_gather_nd(L: FunctionLowering, op: nn.GatherNDOp, outs: list[SSAValue]) -> None:
+def lower_gather_nd(L: Lowering, op: nn.GatherNDOp, outs: list[SSAValue]) -> None:
     e = L.e
     b = op.int_prop("batch_dims")
     ds, is_ = shape(op.data), shape(op.indices)
@@ -1043,7 +1035,7 @@ def lower_gather_nd(L: FunctionLowering, op: nn.GatherNDOp, outs: list[SSAValue]
     e.nest(ys[:nlead], outer, parallel=par)
 
 
-def lower_tile(L: FunctionLowering, op: nn.TileOp, outs: list[SSAValue]) -> None:
+def lower_tile(L: Lowering, op: nn.TileOp, outs: list[SSAValue]) -> None:
     e = L.e
     xs = shape(op.x)
     xb = L.buffer_of(op.x)
@@ -1084,7 +1076,7 @@ _TABLE: dict[type, Callable[..., None]] = {
 }
 
 
-def lower_op(L: FunctionLowering, op: Operation, outs: list[SSAValue]) -> None:
+def lower_op(L: Lowering, op: Operation, outs: list[SSAValue]) -> None:
     fn = _TABLE.get(type(op))
     if fn is None:
         raise fail(op, "no C lowering for this op")

@@ -41,9 +41,8 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 
-from autofusion.dialects import dtypes
+from autofusion.dialects import clib, dtypes
 from autofusion.errors import AutofusionError
-from autofusion.lowering.c import clib
 from autofusion.lowering.c.builder import strides_of
 from autofusion.lowering.c.names import NameTable, c_comment, c_string
 

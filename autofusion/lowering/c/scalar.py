@@ -16,8 +16,7 @@ from xdsl.dialects.builtin import AnyFloat, IntegerType, Signedness, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.utils.exceptions import PassFailedException
 
-from autofusion.dialects import dtypes, nn
-from autofusion.lowering.c import clib
+from autofusion.dialects import clib, dtypes, nn
 from autofusion.lowering.c.builder import Emitter
 
 
