@@ -124,3 +124,21 @@ def _cls(name: str) -> type[ModulePass]:
     from autofusion.passes import get_all_passes
 
     return get_all_passes()[name]()
+
+
+def test_autofusion_opt_names_the_pass_that_broke_the_ir(
+    tmp_path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import autofusion.passes
+    from autofusion.tools import opt
+
+    real = autofusion.passes.get_all_passes
+    monkeypatch.setattr(
+        autofusion.passes, "get_all_passes", lambda: {**real(), "break-ir": lambda: BreakIR}
+    )
+    src = tmp_path / "m.mlir"
+    src.write_text(IR)
+    assert opt.main([str(src), "-p", "canonicalize-nn,break-ir"]) == 1
+    err = capsys.readouterr().err
+    assert "the IR does not verify after pass break-ir" in err
+    assert "Traceback" not in err
