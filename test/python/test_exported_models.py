@@ -108,7 +108,7 @@ def _patterns(report: dict[str, Any]) -> Counter[str]:
 def test_fixtures_are_small_and_complete() -> None:
     sizes = {p.name: p.stat().st_size for p in DATA.iterdir()}
     assert max(sizes.values()) < 300 * 1024, sizes
-    assert sum(sizes.values()) < 2 * 1024 * 1024
+    assert sum(sizes.values()) < 3 * 1024 * 1024  # 2.5 MB with the dynamic variants (issue 12)
     for name, entry in MANIFEST.items():
         for f in entry["files"]:
             assert f in sizes, f"{name}: {f} missing"
