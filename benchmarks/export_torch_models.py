@@ -24,9 +24,12 @@ weights) from the dynamo exporter (``dynamo=True``, opset 18). Batch 1, fixed se
 no dynamic axes; the dynamo files lose only their per-node stack-trace metadata. Variants:
 ``NAME_tsbn.onnx`` (CNNs; TorchScript without constant folding, so BatchNormalization
 stays), ``bert_ts14.onnx`` (opset 14: LayerNorm decomposed), ``NAME_tsdyn.onnx`` and
-``NAME_dynamodyn.onnx`` (transformers; a dynamic sequence axis, fixed at import with
-``input_shapes=``). GPT-2's and ViT's opset-14 and dynamic variants are written only with
-``--all``, to keep the committed fixtures under 2 MB. ``manifest.json`` records each
+``NAME_dynamodyn.onnx`` (bert and gpt2: dynamic ``batch`` and ``seq`` axes on the
+[batch, seq] inputs, position tables of 512 so seq 512 is legal; resnet and mobilenet: a
+dynamic ``batch`` axis; exported at batch 2, since dynamo specialises a size-1 dim; fixed at
+import with ``input_shapes=``; the manifest adds ``symbolic_shape``, ``dynamic_axes`` and
+``test_shapes``). GPT-2's and ViT's opset-14 variants and ViT's dynamic ones are written
+only with ``--all``, to keep the committed fixtures under 3 MB. ``manifest.json`` records each
 file's inputs (name, shape, dtype, integer range) so the tests can build feeds without
 torch. ``--check`` also runs each export through autofusion (interpreter and generated C)
 against onnxruntime and prints the errors. The output is deterministic (a rerun writes
@@ -52,6 +55,16 @@ import torch
 from torch import nn
 
 SEQ = 16  # the fixed sequence length of the transformer exports
+MAX_SEQ = 512  # position-table size of the dynamic transformer variants (seq 512 must be legal)
+TEST_SEQS = (16, 64, 128, 384, 512)  # shapes the dynamic transformer fixtures are checked at
+TEST_BATCHES_NLP = (1, 4)
+TEST_BATCHES_CNN = (1, 2, 8)
+DYNAMIC = False  # set by export_one: the builders size position tables for the dyn variants
+
+
+def _batch() -> int:
+    """Example batch: 2 for the dynamic variants (dynamo specialises a size-1 dim to 1)."""
+    return 2 if DYNAMIC else 1
 
 
 class BasicBlock(nn.Module):
@@ -147,7 +160,7 @@ class HFWrap(nn.Module):
 
 
 def _attention_mask() -> torch.Tensor:
-    m = torch.ones(1, SEQ, dtype=torch.int64)
+    m = torch.ones(_batch(), SEQ, dtype=torch.int64)
     m[0, SEQ - 4 :] = 0  # padded tail, so the mask matters
     return m
 
@@ -156,12 +169,12 @@ Spec = tuple[nn.Module, tuple[torch.Tensor, ...], list[str], list[str], dict[str
 
 
 def build_resnet() -> Spec:
-    x = torch.randn(1, 3, 32, 32)
+    x = torch.randn(_batch(), 3, 32, 32)
     return TinyResNet(), (x,), ["input"], ["logits"], {}
 
 
 def build_mobilenet() -> Spec:
-    x = torch.randn(1, 3, 32, 32)
+    x = torch.randn(_batch(), 3, 32, 32)
     return TinyMobileNet(), (x,), ["input"], ["logits"], {}
 
 
@@ -169,13 +182,14 @@ def build_bert() -> Spec:
     from transformers import BertConfig, BertModel
 
     cfg = BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                     intermediate_size=64, vocab_size=100, max_position_embeddings=32,
+                     intermediate_size=64, vocab_size=100,
+                     max_position_embeddings=MAX_SEQ if DYNAMIC else 32,
                      type_vocab_size=2)  # fmt: skip
     model = HFWrap(BertModel(cfg), ["input_ids", "attention_mask", "token_type_ids"],
                    ["last_hidden_state", "pooler_output"])  # fmt: skip
-    ids = torch.randint(0, 100, (1, SEQ))
-    tt = torch.zeros(1, SEQ, dtype=torch.int64)
-    tt[0, SEQ // 2 :] = 1
+    ids = torch.randint(0, 100, (_batch(), SEQ))
+    tt = torch.zeros(_batch(), SEQ, dtype=torch.int64)
+    tt[:, SEQ // 2 :] = 1
     ranges = {"input_ids": [0, 100], "attention_mask": [0, 2], "token_type_ids": [0, 2]}
     return (model, (ids, _attention_mask(), tt), ["input_ids", "attention_mask", "token_type_ids"],
             ["last_hidden_state", "pooler_output"], ranges)  # fmt: skip
@@ -184,10 +198,11 @@ def build_bert() -> Spec:
 def build_gpt2() -> Spec:
     from transformers import GPT2Config, GPT2Model
 
-    cfg = GPT2Config(n_embd=32, n_layer=2, n_head=4, vocab_size=100, n_positions=32,
+    cfg = GPT2Config(n_embd=32, n_layer=2, n_head=4, vocab_size=100,
+                     n_positions=MAX_SEQ if DYNAMIC else 32,
                      use_cache=False)  # fmt: skip
     model = HFWrap(GPT2Model(cfg), ["input_ids", "attention_mask"], ["last_hidden_state"])
-    ids = torch.randint(0, 100, (1, SEQ))
+    ids = torch.randint(0, 100, (_batch(), SEQ))
     ranges = {"input_ids": [0, 100], "attention_mask": [0, 2]}
     return (model, (ids, _attention_mask()), ["input_ids", "attention_mask"],
             ["last_hidden_state"], ranges)  # fmt: skip
@@ -200,7 +215,7 @@ def build_vit() -> Spec:
                     intermediate_size=64, image_size=32, patch_size=8, num_channels=3)  # fmt: skip
     model = HFWrap(ViTModel(cfg, add_pooling_layer=True), ["pixel_values"],
                    ["last_hidden_state", "pooler_output"])  # fmt: skip
-    x = torch.randn(1, 3, 32, 32)
+    x = torch.randn(_batch(), 3, 32, 32)
     return model, (x,), ["pixel_values"], ["last_hidden_state", "pooler_output"], {}
 
 
@@ -233,12 +248,16 @@ data; ``tsbn``: ``ts`` without constant folding (BatchNormalization stays in the
 the importer needs ``input_shapes=`` (the manifest's ``shape``)."""
 
 
-NOT_COMMITTED = {("gpt2", "tsdyn"), ("gpt2", "dynamodyn"), ("gpt2", "ts14"), ("vit", "ts14")}
+NOT_COMMITTED = {("gpt2", "ts14"), ("vit", "ts14"), ("vit", "tsdyn"), ("vit", "dynamodyn")}
 
 
-def _dynamic_inputs(args: tuple[torch.Tensor, ...], in_names: list[str]) -> list[str]:
-    """Inputs that get a dynamic sequence axis: the [batch, seq] ones (token ids, masks)."""
-    return [n for n, a in zip(in_names, args) if a.dim() == 2]
+def _dynamic_axes(name: str, args: tuple[torch.Tensor, ...],
+                  in_names: list[str]) -> dict[str, dict[int, str]]:  # fmt: skip
+    """Dynamic axes per input: batch and seq on the [batch, seq] inputs of the transformers
+    (token ids, masks), batch on a CNN's image input."""
+    if name in CNNS:
+        return {n: {0: "batch"} for n, a in zip(in_names, args) if a.dim() == 4}
+    return {n: {0: "batch", 1: "seq"} for n, a in zip(in_names, args) if a.dim() == 2}
 
 
 def _strip_stack_traces(path: Path) -> None:
@@ -257,9 +276,11 @@ def _strip_stack_traces(path: Path) -> None:
 def export_one(name: str, out_dir: Path, exporter: str) -> dict[str, Any] | None:
     """Export model ``name`` with ``exporter`` (see EXPORTERS); returns its manifest entry, or
     None when the variant does not apply to the model."""
+    global DYNAMIC
+    DYNAMIC = exporter.endswith("dyn")
     torch.manual_seed(0)
     model, args, in_names, out_names, ranges = BUILDERS[name]()
-    dyn = _dynamic_inputs(args, in_names) if exporter.endswith("dyn") else []
+    dyn = _dynamic_axes(name, args, in_names) if DYNAMIC else {}
     if (exporter.endswith("dyn") and not dyn) or (exporter == "tsbn" and name not in CNNS):
         return None
     if exporter == "ts14" and name in CNNS:
@@ -272,7 +293,7 @@ def export_one(name: str, out_dir: Path, exporter: str) -> dict[str, Any] | None
     t0 = time.perf_counter()
     with torch.no_grad():
         if exporter.startswith("ts"):
-            axes = {n: {1: "seq"} for n in dyn}
+            axes = dyn
             torch.onnx.export(model, args, str(path), dynamo=False,
                               opset_version=14 if exporter == "ts14" else 17,
                               input_names=in_names, output_names=out_names,
@@ -281,9 +302,13 @@ def export_one(name: str, out_dir: Path, exporter: str) -> dict[str, Any] | None
         else:
             shapes = None
             if dyn:
-                seq = torch.export.Dim("seq", min=2, max=32)
-                # HFWrap.forward(*args): one spec, the tuple of per-argument specs
-                shapes = (tuple({1: seq} if n in dyn else None for n in in_names),)
+                dims = {"batch": torch.export.Dim("batch", min=1, max=64),
+                        "seq": torch.export.Dim("seq", min=2, max=MAX_SEQ)}  # fmt: skip
+                specs = tuple({ax: dims[sym] for ax, sym in dyn[n].items()} if n in dyn else None
+                              for n in in_names)  # fmt: skip
+                # HFWrap.forward(*args): one spec, the tuple of per-argument specs; a plain
+                # module's forward(x) takes the per-argument tuple itself
+                shapes = (specs,) if name not in CNNS else specs
             torch.onnx.export(model, args, str(path), dynamo=True, opset_version=18,
                               input_names=in_names, output_names=out_names,
                               external_data=True, dynamic_shapes=shapes)  # fmt: skip
@@ -297,8 +322,25 @@ def export_one(name: str, out_dir: Path, exporter: str) -> dict[str, Any] | None
     size = sum((out_dir / f).stat().st_size for f in files)
     print(f"{path.name}: {len(files)} file(s), {size / 1024:.0f} KB, exported in {seconds:.1f} s",
           flush=True)  # fmt: skip
-    return {"model": name, "exporter": exporter, "files": files, "inputs": inputs,
-            "outputs": out_names, "dynamic": bool(dyn)}  # fmt: skip
+    entry: dict[str, Any] = {
+        "model": name,
+        "exporter": exporter,
+        "files": files,
+        "inputs": inputs,
+        "outputs": out_names,
+        "dynamic": bool(dyn),
+    }
+    if dyn:
+        # ``shape`` stays the concrete export shape (what the tests pin with input_shapes=);
+        # ``symbolic_shape`` names the dynamic dims, ``test_shapes`` lists symbol values to run
+        for spec in inputs:
+            axes = dyn.get(spec["name"], {})
+            spec["symbolic_shape"] = [axes.get(i, d) for i, d in enumerate(spec["shape"])]
+        entry["dynamic_axes"] = {n: {str(k): v for k, v in ax.items()} for n, ax in dyn.items()}
+        entry["test_shapes"] = ([{"batch": b} for b in TEST_BATCHES_CNN] if name in CNNS else
+                                [{"batch": b, "seq": q} for b in TEST_BATCHES_NLP
+                                 for q in TEST_SEQS])  # fmt: skip
+    return entry
 
 
 def check_one(out_dir: Path, entry: dict[str, Any]) -> None:
