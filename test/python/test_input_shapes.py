@@ -1,7 +1,7 @@
 """Pinning dynamic input dimensions from every entry point (issue 12, item 1).
 
 ``--input-shape NAME=DIMS`` on autofusion-compile / -bench / -opt and ``input_shapes=`` on
-``autofusion.compile``: a dynamic-axis export (``bert_tsdyn.onnx``: inputs ``[1, seq]``)
+``autofusion.compile``: a dynamic-axis export (``bert_tsdyn.onnx``: inputs ``[batch, seq]``)
 compiles at the pinned size and matches onnxruntime; one pin fixes the symbol in the inputs
 that share it; every bad pin is one clear error naming the input. Also ``zoo:NAME`` and
 ``--version`` on the commands (issue 17).
@@ -70,9 +70,12 @@ def test_pins_are_part_of_the_cache_key(tmp_path: Path, monkeypatch: pytest.Monk
     [
         (
             {"input_ids": [1, 8, 2]},
-            ["input 'input_ids' has rank 3", "[1, 8, 2]", "declares rank 2: [1, 'seq']"],
+            ["input 'input_ids' has rank 3", "[1, 8, 2]", "declares rank 2: ['batch', 'seq']"],
         ),
-        ({"input_ids": [2, 8]}, ["input 'input_ids' has size 2 in dim 0", "declares 1"]),
+        (
+            {"input_ids": [2, 8], "token_type_ids": [3, 8]},
+            ["disagree on dimension 'batch'", "2 for input 'input_ids'", "3 for input"],
+        ),
         ({"nope": [1, 8]}, ["input_shapes names 'nope'", "not graph inputs", "input_ids"]),
         (
             {"input_ids": [1, 8], "attention_mask": [1, 16]},
@@ -92,6 +95,13 @@ def test_bad_pins_are_one_clear_error(pins: dict, needles: list[str]) -> None:
     assert_clean_api_error(e, *needles)
 
 
+def test_pin_disagreeing_with_a_static_dim_is_one_clear_error() -> None:
+    static = DYN.with_name("bert_ts.onnx")  # declares [1, 16]
+    with pytest.raises(AutofusionError) as e:
+        autofusion.compile(static, input_shapes={"input_ids": [2, 8]}, cache=False)
+    assert_clean_api_error(e, "input 'input_ids' has size 2 in dim 0", "declares 1", "[1, 16]")
+
+
 def test_unpinned_dynamic_input_names_the_way_to_pin_it() -> None:
     """The importer needs pins (autofusion.compile() without them specialises per run shape:
     test_dynamic_model.py)."""
@@ -99,7 +109,7 @@ def test_unpinned_dynamic_input_names_the_way_to_pin_it() -> None:
 
     with pytest.raises(AutofusionError) as e:
         import_onnx(DYN, progress=False)
-    assert_clean_api_error(e, "dynamic dimension 'seq'", "--input-shape input_ids=DIMS")
+    assert_clean_api_error(e, "dynamic dimension 'batch'", "--input-shape input_ids=DIMS")
 
 
 @pytest.mark.parametrize(
@@ -133,13 +143,17 @@ def test_compile_cli_with_pins(tmp_path: Path) -> None:
         (["--input-shape", "input_ids=1x0"], ["--input-shape 'input_ids=1x0'", "positive"]),
         (["--input-shape", "input_ids"], ["expected NAME=DIMS"]),
         (["--input-shape", "input_ids=1x8", "--input-shape", "input_ids=1x9"], ["given twice"]),
-        (["--input-shape", "input_ids=3x8"], ["input 'input_ids'", "declared [1, 'seq']"]),
+        (
+            ["--input-shape", "input_ids=2x8", "--input-shape", "attention_mask=3x8"],
+            ["disagree on dimension 'batch'", "2 for input 'input_ids'", "3 for input"],
+        ),
         (
             [],
             [
                 "dynamic input dimensions",
+                "'batch' 1..4096 (default) in input_ids[0]",
                 "'seq' 1..4096 (default) in input_ids[1]",
-                "--input-shape input_ids=1x<seq>",
+                "--input-shape input_ids=<batch>x<seq>",
                 "autofusion.compile()",
             ],
         ),
@@ -147,7 +161,7 @@ def test_compile_cli_with_pins(tmp_path: Path) -> None:
             ["--input-shape", "input_ids=1x9", "--dynamic", "seq=1..8"],
             ["input 'input_ids' dim 1 (symbol 'seq') is 9", "range 1..8 (--dynamic)"],
         ),
-        (["--dynamic", "sq=1..8"], ["--dynamic declares a range for 'sq'", "symbols: seq"]),
+        (["--dynamic", "sq=1..8"], ["--dynamic declares a range for 'sq'", "symbols: batch, seq"]),
         (["--dynamic", "seq=8..1"], ["--dynamic 'seq=8..1'", "1 <= LO <= HI"]),
         (["--dynamic", "seq:1..8"], ["expected SYM=LO..HI"]),
     ],
