@@ -1,5 +1,6 @@
 // RUN: autofusion-opt %s --split-input-file -p 'validate-precision{inject="tanh1=0.02"}' | filecheck %s
 // RUN: autofusion-opt %s --split-input-file -p 'validate-precision{inject="tanh1=0.02" tolerance=0.05}' | filecheck %s --check-prefix=LOOSE
+// RUN: autofusion-opt %s --split-input-file -p 'validate-precision{inject="sig1=0.0005,model=0.002"}' | filecheck %s --check-prefix=MODEL
 
 // Rollback: the measured delta of the fast-math Tanh group (0.02) exceeds the default
 // tolerance 1e-3, so its ops return to the top level; the Sigmoid group (delta 0) stays.
@@ -33,6 +34,17 @@ func.func @main(%x: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
 // LOOSE-NEXT:    fusion.kernel "add_sigmoid"
 // LOOSE:         fusion.kernel "mul_tanh"
 // LOOSE-NOT:     fusion.refusals
+
+// Every group passes but the outputs do not (an injected model delta, the same every
+// round): the group with the largest delta goes first, then the next, until none is left.
+// MODEL:      builtin.module attributes {fusion.refusals = [{code = "precision", reason = "add_sigmoid with fast_math: the model outputs' delta 0.002 > tolerance 0.001; measured delta 0.0005; rolled back", nodes = ["add1", "sig1"]},
+// MODEL-SAME: {code = "precision", reason = "mul_tanh with fast_math: the model outputs' delta 0.002 > tolerance 0.001; measured delta 0; rolled back", nodes = ["mul1", "tanh1"]}]
+// MODEL-LABEL: func.func @main
+// MODEL-NEXT:    nn.add
+// MODEL-NEXT:    nn.sigmoid
+// MODEL-NEXT:    nn.mul
+// MODEL-NEXT:    nn.tanh
+// MODEL-NEXT:    func.return
 
 // -----
 
