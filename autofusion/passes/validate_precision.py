@@ -43,13 +43,14 @@ from xdsl.dialects.builtin import (
     BoolAttr,
     DictionaryAttr,
     FloatAttr,
+    FunctionType,
     IntegerAttr,
     ModuleOp,
     StringAttr,
     TensorType,
     f64,
 )
-from xdsl.ir import Attribute
+from xdsl.ir import Attribute, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from autofusion.dialects import fusion
@@ -81,7 +82,7 @@ def choice_of(kernel: KernelOp) -> tuple[str, bool, tuple[str, ...]]:
 def unfuse(kernel: KernelOp) -> None:
     """Put the kernel's ops back at the top level, each to be its own kernel again."""
     block = kernel.body.block
-    mapping = dict(zip(block.args, kernel.inputs))
+    mapping: dict[SSAValue, SSAValue] = dict(zip(block.args, kernel.inputs))
     results = []
     for inner in block.ops:
         if isinstance(inner, fusion.YieldOp):
@@ -195,7 +196,7 @@ def parse_inject(text: str) -> dict[str, float]:
 
 
 def injected(deltas: dict[str, float]) -> Measure:
-    def measure(_: ModuleOp, kernels: list[KernelOp]) -> list[float]:
+    def measure(_: ModuleOp, kernels: list[KernelOp]) -> tuple[list[float], float]:
         return [max((deltas[o] for o in k.origin_names if o in deltas), default=0.0)
                 for k in kernels], deltas.get("model", 0.0)  # fmt: skip
 
@@ -242,7 +243,7 @@ def feeds_for(module: ModuleOp, calibration: str, seed: int) -> dict[str, np.nda
 def c_measure(feeds: dict[str, np.ndarray], say: Callable[[str], None] | None = None) -> Measure:
     """Deltas from one validation build of the real C (every group's results exposed)."""
 
-    def measure(module: ModuleOp, kernels: list[KernelOp]) -> list[float]:
+    def measure(module: ModuleOp, kernels: list[KernelOp]) -> tuple[list[float], float]:
         from autofusion.interpreter.core import main_function, output_names, run_module
         from autofusion.lowering import get_backend
         from autofusion.pipeline import Pipeline, PipelineOptions
@@ -291,7 +292,7 @@ def _expose(module: ModuleOp) -> list[list[str]]:
     Rewriter.insert_op(func.ReturnOp(*values), InsertPoint.before(ret))
     ret.detach()
     ret.erase()
-    main.function_type = func.FunctionType.from_lists(
+    main.function_type = FunctionType.from_lists(
         list(main.function_type.inputs.data), [v.type for v in values]
     )
     main.res_attrs = ArrayAttr(res_attrs)  # type: ignore[assignment]
@@ -320,14 +321,19 @@ class ValidatePrecision(CheckedPass):
             measure = injected(parse_inject(self.inject))
         else:
             feeds = feeds_for(op, self.calibration or cfg.calibration or "", self.seed)
-            measure = c_measure(feeds, _stderr)
+            measure = c_measure(feeds)
         validate(op, tolerance, measure, _stderr)
 
 
 def _stderr(text: str) -> None:
+    """Progress of the rounds (each is a C build), on stderr when it is a terminal or
+    ``AUTOFUSION_PROGRESS=1`` (``=0`` silences it), as for big imports."""
+    import os
     import sys
 
-    print(f"autofusion: {text}", file=sys.stderr, flush=True)
+    flag = os.environ.get("AUTOFUSION_PROGRESS")
+    if flag == "1" or (flag != "0" and sys.stderr.isatty()):
+        print(f"autofusion: {text}", file=sys.stderr, flush=True)
 
 
 def record_rows(module: ModuleOp) -> list[dict[str, object]]:

@@ -27,7 +27,8 @@ def _model() -> onnx.ModelProto:
     rng = np.random.default_rng(0)
 
     def w(name: str, *shape: int, scale: float) -> onnx.TensorProto:
-        return numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name)
+        data = (rng.standard_normal(shape) * scale).astype(np.float32)
+        return numpy_helper.from_array(data, name)
 
     nodes = [
         helper.make_node("MatMul", ["x", "W1"], ["m1"], name="mm1"),
@@ -68,7 +69,8 @@ def test_fast_math_alone_is_imprecise(tmp_path: Path) -> None:
     model = _model()
     m = autofusion.compile(model, config=_config(tmp_path, {"fast_math": FAST}), cache=False)
     text = (m.directory / "model.c").read_text()
-    assert "af_fast_tanhf(" in text and "af_fast_expf(" in text
+    assert "af_fast_tanhf(" in text
+    assert "af_fast_expf(" in text
     assert [g.get("fast_math") for g in m.report["groups"]] == [True, True]
     assert "precision" not in m.report
     assert not compare(m.run({"x": X})["y"], _ort(model, X)).match
@@ -93,7 +95,8 @@ def test_validation_rolls_back_exactly_the_imprecise_group(tmp_path: Path) -> No
     assert [g["pattern"] for g in m.report["groups"]] == ["matmul_add_sigmoid"]
     assert m.report["kernels_after"] == 4
     text = (m.directory / "model.c").read_text()
-    assert "af_fast_expf(" in text and "af_fast_tanhf(" not in text
+    assert "af_fast_expf(" in text
+    assert "af_fast_tanhf(" not in text
     assert "validate-precision" in m.report["pipeline"]
     got = m.run({"x": X})["y"]
     c = compare(got, _ort(model, X))
@@ -141,7 +144,24 @@ def test_config_errors(tmp_path: Path, data: object, message: str) -> None:
 def test_calibration_inputs(tmp_path: Path) -> None:
     """The calibration file is read (relative to the config) and must hold every input."""
     np.savez(tmp_path / "calib.npz", z=X)
-    cfg = _config(tmp_path, {"fast_math": FAST,
-                             "precision": {"validate": True, "calibration": "calib.npz"}})  # fmt: skip
+    precision = {"validate": True, "calibration": "calib.npz"}
+    cfg = _config(tmp_path, {"fast_math": FAST, "precision": precision})
     with pytest.raises(AutofusionError, match=r"calib.npz: calibration inputs lack 'x'"):
         autofusion.compile(_model(), config=cfg, cache=False)
+
+
+def test_cli_flag_validates(tmp_path: Path) -> None:
+    """``autofusion-compile --validate-precision`` turns validation on without the config key."""
+    from autofusion.tools.compile import main
+
+    onnx.save(_model(), tmp_path / "m.onnx")
+    cfg = _config(tmp_path, {"fast_math": FAST})
+    report = tmp_path / "report.json"
+    argv = [str(tmp_path / "m.onnx"), "-o", str(tmp_path / "out"), "--config", str(cfg),
+            "--validate-precision", "--report", str(report)]  # fmt: skip
+    assert main(argv) == 0
+    data = json.loads(report.read_text())
+    assert [r["rolled_back"] for r in data["precision"]["groups"]] == [False, True]
+    assert [r["nodes"] for r in data["refusals"] if r["code"] == "precision"] == [
+        ["mm2", "add2", "tanh1", "B2"]
+    ]
