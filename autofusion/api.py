@@ -348,6 +348,7 @@ def _options_fingerprint(opts: PipelineOptions) -> dict[str, object]:
         "policy": opts.policy,
         "memory_limit_mb": opts.memory_limit_mb,
         "cpu": opts.cpu,
+        **({"validate_precision": True} if opts.validate_precision else {}),
         # the fusion passes read it when neither the config nor an option sets a level
         "aggressiveness_env": os.environ.get("AUTOFUSION_AGGRESSIVENESS"),
         "cc": toolchain.c_compiler(),

@@ -18,6 +18,7 @@ Tensor passes (the group decides when a pass is included)::
     recognize-attention     fusion   MatMul-scale-mask-Softmax-MatMul -> attention
     fuse-conv-bn-relu       fusion   Conv(+BN)(+bias)(+residual)(+act) -> fusion.kernel
     fuse                    fusion   elementwise chains, epilogues -> fusion.kernel
+    validate-precision      precision  with validation asked for: roll back imprecise groups
     plan-buffers            memory   always: lifetimes -> arena offsets (in place where safe)
     tile-fusion             tiling   only with a memory limit: tile groups to fit, re-plan
     <backend lowering>      lowering c: convert-nn-to-buffers, legalize-contractions, ...
@@ -58,6 +59,7 @@ TENSOR_PASSES: tuple[tuple[str, str], ...] = (
     ("recognize-attention", "fusion"),
     ("fuse-conv-bn-relu", "fusion"),
     ("fuse", "fusion"),
+    ("validate-precision", "precision"),
     ("plan-buffers", "memory"),
     ("tile-fusion", "tiling"),
 )
@@ -66,7 +68,8 @@ TENSOR_PASSES: tuple[tuple[str, str], ...] = (
 LOWERING = "lowering"
 
 #: PipelineOptions fields the pipeline itself reads (the others belong to backends).
-_PIPELINE_FIELDS = ("target", "fusion", "config", "policy", "memory_limit_mb")
+_PIPELINE_FIELDS = ("target", "fusion", "config", "policy", "memory_limit_mb",
+                    "validate_precision")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,8 @@ class PipelineOptions:
     policy: str | None = None
     memory_limit_mb: float | None = None
     cpu: str = "native"  # target c: the CPU the build is for (autofusion.runtime.toolchain.CPUS)
+    #: run validate-precision (also on with the config's ``precision: {validate: true}``)
+    validate_precision: bool = False
 
 
 def config_memory_limit(config: str | None) -> float | None:
@@ -88,6 +93,16 @@ def config_memory_limit(config: str | None) -> float | None:
     from autofusion.policy.config import load_config
 
     return load_config(config).memory_limit_mb
+
+
+def _validates(opts: PipelineOptions) -> bool:
+    if opts.validate_precision:
+        return True
+    if not opts.config:
+        return False
+    from autofusion.policy.config import load_config
+
+    return load_config(opts.config).validate
 
 
 def resolve_options(opts: PipelineOptions) -> PipelineOptions:
@@ -198,6 +213,8 @@ class Pipeline:
             if group == "fusion" and not opts.fusion:
                 continue
             if group == "tiling" and opts.memory_limit_mb is None:
+                continue
+            if group == "precision" and not (opts.fusion and _validates(opts)):
                 continue
             stages.append(Stage(name, group, make_pass(available[name](), values)))
         for spec in parse_pipeline(",".join(backend.lowering)):

@@ -25,7 +25,7 @@ from typing import ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, UnitAttr
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import Rewriter
 
@@ -33,8 +33,9 @@ from autofusion.analysis import cost, structure
 from autofusion.analysis.hardware import Hardware, hardware_for
 from autofusion.analysis.order import stable_topological_order
 from autofusion.dialects import nn
-from autofusion.dialects.fusion import KernelOp, YieldOp
+from autofusion.dialects.fusion import FAST_MATH_ATTR, KernelOp, YieldOp
 from autofusion.passes.options import CheckedPass
+from autofusion.policy.base import onnx_op_type
 from autofusion.policy.engine import FusionPolicy
 from autofusion.policy.reasons import Refusal, RefusalLog, merge_origins, nodes_of
 
@@ -316,6 +317,18 @@ class FuseNN(CheckedPass):
         pol = FusionPolicy.resolve(self.config or None, self.aggressiveness, self.policy)
         hw = hardware_for(self.hardware or pol.config.hardware)
         run_fusion(op, pol, hw, self.window_size)
+        mark_fast_math(op, pol.config.fast_math)
+
+
+def mark_fast_math(module: ModuleOp, op_types: Sequence[str]) -> None:
+    """Mark every fused kernel holding one of ``op_types`` (the ``fast_math`` config key)
+    with ``fusion.fast_math``: its C uses afrt.h's fast approximate exp/tanh/erf."""
+    if not op_types:
+        return
+    wanted = set(op_types)
+    for kernel in list(iter_kernels(module)):
+        if any(onnx_op_type(o) in wanted for o in kernel.body.block.ops):
+            kernel.attributes[FAST_MATH_ATTR] = UnitAttr()
 
 
 def iter_kernels(module: ModuleOp) -> Iterable[KernelOp]:

@@ -9,6 +9,10 @@ Keys (unknown keys are errors naming the key and the file)::
     memory_limit_mb: 512         # tile fused groups so the arena fits (finite, > 0)
     precision: {fp32_ops: ["Softmax"], fp16_ops: ["Conv"]}   # validated and recorded
                                  # (``precision_config`` is accepted as another name for it)
+    precision: {validate: true, tolerance: 1e-3, calibration: inputs.npz}
+                                 # run each fused group of the built C against the fp32
+                                 # reference; roll back groups over the tolerance
+    fast_math: ["Tanh", "Erf"]   # fused groups holding these ops use fast approximate math
     hardware: cpu                # cost-model target: cpu | ascend910b
     policy: "mypkg.mod:MyPolicy" # user policy (module:Class or @token)
     policy_options: {threshold: 3}  # keyword arguments for the user policy's constructor
@@ -69,7 +73,13 @@ KNOWN_KEYS = (
     "policy_options",
     "dynamic",
     "dynamic_shape_cache",
+    "fast_math",
 )
+#: ``precision`` keys that configure validation (the others select types per op).
+VALIDATION_KEYS = ("validate", "tolerance", "calibration")
+#: Op types whose fused kernels have a fast-math variant (``fast_math`` config key).
+FAST_MATH_OPS = ("Exp", "Tanh", "Erf", "Gelu", "Sigmoid")
+DEFAULT_TOLERANCE = 1e-3
 DEFAULT_SHAPE_CACHE_SIZE = 50
 HARDWARE_NAMES = ("cpu", "ascend910b")
 
@@ -92,6 +102,12 @@ class FusionConfig:
     #: how many shapes a shape-specialising model keeps loaded (1 when disabled)
     shape_cache_enabled: bool = True
     shape_cache_size: int = DEFAULT_SHAPE_CACHE_SIZE
+    #: ``precision.validate`` / ``tolerance`` / ``calibration`` (docs/fusion.md)
+    validate: bool = False
+    tolerance: float = DEFAULT_TOLERANCE
+    calibration: str | None = None
+    #: op types whose fused groups use approximate exp/tanh/erf (``fast_math``)
+    fast_math: tuple[str, ...] = ()
     source: str = "<defaults>"
 
     @property
@@ -227,10 +243,14 @@ def config_from_dict(data: Any, source: str = "<dict>") -> FusionConfig:
     if not isinstance(precision_raw, dict):
         raise AutofusionError(f"{source}: {pkey!r} must be a mapping with fp32_ops / fp16_ops")
     precision: dict[str, tuple[str, ...]] = {}
+    validate, tolerance, calibration = _validation(precision_raw, pkey, source)
     for k, v in precision_raw.items():
+        if k in VALIDATION_KEYS:
+            continue
         if k not in ("fp32_ops", "fp16_ops"):
             raise AutofusionError(
-                f"{source}: unknown config key '{pkey}.{k}' (known: fp32_ops, fp16_ops)"
+                f"{source}: unknown config key '{pkey}.{k}' "
+                f"(known: fp32_ops, fp16_ops, {', '.join(VALIDATION_KEYS)})"
             )
         if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
             raise AutofusionError(f"{source}: '{pkey}.{k}' must be a list of op types")
@@ -270,8 +290,53 @@ def config_from_dict(data: Any, source: str = "<dict>") -> FusionConfig:
         dynamic=dynamic,
         shape_cache_enabled=enabled,
         shape_cache_size=size,
+        validate=validate,
+        tolerance=tolerance,
+        calibration=calibration,
+        fast_math=_fast_math(data.get("fast_math", []), source),
         source=source,
     )
+
+
+def _validation(raw: dict[str, Any], pkey: str, source: str) -> tuple[bool, float, str | None]:
+    """``precision.validate`` (bool), ``tolerance`` (finite > 0), ``calibration`` (an .npz
+    path, relative to the config file's folder)."""
+    validate = raw.get("validate", False)
+    if not isinstance(validate, bool):
+        raise AutofusionError(
+            f"{source}: '{pkey}.validate' must be true or false, got {validate!r}"
+        )
+    tolerance = raw.get("tolerance", DEFAULT_TOLERANCE)
+    if not is_positive_number(tolerance):
+        raise AutofusionError(
+            f"{source}: '{pkey}.tolerance' must be a finite number > 0, got {tolerance!r}"
+        )
+    calibration = raw.get("calibration")
+    if calibration is not None:
+        if not isinstance(calibration, str) or not calibration:
+            raise AutofusionError(f"{source}: '{pkey}.calibration' must be a path to an .npz file")
+        if not os.path.isabs(calibration) and source not in ("<dict>", "<defaults>"):
+            calibration = os.path.join(os.path.dirname(source), calibration)
+        if not os.path.isfile(calibration):
+            raise AutofusionError(f"{source}: '{pkey}.calibration': no such file {calibration}")
+    if not validate and ("tolerance" in raw or calibration is not None):
+        raise AutofusionError(
+            f"{source}: '{pkey}.tolerance' and '{pkey}.calibration' need '{pkey}.validate: true'"
+        )
+    return validate, float(tolerance), calibration
+
+
+def _fast_math(value: object, source: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
+        raise AutofusionError(f"{source}: 'fast_math' must be a list of op types")
+    ops = tuple(canonical_op_type(x) for x in value)
+    for name in ops:
+        if name not in FAST_MATH_OPS:
+            raise AutofusionError(
+                f"{source}: 'fast_math' names {name!r}, which has no fast-math variant "
+                f"(known: {', '.join(FAST_MATH_OPS)})"
+            )
+    return ops
 
 
 def _shape_cache(value: object, source: str) -> tuple[bool, int]:

@@ -34,6 +34,8 @@ REASON_CODES: dict[str, str] = {
     "dtype": "element types do not allow the fusion",
     "cycle": "fusing would create a dependence cycle through an op outside the group",
     "unsupported": "the op cannot be placed in this kind of kernel",
+    "precision": "validate-precision measured the group's generated C above the tolerance "
+    "against the fp32 reference; the group was rolled back",
 }
 
 

@@ -21,8 +21,10 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation
 
-from autofusion.dialects.fusion import KernelOp
+from autofusion.dialects.fusion import FAST_MATH_ATTR, KernelOp
 from autofusion.policy.reasons import read_refusals
+
+GROUPS_ATTR = "precision.groups"  # written by validate-precision
 
 _MEMORY_FIELDS = ("arena_bytes", "naive_bytes", "lower_bound_bytes")
 
@@ -90,6 +92,7 @@ def build_report(module: ModuleOp, kernels_before: int | None = None) -> dict[st
                         "estimated_bytes_saved": kernel_bytes_saved(op),
                         "ops": sum(1 for o in op.body.block.ops if _is_compute(o)),
                         "flops": op_flops(op),
+                        **({"fast_math": True} if FAST_MATH_ATTR in op.attributes else {}),
                     }
                 )
     report: dict[str, Any] = {
@@ -104,6 +107,10 @@ def build_report(module: ModuleOp, kernels_before: int | None = None) -> dict[st
     pol = module.attributes.get("fusion.policy")
     if isinstance(pol, DictionaryAttr):
         report["policy"] = {k: _plain(v) for k, v in pol.data.items()}
+    if GROUPS_ATTR in module.attributes:  # validate-precision ran: every group's delta
+        from autofusion.passes.validate_precision import record_rows
+
+        report["precision"] = {"groups": record_rows(module)}
     mains = [f for f in _funcs(module) if f.sym_name.data == "main"] or _funcs(module)[:1]
     if mains:
         for key in _MEMORY_FIELDS:

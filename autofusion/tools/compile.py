@@ -5,7 +5,7 @@ Makefile and libmodel.so (target c), or the Ascend C sources (target ascendc).
                        [--memory-limit MB] [--threads N] [--report FILE.json]
                        [--memory-plot FILE.svg] [--policy module:Class]
                        [--input-shape NAME=DIMS ...] [--dynamic SYM=LO..HI ...] [--cpu CPU]
-                       [--version]
+                       [--validate-precision] [--version]
 
 Everything is written into a staging directory first and moved to DIR only when complete,
 so a failure leaves no half-written output (an existing DIR is replaced only on success).
@@ -136,6 +136,7 @@ def pipeline_options(args: argparse.Namespace):  # -> PipelineOptions
         policy=args.policy,
         memory_limit_mb=args.memory_limit,
         cpu=args.cpu,
+        validate_precision=bool(getattr(args, "validate_precision", False)),
     )
     backend_of(opts)  # a backend option (--cpu) given to a target that does not read it
     return opts
@@ -197,6 +198,9 @@ def _run(argv: Sequence[str] | None) -> None:
     parser.add_argument("-o", "--output", metavar="DIR", required=True, help="output directory")
     parser.add_argument("--report", metavar="FILE.json", help="write the fusion/memory report")
     parser.add_argument("--memory-plot", metavar="FILE.svg", help="draw the memory plan")
+    parser.add_argument("--validate-precision", action="store_true",
+                        help="run each fused group's C against the fp32 reference and roll back "
+                             "groups over the tolerance (docs/fusion.md)")  # fmt: skip
     args = parser.parse_args(argv)
     opts = pipeline_options(args)
     out = Path(args.output)

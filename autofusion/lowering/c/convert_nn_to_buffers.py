@@ -9,7 +9,7 @@ Effect on ``@main`` (tensor level, possibly fused and memory-planned):
   ``func.func`` taking its input buffers then its output buffers; the body reads the inputs with
   ``bufferization.to_tensor``, holds the original ``nn`` ops on tensors and writes each result
   with ``bufferization.materialize_in_destination``. The function carries ``onnx.origins`` and
-  ``c.pattern``. ``@main`` calls it.
+  ``c.pattern`` (and ``fusion.fast_math`` when the kernel has it). ``@main`` calls it.
 - ``nn.constant`` becomes a ``memref.global`` (the weights) read with ``memref.get_global``.
 - A top-level ``nn.reshape`` without a planned offset is a view of its input (``clib.view`` at
   offset 0): no copy.
@@ -59,6 +59,7 @@ from autofusion.analysis.memory_plan import is_inplace_capable
 from autofusion.analysis.static_shapes import check_static_shapes
 from autofusion.dialects import fusion, nn
 from autofusion.dialects.clib import ViewOp
+from autofusion.dialects.fusion import FAST_MATH_ATTR
 from autofusion.lowering.c.names import NameTable
 from autofusion.passes.options import CheckedPass
 
@@ -350,5 +351,7 @@ class _Converter:
         )
         fn.attributes["onnx.origins"] = ArrayAttr([StringAttr(o) for o in origins_of(op)])
         fn.attributes["c.pattern"] = StringAttr(pattern)
+        if FAST_MATH_ATTR in op.attributes:
+            fn.attributes[FAST_MATH_ATTR] = UnitAttr()
         self.new_funcs.append(fn)
         return fn

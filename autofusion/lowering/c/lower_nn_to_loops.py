@@ -50,6 +50,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import PassFailedException
 
 from autofusion.dialects import clib, dtypes, fusion, nn
+from autofusion.dialects.fusion import FAST_MATH_ATTR
 from autofusion.lowering.c.builder import INDEX, Emitter, Index, unravel
 from autofusion.lowering.c.convert_nn_to_buffers import memref_of
 from autofusion.lowering.c.legalize_contractions import CONTRACTIONS, needs_f32_compute
@@ -444,6 +445,8 @@ class FunctionLowering:
             sym, FunctionType.from_lists(list(blk.arg_types), []), Region(blk), visibility="private"
         )
         efn.attributes["c.epilogue"] = UnitAttr()
+        if FAST_MATH_ATTR in self.fn.attributes:  # the epilogue is the kernel's own math
+            efn.attributes[FAST_MATH_ATTR] = UnitAttr()
         self.module.body.block.insert_op_before(efn, self.fn)
         fref = self.e.add(clib.FuncRefOp(sym))
         return fref, ctx

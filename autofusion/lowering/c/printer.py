@@ -42,6 +42,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from autofusion.dialects import clib, dtypes
+from autofusion.dialects.fusion import FAST_MATH_ATTR
 from autofusion.errors import AutofusionError
 from autofusion.lowering.c.builder import strides_of
 from autofusion.lowering.c.names import NameTable, c_comment, c_string
@@ -826,6 +827,8 @@ class _FuncPrinter:
         self.f = f
         self.in_main = in_main
         self.local = NameTable()
+        # fusion.fast_math (the ``fast_math`` config key): approximate exp/tanh/erf, afrt.h
+        self.fast = "af_fast_" if FAST_MATH_ATTR in f.attributes else "af_"
         for r in ("af_w", "af_s", "af_sb", "m", "in", "out", "s_"):
             self.local.reserve(r)
         self.names: dict[SSAValue, str] = {}
@@ -1159,7 +1162,7 @@ class _FuncPrinter:
 
     def _math(self, fn: str, args: list[str], t: Attribute | None) -> str:
         if t == dtypes.f32 and fn in ("exp", "erf", "tanh"):
-            return f"af_{fn}f({', '.join(args)})"
+            return f"{self.fast}{fn}f({', '.join(args)})"
         if t == dtypes.f32:
             return f"{fn}f({', '.join(args)})"
         if t == dtypes.f64:

@@ -1533,6 +1533,42 @@ static inline float af_tanhf(float x) {
     const float e = af_expf(-2.0f * a);
     return copysignf((1.0f - e) / (1.0f + e), x);
 }
+
+/* Fast-math variants, used by fused kernels marked fusion.fast_math (the ``fast_math`` config
+ * key, docs/fusion.md); cheaper and less exact, which ``precision: {validate: true}`` measures:
+ * af_fast_expf: 2^f by a quartic in f (|f| <= 0.5, one rounding step instead of af_expf's
+ *   two-constant reduction), relative error < 6e-5; same clamping as af_expf.
+ * af_fast_erff: Abramowitz-Stegun 7.1.27 (one division, no exp), absolute error < 5e-4.
+ * af_fast_tanhf: the [3/2] Pade form x (27 + x^2) / (27 + 9 x^2) on |x| <= 3, +-1 beyond;
+ *   absolute error < 2.5e-2 (a deliberately coarse choice: validation rolls it back where the
+ *   tolerance is tight). All three propagate NaN. */
+static inline float af_fast_expf(float x) {
+    const float xc = x > 88.7228391f ? 88.7228391f : (x < -87.0f ? -87.0f : x);
+    const float t = xc * 1.44269504088896341f;
+    const float n = (t + 12582912.0f) - 12582912.0f;
+    const float f = t - n;
+    const float p =
+        1.0f + f * (0.693147181f + f * (0.240226507f + f * (0.0555041087f + f * 0.00961812911f)));
+    const int32_t bits = ((int32_t)n + 127) << 23;
+    float scale;
+    memcpy(&scale, &bits, sizeof scale);
+    return x != x ? x : (x > 88.7228391f ? INFINITY : p * scale);
+}
+
+static inline float af_fast_erff(float x) {
+    const float a = fabsf(x);
+    const float d = 1.0f + a * (0.278393f + a * (0.230389f + a * (0.000972f + a * 0.078108f)));
+    const float d2 = d * d;
+    const float r = 1.0f - 1.0f / (d2 * d2);
+    return x != x ? x : copysignf(r, x);
+}
+
+static inline float af_fast_tanhf(float x) {
+    const float c = x > 3.0f ? 3.0f : (x < -3.0f ? -3.0f : x);
+    const float c2 = c * c;
+    const float r = c * (27.0f + c2) / (27.0f + 9.0f * c2);
+    return x != x ? x : r;
+}
 /* ---------------------------------------------------------------------------------------------
  * Attention, streamed: out[b] = softmax(scale * q[b] @ k[b]^T + mask[b]) @ v[b] without
  * storing the [S, T] score matrix. Each task (batch index b, a block of BQ query rows) walks
