@@ -26,11 +26,21 @@ FOLDERS: dict[str, Folder] = {}
 SELF_FOLDING: set[str] = set()
 
 
-def converter(op_type: str, *, folds: bool = False) -> Callable[[Converter], Converter]:
-    """Register ``fn`` for ``op_type``; ``folds`` says it also handles all-constant inputs."""
+#: Ops whose converter implements a version newer than :data:`SEMANTICS_OPSET` (an op new in
+#: that opset): op type -> the implemented version.
+IMPLEMENTED_VERSIONS: dict[str, int] = {}
+
+
+def converter(
+    op_type: str, *, folds: bool = False, version: int | None = None
+) -> Callable[[Converter], Converter]:
+    """Register ``fn`` for ``op_type``; ``folds`` says it also handles all-constant inputs;
+    ``version`` is the op version it implements when newer than :data:`SEMANTICS_OPSET`."""
 
     def register(fn: Converter) -> Converter:
         CONVERTERS[op_type] = fn
+        if version is not None:
+            IMPLEMENTED_VERSIONS[op_type] = version
         if folds:
             SELF_FOLDING.add(op_type)
         return fn
@@ -119,7 +129,7 @@ def version_problem(op_type: str, opset: int) -> str | None:
     since = since_version(op_type, opset)
     if since is None or since <= SEMANTICS_OPSET or since in TYPE_ONLY_VERSIONS.get(op_type, ()):
         return None
-    if since in REVIEWED_VERSIONS.get(op_type, {}):
+    if since in REVIEWED_VERSIONS.get(op_type, {}) or since == IMPLEMENTED_VERSIONS.get(op_type):
         return None
     return (
         f"{op_type} version {since} (opset {opset}) changed semantics that autofusion does not "
