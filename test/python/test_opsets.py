@@ -1,6 +1,7 @@
 """Opsets 22 to 28: the op versions they bring are accepted only where ``onnx.defs`` shows
 that nothing but element types changed (registry.TYPE_ONLY_VERSIONS) or a reviewed narrower
-change (registry.REVIEWED_VERSIONS); other new versions are refused by name. Inputs computed by folded subgraphs are accepted where constants are needed."""
+change (registry.REVIEWED_VERSIONS); other new versions are refused by name. Inputs computed
+by folded subgraphs are accepted where constants are needed."""
 
 from __future__ import annotations
 
@@ -58,6 +59,7 @@ def test_reviewed_versions_change_only_what_they_say(op: str, version: int, kind
     if kind == "new_attribute":
         attr = registry.NEW_ATTRIBUTES[op][0]
         assert set(new_attrs) - set(old_attrs) <= {attr}
+
         def without(attrs: dict[str, object]) -> dict[str, object]:
             return {k: v for k, v in attrs.items() if k != attr}
 
@@ -83,7 +85,7 @@ def test_range_27_with_float16_is_refused() -> None:
         [h.make_tensor_value_info("y", T.FLOAT16, None)],
     )
     m = h.make_model(g, opset_imports=[h.make_opsetid("", 27)])
-    with pytest.raises(AutofusionError, match="Range version 27 .*'stash_type'"):
+    with pytest.raises(AutofusionError, match=r"Range version 27 .*'stash_type'"):
         import_onnx(m, progress=False)
 
 
