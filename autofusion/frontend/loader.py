@@ -2,7 +2,7 @@
 
 Everything here turns malformed input into one :class:`AutofusionError` naming the file
 and, where there is one, the node and op type: garbage or truncated protobuf, a missing
-graph, an opset outside 9..23, a node input that nothing produces, a cycle, graph inputs
+graph, an opset outside 9..28, a node input that nothing produces, a cycle, graph inputs
 without a static shape, unsupported element types.
 """
 
@@ -25,7 +25,7 @@ from autofusion.errors import AutofusionError
 from autofusion.frontend import wire
 
 MIN_OPSET = 9
-MAX_OPSET = 23
+MAX_OPSET = 28
 DEFAULT_DOMAINS = ("", "ai.onnx")
 
 

@@ -46,7 +46,7 @@ from autofusion.frontend.context import (
 from autofusion.frontend.convert_shape import sparse_to_dense, tensor_to_const
 from autofusion.frontend.converters import tables
 from autofusion.frontend.progress import Progress
-from autofusion.frontend.registry import SELF_FOLDING, version_problem
+from autofusion.frontend.registry import SELF_FOLDING, node_version_problem
 
 # Control flow (subgraphs may read outer values) and random ops are never folded.
 _NEVER_FOLD = frozenset(
@@ -303,7 +303,7 @@ class _Importer:
                 ) from None
         op_type = node.op_type
         if node.domain in loader.DEFAULT_DOMAINS:
-            problem = version_problem(op_type, self.opset)
+            problem = node_version_problem(ctx, self.opset)
             if problem is not None:
                 raise ctx.error(problem)
         outs: Sequence[Value | None]

@@ -1,6 +1,7 @@
-"""Opsets 22 and 23: the op versions they bring are accepted only where ``onnx.defs`` shows
-that nothing but element types changed (registry.TYPE_ONLY_VERSIONS); other new versions are
-refused by name. Inputs computed by folded subgraphs are accepted where constants are needed."""
+"""Opsets 22 to 28: the op versions they bring are accepted only where ``onnx.defs`` shows
+that nothing but element types changed (registry.TYPE_ONLY_VERSIONS) or a reviewed narrower
+change (registry.REVIEWED_VERSIONS); other new versions are refused by name. Inputs computed
+by folded subgraphs are accepted where constants are needed."""
 
 from __future__ import annotations
 
@@ -42,6 +43,52 @@ def test_type_only_versions_change_only_types(op: str) -> None:
         assert all(before[k] <= after[k] for k in before), f"{op}-{version} removed types"
 
 
+def _reviewed() -> list[tuple[str, int, str]]:
+    return [(op, v, k) for op, vs in registry.REVIEWED_VERSIONS.items() for v, k in vs.items()]
+
+
+@pytest.mark.parametrize(("op", "version", "kind"), _reviewed())
+def test_reviewed_versions_change_only_what_they_say(op: str, version: int, kind: str) -> None:
+    new = onnx.defs.get_schema(op, version, "")
+    old = onnx.defs.get_schema(op, version - 1, "")
+    assert new.since_version == version
+    (new_attrs, new_ios), (old_attrs, old_ios) = _signature(new), _signature(old)  # type: ignore[misc]
+    assert new_ios == old_ios
+    before, after = _types(old), _types(new)
+    assert set(after) == set(before)
+    if kind == "new_attribute":
+        attr = registry.NEW_ATTRIBUTES[op][0]
+        assert set(new_attrs) - set(old_attrs) <= {attr}
+
+        def without(attrs: dict[str, object]) -> dict[str, object]:
+            return {k: v for k, v in attrs.items() if k != attr}
+
+        assert without(new_attrs) == without(old_attrs)
+        assert all(before[k] <= after[k] for k in before)
+        assert not onnx.defs.get_schema(op, version, "").attributes[attr].required
+    else:
+        assert new_attrs == old_attrs
+        if kind == "types_removed":
+            assert all(after[k] <= before[k] for k in before)
+            assert all("tensor(float)" in after[k] for k in after)
+        else:
+            assert kind == "doc_only"
+            assert after == before
+
+
+def test_range_27_with_float16_is_refused() -> None:
+    # Range-27's stash_type (default 1) accumulates float16 in float32: not implemented.
+    g = h.make_graph(
+        [h.make_node("Range", ["a", "b", "c"], ["y"])],
+        "g",
+        [h.make_tensor_value_info(n, T.FLOAT16, []) for n in "abc"],
+        [h.make_tensor_value_info("y", T.FLOAT16, None)],
+    )
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 27)])
+    with pytest.raises(AutofusionError, match=r"Range version 27 .*'stash_type'"):
+        import_onnx(m, progress=False)
+
+
 def test_every_registered_op_is_reviewed_up_to_max_opset() -> None:
     converters, folders = tables()
     unreviewed = []
@@ -75,7 +122,7 @@ def test_opset_above_max_is_refused() -> None:
         import_onnx(m, progress=False)
 
 
-@pytest.mark.parametrize("opset", [22, 23])
+@pytest.mark.parametrize("opset", [22, 23, 24, 25])
 def test_new_opset_model_matches_onnxruntime(opset: int) -> None:
     rng = np.random.default_rng(0)
     w = h.make_tensor("w", T.FLOAT, [4, 3, 3, 3], rng.uniform(-0.5, 0.5, 108).tolist())
