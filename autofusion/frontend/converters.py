@@ -10,6 +10,7 @@ from __future__ import annotations
 from autofusion.frontend import (  # noqa: F401 - imported for their registrations
     convert_elementwise,
     convert_nn,
+    convert_rnn,
     convert_shape,
 )
 from autofusion.frontend.context import Converter
