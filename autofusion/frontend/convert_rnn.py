@@ -383,7 +383,8 @@ def _outputs(
     layout: int,
 ) -> list[Value | None]:
     n_dirs = len(ys)
-    used = ctx.n_outputs_used + [False] * 3
+    # A named output must get a value even when nothing reads it (dead ops are removed later).
+    used = [bool(o) for o in ctx.node.output] + [False] * 3
     y: Value | None = None
     if used[0]:
         parts = [reshape_to(ctx, ys[d][t], (1, 1, batch, hidden))
