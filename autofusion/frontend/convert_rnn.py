@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from onnx import helper
@@ -42,11 +43,15 @@ ACTIVATIONS: dict[str, tuple[float | None, float | None]] = {
     "softplus": (None, None),
 }
 
-DEFAULT_ACTIVATIONS = {"LSTM": ["Sigmoid", "Tanh", "Tanh"], "GRU": ["Sigmoid", "Tanh"], "RNN": ["Tanh"]}
+DEFAULT_ACTIVATIONS = {
+    "LSTM": ["Sigmoid", "Tanh", "Tanh"],
+    "GRU": ["Sigmoid", "Tanh"],
+    "RNN": ["Tanh"],
+}
 N_GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
 
 
-def _op(ctx: NodeCtx, op_type: str, inputs: Sequence[Value], **attrs: object) -> Value:
+def _op(ctx: NodeCtx, op_type: str, inputs: Sequence[Value], **attrs: Any) -> Value:
     """One ONNX ``op_type`` node through its registered converter (folded when all constant)."""
     node = helper.make_node(op_type, [f"in{k}" for k in range(len(inputs))], ["out"], **attrs)
     sub = NodeCtx(
@@ -155,7 +160,9 @@ def _state(ctx: NodeCtx, i: int, name: str, n_dirs: int, batch: int, hidden: int
         return [None] * n_dirs
     want = (n_dirs, batch, hidden) if layout == 0 else (batch, n_dirs, hidden)
     if value_shape(v) != want:
-        raise ctx.error(f"{name} (input {i}) has shape {list(value_shape(v))}, expected {list(want)}")
+        raise ctx.error(
+            f"{name} (input {i}) has shape {list(value_shape(v))}, expected {list(want)}"
+        )
     if layout == 1:
         v = _op(ctx, "Transpose", [v], perm=[1, 0, 2])
     return [
@@ -197,7 +204,9 @@ def _recurrent(ctx: NodeCtx) -> list[Value | None]:
         )
     direction = str(ctx.attr("direction", "forward"))
     if direction not in ("forward", "reverse", "bidirectional"):
-        raise ctx.error(f"attribute 'direction' must be forward, reverse or bidirectional, got {direction!r}")
+        raise ctx.error(
+            f"attribute 'direction' must be forward, reverse or bidirectional, got {direction!r}"
+        )
     n_dirs = 2 if direction == "bidirectional" else 1
     hidden = int(ctx.attr("hidden_size", 0))
     if hidden <= 0:
@@ -253,9 +262,7 @@ def _recurrent(ctx: NodeCtx) -> list[Value | None]:
         h, c = h0[d], (c0[d] if op == "LSTM" else None)
         out: dict[int, Value] = {}
         for t in steps:
-            xt = slice_value(
-                ctx, xw, [t * batch, d * gh], [(t + 1) * batch, (d + 1) * gh], [1, 1]
-            )
+            xt = slice_value(ctx, xw, [t * batch, d * gh], [(t + 1) * batch, (d + 1) * gh], [1, 1])
             if op == "LSTM":
                 h_new, c_new = _lstm_step(ctx, xt, h, c, rt, p, d, hidden, acts[d], clip,
                                           input_forget)  # fmt: skip

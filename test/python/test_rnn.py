@@ -86,7 +86,9 @@ CASES = {
     "lstm_bidir_layout1_states_peepholes": dict(
         op="LSTM", direction="bidirectional", layout=1, states=True, peep=True
     ),
-    "lstm_reverse_clip_input_forget": dict(op="LSTM", direction="reverse", clip=0.7, input_forget=1),
+    "lstm_reverse_clip_input_forget": dict(
+        op="LSTM", direction="reverse", clip=0.7, input_forget=1
+    ),
     "lstm_forward_short_lengths": dict(op="LSTM", lens=[4, 2, 1], states=True),
     "lstm_activations": dict(
         op="LSTM",
@@ -94,7 +96,9 @@ CASES = {
         activation_alpha=[0.3, 0.2],
         activation_beta=[0.45],
     ),
-    "gru_bidir_linear_before_reset": dict(op="GRU", direction="bidirectional", linear_before_reset=1),
+    "gru_bidir_linear_before_reset": dict(
+        op="GRU", direction="bidirectional", linear_before_reset=1
+    ),
     "gru_reverse_layout1_states": dict(op="GRU", direction="reverse", layout=1, states=True),
     "gru_forward_lbr_states_clip": dict(op="GRU", linear_before_reset=1, states=True, clip=1.5),
     "rnn_bidir_activations": dict(
@@ -134,12 +138,22 @@ def _stacked_lstm(batch: int) -> tuple[onnx.ModelProto, dict]:
     inits += _weights(rng, "LSTM", 2, 2 * hidden, hidden, "1", False)
     inits.append(numpy_helper.from_array(np.array([seq, batch, 2 * hidden], np.int64), "shape"))
     nodes = [
-        h.make_node("LSTM", ["X", "W0", "R0", "B0"], ["Y0", "H0", "C0"], hidden_size=hidden,
-                    direction="bidirectional"),  # fmt: skip
+        h.make_node(
+            "LSTM",
+            ["X", "W0", "R0", "B0"],
+            ["Y0", "H0", "C0"],
+            hidden_size=hidden,
+            direction="bidirectional",
+        ),
         h.make_node("Transpose", ["Y0"], ["T0"], perm=[0, 2, 1, 3]),
         h.make_node("Reshape", ["T0", "shape"], ["X1"]),
-        h.make_node("LSTM", ["X1", "W1", "R1", "B1"], ["Y", "Y_h", "Y_c"], hidden_size=hidden,
-                    direction="bidirectional"),  # fmt: skip
+        h.make_node(
+            "LSTM",
+            ["X1", "W1", "R1", "B1"],
+            ["Y", "Y_h", "Y_c"],
+            hidden_size=hidden,
+            direction="bidirectional",
+        ),
     ]
     x = rng.uniform(-2, 2, (seq, batch, n_in)).astype(np.float32)
     return _model(nodes, [("X", [seq, batch, n_in])], ["Y", "Y_h", "Y_c", "H0"], inits), {"X": x}
