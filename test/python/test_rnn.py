@@ -45,8 +45,21 @@ def _model(nodes, inputs, outputs, inits) -> onnx.ModelProto:
     return h.make_model(g, opset_imports=[h.make_opsetid("", 21)])
 
 
-def _single(op: str, *, seq=4, batch=3, n_in=5, hidden=4, direction="forward", layout=0,
-            states=False, lens=None, peep=False, **attrs) -> tuple[onnx.ModelProto, dict]:  # fmt: skip
+def _single(
+    op: str,
+    *,
+    seq=4,
+    batch=3,
+    n_in=5,
+    hidden=4,
+    direction="forward",
+    layout=0,
+    states=False,
+    lens=None,
+    peep=False,
+    **attrs,
+) -> tuple[onnx.ModelProto, dict]:
+    # fmt: skip
     rng = np.random.default_rng(7)
     n_dirs = 2 if direction == "bidirectional" else 1
     inits = _weights(rng, op, n_dirs, n_in, hidden, "", peep)
