@@ -59,7 +59,6 @@ def _single(
     peep=False,
     **attrs,
 ) -> tuple[onnx.ModelProto, dict]:
-    # fmt: skip
     rng = np.random.default_rng(7)
     n_dirs = 2 if direction == "bidirectional" else 1
     inits = _weights(rng, op, n_dirs, n_in, hidden, "", peep)
