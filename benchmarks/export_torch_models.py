@@ -16,7 +16,9 @@ Models (random init, seeded; transformers models are built from configs, nothing
 downloaded): ``resnet`` (ResNet-style basic blocks: Conv/BatchNorm/ReLU, residual Add,
 MaxPool, AdaptiveAvgPool, Linear), ``mobilenet`` (MobileNetV2-style inverted residuals with
 depthwise convolutions and ReLU6), ``bert`` (BertModel, int64 ids and a run-time attention
-mask), ``gpt2`` (GPT2Model, causal mask), ``vit`` (ViTModel, patch-embedding Conv).
+mask), ``gpt2`` (GPT2Model, causal mask), ``vit`` (ViTModel, patch-embedding Conv),
+``lstm`` (nn.LSTM: 2 layers, bidirectional, batch_first, Linear head), ``gru`` (nn.GRU:
+2 layers, Linear head on the last state).
 
 Each model is written twice: ``NAME_ts.onnx`` from the TorchScript exporter
 (``dynamo=False``, opset 17) and ``NAME_dynamo.onnx`` (+ ``NAME_dynamo.onnx.data``, external
@@ -219,6 +221,45 @@ def build_vit() -> Spec:
     return model, (x,), ["pixel_values"], ["last_hidden_state", "pooler_output"], {}
 
 
+class TinyLSTM(nn.Module):
+    """2-layer bidirectional batch-first LSTM with a Linear head on every step."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rnn = nn.LSTM(8, 16, num_layers=2, bidirectional=True, batch_first=True)
+        self.head = nn.Linear(32, 4)
+        with torch.no_grad():  # default init gives logits ~0.1; scale them to ~1
+            self.head.weight.mul_(8.0)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.rnn(x)[0])
+
+
+class TinyGRU(nn.Module):
+    """2-layer sequence-first GRU; a Linear head on the last step's state."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rnn = nn.GRU(8, 24, num_layers=2)
+        self.head = nn.Linear(24, 4)
+        with torch.no_grad():
+            self.head.weight.mul_(4.0)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        y, h = self.rnn(x)
+        return y, self.head(h[-1])
+
+
+def build_lstm() -> Spec:
+    x = torch.randn(2, 12, 8)  # [batch, seq, input]
+    return TinyLSTM(), (x,), ["input"], ["logits"], {}
+
+
+def build_gru() -> Spec:
+    x = torch.randn(12, 2, 8)  # [seq, batch, input]
+    return TinyGRU(), (x,), ["input"], ["sequence", "logits"], {}
+
+
 CNNS = ("resnet", "mobilenet")
 BUILDERS: dict[str, Callable[[], Spec]] = {
     "resnet": build_resnet,
@@ -226,6 +267,8 @@ BUILDERS: dict[str, Callable[[], Spec]] = {
     "bert": build_bert,
     "gpt2": build_gpt2,
     "vit": build_vit,
+    "lstm": build_lstm,
+    "gru": build_gru,
 }
 
 

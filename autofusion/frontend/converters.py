@@ -11,6 +11,7 @@ from autofusion.frontend import (  # noqa: F401 - imported for their registratio
     convert_elementwise,
     convert_nn,
     convert_rmsnorm,
+    convert_rnn,
     convert_shape,
 )
 from autofusion.frontend.context import Converter

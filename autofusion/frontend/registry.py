@@ -69,7 +69,8 @@ TYPE_ONLY_VERSIONS: dict[str, tuple[int, ...]] = {
     **dict.fromkeys(
         (
             "AveragePool", "Conv", "Cos", "Dropout", "Elu", "GlobalAveragePool",
-            "GlobalMaxPool", "HardSigmoid", "HardSwish", "InstanceNormalization", "MaxPool",
+            "GlobalMaxPool", "GRU", "HardSigmoid", "HardSwish", "InstanceNormalization", "LSTM",
+            "MaxPool", "RNN",
             "Round", "Sin", "Softplus",
         ),
         (22,),

@@ -2,8 +2,9 @@
 
 The fixtures in ``data/exported/`` were written by ``benchmarks/export_torch_models.py``
 (torch 2.13, transformers; not needed here): small ResNet- and MobileNet-style CNNs, BERT,
-GPT-2 and ViT encoders, each from the TorchScript exporter (``*_ts``, opset 17; ``*_tsbn``
-without constant folding, so BatchNormalization stays) and the dynamo exporter
+GPT-2 and ViT encoders, an nn.LSTM and an nn.GRU model, each from the TorchScript exporter
+(``*_ts``, opset 17; ``*_tsbn`` without constant folding, so BatchNormalization stays) and
+the dynamo exporter
 (``*_dynamo``, opset 18, weights in ``.onnx.data``); ``*dyn`` files have a dynamic sequence
 axis fixed with ``input_shapes=``. ``manifest.json`` gives each file's inputs.
 
@@ -114,7 +115,7 @@ def test_fixtures_are_small_and_complete() -> None:
         if entry["exporter"].startswith("dynamo"):
             assert len(entry["files"]) == 2, f"{name}: the dynamo export keeps external data"
     exporters = {(e["model"], e["exporter"]) for e in MANIFEST.values()}
-    for model in ("resnet", "mobilenet", "bert", "gpt2", "vit"):
+    for model in ("resnet", "mobilenet", "bert", "gpt2", "vit", "lstm", "gru"):
         assert {(model, "ts"), (model, "dynamo")} <= exporters, model
 
 
@@ -269,3 +270,14 @@ def test_dynamic_fixture_symbolic_and_runs_at_two_shapes(name: str) -> None:
         assert outs[0].shape[0] == sym["batch"]
         peak = max(float(np.abs(o).max()) for o in outs)
         assert 0.1 <= peak <= 10, (sym, peak)
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if MANIFEST[n]["model"] in ("lstm", "gru")])
+def test_recurrent_fixtures_have_ordinary_outputs(name: str) -> None:
+    """The LSTM/GRU exports keep their recurrent nodes and give outputs of ordinary size, so
+    the match with onnxruntime above is not a tolerance artefact."""
+    path = DATA / MANIFEST[name]["files"][0]
+    ops = {n.op_type for n in onnx.load(str(path), load_external_data=False).graph.node}
+    assert ops & {"LSTM", "GRU"}, ops
+    for out, r in _ort(path, _feeds(MANIFEST[name])).items():
+        assert 0.1 < float(np.abs(r).max()) < 10, (name, out, float(np.abs(r).max()))
