@@ -58,9 +58,9 @@ SEMANTICS_OPSET = 21
 TYPE_ONLY_VERSIONS: dict[str, tuple[int, ...]] = {
     **dict.fromkeys(
         (
-            "AveragePool", "Conv", "Cos", "Dropout", "Elu", "GlobalAveragePool",
-            "GlobalMaxPool", "HardSigmoid", "HardSwish", "InstanceNormalization", "MaxPool",
-            "Round", "Sin", "Softplus",
+            "AveragePool", "Conv", "ConvTranspose", "Cos", "Dropout", "Elu",
+            "GlobalAveragePool", "GlobalMaxPool", "HardSigmoid", "HardSwish",
+            "InstanceNormalization", "MaxPool", "Round", "Sin", "Softplus",
         ),
         (22,),
     ),
