@@ -247,6 +247,52 @@ def _conv_transpose(ctx: NodeCtx) -> list[Value]:
         "dilations": i64_array(dilations),
         "group": int_attr(group),
     }
+    if nsp == 3:
+        return [_conv3d_by_depth_columns(ctx, u, wc, b, dilations, group, out)]
     y = ctx.emit1(nn.ConvOp, [u, wc, b], [xs[0], cout, *out], value_elem(x), props)
     return [y]
+
+
+def _conv3d_by_depth_columns(
+    ctx: NodeCtx,
+    u: Value,
+    w: Value,
+    b: Value | None,
+    dilations: Sequence[int],
+    group: int,
+    out: Sequence[int],
+) -> Value:
+    """Stride-1, unpadded 3-d conv as one 2-d conv: depth taps become input channels.
+
+    The ``kd`` depth windows ``u[:, :, j*d : j*d + Dout]`` are stacked after each channel
+    (channel ``c * kd + j``, which keeps channels group-major), depth moves into the batch,
+    and the weight ``[Cout, C/g, kd, kh, kw]`` is read as ``[Cout, C/g * kd, kh, kw]``.
+    """
+    n, c = value_shape(u)[:2]
+    h, wd = value_shape(u)[3:]
+    cout, cg, kd, kh, kw = value_shape(w)
+    dout, elem = out[0], value_elem(u)
+    taps = []
+    for j in range(kd):
+        z = _slice_axes(ctx, u, {2: (j * dilations[0], j * dilations[0] + dout)})
+        taps.append(reshape_to(ctx, z, [n, c, 1, dout, h, wd]))
+    stacked = (
+        taps[0]
+        if kd == 1
+        else ctx.emit1(nn.ConcatOp, [taps], [n, c, kd, dout, h, wd], elem, {"axis": int_attr(2)})
+    )
+    perm = i64_array([0, 3, 1, 2, 4, 5])
+    moved = ctx.emit1(nn.TransposeOp, [stacked], [n, dout, c, kd, h, wd], elem, {"perm": perm})
+    x2 = reshape_to(ctx, moved, [n * dout, c * kd, h, wd])
+    w2 = reshape_to(ctx, w, [cout, cg * kd, kh, kw])
+    props = {
+        "strides": i64_array([1, 1]),
+        "pads": i64_array([0] * 4),
+        "dilations": i64_array(list(dilations[1:])),
+        "group": int_attr(group),
+    }
+    y = ctx.emit1(nn.ConvOp, [x2, w2, b], [n * dout, cout, out[1], out[2]], elem, props)
+    y = reshape_to(ctx, y, [n, dout, cout, out[1], out[2]])
+    perm = i64_array([0, 2, 1, 3, 4])
+    return ctx.emit1(nn.TransposeOp, [y], [n, cout, *out], elem, {"perm": perm})
 
