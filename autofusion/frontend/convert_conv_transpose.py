@@ -169,6 +169,12 @@ def _gemm_col2im(ctx: NodeCtx, x: Value, w: Value, b: Value | None) -> Value:
         w2 = reshape_to(ctx, w, [cin, cout * kk])
         wt = ctx.emit1(nn.TransposeOp, [w2], [cout * kk, cin], elem, {"perm": i64_array([1, 0])})
     cols = ctx.emit1(nn.MatMulOp, [wt, reshape_to(ctx, x, [n, cin, hw])], [n, cout * kk, hw], elem)
+    if isinstance(b, Const):
+        # A constant bias, repeated per kernel offset, is a row bias of the GEMM: it joins
+        # the matmul's epilogue instead of a pass over the permuted output.
+        rows = ctx.const(np.repeat(b.array, kk).reshape(cout * kk, 1))
+        cols = ctx.emit1(nn.AddOp, [cols, rows], [n, cout * kk, hw], elem)
+        b = None
     cols = reshape_to(ctx, cols, [n, cout, *kernel, *spatial])
     perm = [0, 1]
     for i in range(nsp):
