@@ -35,7 +35,11 @@ CASES: dict[str, tuple[list[int], list[int], dict[str, list[int]]]] = {
         [64, 32, 3, 3],
         {"strides": [2, 2], "pads": [1, 1, 1, 1], "output_padding": [1, 1]},
     ),
-    "k4s2_p1_128x64": ([1, 128, 16, 16], [128, 64, 4, 4], {"strides": [2, 2], "pads": [1, 1, 1, 1]}),
+    "k4s2_p1_128x64": (
+        [1, 128, 16, 16],
+        [128, 64, 4, 4],
+        {"strides": [2, 2], "pads": [1, 1, 1, 1]},
+    ),
 }
 
 
@@ -95,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         ms = {}
         for engine in ("onnxruntime", "autofusion"):
             cmd = [sys.executable, __file__, "--engine", engine, "--cases", name]
-            out = subprocess.run(cmd + ["--runs", str(a.runs)], capture_output=True, text=True)
+            out = subprocess.run([*cmd, "--runs", str(a.runs)], capture_output=True, text=True)
             if out.returncode:
                 print(f"{name}: {engine} failed: {out.stderr.strip()[-300:]}")
                 break

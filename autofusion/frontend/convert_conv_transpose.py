@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from xdsl.ir import Attribute
 
 from autofusion.dialects import dtypes, nn
 from autofusion.dialects.base import f64_attr, i64_array, int_attr, str_attr
@@ -97,7 +98,11 @@ def _slice_axes(ctx: NodeCtx, x: Value, cuts: dict[int, tuple[int, int]]) -> Val
     if starts == [0] * len(xs) and ends == list(xs):
         return x
     shape = [e - s for s, e in zip(starts, ends)]
-    props = {"starts": i64_array(starts), "ends": i64_array(ends), "steps": i64_array([1] * len(xs))}
+    props: dict[str, Attribute] = {
+        "starts": i64_array(starts),
+        "ends": i64_array(ends),
+        "steps": i64_array([1] * len(xs)),
+    }
     return ctx.emit1(nn.SliceOp, [x], shape, value_elem(x), props)
 
 
@@ -134,7 +139,8 @@ def _upsample_zeros(ctx: NodeCtx, x: Value, axis: int, s: int) -> Value:
 
 
 def _conv_weight(ctx: NodeCtx, w: Value, group: int) -> Value:
-    """ConvTranspose weight ``[Cin, Cout/g, K...]`` -> Conv weight ``[Cout, Cin/g, K...]``, flipped."""
+    """ConvTranspose weight ``[Cin, Cout/g, K...]`` -> Conv weight ``[Cout, Cin/g, K...]``
+    (taps flipped)."""
     ws = value_shape(w)
     cin, cog, kernel = ws[0], ws[1], list(ws[2:])
     nsp = len(kernel)
@@ -148,7 +154,7 @@ def _conv_weight(ctx: NodeCtx, w: Value, group: int) -> Value:
     g = ctx.emit1(nn.TransposeOp, [g], gt_shape, value_elem(w), {"perm": i64_array(perm)})
     g = reshape_to(ctx, g, [group * cog, cin // group, *kernel])
     shape = list(value_shape(g))
-    props = {
+    props: dict[str, Attribute] = {
         "starts": i64_array([0, 0, *[k - 1 for k in kernel]]),
         "ends": i64_array([shape[0], shape[1], *[-1] * nsp]),
         "steps": i64_array([1, 1, *[-1] * nsp]),
@@ -199,9 +205,7 @@ def _conv_transpose(ctx: NodeCtx) -> list[Value]:
     b = ctx.opt_input(2)
     xs, ws = value_shape(x), value_shape(w)
     if len(xs) not in (3, 4, 5) or len(ws) != len(xs):
-        raise ctx.error(
-            f"only 1-d/2-d/3-d ConvTranspose is supported (input {xs}, weight {ws})"
-        )
+        raise ctx.error(f"only 1-d/2-d/3-d ConvTranspose is supported (input {xs}, weight {ws})")
     nsp = len(xs) - 2
     group = int(ctx.attr("group", 1))
     if group < 1 or xs[1] % group or ws[0] != xs[1]:
@@ -222,8 +226,12 @@ def _conv_transpose(ctx: NodeCtx) -> list[Value]:
         )
     pads = transpose_pads(ctx, xs[2:], kernel, strides, dilations, out_pad)
     out = [
-        strides[i] * (xs[2 + i] - 1) + out_pad[i] + dilations[i] * (kernel[i] - 1) + 1
-        - pads[i] - pads[nsp + i]
+        strides[i] * (xs[2 + i] - 1)
+        + out_pad[i]
+        + dilations[i] * (kernel[i] - 1)
+        + 1
+        - pads[i]
+        - pads[nsp + i]
         for i in range(nsp)
     ]
     if min(out) < 1:
@@ -301,4 +309,3 @@ def _conv3d_by_depth_columns(
     y = reshape_to(ctx, y, [n, dout, cout, out[1], out[2]])
     perm = i64_array([0, 2, 1, 3, 4])
     return ctx.emit1(nn.TransposeOp, [y], [n, cout, *out], elem, {"perm": perm})
-

@@ -37,15 +37,30 @@ CASES = {
     ),
     "nonoverlapping_k2s2": ([2, 8, 5, 6], [8, 5, 2, 2], 1, {"strides": [2, 2]}),
     "nonoverlapping_3d": ([1, 3, 2, 3, 2], [3, 4, 2, 3, 1], 1, {"strides": [2, 3, 1]}),
-    "same_lower_stride2": ([1, 2, 5, 5], [2, 3, 3, 3], 1, {"strides": [2, 2], "auto_pad": "SAME_LOWER"}),
+    "same_lower_stride2": (
+        [1, 2, 5, 5],
+        [2, 3, 3, 3],
+        1,
+        {"strides": [2, 2], "auto_pad": "SAME_LOWER"},
+    ),
     "same_upper_stride3_group2": (
         [1, 4, 4, 3],
         [4, 1, 4, 2],
         2,
         {"strides": [3, 2], "auto_pad": "SAME_UPPER"},
     ),
-    "output_shape_stride2": ([1, 3, 4, 4], [3, 2, 3, 3], 1, {"strides": [2, 2], "output_shape": [10, 9]}),
-    "pads_larger_than_kernel": ([1, 2, 6, 6], [2, 2, 2, 2], 1, {"strides": [3, 3], "pads": [2, 1, 2, 1]}),
+    "output_shape_stride2": (
+        [1, 3, 4, 4],
+        [3, 2, 3, 3],
+        1,
+        {"strides": [2, 2], "output_shape": [10, 9]},
+    ),
+    "pads_larger_than_kernel": (
+        [1, 2, 6, 6],
+        [2, 2, 2, 2],
+        1,
+        {"strides": [3, 3], "pads": [2, 1, 2, 1]},
+    ),
 }
 
 

@@ -2,10 +2,12 @@
 
 The fixtures in ``data/exported/`` were written by ``benchmarks/export_torch_models.py``
 (torch 2.13, transformers; not needed here): small ResNet- and MobileNet-style CNNs, BERT,
-GPT-2 and ViT encoders and (``unet_tsbn`` only) a small U-Net with ConvTranspose2d, each from the TorchScript exporter (``*_ts``, opset 17; ``*_tsbn``
+GPT-2 and ViT encoders, each from the TorchScript exporter (``*_ts``, opset 17; ``*_tsbn``
 without constant folding, so BatchNormalization stays) and the dynamo exporter
 (``*_dynamo``, opset 18, weights in ``.onnx.data``); ``*dyn`` files have a dynamic sequence
-axis fixed with ``input_shapes=``. ``manifest.json`` gives each file's inputs.
+axis fixed with ``input_shapes=``. ``unet_tsbn`` (only that variant) is a small U-Net
+with ConvTranspose2d upsamplers and kept BatchNormalization. ``manifest.json`` gives each
+file's inputs.
 
 For every fixture: the imported IR in the interpreter and the generated C (default
 pipeline: fusion and memory planning) match onnxruntime at rtol=1e-3,
