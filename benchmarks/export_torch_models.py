@@ -18,7 +18,9 @@ MaxPool, AdaptiveAvgPool, Linear), ``mobilenet`` (MobileNetV2-style inverted res
 depthwise convolutions and ReLU6), ``bert`` (BertModel, int64 ids and a run-time attention
 mask), ``gpt2`` (GPT2Model, causal mask), ``vit`` (ViTModel, patch-embedding Conv),
 ``lstm`` (nn.LSTM: 2 layers, bidirectional, batch_first, Linear head), ``gru`` (nn.GRU:
-2 layers, Linear head on the last state).
+2 layers, Linear head on the last state),
+``unet`` (a small U-Net: MaxPool down, ConvTranspose2d up, skip concats, BatchNorm+ReLU;
+``ts`` and ``tsbn`` only: ``--models unet --exporters ts,tsbn``).
 
 Each model is written twice: ``NAME_ts.onnx`` from the TorchScript exporter
 (``dynamo=False``, opset 17) and ``NAME_dynamo.onnx`` (+ ``NAME_dynamo.onnx.data``, external
@@ -261,6 +263,44 @@ def build_gru() -> Spec:
 
 
 CNNS = ("resnet", "mobilenet")
+
+
+class UNet(nn.Module):
+    """A small U-Net: two conv-bn-relu stages down (MaxPool), two up (ConvTranspose2d with
+    kernel 2 / stride 2, then the skip concat and conv-bn-relu), a 1x1 head."""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+        def stage(cin: int, cout: int) -> nn.Sequential:
+            return nn.Sequential(
+                nn.Conv2d(cin, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(),
+                nn.Conv2d(cout, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(),
+            )  # fmt: skip
+
+        self.down1, self.down2, self.mid = stage(3, 8), stage(8, 16), stage(16, 32)
+        self.pool = nn.MaxPool2d(2)
+        self.up2, self.dec2 = nn.ConvTranspose2d(32, 16, 2, stride=2), stage(32, 16)
+        self.up1, self.dec1 = nn.ConvTranspose2d(16, 8, 2, stride=2), stage(16, 8)
+        self.head = nn.Conv2d(8, 2, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        s1 = self.down1(x)
+        s2 = self.down2(self.pool(s1))
+        m = self.mid(self.pool(s2))
+        d2 = self.dec2(torch.cat([self.up2(m), s2], 1))
+        d1 = self.dec1(torch.cat([self.up1(d2), s1], 1))
+        return self.head(d1)
+
+
+def build_unet() -> Spec:
+    model = UNet()
+    with torch.no_grad():  # default init gives ~0.05 logits; bring them to ordinary size
+        model.head.weight.mul_(30.0)
+    return model, (torch.randn(1, 3, 32, 32),), ["image"], ["mask_logits"], {}
+
+
+CNNS = ("resnet", "mobilenet", "unet")
 BUILDERS: dict[str, Callable[[], Spec]] = {
     "resnet": build_resnet,
     "mobilenet": build_mobilenet,
@@ -269,6 +309,7 @@ BUILDERS: dict[str, Callable[[], Spec]] = {
     "vit": build_vit,
     "lstm": build_lstm,
     "gru": build_gru,
+    "unet": build_unet,
 }
 
 

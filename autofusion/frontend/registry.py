@@ -68,10 +68,9 @@ SEMANTICS_OPSET = 21
 TYPE_ONLY_VERSIONS: dict[str, tuple[int, ...]] = {
     **dict.fromkeys(
         (
-            "AveragePool", "Conv", "Cos", "Dropout", "Elu", "GlobalAveragePool",
-            "GlobalMaxPool", "GRU", "HardSigmoid", "HardSwish", "InstanceNormalization", "LSTM",
-            "MaxPool", "RNN",
-            "Round", "Sin", "Softplus",
+            "AveragePool", "Conv", "ConvTranspose", "Cos", "Dropout", "Elu",
+            "GlobalAveragePool", "GlobalMaxPool", "GRU", "HardSigmoid", "HardSwish",
+            "InstanceNormalization", "LSTM", "MaxPool", "RNN", "Round", "Sin", "Softplus",
         ),
         (22,),
     ),

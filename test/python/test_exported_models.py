@@ -6,7 +6,9 @@ GPT-2 and ViT encoders, an nn.LSTM and an nn.GRU model, each from the TorchScrip
 (``*_ts``, opset 17; ``*_tsbn`` without constant folding, so BatchNormalization stays) and
 the dynamo exporter
 (``*_dynamo``, opset 18, weights in ``.onnx.data``); ``*dyn`` files have a dynamic sequence
-axis fixed with ``input_shapes=``. ``manifest.json`` gives each file's inputs.
+axis fixed with ``input_shapes=``. ``unet_tsbn`` (only that variant) is a small U-Net
+with ConvTranspose2d upsamplers and kept BatchNormalization. ``manifest.json`` gives each
+file's inputs.
 
 For every fixture: the imported IR in the interpreter and the generated C (default
 pipeline: fusion and memory planning) match onnxruntime at rtol=1e-3,
@@ -157,7 +159,15 @@ def test_resnet_conv_bn_relu_and_residual_fuse(name: str, built: BuiltCache) -> 
     assert rep["kernels_after"] < rep["kernels_before"]
 
 
-@pytest.mark.parametrize("name", ["resnet_tsbn", "mobilenet_tsbn"])
+@pytest.mark.parametrize("name", [n for n in NAMES if MANIFEST[n]["model"] == "unet"])
+def test_unet_conv_transpose_is_one_gemm_with_its_bias(name: str, built: BuiltCache) -> None:
+    """Each ConvTranspose2d (kernel 2, stride 2) becomes one GEMM with its bias in the
+    epilogue; the ten conv+BN+ReLU stages are one conv kernel each."""
+    pats = _patterns(built[name].report)
+    assert pats == Counter({"conv_relu": 10, "matmul_add": 2}), pats
+
+
+@pytest.mark.parametrize("name", ["resnet_tsbn", "mobilenet_tsbn", "unet_tsbn"])
 def test_batchnorm_nodes_are_folded_into_convs(name: str) -> None:
     """The tsbn exports keep BatchNormalization: after the pipeline none is left, and each
     BN node is among the ONNX origins of the conv it was folded into."""
