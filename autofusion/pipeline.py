@@ -16,6 +16,7 @@ Tensor passes (the group decides when a pass is included)::
     recognize-layernorm     fusion   decomposed LayerNorm -> nn.layer_norm
     recognize-gelu          fusion   Erf/Tanh GELU -> nn.gelu
     recognize-attention     fusion   MatMul-scale-mask-Softmax-MatMul -> attention
+    assign-precision        precision only with precision fp16_ops/bf16_ops: 16-bit weights
     fuse-conv-bn-relu       fusion   Conv(+BN)(+bias)(+residual)(+act) -> fusion.kernel
     fuse                    fusion   elementwise chains, epilogues -> fusion.kernel
     plan-buffers            memory   always: lifetimes -> arena offsets (in place where safe)
@@ -56,6 +57,7 @@ TENSOR_PASSES: tuple[tuple[str, str], ...] = (
     ("recognize-layernorm", "fusion"),
     ("recognize-gelu", "fusion"),
     ("recognize-attention", "fusion"),
+    ("assign-precision", "precision"),
     ("fuse-conv-bn-relu", "fusion"),
     ("fuse", "fusion"),
     ("plan-buffers", "memory"),
@@ -88,6 +90,16 @@ def config_memory_limit(config: str | None) -> float | None:
     from autofusion.policy.config import load_config
 
     return load_config(config).memory_limit_mb
+
+
+def config_reduces_precision(config: str | None) -> bool:
+    """Whether the config lists any op in ``precision.fp16_ops`` / ``bf16_ops``."""
+    if not config:
+        return False
+    from autofusion.policy.config import load_config
+
+    p = load_config(config).precision
+    return bool(p.get("fp16_ops") or p.get("bf16_ops"))
 
 
 def resolve_options(opts: PipelineOptions) -> PipelineOptions:
@@ -198,6 +210,8 @@ class Pipeline:
             if group == "fusion" and not opts.fusion:
                 continue
             if group == "tiling" and opts.memory_limit_mb is None:
+                continue
+            if group == "precision" and not config_reduces_precision(opts.config):
                 continue
             stages.append(Stage(name, group, make_pass(available[name](), values)))
         for spec in parse_pipeline(",".join(backend.lowering)):
