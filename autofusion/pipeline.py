@@ -64,6 +64,9 @@ TENSOR_PASSES: tuple[tuple[str, str], ...] = (
     ("tile-fusion", "tiling"),
 )
 
+#: Targets whose lowering honours assign-precision's 16-bit weights (``precision.storage``).
+REDUCED_PRECISION_TARGETS = ("c",)
+
 #: The group of every backend's lowering passes.
 LOWERING = "lowering"
 
@@ -211,8 +214,15 @@ class Pipeline:
                 continue
             if group == "tiling" and opts.memory_limit_mb is None:
                 continue
-            if group == "precision" and not config_reduces_precision(opts.config):
-                continue
+            if group == "precision":
+                if not config_reduces_precision(opts.config):
+                    continue
+                if backend.name not in REDUCED_PRECISION_TARGETS:
+                    raise AutofusionError(
+                        f"{opts.config}: precision fp16_ops/bf16_ops: target {backend.name} "
+                        f"keeps its weights fp32 (16-bit weights: target "
+                        f"{', '.join(REDUCED_PRECISION_TARGETS)})"
+                    )
             stages.append(Stage(name, group, make_pass(available[name](), values)))
         for spec in parse_pipeline(",".join(backend.lowering)):
             cls_ = available[spec.name]()

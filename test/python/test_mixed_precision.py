@@ -130,3 +130,11 @@ def test_matches_onnxruntime(tmp_path: Path, kind: str) -> None:
 def test_config_errors(precision: dict[str, list[str]], needle: str) -> None:
     with pytest.raises(AutofusionError, match=needle.replace(".", r"\.")):
         config_from_dict({"precision": precision})
+
+
+def test_ascendc_refuses_reduced_precision(tmp_path: Path) -> None:
+    cfg = _config(tmp_path, "precision: {bf16_ops: [MatMul]}")
+    with pytest.raises(AutofusionError, match="target ascendc keeps its weights fp32"):
+        build_model_dir(
+            _model(*_weights()), tmp_path / "a", PipelineOptions(target="ascendc", config=cfg)
+        )
