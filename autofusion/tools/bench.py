@@ -158,8 +158,9 @@ def bench(
         raise AutofusionError(f"--profile needs --target {' or '.join(targets_of(RunnableBackend))}"
                               " (it times the generated kernels)")  # fmt: skip
     if precision and not isinstance(backend, RunnableBackend):
-        raise AutofusionError(f"--precision needs --target {' or '.join(targets_of(RunnableBackend))}"
-                              " (it runs the unfused fp32 build beside this one)")  # fmt: skip
+        runnable = " or ".join(targets_of(RunnableBackend))
+        raise AutofusionError(f"--precision needs --target {runnable} (it runs the unfused "
+                              "fp32 build beside this one)")  # fmt: skip
     if not isinstance(backend, RunnableBackend | SimulatedBackend):
         raise AutofusionError(f"autofusion-bench: target {target!r} can neither run nor be "
                               "simulated in this process")  # fmt: skip

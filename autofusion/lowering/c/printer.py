@@ -785,7 +785,7 @@ static void af_widen_bf16(float *dst, const uint16_t *src, size_t n) {
     memcpy(dst + i, &bits, sizeof bits);
   }
 }
-"""
+"""  # noqa: E501 - the printed source keeps its own lines
 
 
 def _widening_load(helpers: str) -> str:
