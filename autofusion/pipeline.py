@@ -16,6 +16,7 @@ Tensor passes (the group decides when a pass is included)::
     recognize-layernorm     fusion   decomposed LayerNorm -> nn.layer_norm
     recognize-gelu          fusion   Erf/Tanh GELU -> nn.gelu
     recognize-attention     fusion   MatMul-scale-mask-Softmax-MatMul -> attention
+    assign-precision        precision only with precision fp16_ops/bf16_ops: 16-bit weights
     fuse-conv-bn-relu       fusion   Conv(+BN)(+bias)(+residual)(+act) -> fusion.kernel
     fuse                    fusion   elementwise chains, epilogues -> fusion.kernel
     validate-precision      precision  with validation asked for: roll back imprecise groups
@@ -57,12 +58,16 @@ TENSOR_PASSES: tuple[tuple[str, str], ...] = (
     ("recognize-layernorm", "fusion"),
     ("recognize-gelu", "fusion"),
     ("recognize-attention", "fusion"),
+    ("assign-precision", "precision"),
     ("fuse-conv-bn-relu", "fusion"),
     ("fuse", "fusion"),
     ("validate-precision", "precision"),
     ("plan-buffers", "memory"),
     ("tile-fusion", "tiling"),
 )
+
+#: Targets whose lowering honours assign-precision's 16-bit weights (``precision.storage``).
+REDUCED_PRECISION_TARGETS = ("c",)
 
 #: The group of every backend's lowering passes.
 LOWERING = "lowering"
@@ -103,6 +108,16 @@ def _validates(opts: PipelineOptions) -> bool:
     from autofusion.policy.config import load_config
 
     return load_config(opts.config).validate
+
+
+def config_reduces_precision(config: str | None) -> bool:
+    """Whether the config lists any op in ``precision.fp16_ops`` / ``bf16_ops``."""
+    if not config:
+        return False
+    from autofusion.policy.config import load_config
+
+    p = load_config(config).precision
+    return bool(p.get("fp16_ops") or p.get("bf16_ops"))
 
 
 def resolve_options(opts: PipelineOptions) -> PipelineOptions:
@@ -214,8 +229,17 @@ class Pipeline:
                 continue
             if group == "tiling" and opts.memory_limit_mb is None:
                 continue
-            if group == "precision" and not (opts.fusion and _validates(opts)):
+            if name == "validate-precision" and not (opts.fusion and _validates(opts)):
                 continue
+            if name == "assign-precision":
+                if not config_reduces_precision(opts.config):
+                    continue
+                if backend.name not in REDUCED_PRECISION_TARGETS:
+                    raise AutofusionError(
+                        f"{opts.config}: precision fp16_ops/bf16_ops: target {backend.name} "
+                        f"keeps its weights fp32 (16-bit weights: target "
+                        f"{', '.join(REDUCED_PRECISION_TARGETS)})"
+                    )
             stages.append(Stage(name, group, make_pass(available[name](), values)))
         for spec in parse_pipeline(",".join(backend.lowering)):
             cls_ = available[spec.name]()

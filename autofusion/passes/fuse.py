@@ -291,7 +291,7 @@ def record_policy(module: ModuleOp, policy: FusionPolicy) -> None:
         "blacklist": ArrayAttr([StringAttr("->".join(c)) for c in cfg.blacklist]),
         "whitelist": ArrayAttr([StringAttr("->".join(c)) for c in cfg.whitelist]),
     }
-    for key in ("fp32_ops", "fp16_ops"):
+    for key in ("fp32_ops", "fp16_ops", "bf16_ops"):
         if key in cfg.precision:
             entries[key] = ArrayAttr([StringAttr(o) for o in cfg.precision[key]])
     if cfg.memory_limit_mb is not None:

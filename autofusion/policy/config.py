@@ -7,8 +7,9 @@ Keys (unknown keys are errors naming the key and the file)::
     whitelist: ["MatMul->Add"]   # fuse these chains even when the cost model says no
     patterns: {conv_bn_relu: true, elementwise: false}         # per-family switches
     memory_limit_mb: 512         # tile fused groups so the arena fits (finite, > 0)
-    precision: {fp32_ops: ["Softmax"], fp16_ops: ["Conv"]}   # validated and recorded
-                                 # (``precision_config`` is accepted as another name for it)
+    precision: {fp32_ops: ["Softmax"], fp16_ops: ["Conv"], bf16_ops: ["MatMul"]}
+                                 # storage type per ONNX op type (assign-precision pass);
+                                 # ``precision_config`` is accepted as another name for it
     precision: {validate: true, tolerance: 1e-3, calibration: inputs.npz}
                                  # run each fused group of the built C against the fp32
                                  # reference; roll back groups over the tolerance
@@ -59,6 +60,11 @@ FAMILIES: dict[str, int] = {
     "layernorm_epilogue": 2,
     "softmax_epilogue": 2,
 }
+
+#: The keys of ``precision``: the ONNX op types stored in each type.
+PRECISION_KEYS = ("fp32_ops", "fp16_ops", "bf16_ops")
+#: ONNX op types whose weights fp16_ops / bf16_ops can store in 16 bits (assign-precision).
+REDUCED_OPS = ("Conv", "Gemm", "MatMul")
 
 KNOWN_KEYS = (
     "aggressiveness",
@@ -241,26 +247,37 @@ def config_from_dict(data: Any, source: str = "<dict>") -> FusionConfig:
     pkey = "precision_config" if "precision_config" in data else "precision"
     precision_raw = data.get(pkey, {})
     if not isinstance(precision_raw, dict):
-        raise AutofusionError(f"{source}: {pkey!r} must be a mapping with fp32_ops / fp16_ops")
+        raise AutofusionError(
+            f"{source}: {pkey!r} must be a mapping with fp32_ops / fp16_ops / bf16_ops"
+        )
     precision: dict[str, tuple[str, ...]] = {}
     validate, tolerance, calibration = _validation(precision_raw, pkey, source)
     for k, v in precision_raw.items():
         if k in VALIDATION_KEYS:
             continue
-        if k not in ("fp32_ops", "fp16_ops"):
+        if k not in PRECISION_KEYS:
             raise AutofusionError(
                 f"{source}: unknown config key '{pkey}.{k}' "
-                f"(known: fp32_ops, fp16_ops, {', '.join(VALIDATION_KEYS)})"
+                f"(known: {', '.join(PRECISION_KEYS + VALIDATION_KEYS)})"
             )
         if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
             raise AutofusionError(f"{source}: '{pkey}.{k}' must be a list of op types")
         where = f"{source}: '{pkey}.{k}'"
         precision[k] = tuple(_op_type(x, x, where) for x in v)
-    both = set(precision.get("fp32_ops", ())) & set(precision.get("fp16_ops", ()))
-    if both:
-        raise AutofusionError(
-            f"{source}: {pkey!r} lists {', '.join(sorted(both))} in both fp32_ops and fp16_ops"
-        )
+    for k in ("fp16_ops", "bf16_ops"):
+        other = [o for o in precision.get(k, ()) if o not in REDUCED_OPS]
+        if other:
+            raise AutofusionError(
+                f"{source}: '{pkey}.{k}' lists {', '.join(other)}; only the weights of "
+                f"{', '.join(REDUCED_OPS)} are stored in reduced precision"
+            )
+    for i, a in enumerate(PRECISION_KEYS):
+        for b in PRECISION_KEYS[i + 1 :]:
+            both = set(precision.get(a, ())) & set(precision.get(b, ()))
+            if both:
+                raise AutofusionError(
+                    f"{source}: {pkey!r} lists {', '.join(sorted(both))} in both {a} and {b}"
+                )
 
     hardware = data.get("hardware", "cpu")
     if hardware not in HARDWARE_NAMES:

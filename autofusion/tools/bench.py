@@ -2,7 +2,7 @@
 
     autofusion-bench MODEL [--target c|ascendc] [--threads N] [--runs N] [--warmup N]
                      [--no-fusion] [--config FILE] [--memory-limit MB] [--profile N] [--cpu CPU]
-                     [--json]
+                     [--precision] [--json]
 
 Compiles MODEL (progress on stderr), builds an onnxruntime session (ORT_ENABLE_ALL,
 intra_op_num_threads = N, inter_op_num_threads = 1, sequential, pool spinning stopped
@@ -18,6 +18,10 @@ bool outputs; NaN and infinities must match exactly; see ``autofusion.testing``)
 ``--json`` prints one object: match, max_abs_err, max_rel_err, latency_ms {autofusion,
 onnxruntime}, ratio, threads, runs, kernels (ours / ORT's optimised node count), arena_bytes,
 report, outputs (per-output errors).
+
+``--precision`` (target c) also builds the unfused fp32 model (no config, no fusion) and
+adds ``precision``: per output, max abs/rel error against onnxruntime and against that
+build, and the weights.bin bytes of both builds (fp16/bf16 weights halve theirs).
 """
 
 from __future__ import annotations
@@ -134,6 +138,7 @@ def bench(
     input_shapes: Mapping[str, Sequence[int]] | None = None,
     dynamic: Mapping[str, tuple[int, int]] | None = None,
     cpu: str = "native",
+    precision: bool = False,
 ) -> dict[str, Any]:
     """Compile ``model``, compare with onnxruntime and time both; returns the result dict.
     ``profile`` > 0 (target c) also times each kernel over ``runs`` more runs and adds
@@ -152,6 +157,10 @@ def bench(
     if profile and not isinstance(backend, RunnableBackend):
         raise AutofusionError(f"--profile needs --target {' or '.join(targets_of(RunnableBackend))}"
                               " (it times the generated kernels)")  # fmt: skip
+    if precision and not isinstance(backend, RunnableBackend):
+        runnable = " or ".join(targets_of(RunnableBackend))
+        raise AutofusionError(f"--precision needs --target {runnable} (it runs the unfused "
+                              "fp32 build beside this one)")  # fmt: skip
     if not isinstance(backend, RunnableBackend | SimulatedBackend):
         raise AutofusionError(f"autofusion-bench: target {target!r} can neither run nor be "
                               "simulated in this process")  # fmt: skip
@@ -187,6 +196,16 @@ def bench(
     ref = dict(zip(out_names, sess.run(out_names, feeds)))
     ours = run_ours()
     result = compare(ours, ref)
+    if precision:
+        say("building the unfused fp32 reference (--precision)")
+        base = autofusion.compile(
+            proto, target=target, fusion=False, threads=nthreads, progress=say, label=model,
+            input_shapes=input_shapes, dynamic=dynamic, cpu=cpu,
+        )  # fmt: skip
+        result["precision"] = precision_report(ours, ref, base.run(feeds),
+                                               weights_bytes(compiled.directory),
+                                               weights_bytes(base.directory))  # fmt: skip
+        base.close()
     say(f"timing {runs} interleaved runs ({warmup} warm-up) on {nthreads} thread(s)")
     (t_ours, t_ort), (c_ours, c_ort) = time_interleaved(
         [run_ours, lambda: sess.run(out_names, feeds)], runs, warmup
@@ -222,6 +241,31 @@ def bench(
         result["latency_note"] = backend.latency_note
     close()
     return result
+
+
+def weights_bytes(directory: Any) -> int | None:
+    """The size of a build's weights.bin (None if it has none)."""
+    path = os.path.join(str(directory), "weights.bin")
+    return os.path.getsize(path) if os.path.isfile(path) else None
+
+
+def precision_report(ours: Mapping[str, np.ndarray], ref: Mapping[str, np.ndarray],
+                     base: Mapping[str, np.ndarray], ours_weights: int | None,
+                     base_weights: int | None) -> dict[str, Any]:  # fmt: skip
+    """Per output: error against onnxruntime (``ref``) and against the unfused fp32 build
+    (``base``); with the two builds' weights.bin sizes."""
+    per: dict[str, dict[str, Any]] = {}
+    for name, r in ref.items():
+        row: dict[str, Any] = {}
+        for key, other in (("vs_onnxruntime", r), ("vs_unfused_fp32", base.get(name))):
+            if name not in ours or other is None:
+                row[key] = {"error": "missing output"}
+                continue
+            c = testing.compare(ours[name], other)
+            row[key] = {"max_abs_err": c.max_abs_err, "max_rel_err": c.max_rel_err}
+        per[name] = row
+    return {"outputs": per, "weights_bytes": ours_weights,
+            "unfused_fp32_weights_bytes": base_weights}  # fmt: skip
 
 
 def _simulated_runner(backend: SimulatedBackend, proto: Any, feeds: Mapping[str, np.ndarray],
@@ -298,6 +342,16 @@ def format_table(r: Mapping[str, Any]) -> str:
                   f"lower bound {mb(rep.get('lower_bound_bytes'))})"),
         ("compile", f"{rep.get('compile_seconds')} s" + (" (cached)" if rep.get("cached") else "")),
     ]  # fmt: skip
+    prec = r.get("precision")
+    if prec:
+        rows.append(("weights.bin", f"{prec['weights_bytes']} bytes (unfused fp32 build: "
+                                    f"{prec['unfused_fp32_weights_bytes']})"))  # fmt: skip
+        for name, o in prec["outputs"].items():
+            for key, label in (("vs_onnxruntime", "vs ORT"), ("vs_unfused_fp32", "vs fp32")):
+                e = o[key]
+                text = e.get("error") or (f"abs {e['max_abs_err']:.3g}  "
+                                          f"rel {e['max_rel_err']:.3g}")  # fmt: skip
+                rows.append((f"precision {name!r} {label}", text))
     for name, o in r["outputs"].items():
         if "error" in o:
             rows.append((f"output {name!r}", o["error"]))
@@ -323,6 +377,11 @@ def _run(argv: Sequence[str] | None) -> None:
         default=0,
         help="also time each kernel and list the N slowest (target c)",
     )
+    parser.add_argument(
+        "--precision",
+        action="store_true",
+        help="per output, error against onnxruntime and against the unfused fp32 build",
+    )
     args = parser.parse_args(argv)
     if args.config is not None and not os.path.isfile(args.config):
         raise AutofusionError(f"{args.config}: no such config file")
@@ -331,7 +390,7 @@ def _run(argv: Sequence[str] | None) -> None:
         warmup=args.warmup, fusion=not args.no_fusion, config=args.config,
         memory_limit_mb=args.memory_limit, policy=args.policy, profile=args.profile,
         input_shapes=parse_shape_specs(args.input_shape),
-        dynamic=parse_range_specs(args.dynamic), cpu=args.cpu,
+        dynamic=parse_range_specs(args.dynamic), cpu=args.cpu, precision=args.precision,
     )  # fmt: skip
     if args.json:
         print(json.dumps(result, indent=2, default=str))

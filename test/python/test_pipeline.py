@@ -142,3 +142,13 @@ def test_autofusion_opt_names_the_pass_that_broke_the_ir(
     err = capsys.readouterr().err
     assert "the IR does not verify after pass break-ir" in err
     assert "Traceback" not in err
+
+
+def test_assign_precision_only_with_16_bit_ops(tmp_path) -> None:
+    keep = tmp_path / "keep.yaml"
+    keep.write_text("precision: {fp32_ops: [Softmax]}")
+    red = tmp_path / "red.yaml"
+    red.write_text("precision: {bf16_ops: [MatMul]}")
+    assert "assign-precision" not in Pipeline.from_options(PipelineOptions(config=str(keep))).names
+    names = Pipeline.from_options(PipelineOptions(config=str(red), fusion=False)).names
+    assert names[:2] == ["canonicalize-nn", "assign-precision"]

@@ -76,7 +76,7 @@ def test_yaml_config(tmp_path: Path) -> None:
         ({"blacklist": ["Conv"]}, "must name at least two op types"),
         ({"patterns": {"conv_bn_rleu": False}}, "unknown family 'conv_bn_rleu'"),
         ({"precision": {"fp16_ops": ["Conv"], "fp32_ops": ["Conv"]}}, "both fp32_ops and fp16_ops"),
-        ({"precision": {"bf16_ops": []}}, "unknown config key 'precision.bf16_ops'"),
+        ({"precision": {"int8_ops": []}}, "unknown config key 'precision.int8_ops'"),
         ({"hardware": "tpu"}, "'hardware' must be one of"),
         ({"memory_limit_mb": -1}, "'memory_limit_mb' must be a positive number"),
         ({"blacklist": ["Conv->Rleu"]}, r"not an ONNX op type \(did you mean Relu"),

@@ -230,6 +230,8 @@ class _Converter:
         sym = self.names.ident(hint, "w")
         mtype = memref_of(op.y.type)
         g = memref.GlobalOp.get(StringAttr(sym), mtype, value, constant=UnitAttr(), alignment=64)
+        if (storage := op.attributes.get("precision.storage")) is not None:
+            g.attributes["precision.storage"] = storage  # 16-bit in weights.bin (assign-precision)
         self.globals.append(g)
         get = memref.GetGlobalOp(sym, mtype)
         self.block.add_op(get)
