@@ -40,6 +40,12 @@ def _finite_at_least_zero() -> Check:
             and math.isfinite(v) and v >= 0, "a finite number >= 0 (0: no limit)")  # fmt: skip
 
 
+def _tolerance() -> Check:
+    return (lambda v: isinstance(v, int | float) and not isinstance(v, bool)
+            and math.isfinite(v) and v >= 0,
+            "a finite number >= 0 (0: the config's tolerance, else 1e-3)")  # fmt: skip
+
+
 def _one_of(*names: str) -> Check:
     return (lambda v: v in names, "one of " + ", ".join(repr(n) for n in names))
 
@@ -63,6 +69,7 @@ RANGES: dict[str, dict[str, Callable[[], Check]]] = {
              "hardware": _hardware},
     "plan-buffers": {"alignment": _power_of_two},
     "tile-fusion": {"memory_limit_mb": _finite_at_least_zero},
+    "validate-precision": {"tolerance": _tolerance, "seed": lambda: _int_at_least(0)},
     # a tile is at least one 32-byte block of f32 (8 elements); UB holds at least one
     "lower-fusion-to-ascendc": {"cores": lambda: _int_at_least(1),
                                 "max_tile": lambda: _int_at_least(8),

@@ -44,7 +44,6 @@ from xdsl.dialects.builtin import (
     DictionaryAttr,
     FloatAttr,
     FunctionType,
-    IntegerAttr,
     ModuleOp,
     StringAttr,
     TensorType,
@@ -334,30 +333,6 @@ def _stderr(text: str) -> None:
     flag = os.environ.get("AUTOFUSION_PROGRESS")
     if flag == "1" or (flag != "0" and sys.stderr.isatty()):
         print(f"autofusion: {text}", file=sys.stderr, flush=True)
-
-
-def record_rows(module: ModuleOp) -> list[dict[str, object]]:
-    """``precision.groups`` as JSON-ready rows (for the report)."""
-    attr = module.attributes.get(GROUPS_ATTR)
-    rows: list[dict[str, object]] = []
-    if not isinstance(attr, ArrayAttr):
-        return rows
-    for entry in attr.data:
-        if not isinstance(entry, DictionaryAttr):
-            continue
-        d = entry.data
-        row: dict[str, object] = {}
-        for key, value in d.items():
-            if isinstance(value, StringAttr):
-                row[key] = value.data
-            elif isinstance(value, FloatAttr):
-                row[key] = float(value.value.data)
-            elif isinstance(value, IntegerAttr):  # BoolAttr is IntegerAttr[i1]
-                row[key] = bool(value.value.data)
-            elif isinstance(value, ArrayAttr):
-                row[key] = [s.data for s in value.data if isinstance(s, StringAttr)]
-        rows.append(row)
-    return rows
 
 
 __all__: Sequence[str] = ("ValidatePrecision", "delta", "unfuse", "validate")

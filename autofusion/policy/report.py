@@ -108,8 +108,6 @@ def build_report(module: ModuleOp, kernels_before: int | None = None) -> dict[st
     if isinstance(pol, DictionaryAttr):
         report["policy"] = {k: _plain(v) for k, v in pol.data.items()}
     if GROUPS_ATTR in module.attributes:  # validate-precision ran: every group's delta
-        from autofusion.passes.validate_precision import record_rows
-
         report["precision"] = {"groups": record_rows(module)}
     mains = [f for f in _funcs(module) if f.sym_name.data == "main"] or _funcs(module)[:1]
     if mains:
@@ -157,3 +155,27 @@ def summarize_report(report: dict[str, Any]) -> str:
 def summarize_module(module: ModuleOp) -> str:
     """Readable summary of :func:`build_report` (used by ``autofusion-opt --fusion-summary``)."""
     return summarize_report(build_report(module))
+
+
+def record_rows(module: ModuleOp) -> list[dict[str, object]]:
+    """``precision.groups`` as JSON-ready rows (for the report)."""
+    attr = module.attributes.get(GROUPS_ATTR)
+    rows: list[dict[str, object]] = []
+    if not isinstance(attr, ArrayAttr):
+        return rows
+    for entry in attr.data:
+        if not isinstance(entry, DictionaryAttr):
+            continue
+        d = entry.data
+        row: dict[str, object] = {}
+        for key, value in d.items():
+            if isinstance(value, StringAttr):
+                row[key] = value.data
+            elif isinstance(value, FloatAttr):
+                row[key] = float(value.value.data)
+            elif isinstance(value, IntegerAttr):  # BoolAttr is IntegerAttr[i1]
+                row[key] = bool(value.value.data)
+            elif isinstance(value, ArrayAttr):
+                row[key] = [s.data for s in value.data if isinstance(s, StringAttr)]
+        rows.append(row)
+    return rows

@@ -89,7 +89,7 @@ def test_dynamic_shape() -> None:
 
 
 def test_opset_out_of_range() -> None:
-    assert "opset 7 is not supported (autofusion imports opsets 9 to 23)" in _error(
+    assert "opset 7 is not supported (autofusion imports opsets 9 to 28)" in _error(
         _bytes("old_opset")
     )
 
