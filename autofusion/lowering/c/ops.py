@@ -18,6 +18,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.utils.exceptions import PassFailedException
 
 from autofusion.dialects import clib, dtypes, nn
+from autofusion.dialects.attrs import origin_names
 from autofusion.lowering.c.builder import PARALLEL_MIN_WORK, Emitter, Index, Lowering
 
 PASS = "lower-nn-to-loops"
@@ -39,8 +40,8 @@ def prod(xs: tuple[int, ...] | list[int]) -> int:
 
 
 def fail(op: Operation, why: str) -> PassFailedException:
-    origins = op.attributes.get("onnx.origins")
-    where = f" ({', '.join(o.data for o in origins.data)})" if origins is not None else ""  # type: ignore[attr-defined]
+    names = origin_names(op)
+    where = f" ({', '.join(names)})" if names else ""
     return PassFailedException(f"{PASS}: {op.name}{where}: {why}")
 
 
@@ -942,8 +943,7 @@ def lower_pad(L: Lowering, op: nn.PadOp, outs: list[SSAValue]) -> None:
 
 def _node(op: Operation, onnx_type: str) -> str:
     """``Gather node 'emb'``: the ONNX op type and node name(s) of ``op``, for messages."""
-    origins = op.attributes.get("onnx.origins")
-    names = [o.data for o in origins.data] if origins is not None else []  # type: ignore
+    names = origin_names(op)
     quoted = ", ".join(f"'{n}'" for n in names)
     return f"{onnx_type} node {quoted}" if names else onnx_type
 

@@ -42,6 +42,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from autofusion.dialects import clib, dtypes
+from autofusion.dialects.attrs import ONNX_NAME, ORIGINS, PRECISION_STORAGE
 from autofusion.dialects.fusion import FAST_MATH_ATTR
 from autofusion.errors import AutofusionError
 from autofusion.lowering.c.builder import strides_of
@@ -180,7 +181,7 @@ def _io(main: func.FuncOp) -> list[tuple[str, str, MemRefType[Attribute]]]:
     for i, arg in enumerate(main.body.block.args):
         d = attrs[i].data if i < len(attrs) and isinstance(attrs[i], DictionaryAttr) else {}
         role = d.get("c.role")
-        name = d.get("onnx.name")
+        name = d.get(ONNX_NAME)
         assert isinstance(arg.type, MemRefType)
         out.append(
             (
@@ -299,7 +300,7 @@ class CPrinter:
                 f"static const {ctype(t)} {name}[{n}] __attribute__((aligned(64))) = {{{body}}};"
             )
         else:
-            storage = g.attributes.get("precision.storage")
+            storage = g.attributes.get(PRECISION_STORAGE)
             kind = storage.data if isinstance(storage, StringAttr) else "fp32"
             if kind != "fp32" and arr.dtype != np.float32:
                 raise CPrintError(f"c target: global {g.sym_name.data}: {kind} storage needs f32")
@@ -388,7 +389,7 @@ class CPrinter:
         fp = _FuncPrinter(self, f)
         name = self.sym[f.sym_name.data]
         args = f.body.block.args
-        origins = f.attributes.get("onnx.origins")
+        origins = f.attributes.get(ORIGINS)
         pattern = f.attributes.get("c.pattern")
         w = self.lines
         self.kernel_info[f.sym_name.data] = (

@@ -17,6 +17,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.utils.exceptions import PassFailedException
 
 from autofusion.dialects import clib, dtypes, nn
+from autofusion.dialects.attrs import origin_names
 from autofusion.lowering.c.builder import Emitter
 
 
@@ -44,8 +45,7 @@ def _unary_float(
 
 def _site(op: Operation, onnx_type: str) -> str:
     """``Div node 'd'``: how a run-time fault message names ``op`` (its ONNX node names)."""
-    origins = op.attributes.get("onnx.origins")
-    names = [o.data for o in origins.data] if origins is not None else []  # type: ignore
+    names = origin_names(op)
     quoted = ", ".join(f"'{n}'" for n in names)
     return f"{onnx_type} node {quoted}" if names else onnx_type
 
