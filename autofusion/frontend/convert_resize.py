@@ -26,6 +26,10 @@ from autofusion.frontend.convert_shape import norm_axis
 from autofusion.frontend.registry import converter
 from autofusion.interpreter import resize as rs
 
+#: Most entries of one axis's tap table (antialiased downsampling by a tiny scale would need
+#: about ``4 / scale`` taps per output).
+MAX_TABLE = 1 << 24
+
 
 def _choice(ctx: NodeCtx, name: str, default: str, allowed: tuple[str, ...]) -> str:
     v = str(ctx.attr(name, default))
@@ -75,8 +79,10 @@ def _sizes_and_scales(
         raise ctx.error(f"{what} has {len(given)} values for {len(axes)} axes")
     if scales is not None:
         for a, s in zip(axes, scales.astype(np.float64)):
-            if not s > 0:
-                raise ctx.error(f"scales must be positive, got {list(map(float, scales))}")
+            if not (s > 0 and math.isfinite(s)):
+                raise ctx.error(
+                    f"scales must be positive and finite, got {list(map(float, scales))}"
+                )
             sc[a], out[a] = float(s), math.floor(xs[a] * float(s))
         return out, sc
     assert sizes is not None
@@ -132,6 +138,10 @@ def _emit(
             if m != n:
                 raise ctx.error(f"output size 0 on axis {a} of input {list(xs)} is not supported")
             continue
+        taps = rs.tap_count(rule, scales[a])
+        if m * taps > MAX_TABLE:
+            raise ctx.error(f"axis {a} ({n} -> {m}) needs {taps} taps per output with antialias; "
+                            f"over {MAX_TABLE} table entries is not supported")  # fmt: skip
         idx, w = rs.axis_table(rule, n, m, scales[a], rois[a])
         if rs.is_identity(n, idx, w):
             continue

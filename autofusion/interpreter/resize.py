@@ -101,6 +101,16 @@ def _kernel(rule: ResizeRule, d: np.ndarray) -> np.ndarray:
     return np.where(d <= 1, near, np.where(d < 2, far, 0.0))
 
 
+def tap_count(rule: ResizeRule, scale: float) -> int:
+    """Taps per output coordinate: 1 nearest, 2 linear, 4 cubic; antialiased downsampling by
+    ``scale`` widens linear to about ``2 / scale`` and cubic to ``4 / scale``."""
+    if rule.mode == "nearest":
+        return 1
+    support = 1 if rule.mode == "linear" else 2
+    stretch = min(scale, 1.0) if rule.antialias else 1.0
+    return 2 * -(math.floor(-support / stretch) + 1) + 2
+
+
 def axis_table(
     rule: ResizeRule, n: int, m: int, scale: float, roi: tuple[float, float] = (0.0, 1.0)
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -114,6 +124,7 @@ def axis_table(
         stretch = min(scale, 1.0) if rule.antialias else 1.0
         first = math.floor(-support / stretch) + 1
         offsets = np.arange(first, 1 - first + 1)
+        assert len(offsets) == tap_count(rule, scale)
         base = np.ceil(x) - 1  # the neighbour strictly left of x
         ratio = x - base  # in (0, 1]
         taps = base[:, None].astype(np.int64) + offsets[None, :]

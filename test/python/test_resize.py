@@ -182,3 +182,25 @@ def test_ascendc_leaves_resize_to_the_host_fallback(tmp_path) -> None:
     assert "has an Ascend C lowering: nn.resize." in host
     got = run_ascendc_cpu(module, feeds)
     assert_close(got["y"], onnxruntime_outputs(m, feeds)["y"], "ascendc cpu model")
+
+
+@pytest.mark.parametrize(
+    ("scales", "attrs", "message"),
+    [
+        ([1, 1, float("inf")], {}, "scales must be positive and finite"),
+        ([1, 1, float("nan")], {}, "scales must be positive and finite"),
+        # 2^23 -> 1 antialiased: ~3.4e7 cubic taps for the one output.
+        ([1, 1, 1.2e-7], {"mode": "cubic", "antialias": 1}, "taps per output with antialias"),
+    ],
+)
+def test_resize_refuses_hostile_scales(scales, attrs, message) -> None:
+    g = h.make_graph(
+        [h.make_node("Resize", ["x", "", "s"], ["y"], name="up", **attrs)],
+        "g",
+        [h.make_tensor_value_info("x", T.FLOAT, [1, 1, 1 << 23])],
+        [h.make_tensor_value_info("y", T.FLOAT, None)],
+        initializer=[numpy_helper.from_array(np.array(scales, np.float32), "s")],
+    )
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 18)])
+    with pytest.raises(AutofusionError, match=rf"'up' \(Resize\): .*{message}"):
+        import_onnx(m, progress=False)
