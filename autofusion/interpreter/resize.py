@@ -11,8 +11,9 @@ nearest picks one index by ``nearest_mode``; linear and cubic take the ``taps`` 
 ``ceil(x) - taps/2 .. ceil(x) + taps/2 - 1`` weighted by the kernel at their distance from
 ``x`` (stretched by the scale when antialiasing a downsample, then normalised), with
 out-of-range neighbours clamped to the edge or, with ``exclude_outside``, dropped and the
-rest renormalised. A ``tf_crop_and_resize`` coordinate outside the input gives row index -1
-(the extrapolation value).
+rest renormalised. A table whose every row puts weight 1 on one tap is reduced to that tap
+(a copy), so unchanged axes drop out. A ``tf_crop_and_resize`` coordinate outside the
+input gives row index -1 (the extrapolation value).
 """
 
 from __future__ import annotations
@@ -136,6 +137,10 @@ def axis_table(
             total = w.sum(axis=1, keepdims=True)
             w = w / np.where(total == 0, 1.0, total)
         idx = np.clip(taps, 0, n - 1)
+        if np.all((w == 0) | (w == 1)) and np.all(w.sum(axis=1) == 1):
+            # Every output copies one input (e.g. scale 1, or whole-pixel coordinates).
+            idx = idx[np.arange(m), w.argmax(axis=1)][:, None]
+            w = np.ones((m, 1))
     if rule.coord == "tf_crop_and_resize":
         outside = (x < 0) | (x > n - 1)
         idx = np.where(outside[:, None], 0, idx)

@@ -12,7 +12,7 @@ from onnx import numpy_helper
 from autofusion.errors import AutofusionError
 from autofusion.frontend import import_onnx
 from autofusion.interpreter import run_module
-from autofusion.interpreter.resize import ResizeRule, axis_table
+from autofusion.interpreter.resize import ResizeRule, axis_table, is_identity
 from autofusion.lowering.c.testing import build_and_run, compile_onnx, onnxruntime_outputs
 from autofusion.testing import assert_close
 
@@ -109,6 +109,9 @@ def test_tables_per_mode() -> None:
     idx, w = axis_table(ResizeRule("cubic"), 4, 8, 2.0)
     assert idx.shape == (8, 4)
     np.testing.assert_allclose(w.sum(axis=1), 1, rtol=1e-6)
+    # Scale 1 under half_pixel puts weight 1 on one tap: reduced to a copy the importer drops.
+    idx, w = axis_table(ResizeRule("linear"), 5, 5, 1.0)
+    assert is_identity(5, idx, w)
     # Antialiased linear downsampling by 4 widens the kernel to 8 taps.
     idx, w = axis_table(ResizeRule("linear", antialias=True), 16, 4, 0.25)
     assert idx.shape == (4, 8)
