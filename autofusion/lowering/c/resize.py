@@ -4,7 +4,8 @@ Axis after axis (the op's ``axes`` order) the source is resized along one dim in
 buffer (the last axis writes the result). Per output coordinate ``o`` along the axis the loop
 reads the ``taps`` indices (clamped into the input dim, so a table can never address outside
 the buffer) and weights once, then the inner dims accumulate ``w[o, t] * x[.., idx, ..]``.
-A 1-tap table (nearest) is a plain copy loop with no arithmetic. Rows marked ``-1`` (outside
+When every table has 1 tap (nearest) the whole op is one copy nest with no arithmetic,
+each axis's index read once in that axis's loop. Rows marked ``-1`` (outside
 a ``tf_crop_and_resize`` crop) store the extrapolation value.
 """
 
@@ -41,6 +42,10 @@ def lower_resize(L: Lowering, op: nn.ResizeOp, outs: list[SSAValue]) -> None:
     fill = op.extrapolation_value
     cur = list(shape_of(op.x))
     src = L.buffer_of(op.x)
+    if fill is None and all(shape_of(v)[1] == 1 for v in op.tables[::2]):
+        tables = dict(zip(axes, (L.buffer_of(v) for v in op.tables[::2])))
+        _gather(e, src, outs[0], tables, cur, list(shape_of(op.y)))
+        return
     for k, a in enumerate(axes):
         idx_v, w_v = op.tables[2 * k], op.tables[2 * k + 1]
         m, taps = shape_of(idx_v)
@@ -56,6 +61,42 @@ def lower_resize(L: Lowering, op: nn.ResizeOp, outs: list[SSAValue]) -> None:
         _axis(e, src, dst, L.buffer_of(idx_v), L.buffer_of(w_v), tuple(cur), a, n, taps, t,
               None if fill is None else fill.value.data)  # fmt: skip
         src = dst
+
+
+def _gather(
+    e: Emitter,
+    src: SSAValue,
+    dst: SSAValue,
+    tables: dict[int, SSAValue],
+    xs: list[int],
+    out: list[int],
+) -> None:
+    """All axes 1-tap (nearest): one pass ``y[o...] = x[idx_a[o_a]...]``, each axis's index
+    read (and clamped) once in its own loop, the innermost loop a strided copy."""
+    rank = len(out)
+    par = _prod(out) >= PARALLEL_MIN_WORK
+    first = next((d for d in range(rank) if out[d] != 1), rank)
+
+    def at(e1: Emitter, d: int, o: Index) -> Index:
+        if d not in tables:
+            return o
+        raw = e1.add(arith.IndexCastOp(e1.load(tables[d], [o, 0]), INDEX))
+        return e1.clamp(raw, 0, xs[d] - 1)
+
+    def rec(e1: Emitter, d: int, oidx: list[Index], sidx: list[Index]) -> None:
+        if d == rank:
+            e1.store(e1.load(src, sidx), dst, oidx)
+            return
+        if out[d] == 1:
+            rec(e1, d + 1, [*oidx, 0], [*sidx, at(e1, d, 0)])
+            return
+
+        def body(e2: Emitter, iv: SSAValue, _: list[SSAValue]) -> None:
+            rec(e2, d + 1, [*oidx, iv], [*sidx, at(e2, d, iv)])
+
+        e1.loop(0, out[d], body, parallel=par and d == first)
+
+    rec(e, 0, [], [])
 
 
 def _axis(
