@@ -1124,8 +1124,9 @@ class ResizeOp(TensorOp):
              : (tensor<1x1x2x2xf32>, tensor<4x2xi64>, tensor<4x2xf32>, tensor<4x2xi64>,
                 tensor<4x2xf32>) -> tensor<1x1x4x4xf32>
 
-    C: one loop nest per axis into a scratch buffer (the last into ``y``); a 1-tap table
-    with unit weights is a plain gather copy ``y[..o..] = x[..idx[o]..]``.
+    C: one loop nest per axis into a scratch buffer (the last into ``y``) accumulating
+    ``w * x`` over the taps; when every table has 1 tap the op is one copy nest
+    ``y[o_a, o_b] = x[idx_a[o_a], idx_b[o_b]]`` with each index read once in its loop.
     """
 
     name = "nn.resize"
