@@ -11,6 +11,7 @@ from autofusion.frontend import (  # noqa: F401 - imported for their registratio
     convert_conv_transpose,
     convert_elementwise,
     convert_nn,
+    convert_resize,
     convert_rmsnorm,
     convert_rnn,
     convert_shape,

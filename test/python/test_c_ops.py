@@ -344,6 +344,9 @@ case(
 )
 case("expand", "Expand", [("x", (3, 1), F)], inits={"s": np.array([2, 3, 4], np.int64)})
 case("tile", "Tile", [("x", (2, 3), F)], inits={"r": np.array([2, 3], np.int64)})
+_RESIZE = {"roi": np.zeros(0, np.float32), "s": np.array([1, 1, 2, 1.5], np.float32)}
+case("resize_linear", "Resize", [("x", (1, 2, 3, 4), F)], {"mode": "linear"}, _RESIZE)
+case("resize_nearest", "Resize", [("x", (1, 2, 3, 4), F)], {"mode": "nearest"}, _RESIZE)
 
 
 @pytest.mark.parametrize("spec", CASES, ids=[c[0] for c in CASES])

@@ -20,6 +20,7 @@ from xdsl.utils.exceptions import PassFailedException
 from autofusion.dialects import clib, dtypes, nn
 from autofusion.dialects.attrs import origin_names
 from autofusion.lowering.c.builder import PARALLEL_MIN_WORK, Emitter, Index, Lowering
+from autofusion.lowering.c.resize import lower_resize
 
 PASS = "lower-nn-to-loops"
 
@@ -1073,6 +1074,7 @@ _TABLE: dict[type, Callable[..., None]] = {
     nn.GatherElementsOp: lower_gather_elements,
     nn.GatherNDOp: lower_gather_nd,
     nn.TileOp: lower_tile,
+    nn.ResizeOp: lower_resize,
 }
 
 
