@@ -42,6 +42,7 @@ from autofusion.errors import AutofusionError, run_cli
 from autofusion.frontend.shapes import parse_shape_specs
 from autofusion.frontend.symbols import parse_range_specs
 from autofusion.tools.compile import CliParser, add_model_options, positive_int
+from autofusion.tools.peers import ort_session
 
 if TYPE_CHECKING:
     from autofusion.lowering.backend import SimulatedBackend
@@ -72,26 +73,6 @@ def compare(ours: Mapping[str, np.ndarray], ref: Mapping[str, np.ndarray]) -> di
         worst_abs = max(worst_abs, c.max_abs_err)
         worst_rel = max(worst_rel, c.max_rel_err)
     return {"match": ok, "max_abs_err": worst_abs, "max_rel_err": worst_rel, "outputs": per}
-
-
-def ort_session(model_bytes: bytes, threads: int, optimized_path: str | None = None) -> Any:
-    """An onnxruntime CPU session with all optimisations and the given intra-op threads."""
-    import onnxruntime as ort
-
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    so.intra_op_num_threads = threads
-    so.inter_op_num_threads = 1
-    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    so.log_severity_level = 3
-    # Its pool still spins during a run, but stops when run() returns instead of spinning on
-    # into the run that follows (ours, in the interleaved timing). Measured on resnet50 with
-    # 2 threads, quiet machine: onnxruntime alone 23.6 ms with or without this; ours
-    # interleaved after it 56.0 ms without, 35.2 ms with (alone 34.8 ms).
-    so.add_session_config_entry("session.force_spinning_stop", "1")
-    if optimized_path:
-        so.optimized_model_filepath = optimized_path
-    return ort.InferenceSession(model_bytes, so, providers=["CPUExecutionProvider"])
 
 
 def _count_nodes(path: str) -> int | None:

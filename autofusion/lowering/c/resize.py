@@ -16,6 +16,7 @@ from xdsl.ir import Attribute, SSAValue
 from xdsl.utils.exceptions import PassFailedException
 
 from autofusion.dialects import dtypes, nn
+from autofusion.dialects.attrs import origin_names
 from autofusion.dialects.base import shape_of
 from autofusion.lowering.c.builder import INDEX, PARALLEL_MIN_WORK, Emitter, Index, Lowering
 
@@ -23,8 +24,8 @@ PASS = "lower-nn-to-loops"
 
 
 def _fail(op: nn.ResizeOp, why: str) -> PassFailedException:
-    origins = op.attributes.get("onnx.origins")
-    where = f" ({', '.join(o.data for o in origins.data)})" if origins is not None else ""  # type: ignore[attr-defined]
+    names = origin_names(op)
+    where = f" ({', '.join(names)})" if names else ""
     return PassFailedException(f"{PASS}: {op.name}{where}: {why}")
 
 
