@@ -1143,3 +1143,21 @@ func.func @constant_type() {
 }
 // CHECK: {{^// -{5}$}}
 // CHECK-NEXT: 'nn.constant': value type tensor<2xf32> != result type tensor<3xf32>
+
+// -----
+
+func.func @bitshift_direction(%a: tensor<2xui8>) {
+  %r = nn.bitshift %a, %a {direction = "UP"} : (tensor<2xui8>, tensor<2xui8>) -> tensor<2xui8>
+  func.return
+}
+// CHECK: {{^// -{5}$}}
+// CHECK-NEXT: 'nn.bitshift': direction must be "LEFT" or "RIGHT"
+
+// -----
+
+func.func @bitshift_float(%a: tensor<2xf32>) {
+  %r = nn.bitshift %a, %a {direction = "LEFT"} : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+  func.return
+}
+// CHECK: {{^// -{5}$}}
+// CHECK-NEXT: 'nn.bitshift': expects integer operands of 8, 16, 32 or 64 bits, got f32
