@@ -172,3 +172,66 @@ def test_bitshift_sanitizer_clean(dt: type, tmp_path: Path) -> None:
 
 def test_uint16_arith_sanitizer_clean(tmp_path: Path) -> None:
     _sanitized(_arith_model(np.uint16), _arith_feeds(np.uint16), tmp_path)
+
+
+def _unary_model(op: str, t: int, out: int, **attrs: object) -> onnx.ModelProto:
+    node = helper.make_node(op, ["x"], ["y"], **attrs)
+    return _model([node], [("x", t)], [("y", out)], [2, 6], opset=18)
+
+
+@pytest.mark.parametrize(
+    ("op", "attrs", "out"),
+    [
+        ("Sign", {}, None),
+        ("Abs", {}, None),
+        ("ReduceMax", {"keepdims": 0}, None),
+        ("ReduceMin", {"keepdims": 0}, None),
+        ("ReduceSum", {"keepdims": 0}, None),
+        ("ArgMax", {"axis": 1}, TensorProto.INT64),
+    ],
+)
+@pytest.mark.parametrize("dt", [np.uint8, np.uint32, np.uint64])
+def test_unsigned_unary_and_reductions(
+    dt: type, op: str, attrs: dict[str, object], out: int | None, tmp_path: Path
+) -> None:
+    """Ops whose lowering builds constants of the element type (0, 1, the identity of a
+    max/min reduction: 0 and the type's max for unsigned, not the signed extremes).
+    onnxruntime has no unsigned kernels for most of these: the interpreter is the reference,
+    and the expected values are checked with numpy."""
+    t = _ONNX[dt]
+    model = _unary_model(op, t, out or t, **attrs)
+    top = int(np.iinfo(dt).max)
+    x = np.array([[0, 1, 7, top // 2 + 1, top, 5], [top, top - 1, 0, 3, 2, 1]], dt)
+    want = {
+        "Sign": (x != 0).astype(dt),
+        "Abs": x,
+        "ReduceMax": x.max(),
+        "ReduceMin": x.min(),
+        "ReduceSum": x.sum(dtype=dt),
+        "ArgMax": x.argmax(axis=1, keepdims=True),
+    }[op]
+    interp = run_module(import_onnx(model, progress=False), {"x": x})["y"]
+    got = build_and_run(compile_onnx(model), {"x": x}, tmp_path)["y"]
+    np.testing.assert_array_equal(interp, want, err_msg="interpreter")
+    np.testing.assert_array_equal(got, want, err_msg="C")
+
+
+def test_unsigned_clip_matches_onnxruntime(tmp_path: Path) -> None:
+    t = TensorProto.UINT32
+    node = helper.make_node("Clip", ["x", "lo", "hi"], ["y"])
+    graph = helper.make_graph(
+        [node],
+        "clip",
+        [helper.make_tensor_value_info("x", t, [6])],
+        [helper.make_tensor_value_info("y", t, None)],
+        initializer=[
+            onnx.numpy_helper.from_array(np.array(3, np.uint32), "lo"),
+            onnx.numpy_helper.from_array(np.array(2**31 + 5, np.uint32), "hi"),
+        ],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    x = np.array([0, 1, 7, 2**31, 2**32 - 1, 2**31 + 9], np.uint32)
+    ref = onnxruntime_outputs(model, {"x": x})["y"]
+    got = build_and_run(compile_onnx(model), {"x": x}, tmp_path)["y"]
+    assert_close(got, ref, "C")
