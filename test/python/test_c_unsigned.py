@@ -6,6 +6,7 @@ more (undefined in C; 0 in ONNX). The shift and uint16 models also run as a driv
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +15,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from autofusion.api import build_model_dir
+from autofusion.errors import AutofusionError
 from autofusion.frontend import import_onnx
 from autofusion.interpreter import run_module
 from autofusion.lowering.c.testing import build_and_run, compile_onnx, onnxruntime_outputs
@@ -235,3 +237,17 @@ def test_unsigned_clip_matches_onnxruntime(tmp_path: Path) -> None:
     ref = onnxruntime_outputs(model, {"x": x})["y"]
     got = build_and_run(compile_onnx(model), {"x": x}, tmp_path)["y"]
     assert_close(got, ref, "C")
+
+
+@pytest.mark.parametrize(
+    ("t", "direction", "message"),
+    [
+        (TensorProto.FLOAT, "LEFT", "expects integer tensors of 8, 16, 32 or 64 bits, got f32"),
+        (TensorProto.UINT8, "UP", 'direction must be "LEFT" or "RIGHT", got \'UP\''),
+    ],
+)
+def test_bitshift_refusals(t: int, direction: str, message: str) -> None:
+    node = helper.make_node("BitShift", ["x", "s"], ["y"], direction=direction, name="bs")
+    model = _model([node], [("x", t), ("s", t)], [("y", t)], [4])
+    with pytest.raises(AutofusionError, match=re.escape(f"node 'bs' (BitShift): {message}")):
+        import_onnx(model, progress=False)
