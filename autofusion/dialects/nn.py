@@ -450,6 +450,32 @@ class XorOp(BinaryOp):
 
 
 @irdl_op_definition
+class BitShiftOp(BinaryOp):
+    """``lhs << rhs`` (``direction = "LEFT"``) or ``lhs >> rhs`` (``"RIGHT"``) on integers,
+    broadcasting (ONNX BitShift-28). Bits shifted out are lost (left shifts wrap in the
+    element type, also past a signed type's sign bit); a signed right shift is arithmetic. A
+    shift by a negative amount or by the bit width or more gives what the sign fill alone
+    gives: -1 for a right shift of a negative ``lhs``, else 0 (C leaves such shifts undefined).
+
+    C (``T`` the element type, ``W`` its width), for ``LEFT``::
+
+        ok = rhs >= 0 && rhs < W;  s = ok ? rhs : 0;  r = (T)((uint64_t)lhs << s);
+        out = ok ? r : 0;
+    """
+
+    name = "nn.bitshift"
+    direction = prop_def(StringAttr)
+
+    def verify_(self) -> None:
+        super().verify_()
+        if self.str_prop("direction") not in ("LEFT", "RIGHT"):
+            raise self.fail('direction must be "LEFT" or "RIGHT"')
+        t = tensor_of(self.lhs).element_type
+        if not (isinstance(t, IntegerType) and t.width.data in (8, 16, 32, 64)):
+            raise self.fail(f"expects integer operands of 8, 16, 32 or 64 bits, got {t}")
+
+
+@irdl_op_definition
 class EqualOp(CompareOp):
     """``lhs == rhs`` -> ``i1``, broadcasting."""
 
@@ -1379,6 +1405,7 @@ NN = Dialect(
         AndOp,
         OrOp,
         XorOp,
+        BitShiftOp,
         EqualOp,
         LessOp,
         LessEqualOp,
@@ -1463,6 +1490,7 @@ ELEMENTWISE_BINARY = (
     AndOp,
     OrOp,
     XorOp,
+    BitShiftOp,
     EqualOp,
     LessOp,
     LessEqualOp,

@@ -473,6 +473,9 @@ _NP_OK = {
         np.int16,
         np.int8,
         np.uint8,
+        np.uint16,
+        np.uint32,
+        np.uint64,
         np.bool_,
     )
 }

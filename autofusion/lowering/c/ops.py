@@ -13,7 +13,15 @@ from collections.abc import Callable
 from typing import cast
 
 from xdsl.dialects import arith, math
-from xdsl.dialects.builtin import AnyFloat, DenseArrayBase, FloatAttr, IntegerType, f64, i64
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    DenseArrayBase,
+    FloatAttr,
+    IntegerType,
+    Signedness,
+    f64,
+    i64,
+)
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.utils.exceptions import PassFailedException
 
@@ -62,14 +70,20 @@ def lowest(t: Attribute) -> float | int:
     if dtypes.is_float(t):
         return -pymath.inf
     assert isinstance(t, IntegerType)
-    return 0 if t.width.data == 1 else -(1 << (t.width.data - 1))
+    if t.width.data == 1 or t.signedness.data == Signedness.UNSIGNED:
+        return 0
+    return -(1 << (t.width.data - 1))
 
 
 def highest(t: Attribute) -> float | int:
     if dtypes.is_float(t):
         return pymath.inf
     assert isinstance(t, IntegerType)
-    return 1 if t.width.data == 1 else (1 << (t.width.data - 1)) - 1
+    if t.width.data == 1:
+        return 1
+    if t.signedness.data == Signedness.UNSIGNED:
+        return (1 << t.width.data) - 1
+    return (1 << (t.width.data - 1)) - 1
 
 
 def fop(t: Attribute, f: type, i: type) -> type:

@@ -82,6 +82,8 @@ def float_literal(v: float, t: Attribute) -> str:
 def int_literal(v: int, t: Attribute) -> str:
     if isinstance(t, IntegerType) and t.width.data == 1:
         return "true" if v else "false"
+    if v >= 1 << 63:  # a uint64 constant beyond INT64_MAX
+        return f"UINT64_C({v})"
     if v == -(1 << 63):
         return "(-INT64_C(9223372036854775807) - 1)"
     if isinstance(t, IndexType) and -(1 << 31) < v < (1 << 31):
@@ -1253,7 +1255,31 @@ class _FuncPrinter:
     def _expr(self, op: Operation) -> str | None:
         r = self.ref
         if type(op) in _BIN:
-            return f"{r(op.operands[0])} {_BIN[type(op)]} {r(op.operands[1])}"
+            a = r(op.operands[0])
+            t = op.results[0].type
+            if (
+                isinstance(op, arith.MuliOp)
+                and isinstance(t, IntegerType)
+                and t.signedness.data == Signedness.UNSIGNED
+                and t.width.data < 32
+            ):
+                # uint16 operands promote to int, where 65535 * 65535 overflows: multiply
+                # unsigned (wrapping), the declaration narrows.
+                a = f"(uint32_t){a}"
+            return f"{a} {_BIN[type(op)]} {r(op.operands[1])}"
+        if isinstance(op, arith.ShLIOp | arith.ShRUIOp | arith.ShRSIOp):
+            # The shift amount is in [0, width) (scalar.py guards it). A left shift goes
+            # through uint64_t (no int promotion to overflow, no negative shifted) and a
+            # logical right shift through the unsigned type of the width; the declaration
+            # narrows back. An arithmetic right shift is GCC/Clang's ">>" on a signed value.
+            a, b = r(op.operands[0]), r(op.operands[1])
+            t = op.results[0].type
+            assert isinstance(t, IntegerType)
+            if isinstance(op, arith.ShLIOp):
+                return f"(uint64_t){a} << {b}"
+            if isinstance(op, arith.ShRUIOp):
+                return f"(uint{t.width.data}_t){a} >> {b}"
+            return f"{a} >> {b}"
         if isinstance(op, arith.NegfOp):
             return f"-{r(op.operands[0])}"
         if isinstance(op, arith.MaximumfOp | arith.MinimumfOp):

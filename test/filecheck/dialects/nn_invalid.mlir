@@ -1179,3 +1179,21 @@ func.func @resize_result_shape(%x: tensor<1x3xf32>, %i: tensor<6x2xi64>, %w: ten
 }
 // CHECK: {{^// -{5}$}}
 // CHECK-NEXT: 'nn.resize': result shape (1, 5) does not match inferred shape (1, 6)
+
+// -----
+
+func.func @bitshift_direction(%a: tensor<2xui8>) {
+  %r = nn.bitshift %a, %a {direction = "UP"} : (tensor<2xui8>, tensor<2xui8>) -> tensor<2xui8>
+  func.return
+}
+// CHECK: {{^// -{5}$}}
+// CHECK-NEXT: 'nn.bitshift': direction must be "LEFT" or "RIGHT"
+
+// -----
+
+func.func @bitshift_float(%a: tensor<2xf32>) {
+  %r = nn.bitshift %a, %a {direction = "LEFT"} : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+  func.return
+}
+// CHECK: {{^// -{5}$}}
+// CHECK-NEXT: 'nn.bitshift': expects integer operands of 8, 16, 32 or 64 bits, got f32

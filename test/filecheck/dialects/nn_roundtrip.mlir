@@ -251,3 +251,14 @@ func.func @constants() -> tensor<2xi1> {
   func.return %bool : tensor<2xi1>
 }
 
+
+// CHECK-LABEL: func.func @bitshift(%u: tensor<2x3xui32>, %s: tensor<3xui32>, %i: tensor<2x3xi16>) -> tensor<2x3xi16> {
+// CHECK-NEXT:    %left = nn.bitshift %u, %s {direction = "LEFT"} : (tensor<2x3xui32>, tensor<3xui32>) -> tensor<2x3xui32>
+// CHECK-NEXT:    %right = nn.bitshift %i, %i {direction = "RIGHT"} : (tensor<2x3xi16>, tensor<2x3xi16>) -> tensor<2x3xi16>
+// CHECK-NEXT:    func.return %right : tensor<2x3xi16>
+// CHECK-NEXT:  }
+func.func @bitshift(%u: tensor<2x3xui32>, %s: tensor<3xui32>, %i: tensor<2x3xi16>) -> tensor<2x3xi16> {
+  %left = nn.bitshift %u, %s {direction = "LEFT"} : (tensor<2x3xui32>, tensor<3xui32>) -> tensor<2x3xui32>
+  %right = nn.bitshift %i, %i {direction = "RIGHT"} : (tensor<2x3xi16>, tensor<2x3xi16>) -> tensor<2x3xi16>
+  func.return %right : tensor<2x3xi16>
+}
