@@ -24,6 +24,7 @@ from xdsl.dialects.builtin import i1, i32, i64
 from autofusion.dialects import dtypes, nn
 from autofusion.dialects.base import bool_attr, i64_array, int_attr
 from autofusion.frontend.context import NodeCtx, Value, value_elem, value_shape
+from autofusion.frontend.convert_shape import norm_axis
 from autofusion.frontend.registry import converter
 
 _REDUCTIONS = ("none", "sum", "mean")
@@ -135,3 +136,79 @@ def _trilu(ctx: NodeCtx) -> list[Value]:
     elem = value_elem(x)
     zero = ctx.const(np.array(0, dtype=dtypes.to_numpy_dtype(elem)))
     return [ctx.emit1(nn.WhereOp, [ctx.const(mask), x, zero], xs, elem)]
+
+
+@converter("Hardmax")
+def _hardmax(ctx: NodeCtx) -> list[Value]:
+    """1 at the first maximum along ``axis`` (an ``nn.argmax``), 0 elsewhere (opset 13 form)."""
+    if ctx.opset < 13:
+        raise ctx.error(
+            f"Hardmax before opset 13 (here {ctx.opset}) flattens to 2-D; not implemented"
+        )
+    x = ctx.input(0)
+    xs = value_shape(x)
+    elem = value_elem(x)
+    if not dtypes.is_float(elem):
+        raise ctx.error(f"input must be a floating-point tensor, got {elem}")
+    if not xs:
+        raise ctx.error("input must have rank >= 1")
+    axis = norm_axis(ctx, int(ctx.attr("axis", -1)), len(xs))
+    kept = (*xs[:axis], 1, *xs[axis + 1 :])
+    arg = ctx.emit1(
+        nn.ArgMaxOp, [x], kept, i64, {"axis": int_attr(axis), "keepdims": bool_attr(True)}
+    )
+    iota = np.arange(xs[axis], dtype=np.int64).reshape(
+        [xs[axis] if d == axis else 1 for d in range(len(xs))]
+    )
+    hit = ctx.emit1(nn.EqualOp, [arg, ctx.const(iota)], xs, i1)
+    np_e = dtypes.to_numpy_dtype(elem)
+    one, zero = ctx.const(np.array(1, dtype=np_e)), ctx.const(np.array(0, dtype=np_e))
+    return [ctx.emit1(nn.WhereOp, [hit, one, zero], xs, elem)]
+
+
+# The largest CumProd axis: the form below materialises an n*n block per prefix row.
+CUMPROD_MAX_AXIS = 256
+
+
+@converter("CumProd", version=26)
+def _cumprod(ctx: NodeCtx) -> list[Value]:
+    """Prefix products: the axis moved last, ``where(mask[j, i], x[..., i], 1)`` broadcast to
+    [..., n, n] with a constant triangular mask, then ``nn.reduce_prod`` over ``i``.
+
+    ``exclusive`` and ``reverse`` pick the triangle; the axis must be an import-time constant
+    and at most :data:`CUMPROD_MAX_AXIS` long."""
+    x = ctx.input(0)
+    xs = value_shape(x)
+    if not xs:
+        raise ctx.error("input x must have rank >= 1")
+    elem = value_elem(x)
+    if not (dtypes.is_float(elem) or elem in (i32, i64)):
+        raise ctx.error(f"element type {elem} is not supported (float, int32, int64)")
+    axis_arr = ctx.const_input(1, "axis")
+    if axis_arr is None:
+        raise ctx.error("input 1 (axis) is required")
+    if axis_arr.size != 1:
+        raise ctx.error(f"axis must hold one value, got shape {list(axis_arr.shape)}")
+    axis = norm_axis(ctx, int(axis_arr.reshape(-1)[0]), len(xs))
+    n = xs[axis]
+    if n > CUMPROD_MAX_AXIS:
+        raise ctx.error(f"CumProd over an axis of {n} elements (at most {CUMPROD_MAX_AXIS})")
+    exclusive, reverse = bool(ctx.attr("exclusive", 0)), bool(ctx.attr("reverse", 0))
+    j, i = np.indices((n, n))  # y[..., j] = prod over i with keep[j, i] of x[..., i]
+    keep = (i > j if exclusive else i >= j) if reverse else (i < j if exclusive else i <= j)
+    last = len(xs) - 1
+    perm = list(range(len(xs)))
+    perm[axis], perm[last] = last, axis
+    moved = x
+    if axis != last:
+        shape = [xs[p] for p in perm]
+        moved = ctx.emit1(nn.TransposeOp, [x], shape, elem, {"perm": i64_array(perm)})
+    ms = value_shape(moved)
+    row = ctx.emit1(nn.ReshapeOp, [moved], (*ms[:-1], 1, n), elem)
+    one = ctx.const(np.array(1, dtype=dtypes.to_numpy_dtype(elem)))
+    block = ctx.emit1(nn.WhereOp, [ctx.const(keep), row, one], (*ms[:-1], n, n), elem)
+    axes = {"axes": i64_array([len(ms)]), "keepdims": bool_attr(False)}
+    y = ctx.emit1(nn.ReduceProdOp, [block], ms, elem, axes)
+    if axis != last:
+        y = ctx.emit1(nn.TransposeOp, [y], xs, elem, {"perm": i64_array(perm)})
+    return [y]
