@@ -1,5 +1,6 @@
-"""NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss and Trilu as decompositions into ``nn``
-ops, so the interpreter and every backend get them without a dedicated op.
+"""NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss, Trilu, Hardmax and CumProd as
+decompositions into ``nn`` ops, so the interpreter and every backend get them without a
+dedicated op.
 
 NLL: ``loss[n, d] = -input[n, t[n, d], d] * w[t[n, d]]`` with ``w`` the class weights (1 when
 absent). The picked log-probability is an ``nn.gather_elements`` on the class axis with the
@@ -14,6 +15,9 @@ output is that log-probability.
 
 Trilu keeps the upper (``upper=1``) or lower triangle of the last two axes relative to the
 diagonal ``k`` (an import-time constant): a constant boolean mask and ``nn.where`` with zero.
+
+Hardmax (opset 13) compares an ``nn.argmax`` with a constant iota; CumProd reduces a
+triangularly masked [..., n, n] block with ``nn.reduce_prod`` (see their converters).
 """
 
 from __future__ import annotations

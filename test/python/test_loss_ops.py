@@ -94,6 +94,8 @@ def test_out_of_range_target_is_an_index_error(tmp_path: Path) -> None:
     m = _sce_model("mean", 2)
     feeds = _feeds(2)
     feeds["t"][1, 0] = 1000
+    with pytest.raises(AutofusionError, match="index out of range"):
+        run_module(import_onnx(m, progress=False), feeds)
     with pytest.raises(AutofusionError, match=r"run: .*index"):
         build_and_run(compile_onnx(m), feeds, tmp_path / "so")
     san = tmp_path / "san"
