@@ -5,7 +5,7 @@ Makefile and libmodel.so (target c), or the Ascend C sources (target ascendc).
                        [--memory-limit MB] [--threads N] [--report FILE.json]
                        [--memory-plot FILE.svg] [--policy module:Class]
                        [--input-shape NAME=DIMS ...] [--dynamic SYM=LO..HI ...] [--cpu CPU]
-                       [--validate-precision] [--version]
+                       [--validate-precision] [--save-fused-onnx FILE.onnx] [--version]
 
 Everything is written into a staging directory first and moved to DIR only when complete,
 so a failure leaves no half-written output (an existing DIR is replaced only on success).
@@ -189,6 +189,36 @@ def _memory_plot(path: Path):  # -> Callable[[ModuleOp], None]
     return write
 
 
+def _fused_onnx(source, path: Path, say):  # (ModelSource, ...) -> Callable[[ModuleOp], None]
+    """Hook writing the fused graph (each kernel an ONNX function) to ``path``. The
+    original model is copied with its weights now, before the importer drops them."""
+    from autofusion.fused_onnx import full_model, fused_model, save_fused_onnx
+
+    original = full_model(source.loaded)
+
+    def write(module) -> None:  # ModuleOp
+        fused, summary = fused_model(original, module)
+        save_fused_onnx(fused, path)
+        skipped = sum(summary.skipped.values())
+        say(f"fused ONNX: {summary.functions} functions over {summary.nodes_in_functions} "
+            f"nodes, {summary.plain_nodes} plain nodes"
+            + (f", {skipped} groups left as plain nodes" if skipped else ""))  # fmt: skip
+
+    return write
+
+
+def _hooks(*hooks):  # (Callable[[ModuleOp], None] | None, ...) -> Callable | None
+    live = [h for h in hooks if h is not None]
+    if not live:
+        return None
+
+    def run(module) -> None:
+        for h in live:
+            h(module)
+
+    return run
+
+
 def _run(argv: Sequence[str] | None) -> None:
     from autofusion.api import build_model_dir, stderr_progress
     from autofusion.runtime import cache
@@ -201,16 +231,25 @@ def _run(argv: Sequence[str] | None) -> None:
     parser.add_argument("--validate-precision", action="store_true",
                         help="run each fused group's C against the fp32 reference and roll back "
                              "groups over the tolerance (docs/fusion.md)")  # fmt: skip
+    parser.add_argument("--save-fused-onnx", metavar="FILE.onnx",
+                        help="also write the model with each fused group as an ONNX function "
+                             "(opens in Netron and onnxruntime; docs/fusion.md)")  # fmt: skip
     args = parser.parse_args(argv)
     opts = pipeline_options(args)
     out = Path(args.output)
-    check_outputs(out, [("--report", args.report), ("--memory-plot", args.memory_plot)])
+    check_outputs(out, [("--report", args.report), ("--memory-plot", args.memory_plot),
+                        ("--save-fused-onnx", args.save_fused_onnx)])  # fmt: skip
     say = stderr_progress("autofusion-compile")
     proto = open_cli_model(args)
     staged = cache.staging_dir()
     plot_staged = staged / "memory_plot.svg"
+    # staged under the user's file name: external weights are found by it (FILE.onnx.data)
+    fused_staged = staged / Path(args.save_fused_onnx or "fused.onnx").name
     try:
-        hook = _memory_plot(plot_staged) if args.memory_plot else None
+        hook = _hooks(
+            _memory_plot(plot_staged) if args.memory_plot else None,
+            _fused_onnx(proto, fused_staged, say) if args.save_fused_onnx else None,
+        )
         report = build_model_dir(proto, staged, opts, args.model, say, after_passes=hook,
                                  default_threads=args.threads)  # fmt: skip
         report["threads"] = args.threads
@@ -221,6 +260,12 @@ def _run(argv: Sequence[str] | None) -> None:
             extra.append(("--report", staged / "report.json", Path(args.report)))
         if args.memory_plot:
             extra.append(("--memory-plot", plot_staged, Path(args.memory_plot)))
+        if args.save_fused_onnx:
+            target = Path(args.save_fused_onnx)
+            extra.append(("--save-fused-onnx", fused_staged, target))
+            data = fused_staged.with_name(fused_staged.name + ".data")
+            if data.exists():
+                extra.append(("--save-fused-onnx", data, target.with_name(data.name)))
         # side files go beside their targets first, so a folder that refuses them fails the
         # command before -o DIR is touched; they are renamed into place after it is published
         tmps: list[tuple[Path, Path]] = []
