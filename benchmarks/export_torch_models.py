@@ -20,7 +20,11 @@ mask), ``gpt2`` (GPT2Model, causal mask), ``vit`` (ViTModel, patch-embedding Con
 ``lstm`` (nn.LSTM: 2 layers, bidirectional, batch_first, Linear head), ``gru`` (nn.GRU:
 2 layers, Linear head on the last state),
 ``unet`` (a small U-Net: MaxPool down, ConvTranspose2d up, skip concats, BatchNorm+ReLU;
-``ts`` and ``tsbn`` only: ``--models unet --exporters ts,tsbn``).
+``ts`` and ``tsbn`` only: ``--models unet --exporters ts,tsbn``),
+``roberta`` (RobertaModel: position ids from CumSum over the non-padding ids, int64 ids and
+attention mask; ``--exporters ts,dynamo``), ``deeplab`` (DeepLabV3-style: strided and
+dilated conv-bn-relu backbone, ASPP with dilated convs and a global-pool branch, bilinear
+Resize to the input size; ``--exporters ts,dynamo``).
 
 Each model is written twice: ``NAME_ts.onnx`` from the TorchScript exporter
 (``dynamo=False``, opset 17) and ``NAME_dynamo.onnx`` (+ ``NAME_dynamo.onnx.data``, external
@@ -300,6 +304,61 @@ def build_unet() -> Spec:
     return model, (torch.randn(1, 3, 32, 32),), ["image"], ["mask_logits"], {}
 
 
+def build_roberta() -> Spec:
+    from transformers import RobertaConfig, RobertaModel
+
+    # position ids come from CumSum over the non-padding ids (padding_idx 1)
+    cfg = RobertaConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=64, vocab_size=100, pad_token_id=1,
+                        max_position_embeddings=(MAX_SEQ if DYNAMIC else 32) + 2,
+                        type_vocab_size=1)  # fmt: skip
+    model = HFWrap(RobertaModel(cfg), ["input_ids", "attention_mask"],
+                   ["last_hidden_state", "pooler_output"])  # fmt: skip
+    ids = torch.randint(3, 100, (_batch(), SEQ))
+    mask = _attention_mask()
+    ids[mask == 0] = 1  # padded tail holds the padding id, so CumSum skips it
+    ranges = {"input_ids": [0, 100], "attention_mask": [0, 2]}
+    return (model, (ids, mask), ["input_ids", "attention_mask"],
+            ["last_hidden_state", "pooler_output"], ranges)  # fmt: skip
+
+
+class DeepLab(nn.Module):
+    """A small DeepLabV3-style net: strided conv-bn-relu backbone with a dilated stage, an
+    ASPP head (1x1, dilated 3x3s, a global-pool branch upsampled bilinearly), concat, 1x1
+    projection, classifier, bilinear upsample to the input size."""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+        def cbr(cin: int, cout: int, k: int = 3, s: int = 1, d: int = 1) -> nn.Sequential:
+            conv = nn.Conv2d(cin, cout, k, s, padding=d * (k // 2), dilation=d, bias=False)
+            return nn.Sequential(conv, nn.BatchNorm2d(cout), nn.ReLU())
+
+        self.backbone = nn.Sequential(cbr(3, 8, s=2), cbr(8, 16, s=2), cbr(16, 16, s=2),
+                                      cbr(16, 16, d=2))  # fmt: skip
+        self.aspp = nn.ModuleList([cbr(16, 8, k=1), cbr(16, 8, d=2), cbr(16, 8, d=3)])
+        self.pool = nn.Sequential(nn.AdaptiveAvgPool2d(1), cbr(16, 8, k=1))
+        self.project = cbr(32, 16, k=1)
+        self.classifier = nn.Conv2d(16, 4, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        f = self.backbone(x)
+        size = f.shape[-2:]
+        branches = [b(f) for b in self.aspp]
+        branches.append(nn.functional.interpolate(self.pool(f), size=size, mode="bilinear",
+                                                  align_corners=False))  # fmt: skip
+        y = self.classifier(self.project(torch.cat(branches, 1)))
+        return nn.functional.interpolate(y, size=x.shape[-2:], mode="bilinear",
+                                         align_corners=False)  # fmt: skip
+
+
+def build_deeplab() -> Spec:
+    model = DeepLab()
+    with torch.no_grad():
+        model.classifier.weight.mul_(10.0)
+    return model, (torch.randn(1, 3, 64, 64),), ["image"], ["mask_logits"], {}
+
+
 CNNS = ("resnet", "mobilenet", "unet")
 BUILDERS: dict[str, Callable[[], Spec]] = {
     "resnet": build_resnet,
@@ -310,6 +369,8 @@ BUILDERS: dict[str, Callable[[], Spec]] = {
     "lstm": build_lstm,
     "gru": build_gru,
     "unet": build_unet,
+    "roberta": build_roberta,
+    "deeplab": build_deeplab,
 }
 
 
