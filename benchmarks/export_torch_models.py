@@ -24,7 +24,9 @@ mask), ``gpt2`` (GPT2Model, causal mask), ``vit`` (ViTModel, patch-embedding Con
 ``roberta`` (RobertaModel: position ids from CumSum over the non-padding ids, int64 ids and
 attention mask; ``--exporters ts,dynamo``), ``deeplab`` (DeepLabV3-style: strided and
 dilated conv-bn-relu backbone, ASPP with dilated convs and a global-pool branch, bilinear
-Resize to the input size; ``--exporters ts,dynamo``).
+Resize to the input size; ``--exporters ts,dynamo``), ``lraspp`` (LRASPP-style:
+MobileNetV3-ish Hardswish backbone with squeeze-excite Hardsigmoid gating, the LRASPP head,
+bilinear Resize; ``--exporters ts,dynamo``).
 
 Each model is written twice: ``NAME_ts.onnx`` from the TorchScript exporter
 (``dynamo=False``, opset 17) and ``NAME_dynamo.onnx`` (+ ``NAME_dynamo.onnx.data``, external
@@ -359,6 +361,48 @@ def build_deeplab() -> Spec:
     return model, (torch.randn(1, 3, 64, 64),), ["image"], ["mask_logits"], {}
 
 
+class LRASPP(nn.Module):
+    """LRASPP-style: a MobileNetV3-ish backbone (Hardswish, squeeze-excite with Hardsigmoid
+    gating), the LRASPP head (1x1 branch gated by the sigmoid of a pooled branch, bilinear
+    upsample, low-level skip classifier, add), bilinear upsample to the input size."""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+        def cbh(cin: int, cout: int, s: int = 1, g: int = 1) -> nn.Sequential:
+            k = 3 if s > 1 or g > 1 else 1
+            conv = nn.Conv2d(cin, cout, k, s, padding=k // 2, groups=g, bias=False)
+            return nn.Sequential(conv, nn.BatchNorm2d(cout), nn.Hardswish())
+
+        self.low = nn.Sequential(cbh(3, 8, s=2), cbh(8, 8, s=2, g=8), cbh(8, 8))
+        self.high = nn.Sequential(cbh(8, 16), cbh(16, 16, s=2, g=16))
+        self.se = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Conv2d(16, 8, 1), nn.ReLU(),
+                                nn.Conv2d(8, 16, 1), nn.Hardsigmoid())  # fmt: skip
+        self.cbr = nn.Sequential(nn.Conv2d(16, 8, 1, bias=False), nn.BatchNorm2d(8), nn.ReLU())
+        self.scale = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Conv2d(16, 8, 1, bias=False),
+                                   nn.Sigmoid())  # fmt: skip
+        self.low_cls, self.high_cls = nn.Conv2d(8, 3, 1), nn.Conv2d(8, 3, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        low = self.low(x)
+        high = self.high(low)
+        high = high * self.se(high)
+        y = self.cbr(high) * self.scale(high)
+        y = nn.functional.interpolate(y, size=low.shape[-2:], mode="bilinear",
+                                      align_corners=False)  # fmt: skip
+        y = self.low_cls(low) + self.high_cls(y)
+        return nn.functional.interpolate(y, size=x.shape[-2:], mode="bilinear",
+                                         align_corners=False)  # fmt: skip
+
+
+def build_lraspp() -> Spec:
+    model = LRASPP()
+    with torch.no_grad():
+        model.low_cls.weight.mul_(4.0)
+        model.high_cls.weight.mul_(4.0)
+    return model, (torch.randn(1, 3, 64, 64),), ["image"], ["mask_logits"], {}
+
+
 CNNS = ("resnet", "mobilenet", "unet")
 BUILDERS: dict[str, Callable[[], Spec]] = {
     "resnet": build_resnet,
@@ -371,6 +415,7 @@ BUILDERS: dict[str, Callable[[], Spec]] = {
     "unet": build_unet,
     "roberta": build_roberta,
     "deeplab": build_deeplab,
+    "lraspp": build_lraspp,
 }
 
 
