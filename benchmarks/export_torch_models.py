@@ -20,7 +20,13 @@ mask), ``gpt2`` (GPT2Model, causal mask), ``vit`` (ViTModel, patch-embedding Con
 ``lstm`` (nn.LSTM: 2 layers, bidirectional, batch_first, Linear head), ``gru`` (nn.GRU:
 2 layers, Linear head on the last state),
 ``unet`` (a small U-Net: MaxPool down, ConvTranspose2d up, skip concats, BatchNorm+ReLU;
-``ts`` and ``tsbn`` only: ``--models unet --exporters ts,tsbn``).
+``ts`` and ``tsbn`` only: ``--models unet --exporters ts,tsbn``),
+``roberta`` (RobertaModel: position ids from CumSum over the non-padding ids, int64 ids and
+attention mask; ``--exporters ts,dynamo``), ``deeplab`` (DeepLabV3-style: strided and
+dilated conv-bn-relu backbone, ASPP with dilated convs and a global-pool branch, bilinear
+Resize to the input size; ``--exporters ts,dynamo``), ``lraspp`` (LRASPP-style:
+MobileNetV3-ish Hardswish backbone with squeeze-excite Hardsigmoid gating, the LRASPP head,
+bilinear Resize; ``--exporters ts,dynamo``).
 
 Each model is written twice: ``NAME_ts.onnx`` from the TorchScript exporter
 (``dynamo=False``, opset 17) and ``NAME_dynamo.onnx`` (+ ``NAME_dynamo.onnx.data``, external
@@ -300,6 +306,103 @@ def build_unet() -> Spec:
     return model, (torch.randn(1, 3, 32, 32),), ["image"], ["mask_logits"], {}
 
 
+def build_roberta() -> Spec:
+    from transformers import RobertaConfig, RobertaModel
+
+    # position ids come from CumSum over the non-padding ids (padding_idx 1)
+    cfg = RobertaConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=64, vocab_size=100, pad_token_id=1,
+                        max_position_embeddings=(MAX_SEQ if DYNAMIC else 32) + 2,
+                        type_vocab_size=1)  # fmt: skip
+    model = HFWrap(RobertaModel(cfg), ["input_ids", "attention_mask"],
+                   ["last_hidden_state", "pooler_output"])  # fmt: skip
+    ids = torch.randint(3, 100, (_batch(), SEQ))
+    mask = _attention_mask()
+    ids[mask == 0] = 1  # padded tail holds the padding id, so CumSum skips it
+    ranges = {"input_ids": [0, 100], "attention_mask": [0, 2]}
+    return (model, (ids, mask), ["input_ids", "attention_mask"],
+            ["last_hidden_state", "pooler_output"], ranges)  # fmt: skip
+
+
+class DeepLab(nn.Module):
+    """A small DeepLabV3-style net: strided conv-bn-relu backbone with a dilated stage, an
+    ASPP head (1x1, dilated 3x3s, a global-pool branch upsampled bilinearly), concat, 1x1
+    projection, classifier, bilinear upsample to the input size."""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+        def cbr(cin: int, cout: int, k: int = 3, s: int = 1, d: int = 1) -> nn.Sequential:
+            conv = nn.Conv2d(cin, cout, k, s, padding=d * (k // 2), dilation=d, bias=False)
+            return nn.Sequential(conv, nn.BatchNorm2d(cout), nn.ReLU())
+
+        self.backbone = nn.Sequential(cbr(3, 8, s=2), cbr(8, 16, s=2), cbr(16, 16, s=2),
+                                      cbr(16, 16, d=2))  # fmt: skip
+        self.aspp = nn.ModuleList([cbr(16, 8, k=1), cbr(16, 8, d=2), cbr(16, 8, d=3)])
+        self.pool = nn.Sequential(nn.AdaptiveAvgPool2d(1), cbr(16, 8, k=1))
+        self.project = cbr(32, 16, k=1)
+        self.classifier = nn.Conv2d(16, 4, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        f = self.backbone(x)
+        size = f.shape[-2:]
+        branches = [b(f) for b in self.aspp]
+        branches.append(nn.functional.interpolate(self.pool(f), size=size, mode="bilinear",
+                                                  align_corners=False))  # fmt: skip
+        y = self.classifier(self.project(torch.cat(branches, 1)))
+        return nn.functional.interpolate(y, size=x.shape[-2:], mode="bilinear",
+                                         align_corners=False)  # fmt: skip
+
+
+def build_deeplab() -> Spec:
+    model = DeepLab()
+    with torch.no_grad():
+        model.classifier.weight.mul_(10.0)
+    return model, (torch.randn(1, 3, 64, 64),), ["image"], ["mask_logits"], {}
+
+
+class LRASPP(nn.Module):
+    """LRASPP-style: a MobileNetV3-ish backbone (Hardswish, squeeze-excite with Hardsigmoid
+    gating), the LRASPP head (1x1 branch gated by the sigmoid of a pooled branch, bilinear
+    upsample, low-level skip classifier, add), bilinear upsample to the input size."""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+        def cbh(cin: int, cout: int, s: int = 1, g: int = 1) -> nn.Sequential:
+            k = 3 if s > 1 or g > 1 else 1
+            conv = nn.Conv2d(cin, cout, k, s, padding=k // 2, groups=g, bias=False)
+            return nn.Sequential(conv, nn.BatchNorm2d(cout), nn.Hardswish())
+
+        self.low = nn.Sequential(cbh(3, 8, s=2), cbh(8, 8, s=2, g=8), cbh(8, 8))
+        self.high = nn.Sequential(cbh(8, 16), cbh(16, 16, s=2, g=16))
+        self.se = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Conv2d(16, 8, 1), nn.ReLU(),
+                                nn.Conv2d(8, 16, 1), nn.Hardsigmoid())  # fmt: skip
+        self.cbr = nn.Sequential(nn.Conv2d(16, 8, 1, bias=False), nn.BatchNorm2d(8), nn.ReLU())
+        self.scale = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Conv2d(16, 8, 1, bias=False),
+                                   nn.Sigmoid())  # fmt: skip
+        self.low_cls, self.high_cls = nn.Conv2d(8, 3, 1), nn.Conv2d(8, 3, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        low = self.low(x)
+        high = self.high(low)
+        high = high * self.se(high)
+        y = self.cbr(high) * self.scale(high)
+        y = nn.functional.interpolate(y, size=low.shape[-2:], mode="bilinear",
+                                      align_corners=False)  # fmt: skip
+        y = self.low_cls(low) + self.high_cls(y)
+        return nn.functional.interpolate(y, size=x.shape[-2:], mode="bilinear",
+                                         align_corners=False)  # fmt: skip
+
+
+def build_lraspp() -> Spec:
+    model = LRASPP()
+    with torch.no_grad():
+        model.low_cls.weight.mul_(4.0)
+        model.high_cls.weight.mul_(4.0)
+    return model, (torch.randn(1, 3, 64, 64),), ["image"], ["mask_logits"], {}
+
+
 CNNS = ("resnet", "mobilenet", "unet")
 BUILDERS: dict[str, Callable[[], Spec]] = {
     "resnet": build_resnet,
@@ -310,6 +413,9 @@ BUILDERS: dict[str, Callable[[], Spec]] = {
     "lstm": build_lstm,
     "gru": build_gru,
     "unet": build_unet,
+    "roberta": build_roberta,
+    "deeplab": build_deeplab,
+    "lraspp": build_lraspp,
 }
 
 

@@ -7,7 +7,9 @@ GPT-2 and ViT encoders, an nn.LSTM and an nn.GRU model, each from the TorchScrip
 the dynamo exporter
 (``*_dynamo``, opset 18, weights in ``.onnx.data``); ``*dyn`` files have a dynamic sequence
 axis fixed with ``input_shapes=``. ``unet_tsbn`` (only that variant) is a small U-Net
-with ConvTranspose2d upsamplers and kept BatchNormalization. ``manifest.json`` gives each
+with ConvTranspose2d upsamplers and kept BatchNormalization. ``roberta_*`` (RobertaModel,
+CumSum position ids), ``deeplab_*`` (DeepLabV3-style ASPP, bilinear Resize) and
+``lraspp_*`` (LRASPP) are checked like the others. ``manifest.json`` gives each
 file's inputs.
 
 For every fixture: the imported IR in the interpreter and the generated C (default
