@@ -26,7 +26,11 @@ attention mask; ``--exporters ts,dynamo``), ``deeplab`` (DeepLabV3-style: stride
 dilated conv-bn-relu backbone, ASPP with dilated convs and a global-pool branch, bilinear
 Resize to the input size; ``--exporters ts,dynamo``), ``lraspp`` (LRASPP-style:
 MobileNetV3-ish Hardswish backbone with squeeze-excite Hardsigmoid gating, the LRASPP head,
-bilinear Resize; ``--exporters ts,dynamo``).
+bilinear Resize; ``--exporters ts,dynamo``), ``yolo`` (YOLOv8-style detector: Conv-BN-SiLU,
+C2f blocks (Split, bottlenecks, Concat), SPPF (three chained MaxPool k5), a neck with nearest
+Upsample x2 and Concat, a two-scale head with the DFL (Softmax over 8 bins and a fixed 1x1
+Conv of arange weights) and the anchor/stride box decode computed in forward; output
+[1, 4 + classes, anchors]; ``--exporters ts,dynamo``).
 
 Each model is written twice: ``NAME_ts.onnx`` from the TorchScript exporter
 (``dynamo=False``, opset 17) and ``NAME_dynamo.onnx`` (+ ``NAME_dynamo.onnx.data``, external
@@ -403,6 +407,117 @@ def build_lraspp() -> Spec:
     return model, (torch.randn(1, 3, 64, 64),), ["image"], ["mask_logits"], {}
 
 
+class ConvBNSiLU(nn.Module):
+    """YOLOv8's ``Conv``: conv, BatchNorm, SiLU."""
+
+    def __init__(self, cin: int, cout: int, k: int = 1, s: int = 1) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(cin, cout, k, s, k // 2, bias=False)
+        self.bn = nn.BatchNorm2d(cout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return nn.functional.silu(self.bn(self.conv(x)))
+
+
+class C2f(nn.Module):
+    """YOLOv8's C2f: 1x1 conv, split in two, a chain of residual bottlenecks on one half,
+    concat of every intermediate, 1x1 conv."""
+
+    def __init__(self, cin: int, cout: int, n: int = 1, shortcut: bool = True) -> None:
+        super().__init__()
+        self.c = cout // 2
+        self.cv1 = ConvBNSiLU(cin, 2 * self.c)
+        self.cv2 = ConvBNSiLU((2 + n) * self.c, cout)
+        self.m = nn.ModuleList(
+            nn.Sequential(ConvBNSiLU(self.c, self.c, 3), ConvBNSiLU(self.c, self.c, 3))
+            for _ in range(n)
+        )
+        self.shortcut = shortcut
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = list(self.cv1(x).chunk(2, 1))
+        for m in self.m:
+            y.append(y[-1] + m(y[-1]) if self.shortcut else m(y[-1]))
+        return self.cv2(torch.cat(y, 1))
+
+
+class SPPF(nn.Module):
+    def __init__(self, cin: int, cout: int) -> None:
+        super().__init__()
+        self.cv1 = ConvBNSiLU(cin, cin // 2)
+        self.cv2 = ConvBNSiLU(cin // 2 * 4, cout)
+        self.pool = nn.MaxPool2d(5, 1, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = [self.cv1(x)]
+        for _ in range(3):
+            y.append(self.pool(y[-1]))
+        return self.cv2(torch.cat(y, 1))
+
+
+class YOLO(nn.Module):
+    """YOLOv8-style detector at two scales (strides 8 and 16), decode included."""
+
+    REG_MAX = 8
+    CLASSES = 3
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Sequential(ConvBNSiLU(3, 8, 3, 2), ConvBNSiLU(8, 16, 3, 2), C2f(16, 16))
+        self.p3 = nn.Sequential(ConvBNSiLU(16, 16, 3, 2), C2f(16, 16))  # stride 8
+        self.p4 = nn.Sequential(ConvBNSiLU(16, 32, 3, 2), C2f(32, 32), SPPF(32, 32))  # 16
+        self.up = nn.Upsample(scale_factor=2, mode="nearest")
+        self.n3 = C2f(48, 16, shortcut=False)
+        self.down = ConvBNSiLU(16, 16, 3, 2)
+        self.n4 = C2f(48, 32, shortcut=False)
+        r = self.REG_MAX
+        self.box = nn.ModuleList(
+            nn.Sequential(ConvBNSiLU(c, 16, 3), nn.Conv2d(16, 4 * r, 1)) for c in (16, 32)
+        )
+        self.cls = nn.ModuleList(
+            nn.Sequential(ConvBNSiLU(c, 16, 3), nn.Conv2d(16, self.CLASSES, 1)) for c in (16, 32)
+        )
+        self.dfl = nn.Conv2d(r, 1, 1, bias=False).requires_grad_(False)
+        self.dfl.weight.data[:] = torch.arange(r, dtype=torch.float32).view(1, r, 1, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        p3 = self.p3(self.stem(x))
+        p4 = self.p4(p3)
+        n3 = self.n3(torch.cat([self.up(p4), p3], 1))
+        n4 = self.n4(torch.cat([self.down(n3), p4], 1))
+        feats = [n3, n4]
+        r = self.REG_MAX
+        outs, anchors, strides = [], [], []
+        for i, (f, stride) in enumerate(zip(feats, (8.0, 16.0))):
+            b, _, h, w = f.shape
+            outs.append(
+                torch.cat([self.box[i](f), self.cls[i](f)], 1).view(b, 4 * r + self.CLASSES, -1)
+            )
+            sx = torch.arange(w, dtype=torch.float32) + 0.5
+            sy = torch.arange(h, dtype=torch.float32) + 0.5
+            gy, gx = torch.meshgrid(sy, sx, indexing="ij")
+            anchors.append(torch.stack((gx, gy), -1).view(-1, 2))
+            strides.append(torch.full((h * w, 1), stride))
+        y = torch.cat(outs, 2)
+        anchor = torch.cat(anchors).transpose(0, 1).unsqueeze(0)
+        stride_t = torch.cat(strides).transpose(0, 1).unsqueeze(0)
+        box, cls = y.split((4 * r, self.CLASSES), 1)
+        n = box.shape[-1]
+        dist = self.dfl(box.view(1, 4, r, n).transpose(2, 1).softmax(1)).view(1, 4, n)
+        lt, rb = dist.chunk(2, 1)
+        x1y1, x2y2 = anchor - lt, anchor + rb
+        xywh = torch.cat(((x1y1 + x2y2) / 2, x2y2 - x1y1), 1) * stride_t
+        return torch.cat((xywh / 64.0, cls.sigmoid()), 1)
+
+
+def build_yolo() -> Spec:
+    model = YOLO()
+    with torch.no_grad():  # class logits of a few units, so the scores are not all ~0.5
+        for head in model.cls:
+            head[-1].weight.mul_(10.0)
+    return model, (torch.randn(1, 3, 64, 64),), ["images"], ["detections"], {}
+
+
 CNNS = ("resnet", "mobilenet", "unet")
 BUILDERS: dict[str, Callable[[], Spec]] = {
     "resnet": build_resnet,
@@ -416,6 +531,7 @@ BUILDERS: dict[str, Callable[[], Spec]] = {
     "roberta": build_roberta,
     "deeplab": build_deeplab,
     "lraspp": build_lraspp,
+    "yolo": build_yolo,
 }
 
 
