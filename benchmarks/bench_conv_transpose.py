@@ -7,8 +7,10 @@ one line per case with both medians and the ratio (autofusion / onnxruntime).
     .venv/bin/python benchmarks/bench_conv_transpose.py [--runs 50] [--cases unet_up2,...]
 
 Cases: the U-Net fixture's upsamplers at larger sizes (kernel 2 / stride 2: one GEMM whose
-col2im is a permutation) and general strided ones (kernel 3 or 4 / stride 2: the conv of the
-zero-upsampled input).
+col2im is a permutation) and general strided ones (kernel 3 or 4 / stride 2: sub-pixel
+phases, one stride-1 conv with the phases stacked as channels + a depth-to-space transpose).
+Measured (shared 2-core machine, two runs): k3s2 1.90x/1.88x, k4s2 1.26x/1.77x onnxruntime,
+down from ~5.2x / ~3.3x with the zero-upsampled conv.
 """
 
 from __future__ import annotations

@@ -247,6 +247,8 @@ def _conv_transpose(ctx: NodeCtx) -> list[Value]:
         and not any(out_pad)
     ):
         return [_gemm_col2im(ctx, x, w, b)]
+    if isinstance(w, Const) and nsp in (1, 2) and dilations == [1] * nsp and max(strides) > 1:
+        return [_sub_pixel(ctx, x, w, b, strides, pads[:nsp], out, group)]
     u = x
     for i in range(nsp):
         u = _upsample_zeros(ctx, u, 2 + i, strides[i])
@@ -309,3 +311,73 @@ def _conv3d_by_depth_columns(
     y = reshape_to(ctx, y, [n, dout, cout, out[1], out[2]])
     perm = i64_array([0, 2, 1, 3, 4])
     return ctx.emit1(nn.TransposeOp, [y], [n, cout, *out], elem, {"perm": perm})
+
+
+def _sub_pixel(
+    ctx: NodeCtx,
+    x: Value,
+    w: Const,
+    b: Value | None,
+    strides: Sequence[int],
+    begin: Sequence[int],
+    out: Sequence[int],
+    group: int,
+) -> Value:
+    """Strided ConvTranspose as one stride-1 conv of the *un-upsampled* input whose output
+    channels stack the ``prod(strides)`` phases, then a depth-to-space interleave and a crop.
+
+    Full-output position ``s*q + r`` only receives taps ``k = r + s*m`` from ``x[q - m]``, so
+    phase ``r`` is a correlation with sub-kernel ``W[r + s*(M-1-j)]`` (``M = ceil(k/s)``,
+    zero past the kernel) over ``x`` padded by ``M - 1`` in front. Channels are ordered
+    (group, phases, channel in group) so the conv's groups stay contiguous.
+    """
+    xs = value_shape(x)
+    n, nsp, elem = xs[0], len(xs) - 2, value_elem(x)
+    cin, cog, kernel = w.array.shape[0], w.array.shape[1], list(w.array.shape[2:])
+    ci = cin // group
+    m = [-(-kernel[i] // strides[i]) for i in range(nsp)]
+    q0 = [begin[i] // strides[i] for i in range(nsp)]
+    q1 = [-(-(begin[i] + out[i]) // strides[i]) for i in range(nsp)]
+    qn = [q1[i] - q0[i] for i in range(nsp)]
+    sw = w.array.reshape(group, ci, cog, *kernel).swapaxes(1, 2)  # [g, cog, ci, K...]
+    phases = [int(v) for v in strides]
+    wn = np.zeros((group, *phases, cog, ci, *m), dtype=w.array.dtype)
+    for r in np.ndindex(*phases):
+        for j in np.ndindex(*m):
+            k = [r[i] + strides[i] * (m[i] - 1 - j[i]) for i in range(nsp)]
+            if all(k[i] < kernel[i] for i in range(nsp)):
+                wn[(slice(None), *r, slice(None), slice(None), *j)] = sw[
+                    (slice(None), slice(None), slice(None), *k)
+                ]
+    nph = int(np.prod(phases))
+    wc = ctx.const(np.ascontiguousarray(wn.reshape(group * nph * cog, ci, *m)))
+    conv_b: Value | None = None
+    if isinstance(b, Const):
+        bb = np.broadcast_to(b.array.reshape(group, *[1] * nsp, cog), (group, *phases, cog))
+        conv_b = ctx.const(np.ascontiguousarray(bb.reshape(-1)))
+        b = None
+    xpad = [0, 0, *[m[i] - 1 - q0[i] for i in range(nsp)], 0, 0]
+    xpad += [q1[i] - xs[2 + i] for i in range(nsp)]
+    u = _pad(ctx, x, xpad)
+    props = {
+        "strides": i64_array([1] * nsp),
+        "pads": i64_array([0] * 2 * nsp),
+        "dilations": i64_array([1] * nsp),
+        "group": int_attr(group),
+    }
+    y = ctx.emit1(nn.ConvOp, [u, wc, conv_b], [n, group * nph * cog, *qn], elem, props)
+    y = reshape_to(ctx, y, [n, group, *phases, cog, *qn])
+    perm = [0, 1, 2 + nsp]
+    inter = [n, group, cog]
+    for i in range(nsp):
+        perm += [3 + nsp + i, 2 + i]
+        inter += [qn[i], phases[i]]
+    y = ctx.emit1(nn.TransposeOp, [y], inter, elem, {"perm": i64_array(perm)})
+    cout = group * cog
+    y = reshape_to(ctx, y, [n, cout, *[qn[i] * phases[i] for i in range(nsp)]])
+    lo = [begin[i] - q0[i] * strides[i] for i in range(nsp)]
+    y = _slice_axes(ctx, y, {2 + i: (lo[i], lo[i] + out[i]) for i in range(nsp)})
+    if b is None:
+        return y
+    bias = reshape_to(ctx, b, [cout, *[1] * nsp])
+    return ctx.emit1(nn.AddOp, [y, bias], [n, cout, *out], elem)

@@ -146,3 +146,46 @@ def test_conv_transpose_refusals(ws, group, attrs, message) -> None:
     m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
     with pytest.raises(AutofusionError, match=rf"'up' \(ConvTranspose\): .*{message}"):
         import_onnx(m, progress=False)
+
+
+def _sweep_cases():
+    """Kernel 1..5 x stride 1..3 (2-d and 1-d), with pads, output padding, groups, dilation."""
+    cases = []
+    for k in range(1, 6):
+        for s in range(1, 4):
+            pad = (k - 1) // 2
+            op = min(s - 1, 1)
+            cases.append(([1, 4, 5, 4], [4, 3, k, k], 1, {"strides": [s, s], "pads": [pad] * 4}))
+            cases.append(
+                (
+                    [1, 4, 4, 5],
+                    [4, 2, k, max(1, k - 1)],
+                    2,
+                    {"strides": [s, 3], "pads": [pad, 0, 0, pad], "output_padding": [op, 1]},
+                )
+            )
+            cases.append(([2, 3, 6], [3, 2, k], 1, {"strides": [s], "pads": [0, pad]}))
+            if k > 1:
+                cases.append(
+                    ([1, 2, 4, 4], [2, 2, k, 2], 1, {"strides": [s, 2], "dilations": [2, 1]})
+                )
+    return cases
+
+
+SWEEP = _sweep_cases()
+
+
+@pytest.mark.parametrize("case", range(len(SWEEP)))
+def test_conv_transpose_sweep_interpreter(case: int) -> None:
+    xs, ws, group, attrs = SWEEP[case]
+    m, feeds = _model(xs, ws, group, attrs)
+    ref = onnxruntime_outputs(m, feeds)["y"]
+    assert 0.1 < float(np.abs(ref).max()) < 10
+    got = run_module(import_onnx(m, progress=False), feeds)["y"]
+    assert_close(got, ref, "interpreter")  # the project tolerance (autofusion.testing)
+
+
+@pytest.mark.parametrize("case", range(0, len(SWEEP), 5))
+def test_conv_transpose_sweep_c(case: int, tmp_path) -> None:
+    xs, ws, group, attrs = SWEEP[case]
+    _check(*_model(xs, ws, group, attrs), tmp_path)

@@ -660,6 +660,14 @@ def ops_extra() -> onnx.ModelProto:
     )
 
 
+def conv_transpose_k4s2() -> onnx.ModelProto:
+    """A DCGAN-style k4s2p1 ConvTranspose: imported as sub-pixel phases of one conv."""
+    node = h.make_node(
+        "ConvTranspose", ["x", "w", "b"], ["y"], strides=[2, 2], pads=[1, 1, 1, 1], name="up"
+    )
+    return _model([node], [_in("x", [1, 8, 6, 6])], [_out("y")], [_w("w", 8, 3, 4, 4), _w("b", 3)])
+
+
 def _seeded(build: Callable[[], onnx.ModelProto]) -> Callable[[], onnx.ModelProto]:
     """Each call restarts the generator, so a builder always returns the same model."""
 
@@ -694,6 +702,7 @@ MODELS: dict[str, Callable[[], onnx.ModelProto]] = {
         ops_opset18,
         ops_extra,
         folding,
+        conv_transpose_k4s2,
     )
 }
 
