@@ -98,6 +98,17 @@ def op_flops(op: Operation) -> int:
         return 8 * numel(op.results[0])
     if isinstance(op, nn.SoftmaxOp | nn.LogSoftmaxOp):
         return 10 * numel(op.results[0])
+    if isinstance(op, nn.ResizeOp):
+        # Axis by axis: each output of a step costs a multiply-add per tap (nearest: none).
+        cur, total = list(shape_of(op.x)), 0
+        for k, a in enumerate(op.ints("axes")):
+            m, taps = shape_of(op.tables[2 * k])
+            cur[a] = m
+            n = 1
+            for d in cur:
+                n *= int(d)
+            total += 2 * n * int(taps) if taps > 1 else 0
+        return total
     if isinstance(op, KernelOp):
         return sum(op_flops(o) for o in op.body.block.ops)
     if op.results:

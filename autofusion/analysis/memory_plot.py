@@ -22,6 +22,14 @@ from xdsl.ir import Operation, SSAValue
 
 from autofusion.analysis.liveness import Interval, find_main, schedule
 from autofusion.analysis.memory_plan import plan_memory
+from autofusion.dialects.attrs import (
+    MEMORY_ARENA_BYTES,
+    MEMORY_LOWER_BOUND_BYTES,
+    MEMORY_NAIVE_BYTES,
+    MEMORY_OFFSETS,
+    MEMORY_TILE,
+    ORIGINS,
+)
 from autofusion.dialects.base import shape_of
 
 WIDTH = 1400
@@ -44,7 +52,7 @@ PALETTE = (
 
 
 def _origins(op: Operation) -> list[str]:
-    for attr in (op.attributes.get("onnx.origins"), op.properties.get("origins")):
+    for attr in (op.attributes.get(ORIGINS), op.properties.get("origins")):
         if isinstance(attr, ArrayAttr):
             return [a.data for a in attr.data if isinstance(a, StringAttr)]
     return []
@@ -64,7 +72,7 @@ def _label(op: Operation) -> str:
     if names:
         last = _short(names[-1])
         text = last if len(names) == 1 else f"{last} (+{len(names) - 1})"
-    tile = op.attributes.get("memory.tile")
+    tile = op.attributes.get(MEMORY_TILE)
     if isinstance(tile, DenseArrayBase):
         index, count = (int(v) for v in tile.get_values())
         text += f" [tile {index + 1}/{count}]" if index >= 0 else f" [{count} tiles]"
@@ -97,7 +105,7 @@ def _human(n: float) -> str:
 def _planned_offsets(intervals: list[Interval], offsets: dict[SSAValue, int]) -> None:
     """Overwrite ``offsets`` with the ``memory.offsets`` the module carries, if any."""
     for iv in intervals:
-        attr = iv.op.attributes.get("memory.offsets")
+        attr = iv.op.attributes.get(MEMORY_OFFSETS)
         if isinstance(attr, DenseArrayBase):
             value = [int(v) for v in attr.get_values()][iv.value.index]
             if value >= 0:
@@ -117,9 +125,9 @@ def render_memory_plot(module: ModuleOp, title: str = "memory plan") -> str:
     intervals = plan.intervals
     offsets: dict[SSAValue, int] = dict(plan.offsets)
     _planned_offsets(intervals, offsets)
-    arena = _arena_attr(module, "memory.arena_bytes") or plan.arena_bytes
-    lower = _arena_attr(module, "memory.lower_bound_bytes") or plan.lower_bound_bytes
-    naive = _arena_attr(module, "memory.naive_bytes") or plan.naive_bytes
+    arena = _arena_attr(module, MEMORY_ARENA_BYTES) or plan.arena_bytes
+    lower = _arena_attr(module, MEMORY_LOWER_BOUND_BYTES) or plan.lower_bound_bytes
+    naive = _arena_attr(module, MEMORY_NAIVE_BYTES) or plan.naive_bytes
     n = max(1, len(steps))
     top = max([arena or 1, *(offsets[iv.value] + iv.size for iv in intervals)])
     pw, ph = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM

@@ -36,10 +36,11 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import VerifyException
 
 from autofusion.dialects import dtypes, nn, shapes
+from autofusion.dialects.attrs import MEMORY_TILE, ORIGINS
 from autofusion.dialects.base import i64_array, int_attr, shape_of
 from autofusion.dialects.fusion import KernelOp, YieldOp
 
-TILE_ATTR = "memory.tile"
+TILE_ATTR = MEMORY_TILE
 
 Req = tuple[int, int, int]
 """(dim, lo, hi): rows ``[lo, hi)`` of dimension ``dim`` are needed."""
@@ -491,10 +492,10 @@ def build_tiles(
             if isinstance(op, nn.ConstantOp):
                 continue
             rule = piece.rules[op]
-            origins = op.attributes.get("onnx.origins")
+            origins = op.attributes.get(ORIGINS)
             sattrs: dict[str, Attribute] = dict(tag)
             if isinstance(origins, ArrayAttr):
-                sattrs["onnx.origins"] = origins
+                sattrs[ORIGINS] = origins
             operands: list[SSAValue] = []
             for u, ru in zip(op.operands, rule.operands):
                 if u in inside:
@@ -518,9 +519,9 @@ def build_tiles(
             env[op.results[0]] = (new.results[0], rq)
         outputs.append(env[y][0])
     concat_attrs: dict[str, Attribute] = {TILE_ATTR: i64_array([-1, count])}
-    origins = y.owner.attributes.get("onnx.origins") if isinstance(y.owner, Operation) else None
+    origins = y.owner.attributes.get(ORIGINS) if isinstance(y.owner, Operation) else None
     if isinstance(origins, ArrayAttr):
-        concat_attrs["onnx.origins"] = origins
+        concat_attrs[ORIGINS] = origins
     concat = nn.ConcatOp.create(
         operands=outputs,
         result_types=[y.type],

@@ -17,10 +17,11 @@ the argument, the type and the dimension.
 from __future__ import annotations
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, MemRefType, StringAttr, TensorType
+from xdsl.dialects.builtin import MemRefType, StringAttr, TensorType
 from xdsl.ir import Attribute, Operation
 
 from autofusion.dialects import dtypes
+from autofusion.dialects.attrs import ONNX_NAME, origin_names
 from autofusion.errors import AutofusionError
 
 MAX_TENSOR_BYTES = 1 << 48
@@ -50,10 +51,7 @@ def type_problem(t: Attribute) -> str | None:
 
 def describe(op: Operation) -> str:
     """``nn.relu (Relu_0)``: the op and the ONNX nodes it came from."""
-    attr = op.attributes.get("onnx.origins")
-    names: list[str] = []
-    if isinstance(attr, ArrayAttr):
-        names = [a.data for a in attr.data if isinstance(a, StringAttr)]
+    names = origin_names(op)
     origin = getattr(op, "origin_names", None)
     if not names and isinstance(origin, list):
         names = [str(o) for o in origin]
@@ -64,7 +62,7 @@ def _arg_name(fn: func.FuncOp, i: int) -> str:
     attrs = fn.arg_attrs.data if fn.arg_attrs is not None else ()
     label = f"@{fn.sym_name.data} argument {i}"
     if i < len(attrs):
-        name = attrs[i].data.get("onnx.name")
+        name = attrs[i].data.get(ONNX_NAME)
         if isinstance(name, StringAttr):
             return f"{label} ({name.data})"
     return label

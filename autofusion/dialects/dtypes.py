@@ -30,6 +30,9 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute
 
 ui8 = IntegerType(8, Signedness.UNSIGNED)
+ui16 = IntegerType(16, Signedness.UNSIGNED)
+ui32 = IntegerType(32, Signedness.UNSIGNED)
+ui64 = IntegerType(64, Signedness.UNSIGNED)
 
 ElemType: TypeAlias = IntegerType | AnyFloat
 """What every element type in the table is (and what dense attributes accept)."""
@@ -47,6 +50,9 @@ _TABLE: list[tuple[np.dtype, ElemType, int, str]] = [
     (np.dtype(np.bool_), i1, 9, "bool"),
     (np.dtype(np.float16), f16, 10, "_Float16"),
     (np.dtype(np.float64), f64, 11, "double"),
+    (np.dtype(np.uint16), ui16, 4, "uint16_t"),
+    (np.dtype(np.uint32), ui32, 12, "uint32_t"),
+    (np.dtype(np.uint64), ui64, 13, "uint64_t"),
 ]
 
 

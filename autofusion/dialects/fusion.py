@@ -34,11 +34,13 @@ from xdsl.printer import Printer
 from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, Pure
 from xdsl.utils.exceptions import VerifyException
 
+from autofusion.dialects.attrs import FUSION_FAST_MATH
+
 #: Unit attribute of a ``fusion.kernel`` (set by ``fuse`` from the ``fast_math`` config key,
 #: removed by ``validate-precision`` on rollback): its generated C uses the fast approximate
 #: ``af_fast_expf`` / ``af_fast_tanhf`` / ``af_fast_erff`` of afrt.h. The interpreter ignores it
 #: (its exact math is the reference the approximation is measured against).
-FAST_MATH_ATTR = "fusion.fast_math"
+FAST_MATH_ATTR = FUSION_FAST_MATH
 
 
 @irdl_op_definition

@@ -30,6 +30,7 @@ from xdsl.dialects.builtin import (
     IntegerType,
     StringAttr,
     TensorType,
+    f32,
     i1,
     i64,
 )
@@ -446,6 +447,32 @@ class XorOp(BinaryOp):
 
     name = "nn.xor"
     BOOL_ONLY: ClassVar[bool] = True
+
+
+@irdl_op_definition
+class BitShiftOp(BinaryOp):
+    """``lhs << rhs`` (``direction = "LEFT"``) or ``lhs >> rhs`` (``"RIGHT"``) on integers,
+    broadcasting (ONNX BitShift-28). Bits shifted out are lost (left shifts wrap in the
+    element type, also past a signed type's sign bit); a signed right shift is arithmetic. A
+    shift by a negative amount or by the bit width or more gives what the sign fill alone
+    gives: -1 for a right shift of a negative ``lhs``, else 0 (C leaves such shifts undefined).
+
+    C (``T`` the element type, ``W`` its width), for ``LEFT``::
+
+        ok = rhs >= 0 && rhs < W;  s = ok ? rhs : 0;  r = (T)((uint64_t)lhs << s);
+        out = ok ? r : 0;
+    """
+
+    name = "nn.bitshift"
+    direction = prop_def(StringAttr)
+
+    def verify_(self) -> None:
+        super().verify_()
+        if self.str_prop("direction") not in ("LEFT", "RIGHT"):
+            raise self.fail('direction must be "LEFT" or "RIGHT"')
+        t = tensor_of(self.lhs).element_type
+        if not (isinstance(t, IntegerType) and t.width.data in (8, 16, 32, 64)):
+            raise self.fail(f"expects integer operands of 8, 16, 32 or 64 bits, got {t}")
 
 
 @irdl_op_definition
@@ -1107,6 +1134,54 @@ class PadOp(TensorOp):
 
 
 @irdl_op_definition
+class ResizeOp(TensorOp):
+    """Separable resize (ONNX Resize / Upsample with static sizes) by per-axis tap tables.
+
+    For each ``axes[k]`` (distinct, ascending) the operands hold an index table ``idx_k``
+    (``i64``, ``[out, taps]``) and a weight table ``w_k`` (``f32``, same shape): along that
+    axis ``y[.., o, ..] = sum_t w_k[o, t] * x[.., idx_k[o, t], ..]``, applied axis after axis
+    in ``axes`` order. Indices lie in ``[0, in)`` (edge clamping is already in the table),
+    except that a row whose first index is ``-1`` is outside a crop and gives
+    ``extrapolation_value`` (which the op must then carry). The tables are computed at import
+    from the ONNX attributes by ``autofusion.interpreter.resize.axis_table``: 1 tap for
+    nearest (weight 1), 2 for linear, 4 for cubic, more for antialiased downsampling.
+
+        %y = nn.resize %x, %i2, %w2, %i3, %w3 {axes = array<i64: 2, 3>}
+             : (tensor<1x1x2x2xf32>, tensor<4x2xi64>, tensor<4x2xf32>, tensor<4x2xi64>,
+                tensor<4x2xf32>) -> tensor<1x1x4x4xf32>
+
+    C: one loop nest per axis into a scratch buffer (the last into ``y``) accumulating
+    ``w * x`` over the taps; when every table has 1 tap the op is one copy nest
+    ``y[o_a, o_b] = x[idx_a[o_a], idx_b[o_b]]`` with each index read once in its loop.
+    """
+
+    name = "nn.resize"
+    x = operand_def(TensorType)
+    tables = var_operand_def(TensorType)
+    y = result_def(TensorType)
+    axes = prop_def(DenseArrayBase)
+    extrapolation_value = opt_prop_def(FloatAttr)
+    traits = traits_def(Pure())
+
+    def verify_(self) -> None:
+        xs = shape_of(self.x)
+        axes = self.ints("axes")
+        if list(axes) != sorted(set(axes)) or any(not 0 <= a < len(xs) for a in axes):
+            raise self.fail(f"axes {list(axes)} must be distinct, ascending, in [0, {len(xs)})")
+        if len(self.tables) != 2 * len(axes):
+            raise self.fail(f"needs an index and a weight table per axis, got {len(self.tables)}")
+        out = list(xs)
+        for k, a in enumerate(axes):
+            it, wt = tensor_of(self.tables[2 * k]), tensor_of(self.tables[2 * k + 1])
+            if it.element_type != i64 or wt.element_type != f32:
+                raise self.fail(f"axis {a} tables must be i64 and f32, got {it} and {wt}")
+            if len(it.get_shape()) != 2 or tuple(it.get_shape()) != tuple(wt.get_shape()):
+                raise self.fail(f"axis {a} tables must both be [out, taps], got {it} and {wt}")
+            out[a] = it.get_shape()[0]
+        _expect(self, 0, tuple(out), tensor_of(self.x).element_type)
+
+
+@irdl_op_definition
 class GatherOp(TensorOp):
     """ONNX Gather along ``axis``; negative indices count from the end."""
 
@@ -1330,6 +1405,7 @@ NN = Dialect(
         AndOp,
         OrOp,
         XorOp,
+        BitShiftOp,
         EqualOp,
         LessOp,
         LessEqualOp,
@@ -1365,6 +1441,7 @@ NN = Dialect(
         PadOp,
         GatherOp,
         GatherElementsOp,
+        ResizeOp,
         GatherNDOp,
         ExpandOp,
         TileOp,
@@ -1413,6 +1490,7 @@ ELEMENTWISE_BINARY = (
     AndOp,
     OrOp,
     XorOp,
+    BitShiftOp,
     EqualOp,
     LessOp,
     LessEqualOp,

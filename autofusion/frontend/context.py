@@ -26,6 +26,7 @@ from xdsl.irdl import IRDLOperation
 
 from autofusion.analysis.static_shapes import MAX_TENSOR_BYTES
 from autofusion.dialects import dtypes
+from autofusion.dialects.attrs import ORIGINS
 from autofusion.dialects.base import shape_of, str_array, tensor_of
 from autofusion.dialects.nn import ConstantOp
 from autofusion.errors import AutofusionError
@@ -113,7 +114,7 @@ class Emitter:
     def materialise(self, c: Const) -> SSAValue:
         if c._op is None:
             op = ConstantOp(c.dense())
-            op.attributes["onnx.origins"] = str_array([c.origin])
+            op.attributes[ORIGINS] = str_array([c.origin])
             self.block.add_op(op)
             c._op = op
         return c._op.results[0]
@@ -278,7 +279,7 @@ class NodeCtx:
         op = op_cls.build(
             operands=resolved, result_types=list(result_types), properties=properties or {}
         )
-        op.attributes["onnx.origins"] = str_array([self.origin])
+        op.attributes[ORIGINS] = str_array([self.origin])
         self.emitter.block.add_op(op)
         return op
 

@@ -8,7 +8,7 @@ import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from xdsl.dialects.builtin import i1
+from xdsl.dialects.builtin import IntegerType, i1
 from xdsl.ir import SSAValue
 
 from autofusion.dialects import dtypes, nn, shapes
@@ -261,6 +261,31 @@ def _mod(ctx: NodeCtx) -> list[Value]:
         raise ctx.error("fmod=0 is only defined for integer tensors")
     check_int_divisor(ctx, ctx.input(1))
     return [emit_binary(ctx, nn.ModOp, ctx.input(0), ctx.input(1), fmod=int_attr(fmod))]
+
+
+def _bitshift_direction(ctx: NodeCtx) -> str:
+    direction = str(ctx.attr("direction", ""))
+    if direction not in ("LEFT", "RIGHT"):
+        raise ctx.error(f'direction must be "LEFT" or "RIGHT", got {direction!r}')
+    t = ctx.elem(0)
+    if not isinstance(t, IntegerType) or t.width.data not in (8, 16, 32, 64):
+        raise ctx.error(f"expects integer tensors of 8, 16, 32 or 64 bits, got {t}")
+    return direction
+
+
+@converter("BitShift", version=28)
+def _bitshift(ctx: NodeCtx) -> list[Value]:
+    direction = str_attr(_bitshift_direction(ctx))
+    return [emit_binary(ctx, nn.BitShiftOp, ctx.input(0), ctx.input(1), direction=direction)]
+
+
+@folder("BitShift")
+def _fold_bitshift(ctx: NodeCtx) -> list[np.ndarray]:
+    left = _bitshift_direction(ctx) == "LEFT"
+    a, b = ctx.const_input(0, "X"), ctx.const_input(1, "Y")
+    assert a is not None and b is not None
+    same_elem(ctx, ctx.input(0), ctx.input(1))
+    return [interp.bitshift(a, b, left)]
 
 
 @converter("PRelu")

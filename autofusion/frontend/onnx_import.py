@@ -24,12 +24,13 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, FunctionType, ModuleOp, StringAttr
+from xdsl.dialects.builtin import ArrayAttr, FunctionType, ModuleOp
 from xdsl.ir import Attribute
 from xdsl.utils.exceptions import DiagnosticException
 
 from autofusion.analysis.static_shapes import type_problem
 from autofusion.dialects import dtypes
+from autofusion.dialects.attrs import name_dict
 from autofusion.errors import AutofusionError
 from autofusion.frontend import loader
 from autofusion.frontend.context import (
@@ -239,12 +240,8 @@ class _Importer:
         ]
         block.add_op(func.ReturnOp(*results))
         main.function_type = FunctionType.from_lists(arg_types, [r.type for r in results])
-        main.arg_attrs = ArrayAttr(
-            [DictionaryAttr({"onnx.name": StringAttr(vi.name)}) for vi in args]
-        )
-        main.res_attrs = ArrayAttr(
-            [DictionaryAttr({"onnx.name": StringAttr(n)}) for n in out_names]
-        )
+        main.arg_attrs = ArrayAttr([name_dict(vi.name) for vi in args])
+        main.res_attrs = ArrayAttr([name_dict(n) for n in out_names])
         module = ModuleOp([main])
         try:
             module.verify()
@@ -476,6 +473,9 @@ _NP_OK = {
         np.int16,
         np.int8,
         np.uint8,
+        np.uint16,
+        np.uint32,
+        np.uint64,
         np.bool_,
     )
 }

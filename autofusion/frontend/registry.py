@@ -71,11 +71,15 @@ TYPE_ONLY_VERSIONS: dict[str, tuple[int, ...]] = {
         (
             "AveragePool", "Conv", "ConvTranspose", "Cos", "Dropout", "Elu",
             "GlobalAveragePool", "GlobalMaxPool", "GRU", "HardSigmoid", "HardSwish",
-            "InstanceNormalization", "LSTM", "MaxPool", "RNN", "Round", "Sin", "Softplus",
+            "InstanceNormalization", "LSTM", "MaxPool", "NegativeLogLikelihoodLoss", "RNN",
+            "Round", "Sin", "Softplus",
         ),
         (22,),
     ),
     **dict.fromkeys(("Cast", "CastLike"), (23,)),
+    # 28 adds the new small float/int types to its optional/sequence type lists; only the
+    # constant folder (onnx.reference) ever evaluates it.
+    "OptionalHasElement": (28,),
     # 24 adds float8e8m0 (and float4e2m1 where 23 lacked it), 25 adds int2/uint2.
     **dict.fromkeys(
         (

@@ -16,7 +16,14 @@ Semantics follow ONNX (and onnxruntime's float32 arithmetic) for the normalised 
 documented on each op in ``autofusion/dialects/nn.py``.
 """
 
-from autofusion.interpreter import contraction, elementwise, kernel, movement, reduction
+from autofusion.interpreter import (
+    contraction,
+    elementwise,
+    kernel,
+    movement,
+    reduction,
+    resize,
+)
 from autofusion.interpreter.core import (
     IMPLS,
     evaluate,
@@ -28,7 +35,7 @@ from autofusion.interpreter.core import (
     run_module,
 )
 
-del contraction, elementwise, kernel, movement, reduction
+del contraction, elementwise, kernel, movement, reduction, resize
 
 __all__ = [
     "IMPLS",

@@ -21,6 +21,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, StringAttr, TensorType
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
+from autofusion.dialects.attrs import ONNX_NAME, ORIGINS
 from autofusion.dialects.dtypes import to_numpy_dtype
 from autofusion.errors import AutofusionError
 
@@ -56,7 +57,7 @@ def register(
 
 def describe(op: Operation) -> str:
     """``nn.conv (origins: /conv1/Conv)`` — how errors name an op."""
-    origins = op.attributes.get("onnx.origins")
+    origins = op.attributes.get(ORIGINS)
     if origins is None:
         origins = op.properties.get("origins")
     if isinstance(origins, ArrayAttr) and origins.data:
@@ -184,7 +185,7 @@ def _names(attrs: ArrayAttr[DictionaryAttr] | None, count: int, prefix: str) -> 
     if attrs is None:
         return names
     for i, d in enumerate(attrs.data[:count]):
-        name: Attribute | None = d.data.get("onnx.name")
+        name: Attribute | None = d.data.get(ONNX_NAME)
         if isinstance(name, StringAttr):
             names[i] = name.data
     return names

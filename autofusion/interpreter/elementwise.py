@@ -313,6 +313,29 @@ def _mod(op: nn.ModOp, args: Arrays) -> np.ndarray:
     return mod(args[0], args[1], bool(op.int_prop("fmod")))
 
 
+def bitshift(a: np.ndarray, b: np.ndarray, left: bool) -> np.ndarray:
+    """``a << b`` or ``a >> b`` (BitShift-28): left shifts wrap, signed right shifts are
+    arithmetic; a shift by a negative amount or by the bit width or more gives the sign fill
+    (-1 for a right shift of a negative ``a``, else 0). The C backend emits the same guard
+    (C leaves such shifts undefined)."""
+    width = a.dtype.itemsize * 8
+    big = (b < 0) | (b >= width)
+    s = np.where(big, b.dtype.type(0), b).astype(a.dtype)
+    if left:
+        u = np.dtype(f"u{a.dtype.itemsize}")
+        r = np.left_shift(a.view(u), s.view(u)).view(a.dtype)
+        fill = np.zeros((), a.dtype)
+    else:
+        r = np.right_shift(a, s)
+        fill = np.where(a < 0, a.dtype.type(-1) if a.dtype.kind == "i" else 0, a.dtype.type(0))
+    return np.asarray(np.where(big, fill, r), a.dtype)
+
+
+@register(nn.BitShiftOp)
+def _bitshift(op: nn.BitShiftOp, args: Arrays) -> np.ndarray:
+    return bitshift(args[0], args[1], op.str_prop("direction") == "LEFT")
+
+
 @register(nn.WhereOp)
 def _where(op: nn.WhereOp, args: Arrays) -> np.ndarray:
     return np.where(args[0], args[1], args[2])

@@ -16,6 +16,7 @@ from xdsl.pattern_rewriter import (
 )
 
 from autofusion.dialects import nn
+from autofusion.dialects.attrs import ORIGINS
 from autofusion.policy.config import load_config
 from autofusion.policy.reasons import merge_origins
 
@@ -67,7 +68,7 @@ def other_operand(op: Operation, v: SSAValue) -> SSAValue | None:
 def set_merged_origins(new: Operation, old: Sequence[Operation]) -> None:
     names = merge_origins(old)
     if names:
-        new.attributes["onnx.origins"] = ArrayAttr([StringAttr(n) for n in names])
+        new.attributes[ORIGINS] = ArrayAttr([StringAttr(n) for n in names])
 
 
 def erase_dead(

@@ -33,12 +33,13 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.utils.exceptions import PassFailedException
 
 from autofusion.dialects import nn
+from autofusion.dialects.attrs import PRECISION_STORAGE
 from autofusion.passes.options import CheckedPass
 
 #: The attribute holding an op's decided precision (``fp32`` | ``fp16`` | ``bf16``).
 PRECISION_ATTR = "precision"
 #: The attribute on an ``nn.constant`` giving its storage type in the weights file.
-STORAGE_ATTR = "precision.storage"
+STORAGE_ATTR = PRECISION_STORAGE
 #: ONNX op types whose weights can be stored in 16 bits.
 REDUCED_OPS = ("Conv", "Gemm", "MatMul")
 PRECISIONS = ("fp32", "fp16", "bf16")

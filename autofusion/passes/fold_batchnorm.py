@@ -36,6 +36,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint
 
 from autofusion.dialects import nn
+from autofusion.dialects.attrs import ORIGINS
 from autofusion.dialects.base import shape_of
 from autofusion.dialects.dtypes import dense_from_numpy
 from autofusion.passes._match import const_value, constant_operands, erase_dead
@@ -49,12 +50,12 @@ FAMILY = "fold_batchnorm"
 def make_constant(arr: np.ndarray, origins: list[str]) -> nn.ConstantOp:
     c = nn.ConstantOp(dense_from_numpy(np.ascontiguousarray(arr.astype(np.float32))))
     if origins:
-        c.attributes["onnx.origins"] = ArrayAttr([StringAttr(o) for o in origins])
+        c.attributes[ORIGINS] = ArrayAttr([StringAttr(o) for o in origins])
     return c
 
 
 def set_origins(op: Operation, origins: list[str]) -> None:
-    op.attributes["onnx.origins"] = ArrayAttr([StringAttr(o) for o in origins])
+    op.attributes[ORIGINS] = ArrayAttr([StringAttr(o) for o in origins])
 
 
 def folded_constants(

@@ -33,6 +33,7 @@ from autofusion.analysis import cost, structure
 from autofusion.analysis.hardware import Hardware, hardware_for
 from autofusion.analysis.order import stable_topological_order
 from autofusion.dialects import nn
+from autofusion.dialects.attrs import FUSION_POLICY
 from autofusion.dialects.fusion import FAST_MATH_ATTR, KernelOp, YieldOp
 from autofusion.passes.options import CheckedPass
 from autofusion.policy.base import onnx_op_type
@@ -298,7 +299,7 @@ def record_policy(module: ModuleOp, policy: FusionPolicy) -> None:
         entries["memory_limit_mb"] = FloatAttr(cfg.memory_limit_mb, f64)
     if policy.user is not None:
         entries["user_policy"] = StringAttr(policy.describe_user())
-    module.attributes["fusion.policy"] = DictionaryAttr(entries)
+    module.attributes[FUSION_POLICY] = DictionaryAttr(entries)
 
 
 @dataclass(frozen=True)

@@ -27,14 +27,21 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, i64
 from autofusion.analysis.liveness import find_main, schedule
 from autofusion.analysis.memory_plan import DEFAULT_ALIGNMENT, MemoryPlan, plan_memory
 from autofusion.analysis.static_shapes import check_static_shapes
+from autofusion.dialects.attrs import (
+    MEMORY_ARENA_BYTES,
+    MEMORY_HEURISTIC,
+    MEMORY_LOWER_BOUND_BYTES,
+    MEMORY_NAIVE_BYTES,
+    MEMORY_OFFSETS,
+)
 from autofusion.dialects.base import i64_array
 from autofusion.passes.options import CheckedPass
 
-OFFSETS = "memory.offsets"
-ARENA = "memory.arena_bytes"
-NAIVE = "memory.naive_bytes"
-LOWER_BOUND = "memory.lower_bound_bytes"
-HEURISTIC = "memory.heuristic"
+OFFSETS = MEMORY_OFFSETS
+ARENA = MEMORY_ARENA_BYTES
+NAIVE = MEMORY_NAIVE_BYTES
+LOWER_BOUND = MEMORY_LOWER_BOUND_BYTES
+HEURISTIC = MEMORY_HEURISTIC
 
 
 def annotate(main: func.FuncOp, plan: MemoryPlan) -> None:

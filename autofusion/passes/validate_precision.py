@@ -53,6 +53,7 @@ from xdsl.ir import Attribute, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from autofusion.dialects import fusion
+from autofusion.dialects.attrs import name_dict
 from autofusion.dialects.dtypes import to_numpy_dtype
 from autofusion.dialects.fusion import FAST_MATH_ATTR, KernelOp
 from autofusion.errors import AutofusionError
@@ -285,7 +286,7 @@ def _expose(module: ModuleOp) -> list[list[str]]:
         for j, r in enumerate(k.results):
             name = f"af_validate_g{i}_{j}"
             values.append(r)
-            res_attrs.append(DictionaryAttr({"onnx.name": StringAttr(name)}))
+            res_attrs.append(name_dict(name))
             group.append(name)
         names.append(group)
     Rewriter.insert_op(func.ReturnOp(*values), InsertPoint.before(ret))

@@ -89,6 +89,7 @@ ONNX_OP_TYPES: dict[str, str] = {
     "nn.less_equal": "LessOrEqual",
     "nn.greater_equal": "GreaterOrEqual",
     "nn.gather_nd": "GatherND",
+    "nn.resize": "Resize",
 }
 
 #: Short spellings accepted in blacklist/whitelist chains.

@@ -18,7 +18,9 @@ from dataclasses import dataclass
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, StringAttr
 from xdsl.ir import Attribute, Operation
 
-REFUSALS_ATTR = "fusion.refusals"
+from autofusion.dialects.attrs import FUSION_REFUSALS, origin_names
+
+REFUSALS_ATTR = FUSION_REFUSALS
 
 #: code -> one-line meaning (documented in docs/fusion.md).
 REASON_CODES: dict[str, str] = {
@@ -70,10 +72,7 @@ def origins_of(op: Operation) -> list[str]:
 
     if isinstance(op, KernelOp):
         return op.origin_names
-    attr = op.attributes.get("onnx.origins")
-    if isinstance(attr, ArrayAttr):
-        return [a.data for a in attr.data if isinstance(a, StringAttr)]
-    return []
+    return origin_names(op)
 
 
 def merge_origins(ops: Iterable[Operation]) -> list[str]:

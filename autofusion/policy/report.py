@@ -21,10 +21,11 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation
 
+from autofusion.dialects.attrs import FUSION_POLICY, PRECISION_GROUPS
 from autofusion.dialects.fusion import FAST_MATH_ATTR, KernelOp
 from autofusion.policy.reasons import read_refusals
 
-GROUPS_ATTR = "precision.groups"  # written by validate-precision
+GROUPS_ATTR = PRECISION_GROUPS  # written by validate-precision
 
 _MEMORY_FIELDS = ("arena_bytes", "naive_bytes", "lower_bound_bytes")
 
@@ -104,7 +105,7 @@ def build_report(module: ModuleOp, kernels_before: int | None = None) -> dict[st
         "refusals": [r.to_dict() for r in read_refusals(module)],
         "estimated_bytes_saved": sum(g["estimated_bytes_saved"] for g in groups),
     }
-    pol = module.attributes.get("fusion.policy")
+    pol = module.attributes.get(FUSION_POLICY)
     if isinstance(pol, DictionaryAttr):
         report["policy"] = {k: _plain(v) for k, v in pol.data.items()}
     if GROUPS_ATTR in module.attributes:  # validate-precision ran: every group's delta

@@ -42,6 +42,7 @@ from autofusion.errors import AutofusionError, run_cli
 from autofusion.frontend.shapes import parse_shape_specs
 from autofusion.frontend.symbols import parse_range_specs
 from autofusion.tools.compile import CliParser, add_model_options, positive_int
+from autofusion.tools.peers import ort_session
 
 if TYPE_CHECKING:
     from autofusion.lowering.backend import SimulatedBackend
@@ -72,26 +73,6 @@ def compare(ours: Mapping[str, np.ndarray], ref: Mapping[str, np.ndarray]) -> di
         worst_abs = max(worst_abs, c.max_abs_err)
         worst_rel = max(worst_rel, c.max_rel_err)
     return {"match": ok, "max_abs_err": worst_abs, "max_rel_err": worst_rel, "outputs": per}
-
-
-def ort_session(model_bytes: bytes, threads: int, optimized_path: str | None = None) -> Any:
-    """An onnxruntime CPU session with all optimisations and the given intra-op threads."""
-    import onnxruntime as ort
-
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    so.intra_op_num_threads = threads
-    so.inter_op_num_threads = 1
-    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    so.log_severity_level = 3
-    # Its pool still spins during a run, but stops when run() returns instead of spinning on
-    # into the run that follows (ours, in the interleaved timing). Measured on resnet50 with
-    # 2 threads, quiet machine: onnxruntime alone 23.6 ms with or without this; ours
-    # interleaved after it 56.0 ms without, 35.2 ms with (alone 34.8 ms).
-    so.add_session_config_entry("session.force_spinning_stop", "1")
-    if optimized_path:
-        so.optimized_model_filepath = optimized_path
-    return ort.InferenceSession(model_bytes, so, providers=["CPUExecutionProvider"])
 
 
 def _count_nodes(path: str) -> int | None:
@@ -139,10 +120,14 @@ def bench(
     dynamic: Mapping[str, tuple[int, int]] | None = None,
     cpu: str = "native",
     precision: bool = False,
+    against: Sequence[str] = (),
+    rounds: int = 5,
 ) -> dict[str, Any]:
     """Compile ``model``, compare with onnxruntime and time both; returns the result dict.
     ``profile`` > 0 (target c) also times each kernel over ``runs`` more runs and adds
-    ``profile``: the ``profile`` slowest kernel calls, slowest first."""
+    ``profile``: the ``profile`` slowest kernel calls, slowest first. ``against`` (peer
+    engines, :mod:`autofusion.tools.peers`) times every engine in its own process over
+    ``rounds`` interleaved rounds instead, and adds ``peers``."""
     import autofusion
     from autofusion.api import load_model, stderr_progress
     from autofusion.lowering import targets_of
@@ -161,6 +146,11 @@ def bench(
         runnable = " or ".join(targets_of(RunnableBackend))
         raise AutofusionError(f"--precision needs --target {runnable} (it runs the unfused "
                               "fp32 build beside this one)")  # fmt: skip
+    if against and not isinstance(backend, RunnableBackend):
+        runnable = " or ".join(targets_of(RunnableBackend))
+        raise AutofusionError(f"--against needs --target {runnable} (it runs the built library)")
+    if rounds < 1:
+        raise AutofusionError(f"--rounds: expected a number >= 1, got {rounds}")
     if not isinstance(backend, RunnableBackend | SimulatedBackend):
         raise AutofusionError(f"autofusion-bench: target {target!r} can neither run nor be "
                               "simulated in this process")  # fmt: skip
@@ -206,14 +196,21 @@ def bench(
                                                weights_bytes(compiled.directory),
                                                weights_bytes(base.directory))  # fmt: skip
         base.close()
-    say(f"timing {runs} interleaved runs ({warmup} warm-up) on {nthreads} thread(s)")
-    (t_ours, t_ort), (c_ours, c_ort) = time_interleaved(
-        [run_ours, lambda: sess.run(out_names, feeds)], runs, warmup
-    )
-    ms_ours = statistics.median(t_ours) * 1e3
-    ms_ort = statistics.median(t_ort) * 1e3
-    cpu_ours = statistics.median(c_ours) * 1e3
-    cpu_ort = statistics.median(c_ort) * 1e3
+    if against:
+        result["peers"] = _peer_timing(proto, compiled.directory, feeds, ref, against, nthreads,
+                                       runs, warmup, rounds, say)  # fmt: skip
+        ms_ours = result["peers"]["latency_ms"]["autofusion"]
+        ms_ort = result["peers"]["latency_ms"].get("onnxruntime", 0.0)
+        cpu_ours = cpu_ort = 0.0
+    else:
+        say(f"timing {runs} interleaved runs ({warmup} warm-up) on {nthreads} thread(s)")
+        (t_ours, t_ort), (c_ours, c_ort) = time_interleaved(
+            [run_ours, lambda: sess.run(out_names, feeds)], runs, warmup
+        )
+        ms_ours = statistics.median(t_ours) * 1e3
+        ms_ort = statistics.median(t_ort) * 1e3
+        cpu_ours = statistics.median(c_ours) * 1e3
+        cpu_ort = statistics.median(c_ort) * 1e3
     result.update(
         {
             "model": model,
@@ -223,7 +220,11 @@ def bench(
             "fusion": fusion,
             "latency_ms": {"autofusion": round(ms_ours, 4), "onnxruntime": round(ms_ort, 4)},
             "ratio": round(ms_ours / ms_ort, 4) if ms_ort > 0 else None,
-            "cpu_ms": {"autofusion": round(cpu_ours, 4), "onnxruntime": round(cpu_ort, 4)},
+            "cpu_ms": (
+                None
+                if against
+                else {"autofusion": round(cpu_ours, 4), "onnxruntime": round(cpu_ort, 4)}
+            ),
             "cpu_ratio": round(cpu_ours / cpu_ort, 4) if cpu_ort > 0 else None,
             "kernels": {
                 "before": report.get("kernels_before"),
@@ -241,6 +242,28 @@ def bench(
         result["latency_note"] = backend.latency_note
     close()
     return result
+
+
+def _peer_timing(proto: Any, directory: Any, feeds: Mapping[str, np.ndarray],
+                 ref: Mapping[str, np.ndarray], against: Sequence[str], threads: int,
+                 runs: int, warmup: int, rounds: int,
+                 say: Callable[[str], None]) -> dict[str, Any]:  # fmt: skip
+    """``--against``: every engine in its own process (autofusion.tools.peers); numerics of
+    each engine against onnxruntime in this process."""
+    from pathlib import Path
+
+    from autofusion.tools import peers
+
+    with tempfile.TemporaryDirectory(prefix="afpeers-") as tmp:
+        model_path = Path(tmp) / "model.onnx"
+        model_path.write_bytes(proto.SerializeToString())
+        timing = peers.compare_engines(model_path, Path(directory), feeds, list(against),
+                                       threads, runs, warmup, rounds, Path(tmp), say)  # fmt: skip
+    numerics = {e: compare(out, ref) for e, out in timing.pop("outputs").items()}
+    timing["match"] = {e: n["match"] for e, n in numerics.items()}
+    timing["max_abs_err"] = {e: n["max_abs_err"] for e, n in numerics.items()}
+    timing["rounds"] = rounds
+    return timing
 
 
 def weights_bytes(directory: Any) -> int | None:
@@ -313,6 +336,34 @@ def _profile_table(rows: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def _latency_rows(r: Mapping[str, Any]) -> list[tuple[str, str]]:
+    return [
+        ("latency autofusion", f"{r['latency_ms']['autofusion']:.3f} ms  (median of {r['runs']})"),
+        ("latency onnxruntime", f"{r['latency_ms']['onnxruntime']:.3f} ms"),
+        *([("note", r["latency_note"])] if "latency_note" in r else []),
+        ("ratio ours/ORT", f"{r['ratio']:.3f}" if r["ratio"] is not None else "n/a"),
+        ("CPU time ratio", (f"{r['cpu_ratio']:.3f}  ({r['cpu_ms']['autofusion']:.3f} / "
+                            f"{r['cpu_ms']['onnxruntime']:.3f} ms, all threads)")
+                           if r["cpu_ratio"] is not None else "n/a"),
+    ]  # fmt: skip
+
+
+def _peer_rows(r: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """``--against``: each engine's latency (own process) and the per-round ratios."""
+    p = r["peers"]
+    rows = []
+    for engine, ms in p["latency_ms"].items():
+        ok = (
+            "" if p["match"][engine] else f"  outputs MISMATCH (abs {p['max_abs_err'][engine]:.3g})"
+        )
+        rows.append((f"latency {engine}", f"{ms:.3f} ms  (median of {p['rounds']} rounds x "
+                                          f"{r['runs']} runs, own process){ok}"))  # fmt: skip
+    for peer, q in p["ratios"].items():
+        rows.append((f"ratio autofusion/{peer}",
+                     f"{q['median']:.3f}  (rounds: {q['min']:.3f} to {q['max']:.3f})"))  # fmt: skip
+    return rows
+
+
 def format_table(r: Mapping[str, Any]) -> str:
     """The human-readable summary."""
 
@@ -328,13 +379,7 @@ def format_table(r: Mapping[str, Any]) -> str:
          f"{'yes' if r['match'] else 'NO'}  (rtol {RTOL}, atol {ATOL_SCALE}*max(1,|ref|))"),
         ("max abs err", f"{r['max_abs_err']:.3g}"),
         ("max rel err", f"{r['max_rel_err']:.3g}  (relative to max|ref|)"),
-        ("latency autofusion", f"{r['latency_ms']['autofusion']:.3f} ms  (median of {r['runs']})"),
-        ("latency onnxruntime", f"{r['latency_ms']['onnxruntime']:.3f} ms"),
-        *([("note", r["latency_note"])] if "latency_note" in r else []),
-        ("ratio ours/ORT", f"{r['ratio']:.3f}" if r["ratio"] is not None else "n/a"),
-        ("CPU time ratio", (f"{r['cpu_ratio']:.3f}  ({r['cpu_ms']['autofusion']:.3f} / "
-                            f"{r['cpu_ms']['onnxruntime']:.3f} ms, all threads)")
-                           if r["cpu_ratio"] is not None else "n/a"),
+        *(_peer_rows(r) if "peers" in r else _latency_rows(r)),
         ("kernels", f"{k['before']} ops -> {k['autofusion']} kernels "
                     f"(ORT optimised graph: {k['onnxruntime']} nodes)"),
         ("fused groups", f"{len(rep.get('groups', []))}, refusals {len(rep.get('refusals', []))}"),
@@ -371,6 +416,19 @@ def _run(argv: Sequence[str] | None) -> None:
     parser.add_argument("--warmup", metavar="N", type=positive_int, default=3)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument(
+        "--against",
+        metavar="ENGINES",
+        help="time autofusion and these engines (onnxruntime,openvino) each in its own "
+        "process, in interleaved rounds (target c)",
+    )
+    parser.add_argument(
+        "--rounds",
+        metavar="N",
+        type=positive_int,
+        default=5,
+        help="rounds for --against (default 5; each engine runs --runs per round)",
+    )
+    parser.add_argument(
         "--profile",
         metavar="N",
         type=int,
@@ -385,12 +443,16 @@ def _run(argv: Sequence[str] | None) -> None:
     args = parser.parse_args(argv)
     if args.config is not None and not os.path.isfile(args.config):
         raise AutofusionError(f"{args.config}: no such config file")
+    from autofusion.tools.peers import parse_engines
+
+    against = parse_engines(args.against) if args.against is not None else []
     result = bench(
         args.model, target=args.target, threads=args.threads, runs=args.runs,
         warmup=args.warmup, fusion=not args.no_fusion, config=args.config,
         memory_limit_mb=args.memory_limit, policy=args.policy, profile=args.profile,
         input_shapes=parse_shape_specs(args.input_shape),
         dynamic=parse_range_specs(args.dynamic), cpu=args.cpu, precision=args.precision,
+        against=against, rounds=args.rounds,
     )  # fmt: skip
     if args.json:
         print(json.dumps(result, indent=2, default=str))

@@ -21,6 +21,7 @@ from autofusion.dialects import nn
 from autofusion.lowering.c.testing import assert_close, build_and_run, onnxruntime_outputs
 
 F, I64, B = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
+U32 = TensorProto.UINT32
 RNG = np.random.default_rng(7)
 
 Spec = tuple[str, Sequence[int], int]  # (name, shape, dtype)
@@ -59,6 +60,8 @@ def _feed(shape: Sequence[int], dtype: int, kind: str) -> np.ndarray:
         return RNG.random(shape) > 0.5
     if dtype == I64:
         return RNG.integers(1, 5, shape).astype(np.int64)
+    if dtype == U32:
+        return RNG.integers(0, 2**32, shape, dtype=np.uint32)
     x = RNG.standard_normal(shape).astype(np.float32)
     if kind == "pos":
         x = np.abs(x) + 0.5
@@ -168,6 +171,14 @@ case(
 case("add_int", "Add", [("x", (3, 4), I64), ("z", (4,), I64)], outputs=[("y", (), I64)])
 case("div_int", "Div", [("x", (3, 4), I64), ("z", (3, 4), I64)], outputs=[("y", (), I64)])
 case("prelu", "PRelu", [("x", (2, 3, 4, 4), F)], inits={"s": RNG.random((3, 1, 1), np.float32)})
+case(
+    "bitshift_left",
+    "BitShift",
+    [("x", (3, 4), U32)],
+    {"direction": "LEFT"},
+    inits={"s": np.array([0, 31, 32, 40], np.uint32)},  # >= 32 gives 0
+    outputs=[("y", (), U32)],
+)
 for b in ["And", "Or", "Xor"]:
     case(b.lower(), b, [("x", (3, 4), B), ("z", (4,), B)], outputs=[("y", (), B)])
 for c in ["Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual"]:
@@ -344,6 +355,9 @@ case(
 )
 case("expand", "Expand", [("x", (3, 1), F)], inits={"s": np.array([2, 3, 4], np.int64)})
 case("tile", "Tile", [("x", (2, 3), F)], inits={"r": np.array([2, 3], np.int64)})
+_RESIZE = {"roi": np.zeros(0, np.float32), "s": np.array([1, 1, 2, 1.5], np.float32)}
+case("resize_linear", "Resize", [("x", (1, 2, 3, 4), F)], {"mode": "linear"}, _RESIZE)
+case("resize_nearest", "Resize", [("x", (1, 2, 3, 4), F)], {"mode": "nearest"}, _RESIZE)
 
 
 @pytest.mark.parametrize("spec", CASES, ids=[c[0] for c in CASES])

@@ -168,15 +168,32 @@ def test_big_splat_consumer_stays_a_run_time_op() -> None:
     assert "nn.concat" in text, text
 
 
-def test_huge_resize_fold_without_lowering_is_a_clean_error() -> None:
+def test_huge_resize_fold_stays_a_run_time_resize() -> None:
+    """Over the fold limit but under the byte limit: Resize has a lowering, so it stays."""
     node = helper.make_node("Resize", ["d", "", "sc"], ["y"], name="rs")
     scales = np.array([1, 1, 2**20, 2**20], np.float32)
+    text = str(import_model(_model([node], {"d": _data().reshape(1, 1, 3, 4), "sc": scales})))
+    assert "nn.resize" in text, text
+
+
+def test_resize_over_the_byte_limit_is_a_clean_error() -> None:
+    node = helper.make_node("Resize", ["d", "", "sc"], ["y"], name="rs")
+    scales = np.array([1, 1, 2**24, 2**24], np.float32)
     _import_error(
         _model([node], {"d": _data().reshape(1, 1, 3, 4), "sc": scales}),
         "node 'rs' (Resize)",
-        str(FOLD_LIMIT),
-        "no run-time lowering",
+        BYTE_LIMIT,
     )
+
+
+def test_huge_fold_without_lowering_is_a_clean_error() -> None:
+    """AffineGrid has no run-time lowering: a constant-input result over the fold limit is
+    refused before the reference evaluator allocates it."""
+    node = helper.make_node("AffineGrid", ["th", "sz"], ["y"], name="ag")
+    theta = np.eye(2, 3, dtype=np.float32)[None]
+    model = _model([node], {"th": theta, "sz": np.array([1, 1, 2**12, 2**12], np.int64)})
+    model.opset_import[0].version = 20
+    _import_error(model, "node 'ag' (AffineGrid)", str(FOLD_LIMIT), "no run-time lowering")
 
 
 def test_cli_refuses_a_hostile_fold_cleanly(tmp_path: Path) -> None:

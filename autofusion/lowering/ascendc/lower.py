@@ -44,6 +44,7 @@ from xdsl.pattern_rewriter import (
 
 from autofusion.dialects import ascendc as ac
 from autofusion.dialects import fusion, nn
+from autofusion.dialects.attrs import origin_names
 from autofusion.dialects.base import i64_array, shape_of, tensor_of, value_index
 from autofusion.dialects.dtypes import numpy_from_dense
 from autofusion.dialects.shapes import numel
@@ -707,8 +708,7 @@ def outline_single(op: Operation) -> fusion.KernelOp:
         else:
             inner.operands[i] = next(args)
     block.add_ops([inner, fusion.YieldOp(*inner.results)])
-    origins = op.attributes.get("onnx.origins")
-    names = [o.data for o in origins.data] if origins is not None else [op.name]  # type: ignore[attr-defined]
+    names = origin_names(op) or [op.name]
     return fusion.KernelOp(
         inputs,
         [r.type for r in op.results],

@@ -26,11 +26,12 @@ from pathlib import Path
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
 
 from autofusion.dialects import ascendc as ac
 from autofusion.dialects import fusion, nn
+from autofusion.dialects.attrs import onnx_name
 from autofusion.dialects.base import shape_of
 from autofusion.dialects.dtypes import numpy_from_dense
 from autofusion.dialects.shapes import numel
@@ -73,8 +74,7 @@ def _io_names(fn: func.FuncOp, which: str) -> list[str]:
         name = f"{'arg' if which == 'arg' else 'result'}{i}"  # as the interpreter names them
         if isinstance(attrs, ArrayAttr) and i < len(attrs.data):
             d = attrs.data[i]
-            if isinstance(d, DictionaryAttr) and isinstance(d.data.get("onnx.name"), StringAttr):
-                name = d.data["onnx.name"].data  # type: ignore[union-attr]
+            name = onnx_name(d) or name
         names.append(name)
     return names
 

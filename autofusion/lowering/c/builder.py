@@ -17,6 +17,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     MemRefType,
+    Signedness,
     UnitAttr,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
@@ -53,6 +54,13 @@ class Emitter:
         assert isinstance(elem, IntegerType | IndexType)
         if isinstance(elem, IntegerType) and elem.width.data == 1:
             return self.add(arith.ConstantOp(IntegerAttr(-1 if value else 0, elem)))
+        if isinstance(elem, IntegerType) and elem.signedness.data == Signedness.UNSIGNED:
+            # arith.constant is signless only: the same bits, bitcast (C converts the value)
+            w = elem.width.data
+            v = int(value) % (1 << w)
+            v = v - (1 << w) if v >= 1 << (w - 1) else v
+            c = self.add(arith.ConstantOp(IntegerAttr(v, IntegerType(w))))
+            return self.add(arith.BitcastOp(c, elem))
         return self.add(arith.ConstantOp(IntegerAttr(int(value), elem)))
 
     # ---- index arithmetic (folds ints) -------------------------------------------------

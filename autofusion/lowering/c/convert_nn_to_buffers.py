@@ -58,6 +58,13 @@ from autofusion.analysis.liveness import tensor_bytes
 from autofusion.analysis.memory_plan import is_inplace_capable
 from autofusion.analysis.static_shapes import check_static_shapes
 from autofusion.dialects import fusion, nn
+from autofusion.dialects.attrs import (
+    MEMORY_ARENA_BYTES,
+    MEMORY_OFFSETS,
+    ORIGINS,
+    PRECISION_STORAGE,
+    origin_names,
+)
 from autofusion.dialects.clib import ViewOp
 from autofusion.dialects.fusion import FAST_MATH_ATTR
 from autofusion.lowering.c.names import NameTable
@@ -72,10 +79,7 @@ def memref_of(t: Attribute) -> MemRefType[Attribute]:
 def origins_of(op: Operation) -> list[str]:
     if isinstance(op, fusion.KernelOp):
         return op.origin_names
-    attr = op.attributes.get("onnx.origins")
-    if isinstance(attr, ArrayAttr):
-        return [a.data for a in attr.data if isinstance(a, StringAttr)]
-    return []
+    return origin_names(op)
 
 
 def find_main(module: ModuleOp, pass_name: str) -> func.FuncOp:
@@ -89,7 +93,7 @@ def _planned_offset(value: SSAValue) -> int | None:
     owner = value.owner
     if not isinstance(owner, Operation):
         return None
-    attr = owner.attributes.get("memory.offsets")
+    attr = owner.attributes.get(MEMORY_OFFSETS)
     if not isinstance(attr, DenseArrayBase):
         return None
     return int(attr.get_values()[list(owner.results).index(value)])  # type: ignore[arg-type]
@@ -100,7 +104,7 @@ def _is_view_reshape(op: Operation) -> bool:
     does for reshape views) at the same arena offset as its input."""
     if not isinstance(op, nn.ReshapeOp):
         return False
-    if "memory.offsets" not in op.attributes:
+    if MEMORY_OFFSETS not in op.attributes:
         return True
     mine = _planned_offset(op.y)
     return mine is not None and mine == _planned_offset(op.x)
@@ -158,7 +162,7 @@ class _Converter:
                 direct[val] = out
 
         arena: SSAValue | None = None
-        arena_attr = main.attributes.get("memory.arena_bytes")
+        arena_attr = main.attributes.get(MEMORY_ARENA_BYTES)
         if isinstance(arena_attr, IntegerAttr) and arena_attr.value.data > 0:
             alloc = memref.AllocOp.get(i8, 64, [arena_attr.value.data])
             block.add_op(alloc)
@@ -230,8 +234,8 @@ class _Converter:
         sym = self.names.ident(hint, "w")
         mtype = memref_of(op.y.type)
         g = memref.GlobalOp.get(StringAttr(sym), mtype, value, constant=UnitAttr(), alignment=64)
-        if (storage := op.attributes.get("precision.storage")) is not None:
-            g.attributes["precision.storage"] = storage  # 16-bit in weights.bin (assign-precision)
+        if (storage := op.attributes.get(PRECISION_STORAGE)) is not None:
+            g.attributes[PRECISION_STORAGE] = storage  # 16-bit in weights.bin (assign-precision)
         self.globals.append(g)
         get = memref.GetGlobalOp(sym, mtype)
         self.block.add_op(get)
@@ -245,13 +249,13 @@ class _Converter:
         arena: SSAValue | None,
     ) -> None:
         offsets: list[int] | None = None
-        off_attr = op.attributes.get("memory.offsets")
+        off_attr = op.attributes.get(MEMORY_OFFSETS)
         if isinstance(off_attr, DenseArrayBase):
             offsets = [int(v) for v in off_attr.get_values()]
             if arena is None:
                 raise PassFailedException(
-                    f"{self.pass_name}: {op.name} has memory.offsets but @main has no "
-                    "memory.arena_bytes"
+                    f"{self.pass_name}: {op.name} has {MEMORY_OFFSETS} but @main has no "
+                    f"{MEMORY_ARENA_BYTES}"
                 )
         outs: list[SSAValue] = []
         for i, res in enumerate(op.results):
@@ -332,7 +336,7 @@ class _Converter:
             for old, t in zip(op.operands, tensors):
                 mapping[old] = t
             clone = op.clone(value_mapper=mapping)
-            for k in ("memory.offsets",):
+            for k in (MEMORY_OFFSETS,):
                 clone.attributes.pop(k, None)
             block.add_op(clone)
             results = list(clone.results)
@@ -351,7 +355,7 @@ class _Converter:
             Region(block),
             visibility="private",
         )
-        fn.attributes["onnx.origins"] = ArrayAttr([StringAttr(o) for o in origins_of(op)])
+        fn.attributes[ORIGINS] = ArrayAttr([StringAttr(o) for o in origins_of(op)])
         fn.attributes["c.pattern"] = StringAttr(pattern)
         if FAST_MATH_ATTR in op.attributes:
             fn.attributes[FAST_MATH_ATTR] = UnitAttr()

@@ -13,12 +13,22 @@ from collections.abc import Callable
 from typing import cast
 
 from xdsl.dialects import arith, math
-from xdsl.dialects.builtin import AnyFloat, DenseArrayBase, FloatAttr, IntegerType, f64, i64
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    DenseArrayBase,
+    FloatAttr,
+    IntegerType,
+    Signedness,
+    f64,
+    i64,
+)
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.utils.exceptions import PassFailedException
 
 from autofusion.dialects import clib, dtypes, nn
+from autofusion.dialects.attrs import origin_names
 from autofusion.lowering.c.builder import PARALLEL_MIN_WORK, Emitter, Index, Lowering
+from autofusion.lowering.c.resize import lower_resize
 
 PASS = "lower-nn-to-loops"
 
@@ -39,8 +49,8 @@ def prod(xs: tuple[int, ...] | list[int]) -> int:
 
 
 def fail(op: Operation, why: str) -> PassFailedException:
-    origins = op.attributes.get("onnx.origins")
-    where = f" ({', '.join(o.data for o in origins.data)})" if origins is not None else ""  # type: ignore[attr-defined]
+    names = origin_names(op)
+    where = f" ({', '.join(names)})" if names else ""
     return PassFailedException(f"{PASS}: {op.name}{where}: {why}")
 
 
@@ -60,14 +70,20 @@ def lowest(t: Attribute) -> float | int:
     if dtypes.is_float(t):
         return -pymath.inf
     assert isinstance(t, IntegerType)
-    return 0 if t.width.data == 1 else -(1 << (t.width.data - 1))
+    if t.width.data == 1 or t.signedness.data == Signedness.UNSIGNED:
+        return 0
+    return -(1 << (t.width.data - 1))
 
 
 def highest(t: Attribute) -> float | int:
     if dtypes.is_float(t):
         return pymath.inf
     assert isinstance(t, IntegerType)
-    return 1 if t.width.data == 1 else (1 << (t.width.data - 1)) - 1
+    if t.width.data == 1:
+        return 1
+    if t.signedness.data == Signedness.UNSIGNED:
+        return (1 << t.width.data) - 1
+    return (1 << (t.width.data - 1)) - 1
 
 
 def fop(t: Attribute, f: type, i: type) -> type:
@@ -942,8 +958,7 @@ def lower_pad(L: Lowering, op: nn.PadOp, outs: list[SSAValue]) -> None:
 
 def _node(op: Operation, onnx_type: str) -> str:
     """``Gather node 'emb'``: the ONNX op type and node name(s) of ``op``, for messages."""
-    origins = op.attributes.get("onnx.origins")
-    names = [o.data for o in origins.data] if origins is not None else []  # type: ignore
+    names = origin_names(op)
     quoted = ", ".join(f"'{n}'" for n in names)
     return f"{onnx_type} node {quoted}" if names else onnx_type
 
@@ -1073,6 +1088,7 @@ _TABLE: dict[type, Callable[..., None]] = {
     nn.GatherElementsOp: lower_gather_elements,
     nn.GatherNDOp: lower_gather_nd,
     nn.TileOp: lower_tile,
+    nn.ResizeOp: lower_resize,
 }
 
 

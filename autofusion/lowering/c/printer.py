@@ -42,6 +42,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from autofusion.dialects import clib, dtypes
+from autofusion.dialects.attrs import ONNX_NAME, ORIGINS, PRECISION_STORAGE
 from autofusion.dialects.fusion import FAST_MATH_ATTR
 from autofusion.errors import AutofusionError
 from autofusion.lowering.c.builder import strides_of
@@ -81,6 +82,8 @@ def float_literal(v: float, t: Attribute) -> str:
 def int_literal(v: int, t: Attribute) -> str:
     if isinstance(t, IntegerType) and t.width.data == 1:
         return "true" if v else "false"
+    if v >= 1 << 63:  # a uint64 constant beyond INT64_MAX
+        return f"UINT64_C({v})"
     if v == -(1 << 63):
         return "(-INT64_C(9223372036854775807) - 1)"
     if isinstance(t, IndexType) and -(1 << 31) < v < (1 << 31):
@@ -180,7 +183,7 @@ def _io(main: func.FuncOp) -> list[tuple[str, str, MemRefType[Attribute]]]:
     for i, arg in enumerate(main.body.block.args):
         d = attrs[i].data if i < len(attrs) and isinstance(attrs[i], DictionaryAttr) else {}
         role = d.get("c.role")
-        name = d.get("onnx.name")
+        name = d.get(ONNX_NAME)
         assert isinstance(arg.type, MemRefType)
         out.append(
             (
@@ -299,7 +302,7 @@ class CPrinter:
                 f"static const {ctype(t)} {name}[{n}] __attribute__((aligned(64))) = {{{body}}};"
             )
         else:
-            storage = g.attributes.get("precision.storage")
+            storage = g.attributes.get(PRECISION_STORAGE)
             kind = storage.data if isinstance(storage, StringAttr) else "fp32"
             if kind != "fp32" and arr.dtype != np.float32:
                 raise CPrintError(f"c target: global {g.sym_name.data}: {kind} storage needs f32")
@@ -388,7 +391,7 @@ class CPrinter:
         fp = _FuncPrinter(self, f)
         name = self.sym[f.sym_name.data]
         args = f.body.block.args
-        origins = f.attributes.get("onnx.origins")
+        origins = f.attributes.get(ORIGINS)
         pattern = f.attributes.get("c.pattern")
         w = self.lines
         self.kernel_info[f.sym_name.data] = (
@@ -1252,7 +1255,31 @@ class _FuncPrinter:
     def _expr(self, op: Operation) -> str | None:
         r = self.ref
         if type(op) in _BIN:
-            return f"{r(op.operands[0])} {_BIN[type(op)]} {r(op.operands[1])}"
+            a = r(op.operands[0])
+            t = op.results[0].type
+            if (
+                isinstance(op, arith.MuliOp)
+                and isinstance(t, IntegerType)
+                and t.signedness.data == Signedness.UNSIGNED
+                and t.width.data < 32
+            ):
+                # uint16 operands promote to int, where 65535 * 65535 overflows: multiply
+                # unsigned (wrapping), the declaration narrows.
+                a = f"(uint32_t){a}"
+            return f"{a} {_BIN[type(op)]} {r(op.operands[1])}"
+        if isinstance(op, arith.ShLIOp | arith.ShRUIOp | arith.ShRSIOp):
+            # The shift amount is in [0, width) (scalar.py guards it). A left shift goes
+            # through uint64_t (no int promotion to overflow, no negative shifted) and a
+            # logical right shift through the unsigned type of the width; the declaration
+            # narrows back. An arithmetic right shift is GCC/Clang's ">>" on a signed value.
+            a, b = r(op.operands[0]), r(op.operands[1])
+            t = op.results[0].type
+            assert isinstance(t, IntegerType)
+            if isinstance(op, arith.ShLIOp):
+                return f"(uint64_t){a} << {b}"
+            if isinstance(op, arith.ShRUIOp):
+                return f"(uint{t.width.data}_t){a} >> {b}"
+            return f"{a} >> {b}"
         if isinstance(op, arith.NegfOp):
             return f"-{r(op.operands[0])}"
         if isinstance(op, arith.MaximumfOp | arith.MinimumfOp):

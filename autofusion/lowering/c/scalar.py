@@ -17,6 +17,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.utils.exceptions import PassFailedException
 
 from autofusion.dialects import clib, dtypes, nn
+from autofusion.dialects.attrs import origin_names
 from autofusion.lowering.c.builder import Emitter
 
 
@@ -44,8 +45,7 @@ def _unary_float(
 
 def _site(op: Operation, onnx_type: str) -> str:
     """``Div node 'd'``: how a run-time fault message names ``op`` (its ONNX node names)."""
-    origins = op.attributes.get("onnx.origins")
-    names = [o.data for o in origins.data] if origins is not None else []  # type: ignore
+    names = origin_names(op)
     quoted = ", ".join(f"'{n}'" for n in names)
     return f"{onnx_type} node {quoted}" if names else onnx_type
 
@@ -169,6 +169,41 @@ _FMATH = {
     nn.SinOp: math.SinOp,
     nn.CosOp: math.CosOp,
 }
+
+
+def _bitshift(e: Emitter, x: SSAValue, y: SSAValue, left: bool) -> SSAValue:
+    """``x << y`` or ``x >> y`` by the rule of ``interpreter.elementwise.bitshift``. C leaves
+    a shift by a negative amount or by >= the width undefined: those shift by 0 and select the
+    sign fill. arith's shifts are signless: unsigned operands are bitcast (same bits)."""
+    t = cast(IntegerType, x.type)
+    unsigned = t.signedness.data == Signedness.UNSIGNED
+    sl = IntegerType(t.width.data)
+
+    def const(v: int) -> SSAValue:  # arith.constant is signless only
+        c = e.const(v, sl)
+        return e.add(arith.BitcastOp(c, t)) if unsigned else c
+
+    zero = const(0)
+    ok = e.add(arith.CmpiOp(y, const(t.width.data), "ult"))
+    if not unsigned:
+        ok = e.add(arith.AndIOp(ok, e.add(arith.CmpiOp(y, zero, "sge"))))
+    s = e.select(ok, y, zero)
+    if unsigned:
+        xs, ss = e.add(arith.BitcastOp(x, sl)), e.add(arith.BitcastOp(s, sl))
+    else:
+        xs, ss = x, s
+    if left:
+        r = e.add(arith.ShLIOp(xs, ss))
+    elif unsigned:
+        r = e.add(arith.ShRUIOp(xs, ss))
+    else:
+        r = e.add(arith.ShRSIOp(xs, ss))
+    if unsigned:
+        r = e.add(arith.BitcastOp(r, t))
+    fill = zero
+    if not left and not unsigned:
+        fill = e.select(e.add(arith.CmpiOp(x, zero, "slt")), const(-1), zero)
+    return e.select(ok, r, fill)
 
 
 def emit_scalar(e: Emitter, op: Operation, args: list[SSAValue]) -> SSAValue:
@@ -330,6 +365,8 @@ def emit_scalar(e: Emitter, op: Operation, args: list[SSAValue]) -> SSAValue:
             return e.add(arith.OrIOp(x, y))
         case nn.XorOp():
             return e.add(arith.XOrIOp(x, y))
+        case nn.BitShiftOp():
+            return _bitshift(e, x, y, op.str_prop("direction") == "LEFT")
         case nn.EqualOp() | nn.LessOp() | nn.LessEqualOp() | nn.GreaterOp() | nn.GreaterEqualOp():
             if isf:
                 return e.add(arith.CmpfOp(x, y, _FCMP[type(op)]))

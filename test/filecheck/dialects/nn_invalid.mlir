@@ -1143,3 +1143,57 @@ func.func @constant_type() {
 }
 // CHECK: {{^// -{5}$}}
 // CHECK-NEXT: 'nn.constant': value type tensor<2xf32> != result type tensor<3xf32>
+
+// -----
+
+func.func @resize_tables(%x: tensor<1x3xf32>, %i: tensor<6x2xi64>) {
+  %r = nn.resize %x, %i {axes = array<i64: 1>} : (tensor<1x3xf32>, tensor<6x2xi64>) -> tensor<1x6xf32>
+  func.return
+}
+// CHECK: {{^// -{5}$}}
+// CHECK-NEXT: 'nn.resize': needs an index and a weight table per axis, got 1
+
+// -----
+
+func.func @resize_table_types(%x: tensor<1x3xf32>, %i: tensor<6x2xi32>, %w: tensor<6x2xf32>) {
+  %r = nn.resize %x, %i, %w {axes = array<i64: 1>} : (tensor<1x3xf32>, tensor<6x2xi32>, tensor<6x2xf32>) -> tensor<1x6xf32>
+  func.return
+}
+// CHECK: {{^// -{5}$}}
+// CHECK-NEXT: 'nn.resize': axis 1 tables must be i64 and f32, got tensor<6x2xi32> and tensor<6x2xf32>
+
+// -----
+
+func.func @resize_axes(%x: tensor<1x3xf32>, %i: tensor<6x2xi64>, %w: tensor<6x2xf32>) {
+  %r = nn.resize %x, %i, %w {axes = array<i64: 2>} : (tensor<1x3xf32>, tensor<6x2xi64>, tensor<6x2xf32>) -> tensor<1x6xf32>
+  func.return
+}
+// CHECK: {{^// -{5}$}}
+// CHECK-NEXT: 'nn.resize': axes [2] must be distinct, ascending, in [0, 2)
+
+// -----
+
+func.func @resize_result_shape(%x: tensor<1x3xf32>, %i: tensor<6x2xi64>, %w: tensor<6x2xf32>) {
+  %r = nn.resize %x, %i, %w {axes = array<i64: 1>} : (tensor<1x3xf32>, tensor<6x2xi64>, tensor<6x2xf32>) -> tensor<1x5xf32>
+  func.return
+}
+// CHECK: {{^// -{5}$}}
+// CHECK-NEXT: 'nn.resize': result shape (1, 5) does not match inferred shape (1, 6)
+
+// -----
+
+func.func @bitshift_direction(%a: tensor<2xui8>) {
+  %r = nn.bitshift %a, %a {direction = "UP"} : (tensor<2xui8>, tensor<2xui8>) -> tensor<2xui8>
+  func.return
+}
+// CHECK: {{^// -{5}$}}
+// CHECK-NEXT: 'nn.bitshift': direction must be "LEFT" or "RIGHT"
+
+// -----
+
+func.func @bitshift_float(%a: tensor<2xf32>) {
+  %r = nn.bitshift %a, %a {direction = "LEFT"} : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+  func.return
+}
+// CHECK: {{^// -{5}$}}
+// CHECK-NEXT: 'nn.bitshift': expects integer operands of 8, 16, 32 or 64 bits, got f32

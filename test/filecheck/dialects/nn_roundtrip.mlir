@@ -219,6 +219,17 @@ func.func @data_movement(%x: tensor<2x3x4xf32>, %y: tensor<2x5x4xf32>, %emb: ten
   func.return %concat : tensor<2x8x4xf32>
 }
 
+// CHECK-LABEL: func.func @resize(%x: tensor<1x2x3x3xf32>, %i2: tensor<6x2xi64>, %w2: tensor<6x2xf32>, %i3: tensor<4x1xi64>, %w3: tensor<4x1xf32>) -> tensor<1x2x6x4xf32> {
+// CHECK-NEXT:    %resize = nn.resize %x, %i2, %w2, %i3, %w3 {axes = array<i64: 2, 3>} : (tensor<1x2x3x3xf32>, tensor<6x2xi64>, tensor<6x2xf32>, tensor<4x1xi64>, tensor<4x1xf32>) -> tensor<1x2x6x4xf32>
+// CHECK-NEXT:    %crop = nn.resize %x, %i3, %w3 {axes = array<i64: 3>, extrapolation_value = 1.000000e+01 : f64} : (tensor<1x2x3x3xf32>, tensor<4x1xi64>, tensor<4x1xf32>) -> tensor<1x2x3x4xf32>
+// CHECK-NEXT:    func.return %resize : tensor<1x2x6x4xf32>
+// CHECK-NEXT:    }
+func.func @resize(%x: tensor<1x2x3x3xf32>, %i2: tensor<6x2xi64>, %w2: tensor<6x2xf32>, %i3: tensor<4x1xi64>, %w3: tensor<4x1xf32>) -> tensor<1x2x6x4xf32> {
+  %resize = nn.resize %x, %i2, %w2, %i3, %w3 {axes = array<i64: 2, 3>} : (tensor<1x2x3x3xf32>, tensor<6x2xi64>, tensor<6x2xf32>, tensor<4x1xi64>, tensor<4x1xf32>) -> tensor<1x2x6x4xf32>
+  %crop = nn.resize %x, %i3, %w3 {axes = array<i64: 3>, extrapolation_value = 1.000000e+01 : f64} : (tensor<1x2x3x3xf32>, tensor<4x1xi64>, tensor<4x1xf32>) -> tensor<1x2x3x4xf32>
+  func.return %resize : tensor<1x2x6x4xf32>
+}
+
 // CHECK-LABEL: func.func @constants() -> tensor<2xi1> {
 // CHECK-NEXT:    %bool = nn.constant dense<[true, false]> : tensor<2xi1>
 // CHECK-NEXT:    %f32 = nn.constant dense<[[1.000000e+00, -2.500000e+00], [0.000000e+00, 3.000000e+00]]> : tensor<2x2xf32> {onnx.origins = ["fc.weight"]}
@@ -240,3 +251,14 @@ func.func @constants() -> tensor<2xi1> {
   func.return %bool : tensor<2xi1>
 }
 
+
+// CHECK-LABEL: func.func @bitshift(%u: tensor<2x3xui32>, %s: tensor<3xui32>, %i: tensor<2x3xi16>) -> tensor<2x3xi16> {
+// CHECK-NEXT:    %left = nn.bitshift %u, %s {direction = "LEFT"} : (tensor<2x3xui32>, tensor<3xui32>) -> tensor<2x3xui32>
+// CHECK-NEXT:    %right = nn.bitshift %i, %i {direction = "RIGHT"} : (tensor<2x3xi16>, tensor<2x3xi16>) -> tensor<2x3xi16>
+// CHECK-NEXT:    func.return %right : tensor<2x3xi16>
+// CHECK-NEXT:  }
+func.func @bitshift(%u: tensor<2x3xui32>, %s: tensor<3xui32>, %i: tensor<2x3xi16>) -> tensor<2x3xi16> {
+  %left = nn.bitshift %u, %s {direction = "LEFT"} : (tensor<2x3xui32>, tensor<3xui32>) -> tensor<2x3xui32>
+  %right = nn.bitshift %i, %i {direction = "RIGHT"} : (tensor<2x3xi16>, tensor<2x3xi16>) -> tensor<2x3xi16>
+  func.return %right : tensor<2x3xi16>
+}

@@ -1,0 +1,70 @@
+"""The discardable attributes autofusion puts on IR, by name, with typed accessors.
+
+One table instead of bare strings in every module (``test_attr_names.py`` keeps it that way:
+an attribute name spelled out anywhere else in ``autofusion/`` fails it). Who writes what:
+
+| name | on | written by | meaning |
+|---|---|---|---|
+| ``onnx.origins`` | nn ops, lowered funcs | importer, rewrites | ONNX nodes the op came from |
+| ``onnx.name`` | func arg/result attrs | importer | the ONNX graph input/output name |
+| ``memory.offsets`` | ops with results | plan-buffers | arena byte offset per result (-1: none) |
+| ``memory.arena_bytes`` ... | module | plan-buffers | arena size, naive and lower-bound bytes |
+| ``memory.heuristic`` | module | plan-buffers | the placement heuristic that won |
+| ``memory.tile`` | fusion.kernel | tile-fusion | the tiling record of a split kernel |
+| ``precision.storage`` | nn.constant | assign-precision | 16-bit storage type of a weight |
+| ``precision.groups`` | module | validate-precision | measured error per fused group |
+| ``fusion.policy`` | module | fuse | the policy and options that decided |
+| ``fusion.refusals`` | module | fusion passes | refusals with reason codes |
+| ``fusion.fast_math`` | fusion.kernel | fuse | op types allowed fast approximations |
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, StringAttr
+from xdsl.ir import Attribute, Operation
+
+ORIGINS = "onnx.origins"
+ONNX_NAME = "onnx.name"
+MEMORY_OFFSETS = "memory.offsets"
+MEMORY_ARENA_BYTES = "memory.arena_bytes"
+MEMORY_NAIVE_BYTES = "memory.naive_bytes"
+MEMORY_LOWER_BOUND_BYTES = "memory.lower_bound_bytes"
+MEMORY_HEURISTIC = "memory.heuristic"
+MEMORY_TILE = "memory.tile"
+PRECISION_STORAGE = "precision.storage"
+PRECISION_GROUPS = "precision.groups"
+FUSION_POLICY = "fusion.policy"
+FUSION_REFUSALS = "fusion.refusals"
+FUSION_FAST_MATH = "fusion.fast_math"
+
+
+def string_list(attr: Attribute | None) -> list[str]:
+    """The strings of an ``ArrayAttr`` of ``StringAttr`` (anything else: empty)."""
+    if isinstance(attr, ArrayAttr):
+        return [a.data for a in attr.data if isinstance(a, StringAttr)]
+    return []
+
+
+def origin_names(op: Operation) -> list[str]:
+    """The op's ``onnx.origins`` (ONNX node names), empty when it has none."""
+    return string_list(op.attributes.get(ORIGINS))
+
+
+def set_origin_names(op: Operation, names: Sequence[str]) -> None:
+    op.attributes[ORIGINS] = ArrayAttr([StringAttr(n) for n in names])
+
+
+def name_dict(name: str) -> DictionaryAttr:
+    """The arg/result attribute dictionary ``{onnx.name = "name"}``."""
+    return DictionaryAttr({ONNX_NAME: StringAttr(name)})
+
+
+def onnx_name(attrs: Attribute | None) -> str | None:
+    """``onnx.name`` from an arg/result attribute dictionary, or None."""
+    if isinstance(attrs, DictionaryAttr):
+        name = attrs.data.get(ONNX_NAME)
+        if isinstance(name, StringAttr):
+            return name.data
+    return None

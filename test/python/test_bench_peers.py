@@ -1,0 +1,84 @@
+"""``autofusion-bench --against``: every engine in its own process, rounds interleaved.
+
+Checks the protocol and the result's shape and numerics, never the times themselves (the
+machine is shared; speed is measured in benchmarks, not asserted in tests).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+
+import numpy as np
+import pytest
+
+from autofusion.errors import AutofusionError
+from autofusion.tools import bench as bench_cli
+from autofusion.tools import peers
+
+
+def test_against_both_peers_reports_every_engine_and_per_round_ratios() -> None:
+    r = bench_cli.bench("zoo:tiny_cnn", threads=1, runs=2, warmup=1, progress=False,
+                        against=["onnxruntime", "openvino"], rounds=3)  # fmt: skip
+    p = r["peers"]
+    assert set(p["latency_ms"]) == {"autofusion", "onnxruntime", "openvino"}
+    assert all(len(v) == 3 and min(v) > 0 for v in p["rounds_ms"].values())
+    assert p["match"] == {"autofusion": True, "onnxruntime": True, "openvino": True}
+    assert p["max_abs_err"]["onnxruntime"] == 0.0  # the reference, run in another process
+    for peer in ("onnxruntime", "openvino"):
+        q = p["ratios"][peer]
+        per_round = [a / b for a, b in zip(p["rounds_ms"]["autofusion"], p["rounds_ms"][peer])]
+        assert q["min"] <= q["median"] <= q["max"]
+        assert q["median"] == pytest.approx(float(np.median(per_round)), rel=1e-2)
+    assert r["latency_ms"]["autofusion"] == p["latency_ms"]["autofusion"]
+    assert r["ratio"] == pytest.approx(
+        p["latency_ms"]["autofusion"] / p["latency_ms"]["onnxruntime"], rel=1e-3
+    )
+    text = bench_cli.format_table(r)
+    assert "ratio autofusion/openvino" in text
+    assert "own process" in text
+
+
+def test_cli_against_prints_the_table_and_json(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["zoo:tiny_cnn", "--threads", "1", "--runs", "1", "--warmup", "1", "--rounds", "1"]
+    assert bench_cli.main([*argv, "--against", "openvino", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert set(result["peers"]["ratios"]) == {"openvino"}
+    assert result["ratio"] is None  # onnxruntime was not timed
+    assert result["peers"]["match"]["openvino"] is True
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("tensorrt", "unknown engine 'tensorrt'"),
+        ("openvino,openvino", "listed twice"),
+        (",", "comma-separated list"),
+    ],
+)
+def test_bad_engine_lists_are_clear_errors(
+    spec: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert bench_cli.main(["zoo:tiny_cnn", "--against", spec]) == 1
+    err = capsys.readouterr().err
+    assert message in err
+    assert "Traceback" not in err
+
+
+def test_against_needs_a_runnable_target() -> None:
+    with pytest.raises(AutofusionError, match="--against needs --target c"):
+        bench_cli.bench("zoo:tiny_cnn", target="ascendc", against=["onnxruntime"], progress=False)
+
+
+def test_a_worker_that_cannot_load_its_engine_says_so(tmp_path) -> None:
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"not a model")
+    feeds = tmp_path / "feeds.npz"
+    np.savez(feeds, x=np.zeros(2, np.float32))
+    out = io.StringIO()
+    code = peers.worker("onnxruntime", bad, None, feeds, tmp_path / "o.npz", 1, io.StringIO(), out)
+    assert code == 1
+    msg = json.loads(out.getvalue())
+    assert "error" in msg
+    assert not os.path.exists(tmp_path / "o.npz")
