@@ -1,4 +1,4 @@
-"""Attention (opset 23 and 24) as a decomposition into ``nn`` matmuls, elementwise ops and a
+"""Attention (opset 23 to 25) as a decomposition into ``nn`` matmuls, elementwise ops and a
 softmax, so the interpreter and every backend get it without an op of their own.
 
 For 3-D inputs ``(batch, seq, heads * head_size)`` Q, K and V are split into
@@ -9,8 +9,10 @@ each kv head is repeated for its group of q heads (an expand of an inserted axis
 
 ``scores = softcap(Q @ K^T * scale) + bias`` where the bias is the additive float mask, or
 the bool mask as ``0 / -inf`` (a mask shorter than the kv sequence is padded with ``-inf``),
-plus the ``-inf`` upper triangle of ``is_causal`` (aligned at the past length). Rows whose bias
-is ``-inf`` everywhere give zero probabilities (ONNX's fully-masked-row rule), not the NaN of a
+plus the ``-inf`` upper triangle of ``is_causal`` (aligned at the past length) and opset 25's
+sliding window (a query at absolute position ``p = past + i`` sees key ``j`` only if
+``p - left_window_size <= j <= p + right_window_size``; ``-1`` leaves a side unbounded), both
+one constant ``0 / -inf`` matrix. Rows whose bias is ``-inf`` everywhere give zero probabilities (ONNX's fully-masked-row rule), not the NaN of a
 plain softmax. The optional 4th output follows ``qk_matmul_output_mode``: 0 and 1 the
 (softcapped) scores before the bias, 2 with the bias, 3 the probabilities.
 
@@ -49,7 +51,14 @@ def _concat_seq(ctx: NodeCtx, past: Value, cur: Value, what: str) -> Value:
 
 
 def _bias(
-    ctx: NodeCtx, mask: Value | None, causal: bool, sq: int, skv: int, past: int, elem
+    ctx: NodeCtx,
+    mask: Value | None,
+    causal: bool,
+    window: tuple[int, int],
+    sq: int,
+    skv: int,
+    past: int,
+    elem,
 ) -> Value | None:
     """The additive bias of the scores (broadcastable to ``(B, H, sq, skv)``), None if none."""
     npd = dtypes.to_numpy_dtype(elem)
@@ -72,8 +81,17 @@ def _bias(
             zero, ninf = ctx.const(np.array(0, npd)), ctx.const(np.array(-np.inf, npd))
             mask = ctx.emit1(nn.WhereOp, [mask, zero, ninf], ms, elem)
         bias = mask
-    if causal:
-        allowed = np.arange(skv)[None, :] <= np.arange(sq)[:, None] + past
+    left, right = window
+    if causal or left >= 0 or right >= 0:
+        # diff = absolute query position - key position (queries sit after the past).
+        diff = np.arange(sq)[:, None] + past - np.arange(skv)[None, :]
+        allowed = np.ones((sq, skv), np.bool_)
+        if causal:
+            allowed &= diff >= 0
+        if left >= 0:
+            allowed &= diff <= left
+        if right >= 0:
+            allowed &= -diff <= right
         tri = ctx.const(np.where(allowed, 0, -np.inf).astype(npd))
         if bias is None:
             bias = tri
@@ -87,7 +105,7 @@ def _bias(
     return bias
 
 
-@converter("Attention", version=24)
+@converter("Attention", version=25)
 def _attention(ctx: NodeCtx) -> list[Value]:
     q, k, v = ctx.input(0), ctx.input(1), ctx.input(2)
     elem = value_elem(q)
@@ -154,7 +172,9 @@ def _attention(ctx: NodeCtx) -> list[Value]:
         cap = ctx.const(np.array(softcap, npd))
         t = ctx.emit1(nn.TanhOp, [ctx.emit1(nn.DivOp, [qk, cap], st, elem)], st, elem)
         qk = ctx.emit1(nn.MulOp, [t, cap], st, elem)
-    bias = _bias(ctx, ctx.opt_input(3), bool(int(ctx.attr("is_causal", 0))), sq, skv, past, elem)
+    causal = bool(int(ctx.attr("is_causal", 0)))
+    window = (int(ctx.attr("left_window_size", -1)), int(ctx.attr("right_window_size", -1)))
+    bias = _bias(ctx, ctx.opt_input(3), causal, window, sq, skv, past, elem)
     scores = qk
     if bias is not None:
         try:

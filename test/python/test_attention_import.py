@@ -136,3 +136,49 @@ def test_attention_refusals_name_the_node() -> None:
     )
     with pytest.raises(AutofusionError, match=r"node 'attn' \(Attention\).*does not broadcast"):
         import_onnx(wide_mask, progress=False)
+
+
+# Opset 25's sliding window, against onnx's reference evaluator (onnxruntime may predate it):
+# (is_causal, left_window_size, right_window_size, with a 2-position kv cache and a float mask).
+WINDOWS = {
+    "left1_causal_cache": (1, 1, -1, True),
+    "left2_right1_mask": (0, 2, 1, False),
+    "right0_only": (0, -1, 0, False),
+}
+
+
+@pytest.mark.parametrize("cfg", sorted(WINDOWS))
+def test_attention_sliding_window_matches_reference(cfg: str, tmp_path) -> None:
+    from onnx.reference import ReferenceEvaluator
+
+    causal, left, right, cache = WINDOWS[cfg]
+    inputs = [
+        ("Q", T.FLOAT, [1, 2, 4, 3]),
+        ("K", T.FLOAT, [1, 2, 4, 3]),
+        ("V", T.FLOAT, [1, 2, 4, 3]),
+        ("mask", T.FLOAT, [4, 6 if cache else 4]),
+    ]
+    outputs = ["Y"]
+    if cache:
+        inputs += [("past_k", T.FLOAT, [1, 2, 2, 3]), ("past_v", T.FLOAT, [1, 2, 2, 3])]
+        outputs += ["pk", "pv"]
+    model = _model(
+        inputs,
+        outputs,
+        opset=25,
+        is_causal=causal,
+        left_window_size=left,
+        right_window_size=right,
+    )
+    feeds = _feeds(model, seed=len(cfg))
+    ref = dict(zip(outputs, ReferenceEvaluator(model).run(None, feeds), strict=True))
+    assert all(0.1 < float(np.abs(r).max()) < 10 for r in ref.values())
+    # The window changes the result: the same model without it differs.
+    plain = _model(inputs, outputs, opset=25, is_causal=causal)
+    plain_y = ReferenceEvaluator(plain).run(None, feeds)[0]
+    assert float(np.abs(plain_y - ref["Y"]).max()) > 1e-2
+    got = run_module(import_onnx(model, progress=False), feeds)
+    got_c = build_and_run(compile_onnx(model), feeds, tmp_path)
+    for name, r in ref.items():
+        assert_close(got[name], r, f"{cfg} interpreter {name}")
+        assert_close(got_c[name], r, f"{cfg} C {name}")
