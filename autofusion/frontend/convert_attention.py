@@ -14,7 +14,8 @@ sliding window (a query at absolute position ``p = past + i`` sees key ``j`` onl
 ``p - left_window_size <= j <= p + right_window_size``; ``-1`` leaves a side unbounded), both
 one constant ``0 / -inf`` matrix. Rows whose bias is ``-inf`` everywhere give zero
 probabilities (ONNX's fully-masked-row rule), not the NaN of a plain softmax.
-The optional 4th output follows ``qk_matmul_output_mode``: 0 and 1 the (softcapped) scores before the bias, 2 with the bias, 3 the probabilities.
+The optional 4th output follows ``qk_matmul_output_mode``: 0 and 1 the (softcapped) scores
+before the bias, 2 with the bias, 3 the probabilities.
 
 Refused: non-float inputs, ``softmax_precision`` other than the input type, and opset 24's
 ``nonpad_kv_seqlen`` input.
