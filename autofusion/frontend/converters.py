@@ -8,6 +8,7 @@ which import the registry's decorators, form no import cycle with it.
 from __future__ import annotations
 
 from autofusion.frontend import (  # noqa: F401 - imported for their registrations
+    convert_attention,
     convert_conv_transpose,
     convert_elementwise,
     convert_loss,

@@ -27,7 +27,8 @@ SELF_FOLDING: set[str] = set()
 
 
 #: Ops whose converter implements a version newer than :data:`SEMANTICS_OPSET` (an op new in
-#: that opset): op type -> the implemented version.
+#: that opset): op type -> the implemented version. The converter also serves the op's earlier
+#: versions after :data:`SEMANTICS_OPSET` (Attention 24 only adds an input to Attention 23).
 IMPLEMENTED_VERSIONS: dict[str, int] = {}
 
 
@@ -133,7 +134,7 @@ def version_problem(op_type: str, opset: int) -> str | None:
     since = since_version(op_type, opset)
     if since is None or since <= SEMANTICS_OPSET or since in TYPE_ONLY_VERSIONS.get(op_type, ()):
         return None
-    if since in REVIEWED_VERSIONS.get(op_type, {}) or since == IMPLEMENTED_VERSIONS.get(op_type):
+    if since in REVIEWED_VERSIONS.get(op_type, {}) or since <= IMPLEMENTED_VERSIONS.get(op_type, 0):
         return None
     return (
         f"{op_type} version {since} (opset {opset}) changed semantics that autofusion does not "
