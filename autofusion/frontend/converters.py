@@ -10,6 +10,7 @@ from __future__ import annotations
 from autofusion.frontend import (  # noqa: F401 - imported for their registrations
     convert_attention,
     convert_conv_transpose,
+    convert_einsum,
     convert_elementwise,
     convert_loss,
     convert_nn,
