@@ -223,7 +223,7 @@ def _einsum(ctx: NodeCtx) -> list[Value]:
     for i, v in enumerate(vals):
         if value_elem(v) != elem:
             raise ctx.error(f"input {i} is {value_elem(v)}, input 0 is {elem}")
-    if not (dtypes.is_float(elem) or dtypes.is_int(elem)):
+    if dtypes.to_numpy_dtype(elem).kind not in "fiu":
         raise ctx.error(f"expects numeric tensors, got {elem}")
     labels, out = parse_equation(ctx, equation, [len(value_shape(v)) for v in vals])
     terms = [_diagonal(ctx, _Term(v, lb)) for v, lb in zip(vals, labels, strict=True)]

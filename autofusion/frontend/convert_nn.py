@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from xdsl.ir import Attribute
 
 from autofusion.dialects import dtypes, nn, shapes
 from autofusion.dialects.base import bool_attr, f64_attr, i64_array, int_attr
@@ -134,6 +135,68 @@ def _pool(ctx: NodeCtx, op_cls: type, extra: dict) -> list[Value]:
         **extra,
     }
     return [ctx.emit1(op_cls, [x], out, value_elem(x), props)]
+
+
+@converter("LpPool")
+def _lp_pool(ctx: NodeCtx) -> list[Value]:
+    """``(sum over the window of |x|^p)^(1/p)``. The window sum of ``|x|^p`` is an average pool
+    that counts pads, times the window size; where ``ceil_mode`` lets a window overhang the
+    padded input (which the average pool would not count), it is a depthwise convolution with
+    a kernel of ones and the overhang widened into the end pads (1-d and 2-d: the C target has
+    no 3-d convolution). Pads and overhang contribute zeros, as in onnxruntime."""
+    x = _float_input(ctx, 0)
+    xs = value_shape(x)
+    nsp = len(xs) - 2
+    if nsp < 1:
+        raise ctx.error(f"input must have rank >= 3, got {xs}")
+    kernel = [int(v) for v in ctx.attr("kernel_shape", [])]
+    if len(kernel) != nsp:
+        raise ctx.error(f"kernel_shape {kernel} must have {nsp} entries")
+    strides = [int(v) for v in ctx.attr("strides", [1] * nsp)]
+    dilations = [int(v) for v in ctx.attr("dilations", [1] * nsp)]
+    ceil_mode = bool(ctx.attr("ceil_mode", 0))
+    p = int(ctx.attr("p", 2))
+    if p < 1:
+        raise ctx.error(f"p must be a positive integer, got {p}")
+    pads = resolve_pads(ctx, xs[2:], kernel, strides, dilations)
+    try:
+        out = shapes.pool_out(xs, kernel, strides, pads, dilations, ceil_mode)
+    except ValueError as e:
+        raise ctx.error(str(e)) from None
+    conv_pads = list(pads)
+    for i in range(nsp):
+        reach = (out[2 + i] - 1) * strides[i] + dilations[i] * (kernel[i] - 1) + 1
+        conv_pads[nsp + i] += max(0, reach - (xs[2 + i] + pads[i] + pads[nsp + i]))
+    elem = value_elem(x)
+    npd = dtypes.to_numpy_dtype(elem)
+    if p == 2:
+        powered = ctx.emit1(nn.MulOp, [x, x], xs, elem)
+    else:
+        powered = ctx.emit1(nn.AbsOp, [x], xs, elem)
+        if p != 1:
+            powered = ctx.emit1(nn.PowOp, [powered, ctx.const(np.array(p, npd))], xs, elem)
+    props: dict[str, Attribute] = {"strides": i64_array(strides), "dilations": i64_array(dilations)}
+    if conv_pads == pads:
+        props |= {
+            "kernel": i64_array(kernel),
+            "pads": i64_array(pads),
+            "ceil_mode": bool_attr(ceil_mode),
+            "count_include_pad": bool_attr(True),
+        }
+        mean = ctx.emit1(nn.AvgPoolOp, [powered], out, elem, props)
+        window = ctx.const(np.array(float(np.prod(kernel)), npd))
+        total = ctx.emit1(nn.MulOp, [mean, window], out, elem)
+    elif nsp > 2:
+        raise ctx.error("ceil_mode windows that overhang the padded input are 1-d/2-d only")
+    else:
+        ones = ctx.const(np.ones((xs[1], 1, *kernel), dtype=npd))
+        props |= {"pads": i64_array(conv_pads), "group": int_attr(xs[1])}
+        total = ctx.emit1(nn.ConvOp, [powered, ones, None], out, elem, props)
+    if p == 1:
+        return [total]
+    if p == 2:
+        return [ctx.emit1(nn.SqrtOp, [total], out, elem)]
+    return [ctx.emit1(nn.PowOp, [total, ctx.const(np.array(1.0 / p, npd))], out, elem)]
 
 
 @converter("MaxPool")

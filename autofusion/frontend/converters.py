@@ -14,6 +14,7 @@ from autofusion.frontend import (  # noqa: F401 - imported for their registratio
     convert_elementwise,
     convert_loss,
     convert_nn,
+    convert_quantize,
     convert_resize,
     convert_rmsnorm,
     convert_rnn,

@@ -71,8 +71,8 @@ TYPE_ONLY_VERSIONS: dict[str, tuple[int, ...]] = {
         (
             "AveragePool", "Conv", "ConvTranspose", "Cos", "Dropout", "Elu",
             "GlobalAveragePool", "GlobalMaxPool", "GRU", "HardSigmoid", "HardSwish",
-            "InstanceNormalization", "LSTM", "MaxPool", "NegativeLogLikelihoodLoss", "RNN",
-            "Round", "Sin", "Softplus",
+            "InstanceNormalization", "LpPool", "LSTM", "MaxPool", "NegativeLogLikelihoodLoss",
+            "RNN", "Round", "Sin", "Softplus",
         ),
         (22,),
     ),

@@ -1,9 +1,10 @@
 """Einsum, decomposed by the frontend (``convert_einsum.py``), against numpy's einsum (what
-onnx's reference evaluator runs; onnxruntime is checked too where it accepts the equation —
-it rejects uppercase labels): matmuls, batch broadcasting through ``...`` of different ranks, diagonals,
+onnx's reference evaluator runs; onnxruntime is checked too where it accepts the equation:
+it rejects uppercase labels). Matmuls, batch dims that broadcast through ``...``, diagonals,
 plain sums, transposes, implicit outputs (uppercase before lowercase), three operands, outer
 and Hadamard products, in the interpreter and in the generated C (all equations in one model,
-so one C build). Malformed equations are refused with an error naming the node."""
+so one C build); an integer einsum exactly. Malformed equations are refused with an error
+naming the node."""
 
 from __future__ import annotations
 
@@ -110,3 +111,19 @@ def _single(eq: str, shapes: list[list[int]]) -> onnx.ModelProto:
 def test_einsum_refusals_name_the_node(eq: str, shapes: list[list[int]], msg: str) -> None:
     with pytest.raises(AutofusionError, match=r"node 'es' \(Einsum\).*" + msg):
         import_onnx(_single(eq, shapes), progress=False)
+
+
+def test_integer_einsum_is_exact(tmp_path) -> None:
+    model = _single("bij,bjk->bki", [[2, 3, 4], [2, 4, 5]])
+    for vi in [*model.graph.input, *model.graph.output]:
+        vi.type.tensor_type.elem_type = T.INT32
+    rng = np.random.default_rng(1)
+    feeds = {
+        f"x{i}": rng.integers(-50, 50, s).astype(np.int32)
+        for i, s in enumerate([[2, 3, 4], [2, 4, 5]])
+    }
+    ref = np.einsum("bij,bjk->bki", feeds["x0"], feeds["x1"])
+    got = run_module(import_onnx(model, progress=False), feeds)["y"]
+    got_c = build_and_run(compile_onnx(model), feeds, tmp_path)["y"]
+    np.testing.assert_array_equal(got, ref)
+    np.testing.assert_array_equal(got_c, ref)
