@@ -12,6 +12,7 @@ from autofusion.frontend import (  # noqa: F401 - imported for their registratio
     convert_conv_transpose,
     convert_einsum,
     convert_elementwise,
+    convert_gridsample,
     convert_loss,
     convert_nn,
     convert_quantize,

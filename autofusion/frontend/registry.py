@@ -70,7 +70,7 @@ TYPE_ONLY_VERSIONS: dict[str, tuple[int, ...]] = {
     **dict.fromkeys(
         (
             "AveragePool", "Conv", "ConvTranspose", "Cos", "Dropout", "Elu",
-            "GlobalAveragePool", "GlobalMaxPool", "GRU", "HardSigmoid", "HardSwish",
+            "GlobalAveragePool", "GlobalMaxPool", "GridSample", "GRU", "HardSigmoid", "HardSwish",
             "InstanceNormalization", "LpPool", "LSTM", "MaxPool", "NegativeLogLikelihoodLoss",
             "RNN", "Round", "Sin", "Softplus",
         ),
