@@ -269,8 +269,7 @@ def conv_algo(params: Sequence[int]) -> str:
     f = dict(zip(CONV_FIELDS, params, strict=True))
     group = max(1, f["group"])
     taps = f["R"] * f["S"]
-    if (f["C"] == group and f["K"] % group == 0 and taps <= DW_MAX_TAPS
-            and min(f["pad_top"], f["pad_left"]) >= 0):  # fmt: skip
+    if f["C"] == group and f["K"] % group == 0 and taps <= DW_MAX_TAPS:
         return "direct_dw"
     if (f["R"] == 1 and f["S"] == 1 and f["stride_h"] == 1 and f["stride_w"] == 1
             and f["pad_top"] == 0 and f["pad_left"] == 0 and f["OH"] == f["H"]
