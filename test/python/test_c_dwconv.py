@@ -1,5 +1,6 @@
 """Direct depthwise convolution (``afrt_dwconv2d_f32``, algo ``direct_dw``) against onnxruntime.
 
+Also the small-input-channel direct conv (``afrt_dconv_smallc_f32``, ``direct_smallc``).
 A sweep of depthwise shapes (channels 1..70, sizes 1..17, strides 1/2/3, pads 0/1/2 and
 asymmetric, kernels 1/3/5, dilation 2, a channel multiplier), each with one of the fused
 epilogues (none, bias, Relu, Clip(0, 6), SiLU, bias + residual Add + Relu), is packed into a few
@@ -31,19 +32,22 @@ EPILOGUES = ("none", "bias", "relu", "relu6", "silu", "bias_add_relu")
 
 def _dw_case(rng: np.random.Generator, i: int, c: int, h: int, w: int, k: int, stride: int,
              pads: tuple[int, int, int, int], epi: str, mult: int = 1, dil: int = 1,
-             ) -> tuple[list[onnx.NodeProto], list[onnx.TensorProto], onnx.ValueInfoProto,
-                        onnx.ValueInfoProto]:  # fmt: skip
-    """One depthwise Conv (+ epilogue) on its own input ``x{i}``, output ``y{i}``."""
+             dense_k: int = 0) -> tuple[list[onnx.NodeProto], list[onnx.TensorProto],
+                                        onnx.ValueInfoProto, onnx.ValueInfoProto]:  # fmt: skip
+    """One depthwise Conv (+ epilogue) on its own input ``x{i}``, output ``y{i}``; with
+    ``dense_k`` a group-1 Conv of ``c`` -> ``dense_k`` channels instead."""
     x, y = f"x{i}", f"y{i}"
-    wt = rng.uniform(-1, 1, (c * mult, 1, k, k)).astype(np.float32) / k
+    group = 1 if dense_k else c
+    kout = dense_k or c * mult
+    wt = rng.uniform(-1, 1, (kout, c // group, k, k)).astype(np.float32) / (k * (c // group))
     inits = [numpy_helper.from_array(wt, f"w{i}")]
     conv_in = [x, f"w{i}"]
     if epi.startswith("bias"):
-        inits.append(numpy_helper.from_array(rng.uniform(-1, 1, c * mult).astype(np.float32),
+        inits.append(numpy_helper.from_array(rng.uniform(-1, 1, kout).astype(np.float32),
                                              f"b{i}"))  # fmt: skip
         conv_in.append(f"b{i}")
     conv_out = y if epi in ("none", "bias") else f"c{i}"
-    nodes = [helper.make_node("Conv", conv_in, [conv_out], name=f"conv{i}", group=c,
+    nodes = [helper.make_node("Conv", conv_in, [conv_out], name=f"conv{i}", group=group,
                               kernel_shape=[k, k], strides=[stride, stride], pads=list(pads),
                               dilations=[dil, dil])]  # fmt: skip
     oh = (h + pads[0] + pads[2] - dil * (k - 1) - 1) // stride + 1
@@ -58,12 +62,12 @@ def _dw_case(rng: np.random.Generator, i: int, c: int, h: int, w: int, k: int, s
         nodes += [helper.make_node("Sigmoid", [conv_out], [f"s{i}"], name=f"sig{i}"),
                   helper.make_node("Mul", [conv_out, f"s{i}"], [y], name=f"mul{i}")]  # fmt: skip
     elif epi == "bias_add_relu":
-        res = rng.uniform(-1, 1, (1, c * mult, oh, ow)).astype(np.float32)
+        res = rng.uniform(-1, 1, (1, kout, oh, ow)).astype(np.float32)
         inits.append(numpy_helper.from_array(res, f"r{i}"))
         nodes += [helper.make_node("Add", [conv_out, f"r{i}"], [f"a{i}"], name=f"add{i}"),
                   helper.make_node("Relu", [f"a{i}"], [y], name=f"relu{i}")]  # fmt: skip
     vi_x = helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, c, h, w])
-    vi_y = helper.make_tensor_value_info(y, TensorProto.FLOAT, [1, c * mult, oh, ow])
+    vi_y = helper.make_tensor_value_info(y, TensorProto.FLOAT, [1, kout, oh, ow])
     return nodes, inits, vi_x, vi_y
 
 
@@ -114,6 +118,71 @@ EXTRA = [  # shapes the sweep leaves out: asymmetric pads, stride 3, dilation, m
 ]
 
 
+SMALL_C = [  # group-1 convs with at most 4 input channels: direct_smallc
+    {
+        "c": 3,
+        "h": 32,
+        "w": 30,
+        "k": 3,
+        "stride": 2,
+        "pads": (1, 1, 1, 1),
+        "epi": "relu",
+        "dense_k": 24,
+    },
+    {
+        "c": 3,
+        "h": 17,
+        "w": 9,
+        "k": 3,
+        "stride": 1,
+        "pads": (1, 1, 1, 1),
+        "epi": "relu6",
+        "dense_k": 16,
+    },
+    {
+        "c": 2,
+        "h": 7,
+        "w": 7,
+        "k": 5,
+        "stride": 1,
+        "pads": (2, 2, 2, 2),
+        "epi": "bias",
+        "dense_k": 5,
+    },
+    {
+        "c": 4,
+        "h": 13,
+        "w": 11,
+        "k": 3,
+        "stride": 2,
+        "pads": (0, 1, 1, 0),
+        "epi": "silu",
+        "dense_k": 7,
+    },
+    {
+        "c": 3,
+        "h": 12,
+        "w": 12,
+        "k": 3,
+        "stride": 1,
+        "pads": (2, 2, 2, 2),
+        "epi": "none",
+        "dense_k": 9,
+        "dil": 2,
+    },
+    {
+        "c": 3,
+        "h": 100,
+        "w": 90,
+        "k": 7,
+        "stride": 2,
+        "pads": (3, 3, 3, 3),
+        "epi": "bias_add_relu",
+        "dense_k": 64,
+    },
+]
+
+
 def _feeds(model: onnx.ModelProto, seed: int) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
     feeds = {}
@@ -150,6 +219,13 @@ def test_depthwise_extra_shapes_and_two_threads() -> None:
     for threads in (1, 2):
         report = _check(model, feeds, threads=threads)
     assert [r["conv_algo"] for r in report["conv_algo"]] == ["direct_dw"] * len(EXTRA)  # type: ignore[index]
+
+
+@pytest.mark.parametrize(("cpu", "threads"), [("native", 1), ("native", 2), ("x86-64-v3", 1)])
+def test_small_channel_direct_conv(cpu: str, threads: int) -> None:
+    model = _model(SMALL_C, seed=13)
+    report = _check(model, _feeds(model, 13), cpu=cpu, threads=threads)
+    assert [r["conv_algo"] for r in report["conv_algo"]] == ["direct_smallc"] * len(SMALL_C)  # type: ignore[index]
 
 
 def test_depthwise_portable_path() -> None:
@@ -189,7 +265,7 @@ int main(void) {
         for (int i = 0; i < 18; ++i)
             if (scanf("%ld", (long *)&f[i]) != 1) return 0;
         const afrt_conv_plan_ q = afrt_conv_plan(&p);
-        printf("%d %d\n", q.kind, afrt_dwconv_applies(&p));
+        printf("%d %d %d\n", q.kind, afrt_dwconv_applies(&p), afrt_dconv_smallc_applies(&p));
     }
 }
 """
@@ -214,10 +290,12 @@ def test_conv_algo_matches_the_runtime(tmp_path: Path) -> None:
     text = "\n".join(" ".join(map(str, v)) for v in shapes) + "\n"
     out = subprocess.run([str(exe)], input=text, capture_output=True, text=True, check=True)
     kinds = {0: "direct_dw", 1: "gemm_1x1", 2: "im2col_gemm"}
-    got = [kinds[int(line.split()[0])] for line in out.stdout.splitlines()]
-    applies = [line.split()[1] == "1" for line in out.stdout.splitlines()]
+    got = []
+    for line in out.stdout.splitlines():  # afrt_conv2d_f32's order: kind 0, small C, kind 1/2
+        kind, dw, smallc = (int(v) for v in line.split())
+        assert dw == (kind == 0)
+        got.append("direct_smallc" if kind != 0 and smallc else kinds[kind])
     assert len(got) == len(shapes)
     want = [clib.conv_algo(v) for v in shapes]
     assert got == want
-    assert applies == [a == "direct_dw" for a in want]
-    assert {"direct_dw", "gemm_1x1", "im2col_gemm"} <= set(want)
+    assert set(clib.CONV_ALGOS) == set(want)

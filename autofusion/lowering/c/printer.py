@@ -1165,9 +1165,13 @@ class _FuncPrinter:
                 epi = self._epi(op.epilogue, op.ctx)
                 args = f"{r(op.x)}, {r(op.w)}, {bias}, {r(op.y)}, &p_"
                 self.emit(d, f"{{ const afrt_conv_params p_ = {{{p}}};")
-                if op.algo.data == "direct_dw":
+                direct = {
+                    "direct_dw": "afrt_dwconv2d_f32",
+                    "direct_smallc": "afrt_dconv_smallc_f32",
+                }
+                if op.algo.data in direct:
                     # needs no scratch; afrt_conv2d_f32 only if it is out of memory
-                    self.emit(d, f"  if (!afrt_dwconv2d_f32({args}, {epi}))")
+                    self.emit(d, f"  if (!{direct[op.algo.data]}({args}, {epi}))")
                     self.emit(d, f"    afrt_conv2d_f32({args}, NULL, {epi}); }}")
                 else:
                     self.top.conv_params.setdefault(p, None)

@@ -898,7 +898,8 @@ static inline void afrt_matmul_f32(int64_t batch, int64_t M, int64_t N, int64_t 
  *   OH = (H + pad_top + pad_bottom - dil_h*(R-1) - 1) / stride_h + 1, likewise OW.
  *
  * Paths: depthwise (C/group == 1) is afrt_dwconv2d_f32 (afrt_dwconv.h), or a direct loop per
- * output channel when that cannot run (out of memory, negative pads); 1x1, stride 1, no
+ * output channel when that cannot run (out of memory, negative pads); group 1 with at most
+ * AFRT_DC_MAX_C input channels is afrt_dconv_smallc_f32 (the same header); 1x1, stride 1, no
  * padding feeds x to sgemm directly; everything else goes through im2col in column blocks
  * sized so the column buffer plus the output block stay in L2. The epilogue then runs on each
  * finished [Kg rows, block columns] piece (depthwise: one channel row at a time).
@@ -1268,6 +1269,7 @@ static inline void afrt_conv2d_f32(const float *x, const float *w, const float *
         }
         return;
     }
+    if (afrt_dconv_smallc_applies(p) && afrt_dconv_smallc_f32(x, w, bias, y, p, epi)) return;
     if (afrt_gemm_strategy_ == AFRT_GEMM_OWN && q.crs > 0 && afrt_conv_own_(x, w, bias, y, p, &q, epi))
         return;
     float *buf = NULL;

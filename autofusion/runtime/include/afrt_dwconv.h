@@ -362,4 +362,126 @@ static inline int afrt_dwconv2d_f32(const float *x, const float *w, const float 
     return !failed;
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Direct convolution for few input channels (group 1, C <= AFRT_DC_MAX_C: a network's stem,
+ * e.g. 3 -> 24 channels, 3x3 stride 2 at 224x224), where the GEMM's inner dimension C*R*S is
+ * so short (27) that packing the im2col panels costs as much as the multiply-adds. The same
+ * phase planes as the depthwise kernel, one set per input channel and image; then, per band
+ * of output rows, blocks of 4 output channels x 64 wide positions accumulate in 16 registers:
+ * each tap's 4 input vectors serve 4 channels (16 FMAs per 4 loads). The epilogue runs on
+ * each finished band (all K channels x the band's positions).
+ * ------------------------------------------------------------------------------------------- */
+#ifndef AFRT_DC_MAX_C
+#define AFRT_DC_MAX_C 4
+#endif
+/* Floats of one band's output block (K channels x band positions): L2-resident. */
+#ifndef AFRT_DC_BAND_FLOATS
+#define AFRT_DC_BAND_FLOATS 32768
+#endif
+
+/* Whether afrt_dconv_smallc_f32 takes this conv (the lowering's `direct_smallc` choice). */
+static inline int afrt_dconv_smallc_applies(const afrt_conv_params *p) {
+    return p->group <= 1 && p->C >= 1 && p->C <= AFRT_DC_MAX_C && p->R * p->S > 1 &&
+           p->R * p->S <= AFRT_DW_MAX_TAPS && p->stride_h >= 1 && p->stride_w >= 1 &&
+           p->dil_h >= 1 && p->dil_w >= 1 && p->pad_top >= 0 && p->pad_left >= 0;
+}
+
+/* wide[kk][q - q0] for 4 channels (weights wk4[kk][c][t]) over positions [q0, q1). */
+static inline void afrt_dc_block4_(const float *restrict xp, int64_t cstride, int64_t C,
+                                   const afrt_dw_geom_ *g, const float *restrict wk4,
+                                   int64_t q0, int64_t q1, float *restrict wide, int64_t ldw) {
+    const int64_t taps = g->taps;
+#if defined(__AVX512F__)
+    for (int64_t q = q0; q < q1; q += 64) {
+        __m512 a[4][4];
+        for (int kk = 0; kk < 4; ++kk)
+            for (int v = 0; v < 4; ++v) a[kk][v] = _mm512_setzero_ps();
+        for (int64_t c = 0; c < C; ++c) {
+            const float *xc = xp + c * cstride + q;
+            const float *wc = wk4 + c * taps;
+            for (int64_t t = 0; t < taps; ++t) {
+                const float *b = xc + g->off[t];
+                const __m512 v0 = _mm512_loadu_ps(b), v1 = _mm512_loadu_ps(b + 16);
+                const __m512 v2 = _mm512_loadu_ps(b + 32), v3 = _mm512_loadu_ps(b + 48);
+                for (int kk = 0; kk < 4; ++kk) {
+                    const __m512 wv = _mm512_set1_ps(wc[kk * C * taps + t]);
+                    a[kk][0] = _mm512_fmadd_ps(wv, v0, a[kk][0]);
+                    a[kk][1] = _mm512_fmadd_ps(wv, v1, a[kk][1]);
+                    a[kk][2] = _mm512_fmadd_ps(wv, v2, a[kk][2]);
+                    a[kk][3] = _mm512_fmadd_ps(wv, v3, a[kk][3]);
+                }
+            }
+        }
+        for (int kk = 0; kk < 4; ++kk)
+            for (int v = 0; v < 4; ++v) _mm512_storeu_ps(wide + kk * ldw + (q - q0) + 16 * v, a[kk][v]);
+    }
+#else
+    for (int64_t q = q0; q < q1; q += 16) {
+        float acc[4][16];
+        for (int kk = 0; kk < 4; ++kk)
+            for (int i = 0; i < 16; ++i) acc[kk][i] = 0.0f;
+        for (int64_t c = 0; c < C; ++c)
+            for (int64_t t = 0; t < taps; ++t) {
+                const float *restrict b = xp + c * cstride + q + g->off[t];
+                for (int kk = 0; kk < 4; ++kk) {
+                    const float wt = wk4[(kk * C + c) * taps + t];
+                    for (int i = 0; i < 16; ++i) acc[kk][i] += wt * b[i];
+                }
+            }
+        for (int kk = 0; kk < 4; ++kk)
+            for (int i = 0; i < 16; ++i) wide[kk * ldw + (q - q0) + i] = acc[kk][i];
+    }
+#endif
+}
+
+/* Direct small-C convolution (above). Returns 0 (nothing written) if the conv does not
+ * qualify (afrt_dconv_smallc_applies) or scratch memory cannot be had. */
+static inline int afrt_dconv_smallc_f32(const float *x, const float *w, const float *bias,
+                                        float *y, const afrt_conv_params *p, afrt_epilogue epi) {
+    if (!afrt_dconv_smallc_applies(p)) return 0;
+    if (p->N <= 0 || p->K <= 0 || p->OH <= 0 || p->OW <= 0) return 1;
+    afrt_init_once_();
+    afrt_dw_geom_ g;
+    afrt_dw_geom_init_(p, &g);
+    const int64_t C = p->C, K = p->K, K4 = afrt_cdiv_(K, 4) * 4, taps = g.taps;
+    const int64_t ohw = p->OH * p->OW, hw = p->H * p->W;
+    /* per input channel: its phase planes (+16 spill floats), 64-float aligned */
+    /* + 64: a band's last 64-position step may read past `total` (lanes that are dropped) */
+    const int64_t cstride = afrt_cdiv_(g.total + 64, 16) * 16;
+    /* bands of output rows; band positions rounded up to the 64-position step */
+    const int64_t rows = afrt_max_(1, afrt_min_(p->OH, AFRT_DC_BAND_FLOATS / afrt_max_(1, K4 * g.lp)));
+    const int64_t nband = afrt_cdiv_(p->OH, rows);
+    const int64_t ldw = afrt_cdiv_(rows * g.lp, 64) * 64;
+    float *planes = (float *)afrt_thread_scratch(0, (size_t)(C * cstride + K4 * C * taps) * sizeof(float));
+    if (!planes) return 0;
+    float *wk = planes + C * cstride; /* weights with K padded to 4 (zeros) */
+    for (int64_t i = 0; i < K4 * C * taps; ++i) wk[i] = i < K * C * taps ? w[i] : 0.0f;
+    const double work = (double)p->N * (double)K * (double)ohw * (double)(C * taps);
+    const int par = afrt_num_threads_ > 1 && nband > 1 && afrt_worth_threads_(work);
+    (void)par; /* unused without OpenMP */
+    int failed = 0;
+    for (int64_t n = 0; n < p->N; ++n) {
+        for (int64_t c = 0; c < C; ++c) afrt_dw_fill_(x + (n * C + c) * hw, p, &g, planes + c * cstride);
+        float *yn = y + n * K * ohw;
+        AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (par))
+        for (int64_t b = 0; b < nband; ++b) {
+            float *wide = (float *)afrt_thread_scratch(1, (size_t)(K4 * ldw) * sizeof(float));
+            if (!wide) {
+                failed = 1;
+                continue;
+            }
+            const int64_t oh0 = b * rows, oh1 = afrt_min_(p->OH, oh0 + rows);
+            const int64_t q0 = oh0 * g.lp, q1 = (oh1 - 1) * g.lp + p->OW;
+            for (int64_t k = 0; k < K4; k += 4)
+                afrt_dc_block4_(planes, cstride, C, &g, wk + k * C * taps, q0, q1, wide + k * ldw, ldw);
+            for (int64_t k = 0; k < K; ++k)
+                for (int64_t oh = oh0; oh < oh1; ++oh)
+                    afrt_dw_copy_(yn + k * ohw + oh * p->OW, wide + k * ldw + (oh - oh0) * g.lp,
+                                  p->OW, bias ? bias[k] : 0.0f);
+            if (epi.fn) epi.fn(epi.ctx, yn, n, 0, K, oh0 * p->OW, oh1 * p->OW, ohw);
+        }
+    }
+    return !failed;
+}
+
 #endif /* AFRT_DWCONV_H */
