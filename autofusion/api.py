@@ -311,6 +311,7 @@ def build_model_dir(
     is 0 (``autofusion-compile --threads``)."""
     from autofusion.lowering.backend import RunnableBackend
     from autofusion.pipeline import backend_of
+    from autofusion.policy.report import conv_algo_rows
 
     t0 = time.perf_counter()
     backend = backend_of(opts)
@@ -319,6 +320,9 @@ def build_model_dir(
     if after_passes is not None:
         after_passes(module)
     pipeline.lowering().run(module, progress=say)
+    convs = conv_algo_rows(module)
+    if convs:
+        report["conv_algo"] = convs
     say(f"emitting {opts.target} code ({report['kernels_after']} kernels)")
     backend.emit(module, out_dir)
     if isinstance(backend, RunnableBackend) and build:

@@ -26,6 +26,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from xdsl.dialects.builtin import (
     AnyFloat,
     DenseArrayBase,
@@ -249,6 +251,39 @@ CONV_FIELDS = (
     "dil_w",
     "group",
 )
+# Convolution algorithms the C runtime has, chosen per conv at lowering (`conv_algo`).
+CONV_ALGOS = ("direct_dw", "direct_smallc", "gemm_1x1", "im2col_gemm")
+DW_MAX_TAPS = 64  # AFRT_DW_MAX_TAPS in afrt_dwconv.h
+SMALLC_MAX_C = 4  # AFRT_DC_MAX_C in afrt_dwconv.h
+
+
+def conv_algo(params: Sequence[int]) -> str:
+    """The convolution algorithm for ``params`` (``CONV_FIELDS`` order), from the shapes:
+
+    - ``direct_dw``: one input channel per group (depthwise; a channel multiplier is
+      allowed), at most ``DW_MAX_TAPS`` taps: ``afrt_dwconv2d_f32``, no im2col;
+    - ``direct_smallc``: group 1 with at most ``SMALLC_MAX_C`` input channels and 2 to
+      ``DW_MAX_TAPS`` taps (a stem conv): ``afrt_dconv_smallc_f32``, no im2col;
+    - ``gemm_1x1``: 1x1, stride 1, no padding: the NCHW input is the GEMM's B operand as is;
+    - ``im2col_gemm``: everything else, im2col fused into the GEMM's B packing.
+
+    The same rules as ``afrt_conv_plan`` / ``afrt_dwconv_applies`` /
+    ``afrt_dconv_smallc_applies`` in the runtime (a test
+    compiles both and compares them over a sweep of shapes)."""
+    f = dict(zip(CONV_FIELDS, params, strict=True))
+    group = max(1, f["group"])
+    taps = f["R"] * f["S"]
+    if f["C"] == group and f["K"] % group == 0 and taps <= DW_MAX_TAPS:
+        return "direct_dw"
+    if group == 1 and 1 <= f["C"] <= SMALLC_MAX_C and 1 < taps <= DW_MAX_TAPS:
+        return "direct_smallc"
+    if (f["R"] == 1 and f["S"] == 1 and f["stride_h"] == 1 and f["stride_w"] == 1
+            and f["pad_top"] == 0 and f["pad_left"] == 0 and f["OH"] == f["H"]
+            and f["OW"] == f["W"]):  # fmt: skip
+        return "gemm_1x1"
+    return "im2col_gemm"
+
+
 POOL_FIELDS = (
     "N",
     "C",
@@ -294,7 +329,11 @@ class _LibOp(IRDLOperation):
 
 @irdl_op_definition
 class Conv2DOp(_LibOp):
-    """``afrt_conv2d_f32(x, w, bias, y, &params, NULL, {epilogue, ctx})`` (NCHW, f32)."""
+    """``afrt_conv2d_f32(x, w, bias, y, &params, NULL, {epilogue, ctx})`` (NCHW, f32); with
+    ``algo = "direct_dw"`` ``afrt_dwconv2d_f32(x, w, bias, y, &params, {epilogue, ctx})``
+    (``direct_smallc``: ``afrt_dconv_smallc_f32``, same arguments). ``algo`` records the
+    algorithm chosen at lowering and must be :func:`conv_algo` of ``params`` (the runtime
+    follows the same rules)."""
 
     name = "clib.conv2d"
     x = operand_def(MemRefType)
@@ -304,11 +343,18 @@ class Conv2DOp(_LibOp):
     epilogue = opt_operand_def(PtrType)
     ctx = opt_operand_def(PtrType)
     params = prop_def(DenseArrayBase)
+    algo = prop_def(StringAttr)
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
     def verify_(self) -> None:
-        if len(self.param_values()) != len(CONV_FIELDS):
+        values = self.param_values()
+        if len(values) != len(CONV_FIELDS):
             raise VerifyException(f"'clib.conv2d': params needs {len(CONV_FIELDS)} values")
+        want = conv_algo(values)
+        if self.algo.data != want:
+            raise VerifyException(
+                f'\'clib.conv2d\': algo is "{self.algo.data}" but these params take "{want}"'
+            )
 
 
 @irdl_op_definition

@@ -180,3 +180,24 @@ def record_rows(module: ModuleOp) -> list[dict[str, object]]:
                 row[key] = [s.data for s in value.data if isinstance(s, StringAttr)]
         rows.append(row)
     return rows
+
+
+def conv_algo_rows(module: ModuleOp) -> list[dict[str, object]]:
+    """One row per convolution library call of a lowered C module, in module order: the
+    kernel function, its ONNX nodes, the algorithm chosen at lowering (``clib.conv_algo``:
+    ``direct_dw``, ``gemm_1x1`` or ``im2col_gemm``) and the shape it was chosen from."""
+    from autofusion.dialects import clib
+
+    rows: list[dict[str, object]] = []
+    for fn in _funcs(module):
+        origins = fn.attributes.get("onnx.origins")
+        names = [s.data for s in origins.data if isinstance(s, StringAttr)] if isinstance(
+            origins, ArrayAttr) else []  # fmt: skip
+        for op in fn.walk():
+            if isinstance(op, clib.Conv2DOp):
+                f = dict(zip(clib.CONV_FIELDS, op.param_values(), strict=True))
+                shape = (f"C{f['C']} K{f['K']} {f['H']}x{f['W']} -> {f['OH']}x{f['OW']} "
+                         f"k{f['R']}x{f['S']} s{f['stride_h']} g{f['group']}")  # fmt: skip
+                rows.append({"kernel": fn.sym_name.data, "origins": names,
+                             "conv_algo": op.algo.data, "shape": shape})  # fmt: skip
+    return rows

@@ -88,8 +88,10 @@ def _check_sources(out_dir: Path, names: Sequence[str]) -> None:
 
 
 def copy_runtime_headers(out_dir: Path) -> None:
-    """Put afrt.h beside model.c so the directory builds on its own."""
-    shutil.copyfile(toolchain.INCLUDE_DIR / "afrt.h", out_dir / "afrt.h")
+    """Put afrt.h (and the headers it includes) beside model.c so the directory builds on
+    its own."""
+    for name in toolchain.RUNTIME_HEADERS:
+        shutil.copyfile(toolchain.INCLUDE_DIR / name, out_dir / name)
 
 
 def write_package(out_dir: Path, options: BuildOptions = BuildOptions()) -> None:

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from autofusion.errors import AutofusionError
-from autofusion.runtime import build
+from autofusion.runtime import build, toolchain
 from autofusion.runtime.loader import ModelLibrary
 
 HANDWRITTEN = Path(__file__).parent / "runtime_c" / "handwritten"
@@ -65,7 +65,7 @@ def test_build_writes_self_contained_dir(built: Path) -> None:
 def test_makefile_rebuilds(built: Path, tmp_path: Path) -> None:
     d = write_model_dir(tmp_path / "m")
     shutil.copyfile(built / "Makefile", d / "Makefile")
-    for f in ("afrt.h", "af_build.c", "af_build.h"):  # the package files beside model.c
+    for f in (*toolchain.RUNTIME_HEADERS, "af_build.c", "af_build.h"):  # the package files
         shutil.copyfile(built / f, d / f)
     subprocess.run(["make", "-s"], cwd=d, check=True)
     assert (d / "libmodel.so").is_file()

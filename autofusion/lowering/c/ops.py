@@ -19,6 +19,7 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IntegerType,
     Signedness,
+    StringAttr,
     f64,
     i64,
 )
@@ -532,6 +533,7 @@ def contraction_call(
         if len(shape(op.x)) not in (3, 4):
             raise fail(op, "only 1-d and 2-d convolutions are supported")
         bias = [L.buffer_of(op.bias)] if op.bias is not None else []
+        params = conv_params(op)
         e.add(
             clib.Conv2DOp.build(
                 operands=[
@@ -542,7 +544,7 @@ def contraction_call(
                     [ep] if ep else [],
                     [ctx] if ctx else [],
                 ],
-                properties={"params": _params(conv_params(op))},
+                properties={"params": _params(params), "algo": StringAttr(clib.conv_algo(params))},
             )
         )
         return

@@ -1163,14 +1163,22 @@ class _FuncPrinter:
                 p = ", ".join(f"INT64_C({v})" for v in op.param_values())
                 bias = r(op.bias) if op.bias is not None else "NULL"
                 epi = self._epi(op.epilogue, op.ctx)
-                self.top.conv_params.setdefault(p, None)
+                args = f"{r(op.x)}, {r(op.w)}, {bias}, {r(op.y)}, &p_"
                 self.emit(d, f"{{ const afrt_conv_params p_ = {{{p}}};")
-                self.emit(d, "  void *s_ = afrt_conv2d_scratch_bytes(&p_) <= af_sb ? af_s : NULL;")
-                self.emit(
-                    d,
-                    f"  afrt_conv2d_f32({r(op.x)}, {r(op.w)}, {bias}, {r(op.y)}, &p_, s_, {epi}); "
-                    "}",
-                )
+                direct = {
+                    "direct_dw": "afrt_dwconv2d_f32",
+                    "direct_smallc": "afrt_dconv_smallc_f32",
+                }
+                if op.algo.data in direct:
+                    # needs no scratch; afrt_conv2d_f32 only if it is out of memory
+                    self.emit(d, f"  if (!{direct[op.algo.data]}({args}, {epi}))")
+                    self.emit(d, f"    afrt_conv2d_f32({args}, NULL, {epi}); }}")
+                else:
+                    self.top.conv_params.setdefault(p, None)
+                    self.emit(
+                        d, "  void *s_ = afrt_conv2d_scratch_bytes(&p_) <= af_sb ? af_s : NULL;"
+                    )
+                    self.emit(d, f"  afrt_conv2d_f32({args}, s_, {epi}); }}")
             case clib.MatmulOp():
                 pv = op.param_values()
                 f = dict(zip(clib.MATMUL_FIELDS, pv))

@@ -897,7 +897,9 @@ static inline void afrt_matmul_f32(int64_t batch, int64_t M, int64_t N, int64_t 
  *   with g = k / (K/group). pad_bottom/pad_right only define OH/OW (given explicitly):
  *   OH = (H + pad_top + pad_bottom - dil_h*(R-1) - 1) / stride_h + 1, likewise OW.
  *
- * Paths: depthwise (C/group == 1) is a direct loop per output channel; 1x1, stride 1, no
+ * Paths: depthwise (C/group == 1) is afrt_dwconv2d_f32 (afrt_dwconv.h), or a direct loop per
+ * output channel when that cannot run (out of memory, negative pads); group 1 with at most
+ * AFRT_DC_MAX_C input channels is afrt_dconv_smallc_f32 (the same header); 1x1, stride 1, no
  * padding feeds x to sgemm directly; everything else goes through im2col in column blocks
  * sized so the column buffer plus the output block stay in L2. The epilogue then runs on each
  * finished [Kg rows, block columns] piece (depthwise: one channel row at a time).
@@ -964,6 +966,9 @@ static inline size_t afrt_conv2d_scratch_bytes(const afrt_conv_params *p) {
         return (size_t)(q.crs * p->OH * p->OW) * sizeof(float) + 64;
     return (size_t)afrt_num_threads_ * (size_t)(q.crs * q.pb) * sizeof(float) + 64;
 }
+
+/* Direct depthwise convolution (afrt_dwconv2d_f32): its own header, copied beside this one. */
+#include "afrt_dwconv.h"
 
 /* Fills col[crs, pcount] with the im2col matrix of positions [p0, p0+pcount) of one image and
  * group (xg points at its first channel). */
@@ -1254,6 +1259,7 @@ static inline void afrt_conv2d_f32(const float *x, const float *w, const float *
     const int64_t G = p->group > 0 ? p->group : 1;
     const int64_t ohw = p->OH * p->OW, hw = p->H * p->W;
     if (q.kind == 0) {
+        if (afrt_dwconv2d_f32(x, w, bias, y, p, epi)) return;
         const int64_t tasks = p->N * p->K;
         AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (tasks > 1 && afrt_worth_threads_(AFRT_SLOW_WORK * (double)tasks * ohw * p->R * p->S)))
         for (int64_t t = 0; t < tasks; ++t) {
@@ -1263,6 +1269,7 @@ static inline void afrt_conv2d_f32(const float *x, const float *w, const float *
         }
         return;
     }
+    if (afrt_dconv_smallc_applies(p) && afrt_dconv_smallc_f32(x, w, bias, y, p, epi)) return;
     if (afrt_gemm_strategy_ == AFRT_GEMM_OWN && q.crs > 0 && afrt_conv_own_(x, w, bias, y, p, &q, epi))
         return;
     float *buf = NULL;

@@ -1,0 +1,487 @@
+/*
+ * afrt_dwconv.h -- direct depthwise convolution for afrt.h (included by afrt.h, which defines
+ * afrt_conv_params, afrt_epilogue, afrt_thread_scratch and the small helpers used here; this
+ * file does not stand alone). Copied beside afrt.h into every build and package folder.
+ *
+ *   afrt_dwconv2d_f32(x, w, bias, y, &p, epi)
+ *
+ * Any conv with one input channel per group (C / group == 1; a channel multiplier K / group
+ * > 1 is allowed), any kernel size up to AFRT_DW_MAX_TAPS taps, any stride, padding and
+ * dilation. No im2col.
+ *
+ * Method ("phase planes"). Per output channel the input plane is copied, zero-padded, into a
+ * per-thread buffer split into stride_h x stride_w phase planes: plane (a, b) holds padded
+ * rows a, a + sh, a + 2 sh, ... and, within each, padded columns b, b + sw, .... Every plane
+ * has the same pitch Lp = ceil(padded width / sw). Output (oh, ow) reads, for tap (r, s),
+ * the element at oh * Lp + ow + off(r, s) with a per-tap constant off (the plane, the row and
+ * column shift). So over the "wide" index q = oh * Lp + ow every tap is a unit-stride load
+ * at a constant offset: the conv is a 1-d correlation of length (OH - 1) * Lp + OW with
+ * R*S taps. Columns ow in [OW, Lp) are computed and dropped. Stride 2 costs no permutes in
+ * the inner loop, and small planes (4x4, 7x7) fill whole vectors instead of one masked
+ * vector per output row.
+ *
+ * AVX-512: 4 vectors (64 wide positions) per step with the tap weights broadcast from memory;
+ * short tails split the taps over two accumulators to halve the FMA dependency chain.
+ * Elsewhere: blocks of 32 positions in a local array, taps outer, which compilers vectorise.
+ *
+ * Output: the wide rows are compacted into y with the bias added, channel by channel, and
+ * the epilogue (afrt_epilogue, same contract as the GEMM path: rows = output channels, cols =
+ * output positions, ld = OH*OW) runs once per block of channels while the block is in L1/L2.
+ * Tasks are (image, channel block); OpenMP splits them over threads when the work is worth it.
+ */
+#ifndef AFRT_DWCONV_H
+#define AFRT_DWCONV_H
+
+#ifndef AFRT_DW_MAX_TAPS
+#define AFRT_DW_MAX_TAPS 64
+#endif
+#ifndef AFRT_DW_TINY_VECS
+#define AFRT_DW_TINY_VECS 16
+#endif
+/* A channel block's output aims at this many floats (16 KiB: L1 with the phase buffer). */
+#ifndef AFRT_DW_BLOCK_FLOATS
+#define AFRT_DW_BLOCK_FLOATS 4096
+#endif
+/* Time per multiply-add relative to the GEMM core, for the threading threshold. */
+#ifndef AFRT_DW_WORK
+#define AFRT_DW_WORK 3.0
+#endif
+
+/* Whether afrt_dwconv2d_f32 takes this conv (the lowering's `direct_dw` choice). */
+static inline int afrt_dwconv_applies(const afrt_conv_params *p) {
+    const int64_t g = p->group > 0 ? p->group : 1;
+    return p->C == g && p->K % g == 0 && p->R * p->S <= AFRT_DW_MAX_TAPS && p->R >= 1 &&
+           p->S >= 1 && p->stride_h >= 1 && p->stride_w >= 1 && p->dil_h >= 1 && p->dil_w >= 1 &&
+           p->pad_top >= 0 && p->pad_left >= 0;
+}
+
+typedef struct {
+    int64_t lp, hph, plane; /* plane pitch, rows per plane, floats per plane */
+    int64_t nq, nqv;        /* wide positions, and rounded up to the correlation's steps */
+    int64_t filled, total;  /* floats written by the fill, buffer floats (slack zeroed) */
+    int64_t taps, off[AFRT_DW_MAX_TAPS];
+#if defined(__AVX512F__)
+    /* Tiny planes (H*W <= 64, phase planes <= AFRT_DW_TINY_VECS vectors): the planes are
+     * built from the input's 4 vectors by permutes, a table shared by every channel: lane l
+     * of plane vector j is input element tidx[j][l] (bit 5: from vectors 2-3), zero where
+     * tval[j] has no bit. */
+    int64_t tiny_vecs; /* 0: not tiny */
+    int32_t tidx[AFRT_DW_TINY_VECS][16];
+    uint16_t thi[AFRT_DW_TINY_VECS], tval[AFRT_DW_TINY_VECS];
+#endif
+} afrt_dw_geom_;
+
+static inline void afrt_dw_geom_init_(const afrt_conv_params *p, afrt_dw_geom_ *g) {
+    const int64_t sh = p->stride_h, sw = p->stride_w;
+    const int64_t hp = (p->OH - 1) * sh + (p->R - 1) * p->dil_h + 1;
+    const int64_t wp = (p->OW - 1) * sw + (p->S - 1) * p->dil_w + 1;
+    g->lp = afrt_cdiv_(wp, sw);
+    g->hph = afrt_cdiv_(hp, sh);
+    g->plane = g->lp * g->hph;
+    g->nq = (p->OH - 1) * g->lp + p->OW;
+    g->nqv = g->nq <= 32 ? 32 : afrt_cdiv_(g->nq, 64) * 64; /* what afrt_dw_correlate_ writes */
+    g->taps = p->R * p->S;
+    int64_t off_max = 0;
+    for (int64_t r = 0; r < p->R; ++r)
+        for (int64_t s = 0; s < p->S; ++s) {
+            const int64_t dr = r * p->dil_h, ds = s * p->dil_w;
+            const int64_t o = ((dr % sh) * sw + ds % sw) * g->plane + (dr / sh) * g->lp + ds / sw;
+            g->off[r * p->S + s] = o;
+            off_max = afrt_max_(off_max, o);
+        }
+    g->filled = sh * sw * g->plane;
+    g->total = afrt_max_(g->filled, off_max + g->nqv);
+#if defined(__AVX512F__)
+    g->tiny_vecs = 0;
+    if (p->H * p->W <= 64 && g->filled <= 16 * AFRT_DW_TINY_VECS) {
+        g->tiny_vecs = afrt_cdiv_(g->filled, 16);
+        for (int64_t j = 0; j < g->tiny_vecs; ++j) {
+            g->thi[j] = g->tval[j] = 0;
+            for (int64_t l = 0; l < 16; ++l) {
+                const int64_t i = j * 16 + l, ph = i / g->plane, u = (i % g->plane) / g->lp;
+                const int64_t ih = u * sh + ph / sw - p->pad_top;
+                const int64_t iw = (i % g->lp) * sw + ph % sw - p->pad_left;
+                const int ok = i < g->filled && ih >= 0 && ih < p->H && iw >= 0 && iw < p->W;
+                const int64_t src = ok ? ih * p->W + iw : 0;
+                g->tidx[j][l] = (int32_t)(src & 31);
+                if (ok) g->tval[j] |= (uint16_t)(1u << l);
+                if (src >= 32) g->thi[j] |= (uint16_t)(1u << l);
+            }
+        }
+    }
+#endif
+}
+
+#if defined(__AVX512F__)
+/* The phase planes of a tiny plane (see afrt_dw_geom_), then the zeroed slack. */
+static inline void afrt_dw_fill_tiny_(const float *restrict xc, const afrt_conv_params *p,
+                                      const afrt_dw_geom_ *g, float *restrict xp) {
+    const int64_t hw = p->H * p->W;
+    __m512 in[4];
+    for (int64_t v = 0; v < 4; ++v) {
+        const int64_t m = afrt_max_(0, afrt_min_(16, hw - 16 * v));
+        in[v] = m == 0 ? _mm512_setzero_ps()
+                       : _mm512_maskz_loadu_ps((__mmask16)(((uint32_t)1 << m) - 1u), xc + 16 * v);
+    }
+    for (int64_t j = 0; j < g->tiny_vecs; ++j) {
+        const __m512i idx = _mm512_loadu_si512((const void *)g->tidx[j]);
+        const __m512 lo = _mm512_permutex2var_ps(in[0], idx, in[1]);
+        const __m512 hi = _mm512_permutex2var_ps(in[2], idx, in[3]);
+        _mm512_storeu_ps(xp + 16 * j,
+                         _mm512_maskz_mov_ps((__mmask16)g->tval[j],
+                                             _mm512_mask_blend_ps((__mmask16)g->thi[j], lo, hi)));
+    }
+    const int64_t done = 16 * g->tiny_vecs;
+    for (int64_t i = done; i < g->total; i += 16) _mm512_storeu_ps(xp + i, _mm512_setzero_ps());
+}
+#endif
+
+#if defined(__AVX512F__)
+/* Zeroes [d, d + n) in whole 16-float stores: up to 15 floats after d + n are zeroed too. */
+static inline void afrt_dw_zero16_(float *d, int64_t n) {
+    for (int64_t i = 0; i < n; i += 16) _mm512_storeu_ps(d + i, _mm512_setzero_ps());
+}
+
+/* d[j] = s[j * sw] for j in [0, n), sw = 1 or 2, in whole 16-float stores: up to 15 floats
+ * after d + n are written with zeros. Reads only s[0, (n - 1) * sw]. */
+static inline void afrt_dw_gather16_(float *d, const float *s, int64_t n, int64_t sw) {
+    if (sw == 1) {
+        for (int64_t j = 0; j < n; j += 16) {
+            const int64_t m = n - j;
+            const __m512 v = m >= 16 ? _mm512_loadu_ps(s + j)
+                                     : _mm512_maskz_loadu_ps((__mmask16)((1u << m) - 1u), s + j);
+            _mm512_storeu_ps(d + j, v);
+        }
+        return;
+    }
+    const __m512i ev = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    for (int64_t j = 0; j < n; j += 16) {
+        const int64_t m = 2 * (n - j) - 1; /* input floats this step needs */
+        const float *b = s + 2 * j;
+        __m512 lo, hi;
+        if (m >= 32) {
+            lo = _mm512_loadu_ps(b);
+            hi = _mm512_loadu_ps(b + 16);
+        } else if (m > 16) {
+            lo = _mm512_loadu_ps(b);
+            hi = _mm512_maskz_loadu_ps((__mmask16)((1u << (m - 16)) - 1u), b + 16);
+        } else {
+            lo = _mm512_maskz_loadu_ps((__mmask16)((1u << m) - 1u), b);
+            hi = _mm512_setzero_ps();
+        }
+        _mm512_storeu_ps(d + j, _mm512_permutex2var_ps(lo, ev, hi));
+    }
+}
+#endif
+
+/* Copies input channel xc into the phase planes of xp (zero outside the input). AVX-512
+ * (column strides 1 and 2): each plane in order, row by row, with whole-vector stores that
+ * may spill up to 15 floats forward into what is written next (the buffer has the slack);
+ * stride 2 is split into its column phases with one permute per 16 outputs. */
+static inline void afrt_dw_fill_(const float *restrict xc, const afrt_conv_params *p,
+                                 const afrt_dw_geom_ *g, float *restrict xp) {
+    const int64_t sh = p->stride_h, sw = p->stride_w, H = p->H, W = p->W;
+    const int64_t pt = p->pad_top, pl = p->pad_left, lp = g->lp;
+#if defined(__AVX512F__)
+    if (g->tiny_vecs) {
+        afrt_dw_fill_tiny_(xc, p, g, xp);
+        return;
+    }
+#endif
+    for (int64_t a = 0; a < sh; ++a) {
+        for (int64_t b = 0; b < sw; ++b) {
+            float *restrict pd = xp + (a * sw + b) * g->plane;
+            /* plane columns [v0, v0 + nb) hold input columns c0, c0 + sw, ... */
+            const int64_t v0 = afrt_min_(lp, b >= pl ? 0 : afrt_cdiv_(pl - b, sw));
+            const int64_t c0 = v0 * sw + b - pl;
+            const int64_t nb = c0 >= W ? 0 : afrt_min_(lp - v0, afrt_cdiv_(W - c0, sw));
+#if defined(__AVX512F__)
+            if (sw <= 2) {
+                const int64_t spill = (16 - nb % 16) % 16;
+                afrt_dw_zero16_(pd, v0);
+                for (int64_t u = 0; u < g->hph; ++u) {
+                    float *d = pd + u * lp;
+                    const int64_t ih = u * sh + a - pt;
+                    if (ih < 0 || ih >= H || nb == 0) {
+                        afrt_dw_zero16_(d + v0, lp); /* to the next row's first data column */
+                        continue;
+                    }
+                    afrt_dw_gather16_(d + v0, xc + ih * W + c0, nb, sw);
+                    /* the gather's last store zeroed `spill` floats after the data already */
+                    if (spill < lp - nb + v0) afrt_dw_zero16_(d + v0 + nb + spill, lp - nb - spill);
+                }
+                continue;
+            }
+#endif
+            for (int64_t u = 0; u < g->hph; ++u) {
+                float *restrict d = pd + u * lp;
+                const int64_t ih = u * sh + a - pt;
+                for (int64_t v = 0; v < lp; ++v) d[v] = 0.0f;
+                if (ih < 0 || ih >= H || nb == 0) continue;
+                const float *restrict xr = xc + ih * W + c0;
+                for (int64_t j = 0; j < nb; ++j) d[v0 + j] = xr[j * sw];
+            }
+        }
+    }
+#if defined(__AVX512F__)
+    afrt_dw_zero16_(xp + g->filled, g->total - g->filled);
+#else
+    for (int64_t i = g->filled; i < g->total; ++i) xp[i] = 0.0f;
+#endif
+}
+
+/* d[i] = s[i] + add for i in [0, n). */
+static inline void afrt_dw_copy_(float *restrict d, const float *restrict s, int64_t n,
+                                 float add) {
+#if defined(__AVX512F__)
+    const __m512 av = _mm512_set1_ps(add);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(d + i, _mm512_add_ps(_mm512_loadu_ps(s + i), av));
+    if (i < n) {
+        const __mmask16 k = (__mmask16)((1u << (n - i)) - 1u);
+        _mm512_mask_storeu_ps(d + i, k, _mm512_add_ps(_mm512_maskz_loadu_ps(k, s + i), av));
+    }
+#else
+    for (int64_t i = 0; i < n; ++i) d[i] = s[i] + add;
+#endif
+}
+
+/* out[q] = sum_t wk[t] * xp[q + off[t]] for q in [0, nqv) (nqv a multiple of 64). */
+static inline void afrt_dw_correlate_(const float *restrict xp, const afrt_dw_geom_ *g,
+                                      const float *restrict wk, float *restrict out) {
+    const int64_t taps = g->taps, nq = g->nq;
+    const int64_t *off = g->off;
+#if defined(__AVX512F__)
+    int64_t q = 0;
+    for (; q + 64 <= nq || (q < nq && nq - q > 32); q += 64) {
+        __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+        __m512 a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
+        for (int64_t t = 0; t < taps; ++t) {
+            const __m512 wv = _mm512_set1_ps(wk[t]);
+            const float *b = xp + off[t] + q;
+            a0 = _mm512_fmadd_ps(wv, _mm512_loadu_ps(b), a0);
+            a1 = _mm512_fmadd_ps(wv, _mm512_loadu_ps(b + 16), a1);
+            a2 = _mm512_fmadd_ps(wv, _mm512_loadu_ps(b + 32), a2);
+            a3 = _mm512_fmadd_ps(wv, _mm512_loadu_ps(b + 48), a3);
+        }
+        _mm512_storeu_ps(out + q, a0);
+        _mm512_storeu_ps(out + q + 16, a1);
+        _mm512_storeu_ps(out + q + 32, a2);
+        _mm512_storeu_ps(out + q + 48, a3);
+    }
+    if (q < nq) { /* at most 32 positions left: two vectors, taps split over two chains */
+        __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+        __m512 b0 = _mm512_setzero_ps(), b1 = _mm512_setzero_ps();
+        int64_t t = 0;
+        for (; t + 1 < taps; t += 2) {
+            const __m512 wa = _mm512_set1_ps(wk[t]), wb = _mm512_set1_ps(wk[t + 1]);
+            const float *pa = xp + off[t] + q, *pb = xp + off[t + 1] + q;
+            a0 = _mm512_fmadd_ps(wa, _mm512_loadu_ps(pa), a0);
+            a1 = _mm512_fmadd_ps(wa, _mm512_loadu_ps(pa + 16), a1);
+            b0 = _mm512_fmadd_ps(wb, _mm512_loadu_ps(pb), b0);
+            b1 = _mm512_fmadd_ps(wb, _mm512_loadu_ps(pb + 16), b1);
+        }
+        if (t < taps) {
+            const __m512 wa = _mm512_set1_ps(wk[t]);
+            const float *pa = xp + off[t] + q;
+            a0 = _mm512_fmadd_ps(wa, _mm512_loadu_ps(pa), a0);
+            a1 = _mm512_fmadd_ps(wa, _mm512_loadu_ps(pa + 16), a1);
+        }
+        _mm512_storeu_ps(out + q, _mm512_add_ps(a0, b0));
+        _mm512_storeu_ps(out + q + 16, _mm512_add_ps(a1, b1));
+    }
+#else
+    for (int64_t q = 0; q < nq; q += 32) {
+        float acc[32];
+        for (int i = 0; i < 32; ++i) acc[i] = 0.0f;
+        for (int64_t t = 0; t < taps; ++t) {
+            const float wt = wk[t];
+            const float *restrict b = xp + off[t] + q;
+            for (int i = 0; i < 32; ++i) acc[i] += wt * b[i];
+        }
+        for (int i = 0; i < 32; ++i) out[q + i] = acc[i];
+    }
+#endif
+}
+
+/* y row-major [OH, OW] = wide [OH, lp] (first OW columns) + bias. */
+static inline void afrt_dw_compact_(const float *restrict wide, const afrt_conv_params *p,
+                                    int64_t lp, float bv, float *restrict yk) {
+    for (int64_t oh = 0; oh < p->OH; ++oh) afrt_dw_copy_(yk + oh * p->OW, wide + oh * lp, p->OW, bv);
+}
+
+/* Channels per task: an output block of about AFRT_DW_BLOCK_FLOATS, and enough tasks to give
+ * every thread several. */
+static inline int64_t afrt_dw_channel_block_(const afrt_conv_params *p, int nth) {
+    const int64_t ohw = p->OH * p->OW;
+    int64_t cb = afrt_max_(1, afrt_min_(p->K, AFRT_DW_BLOCK_FLOATS / afrt_max_(1, ohw)));
+    if (nth > 1) {
+        const int64_t want = 4 * (int64_t)nth;
+        while (cb > 1 && p->N * afrt_cdiv_(p->K, cb) < want) cb = afrt_cdiv_(cb, 2);
+    }
+    return cb;
+}
+
+/* Direct depthwise convolution (see the top of this file). Returns 0 (nothing written) if
+ * the conv does not qualify (afrt_dwconv_applies) or scratch memory cannot be had. */
+static inline int afrt_dwconv2d_f32(const float *x, const float *w, const float *bias,
+                                     float *y, const afrt_conv_params *p, afrt_epilogue epi) {
+    if (!afrt_dwconv_applies(p)) return 0;
+    if (p->N <= 0 || p->K <= 0 || p->OH <= 0 || p->OW <= 0) return 1;
+    afrt_init_once_();
+    afrt_dw_geom_ g;
+    afrt_dw_geom_init_(p, &g);
+    const int64_t ohw = p->OH * p->OW, hw = p->H * p->W, kg = p->K / p->C;
+    const int nth = afrt_num_threads_;
+    const double work = AFRT_DW_WORK * (double)p->N * (double)p->K * (double)ohw * (double)g.taps;
+    const int par = nth > 1 && afrt_worth_threads_(work);
+    const int64_t cb = afrt_dw_channel_block_(p, par ? nth : 1);
+    const int64_t nkb = afrt_cdiv_(p->K, cb), tasks = p->N * nkb;
+    /* phase planes (+ 16 floats the fill's last whole-vector stores may reach), wide rows */
+    const int64_t wide_at = g.total + 16;
+    const size_t need = (size_t)(wide_at + g.nqv) * sizeof(float);
+    int failed = 0;
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (par && tasks > 1))
+    for (int64_t t = 0; t < tasks; ++t) {
+        const int64_t n = t / nkb, k0 = (t % nkb) * cb, k1 = afrt_min_(p->K, k0 + cb);
+        float *xp = (float *)afrt_thread_scratch(0, need);
+        if (!xp) {
+            failed = 1;
+            continue;
+        }
+        float *wide = xp + wide_at;
+        float *yn = y + n * p->K * ohw;
+        for (int64_t k = k0; k < k1; ++k) {
+            /* a channel multiplier reuses the filled planes of its input channel */
+            if (k == k0 || k % kg == 0) afrt_dw_fill_(x + (n * p->C + k / kg) * hw, p, &g, xp);
+            afrt_dw_correlate_(xp, &g, w + k * g.taps, wide);
+            afrt_dw_compact_(wide, p, g.lp, bias ? bias[k] : 0.0f, yn + k * ohw);
+        }
+        if (epi.fn) epi.fn(epi.ctx, yn, n, k0, k1, 0, ohw, ohw);
+    }
+    return !failed;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Direct convolution for few input channels (group 1, C <= AFRT_DC_MAX_C: a network's stem,
+ * e.g. 3 -> 24 channels, 3x3 stride 2 at 224x224), where the GEMM's inner dimension C*R*S is
+ * so short (27) that packing the im2col panels costs as much as the multiply-adds. The same
+ * phase planes as the depthwise kernel, one set per input channel and image; then, per band
+ * of output rows, blocks of 4 output channels x 64 wide positions accumulate in 16 registers:
+ * each tap's 4 input vectors serve 4 channels (16 FMAs per 4 loads). The epilogue runs on
+ * each finished band (all K channels x the band's positions).
+ * ------------------------------------------------------------------------------------------- */
+#ifndef AFRT_DC_MAX_C
+#define AFRT_DC_MAX_C 4
+#endif
+/* Floats of one band's output block (K channels x band positions): L2-resident. */
+#ifndef AFRT_DC_BAND_FLOATS
+#define AFRT_DC_BAND_FLOATS 32768
+#endif
+
+/* Whether afrt_dconv_smallc_f32 takes this conv (the lowering's `direct_smallc` choice). */
+static inline int afrt_dconv_smallc_applies(const afrt_conv_params *p) {
+    return p->group <= 1 && p->C >= 1 && p->C <= AFRT_DC_MAX_C && p->R * p->S > 1 &&
+           p->R * p->S <= AFRT_DW_MAX_TAPS && p->stride_h >= 1 && p->stride_w >= 1 &&
+           p->dil_h >= 1 && p->dil_w >= 1 && p->pad_top >= 0 && p->pad_left >= 0;
+}
+
+/* wide[kk][q - q0] for 4 channels (weights wk4[kk][c][t]) over positions [q0, q1). */
+static inline void afrt_dc_block4_(const float *restrict xp, int64_t cstride, int64_t C,
+                                   const afrt_dw_geom_ *g, const float *restrict wk4,
+                                   int64_t q0, int64_t q1, float *restrict wide, int64_t ldw) {
+    const int64_t taps = g->taps;
+#if defined(__AVX512F__)
+    for (int64_t q = q0; q < q1; q += 64) {
+        __m512 a[4][4];
+        for (int kk = 0; kk < 4; ++kk)
+            for (int v = 0; v < 4; ++v) a[kk][v] = _mm512_setzero_ps();
+        for (int64_t c = 0; c < C; ++c) {
+            const float *xc = xp + c * cstride + q;
+            const float *wc = wk4 + c * taps;
+            for (int64_t t = 0; t < taps; ++t) {
+                const float *b = xc + g->off[t];
+                const __m512 v0 = _mm512_loadu_ps(b), v1 = _mm512_loadu_ps(b + 16);
+                const __m512 v2 = _mm512_loadu_ps(b + 32), v3 = _mm512_loadu_ps(b + 48);
+                for (int kk = 0; kk < 4; ++kk) {
+                    const __m512 wv = _mm512_set1_ps(wc[kk * C * taps + t]);
+                    a[kk][0] = _mm512_fmadd_ps(wv, v0, a[kk][0]);
+                    a[kk][1] = _mm512_fmadd_ps(wv, v1, a[kk][1]);
+                    a[kk][2] = _mm512_fmadd_ps(wv, v2, a[kk][2]);
+                    a[kk][3] = _mm512_fmadd_ps(wv, v3, a[kk][3]);
+                }
+            }
+        }
+        for (int kk = 0; kk < 4; ++kk)
+            for (int v = 0; v < 4; ++v) _mm512_storeu_ps(wide + kk * ldw + (q - q0) + 16 * v, a[kk][v]);
+    }
+#else
+    for (int64_t q = q0; q < q1; q += 16) {
+        float acc[4][16];
+        for (int kk = 0; kk < 4; ++kk)
+            for (int i = 0; i < 16; ++i) acc[kk][i] = 0.0f;
+        for (int64_t c = 0; c < C; ++c)
+            for (int64_t t = 0; t < taps; ++t) {
+                const float *restrict b = xp + c * cstride + q + g->off[t];
+                for (int kk = 0; kk < 4; ++kk) {
+                    const float wt = wk4[(kk * C + c) * taps + t];
+                    for (int i = 0; i < 16; ++i) acc[kk][i] += wt * b[i];
+                }
+            }
+        for (int kk = 0; kk < 4; ++kk)
+            for (int i = 0; i < 16; ++i) wide[kk * ldw + (q - q0) + i] = acc[kk][i];
+    }
+#endif
+}
+
+/* Direct small-C convolution (above). Returns 0 (nothing written) if the conv does not
+ * qualify (afrt_dconv_smallc_applies) or scratch memory cannot be had. */
+static inline int afrt_dconv_smallc_f32(const float *x, const float *w, const float *bias,
+                                        float *y, const afrt_conv_params *p, afrt_epilogue epi) {
+    if (!afrt_dconv_smallc_applies(p)) return 0;
+    if (p->N <= 0 || p->K <= 0 || p->OH <= 0 || p->OW <= 0) return 1;
+    afrt_init_once_();
+    afrt_dw_geom_ g;
+    afrt_dw_geom_init_(p, &g);
+    const int64_t C = p->C, K = p->K, K4 = afrt_cdiv_(K, 4) * 4, taps = g.taps;
+    const int64_t ohw = p->OH * p->OW, hw = p->H * p->W;
+    /* per input channel: its phase planes (+16 spill floats), 64-float aligned */
+    /* + 64: a band's last 64-position step may read past `total` (lanes that are dropped) */
+    const int64_t cstride = afrt_cdiv_(g.total + 64, 16) * 16;
+    /* bands of output rows; band positions rounded up to the 64-position step */
+    const int64_t rows = afrt_max_(1, afrt_min_(p->OH, AFRT_DC_BAND_FLOATS / afrt_max_(1, K4 * g.lp)));
+    const int64_t nband = afrt_cdiv_(p->OH, rows);
+    const int64_t ldw = afrt_cdiv_(rows * g.lp, 64) * 64;
+    float *planes = (float *)afrt_thread_scratch(0, (size_t)(C * cstride + K4 * C * taps) * sizeof(float));
+    if (!planes) return 0;
+    float *wk = planes + C * cstride; /* weights with K padded to 4 (zeros) */
+    for (int64_t i = 0; i < K4 * C * taps; ++i) wk[i] = i < K * C * taps ? w[i] : 0.0f;
+    const double work = (double)p->N * (double)K * (double)ohw * (double)(C * taps);
+    const int par = afrt_num_threads_ > 1 && nband > 1 && afrt_worth_threads_(work);
+    (void)par; /* unused without OpenMP */
+    int failed = 0;
+    for (int64_t n = 0; n < p->N; ++n) {
+        for (int64_t c = 0; c < C; ++c) afrt_dw_fill_(x + (n * C + c) * hw, p, &g, planes + c * cstride);
+        float *yn = y + n * K * ohw;
+        AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (par))
+        for (int64_t b = 0; b < nband; ++b) {
+            float *wide = (float *)afrt_thread_scratch(1, (size_t)(K4 * ldw) * sizeof(float));
+            if (!wide) {
+                failed = 1;
+                continue;
+            }
+            const int64_t oh0 = b * rows, oh1 = afrt_min_(p->OH, oh0 + rows);
+            const int64_t q0 = oh0 * g.lp, q1 = (oh1 - 1) * g.lp + p->OW;
+            for (int64_t k = 0; k < K4; k += 4)
+                afrt_dc_block4_(planes, cstride, C, &g, wk + k * C * taps, q0, q1, wide + k * ldw, ldw);
+            for (int64_t k = 0; k < K; ++k)
+                for (int64_t oh = oh0; oh < oh1; ++oh)
+                    afrt_dw_copy_(yn + k * ohw + oh * p->OW, wide + k * ldw + (oh - oh0) * g.lp,
+                                  p->OW, bias ? bias[k] : 0.0f);
+            if (epi.fn) epi.fn(epi.ctx, yn, n, 0, K, oh0 * p->OW, oh1 * p->OW, ohw);
+        }
+    }
+    return !failed;
+}
+
+#endif /* AFRT_DWCONV_H */

@@ -1,0 +1,17 @@
+// RUN: autofusion-opt %s --split-input-file --verify-diagnostics | filecheck %s
+
+// clib.conv2d records the algorithm chosen at lowering; it must be the one its shapes take
+// (here a depthwise conv, group == C == 8, labelled as a 1x1 GEMM).
+func.func @f(%x: memref<1x8x6x6xf32>, %w: memref<8x1x3x3xf32>, %y: memref<1x8x3x3xf32>) {
+  "clib.conv2d"(%x, %w, %y) <{params = array<i64: 1, 8, 6, 6, 8, 3, 3, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 8>, algo = "gemm_1x1", operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0>}> : (memref<1x8x6x6xf32>, memref<8x1x3x3xf32>, memref<1x8x3x3xf32>) -> ()
+  func.return
+}
+// CHECK: 'clib.conv2d': algo is "gemm_1x1" but these params take "direct_dw"
+
+// -----
+
+func.func @f(%x: memref<1x8x6x6xf32>, %w: memref<4x8x3x3xf32>, %y: memref<1x4x6x6xf32>) {
+  "clib.conv2d"(%x, %w, %y) <{params = array<i64: 1, 8, 6, 6, 4, 3, 3, 6, 6, 1, 1, 1, 1, 1, 1, 1, 1, 1>, algo = "direct_dw", operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0>}> : (memref<1x8x6x6xf32>, memref<4x8x3x3xf32>, memref<1x4x6x6xf32>) -> ()
+  func.return
+}
+// CHECK: 'clib.conv2d': algo is "direct_dw" but these params take "im2col_gemm"

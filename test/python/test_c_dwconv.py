@@ -1,0 +1,321 @@
+"""Direct depthwise convolution (``afrt_dwconv2d_f32``, algo ``direct_dw``) against onnxruntime.
+
+Also the small-input-channel direct conv (``afrt_dconv_smallc_f32``, ``direct_smallc``).
+A sweep of depthwise shapes (channels 1..70, sizes 1..17, strides 1/2/3, pads 0/1/2 and
+asymmetric, kernels 1/3/5, dilation 2, a channel multiplier), each with one of the fused
+epilogues (none, bias, Relu, Clip(0, 6), SiLU, bias + residual Add + Relu), is packed into a few
+multi-branch models so each build covers many convs. Built for this CPU (AVX-512 here) and for
+x86-64-v3 (the portable path). NaN and inf inputs check that the kernel and the Relu/Clip
+epilogues propagate NaN like ONNX. ``conv_algo`` (Python) is checked against the runtime's own
+choice (``afrt_conv_plan`` / ``afrt_dwconv_applies``) compiled in a small C program.
+"""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import autofusion
+from autofusion.dialects import clib
+from autofusion.lowering.c.testing import onnxruntime_outputs
+from autofusion.runtime import toolchain
+from autofusion.testing import assert_close
+
+EPILOGUES = ("none", "bias", "relu", "relu6", "silu", "bias_add_relu")
+
+
+def _dw_case(rng: np.random.Generator, i: int, c: int, h: int, w: int, k: int, stride: int,
+             pads: tuple[int, int, int, int], epi: str, mult: int = 1, dil: int = 1,
+             dense_k: int = 0) -> tuple[list[onnx.NodeProto], list[onnx.TensorProto],
+                                        onnx.ValueInfoProto, onnx.ValueInfoProto]:  # fmt: skip
+    """One depthwise Conv (+ epilogue) on its own input ``x{i}``, output ``y{i}``; with
+    ``dense_k`` a group-1 Conv of ``c`` -> ``dense_k`` channels instead."""
+    x, y = f"x{i}", f"y{i}"
+    group = 1 if dense_k else c
+    kout = dense_k or c * mult
+    wt = rng.uniform(-1, 1, (kout, c // group, k, k)).astype(np.float32) / (k * (c // group))
+    inits = [numpy_helper.from_array(wt, f"w{i}")]
+    conv_in = [x, f"w{i}"]
+    if epi.startswith("bias"):
+        inits.append(numpy_helper.from_array(rng.uniform(-1, 1, kout).astype(np.float32),
+                                             f"b{i}"))  # fmt: skip
+        conv_in.append(f"b{i}")
+    conv_out = y if epi in ("none", "bias") else f"c{i}"
+    nodes = [helper.make_node("Conv", conv_in, [conv_out], name=f"conv{i}", group=group,
+                              kernel_shape=[k, k], strides=[stride, stride], pads=list(pads),
+                              dilations=[dil, dil])]  # fmt: skip
+    oh = (h + pads[0] + pads[2] - dil * (k - 1) - 1) // stride + 1
+    ow = (w + pads[1] + pads[3] - dil * (k - 1) - 1) // stride + 1
+    if epi == "relu":
+        nodes.append(helper.make_node("Relu", [conv_out], [y], name=f"relu{i}"))
+    elif epi == "relu6":
+        inits += [numpy_helper.from_array(np.array(0, np.float32), f"lo{i}"),
+                  numpy_helper.from_array(np.array(6, np.float32), f"hi{i}")]  # fmt: skip
+        nodes.append(helper.make_node("Clip", [conv_out, f"lo{i}", f"hi{i}"], [y], name=f"clip{i}"))
+    elif epi == "silu":
+        nodes += [helper.make_node("Sigmoid", [conv_out], [f"s{i}"], name=f"sig{i}"),
+                  helper.make_node("Mul", [conv_out, f"s{i}"], [y], name=f"mul{i}")]  # fmt: skip
+    elif epi == "bias_add_relu":
+        res = rng.uniform(-1, 1, (1, kout, oh, ow)).astype(np.float32)
+        inits.append(numpy_helper.from_array(res, f"r{i}"))
+        nodes += [helper.make_node("Add", [conv_out, f"r{i}"], [f"a{i}"], name=f"add{i}"),
+                  helper.make_node("Relu", [f"a{i}"], [y], name=f"relu{i}")]  # fmt: skip
+    vi_x = helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, c, h, w])
+    vi_y = helper.make_tensor_value_info(y, TensorProto.FLOAT, [1, kout, oh, ow])
+    return nodes, inits, vi_x, vi_y
+
+
+def _model(cases: list[dict[str, object]], seed: int) -> onnx.ModelProto:
+    rng = np.random.default_rng(seed)
+    nodes: list[onnx.NodeProto] = []
+    inits: list[onnx.TensorProto] = []
+    ins: list[onnx.ValueInfoProto] = []
+    outs: list[onnx.ValueInfoProto] = []
+    for i, case in enumerate(cases):
+        n, t, vx, vy = _dw_case(rng, i, **case)  # type: ignore[arg-type]
+        nodes += n
+        inits += t
+        ins.append(vx)
+        outs.append(vy)
+    graph = helper.make_graph(nodes, "dw_sweep", ins, outs, inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def _sweep(part: int) -> list[dict[str, object]]:
+    """A deterministic quarter of the shape sweep: every channel count, size, stride, pad,
+    kernel and epilogue occurs in some case."""
+    chans = (1, 3, 15, 16, 17, 32, 33, 64, 70)
+    sizes = (1, 2, 4, 5, 7, 8, 13, 16, 17)
+    combos = [(k, s, p) for k, s, p in itertools.product((3, 5), (1, 2), (0, 1, 2))]
+    cases: list[dict[str, object]] = []
+    for j, (k, s, p) in enumerate(combos):
+        for e in range(2):
+            idx = 2 * j + e
+            if idx % 4 != part:
+                continue
+            c, h = chans[(idx * 5) % len(chans)], sizes[(idx * 7 + 3) % len(sizes)]
+            h = max(h, k - 2 * p)  # at least one output
+            w = max(sizes[(idx * 3 + 1) % len(sizes)], k - 2 * p)
+            cases.append({"c": c, "h": h, "w": w, "k": k, "stride": s, "pads": (p, p, p, p),
+                          "epi": EPILOGUES[idx % len(EPILOGUES)]})  # fmt: skip
+    return cases
+
+
+EXTRA = [  # shapes the sweep leaves out: asymmetric pads, stride 3, dilation, multiplier, 1x1
+    {"c": 24, "h": 9, "w": 11, "k": 3, "stride": 2, "pads": (0, 1, 1, 0), "epi": "relu6"},
+    {"c": 20, "h": 14, "w": 14, "k": 3, "stride": 3, "pads": (1, 1, 1, 1), "epi": "bias"},
+    {"c": 18, "h": 12, "w": 15, "k": 3, "stride": 1, "pads": (2, 2, 2, 2), "epi": "relu", "dil": 2},
+    {"c": 8, "h": 10, "w": 10, "k": 3, "stride": 1, "pads": (1, 1, 1, 1), "epi": "bias", "mult": 2},
+    {"c": 40, "h": 6, "w": 6, "k": 1, "stride": 1, "pads": (0, 0, 0, 0), "epi": "silu"},
+    {"c": 96, "h": 56, "w": 56, "k": 3, "stride": 2, "pads": (1, 1, 1, 1), "epi": "relu6"},
+    {"c": 32, "h": 57, "w": 40, "k": 5, "stride": 1, "pads": (2, 2, 2, 2), "epi": "bias"},
+]
+
+
+SMALL_C = [  # group-1 convs with at most 4 input channels: direct_smallc
+    {
+        "c": 3,
+        "h": 32,
+        "w": 30,
+        "k": 3,
+        "stride": 2,
+        "pads": (1, 1, 1, 1),
+        "epi": "relu",
+        "dense_k": 24,
+    },
+    {
+        "c": 3,
+        "h": 17,
+        "w": 9,
+        "k": 3,
+        "stride": 1,
+        "pads": (1, 1, 1, 1),
+        "epi": "relu6",
+        "dense_k": 16,
+    },
+    {
+        "c": 2,
+        "h": 7,
+        "w": 7,
+        "k": 5,
+        "stride": 1,
+        "pads": (2, 2, 2, 2),
+        "epi": "bias",
+        "dense_k": 5,
+    },
+    {
+        "c": 4,
+        "h": 13,
+        "w": 11,
+        "k": 3,
+        "stride": 2,
+        "pads": (0, 1, 1, 0),
+        "epi": "silu",
+        "dense_k": 7,
+    },
+    {
+        "c": 3,
+        "h": 12,
+        "w": 12,
+        "k": 3,
+        "stride": 1,
+        "pads": (2, 2, 2, 2),
+        "epi": "none",
+        "dense_k": 9,
+        "dil": 2,
+    },
+    {
+        "c": 3,
+        "h": 100,
+        "w": 90,
+        "k": 7,
+        "stride": 2,
+        "pads": (3, 3, 3, 3),
+        "epi": "bias_add_relu",
+        "dense_k": 64,
+    },
+]
+
+
+def _feeds(model: onnx.ModelProto, seed: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for vi in model.graph.input:
+        dims = [d.dim_value for d in vi.type.tensor_type.shape.dim]
+        feeds[vi.name] = rng.uniform(-2, 2, dims).astype(np.float32)
+    return feeds
+
+
+def _check(model: onnx.ModelProto, feeds: dict[str, np.ndarray], cpu: str = "native",
+           threads: int = 1) -> dict[str, object]:  # fmt: skip
+    ref = onnxruntime_outputs(model, feeds)
+    m = autofusion.compile(model, cpu=cpu, threads=threads, cache=False)
+    try:
+        got = m.run(feeds)
+        for name, r in ref.items():
+            assert_close(got[name], r, f"{name} ({cpu}, {threads} thread(s))")
+        return m.report
+    finally:
+        m.close()
+
+
+@pytest.mark.parametrize("part", range(4))
+def test_depthwise_sweep_matches_onnxruntime(part: int) -> None:
+    model = _model(_sweep(part), seed=part)
+    report = _check(model, _feeds(model, part))
+    algos = {r["conv_algo"] for r in report["conv_algo"]}  # type: ignore[index]
+    assert algos == {"direct_dw"}, algos
+
+
+def test_depthwise_extra_shapes_and_two_threads() -> None:
+    model = _model(EXTRA, seed=7)
+    feeds = _feeds(model, 7)
+    for threads in (1, 2):
+        report = _check(model, feeds, threads=threads)
+    assert [r["conv_algo"] for r in report["conv_algo"]] == ["direct_dw"] * len(EXTRA)  # type: ignore[index]
+
+
+@pytest.mark.parametrize(("cpu", "threads"), [("native", 1), ("native", 2), ("x86-64-v3", 1)])
+def test_small_channel_direct_conv(cpu: str, threads: int) -> None:
+    model = _model(SMALL_C, seed=13)
+    report = _check(model, _feeds(model, 13), cpu=cpu, threads=threads)
+    assert [r["conv_algo"] for r in report["conv_algo"]] == ["direct_smallc"] * len(SMALL_C)  # type: ignore[index]
+
+
+def test_depthwise_portable_path() -> None:
+    """x86-64-v3 has no AVX-512: the kernel's portable C loops (and fill) run."""
+    model = _model(_sweep(1) + EXTRA[:4], seed=11)
+    _check(model, _feeds(model, 11), cpu="x86-64-v3")
+
+
+@pytest.mark.parametrize("cpu", ["native", "x86-64-v3"])
+def test_depthwise_nan_and_inf_propagate(cpu: str) -> None:
+    """A NaN input poisons exactly the outputs whose window covers it, through Relu and Clip
+    (ONNX propagates NaN; fmaxf would not); an inf input gives inf or NaN as onnxruntime."""
+    cases = [
+        {"c": 17, "h": 7, "w": 7, "k": 3, "stride": 1, "pads": (1, 1, 1, 1), "epi": "relu"},
+        {"c": 17, "h": 9, "w": 9, "k": 3, "stride": 2, "pads": (1, 1, 1, 1), "epi": "relu6"},
+        {"c": 5, "h": 20, "w": 20, "k": 3, "stride": 1, "pads": (1, 1, 1, 1), "epi": "bias"},
+    ]
+    model = _model(cases, seed=3)
+    feeds = _feeds(model, 3)
+    feeds["x0"][0, 2, 3, 3] = np.nan
+    feeds["x0"][0, 5, 0, 6] = np.inf
+    feeds["x1"][0, 16, 4, 4] = np.nan
+    feeds["x1"][0, 0, 8, 0] = -np.inf
+    feeds["x2"][0, 1, 19, 0] = np.nan
+    ref = onnxruntime_outputs(model, feeds)
+    assert all(np.isnan(r).any() for r in ref.values())  # the cases do reach NaN
+    _check(model, feeds, cpu=cpu)
+
+
+_PLAN_DRIVER = r"""
+#include "afrt.h"
+#include <stdio.h>
+int main(void) {
+    afrt_conv_params p;
+    int64_t *f = &p.N;
+    while (1) {
+        for (int i = 0; i < 18; ++i)
+            if (scanf("%ld", (long *)&f[i]) != 1) return 0;
+        const afrt_conv_plan_ q = afrt_conv_plan(&p);
+        printf("%d %d %d\n", q.kind, afrt_dwconv_applies(&p), afrt_dconv_smallc_applies(&p));
+    }
+}
+"""
+
+
+def test_conv_algo_matches_the_runtime(tmp_path: Path) -> None:
+    """clib.conv_algo (the lowering's choice) names the path afrt_conv2d_f32 itself takes."""
+    src = tmp_path / "plan.c"
+    src.write_text(_PLAN_DRIVER)
+    exe = tmp_path / "plan"
+    subprocess.run(["cc", "-O1", "-std=c11", f"-I{toolchain.INCLUDE_DIR}", str(src), "-o", str(exe),
+                    "-lm"], check=True)  # fmt: skip
+    shapes = []
+    for c, g_div, k, s, p, r in itertools.product((4, 16), (1, 2, 4), (4, 16), (1, 2), (0, 1),
+                                                  (1, 3, 9)):  # fmt: skip
+        group = c // g_div if c % g_div == 0 else 1
+        if k % group:
+            continue
+        h = 8
+        oh = (h + 2 * p - r) // s + 1
+        shapes.append([1, c, h, h, k, r, r, oh, oh, s, s, p, p, p, p, 1, 1, group])
+    text = "\n".join(" ".join(map(str, v)) for v in shapes) + "\n"
+    out = subprocess.run([str(exe)], input=text, capture_output=True, text=True, check=True)
+    kinds = {0: "direct_dw", 1: "gemm_1x1", 2: "im2col_gemm"}
+    got = []
+    for line in out.stdout.splitlines():  # afrt_conv2d_f32's order: kind 0, small C, kind 1/2
+        kind, dw, smallc = (int(v) for v in line.split())
+        assert dw == (kind == 0)
+        got.append("direct_smallc" if kind != 0 and smallc else kinds[kind])
+    assert len(got) == len(shapes)
+    want = [clib.conv_algo(v) for v in shapes]
+    assert got == want
+    assert set(clib.CONV_ALGOS) == set(want)
+
+
+def test_direct_kernels_sanitizer_clean(tmp_path: Path) -> None:
+    """Both direct kernels (whole-vector fills that spill into slack, reads past the last
+    output, tiny-plane permute tables) under ASan/UBSan, two threads."""
+    from autofusion.lowering.c.testing import compile_onnx, emit_lowered
+    from autofusion.runtime.build import build_sanitizer_driver, run_driver
+
+    model = _model([*EXTRA[:3], EXTRA[5], _sweep(0)[0], SMALL_C[0], SMALL_C[3]], seed=17)
+    feeds = _feeds(model, 17)
+    ref = onnxruntime_outputs(model, feeds)
+    emit_lowered(compile_onnx(model, fusion=True), tmp_path)
+    assert "afrt_dwconv2d_f32" in (tmp_path / "model.c").read_text()
+    assert "afrt_dconv_smallc_f32" in (tmp_path / "model.c").read_text()
+    exe = build_sanitizer_driver(tmp_path)
+    inputs = [feeds[i.name] for i in model.graph.input]
+    outs = [(r.shape, r.dtype) for r in ref.values()]
+    got = run_driver(exe, tmp_path / "weights.bin", inputs, outs, tmp_path / "run", threads=2)
+    for (name, r), g in zip(ref.items(), got, strict=True):
+        assert_close(g, r, f"{name} under ASan/UBSan")
