@@ -123,3 +123,36 @@ def test_conv_neon(drivers: dict[str, Path], tmp_path: Path, case: tuple) -> Non
 def test_matmul_neon(drivers: dict[str, Path], tmp_path: Path, case: tuple) -> None:
     for threads, strategy in RUNS:
         check_matmul_case(drivers["neon"], tmp_path, case, threads, strategy)
+
+
+def test_vector_math_matches_portable_bit_for_bit(tmp_path: Path) -> None:
+    """af_expf/af_tanhf/af_erff on aarch64: the NEON build's af_expf makes its choices with
+    integer masks so loops calling it vectorise; results must equal the portable C's bit for
+    bit (both builds compute in loops over arrays, as generated code does), and match numpy."""
+    _need_cross_tools()
+    special = [0.0, -0.0, 1e-8, -1e-8, 1e-30, np.inf, -np.inf, np.nan, -np.nan, -100.0, 100.0,
+               88.72, 88.7228391, 88.7229, -87.0, -87.5, 3.4e38, -3.4e38]  # fmt: skip
+    x = np.concatenate([np.linspace(-20, 20, 40001), np.linspace(-90, 90, 20001), special])
+    x = x.astype(np.float32)
+    src = DRIVER_SRC.with_name("afrt_math_driver.c")
+    outs = {}
+    for variant, flags in VARIANTS.items():
+        exe = tmp_path / f"afrt_math_{variant}"
+        subprocess.run([toolchain.compiler_for("aarch64"), "-std=c11", "-O3",
+                        *toolchain.cpu_flags("aarch64"), *flags, *toolchain.WERROR_FLAGS,
+                        "-Wpedantic", *toolchain.include_flags(), str(src), "-o", str(exe),
+                        "-lm"], check=True)  # fmt: skip
+        raw = subprocess.run(["qemu-aarch64", "-L", QEMU_SYSROOT, str(exe)], input=x.tobytes(),
+                             capture_output=True, check=True).stdout  # fmt: skip
+        outs[variant] = np.frombuffer(raw, np.float32).reshape(-1, 3)
+    np.testing.assert_array_equal(outs["neon"].view(np.uint32), outs["portable"].view(np.uint32))
+    x64 = x.astype(np.float64)
+    with np.errstate(over="ignore"):
+        ref_exp = np.exp(x64)
+    ok = (ref_exp > 2.4e-38) & (ref_exp < 3.4e38)  # af_expf flushes results below 2^-125 to 0
+    np.testing.assert_allclose(outs["neon"][ok, 0], ref_exp[ok], rtol=5e-7)
+    np.testing.assert_allclose(outs["neon"][:, 1], np.tanh(x64), rtol=1e-6, atol=3e-7)
+    tail = outs["neon"][-len(special) :, 0]
+    assert list(tail[5:7]) == [np.inf, 0.0]
+    assert np.isnan(tail[7:9]).all()
+    assert tail[13] == np.inf  # just above the overflow threshold
