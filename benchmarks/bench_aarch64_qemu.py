@@ -14,6 +14,8 @@ how much work each build does; it is not a prediction of times on real aarch64 h
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import statistics
 import subprocess
 import tempfile
@@ -26,6 +28,38 @@ from autofusion.tools import compile as compile_tool
 from autofusion.zoo import get_model, sample_inputs
 
 QEMU = ["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu"]
+_TRACE = re.compile(r"^Trace \d+: 0x[0-9a-f]+ \[[0-9a-f]+/([0-9a-f]+)/")
+_INSN = re.compile(r"^0x([0-9a-f]+):\s")
+
+
+def guest_instructions(cmd: list[str], where: Path, status: int = 0) -> int:
+    """Guest instructions one run executes: qemu logs each translated block's instructions
+    (``-d in_asm``) and each block it runs (``exec,nochain``: chaining would hide them), into
+    a FIFO read here; the count is the sum of the executed blocks' sizes. Noise-free, unlike
+    the wall time, but still only a proxy: an FMLA counts as one, as do a load and a branch."""
+    fifo = where / "qemu.log"
+    fifo.unlink(missing_ok=True)
+    os.mkfifo(fifo)
+    traced = [*QEMU, "-d", "in_asm,exec,nochain", "-D", str(fifo), *cmd[len(QEMU) :]]
+    proc = subprocess.Popen(traced, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    sizes: dict[str, int] = {}
+    block, n, total = "", 0, 0
+    with open(fifo, errors="replace") as log:
+        for line in log:
+            if line.startswith("Trace"):
+                if block:
+                    sizes[block], block = n, ""
+                m = _TRACE.match(line)
+                total += sizes.get(m.group(1).lstrip("0"), 0) if m else 0
+            elif line.startswith("IN:"):
+                block, n = "", 0
+            elif m := _INSN.match(line):
+                block = block or m.group(1).lstrip("0")
+                n += 1
+            elif block and not line.strip():
+                sizes[block], block = n, ""
+    assert proc.wait() == status, f"{cmd}: exit status {proc.returncode}"
+    return total
 
 
 def build(name: str, where: Path) -> tuple[dict[str, Path], list[str]]:
@@ -53,10 +87,27 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("models", nargs="*", default=["tiny_cnn", "mobilenet"])
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--icount", action="store_true",
+                    help="count executed guest instructions (one run each), not time")  # fmt: skip
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.models:
             exes, files = build(name, Path(tmp))
+            if args.icount:
+                # start-up and loading alone: no arguments, main prints its usage (status 2)
+                start = guest_instructions([*QEMU, str(exes["neon"])], Path(tmp), 2)
+                counts = {}
+                for variant, exe in exes.items():
+                    outdir = exe.parent / f"out_{variant}"
+                    outdir.mkdir(exist_ok=True)
+                    weights = str(exe.parent / "weights.bin")
+                    cmd = [*QEMU, str(exe), weights, *files, "-o", str(outdir)]
+                    counts[variant] = guest_instructions(cmd, Path(tmp)) - start
+                neon, portable = counts["neon"] / 1e6, counts["portable"] / 1e6
+                print(f"{name}: guest instructions of one run (start-up removed): "
+                      f"neon {neon:.1f} M, portable {portable:.1f} M, "
+                      f"portable/neon {portable / neon:.2f}")  # fmt: skip
+                continue
             times: dict[str, list[float]] = {v: [] for v in [*exes, "start"]}
             for _ in range(args.rounds):
                 for variant, exe in exes.items():  # interleaved: neon, portable, neon, ...

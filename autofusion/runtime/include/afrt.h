@@ -3,7 +3,8 @@
  *
  * Header-only C11 (every function is `static inline`), so a generated model is one translation
  * unit: `cc -std=c11 -O3 -march=x86-64-v3 -fopenmp -I<this dir> model.c -lm` (any -march:
- * the kernels pick AVX-512, AVX2+FMA or portable C from the compiler's predefined macros).
+ * the kernels pick AVX-512, AVX2+FMA, NEON (aarch64) or portable C from the compiler's
+ * predefined macros; AFRT_KERNELS names the set, -DAFRT_PORTABLE keeps portable C on aarch64).
  * Compiles warning-free with -Wall -Wextra -Werror, with or without -fopenmp.
  *
  * What it provides
