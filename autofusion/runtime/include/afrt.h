@@ -46,8 +46,9 @@
 #include <immintrin.h>
 #endif
 /* AArch64 Advanced SIMD (NEON; every AArch64 CPU has it): the NEON kernels below, in blocks
- * of their own. -DAFRT_PORTABLE keeps the portable C instead (the comparison build). */
-#if defined(__aarch64__) && defined(__ARM_NEON) && !defined(AFRT_PORTABLE)
+ * of their own; little-endian only (the packing transposes reinterpret lanes as f64 pairs).
+ * -DAFRT_PORTABLE keeps the portable C instead (the comparison build). */
+#if defined(__aarch64__) && defined(__ARM_NEON) && !defined(__AARCH64EB__) && !defined(AFRT_PORTABLE)
 #include <arm_neon.h>
 #define AFRT_NEON_ 1
 #endif
