@@ -48,7 +48,8 @@
 /* AArch64 Advanced SIMD (NEON; every AArch64 CPU has it): the NEON kernels below, in blocks
  * of their own; little-endian only (the packing transposes reinterpret lanes as f64 pairs).
  * -DAFRT_PORTABLE keeps the portable C instead (the comparison build). */
-#if defined(__aarch64__) && defined(__ARM_NEON) && !defined(__AARCH64EB__) && !defined(AFRT_PORTABLE)
+#if defined(__aarch64__) && defined(__ARM_NEON) && !defined(__AARCH64EB__) && \
+    !defined(AFRT_PORTABLE)
 #include <arm_neon.h>
 #define AFRT_NEON_ 1
 #endif
@@ -506,50 +507,49 @@ static inline void afrt_ukernel_(int64_t mr, int64_t kc, const float *restrict a
  * stays in L1 across the strips. */
 /* Per group G of 4 rows (lane numbers must be literals, so the row loops are unrolled by
  * hand: GROUPS(M) expands to M(0) M(1) [M(2)]): zero, FMA with one vector of the packed A
- * column, store (adding C when acc). */
-/* the q loops (NQ = 2 or 3 vectors) unrolled at -O2 as well, so the accumulators are
- * registers rather than arrays in memory */
+ * column, store (adding C when acc). The q loops (NQ = 2 or 3 vectors) are unrolled at -O2
+ * as well, so the accumulators are registers rather than arrays in memory. */
 #define AFRT_NEON_UNROLL_ _Pragma("GCC unroll 4")
 #define AFRT_NEON_G12_(M) M(0) M(1) M(2)
 #define AFRT_NEON_G8_(M) M(0) M(1)
-#define AFRT_NEON_ZERO4_(G)                                                                    \
-    AFRT_NEON_UNROLL_ for (int q = 0; q < NQ; ++q)                                                               \
+#define AFRT_NEON_ZERO4_(G)                                                                        \
+    AFRT_NEON_UNROLL_ for (int q = 0; q < NQ; ++q)                                                 \
         t##G##0[q] = t##G##1[q] = t##G##2[q] = t##G##3[q] = vdupq_n_f32(0.0f);
-#define AFRT_NEON_FMA4_(G)                                                                     \
-    {                                                                                          \
-        const float32x4_t av = vld1q_f32(a + 4 * (G));                                         \
-        AFRT_NEON_UNROLL_ for (int q = 0; q < NQ; ++q) {                                                         \
-            t##G##0[q] = vfmaq_laneq_f32(t##G##0[q], bq[q], av, 0);                            \
-            t##G##1[q] = vfmaq_laneq_f32(t##G##1[q], bq[q], av, 1);                            \
-            t##G##2[q] = vfmaq_laneq_f32(t##G##2[q], bq[q], av, 2);                            \
-            t##G##3[q] = vfmaq_laneq_f32(t##G##3[q], bq[q], av, 3);                            \
-        }                                                                                      \
+#define AFRT_NEON_FMA4_(G)                                                                         \
+    {                                                                                              \
+        const float32x4_t av = vld1q_f32(a + 4 * (G));                                             \
+        AFRT_NEON_UNROLL_ for (int q = 0; q < NQ; ++q) {                                           \
+            t##G##0[q] = vfmaq_laneq_f32(t##G##0[q], bq[q], av, 0);                                \
+            t##G##1[q] = vfmaq_laneq_f32(t##G##1[q], bq[q], av, 1);                                \
+            t##G##2[q] = vfmaq_laneq_f32(t##G##2[q], bq[q], av, 2);                                \
+            t##G##3[q] = vfmaq_laneq_f32(t##G##3[q], bq[q], av, 3);                                \
+        }                                                                                          \
     }
-#define AFRT_NEON_STORE1_(T, ROW)                                                              \
-    AFRT_NEON_UNROLL_ for (int q = 0; q < NQ; ++q) {                                                             \
-        float *cq = c + (ROW) * ldc + 4 * q;                                                   \
-        vst1q_f32(cq, acc ? vaddq_f32(T[q], vld1q_f32(cq)) : T[q]);                            \
+#define AFRT_NEON_STORE1_(T, ROW)                                                                  \
+    AFRT_NEON_UNROLL_ for (int q = 0; q < NQ; ++q) {                                               \
+        float *cq = c + (ROW) * ldc + 4 * q;                                                       \
+        vst1q_f32(cq, acc ? vaddq_f32(T[q], vld1q_f32(cq)) : T[q]);                                \
     }
-#define AFRT_NEON_STORE4_(G)                                                                   \
-    AFRT_NEON_STORE1_(t##G##0, 4 * (G) + 0) AFRT_NEON_STORE1_(t##G##1, 4 * (G) + 1)             \
+#define AFRT_NEON_STORE4_(G)                                                                       \
+    AFRT_NEON_STORE1_(t##G##0, 4 * (G) + 0) AFRT_NEON_STORE1_(t##G##1, 4 * (G) + 1)                \
     AFRT_NEON_STORE1_(t##G##2, 4 * (G) + 2) AFRT_NEON_STORE1_(t##G##3, 4 * (G) + 3)
 #define AFRT_NEON_DECL4_(G) float32x4_t t##G##0[NQ], t##G##1[NQ], t##G##2[NQ], t##G##3[NQ];
-#define AFRT_NEON_DEFINE_STRIP(NAME, ROWS, NQV, GROUPS)                                        \
-    static inline void NAME(int64_t kc, const float *restrict a, const float *restrict b,      \
-                            float *restrict c, int64_t ldc, int acc) {                         \
-        enum { NQ = NQV };                                                                     \
-        GROUPS(AFRT_NEON_DECL4_)                                                               \
-        GROUPS(AFRT_NEON_ZERO4_)                                                               \
-        for (int64_t k = 0; k < kc; ++k) {                                                     \
-            __builtin_prefetch(AFRT_PF_ADDR(a, ROWS * AFRT_PF_K), 0, 3);                       \
-            __builtin_prefetch(AFRT_PF_ADDR(b, AFRT_NR * AFRT_PF_K), 0, 3);                    \
-            float32x4_t bq[NQ];                                                                \
-            AFRT_NEON_UNROLL_ for (int q = 0; q < NQ; ++q) bq[q] = vld1q_f32(b + 4 * q);                         \
-            GROUPS(AFRT_NEON_FMA4_)                                                            \
-            a += ROWS;                                                                         \
-            b += AFRT_NR;                                                                      \
-        }                                                                                      \
-        GROUPS(AFRT_NEON_STORE4_)                                                              \
+#define AFRT_NEON_DEFINE_STRIP(NAME, ROWS, NQV, GROUPS)                                            \
+    static inline void NAME(int64_t kc, const float *restrict a, const float *restrict b,          \
+                            float *restrict c, int64_t ldc, int acc) {                             \
+        enum { NQ = NQV };                                                                         \
+        GROUPS(AFRT_NEON_DECL4_)                                                                   \
+        GROUPS(AFRT_NEON_ZERO4_)                                                                   \
+        for (int64_t k = 0; k < kc; ++k) {                                                         \
+            __builtin_prefetch(AFRT_PF_ADDR(a, ROWS * AFRT_PF_K), 0, 3);                           \
+            __builtin_prefetch(AFRT_PF_ADDR(b, AFRT_NR * AFRT_PF_K), 0, 3);                        \
+            float32x4_t bq[NQ];                                                                    \
+            AFRT_NEON_UNROLL_ for (int q = 0; q < NQ; ++q) bq[q] = vld1q_f32(b + 4 * q);           \
+            GROUPS(AFRT_NEON_FMA4_)                                                                \
+            a += ROWS;                                                                             \
+            b += AFRT_NR;                                                                          \
+        }                                                                                          \
+        GROUPS(AFRT_NEON_STORE4_)                                                                  \
     }
 AFRT_NEON_DEFINE_STRIP(afrt_neon_12x8_, 12, 2, AFRT_NEON_G12_)
 AFRT_NEON_DEFINE_STRIP(afrt_neon_8x12_, 8, 3, AFRT_NEON_G8_)
