@@ -6,6 +6,7 @@ onnxruntime at the project's bar."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -315,6 +316,22 @@ def _need_cross_tools() -> None:
                 "(no apt-get or not root)")  # fmt: skip
 
 
+#: FMLA by element (``fmla v0.4s, v1.4s, v2.s[3]``): what afrt.h's NEON micro-kernel issues
+#: (vfmaq_laneq_f32); GEMM-shaped models have dozens of them in the inlined kernel strips.
+FMLA_LANE = re.compile(r"\bfmla\s+v\d+\.4s,\s*v\d+\.4s,\s*v\d+\.s\[[0-3]\]")
+
+
+def assert_neon_kernels(binary: Path) -> None:
+    """The build selected afrt.h's NEON kernels (af_build_kernels, from the same macros that
+    pick them) and the binary holds the micro-kernel's lane-indexed FMLAs."""
+    assert b"afrt-kernels=neon\0" in binary.read_bytes(), f"{binary.name}: not the NEON kernels"
+    objdump = shutil.which("aarch64-linux-gnu-objdump")
+    if objdump:  # binutils-aarch64-linux-gnu comes with the cross compiler
+        asm = subprocess.run([objdump, "-d", str(binary)], capture_output=True, text=True,
+                             check=True).stdout  # fmt: skip
+        assert len(FMLA_LANE.findall(asm)) >= 24, f"{binary.name}: no NEON micro-kernel"
+
+
 @pytest.mark.parametrize("name", ["tiny_cnn", "tiny_bert", "mobilenet"])
 def test_aarch64_build_matches_under_qemu(name: str, tmp_path: Path) -> None:
     _need_cross_tools()
@@ -327,6 +344,8 @@ def test_aarch64_build_matches_under_qemu(name: str, tmp_path: Path) -> None:
     assert f"CC = {toolchain.AARCH64_CC}" in make
     assert "-march=armv8-a" in make
     subprocess.run(["make", "-s", "main"], cwd=out, check=True)
+    assert_neon_kernels(out / "libmodel.so")
+    assert_neon_kernels(out / "model_main")
     model = get_model(name)
     feeds, files = write_inputs(model, tmp_path)
     ref = ort_outputs(model, feeds)

@@ -3,7 +3,8 @@
  *
  * Header-only C11 (every function is `static inline`), so a generated model is one translation
  * unit: `cc -std=c11 -O3 -march=x86-64-v3 -fopenmp -I<this dir> model.c -lm` (any -march:
- * the kernels pick AVX-512, AVX2+FMA or portable C from the compiler's predefined macros).
+ * the kernels pick AVX-512, AVX2+FMA, NEON (aarch64) or portable C from the compiler's
+ * predefined macros; AFRT_KERNELS names the set, -DAFRT_PORTABLE keeps portable C on aarch64).
  * Compiles warning-free with -Wall -Wextra -Werror, with or without -fopenmp.
  *
  * What it provides
@@ -43,6 +44,24 @@
 #include <string.h>
 #if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
 #include <immintrin.h>
+#endif
+/* AArch64 Advanced SIMD (NEON; every AArch64 CPU has it): the NEON kernels below, in blocks
+ * of their own; little-endian only (the packing transposes reinterpret lanes as f64 pairs).
+ * -DAFRT_PORTABLE keeps the portable C instead (the comparison build). */
+#if defined(__aarch64__) && defined(__ARM_NEON) && !defined(__AARCH64EB__) && \
+    !defined(AFRT_PORTABLE)
+#include <arm_neon.h>
+#define AFRT_NEON_ 1
+#endif
+/* The kernel set this build uses, from the same macros that select it (af_build.c records it). */
+#if defined(__AVX512F__)
+#define AFRT_KERNELS "avx512"
+#elif defined(__AVX2__) && defined(__FMA__)
+#define AFRT_KERNELS "avx2"
+#elif defined(AFRT_NEON_)
+#define AFRT_KERNELS "neon"
+#else
+#define AFRT_KERNELS "portable"
 #endif
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -478,6 +497,74 @@ static inline void afrt_ukernel_(int64_t mr, int64_t kc, const float *restrict a
     for (int64_t r0 = 0; r0 < mr; r0 += 3)
         afrt_ukernel_avx2_rows_(kc, a, mr, r0, afrt_min_(3, mr - r0), b, c, ldc, acc);
 }
+#elif defined(AFRT_NEON_)
+/* NEON (aarch64): 32 128-bit v registers. A strip of ROWS x 4*NQ columns of C (ROWS = 12 or
+ * 8, NQ = 2 or 3) keeps ROWS*NQ accumulators (24), ROWS/4 vectors of the packed A column
+ * (one vld1q per 4 rows) and NQ vectors of the B row in registers: 29 of 32. Each FMA takes
+ * its A factor straight from a lane (vfmaq_laneq_f32, FMLA by element), so no broadcasts.
+ * The mr x 32 tile is 4 strips of 12x8 (mr = 12) or 8x12, 8x12, 8x8 (mr = 8) over the same
+ * packed panels as every ISA (A: [kc][mr], B: [kc][32]); the A panel (12 KiB at kc = 256)
+ * stays in L1 across the strips. */
+/* Per group G of 4 rows (lane numbers must be literals, so the row loops are unrolled by
+ * hand: GROUPS(M) expands to M(0) M(1) [M(2)]): zero, FMA with one vector of the packed A
+ * column, store (adding C when acc). The q loops (NQ = 2 or 3 vectors) are unrolled at -O2
+ * as well, so the accumulators are registers rather than arrays in memory. */
+#define AFRT_NEON_UNROLL_ _Pragma("GCC unroll 4")
+#define AFRT_NEON_G12_(M) M(0) M(1) M(2)
+#define AFRT_NEON_G8_(M) M(0) M(1)
+#define AFRT_NEON_ZERO4_(G)                                                                        \
+    AFRT_NEON_UNROLL_ for (int q = 0; q < NQ; ++q)                                                 \
+        t##G##0[q] = t##G##1[q] = t##G##2[q] = t##G##3[q] = vdupq_n_f32(0.0f);
+#define AFRT_NEON_FMA4_(G)                                                                         \
+    {                                                                                              \
+        const float32x4_t av = vld1q_f32(a + 4 * (G));                                             \
+        AFRT_NEON_UNROLL_ for (int q = 0; q < NQ; ++q) {                                           \
+            t##G##0[q] = vfmaq_laneq_f32(t##G##0[q], bq[q], av, 0);                                \
+            t##G##1[q] = vfmaq_laneq_f32(t##G##1[q], bq[q], av, 1);                                \
+            t##G##2[q] = vfmaq_laneq_f32(t##G##2[q], bq[q], av, 2);                                \
+            t##G##3[q] = vfmaq_laneq_f32(t##G##3[q], bq[q], av, 3);                                \
+        }                                                                                          \
+    }
+#define AFRT_NEON_STORE1_(T, ROW)                                                                  \
+    AFRT_NEON_UNROLL_ for (int q = 0; q < NQ; ++q) {                                               \
+        float *cq = c + (ROW) * ldc + 4 * q;                                                       \
+        vst1q_f32(cq, acc ? vaddq_f32(T[q], vld1q_f32(cq)) : T[q]);                                \
+    }
+#define AFRT_NEON_STORE4_(G)                                                                       \
+    AFRT_NEON_STORE1_(t##G##0, 4 * (G) + 0) AFRT_NEON_STORE1_(t##G##1, 4 * (G) + 1)                \
+    AFRT_NEON_STORE1_(t##G##2, 4 * (G) + 2) AFRT_NEON_STORE1_(t##G##3, 4 * (G) + 3)
+#define AFRT_NEON_DECL4_(G) float32x4_t t##G##0[NQ], t##G##1[NQ], t##G##2[NQ], t##G##3[NQ];
+#define AFRT_NEON_DEFINE_STRIP(NAME, ROWS, NQV, GROUPS)                                            \
+    static inline void NAME(int64_t kc, const float *restrict a, const float *restrict b,          \
+                            float *restrict c, int64_t ldc, int acc) {                             \
+        enum { NQ = NQV };                                                                         \
+        GROUPS(AFRT_NEON_DECL4_)                                                                   \
+        GROUPS(AFRT_NEON_ZERO4_)                                                                   \
+        for (int64_t k = 0; k < kc; ++k) {                                                         \
+            __builtin_prefetch(AFRT_PF_ADDR(a, ROWS * AFRT_PF_K), 0, 3);                           \
+            __builtin_prefetch(AFRT_PF_ADDR(b, AFRT_NR * AFRT_PF_K), 0, 3);                        \
+            float32x4_t bq[NQ];                                                                    \
+            AFRT_NEON_UNROLL_ for (int q = 0; q < NQ; ++q) bq[q] = vld1q_f32(b + 4 * q);           \
+            GROUPS(AFRT_NEON_FMA4_)                                                                \
+            a += ROWS;                                                                             \
+            b += AFRT_NR;                                                                          \
+        }                                                                                          \
+        GROUPS(AFRT_NEON_STORE4_)                                                                  \
+    }
+AFRT_NEON_DEFINE_STRIP(afrt_neon_12x8_, 12, 2, AFRT_NEON_G12_)
+AFRT_NEON_DEFINE_STRIP(afrt_neon_8x12_, 8, 3, AFRT_NEON_G8_)
+AFRT_NEON_DEFINE_STRIP(afrt_neon_8x8_, 8, 2, AFRT_NEON_G8_)
+
+static inline void afrt_ukernel_(int64_t mr, int64_t kc, const float *restrict a,
+                                 const float *restrict b, float *restrict c, int64_t ldc, int acc) {
+    if (mr == 12) {
+        for (int q = 0; q < AFRT_NR; q += 8) afrt_neon_12x8_(kc, a, b + q, c + q, ldc, acc);
+    } else {
+        afrt_neon_8x12_(kc, a, b, c, ldc, acc);
+        afrt_neon_8x12_(kc, a, b + 12, c + 12, ldc, acc);
+        afrt_neon_8x8_(kc, a, b + 24, c + 24, ldc, acc);
+    }
+}
 #else
 static inline void afrt_ukernel_(int64_t mr, int64_t kc, const float *restrict a,
                                  const float *restrict b, float *restrict c, int64_t ldc, int acc) {
@@ -495,6 +582,85 @@ static inline int afrt_choose_mr_(int64_t M) {
 
 static inline int64_t afrt_round_up_(int64_t v, int64_t m) { return afrt_cdiv_(v, m) * m; }
 
+#if defined(AFRT_NEON_)
+/* dst[j*ldd + i] = src[i*lds + j] for a 4 x 4 block: two rounds of TRN (32-, then 64-bit). */
+static inline void afrt_neon_transpose4_(const float *src, int64_t lds, float *dst, int64_t ldd) {
+    const float32x4_t r0 = vld1q_f32(src), r1 = vld1q_f32(src + lds);
+    const float32x4_t r2 = vld1q_f32(src + 2 * lds), r3 = vld1q_f32(src + 3 * lds);
+    const float64x2_t t0 = vreinterpretq_f64_f32(vtrn1q_f32(r0, r1));
+    const float64x2_t t1 = vreinterpretq_f64_f32(vtrn2q_f32(r0, r1));
+    const float64x2_t t2 = vreinterpretq_f64_f32(vtrn1q_f32(r2, r3));
+    const float64x2_t t3 = vreinterpretq_f64_f32(vtrn2q_f32(r2, r3));
+    vst1q_f32(dst, vreinterpretq_f32_f64(vtrn1q_f64(t0, t2)));
+    vst1q_f32(dst + ldd, vreinterpretq_f32_f64(vtrn1q_f64(t1, t3)));
+    vst1q_f32(dst + 2 * ldd, vreinterpretq_f32_f64(vtrn2q_f64(t0, t2)));
+    vst1q_f32(dst + 3 * ldd, vreinterpretq_f32_f64(vtrn2q_f64(t1, t3)));
+}
+
+/* afrt_pack_a_ (same layout and contract as the generic one below) with NEON: row-major A
+ * in 4 x 4 transposed blocks, transposed A (rows contiguous per k) as vector copies of whole
+ * panel rows; the edges (rows past M, k tails) element by element. */
+static inline void afrt_pack_a_(const float *A, int64_t lda, int trans, int64_t M, int64_t K,
+                                float *dst) {
+    const int64_t mr = afrt_choose_mr_(M), Mp = afrt_round_up_(M, mr);
+    for (int64_t pc = 0; pc < K; pc += AFRT_KC) {
+        const int64_t kc = afrt_min_(AFRT_KC, K - pc);
+        for (int64_t ic = 0; ic < Mp; ic += mr) {
+            float *panel = dst + pc * Mp + ic * kc;
+            if (trans) {
+                const int64_t nrow = afrt_max_(0, afrt_min_(mr, M - ic));
+                for (int64_t k = 0; k < kc; ++k) {
+                    const float *src = A + (pc + k) * lda + ic;
+                    float *o = panel + k * mr;
+                    if (nrow == mr) {
+                        for (int64_t i = 0; i < mr; i += 4) vst1q_f32(o + i, vld1q_f32(src + i));
+                    } else {
+                        for (int64_t i = 0; i < nrow; ++i) o[i] = src[i];
+                        for (int64_t i = nrow; i < mr; ++i) o[i] = 0.0f;
+                    }
+                }
+                continue;
+            }
+            for (int64_t i = 0; i < mr; i += 4) {
+                if (ic + i + 4 <= M) {
+                    const float *src = A + (ic + i) * lda + pc;
+                    const int64_t kv = kc - kc % 4;
+                    for (int64_t k = 0; k < kv; k += 4)
+                        afrt_neon_transpose4_(src + k, lda, panel + k * mr + i, mr);
+                    for (int64_t u = 0; u < 4; ++u)
+                        for (int64_t k = kv; k < kc; ++k) panel[k * mr + i + u] = src[u * lda + k];
+                } else {
+                    for (int64_t u = i; u < i + 4; ++u) {
+                        const int64_t row = ic + u;
+                        for (int64_t k = 0; k < kc; ++k)
+                            panel[k * mr + u] = row < M ? A[row * lda + pc + k] : 0.0f;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* The transposed branch of afrt_pack_b_block_ for one panel (columns j.. of op(B), cnt of
+ * them inside N): 4 x 4 transposed blocks, edges element by element. */
+static inline void afrt_neon_pack_b_trans_(const float *B, int64_t ldb, int64_t j, int64_t cnt,
+                                           int64_t pc, int64_t kc, float *panel) {
+    for (int64_t t = 0; t < AFRT_NR; t += 4) {
+        if (t + 4 <= cnt) {
+            const float *src = B + (j + t) * ldb + pc;
+            const int64_t kv = kc - kc % 4;
+            for (int64_t k = 0; k < kv; k += 4)
+                afrt_neon_transpose4_(src + k, ldb, panel + k * AFRT_NR + t, AFRT_NR);
+            for (int64_t u = 0; u < 4; ++u)
+                for (int64_t k = kv; k < kc; ++k) panel[k * AFRT_NR + t + u] = src[u * ldb + k];
+        } else {
+            for (int64_t u = t; u < t + 4; ++u)
+                for (int64_t k = 0; k < kc; ++k)
+                    panel[k * AFRT_NR + u] = u < cnt ? B[(j + u) * ldb + pc + k] : 0.0f;
+        }
+    }
+}
+#else
 /* Packs op(A) (M x K; element (i, p) = trans ? A[p*lda + i] : A[i*lda + p]) into dst as
  * panels of mr rows (afrt_choose_mr_(M)). */
 static inline void afrt_pack_a_(const float *A, int64_t lda, int trans, int64_t M, int64_t K,
@@ -518,6 +684,7 @@ static inline void afrt_pack_a_(const float *A, int64_t lda, int trans, int64_t 
         }
     }
 }
+#endif /* AFRT_NEON_ */
 
 /* Packs the k block [pc, pc+kc) x columns [j0, j0+nc) of op(B) (K x N; element (p, j) =
  * trans ? B[j*ldb + p] : B[p*ldb + j]) into nc/NR panels of [kc][NR] at dst (panel stride kc*NR). */
@@ -553,6 +720,9 @@ static inline void afrt_pack_b_block_(const float *B, int64_t ldb, int trans, in
             }
 #endif
         } else {
+#if defined(AFRT_NEON_)
+            afrt_neon_pack_b_trans_(B, ldb, j, cnt, pc, kc, panel);
+#else
             for (int64_t t = 0; t < AFRT_NR; ++t) {
                 if (t < cnt) {
                     const float *src = B + (j + t) * ldb + pc;
@@ -561,6 +731,7 @@ static inline void afrt_pack_b_block_(const float *B, int64_t ldb, int trans, in
                     for (int64_t k = 0; k < kc; ++k) panel[k * AFRT_NR + t] = 0.0f;
                 }
             }
+#endif
         }
     }
 }
@@ -1105,6 +1276,35 @@ static inline void afrt_conv_dw_channel_(const float *x, const float *w, float *
             continue;
         }
 #endif
+#if defined(AFRT_NEON_)
+        if (sw == 1 || sw == 2) {
+            /* 4 outputs per vector; stride 2 takes the even lanes of 8 inputs (vld2q). Its
+             * 8th input lies before the first input of output ow + 4, so it is inside the
+             * padded plane while ow + 4 < OW; the rest goes element by element. */
+            int64_t ow = 0;
+            for (; ow + 4 <= OW && (sw == 1 || ow + 4 < OW); ow += 4) {
+                float32x4_t acc = vdupq_n_f32(0.0f);
+                for (int64_t r = 0; r < R; ++r) {
+                    const float *restrict xr = xr0 + r * dh * Wp + ow * sw;
+                    for (int64_t s = 0; s < S; ++s) {
+                        const float *b = xr + s * dw;
+                        const float32x4_t v = sw == 1 ? vld1q_f32(b) : vld2q_f32(b).val[0];
+                        acc = vfmaq_n_f32(acc, v, wk[r * S + s]);
+                    }
+                }
+                vst1q_f32(yr + ow, acc);
+            }
+            for (; ow < OW; ++ow) {
+                float acc = 0.0f;
+                for (int64_t r = 0; r < R; ++r) {
+                    const float *restrict xr = xr0 + r * dh * Wp + ow * sw;
+                    for (int64_t s = 0; s < S; ++s) acc += wk[r * S + s] * xr[s * dw];
+                }
+                yr[ow] = acc;
+            }
+            continue;
+        }
+#endif
         for (int64_t ow = 0; ow < OW; ++ow) {
             float acc = 0.0f;
             for (int64_t r = 0; r < R; ++r) {
@@ -1153,6 +1353,22 @@ static inline void afrt_im2col_seg_(float *restrict o, const float *restrict xr,
                                            _mm512_maskz_loadu_ps((__mmask16)(in >> 16),
                                                                  src + (hi > 16 ? 16 : 0)));
             _mm512_mask_storeu_ps(o + t, mout, v);
+        }
+        return;
+    }
+#endif
+#if defined(AFRT_NEON_)
+    if (sw == 1 || sw == 2) {
+        /* 4 outputs a step where the 4 * sw inputs they span are inside the row (stride 2:
+         * the even lanes of vld2q), element by element at the padding */
+        for (int64_t t = 0; t < n;) {
+            const int64_t iw = iw0 + t * sw;
+            if (t + 4 <= n && iw >= 0 && iw + 4 * sw <= W) {
+                vst1q_f32(o + t, sw == 1 ? vld1q_f32(xr + iw) : vld2q_f32(xr + iw).val[0]);
+                t += 4;
+            } else {
+                o[t++] = (iw >= 0 && iw < W) ? xr[iw] : 0.0f;
+            }
         }
         return;
     }
@@ -1506,6 +1722,42 @@ static inline void afrt_avgpool2d_f32(const float *x, float *y, const afrt_pool_
  * af_tanhf: (1 - e) / (1 + e) with e = exp(-2|x|), absolute error < 2e-7 (relative error
  *   near 0 as for erf); +-inf give +-1, NaN gives NaN. -0.0 stays -0.0 in erf and tanh.
  * ------------------------------------------------------------------------------------------- */
+#if defined(AFRT_NEON_)
+/* aarch64: the same arithmetic, with the NaN / overflow choices made on the bit pattern by
+ * integer masks and the clamp by fmaxf/fminf (FMAXNM/FMINNM). GCC keeps the float compares
+ * of the generic version as branches (they may raise FE_INVALID, and -ftrapping-math is the
+ * default), so loops calling it stayed scalar on aarch64; this way they vectorise to NEON.
+ * Results are bit-identical to the generic version (NaN: x itself; x > 88.7228391f: inf;
+ * the clamp only differs for NaN, whose result is x either way). */
+static inline float af_expf(float x) {
+    uint32_t ux;
+    memcpy(&ux, &x, sizeof ux);
+    const uint32_t is_nan = 0u - (uint32_t)((ux & 0x7fffffffu) > 0x7f800000u);
+    const uint32_t is_big = 0u - (uint32_t)((int32_t)ux > 0x42b17218); /* x > 88.7228391f */
+    const float xc = fminf(fmaxf(x, -87.0f), 88.7228391f);
+    const float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+    float r = xc - n * 0.693359375f;
+    r = r + n * 2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    const float y = p * r * r + r + 1.0f;
+    const int32_t bits = ((int32_t)n + 126) << 23;
+    float scale;
+    memcpy(&scale, &bits, sizeof scale);
+    const float out = y * scale * 2.0f;
+    uint32_t uo;
+    memcpy(&uo, &out, sizeof uo);
+    uo = (uo & ~is_big) | (0x7f800000u & is_big);
+    uo = (uo & ~is_nan) | (ux & is_nan);
+    float res;
+    memcpy(&res, &uo, sizeof res);
+    return res;
+}
+#else
 static inline float af_expf(float x) {
     const float xc = x > 88.7228391f ? 88.7228391f : (x < -87.0f ? -87.0f : x);
     /* round to nearest with the 1.5 * 2^23 trick (floorf stops GCC vectorising under -std=c11) */
@@ -1525,6 +1777,7 @@ static inline float af_expf(float x) {
     const float out = y * scale * 2.0f;
     return x != x ? x : (x > 88.7228391f ? INFINITY : out);
 }
+#endif /* AFRT_NEON_ */
 
 static inline float af_erff(float x) {
     const float a = fabsf(x);
@@ -1613,6 +1866,37 @@ typedef struct {
 /* Row max (NaN-propagating) and sum in 16 independent lanes, so GCC vectorises them without
  * -ffast-math (a single accumulator is a serial chain it must not reorder). */
 #define AFRT_LANES_ 16
+#if defined(AFRT_NEON_)
+/* NEON: the same 16 lanes in 4 vectors, so the sum adds in exactly the portable order. FMAX
+ * returns NaN when either operand is NaN, which is the NaN-propagating max. */
+static inline float afrt_row_nanmax_(const float *x, int64_t n) {
+    float32x4_t acc[4];
+    for (int u = 0; u < 4; ++u) acc[u] = vdupq_n_f32(-INFINITY);
+    int64_t c = 0;
+    for (; c + AFRT_LANES_ <= n; c += AFRT_LANES_)
+        for (int u = 0; u < 4; ++u) acc[u] = vmaxq_f32(acc[u], vld1q_f32(x + c + 4 * u));
+    float m = -INFINITY;
+    for (; c < n; ++c) m = afrt_nanmax_(m, x[c]);
+    float lanes[AFRT_LANES_];
+    for (int u = 0; u < 4; ++u) vst1q_f32(lanes + 4 * u, acc[u]);
+    for (int u = 0; u < AFRT_LANES_; ++u) m = afrt_nanmax_(m, lanes[u]);
+    return m;
+}
+
+static inline float afrt_row_sum_(const float *x, int64_t n) {
+    float32x4_t acc[4];
+    for (int u = 0; u < 4; ++u) acc[u] = vdupq_n_f32(0.0f);
+    int64_t c = 0;
+    for (; c + AFRT_LANES_ <= n; c += AFRT_LANES_)
+        for (int u = 0; u < 4; ++u) acc[u] = vaddq_f32(acc[u], vld1q_f32(x + c + 4 * u));
+    float s = 0.0f;
+    for (; c < n; ++c) s += x[c];
+    float lanes[AFRT_LANES_];
+    for (int u = 0; u < 4; ++u) vst1q_f32(lanes + 4 * u, acc[u]);
+    for (int u = 0; u < AFRT_LANES_; ++u) s += lanes[u];
+    return s;
+}
+#else
 static inline float afrt_row_nanmax_(const float *x, int64_t n) {
     float acc[AFRT_LANES_];
     for (int u = 0; u < AFRT_LANES_; ++u) acc[u] = -INFINITY;
@@ -1638,6 +1922,7 @@ static inline float afrt_row_sum_(const float *x, int64_t n) {
     for (int u = 0; u < AFRT_LANES_; ++u) s += acc[u];
     return s;
 }
+#endif /* AFRT_NEON_ */
 
 #ifndef AFRT_ATTN_BQ_MAX
 #define AFRT_ATTN_BQ_MAX 256

@@ -3,6 +3,8 @@
  *   afrt_kernel_driver THREADS STRATEGY conv DIR N C H W K R S sh sw pt pl pb pr dh dw g bias
  *   afrt_kernel_driver THREADS STRATEGY matmul DIR batch M N K alpha beta ta tb bcast_a bcast_b
  *   afrt_kernel_driver THREADS STRATEGY pool DIR max|avg N C H W R S OH OW sh sw pt pl pb pr dh dw cip
+ *   afrt_kernel_driver THREADS STRATEGY sweep DIR ta tb MMAX NMAX KMAX
+ *   afrt_kernel_driver THREADS STRATEGY kernels DIR   (prints AFRT_KERNELS: the kernel set)
  *
  * Inputs are read from DIR/{x,w,b}.bin (conv), DIR/{a,b,c}.bin (matmul), DIR/x.bin (pool);
  * the output goes to DIR/y.bin and, for conv/matmul, the per-element epilogue call counts to
@@ -10,6 +12,11 @@
  * final value was stored. STRATEGY is an AFRT_GEMM_* value, or 3: AFRT_GEMM_OWN with the
  * weights (conv w; matmul a and b) registered as constant, so the packed-operand cache is used
  * (the conv's second call hits it).
+ * sweep: for each (M, N, K) in DIR/shapes.bin (int64 triples), C = op(A)[:M, :K] @
+ * op(B)[:K, :N] from DIR/a.bin (op(A) is MMAX x KMAX, stored transposed when ta) and
+ * DIR/b.bin (op(B) KMAX x NMAX, transposed when tb), read through their full leading
+ * dimensions; the C blocks (dense M x N, prefilled with NaN) go one after another to
+ * DIR/y.bin. The test picks shapes that reach every edge tile of the micro-kernel.
  */
 #include "afrt.h"
 
@@ -123,6 +130,38 @@ int main(int argc, char **argv) {
         save(dir, "y.bin", c, (size_t)(batch * sc) * sizeof(float));
         save(dir, "count.bin", k.count, (size_t)(batch * M * ldc) * sizeof(int32_t));
         free(a), free(b), free(c), free(k.count);
+        return 0;
+    }
+    if (strcmp(op, "kernels") == 0) {
+        printf("%s\n", AFRT_KERNELS);
+        return 0;
+    }
+    if (strcmp(op, "sweep") == 0) {
+        if (argc != 5 + 5) return 2;
+        const int ta = (int)v[0], tb = (int)v[1];
+        const int64_t MM = v[2], NN = v[3], KK = v[4];
+        const int64_t lda = ta ? MM : KK, ldb = tb ? KK : NN;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/shapes.bin", dir);
+        FILE *f = fopen(path, "rb");
+        if (!f || fseek(f, 0, SEEK_END) != 0) return 2;
+        const int64_t ns = ftell(f) / (int64_t)(3 * sizeof(int64_t));
+        int64_t *shapes = (int64_t *)malloc((size_t)(3 * ns + 1) * sizeof(int64_t)), total = 0;
+        rewind(f);
+        if (!shapes || (int64_t)fread(shapes, 3 * sizeof(int64_t), (size_t)ns, f) != ns) return 2;
+        fclose(f);
+        for (int64_t i = 0; i < ns; ++i) total += shapes[3 * i] * shapes[3 * i + 1];
+        float *a = load(dir, "a.bin", (size_t)(MM * KK)), *b = load(dir, "b.bin", (size_t)(KK * NN));
+        float *y = (float *)malloc((size_t)total * sizeof(float)), *o = y;
+        for (int64_t i = 0; i < ns; ++i) {
+            const int64_t M = shapes[3 * i], N = shapes[3 * i + 1], K = shapes[3 * i + 2];
+            for (int64_t e = 0; e < M * N; ++e) o[e] = NAN; /* must all be overwritten */
+            afrt_matmul_f32(1, M, N, K, 1.0f, a, lda, 0, ta, b, ldb, 0, tb, 0.0f, o, N, 0,
+                            afrt_no_epilogue());
+            o += M * N;
+        }
+        save(dir, "y.bin", y, (size_t)total * sizeof(float));
+        free(a), free(b), free(y), free(shapes);
         return 0;
     }
     if (strcmp(op, "pool") == 0) {
