@@ -20,12 +20,12 @@ Options: ``config`` (JSON/YAML file), ``aggressiveness`` (-1 = config/env/defaul
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, UnitAttr
+from xdsl.dialects.builtin import ModuleOp, StringAttr, UnitAttr
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import Rewriter
 
@@ -33,12 +33,18 @@ from autofusion.analysis import cost, structure
 from autofusion.analysis.hardware import Hardware, hardware_for
 from autofusion.analysis.order import stable_topological_order
 from autofusion.dialects import nn
-from autofusion.dialects.attrs import FUSION_POLICY
+from autofusion.dialects.attrs import FUSION_DECIDED_BY, FUSION_POLICY
 from autofusion.dialects.fusion import FAST_MATH_ATTR, KernelOp, YieldOp
 from autofusion.passes.options import CheckedPass
 from autofusion.policy.base import onnx_op_type
 from autofusion.policy.engine import FusionPolicy
-from autofusion.policy.reasons import Refusal, RefusalLog, merge_origins, nodes_of
+from autofusion.policy.reasons import (
+    Refusal,
+    RefusalLog,
+    group_layer,
+    merge_origins,
+    nodes_of,
+)
 
 SMALL_CONSTANT = 16
 
@@ -96,11 +102,13 @@ def topo_sort_block(block: Block) -> None:
 def outline(
     block: Block,
     groups: Sequence[tuple[Sequence[Operation], set[Operation], str]],
+    decided_by: Sequence[str] | None = None,
 ) -> list[KernelOp]:
     """Replace each group ``(ops in block order, recomputed ops, pattern)`` by one kernel.
 
     A group's results are the values of its owned ops read outside it, except by groups
-    that recompute that op. Recomputed ops stay (or die) in the graph.
+    that recompute that op. Recomputed ops stay (or die) in the graph. ``decided_by`` (one
+    layer name per group) is recorded on each kernel as ``fusion.decided_by``.
     """
     recomputed_by: dict[Operation, list[set[Operation]]] = {}
     for ops, rec, _ in groups:
@@ -109,7 +117,7 @@ def outline(
 
     plans: list[tuple[list[Operation], KernelOp, list[SSAValue]]] = []
     position = {op: i for i, op in enumerate(block.ops)}
-    for unordered, rec, pattern in groups:
+    for gi, (unordered, rec, pattern) in enumerate(groups):
         ops = sorted(unordered, key=position.__getitem__)  # block order = dependence order
         members = set(ops)
         inputs: list[SSAValue] = []
@@ -153,6 +161,8 @@ def outline(
             pattern,
             merge_origins([*(o for o in ops if not isinstance(o, nn.ConstantOp)), *cloned_consts]),
         )
+        if decided_by is not None:
+            kernel.attributes[FUSION_DECIDED_BY] = StringAttr(decided_by[gi])
         plans.append((list(ops), kernel, outputs))
 
     for ops, kernel, outputs in plans:
@@ -189,12 +199,36 @@ def fusible_ops(block: Block) -> list[Operation]:
 
 @dataclass
 class Decision:
-    """Wires the cost and policy layers into the structure layer's ``decide`` callback."""
+    """Wires the cost and policy layers into the structure layer's ``decide`` callback.
+
+    ``approved_by`` records, per consumer op that joined a group, the layer whose verdict
+    let it in (``FusionPolicy.approver``): the report's ``decided_by`` of the group."""
 
     policy: FusionPolicy
     hw: Hardware
+    approved_by: dict[Operation, str] = field(default_factory=dict[Operation, str])
+
+    def group_decided_by(self, ops: Iterable[Operation]) -> str:
+        return group_layer(self.approved_by[o] for o in ops if o in self.approved_by)
 
     def __call__(
+        self,
+        producer: Operation,
+        consumer: Operation,
+        family: str,
+        cluster: structure.Cluster,
+        value: SSAValue,
+        mode: str,
+        readers: int,
+    ) -> Refusal | None:
+        r = self.verdict(producer, consumer, family, cluster, value, mode, readers)
+        if r is None:
+            self.approved_by[consumer] = self.policy.approver(
+                self.policy.cost_applies(consumer, cluster.ops)
+            )
+        return r
+
+    def verdict(
         self,
         producer: Operation,
         consumer: Operation,
@@ -216,6 +250,7 @@ class Decision:
                     "multi-consumer",
                     f"the value has {readers - 1} other reader(s) and {r.reason}",
                     r.nodes,
+                    "rules",
                 )
         if not self.policy.cost_applies(consumer, cluster.ops):
             return None
@@ -253,20 +288,18 @@ def run_fusion(
                     [o for o in ops if not isinstance(o, nn.ConstantOp)][:1],
                 )
             continue
+        decision = Decision(policy, hw)
         res = structure.find_clusters(
             ops,
-            Decision(policy, hw),
+            decision,
             log,
             allow_recompute=policy.level >= 2,
             window_size=window_size,
         )
         results.append(res)
-        groups = [
-            (c.ops, c.recomputed, pattern_name(c.ops, c.anchor))
-            for c in res.clusters
-            if len(c.ops) >= 2 and len(c.owned) >= 1
-        ]
-        outline(block, groups)
+        formed = [c for c in res.clusters if len(c.ops) >= 2 and len(c.owned) >= 1]
+        groups = [(c.ops, c.recomputed, pattern_name(c.ops, c.anchor)) for c in formed]
+        outline(block, groups, [decision.group_decided_by(c.ops) for c in formed])
     log.flush(module)
     record_policy(module, policy)
     return results
