@@ -29,7 +29,7 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr, UnitAttr
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import Rewriter
 
-from autofusion.analysis import cost, structure
+from autofusion.analysis import cost, predict, structure
 from autofusion.analysis.hardware import Hardware, hardware_for
 from autofusion.analysis.order import stable_topological_order
 from autofusion.dialects import nn
@@ -208,6 +208,10 @@ class Decision:
     hw: Hardware
     approved_by: dict[Operation, str] = field(default_factory=dict[Operation, str])
 
+    @property
+    def roofs(self) -> predict.Roofs:
+        return predict.Roofs.of(self.hw)
+
     def group_decided_by(self, ops: Iterable[Operation]) -> str:
         return group_layer(self.approved_by[o] for o in ops if o in self.approved_by)
 
@@ -257,6 +261,10 @@ class Decision:
         est = cost.estimate_join(cluster.ops, consumer, value, self.hw, mode, readers)
         if not est.profitable:
             return Refusal("cost", est.why, nodes_of([producer, consumer]))
+        if mode != "recompute":
+            why = predict.slower_when_fused(cluster.ops, consumer, self.hw, self.roofs)
+            if why is not None:
+                return Refusal("cost", why, nodes_of([producer, consumer]))
         if mode == "recompute":
             mat = cost.estimate_join(cluster.ops, consumer, value, self.hw, "materialize", readers)
             if est.bytes_saved <= mat.bytes_saved:

@@ -25,7 +25,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
 
-from autofusion.analysis import cost
+from autofusion.analysis import cost, predict
 from autofusion.analysis.hardware import hardware_for
 from autofusion.dialects import nn
 from autofusion.dialects.base import shape_of
@@ -73,6 +73,7 @@ class _ChainBuilder:
         self.policy = policy
         self.log = log
         self.hw = hardware_for(policy.config.hardware)
+        self.roofs = predict.Roofs.of(self.hw)
         self.claimed: set[Operation] = set()
         #: the layer that let each joined op in (``decided_by`` of the kernel)
         self.approved_by: dict[Operation, str] = {}
@@ -84,6 +85,8 @@ class _ChainBuilder:
             est = cost.estimate_join(chain, nxt, v, self.hw)
             if not est.profitable:
                 r = Refusal("cost", est.why, nodes_of([chain[-1], nxt]))
+            elif (why := predict.slower_when_fused(chain, nxt, self.hw, self.roofs)) is not None:
+                r = Refusal("cost", why, nodes_of([chain[-1], nxt]))
         if r is not None:
             self.log.add_refusal(r)
             return False
