@@ -86,7 +86,7 @@ def measure_copy_bandwidth(nbytes: int = 64 * MiB, repeats: int = 5) -> float:
 
 
 def measure_gemm_flops(n: int = 512, repeats: int = 5) -> float:
-    """FLOP/s of one ``n``×``n``×``n`` sgemm on one thread (best of ``repeats``), through the
+    """FLOP/s of one ``n`` x ``n`` x ``n`` sgemm on one thread (best of ``repeats``), through the
     same OpenBLAS the C backend links (``scipy_openblas32``): the GEMM roof of generated code."""
     import ctypes
 
