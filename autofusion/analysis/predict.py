@@ -32,21 +32,66 @@ decisions, which must stay deterministic. :func:`join_times` is the profitabilit
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
 import platform
+import weakref
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from autofusion.analysis import cost
 from autofusion.analysis.hardware import Hardware
 from autofusion.dialects import nn
 from autofusion.dialects.base import shape_of
 from autofusion.dialects.fusion import KernelOp, YieldOp
+
+_SHAPES: dict[int, tuple[Attribute, tuple[int, ...]]] = {}
+
+
+def _type_shape(t: Attribute) -> tuple[int, ...]:
+    """``t``'s shape, cached by ``id`` as in ``cost._type_sizes`` (the entry keeps ``t``)."""
+    hit = _SHAPES.get(id(t))
+    if hit is not None and hit[0] is t:
+        return hit[1]
+    shape = tuple(int(d) for d in t.get_shape()) if isinstance(t, TensorType) else ()
+    if len(_SHAPES) > 200_000:
+        _SHAPES.clear()
+    _SHAPES[id(t)] = (t, shape)
+    return shape
+
+
+def _bytes(v: SSAValue) -> int:
+    return cost.type_bytes(v.type)
+
+
+def _shape(v: SSAValue) -> tuple[int, ...]:
+    return _type_shape(v.type)
+
+
+_SKIP, _ANCHOR, _ELEMENTWISE, _HEAD = 1, 2, 4, 8
+
+
+@functools.cache
+def _kind(cls: type) -> int:
+    """Classification flags of an op class (``isinstance`` on IRDL classes is slow: the
+    analysis asks it for every op of every candidate, so it is asked once per class)."""
+    k = 0
+    if issubclass(cls, nn.ConstantOp | YieldOp):
+        k |= _SKIP
+    if issubclass(cls, cost.ANCHORS):
+        k |= _ANCHOR
+    if issubclass(cls, nn.ELEMENTWISE):
+        k |= _ELEMENTWISE
+    if issubclass(cls, nn.ConvOp | nn.MatMulOp | nn.GemmOp):
+        k |= _HEAD
+    return k
+
 
 #: Bumped when what :func:`measured_roofs` measures changes (invalidates cached files).
 ROOFS_VERSION = 1
@@ -95,9 +140,20 @@ class Work:
         return self.contraction_flops + self.vector_flops
 
 
+_FLOPS: weakref.WeakKeyDictionary[Operation, int] = weakref.WeakKeyDictionary()
+
+
 def op_flops(op: Operation) -> int:
     """``cost.op_flops`` plus the window of pooling ops (one compare/add per tap), which
-    the byte-oriented cost layer counts as one operation per output."""
+    the byte-oriented cost layer counts as one operation per output. Memoised per op (the
+    fusion analysis asks for every member of every candidate)."""
+    got = _FLOPS.get(op)
+    if got is None:
+        got = _FLOPS[op] = _op_flops(op)
+    return got
+
+
+def _op_flops(op: Operation) -> int:
     if isinstance(op, nn.PoolOp):
         taps = 1
         for k in op.ints("kernel"):
@@ -179,21 +235,22 @@ def streamed(
     Conv/MatMul/Gemm followed only by same-shape elementwise ops), if any."""
     inline: set[Operation] = set()
     for o in body:
-        if not isinstance(o, nn.ELEMENTWISE) or len(o.results) != 1:
+        if not _kind(type(o)) & _ELEMENTWISE or len(o.results) != 1:
             continue
         r = o.results[0]
+        shape = _shape(r)
         users = [u.operation for u in r.uses]
         if users and all(
-            u in members and isinstance(u, nn.ELEMENTWISE) and shape_of(u.results[0]) == shape_of(r)
+            u in members and _kind(type(u)) & _ELEMENTWISE and _shape(u.results[0]) == shape
             for u in users
         ):
             inline.add(o)
-    heads = [o for o in body if isinstance(o, nn.ConvOp | nn.MatMulOp | nn.GemmOp)]
+    heads = [o for o in body if _kind(type(o)) & _HEAD]
     head = heads[0] if len(heads) == 1 and len(body) >= 2 else None
     if head is not None:
-        out = shape_of(head.results[0])
+        out = _shape(head.results[0])
         rest = [o for o in body if o is not head]
-        if not all(isinstance(o, nn.ELEMENTWISE) and shape_of(o.results[0]) == out for o in rest):
+        if not all(_kind(type(o)) & _ELEMENTWISE and _shape(o.results[0]) == out for o in rest):
             head = None
         elif any(u.operation not in members for u in head.results[0].uses):
             head = None
@@ -204,8 +261,10 @@ def _roots_reaching(body: Sequence[Operation], inline: set[Operation]) -> dict[O
     """How many loop roots evaluate each inline op (each root's loop recomputes the inline
     ops it reads; shared subexpressions are reused only within one root)."""
     count: dict[Operation, int] = {}
+    if not inline:
+        return count
     for root in body:
-        if root in inline or not isinstance(root, nn.ELEMENTWISE):
+        if root in inline or not _kind(type(root)) & _ELEMENTWISE:
             continue
         seen: set[Operation] = set()
         stack = [v.owner for v in root.operands]
@@ -225,14 +284,18 @@ def group_work(ops: Sequence[Operation], hw: Hardware, lanes: int = 16) -> Work:
     leave the loop; any other intermediate is a full buffer written and read once, in L2
     when it fits (``Hardware.fused_cache_bytes``), else in memory; an inline op read by
     several loop roots is computed once per root."""
-    body = [o for o in ops if not isinstance(o, nn.ConstantOp | YieldOp)]
+    body = [o for o in ops if not _kind(type(o)) & _SKIP]
     members = set(body)
     inline, head = streamed(body, members)
     times = _roots_reaching(body, inline)
-    contraction = sum(op_flops(o) for o in body if isinstance(o, cost.ANCHORS))
-    vector = sum(
-        op_flops(o) * max(times.get(o, 1), 1) for o in body if not isinstance(o, cost.ANCHORS)
-    )
+    contraction = vector = 0
+    anchor: Operation | None = None
+    for o in body:
+        if _kind(type(o)) & _ANCHOR:
+            contraction += op_flops(o)
+            anchor = anchor or o
+        else:
+            vector += op_flops(o) * max(times.get(o, 1), 1)
     mem, near = _boundary_bytes(body, members, hw)
     l2 = mem + near
     for o in body:
@@ -240,14 +303,13 @@ def group_work(ops: Sequence[Operation], hw: Hardware, lanes: int = 16) -> Work:
             continue
         for r in o.results:
             if any(u.operation in members for u in r.uses):
-                b = 2 * cost.value_bytes(r)
-                if cost.value_bytes(r) <= hw.fused_cache_bytes:
-                    l2 += b
+                b = _bytes(r)
+                if b <= hw.fused_cache_bytes:
+                    l2 += 2 * b
                 else:
-                    mem += b
-                    l2 += b
-    l2 += sum(_gemm_rereads(o, hw) for o in body)
-    anchor = next((o for o in body if isinstance(o, cost.ANCHORS)), None)
+                    mem += 2 * b
+                    l2 += 2 * b
+    l2 += sum(_gemm_rereads(o, hw) for o in body if _kind(type(o)) & _HEAD)
     fill = _lane_fill(body[-1], lanes) if body else 1.0
     eff = contraction_efficiency(anchor, lanes) if anchor is not None else 1.0
     return Work(contraction, vector, mem, l2, fill, eff)
@@ -265,7 +327,7 @@ def _boundary_bytes(
 
     def add(v: SSAValue) -> None:
         nonlocal mem, l2
-        b = cost.value_bytes(v)
+        b = _bytes(v)
         if b > hw.fused_cache_bytes:
             mem += b
         else:

@@ -13,7 +13,8 @@ ops; small constants (<= 16 elements) are cloned inside, larger ones are kernel 
 After outlining, top-level ops are re-sorted topologically (stable).
 
 Options: ``config`` (JSON/YAML file), ``aggressiveness`` (-1 = config/env/default 1),
-``policy`` (``module:Class`` or ``@token``), ``window_size`` (0 = whole graph),
+``policy`` (``module:Class`` or ``@token``), ``window_size`` (0 = whole graph, -1 = the
+config's ``analysis_window``, default whole graph),
 ``hardware`` (cpu | ascend910b; empty = the config's).
 """
 
@@ -36,6 +37,7 @@ from autofusion.dialects import nn
 from autofusion.dialects.attrs import FUSION_DECIDED_BY, FUSION_POLICY
 from autofusion.dialects.fusion import FAST_MATH_ATTR, KernelOp, YieldOp
 from autofusion.passes.options import CheckedPass
+from autofusion.policy import learned
 from autofusion.policy.base import onnx_op_type
 from autofusion.policy.engine import FusionPolicy
 from autofusion.policy.reasons import (
@@ -207,10 +209,38 @@ class Decision:
     policy: FusionPolicy
     hw: Hardware
     approved_by: dict[Operation, str] = field(default_factory=dict[Operation, str])
+    #: the layer whose yes the last verdict was ("cost" or "learned")
+    _deciding: str = "cost"
 
     @property
     def roofs(self) -> predict.Roofs:
         return predict.Roofs.of(self.hw)
+
+    @property
+    def model(self) -> learned.LearnedModel:
+        return learned.default_model()
+
+    def learned_applies(self, cluster_ops: Sequence[Operation]) -> bool:
+        """Whether the learned model decides joins into a cluster of ``cluster_ops``: always
+        with ``strategy: learned``; with ``hybrid`` once the cluster would have more than
+        ``learned.LEARNED_MIN_OPS`` ops; never with ``rules``."""
+        s = self.policy.config.strategy
+        return s == "learned" or (s == "hybrid" and len(cluster_ops) + 1 > learned.LEARNED_MIN_OPS)
+
+    def rank(self, consumer: Operation, clusters: Sequence[structure.Cluster]) -> list[int]:
+        """Order in which ``consumer`` tries to join ``clusters`` (indices): the structure
+        layer's order, unless the learned model applies to one of them; then by the model's
+        predicted time saved, largest first (ties keep the structure layer's order)."""
+        order = list(range(len(clusters)))
+        if len(clusters) < 2 or not any(self.learned_applies(c.ops) for c in clusters):
+            return order
+
+        def saved(i: int) -> float:
+            fused, parts = self.model.join_times(clusters[i].ops, consumer, self.hw)
+            return parts - fused
+
+        gains = {i: saved(i) for i in order}
+        return sorted(order, key=lambda i: -gains[i])
 
     def group_decided_by(self, ops: Iterable[Operation]) -> str:
         return group_layer(self.approved_by[o] for o in ops if o in self.approved_by)
@@ -225,11 +255,11 @@ class Decision:
         mode: str,
         readers: int,
     ) -> Refusal | None:
+        self._deciding = "cost"
         r = self.verdict(producer, consumer, family, cluster, value, mode, readers)
         if r is None:
-            self.approved_by[consumer] = self.policy.approver(
-                self.policy.cost_applies(consumer, cluster.ops)
-            )
+            applied = self.policy.cost_applies(consumer, cluster.ops)
+            self.approved_by[consumer] = self._deciding if applied else self.policy.approver(False)
         return r
 
     def verdict(
@@ -261,7 +291,18 @@ class Decision:
         est = cost.estimate_join(cluster.ops, consumer, value, self.hw, mode, readers)
         if not est.profitable:
             return Refusal("cost", est.why, nodes_of([producer, consumer]))
-        if mode != "recompute":
+        if mode != "recompute" and self.learned_applies(cluster.ops):
+            self._deciding = "learned"
+            fused, parts = self.model.join_times(cluster.ops, consumer, self.hw)
+            if fused >= parts:
+                return Refusal(
+                    "cost",
+                    f"learned kernel-time model: fused {1e6 * fused:.2f} us is not below "
+                    f"the parts' {1e6 * parts:.2f} us",
+                    nodes_of([producer, consumer]),
+                    "learned",
+                )
+        elif mode != "recompute":
             why = predict.slower_when_fused(cluster.ops, consumer, self.hw, self.roofs)
             if why is not None:
                 return Refusal("cost", why, nodes_of([producer, consumer]))
@@ -303,6 +344,7 @@ def run_fusion(
             log,
             allow_recompute=policy.level >= 2,
             window_size=window_size,
+            rank=decision.rank if policy.config.strategy != "rules" else None,
         )
         results.append(res)
         formed = [c for c in res.clusters if len(c.ops) >= 2 and len(c.owned) >= 1]
@@ -352,13 +394,14 @@ class FuseNN(CheckedPass):
     config: str = ""
     aggressiveness: int = -1
     policy: str = ""
-    window_size: int = 0
+    window_size: int = -1
     hardware: str = ""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         pol = FusionPolicy.resolve(self.config or None, self.aggressiveness, self.policy)
         hw = hardware_for(self.hardware or pol.config.hardware)
-        run_fusion(op, pol, hw, self.window_size)
+        window = self.window_size if self.window_size >= 0 else pol.config.analysis_window
+        run_fusion(op, pol, hw, window)
         mark_fast_math(op, pol.config.fast_math)
 
 
