@@ -3,8 +3,9 @@ the resulting builds.
 
     python benchmarks/strategy_compare.py [--models tiny_bert,mobilenet,vit_tiny] [--rounds 10]
 
-Part 1 runs ``fuse``'s analysis on chains of N elementwise ops (one cluster that grows to N
-ops; N - 1 joins, each decided with the cluster at its current size) under each strategy
+Part 1 runs ``fuse``'s analysis on chains of N elementwise ops on 8x64 tensors (one
+cluster that grows to N ops; N - 1 joins, each decided with the cluster at its current
+size) under each strategy
 and prints the analysis time per decision (best of 5). Part 2 compiles each model for one
 thread under each strategy (a config with ``strategy: ...``), reports kernels and the
 partition's agreement with ``rules``, and times the builds interleaved in one process
@@ -40,7 +41,7 @@ def decision_times(sizes: Sequence[int], repeat: int = 5) -> list[str]:
     lines = ["| cluster size N | " + " | ".join(f"{s} (us/decision)" for s in STRATEGIES) + " |",
              "|---:|" + "---:|" * len(STRATEGIES)]  # fmt: skip
     for n in sizes:
-        module = import_onnx(chain_model(n))
+        module = import_onnx(chain_model(n, rows=8))  # 2 KiB per value: N ops fit L2
         f = next(iter(module.ops))
         ops = [o for o in f.regions[0].block.ops if o.name != "func.return"]
         row = []

@@ -48,7 +48,6 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from autofusion.analysis import cost
 from autofusion.analysis.hardware import Hardware
 from autofusion.dialects import nn
-from autofusion.dialects.base import shape_of
 from autofusion.dialects.fusion import KernelOp, YieldOp
 
 _SHAPES: dict[int, tuple[Attribute, tuple[int, ...]]] = {}
@@ -169,7 +168,7 @@ def _lane_fill(op: Operation, lanes: int) -> float:
     first operand for reductions and data movement, which loop over their input) in
     ``ceil(n / lanes)`` vectors."""
     v = op.operands[0] if op.operands else (op.results[0] if op.results else None)
-    shape = shape_of(v) if v is not None else ()
+    shape = _shape(v) if v is not None else ()
     n = int(shape[-1]) if shape else 1
     if n <= 0:
         return 1.0
@@ -181,7 +180,7 @@ def contraction_dims(op: Operation) -> tuple[int, int, int]:
     M = output pixels, N = output channels per group, K = input channels per group x taps;
     Attention as its score GEMM: N = keys, K = head dim)."""
     if isinstance(op, nn.ConvOp):
-        y, w = shape_of(op.y), shape_of(op.w)
+        y, w = _shape(op.y), _shape(op.w)
         m = 1
         for d in y[2:]:
             m *= int(d)
@@ -191,12 +190,12 @@ def contraction_dims(op: Operation) -> tuple[int, int, int]:
         groups = max(op.int_prop("group"), 1)
         return m, max(int(w[0]) // groups, 1), k
     if isinstance(op, nn.AttentionOp):
-        q, k_ = shape_of(op.q), shape_of(op.k)
+        q, k_ = _shape(op.q), _shape(op.k)
         return int(q[-2]), int(k_[-2]), int(q[-1])
-    out = shape_of(op.results[0])
+    out = _shape(op.results[0])
     n = int(out[-1]) if out else 1
     m = max(cost.numel(op.results[0]) // max(n, 1), 1)
-    a = shape_of(op.operands[0])
+    a = _shape(op.operands[0])
     if isinstance(op, nn.GemmOp):
         k = int(a[0] if op.bool_prop("trans_a") else a[1])
     else:
@@ -380,24 +379,49 @@ class JoinTimes:
         return self.parts - self.fused
 
 
+#: ``group_work`` results of one analysis, keyed by the ops' ids (the IR does not change
+#: while the structure layer decides, so a cluster's work is computed once: its "fused"
+#: work of one join is its "group" work of the next).
+WorkMemo = dict[tuple[int, ...], tuple[tuple[Operation, ...], Work]]
+
+
+def _memo_work(ops: Sequence[Operation], hw: Hardware, lanes: int, memo: WorkMemo | None) -> Work:
+    if memo is None:
+        return group_work(ops, hw, lanes)
+    key = tuple(map(id, ops))
+    hit = memo.get(key)
+    if hit is None:
+        hit = memo[key] = (tuple(ops), group_work(ops, hw, lanes))  # holds the ops: ids stay
+    return hit[1]
+
+
 def join_times(
-    group: Sequence[Operation], consumer: Operation, hw: Hardware, roofs: Roofs
+    group: Sequence[Operation],
+    consumer: Operation,
+    hw: Hardware,
+    roofs: Roofs,
+    memo: WorkMemo | None = None,
 ) -> JoinTimes:
     """Predicted time of ``group + consumer`` as one kernel against ``group`` and
-    ``consumer`` as two (the value between them written by one and read by the other)."""
+    ``consumer`` as two (the value between them written by one and read by the other).
+    ``memo`` (one per analysis of unchanging IR) reuses the work of groups seen before."""
     lanes = roofs.vector_lanes
-    fused = predict_seconds(group_work([*group, consumer], hw, lanes), roofs)
-    parts = predict_seconds(group_work(group, hw, lanes), roofs) + predict_seconds(
-        group_work([consumer], hw, lanes), roofs
+    fused = predict_seconds(_memo_work([*group, consumer], hw, lanes, memo), roofs)
+    parts = predict_seconds(_memo_work(group, hw, lanes, memo), roofs) + predict_seconds(
+        _memo_work([consumer], hw, lanes, memo), roofs
     )
     return JoinTimes(fused, parts)
 
 
 def slower_when_fused(
-    group: Sequence[Operation], consumer: Operation, hw: Hardware, roofs: Roofs
+    group: Sequence[Operation],
+    consumer: Operation,
+    hw: Hardware,
+    roofs: Roofs,
+    memo: WorkMemo | None = None,
 ) -> str | None:
     """The reason to refuse a join the time model finds unprofitable, or ``None``."""
-    t = join_times(group, consumer, hw, roofs)
+    t = join_times(group, consumer, hw, roofs, memo)
     if t.fused < t.parts:
         return None
     return (

@@ -20,6 +20,7 @@ config's ``analysis_window``, default whole graph),
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -211,8 +212,12 @@ class Decision:
     approved_by: dict[Operation, str] = field(default_factory=dict[Operation, str])
     #: the layer whose yes the last verdict was ("cost" or "learned")
     _deciding: str = "cost"
+    #: group work computed in this analysis (the IR does not change while it decides)
+    memo: predict.WorkMemo = field(
+        default_factory=dict[tuple[int, ...], tuple[tuple[Operation, ...], predict.Work]]
+    )
 
-    @property
+    @functools.cached_property
     def roofs(self) -> predict.Roofs:
         return predict.Roofs.of(self.hw)
 
@@ -303,7 +308,7 @@ class Decision:
                     "learned",
                 )
         elif mode != "recompute":
-            why = predict.slower_when_fused(cluster.ops, consumer, self.hw, self.roofs)
+            why = predict.slower_when_fused(cluster.ops, consumer, self.hw, self.roofs, self.memo)
             if why is not None:
                 return Refusal("cost", why, nodes_of([producer, consumer]))
         if mode == "recompute":

@@ -28,10 +28,11 @@ from autofusion.policy.report import build_report
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def chain_model(n: int) -> onnx.ModelProto:
-    """``n`` elementwise ops in a row (Add of a constant, Relu alternating): one cluster."""
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [64, 64])
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [64, 64])
+def chain_model(n: int, rows: int = 64) -> onnx.ModelProto:
+    """``n`` elementwise ops in a row (Add of a constant, Relu alternating) on a
+    ``rows`` x 64 tensor: one cluster."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [rows, 64])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [rows, 64])
     c = numpy_helper.from_array(np.full([1], -0.01, dtype=np.float32), "c")
     names = ["x", *[f"t{i}" for i in range(n - 1)], "y"]
     nodes = [
