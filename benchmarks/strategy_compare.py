@@ -1,13 +1,15 @@
 """Learned strategy vs rules alone: decision time against cluster size, and the latency of
 the resulting builds.
 
-    python benchmarks/strategy_compare.py [--models tiny_bert,mobilenet,vit_tiny] [--rounds 10]
+    python benchmarks/strategy_compare.py [--models tiny_bert,vit_tiny] [--rounds 10]
+        [--aggressiveness 2] [--sizes 4,8,16,32,64,128 | --sizes ""]
 
 Part 1 runs ``fuse``'s analysis on chains of N elementwise ops on 8x64 tensors (one
 cluster that grows to N ops; N - 1 joins, each decided with the cluster at its current
 size) under each strategy
 and prints the analysis time per decision (best of 5). Part 2 compiles each model for one
-thread under each strategy (a config with ``strategy: ...``), reports kernels and the
+thread under each strategy (a config with ``strategy: ...`` and ``aggressiveness``, default
+2, where the strategies differ), reports kernels and the
 partition's agreement with ``rules``, and times the builds interleaved in one process
 (CPU time per inference, median of ``rounds``).
 """
@@ -59,7 +61,7 @@ def decision_times(sizes: Sequence[int], repeat: int = 5) -> list[str]:
     return lines
 
 
-def builds(models: Sequence[str], rounds: int) -> list[str]:
+def builds(models: Sequence[str], rounds: int, level: int) -> list[str]:
     import autofusion
     from autofusion import zoo
 
@@ -72,7 +74,7 @@ def builds(models: Sequence[str], rounds: int) -> list[str]:
             compiled = {}
             for s in STRATEGIES:
                 cfg = Path(tmp) / f"{s}.json"
-                cfg.write_text(json.dumps({"strategy": s}))
+                cfg.write_text(json.dumps({"strategy": s, "aggressiveness": level}))
                 compiled[s] = autofusion.compile(f"zoo:{name}", threads=1, config=cfg)
             times: dict[str, list[float]] = {s: [] for s in STRATEGIES}
             for m in compiled.values():
@@ -99,13 +101,20 @@ def builds(models: Sequence[str], rounds: int) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    ap.add_argument("--models", default="tiny_bert,mobilenet,vit_tiny")
+    ap.add_argument("--models", default="tiny_bert,vit_tiny")
     ap.add_argument("--sizes", default="4,8,16,32,64,128")
     ap.add_argument("--rounds", type=int, default=10)
+    ap.add_argument(
+        "--aggressiveness",
+        type=int,
+        default=2,
+        help="fusion level of the builds (2: row epilogues, where they differ)",
+    )
     args = ap.parse_args(argv)
-    print("\n".join(decision_times([int(x) for x in args.sizes.split(",")])))
-    print()
-    print("\n".join(builds(args.models.split(","), args.rounds)))
+    if args.sizes:
+        print("\n".join(decision_times([int(x) for x in args.sizes.split(",")])))
+        print()
+    print("\n".join(builds(args.models.split(","), args.rounds, args.aggressiveness)))
     return 0
 
 
