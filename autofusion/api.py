@@ -348,6 +348,7 @@ def _options_fingerprint(opts: PipelineOptions) -> dict[str, object]:
     return {
         "target": opts.target,
         "fusion": opts.fusion,
+        **({"analysis_window": opts.analysis_window} if opts.analysis_window is not None else {}),
         "config": cfg_digest,
         "policy": opts.policy,
         "memory_limit_mb": opts.memory_limit_mb,
@@ -449,6 +450,7 @@ def compile(
     input_shapes: Mapping[str, Sequence[int]] | None = None,
     dynamic: Mapping[str, Sequence[int] | str] | None = None,
     cpu: str = "native",
+    analysis_window: int | None = None,
 ) -> CompiledModel:
     """Compile ``model`` (a path, ``"zoo:NAME"``, serialised bytes or ``onnx.ModelProto``)
     and load it.
@@ -468,7 +470,9 @@ def compile(
     ``native`` (default: this machine's, ``-march=native``), ``x86-64-v2``, ``x86-64-v3``,
     ``x86-64-v4`` (portable builds); it is in the cache key and ``report["cpu"]``. A build
     this CPU cannot run is refused at load time; ``aarch64`` builds cannot be loaded on x86
-    (use ``autofusion-compile --cpu aarch64``).
+    (use ``autofusion-compile --cpu aarch64``). ``analysis_window``: ``fuse``'s structure
+    analysis in windows of that many ops (0: whole graph; None: the config's
+    ``analysis_window``, default 0).
     """
     from autofusion.runtime import cache as cache_mod
 
@@ -499,7 +503,7 @@ def compile(
         kwargs = {"target": target, "config": config, "fusion": fusion, "threads": threads,
                   "memory_limit_mb": memory_limit_mb, "policy": policy, "progress": say,
                   "cache": cache, "label": label, "dynamic": dynamic,
-                  "cpu": cpu}  # fmt: skip
+                  "cpu": cpu, "analysis_window": analysis_window}  # fmt: skip
         return dynamic_model(model, source, kwargs, say)
     opts = PipelineOptions(
         target=target,
@@ -508,6 +512,7 @@ def compile(
         policy=_policy_token(policy),
         memory_limit_mb=float(memory_limit_mb) if memory_limit_mb is not None else None,
         cpu=cpu,
+        analysis_window=_check_window(analysis_window),
     )
     key = ""
     if use_cache:
@@ -536,6 +541,14 @@ def compile(
     if removed:
         say(f"cache: evicted {removed} least recently used builds ({freed / 2**20:.1f} MB)")
     return CompiledModel(entry, report, threads)
+
+
+def _check_window(window: object) -> int | None:
+    if window is None:
+        return None
+    if isinstance(window, bool) or not isinstance(window, int) or window < 0:
+        raise AutofusionError(f"analysis_window: expected an integer >= 0, got {window!r}")
+    return window
 
 
 def _check_loadable_cpu(cpu: object) -> None:

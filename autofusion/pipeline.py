@@ -74,7 +74,7 @@ LOWERING = "lowering"
 
 #: PipelineOptions fields the pipeline itself reads (the others belong to backends).
 _PIPELINE_FIELDS = ("target", "fusion", "config", "policy", "memory_limit_mb",
-                    "validate_precision")  # fmt: skip
+                    "validate_precision", "analysis_window")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -89,6 +89,9 @@ class PipelineOptions:
     cpu: str = "native"  # target c: the CPU the build is for (autofusion.runtime.toolchain.CPUS)
     #: run validate-precision (also on with the config's ``precision: {validate: true}``)
     validate_precision: bool = False
+    #: ``fuse``'s structure analysis in windows of N ops (0: whole graph; None: the
+    #: config's ``analysis_window``)
+    analysis_window: int | None = None
 
 
 def config_memory_limit(config: str | None) -> float | None:
@@ -155,6 +158,8 @@ def _option_values(opts: PipelineOptions) -> dict[str, object]:
         values["policy"] = opts.policy
     if opts.memory_limit_mb is not None:
         values["memory_limit_mb"] = opts.memory_limit_mb
+    if opts.analysis_window is not None:
+        values["window_size"] = opts.analysis_window
     return values
 
 

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from autofusion.analysis.hardware import Hardware
 from autofusion.dialects import nn
@@ -49,28 +49,53 @@ RECOMPUTE_MAX_FLOPS_PER_ELEM = 16
 
 
 def value_bytes(v: SSAValue) -> int:
-    t = v.type
-    if not isinstance(t, TensorType):
-        return 0
-    from autofusion.dialects.dtypes import to_numpy_dtype
-
-    n = 1
-    for d in t.get_shape():
-        n *= max(int(d), 0)
-    try:
-        size = to_numpy_dtype(t.element_type).itemsize
-    except ValueError:
-        size = 4
-    return n * size
+    return type_bytes(v.type)
 
 
 def numel(v: SSAValue) -> int:
-    t = v.type
-    n = 1
+    return type_numel(v.type)
+
+
+#: ``id(type) -> (type, elements, bytes)``. Types are immutable and the fusion analysis asks
+#: for the same few thousand of them many times; hashing a TensorType (or calling
+#: ``get_shape``) costs microseconds, an ``id`` lookup does not. The entry holds the type,
+#: so its id cannot be reused while it is cached.
+_TYPE_SIZES: dict[int, tuple[Attribute, int, int]] = {}
+
+
+def _type_sizes(t: Attribute) -> tuple[int, int]:
+    hit = _TYPE_SIZES.get(id(t))
+    if hit is not None and hit[0] is t:
+        return hit[1], hit[2]
+    n = b = 0
     if isinstance(t, TensorType):
+        from autofusion.dialects.dtypes import to_numpy_dtype
+
+        try:
+            size = to_numpy_dtype(t.element_type).itemsize
+        except ValueError:
+            size = 4
+        n = nb = 1
         for d in t.get_shape():
             n *= int(d)
-    return n
+            nb *= max(int(d), 0)
+        b = nb * size
+    else:
+        n = 1
+    if len(_TYPE_SIZES) > 200_000:
+        _TYPE_SIZES.clear()
+    _TYPE_SIZES[id(t)] = (t, n, b)
+    return n, b
+
+
+def type_bytes(t: Attribute) -> int:
+    """Bytes of a value of type ``t`` (0 for a non-tensor)."""
+    return _type_sizes(t)[1]
+
+
+def type_numel(t: Attribute) -> int:
+    """Elements of a value of type ``t`` (1 for a non-tensor)."""
+    return _type_sizes(t)[0]
 
 
 def op_flops(op: Operation) -> int:

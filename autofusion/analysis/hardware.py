@@ -85,6 +85,33 @@ def measure_copy_bandwidth(nbytes: int = 64 * MiB, repeats: int = 5) -> float:
     return 2 * a.nbytes / best
 
 
+def measure_gemm_flops(n: int = 512, repeats: int = 5) -> float:
+    """FLOP/s of one ``n`` x ``n`` x ``n`` sgemm on one thread (best of ``repeats``), through the
+    same OpenBLAS the C backend links (``scipy_openblas32``): the GEMM roof of generated code."""
+    import ctypes
+
+    import numpy as np
+    import scipy_openblas32
+
+    lib = ctypes.CDLL(str(Path(scipy_openblas32.get_lib_dir()) / "libscipy_openblas.so"))
+    lib.scipy_openblas_set_num_threads(1)
+    a = np.random.default_rng(0).standard_normal((n, n)).astype(np.float32)
+    b = np.ascontiguousarray(a.T)
+    c = np.empty_like(a)
+    fp = ctypes.POINTER(ctypes.c_float)
+    sgemm = lib.scipy_cblas_sgemm
+    sgemm.restype = None
+    args = (101, 111, 111, n, n, n, ctypes.c_float(1.0), a.ctypes.data_as(fp), n,
+            b.ctypes.data_as(fp), n, ctypes.c_float(0.0), c.ctypes.data_as(fp), n)  # fmt: skip
+    sgemm(*args)  # warm-up: page in, spin up the core
+    best = float("inf")
+    for _ in range(repeats):
+        t = time.perf_counter()
+        sgemm(*args)
+        best = min(best, time.perf_counter() - t)
+    return 2.0 * n * n * n / best
+
+
 @cache
 def cpu_this_machine() -> Hardware:
     """This machine: sysfs cache sizes, recorded bandwidths (deterministic: not re-measured)."""

@@ -25,6 +25,7 @@ printed by ``python -m autofusion.tools.analysis_report structure MODEL``).
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -46,6 +47,8 @@ ANCHOR_FAMILY = {
 
 #: decide(producer, consumer, family, cluster, value, mode, readers) -> refusal or None
 Decider = Callable[[Operation, Operation, str, "Cluster", SSAValue, str, int], Refusal | None]
+#: rank(consumer, candidate clusters) -> the order (indices) in which to try them
+Ranker = Callable[[Operation, Sequence["Cluster"]], Sequence[int]]
 
 
 @dataclass(eq=False)
@@ -76,8 +79,14 @@ def _shape(v: SSAValue) -> tuple[int, ...]:
     return tuple(int(d) for d in t.get_shape()) if isinstance(t, TensorType) else ()
 
 
+@functools.cache
+def _elementwise_class(cls: type) -> bool:
+    return issubclass(cls, nn.ELEMENTWISE)
+
+
 def is_elementwise(op: Operation) -> bool:
-    return isinstance(op, nn.ELEMENTWISE)
+    # once per op class: isinstance against IRDL classes is slow and asked for every op
+    return _elementwise_class(type(op))
 
 
 def is_row_epilogue(op: Operation) -> bool:
@@ -111,8 +120,10 @@ class _Analysis:
         log: RefusalLog,
         allow_recompute: bool,
         window_size: int,
+        rank: Ranker | None = None,
     ) -> None:
         self.ops = list(ops)
+        self.rank = rank
         self.pos = {op: i for i, op in enumerate(self.ops)}
         self.decide = decide
         self.log = log
@@ -237,6 +248,8 @@ class _Analysis:
                 continue
             cands.append((0 if c.anchor is not None else 1, -self.pos[p], v, c))
         cands.sort(key=lambda t: (t[0], t[1]))
+        if self.rank is not None and len(cands) > 1:
+            cands = [cands[i] for i in self.rank(consumer, [c for *_, c in cands])]
         for _, _, v, cluster in cands:
             producer = v.owner
             assert isinstance(producer, Operation)
@@ -336,11 +349,14 @@ def find_clusters(
     *,
     allow_recompute: bool = False,
     window_size: int = 0,
+    rank: Ranker | None = None,
 ) -> StructureResult:
-    """Candidate clusters over ``ops`` (top-level ops of one block, in order)."""
+    """Candidate clusters over ``ops`` (top-level ops of one block, in order). ``rank``
+    reorders a consumer's candidate clusters (the learned strategy); by default they are
+    tried anchor-first, then most recent producer first."""
     t0 = time.perf_counter()
     analysis = _Analysis(
-        ops, decide, log if log is not None else RefusalLog(), allow_recompute, window_size
+        ops, decide, log if log is not None else RefusalLog(), allow_recompute, window_size, rank
     )
     clusters = analysis.run()
     return StructureResult(clusters, time.perf_counter() - t0, window_size)

@@ -16,6 +16,7 @@ an attribute name spelled out anywhere else in ``autofusion/`` fails it). Who wr
 | ``fusion.policy`` | module | fuse | the policy and options that decided |
 | ``fusion.refusals`` | module | fusion passes | refusals with reason codes |
 | ``fusion.fast_math`` | fusion.kernel | fuse | op types allowed fast approximations |
+| ``fusion.decided_by`` | fusion.kernel | fuse passes | the layer that decided the group |
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ PRECISION_GROUPS = "precision.groups"
 FUSION_POLICY = "fusion.policy"
 FUSION_REFUSALS = "fusion.refusals"
 FUSION_FAST_MATH = "fusion.fast_math"
+FUSION_DECIDED_BY = "fusion.decided_by"
 
 
 def string_list(attr: Attribute | None) -> list[str]:

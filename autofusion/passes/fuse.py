@@ -13,32 +13,41 @@ ops; small constants (<= 16 elements) are cloned inside, larger ones are kernel 
 After outlining, top-level ops are re-sorted topologically (stable).
 
 Options: ``config`` (JSON/YAML file), ``aggressiveness`` (-1 = config/env/default 1),
-``policy`` (``module:Class`` or ``@token``), ``window_size`` (0 = whole graph),
+``policy`` (``module:Class`` or ``@token``), ``window_size`` (0 = whole graph, -1 = the
+config's ``analysis_window``, default whole graph),
 ``hardware`` (cpu | ascend910b; empty = the config's).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, UnitAttr
+from xdsl.dialects.builtin import ModuleOp, StringAttr, UnitAttr
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import Rewriter
 
-from autofusion.analysis import cost, structure
+from autofusion.analysis import cost, predict, structure
 from autofusion.analysis.hardware import Hardware, hardware_for
 from autofusion.analysis.order import stable_topological_order
 from autofusion.dialects import nn
-from autofusion.dialects.attrs import FUSION_POLICY
+from autofusion.dialects.attrs import FUSION_DECIDED_BY, FUSION_POLICY
 from autofusion.dialects.fusion import FAST_MATH_ATTR, KernelOp, YieldOp
 from autofusion.passes.options import CheckedPass
+from autofusion.policy import learned
 from autofusion.policy.base import onnx_op_type
 from autofusion.policy.engine import FusionPolicy
-from autofusion.policy.reasons import Refusal, RefusalLog, merge_origins, nodes_of
+from autofusion.policy.reasons import (
+    Refusal,
+    RefusalLog,
+    group_layer,
+    merge_origins,
+    nodes_of,
+)
 
 SMALL_CONSTANT = 16
 
@@ -96,11 +105,13 @@ def topo_sort_block(block: Block) -> None:
 def outline(
     block: Block,
     groups: Sequence[tuple[Sequence[Operation], set[Operation], str]],
+    decided_by: Sequence[str] | None = None,
 ) -> list[KernelOp]:
     """Replace each group ``(ops in block order, recomputed ops, pattern)`` by one kernel.
 
     A group's results are the values of its owned ops read outside it, except by groups
-    that recompute that op. Recomputed ops stay (or die) in the graph.
+    that recompute that op. Recomputed ops stay (or die) in the graph. ``decided_by`` (one
+    layer name per group) is recorded on each kernel as ``fusion.decided_by``.
     """
     recomputed_by: dict[Operation, list[set[Operation]]] = {}
     for ops, rec, _ in groups:
@@ -109,7 +120,7 @@ def outline(
 
     plans: list[tuple[list[Operation], KernelOp, list[SSAValue]]] = []
     position = {op: i for i, op in enumerate(block.ops)}
-    for unordered, rec, pattern in groups:
+    for gi, (unordered, rec, pattern) in enumerate(groups):
         ops = sorted(unordered, key=position.__getitem__)  # block order = dependence order
         members = set(ops)
         inputs: list[SSAValue] = []
@@ -153,6 +164,8 @@ def outline(
             pattern,
             merge_origins([*(o for o in ops if not isinstance(o, nn.ConstantOp)), *cloned_consts]),
         )
+        if decided_by is not None:
+            kernel.attributes[FUSION_DECIDED_BY] = StringAttr(decided_by[gi])
         plans.append((list(ops), kernel, outputs))
 
     for ops, kernel, outputs in plans:
@@ -189,12 +202,72 @@ def fusible_ops(block: Block) -> list[Operation]:
 
 @dataclass
 class Decision:
-    """Wires the cost and policy layers into the structure layer's ``decide`` callback."""
+    """Wires the cost and policy layers into the structure layer's ``decide`` callback.
+
+    ``approved_by`` records, per consumer op that joined a group, the layer whose verdict
+    let it in (``FusionPolicy.approver``): the report's ``decided_by`` of the group."""
 
     policy: FusionPolicy
     hw: Hardware
+    approved_by: dict[Operation, str] = field(default_factory=dict[Operation, str])
+    #: the layer whose yes the last verdict was ("cost" or "learned")
+    _deciding: str = "cost"
+    #: group work computed in this analysis (the IR does not change while it decides)
+    memo: predict.WorkMemo = field(
+        default_factory=dict[tuple[int, ...], tuple[tuple[Operation, ...], predict.Work]]
+    )
+
+    @functools.cached_property
+    def roofs(self) -> predict.Roofs:
+        return predict.Roofs.of(self.hw)
+
+    @property
+    def model(self) -> learned.LearnedModel:
+        return learned.default_model()
+
+    def learned_applies(self, cluster_ops: Sequence[Operation]) -> bool:
+        """Whether the learned model decides joins into a cluster of ``cluster_ops``: always
+        with ``strategy: learned``; with ``hybrid`` once the cluster would have more than
+        ``learned.LEARNED_MIN_OPS`` ops; never with ``rules``."""
+        s = self.policy.config.strategy
+        return s == "learned" or (s == "hybrid" and len(cluster_ops) + 1 > learned.LEARNED_MIN_OPS)
+
+    def rank(self, consumer: Operation, clusters: Sequence[structure.Cluster]) -> list[int]:
+        """Order in which ``consumer`` tries to join ``clusters`` (indices): the structure
+        layer's order, unless the learned model applies to one of them; then by the model's
+        predicted time saved, largest first (ties keep the structure layer's order)."""
+        order = list(range(len(clusters)))
+        if len(clusters) < 2 or not any(self.learned_applies(c.ops) for c in clusters):
+            return order
+
+        def saved(i: int) -> float:
+            fused, parts = self.model.join_times(clusters[i].ops, consumer, self.hw)
+            return parts - fused
+
+        gains = {i: saved(i) for i in order}
+        return sorted(order, key=lambda i: -gains[i])
+
+    def group_decided_by(self, ops: Iterable[Operation]) -> str:
+        return group_layer(self.approved_by[o] for o in ops if o in self.approved_by)
 
     def __call__(
+        self,
+        producer: Operation,
+        consumer: Operation,
+        family: str,
+        cluster: structure.Cluster,
+        value: SSAValue,
+        mode: str,
+        readers: int,
+    ) -> Refusal | None:
+        self._deciding = "cost"
+        r = self.verdict(producer, consumer, family, cluster, value, mode, readers)
+        if r is None:
+            applied = self.policy.cost_applies(consumer, cluster.ops)
+            self.approved_by[consumer] = self._deciding if applied else self.policy.approver(False)
+        return r
+
+    def verdict(
         self,
         producer: Operation,
         consumer: Operation,
@@ -216,12 +289,28 @@ class Decision:
                     "multi-consumer",
                     f"the value has {readers - 1} other reader(s) and {r.reason}",
                     r.nodes,
+                    "rules",
                 )
         if not self.policy.cost_applies(consumer, cluster.ops):
             return None
         est = cost.estimate_join(cluster.ops, consumer, value, self.hw, mode, readers)
         if not est.profitable:
             return Refusal("cost", est.why, nodes_of([producer, consumer]))
+        if mode != "recompute" and self.learned_applies(cluster.ops):
+            self._deciding = "learned"
+            fused, parts = self.model.join_times(cluster.ops, consumer, self.hw)
+            if fused >= parts:
+                return Refusal(
+                    "cost",
+                    f"learned kernel-time model: fused {1e6 * fused:.2f} us is not below "
+                    f"the parts' {1e6 * parts:.2f} us",
+                    nodes_of([producer, consumer]),
+                    "learned",
+                )
+        elif mode != "recompute":
+            why = predict.slower_when_fused(cluster.ops, consumer, self.hw, self.roofs, self.memo)
+            if why is not None:
+                return Refusal("cost", why, nodes_of([producer, consumer]))
         if mode == "recompute":
             mat = cost.estimate_join(cluster.ops, consumer, value, self.hw, "materialize", readers)
             if est.bytes_saved <= mat.bytes_saved:
@@ -253,20 +342,19 @@ def run_fusion(
                     [o for o in ops if not isinstance(o, nn.ConstantOp)][:1],
                 )
             continue
+        decision = Decision(policy, hw)
         res = structure.find_clusters(
             ops,
-            Decision(policy, hw),
+            decision,
             log,
             allow_recompute=policy.level >= 2,
             window_size=window_size,
+            rank=decision.rank if policy.config.strategy != "rules" else None,
         )
         results.append(res)
-        groups = [
-            (c.ops, c.recomputed, pattern_name(c.ops, c.anchor))
-            for c in res.clusters
-            if len(c.ops) >= 2 and len(c.owned) >= 1
-        ]
-        outline(block, groups)
+        formed = [c for c in res.clusters if len(c.ops) >= 2 and len(c.owned) >= 1]
+        groups = [(c.ops, c.recomputed, pattern_name(c.ops, c.anchor)) for c in formed]
+        outline(block, groups, [decision.group_decided_by(c.ops) for c in formed])
     log.flush(module)
     record_policy(module, policy)
     return results
@@ -311,13 +399,14 @@ class FuseNN(CheckedPass):
     config: str = ""
     aggressiveness: int = -1
     policy: str = ""
-    window_size: int = 0
+    window_size: int = -1
     hardware: str = ""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         pol = FusionPolicy.resolve(self.config or None, self.aggressiveness, self.policy)
         hw = hardware_for(self.hardware or pol.config.hardware)
-        run_fusion(op, pol, hw, self.window_size)
+        window = self.window_size if self.window_size >= 0 else pol.config.analysis_window
+        run_fusion(op, pol, hw, window)
         mark_fast_math(op, pol.config.fast_math)
 
 

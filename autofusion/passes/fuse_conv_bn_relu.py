@@ -25,7 +25,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
 
-from autofusion.analysis import cost
+from autofusion.analysis import cost, predict
 from autofusion.analysis.hardware import hardware_for
 from autofusion.dialects import nn
 from autofusion.dialects.base import shape_of
@@ -33,7 +33,7 @@ from autofusion.passes._match import sole_user
 from autofusion.passes.fuse import main_funcs, outline, short_name
 from autofusion.passes.options import CheckedPass
 from autofusion.policy.engine import FusionPolicy
-from autofusion.policy.reasons import Refusal, RefusalLog, nodes_of
+from autofusion.policy.reasons import Refusal, RefusalLog, group_layer, nodes_of
 
 ACTIVATIONS = (
     nn.ReluOp,
@@ -73,17 +73,24 @@ class _ChainBuilder:
         self.policy = policy
         self.log = log
         self.hw = hardware_for(policy.config.hardware)
+        self.roofs = predict.Roofs.of(self.hw)
         self.claimed: set[Operation] = set()
+        #: the layer that let each joined op in (``decided_by`` of the kernel)
+        self.approved_by: dict[Operation, str] = {}
 
     def step_ok(self, chain: list[Operation], nxt: Operation, v: SSAValue) -> bool:
         r = self.policy.check(chain[-1], nxt, FAMILY, chain)
-        if r is None and self.policy.cost_applies(nxt, chain):
+        applies = r is None and self.policy.cost_applies(nxt, chain)
+        if applies:
             est = cost.estimate_join(chain, nxt, v, self.hw)
             if not est.profitable:
                 r = Refusal("cost", est.why, nodes_of([chain[-1], nxt]))
+            elif (why := predict.slower_when_fused(chain, nxt, self.hw, self.roofs)) is not None:
+                r = Refusal("cost", why, nodes_of([chain[-1], nxt]))
         if r is not None:
             self.log.add_refusal(r)
             return False
+        self.approved_by[nxt] = self.policy.approver(applies)
         return True
 
     def build(self, conv: nn.ConvOp) -> list[Operation]:
@@ -158,7 +165,8 @@ def fuse_conv_chains(module: ModuleOp, policy: FusionPolicy) -> int:
             chain = builder.build(conv)
             if len(chain) >= 2:
                 groups.append((chain, set(), "_".join(short_name(o) for o in chain)))
-        formed += len(outline(block, groups))
+        layers = [group_layer(builder.approved_by.get(o, "") for o in g[0]) for g in groups]
+        formed += len(outline(block, groups, layers))
     log.flush(module)
     return formed
 

@@ -65,7 +65,7 @@ RANGES: dict[str, dict[str, Callable[[], Check]]] = {
     "canonicalize-nn": {"fold_limit": lambda: _int_at_least(0)},
     "fold-batchnorm": {"aggressiveness": lambda: _LEVEL},
     "fuse-conv-bn-relu": {"aggressiveness": lambda: _LEVEL},
-    "fuse": {"aggressiveness": lambda: _LEVEL, "window_size": lambda: _int_at_least(0),
+    "fuse": {"aggressiveness": lambda: _LEVEL, "window_size": lambda: _int_at_least(-1),
              "hardware": _hardware},
     "plan-buffers": {"alignment": _power_of_two},
     "tile-fusion": {"memory_limit_mb": _finite_at_least_zero},

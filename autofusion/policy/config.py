@@ -15,6 +15,8 @@ Keys (unknown keys are errors naming the key and the file)::
                                  # reference; roll back groups over the tolerance
     fast_math: ["Tanh", "Erf"]   # fused groups holding these ops use fast approximate math
     hardware: cpu                # cost-model target: cpu | ascend910b
+    strategy: rules              # who decides profitability: rules | learned | hybrid
+    analysis_window: 0           # structure analysis in windows of N ops (0: whole graph)
     policy: "mypkg.mod:MyPolicy" # user policy (module:Class or @token)
     policy_options: {threshold: 3}  # keyword arguments for the user policy's constructor
     dynamic: {seq: [1, 512]}     # declared range of each symbolic input dim (1 <= LO <= HI)
@@ -80,6 +82,8 @@ KNOWN_KEYS = (
     "dynamic",
     "dynamic_shape_cache",
     "fast_math",
+    "strategy",
+    "analysis_window",
 )
 #: ``precision`` keys that configure validation (the others select types per op).
 VALIDATION_KEYS = ("validate", "tolerance", "calibration")
@@ -88,6 +92,10 @@ FAST_MATH_OPS = ("Exp", "Tanh", "Erf", "Gelu", "Sigmoid")
 DEFAULT_TOLERANCE = 1e-3
 DEFAULT_SHAPE_CACHE_SIZE = 50
 HARDWARE_NAMES = ("cpu", "ascend910b")
+#: ``strategy``: the rules and roofline alone, the learned kernel-time model for every
+#: join, or the model only for clusters of more than ``learned.LEARNED_MIN_OPS`` ops.
+STRATEGIES = ("rules", "learned", "hybrid")
+DEFAULT_STRATEGY = "rules"
 
 
 @dataclass(frozen=True)
@@ -114,6 +122,10 @@ class FusionConfig:
     calibration: str | None = None
     #: op types whose fused groups use approximate exp/tanh/erf (``fast_math``)
     fast_math: tuple[str, ...] = ()
+    #: ``strategy`` (docs/fusion.md, "The learned strategy")
+    strategy: str = DEFAULT_STRATEGY
+    #: ``analysis_window``: ops per structure-analysis window, 0 = whole graph
+    analysis_window: int = 0
     source: str = "<defaults>"
 
     @property
@@ -292,6 +304,16 @@ def config_from_dict(data: Any, source: str = "<dict>") -> FusionConfig:
         raise AutofusionError(f"{source}: 'policy_options' must be a mapping")
     from autofusion.frontend.symbols import check_ranges
 
+    strategy = data.get("strategy", DEFAULT_STRATEGY)
+    if strategy not in STRATEGIES:
+        raise AutofusionError(
+            f"{source}: 'strategy' must be one of {', '.join(STRATEGIES)}, got {strategy!r}"
+        )
+    window = data.get("analysis_window", 0)
+    if isinstance(window, bool) or not isinstance(window, int) or window < 0:
+        raise AutofusionError(
+            f"{source}: 'analysis_window' must be an integer >= 0 (0: whole graph), got {window!r}"
+        )
     dynamic = check_ranges(data.get("dynamic"), "dynamic", source)
     enabled, size = _shape_cache(data.get("dynamic_shape_cache"), source)
     return FusionConfig(
@@ -311,6 +333,8 @@ def config_from_dict(data: Any, source: str = "<dict>") -> FusionConfig:
         tolerance=tolerance,
         calibration=calibration,
         fast_math=_fast_math(data.get("fast_math", []), source),
+        strategy=strategy,
+        analysis_window=window,
         source=source,
     )
 

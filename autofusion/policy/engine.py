@@ -206,6 +206,14 @@ class FusionPolicy:
             )
         return bool(verdict)
 
+    def approver(self, cost_applied: bool) -> str:
+        """The layer reported as deciding a join the layers allowed (``decided_by``): the
+        cost model when it was asked, else the user policy if there is one, else the rules
+        (aggressiveness 3 or a whitelisted chain bypass the cost model)."""
+        if cost_applied:
+            return "cost"
+        return "policy" if self.user is not None else "rules"
+
     def cost_applies(self, consumer: Operation, members: Iterable[Operation]) -> bool:
         """False when the cost model must not veto: aggressiveness 3 or a whitelisted chain."""
         if self.level >= 3:

@@ -41,17 +41,59 @@ REASON_CODES: dict[str, str] = {
 }
 
 
+#: The decision layers, as the report's ``decided_by`` names them (docs/fusion.md):
+#: ``structure`` (legality), ``cost`` (the cost model), ``rules`` (aggressiveness, pattern
+#: switches, black/whitelists, precision validation), ``learned`` (the learned strategy)
+#: and ``policy`` (a user ``BasePolicy``).
+LAYERS = ("structure", "cost", "rules", "learned", "policy")
+
+#: The layer a refusal code belongs to unless the refusal names another one (``Refusal``'s
+#: ``decided_by``; e.g. ``multi-consumer`` is ``rules`` when ``fuse`` refuses a value's other
+#: readers because materialise/recompute are switched off, ``structure`` in fold-batchnorm).
+LAYER_OF_CODE: dict[str, str] = {
+    "not-a-constant": "structure",
+    "multi-consumer": "structure",
+    "blacklisted": "rules",
+    "disabled": "rules",
+    "aggressiveness": "rules",
+    "policy": "policy",
+    "cost": "cost",
+    "shape-mismatch": "structure",
+    "dtype": "structure",
+    "cycle": "structure",
+    "unsupported": "structure",
+    "precision": "rules",
+}
+
+
+#: A group whose joins were approved by different layers is reported under the first of
+#: these that approved one of them (the most specific judgement that let it form).
+_GROUP_PRECEDENCE = ("learned", "cost", "policy", "rules", "structure")
+
+
+def group_layer(layers: Iterable[str]) -> str:
+    """``decided_by`` of a group from the layers that approved its joins."""
+    got = set(layers)
+    return next((layer for layer in _GROUP_PRECEDENCE if layer in got), "structure")
+
+
 @dataclass(frozen=True)
 class Refusal:
-    """One refused fusion: stable ``code``, readable ``reason``, ONNX ``nodes`` involved."""
+    """One refused fusion: stable ``code``, readable ``reason``, ONNX ``nodes`` involved,
+    and the layer that refused (``decided_by``; default: the code's layer)."""
 
     code: str
     reason: str
     nodes: tuple[str, ...]
+    decided_by: str = ""
 
     def __post_init__(self) -> None:
         if self.code not in REASON_CODES:
             raise ValueError(f"unknown refusal code {self.code!r}")
+        if not self.decided_by:
+            object.__setattr__(self, "decided_by", LAYER_OF_CODE[self.code])
+        if self.decided_by not in LAYERS:
+            raise ValueError(f"unknown decision layer {self.decided_by!r}")
 
     def to_attr(self) -> DictionaryAttr:
         return DictionaryAttr(
@@ -59,11 +101,17 @@ class Refusal:
                 "code": StringAttr(self.code),
                 "reason": StringAttr(self.reason),
                 "nodes": ArrayAttr([StringAttr(n) for n in self.nodes]),
+                "decided_by": StringAttr(self.decided_by),
             }
         )
 
     def to_dict(self) -> dict[str, object]:
-        return {"code": self.code, "reason": self.reason, "nodes": list(self.nodes)}
+        return {
+            "code": self.code,
+            "reason": self.reason,
+            "nodes": list(self.nodes),
+            "decided_by": self.decided_by,
+        }
 
 
 def origins_of(op: Operation) -> list[str]:
@@ -104,6 +152,8 @@ def read_refusals(module: ModuleOp) -> list[Refusal]:
         code = d.get("code")
         reason = d.get("reason")
         nodes = d.get("nodes")
+        layer = d.get("decided_by")
+        name = layer.data if isinstance(layer, StringAttr) else ""
         out.append(
             Refusal(
                 code.data if isinstance(code, StringAttr) else "unsupported",
@@ -111,6 +161,7 @@ def read_refusals(module: ModuleOp) -> list[Refusal]:
                 tuple(n.data for n in nodes.data if isinstance(n, StringAttr))
                 if isinstance(nodes, ArrayAttr)
                 else (),
+                name if name in LAYERS else "",
             )
         )
     return out

@@ -21,7 +21,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation
 
-from autofusion.dialects.attrs import FUSION_POLICY, PRECISION_GROUPS
+from autofusion.dialects.attrs import FUSION_DECIDED_BY, FUSION_POLICY, PRECISION_GROUPS
 from autofusion.dialects.fusion import FAST_MATH_ATTR, KernelOp
 from autofusion.policy.reasons import read_refusals
 
@@ -72,6 +72,13 @@ def _plain(attr: Attribute) -> Any:
     return str(attr)
 
 
+def decided_by(kernel: KernelOp) -> str:
+    """The layer that decided a kernel (``fusion.decided_by``); a kernel that no fusion
+    pass of this compile formed (written in the input IR) reports ``structure``."""
+    attr = kernel.attributes.get(FUSION_DECIDED_BY)
+    return attr.data if isinstance(attr, StringAttr) else "structure"
+
+
 def build_report(module: ModuleOp, kernels_before: int | None = None) -> dict[str, Any]:
     """A JSON-serialisable report: kernels_before/after, groups, refusals, memory fields.
 
@@ -93,6 +100,7 @@ def build_report(module: ModuleOp, kernels_before: int | None = None) -> dict[st
                         "estimated_bytes_saved": kernel_bytes_saved(op),
                         "ops": sum(1 for o in op.body.block.ops if _is_compute(o)),
                         "flops": op_flops(op),
+                        "decided_by": decided_by(op),
                         **({"fast_math": True} if FAST_MATH_ATTR in op.attributes else {}),
                     }
                 )
@@ -130,6 +138,13 @@ def summarize_report(report: dict[str, Any]) -> str:
         by_pattern[g["pattern"]] = by_pattern.get(g["pattern"], 0) + 1
     for pat, n in sorted(by_pattern.items(), key=lambda kv: (-kv[1], kv[0])):
         lines.append(f"  {n:4d} x {pat}")
+    layers: dict[str, int] = {}
+    for g in report["groups"]:
+        layers[g["decided_by"]] = layers.get(g["decided_by"], 0) + 1
+    if layers:
+        lines.append(
+            "groups decided by: " + ", ".join(f"{k}: {n}" for k, n in sorted(layers.items()))
+        )
     if report["refusals"]:
         counts: dict[str, int] = {}
         for r in report["refusals"]:
@@ -142,7 +157,7 @@ def summarize_report(report: dict[str, Any]) -> str:
         for r in report["refusals"][:20]:
             nodes = list(r["nodes"])
             shown = ", ".join(nodes[:3]) + (f", ... ({len(nodes)} nodes)" if len(nodes) > 3 else "")
-            lines.append(f"  [{r['code']}] {shown}: {r['reason']}")
+            lines.append(f"  [{r['code']}, {r['decided_by']}] {shown}: {r['reason']}")
         if len(report["refusals"]) > 20:
             lines.append(f"  ... {len(report['refusals']) - 20} more")
     else:

@@ -113,6 +113,7 @@ def bench(
     fusion: bool = True,
     config: str | None = None,
     memory_limit_mb: float | None = None,
+    analysis_window: int | None = None,
     policy: str | None = None,
     progress: bool = True,
     profile: int = 0,
@@ -169,14 +170,15 @@ def bench(
         compiled = autofusion.compile(
             proto, target=target, config=config, fusion=fusion, threads=nthreads,
             memory_limit_mb=memory_limit_mb, policy=policy, progress=say, label=model,
-            input_shapes=input_shapes, dynamic=dynamic, cpu=cpu,
+            input_shapes=input_shapes, dynamic=dynamic, cpu=cpu, analysis_window=analysis_window,
         )  # fmt: skip
         run_ours: Callable[[], Mapping[str, np.ndarray]] = lambda: compiled.run(feeds)  # noqa: E731
         report = compiled.report
         close = compiled.close
     else:
         run_ours, report = _simulated_runner(backend, source, feeds, fusion, config,
-                                             memory_limit_mb, policy, model, say)  # fmt: skip
+                                             memory_limit_mb, policy, model, say,
+                                             analysis_window)  # fmt: skip
     say("building the onnxruntime session")
     with tempfile.TemporaryDirectory(prefix="afbench-") as tmp:
         opt_path = os.path.join(tmp, "ort_optimized.onnx")
@@ -293,13 +295,15 @@ def precision_report(ours: Mapping[str, np.ndarray], ref: Mapping[str, np.ndarra
 
 def _simulated_runner(backend: SimulatedBackend, proto: Any, feeds: Mapping[str, np.ndarray],
                       fusion: bool, config: str | None, memory_limit_mb: float | None,
-                      policy: str | None, label: str, say: Callable[[str], None]):  # fmt: skip
+                      policy: str | None, label: str, say: Callable[[str], None],
+                      analysis_window: int | None = None):  # fmt: skip
     """(run function, report) for a backend whose kernels run on a functional model here."""
     from autofusion.api import prepare_module
     from autofusion.pipeline import Pipeline, PipelineOptions
 
     opts = PipelineOptions(target=backend.name, fusion=fusion, config=config, policy=policy,
-                           memory_limit_mb=memory_limit_mb)  # fmt: skip
+                           memory_limit_mb=memory_limit_mb,
+                           analysis_window=analysis_window)  # fmt: skip
     t0 = time.perf_counter()
     pipeline = Pipeline.from_options(opts)
     module, report = prepare_module(proto, opts, label, say, pipeline)
@@ -450,6 +454,7 @@ def _run(argv: Sequence[str] | None) -> None:
         args.model, target=args.target, threads=args.threads, runs=args.runs,
         warmup=args.warmup, fusion=not args.no_fusion, config=args.config,
         memory_limit_mb=args.memory_limit, policy=args.policy, profile=args.profile,
+        analysis_window=args.analysis_window,
         input_shapes=parse_shape_specs(args.input_shape),
         dynamic=parse_range_specs(args.dynamic), cpu=args.cpu, precision=args.precision,
         against=against, rounds=args.rounds,

@@ -37,6 +37,16 @@ class CliParser(argparse.ArgumentParser):
         raise SystemExit(1)
 
 
+def non_negative_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return v
+
+
 def positive_int(text: str) -> int:
     try:
         v = int(text)
@@ -118,6 +128,9 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
                    help="tile fused groups so the arena fits in MB")  # fmt: skip
     p.add_argument("--threads", metavar="N", type=positive_int, help="threads (default: all cores)")
     p.add_argument("--policy", metavar="MODULE:CLASS", help="a user fusion policy")
+    p.add_argument("--analysis-window", metavar="N", type=non_negative_int,
+                   help="fusion analysis in windows of N ops (0: whole graph, the default; "
+                        "overrides the config's analysis_window)")  # fmt: skip
     p.add_argument("--cpu", choices=tuple(CPUS), default="native",
                    help="the CPU the C build is for (default native: this machine's)")  # fmt: skip
     add_input_shape_option(p)
@@ -137,6 +150,7 @@ def pipeline_options(args: argparse.Namespace):  # -> PipelineOptions
         memory_limit_mb=args.memory_limit,
         cpu=args.cpu,
         validate_precision=bool(getattr(args, "validate_precision", False)),
+        analysis_window=args.analysis_window,
     )
     backend_of(opts)  # a backend option (--cpu) given to a target that does not read it
     return opts

@@ -128,6 +128,14 @@ class AutofusionOptMain(xDSLOptMain):
             "(none for -t mlir); --print-pipeline shows them as a -p string",
         )
         arg_parser.add_argument(
+            "--analysis-window",
+            type=int,
+            default=None,
+            metavar="N",
+            help="with --compile-pipeline: fuse's structure analysis in windows of N ops "
+            "(0: whole graph); with -p write fuse{window_size=N}",
+        )
+        arg_parser.add_argument(
             "--print-pipeline",
             action="store_true",
             help="print the pass pipeline (-p or --compile-pipeline) on stderr before running it",
@@ -143,6 +151,12 @@ class AutofusionOptMain(xDSLOptMain):
         option, a value of the wrong type or out of range is one line naming the pass."""
         from autofusion.passes.options import check_pass_options
 
+        window = self.args.analysis_window
+        if window is not None and (window < 0 or not self.args.compile_pipeline):
+            raise AutofusionError(
+                f"--analysis-window {window}: expected an integer >= 0 with --compile-pipeline "
+                "(in a -p pipeline write fuse{window_size=N})"
+            )
         if self.args.compile_pipeline:
             self.args.passes = self._compile_pipeline()
         if self.args.print_pipeline:
@@ -182,7 +196,12 @@ class AutofusionOptMain(xDSLOptMain):
         if self.args.passes:
             raise AutofusionError("give either -p or --compile-pipeline, not both")
         target = str(self.args.target).split("{")[0]
-        pipe = Pipeline.from_options(PipelineOptions(target=target if target in BACKENDS else "c"))
+        pipe = Pipeline.from_options(
+            PipelineOptions(
+                target=target if target in BACKENDS else "c",
+                analysis_window=self.args.analysis_window,
+            )
+        )
         return (pipe if target in BACKENDS else pipe.tensor()).pipeline_string()
 
     def _name_failing_pass(self) -> None:

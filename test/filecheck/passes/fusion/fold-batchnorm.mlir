@@ -28,7 +28,7 @@ func.func @stats_not_constant(%x: tensor<1x1x3x3xf32>, %s: tensor<2xf32>) -> ten
   %1 = nn.batch_norm %0, %s, %b, %b, %s {epsilon = 1.0e-05 : f64, onnx.origins = ["bn1"]} : (tensor<1x2x3x3xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<1x2x3x3xf32>
   func.return %1 : tensor<1x2x3x3xf32>
 }
-// CHECK:       builtin.module attributes {fusion.refusals = [{code = "not-a-constant", reason = "BatchNormalization scale/bias/mean/var are not all constants", nodes = ["conv1", "bn1"]}]}
+// CHECK:       builtin.module attributes {fusion.refusals = [{code = "not-a-constant", reason = "BatchNormalization scale/bias/mean/var are not all constants", nodes = ["conv1", "bn1"], decided_by = "structure"}]}
 // CHECK-LABEL: func.func @stats_not_constant
 // CHECK:         %[[C:.*]] = nn.conv %x
 // CHECK-NEXT:    %{{.*}} = nn.batch_norm %[[C]]
@@ -43,7 +43,7 @@ func.func @conv_has_other_users(%x: tensor<1x1x3x3xf32>) -> (tensor<1x2x3x3xf32>
   %1 = nn.batch_norm %0, %s, %s, %s, %s {epsilon = 1.0e-05 : f64, onnx.origins = ["bn1"]} : (tensor<1x2x3x3xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<1x2x3x3xf32>
   func.return %0, %1 : tensor<1x2x3x3xf32>, tensor<1x2x3x3xf32>
 }
-// CHECK:       builtin.module attributes {fusion.refusals = [{code = "multi-consumer", {{.*}}nodes = ["conv1", "bn1"]}]}
+// CHECK:       builtin.module attributes {fusion.refusals = [{code = "multi-consumer", {{.*}}nodes = ["conv1", "bn1"], decided_by = "structure"}]}
 // CHECK-LABEL: func.func @conv_has_other_users
 // CHECK:         nn.batch_norm
 

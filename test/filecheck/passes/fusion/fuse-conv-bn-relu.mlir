@@ -11,7 +11,7 @@ func.func @conv_bn_add_relu(%x: tensor<1x1x2x2xf32>, %r: tensor<1x2x2x2xf32>, %s
   func.return %3 : tensor<1x2x2x2xf32>
 }
 // CHECK-LABEL: func.func @conv_bn_add_relu
-// CHECK-NEXT:    %[[K:.*]] = fusion.kernel "conv_bn_add_relu" ["conv", "bn", "add", "relu"] (%x, %s, %r) : (tensor<1x1x2x2xf32>, tensor<2xf32>, tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32> {
+// CHECK-NEXT:    %[[K:.*]] = fusion.kernel "conv_bn_add_relu" ["conv", "bn", "add", "relu"] (%x, %s, %r) attributes {fusion.decided_by = "cost"} : (tensor<1x1x2x2xf32>, tensor<2xf32>, tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32> {
 // CHECK-NEXT:    ^{{.*}}(%[[X:.*]]: tensor<1x1x2x2xf32>, %[[S:.*]]: tensor<2xf32>, %[[R:.*]]: tensor<1x2x2x2xf32>):
 // CHECK-NEXT:      %[[W:.*]] = nn.constant
 // CHECK-NEXT:      %[[C:.*]] = nn.conv %[[X]], %[[W]]
@@ -21,7 +21,7 @@ func.func @conv_bn_add_relu(%x: tensor<1x1x2x2xf32>, %r: tensor<1x2x2x2xf32>, %s
 // CHECK-NEXT:      fusion.yield %[[Y]] : tensor<1x2x2x2xf32>
 // CHECK-NEXT:    }
 // CHECK-NEXT:    func.return %[[K]]
-// OFF:         builtin.module attributes {fusion.refusals = [{code = "aggressiveness", reason = "conv_bn_relu needs aggressiveness >= 1 (configured 0)", nodes = ["conv"]}]}
+// OFF:         builtin.module attributes {fusion.refusals = [{code = "aggressiveness", reason = "conv_bn_relu needs aggressiveness >= 1 (configured 0)", nodes = ["conv"], decided_by = "rules"}]}
 // OFF-LABEL:   func.func @conv_bn_add_relu
 // OFF-NOT:     fusion.kernel
 
@@ -37,7 +37,7 @@ func.func @conv_bias_relu6(%x: tensor<1x1x2x2xf32>) -> tensor<1x2x2x2xf32> {
   func.return %2 : tensor<1x2x2x2xf32>
 }
 // CHECK-LABEL: func.func @conv_bias_relu6
-// CHECK-NEXT:    %[[K:.*]] = fusion.kernel "conv_add_relu6" ["conv", "bias", "clip"] (%x) :
+// CHECK-NEXT:    %[[K:.*]] = fusion.kernel "conv_add_relu6" ["conv", "bias", "clip"] (%x) attributes {fusion.decided_by = "cost"} :
 // CHECK:           nn.conv
 // CHECK-NEXT:      nn.add
 // CHECK-NEXT:      nn.clip
@@ -54,7 +54,7 @@ func.func @conv_two_readers(%x: tensor<1x1x2x2xf32>) -> (tensor<1x2x2x2xf32>, te
   %1 = nn.relu %0 {onnx.origins = ["relu"]} : (tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32>
   func.return %0, %1 : tensor<1x2x2x2xf32>, tensor<1x2x2x2xf32>
 }
-// CHECK:       builtin.module attributes {fusion.refusals = [{code = "multi-consumer", {{.*}}nodes = ["conv", "relu"]}]}
+// CHECK:       builtin.module attributes {fusion.refusals = [{code = "multi-consumer", {{.*}}nodes = ["conv", "relu"], decided_by = "structure"}]}
 // CHECK-LABEL: func.func @conv_two_readers
 // CHECK-NEXT:    nn.constant
 // CHECK-NEXT:    %[[C:.*]] = nn.conv

@@ -10,7 +10,7 @@ func.func @chain(%x: tensor<4x8xf32>, %y: tensor<8xf32>) -> tensor<4x8xf32> {
   func.return %c : tensor<4x8xf32>
 }
 // CHECK-LABEL: func.func @chain
-// CHECK-NEXT:    %[[K:.*]] = fusion.kernel "ew_relu_sigmoid_add" ["r", "s", "a"] (%x, %y)
+// CHECK-NEXT:    %[[K:.*]] = fusion.kernel "ew_relu_sigmoid_add" ["r", "s", "a"] (%x, %y) attributes {fusion.decided_by = "cost"}
 // CHECK-NEXT:    ^{{.*}}(%[[X:.*]]: tensor<4x8xf32>, %[[Y:.*]]: tensor<8xf32>):
 // CHECK-NEXT:      %[[A:.*]] = nn.relu %[[X]]
 // CHECK-NEXT:      %[[B:.*]] = nn.sigmoid %[[A]]
@@ -37,7 +37,7 @@ func.func @matmul_epilogue(%x: tensor<2x4xf32>, %w: tensor<4x8xf32>, %b: tensor<
 // CHECK-NEXT:      fusion.yield
 // CHECK-NEXT:    }
 // CHECK-NEXT:    func.return %[[K]]
-// BL:          builtin.module attributes {fusion.refusals = [{code = "blacklisted", reason = "chain Add->Gelu is blacklisted in {{.*}}blacklist_gelu.json", nodes = ["bias", "gelu"]}]
+// BL:          builtin.module attributes {fusion.refusals = [{code = "blacklisted", reason = "chain Add->Gelu is blacklisted in {{.*}}blacklist_gelu.json", nodes = ["bias", "gelu"], decided_by = "rules"}]
 // BL-LABEL:    func.func @matmul_epilogue
 // BL-NEXT:       %[[K:.*]] = fusion.kernel "matmul_add" ["mm", "bias"]
 // BL:            %[[G:.*]] = nn.gelu %[[K]]
@@ -96,7 +96,7 @@ func.func @broadcast_grows(%x: tensor<4xf32>, %y: tensor<3x4xf32>) -> tensor<3x4
   %b = nn.add %a, %y {onnx.origins = ["add"]} : (tensor<4xf32>, tensor<3x4xf32>) -> tensor<3x4xf32>
   func.return %b : tensor<3x4xf32>
 }
-// CHECK:       builtin.module attributes {fusion.refusals = [{code = "shape-mismatch", {{.*}}nodes = ["relu", "add"]}]
+// CHECK:       builtin.module attributes {fusion.refusals = [{code = "shape-mismatch", {{.*}}nodes = ["relu", "add"], decided_by = "structure"}]
 // CHECK-LABEL: func.func @broadcast_grows
 // CHECK-NEXT:    %[[A:.*]] = nn.relu %x
 // CHECK-NEXT:    %[[B:.*]] = nn.add %[[A]], %y
@@ -110,7 +110,7 @@ func.func @layernorm_epilogue(%x: tensor<2x4xf32>, %w: tensor<4x8xf32>, %g: tens
   %n = nn.layer_norm %m, %g {axis = 1 : i64, epsilon = 1.0e-05 : f64, onnx.origins = ["ln"]} : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
   func.return %n : tensor<2x8xf32>
 }
-// CHECK:       builtin.module attributes {fusion.refusals = [{code = "aggressiveness", reason = "layernorm_epilogue needs aggressiveness >= 2 (configured 1)", nodes = ["mm", "ln"]}]
+// CHECK:       builtin.module attributes {fusion.refusals = [{code = "aggressiveness", reason = "layernorm_epilogue needs aggressiveness >= 2 (configured 1)", nodes = ["mm", "ln"], decided_by = "rules"}]
 // CHECK-LABEL: func.func @layernorm_epilogue
 // CHECK-NEXT:    %[[M:.*]] = nn.matmul %x, %w
 // CHECK-NEXT:    %[[N:.*]] = nn.layer_norm %[[M]], %g

@@ -19,7 +19,7 @@ func.func @main(%x: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
   }
   func.return %t : tensor<4x8xf32>
 }
-// CHECK:      builtin.module attributes {fusion.refusals = [{code = "precision", reason = "mul_tanh with fast_math: measured delta 0.02 > tolerance 0.001; rolled back", nodes = ["mul1", "tanh1"]}],
+// CHECK:      builtin.module attributes {fusion.refusals = [{code = "precision", reason = "mul_tanh with fast_math: measured delta 0.02 > tolerance 0.001; rolled back", nodes = ["mul1", "tanh1"], decided_by = "rules"}],
 // CHECK-SAME: precision.groups = [{pattern = "add_sigmoid", origins = ["add1", "sig1"], delta = 0.000000e+00 : f64, fast_math = true, rolled_back = false},
 // CHECK-SAME: {pattern = "mul_tanh", origins = ["mul1", "tanh1"], delta = 2.000000e-02 : f64, fast_math = true, rolled_back = true}]}
 // CHECK-LABEL: func.func @main
@@ -37,8 +37,8 @@ func.func @main(%x: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
 
 // Every group passes but the outputs do not (an injected model delta, the same every
 // round): the group with the largest delta goes first, then the next, until none is left.
-// MODEL:      builtin.module attributes {fusion.refusals = [{code = "precision", reason = "add_sigmoid with fast_math: the model outputs' delta 0.002 > tolerance 0.001; measured delta 0.0005; rolled back", nodes = ["add1", "sig1"]},
-// MODEL-SAME: {code = "precision", reason = "mul_tanh with fast_math: the model outputs' delta 0.002 > tolerance 0.001; measured delta 0; rolled back", nodes = ["mul1", "tanh1"]}]
+// MODEL:      builtin.module attributes {fusion.refusals = [{code = "precision", reason = "add_sigmoid with fast_math: the model outputs' delta 0.002 > tolerance 0.001; measured delta 0.0005; rolled back", nodes = ["add1", "sig1"], decided_by = "rules"},
+// MODEL-SAME: {code = "precision", reason = "mul_tanh with fast_math: the model outputs' delta 0.002 > tolerance 0.001; measured delta 0; rolled back", nodes = ["mul1", "tanh1"], decided_by = "rules"}]
 // MODEL-LABEL: func.func @main
 // MODEL-NEXT:    nn.add
 // MODEL-NEXT:    nn.sigmoid
@@ -72,8 +72,8 @@ func.func @main(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tenso
   }
   func.return %t, %u, %v : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
 }
-// CHECK:      builtin.module attributes {fusion.refusals = [{code = "precision", reason = "mul_tanh with fast_math: measured delta 0.02 > tolerance 0.001; rolled back", nodes = ["mul1", "tanh1"]},
-// CHECK-SAME: {code = "precision", reason = "mul_tanh with fast_math: same choice as group 'mul1' (delta 0.02 > 0.001); its delta 0; rolled back", nodes = ["mul2", "tanh2"]}]
+// CHECK:      builtin.module attributes {fusion.refusals = [{code = "precision", reason = "mul_tanh with fast_math: measured delta 0.02 > tolerance 0.001; rolled back", nodes = ["mul1", "tanh1"], decided_by = "rules"},
+// CHECK-SAME: {code = "precision", reason = "mul_tanh with fast_math: same choice as group 'mul1' (delta 0.02 > 0.001); its delta 0; rolled back", nodes = ["mul2", "tanh2"], decided_by = "rules"}]
 // CHECK-LABEL: func.func @main
 // CHECK-NEXT:    %[[A:.*]] = nn.mul %x, %x {onnx.origins = ["mul1"]}
 // CHECK-NEXT:    %[[B:.*]] = nn.tanh %[[A]] {onnx.origins = ["tanh1"]}
