@@ -46,6 +46,7 @@ from autofusion.tools.peers import ort_session
 
 if TYPE_CHECKING:
     from autofusion.lowering.backend import SimulatedBackend
+    from autofusion.runtime.roofs import Roofs
 
 RTOL, ATOL_SCALE = testing.RTOL, testing.ATOL_SCALE
 
@@ -236,8 +237,13 @@ def bench(
         }
     )
     if profile > 0:
+        from autofusion.runtime.roofs import machine_roofs
+
+        roofs = machine_roofs(nthreads, cpu, say)
         say(f"profiling kernels over {runs} runs")
-        result["profile"] = profile_rows(compiled.profile(feeds, runs), runs, ms_ours)[:profile]
+        rows = profile_rows(compiled.profile(feeds, runs), runs, ms_ours, roofs)
+        result["profile"] = rows[:profile]
+        result["roofs"] = roofs.to_dict()
     if isinstance(backend, SimulatedBackend):
         result["latency_note"] = backend.latency_note
     close()
@@ -310,29 +316,66 @@ def _simulated_runner(backend: SimulatedBackend, proto: Any, feeds: Mapping[str,
     return (lambda: run(feeds)), report
 
 
-def profile_rows(kernels: Sequence[Any], runs: int, run_ms: float) -> list[dict[str, Any]]:
-    """Per-kernel rows for the report: ms per run and share of the (untimed) median run."""
-    return [
-        {
+def profile_rows(kernels: Sequence[Any], runs: int, run_ms: float,
+                 roofs: Roofs | None = None) -> list[dict[str, Any]]:  # fmt: skip
+    """Per-kernel rows for the report: ms per run and share of the (untimed) median run;
+    FLOPs and bytes of one call (``cost.kernel_work``, recorded at compile time), achieved
+    GFLOP/s and GB/s, FLOPs per byte, and against ``roofs`` the roof that bounds the kernel
+    (``compute`` or ``memory``) and the achieved share of its attainable rate."""
+    rows = []
+    for k in kernels:
+        row: dict[str, Any] = {
             "kernel": k.kernel,
             "pattern": k.pattern,
             "origins": list(k.origins),
             "ms": round(1e3 * k.seconds / runs, 4),
             "share": round(1e3 * k.seconds / runs / run_ms, 4) if run_ms > 0 else None,
             "calls": k.calls,
+            "flops": k.flops,
+            "bytes": k.bytes_moved,
+            "gflops_per_s": _r(k.gflops_per_s, 3),
+            "gb_per_s": _r(k.gb_per_s, 3),
+            "flops_per_byte": _r(k.flops_per_byte, 3),
+            "bound": None,
+            "roof_fraction": None,
         }
-        for k in kernels
-    ]
+        ai, achieved = k.flops_per_byte, k.gflops_per_s
+        if roofs is not None and ai is not None and achieved is not None:
+            row["bound"] = roofs.bound(ai)
+            attainable = roofs.attainable_gflops(ai)
+            row["roof_fraction"] = round(achieved / attainable, 4) if attainable > 0 else None
+        rows.append(row)
+    return rows
+
+
+def _r(v: float | None, digits: int) -> float | None:
+    return None if v is None else round(v, digits)
+
+
+def roofs_line(roofs: Mapping[str, Any]) -> str:
+    return (f"roofs: sgemm {roofs['peak_gflops']:.1f} GFLOP/s ({roofs['threads']} thread(s)), "
+            f"copy {roofs['dram_gbs']:.1f} GB/s, ridge {roofs['ridge_flops_per_byte']:.1f} "
+            f"FLOP/B ({roofs['source']})")  # fmt: skip
 
 
 def _profile_table(rows: Sequence[Mapping[str, Any]]) -> str:
-    lines = [f"{'kernel':<28} {'ms/run':>8} {'share':>6}  ONNX nodes"]
+    def num(v: object, fmt: str) -> str:
+        return format(v, fmt) if isinstance(v, int | float) else "-"
+
+    lines = [f"{'kernel':<28} {'ms/run':>8} {'share':>6} {'GFLOP/s':>8} {'GB/s':>7} "
+             f"{'FLOP/B':>7} {'bound':>7} {'%roof':>6}  ONNX nodes"]  # fmt: skip
     for p in rows:
         share = f"{100 * p['share']:5.1f}%" if p["share"] is not None else "   n/a"
+        frac = p.get("roof_fraction")
+        roof = f"{100 * frac:5.1f}%" if isinstance(frac, int | float) else "     -"
         nodes = ", ".join(p["origins"]) or "-"
-        if len(nodes) > 60:
-            nodes = nodes[:57] + "..."
-        lines.append(f"{p['kernel']:<28} {p['ms']:>8.3f} {share}  {nodes}")
+        if len(nodes) > 40:
+            nodes = nodes[:37] + "..."
+        lines.append(
+            f"{p['kernel']:<28} {p['ms']:>8.3f} {share} {num(p.get('gflops_per_s'), '8.2f'):>8} "
+            f"{num(p.get('gb_per_s'), '7.2f'):>7} {num(p.get('flops_per_byte'), '7.1f'):>7} "
+            f"{p.get('bound') or '-':>7} {roof}  {nodes}"
+        )
     return "\n".join(lines)
 
 
@@ -405,7 +448,8 @@ def format_table(r: Mapping[str, Any]) -> str:
     width = max(len(a) for a, _ in rows)
     text = "\n".join(f"{a:<{width}}  {b}" for a, b in rows)
     if r.get("profile"):
-        text += f"\n\nslowest kernels (ours, timed one by one):\n{_profile_table(r['profile'])}"
+        text += (f"\n\nslowest kernels (ours, timed one by one; GB/s of compulsory traffic):\n"
+                 f"{roofs_line(r['roofs'])}\n{_profile_table(r['profile'])}")  # fmt: skip
     return text
 
 
