@@ -2,7 +2,7 @@
 
     autofusion-bench MODEL [--target c|ascendc] [--threads N] [--runs N] [--warmup N]
                      [--no-fusion] [--config FILE] [--memory-limit MB] [--profile N] [--cpu CPU]
-                     [--precision] [--json]
+                     [--precision] [--report-html FILE.html] [--json]
 
 Compiles MODEL (progress on stderr), builds an onnxruntime session (ORT_ENABLE_ALL,
 intra_op_num_threads = N, inter_op_num_threads = 1, sequential, pool spinning stopped
@@ -18,6 +18,10 @@ bool outputs; NaN and infinities must match exactly; see ``autofusion.testing``)
 ``--json`` prints one object: match, max_abs_err, max_rel_err, latency_ms {autofusion,
 onnxruntime}, ratio, threads, runs, kernels (ours / ORT's optimised node count), arena_bytes,
 report, outputs (per-output errors).
+
+``--report-html FILE`` writes the compile report as one self-contained HTML page (the fused
+graph, groups, refusals, memory plan; docs/report.md) with the latencies and, with
+``--profile``, the per-kernel table and a roofline chart against this machine's roofs.
 
 ``--precision`` (target c) also builds the unfused fp32 model (no config, no fusion) and
 adds ``precision``: per output, max abs/rel error against onnxruntime and against that
@@ -123,6 +127,7 @@ def bench(
     precision: bool = False,
     against: Sequence[str] = (),
     rounds: int = 5,
+    report_html: str | None = None,
 ) -> dict[str, Any]:
     """Compile ``model``, compare with onnxruntime and time both; returns the result dict.
     ``profile`` > 0 (target c) also times each kernel over ``runs`` more runs and adds
@@ -152,6 +157,10 @@ def bench(
         raise AutofusionError(f"--against needs --target {runnable} (it runs the built library)")
     if rounds < 1:
         raise AutofusionError(f"--rounds: expected a number >= 1, got {rounds}")
+    if report_html is not None:
+        from autofusion.policy.html_report import check_html_path
+
+        check_html_path("--report-html", report_html)  # before any work
     if not isinstance(backend, RunnableBackend | SimulatedBackend):
         raise AutofusionError(f"autofusion-bench: target {target!r} can neither run nor be "
                               "simulated in this process")  # fmt: skip
@@ -247,7 +256,45 @@ def bench(
     if isinstance(backend, SimulatedBackend):
         result["latency_note"] = backend.latency_note
     close()
+    if report_html is not None:
+        say(f"writing {report_html}")
+        _write_report_html(report_html, result, proto, input_shapes, dynamic, config, say,
+                           PipelineOptions(target=target, fusion=fusion, config=config,
+                                           policy=policy, memory_limit_mb=memory_limit_mb,
+                                           cpu=cpu))  # fmt: skip
     return result
+
+
+def _write_report_html(path: str, result: Mapping[str, Any], proto: Any,
+                       input_shapes: Mapping[str, Sequence[int]] | None,
+                       dynamic: Mapping[str, tuple[int, int]] | None, config: str | None,
+                       say: Callable[[str], None], opts: Any) -> None:  # fmt: skip
+    """``--report-html``: the page of the compile report, with the latencies and profile.
+    The graph and memory plan come from the tensor passes, run again here (a cached build
+    keeps no IR)."""
+    from autofusion.api import open_model, prepare_module
+    from autofusion.policy.html_report import collect, render_html, write_html
+
+    source = open_model(proto, result["model"], input_shapes, dynamic, config,
+                        ("--input-shape", "--dynamic"))  # fmt: skip
+    if opts.memory_limit_mb is None:  # as compile() resolves it
+        import dataclasses
+
+        from autofusion.api import get_memory_limit
+        from autofusion.pipeline import config_memory_limit
+
+        limit = config_memory_limit(config)
+        opts = dataclasses.replace(opts, memory_limit_mb=limit if limit is not None
+                                   else get_memory_limit())  # fmt: skip
+    module, _ = prepare_module(source, opts, result["model"], say)
+    lat = result["latency_ms"]
+    extra = [("latency autofusion", f"{lat['autofusion']:.3f} ms"),
+             ("latency onnxruntime", f"{lat['onnxruntime']:.3f} ms"),
+             ("ratio ours/ORT", f"{result['ratio']:.3f}" if result["ratio"] else "n/a"),
+             ("outputs match", "yes" if result["match"] else "NO")]  # fmt: skip
+    text = render_html(result["report"], collect(module), result["model"],
+                       result.get("profile"), result.get("roofs"), extra)  # fmt: skip
+    write_html("--report-html", path, text)
 
 
 def _peer_timing(proto: Any, directory: Any, feeds: Mapping[str, np.ndarray],
@@ -480,6 +527,11 @@ def _run(argv: Sequence[str] | None) -> None:
         help="also time each kernel and list the N slowest (target c)",
     )
     parser.add_argument(
+        "--report-html",
+        metavar="FILE.html",
+        help="write the report as one HTML page, with the profile when --profile is given",
+    )
+    parser.add_argument(
         "--precision",
         action="store_true",
         help="per output, error against onnxruntime and against the unfused fp32 build",
@@ -496,7 +548,7 @@ def _run(argv: Sequence[str] | None) -> None:
         memory_limit_mb=args.memory_limit, policy=args.policy, profile=args.profile,
         input_shapes=parse_shape_specs(args.input_shape),
         dynamic=parse_range_specs(args.dynamic), cpu=args.cpu, precision=args.precision,
-        against=against, rounds=args.rounds,
+        against=against, rounds=args.rounds, report_html=args.report_html,
     )  # fmt: skip
     if args.json:
         print(json.dumps(result, indent=2, default=str))
