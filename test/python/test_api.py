@@ -68,7 +68,8 @@ def test_profile_times_every_kernel_call(tiny_cnn: autofusion.CompiledModel) -> 
     assert all(o in {n.name for n in get_model("tiny_cnn").graph.node} for o in conv.origins)
     # every call site carries its compile-time FLOPs and bytes, hence achieved rates
     assert all(k.flops is not None and k.bytes_moved for k in prof)
-    assert conv.flops is not None and conv.bytes_moved is not None
+    assert conv.flops is not None
+    assert conv.bytes_moved is not None
     assert conv.gflops_per_s == pytest.approx(conv.flops * 4 / conv.seconds / 1e9)
     assert conv.gb_per_s == pytest.approx(conv.bytes_moved * 4 / conv.seconds / 1e9)
     assert conv.flops_per_byte == pytest.approx(conv.flops / conv.bytes_moved)

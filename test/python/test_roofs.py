@@ -45,8 +45,10 @@ def test_environment_overrides(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     r = roofs.machine_roofs(2)
     assert (r.peak_gflops, r.dram_gbs, r.ridge, r.source) == (200.0, 20.0, 10.0, "environment")
     assert not (tmp_path / roofs.ROOFS_FILE).exists()  # nothing measured
-    assert r.bound(9.9) == "memory" and r.bound(10.0) == "compute"
-    assert r.attainable_gflops(2.0) == 40.0 and r.attainable_gflops(50.0) == 200.0
+    assert r.bound(9.9) == "memory"
+    assert r.bound(10.0) == "compute"
+    assert r.attainable_gflops(2.0) == 40.0
+    assert r.attainable_gflops(50.0) == 200.0
     for bad in ("fast", "0", "-3", "nan", "inf"):
         monkeypatch.setenv(roofs.ENV_PEAK, bad)
         with pytest.raises(AutofusionError, match="AUTOFUSION_PEAK_GFLOPS"):
