@@ -142,11 +142,6 @@ def _colours(steps: Sequence[Step]) -> dict[str, str]:
     return {p: PALETTE[i % len(PALETTE)] for i, p in enumerate(patterns)}
 
 
-def _short(name: str) -> str:
-    parts = [p for p in name.split("/") if p]
-    return "/".join(parts[:-1]) if len(parts) > 1 else name
-
-
 def _clip(text: str, chars: int) -> str:
     return text if len(text) <= chars else text[: chars - 1] + "…"
 
@@ -186,14 +181,16 @@ def graph_svg(steps: Sequence[Step]) -> str:
             tag = "k" if s.kind == "kernel" else "op"
             head = f"{tag}{s.index} {s.pattern}"
             title = f"{head} -> [{s.shape}]\n" + "\n".join(s.origins)
-        first = _short(s.origins[0]) if s.origins else s.shape
+        first = s.origins[0].lstrip("/") if s.origins else s.shape
         extra = f" (+{len(s.origins) - 1})" if len(s.origins) > 1 else ""
+        room = 34 - len(extra)  # the end of an ONNX name says most: keep it
+        first = first if len(first) <= room else "…" + first[-(room - 1) :]
         dash = ' stroke-dasharray="4,3"' if s.kind != "kernel" else ""
         out.append(
             f'<g><title>{esc(title)}</title><rect x="{x:.0f}" y="{y:.0f}" width="{BOX_W}" '
             f'height="{BOX_H}" rx="5" fill="{fill}" stroke="#444"{dash}/>'
             f'<text x="{x + 6:.0f}" y="{y + 16:.0f}" class="b">{esc(_clip(head, 34))}</text>'
-            f'<text x="{x + 6:.0f}" y="{y + 32:.0f}">{esc(_clip(first, 34 - len(extra)) + extra)}'
+            f'<text x="{x + 6:.0f}" y="{y + 32:.0f}">{esc(first + extra)}'
             "</text></g>"
         )
     by_layer: dict[int, list[Step]] = {}
