@@ -162,6 +162,18 @@ def _write_cache(path: Path, data: dict[str, dict[str, float]]) -> None:
         tmp.unlink(missing_ok=True)
 
 
+def record_roofs(threads: int, cpu: str, peak_gflops: float, dram_gbs: float) -> dict[str, float]:
+    """Store measured roofs for this machine at ``threads`` threads (replacing any)."""
+    from autofusion.runtime.cache import cache_root
+
+    path = cache_root() / ROOFS_FILE
+    entry = {"peak_gflops": peak_gflops, "dram_gbs": dram_gbs, "measured_at": time.time()}
+    data = _read_cache(path)  # the latest: another process may have added keys meanwhile
+    data[roof_key(threads, cpu)] = entry
+    _write_cache(path, data)
+    return entry
+
+
 def machine_roofs(threads: int, cpu: str = "native",
                   say: Callable[[str], None] = lambda _s: None) -> Roofs:  # fmt: skip
     """The roofs at ``threads`` threads: environment overrides, else the cached
@@ -181,14 +193,8 @@ def machine_roofs(threads: int, cpu: str = "native",
             isinstance(entry.get(k), int | float) and entry[k] > 0
             for k in ("peak_gflops", "dram_gbs")
         ):
-            entry = {
-                "peak_gflops": measure_sgemm_gflops(threads, cpu, say),
-                "dram_gbs": measure_copy_bandwidth() / 1e9,
-                "measured_at": time.time(),
-            }
-            data = _read_cache(path)  # another process may have added keys meanwhile
-            data[key] = entry
-            _write_cache(path, data)
+            entry = record_roofs(threads, cpu, measure_sgemm_gflops(threads, cpu, say),
+                                 measure_copy_bandwidth() / 1e9)  # fmt: skip
             origin = "measured"
         if peak is None:
             peak, sources[0] = float(entry["peak_gflops"]), origin
