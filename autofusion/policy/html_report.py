@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
 from xdsl.ir import BlockArgument, SSAValue
 
 from autofusion.analysis.liveness import find_main
@@ -116,8 +116,8 @@ def _arg_name(main: func.FuncOp, arg: BlockArgument) -> str:
     attrs = main.arg_attrs.data if main.arg_attrs is not None else ()
     if arg.index < len(attrs):
         name = attrs[arg.index].data.get("onnx.name")
-        if name is not None and hasattr(name, "data"):
-            return str(name.data)  # type: ignore[attr-defined]
+        if isinstance(name, StringAttr):
+            return name.data
     return f"input {arg.index}"
 
 
