@@ -406,20 +406,6 @@ def render_html(report: Mapping[str, Any], page: Page, title: str,
     return "\n".join(parts) + "\n"
 
 
-def check_html_path(flag: str, path: str | os.PathLike[str]) -> Path:
-    """``path`` can be written (its folder exists and is writable, it is not a folder):
-    checked before any work so a typo fails at once, with nothing written."""
-    p = Path(path)
-    if p.is_dir():
-        raise AutofusionError(f"{flag} {p}: is a directory, expected a file name")
-    parent = p.absolute().parent
-    if not parent.is_dir():
-        raise AutofusionError(f"{flag} {p}: directory {parent} does not exist")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise AutofusionError(f"{flag} {p}: directory {parent} is not writable")
-    return p
-
-
 def write_html(flag: str, path: str | os.PathLike[str], text: str) -> None:
     """Write ``text`` to ``path`` atomically: a hidden file beside it, then a rename."""
     p = Path(path)

@@ -158,9 +158,9 @@ def bench(
     if rounds < 1:
         raise AutofusionError(f"--rounds: expected a number >= 1, got {rounds}")
     if report_html is not None:
-        from autofusion.policy.html_report import check_html_path
+        from autofusion.tools.compile import check_side_file
 
-        check_html_path("--report-html", report_html)  # before any work
+        check_side_file("--report-html", report_html)  # before any work
     if not isinstance(backend, RunnableBackend | SimulatedBackend):
         raise AutofusionError(f"autofusion-bench: target {target!r} can neither run nor be "
                               "simulated in this process")  # fmt: skip

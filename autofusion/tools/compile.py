@@ -169,12 +169,19 @@ def check_outputs(out: Path, side_files: Sequence[tuple[str, str | None]]) -> No
         if name is None:
             continue
         p = Path(name)
-        if p.is_dir():
-            raise AutofusionError(f"{flag} {p}: is a directory, expected a file name")
         if p.absolute() == out.absolute() or out.absolute() in p.absolute().parents:
             raise AutofusionError(f"{flag} {p}: is inside the output folder {out}, which is "
                                   "replaced as a whole")  # fmt: skip
-        _check_writable_parent(flag, p)
+        check_side_file(flag, p)
+
+
+def check_side_file(flag: str, path: str | os.PathLike[str]) -> None:
+    """A file a command will write (``--report-html`` ...): not a folder, and its folder
+    exists and is writable."""
+    p = Path(path)
+    if p.is_dir():
+        raise AutofusionError(f"{flag} {p}: is a directory, expected a file name")
+    _check_writable_parent(flag, p)
 
 
 def _memory_plot(path: Path):  # -> Callable[[ModuleOp], None]
