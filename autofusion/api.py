@@ -20,6 +20,7 @@ miss serialises a second copy of the model.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -323,6 +324,11 @@ def build_model_dir(
     convs = conv_algo_rows(module)
     if convs:
         report["conv_algo"] = convs
+    from autofusion.lowering.c.convert_nn_to_buffers import work_table
+
+    work = work_table(module)
+    if work:  # per kernel function: FLOPs and bytes of one call (the profiler's roofline)
+        report["kernel_work"] = work
     say(f"emitting {opts.target} code ({report['kernels_after']} kernels)")
     backend.emit(module, out_dir)
     if isinstance(backend, RunnableBackend) and build:
@@ -407,7 +413,9 @@ class CompiledModel:
     def profile(self, feeds: Mapping[str, np.ndarray], runs: int = 10) -> list[Any]:
         """Run ``runs`` times with per-kernel timing on and return one
         :class:`autofusion.runtime.loader.KernelTime` per kernel call site (kernel, pattern,
-        ONNX origins, total seconds, calls), slowest first. Timing stays off for ``run``."""
+        ONNX origins, total seconds, calls, and the FLOPs and bytes of one call recorded at
+        compile time, which give ``gflops_per_s``, ``gb_per_s`` and ``flops_per_byte``),
+        slowest first. Timing stays off for ``run``."""
         if runs < 1:
             raise AutofusionError(f"profile: runs must be >= 1, got {runs}")
         self._lib.profile_reset()
@@ -417,7 +425,14 @@ class CompiledModel:
                 self._lib.run(feeds)
         finally:
             self._lib.profile_enable(False)
-        return sorted(self._lib.profile(), key=lambda k: -k.seconds)
+        work = self.report.get("kernel_work") or {}
+        rows = [
+            dataclasses.replace(k, flops=w["flops"], bytes_moved=w["bytes"])
+            if (w := work.get(k.kernel))
+            else k
+            for k in self._lib.profile()
+        ]
+        return sorted(rows, key=lambda k: -k.seconds)
 
     def close(self) -> None:
         self._lib.close()

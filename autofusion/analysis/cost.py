@@ -305,3 +305,26 @@ def kernel_bytes_saved(kernel: KernelOp) -> int:
 def total_flops(ops: Iterable[Operation]) -> int:
     """Summed ``op_flops`` of ``ops``."""
     return sum(op_flops(o) for o in ops)
+
+
+def kernel_work(op: Operation) -> tuple[int, int]:
+    """(FLOPs, bytes moved from memory) of one call of a formed kernel: a top-level
+    ``fusion.kernel`` or an unfused ``nn`` op, as the profiler reports it.
+
+    FLOPs are :func:`op_flops` (a kernel's body summed). Bytes are the compulsory traffic:
+    each distinct operand read once, each result written once, and constants held inside a
+    kernel body read once; values computed and consumed inside the kernel cost nothing.
+    Re-reads a real kernel makes (GEMM blocks, im2col) are not counted, so achieved GB/s
+    from these bytes is a lower bound."""
+    seen: set[SSAValue] = set()
+    moved = 0
+    for v in op.operands:
+        if v not in seen:
+            seen.add(v)
+            moved += value_bytes(v)
+    moved += sum(value_bytes(r) for r in op.results)
+    if isinstance(op, KernelOp):
+        moved += sum(
+            value_bytes(o.results[0]) for o in op.body.block.ops if isinstance(o, nn.ConstantOp)
+        )
+    return op_flops(op), moved

@@ -46,6 +46,31 @@ class KernelTime:
     origins: tuple[str, ...]  # the ONNX nodes it computes
     seconds: float  # total time inside it since the last reset
     calls: int
+    # per call, from the compile (cost.kernel_work via report["kernel_work"]); None when the
+    # library alone is profiled (ModelLibrary.profile) or the build predates the record
+    flops: int | None = None
+    bytes_moved: int | None = None
+
+    @property
+    def gflops_per_s(self) -> float | None:
+        """Achieved GFLOP/s over the timed calls."""
+        if self.flops is None or self.seconds <= 0:
+            return None
+        return self.flops * self.calls / self.seconds / 1e9
+
+    @property
+    def gb_per_s(self) -> float | None:
+        """Achieved GB/s of compulsory traffic (a lower bound of what the kernel moves)."""
+        if self.bytes_moved is None or self.seconds <= 0:
+            return None
+        return self.bytes_moved * self.calls / self.seconds / 1e9
+
+    @property
+    def flops_per_byte(self) -> float | None:
+        """Arithmetic intensity: FLOPs per byte moved from memory."""
+        if self.flops is None or not self.bytes_moved:
+            return None
+        return self.flops / self.bytes_moved
 
 
 # af_run's return codes (model.h, afrt_model_api.md)

@@ -9,9 +9,11 @@ that precede ``fuse``, then times the structure analysis whole-graph and with ea
 size, printing how far each windowed result agrees with the whole-graph one
 (:func:`autofusion.analysis.structure.agreement`).
 
-``hardware``: the cache sizes the cost model reads for this machine and a fresh ``np.copyto``
-bandwidth measurement (the cost model itself uses the figures recorded in
-``autofusion/analysis/hardware.py``, so compiles stay deterministic).
+``hardware``: the cache sizes the cost model reads for this machine, a fresh ``np.copyto``
+bandwidth measurement and the sgemm rate of our GEMM core on one thread (the cost model
+itself uses the figures recorded in ``autofusion/analysis/hardware.py``, so compiles stay
+deterministic; the two measurements become the profiler's one-thread roofs,
+``autofusion/runtime/roofs.py``).
 
 These printers live here, not in ``autofusion/analysis/``, because they drive the passes:
 the analysis layer must not depend on the pass layer that uses it.
@@ -96,16 +98,21 @@ def structure_report(model: str, windows: Sequence[int], aggressiveness: int,
 
 
 def hardware_report() -> list[str]:
-    """Cache sizes read for this machine and the copy bandwidth measured now."""
+    """Cache sizes read for this machine, the copy bandwidth and our sgemm rate measured
+    now; the last two are stored as the profiler's one-thread roofs (runtime/roofs.py)."""
     from autofusion.analysis import hardware
+    from autofusion.runtime import roofs
 
     hw = hardware.cpu_this_machine()
     big = hardware.measure_copy_bandwidth()
     small = hardware.measure_copy_bandwidth(256 * hardware.KiB, 200)
+    peak = roofs.measure_sgemm_gflops(1)
+    roofs.record_roofs(1, "native", peak, big / 1e9)
     return [
         f"L1d {hw.l1_bytes // hardware.KiB} KiB, L2 {hw.fused_cache_bytes // hardware.KiB} KiB",
         f"copy bandwidth (64 MiB): {big / 1e9:.1f} GB/s",
         f"copy bandwidth (256 KiB): {small / 1e9:.1f} GB/s",
+        f"sgemm {roofs.GEMM_N}^3, our GEMM core, 1 thread: {peak:.1f} GFLOP/s",
     ]
 
 

@@ -2,7 +2,7 @@
 
     autofusion-bench MODEL [--target c|ascendc] [--threads N] [--runs N] [--warmup N]
                      [--no-fusion] [--config FILE] [--memory-limit MB] [--profile N] [--cpu CPU]
-                     [--precision] [--json]
+                     [--precision] [--report-html FILE.html] [--json]
 
 Compiles MODEL (progress on stderr), builds an onnxruntime session (ORT_ENABLE_ALL,
 intra_op_num_threads = N, inter_op_num_threads = 1, sequential, pool spinning stopped
@@ -18,6 +18,10 @@ bool outputs; NaN and infinities must match exactly; see ``autofusion.testing``)
 ``--json`` prints one object: match, max_abs_err, max_rel_err, latency_ms {autofusion,
 onnxruntime}, ratio, threads, runs, kernels (ours / ORT's optimised node count), arena_bytes,
 report, outputs (per-output errors).
+
+``--report-html FILE`` writes the compile report as one self-contained HTML page (the fused
+graph, groups, refusals, memory plan; docs/report.md) with the latencies and, with
+``--profile``, the per-kernel table and a roofline chart against this machine's roofs.
 
 ``--precision`` (target c) also builds the unfused fp32 model (no config, no fusion) and
 adds ``precision``: per output, max abs/rel error against onnxruntime and against that
@@ -46,6 +50,7 @@ from autofusion.tools.peers import ort_session
 
 if TYPE_CHECKING:
     from autofusion.lowering.backend import SimulatedBackend
+    from autofusion.runtime.roofs import Roofs
 
 RTOL, ATOL_SCALE = testing.RTOL, testing.ATOL_SCALE
 
@@ -123,6 +128,7 @@ def bench(
     precision: bool = False,
     against: Sequence[str] = (),
     rounds: int = 5,
+    report_html: str | None = None,
 ) -> dict[str, Any]:
     """Compile ``model``, compare with onnxruntime and time both; returns the result dict.
     ``profile`` > 0 (target c) also times each kernel over ``runs`` more runs and adds
@@ -152,6 +158,10 @@ def bench(
         raise AutofusionError(f"--against needs --target {runnable} (it runs the built library)")
     if rounds < 1:
         raise AutofusionError(f"--rounds: expected a number >= 1, got {rounds}")
+    if report_html is not None:
+        from autofusion.tools.compile import check_side_file
+
+        check_side_file("--report-html", report_html)  # before any work
     if not isinstance(backend, RunnableBackend | SimulatedBackend):
         raise AutofusionError(f"autofusion-bench: target {target!r} can neither run nor be "
                               "simulated in this process")  # fmt: skip
@@ -238,12 +248,55 @@ def bench(
         }
     )
     if profile > 0:
+        from autofusion.runtime.roofs import machine_roofs
+
+        roofs = machine_roofs(nthreads, cpu, say)
         say(f"profiling kernels over {runs} runs")
-        result["profile"] = profile_rows(compiled.profile(feeds, runs), runs, ms_ours)[:profile]
+        rows = profile_rows(compiled.profile(feeds, runs), runs, ms_ours, roofs)
+        result["profile"] = rows[:profile]
+        result["roofs"] = roofs.to_dict()
     if isinstance(backend, SimulatedBackend):
         result["latency_note"] = backend.latency_note
     close()
+    if report_html is not None:
+        say(f"writing {report_html}")
+        _write_report_html(report_html, result, proto, input_shapes, dynamic, config, say,
+                           PipelineOptions(target=target, fusion=fusion, config=config,
+                                           policy=policy, memory_limit_mb=memory_limit_mb,
+                                           cpu=cpu))  # fmt: skip
     return result
+
+
+def _write_report_html(path: str, result: Mapping[str, Any], proto: Any,
+                       input_shapes: Mapping[str, Sequence[int]] | None,
+                       dynamic: Mapping[str, tuple[int, int]] | None, config: str | None,
+                       say: Callable[[str], None], opts: Any) -> None:  # fmt: skip
+    """``--report-html``: the page of the compile report, with the latencies and profile.
+    The graph and memory plan come from the tensor passes, run again here (a cached build
+    keeps no IR)."""
+    from autofusion.api import open_model, prepare_module
+    from autofusion.policy.html_report import collect, render_html, write_html
+
+    source = open_model(proto, result["model"], input_shapes, dynamic, config,
+                        ("--input-shape", "--dynamic"))  # fmt: skip
+    if opts.memory_limit_mb is None:  # as compile() resolves it
+        import dataclasses
+
+        from autofusion.api import get_memory_limit
+        from autofusion.pipeline import config_memory_limit
+
+        limit = config_memory_limit(config)
+        opts = dataclasses.replace(opts, memory_limit_mb=limit if limit is not None
+                                   else get_memory_limit())  # fmt: skip
+    module, _ = prepare_module(source, opts, result["model"], say)
+    lat = result["latency_ms"]
+    extra = [("latency autofusion", f"{lat['autofusion']:.3f} ms"),
+             ("latency onnxruntime", f"{lat['onnxruntime']:.3f} ms"),
+             ("ratio ours/ORT", f"{result['ratio']:.3f}" if result["ratio"] else "n/a"),
+             ("outputs match", "yes" if result["match"] else "NO")]  # fmt: skip
+    text = render_html(result["report"], collect(module), result["model"],
+                       result.get("profile"), result.get("roofs"), extra)  # fmt: skip
+    write_html("--report-html", path, text)
 
 
 def _peer_timing(proto: Any, directory: Any, feeds: Mapping[str, np.ndarray],
@@ -314,29 +367,66 @@ def _simulated_runner(backend: SimulatedBackend, proto: Any, feeds: Mapping[str,
     return (lambda: run(feeds)), report
 
 
-def profile_rows(kernels: Sequence[Any], runs: int, run_ms: float) -> list[dict[str, Any]]:
-    """Per-kernel rows for the report: ms per run and share of the (untimed) median run."""
-    return [
-        {
+def profile_rows(kernels: Sequence[Any], runs: int, run_ms: float,
+                 roofs: Roofs | None = None) -> list[dict[str, Any]]:  # fmt: skip
+    """Per-kernel rows for the report: ms per run and share of the (untimed) median run;
+    FLOPs and bytes of one call (``cost.kernel_work``, recorded at compile time), achieved
+    GFLOP/s and GB/s, FLOPs per byte, and against ``roofs`` the roof that bounds the kernel
+    (``compute`` or ``memory``) and the achieved share of its attainable rate."""
+    rows = []
+    for k in kernels:
+        row: dict[str, Any] = {
             "kernel": k.kernel,
             "pattern": k.pattern,
             "origins": list(k.origins),
             "ms": round(1e3 * k.seconds / runs, 4),
             "share": round(1e3 * k.seconds / runs / run_ms, 4) if run_ms > 0 else None,
             "calls": k.calls,
+            "flops": k.flops,
+            "bytes": k.bytes_moved,
+            "gflops_per_s": _r(k.gflops_per_s, 3),
+            "gb_per_s": _r(k.gb_per_s, 3),
+            "flops_per_byte": _r(k.flops_per_byte, 3),
+            "bound": None,
+            "roof_fraction": None,
         }
-        for k in kernels
-    ]
+        ai, achieved = k.flops_per_byte, k.gflops_per_s
+        if roofs is not None and ai is not None and achieved is not None:
+            row["bound"] = roofs.bound(ai)
+            attainable = roofs.attainable_gflops(ai)
+            row["roof_fraction"] = round(achieved / attainable, 4) if attainable > 0 else None
+        rows.append(row)
+    return rows
+
+
+def _r(v: float | None, digits: int) -> float | None:
+    return None if v is None else round(v, digits)
+
+
+def roofs_line(roofs: Mapping[str, Any]) -> str:
+    return (f"roofs: sgemm {roofs['peak_gflops']:.1f} GFLOP/s ({roofs['threads']} thread(s)), "
+            f"copy {roofs['dram_gbs']:.1f} GB/s, ridge {roofs['ridge_flops_per_byte']:.1f} "
+            f"FLOP/B ({roofs['source']})")  # fmt: skip
 
 
 def _profile_table(rows: Sequence[Mapping[str, Any]]) -> str:
-    lines = [f"{'kernel':<28} {'ms/run':>8} {'share':>6}  ONNX nodes"]
+    def num(v: object, fmt: str) -> str:
+        return format(v, fmt) if isinstance(v, int | float) else "-"
+
+    lines = [f"{'kernel':<28} {'ms/run':>8} {'share':>6} {'GFLOP/s':>8} {'GB/s':>7} "
+             f"{'FLOP/B':>7} {'bound':>7} {'%roof':>6}  ONNX nodes"]  # fmt: skip
     for p in rows:
         share = f"{100 * p['share']:5.1f}%" if p["share"] is not None else "   n/a"
+        frac = p.get("roof_fraction")
+        roof = f"{100 * frac:5.1f}%" if isinstance(frac, int | float) else "     -"
         nodes = ", ".join(p["origins"]) or "-"
-        if len(nodes) > 60:
-            nodes = nodes[:57] + "..."
-        lines.append(f"{p['kernel']:<28} {p['ms']:>8.3f} {share}  {nodes}")
+        if len(nodes) > 40:
+            nodes = nodes[:37] + "..."
+        lines.append(
+            f"{p['kernel']:<28} {p['ms']:>8.3f} {share} {num(p.get('gflops_per_s'), '8.2f'):>8} "
+            f"{num(p.get('gb_per_s'), '7.2f'):>7} {num(p.get('flops_per_byte'), '7.1f'):>7} "
+            f"{p.get('bound') or '-':>7} {roof}  {nodes}"
+        )
     return "\n".join(lines)
 
 
@@ -409,7 +499,8 @@ def format_table(r: Mapping[str, Any]) -> str:
     width = max(len(a) for a, _ in rows)
     text = "\n".join(f"{a:<{width}}  {b}" for a, b in rows)
     if r.get("profile"):
-        text += f"\n\nslowest kernels (ours, timed one by one):\n{_profile_table(r['profile'])}"
+        text += (f"\n\nslowest kernels (ours, timed one by one; GB/s of compulsory traffic):\n"
+                 f"{roofs_line(r['roofs'])}\n{_profile_table(r['profile'])}")  # fmt: skip
     return text
 
 
@@ -440,6 +531,11 @@ def _run(argv: Sequence[str] | None) -> None:
         help="also time each kernel and list the N slowest (target c)",
     )
     parser.add_argument(
+        "--report-html",
+        metavar="FILE.html",
+        help="write the report as one HTML page, with the profile when --profile is given",
+    )
+    parser.add_argument(
         "--precision",
         action="store_true",
         help="per output, error against onnxruntime and against the unfused fp32 build",
@@ -457,7 +553,7 @@ def _run(argv: Sequence[str] | None) -> None:
         analysis_window=args.analysis_window,
         input_shapes=parse_shape_specs(args.input_shape),
         dynamic=parse_range_specs(args.dynamic), cpu=args.cpu, precision=args.precision,
-        against=against, rounds=args.rounds,
+        against=against, rounds=args.rounds, report_html=args.report_html,
     )  # fmt: skip
     if args.json:
         print(json.dumps(result, indent=2, default=str))

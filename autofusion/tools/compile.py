@@ -5,7 +5,8 @@ Makefile and libmodel.so (target c), or the Ascend C sources (target ascendc).
                        [--memory-limit MB] [--threads N] [--report FILE.json]
                        [--memory-plot FILE.svg] [--policy module:Class]
                        [--input-shape NAME=DIMS ...] [--dynamic SYM=LO..HI ...] [--cpu CPU]
-                       [--validate-precision] [--save-fused-onnx FILE.onnx] [--version]
+                       [--validate-precision] [--save-fused-onnx FILE.onnx]
+                       [--report-html FILE.html] [--version]
 
 Everything is written into a staging directory first and moved to DIR only when complete,
 so a failure leaves no half-written output (an existing DIR is replaced only on success).
@@ -182,12 +183,19 @@ def check_outputs(out: Path, side_files: Sequence[tuple[str, str | None]]) -> No
         if name is None:
             continue
         p = Path(name)
-        if p.is_dir():
-            raise AutofusionError(f"{flag} {p}: is a directory, expected a file name")
         if p.absolute() == out.absolute() or out.absolute() in p.absolute().parents:
             raise AutofusionError(f"{flag} {p}: is inside the output folder {out}, which is "
                                   "replaced as a whole")  # fmt: skip
-        _check_writable_parent(flag, p)
+        check_side_file(flag, p)
+
+
+def check_side_file(flag: str, path: str | os.PathLike[str]) -> None:
+    """A file a command will write (``--report-html`` ...): not a folder, and its folder
+    exists and is writable."""
+    p = Path(path)
+    if p.is_dir():
+        raise AutofusionError(f"{flag} {p}: is a directory, expected a file name")
+    _check_writable_parent(flag, p)
 
 
 def _memory_plot(path: Path):  # -> Callable[[ModuleOp], None]
@@ -201,6 +209,18 @@ def _memory_plot(path: Path):  # -> Callable[[ModuleOp], None]
         write_memory_plot(module, path)
 
     return write
+
+
+def _html_page(pages: list):  # -> Callable[[ModuleOp], None]
+    """Hook keeping the HTML report's graph and memory plan (the page is rendered once the
+    build's figures are known)."""
+
+    def take(module) -> None:  # ModuleOp
+        from autofusion.policy.html_report import collect
+
+        pages.append(collect(module))
+
+    return take
 
 
 def _fused_onnx(source, path: Path, say):  # (ModelSource, ...) -> Callable[[ModuleOp], None]
@@ -242,6 +262,9 @@ def _run(argv: Sequence[str] | None) -> None:
     parser.add_argument("-o", "--output", metavar="DIR", required=True, help="output directory")
     parser.add_argument("--report", metavar="FILE.json", help="write the fusion/memory report")
     parser.add_argument("--memory-plot", metavar="FILE.svg", help="draw the memory plan")
+    parser.add_argument("--report-html", metavar="FILE.html",
+                        help="write the report as one self-contained HTML page: the fused "
+                             "graph, groups, refusals, memory plan (docs/report.md)")  # fmt: skip
     parser.add_argument("--validate-precision", action="store_true",
                         help="run each fused group's C against the fp32 reference and roll back "
                              "groups over the tolerance (docs/fusion.md)")  # fmt: skip
@@ -252,28 +275,38 @@ def _run(argv: Sequence[str] | None) -> None:
     opts = pipeline_options(args)
     out = Path(args.output)
     check_outputs(out, [("--report", args.report), ("--memory-plot", args.memory_plot),
-                        ("--save-fused-onnx", args.save_fused_onnx)])  # fmt: skip
+                        ("--save-fused-onnx", args.save_fused_onnx),
+                        ("--report-html", args.report_html)])  # fmt: skip
     say = stderr_progress("autofusion-compile")
     proto = open_cli_model(args)
     staged = cache.staging_dir()
     plot_staged = staged / "memory_plot.svg"
     # staged under the user's file name: external weights are found by it (FILE.onnx.data)
     fused_staged = staged / Path(args.save_fused_onnx or "fused.onnx").name
+    html_staged = staged / "report.html"
+    pages: list = []  # the HTML page's data, taken from the module after the tensor passes
     try:
         hook = _hooks(
             _memory_plot(plot_staged) if args.memory_plot else None,
             _fused_onnx(proto, fused_staged, say) if args.save_fused_onnx else None,
+            _html_page(pages) if args.report_html else None,
         )
         report = build_model_dir(proto, staged, opts, args.model, say, after_passes=hook,
                                  default_threads=args.threads)  # fmt: skip
         report["threads"] = args.threads
         (staged / "report.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+        if args.report_html:
+            from autofusion.policy.html_report import render_html
+
+            html_staged.write_text(render_html(report, pages[0], args.model), encoding="utf-8")
         # user-named side files are staged too, and land only if everything succeeded
         extra: list[tuple[str, Path, Path]] = []  # (flag, staged file, user's target)
         if args.report:
             extra.append(("--report", staged / "report.json", Path(args.report)))
         if args.memory_plot:
             extra.append(("--memory-plot", plot_staged, Path(args.memory_plot)))
+        if args.report_html:
+            extra.append(("--report-html", html_staged, Path(args.report_html)))
         if args.save_fused_onnx:
             target = Path(args.save_fused_onnx)
             extra.append(("--save-fused-onnx", fused_staged, target))

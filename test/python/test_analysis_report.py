@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from autofusion.analysis import hardware
+from autofusion.runtime import roofs
 from autofusion.tools import analysis_report
 
 ANALYSIS = Path(analysis_report.__file__).resolve().parents[1] / "analysis"
@@ -32,7 +33,7 @@ def test_structure_report_on_tiny_bert(capsys: pytest.CaptureFixture[str]) -> No
     assert rows[0][3:] == ["1.000", "1.000"]  # the whole graph agrees with itself
 
 
-def test_hardware_report_format(monkeypatch: pytest.MonkeyPatch,
+def test_hardware_report_format(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
                                 capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
     sizes: list[int] = []
 
@@ -41,6 +42,8 @@ def test_hardware_report_format(monkeypatch: pytest.MonkeyPatch,
         return 12.34e9
 
     monkeypatch.setattr(hardware, "measure_copy_bandwidth", fake_measure)
+    monkeypatch.setattr(roofs, "measure_sgemm_gflops", lambda threads: 98.76)
+    monkeypatch.setenv("AUTOFUSION_CACHE_DIR", str(tmp_path))
     assert analysis_report.main(["hardware"]) == 0
     out = capsys.readouterr().out.splitlines()
     hw = hardware.cpu_this_machine()
@@ -48,8 +51,14 @@ def test_hardware_report_format(monkeypatch: pytest.MonkeyPatch,
         f"L1d {hw.l1_bytes // 1024} KiB, L2 {hw.fused_cache_bytes // 1024} KiB",
         "copy bandwidth (64 MiB): 12.3 GB/s",
         "copy bandwidth (256 KiB): 12.3 GB/s",
+        "sgemm 512^3, our GEMM core, 1 thread: 98.8 GFLOP/s",
     ]
     assert sizes == [64 * hardware.MiB, 256 * hardware.KiB]
+    # stored as the profiler's one-thread roofs: the next profile reads them, measures nothing
+    monkeypatch.delenv(roofs.ENV_PEAK, raising=False)
+    monkeypatch.delenv(roofs.ENV_BANDWIDTH, raising=False)
+    r = roofs.machine_roofs(1)
+    assert (r.peak_gflops, r.dram_gbs, r.source) == (98.76, 12.34, "cached")
 
 
 @pytest.mark.parametrize(

@@ -66,6 +66,14 @@ def test_profile_times_every_kernel_call(tiny_cnn: autofusion.CompiledModel) -> 
     conv = next(k for k in prof if k.pattern.startswith("conv"))
     assert conv.origins  # the ONNX nodes it computes
     assert all(o in {n.name for n in get_model("tiny_cnn").graph.node} for o in conv.origins)
+    # every call site carries its compile-time FLOPs and bytes, hence achieved rates
+    assert all(k.flops is not None and k.bytes_moved for k in prof)
+    assert conv.flops is not None
+    assert conv.bytes_moved is not None
+    assert conv.gflops_per_s == pytest.approx(conv.flops * 4 / conv.seconds / 1e9)
+    assert conv.gb_per_s == pytest.approx(conv.bytes_moved * 4 / conv.seconds / 1e9)
+    assert conv.flops_per_byte == pytest.approx(conv.flops / conv.bytes_moved)
+    assert conv.flops_per_byte > 1  # a convolution reuses each byte it reads
     # timing is off again afterwards: plain runs leave the counters alone
     before = {k.kernel: (k.calls, k.seconds) for k in tiny_cnn._lib.profile()}
     tiny_cnn.run(feeds)

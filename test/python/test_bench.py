@@ -52,7 +52,10 @@ def test_bench_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert "fusion off" in out
 
 
-def test_bench_profile(capsys: pytest.CaptureFixture[str]) -> None:
+def test_bench_profile(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    # the roofs come from the environment here (measuring them is test_roofs.py's business)
+    monkeypatch.setenv("AUTOFUSION_PEAK_GFLOPS", "100")
+    monkeypatch.setenv("AUTOFUSION_DRAM_GBS", "10")
     argv = ["zoo:tiny_cnn", "--threads", "1", "--runs", "3", "--warmup", "1", "--profile", "3"]
     assert bench.main([*argv, "--json"]) == 0
     r = json.loads(capsys.readouterr().out)
@@ -62,9 +65,27 @@ def test_bench_profile(capsys: pytest.CaptureFixture[str]) -> None:
     assert all(p["calls"] == 3 for p in prof)
     assert all(p["ms"] > 0 and p["share"] > 0 for p in prof)
     assert any(p["origins"] for p in prof)
+    assert r["roofs"] == {"peak_gflops": 100.0, "dram_gbs": 10.0, "ridge_flops_per_byte": 10.0,
+                          "threads": 1, "source": "environment"}  # fmt: skip
+    work = r["report"]["kernel_work"]
+    for p in prof:  # the compile-time counts, joined by kernel name, divided by the time
+        assert (p["flops"], p["bytes"]) == (work[p["kernel"]]["flops"], work[p["kernel"]]["bytes"])
+        seconds = p["ms"] * 3 / 1e3 / 3  # ms per run, one call per run
+        assert p["gflops_per_s"] == pytest.approx(p["flops"] / seconds / 1e9, rel=0.02)
+        assert p["gb_per_s"] == pytest.approx(p["bytes"] / seconds / 1e9, rel=0.02)
+        assert p["flops_per_byte"] == pytest.approx(p["flops"] / p["bytes"], rel=1e-3)
+        assert p["bound"] == ("compute" if p["flops"] / p["bytes"] >= 10 else "memory")
+        attainable = min(100.0, 10.0 * p["flops"] / p["bytes"])
+        assert p["roof_fraction"] == pytest.approx(p["gflops_per_s"] / attainable, rel=0.02)
+    # tiny_cnn's 3x3 convs are above a ridge of 10 FLOP/B, its pools far below
+    assert {p["bound"] for p in prof} <= {"compute", "memory"}
+    assert prof[0]["bound"] == "compute"
     assert bench.main(argv) == 0
     out = capsys.readouterr().out
     assert "slowest kernels" in out
+    assert "roofs: sgemm 100.0 GFLOP/s (1 thread(s)), copy 10.0 GB/s, ridge 10.0 FLOP/B" in out
+    assert "GFLOP/s" in out
+    assert "bound" in out
     assert prof[0]["kernel"].split("_")[0] in out
     assert bench.main(["zoo:tiny_cnn", "--target", "ascendc", "--profile", "2"]) == 1
     assert "--profile needs --target c" in capsys.readouterr().err

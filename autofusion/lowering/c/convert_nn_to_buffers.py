@@ -9,7 +9,9 @@ Effect on ``@main`` (tensor level, possibly fused and memory-planned):
   ``func.func`` taking its input buffers then its output buffers; the body reads the inputs with
   ``bufferization.to_tensor``, holds the original ``nn`` ops on tensors and writes each result
   with ``bufferization.materialize_in_destination``. The function carries ``onnx.origins`` and
-  ``c.pattern`` (and ``fusion.fast_math`` when the kernel has it). ``@main`` calls it.
+  ``c.pattern``, ``c.work`` (``array<i64: FLOPs, bytes>`` of one call, from
+  :func:`autofusion.analysis.cost.kernel_work`; the profiler's roofline reads it) and
+  ``fusion.fast_math`` when the kernel has it. ``@main`` calls it.
 - ``nn.constant`` becomes a ``memref.global`` (the weights) read with ``memref.get_global``.
 - A top-level ``nn.reshape`` without a planned offset is a view of its input (``clib.view`` at
   offset 0): no copy.
@@ -50,10 +52,12 @@ from xdsl.dialects.builtin import (
     TensorType,
     UnitAttr,
     i8,
+    i64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import PassFailedException
 
+from autofusion.analysis.cost import kernel_work
 from autofusion.analysis.liveness import tensor_bytes
 from autofusion.analysis.memory_plan import is_inplace_capable
 from autofusion.analysis.static_shapes import check_static_shapes
@@ -69,6 +73,9 @@ from autofusion.dialects.clib import ViewOp
 from autofusion.dialects.fusion import FAST_MATH_ATTR
 from autofusion.lowering.c.names import NameTable
 from autofusion.passes.options import CheckedPass
+
+#: (FLOPs, bytes moved) of one call of the kernel function, for the profiler
+WORK_ATTR = "c.work"
 
 
 def memref_of(t: Attribute) -> MemRefType[Attribute]:
@@ -357,7 +364,22 @@ class _Converter:
         )
         fn.attributes[ORIGINS] = ArrayAttr([StringAttr(o) for o in origins_of(op)])
         fn.attributes["c.pattern"] = StringAttr(pattern)
+        fn.attributes[WORK_ATTR] = DenseArrayBase.from_list(i64, list(kernel_work(op)))
         if FAST_MATH_ATTR in op.attributes:
             fn.attributes[FAST_MATH_ATTR] = UnitAttr()
         self.new_funcs.append(fn)
         return fn
+
+
+def work_table(module: ModuleOp) -> dict[str, dict[str, int]]:
+    """``{kernel function: {"flops": F, "bytes": B}}`` from the ``c.work`` of every kernel
+    function in ``module`` (after this pass; empty before it). The C printer keeps these
+    names, so the profiler joins its per-kernel times on them."""
+    table: dict[str, dict[str, int]] = {}
+    for op in module.walk():
+        if isinstance(op, func.FuncOp):
+            attr = op.attributes.get(WORK_ATTR)
+            if isinstance(attr, DenseArrayBase):
+                flops, moved = (int(v) for v in attr.get_values())
+                table[op.sym_name.data] = {"flops": flops, "bytes": moved}
+    return table

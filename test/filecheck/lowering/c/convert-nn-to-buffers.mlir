@@ -10,7 +10,7 @@ func.func @main(%x: tensor<2x3xf32> {onnx.name = "x"}) -> (tensor<6xf32> {onnx.n
   func.return %2 : tensor<6xf32>
 }
 // CHECK:       "memref.global"() <{sym_name = "w_bias", type = memref<3xf32>, initial_value = dense<[1.000000e+00, 2.000000e+00, 3.000000e+00]> : tensor<3xf32>
-// CHECK-LABEL: func.func private @op1_add(%0: memref<2x3xf32>, %1: memref<3xf32>, %2: memref<2x3xf32>) attributes {onnx.origins = ["/add"], c.pattern = "add"} {
+// CHECK-LABEL: func.func private @op1_add(%0: memref<2x3xf32>, %1: memref<3xf32>, %2: memref<2x3xf32>) attributes {onnx.origins = ["/add"], c.pattern = "add", c.work = array<i64: 6, 60>} {
 // CHECK-NEXT:    %[[A:.*]] = bufferization.to_tensor %0 restrict : memref<2x3xf32> to tensor<2x3xf32>
 // CHECK-NEXT:    %[[B:.*]] = bufferization.to_tensor %1 restrict : memref<3xf32> to tensor<3xf32>
 // CHECK-NEXT:    %[[S:.*]] = nn.add %[[A]], %[[B]] {onnx.origins = ["/add"]}
@@ -65,7 +65,7 @@ func.func @main(%x: tensor<4xf32>, %y: tensor<4xf32>) -> tensor<4xf32> {
   }
   func.return %0 : tensor<4xf32>
 }
-// CHECK-LABEL: func.func private @k0_ew_add_relu(%0: memref<4xf32>, %1: memref<4xf32>, %2: memref<4xf32>) attributes {onnx.origins = ["a", "r"], c.pattern = "ew_add_relu"} {
+// CHECK-LABEL: func.func private @k0_ew_add_relu(%0: memref<4xf32>, %1: memref<4xf32>, %2: memref<4xf32>) attributes {onnx.origins = ["a", "r"], c.pattern = "ew_add_relu", c.work = array<i64: 8, 48>} {
 // CHECK:         nn.add
 // CHECK-NEXT:    nn.relu
 // CHECK-NEXT:    bufferization.materialize_in_destination
