@@ -26,8 +26,11 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from xdsl.dialects.builtin import (
     AnyFloat,
+    ArrayAttr,
     DenseArrayBase,
     FloatAttr,
     IndexType,
@@ -46,6 +49,7 @@ from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
     opt_operand_def,
+    opt_prop_def,
     prop_def,
     result_def,
     traits_def,
@@ -292,9 +296,49 @@ class _LibOp(IRDLOperation):
         return [int(v) for v in attr.get_values()]
 
 
+#: ``precision`` values of a 16-bit contraction call, and the afrt.h constant of each.
+LP_KINDS = {"fp16": "AFRT_LP_F16", "bf16": "AFRT_LP_BF16"}
+
+
+class _ContractionOp(_LibOp):
+    """A conv/matmul call, fp32 or (``precision`` = ``fp16`` | ``bf16``) 16-bit: then it is
+    ``afrt_conv2d_lp`` / ``afrt_matmul_lp``, and ``stored`` names the inputs whose buffers
+    hold that 16-bit type (stored weights); the other inputs are fp32 and rounded to it in
+    the call (the casts ``assign-precision`` placed)."""
+
+    precision = opt_prop_def(StringAttr)
+    stored = opt_prop_def(ArrayAttr[StringAttr])
+    INPUTS: ClassVar[tuple[str, ...]] = ()
+
+    def lp(self) -> str | None:
+        return self.precision.data if self.precision is not None else None
+
+    def is_stored(self, name: str) -> bool:
+        return self.stored is not None and any(a.data == name for a in self.stored.data)
+
+    def verify_lp(self) -> None:
+        if self.precision is None:
+            if self.stored is not None:
+                raise VerifyException(f"'{self.name}': stored inputs need a precision")
+            return
+        if self.precision.data not in LP_KINDS:
+            raise VerifyException(
+                f"'{self.name}': precision {self.precision.data!r} is not one of "
+                f"{', '.join(LP_KINDS)}"
+            )
+        for a in self.stored.data if self.stored is not None else ():
+            if a.data not in self.INPUTS:
+                raise VerifyException(
+                    f"'{self.name}': stored input {a.data!r} is not one of {self.INPUTS}"
+                )
+
+
 @irdl_op_definition
-class Conv2DOp(_LibOp):
-    """``afrt_conv2d_f32(x, w, bias, y, &params, NULL, {epilogue, ctx})`` (NCHW, f32)."""
+class Conv2DOp(_ContractionOp):
+    """``afrt_conv2d_f32(x, w, bias, y, &params, NULL, {epilogue, ctx})`` (NCHW, f32); with
+    ``precision``: ``afrt_conv2d_lp(AFRT_LP_BF16, x, w, w_stored, bias, ...)``."""
+
+    INPUTS: ClassVar[tuple[str, ...]] = ("x", "w")
 
     name = "clib.conv2d"
     x = operand_def(MemRefType)
@@ -309,12 +353,19 @@ class Conv2DOp(_LibOp):
     def verify_(self) -> None:
         if len(self.param_values()) != len(CONV_FIELDS):
             raise VerifyException(f"'clib.conv2d': params needs {len(CONV_FIELDS)} values")
+        if self.is_stored("x"):
+            raise VerifyException("'clib.conv2d': x is an activation; only w may be stored")
+        self.verify_lp()
 
 
 @irdl_op_definition
-class MatmulOp(_LibOp):
+class MatmulOp(_ContractionOp):
     """``afrt_matmul_f32(batch, M, N, K, alpha, a, lda, stride_a, trans_a, b, ..., beta, c,
-    ldc, stride_c, {epilogue, ctx})``; ``c`` is read when ``beta != 0``."""
+    ldc, stride_c, {epilogue, ctx})``; ``c`` is read when ``beta != 0``. With ``precision``:
+    ``afrt_matmul_lp(AFRT_LP_BF16, batch, M, N, K, alpha, a, a_stored, ..., b, b_stored,
+    ...)``."""
+
+    INPUTS: ClassVar[tuple[str, ...]] = ("a", "b")
 
     name = "clib.matmul"
     a = operand_def(MemRefType)
@@ -330,6 +381,7 @@ class MatmulOp(_LibOp):
     def verify_(self) -> None:
         if len(self.param_values()) != len(MATMUL_FIELDS):
             raise VerifyException(f"'clib.matmul': params needs {len(MATMUL_FIELDS)} values")
+        self.verify_lp()
 
 
 @irdl_op_definition

@@ -1403,16 +1403,17 @@ static inline float afrt_lp_to_f32_(int lp, uint16_t h) {
 
 /* dst[i] = src[i] widened, i < n. */
 static inline void afrt_lp_widen_(int lp, const uint16_t *src, size_t n, float *dst) {
-    size_t i = 0;
+    size_t nv = 0; /* elements done in vectors (separate loops: no tail counter reuse) */
 #if defined(__AVX512F__)
-    for (; i + 16 <= n; i += 16) {
+    nv = n / 16 * 16;
+    for (size_t i = 0; i < nv; i += 16) {
         const __m256i h = _mm256_loadu_si256((const __m256i *)(const void *)(src + i));
         _mm512_storeu_ps(dst + i, lp == AFRT_LP_BF16
                                       ? _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16))
                                       : _mm512_cvtph_ps(h));
     }
 #endif
-    for (; i < n; ++i) dst[i] = afrt_lp_to_f32_(lp, src[i]);
+    for (size_t i = nv; i < n; ++i) dst[i] = afrt_lp_to_f32_(lp, src[i]);
 }
 
 #if defined(__AVX512F__)
@@ -1437,9 +1438,8 @@ static inline void afrt_lp_narrow_(int lp, const float *restrict src, int64_t kc
             for (int64_t k = 0; k < kc; k += 2) {
                 const float *s0 = s + k * w, *s1 = k + 1 < kc ? s0 + w : NULL;
                 uint16_t *o = d + k * w; /* pair row k/2: [w][2] */
-                int64_t j = 0;
 #if defined(__AVX512F__)
-                for (; j < w; j += 16) {
+                for (int64_t j = 0; j < w; j += 16) {
                     const int64_t cnt = afrt_min_(16, w - j);
                     const __mmask16 m = (__mmask16)(cnt == 16 ? 0xffffu : (1u << cnt) - 1u);
                     const __m512i lo = afrt_bf16x16_(_mm512_maskz_loadu_ps(m, s0 + j));
@@ -1447,20 +1447,23 @@ static inline void afrt_lp_narrow_(int lp, const float *restrict src, int64_t kc
                                           : _mm512_setzero_si512();
                     _mm512_mask_storeu_epi32(o + 2 * j, m, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
                 }
-#endif
-                for (; j < w; ++j) {
+#else
+                for (int64_t j = 0; j < w; ++j) {
                     o[2 * j] = afrt_f32_to_bf16_(s0[j]);
                     o[2 * j + 1] = s1 ? afrt_f32_to_bf16_(s1[j]) : 0;
                 }
+#endif
             }
         } else {
-            int64_t i = 0;
+            const int64_t n = kc * w;
+            int64_t nv = 0;
 #if defined(__AVX512F__)
-            for (; i + 16 <= kc * w; i += 16)
+            nv = n / 16 * 16;
+            for (int64_t i = 0; i < nv; i += 16)
                 _mm256_storeu_si256((__m256i *)(void *)(d + i),
                                     _mm512_cvtps_ph(_mm512_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 #endif
-            for (; i < kc * w; ++i) d[i] = afrt_f32_to_f16_(s[i]);
+            for (int64_t i = nv; i < n; ++i) d[i] = afrt_f32_to_f16_(s[i]);
         }
     }
 }
