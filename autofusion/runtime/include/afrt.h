@@ -1595,14 +1595,49 @@ static inline size_t afrt_lp_b_elems_(int lp, int64_t K, int64_t N) {
     return (size_t)(afrt_round_up_(N, AFRT_NR) * afrt_lp_kc_(lp, K) + 16);
 }
 
-/* Packs fp32 op(A) (M x K, lda, trans) into 16-bit panels; tmp: Mp * AFRT_KC floats. */
+/* dst[k] = src[k] rounded to lp, k < n. */
+static inline void afrt_row_to_lp_(int lp, const float *restrict src, int64_t n,
+                                   uint16_t *restrict dst) {
+    int64_t nv = 0;
+#if defined(__AVX512F__)
+    nv = n / 16 * 16;
+    for (int64_t k = 0; k < nv; k += 16) {
+        const __m512 v = _mm512_loadu_ps(src + k);
+        const __m256i h = lp == AFRT_LP_BF16
+            ? _mm512_cvtepi32_epi16(afrt_bf16x16_(v))
+            : _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        _mm256_storeu_si256((__m256i *)(void *)(dst + k), h);
+    }
+#endif
+    for (int64_t k = nv; k < n; ++k)
+        dst[k] = lp == AFRT_LP_BF16 ? afrt_f32_to_bf16_(src[k]) : afrt_f32_to_f16_(src[k]);
+}
+
+/* Packs fp32 op(A) (M x K, lda, trans) into 16-bit panels; tmp: Mp * AFRT_KC floats (used
+ * for trans only: rows are rounded and scattered straight into the panels otherwise). */
 static inline void afrt_pack_a_lp_(int lp, const float *A, int64_t lda, int trans, int64_t M,
                                    int64_t K, uint16_t *dst, float *tmp) {
     const int64_t mr = afrt_choose_mr_(M), Mp = afrt_round_up_(M, mr);
     for (int64_t pc = 0; pc < K; pc += AFRT_KC) {
-        const int64_t kc = afrt_min_(AFRT_KC, K - pc);
-        afrt_pack_a_(trans ? A + pc * lda : A + pc, lda, trans, M, kc, tmp); /* one block */
-        afrt_lp_narrow_(lp, tmp, kc, mr, Mp / mr, dst + pc * Mp);
+        const int64_t kc = afrt_min_(AFRT_KC, K - pc), kl = afrt_lp_kc_(lp, kc);
+        if (trans) {
+            afrt_pack_a_(A + pc * lda, lda, trans, M, kc, tmp); /* one block */
+            afrt_lp_narrow_(lp, tmp, kc, mr, Mp / mr, dst + pc * Mp);
+            continue;
+        }
+        for (int64_t ic = 0; ic < Mp; ic += mr) {
+            uint16_t *panel = dst + pc * Mp + ic * kl;
+            for (int64_t i = 0; i < mr; ++i) {
+                uint16_t t[AFRT_KC + 2];
+                if (ic + i < M) afrt_row_to_lp_(lp, A + (ic + i) * lda + pc, kc, t);
+                else memset(t, 0, (size_t)kc * sizeof(uint16_t));
+                t[kc] = 0; /* the odd k block's zero row */
+                if (lp == AFRT_LP_BF16) /* pair row k/2 holds (k, k+1) of each of the mr rows */
+                    for (int64_t k = 0; k < kl; k += 2) memcpy(panel + k * mr + 2 * i, t + k, 4);
+                else
+                    for (int64_t k = 0; k < kc; ++k) panel[k * mr + i] = t[k];
+            }
+        }
     }
 }
 
