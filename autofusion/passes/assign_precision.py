@@ -159,8 +159,10 @@ def check_stored_readers(value: SSAValue, storage: str) -> str | None:
                 return why
             continue
         names = [n for n, v in lp_inputs(reader) if v is value]
-        if precision_of(reader) != storage or not names or not set(names) <= set(
-            stored_inputs(reader)
+        if (
+            precision_of(reader) != storage
+            or not names
+            or not set(names) <= set(stored_inputs(reader))
         ):
             return f"{reader.name} reads it without {storage} storage"
     return None

@@ -3,9 +3,10 @@
 The reference is float64 arithmetic on the operands rounded exactly as the kernel rounds them
 (weights stored 16-bit, fp32 activations rounded to nearest even while packing), so each
 build path must meet the fp32 bar: vdpbf16ps (native on this CPU), AVX-512F without BF16
-(x86-64-v4), portable C (x86-64-v2). Edge cases: odd K (vdpbf16ps consumes k pairs), K past
-one 256-deep block with an odd remainder, M and N remainders of the 12/8 x 32 register tile,
-transposes, broadcast batches, alpha/beta, 16-bit and fp32 operands on either side.
+(x86-64-v4, or native with -DAFRT_LP_NO_DPBF16), portable C (x86-64-v2). Edge cases: odd K
+(vdpbf16ps consumes k pairs), K past one 256-deep block with an odd remainder, M and N
+remainders of the 12/8 x 32 register tile, transposes, broadcast batches, alpha/beta, 16-bit
+and fp32 operands on either side.
 """
 
 from __future__ import annotations
@@ -15,15 +16,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_runtime_kernels import conv_ref
 
 from autofusion.lowering.c.printer import from_storage, to_storage
 from autofusion.runtime import toolchain
 from autofusion.testing import assert_close, compare
-from test_runtime_kernels import conv_ref
 
 DRIVER_SRC = Path(__file__).parent / "runtime_c" / "afrt_lp_driver.c"
 ISA_FLAGS = {
     "native": ["-march=native"],
+    "native-no-dpbf16": ["-march=native", "-DAFRT_LP_NO_DPBF16"],
     "x86-64-v4": ["-march=x86-64-v4"],
     "x86-64-v2": ["-march=x86-64-v2"],
 }

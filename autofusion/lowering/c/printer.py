@@ -1065,7 +1065,9 @@ class _FuncPrinter:
                         f"{bias}, {r(op.y)}, &p_, s_, {epi});"
                     )
                 else:
-                    call = f"afrt_conv2d_f32({r(op.x)}, {r(op.w)}, {bias}, {r(op.y)}, &p_, s_, {epi});"
+                    call = (
+                        f"afrt_conv2d_f32({r(op.x)}, {r(op.w)}, {bias}, {r(op.y)}, &p_, s_, {epi});"
+                    )
                 self.emit(d, f"  {call} }}")
             case clib.MatmulOp():
                 pv = op.param_values()

@@ -1468,8 +1468,11 @@ static inline void afrt_lp_narrow_(int lp, const float *restrict src, int64_t kc
     }
 }
 
-/* c[MRV x NR] (ldc) = (acc ? c : 0) + a_panel @ b_panel over one k block of kc (16-bit). */
-#if defined(__AVX512BF16__)
+/* c[MRV x NR] (ldc) = (acc ? c : 0) + a_panel @ b_panel over one k block of kc (16-bit).
+ * AFRT_LP_NO_DPBF16 selects the AVX-512F step even where AVX512_BF16 exists: on this
+ * machine's Zen 4 (virtualised) a 1020x1024x1024 bf16 GEMM ran at ~88 GFLOP/s with
+ * vdpbf16ps and ~110 with shifts + FMA (fp32: ~140), see docs/precision.md. */
+#if defined(__AVX512BF16__) && !defined(AFRT_LP_NO_DPBF16)
 #define AFRT_LP_BF16_STEP_(ai, b0, b1, c0, c1)                                                 \
     do {                                                                                       \
         c0 = _mm512_dpbf16_ps(c0, (__m512bh)(ai), (__m512bh)(b0));                             \
