@@ -39,12 +39,14 @@ ATOL_SCALE = 1e-4
 """Absolute tolerance per unit of the output's scale: ``atol = ATOL_SCALE * max(1, peak)``."""
 
 REDUCED_PRECISION_BAR: dict[str, tuple[float, float]] = {"fp16": (5e-3, 5e-3), "bf16": (3e-2, 3e-2)}
-"""The looser bar ``(rtol, atol_scale)`` for a model whose MatMul/Gemm/Conv weights are
-stored in 16 bits (config ``precision.fp16_ops`` / ``bf16_ops``), used as
-``compare(got, ref, *REDUCED_PRECISION_BAR["bf16"])``. Rounding a weight costs up to its
-format's unit roundoff u (fp16 2^-11 ~ 4.9e-4, bf16 2^-9 ~ 2e-3) relative; over a chain of
-contractions the output error grows to a few u of the output's scale, so the bar allows
-about 10u (fp16) and 15u (bf16). Accumulation stays fp32, so nothing else loosens."""
+"""The looser bar ``(rtol, atol_scale)`` for a model whose MatMul/Gemm/Conv compute in 16
+bits (config ``precision.fp16_ops`` / ``bf16_ops``: weights stored in that type, activations
+rounded to it at the op, fp32 accumulation), used as
+``compare(got, ref, *REDUCED_PRECISION_BAR["bf16"])``. Rounding an operand costs up to its
+format's unit roundoff u (fp16 2^-11 ~ 4.9e-4, bf16 2^-9 ~ 2e-3) relative, so each product
+up to 2u; over a chain of contractions the output error grows to a few u of the output's
+scale, so the bar allows about 10u (fp16) and 15u (bf16). Accumulation stays fp32, so
+nothing else loosens."""
 
 
 @dataclass(frozen=True)

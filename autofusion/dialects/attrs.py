@@ -12,6 +12,7 @@ an attribute name spelled out anywhere else in ``autofusion/`` fails it). Who wr
 | ``memory.heuristic`` | module | plan-buffers | the placement heuristic that won |
 | ``memory.tile`` | fusion.kernel | tile-fusion | the tiling record of a split kernel |
 | ``precision.storage`` | nn.constant | assign-precision | 16-bit storage type of a weight |
+| ``precision.casts`` | nn.matmul/gemm/conv | assign-precision | inputs cast fp32 -> 16-bit there |
 | ``precision.groups`` | module | validate-precision | measured error per fused group |
 | ``fusion.policy`` | module | fuse | the policy and options that decided |
 | ``fusion.refusals`` | module | fusion passes | refusals with reason codes |
@@ -35,6 +36,7 @@ MEMORY_LOWER_BOUND_BYTES = "memory.lower_bound_bytes"
 MEMORY_HEURISTIC = "memory.heuristic"
 MEMORY_TILE = "memory.tile"
 PRECISION_STORAGE = "precision.storage"
+PRECISION_CASTS = "precision.casts"
 PRECISION_GROUPS = "precision.groups"
 FUSION_POLICY = "fusion.policy"
 FUSION_REFUSALS = "fusion.refusals"

@@ -27,9 +27,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     AnyFloat,
+    ArrayAttr,
     DenseArrayBase,
     FloatAttr,
     IndexType,
@@ -48,6 +50,7 @@ from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
     opt_operand_def,
+    opt_prop_def,
     prop_def,
     result_def,
     traits_def,
@@ -253,12 +256,18 @@ CONV_FIELDS = (
 )
 # Convolution algorithms the C runtime has, chosen per conv at lowering (`conv_algo`).
 CONV_ALGOS = ("direct_dw", "direct_smallc", "gemm_1x1", "im2col_gemm")
+#: The algorithm of every 16-bit (``precision``) convolution call: the 16-bit GEMM core.
+LP_CONV_ALGO = "lp_gemm"
 DW_MAX_TAPS = 64  # AFRT_DW_MAX_TAPS in afrt_dwconv.h
 SMALLC_MAX_C = 4  # AFRT_DC_MAX_C in afrt_dwconv.h
 
 
-def conv_algo(params: Sequence[int]) -> str:
-    """The convolution algorithm for ``params`` (``CONV_FIELDS`` order), from the shapes:
+def conv_algo(params: Sequence[int], precision: str | None = None) -> str:
+    """The convolution algorithm for ``params`` (``CONV_FIELDS`` order) and the call's 16-bit
+    ``precision`` (None: fp32), from the shapes:
+
+    - ``lp_gemm``: any 16-bit call: ``afrt_conv2d_lp`` (the 16-bit GEMM core; it widens
+      depthwise weights to fp32 itself);
 
     - ``direct_dw``: one input channel per group (depthwise; a channel multiplier is
       allowed), at most ``DW_MAX_TAPS`` taps: ``afrt_dwconv2d_f32``, no im2col;
@@ -270,6 +279,8 @@ def conv_algo(params: Sequence[int]) -> str:
     The same rules as ``afrt_conv_plan`` / ``afrt_dwconv_applies`` /
     ``afrt_dconv_smallc_applies`` in the runtime (a test
     compiles both and compares them over a sweep of shapes)."""
+    if precision is not None:
+        return LP_CONV_ALGO
     f = dict(zip(CONV_FIELDS, params, strict=True))
     group = max(1, f["group"])
     taps = f["R"] * f["S"]
@@ -327,13 +338,53 @@ class _LibOp(IRDLOperation):
         return [int(v) for v in attr.get_values()]
 
 
+#: ``precision`` values of a 16-bit contraction call, and the afrt.h constant of each.
+LP_KINDS = {"fp16": "AFRT_LP_F16", "bf16": "AFRT_LP_BF16"}
+
+
+class _ContractionOp(_LibOp):
+    """A conv/matmul call, fp32 or (``precision`` = ``fp16`` | ``bf16``) 16-bit: then it is
+    ``afrt_conv2d_lp`` / ``afrt_matmul_lp``, and ``stored`` names the inputs whose buffers
+    hold that 16-bit type (stored weights); the other inputs are fp32 and rounded to it in
+    the call (the casts ``assign-precision`` placed)."""
+
+    precision = opt_prop_def(StringAttr)
+    stored = opt_prop_def(ArrayAttr[StringAttr])
+    INPUTS: ClassVar[tuple[str, ...]] = ()
+
+    def lp(self) -> str | None:
+        return self.precision.data if self.precision is not None else None
+
+    def is_stored(self, name: str) -> bool:
+        return self.stored is not None and any(a.data == name for a in self.stored.data)
+
+    def verify_lp(self) -> None:
+        if self.precision is None:
+            if self.stored is not None:
+                raise VerifyException(f"'{self.name}': stored inputs need a precision")
+            return
+        if self.precision.data not in LP_KINDS:
+            raise VerifyException(
+                f"'{self.name}': precision {self.precision.data!r} is not one of "
+                f"{', '.join(LP_KINDS)}"
+            )
+        for a in self.stored.data if self.stored is not None else ():
+            if a.data not in self.INPUTS:
+                raise VerifyException(
+                    f"'{self.name}': stored input {a.data!r} is not one of {self.INPUTS}"
+                )
+
+
 @irdl_op_definition
-class Conv2DOp(_LibOp):
+class Conv2DOp(_ContractionOp):
     """``afrt_conv2d_f32(x, w, bias, y, &params, NULL, {epilogue, ctx})`` (NCHW, f32); with
     ``algo = "direct_dw"`` ``afrt_dwconv2d_f32(x, w, bias, y, &params, {epilogue, ctx})``
-    (``direct_smallc``: ``afrt_dconv_smallc_f32``, same arguments). ``algo`` records the
-    algorithm chosen at lowering and must be :func:`conv_algo` of ``params`` (the runtime
-    follows the same rules)."""
+    (``direct_smallc``: ``afrt_dconv_smallc_f32``, same arguments); with ``precision``
+    (``algo = "lp_gemm"``): ``afrt_conv2d_lp(AFRT_LP_BF16, x, w, w_stored, bias, ...)``.
+    ``algo`` records the algorithm chosen at lowering and must be :func:`conv_algo` of
+    ``params`` and ``precision`` (the runtime follows the same rules)."""
+
+    INPUTS: ClassVar[tuple[str, ...]] = ("x", "w")
 
     name = "clib.conv2d"
     x = operand_def(MemRefType)
@@ -350,17 +401,24 @@ class Conv2DOp(_LibOp):
         values = self.param_values()
         if len(values) != len(CONV_FIELDS):
             raise VerifyException(f"'clib.conv2d': params needs {len(CONV_FIELDS)} values")
-        want = conv_algo(values)
+        want = conv_algo(values, self.lp())
         if self.algo.data != want:
             raise VerifyException(
                 f'\'clib.conv2d\': algo is "{self.algo.data}" but these params take "{want}"'
             )
+        if self.is_stored("x"):
+            raise VerifyException("'clib.conv2d': x is an activation; only w may be stored")
+        self.verify_lp()
 
 
 @irdl_op_definition
-class MatmulOp(_LibOp):
+class MatmulOp(_ContractionOp):
     """``afrt_matmul_f32(batch, M, N, K, alpha, a, lda, stride_a, trans_a, b, ..., beta, c,
-    ldc, stride_c, {epilogue, ctx})``; ``c`` is read when ``beta != 0``."""
+    ldc, stride_c, {epilogue, ctx})``; ``c`` is read when ``beta != 0``. With ``precision``:
+    ``afrt_matmul_lp(AFRT_LP_BF16, batch, M, N, K, alpha, a, a_stored, ..., b, b_stored,
+    ...)``."""
+
+    INPUTS: ClassVar[tuple[str, ...]] = ("a", "b")
 
     name = "clib.matmul"
     a = operand_def(MemRefType)
@@ -376,6 +434,7 @@ class MatmulOp(_LibOp):
     def verify_(self) -> None:
         if len(self.param_values()) != len(MATMUL_FIELDS):
             raise VerifyException(f"'clib.matmul': params needs {len(MATMUL_FIELDS)} values")
+        self.verify_lp()
 
 
 @irdl_op_definition

@@ -242,7 +242,17 @@ class _Converter:
         mtype = memref_of(op.y.type)
         g = memref.GlobalOp.get(StringAttr(sym), mtype, value, constant=UnitAttr(), alignment=64)
         if (storage := op.attributes.get(PRECISION_STORAGE)) is not None:
-            g.attributes[PRECISION_STORAGE] = storage  # 16-bit in weights.bin (assign-precision)
+            # 16-bit in weights.bin and in memory: only 16-bit contractions may read it
+            from autofusion.passes.assign_precision import check_stored_readers
+
+            kind = storage.data if isinstance(storage, StringAttr) else str(storage)
+            if (why := check_stored_readers(op.y, kind)) is not None:
+                origin = ", ".join(origins_of(op)) or f"#{index}"
+                raise PassFailedException(
+                    f"{self.pass_name}: constant {origin} is stored {kind} but {why} "
+                    "(run assign-precision again after passes that change its readers)"
+                )
+            g.attributes[PRECISION_STORAGE] = storage
         self.globals.append(g)
         get = memref.GetGlobalOp(sym, mtype)
         self.block.add_op(get)

@@ -15,6 +15,7 @@ from typing import cast
 from xdsl.dialects import arith, math
 from xdsl.dialects.builtin import (
     AnyFloat,
+    ArrayAttr,
     DenseArrayBase,
     FloatAttr,
     IntegerType,
@@ -27,7 +28,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.utils.exceptions import PassFailedException
 
 from autofusion.dialects import clib, dtypes, nn
-from autofusion.dialects.attrs import origin_names
+from autofusion.dialects.attrs import origin_names, string_list
 from autofusion.lowering.c.builder import PARALLEL_MIN_WORK, Emitter, Index, Lowering
 from autofusion.lowering.c.resize import lower_resize
 
@@ -496,6 +497,7 @@ def _matmul_call(
     beta: float,
     ep: SSAValue | None,
     ctx: SSAValue | None,
+    lp: dict[str, Attribute] | None = None,
 ) -> None:
     lda = m if trans_a else k
     ldb = k if trans_b else n
@@ -508,9 +510,30 @@ def _matmul_call(
                 "params": _params(params),
                 "alpha": FloatAttr(alpha, f64),
                 "beta": FloatAttr(beta, f64),
+                **(lp or {}),
             },
         )
     )
+
+
+def _lp_props(op: Operation) -> dict[str, Attribute]:
+    """``precision`` / ``stored`` of the library call for a contraction that
+    ``assign-precision`` made 16-bit (empty for fp32)."""
+    from autofusion.passes.assign_precision import precision_of, stored_inputs
+
+    prec = precision_of(op)
+    if prec == "fp32":
+        return {}
+    return {
+        "precision": StringAttr(prec),
+        "stored": ArrayAttr([StringAttr(n) for n in stored_inputs(op)]),
+    }
+
+
+def precision_of_call(props: dict[str, Attribute]) -> str | None:
+    """The ``precision`` of a library call's properties from :func:`_lp_props` (None: fp32)."""
+    prec = props.get("precision")
+    return prec.data if isinstance(prec, StringAttr) else None
 
 
 def _batch_stride(bshape: tuple[int, ...], full: tuple[int, ...], mat: int, op: Operation) -> int:
@@ -534,6 +557,7 @@ def contraction_call(
             raise fail(op, "only 1-d and 2-d convolutions are supported")
         bias = [L.buffer_of(op.bias)] if op.bias is not None else []
         params = conv_params(op)
+        lp = _lp_props(op)
         e.add(
             clib.Conv2DOp.build(
                 operands=[
@@ -544,7 +568,11 @@ def contraction_call(
                     [ep] if ep else [],
                     [ctx] if ctx else [],
                 ],
-                properties={"params": _params(params), "algo": StringAttr(clib.conv_algo(params))},
+                properties={
+                    "params": _params(params),
+                    "algo": StringAttr(clib.conv_algo(params, precision_of_call(lp))),
+                    **lp,
+                },
             )
         )
         return
@@ -576,6 +604,7 @@ def contraction_call(
             beta,
             ep,
             ctx,
+            _lp_props(op),
         )
         return
     assert isinstance(op, nn.MatMulOp)
@@ -592,17 +621,25 @@ def contraction_call(
     batch = prod(batch_shape)
     a = L.buffer_of(op.a)
     b = L.buffer_of(op.b)
+    lp = _lp_props(op)
+    stored = string_list(lp.get("stored"))
     try:
         stride_a = _batch_stride(a2[:-2], batch_shape, m * k, op)
     except PassFailedException:
+        if "a" in stored:
+            raise fail(op, "a 16-bit weight cannot be broadcast over this batch") from None
         a = _expand_batch(L, a, a2, batch_shape)
         stride_a = m * k
     try:
         stride_b = _batch_stride(b2[:-2], batch_shape, k * n, op)
     except PassFailedException:
+        if "b" in stored:
+            raise fail(op, "a 16-bit weight cannot be broadcast over this batch") from None
         b = _expand_batch(L, b, b2, batch_shape)
         stride_b = k * n
-    _matmul_call(L, a, b, out, batch, m, n, k, stride_a, stride_b, False, False, 1.0, 0.0, ep, ctx)
+    _matmul_call(
+        L, a, b, out, batch, m, n, k, stride_a, stride_b, False, False, 1.0, 0.0, ep, ctx, lp
+    )
 
 
 def _matmul_loops(L: Lowering, op: nn.MatMulOp, out: SSAValue) -> None:

@@ -116,44 +116,34 @@ def from_storage(stored: np.ndarray, storage: str) -> np.ndarray:
 
 @dataclass
 class Weights:
-    """The weights layout: symbol -> (offset, array), in module order, 64-byte aligned.
+    """The weights layout: symbol -> (offset, array as stored, storage), in module order,
+    64-byte aligned; ``size`` bytes. ``af_create`` reads the file into memory as it is, so a
+    weight marked fp16/bf16 (``precision.storage``) is 16-bit both in weights.bin and at run
+    time, where only the 16-bit contractions (``afrt_matmul_lp`` / ``afrt_conv2d_lp``) read
+    it (``assign-precision`` guarantees that; ``convert-nn-to-buffers`` checks it)."""
 
-    ``size`` is the fp32 layout the kernels read; a weight marked fp16/bf16
-    (``precision.storage``) is 16-bit in the file, at ``file_entries`` offsets (``file_size``
-    bytes), and ``af_create`` widens it. Without such weights both layouts are one."""
-
-    entries: dict[str, tuple[int, np.ndarray]] = field(default_factory=dict)
+    entries: dict[str, tuple[int, np.ndarray, str]] = field(default_factory=dict)
     size: int = 0
-    file_entries: dict[str, tuple[int, np.ndarray, str]] = field(default_factory=dict)
-    file_size: int = 0
 
     def add(self, sym: str, data: np.ndarray, storage: str = "fp32") -> int:
         off = -(-self.size // WEIGHT_ALIGN) * WEIGHT_ALIGN
-        self.entries[sym] = (off, data)
-        self.size = off + data.nbytes
         stored = to_storage(data, storage)
-        foff = -(-self.file_size // WEIGHT_ALIGN) * WEIGHT_ALIGN
-        self.file_entries[sym] = (foff, stored, storage)
-        self.file_size = foff + stored.nbytes
+        self.entries[sym] = (off, stored, storage)
+        self.size = off + stored.nbytes
         return off
-
-    @property
-    def reduced(self) -> bool:
-        """Whether any weight is stored in 16 bits."""
-        return any(kind != "fp32" for _, _, kind in self.file_entries.values())
 
     def write(self, path: str | Path) -> None:
         """Stream the file layout to ``path`` without building it in memory."""
         with open(path, "wb") as f:
             pos = 0
-            for off, data, _ in self.file_entries.values():
+            for off, data, _ in self.entries.values():
                 f.write(b"\0" * (off - pos))
                 f.write(np.ascontiguousarray(data).data.cast("B"))
                 pos = off + data.nbytes
 
     def blob(self) -> bytes:
-        out = bytearray(self.file_size)
-        for off, data, _ in self.file_entries.values():
+        out = bytearray(self.size)
+        for off, data, _ in self.entries.values():
             out[off : off + data.nbytes] = np.ascontiguousarray(data).data.cast("B")
         return bytes(out)
 
@@ -264,8 +254,6 @@ class CPrinter:
         w.append("")
         w.append(f"#define AF_WEIGHTS_BYTES ((size_t){self.weights.size})")
         w.extend(_HELPERS.splitlines())
-        if self.weights.reduced:
-            w.extend(self._widen_weights())
         self._faulting([*funcs, main])
         if self.faulting:
             w.extend(_GUARD.splitlines())
@@ -307,32 +295,6 @@ class CPrinter:
             if kind != "fp32" and arr.dtype != np.float32:
                 raise CPrintError(f"c target: global {g.sym_name.data}: {kind} storage needs f32")
             self.global_off[name] = self.weights.add(name, arr, kind)
-
-    def _widen_weights(self) -> list[str]:
-        """The table of weights.bin spans and the loader that widens fp16/bf16 ones."""
-        kinds = {"fp32": 0, "fp16": 1, "bf16": 2}
-        rows = []
-        for sym, (off, data) in self.weights.entries.items():
-            foff, _, kind = self.weights.file_entries[sym]
-            rows.append(f"  {{{foff}u, {off}u, {data.nbytes}u, {kinds[kind]}}}, /* {kind} */")
-        return [
-            f"#define AF_WEIGHTS_FILE_BYTES ((size_t){self.weights.file_size})",
-            *_WIDEN.splitlines(),
-            f"static const af_wspan af_wspans[{len(rows)}] = {{",
-            *rows,
-            "};",
-            "static void af_widen_weights(unsigned char *w, const unsigned char *file) {",
-            "  for (size_t i = 0; i < sizeof af_wspans / sizeof af_wspans[0]; ++i) {",
-            "    const af_wspan *s = &af_wspans[i];",
-            "    size_t n = s->bytes / 4;",
-            "    if (s->kind == 0) memcpy(w + s->off, file + s->file_off, s->bytes);",
-            "    else if (s->kind == 1) af_widen_f16((float *)(void *)(w + s->off),"
-            " (const uint16_t *)(const void *)(file + s->file_off), n);",
-            "    else af_widen_bf16((float *)(void *)(w + s->off),"
-            " (const uint16_t *)(const void *)(file + s->file_off), n);",
-            "  }",
-            "}",
-        ]
 
     # ---- which functions check indices ------------------------------------------------
     def _faulting(self, funcs: list[func.FuncOp]) -> None:
@@ -555,8 +517,7 @@ class CPrinter:
                 "-1; }"
             )
             w.append("")
-        tail = _widening_load(_API_TAIL) if self.weights.reduced else _API_TAIL
-        w.extend(tail.splitlines())
+        w.extend(_API_TAIL.splitlines())
         self._run()
 
     def _run(self) -> None:
@@ -750,75 +711,6 @@ af_model *af_create(const char *weights_path, int num_threads) {
   return m;
 }
 """  # noqa: E501 - the printed source keeps its own lines
-
-# Widening of 16-bit weights at load (only in units that store some; see Weights).
-_WIDEN = r"""
-#if defined(__x86_64__) && (defined(__F16C__) || defined(__AVX512F__))
-#include <immintrin.h>
-#endif
-typedef struct af_wspan {
-  size_t file_off, off, bytes; /* bytes: of the fp32 copy the kernels read */
-  int kind;                    /* 0 fp32 (copied), 1 fp16, 2 bf16 */
-} af_wspan;
-static float af_f16_to_f32(uint16_t h) {
-  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, mant = h & 0x3ffu, bits;
-  if (e == 0x1fu) bits = sign | 0x7f800000u | (mant << 13);
-  else if (e) bits = sign | ((e + 112u) << 23) | (mant << 13);
-  else if (!mant) bits = sign;
-  else { float v = ldexpf((float)mant, -24); return sign ? -v : v; } /* subnormal */
-  float f;
-  memcpy(&f, &bits, sizeof f);
-  return f;
-}
-/* fp16 -> fp32: vcvtph2ps (AVX-512 or F16C) where the build CPU has it, portable C otherwise */
-static void af_widen_f16(float *dst, const uint16_t *src, size_t n) {
-  size_t i = 0;
-#if defined(__x86_64__) && defined(__AVX512F__)
-  for (; i + 16 <= n; i += 16)
-    _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(src + i))));
-#elif defined(__x86_64__) && defined(__F16C__)
-  for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(src + i))));
-#endif
-  for (; i < n; ++i) dst[i] = af_f16_to_f32(src[i]);
-}
-/* bf16 -> fp32: the 16 bits are the top half of the fp32 pattern */
-static void af_widen_bf16(float *dst, const uint16_t *src, size_t n) {
-  for (size_t i = 0; i < n; ++i) {
-    uint32_t bits = (uint32_t)src[i] << 16;
-    memcpy(dst + i, &bits, sizeof bits);
-  }
-}
-"""  # noqa: E501 - the printed source keeps its own lines
-
-
-def _widening_load(helpers: str) -> str:
-    """``helpers`` with af_create reading the 16-bit file layout and widening it."""
-    old = (
-        "  size_t got = AF_WEIGHTS_BYTES ? fread(m->weights, 1, AF_WEIGHTS_BYTES, f) : 0;\n"
-        "  int extra = fgetc(f) != EOF;\n"
-        "  fclose(f);\n"
-        "  if (got != AF_WEIGHTS_BYTES || extra) {\n"
-        '    snprintf(af_error, sizeof af_error, "weights.bin: expected %zu bytes, got %s%zu", '
-        'AF_WEIGHTS_BYTES, extra ? "more than " : "", got);\n'
-    )
-    new = (
-        "  unsigned char *file = (unsigned char *)malloc(AF_WEIGHTS_FILE_BYTES);\n"
-        "  size_t got = file ? fread(file, 1, AF_WEIGHTS_FILE_BYTES, f) : 0;\n"
-        "  int extra = fgetc(f) != EOF;\n"
-        "  fclose(f);\n"
-        "  /* fp16/bf16 weights are stored in 16 bits: widen them to the fp32 layout */\n"
-        "  int whole = file && got == AF_WEIGHTS_FILE_BYTES && !extra;\n"
-        "  if (whole) af_widen_weights(m->weights, file);\n"
-        "  free(file);\n"
-        "  if (!whole) {\n"
-        '    snprintf(af_error, sizeof af_error, "weights.bin: expected %zu bytes, got %s%zu", '
-        'AF_WEIGHTS_FILE_BYTES, extra ? "more than " : "", got);\n'
-    )
-    if old not in helpers:
-        raise CPrintError("c target: the weights loader changed; update _widening_load")
-    return helpers.replace(old, new)
-
 
 # Run-time index checks (clib.guard_index), emitted when a model has any. A fault is recorded
 # once per run (the first thread to fail wins; threads of a parallel loop may race) and the
@@ -1169,7 +1061,18 @@ class _FuncPrinter:
                     "direct_dw": "afrt_dwconv2d_f32",
                     "direct_smallc": "afrt_dconv_smallc_f32",
                 }
-                if op.algo.data in direct:
+                if (lp := op.lp()) is not None:  # 16-bit core: w stored 16-bit or cast
+                    self.top.conv_params.setdefault(p, None)
+                    self.emit(
+                        d, "  void *s_ = afrt_conv2d_scratch_bytes(&p_) <= af_sb ? af_s : NULL;"
+                    )
+                    w16 = int(op.is_stored("w"))
+                    self.emit(
+                        d,
+                        f"  afrt_conv2d_lp({clib.LP_KINDS[lp]}, {r(op.x)}, {r(op.w)}, {w16}, "
+                        f"{bias}, {r(op.y)}, &p_, s_, {epi}); }}",
+                    )
+                elif op.algo.data in direct:
                     # needs no scratch; afrt_conv2d_f32 only if it is out of memory
                     self.emit(d, f"  if (!{direct[op.algo.data]}({args}, {epi}))")
                     self.emit(d, f"    afrt_conv2d_f32({args}, NULL, {epi}); }}")
@@ -1185,11 +1088,17 @@ class _FuncPrinter:
                 alpha = float_literal(op.alpha.value.data, dtypes.f32)
                 beta = float_literal(op.beta.value.data, dtypes.f32)
                 epi = self._epi(op.epilogue, op.ctx)
+                a, b = r(op.a), r(op.b)
+                if (lp := op.lp()) is not None:  # 16-bit core: each input stored or cast
+                    fn = f"afrt_matmul_lp({clib.LP_KINDS[lp]}, "
+                    a, b = f"{a}, {int(op.is_stored('a'))}", f"{b}, {int(op.is_stored('b'))}"
+                else:
+                    fn = "afrt_matmul_f32("
                 self.emit(
                     d,
-                    f"afrt_matmul_f32(INT64_C({f['batch']}), INT64_C({f['M']}), INT64_C({f['N']}), "
-                    f"INT64_C({f['K']}), {alpha}, {r(op.a)}, INT64_C({f['lda']}), "
-                    f"INT64_C({f['stride_a']}), {f['trans_a']}, {r(op.b)}, INT64_C({f['ldb']}), "
+                    f"{fn}INT64_C({f['batch']}), INT64_C({f['M']}), INT64_C({f['N']}), "
+                    f"INT64_C({f['K']}), {alpha}, {a}, INT64_C({f['lda']}), "
+                    f"INT64_C({f['stride_a']}), {f['trans_a']}, {b}, INT64_C({f['ldb']}), "
                     f"INT64_C({f['stride_b']}), {f['trans_b']}, {beta}, {r(op.c)}, "
                     f"INT64_C({f['ldc']}), INT64_C({f['stride_c']}), {epi});",
                 )

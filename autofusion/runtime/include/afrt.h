@@ -12,6 +12,8 @@
  *                       blocked im2col sized for L2 otherwise), bias, fused epilogue.
  *   - afrt_matmul_f32   batched row-major C[b] = alpha * op(A[b]) @ op(B[b]) + beta * C[b]
  *                       with batch strides (0 = broadcast), transposes and a fused epilogue.
+ *   - afrt_matmul_lp / afrt_conv2d_lp   the same with bf16 or fp16 operands (16-bit weights
+ *                       kept 16-bit, activations rounded while packing), fp32 accumulation.
  *   - afrt_maxpool2d_f32 / afrt_avgpool2d_f32   NCHW pooling with pads, strides, dilations.
  *   - af_expf / af_erff / af_tanhf   vectorisable f32 math that generated loops call.
  *   - afrt_set_num_threads / afrt_get_num_threads.
@@ -259,7 +261,7 @@ static inline void afrt_finish_block_(float *out, const float *bias, int64_t bat
 #else
 #define AFRT_THREAD_LOCAL _Thread_local
 #endif
-#define AFRT_SCRATCH_SLOTS 6 /* 4 and 5: afrt_sgemm_ without OpenBLAS */
+#define AFRT_SCRATCH_SLOTS 9 /* 4 and 5: afrt_sgemm_ without OpenBLAS; 6-8: 16-bit core */
 static AFRT_THREAD_LOCAL void *afrt_tls_buf_[AFRT_SCRATCH_SLOTS];
 static AFRT_THREAD_LOCAL size_t afrt_tls_cap_[AFRT_SCRATCH_SLOTS];
 
@@ -309,10 +311,11 @@ typedef struct {
 } afrt_region_;
 
 typedef struct {
-    const float *src; /* original operand */
+    const void *src;  /* original operand */
     int64_t rows, cols, ld;
     int trans, side;  /* side 0: packed as A panels, 1: packed as B panels */
-    float *packed;
+    int lp;           /* 0: fp32 panels; AFRT_LP_F16 / AFRT_LP_BF16: 16-bit panels */
+    void *packed;
 } afrt_packed_entry_;
 
 static afrt_region_ afrt_regions_[AFRT_MAX_CONST_REGIONS];
@@ -781,8 +784,8 @@ static inline const float *afrt_packed_const_(const float *src, int64_t rows, in
             for (int e = 0; e < afrt_n_packed_ && !found; ++e) {
                 const afrt_packed_entry_ *q = &afrt_packed_[e];
                 if (q->src == src && q->rows == rows && q->cols == cols && q->ld == ld &&
-                    q->trans == trans && q->side == side)
-                    found = q->packed;
+                    q->trans == trans && q->side == side && q->lp == 0)
+                    found = (const float *)q->packed;
             }
             if (!found && afrt_n_packed_ < AFRT_MAX_PACKED) {
                 const size_t n = side == 0 ? (size_t)(afrt_round_up_(rows, afrt_choose_mr_(rows)) * cols)
@@ -791,7 +794,7 @@ static inline const float *afrt_packed_const_(const float *src, int64_t rows, in
                 if (buf) {
                     if (side == 0) afrt_pack_a_(src, ld, trans, rows, cols, buf);
                     else afrt_pack_b_full_(src, ld, trans, rows, cols, buf);
-                    afrt_packed_entry_ e = {src, rows, cols, ld, trans, side, buf};
+                    afrt_packed_entry_ e = {src, rows, cols, ld, trans, side, 0, buf};
                     afrt_packed_[afrt_n_packed_++] = e;
                     found = buf;
                 }
@@ -1543,6 +1546,639 @@ static inline void afrt_conv2d_f32(const float *x, const float *w, const float *
         }
         afrt_finish_block_(yn, bias, n, k0, k1, p0, p0 + pcount, ohw, epi);
     }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * 16-bit contractions: afrt_matmul_lp / afrt_conv2d_lp (mixed precision, docs/precision.md).
+ *
+ * lp is AFRT_LP_BF16 or AFRT_LP_F16. Both operands of the GEMM are 16-bit in the packed panels:
+ * an operand stored 16-bit (a weight kept in bf16/fp16 in the weights blob: a16 / b16 / w16
+ * != 0, the pointer then points at uint16_t data) is repacked as it is; an fp32 operand (an
+ * activation) is rounded to the 16-bit type while packing (round to nearest even; the cast at
+ * the precision boundary). Products accumulate in fp32 and the fp32 C tile goes through the
+ * same bias/alpha/beta/epilogue as the fp32 kernels.
+ *
+ * Packed 16-bit panels: the fp32 layouts of the GEMM core with each k block's panel rows
+ * stored in kl = afrt_lp_kc_(lp, kc) rows: bf16 panels hold k PAIRS, [kl/2][width][2] (the
+ * operand order of vdpbf16ps; an odd kc gets a zero row), fp16 panels are [kc][width] halves.
+ * Block pc of packed A starts at pc * Mp, panel ic at + ic * kl; packed B likewise (pc * Np,
+ * panel j at + j * kl). Constant operands are packed once into the cache (16-bit copies:
+ * half the bytes of the fp32 ones).
+ *
+ * Micro-kernels (chosen at compile time): AVX512_BF16 `vdpbf16ps` (bf16; --cpu native on
+ * Zen 4), AVX-512F (bf16 widened by shifts, fp16 by `vcvtph2ps`), portable C otherwise. Every
+ * path computes the same products of the same rounded operands in fp32 (bf16 products are
+ * exact in fp32; vdpbf16ps adds the odd then the even product of a pair, as the others do),
+ * so they differ only in fp32 summation order (and vdpbf16ps flushes denormals).
+ * Depthwise convolutions, and any call that cannot get memory for its panels, compute in fp32
+ * from the widened weights (activations not rounded).
+ * ------------------------------------------------------------------------------------------- */
+enum { AFRT_LP_F16 = 1, AFRT_LP_BF16 = 2 };
+
+static inline int64_t afrt_lp_kc_(int lp, int64_t kc) { return lp == AFRT_LP_BF16 ? kc + (kc & 1) : kc; }
+
+static inline uint16_t afrt_f32_to_bf16_(float f) {
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u); /* quiet NaN */
+    return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+
+static inline float afrt_bf16_to_f32_(uint16_t h) {
+    const uint32_t x = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &x, sizeof f);
+    return f;
+}
+
+static inline uint16_t afrt_f32_to_f16_(float f) {
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    const uint32_t sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
+    if (ax > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((ax >> 13) & 0x3ffu)); /* NaN */
+    if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* rounds to >= 65520: inf */
+    if (ax < 0x38800000u) { /* below 2^-14: a subnormal half, in units of 2^-24 (exact scale) */
+        float a;
+        memcpy(&a, &ax, sizeof a);
+        return (uint16_t)(sign | (uint32_t)rintf(a * 16777216.0f));
+    }
+    const uint32_t r = ax + 0xfffu + ((ax >> 13) & 1u) - 0x38000000u; /* rebias 127 -> 15 */
+    return (uint16_t)(sign | (r >> 13));
+}
+
+static inline float afrt_f16_to_f32_(uint16_t h) {
+    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    uint32_t x;
+    if (e == 0x1fu) x = sign | 0x7f800000u | (m << 13);
+    else if (e) x = sign | ((e + 112u) << 23) | (m << 13);
+    else {
+        const float v = (float)m * 5.9604644775390625e-8f; /* m * 2^-24, exact */
+        return sign ? -v : v;
+    }
+    float f;
+    memcpy(&f, &x, sizeof f);
+    return f;
+}
+
+static inline float afrt_lp_to_f32_(int lp, uint16_t h) {
+    return lp == AFRT_LP_BF16 ? afrt_bf16_to_f32_(h) : afrt_f16_to_f32_(h);
+}
+
+/* dst[i] = src[i] widened, i < n. */
+static inline void afrt_lp_widen_(int lp, const uint16_t *src, size_t n, float *dst) {
+    size_t nv = 0; /* elements done in vectors (separate loops: no tail counter reuse) */
+#if defined(__AVX512F__)
+    nv = n / 16 * 16;
+    for (size_t i = 0; i < nv; i += 16) {
+        const __m256i h = _mm256_loadu_si256((const __m256i *)(const void *)(src + i));
+        _mm512_storeu_ps(dst + i, lp == AFRT_LP_BF16
+                                      ? _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16))
+                                      : _mm512_cvtph_ps(h));
+    }
+#endif
+    for (size_t i = nv; i < n; ++i) dst[i] = afrt_lp_to_f32_(lp, src[i]);
+}
+
+#if defined(__AVX512F__)
+/* 16 floats -> 16 bf16 in the low halves of 32-bit lanes (round to nearest even, NaN quiet). */
+static inline __m512i afrt_bf16x16_(__m512 v) {
+    const __m512i x = _mm512_castps_si512(v);
+    const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
+    const __m512i r = _mm512_srli_epi32(_mm512_add_epi32(x, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7fff))), 16);
+    const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    return _mm512_mask_mov_epi32(r, nan, _mm512_or_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(0x40)));
+}
+#endif
+
+/* np fp32 panels of [kc][w] (panel stride kc*w) -> 16-bit panels (stride kl*w, see above). */
+static inline void afrt_lp_narrow_(int lp, const float *restrict src, int64_t kc, int64_t w,
+                                   int64_t np, uint16_t *restrict dst) {
+    const int64_t kl = afrt_lp_kc_(lp, kc);
+    for (int64_t q = 0; q < np; ++q) {
+        const float *s = src + q * kc * w;
+        uint16_t *d = dst + q * kl * w;
+        if (lp == AFRT_LP_BF16) {
+            for (int64_t k = 0; k < kc; k += 2) {
+                const float *s0 = s + k * w, *s1 = k + 1 < kc ? s0 + w : NULL;
+                uint16_t *o = d + k * w; /* pair row k/2: [w][2] */
+#if defined(__AVX512F__)
+                for (int64_t j = 0; j < w; j += 16) {
+                    const int64_t cnt = afrt_min_(16, w - j);
+                    const __mmask16 m = (__mmask16)(cnt == 16 ? 0xffffu : (1u << cnt) - 1u);
+                    const __m512i lo = afrt_bf16x16_(_mm512_maskz_loadu_ps(m, s0 + j));
+                    const __m512i hi = s1 ? afrt_bf16x16_(_mm512_maskz_loadu_ps(m, s1 + j))
+                                          : _mm512_setzero_si512();
+                    _mm512_mask_storeu_epi32(o + 2 * j, m, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+                }
+#else
+                for (int64_t j = 0; j < w; ++j) {
+                    o[2 * j] = afrt_f32_to_bf16_(s0[j]);
+                    o[2 * j + 1] = s1 ? afrt_f32_to_bf16_(s1[j]) : 0;
+                }
+#endif
+            }
+        } else {
+            const int64_t n = kc * w;
+            int64_t nv = 0;
+#if defined(__AVX512F__)
+            nv = n / 16 * 16;
+            for (int64_t i = 0; i < nv; i += 16)
+                _mm256_storeu_si256((__m256i *)(void *)(d + i),
+                                    _mm512_cvtps_ph(_mm512_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+#endif
+            for (int64_t i = nv; i < n; ++i) d[i] = afrt_f32_to_f16_(s[i]);
+        }
+    }
+}
+
+/* c[MRV x NR] (ldc) = (acc ? c : 0) + a_panel @ b_panel over one k block of kc (16-bit).
+ * AFRT_LP_NO_DPBF16 selects the AVX-512F step even where AVX512_BF16 exists: on this
+ * machine's Zen 4 (virtualised) a 1020x1024x1024 bf16 GEMM ran at ~88 GFLOP/s with
+ * vdpbf16ps and ~110 with shifts + FMA (fp32: ~140), see docs/precision.md. */
+#if defined(__AVX512BF16__) && !defined(AFRT_LP_NO_DPBF16)
+#define AFRT_LP_BF16_STEP_(ai, b0, b1, c0, c1)                                                 \
+    do {                                                                                       \
+        c0 = _mm512_dpbf16_ps(c0, (__m512bh)(ai), (__m512bh)(b0));                             \
+        c1 = _mm512_dpbf16_ps(c1, (__m512bh)(ai), (__m512bh)(b1));                             \
+    } while (0)
+#elif defined(__AVX512F__)
+/* AVX-512F without BF16: the pair's odd product, then the even one, as vdpbf16ps. */
+#define AFRT_LP_BF16_STEP_(ai, b0, b1, c0, c1)                                                 \
+    do {                                                                                       \
+        const __m512i hm_ = _mm512_set1_epi32((int)0xffff0000u);                               \
+        const __m512 a1_ = _mm512_castsi512_ps(_mm512_and_si512(ai, hm_));                     \
+        const __m512 a0_ = _mm512_castsi512_ps(_mm512_slli_epi32(ai, 16));                     \
+        c0 = _mm512_fmadd_ps(a1_, _mm512_castsi512_ps(_mm512_and_si512(b0, hm_)), c0);         \
+        c1 = _mm512_fmadd_ps(a1_, _mm512_castsi512_ps(_mm512_and_si512(b1, hm_)), c1);         \
+        c0 = _mm512_fmadd_ps(a0_, _mm512_castsi512_ps(_mm512_slli_epi32(b0, 16)), c0);         \
+        c1 = _mm512_fmadd_ps(a0_, _mm512_castsi512_ps(_mm512_slli_epi32(b1, 16)), c1);         \
+    } while (0)
+#endif
+#if defined(__AVX512F__)
+#define AFRT_DEFINE_UKERNEL_LP(NAME, MRV)                                                      \
+    static inline void NAME(int lp, int64_t kc, const uint16_t *restrict a,                   \
+                            const uint16_t *restrict b, float *restrict c, int64_t ldc,        \
+                            int acc) {                                                         \
+        __m512 c0[MRV], c1[MRV];                                                               \
+        for (int i = 0; i < MRV; ++i) {                                                        \
+            c0[i] = _mm512_setzero_ps();                                                       \
+            c1[i] = _mm512_setzero_ps();                                                       \
+        }                                                                                      \
+        if (lp == AFRT_LP_BF16) {                                                              \
+            for (int64_t k = 0; k < kc; k += 2) {                                              \
+                _mm_prefetch(AFRT_PF_ADDR(b, AFRT_NR * AFRT_PF_K), AFRT_PF_HINT);                  \
+                _mm_prefetch(AFRT_PF_ADDR(b, AFRT_NR * AFRT_PF_K + 16), AFRT_PF_HINT);             \
+                const __m512i b0 = _mm512_loadu_si512((const void *)b);                        \
+                const __m512i b1 = _mm512_loadu_si512((const void *)(b + 32));                 \
+                for (int i = 0; i < MRV; ++i) {                                                \
+                    uint32_t av;                                                               \
+                    memcpy(&av, a + 2 * i, sizeof av);                                         \
+                    const __m512i ai = _mm512_set1_epi32((int)av);                             \
+                    AFRT_LP_BF16_STEP_(ai, b0, b1, c0[i], c1[i]);                              \
+                }                                                                              \
+                a += 2 * MRV;                                                                  \
+                b += 2 * AFRT_NR;                                                              \
+            }                                                                                  \
+        } else {                                                                               \
+            float at[16];                                                                      \
+            for (int64_t k = 0; k < kc; ++k) {                                                 \
+                _mm_prefetch(AFRT_PF_ADDR(b, AFRT_NR * AFRT_PF_K / 2), AFRT_PF_HINT);              \
+                const __m512 b0 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)b)); \
+                const __m512 b1 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(b + 16))); \
+                /* 16 halves from a row of MRV: panels carry 16 halves of tail padding */      \
+                _mm512_storeu_ps(at, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)a))); \
+                for (int i = 0; i < MRV; ++i) {                                                \
+                    const __m512 ai = _mm512_set1_ps(at[i]);                                   \
+                    c0[i] = _mm512_fmadd_ps(ai, b0, c0[i]);                                    \
+                    c1[i] = _mm512_fmadd_ps(ai, b1, c1[i]);                                    \
+                }                                                                              \
+                a += MRV;                                                                      \
+                b += AFRT_NR;                                                                  \
+            }                                                                                  \
+        }                                                                                      \
+        for (int i = 0; i < MRV; ++i) {                                                        \
+            float *ci = c + i * ldc;                                                           \
+            if (acc) {                                                                         \
+                c0[i] = _mm512_add_ps(c0[i], _mm512_loadu_ps(ci));                             \
+                c1[i] = _mm512_add_ps(c1[i], _mm512_loadu_ps(ci + 16));                        \
+            }                                                                                  \
+            _mm512_storeu_ps(ci, c0[i]);                                                       \
+            _mm512_storeu_ps(ci + 16, c1[i]);                                                  \
+        }                                                                                      \
+    }
+#else
+/* Portable C: the same products in fp32, rows in passes of AFRT_UK_ROWS as the fp32 kernel. */
+#define AFRT_DEFINE_UKERNEL_LP(NAME, MRV)                                                      \
+    static inline void NAME(int lp, int64_t kc, const uint16_t *restrict a,                   \
+                            const uint16_t *restrict b, float *restrict c, int64_t ldc,        \
+                            int acc) {                                                         \
+        const int pair = lp == AFRT_LP_BF16, step = pair ? 2 : 1;                              \
+        for (int r0 = 0; r0 < MRV; r0 += AFRT_UK_ROWS) {                                       \
+            float t[AFRT_UK_ROWS][AFRT_NR];                                                    \
+            for (int i = 0; i < AFRT_UK_ROWS; ++i)                                             \
+                for (int j = 0; j < AFRT_NR; ++j) t[i][j] = 0.0f;                              \
+            const uint16_t *ap = a, *bp = b;                                                   \
+            for (int64_t k = 0; k < kc; k += step) {                                           \
+                float bw[2][AFRT_NR];                                                          \
+                for (int j = 0; j < AFRT_NR; ++j) {                                            \
+                    bw[0][j] = afrt_lp_to_f32_(lp, bp[pair ? 2 * j : j]);                      \
+                    bw[1][j] = pair ? afrt_lp_to_f32_(lp, bp[2 * j + 1]) : 0.0f;               \
+                }                                                                              \
+                for (int i = 0; i < AFRT_UK_ROWS; ++i) {                                       \
+                    const int64_t r = r0 + i;                                                  \
+                    const float a0 = afrt_lp_to_f32_(lp, ap[pair ? 2 * r : r]);                \
+                    const float a1 = pair ? afrt_lp_to_f32_(lp, ap[2 * r + 1]) : 0.0f;         \
+                    for (int j = 0; j < AFRT_NR; ++j) {                                        \
+                        t[i][j] += a1 * bw[1][j];                                              \
+                        t[i][j] += a0 * bw[0][j];                                              \
+                    }                                                                          \
+                }                                                                              \
+                ap += step * MRV;                                                              \
+                bp += step * AFRT_NR;                                                          \
+            }                                                                                  \
+            for (int i = 0; i < AFRT_UK_ROWS; ++i)                                             \
+                for (int j = 0; j < AFRT_NR; ++j)                                              \
+                    c[(r0 + i) * ldc + j] = (acc ? c[(r0 + i) * ldc + j] : 0.0f) + t[i][j];    \
+        }                                                                                      \
+    }
+#endif
+AFRT_DEFINE_UKERNEL_LP(afrt_ukernel_lp12_, 12)
+AFRT_DEFINE_UKERNEL_LP(afrt_ukernel_lp8_, 8)
+
+static inline void afrt_ukernel_lp_(int lp, int64_t mr, int64_t kc, const uint16_t *restrict a,
+                                    const uint16_t *restrict b, float *restrict c, int64_t ldc,
+                                    int acc) {
+    if (mr == 12) afrt_ukernel_lp12_(lp, kc, a, b, c, ldc, acc);
+    else afrt_ukernel_lp8_(lp, kc, a, b, c, ldc, acc);
+}
+
+/* Elements of a whole packed A (M x K) / B (K x N), plus the 16 halves the fp16 kernel may
+ * read past a panel's last row. */
+static inline size_t afrt_lp_a_elems_(int lp, int64_t M, int64_t K) {
+    return (size_t)(afrt_round_up_(M, afrt_choose_mr_(M)) * afrt_lp_kc_(lp, K) + 16);
+}
+static inline size_t afrt_lp_b_elems_(int lp, int64_t K, int64_t N) {
+    return (size_t)(afrt_round_up_(N, AFRT_NR) * afrt_lp_kc_(lp, K) + 16);
+}
+
+/* dst[k] = src[k] rounded to lp, k < n. */
+static inline void afrt_row_to_lp_(int lp, const float *restrict src, int64_t n,
+                                   uint16_t *restrict dst) {
+    int64_t nv = 0;
+#if defined(__AVX512F__)
+    nv = n / 16 * 16;
+    for (int64_t k = 0; k < nv; k += 16) {
+        const __m512 v = _mm512_loadu_ps(src + k);
+        const __m256i h = lp == AFRT_LP_BF16
+            ? _mm512_cvtepi32_epi16(afrt_bf16x16_(v))
+            : _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        _mm256_storeu_si256((__m256i *)(void *)(dst + k), h);
+    }
+#endif
+    for (int64_t k = nv; k < n; ++k)
+        dst[k] = lp == AFRT_LP_BF16 ? afrt_f32_to_bf16_(src[k]) : afrt_f32_to_f16_(src[k]);
+}
+
+/* Packs fp32 op(A) (M x K, lda, trans) into 16-bit panels; tmp: Mp * AFRT_KC floats (used
+ * for trans only: rows are rounded and scattered straight into the panels otherwise). */
+static inline void afrt_pack_a_lp_(int lp, const float *A, int64_t lda, int trans, int64_t M,
+                                   int64_t K, uint16_t *dst, float *tmp) {
+    const int64_t mr = afrt_choose_mr_(M), Mp = afrt_round_up_(M, mr);
+    for (int64_t pc = 0; pc < K; pc += AFRT_KC) {
+        const int64_t kc = afrt_min_(AFRT_KC, K - pc), kl = afrt_lp_kc_(lp, kc);
+        if (trans) {
+            afrt_pack_a_(A + pc * lda, lda, trans, M, kc, tmp); /* one block */
+            afrt_lp_narrow_(lp, tmp, kc, mr, Mp / mr, dst + pc * Mp);
+            continue;
+        }
+        for (int64_t ic = 0; ic < Mp; ic += mr) {
+            uint16_t *panel = dst + pc * Mp + ic * kl;
+            for (int64_t i = 0; i < mr; ++i) {
+                uint16_t t[AFRT_KC + 2];
+                if (ic + i < M) afrt_row_to_lp_(lp, A + (ic + i) * lda + pc, kc, t);
+                else memset(t, 0, (size_t)kc * sizeof(uint16_t));
+                t[kc] = 0; /* the odd k block's zero row */
+                if (lp == AFRT_LP_BF16) /* pair row k/2 holds (k, k+1) of each of the mr rows */
+                    for (int64_t k = 0; k < kl; k += 2) memcpy(panel + k * mr + 2 * i, t + k, 4);
+                else
+                    for (int64_t k = 0; k < kc; ++k) panel[k * mr + i] = t[k];
+            }
+        }
+    }
+}
+
+/* Packs fp32 op(B) (K x N) into 16-bit panels; tmp: AFRT_KC * AFRT_NC floats. */
+static inline void afrt_pack_b_lp_(int lp, const float *B, int64_t ldb, int trans, int64_t K,
+                                   int64_t N, uint16_t *dst, float *tmp) {
+    const int64_t Np = afrt_round_up_(N, AFRT_NR);
+    for (int64_t pc = 0; pc < K; pc += AFRT_KC) {
+        const int64_t kc = afrt_min_(AFRT_KC, K - pc), kl = afrt_lp_kc_(lp, kc);
+        for (int64_t jc = 0; jc < Np; jc += AFRT_NC) {
+            const int64_t nc = afrt_min_(AFRT_NC, Np - jc);
+            afrt_pack_b_block_(B, ldb, trans, N, pc, kc, jc, nc, tmp);
+            afrt_lp_narrow_(lp, tmp, kc, AFRT_NR, nc / AFRT_NR, dst + pc * Np + jc * kl);
+        }
+    }
+}
+
+/* Elements spanned by op(X) (rows x cols, ld, trans) in its source. */
+static inline size_t afrt_span_elems_(int64_t rows, int64_t cols, int64_t ld, int trans) {
+    return (size_t)((trans ? cols : rows) - 1) * (size_t)ld + (size_t)(trans ? rows : cols);
+}
+
+/* A malloc'ed fp32 copy of n 16-bit elements (free() it); NULL if out of memory. */
+static inline float *afrt_lp_widened_(int lp, const uint16_t *src, size_t n) {
+    float *f = (float *)malloc((n ? n : 1) * sizeof(float));
+    if (f) afrt_lp_widen_(lp, src, n, f);
+    return f;
+}
+
+/* The cached 16-bit packed copy of a constant operand (side 0: A panels, 1: B panels); src is
+ * 16-bit when src16. NULL if src is not constant or memory is short. */
+static inline const uint16_t *afrt_packed_const_lp_(int lp, const void *src, int src16,
+                                                    int64_t rows, int64_t cols, int64_t ld,
+                                                    int trans, int side) {
+    const size_t n = afrt_span_elems_(rows, cols, ld, trans);
+    const uint16_t *found = NULL;
+    AFRT_OMP(critical(afrt_cache))
+    {
+        if (afrt_in_region_(src, n * (src16 ? 2 : 4))) {
+            for (int e = 0; e < afrt_n_packed_ && !found; ++e) {
+                const afrt_packed_entry_ *q = &afrt_packed_[e];
+                if (q->src == src && q->rows == rows && q->cols == cols && q->ld == ld &&
+                    q->trans == trans && q->side == side && q->lp == lp)
+                    found = (const uint16_t *)q->packed;
+            }
+            if (!found && afrt_n_packed_ < AFRT_MAX_PACKED) {
+                const size_t elems = side == 0 ? afrt_lp_a_elems_(lp, rows, cols)
+                                               : afrt_lp_b_elems_(lp, rows, cols);
+                uint16_t *buf = (uint16_t *)afrt_alloc_big_(elems * sizeof(uint16_t));
+                float *wide = src16 ? afrt_lp_widened_(lp, (const uint16_t *)src, n) : NULL;
+                const float *s = src16 ? wide : (const float *)src;
+                const int64_t Mp = afrt_round_up_(rows, afrt_choose_mr_(rows));
+                float *tmp = (float *)malloc((size_t)(side == 0 ? Mp * AFRT_KC : AFRT_KC * AFRT_NC) * sizeof(float));
+                if (buf && s && tmp) {
+                    memset(buf + elems - 16, 0, 16 * sizeof(uint16_t));
+                    if (side == 0) afrt_pack_a_lp_(lp, s, ld, trans, rows, cols, buf, tmp);
+                    else afrt_pack_b_lp_(lp, s, ld, trans, rows, cols, buf, tmp);
+                    afrt_packed_entry_ e = {src, rows, cols, ld, trans, side, lp, buf};
+                    afrt_packed_[afrt_n_packed_++] = e;
+                    found = buf;
+                } else {
+                    free(buf);
+                }
+                free(wide);
+                free(tmp);
+            }
+        }
+    }
+    return found;
+}
+
+/* How op(B) reaches the 16-bit core: prepacked 16-bit panels, or fp32 (dense or im2col)
+ * packed per block into kbuf and narrowed into kbuf16. */
+typedef struct {
+    const uint16_t *packed;
+    afrt_bsrc_ f32;
+} afrt_bsrc_lp_;
+
+/* afrt_gemm_tile_ on 16-bit panels (pa: packed A, 16-bit); kbuf16: AFRT_KC * AFRT_NC + 16. */
+static inline void afrt_gemm_tile_lp_(int lp, const uint16_t *pa, int64_t M, int64_t N, int64_t K,
+                                      const afrt_bsrc_lp_ *bs, float *C, int64_t ldc, int64_t i0,
+                                      int64_t i1, int64_t j0, int64_t j1, float *kbuf,
+                                      uint16_t *kbuf16, int acc0) {
+    const int64_t MR = afrt_choose_mr_(M);
+    const int64_t Mp = afrt_round_up_(M, MR), Np = afrt_round_up_(N, AFRT_NR);
+    float tmp[AFRT_MR * AFRT_NR];
+    for (int64_t jc = j0; jc < j1; jc += AFRT_NC) {
+        const int64_t nc = afrt_min_(AFRT_NC, j1 - jc);
+        const int64_t ncp = afrt_round_up_(nc, AFRT_NR);
+        for (int64_t pc = 0; pc < K; pc += AFRT_KC) {
+            const int64_t kc = afrt_min_(AFRT_KC, K - pc), kl = afrt_lp_kc_(lp, kc);
+            const uint16_t *bp;
+            if (bs->packed) {
+                bp = bs->packed + pc * Np + jc * kl;
+            } else {
+                if (bs->f32.conv) afrt_pack_b_conv_(bs->f32.conv, bs->f32.conv_x, N, pc, kc, jc, ncp, kbuf);
+                else afrt_pack_b_block_(bs->f32.B, bs->f32.ldb, bs->f32.trans, N, pc, kc, jc, ncp, kbuf);
+                afrt_lp_narrow_(lp, kbuf, kc, AFRT_NR, ncp / AFRT_NR, kbuf16);
+                bp = kbuf16;
+            }
+            const uint16_t *ap = pa + pc * Mp;
+            for (int64_t ic = i0; ic < i1; ic += MR) {
+                const uint16_t *a = ap + ic * kl;
+                const int64_t mr = afrt_min_(MR, i1 - ic);
+                for (int64_t jr = 0; jr < nc; jr += AFRT_NR) {
+                    const int64_t nr = afrt_min_(AFRT_NR, nc - jr);
+                    float *c = C + ic * ldc + jc + jr;
+                    const int acc = pc > 0 || acc0;
+                    if (mr == MR && nr == AFRT_NR) {
+                        afrt_ukernel_lp_(lp, MR, kl, a, bp + jr * kl, c, ldc, acc);
+                    } else {
+                        if (acc)
+                            for (int64_t i = 0; i < mr; ++i)
+                                for (int64_t j = 0; j < nr; ++j) tmp[i * AFRT_NR + j] = c[i * ldc + j];
+                        afrt_ukernel_lp_(lp, MR, kl, a, bp + jr * kl, tmp, AFRT_NR, acc);
+                        for (int64_t i = 0; i < mr; ++i)
+                            for (int64_t j = 0; j < nr; ++j) c[i * ldc + j] = tmp[i * AFRT_NR + j];
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* Per-thread buffers of the 16-bit core: slot 0 fp32 block, slot 6 its 16-bit copy. */
+static inline int afrt_lp_kbufs_(float **kbuf, uint16_t **kbuf16) {
+    *kbuf = (float *)afrt_thread_scratch(0, (size_t)AFRT_KC * AFRT_NC * sizeof(float));
+    *kbuf16 = (uint16_t *)afrt_thread_scratch(6, ((size_t)AFRT_KC * AFRT_NC + 16) * sizeof(uint16_t));
+    return *kbuf && *kbuf16;
+}
+
+/* pas[i]: 16-bit packed op(A_i), i < n (A_i = A + i*stride elements): cached for constants,
+ * else packed into this thread's slot 7 (slot 8: the fp32 staging block). A 16-bit A is
+ * always a constant (a stored weight); 0 if it is not, or if memory is short. */
+static inline int afrt_pack_a_all_lp_(int lp, const void *A, int a16, int64_t stride, int64_t n,
+                                      int64_t M, int64_t K, int64_t lda, int trans,
+                                      const uint16_t **pas) {
+    int need = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        const void *Ai = a16 ? (const void *)((const uint16_t *)A + i * stride)
+                             : (const void *)((const float *)A + i * stride);
+        pas[i] = afrt_packed_const_lp_(lp, Ai, a16, M, K, lda, trans, 0);
+        need |= pas[i] == NULL;
+    }
+    if (!need) return 1;
+    if (a16) return 0;
+    const size_t per = afrt_lp_a_elems_(lp, M, K);
+    const int64_t Mp = afrt_round_up_(M, afrt_choose_mr_(M));
+    uint16_t *abuf = (uint16_t *)afrt_thread_scratch(7, (size_t)n * per * sizeof(uint16_t));
+    float *tmp = (float *)afrt_thread_scratch(8, (size_t)(Mp * AFRT_KC) * sizeof(float));
+    if (!abuf || !tmp) return 0;
+    for (int64_t i = 0; i < n; ++i)
+        if (!pas[i]) {
+            uint16_t *dst = abuf + (size_t)i * per;
+            afrt_pack_a_lp_(lp, (const float *)A + i * stride, lda, trans, M, K, dst, tmp);
+            memset(dst + per - 16, 0, 16 * sizeof(uint16_t));
+            pas[i] = dst;
+        }
+    return 1;
+}
+
+/* Element idx of a 16-bit (is16) or fp32 operand, as the 16-bit core sees it: fp32 values
+ * rounded to lp. For the per-tile scalar fallback when a thread cannot get its buffers. */
+static inline float afrt_lp_at_(int lp, const void *p, int is16, int64_t idx) {
+    if (is16) return afrt_lp_to_f32_(lp, ((const uint16_t *)p)[idx]);
+    const float v = ((const float *)p)[idx];
+    return afrt_lp_to_f32_(lp, lp == AFRT_LP_BF16 ? afrt_f32_to_bf16_(v) : afrt_f32_to_f16_(v));
+}
+
+/* The 16-bit core for afrt_matmul_lp; 0, before writing anything, if it cannot (memory for
+ * the packed operands, a 16-bit operand that is not constant): the caller computes in fp32. */
+static inline int afrt_matmul_lp_own_(int lp, int64_t batch, int64_t M, int64_t N, int64_t K,
+                                      float alpha, const void *A, int a16, int64_t lda,
+                                      int64_t stride_a, int trans_a, const void *B, int b16,
+                                      int64_t ldb, int64_t stride_b, int trans_b, float beta,
+                                      float *C, int64_t ldc, int64_t stride_c, afrt_epilogue epi) {
+    const int64_t na = stride_a == 0 ? 1 : batch, nb = stride_b == 0 ? 1 : batch;
+    const uint16_t **pas = (const uint16_t **)malloc((size_t)(na + nb) * sizeof(uint16_t *));
+    if (!pas) return 0;
+    const uint16_t **pbs = pas + na;
+    int ok = 1;
+    for (int64_t b = 0; b < nb; ++b) {
+        const void *Bb = b16 ? (const void *)((const uint16_t *)B + b * stride_b)
+                             : (const void *)((const float *)B + b * stride_b);
+        pbs[b] = afrt_packed_const_lp_(lp, Bb, b16, K, N, ldb, trans_b, 1);
+        ok &= pbs[b] != NULL || !b16;
+    }
+    if (!ok || !afrt_pack_a_all_lp_(lp, A, a16, stride_a, na, M, K, lda, trans_a, pas)) {
+        free(pas);
+        return 0;
+    }
+    int64_t mb, nbk;
+    afrt_gemm_split_(M, N, batch, &mb, &nbk);
+    const int64_t nmb = afrt_nblocks_(M, mb), nnb = afrt_nblocks_(N, nbk);
+    const int64_t ntiles = batch * nmb * nnb;
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (ntiles > 1 && afrt_worth_threads_((double)batch * M * N * K)))
+    for (int64_t t = 0; t < ntiles; ++t) {
+        const int64_t b = t / (nmb * nnb), rest = t % (nmb * nnb);
+        const int64_t i0 = (rest / nnb) * mb, j0 = (rest % nnb) * nbk;
+        const int64_t i1 = afrt_min_(M, i0 + mb), j1 = afrt_min_(N, j0 + nbk);
+        float *Cb = C + b * stride_c;
+        float *kbuf;
+        uint16_t *kbuf16;
+        if (beta != 0.0f && beta != alpha) /* alpha * (AB + (beta/alpha) C) */
+            for (int64_t i = i0; i < i1; ++i)
+                for (int64_t j = j0; j < j1; ++j) Cb[i * ldc + j] *= beta / alpha;
+        if (afrt_lp_kbufs_(&kbuf, &kbuf16)) {
+            const float *Bf = b16 ? NULL : (const float *)B + b * stride_b;
+            afrt_bsrc_lp_ bs = {pbs[stride_b == 0 ? 0 : b], {NULL, Bf, ldb, trans_b, NULL, NULL}};
+            afrt_gemm_tile_lp_(lp, pas[stride_a == 0 ? 0 : b], M, N, K, &bs, Cb, ldc, i0, i1, j0,
+                               j1, kbuf, kbuf16, beta != 0.0f);
+        } else { /* no buffers on this thread: the same products, one element at a time */
+            const int64_t oa = (stride_a == 0 ? 0 : b) * stride_a, ob = (stride_b == 0 ? 0 : b) * stride_b;
+            for (int64_t i = i0; i < i1; ++i)
+                for (int64_t j = j0; j < j1; ++j) {
+                    float s = beta != 0.0f ? Cb[i * ldc + j] : 0.0f;
+                    for (int64_t k = 0; k < K; ++k)
+                        s += afrt_lp_at_(lp, A, a16, oa + (trans_a ? k * lda + i : i * lda + k)) *
+                             afrt_lp_at_(lp, B, b16, ob + (trans_b ? j * ldb + k : k * ldb + j));
+                    Cb[i * ldc + j] = s;
+                }
+        }
+        if (alpha != 1.0f)
+            for (int64_t i = i0; i < i1; ++i)
+                for (int64_t j = j0; j < j1; ++j) Cb[i * ldc + j] *= alpha;
+        if (epi.fn) epi.fn(epi.ctx, Cb, b, i0, i1, j0, j1, ldc);
+    }
+    free(pas);
+    return 1;
+}
+
+/* afrt_matmul_f32 with 16-bit operands (see the section comment): A / B point at uint16_t
+ * data when a16 / b16, else at fp32 data that is rounded to lp while packing. */
+static inline void afrt_matmul_lp(int lp, int64_t batch, int64_t M, int64_t N, int64_t K,
+                                  float alpha, const void *A, int a16, int64_t lda,
+                                  int64_t stride_a, int trans_a, const void *B, int b16,
+                                  int64_t ldb, int64_t stride_b, int trans_b, float beta,
+                                  float *C, int64_t ldc, int64_t stride_c, afrt_epilogue epi) {
+    if (batch <= 0 || M <= 0 || N <= 0) return;
+    afrt_init_once_();
+    if (K > 0 && alpha != 0.0f &&
+        afrt_matmul_lp_own_(lp, batch, M, N, K, alpha, A, a16, lda, stride_a, trans_a, B, b16,
+                            ldb, stride_b, trans_b, beta, C, ldc, stride_c, epi))
+        return;
+    /* fp32 from widened copies */
+    const int64_t na = stride_a == 0 ? 1 : batch, nb = stride_b == 0 ? 1 : batch;
+    const size_t sa = (size_t)((na - 1) * stride_a) + afrt_span_elems_(M, K, lda, trans_a);
+    const size_t sb = (size_t)((nb - 1) * stride_b) + afrt_span_elems_(K, N, ldb, trans_b);
+    float *wa = a16 ? afrt_lp_widened_(lp, (const uint16_t *)A, sa) : NULL;
+    float *wb = b16 ? afrt_lp_widened_(lp, (const uint16_t *)B, sb) : NULL;
+    if ((!a16 || wa) && (!b16 || wb))
+        afrt_matmul_f32(batch, M, N, K, alpha, a16 ? wa : (const float *)A, lda, stride_a, trans_a,
+                        b16 ? wb : (const float *)B, ldb, stride_b, trans_b, beta, C, ldc,
+                        stride_c, epi);
+    free(wa);
+    free(wb);
+}
+
+/* afrt_conv2d_f32 with 16-bit weights / compute: w points at uint16_t data when w16. */
+static inline void afrt_conv2d_lp(int lp, const float *x, const void *w, int w16,
+                                  const float *bias, float *y, const afrt_conv_params *p,
+                                  void *scratch, afrt_epilogue epi) {
+    if (p->N <= 0 || p->K <= 0 || p->OH * p->OW <= 0) return;
+    afrt_init_once_();
+    const afrt_conv_plan_ q = afrt_conv_plan(p);
+    const int64_t G = p->group > 0 ? p->group : 1;
+    const int64_t ohw = p->OH * p->OW, hw = p->H * p->W, Kg = q.kg, crs = q.crs;
+    const uint16_t **pas = q.kind != 0 && crs > 0
+        ? (const uint16_t **)malloc((size_t)G * sizeof(uint16_t *)) : NULL;
+    if (pas && afrt_pack_a_all_lp_(lp, w, w16, Kg * crs, G, Kg, crs, crs, 0, pas)) {
+        int64_t mb, nb;
+        afrt_gemm_split_(Kg, ohw, p->N * G, &mb, &nb);
+        const int64_t nmb = afrt_nblocks_(Kg, mb), nnb = afrt_nblocks_(ohw, nb);
+        const int64_t per_img = G * nmb * nnb, ntiles = p->N * per_img;
+        AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (ntiles > 1 && afrt_worth_threads_((double)p->N * p->K * ohw * crs)))
+        for (int64_t t = 0; t < ntiles; ++t) {
+            const int64_t n = t / per_img, rest = t % per_img;
+            const int64_t g = rest / (nmb * nnb), tile = rest % (nmb * nnb);
+            const int64_t i0 = (tile / nnb) * mb, j0 = (tile % nnb) * nb;
+            const int64_t i1 = afrt_min_(Kg, i0 + mb), j1 = afrt_min_(ohw, j0 + nb);
+            float *kbuf;
+            uint16_t *kbuf16;
+            const float *xg = x + (n * p->C + g * q.cg) * hw;
+            float *yn = y + n * p->K * ohw;
+            if (afrt_lp_kbufs_(&kbuf, &kbuf16)) {
+                afrt_bsrc_lp_ bs = {NULL, {NULL, xg, hw, 0, q.kind == 2 ? p : NULL, xg}};
+                afrt_gemm_tile_lp_(lp, pas[g], Kg, ohw, crs, &bs, yn + g * Kg * ohw, ohw, i0, i1,
+                                   j0, j1, kbuf, kbuf16, 0);
+            } else { /* no buffers on this thread: the same products, one output at a time */
+                for (int64_t kk = i0; kk < i1; ++kk)
+                    for (int64_t pos = j0; pos < j1; ++pos) {
+                        const int64_t oh = pos / p->OW, ow = pos % p->OW;
+                        float s = 0.0f;
+                        for (int64_t c = 0; c < q.cg; ++c)
+                            for (int64_t r = 0; r < p->R; ++r)
+                                for (int64_t sx = 0; sx < p->S; ++sx) {
+                                    const int64_t ih = oh * p->stride_h - p->pad_top + r * p->dil_h;
+                                    const int64_t iw = ow * p->stride_w - p->pad_left + sx * p->dil_w;
+                                    if (ih < 0 || ih >= p->H || iw < 0 || iw >= p->W) continue;
+                                    s += afrt_lp_at_(lp, w, w16, ((g * Kg + kk) * q.cg + c) * p->R * p->S + r * p->S + sx) *
+                                         afrt_lp_at_(lp, xg, 0, c * hw + ih * p->W + iw);
+                                }
+                        yn[(g * Kg + kk) * ohw + pos] = s;
+                    }
+            }
+            afrt_finish_block_(yn, bias, n, g * Kg + i0, g * Kg + i1, j0, j1, ohw, epi);
+        }
+        free(pas);
+        return;
+    }
+    free(pas);
+    /* depthwise, or no memory for the packed weights: fp32 from the widened weights */
+    float *ww = w16 ? afrt_lp_widened_(lp, (const uint16_t *)w, (size_t)(p->K * q.cg * p->R * p->S)) : NULL;
+    if (!w16 || ww) afrt_conv2d_f32(x, w16 ? ww : (const float *)w, bias, y, p, scratch, epi);
+    free(ww);
 }
 
 /* ---------------------------------------------------------------------------------------------

@@ -11,8 +11,8 @@ func.func @weights(%x: tensor<2x3xf32>, %i: tensor<1x1x3x3xf32>) -> (tensor<2x2x
 // CHECK-LABEL: func.func @weights
 // CHECK-NEXT:    %[[W:.*]] = nn.constant {{.*}} : tensor<3x2xf32> {precision.storage = "bf16"}
 // CHECK-NEXT:    %[[K:.*]] = nn.constant {{.*}} : tensor<2x1x1x1xf32> {precision.storage = "fp16"}
-// CHECK-NEXT:    %{{.*}} = nn.matmul %x, %[[W]] {onnx.origins = ["mm"], precision = "bf16"}
-// CHECK-NEXT:    %{{.*}} = nn.conv %i, %[[K]] {{.*}}precision = "fp16"
+// CHECK-NEXT:    %{{.*}} = nn.matmul %x, %[[W]] {onnx.origins = ["mm"], precision = "bf16", precision.casts = ["a"]}
+// CHECK-NEXT:    %{{.*}} = nn.conv %i, %[[K]] {{.*}}precision = "fp16", precision.casts = ["x"]}
 
 // -----
 
@@ -26,7 +26,7 @@ func.func @shared_constant(%x: tensor<3x3xf32>) -> (tensor<3x3xf32>, tensor<3x3x
 }
 // CHECK-LABEL: func.func @shared_constant
 // CHECK-NEXT:    %[[W:.*]] = nn.constant dense<1.500000e+00> : tensor<3x3xf32>{{$}}
-// CHECK-NEXT:    %{{.*}} = nn.matmul %[[W]], %x {onnx.origins = ["mm"], precision = "bf16"}
+// CHECK-NEXT:    %{{.*}} = nn.matmul %[[W]], %x {onnx.origins = ["mm"], precision = "bf16", precision.casts = ["a", "b"]}
 
 // -----
 
@@ -39,4 +39,4 @@ func.func @kept_fp32(%x: tensor<2x3xf32>) -> tensor<2x2xf32> {
 }
 // CHECK-LABEL: func.func @kept_fp32
 // CHECK-NEXT:    %[[W:.*]] = nn.constant {{.*}} : tensor<3x2xf32>{{$}}
-// CHECK-NEXT:    %{{.*}} = nn.matmul %x, %[[W]] {onnx.origins = ["mm"], precision = "fp32"}
+// CHECK-NEXT:    %{{.*}} = nn.matmul %x, %[[W]] {onnx.origins = ["mm"], precision = "fp32"} :
