@@ -155,6 +155,11 @@ def _option_values(opts: PipelineOptions) -> dict[str, object]:
         values["policy"] = opts.policy
     if opts.memory_limit_mb is not None:
         values["memory_limit_mb"] = opts.memory_limit_mb
+    if opts.config:
+        from autofusion.policy.config import load_config
+
+        if not load_config(opts.config).concat_inplace:
+            values["concat_inplace"] = False  # plan-buffers and tile-fusion
     return values
 
 
