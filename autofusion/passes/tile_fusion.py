@@ -280,9 +280,19 @@ def tile_to_limit(
     limit_mb: float | None = None,
     concat_inplace: bool = True,
 ) -> MemoryPlan:
-    """Tile ``module`` in place until its arena fits ``limit_bytes``; plan and annotate it."""
+    """Tile ``module`` in place until its arena fits ``limit_bytes``; plan and annotate it.
+
+    Concats written in place reserve their whole output from the first operand on, which
+    can cost memory; a copy is much cheaper than tiling, so when the plan with concats in
+    place does not fit but the plan with concat copies does, that one is taken, untiled.
+    Otherwise tiling proceeds with concats in place (in the tiles too)."""
     main = find_main(module)
     plan = plan_memory(main, alignment=alignment, concat_inplace=concat_inplace)
+    if concat_inplace and plan.arena_bytes > limit_bytes:
+        copies = plan_memory(main, alignment=alignment, concat_inplace=False)
+        if copies.arena_bytes <= limit_bytes:
+            annotate(main, copies)
+            return copies
     best_seen = plan.arena_bytes
     slots = build_buffers(liveness(main), alignment, True, concat_inplace=concat_inplace)
     last: _Candidate | None = None

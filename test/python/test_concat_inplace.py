@@ -274,3 +274,24 @@ def test_a_concat_marked_in_place_with_its_operand_elsewhere_is_refused() -> Non
     producer.attributes["memory.offsets"] = i64_array([int(offset) + 64])
     with pytest.raises(PassFailedException, match="marked in place but is not at its slice"):
         ConvertNNToBuffers().apply(Context(), module)
+
+
+def test_a_limit_that_only_copies_meet_gives_the_aliasing_back_before_tiling() -> None:
+    """Inception's in-place concats reserve each block's output early (arena 8% above the
+    plan with copies). A limit between the two is met by copying the concats, not by
+    tiling; without a limit, or with one the in-place plan meets, they stay in place."""
+    from autofusion.passes.tile_fusion import MIB, apply_memory_limit
+
+    model = zoo.get_model("inception")
+    inplace = plan_memory(find_main(_fused(model)))
+    copies = plan_memory(find_main(_fused(model)), concat_inplace=False)
+    assert copies.arena_bytes < inplace.arena_bytes
+    module = _fused(model)
+    plan = apply_memory_limit(module, (copies.arena_bytes + inplace.arena_bytes) / 2 / MIB)
+    assert plan.arena_bytes == copies.arena_bytes
+    assert plan.concat_aliases == {}
+    assert "memory.tile" not in str(module)
+    module = _fused(model)
+    plan = apply_memory_limit(module, inplace.arena_bytes / MIB)
+    assert plan.arena_bytes == inplace.arena_bytes
+    assert len(plan.concat_aliases) == 12
