@@ -160,6 +160,11 @@ def _option_values(opts: PipelineOptions) -> dict[str, object]:
         values["memory_limit_mb"] = opts.memory_limit_mb
     if opts.analysis_window is not None:
         values["window_size"] = opts.analysis_window
+    if opts.config:
+        from autofusion.policy.config import load_config
+
+        if not load_config(opts.config).concat_inplace:
+            values["concat_inplace"] = False  # plan-buffers and tile-fusion
     return values
 
 

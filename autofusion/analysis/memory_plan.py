@@ -8,14 +8,22 @@ Input: the live intervals of ``autofusion.analysis.liveness``. Steps:
    whose last use is this very step. Operand and result then form one *buffer* (a chain of
    such reuses is one buffer too). An operand still read later is never reused (that would
    be an alias of a live value). A top-level ``nn.reshape`` is a *view*: it joins its
-   operand's buffer, which stays reserved until the last reader of either.
+   operand's buffer, which stays reserved until the last reader of either. A top-level
+   ``nn.concat`` whose operand slices are contiguous in its result (every dim before the
+   axis is 1) takes the buffers of the operands that may alias (``_concat_in_place``) as
+   members at their slices' byte offsets: their producers write straight into the
+   concat's output and the concat copies nothing for them. The merged buffer lives from
+   its first member's definition to the last read of any member.
 2. **Offset assignment.** Buffers are placed one at a time at the lowest (first-fit) or
    tightest (best-fit) gap among already placed buffers whose lifetimes intersect theirs.
    Several orders are tried -- size descending, lifetime order, longest lifetime first,
    TFLite-style "greedy by breadth" (busiest step first) -- and the smallest arena wins.
+   If it is above the lower bound, ``promote`` improves the best few orders by iterated
+   greedy (move a buffer that ends above the bound to the front, place again).
 3. **Report.** ``naive_bytes`` is the sum of all (aligned) intermediates, as if none were
    reused; ``lower_bound_bytes`` is the maximum over steps of the aligned bytes of the
-   buffers live at that step: no placement of these buffers can use less, so
+   buffers live at that step (an aliased concat operand is inside its concat's buffer,
+   so its bytes count once): no placement of these buffers can use less, so
    ``arena_bytes >= lower_bound_bytes`` always holds.
 
 All sizes are rounded up to ``alignment`` (64 bytes by default) and every offset is a
@@ -31,7 +39,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, OpResult, SSAValue
 
-from autofusion.analysis.liveness import Interval, element_bytes, liveness
+from autofusion.analysis.liveness import Interval, element_bytes, liveness, tensor_bytes
 from autofusion.dialects import nn
 from autofusion.dialects.fusion import KernelOp, YieldOp
 
@@ -51,6 +59,9 @@ class Buffer:
     end: int
     size: int  # aligned bytes
     offset: int = -1
+    rel: dict[SSAValue, int] = field(default_factory=dict[SSAValue, int])
+    """Member -> byte offset inside the buffer (0 when absent): concat operands sit at
+    their slice of the concat's output."""
 
     def overlaps(self, other: Buffer) -> bool:
         return self.start <= other.end and other.start <= self.end
@@ -74,6 +85,10 @@ class MemoryPlan:
     """reshape result -> its operand: same bytes, no copy, no ``memory.offsets``."""
     candidates: dict[str, int] = field(default_factory=dict)
     """Arena size reached by each heuristic."""
+    concat_aliases: dict[SSAValue, tuple[SSAValue, int]] = field(default_factory=dict)
+    """Concat operand -> (concat result, byte offset of its slice): written in place."""
+    concat_inplace: dict[SSAValue, list[bool]] = field(default_factory=dict)
+    """Concat result -> per operand, whether it is written in place (no copy)."""
 
 
 # ---------------------------------------------------------------------------------------
@@ -119,6 +134,62 @@ class Buffers:
     inplace: list[tuple[OpResult, OpResult]]
     views: dict[SSAValue, SSAValue]
     intervals: list[Interval]
+    concat_aliases: dict[SSAValue, tuple[SSAValue, int]] = field(
+        default_factory=dict[SSAValue, tuple[SSAValue, int]]
+    )
+    concat_inplace: dict[SSAValue, list[bool]] = field(default_factory=dict[SSAValue, list[bool]])
+
+
+def concat_slices(op: nn.ConcatOp, operands: Sequence[SSAValue]) -> list[int] | None:
+    """Byte offset of each operand's slice in the result, or None when the slices are not
+    contiguous ranges of the result (a dim before the axis is not 1)."""
+    out = op.y.type
+    assert isinstance(out, TensorType)
+    axis = op.int_prop("axis")
+    if any(d != 1 for d in out.get_shape()[:axis]):
+        return None
+    starts: list[int] = []
+    at = 0
+    for v in operands:
+        starts.append(at)
+        at += tensor_bytes(v.type)
+    return starts
+
+
+def _concat_in_place(
+    iv: Interval,
+    operands: Sequence[SSAValue],
+    by_value: dict[SSAValue, Interval],
+    buffer_of: dict[SSAValue, Buffer],
+    alignment: int,
+) -> list[bool]:
+    """Which operands of the concat ``iv`` may be written straight into their slice.
+
+    An operand qualifies when it is an intermediate of the plan (not an argument, weight
+    or function result), occurs once among the operands, shares its buffer with no other
+    operand, owns a buffer of exactly its size at offset 0 (not already a slice of another
+    concat, so it is relocated at most once), is not empty, and its slice starts at a
+    multiple of ``alignment``.
+    """
+    assert isinstance(iv.op, nn.ConcatOp)
+    starts = concat_slices(iv.op, operands)
+    if starts is None:
+        return [False] * len(operands)
+    owners = [buffer_of.get(v) for v in operands]
+    flags: list[bool] = []
+    for v, start, buf in zip(operands, starts, owners):
+        src = by_value.get(v)
+        flags.append(
+            buf is not None
+            and src is not None
+            and src.size > 0
+            and operands.count(v) == 1
+            and sum(b is buf for b in owners) == 1
+            and buf.rel.get(v, 0) == 0
+            and buf.size == align(src.size, alignment)
+            and start % alignment == 0
+        )
+    return flags
 
 
 def build_buffers(
@@ -126,15 +197,24 @@ def build_buffers(
     alignment: int,
     inplace: bool,
     rename: dict[SSAValue, SSAValue] | None = None,
+    concat_inplace: bool = True,
 ) -> Buffers:
-    """Group intervals into buffers: in-place chains and reshape views share one buffer.
+    """Group intervals into buffers: in-place chains, reshape views and in-place concats
+    share one buffer.
 
     A top-level ``nn.reshape`` is a view (the C lowering makes it one when it carries no
     offset): its result joins its operand's buffer, which then lives as long as either.
     A reshape of a value outside the arena (argument, weight) is a view of that value and
-    is dropped from the plan. ``rename`` maps operands of a not-yet-made rewrite.
+    is dropped from the plan. A top-level ``nn.concat`` whose operand slices are contiguous
+    absorbs the buffers of the operands that qualify (``_concat_in_place``): they become
+    members at their slice's offset and the merged buffer lives from the first member's
+    definition to the last read of any member. ``rename`` maps operands of a not-yet-made
+    rewrite.
     """
     rename = rename or {}
+    aliases: dict[SSAValue, tuple[SSAValue, int]] = {}
+    concat_flags: dict[SSAValue, list[bool]] = {}
+    absorbed: set[int] = set()
     by_value: dict[SSAValue, Interval] = {iv.value: iv for iv in intervals}
     buffer_of: dict[SSAValue, Buffer] = {}
     buffers: list[Buffer] = []
@@ -149,6 +229,8 @@ def build_buffers(
                 continue
             target = buffer_of[source]
             views[iv.value] = source
+            if source in target.rel:
+                target.rel[iv.value] = target.rel[source]
         elif inplace and is_inplace_capable(iv.op):
             step = iv.start
             for operand in iv.op.operands:
@@ -164,9 +246,33 @@ def build_buffers(
                 buf = buffer_of[operand]
                 if buf.end != step:  # a view of it (or it) is still read later
                     continue
+                if buf.rel.get(operand, 0) != 0 or buf.size != align(
+                    max(src.size, 1), alignment
+                ):  # a slice of an in-place concat: the rest of the buffer is still live
+                    continue
                 target = buf
                 pairs.append((src.value, iv.value))
                 break
+        elif concat_inplace and isinstance(iv.op, nn.ConcatOp):
+            operands = [rename.get(v, v) for v in iv.op.inputs]
+            flags = _concat_in_place(iv, operands, by_value, buffer_of, alignment)
+            if any(flags):
+                target = Buffer([], iv.start, iv.end, align(max(iv.size, 1), alignment))
+                buffers.append(target)
+                starts = concat_slices(iv.op, operands) or []
+                for v, start, flag in zip(operands, starts, flags):
+                    if not flag:
+                        continue
+                    part = buffer_of[v]
+                    absorbed.add(id(part))
+                    for m in part.members:
+                        target.rel[m.value] = start + part.rel.get(m.value, 0)
+                        buffer_of[m.value] = target
+                    target.members.extend(part.members)
+                    target.start = min(target.start, part.start)
+                    target.end = max(target.end, part.end)
+                    aliases[v] = (iv.value, start)
+                concat_flags[iv.value] = flags
         if target is None:
             target = Buffer([iv], iv.start, iv.end, align(max(iv.size, 1), alignment))
             buffers.append(target)
@@ -176,7 +282,8 @@ def build_buffers(
             target.size = max(target.size, align(max(iv.size, 1), alignment))
         buffer_of[iv.value] = target
         kept.append(iv)
-    return Buffers(buffers, pairs, views, kept)
+    buffers = [b for b in buffers if id(b) not in absorbed]
+    return Buffers(buffers, pairs, views, kept, aliases, concat_flags)
 
 
 # ---------------------------------------------------------------------------------------
@@ -295,6 +402,58 @@ HEURISTICS: dict[str, tuple[Callable[[Sequence[Buffer]], list[int]], bool]] = {
 }
 
 
+#: Placements ``promote`` may try in all, per plan (a few ms each on the zoo's models),
+#: and from each starting order (every heuristic's, best first).
+PROMOTE_BUDGET = 128
+PROMOTE_PER_START = 16
+
+
+def _arena(buffers: Sequence[Buffer], offsets: Sequence[int]) -> int:
+    return max((o + b.size for o, b in zip(offsets, buffers)), default=0)
+
+
+def promote(
+    buffers: Sequence[Buffer],
+    order: Sequence[int],
+    best_fit: bool,
+    conflict: list[list[int]],
+    target: int,
+    budget: int,
+) -> tuple[list[int], int, int]:
+    """Iterated greedy on a placement order: while the arena is above ``target`` (the lower
+    bound), move a buffer that ends above the target to the front of the order and place
+    again; keep the move if the arena shrinks. Buffers are tried from the highest top down;
+    the search stops at the target, when no move helps, or after ``budget`` placements.
+
+    A greedy order fails when a buffer that the tight step needs low is placed late, after
+    shorter-lived ones have taken the bottom around it (DenseNet's growing concats with
+    copies: 1.11x the bound by size order, the bound itself after three moves). Returns
+    (offsets, arena, placements used).
+    """
+    order = list(order)
+    offsets = place(buffers, order, best_fit, conflict)
+    best = _arena(buffers, offsets)
+    used = 1
+    while best > target and used < budget:
+        tops = sorted(
+            (i for i, b in enumerate(buffers) if offsets[i] + b.size > target),
+            key=lambda i: -(offsets[i] + buffers[i].size),
+        )
+        for i in tops:
+            if used >= budget:
+                break
+            trial = [i, *(j for j in order if j != i)]
+            trial_offsets = place(buffers, trial, best_fit, conflict)
+            used += 1
+            arena = _arena(buffers, trial_offsets)
+            if arena < best:
+                order, offsets, best = trial, trial_offsets, arena
+                break
+        else:
+            break  # no move helps
+    return offsets, best, used
+
+
 def live_bytes(buffers: Sequence[Buffer]) -> list[int]:
     """Per schedule step, the bytes of the buffers live at that step."""
     n_steps = max((b.end for b in buffers), default=-1) + 2
@@ -320,31 +479,47 @@ def plan_memory(
     alignment: int = DEFAULT_ALIGNMENT,
     inplace: bool = True,
     heuristics: Sequence[str] | None = None,
+    concat_inplace: bool = True,
 ) -> MemoryPlan:
     """Plan every intermediate of ``@main``; see the module docstring."""
-    grouped = build_buffers(liveness(main), alignment, inplace)
+    grouped = build_buffers(liveness(main), alignment, inplace, concat_inplace=concat_inplace)
     buffers, pairs, intervals = grouped.buffers, grouped.inplace, grouped.intervals
     names = list(heuristics) if heuristics is not None else list(HEURISTICS)
     best_name, best_offsets, best_arena = "", [0] * len(buffers), -1
     candidates: dict[str, int] = {}
     conflict = conflicts(buffers)
-    for name in names:
+    tried: list[tuple[int, int, str, list[int], bool]] = []
+    for rank, name in enumerate(names):
         order_fn, best_fit = HEURISTICS[name]
-        offsets = place(buffers, order_fn(buffers), best_fit, conflict)
-        arena = max((o + b.size for o, b in zip(offsets, buffers)), default=0)
+        order = order_fn(buffers)
+        offsets = place(buffers, order, best_fit, conflict)
+        arena = _arena(buffers, offsets)
         candidates[name] = arena
+        tried.append((arena, rank, name, order, best_fit))
         if best_arena < 0 or arena < best_arena:
             best_name, best_offsets, best_arena = name, offsets, arena
+    bound = lower_bound(buffers)
+    budget = PROMOTE_BUDGET
+    for _, _, name, order, best_fit in sorted(tried):
+        if best_arena <= bound or budget <= 0:
+            break
+        offsets, arena, used = promote(
+            buffers, order, best_fit, conflict, bound, min(budget, PROMOTE_PER_START)
+        )
+        budget -= used
+        candidates[f"{name}+promote"] = arena
+        if arena < best_arena:
+            best_name, best_offsets, best_arena = f"{name}+promote", offsets, arena
     value_offsets: dict[SSAValue, int] = {}
     for off, b in zip(best_offsets, buffers):
         b.offset = off
         for m in b.members:
-            value_offsets[m.value] = off
+            value_offsets[m.value] = off + b.rel.get(m.value, 0)
     return MemoryPlan(
         offsets=value_offsets,
         arena_bytes=max(best_arena, 0),
         naive_bytes=sum(align(max(iv.size, 1), alignment) for iv in intervals),
-        lower_bound_bytes=lower_bound(buffers),
+        lower_bound_bytes=bound,
         heuristic=best_name,
         alignment=alignment,
         buffers=buffers,
@@ -352,6 +527,8 @@ def plan_memory(
         inplace=pairs,
         views=grouped.views,
         candidates=candidates,
+        concat_aliases=grouped.concat_aliases,
+        concat_inplace=grouped.concat_inplace,
     )
 
 
@@ -359,13 +536,15 @@ def check_plan(plan: MemoryPlan) -> list[str]:
     """Violations of the plan's invariants (empty when sound); used by tests and debugging.
 
     Two intermediates live at the same step may share bytes only if one is a reshape view
-    of the other (same data), or if the later one is computed in place over the earlier
-    one at the step where the earlier one (and every view of it) dies.
+    of the other (same data), if one is an operand written in place into the other's slice
+    (an in-place concat, transitively), or if the later one is computed in place over the
+    earlier one at the step where the earlier one (and every view of it) dies. An in-place
+    concat operand must sit exactly at its slice of the result.
     """
 
     def root(v: SSAValue) -> SSAValue:
-        while v in plan.views:
-            v = plan.views[v]
+        while v in plan.views or v in plan.concat_aliases:
+            v = plan.views[v] if v in plan.views else plan.concat_aliases[v][0]
         return v
 
     dst = {b for _, b in plan.inplace}
@@ -391,6 +570,12 @@ def check_plan(plan: MemoryPlan) -> list[str]:
                         f"{oa}+{sizes[a.value]}) overlaps {b.op.name} result (steps "
                         f"{b.start}-{b.end}, bytes {ob}+{sizes[b.value]})"
                     )
+    for operand, (result, start) in plan.concat_aliases.items():
+        if plan.offsets.get(operand) != plan.offsets[result] + start:
+            errors.append(
+                f"in-place concat operand at {plan.offsets.get(operand)}, not at its slice "
+                f"{plan.offsets[result]}+{start}"
+            )
     for iv in ivs:
         if plan.offsets[iv.value] + iv.size > plan.arena_bytes:
             errors.append(f"{iv.op.name} result exceeds the arena")

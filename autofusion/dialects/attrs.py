@@ -11,6 +11,7 @@ an attribute name spelled out anywhere else in ``autofusion/`` fails it). Who wr
 | ``memory.arena_bytes`` ... | module | plan-buffers | arena size, naive and lower-bound bytes |
 | ``memory.heuristic`` | module | plan-buffers | the placement heuristic that won |
 | ``memory.tile`` | fusion.kernel | tile-fusion | the tiling record of a split kernel |
+| ``memory.concat_inplace`` | nn.concat | plan-buffers | per operand, 1 if written in place |
 | ``precision.storage`` | nn.constant | assign-precision | 16-bit storage type of a weight |
 | ``precision.casts`` | nn.matmul/gemm/conv | assign-precision | inputs cast fp32 -> 16-bit there |
 | ``precision.groups`` | module | validate-precision | measured error per fused group |
@@ -35,6 +36,7 @@ MEMORY_NAIVE_BYTES = "memory.naive_bytes"
 MEMORY_LOWER_BOUND_BYTES = "memory.lower_bound_bytes"
 MEMORY_HEURISTIC = "memory.heuristic"
 MEMORY_TILE = "memory.tile"
+MEMORY_CONCAT_INPLACE = "memory.concat_inplace"
 PRECISION_STORAGE = "precision.storage"
 PRECISION_CASTS = "precision.casts"
 PRECISION_GROUPS = "precision.groups"

@@ -10,7 +10,10 @@ Effect (the contract of ``docs/internals.md``, "Memory plan"):
 
 A result computed in place over a dying operand has that operand's offset. A top-level
 ``nn.reshape`` gets no offset: it is a view of its operand (whose slot stays reserved as
-long as the view is read). Run it after
+long as the view is read). A top-level ``nn.concat`` whose operands' slices are contiguous
+in its result (every dim before the axis is 1) gets ``memory.concat_inplace = array<i64:
+...>``, 1 per operand written in place: that operand's offset is the concat's offset plus
+its slice's byte offset, and the lowering copies only the operands marked 0. Run it after
 fusion (and after ``tile-fusion``, which runs it itself); running it again re-plans.
 Algorithms: ``autofusion.analysis.memory_plan``.
 """
@@ -29,6 +32,7 @@ from autofusion.analysis.memory_plan import DEFAULT_ALIGNMENT, MemoryPlan, plan_
 from autofusion.analysis.static_shapes import check_static_shapes
 from autofusion.dialects.attrs import (
     MEMORY_ARENA_BYTES,
+    MEMORY_CONCAT_INPLACE,
     MEMORY_HEURISTIC,
     MEMORY_LOWER_BOUND_BYTES,
     MEMORY_NAIVE_BYTES,
@@ -48,9 +52,13 @@ def annotate(main: func.FuncOp, plan: MemoryPlan) -> None:
     """Write ``plan`` onto the ops of ``main`` as the ``memory.*`` attributes."""
     for op in schedule(main):
         op.attributes.pop(OFFSETS, None)
+        op.attributes.pop(MEMORY_CONCAT_INPLACE, None)
         offs = [-1 if r in plan.views else plan.offsets.get(r, -1) for r in op.results]
         if any(o >= 0 for o in offs):
             op.attributes[OFFSETS] = i64_array(offs)
+        flags = plan.concat_inplace.get(op.results[0]) if len(op.results) == 1 else None
+        if flags is not None:
+            op.attributes[MEMORY_CONCAT_INPLACE] = i64_array([int(f) for f in flags])
     main.attributes[ARENA] = IntegerAttr(plan.arena_bytes, i64)
     main.attributes[NAIVE] = IntegerAttr(plan.naive_bytes, i64)
     main.attributes[LOWER_BOUND] = IntegerAttr(plan.lower_bound_bytes, i64)
@@ -58,7 +66,10 @@ def annotate(main: func.FuncOp, plan: MemoryPlan) -> None:
 
 
 def plan_module(
-    module: ModuleOp, alignment: int = DEFAULT_ALIGNMENT, inplace: bool = True
+    module: ModuleOp,
+    alignment: int = DEFAULT_ALIGNMENT,
+    inplace: bool = True,
+    concat_inplace: bool = True,
 ) -> MemoryPlan:
     """Plan and annotate ``module``'s ``@main``; returns the plan.
 
@@ -67,7 +78,7 @@ def plan_module(
     """
     main = find_main(module)
     check_static_shapes(main, "plan-buffers")
-    plan = plan_memory(main, alignment=alignment, inplace=inplace)
+    plan = plan_memory(main, alignment=alignment, inplace=inplace, concat_inplace=concat_inplace)
     annotate(main, plan)
     return plan
 
@@ -91,12 +102,15 @@ def memory_report(module: ModuleOp) -> dict[str, int]:
 class PlanBuffers(CheckedPass):
     """Assign arena offsets to intermediates, with in-place reuse for elementwise steps.
 
-    Options: ``alignment`` (bytes, default 64), ``inplace`` (default true).
+    Options: ``alignment`` (bytes, default 64), ``inplace`` (default true: elementwise
+    steps over dying operands), ``concat-inplace`` (default true: concat operands written
+    straight into their slice of the result, no copy).
     """
 
     name: ClassVar[str] = "plan-buffers"
     alignment: int = DEFAULT_ALIGNMENT
     inplace: bool = True
+    concat_inplace: bool = True
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.alignment < 1 or self.alignment & (self.alignment - 1):
@@ -105,4 +119,4 @@ class PlanBuffers(CheckedPass):
             raise PassFailedException(
                 f"plan-buffers: alignment must be a power of two, got {self.alignment}"
             )
-        plan_module(op, self.alignment, self.inplace)
+        plan_module(op, self.alignment, self.inplace, self.concat_inplace)

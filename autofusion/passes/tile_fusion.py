@@ -209,7 +209,9 @@ def _apply(module: ModuleOp, c: _Candidate, verify: bool = True) -> None:
     tile_region(steps[c.start : c.end + 1], y, c.dim, c.count, verify)
 
 
-def _trial(main: func.FuncOp, c: _Candidate, alignment: int) -> list[Buffer]:
+def _trial(
+    main: func.FuncOp, c: _Candidate, alignment: int, concat_inplace: bool = True
+) -> list[Buffer]:
     """The slots the module would have after tiling ``c``, without changing it."""
     steps = schedule(main)
     y = steps[c.y_step].results[c.y_index]
@@ -218,7 +220,7 @@ def _trial(main: func.FuncOp, c: _Candidate, alignment: int) -> list[Buffer]:
     outputs = {rename.get(v, v) for v in returned_values(main)}
     virtual = trial_schedule(steps, c.start, c.end, new_ops)
     ivs = schedule_liveness(virtual, outputs, rename)
-    slots = build_buffers(ivs, alignment, True, rename).buffers
+    slots = build_buffers(ivs, alignment, True, rename, concat_inplace).buffers
     for op in new_ops:  # detached, but their operands would keep uses of real values
         op.drop_all_references()
     return slots
@@ -276,18 +278,29 @@ def tile_to_limit(
     limit_bytes: int,
     alignment: int = DEFAULT_ALIGNMENT,
     limit_mb: float | None = None,
+    concat_inplace: bool = True,
 ) -> MemoryPlan:
-    """Tile ``module`` in place until its arena fits ``limit_bytes``; plan and annotate it."""
+    """Tile ``module`` in place until its arena fits ``limit_bytes``; plan and annotate it.
+
+    Concats written in place reserve their whole output from the first operand on, which
+    can cost memory; a copy is much cheaper than tiling, so when the plan with concats in
+    place does not fit but the plan with concat copies does, that one is taken, untiled.
+    Otherwise tiling proceeds with concats in place (in the tiles too)."""
     main = find_main(module)
-    plan = plan_memory(main, alignment=alignment)
+    plan = plan_memory(main, alignment=alignment, concat_inplace=concat_inplace)
+    if concat_inplace and plan.arena_bytes > limit_bytes:
+        copies = plan_memory(main, alignment=alignment, concat_inplace=False)
+        if copies.arena_bytes <= limit_bytes:
+            annotate(main, copies)
+            return copies
     best_seen = plan.arena_bytes
-    slots = build_buffers(liveness(main), alignment, True)
+    slots = build_buffers(liveness(main), alignment, True, concat_inplace=concat_inplace)
     last: _Candidate | None = None
     signature: tuple[str, ...] = ()
     for _ in range(MAX_ROUNDS):
         bound_now = lower_bound(slots.buffers)
         if bound_now <= limit_bytes:
-            plan = plan_memory(main, alignment=alignment)
+            plan = plan_memory(main, alignment=alignment, concat_inplace=concat_inplace)
             best_seen = min(best_seen, plan.arena_bytes)
             if plan.arena_bytes <= limit_bytes:
                 break
@@ -296,7 +309,7 @@ def tile_to_limit(
         again = _repeat(main, last, signature, slots, limit_bytes) if last else None
         if again is not None:
             try:
-                trial_slots = _trial(main, again, alignment)
+                trial_slots = _trial(main, again, alignment, concat_inplace)
                 if excess(trial_slots, limit_bytes) < chosen_key[1]:
                     chosen = again
             except NotTileable:
@@ -307,7 +320,7 @@ def tile_to_limit(
             for count in counts:
                 cand = dataclasses.replace(first, count=count)
                 try:
-                    trial_slots = _trial(main, cand, alignment)
+                    trial_slots = _trial(main, cand, alignment, concat_inplace)
                 except NotTileable:
                     break
                 bound = lower_bound(trial_slots)
@@ -327,8 +340,8 @@ def tile_to_limit(
         steps = schedule(main)
         last, signature = chosen, tuple(_op_key(op) for op in steps[chosen.start : chosen.end + 1])
         _apply(module, chosen)
-        slots = build_buffers(liveness(main), alignment, True)
-    plan = plan_memory(main, alignment=alignment)
+        slots = build_buffers(liveness(main), alignment, True, concat_inplace=concat_inplace)
+    plan = plan_memory(main, alignment=alignment, concat_inplace=concat_inplace)
     best_seen = min(best_seen, plan.arena_bytes)
     if plan.arena_bytes > limit_bytes:
         reach = math.ceil(best_seen / MIB * 1e4) / 1e4
@@ -342,7 +355,9 @@ def tile_to_limit(
     return plan
 
 
-def apply_memory_limit(module: ModuleOp, limit_mb: float | None) -> MemoryPlan:
+def apply_memory_limit(
+    module: ModuleOp, limit_mb: float | None, concat_inplace: bool = True
+) -> MemoryPlan:
     """Plan ``module`` (tiling it first when ``limit_mb`` is a positive number of MiB).
 
     This is what ``autofusion.compile(memory_limit_mb=...)``, ``set_memory_limit`` and the
@@ -353,21 +368,27 @@ def apply_memory_limit(module: ModuleOp, limit_mb: float | None) -> MemoryPlan:
     check_static_shapes(find_main(module), "plan-buffers" if unlimited else "tile-fusion")
     if unlimited:
         main = find_main(module)
-        plan = plan_memory(main)
+        plan = plan_memory(main, concat_inplace=concat_inplace)
         annotate(main, plan)
         return plan
     assert limit_mb is not None  # None is unlimited
     if limit_mb < 0 or not math.isfinite(limit_mb):
         raise AutofusionError(f"memory limit must be a positive number of MB, got {limit_mb}")
-    return tile_to_limit(module, int(limit_mb * MIB), limit_mb=limit_mb)
+    return tile_to_limit(
+        module, int(limit_mb * MIB), limit_mb=limit_mb, concat_inplace=concat_inplace
+    )
 
 
 @dataclass(frozen=True)
 class TileFusion(CheckedPass):
-    """Tile fused regions so the arena fits ``memory-limit-mb`` MiB (0: just plan)."""
+    """Tile fused regions so the arena fits ``memory-limit-mb`` MiB (0: just plan).
+
+    ``concat-inplace`` (default true) is ``plan-buffers``' option of that name, for the
+    plans made while tiling and the final one."""
 
     name: ClassVar[str] = "tile-fusion"
     memory_limit_mb: float | int = 0.0
+    concat_inplace: bool = True
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        apply_memory_limit(op, self.memory_limit_mb)
+        apply_memory_limit(op, self.memory_limit_mb, self.concat_inplace)

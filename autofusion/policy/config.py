@@ -7,6 +7,7 @@ Keys (unknown keys are errors naming the key and the file)::
     whitelist: ["MatMul->Add"]   # fuse these chains even when the cost model says no
     patterns: {conv_bn_relu: true, elementwise: false}         # per-family switches
     memory_limit_mb: 512         # tile fused groups so the arena fits (finite, > 0)
+    concat_inplace: true         # concat operands written straight into their slice (no copy)
     precision: {fp32_ops: ["Softmax"], fp16_ops: ["Conv"], bf16_ops: ["MatMul"]}
                                  # storage type per ONNX op type (assign-precision pass);
                                  # ``precision_config`` is accepted as another name for it
@@ -74,6 +75,7 @@ KNOWN_KEYS = (
     "whitelist",
     "patterns",
     "memory_limit_mb",
+    "concat_inplace",
     "precision",
     "precision_config",
     "hardware",
@@ -107,6 +109,8 @@ class FusionConfig:
     whitelist: tuple[tuple[str, ...], ...] = ()
     patterns: dict[str, bool] = field(default_factory=dict)
     memory_limit_mb: float | None = None
+    #: plan-buffers / tile-fusion write concat operands into their slice (docs/memory.md)
+    concat_inplace: bool = True
     precision: dict[str, tuple[str, ...]] = field(default_factory=dict)
     hardware: str = "cpu"
     policy: str | None = None
@@ -252,6 +256,12 @@ def config_from_dict(data: Any, source: str = "<dict>") -> FusionConfig:
             f"{source}: 'memory_limit_mb' must be a positive number (finite, MiB), got {limit!r}"
         )
 
+    concat_inplace = data.get("concat_inplace", True)
+    if not isinstance(concat_inplace, bool):
+        raise AutofusionError(
+            f"{source}: 'concat_inplace' must be true or false, got {concat_inplace!r}"
+        )
+
     if "precision" in data and "precision_config" in data:
         raise AutofusionError(
             f"{source}: 'precision' and 'precision_config' are one key (two names); give one"
@@ -322,6 +332,7 @@ def config_from_dict(data: Any, source: str = "<dict>") -> FusionConfig:
         whitelist=chains("whitelist"),
         patterns=dict(patterns),
         memory_limit_mb=float(limit) if limit is not None else None,
+        concat_inplace=concat_inplace,
         precision=precision,
         hardware=hardware,
         policy=policy,

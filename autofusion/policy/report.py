@@ -13,6 +13,7 @@ from typing import Any
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    DenseArrayBase,
     DictionaryAttr,
     FloatAttr,
     IntegerAttr,
@@ -21,7 +22,12 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation
 
-from autofusion.dialects.attrs import FUSION_DECIDED_BY, FUSION_POLICY, PRECISION_GROUPS
+from autofusion.dialects.attrs import (
+    FUSION_DECIDED_BY,
+    FUSION_POLICY,
+    MEMORY_CONCAT_INPLACE,
+    PRECISION_GROUPS,
+)
 from autofusion.dialects.fusion import FAST_MATH_ATTR, KernelOp
 from autofusion.policy.reasons import read_refusals
 
@@ -124,7 +130,20 @@ def build_report(module: ModuleOp, kernels_before: int | None = None) -> dict[st
             attr = mains[0].attributes.get(f"memory.{key}")
             if isinstance(attr, IntegerAttr):
                 report[key] = int(attr.value.data)
+        if "arena_bytes" in report:
+            report["concat_copies_removed"] = concat_copies_removed(mains[0])
     return report
+
+
+def concat_copies_removed(main: func.FuncOp) -> int:
+    """Concat operands the memory plan writes in place (``memory.concat_inplace``): each is
+    one copy the generated code no longer makes."""
+    n = 0
+    for op in main.body.block.ops:
+        attr = op.attributes.get(MEMORY_CONCAT_INPLACE)
+        if isinstance(attr, DenseArrayBase):
+            n += sum(1 for v in attr.get_values() if v)
+    return n
 
 
 def summarize_report(report: dict[str, Any]) -> str:

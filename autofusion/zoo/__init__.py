@@ -42,6 +42,9 @@ _BUILDERS: dict[str, Callable[[], onnx.ModelProto]] = {
     "shufflenet": cnn.shufflenet,
     "mobilenet": cnn.mobilenet,
     "zoo_cnn_opset9": cnn.zoo_cnn_opset9,
+    "squeezenet": cnn.squeezenet,
+    "densenet121": cnn.densenet121,
+    "efficientnet_b0": cnn.efficientnet_b0,
 }
 
 ZOO_PREFIX = "zoo:"

@@ -9,6 +9,9 @@ it) so activations stay O(1) through deep stacks.
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
 import numpy as np
 import onnx
 
@@ -211,3 +214,130 @@ def zoo_cnn_opset9() -> onnx.ModelProto:
     y = b.node("Dropout", [y], "drop", ratio=0.5)
     b.output(b.node("Softmax", [y], "prob"), "prob", [1, 1000])
     return b.model(zoo_cnn_opset9.__doc__ or "", ir_version=3, inputs_include_initializers=True)
+
+
+def _fire(b: GraphBuilder, x: str, cin: int, s: int, e: int, scope: str) -> tuple[str, int]:
+    """SqueezeNet fire module: 1x1 squeeze, then 1x1 and 3x3 expands joined by Concat."""
+    sq = b.relu(b.conv(x, cin, s, 1, f"{scope}/squeeze", bias=True), f"{scope}/squeeze_activation")
+    e1 = b.relu(b.conv(sq, s, e, 1, f"{scope}/expand1x1", bias=True), f"{scope}/expand1x1_act")
+    e3 = b.relu(b.conv(sq, s, e, 3, f"{scope}/expand3x3", bias=True), f"{scope}/expand3x3_act")
+    return b.node("Concat", [e1, e3], scope, axis=1), 2 * e
+
+
+def squeezenet() -> onnx.ModelProto:
+    """SqueezeNet 1.1 (torchvision ``squeezenet1_1``): biased Conv+Relu, ceil-mode MaxPool,
+    eight fire modules (1x1 squeeze, 1x1 and 3x3 expands joined by Concat on channels),
+    Dropout, a 1x1 Conv classifier with Relu, GlobalAveragePool, Flatten. ``input``
+    [1,3,224,224] -> ``logits`` [1,1000]."""
+    b = GraphBuilder("squeezenet", seed=11)
+    x = b.input("input", [1, 3, 224, 224])
+    y = b.relu(b.conv(x, 3, 64, 3, "/features/0", stride=2, pad=0, bias=True), "/features/1")
+
+    def pool(y: str, scope: str) -> str:
+        return b.node(
+            "MaxPool", [y], scope, kernel_shape=[3, 3], strides=[2, 2], pads=[0] * 4, ceil_mode=1
+        )
+
+    y = pool(y, "/features/2")  # 55
+    c = 64
+    for i, (s, e) in enumerate([(16, 64), (16, 64), (32, 128), (32, 128)], start=3):
+        if i == 5:
+            y = pool(y, "/features/5")  # 27
+        y, c = _fire(b, y, c, s, e, f"/features/{i if i < 5 else i + 1}")
+    y = pool(y, "/features/8")  # 13
+    for i, (s, e) in enumerate([(48, 192), (48, 192), (64, 256), (64, 256)], start=9):
+        y, c = _fire(b, y, c, s, e, f"/features/{i}")
+    y = b.node("Dropout", [y], "/classifier/0")
+    # The classifier conv is initialised smaller than He (torchvision uses std 0.01) so
+    # that the logits stay O(1) after the final Relu and average.
+    w = b.randn("classifier.1.weight", [1000, c, 1, 1], 0.5 * math.sqrt(2.0 / c))
+    y = b.node("Conv", [y, w, b.randn("classifier.1.bias", [1000], 0.05)], "/classifier/1")
+    y = b.relu(y, "/classifier/2")
+    y = b.node("GlobalAveragePool", [y], "/classifier/3")
+    y = b.node("Flatten", [y], "", axis=1)
+    b.output(y, "logits", [1, 1000])
+    return b.model(squeezenet.__doc__ or "")
+
+
+def densenet121() -> onnx.ModelProto:
+    """DenseNet-121 (blocks 6, 12, 24, 16; growth 32; bottleneck 4x; compression 0.5) with
+    the Keras-style chained concat: each dense layer is BN+Relu -> 1x1 Conv -> BN+Relu -> 3x3
+    Conv and ``x = Concat(x, new)`` on channels; transitions BN+Relu -> 1x1 Conv ->
+    AveragePool 2x2/2; final BN+Relu, GlobalAveragePool, Flatten, Gemm. All 121 layers, but
+    the input is **reduced to [1,3,112,112]** (blocks at 28, 14, 7, 3 pixels) to keep the
+    compile and the interpreter tests short. ``input`` [1,3,112,112] -> ``logits`` [1,1000]."""
+    growth, bottleneck = 32, 4
+    b = GraphBuilder("densenet121", seed=121)
+    x = b.input("input", [1, 3, 112, 112])
+    y = b.conv_bn(x, 3, 64, 7, "/features/conv0", stride=2)
+    y = b.maxpool(y, 3, 2, 1, "/features/pool0")
+    c = 64
+    for bi, layers in enumerate((6, 12, 24, 16), start=1):
+        for li in range(1, layers + 1):
+            scope = f"/features/denseblock{bi}/denselayer{li}"
+            h = b.relu(b.bn(y, c, f"{scope}/norm1"), f"{scope}/relu1")
+            h = b.conv_bn(h, c, bottleneck * growth, 1, f"{scope}/conv1")
+            h = b.conv(h, bottleneck * growth, growth, 3, f"{scope}/conv2")
+            y = b.node("Concat", [y, h], scope, axis=1)
+            c += growth
+        scope = f"/features/transition{bi}" if bi < 4 else "/features"
+        y = b.relu(b.bn(y, c, f"{scope}/norm" if bi < 4 else "/features/norm5"), f"{scope}/relu")
+        if bi < 4:
+            y = b.conv(y, c, c // 2, 1, f"{scope}/conv")
+            y = b.avgpool(y, 2, 2, 0, f"{scope}/pool")
+            c //= 2
+    b.output(b.classifier_head(y, c, 1000, "/classifier"), "logits", [1, 1000])
+    return b.model(densenet121.__doc__ or "")
+
+
+def _silu(b: GraphBuilder, x: str, scope: str) -> str:
+    """SiLU / Swish as the exporter writes it before opset 22: ``x * Sigmoid(x)``."""
+    return b.node("Mul", [x, b.node("Sigmoid", [x], scope)], scope)
+
+
+def efficientnet_b0() -> onnx.ModelProto:
+    """EfficientNet-B0 (torchvision ``efficientnet_b0`` layout): stem 3x3/2 Conv+BN+SiLU,
+    16 MBConv blocks (1x1 expand + BN + SiLU, depthwise 3x3/5x5 + BN + SiLU,
+    squeeze-and-excitation GlobalAveragePool -> 1x1 Conv -> SiLU -> 1x1 Conv -> Sigmoid -> Mul,
+    1x1 project + BN, residual Add where shapes match), head 1x1 Conv to 1280 + BN + SiLU,
+    GlobalAveragePool, Flatten, Gemm. SiLU is Sigmoid + Mul. ``input`` [1,3,224,224] ->
+    ``logits`` [1,1000]."""
+    b = GraphBuilder("efficientnet_b0", seed=7)
+    x = b.input("input", [1, 3, 224, 224])
+
+    def conv_bn_silu(x: str, cin: int, cout: int, k: int, scope: str, **kw: Any) -> str:
+        return _silu(b, b.conv_bn(x, cin, cout, k, f"{scope}/0", act=None, **kw), f"{scope}/2")
+
+    y = conv_bn_silu(x, 3, 32, 3, "/features/0/0", stride=2)
+    cin, stage = 32, 1
+    for t, c, n, s, k in [
+        (1, 16, 1, 1, 3),
+        (6, 24, 2, 2, 3),
+        (6, 40, 2, 2, 5),
+        (6, 80, 3, 2, 3),
+        (6, 112, 3, 1, 5),
+        (6, 192, 4, 2, 5),
+        (6, 320, 1, 1, 3),
+    ]:
+        for i in range(n):
+            stride = s if i == 0 else 1
+            scope = f"/features/{stage}/{i}/block"
+            hidden, j = cin * t, 0
+            h = y
+            if t != 1:
+                h = conv_bn_silu(h, cin, hidden, 1, f"{scope}/{j}")
+                j += 1
+            h = conv_bn_silu(h, hidden, hidden, k, f"{scope}/{j}", stride=stride, group=hidden)
+            se = f"{scope}/{j + 1}"
+            squeeze = max(1, cin // 4)
+            g = b.node("GlobalAveragePool", [h], f"{se}/avgpool")
+            g = _silu(b, b.conv(g, hidden, squeeze, 1, f"{se}/fc1", bias=True), f"{se}/activation")
+            g = b.node("Sigmoid", [b.conv(g, squeeze, hidden, 1, f"{se}/fc2", bias=True)], se)
+            h = b.node("Mul", [g, h], se)
+            h = b.conv_bn(h, hidden, c, 1, f"{scope}/{j + 2}/0", act=None, gamma=0.5)
+            y = b.node("Add", [h, y], scope) if stride == 1 and cin == c else h
+            cin = c
+        stage += 1
+    y = conv_bn_silu(y, cin, 1280, 1, "/features/8")
+    b.output(b.classifier_head(y, 1280, 1000, "/classifier/1"), "logits", [1, 1000])
+    return b.model(efficientnet_b0.__doc__ or "")

@@ -20,7 +20,7 @@ from autofusion.lowering.c.testing import (
     onnxruntime_outputs,
 )
 
-SLOW = {"resnet50", "bert_base", "bert_large", "swin_tiny", "vit_tiny"}
+SLOW = {"resnet50", "bert_base", "bert_large", "swin_tiny", "vit_tiny", "densenet121"}
 
 
 def _param(name: str):

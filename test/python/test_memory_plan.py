@@ -71,7 +71,7 @@ def dags(draw: st.DrawFn) -> str:
     vals: list[tuple[str, tuple[int, int]]] = [("%x", (4, 8)), ("%y", (4, 8))]
     lines: list[str] = []
     for i in range(draw(st.integers(1, 25))):
-        kind = draw(st.sampled_from(["unary", "binary", "concat", "reduce", "reshape"]))
+        kind = draw(st.sampled_from(["unary", "binary", "concat", "concat0", "reduce", "reshape"]))
         name = f"%v{i}"
         a, sa = vals[draw(st.integers(0, len(vals) - 1))]
         if kind == "unary":
@@ -92,6 +92,17 @@ def dags(draw: st.DrawFn) -> str:
             out = (sa[0], 2 * sa[1])
             lines.append(
                 f"{name} = nn.concat {a}, {a} {{axis = 1 : i64}} : ({_ty(sa)}, {_ty(sa)}) "
+                f"-> {_ty(out)}"
+            )
+            vals.append((name, out))
+        elif kind == "concat0" and sa[0] <= 16:
+            # Along axis 0: the slices are contiguous, so operands may be written in place
+            # (unless repeated, arguments, already a slice, or misaligned: 4x1 is 16 bytes).
+            same = [v for v in vals if v[1] == sa]
+            b, _ = same[draw(st.integers(0, len(same) - 1))]
+            out = (2 * sa[0], sa[1])
+            lines.append(
+                f"{name} = nn.concat {a}, {b} {{axis = 0 : i64}} : ({_ty(sa)}, {_ty(sa)}) "
                 f"-> {_ty(out)}"
             )
             vals.append((name, out))
@@ -126,6 +137,8 @@ def test_random_dag_plans_are_sound(text: str) -> None:
         assert plan.offsets[src] == plan.offsets[dst]
     for view, src in plan.views.items():
         assert plan.offsets[view] == plan.offsets[src]
+    for operand, (result, start) in plan.concat_aliases.items():
+        assert plan.offsets[operand] == plan.offsets[result] + start
 
 
 def test_must_not_alias_input_live_later() -> None:

@@ -28,6 +28,9 @@ OUTPUTS: dict[str, dict[str, tuple[int, ...]]] = {
     "shufflenet": {"logits": (1, 1000)},
     "mobilenet": {"logits": (1, 1000)},
     "zoo_cnn_opset9": {"prob": (1, 1000)},
+    "squeezenet": {"logits": (1, 1000)},
+    "densenet121": {"logits": (1, 1000)},
+    "efficientnet_b0": {"logits": (1, 1000)},
 }
 
 # Op types each model must contain (the exporter patterns it stands for).
@@ -103,6 +106,25 @@ REQUIRED_OPS: dict[str, set[str]] = {
         "Gemm",
     },
 }
+REQUIRED_OPS["squeezenet"] = {"Conv", "Relu", "MaxPool", "Concat", "Dropout", "GlobalAveragePool"}
+REQUIRED_OPS["densenet121"] = {
+    "Conv",
+    "BatchNormalization",
+    "Relu",
+    "Concat",
+    "AveragePool",
+    "MaxPool",
+    "Gemm",
+}
+REQUIRED_OPS["efficientnet_b0"] = {
+    "Conv",
+    "BatchNormalization",
+    "Sigmoid",
+    "Mul",
+    "Add",
+    "GlobalAveragePool",
+    "Gemm",
+}
 REQUIRED_OPS["bert_base"] = REQUIRED_OPS["bert_large"] = REQUIRED_OPS["tiny_bert"]
 
 SMALL = [
@@ -113,6 +135,9 @@ SMALL = [
     "shufflenet",
     "mobilenet",
     "vit_tiny",
+    "squeezenet",
+    "densenet121",
+    "efficientnet_b0",
 ]
 MEDIUM = ["resnet50", "swin_tiny", "bert_base"]
 
@@ -396,3 +421,29 @@ def test_onnxruntime_recognises_the_exporter_patterns(tmp_path: Path) -> None:
     vit = optimized_ops("vit_tiny")
     assert vit["Tanh"] == 0
     assert sum(v for k, v in vit.items() if "Gelu" in k) == 12
+
+
+@pytest.mark.parametrize("name", ["squeezenet", "densenet121", "efficientnet_b0"])
+def test_concat_and_se_models_have_ordinary_outputs_and_structure(name: str) -> None:
+    """The issue-14 model set: outputs of ordinary size (max |y| in 0.1..10, std > 0.05) and
+    the structure each claims (fire/dense concats, SE gates)."""
+    model = zoo.get_model(name)
+    (logits,) = _run_ort(model, zoo.sample_inputs(model)).values()
+    assert 0.1 < np.abs(logits).max() < 10, f"{name}: max {np.abs(logits).max()}"
+    assert logits.std() > 0.05, f"{name}: std {logits.std()}"
+    ops = Counter(n.op_type for n in model.graph.node)
+    produced = {o: n for n in model.graph.node for o in n.output}
+    concats = [n for n in model.graph.node if n.op_type == "Concat"]
+    if name == "squeezenet":
+        assert len(concats) == 8  # one per fire module
+    elif name == "densenet121":
+        assert len(concats) == 6 + 12 + 24 + 16
+        # chained growth: every concat but the first of a block extends the previous one
+        chained = sum(produced[c.input[0]].op_type == "Concat" for c in concats)
+        assert chained == len(concats) - 4
+        assert (ops["Conv"], ops["Gemm"]) == (120, 1)  # 121 layers
+    else:
+        # SiLU after expand (15 blocks), depthwise, SE squeeze; the SE gate; stem and head
+        assert ops["Sigmoid"] == 15 + 16 + 16 + 16 + 2
+        assert ops["GlobalAveragePool"] == 16 + 1
+        assert ops["Add"] == 9  # residuals where stride 1 and channels match

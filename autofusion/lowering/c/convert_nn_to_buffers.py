@@ -15,6 +15,10 @@ Effect on ``@main`` (tensor level, possibly fused and memory-planned):
 - ``nn.constant`` becomes a ``memref.global`` (the weights) read with ``memref.get_global``.
 - A top-level ``nn.reshape`` without a planned offset is a view of its input (``clib.view`` at
   offset 0): no copy.
+- A top-level ``nn.concat`` with ``memory.concat_inplace`` (``plan-buffers``) becomes no call:
+  its result is a ``clib.view`` of its arena slot, the operands marked 1 were written into
+  their slices by their producers (checked: their slots must be exactly those slices), and
+  each operand marked 0 is copied into its slice with ``memref.copy``.
 - Intermediates get ``memref.alloc`` unless the op carries ``memory.offsets``; then they are
   ``clib.view`` slots of one arena of ``memory.arena_bytes`` allocated once.
 - A model output that is not written directly by a call (an input, a constant, a view, or a
@@ -59,11 +63,12 @@ from xdsl.utils.exceptions import PassFailedException
 
 from autofusion.analysis.cost import kernel_work
 from autofusion.analysis.liveness import tensor_bytes
-from autofusion.analysis.memory_plan import is_inplace_capable
+from autofusion.analysis.memory_plan import concat_slices, is_inplace_capable
 from autofusion.analysis.static_shapes import check_static_shapes
 from autofusion.dialects import fusion, nn
 from autofusion.dialects.attrs import (
     MEMORY_ARENA_BYTES,
+    MEMORY_CONCAT_INPLACE,
     MEMORY_OFFSETS,
     ORIGINS,
     PRECISION_STORAGE,
@@ -187,6 +192,8 @@ class _Converter:
                 self.buf[op.y] = view.res
                 if self.buf[op.x] in self.arena_range:
                     self.arena_range[view.res] = self.arena_range[self.buf[op.x]]
+            elif isinstance(op, nn.ConcatOp) and MEMORY_CONCAT_INPLACE in op.attributes:
+                self._concat_in_place(op, index, direct, arena)
             elif isinstance(op, fusion.KernelOp | nn.TensorOp):
                 self._kernel(op, index, direct, arena)
             else:
@@ -294,6 +301,52 @@ class _Converter:
         self._check_no_overlap(op, index, ins, outs)
         fn = self._make_func(op, index, [v.type for v in ins], [v.type for v in outs])
         self.block.add_op(func.CallOp(fn.sym_name.data, [*ins, *outs], []))
+
+    def _concat_in_place(
+        self,
+        op: nn.ConcatOp,
+        index: int,
+        direct: dict[SSAValue, SSAValue],
+        arena: SSAValue | None,
+    ) -> None:
+        """A concat planned in place: no kernel. Its result is a view of its arena slot;
+        the operands marked 1 already sit in their slices (their producers wrote there),
+        the others are copied in with ``memref.copy``."""
+        origin = ", ".join(origins_of(op)) or f"#{index}"
+        attr = op.attributes[MEMORY_CONCAT_INPLACE]
+        flags = [int(v) for v in attr.get_values()] if isinstance(attr, DenseArrayBase) else []
+        offset = _planned_offset(op.y)
+        starts = concat_slices(op, list(op.inputs))
+        if (
+            arena is None
+            or offset is None
+            or offset < 0
+            or op.y in direct
+            or starts is None
+            or len(flags) != len(op.inputs)
+        ):
+            raise PassFailedException(
+                f"{self.pass_name}: nn.concat ({origin}) has {MEMORY_CONCAT_INPLACE} but no "
+                "arena slot with contiguous operand slices (re-run plan-buffers)"
+            )
+        view = ViewOp(arena, offset, memref_of(op.y.type))
+        self.block.add_op(view)
+        self.buf[op.y] = view.res
+        self.arena_range[view.res] = (offset, tensor_bytes(op.y.type))
+        for i, (v, start, flag) in enumerate(zip(op.inputs, starts, flags)):
+            size = tensor_bytes(v.type)
+            slot = (offset + start, size)
+            if flag:
+                if self.arena_range.get(self.buf[v]) != slot:
+                    raise PassFailedException(
+                        f"{self.pass_name}: nn.concat ({origin}): operand {i} is marked in "
+                        f"place but is not at its slice (arena bytes {slot[0]}+{size}); "
+                        "the memory plan is unsound (re-run plan-buffers)"
+                    )
+            elif size > 0:
+                dst = ViewOp(arena, offset + start, memref_of(v.type))
+                self.block.add_op(dst)
+                self.block.add_op(memref.CopyOp(self.buf[v], dst.res))
 
     def _check_no_overlap(
         self, op: Operation, index: int, ins: list[SSAValue], outs: list[SSAValue]
