@@ -9,6 +9,7 @@ reshape over the flattened 2-D view.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from xdsl.ir import Attribute
@@ -109,7 +110,20 @@ def _conv(ctx: NodeCtx) -> list[Value]:
     ]
 
 
-def _pool(ctx: NodeCtx, op_cls: type, extra: dict) -> list[Value]:
+@dataclass(frozen=True)
+class _PoolGeometry:
+    """A pooling node's input and window, its attributes read and checked once."""
+
+    x: Value
+    kernel: list[int]
+    strides: list[int]
+    dilations: list[int]
+    ceil_mode: bool
+    pads: list[int]
+    out: tuple[int, ...]
+
+
+def _pool_geometry(ctx: NodeCtx) -> _PoolGeometry:
     x = _float_input(ctx, 0)
     xs = value_shape(x)
     nsp = len(xs) - 2
@@ -126,15 +140,20 @@ def _pool(ctx: NodeCtx, op_cls: type, extra: dict) -> list[Value]:
         out = shapes.pool_out(xs, kernel, strides, pads, dilations, ceil_mode)
     except ValueError as e:
         raise ctx.error(str(e)) from None
+    return _PoolGeometry(x, kernel, strides, dilations, ceil_mode, list(pads), tuple(out))
+
+
+def _pool(ctx: NodeCtx, op_cls: type, extra: dict) -> list[Value]:
+    g = _pool_geometry(ctx)
     props = {
-        "kernel": i64_array(kernel),
-        "strides": i64_array(strides),
-        "pads": i64_array(pads),
-        "dilations": i64_array(dilations),
-        "ceil_mode": bool_attr(ceil_mode),
+        "kernel": i64_array(g.kernel),
+        "strides": i64_array(g.strides),
+        "pads": i64_array(g.pads),
+        "dilations": i64_array(g.dilations),
+        "ceil_mode": bool_attr(g.ceil_mode),
         **extra,
     }
-    return [ctx.emit1(op_cls, [x], out, value_elem(x), props)]
+    return [ctx.emit1(op_cls, [g.x], g.out, value_elem(g.x), props)]
 
 
 @converter("LpPool")
@@ -144,25 +163,13 @@ def _lp_pool(ctx: NodeCtx) -> list[Value]:
     padded input (which the average pool would not count), it is a depthwise convolution with
     a kernel of ones and the overhang widened into the end pads (1-d and 2-d: the C target has
     no 3-d convolution). Pads and overhang contribute zeros, as in onnxruntime."""
-    x = _float_input(ctx, 0)
-    xs = value_shape(x)
+    g = _pool_geometry(ctx)
+    x, xs = g.x, value_shape(g.x)
     nsp = len(xs) - 2
-    if nsp < 1:
-        raise ctx.error(f"input must have rank >= 3, got {xs}")
-    kernel = [int(v) for v in ctx.attr("kernel_shape", [])]
-    if len(kernel) != nsp:
-        raise ctx.error(f"kernel_shape {kernel} must have {nsp} entries")
-    strides = [int(v) for v in ctx.attr("strides", [1] * nsp)]
-    dilations = [int(v) for v in ctx.attr("dilations", [1] * nsp)]
-    ceil_mode = bool(ctx.attr("ceil_mode", 0))
+    kernel, strides, dilations, pads, out = g.kernel, g.strides, g.dilations, g.pads, g.out
     p = int(ctx.attr("p", 2))
     if p < 1:
         raise ctx.error(f"p must be a positive integer, got {p}")
-    pads = resolve_pads(ctx, xs[2:], kernel, strides, dilations)
-    try:
-        out = shapes.pool_out(xs, kernel, strides, pads, dilations, ceil_mode)
-    except ValueError as e:
-        raise ctx.error(str(e)) from None
     conv_pads = list(pads)
     for i in range(nsp):
         reach = (out[2 + i] - 1) * strides[i] + dilations[i] * (kernel[i] - 1) + 1
@@ -180,7 +187,7 @@ def _lp_pool(ctx: NodeCtx) -> list[Value]:
         props |= {
             "kernel": i64_array(kernel),
             "pads": i64_array(pads),
-            "ceil_mode": bool_attr(ceil_mode),
+            "ceil_mode": bool_attr(g.ceil_mode),
             "count_include_pad": bool_attr(True),
         }
         mean = ctx.emit1(nn.AvgPoolOp, [powered], out, elem, props)
