@@ -34,7 +34,7 @@ from xdsl.ir import BlockArgument, SSAValue
 
 from autofusion.analysis.liveness import find_main
 from autofusion.dialects import nn
-from autofusion.dialects.attrs import origin_names
+from autofusion.dialects.attrs import ONNX_NAME, origin_names
 from autofusion.dialects.fusion import KernelOp
 from autofusion.errors import AutofusionError
 
@@ -115,7 +115,7 @@ def collect(module: ModuleOp) -> Page:
 def _arg_name(main: func.FuncOp, arg: BlockArgument) -> str:
     attrs = main.arg_attrs.data if main.arg_attrs is not None else ()
     if arg.index < len(attrs):
-        name = attrs[arg.index].data.get("onnx.name")
+        name = attrs[arg.index].data.get(ONNX_NAME)
         if isinstance(name, StringAttr):
             return name.data
     return f"input {arg.index}"

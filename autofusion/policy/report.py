@@ -27,6 +27,7 @@ from autofusion.dialects.attrs import (
     FUSION_POLICY,
     MEMORY_CONCAT_INPLACE,
     PRECISION_GROUPS,
+    origin_names,
 )
 from autofusion.dialects.fusion import FAST_MATH_ATTR, KernelOp
 from autofusion.policy.reasons import read_refusals
@@ -224,9 +225,7 @@ def conv_algo_rows(module: ModuleOp) -> list[dict[str, object]]:
 
     rows: list[dict[str, object]] = []
     for fn in _funcs(module):
-        origins = fn.attributes.get("onnx.origins")
-        names = [s.data for s in origins.data if isinstance(s, StringAttr)] if isinstance(
-            origins, ArrayAttr) else []  # fmt: skip
+        names = origin_names(fn)
         for op in fn.walk():
             if isinstance(op, clib.Conv2DOp):
                 f = dict(zip(clib.CONV_FIELDS, op.param_values(), strict=True))

@@ -445,7 +445,7 @@ OPT_CASES = [
     (["-p", "lower-fusion-to-ascendc{max-tile=0}", "{relu}"], ["max_tile=0", ">= 8"]),
     (["-p", "lower-fusion-to-ascendc{ub_bytes=-4}", "{relu}"], ["ub_bytes=-4"]),
     (["-p", "fuse{aggressiveness=7}", "{relu}"], ["aggressiveness=7", "-1..3"]),
-    (["-p", "fuse{window_size=-1}", "{relu}"], ["window_size=-1", ">= 0"]),
+    (["-p", "fuse{window_size=-2}", "{relu}"], ["window_size=-2", ">= -1"]),
     (["-p", "fuse{hardware=tpu}", "{relu}"], ["hardware='tpu'", "'ascend910b'"]),
     (["-p", "canonicalize-nn{fold_limit=-1}", "{relu}"], ["fold_limit=-1"]),
     (["-p", "plan-buffers{alignment=3}", "{relu}"], ["alignment=3", "power of two"]),
