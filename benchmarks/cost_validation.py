@@ -8,8 +8,9 @@ correlation and the median relative error per model, written to docs/cost-model.
 Each model is compiled for one thread (``autofusion.compile(threads=1)``), profiled
 (``CompiledModel.profile``, per-kernel times of ``runs`` runs) and its kernels matched by ONNX
 origins to the top-level ops of the same tensor pipeline (``prepare_module``). The roofs
-are this machine's (``predict.measured_roofs``: one-thread sgemm, copies, an L2-resident
-multiply; cached per machine); the per-call overhead is the profiled time of a one-element
+are this machine's: the runtime GEMM core's one-thread roof (``runtime.roofs.machine_roofs``) and
+``predict.measured_roofs`` (copies, an L2-resident multiply; cached per machine); the per-call
+overhead is the profiled time of a one-element
 Relu model.
 """
 
@@ -178,7 +179,8 @@ def render(all_rows: dict[str, list[dict[str, Any]]], roofs: Any, command: str, 
         "",
         "Roofs measured on this machine (`predict.measured_roofs`, cached per machine):",
         "",
-        f"- GEMM (one-thread sgemm 512^3): {roofs.gemm_flops / 1e9:.1f} GFLOP/s",
+        "- GEMM (the runtime's core, one thread, 512^3 MatMul): "
+        f"{roofs.gemm_flops / 1e9:.1f} GFLOP/s",
         f"- vector (fused chain of 16 multiplies, 64 KiB): {roofs.vector_flops / 1e9:.2f} GFLOP/s",
         f"- memory copy (64 MiB, read + write): {roofs.mem_bandwidth / 1e9:.1f} GB/s",
         f"- L2 copy (256 KiB): {roofs.l2_bandwidth / 1e9:.1f} GB/s",
@@ -229,6 +231,7 @@ def render(all_rows: dict[str, list[dict[str, Any]]], roofs: Any, command: str, 
 
 def main(argv: Sequence[str] | None = None) -> int:
     from autofusion.analysis.predict import measured_roofs
+    from autofusion.runtime.roofs import machine_roofs
 
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--models", default=",".join(DEFAULT_MODELS))
@@ -238,6 +241,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--csv", default="benchmarks/data/cost_validation.csv")
     args = ap.parse_args(argv)
     roofs = measured_roofs(
+        machine_roofs(1, say=lambda m: print(m, file=sys.stderr)).peak_gflops * 1e9,
         refresh=args.refresh_roofs,
         overhead_s=measure_overhead(),
         vector_flops=measure_vector_flops(),

@@ -10,7 +10,8 @@ Recorded on the development machine (2-core "Intel(R) Xeon(R) Processor" VM, 202
     L3 480 MiB reported by lscpu (virtualised, not trusted as a working-set bound),
     np.copyto of 64 MiB: 14.1 GB/s counted as read+write bytes (DRAM);
     np.copyto of 256 KiB (L2-resident): 92.7 GB/s.
-    OpenBLAS sgemm ~100 GFLOP/s on one core (shared/NOTES.md).
+    sgemm ~100 GFLOP/s on one core (shared/NOTES.md; the runtime's own GEMM core is measured
+    by ``autofusion.runtime.roofs``).
 
 Ascend 910B (Atlas A2 training series) from public specifications:
     Unified Buffer (UB) 192 KB per AI Core (vector unit working memory), L1 buffer 512 KB,
@@ -88,33 +89,6 @@ def measure_copy_bandwidth(nbytes: int = 64 * MiB, repeats: int = 5) -> float:
         wall = time.perf_counter() - t
         best = min(best, wall, max(time.thread_time() - c, 1e-9))
     return 2 * a.nbytes / best
-
-
-def measure_gemm_flops(n: int = 512, repeats: int = 5) -> float:
-    """FLOP/s of one ``n`` x ``n`` x ``n`` sgemm on one thread (best of ``repeats``), through the
-    same OpenBLAS the C backend links (``scipy_openblas32``): the GEMM roof of generated code."""
-    import ctypes
-
-    import numpy as np
-    import scipy_openblas32
-
-    lib = ctypes.CDLL(str(Path(scipy_openblas32.get_lib_dir()) / "libscipy_openblas.so"))
-    lib.scipy_openblas_set_num_threads(1)
-    a = np.random.default_rng(0).standard_normal((n, n)).astype(np.float32)
-    b = np.ascontiguousarray(a.T)
-    c = np.empty_like(a)
-    fp = ctypes.POINTER(ctypes.c_float)
-    sgemm = lib.scipy_cblas_sgemm
-    sgemm.restype = None
-    args = (101, 111, 111, n, n, n, ctypes.c_float(1.0), a.ctypes.data_as(fp), n,
-            b.ctypes.data_as(fp), n, ctypes.c_float(0.0), c.ctypes.data_as(fp), n)  # fmt: skip
-    sgemm(*args)  # warm-up: page in, spin up the core
-    best = float("inf")
-    for _ in range(repeats):
-        t = time.perf_counter()
-        sgemm(*args)
-        best = min(best, time.perf_counter() - t)
-    return 2.0 * n * n * n / best
 
 
 @cache

@@ -93,7 +93,7 @@ def _kind(cls: type) -> int:
 
 
 #: Bumped when what :func:`measured_roofs` measures changes (invalidates cached files).
-ROOFS_VERSION = 1
+ROOFS_VERSION = 2  # 2: the GEMM roof is the caller's (the runtime's core), not OpenBLAS's
 
 
 @dataclass(frozen=True)
@@ -469,14 +469,17 @@ def measure_vector_flops(n: int = 32768, repeats: int = 20) -> float:
     return n / best
 
 
-def measured_roofs(refresh: bool = False, **overrides: float) -> Roofs:
-    """This machine's roofs: one-thread sgemm (``hardware.measure_gemm_flops``), out-of-cache
-    and L2-resident copies (``measure_copy_bandwidth``), an L2-resident multiply, 1 µs per
-    call; ``overrides`` replace fields with the caller's measurements
-    (``benchmarks/cost_validation.py`` profiles compiled kernels for ``vector_flops`` and
-    ``overhead_s``). The measured fields are cached in ``$AUTOFUSION_CACHE_DIR/roofs.json``
-    (default ``~/.cache/autofusion``) under :func:`machine_key`; ``refresh`` measures again."""
-    from autofusion.analysis.hardware import measure_copy_bandwidth, measure_gemm_flops
+def measured_roofs(gemm_flops: float, refresh: bool = False, **overrides: float) -> Roofs:
+    """This machine's roofs: ``gemm_flops`` is the caller's measurement of the GEMM core the
+    generated code calls (``runtime.roofs.machine_roofs``: the runtime's own core on a 512^3
+    MatMul, the one GEMM roof of the project; analysis imports no runtime, so it is passed in
+    as a number); out-of-cache and L2-resident copies (``measure_copy_bandwidth``), an
+    L2-resident multiply and 1 µs per call are measured here. ``overrides`` replace fields with
+    the caller's measurements (``benchmarks/cost_validation.py`` profiles compiled kernels for
+    ``vector_flops`` and ``overhead_s``). The fields measured here are cached in
+    ``$AUTOFUSION_CACHE_DIR/roofs.json`` (default ``~/.cache/autofusion``) under
+    :func:`machine_key`; ``refresh`` measures again."""
+    from autofusion.analysis.hardware import measure_copy_bandwidth
 
     path = roofs_cache_file()
     key = machine_key()
@@ -487,10 +490,11 @@ def measured_roofs(refresh: bool = False, **overrides: float) -> Roofs:
         data = {}
     entry = data.get(key)
     if entry is not None and not refresh and entry.get("version") == ROOFS_VERSION:
-        roofs = Roofs(**{k: v for k, v in entry.items() if k != "version"})  # type: ignore[arg-type]
+        fields = {k: v for k, v in entry.items() if k != "version"}
+        roofs = Roofs(**{**fields, "gemm_flops": gemm_flops})  # type: ignore[arg-type]
     else:
         roofs = Roofs(
-            gemm_flops=measure_gemm_flops(),
+            gemm_flops=gemm_flops,
             vector_flops=measure_vector_flops(),
             mem_bandwidth=max(measure_copy_bandwidth() for _ in range(3)),
             l2_bandwidth=measure_copy_bandwidth(256 * 1024, 50),

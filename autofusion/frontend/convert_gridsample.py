@@ -61,8 +61,8 @@ class _Ops:
         return self.ctx.emit1(nn.WhereOp, [cond, a, b], shape, value_elem(a))
 
     def clip(self, a: Value, lo: float, hi: float) -> Value:
-        props = {"min": f64_attr(lo), "max": f64_attr(hi)}
-        return self.ctx.emit1(nn.ClipOp, [a], value_shape(a), value_elem(a), dict(props))
+        props: dict[str, Attribute] = {"min": f64_attr(lo), "max": f64_attr(hi)}
+        return self.ctx.emit1(nn.ClipOp, [a], value_shape(a), value_elem(a), props)
 
     def reflect(self, x: Value, lo: float, hi: float) -> Value:
         """Fold ``x`` back into ``[lo, hi]`` by reflecting at the nearer border, repeatedly."""

@@ -91,11 +91,12 @@ def cache_root() -> Path:
 
 @functools.lru_cache(maxsize=1)
 def code_fingerprint() -> str:
-    """sha256 over autofusion's .py/.h/.c sources (path + bytes), computed once per process."""
+    """sha256 over autofusion's .py/.h/.c sources and .json data such as the strategy model
+    (path + bytes), computed once per process."""
     pkg = Path(__file__).resolve().parent.parent  # the autofusion package directory
     h = hashlib.sha256(autofusion.__version__.encode())
     for path in sorted(pkg.rglob("*")):
-        if path.suffix in (".py", ".h", ".c") and "__pycache__" not in path.parts:
+        if path.suffix in (".py", ".h", ".c", ".json") and "__pycache__" not in path.parts:
             h.update(str(path.relative_to(pkg)).encode())
             h.update(path.read_bytes())
     return h.hexdigest()

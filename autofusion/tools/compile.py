@@ -21,7 +21,7 @@ import math
 import os
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn
 
@@ -38,24 +38,24 @@ class CliParser(argparse.ArgumentParser):
         raise SystemExit(1)
 
 
-def non_negative_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
-    return v
+def int_at_least(lo: int) -> Callable[[str], int]:
+    """An argparse ``type`` accepting integers >= ``lo``."""
+    want = "a positive integer" if lo == 1 else f"an integer >= {lo}"
+
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {want}, got {text!r}") from None
+        if v < lo:
+            raise argparse.ArgumentTypeError(f"expected {want}, got {text!r}")
+        return v
+
+    return parse
 
 
-def positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return v
+non_negative_int = int_at_least(0)
+positive_int = int_at_least(1)
 
 
 def positive_float(text: str) -> float:

@@ -157,15 +157,15 @@ def test_measured_roofs_are_cached_per_machine(tmp_path, monkeypatch: pytest.Mon
     calls: list[str] = []
     import autofusion.analysis.hardware as hwmod
 
-    monkeypatch.setattr(hwmod, "measure_gemm_flops", lambda: calls.append("gemm") or 50e9)
-    monkeypatch.setattr(hwmod, "measure_copy_bandwidth", lambda *a: 8e9)
+    monkeypatch.setattr(hwmod, "measure_copy_bandwidth", lambda *a: calls.append("copy") or 8e9)
     monkeypatch.setattr(predict, "measure_vector_flops", lambda: 4e9)
-    first = predict.measured_roofs()
+    first = predict.measured_roofs(50e9)
     assert (first.gemm_flops, first.mem_bandwidth, first.vector_flops) == (50e9, 8e9, 4e9)
     assert (tmp_path / "roofs.json").is_file()
-    again = predict.measured_roofs(overhead_s=2e-6)
-    assert calls == ["gemm"]  # read from the cache, not measured again
+    measured = len(calls)
+    again = predict.measured_roofs(60e9, overhead_s=2e-6)
+    assert len(calls) == measured  # read from the cache, not measured again
     assert again.overhead_s == 2e-6
-    assert again.gemm_flops == 50e9
-    predict.measured_roofs(refresh=True)
-    assert calls == ["gemm", "gemm"]
+    assert again.gemm_flops == 60e9  # the caller's GEMM roof, never a cached one
+    predict.measured_roofs(50e9, refresh=True)
+    assert len(calls) == 2 * measured
