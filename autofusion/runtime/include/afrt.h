@@ -399,36 +399,48 @@ static inline int afrt_in_region_(const void *p, size_t bytes) {
 
 /* c[mr x NR] (ldc) = (acc ? c : 0) + a_panel @ b_panel over kc; one function per mr. */
 #if defined(__AVX512F__)
+/* The parts the AVX-512 micro-kernels share (fp32 here, 16-bit in the lp core below): an
+ * MRV x 32 tile of accumulators c0/c1, one rank-1 update from the MRV floats at AROW, and the
+ * tile's accumulate-or-store into c (ldc, acc). B's load (and widening) is each kernel's own. */
+#define AFRT_UK_ZMM_ZERO_(MRV)                                                                 \
+    __m512 c0[MRV], c1[MRV];                                                                   \
+    for (int i = 0; i < MRV; ++i) {                                                            \
+        c0[i] = _mm512_setzero_ps();                                                           \
+        c1[i] = _mm512_setzero_ps();                                                           \
+    }                                                                                          \
+    (void)0
+#define AFRT_UK_ZMM_RANK1_(MRV, AROW, B0, B1)                                                  \
+    for (int i = 0; i < MRV; ++i) {                                                            \
+        const __m512 ai = _mm512_set1_ps((AROW)[i]);                                           \
+        c0[i] = _mm512_fmadd_ps(ai, B0, c0[i]);                                                \
+        c1[i] = _mm512_fmadd_ps(ai, B1, c1[i]);                                                \
+    }                                                                                          \
+    (void)0
+#define AFRT_UK_ZMM_STORE_(MRV)                                                                \
+    for (int i = 0; i < MRV; ++i) {                                                            \
+        float *ci = c + i * ldc;                                                               \
+        if (acc) {                                                                             \
+            c0[i] = _mm512_add_ps(c0[i], _mm512_loadu_ps(ci));                                 \
+            c1[i] = _mm512_add_ps(c1[i], _mm512_loadu_ps(ci + 16));                            \
+        }                                                                                      \
+        _mm512_storeu_ps(ci, c0[i]);                                                           \
+        _mm512_storeu_ps(ci + 16, c1[i]);                                                      \
+    }                                                                                          \
+    (void)0
 #define AFRT_DEFINE_UKERNEL(NAME, MRV)                                                         \
     static inline void NAME(int64_t kc, const float *restrict a, const float *restrict b,      \
                             float *restrict c, int64_t ldc, int acc) {                         \
-        __m512 c0[MRV], c1[MRV];                                                               \
-        for (int i = 0; i < MRV; ++i) {                                                        \
-            c0[i] = _mm512_setzero_ps();                                                       \
-            c1[i] = _mm512_setzero_ps();                                                       \
-        }                                                                                      \
+        AFRT_UK_ZMM_ZERO_(MRV);                                                                \
         for (int64_t k = 0; k < kc; ++k) {                                                     \
             _mm_prefetch(AFRT_PF_ADDR(a, MRV * AFRT_PF_K), AFRT_PF_HINT);                      \
             _mm_prefetch(AFRT_PF_ADDR(b, AFRT_NR * AFRT_PF_K), AFRT_PF_HINT);                  \
             _mm_prefetch(AFRT_PF_ADDR(b, AFRT_NR * AFRT_PF_K + 16), AFRT_PF_HINT);             \
             const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);                \
-            for (int i = 0; i < MRV; ++i) {                                                    \
-                const __m512 ai = _mm512_set1_ps(a[i]);                                        \
-                c0[i] = _mm512_fmadd_ps(ai, b0, c0[i]);                                        \
-                c1[i] = _mm512_fmadd_ps(ai, b1, c1[i]);                                        \
-            }                                                                                  \
+            AFRT_UK_ZMM_RANK1_(MRV, a, b0, b1);                                                \
             a += MRV;                                                                          \
             b += AFRT_NR;                                                                      \
         }                                                                                      \
-        for (int i = 0; i < MRV; ++i) {                                                        \
-            float *ci = c + i * ldc;                                                           \
-            if (acc) {                                                                         \
-                c0[i] = _mm512_add_ps(c0[i], _mm512_loadu_ps(ci));                             \
-                c1[i] = _mm512_add_ps(c1[i], _mm512_loadu_ps(ci + 16));                        \
-            }                                                                                  \
-            _mm512_storeu_ps(ci, c0[i]);                                                       \
-            _mm512_storeu_ps(ci + 16, c1[i]);                                                  \
-        }                                                                                      \
+        AFRT_UK_ZMM_STORE_(MRV);                                                               \
     }
 #else
 /* Portable C (x86-64-v2, aarch64): passes of AFRT_UK_ROWS rows x 32 columns over the packed
@@ -1719,11 +1731,7 @@ static inline void afrt_lp_narrow_(int lp, const float *restrict src, int64_t kc
     static inline void NAME(int lp, int64_t kc, const uint16_t *restrict a,                   \
                             const uint16_t *restrict b, float *restrict c, int64_t ldc,        \
                             int acc) {                                                         \
-        __m512 c0[MRV], c1[MRV];                                                               \
-        for (int i = 0; i < MRV; ++i) {                                                        \
-            c0[i] = _mm512_setzero_ps();                                                       \
-            c1[i] = _mm512_setzero_ps();                                                       \
-        }                                                                                      \
+        AFRT_UK_ZMM_ZERO_(MRV);                                                                \
         if (lp == AFRT_LP_BF16) {                                                              \
             for (int64_t k = 0; k < kc; k += 2) {                                              \
                 _mm_prefetch(AFRT_PF_ADDR(b, AFRT_NR * AFRT_PF_K), AFRT_PF_HINT);                  \
@@ -1747,24 +1755,12 @@ static inline void afrt_lp_narrow_(int lp, const float *restrict src, int64_t kc
                 const __m512 b1 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(b + 16))); \
                 /* 16 halves from a row of MRV: panels carry 16 halves of tail padding */      \
                 _mm512_storeu_ps(at, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)a))); \
-                for (int i = 0; i < MRV; ++i) {                                                \
-                    const __m512 ai = _mm512_set1_ps(at[i]);                                   \
-                    c0[i] = _mm512_fmadd_ps(ai, b0, c0[i]);                                    \
-                    c1[i] = _mm512_fmadd_ps(ai, b1, c1[i]);                                    \
-                }                                                                              \
+                AFRT_UK_ZMM_RANK1_(MRV, at, b0, b1);                                           \
                 a += MRV;                                                                      \
                 b += AFRT_NR;                                                                  \
             }                                                                                  \
         }                                                                                      \
-        for (int i = 0; i < MRV; ++i) {                                                        \
-            float *ci = c + i * ldc;                                                           \
-            if (acc) {                                                                         \
-                c0[i] = _mm512_add_ps(c0[i], _mm512_loadu_ps(ci));                             \
-                c1[i] = _mm512_add_ps(c1[i], _mm512_loadu_ps(ci + 16));                        \
-            }                                                                                  \
-            _mm512_storeu_ps(ci, c0[i]);                                                       \
-            _mm512_storeu_ps(ci + 16, c1[i]);                                                  \
-        }                                                                                      \
+        AFRT_UK_ZMM_STORE_(MRV);                                                               \
     }
 #else
 /* Portable C: the same products in fp32, rows in passes of AFRT_UK_ROWS as the fp32 kernel. */
