@@ -1,0 +1,199 @@
+"""Fusion efficiency: what fusion saves against what it could physically remove (issue 16).
+
+For each model it builds the unfused (``fusion=False``) and the fused C build at the same
+thread count and measures, in ``--rounds`` interleaved rounds (fused and unfused alternate,
+each round's order flipped), the end-to-end median over ``--runs`` plus one per-kernel profile
+of each build. From those:
+
+- **R**, the removable time: the unfused kernels the fused build removes or absorbs. Every
+  unfused kernel is matched by its ONNX origins to the fused kernel that computes them; of the
+  unfused kernels one fused kernel covers, the slowest is its anchor (the conv / GEMM / the
+  one kernel that stays) and the others were absorbed into it; an unfused kernel no fused kernel
+  covers was removed outright. R is their share of the unfused profile times the unfused
+  end-to-end time (the profile's own timer overhead, larger for the build with more kernels,
+  so cancels out of the share).
+- **saving** = unfused - fused end-to-end time, and **ratio** = saving / R (issue 16's bar:
+  at least 0.8).
+- **bytes moved** per inference, fused and unfused, from the cost model's compulsory traffic of
+  each kernel (``report["kernel_work"]``, the profiler's ``bytes_moved`` times calls).
+
+Each model is ``NAME`` of the zoo or ``NAME@SEQ`` for a zoo BERT at sequence length SEQ.
+Every build is checked against the other (the project's correctness bar). Not a test: nothing
+here asserts a time.
+
+    python benchmarks/fusion_efficiency.py --models resnet50,mobilenet,inception,bert_base@128,\
+bert_base@512,swin_tiny --threads 1,2 --runs 10 --rounds 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import onnx
+
+DEFAULT_MODELS = "resnet50,mobilenet,inception,bert_base@128,bert_base@512,swin_tiny"
+
+
+def build(spec: str) -> onnx.ModelProto:
+    """The zoo model ``NAME`` or a zoo BERT ``NAME@SEQ`` at sequence length ``SEQ``."""
+    from autofusion.zoo import get_model
+    from autofusion.zoo.transformer import bert
+
+    name, _, seq = spec.partition("@")
+    return bert(name, seq=int(seq)) if seq else get_model(name)
+
+
+@dataclass
+class Split:
+    """The unfused profile split into what the fused build keeps and what it removes."""
+
+    removed_share: float  # of the unfused profiled time
+    absorbed: int  # unfused kernels folded into a fused kernel
+    eliminated: int  # unfused kernels with no fused kernel computing their nodes
+    kept: int
+
+
+def split_profile(unfused: Sequence[Any], fused: Sequence[Any]) -> Split:
+    """Match unfused to fused kernels by ONNX origins (see the module doc)."""
+    owner: dict[str, int] = {}
+    for i, k in enumerate(fused):
+        for o in k.origins:
+            owner.setdefault(o, i)
+    groups: dict[int, list[Any]] = {}
+    eliminated: list[Any] = []
+    for k in unfused:
+        hits = [owner[o] for o in k.origins if o in owner]
+        if hits:
+            groups.setdefault(min(hits), []).append(k)
+        else:
+            eliminated.append(k)
+    removed = sum(k.seconds for k in eliminated)
+    absorbed = 0
+    for members in groups.values():
+        anchor = max(members, key=lambda k: k.seconds)
+        for k in members:
+            if k is not anchor:
+                removed += k.seconds
+                absorbed += 1
+    total = sum(k.seconds for k in unfused)
+    return Split(removed / total if total > 0 else 0.0, absorbed, len(eliminated), len(groups))
+
+
+def bytes_per_run(profile: Sequence[Any], runs: int) -> float:
+    return sum((k.bytes_moved or 0) * k.calls for k in profile) / runs
+
+
+def measure(spec: str, threads: int, runs: int, rounds: int, say: Any) -> dict[str, Any]:
+    import autofusion
+    from autofusion.testing import compare
+    from autofusion.zoo import sample_inputs
+
+    model = build(spec)
+    feeds = sample_inputs(model)
+    builds = {}
+    for fusion in (False, True):
+        say(f"  compiling {spec} ({'fused' if fusion else 'unfused'}, {threads} thread(s))")
+        t0 = time.perf_counter()
+        builds[fusion] = autofusion.compile(model, fusion=fusion, threads=threads, label=spec)
+        say(f"    {time.perf_counter() - t0:.1f} s")
+    try:
+        ref = builds[False].run(feeds)
+        got = builds[True].run(feeds)
+        bad = [n for n in ref if not compare(got[n], ref[n]).match]
+        times: dict[bool, list[float]] = {False: [], True: []}
+        for r in range(rounds):
+            order = (False, True) if r % 2 == 0 else (True, False)
+            for fusion in order:
+                m = builds[fusion]
+                m.run(feeds)  # warm
+                ts = []
+                for _ in range(runs):
+                    t0 = time.perf_counter()
+                    m.run(feeds)
+                    ts.append(time.perf_counter() - t0)
+                times[fusion].append(statistics.median(ts))
+        prof = {f: builds[f].profile(feeds, runs) for f in (False, True)}
+    finally:
+        for m in builds.values():
+            m.close()
+    unf, fus = statistics.median(times[False]), statistics.median(times[True])
+    split = split_profile(prof[False], prof[True])
+    r_s = split.removed_share * unf
+    return {
+        "model": spec,
+        "threads": threads,
+        "unfused_ms": 1e3 * unf,
+        "fused_ms": 1e3 * fus,
+        "R_ms": 1e3 * r_s,
+        "saving_ms": 1e3 * (unf - fus),
+        "ratio": (unf - fus) / r_s if r_s > 0 else float("nan"),
+        "kernels_unfused": len(prof[False]),
+        "kernels_fused": len(prof[True]),
+        "absorbed": split.absorbed,
+        "eliminated": split.eliminated,
+        "mb_unfused": bytes_per_run(prof[False], runs) / 1e6,
+        "mb_fused": bytes_per_run(prof[True], runs) / 1e6,
+        "rounds_ms": {
+            "unfused": [round(1e3 * t, 3) for t in times[False]],
+            "fused": [round(1e3 * t, 3) for t in times[True]],
+        },
+        "mismatch": bad,
+    }
+
+
+def table(rows: Sequence[Mapping[str, Any]]) -> str:
+    out = [
+        "| model | threads | unfused ms | fused ms | R ms | saving ms | saving / R "
+        "| kernels (absorbed, removed) | MB moved unfused -> fused |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        out.append(
+            f"| {r['model']} | {r['threads']} | {r['unfused_ms']:.2f} | {r['fused_ms']:.2f} "
+            f"| {r['R_ms']:.2f} | {r['saving_ms']:.2f} | {r['ratio']:.2f} "
+            f"| {r['kernels_unfused']} -> {r['kernels_fused']} ({r['absorbed']}, "
+            f"{r['eliminated']}) | {r['mb_unfused']:.1f} -> {r['mb_fused']:.1f} |"
+        )
+    return "\n".join(out)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    ap.add_argument("--models", default=DEFAULT_MODELS, help="comma-separated NAME or NAME@SEQ")
+    ap.add_argument("--threads", default="1,2", help="comma-separated thread counts")
+    ap.add_argument("--runs", type=int, default=10, help="timed runs per round and build")
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds")
+    ap.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
+    args = ap.parse_args(argv)
+
+    def say(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+
+    rows = []
+    for spec in args.models.split(","):
+        for threads in (int(t) for t in args.threads.split(",")):
+            say(f"{spec}, {threads} thread(s); load average {os.getloadavg()[0]:.1f}")
+            row = measure(spec, threads, args.runs, args.rounds, say)
+            say(f"  ratio {row['ratio']:.2f}; rounds {row['rounds_ms']}")
+            if row["mismatch"]:
+                say(f"  OUTPUTS DIFFER between the builds: {row['mismatch']}")
+            rows.append(row)
+    print(table(rows))
+    print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
+    if args.json:
+        import json
+
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    return 1 if any(r["mismatch"] for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
