@@ -10,7 +10,12 @@
 - ``clib.unpack %ctx[i]``: buffer number ``i`` of a context. C: ``T *v = ((void *const *)ctx)[i];``
 - ``clib.view %buf {offset = N}``: a typed view at byte ``offset`` of another buffer (arena
   slots, and reshapes, which are views at offset 0). C: ``T *v = (T *)((char *)buf + N);``
-- ``clib.epilogue_args``: inside an epilogue function, the block being processed.
+- An **epilogue** is a private ``func.func`` marked ``c.epilogue`` (:data:`EPILOGUE_ATTR`)
+  whose arguments are :data:`EPILOGUE_PARAMS`, in that order: the one definition of
+  ``afrt_epilogue.fn``'s calling convention, from which the lowering builds the function
+  (:func:`epilogue_block`, :class:`EpilogueArgs`) and the printer its C signature
+  (:func:`epilogue_c_params`); a test checks ``afrt.h``'s typedef against it, and the printer
+  checks each epilogue's argument types (:func:`verify_epilogue`).
 - ``clib.guard_index %k {dim = N, site = "..."}``: an index read from run-time data, checked:
   ``k < 0`` wraps to ``k + N`` (ONNX), anything outside ``[-N, N-1]`` records a fault for
   ``site`` (the model's run then fails naming it) and yields 0, so the access stays in
@@ -27,7 +32,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 from xdsl.dialects.builtin import (
     AnyFloat,
@@ -42,7 +47,15 @@ from xdsl.dialects.builtin import (
     SymbolRefAttr,
     i64,
 )
-from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SSAValue, TypeAttribute
+from xdsl.ir import (
+    Attribute,
+    Block,
+    BlockArgument,
+    Dialect,
+    ParametrizedAttribute,
+    SSAValue,
+    TypeAttribute,
+)
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     IRDLOperation,
@@ -82,6 +95,73 @@ class CallOp(IRDLOperation):
     def verify_(self) -> None:
         if not self.callee.data.replace("_", "a").isalnum():
             raise VerifyException(f"'clib.call': callee {self.callee.data!r} is not a C name")
+
+
+#: The discardable attribute that marks a ``func.func`` as an epilogue.
+EPILOGUE_ATTR = "c.epilogue"
+
+
+class EpilogueArgs(NamedTuple):
+    """The arguments of an epilogue, by name (afrt.h ``afrt_epilogue``): its context ``ctx``
+    (a :class:`PackOp` array), the output matrix ``out`` of batch item ``batch`` (row-major,
+    leading dimension ``ld``), and the block ``[r0, r1) x [c0, c1)`` to finish."""
+
+    ctx: BlockArgument
+    out: BlockArgument
+    batch: BlockArgument
+    r0: BlockArgument
+    r1: BlockArgument
+    c0: BlockArgument
+    c1: BlockArgument
+    ld: BlockArgument
+
+
+#: ``afrt_epilogue.fn``'s parameters in order: (name, C type); ``ptr`` ones are
+#: ``!clib.ptr`` in the IR, the rest ``i64``.
+EPILOGUE_PARAMS: tuple[tuple[str, str], ...] = (
+    ("ctx", "void *"),
+    ("out", "float *"),
+    ("batch", "int64_t"),
+    ("r0", "int64_t"),
+    ("r1", "int64_t"),
+    ("c0", "int64_t"),
+    ("c1", "int64_t"),
+    ("ld", "int64_t"),
+)
+assert tuple(n for n, _ in EPILOGUE_PARAMS) == EpilogueArgs._fields
+
+
+def epilogue_arg_types() -> list[Attribute]:
+    return [PtrType() if c.endswith("*") else i64 for _, c in EPILOGUE_PARAMS]
+
+
+def epilogue_block() -> tuple[Block, EpilogueArgs]:
+    """A new epilogue body block and its arguments by name."""
+    blk = Block(arg_types=epilogue_arg_types())
+    return blk, EpilogueArgs(*blk.args)
+
+
+def epilogue_args(fn_block: Block) -> EpilogueArgs:
+    """The arguments of an epilogue's body, by name (after :func:`verify_epilogue`)."""
+    return EpilogueArgs(*fn_block.args)
+
+
+def epilogue_c_params(names: Sequence[str]) -> str:
+    """The C parameter list of an epilogue whose arguments print as ``names``."""
+    return ", ".join(
+        f"{c}{n}" if c.endswith("*") else f"{c} {n}"
+        for (_, c), n in zip(EPILOGUE_PARAMS, names, strict=True)
+    )
+
+
+def verify_epilogue(name: str, fn_block: Block) -> None:
+    """Raise :class:`VerifyException` unless the block's arguments are the epilogue's."""
+    got = [a.type for a in fn_block.args]
+    if got != epilogue_arg_types():
+        want = ", ".join(c for _, c in EPILOGUE_PARAMS)
+        raise VerifyException(
+            f"epilogue @{name}: arguments {', '.join(str(t) for t in got)} are not ({want})"
+        )
 
 
 @irdl_op_definition

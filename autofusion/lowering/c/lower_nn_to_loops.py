@@ -44,7 +44,6 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
     UnitAttr,
-    i64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import PassFailedException
@@ -402,12 +401,12 @@ class FunctionLowering:
                 bufs.append(self.e.view(self.buffer_of(v), ls))
             leaf_views.append((v, conform, ls))
         ctx = self.e.add(clib.PackOp(bufs))
-        ptr = clib.PtrType()
-        blk = Block(arg_types=[ptr, ptr, i64, i64, i64, i64, i64, i64])
+        blk, args = clib.epilogue_block()
         ee = Emitter(blk)
-        bi, r0, r1, c0, c1 = (ee.add(arith.IndexCastOp(a, INDEX)) for a in blk.args[2:7])
-        ybuf = ee.add(clib.UnpackOp(blk.args[0], 0, bufs[0].type))
-        lbufs = [ee.add(clib.UnpackOp(blk.args[0], i + 1, b.type)) for i, b in enumerate(bufs[1:])]
+        block_dims = (args.batch, args.r0, args.r1, args.c0, args.c1)
+        bi, r0, r1, c0, c1 = (ee.add(arith.IndexCastOp(a, INDEX)) for a in block_dims)
+        ybuf = ee.add(clib.UnpackOp(args.ctx, 0, bufs[0].type))
+        lbufs = [ee.add(clib.UnpackOp(args.ctx, i + 1, b.type)) for i, b in enumerate(bufs[1:])]
         head_val = head.results[0]
 
         def row(e1: Emitter, r: SSAValue, _: list[SSAValue]) -> None:
@@ -444,7 +443,7 @@ class FunctionLowering:
         efn = func.FuncOp(
             sym, FunctionType.from_lists(list(blk.arg_types), []), Region(blk), visibility="private"
         )
-        efn.attributes["c.epilogue"] = UnitAttr()
+        efn.attributes[clib.EPILOGUE_ATTR] = UnitAttr()
         if FAST_MATH_ATTR in self.fn.attributes:  # the epilogue is the kernel's own math
             efn.attributes[FAST_MATH_ATTR] = UnitAttr()
         self.module.body.block.insert_op_before(efn, self.fn)

@@ -40,6 +40,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.utils.exceptions import VerifyException
 
 from autofusion.dialects import clib, dtypes
 from autofusion.dialects.attrs import ONNX_NAME, ORIGINS, PRECISION_STORAGE
@@ -368,15 +369,16 @@ class CPrinter:
                 f"/* {c_comment(pattern.data if isinstance(pattern, StringAttr) else '')}: "
                 f"{c_comment(text)} */"
             )
-        if "c.epilogue" in f.attributes:
+        if clib.EPILOGUE_ATTR in f.attributes:
+            try:
+                clib.verify_epilogue(f.sym_name.data, f.body.block)
+            except VerifyException as e:
+                raise CPrintError(f"c target: {e}") from None
             names = [fp.bind(a) for a in args]
-            w.append(
-                f"static void {name}(void *{names[0]}, float *{names[1]}, int64_t {names[2]}, "
-                f"int64_t {names[3]}, int64_t {names[4]}, int64_t {names[5]}, "
-                f"int64_t {names[6]}, int64_t {names[7]}) {{"
-            )
-            w.append(f"  (void){names[1]};")
-            w.append(f"  (void){names[7]};")
+            w.append(f"static void {name}({clib.epilogue_c_params(names)}) {{")
+            for a, nm in zip(args, names):
+                if not a.uses:
+                    w.append(f"  (void){nm};")
         else:
             written = self.written_args[f.sym_name.data]
             params = ["const unsigned char *restrict af_w", "void *af_s", "size_t af_sb"]
