@@ -43,19 +43,24 @@ def emit_lowered(module: ModuleOp, work_dir: Path) -> None:
     emit_model(module, work_dir)
 
 
-def build(module: ModuleOp, work_dir: Path) -> Path:
-    from autofusion.runtime.build import build_shared
+def build(module: ModuleOp, work_dir: Path, extra_cflags: tuple[str, ...] = ()) -> Path:
+    from autofusion.runtime.build import BuildOptions, build_shared
 
     emit_lowered(module, work_dir)
-    return build_shared(work_dir)
+    return build_shared(work_dir, BuildOptions(extra_cflags=extra_cflags))
 
 
 def build_and_run(
-    module: ModuleOp, feeds: Mapping[str, np.ndarray], work_dir: Path, threads: int = 1
+    module: ModuleOp,
+    feeds: Mapping[str, np.ndarray],
+    work_dir: Path,
+    threads: int = 1,
+    extra_cflags: tuple[str, ...] = (),
 ) -> dict[str, np.ndarray]:
+    """Lower, print, build (``extra_cflags`` after the usual flags) and run once."""
     from autofusion.runtime.loader import ModelLibrary
 
-    lib = build(module, work_dir)
+    lib = build(module, work_dir, extra_cflags)
     ml = ModelLibrary(lib, work_dir / "weights.bin", threads)
     try:
         return ml.run(feeds)
