@@ -64,7 +64,7 @@ def _i(v: int) -> IntegerAttr:
 def build_rows(lowering, op: Operation) -> ac.KernelOp:
     """The kernel for one row-wise op (``lowering`` provides the kernel block helpers)."""
     rows, d = row_shape(op)
-    dp = tl.round_up(d, tl.ALIGN)
+    dp = tl.round_up_int(d, tl.ALIGN)
     per_row_out = not isinstance(op, nn.LayerNormOp | nn.SoftmaxOp | nn.LogSoftmaxOp)
     block, gms = lowering._kernel_block()
     args = lowering.kop.body.block.args
@@ -169,16 +169,12 @@ def build_rows(lowering, op: Operation) -> ac.KernelOp:
     loop.properties["row_length"] = _i(d)
     loop.properties["out_row_length"] = _i(1 if per_row_out else d)
     block.add_op(loop)
-    opts = lowering.opts
-    try:
-        rt = tl.row_tiling(
-            rows, d, per_row_out, len(loaded), opts.cores, opts.max_tile, opts.ub_bytes
-        )
-    except ValueError as e:
-        raise Unsupported(str(e)) from None
-    qin.properties["bytes"] = _i(rt["tileLength"] * dp * 4)
+    sizes = {"rows": rows, "d": d, "perRowOut": int(per_row_out), "nloaded": len(loaded)}
+    rt = lowering._tiling(tl.TilingKind.ROWS, sizes)
+    tile = rt.field_values()["tileLength"]
+    qin.properties["bytes"] = _i(tile * dp * 4)
     qout.properties["bytes"] = _i(
-        (tl.round_up(rt["tileLength"], tl.ALIGN) if per_row_out else rt["tileLength"] * dp) * 4
+        (tl.round_up_int(tile, tl.ALIGN) if per_row_out else tile * dp) * 4
     )
     return lowering._finish("vector", block, rt)
 
@@ -212,7 +208,11 @@ def build_copy(lowering, op: nn.ConcatOp | nn.SplitOp) -> ac.KernelOp:
         chunk = max(c for c in range(1, min(g, COPY_ROW_LIMIT) + 1) if g % c == 0)
         if chunk < 8 and g > 8:
             raise Unsupported(f"{op.name}: no row split of {g} elements fits the UB")
-    dp = tl.round_up(chunk, tl.ALIGN) if chunk else max(tl.round_up(n, tl.ALIGN) for n in lengths)
+    dp = (
+        tl.round_up_int(chunk, tl.ALIGN)
+        if chunk
+        else max(tl.round_up_int(n, tl.ALIGN) for n in lengths)
+    )
     qin = ac.QueueOp("VECIN", tl.BUFFER_NUM, 32)
     qin.properties["size"] = StringAttr("tile_rows")
     qout = ac.QueueOp("VECOUT", tl.BUFFER_NUM, 32)
@@ -268,19 +268,10 @@ def build_copy(lowering, op: nn.ConcatOp | nn.SplitOp) -> ac.KernelOp:
         ):
             loop.properties[key] = _i(val)
         block.add_op(loop)
-    opts = lowering.opts
-    try:
-        rt = tl.row_tiling(
-            outer if not chunk else max(n // chunk for n in lengths),
-            dp,
-            False,
-            0,
-            opts.cores,
-            opts.max_tile,
-            opts.ub_bytes,
-        )
-    except ValueError as e:
-        raise Unsupported(str(e)) from None
-    qin.properties["bytes"] = _i(rt["tileLength"] * dp * 4)
-    qout.properties["bytes"] = _i(rt["tileLength"] * dp * 4)
+    rows = outer if not chunk else max(n // chunk for n in lengths)
+    sizes = {"rows": rows, "d": dp, "perRowOut": 0, "nloaded": 0}
+    rt = lowering._tiling(tl.TilingKind.ROWS, sizes)
+    tile = rt.field_values()["tileLength"]
+    qin.properties["bytes"] = _i(tile * dp * 4)
+    qout.properties["bytes"] = _i(tile * dp * 4)
     return lowering._finish("vector", block, rt)
