@@ -230,6 +230,8 @@ class KernelOp(IRDLOperation):
     arg_names = prop_def(ArrayAttr[StringAttr])
     num_inputs = prop_def(IntegerAttr)
     tiling = prop_def(TilingAttr)
+    #: why the kernel keeps compile-time sizes when run-time sizes were asked for
+    static_reason = opt_prop_def(StringAttr)
     body = region_def("single_block")
     traits = traits_def(SymbolOpInterface())
     assembly_format = "$sym_name attr-dict-with-keyword $body"
@@ -293,11 +295,17 @@ class ReturnOp(IRDLOperation):
 
 @irdl_op_definition
 class GlobalTensorOp(IRDLOperation):
-    """``g.SetGlobalBuffer((__gm__ T*)addr, length)``."""
+    """``g.SetGlobalBuffer((__gm__ T*)addr, length)``.
+
+    ``runtime_length`` (kernels with run-time tiling) says how the length follows from the
+    tiling struct instead: ``total`` (``totalLength``) or ``total_rows`` (``totalLength *
+    rowLength``); ``length`` is then the upper bound.
+    """
 
     name = "ascendc.global_tensor"
     addr = operand_def(GmAddrType)
     length = prop_def(IntegerAttr)
+    runtime_length = opt_prop_def(StringAttr)
     result = result_def(GlobalTensorType)
     assembly_format = "$addr attr-dict `:` type($result)"
     irdl_options = (ParsePropInAttrDict(),)
@@ -308,6 +316,22 @@ class GlobalTensorOp(IRDLOperation):
             properties={"length": _i64(length)},
             result_types=[GlobalTensorType(elem)],
         )
+
+    def verify_(self) -> None:
+        if self.runtime_length is not None and self.runtime_length.data not in RUNTIME_LENGTHS:
+            raise VerifyException(
+                f"'ascendc.global_tensor': unknown runtime_length {self.runtime_length.data!r}"
+            )
+
+
+RUNTIME_LENGTHS = ("total", "total_rows")
+
+
+def set_runtime_length(g: SSAValue, how: str) -> None:
+    """Size the global tensor ``g`` (an ``ascendc.global_tensor`` result) from the run-time
+    tiling: ``how`` is one of ``RUNTIME_LENGTHS``."""
+    assert isinstance(g.owner, GlobalTensorOp)
+    g.owner.properties["runtime_length"] = StringAttr(how)
 
 
 @irdl_op_definition

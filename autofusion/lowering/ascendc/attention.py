@@ -30,6 +30,7 @@ def build_attention(lowering, op: nn.AttentionOp) -> ac.KernelOp:
     s_, d = qs[-2:]
     t_, e = vs[-2:]
     units = numel(batch)
+    lowering.static_reason = "attention's Matmul tilings are computed for compile-time S, T, D, E"
     sizes = {"units": units, "S": s_, "T": t_, "D": d, "E": e}
     tiling = lowering._tiling(tl.TilingKind.ATTENTION, sizes)
     at = tiling.field_values()

@@ -335,9 +335,14 @@ class KernelPrinter:
             nm = f"{self.n[op.addr]}Gm"  # one global tensor per GM_ADDR parameter
             self.n.names[op.result] = nm
             self.members.append(f"AscendC::GlobalTensor<float> {nm};")
+            length = {
+                None: str(_int(op, "length")),
+                "total": "td.totalLength",
+                "total_rows": "static_cast<uint64_t>(td.totalLength) * td.rowLength",
+            }[op.runtime_length.data if op.runtime_length is not None else None]
             self.init.append(
                 f"{nm}.SetGlobalBuffer(reinterpret_cast<__gm__ float*>({self.n[op.addr]}), "
-                f"{_int(op, 'length')});"
+                f"{length});"
             )
         elif isinstance(op, ac.QueueOp):
             qt = op.result.type

@@ -126,6 +126,11 @@ class KernelLowering:
         self.kop = kop
         self.name = name
         self.opts = opts
+        #: why the kernel keeps compile-time sizes (when run-time sizes are asked for)
+        self.static_reason = (
+            "Matmul / convolution tiling (TCubeTiling, work units) is computed for "
+            "compile-time M, N, K"
+        )
         self.body_ops = [o for o in kop.body.block.ops if not isinstance(o, fusion.YieldOp)]
         term = kop.body.block.last_op
         assert isinstance(term, fusion.YieldOp)
@@ -370,7 +375,42 @@ class KernelLowering:
         block, gms = self._kernel_block()
         outs = [(v, gms[len(self.kop.inputs) + j]) for j, v in enumerate(self.yielded)]
         vt = self._build_tile_loop(block, gms, self.body_ops, plan, outs, "block", numel(out_shape))
+        if self.opts.runtime_sizes:
+            lead = self._runtime_lead(plan, out_shape)
+            if lead is not None:
+                n_in = len(self.kop.inputs)
+                for i in [*plan.queued, *range(n_in, n_in + len(self.kop.outputs))]:
+                    ac.set_runtime_length(gms[i], "total")
+                outer = numel(out_shape[:lead])
+                del vt["total"]
+                sizes = {"outer": outer, "outerMax": outer, "inner": numel(out_shape[lead:]),
+                         "lead": lead, **vt}  # fmt: skip
+                return self._finish(
+                    "vector", block, self._tiling(tl.TilingKind.VECTOR, sizes, ("outer",))
+                )
         return self._finish("vector", block, self._tiling(tl.TilingKind.VECTOR, vt))
+
+    def _runtime_lead(self, plan: _Plan, out_shape: tuple[int, ...]) -> int | None:
+        """Leading dims of ``out_shape`` whose extent can be a run-time size (``outer``), or
+        None with ``self.static_reason`` set: broadcast operands must not vary along them
+        (their index maps use the trailing dims only) and a queued input must carry them."""
+        if plan.gathers:
+            self.static_reason = "gathers and pooling index their source by its compile-time shape"
+            return None
+        if not plan.queued:
+            self.static_reason = "no input has the kernel's shape to carry a run-time size"
+            return None
+        lead = len(out_shape)
+        for i, strides in plan.bcast.items():
+            first = next((d for d, st in enumerate(strides) if st), len(strides))
+            lead = min(lead, first)
+            if first == 0:
+                self.static_reason = f"input {i} varies along the leading dimension"
+                return None
+        if lead == 0:
+            self.static_reason = "a scalar result"
+            return None
+        return lead
 
     def _kernel_block(self, workspace: int = 0) -> tuple[Block, dict[int, SSAValue]]:
         """Kernel block: one GM_ADDR per input and output (+ ``workspace`` elements of user
@@ -655,23 +695,30 @@ def lower_kernel(
     clone = kop.clone()
     hoisted = hoist_constants(clone)
     lowering = KernelLowering(clone, name, opts)
+    kernel = _lower_body(lowering, clone, body_ops)
+    if opts.runtime_sizes and not kernel.tiling.runtime_names():
+        kernel.properties["static_reason"] = StringAttr(lowering.static_reason)
+    return kernel, hoisted
+
+
+def _lower_body(
+    lowering: KernelLowering, clone: fusion.KernelOp, body_ops: list[Operation]
+) -> ac.KernelOp:
     if len(body_ops) == 1 and isinstance(body_ops[0], nn.AttentionOp):
         from autofusion.lowering.ascendc.attention import build_attention
 
         return build_attention(
             lowering, next(o for o in clone.body.block.ops if isinstance(o, nn.AttentionOp))
-        ), hoisted
+        )
     if len(body_ops) == 1 and isinstance(body_ops[0], COPY_OPS):
         return build_copy(
             lowering, next(o for o in clone.body.block.ops if isinstance(o, COPY_OPS))
-        ), hoisted
+        )
     if len(body_ops) == 1 and isinstance(body_ops[0], ROW_OPS):
-        return build_rows(
-            lowering, next(o for o in clone.body.block.ops if isinstance(o, ROW_OPS))
-        ), hoisted
+        return build_rows(lowering, next(o for o in clone.body.block.ops if isinstance(o, ROW_OPS)))
     if isinstance(body_ops[0], nn.MatMulOp | nn.GemmOp | nn.ConvOp):
-        return lowering.cube(), hoisted
-    return lowering.vector(), hoisted
+        return lowering.cube()
+    return lowering.vector()
 
 
 SINGLE_OPS: tuple[type[Operation], ...] = (
@@ -789,11 +836,15 @@ class LowerFusionToAscendC(CheckedPass):
     ``@main`` as one-op kernels, default true), ``cores`` (vector/cube cores the tiling
     spreads work over, default 8),
     ``max_tile`` (largest tile in elements, default 4096), ``ub_bytes`` (unified-buffer
-    budget per core, default 184 KiB of the 192 KiB on Atlas A2).
+    budget per core, default 184 KiB of the 192 KiB on Atlas A2), ``runtime_sizes`` (host
+    tiling from run-time sizes: elementwise kernels take their leading extent, row-wise
+    kernels their row count, in ``1..<the IR's size>``; other kernels keep compile-time
+    sizes and record why in ``static_reason``; default false).
     """
 
     name: ClassVar[str] = "lower-fusion-to-ascendc"
     single_ops: bool = True
+    runtime_sizes: bool = False
     cores: int = 8
     max_tile: int = 4096
     ub_bytes: int = 184 * 1024

@@ -40,6 +40,13 @@ ROW_OPS: tuple[type[Operation], ...] = (
 
 def row_shape(op: Operation) -> tuple[int, int]:
     """(rows, D) of the op's input, or raises Unsupported."""
+    k = row_axis(op)
+    xs = tuple(shape_of(op.operands[0]))
+    return numel(xs[:k]), numel(xs[k:])
+
+
+def row_axis(op: Operation) -> int:
+    """The first reduced / normalised axis: the dims before it are the rows."""
     xs = tuple(shape_of(op.operands[0]))
     if isinstance(op, nn.LayerNormOp):
         k = op.int_prop("axis")
@@ -54,7 +61,7 @@ def row_shape(op: Operation) -> tuple[int, int]:
         k = len(xs) - len(axes)
         if not axes or tuple(axes) != tuple(range(k, len(xs))):
             raise Unsupported(f"{op.name} over axes {axes} (only trailing axes are lowered)")
-    return numel(xs[:k]), numel(xs[k:])
+    return k if k >= 0 else k + len(xs)
 
 
 def _i(v: int) -> IntegerAttr:
@@ -170,7 +177,14 @@ def build_rows(lowering, op: Operation) -> ac.KernelOp:
     loop.properties["out_row_length"] = _i(1 if per_row_out else d)
     block.add_op(loop)
     sizes = {"rows": rows, "d": d, "perRowOut": int(per_row_out), "nloaded": len(loaded)}
-    rt = lowering._tiling(tl.TilingKind.ROWS, sizes)
+    runtime: tuple[str, ...] = ()
+    if lowering.opts.runtime_sizes:
+        # the row count is a run-time size: x and the result are sized from the tiling
+        sizes.update(rowsMax=rows, lead=row_axis(op))
+        runtime = ("rows",)
+        ac.set_runtime_length(gms[x_idx], "total_rows")
+        ac.set_runtime_length(out_g, "total" if per_row_out else "total_rows")
+    rt = lowering._tiling(tl.TilingKind.ROWS, sizes, runtime)
     tile = rt.field_values()["tileLength"]
     qin.properties["bytes"] = _i(tile * dp * 4)
     qout.properties["bytes"] = _i(
@@ -188,6 +202,7 @@ def build_copy(lowering, op: nn.ConcatOp | nn.SplitOp) -> ac.KernelOp:
     the concatenation axis with strided 2-d DataCopyPad (GM strides on the concatenated
     side), through UB (VECIN -> Muls(x, 1) -> VECOUT: exact, keeps -0.0 and NaN)."""
     axis = op.int_prop("axis")
+    lowering.static_reason = "concat / split copy loops have compile-time row counts and offsets"
     block, gms = lowering._kernel_block()
     n_in = len(lowering.kop.inputs)
     if isinstance(op, nn.ConcatOp):

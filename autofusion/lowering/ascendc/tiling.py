@@ -330,14 +330,16 @@ _VECTOR_FIELDS: tuple[tuple[str, Expr], ...] = (
 
 def _rows_steps(per_row_out: bool, runtime: bool) -> list[Step]:
     dp = Var("dp")
-    steps: list[Step] = _runtime_size("rows", "rowsMax") if runtime else []
+    steps: list[Step] = (
+        _runtime_size("rows", "rowsMax") if runtime else [Require(Var("rows"), Const(1), "no rows")]
+    )
+    fixed = dp * (Var("nloaded") + 2) * 4 + 32
     return [
         *steps,
-        Require(Var("rows"), Const(1), "no rows"),
         Let("dp", round_up(Var("d"), ALIGN), "row stride in UB: 32-byte aligned"),
         Let(
             "fixed",
-            dp * (Var("nloaded") + 2) * 4 + 32 + (64 if per_row_out else 0),
+            fixed + 64 if per_row_out else fixed,
             "scratch rows, loaded operands, scalar buffer",
         ),
         Let(
