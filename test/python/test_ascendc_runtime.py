@@ -6,6 +6,7 @@ error naming the limitation."""
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import numpy as np
@@ -161,3 +162,25 @@ def test_kernels_without_run_time_tiling_name_the_limitation() -> None:
     static = CpuModelRunner(_lowered(_model(), runtime_sizes=False))
     with pytest.raises(AutofusionError, match="lowered without runtime_sizes"):
         static.run({"x": x[:3]})
+
+
+def test_compile_cli_writes_a_run_time_project(tmp_path, capsys) -> None:
+    from autofusion.tools.compile import main
+
+    model = tmp_path / "dyn.onnx"
+    onnx.save(_model(with_matmul=True), model)
+    out = tmp_path / "proj"
+    argv = [str(model), "--target", "ascendc", "--runtime-sizes", "--input-shape", "x=8x5x40"]
+    assert main([*argv, "-o", str(out)]) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    sizes = {k["tiling_kind"]: k["runtime_sizes"] for k in manifest["kernels"]}
+    assert sizes == {"vector": {"outer": [1, 40]}, "rows": {"rows": [1, 40]}, "cube": {}}
+    cube = next(k for k in manifest["kernels"] if k["tiling_kind"] == "cube")
+    assert cube["static_reason"].startswith("Matmul / convolution tiling")
+    vec = next(k["name"] for k in manifest["kernels"] if k["tiling_kind"] == "vector")
+    header = (out / "kernels" / f"{vec}_tiling.h").read_text()
+    assert f"uint32_t {vec}_tiling(uint32_t coreNum, uint32_t outer, " in header
+    assert json.loads((out / "report.json").read_text())["runtime_sizes"] is True
+    # the option means nothing to the C target: one clear error
+    assert main([*argv[:1], *argv[3:], "-o", str(tmp_path / "c")]) == 1
+    assert "--runtime-sizes True applies to --target ascendc only" in capsys.readouterr().err
