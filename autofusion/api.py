@@ -360,6 +360,7 @@ def _options_fingerprint(opts: PipelineOptions) -> dict[str, object]:
         "memory_limit_mb": opts.memory_limit_mb,
         "cpu": opts.cpu,
         **({"validate_precision": True} if opts.validate_precision else {}),
+        **({"runtime_sizes": True} if opts.runtime_sizes else {}),
         # the fusion passes read it when neither the config nor an option sets a level
         "aggressiveness_env": os.environ.get("AUTOFUSION_AGGRESSIVENESS"),
         "cc": toolchain.c_compiler(),

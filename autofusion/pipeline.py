@@ -92,6 +92,9 @@ class PipelineOptions:
     #: ``fuse``'s structure analysis in windows of N ops (0: whole graph; None: the
     #: config's ``analysis_window``)
     analysis_window: int | None = None
+    #: target ascendc: run-time tiling for elementwise / row-wise kernels
+    #: (``lower-fusion-to-ascendc{runtime_sizes=true}``)
+    runtime_sizes: bool = False
 
 
 def config_memory_limit(config: str | None) -> float | None:
@@ -160,6 +163,8 @@ def _option_values(opts: PipelineOptions) -> dict[str, object]:
         values["memory_limit_mb"] = opts.memory_limit_mb
     if opts.analysis_window is not None:
         values["window_size"] = opts.analysis_window
+    if opts.runtime_sizes:
+        values["runtime_sizes"] = True  # lower-fusion-to-ascendc
     if opts.config:
         from autofusion.policy.config import load_config
 

@@ -144,6 +144,70 @@ def _i64(v: int) -> IntegerAttr:
     return IntegerAttr(int(v), 64)
 
 
+TILING_KINDS = ("vector", "rows", "cube", "cube_epilogue", "attention")
+CUBE_TILING_KINDS = ("cube", "cube_epilogue", "attention")
+
+
+def _int_dict(d: DictionaryAttr, what: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for k, v in d.data.items():
+        if not isinstance(v, IntegerAttr):
+            raise VerifyException(f"#ascendc.tiling: {what} {k} is not an integer")
+        out[k] = int(v.value.data)
+    return out
+
+
+@irdl_attr_definition
+class TilingAttr(ParametrizedAttribute):
+    """The tiling record of one kernel: ``#ascendc.tiling<"kind", {inputs}, {values},
+    [runtime]>``.
+
+    ``kind`` (one of ``TILING_KINDS``) names the formula (``lowering/ascendc/tiling.py``, written
+    once and both evaluated there and printed as the host tiling function); ``inputs`` are the
+    named sizes and configuration it reads; ``values`` the tiling-data struct fields it gives for
+    them, in struct order; ``runtime`` the inputs the host tiling function takes as run-time
+    arguments (their value in ``inputs`` is the upper bound the ``values`` are computed for).
+    """
+
+    name = "ascendc.tiling"
+    kind: StringAttr
+    inputs: DictionaryAttr
+    values: DictionaryAttr
+    runtime: ArrayAttr[StringAttr]
+
+    def __init__(
+        self,
+        kind: str,
+        inputs: dict[str, int],
+        values: dict[str, int],
+        runtime: Sequence[str] = (),
+    ):
+        super().__init__(
+            StringAttr(kind),
+            DictionaryAttr({k: _i64(v) for k, v in inputs.items()}),
+            DictionaryAttr({k: _i64(v) for k, v in values.items()}),
+            ArrayAttr([StringAttr(r) for r in runtime]),
+        )
+
+    def input_values(self) -> dict[str, int]:
+        return _int_dict(self.inputs, "input")
+
+    def field_values(self) -> dict[str, int]:
+        return _int_dict(self.values, "value")
+
+    def runtime_names(self) -> tuple[str, ...]:
+        return tuple(r.data for r in self.runtime.data)
+
+    def verify(self) -> None:
+        if self.kind.data not in TILING_KINDS:
+            raise VerifyException(f"#ascendc.tiling: unknown kind {self.kind.data!r}")
+        inputs = self.input_values()
+        self.field_values()
+        for r in self.runtime_names():
+            if r not in inputs:
+                raise VerifyException(f"#ascendc.tiling: run-time size {r} is not an input")
+
+
 # ---------------------------------------------------------------------------------------
 # Kernel structure
 # ---------------------------------------------------------------------------------------
@@ -154,8 +218,8 @@ class KernelOp(IRDLOperation):
     """One Ascend C kernel. ``kind`` is ``vector`` (AIV only) or ``cube`` (Matmul + epilogue).
 
     ``arg_names`` names every GM_ADDR block argument (inputs first, ``num_inputs`` of them);
-    ``tiling`` holds the values the host tiling function computes for the static shapes
-    (field name -> i64), printed into the tiling-data struct.
+    ``tiling`` is the kernel's tiling record (``#ascendc.tiling``): the host tiling function
+    is printed from its kind and inputs, and its values fill the tiling-data struct.
     """
 
     name = "ascendc.kernel"
@@ -165,7 +229,9 @@ class KernelOp(IRDLOperation):
     origins = prop_def(ArrayAttr[StringAttr])
     arg_names = prop_def(ArrayAttr[StringAttr])
     num_inputs = prop_def(IntegerAttr)
-    tiling = prop_def(DictionaryAttr)
+    tiling = prop_def(TilingAttr)
+    #: why the kernel keeps compile-time sizes when run-time sizes were asked for
+    static_reason = opt_prop_def(StringAttr)
     body = region_def("single_block")
     traits = traits_def(SymbolOpInterface())
     assembly_format = "$sym_name attr-dict-with-keyword $body"
@@ -179,7 +245,7 @@ class KernelOp(IRDLOperation):
         origins: Sequence[str],
         arg_names: Sequence[str],
         num_inputs: int,
-        tiling: dict[str, int],
+        tiling: TilingAttr,
         body: Region,
     ):
         super().__init__(
@@ -190,21 +256,22 @@ class KernelOp(IRDLOperation):
                 "origins": ArrayAttr([StringAttr(o) for o in origins]),
                 "arg_names": ArrayAttr([StringAttr(a) for a in arg_names]),
                 "num_inputs": _i64(num_inputs),
-                "tiling": DictionaryAttr({k: _i64(v) for k, v in tiling.items()}),
+                "tiling": tiling,
             },
             regions=[body],
         )
 
     def tiling_values(self) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for k, v in self.tiling.data.items():
-            assert isinstance(v, IntegerAttr)
-            out[k] = int(v.value.data)
-        return out
+        """The tiling-data struct's fields and their values, in struct order."""
+        return self.tiling.field_values()
 
     def verify_(self) -> None:
         if self.kind.data not in ("vector", "cube"):
             raise VerifyException(f"'ascendc.kernel': unknown kind {self.kind.data!r}")
+        if (self.kind.data == "cube") != (self.tiling.kind.data in CUBE_TILING_KINDS):
+            raise VerifyException(
+                f"'ascendc.kernel': a {self.kind.data} kernel with {self.tiling.kind.data} tiling"
+            )
         args = self.body.block.args
         if len(args) != len(self.arg_names.data):
             raise VerifyException(
@@ -228,11 +295,17 @@ class ReturnOp(IRDLOperation):
 
 @irdl_op_definition
 class GlobalTensorOp(IRDLOperation):
-    """``g.SetGlobalBuffer((__gm__ T*)addr, length)``."""
+    """``g.SetGlobalBuffer((__gm__ T*)addr, length)``.
+
+    ``runtime_length`` (kernels with run-time tiling) says how the length follows from the
+    tiling struct instead: ``total`` (``totalLength``) or ``total_rows`` (``totalLength *
+    rowLength``); ``length`` is then the upper bound.
+    """
 
     name = "ascendc.global_tensor"
     addr = operand_def(GmAddrType)
     length = prop_def(IntegerAttr)
+    runtime_length = opt_prop_def(StringAttr)
     result = result_def(GlobalTensorType)
     assembly_format = "$addr attr-dict `:` type($result)"
     irdl_options = (ParsePropInAttrDict(),)
@@ -243,6 +316,22 @@ class GlobalTensorOp(IRDLOperation):
             properties={"length": _i64(length)},
             result_types=[GlobalTensorType(elem)],
         )
+
+    def verify_(self) -> None:
+        if self.runtime_length is not None and self.runtime_length.data not in RUNTIME_LENGTHS:
+            raise VerifyException(
+                f"'ascendc.global_tensor': unknown runtime_length {self.runtime_length.data!r}"
+            )
+
+
+RUNTIME_LENGTHS = ("total", "total_rows")
+
+
+def set_runtime_length(g: SSAValue, how: str) -> None:
+    """Size the global tensor ``g`` (an ``ascendc.global_tensor`` result) from the run-time
+    tiling: ``how`` is one of ``RUNTIME_LENGTHS``."""
+    assert isinstance(g.owner, GlobalTensorOp)
+    g.owner.properties["runtime_length"] = StringAttr(how)
 
 
 @irdl_op_definition
@@ -867,5 +956,5 @@ AscendC = Dialect(
         PoolWindowOp,
         AttentionOp,
     ],
-    [GmAddrType, GlobalTensorType, LocalTensorType, QueueType, TBufType],
+    [GmAddrType, GlobalTensorType, LocalTensorType, QueueType, TBufType, TilingAttr],
 )

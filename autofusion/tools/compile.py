@@ -5,7 +5,7 @@ Makefile and libmodel.so (target c), or the Ascend C sources (target ascendc).
                        [--memory-limit MB] [--threads N] [--report FILE.json]
                        [--memory-plot FILE.svg] [--policy module:Class]
                        [--input-shape NAME=DIMS ...] [--dynamic SYM=LO..HI ...] [--cpu CPU]
-                       [--validate-precision] [--save-fused-onnx FILE.onnx]
+                       [--validate-precision] [--save-fused-onnx FILE.onnx] [--runtime-sizes]
                        [--report-html FILE.html] [--version]
 
 Everything is written into a staging directory first and moved to DIR only when complete,
@@ -152,6 +152,7 @@ def pipeline_options(args: argparse.Namespace):  # -> PipelineOptions
         cpu=args.cpu,
         validate_precision=bool(getattr(args, "validate_precision", False)),
         analysis_window=args.analysis_window,
+        runtime_sizes=bool(getattr(args, "runtime_sizes", False)),
     )
     backend_of(opts)  # a backend option (--cpu) given to a target that does not read it
     return opts
@@ -268,6 +269,10 @@ def _run(argv: Sequence[str] | None) -> None:
     parser.add_argument("--validate-precision", action="store_true",
                         help="run each fused group's C against the fp32 reference and roll back "
                              "groups over the tolerance (docs/fusion.md)")  # fmt: skip
+    parser.add_argument("--runtime-sizes", action="store_true",
+                        help="target ascendc: host tiling from run-time sizes for elementwise "
+                             "and row-wise kernels (one project for every leading size up to "
+                             "the compiled one; docs/ascendc.md)")  # fmt: skip
     parser.add_argument("--save-fused-onnx", metavar="FILE.onnx",
                         help="also write the model with each fused group as an ONNX function "
                              "(opens in Netron and onnxruntime; docs/fusion.md)")  # fmt: skip

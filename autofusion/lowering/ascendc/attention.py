@@ -20,24 +20,6 @@ from autofusion.lowering.ascendc import tiling as tl
 from autofusion.lowering.ascendc.vector import Unsupported, bcast_strides
 
 
-def attention_tiling(
-    units: int, s: int, t: int, cores: int, max_tile: int, ub_bytes: int
-) -> dict[str, int]:
-    """Rows of scores per UB tile: in + out queues (2 buffers each) of ``rows x Tp`` plus a
-    mask row, a work row and a 32-byte scalar buffer."""
-    tp = tl.round_up(t, tl.ALIGN)
-    rows = min(max(1, max_tile // tp), (ub_bytes - 8 * tp - 32) // (16 * tp), s, 4095)
-    if rows < 1:
-        raise Unsupported(f"a score row of {t} elements does not fit in UB")
-    return {
-        "units": units,
-        "blockDim": min(cores, units),
-        "tileLength": rows,
-        "rowStride": tp,
-        "workspaceElems": s * t * cores,
-    }
-
-
 def build_attention(lowering, op: nn.AttentionOp) -> ac.KernelOp:
     if op.zeroes_nan():
         raise Unsupported("attention with nan_to_zero (the exporters' IsNaN guard)")
@@ -48,8 +30,10 @@ def build_attention(lowering, op: nn.AttentionOp) -> ac.KernelOp:
     s_, d = qs[-2:]
     t_, e = vs[-2:]
     units = numel(batch)
-    opts = lowering.opts
-    at = attention_tiling(units, s_, t_, opts.cores, opts.max_tile, opts.ub_bytes)
+    lowering.static_reason = "attention's Matmul tilings are computed for compile-time S, T, D, E"
+    sizes = {"units": units, "S": s_, "T": t_, "D": d, "E": e}
+    tiling = lowering._tiling(tl.TilingKind.ATTENTION, sizes)
+    at = tiling.field_values()
     block, gms = lowering._kernel_block(at["workspaceElems"])
     n_in = len(lowering.kop.inputs)
     operands = [
@@ -86,8 +70,7 @@ def build_attention(lowering, op: nn.AttentionOp) -> ac.KernelOp:
     body = Block()
     body.add_ops([ac.AttentionOp.build(operands=[*operands, mask], properties=props), ac.YieldOp()])
     block.add_op(ac.WorkLoopOp(units, Region(body)))
-    kt = {**at, "S": s_, "T": t_, "D": d, "E": e}
-    return lowering._finish("cube", block, kt)
+    return lowering._finish("cube", block, tiling)
 
 
 def print_attention(p, op: ac.AttentionOp) -> list[str]:
@@ -176,10 +159,9 @@ def print_attention(p, op: ac.AttentionOp) -> list[str]:
     return lines
 
 
-def attention_tiling_source(
-    name: str, td: str, t: dict[str, int], cores: int, max_tile: int, ub_bytes: int
-) -> str:
-    """The host tiling function of an attention kernel (formulas of ``attention_tiling``)."""
+def attention_matmul_tiling(t: dict[str, int]) -> list[str]:
+    """Host code filling the two Matmul API tilings (``td->mm0``, ``td->mm1``) of an attention
+    kernel with tiling values ``t``; ``platform`` is in scope."""
     mm = []
     for i, (m, n_, k, trans_b) in enumerate(
         ((t["S"], t["T"], t["D"], True), (t["S"], t["E"], t["T"], False))
@@ -203,41 +185,7 @@ def attention_tiling_source(
             f"        if (mmTiling.GetTiling(td->mm{i}) == -1) return 0;",
             "    }",
         ]
-    return "\n".join(
-        [
-            f'extern "C" uint32_t {name}_tiling(uint32_t coreNum, {td}* td)',
-            "{",
-            f"    const uint32_t cores = std::min<uint32_t>(coreNum, {cores}u);",
-            "    if (cores == 0 || td == nullptr) return 0;",
-            f"    const uint32_t S = {t['S']}u, T = {t['T']}u;",
-            f"    const uint32_t tp = (T + {tl.ALIGN - 1}u) / {tl.ALIGN}u * {tl.ALIGN}u;",
-            f"    uint32_t rows = std::min<uint32_t>(std::max<uint32_t>(1u, {max_tile}u / tp), "
-            f"({ub_bytes}u - 8u * tp - 32u) / (16u * tp));",
-            "    rows = std::min<uint32_t>(std::min<uint32_t>(rows, S), 4095u);",
-            "    if (rows < 1) return 0;",
-            f"    td->units = {t['units']}u;",
-            "    td->blockDim = std::min<uint32_t>(cores, td->units);",
-            "    td->tileLength = rows;",
-            "    td->rowStride = tp;",
-            f"    td->workspaceElems = S * T * {cores}u;  // one score matrix per core",
-            f"    td->S = S; td->T = T; td->D = {t['D']}u; td->E = {t['E']}u;",
-            "    auto* platform = platform_ascendc::PlatformAscendCManager::GetInstance();",
-            *mm,
-            "    return td->blockDim;",
-            "}",
-        ]
-    )
+    return mm
 
 
-ATTENTION_FIELDS = (
-    "units",
-    "blockDim",
-    "tileLength",
-    "rowStride",
-    "workspaceElems",
-    "S",
-    "T",
-    "D",
-    "E",
-)
-__all__ = ["ATTENTION_FIELDS", "IntegerAttr", "build_attention", "f32", "print_attention"]
+__all__ = ["IntegerAttr", "attention_matmul_tiling", "build_attention", "f32", "print_attention"]

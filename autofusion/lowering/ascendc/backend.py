@@ -20,7 +20,7 @@ class AscendCBackend:
 
     name = "ascendc"
     lowering: tuple[str, ...] = ("lower-fusion-to-ascendc",)
-    option_fields: tuple[str, ...] = ()
+    option_fields: tuple[str, ...] = ("runtime_sizes",)
     latency_note = (
         "Ascend C kernels on the CPU functional model: checks the "
         "generated code's logic; the latency says nothing about an NPU"

@@ -127,37 +127,104 @@ class CpuModelRunner:
         emit_project(self.module, self.project)
         self.lib = ctypes.CDLL(str(build_cpu_library(self.project)))
         self.fn = main_func(self.module)
+        self.kernels = {k.sym_name.data: k for k in kernels_of(self.module)}
         self.check_tiling()
+
+    def host_tiling(
+        self, kernel: ac.KernelOp, core_num: int, sizes: Mapping[str, int] | None = None
+    ) -> tuple[int, dict[str, int]]:
+        """Call the compiled host tiling function of ``kernel``: its return value (blockDim,
+        0 on failure) and the struct's fields. ``sizes``: its run-time sizes (default: the
+        upper bounds)."""
+        inputs = kernel.tiling.input_values()
+        runtime = kernel.tiling.runtime_names()
+        args = [int((sizes or {}).get(r, inputs[r])) for r in runtime]
+        buf = (ctypes.c_uint32 * 4096)()
+        fn = getattr(self.lib, f"{kernel.sym_name.data}_tiling")
+        fn.argtypes = [ctypes.c_uint32, *[ctypes.c_uint32] * len(args), ctypes.c_void_p]
+        fn.restype = ctypes.c_uint32
+        dim = int(fn(core_num, *args, ctypes.cast(buf, ctypes.c_void_p)))
+        return dim, {f: int(buf[i]) for i, f in enumerate(kernel.tiling_values())}
 
     def check_tiling(self) -> None:
         """The printed host tiling functions must reproduce the tiling values in the IR
-        (both come from ``tiling.py``'s formulas; this catches the two drifting apart)."""
-        from autofusion.lowering.ascendc.kernel_printer import tiling_config, tiling_fields
+        (both come from one definition in ``tiling.py``; this checks the printing)."""
+        from autofusion.lowering.ascendc.kernel_printer import tiling_config
 
         for k in kernels_of(self.module):
             name = k.sym_name.data
-            fields = tiling_fields(k)
-            buf = (ctypes.c_uint32 * 4096)()
-            fn = getattr(self.lib, f"{name}_tiling")
-            fn.argtypes = [ctypes.c_uint32, ctypes.c_void_p]
-            fn.restype = ctypes.c_uint32
-            if fn(tiling_config(k)["cores"], ctypes.cast(buf, ctypes.c_void_p)) == 0:
+            dim, got = self.host_tiling(k, tiling_config(k)["cores"])
+            if dim == 0:
                 raise AutofusionError(f"ascendc: host tiling of {name} failed")
             want = k.tiling_values()
-            got = {f: int(buf[i]) for i, f in enumerate(fields)}
-            bad = {f: (got[f], want[f]) for f in fields if f in want and got[f] != want[f]}
+            bad = {f: (got[f], want[f]) for f in want if got[f] != want[f]}
             if bad:
                 raise AutofusionError(f"ascendc: host tiling of {name} differs from the IR: {bad}")
 
+    def _sizes(
+        self, op: ac.LaunchOp, args: list[np.ndarray]
+    ) -> tuple[dict[str, int], list[tuple[int, ...]]]:
+        """The run-time sizes of a launch on ``args`` and its result shapes, or an
+        ``AutofusionError`` naming the kernel, the input and what is wrong."""
+        name = op.kernel.root_reference.data
+        kernel = self.kernels[name]
+        static_in = [tuple(shape_of(v)) for v in op.inputs]
+        static_out = [tuple(shape_of(r)) for r in op.outputs]
+        actual = [tuple(a.shape) for a in args]
+        runtime = kernel.tiling.runtime_names()
+        if not runtime:
+            for i, (a, s) in enumerate(zip(actual, static_in)):
+                if a != s:
+                    why = (
+                        kernel.static_reason.data
+                        if kernel.static_reason is not None
+                        else "it was lowered without runtime_sizes"
+                    )
+                    raise AutofusionError(
+                        f"ascendc: kernel {name} ({kernel.pattern.data}) input {i} has shape "
+                        f"{list(a)} but the kernel has compile-time sizes for {list(s)}: {why}"
+                    )
+            return {}, static_out
+        inputs = kernel.tiling.input_values()
+        lead, size = inputs["lead"], runtime[0]
+        gts = [o for o in kernel.body.block.ops if isinstance(o, ac.GlobalTensorOp)]
+        sized = {i for i, g in enumerate(gts[: len(static_in)]) if g.runtime_length is not None}
+        leading: tuple[int, ...] | None = None
+        for i, (a, s) in enumerate(zip(actual, static_in)):
+            if i not in sized:
+                if a != s:
+                    raise AutofusionError(
+                        f"ascendc: kernel {name} input {i} has shape {list(a)}, not "
+                        f"{list(s)}: it has a compile-time size (only the leading {lead} "
+                        "dims of the sized inputs are run-time)"
+                    )
+                continue
+            if len(a) != len(s) or a[lead:] != s[lead:] or a[:lead] != (leading or a[:lead]):
+                raise AutofusionError(
+                    f"ascendc: kernel {name} input {i} has shape {list(a)}; the kernel takes "
+                    f"[<{lead} leading dims>, {', '.join(map(str, s[lead:]))}] with the same "
+                    "leading dims for every sized input"
+                )
+            leading = a[:lead]
+        assert leading is not None  # a run-time kernel has a sized input (the lowering's rule)
+        n = int(np.prod(leading, dtype=np.int64))
+        hi = inputs[f"{size}Max"]
+        if not 1 <= n <= hi:
+            raise AutofusionError(
+                f"ascendc: kernel {name}: run-time size {size} = {n} is outside its range 1..{hi}"
+            )
+        return {size: n}, [(*leading, *s[lead:]) for s in static_out]
+
     def _launch(self, op: ac.LaunchOp, args: list[np.ndarray]) -> list[np.ndarray]:
-        outs = [np.zeros(shape_of(r), dtype=np.float32) for r in op.outputs]
+        sizes, shapes = self._sizes(op, args)
+        outs = [np.zeros(s, dtype=np.float32) for s in shapes]
         bufs = [np.ascontiguousarray(a, dtype=np.float32) for a in args] + outs
         ptrs = (ctypes.c_void_p * len(bufs))(*[b.ctypes.data for b in bufs])
         name = op.kernel.root_reference.data
         entry = getattr(self.lib, f"af_run_{name}")
-        entry.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
+        entry.argtypes = [ctypes.POINTER(ctypes.c_void_p), *[ctypes.c_uint32] * len(sizes)]
         entry.restype = ctypes.c_int
-        if entry(ptrs) != 0:
+        if entry(ptrs, *sizes.values()) != 0:
             raise AutofusionError(f"ascendc: kernel {name} failed on the CPU model")
         return outs
 
@@ -193,7 +260,9 @@ class CpuModelRunner:
                     res = [out] if isinstance(out, np.ndarray | np.generic) else list(out)
                 for r, v in zip(op.results, res):
                     dtype = to_numpy_dtype(r.type.element_type)  # type: ignore[attr-defined]
-                    env[r] = np.asarray(v, dtype=dtype).reshape(shape_of(r))
+                    v = np.asarray(v, dtype=dtype)
+                    # a launch at run-time sizes returns its own shape; the rest is static
+                    env[r] = v if isinstance(op, ac.LaunchOp) else v.reshape(shape_of(r))
         finally:
             if self.lib.af_finalize() != 0:
                 raise AutofusionError("ascendc: af_finalize failed on the CPU model")

@@ -70,21 +70,10 @@ class KernelFiles:
     kernel_source: str
 
 
-TILING_FIELDS_VECTOR = (
-    "totalLength",
-    "blockLength",
-    "tileLength",
-    "blockDim",
-    "rowLength",
-    "rowStride",
-)
-TILING_FIELDS_CUBE = ("units", "mBlocks", "singleCoreM", "M", "N", "K", "workspaceElems")
-
-
 class KernelPrinter:
     """Prints the three files of one kernel."""
 
-    def __init__(self, kernel: ac.KernelOp, cores: int, max_tile: int, ub_bytes: int):
+    def __init__(self, kernel: ac.KernelOp):
         self.k = kernel
         self.name = kernel.sym_name.data
         self.cls = class_name(self.name)
@@ -92,36 +81,25 @@ class KernelPrinter:
         self.cube = kernel.kind.data == "cube"
         self.attn = any(isinstance(o, ac.AttentionOp) for o in kernel.walk())
         self.t = kernel.tiling_values()
-        self.cores, self.max_tile, self.ub_bytes = cores, max_tile, ub_bytes
+        self.formula = tl.formula_of(kernel.tiling)
         self.n = _Names()
         self.arg_names = [a.data for a in kernel.arg_names.data]
         self.members: list[str] = []
         self.init: list[str] = []
         self.methods: list[str] = []
-        self.nbufs = 0
-        self.fixed_bytes = 0
-        self.nloaded = 0
         self.loop_id = 0
         self.rows_mode = False
         self.per_row_values = False
         self.copy_loop: dict[str, int] | None = None
 
-    def _per_row_out(self) -> bool:
-        for op in self.k.walk():
-            if isinstance(op, ac.TileLoopOp) and op.out_row_length is not None:
-                return int(op.out_row_length.value.data) == 1
-        return False
-
     # -- tiling -------------------------------------------------------------------------
     def _fields(self) -> list[str]:
-        if self.attn:
-            from autofusion.lowering.ascendc.attention import ATTENTION_FIELDS
+        return [name for name, _ in self.formula.fields]
 
-            return list(ATTENTION_FIELDS)
-        fields = [f for f in TILING_FIELDS_VECTOR if f in self.t]
-        if self.cube:
-            fields = [*fields, *[f for f in TILING_FIELDS_CUBE if f in self.t]]
-        return fields
+    def _tiling_params(self) -> str:
+        """The host tiling function's parameters: cores, run-time sizes, the struct."""
+        sizes = "".join(f"uint32_t {r}, " for r in self.formula.runtime)
+        return f"uint32_t coreNum, {sizes}{self.td}* td"
 
     def tiling_header(self) -> str:
         guard = f"AF_{self.name.upper()}_TILING_H"
@@ -147,9 +125,13 @@ class KernelPrinter:
             lines.append("    TCubeTiling mm;  // high-level Matmul API tiling (per work unit)")
         lines.append("};")
         lines.append(
-            f"\n// Host tiling function: fills *td for coreNum available cores; returns the\n"
-            f"// number of cores to launch (blockDim), 0 on failure.\n"
-            f'extern "C" uint32_t {self.name}_tiling(uint32_t coreNum, {self.td}* td);'
+            "\n// Host tiling function: fills *td for coreNum available cores; returns the\n"
+            "// number of cores to launch (blockDim), 0 on failure.\n"
+            + "".join(
+                f"// {r}: run-time size, 1..{self.k.tiling.input_values()[r]}.\n"
+                for r in self.formula.runtime
+            )
+            + f'extern "C" uint32_t {self.name}_tiling({self._tiling_params()});'
         )
         if self.cube:
             lines.append(
@@ -159,10 +141,16 @@ class KernelPrinter:
         lines.append(f"\n#endif  // {guard}\n")
         return "\n".join(lines)
 
-    def tiling_source(self, nbufs: int, fixed_bytes: int) -> str:
-        """The host tiling function: the formulas of ``tiling.py`` in C++."""
-        t = self.t
-        lines = [HEADER, "#include <algorithm>", f'#include "{self.name}_tiling.h"']
+    def tiling_source(self) -> str:
+        """The host tiling function: the kernel's tiling formula printed as C++ (the same
+        definition ``tiling.py`` evaluates for the IR), plus the Matmul API tiling of cube
+        kernels."""
+        lines = [
+            HEADER,
+            "#include <algorithm>",
+            "#include <cstdint>",
+            f'#include "{self.name}_tiling.h"',
+        ]
         if self.cube:
             lines += [
                 "#ifndef AUTOFUSION_CPU_MODEL",
@@ -171,85 +159,17 @@ class KernelPrinter:
                 "#endif",
             ]
         lines.append("")
+        lines.append(f'extern "C" uint32_t {self.name}_tiling({self._tiling_params()})\n{{')
+        lines += self.formula.cpp_body(self.k.tiling.input_values())
         if self.attn:
-            from autofusion.lowering.ascendc.attention import attention_tiling_source
+            from autofusion.lowering.ascendc.attention import attention_matmul_tiling
 
             lines.append(
-                attention_tiling_source(
-                    self.name, self.td, t, self.cores, self.max_tile, self.ub_bytes
-                )
+                "    auto* platform = platform_ascendc::PlatformAscendCManager::GetInstance();"
             )
-            lines.append(
-                f'\nextern "C" uint64_t {self.name}_workspace_bytes(const {self.td}* td)\n{{\n'
-                f"    return static_cast<uint64_t>(td->workspaceElems) * sizeof(float);\n}}"
-            )
-            return "\n".join(lines) + "\n"
-        lines.append(f'extern "C" uint32_t {self.name}_tiling(uint32_t coreNum, {self.td}* td)\n{{')
-        lines.append(f"    const uint32_t cores = std::min<uint32_t>(coreNum, {self.cores}u);")
-        lines.append("    if (cores == 0 || td == nullptr) return 0;")
-        if "rowLength" in t:
-            per_row_out = self._per_row_out()
-            nload = self.nloaded
+            lines += attention_matmul_tiling(self.t)
+        elif self.cube:
             lines += [
-                f"    const uint32_t rows = {t['totalLength']}u, d = {t['rowLength']}u;",
-                f"    const uint32_t dp = (d + {tl.ALIGN - 1}u) / {tl.ALIGN}u * {tl.ALIGN}u;"
-                "  // row stride in UB: 32-byte aligned",
-                f"    const uint32_t fixed = 4u * dp * (2u + {nload}u) + 32u + "
-                f"{64 if per_row_out else 0}u;",
-                f"    const uint32_t per = 4u * {tl.BUFFER_NUM}u * (dp + "
-                f"{'1u' if per_row_out else 'dp'});",
-                "    uint32_t tile = std::min<uint32_t>(std::max<uint32_t>(1u, "
-                f"{self.max_tile}u / dp), ({self.ub_bytes}u - fixed) / per);",
-                "    tile = std::min<uint32_t>(tile, 4095u);  // DataCopyPad blockCount is 16-bit",
-                "    if (tile < 1) return 0;",
-                "    const uint32_t block = (rows + cores - 1) / cores;",
-                "    tile = std::min(tile, block);",
-                "    td->totalLength = rows;",
-                "    td->blockLength = block;",
-                "    td->tileLength = tile;",
-                "    td->blockDim = (rows + block - 1) / block;",
-                "    td->rowLength = d;",
-                "    td->rowStride = dp;",
-            ]
-        elif "totalLength" in t:
-            lines += [
-                f"    const uint32_t total = {t['totalLength']}u;",
-                f"    const uint32_t align = {tl.ALIGN}u;  // f32 elements per 32-byte block",
-                f"    const uint32_t nbufs = {max(1, nbufs)}u;"
-                f"  // tile buffers: {tl.BUFFER_NUM} per queue + scratch",
-                f"    const uint32_t avail = {self.ub_bytes}u - {fixed_bytes}u;"
-                "  // UB budget minus loaded operands",
-                f"    uint32_t tile = std::min<uint32_t>({self.max_tile}u, "
-                "avail / (nbufs * 4u)) / align * align;",
-                "    if (tile < align) return 0;",
-                "    const uint32_t block = ((total + cores - 1) / cores + align - 1) / align * "
-                "align;",
-                "    tile = std::min(tile, block);",
-                "    td->totalLength = total;",
-                "    td->blockLength = block;",
-                "    td->tileLength = tile;",
-                "    td->blockDim = (total + block - 1) / block;",
-            ]
-        if self.cube:
-            split = t["mBlocks"] > 1 or t["singleCoreM"] != t["M"]
-            lines += [
-                f"    const uint32_t M = {t['M']}u, N = {t['N']}u, K = {t['K']}u;",
-                f"    const uint32_t batch = {t['units'] // t['mBlocks']}u;",
-            ]
-            if split:
-                lines.append(
-                    "    uint32_t single = ((M + cores - 1) / cores + 15u) / 16u * 16u;"
-                    "  // rows, multiple of 16"
-                )
-                lines.append("    single = std::min(single, M);")
-            else:
-                lines.append("    const uint32_t single = M;  // one work unit per batch entry")
-            lines += [
-                "    td->M = M; td->N = N; td->K = K;",
-                "    td->singleCoreM = single;",
-                "    td->mBlocks = (M + single - 1) / single;",
-                "    td->units = batch * td->mBlocks;",
-                f"    td->workspaceElems = {t.get('workspaceElems', 0)}u;",
                 "    auto* platform = platform_ascendc::PlatformAscendCManager::GetInstance();",
                 "    matmul_tiling::MultiCoreMatmulTiling mmTiling(*platform);",
                 "    mmTiling.SetDim(1);  // each work unit runs on one core",
@@ -262,19 +182,14 @@ class KernelPrinter:
                 "    mmTiling.SetCType(matmul_tiling::TPosition::GM, "
                 "matmul_tiling::CubeFormat::ND, "
                 "matmul_tiling::DataType::DT_FLOAT);",
-                "    mmTiling.SetOrgShape(M, N, K);",
-                "    mmTiling.SetShape(single, N, K);",
-                "    mmTiling.SetSingleShape(single, N, K);",
+                "    mmTiling.SetOrgShape(td->M, td->N, td->K);",
+                "    mmTiling.SetShape(td->singleCoreM, td->N, td->K);",
+                "    mmTiling.SetSingleShape(td->singleCoreM, td->N, td->K);",
                 "    mmTiling.EnableBias(false);",
                 "    mmTiling.SetBufferSpace(-1, -1, -1);",
                 "    if (mmTiling.GetTiling(td->mm) == -1) return 0;",
-                "    const uint32_t dim = std::min<uint32_t>(cores, td->units);",
             ]
-            if "blockDim" in t:
-                lines.append("    td->blockDim = dim;")
-            lines.append("    return dim;")
-        else:
-            lines.append("    return td->blockDim;")
+        lines.append(f"    return static_cast<uint32_t>({self.formula.block_dim.cpp()});")
         lines.append("}")
         if self.cube:
             lines.append(
@@ -420,9 +335,14 @@ class KernelPrinter:
             nm = f"{self.n[op.addr]}Gm"  # one global tensor per GM_ADDR parameter
             self.n.names[op.result] = nm
             self.members.append(f"AscendC::GlobalTensor<float> {nm};")
+            length = {
+                None: str(_int(op, "length")),
+                "total": "td.totalLength",
+                "total_rows": "static_cast<uint64_t>(td.totalLength) * td.rowLength",
+            }[op.runtime_length.data if op.runtime_length is not None else None]
             self.init.append(
                 f"{nm}.SetGlobalBuffer(reinterpret_cast<__gm__ float*>({self.n[op.addr]}), "
-                f"{_int(op, 'length')});"
+                f"{length});"
             )
         elif isinstance(op, ac.QueueOp):
             qt = op.result.type
@@ -431,15 +351,13 @@ class KernelPrinter:
             nm = self.n.new(op.result, "inQueue" if pos == "VECIN" else "outQueue")
             self.members.append(f"AscendC::TQue<AscendC::TPosition::{pos}, BUFFER_NUM> {nm};")
             self.init.append(f"pipe.InitBuffer({nm}, BUFFER_NUM, {self._size(op)});")
-            self.nbufs += tl.BUFFER_NUM
         elif isinstance(op, ac.TBufOp):
             nm = self.n.new(op.result, "tmpBuf")
             self.members.append(f"AscendC::TBuf<AscendC::TPosition::VECCALC> {nm};")
             self.init.append(f"pipe.InitBuffer({nm}, {self._size(op)});")
-            self.nbufs += 1
         elif isinstance(op, ac.LoadOperandOp):
             n = _int(op, "length")
-            padded = tl.round_up(n, tl.ALIGN)
+            padded = tl.round_up_int(n, tl.ALIGN)
             buf = self.n.new(op.result, "operand")
             self.members.append(f"AscendC::TBuf<AscendC::TPosition::VECCALC> {buf}Buf;")
             self.members.append(f"AscendC::LocalTensor<float> {buf};")
@@ -450,8 +368,6 @@ class KernelPrinter:
                 f"AfCopyIn({buf}, {self.n[op.source]}, {n});",
                 "AscendC::PipeBarrier<PIPE_ALL>();",
             ]
-            self.fixed_bytes += padded * 4
-            self.nloaded += 1
         else:
             raise ValueError(f"ascendc printer: unexpected op {op.name} at kernel level")
 
@@ -943,26 +859,17 @@ __aicore__ inline void AfCopyOut(const AscendC::GlobalTensor<float>& dst, const 
 
 def tiling_fields(kernel: ac.KernelOp) -> list[str]:
     """The uint32 fields at the start of the kernel's tiling struct, in order."""
-    return KernelPrinter(kernel, 8, 4096, 184 * 1024)._fields()
+    return list(kernel.tiling_values())
 
 
 def tiling_config(kernel: ac.KernelOp) -> dict[str, int]:
     """The lowering options the kernel's tiling was computed with."""
-    cfg = kernel.attributes.get("ascendc.config")
-    vals = {"cores": 8, "max_tile": 4096, "ub_bytes": 184 * 1024}
-    if cfg is not None:
-        for key, v in cfg.data.items():  # type: ignore[attr-defined]
-            vals[key] = int(v.value.data)
-    return vals
+    inputs = kernel.tiling.input_values()
+    return {"cores": inputs["cores"], "max_tile": inputs["maxTile"], "ub_bytes": inputs["ubBytes"]}
 
 
 def print_kernel(kernel: ac.KernelOp) -> KernelFiles:
-    """The three files of ``kernel``, with the tiling configuration the lowering used."""
-    cfg = kernel.attributes.get("ascendc.config")
-    vals = {"cores": 8, "max_tile": 4096, "ub_bytes": 184 * 1024}
-    if cfg is not None:
-        for key, v in cfg.data.items():  # type: ignore[attr-defined]
-            vals[key] = int(v.value.data)
-    p = KernelPrinter(kernel, vals["cores"], vals["max_tile"], vals["ub_bytes"])
+    """The three files of ``kernel``."""
+    p = KernelPrinter(kernel)
     src = p.kernel_source()
-    return KernelFiles(p.tiling_header(), p.tiling_source(p.nbufs, p.fixed_bytes), src)
+    return KernelFiles(p.tiling_header(), p.tiling_source(), src)

@@ -13,8 +13,9 @@ Two kernel shapes are produced (see ``autofusion/dialects/ascendc.py``):
 * cube: the first op is ``nn.matmul``/``nn.gemm``/``nn.conv`` (conv via im2col + Matmul),
   followed by an elementwise epilogue applied in place to each work unit's output rows.
 
-Tiling is computed here for the static shapes with the same formulas the printed host
-tiling function uses (``tiling.py``), so the IR shows the values the host will compute.
+Each kernel carries its tiling record (``#ascendc.tiling``: kind, inputs, values): the
+formulas of ``tiling.py`` are evaluated here for the static shapes, so the IR shows the values
+the printed host tiling function (the same formulas, printed) will compute.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     BoolAttr,
     DenseArrayBase,
-    DictionaryAttr,
     IntegerAttr,
     ModuleOp,
     StringAttr,
@@ -126,6 +126,11 @@ class KernelLowering:
         self.kop = kop
         self.name = name
         self.opts = opts
+        #: why the kernel keeps compile-time sizes (when run-time sizes are asked for)
+        self.static_reason = (
+            "Matmul / convolution tiling (TCubeTiling, work units) is computed for "
+            "compile-time M, N, K"
+        )
         self.body_ops = [o for o in kop.body.block.ops if not isinstance(o, fusion.YieldOp)]
         term = kop.body.block.last_op
         assert isinstance(term, fusion.YieldOp)
@@ -229,7 +234,7 @@ class KernelLowering:
 
         ``outputs``: (nn value, output global tensor). ``seed``: (nn value, global tensor)
         read as an extra queued input (the cube result the epilogue transforms).
-        Returns the vector tiling values.
+        Returns the inputs of the vector tiling formula (``total``, ``nbufs``, ``fixedBytes``).
         """
         consts = self._scalar_consts(ops)
         placeholder = 8  # tile bytes are fixed after counting buffers; patched below
@@ -254,7 +259,7 @@ class KernelLowering:
             if n > BCAST_LIMIT:
                 continue  # too large for UB: expanded from GM directly
             loaded[i] = ac.LoadOperandOp(gms[i], n, f32)
-            bcast_bytes += tl.round_up(n, tl.ALIGN) * 4
+            bcast_bytes += tl.round_up_int(n, tl.ALIGN) * 4
 
         # copy-in stage
         cin_r, cin = _stage()
@@ -336,17 +341,28 @@ class KernelLowering:
             cout.add_ops([d, ac.CopyOutOp(g, d.result), ac.FreeTensorOp(q.result, d.result)])
         cout.add_op(ac.YieldOp())
 
-        nbufs = tl.BUFFER_NUM * len(queues) + len(tbufs)
-        vt = tl.vector_tiling(
-            total, nbufs, bcast_bytes, self.opts.cores, self.opts.max_tile, self.opts.ub_bytes
-        )
+        sizes = {
+            "total": total,
+            "nbufs": tl.BUFFER_NUM * len(queues) + len(tbufs),
+            "fixedBytes": bcast_bytes,
+        }
+        tile = self._tiling(tl.TilingKind.VECTOR, sizes).field_values()["tileLength"]
         for q in queues:
-            q.properties["bytes"] = _i(vt["tileLength"] * 4)
+            q.properties["bytes"] = _i(tile * 4)
         for t in tbufs:
-            t.properties["bytes"] = _i(vt["tileLength"] * 4)
+            t.properties["bytes"] = _i(tile * 4)
         body.add_ops([*queues, *tbufs, *loaded.values()])
         body.add_op(ac.TileLoopOp(extent, total, [cin_r, comp_r, cout_r]))
-        return vt
+        return sizes
+
+    def _tiling(
+        self, kind: tl.TilingKind, sizes: dict[str, int], runtime: tuple[str, ...] = ()
+    ) -> ac.TilingAttr:
+        """The tiling record, or ``Unsupported`` when the kernel's buffers do not fit."""
+        try:
+            return tl.make_tiling(kind, sizes, self.opts, runtime)
+        except tl.TilingError as e:
+            raise Unsupported(str(e)) from None
 
     # -- vector kernels -------------------------------------------------------------------
     def vector(self) -> ac.KernelOp:
@@ -359,7 +375,42 @@ class KernelLowering:
         block, gms = self._kernel_block()
         outs = [(v, gms[len(self.kop.inputs) + j]) for j, v in enumerate(self.yielded)]
         vt = self._build_tile_loop(block, gms, self.body_ops, plan, outs, "block", numel(out_shape))
-        return self._finish("vector", block, vt)
+        if self.opts.runtime_sizes:
+            lead = self._runtime_lead(plan, out_shape)
+            if lead is not None:
+                n_in = len(self.kop.inputs)
+                for i in [*plan.queued, *range(n_in, n_in + len(self.kop.outputs))]:
+                    ac.set_runtime_length(gms[i], "total")
+                outer = numel(out_shape[:lead])
+                del vt["total"]
+                sizes = {"outer": outer, "outerMax": outer, "inner": numel(out_shape[lead:]),
+                         "lead": lead, **vt}  # fmt: skip
+                return self._finish(
+                    "vector", block, self._tiling(tl.TilingKind.VECTOR, sizes, ("outer",))
+                )
+        return self._finish("vector", block, self._tiling(tl.TilingKind.VECTOR, vt))
+
+    def _runtime_lead(self, plan: _Plan, out_shape: tuple[int, ...]) -> int | None:
+        """Leading dims of ``out_shape`` whose extent can be a run-time size (``outer``), or
+        None with ``self.static_reason`` set: broadcast operands must not vary along them
+        (their index maps use the trailing dims only) and a queued input must carry them."""
+        if plan.gathers:
+            self.static_reason = "gathers and pooling index their source by its compile-time shape"
+            return None
+        if not plan.queued:
+            self.static_reason = "no input has the kernel's shape to carry a run-time size"
+            return None
+        lead = len(out_shape)
+        for i, strides in plan.bcast.items():
+            first = next((d for d, st in enumerate(strides) if st), len(strides))
+            lead = min(lead, first)
+            if first == 0:
+                self.static_reason = f"input {i} varies along the leading dimension"
+                return None
+        if lead == 0:
+            self.static_reason = "a scalar result"
+            return None
+        return lead
 
     def _kernel_block(self, workspace: int = 0) -> tuple[Block, dict[int, SSAValue]]:
         """Kernel block: one GM_ADDR per input and output (+ ``workspace`` elements of user
@@ -380,14 +431,14 @@ class KernelLowering:
         self.has_workspace = bool(workspace)
         return block, gms
 
-    def _finish(self, kind: str, block: Block, tiling: dict[str, int]) -> ac.KernelOp:
+    def _finish(self, kind: str, block: Block, tiling: ac.TilingAttr) -> ac.KernelOp:
         block.add_op(ac.ReturnOp())
         names = [f"in{i}" for i in range(len(self.kop.inputs))] + [
             f"out{j}" for j in range(len(self.kop.outputs))
         ]
         if getattr(self, "has_workspace", False):
             names.append("workspace")
-        k = ac.KernelOp(
+        return ac.KernelOp(
             self.name,
             kind,
             self.kop.pattern_name,
@@ -397,15 +448,6 @@ class KernelLowering:
             tiling,
             Region(block),
         )
-        # The tiling configuration the host tiling function must reproduce.
-        k.attributes["ascendc.config"] = DictionaryAttr(
-            {
-                "cores": _i(self.opts.cores),
-                "max_tile": _i(self.opts.max_tile),
-                "ub_bytes": _i(self.opts.ub_bytes),
-            }
-        )
-        return k
 
     # -- cube kernels ---------------------------------------------------------------------
     def cube(self) -> ac.KernelOp:
@@ -439,13 +481,12 @@ class KernelLowering:
                     pre.append(("beta", head.float_prop("beta")))
         else:
             raise Unsupported(f"{head.name} is not a cube op")
-        ct["units"] = units
         if self.yielded[0] is head.results[0] and bias_arg is None and not pre:
             # no epilogue at all
             body_r, body = _stage()
             body.add_ops([*mm, ac.YieldOp()])
             block.add_op(ac.WorkLoopOp(units, body_r))
-            return self._finish("cube", block, ct)
+            return self._finish("cube", block, self._tiling(tl.TilingKind.CUBE, ct))
         self._vector_ops(epilogue, out_shape)
         # The epilogue reads the cube result from the output buffer (in place).
         if isinstance(head, nn.ConvOp):
@@ -480,7 +521,7 @@ class KernelLowering:
         body.add_op(ac.YieldOp())
         block.add_op(ac.WorkLoopOp(units, body_r))
         # launch one core per work unit, up to the cores (the vector blockDim does not apply)
-        return self._finish("cube", block, {**ct, **vt, "blockDim": min(self.opts.cores, units)})
+        return self._finish("cube", block, self._tiling(tl.TilingKind.CUBE_EPILOGUE, {**ct, **vt}))
 
     def _epilogue_ops(self, head, bias_arg, pre, out_shape, conv: bool):
         """Synthetic nn ops applying alpha / bias to the cube result before the body's ops."""
@@ -542,10 +583,11 @@ class KernelLowering:
                 b_st = k * n
             else:
                 raise Unsupported(f"matmul batch broadcast {sa} x {sb}")
-        ct = tl.cube_tiling(m, n, k, self.opts.cores, split_m=True)
-        units = batch * ct["mBlocks"]
+        ct = {"M": m, "N": n, "K": k, "batch": batch, "split": 1, "im2col": 0}
+        m_blocks = self._tiling(tl.TilingKind.CUBE, ct).field_values()["mBlocks"]
+        units = batch * m_blocks
         ga, gb = gms[value_index(a)], gms[value_index(b)]
-        mm = [self._mm_op(ga, gb, out_g, m, n, k, ta, tb, ct["mBlocks"], a_st, 0, b_st, 0, m * n)]
+        mm = [self._mm_op(ga, gb, out_g, m, n, k, ta, tb, m_blocks, a_st, 0, b_st, 0, m * n)]
         return mm, units, ct
 
     def _conv_workspace(self, op: nn.ConvOp) -> int:
@@ -562,9 +604,9 @@ class KernelLowering:
         cout_g = ws[0] // g
         k = ws[1] * ws[2] * ws[3]
         p = os_[2] * os_[3]
-        ct = tl.cube_tiling(cout_g, p, k, self.opts.cores, split_m=False)
-        ct["workspaceElems"] = k * p * self.opts.cores  # one im2col slice per core
         units = xs[0] * g
+        # one work unit per (image, group); one im2col slice per core in the workspace
+        ct = {"M": cout_g, "N": p, "K": k, "batch": units, "split": 0, "im2col": 1}
         im = ac.Im2ColOp.build(
             operands=[gms[value_index(op.x)], ws_g],
             properties={
@@ -653,23 +695,30 @@ def lower_kernel(
     clone = kop.clone()
     hoisted = hoist_constants(clone)
     lowering = KernelLowering(clone, name, opts)
+    kernel = _lower_body(lowering, clone, body_ops)
+    if opts.runtime_sizes and not kernel.tiling.runtime_names():
+        kernel.properties["static_reason"] = StringAttr(lowering.static_reason)
+    return kernel, hoisted
+
+
+def _lower_body(
+    lowering: KernelLowering, clone: fusion.KernelOp, body_ops: list[Operation]
+) -> ac.KernelOp:
     if len(body_ops) == 1 and isinstance(body_ops[0], nn.AttentionOp):
         from autofusion.lowering.ascendc.attention import build_attention
 
         return build_attention(
             lowering, next(o for o in clone.body.block.ops if isinstance(o, nn.AttentionOp))
-        ), hoisted
+        )
     if len(body_ops) == 1 and isinstance(body_ops[0], COPY_OPS):
         return build_copy(
             lowering, next(o for o in clone.body.block.ops if isinstance(o, COPY_OPS))
-        ), hoisted
+        )
     if len(body_ops) == 1 and isinstance(body_ops[0], ROW_OPS):
-        return build_rows(
-            lowering, next(o for o in clone.body.block.ops if isinstance(o, ROW_OPS))
-        ), hoisted
+        return build_rows(lowering, next(o for o in clone.body.block.ops if isinstance(o, ROW_OPS)))
     if isinstance(body_ops[0], nn.MatMulOp | nn.GemmOp | nn.ConvOp):
-        return lowering.cube(), hoisted
-    return lowering.vector(), hoisted
+        return lowering.cube()
+    return lowering.vector()
 
 
 SINGLE_OPS: tuple[type[Operation], ...] = (
@@ -787,11 +836,15 @@ class LowerFusionToAscendC(CheckedPass):
     ``@main`` as one-op kernels, default true), ``cores`` (vector/cube cores the tiling
     spreads work over, default 8),
     ``max_tile`` (largest tile in elements, default 4096), ``ub_bytes`` (unified-buffer
-    budget per core, default 184 KiB of the 192 KiB on Atlas A2).
+    budget per core, default 184 KiB of the 192 KiB on Atlas A2), ``runtime_sizes`` (host
+    tiling from run-time sizes: elementwise kernels take their leading extent, row-wise
+    kernels their row count, in ``1..<the IR's size>``; other kernels keep compile-time
+    sizes and record why in ``static_reason``; default false).
     """
 
     name: ClassVar[str] = "lower-fusion-to-ascendc"
     single_ops: bool = True
+    runtime_sizes: bool = False
     cores: int = 8
     max_tile: int = 4096
     ub_bytes: int = 184 * 1024

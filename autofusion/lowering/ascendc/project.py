@@ -216,14 +216,18 @@ def print_host(module: ModuleOp, plan: HostPlan) -> str:
         core = "GetCoreNumAic" if cube else "GetCoreNumAiv"
         ws = f"{name}_workspace_bytes(&td)" if cube else "0"
         args = ", ".join(f"args[{i}]" for i in range(len(gm)))
+        runtime = runtime_sizes(k)
+        doc = "".join(f"\n// {r}: run-time size, {lo}..{hi}." for r, (lo, hi) in runtime.items())
+        params = "".join(f", uint32_t {r}" for r in runtime)
+        sizes = "".join(f"{r}, " for r in runtime)
         out += [
             f"// {name} ({comment_safe(k.pattern.data)}: {origins}).",
-            f"// args: device pointers to {len(gm)} tensors (inputs then outputs).",
-            f'extern "C" int af_run_{name}(void* const* args)',
+            f"// args: device pointers to {len(gm)} tensors (inputs then outputs).{doc}",
+            f'extern "C" int af_run_{name}(void* const* args{params})',
             "{",
             f"    {td} td{{}};",
             "    auto* platform = platform_ascendc::PlatformAscendCManager::GetInstance();",
-            f"    const uint32_t blockDim = {name}_tiling(platform->{core}(), &td);",
+            f"    const uint32_t blockDim = {name}_tiling(platform->{core}(), {sizes}&td);",
             "    if (blockDim == 0) {",
             f'        std::fprintf(stderr, "{name}: tiling failed\\n");',
             "        return 1;",
@@ -244,11 +248,17 @@ def print_host(module: ModuleOp, plan: HostPlan) -> str:
             "}",
             "",
         ]
-    out += _print_model_run(fn, plan)
+    out += _print_model_run(fn, plan, {k.sym_name.data: k for k in kernels})
     return "\n".join(out) + "\n"
 
 
-def _print_model_run(fn: func.FuncOp, plan: HostPlan) -> list[str]:
+def runtime_sizes(kernel: ac.KernelOp) -> dict[str, tuple[int, int]]:
+    """The kernel's run-time sizes and their ranges (empty: compile-time tiling)."""
+    inputs = kernel.tiling.input_values()
+    return {r: (1, inputs[r]) for r in kernel.tiling.runtime_names()}
+
+
+def _print_model_run(fn: func.FuncOp, plan: HostPlan, kernels: dict[str, ac.KernelOp]) -> list[str]:
     n_in = len(fn.args)
     ret = fn.body.block.last_op
     assert isinstance(ret, func.ReturnOp)
@@ -297,7 +307,10 @@ def _print_model_run(fn: func.FuncOp, plan: HostPlan) -> list[str]:
             name = op.kernel.root_reference.data
             out.append(f"    {{  // {name}")
             out.append(f"        void* args[] = {{{', '.join(f'buf[{v}]' for v in vals)}}};")
-            out.append(f"        if (af_run_{name}(args) != 0) return 1;")
+            kernel = kernels[name]
+            # the model's own shapes: run-time sizes at their upper bounds
+            sizes = "".join(f", {hi}u" for _, hi in runtime_sizes(kernel).values())
+            out.append(f"        if (af_run_{name}(args{sizes}) != 0) return 1;")
             out.append("    }")
     for j, v in enumerate(ret.arguments):
         b = plan.values[v]
@@ -440,6 +453,9 @@ def emit_project(module: ModuleOp, out_dir: str | Path) -> None:
                 "pattern": k.pattern.data,
                 "origins": [o.data for o in k.origins.data],
                 "tiling": k.tiling_values(),
+                "tiling_kind": k.tiling.kind.data,
+                "runtime_sizes": {r: list(v) for r, v in runtime_sizes(k).items()},
+                **({"static_reason": k.static_reason.data} if k.static_reason else {}),
             }
         )
     (out / "host" / "model.cpp").write_text(print_host(module, plan))

@@ -40,6 +40,13 @@ ROW_OPS: tuple[type[Operation], ...] = (
 
 def row_shape(op: Operation) -> tuple[int, int]:
     """(rows, D) of the op's input, or raises Unsupported."""
+    k = row_axis(op)
+    xs = tuple(shape_of(op.operands[0]))
+    return numel(xs[:k]), numel(xs[k:])
+
+
+def row_axis(op: Operation) -> int:
+    """The first reduced / normalised axis: the dims before it are the rows."""
     xs = tuple(shape_of(op.operands[0]))
     if isinstance(op, nn.LayerNormOp):
         k = op.int_prop("axis")
@@ -54,7 +61,7 @@ def row_shape(op: Operation) -> tuple[int, int]:
         k = len(xs) - len(axes)
         if not axes or tuple(axes) != tuple(range(k, len(xs))):
             raise Unsupported(f"{op.name} over axes {axes} (only trailing axes are lowered)")
-    return numel(xs[:k]), numel(xs[k:])
+    return k if k >= 0 else k + len(xs)
 
 
 def _i(v: int) -> IntegerAttr:
@@ -64,7 +71,7 @@ def _i(v: int) -> IntegerAttr:
 def build_rows(lowering, op: Operation) -> ac.KernelOp:
     """The kernel for one row-wise op (``lowering`` provides the kernel block helpers)."""
     rows, d = row_shape(op)
-    dp = tl.round_up(d, tl.ALIGN)
+    dp = tl.round_up_int(d, tl.ALIGN)
     per_row_out = not isinstance(op, nn.LayerNormOp | nn.SoftmaxOp | nn.LogSoftmaxOp)
     block, gms = lowering._kernel_block()
     args = lowering.kop.body.block.args
@@ -169,16 +176,19 @@ def build_rows(lowering, op: Operation) -> ac.KernelOp:
     loop.properties["row_length"] = _i(d)
     loop.properties["out_row_length"] = _i(1 if per_row_out else d)
     block.add_op(loop)
-    opts = lowering.opts
-    try:
-        rt = tl.row_tiling(
-            rows, d, per_row_out, len(loaded), opts.cores, opts.max_tile, opts.ub_bytes
-        )
-    except ValueError as e:
-        raise Unsupported(str(e)) from None
-    qin.properties["bytes"] = _i(rt["tileLength"] * dp * 4)
+    sizes = {"rows": rows, "d": d, "perRowOut": int(per_row_out), "nloaded": len(loaded)}
+    runtime: tuple[str, ...] = ()
+    if lowering.opts.runtime_sizes:
+        # the row count is a run-time size: x and the result are sized from the tiling
+        sizes.update(rowsMax=rows, lead=row_axis(op))
+        runtime = ("rows",)
+        ac.set_runtime_length(gms[x_idx], "total_rows")
+        ac.set_runtime_length(out_g, "total" if per_row_out else "total_rows")
+    rt = lowering._tiling(tl.TilingKind.ROWS, sizes, runtime)
+    tile = rt.field_values()["tileLength"]
+    qin.properties["bytes"] = _i(tile * dp * 4)
     qout.properties["bytes"] = _i(
-        (tl.round_up(rt["tileLength"], tl.ALIGN) if per_row_out else rt["tileLength"] * dp) * 4
+        (tl.round_up_int(tile, tl.ALIGN) if per_row_out else tile * dp) * 4
     )
     return lowering._finish("vector", block, rt)
 
@@ -192,6 +202,7 @@ def build_copy(lowering, op: nn.ConcatOp | nn.SplitOp) -> ac.KernelOp:
     the concatenation axis with strided 2-d DataCopyPad (GM strides on the concatenated
     side), through UB (VECIN -> Muls(x, 1) -> VECOUT: exact, keeps -0.0 and NaN)."""
     axis = op.int_prop("axis")
+    lowering.static_reason = "concat / split copy loops have compile-time row counts and offsets"
     block, gms = lowering._kernel_block()
     n_in = len(lowering.kop.inputs)
     if isinstance(op, nn.ConcatOp):
@@ -212,7 +223,11 @@ def build_copy(lowering, op: nn.ConcatOp | nn.SplitOp) -> ac.KernelOp:
         chunk = max(c for c in range(1, min(g, COPY_ROW_LIMIT) + 1) if g % c == 0)
         if chunk < 8 and g > 8:
             raise Unsupported(f"{op.name}: no row split of {g} elements fits the UB")
-    dp = tl.round_up(chunk, tl.ALIGN) if chunk else max(tl.round_up(n, tl.ALIGN) for n in lengths)
+    dp = (
+        tl.round_up_int(chunk, tl.ALIGN)
+        if chunk
+        else max(tl.round_up_int(n, tl.ALIGN) for n in lengths)
+    )
     qin = ac.QueueOp("VECIN", tl.BUFFER_NUM, 32)
     qin.properties["size"] = StringAttr("tile_rows")
     qout = ac.QueueOp("VECOUT", tl.BUFFER_NUM, 32)
@@ -268,19 +283,10 @@ def build_copy(lowering, op: nn.ConcatOp | nn.SplitOp) -> ac.KernelOp:
         ):
             loop.properties[key] = _i(val)
         block.add_op(loop)
-    opts = lowering.opts
-    try:
-        rt = tl.row_tiling(
-            outer if not chunk else max(n // chunk for n in lengths),
-            dp,
-            False,
-            0,
-            opts.cores,
-            opts.max_tile,
-            opts.ub_bytes,
-        )
-    except ValueError as e:
-        raise Unsupported(str(e)) from None
-    qin.properties["bytes"] = _i(rt["tileLength"] * dp * 4)
-    qout.properties["bytes"] = _i(rt["tileLength"] * dp * 4)
+    rows = outer if not chunk else max(n // chunk for n in lengths)
+    sizes = {"rows": rows, "d": dp, "perRowOut": 0, "nloaded": 0}
+    rt = lowering._tiling(tl.TilingKind.ROWS, sizes)
+    tile = rt.field_values()["tileLength"]
+    qin.properties["bytes"] = _i(tile * dp * 4)
+    qout.properties["bytes"] = _i(tile * dp * 4)
     return lowering._finish("vector", block, rt)

@@ -1,7 +1,7 @@
 // RUN: autofusion-opt %s --split-input-file --verify-diagnostics | filecheck %s
 
 builtin.module {
-  ascendc.kernel @k attributes {kind = "scalar", pattern = "p", origins = [], arg_names = [], num_inputs = 0 : i64, tiling = {}} {
+  ascendc.kernel @k attributes {kind = "scalar", pattern = "p", origins = [], arg_names = [], num_inputs = 0 : i64, tiling = #ascendc.tiling<"vector", {}, {}, []>} {
     ascendc.return
   }
 }
@@ -10,7 +10,7 @@ builtin.module {
 // -----
 
 builtin.module {
-  ascendc.kernel @k attributes {kind = "vector", pattern = "p", origins = [], arg_names = [], num_inputs = 0 : i64, tiling = {}} {
+  ascendc.kernel @k attributes {kind = "vector", pattern = "p", origins = [], arg_names = [], num_inputs = 0 : i64, tiling = #ascendc.tiling<"vector", {}, {}, []>} {
     %q = ascendc.queue {bytes = 30 : i64} : !ascendc.queue<VECIN, 2>
     ascendc.return
   }
@@ -20,7 +20,7 @@ builtin.module {
 // -----
 
 builtin.module {
-  ascendc.kernel @k attributes {kind = "vector", pattern = "p", origins = [], arg_names = ["a"], num_inputs = 0 : i64, tiling = {}} {
+  ascendc.kernel @k attributes {kind = "vector", pattern = "p", origins = [], arg_names = ["a"], num_inputs = 0 : i64, tiling = #ascendc.tiling<"vector", {}, {}, []>} {
     ascendc.return
   }
 }
@@ -29,7 +29,7 @@ builtin.module {
 // -----
 
 builtin.module {
-  ascendc.kernel @k attributes {kind = "vector", pattern = "p", origins = [], arg_names = [], num_inputs = 0 : i64, tiling = {}} {
+  ascendc.kernel @k attributes {kind = "vector", pattern = "p", origins = [], arg_names = [], num_inputs = 0 : i64, tiling = #ascendc.tiling<"vector", {}, {}, []>} {
     %t = ascendc.tbuf {bytes = 32 : i64} : !ascendc.tbuf
     %s = ascendc.tbuf_get %t : !ascendc.tbuf -> !ascendc.local<f32>
     ascendc.vunary "Tan" %s, %s : !ascendc.local<f32>, !ascendc.local<f32>
@@ -37,3 +37,30 @@ builtin.module {
   }
 }
 // CHECK: 'ascendc.vunary': unknown function Tan
+
+// -----
+
+builtin.module {
+  ascendc.kernel @k attributes {kind = "vector", pattern = "p", origins = [], arg_names = [], num_inputs = 0 : i64, tiling = #ascendc.tiling<"tiles", {}, {}, []>} {
+    ascendc.return
+  }
+}
+// CHECK: #ascendc.tiling: unknown kind 'tiles'
+
+// -----
+
+builtin.module {
+  ascendc.kernel @k attributes {kind = "vector", pattern = "p", origins = [], arg_names = [], num_inputs = 0 : i64, tiling = #ascendc.tiling<"cube", {}, {}, []>} {
+    ascendc.return
+  }
+}
+// CHECK: 'ascendc.kernel': a vector kernel with cube tiling
+
+// -----
+
+builtin.module {
+  ascendc.kernel @k attributes {kind = "vector", pattern = "p", origins = [], arg_names = [], num_inputs = 0 : i64, tiling = #ascendc.tiling<"rows", {rows = 4 : i64}, {}, ["outer"]>} {
+    ascendc.return
+  }
+}
+// CHECK: #ascendc.tiling: run-time size outer is not an input

@@ -14,7 +14,7 @@ func.func @main(%x: tensor<2x3x6x6xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor<4xf
 }
 // CHECK-LABEL: func.func @main
 // CHECK-NEXT:    ascendc.launch @af_kernel_0(%x, %w, %b)
-// CHECK:       ascendc.kernel @af_kernel_0 attributes {{{.*}}kind = "cube", pattern = "conv_relu"{{.*}}arg_names = ["in0", "in1", "in2", "out0", "workspace"]{{.*}}tiling = {M = 4 : i64, N = 36 : i64, K = 27 : i64, singleCoreM = 4 : i64, mBlocks = 1 : i64, workspaceElems = 1944 : i64, units = 2 : i64
+// CHECK:       ascendc.kernel @af_kernel_0 attributes {{{.*}}kind = "cube", pattern = "conv_relu"{{.*}}arg_names = ["in0", "in1", "in2", "out0", "workspace"]{{.*}}tiling = #ascendc.tiling<"cube_epilogue", {M = 4 : i64, N = 36 : i64, K = 27 : i64, batch = 2 : i64, split = 0 : i64, im2col = 1 : i64, total = 288 : i64, nbufs = 6 : i64, fixedBytes = 32 : i64, cores = 2 : i64, maxTile = 4096 : i64, ubBytes = 188416 : i64}, {totalLength = 288 : i64, blockLength = 144 : i64, tileLength = 144 : i64, blockDim = 2 : i64, units = 2 : i64, mBlocks = 1 : i64, singleCoreM = 4 : i64, M = 4 : i64, N = 36 : i64, K = 27 : i64, workspaceElems = 1944 : i64}, []>
 // CHECK:         %[[WS:.*]] = ascendc.global_tensor %{{.*}} {workspace = "user", length = 1944 : i64}
 // CHECK:         ascendc.load_operand
 // CHECK:         ascendc.work_loop attributes {units = 2 : i64} {
@@ -38,7 +38,7 @@ func.func @main(%a: tensor<40x8xf32>, %b: tensor<8x16xf32>) -> tensor<40x16xf32>
   func.return %y : tensor<40x16xf32>
 }
 // CHECK-LABEL: func.func @main
-// CHECK:       ascendc.kernel @af_kernel_0 attributes {{{.*}}kind = "cube"{{.*}}tiling = {M = 40 : i64, N = 16 : i64, K = 8 : i64, singleCoreM = 32 : i64, mBlocks = 2 : i64, workspaceElems = 0 : i64, units = 2 : i64}}
+// CHECK:       ascendc.kernel @af_kernel_0 attributes {{{.*}}kind = "cube"{{.*}}tiling = #ascendc.tiling<"cube", {M = 40 : i64, N = 16 : i64, K = 8 : i64, batch = 1 : i64, split = 1 : i64, im2col = 0 : i64, cores = 2 : i64, maxTile = 4096 : i64, ubBytes = 188416 : i64}, {units = 2 : i64, mBlocks = 2 : i64, singleCoreM = 32 : i64, M = 40 : i64, N = 16 : i64, K = 8 : i64, workspaceElems = 0 : i64}, []>}
 // CHECK:         ascendc.work_loop attributes {units = 2 : i64} {
 // CHECK-NEXT:      ascendc.matmul {{.*}} {m = 40 : i64, n = 16 : i64, k = 8 : i64, trans_a = false, trans_b = false, m_blocks = 2 : i64
 // CHECK-NEXT:      ascendc.yield

@@ -10,7 +10,7 @@ func.func @main(%x: tensor<6x20xf32>, %g: tensor<20xf32>, %b: tensor<20xf32>) ->
 }
 // CHECK-LABEL: func.func @main
 // CHECK-NEXT:    %[[Y:.*]] = ascendc.launch @af_kernel_0(%x, %g, %b)
-// CHECK:       ascendc.kernel @af_kernel_0 attributes {{{.*}}kind = "vector", pattern = "single_layer_norm", origins = ["/ln"]{{.*}}tiling = {totalLength = 6 : i64, blockLength = 3 : i64, tileLength = 2 : i64, blockDim = 2 : i64, rowLength = 20 : i64, rowStride = 24 : i64}}
+// CHECK:       ascendc.kernel @af_kernel_0 attributes {{{.*}}kind = "vector", pattern = "single_layer_norm", origins = ["/ln"]{{.*}}tiling = #ascendc.tiling<"rows", {rows = 6 : i64, d = 20 : i64, perRowOut = 0 : i64, nloaded = 2 : i64, cores = 2 : i64, maxTile = 64 : i64, ubBytes = 188416 : i64}, {totalLength = 6 : i64, blockLength = 3 : i64, tileLength = 2 : i64, blockDim = 2 : i64, rowLength = 20 : i64, rowStride = 24 : i64}, []>}
 // CHECK:         ascendc.queue {bytes = 192 : i64, size = "tile_rows"} : !ascendc.queue<VECIN, 2>
 // CHECK:         ascendc.tile_loop attributes {extent = "rows", total = 6 : i64, row_length = 20 : i64, out_row_length = 20 : i64}
 // CHECK:           ascendc.row_loop {

@@ -17,7 +17,7 @@ func.func @main(%x: tensor<4x96xf32>, %b: tensor<96xf32>) -> tensor<4x96xf32> {
 // CHECK-LABEL: func.func @main
 // CHECK-NEXT:    %[[Y:.*]] = ascendc.launch @af_kernel_0(%x, %b) : (tensor<4x96xf32>, tensor<96xf32>) -> tensor<4x96xf32>
 // CHECK-NEXT:    func.return %[[Y]]
-// CHECK:       ascendc.kernel @af_kernel_0 attributes {ascendc.config = {cores = 4 : i64, max_tile = 256 : i64, ub_bytes = 188416 : i64}, kind = "vector", pattern = "ew", origins = ["add", "mul", "relu"], arg_names = ["in0", "in1", "out0"], num_inputs = 2 : i64, tiling = {totalLength = 384 : i64, blockLength = 96 : i64, tileLength = 96 : i64, blockDim = 4 : i64}}
+// CHECK:       ascendc.kernel @af_kernel_0 attributes {kind = "vector", pattern = "ew", origins = ["add", "mul", "relu"], arg_names = ["in0", "in1", "out0"], num_inputs = 2 : i64, tiling = #ascendc.tiling<"vector", {total = 384 : i64, nbufs = 6 : i64, fixedBytes = 384 : i64, cores = 4 : i64, maxTile = 256 : i64, ubBytes = 188416 : i64}, {totalLength = 384 : i64, blockLength = 96 : i64, tileLength = 96 : i64, blockDim = 4 : i64}, []>}
 // CHECK-NEXT:  ^{{.*}}(%[[X:.*]]: !ascendc.gm_addr, %[[B:.*]]: !ascendc.gm_addr, %[[O:.*]]: !ascendc.gm_addr):
 // CHECK-NEXT:    %[[XG:.*]] = ascendc.global_tensor %[[X]] {length = 384 : i64} : !ascendc.global<f32>
 // CHECK-NEXT:    %[[BG:.*]] = ascendc.global_tensor %[[B]] {length = 96 : i64} : !ascendc.global<f32>

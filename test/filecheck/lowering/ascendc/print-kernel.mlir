@@ -21,10 +21,25 @@ func.func @main(%x: tensor<1000xf32>, %y: tensor<1000xf32>) -> tensor<1000xf32> 
 // CHECK:       uint32_t af_kernel_0_tiling(uint32_t coreNum, AfKernel0TilingData* td);
 
 // CHECK-LABEL: // ===== kernels/af_kernel_0_tiling.cpp =====
-// CHECK:           const uint32_t cores = std::min<uint32_t>(coreNum, 4u);
-// CHECK:           const uint32_t total = 1000u;
-// CHECK:           const uint32_t nbufs = 7u;  // tile buffers: 2 per queue + scratch
-// CHECK:           uint32_t tile = std::min<uint32_t>(64u, avail / (nbufs * 4u)) / align * align;
+// CHECK:       extern "C" uint32_t af_kernel_0_tiling(uint32_t coreNum, AfKernel0TilingData* td)
+// CHECK:           const int64_t total = 1000;
+// CHECK-NEXT:      const int64_t nbufs = 7;
+// CHECK-NEXT:      const int64_t fixedBytes = 0;
+// CHECK-NEXT:      const int64_t cores = 4;
+// CHECK-NEXT:      const int64_t maxTile = 64;
+// CHECK-NEXT:      const int64_t ubBytes = 188416;
+// CHECK-NEXT:      const int64_t useCores = std::min<int64_t>(coreNum, cores);
+// CHECK-NEXT:      if (useCores < 1) return 0;  // no cores
+// CHECK-NEXT:      if (total < 1) return 0;  // an empty iteration space
+// CHECK-NEXT:      if (ubBytes < fixedBytes + 1) return 0;  // loaded operands do not fit in UB
+// CHECK-NEXT:      const int64_t tile = std::min<int64_t>(maxTile, (ubBytes - fixedBytes) / (std::max<int64_t>(1, nbufs) * 4)) / 8 * 8;
+// CHECK-NEXT:      if (tile < 8) return 0;
+// CHECK-NEXT:      const int64_t block = ((total + useCores - 1) / useCores + 8 - 1) / 8 * 8;
+// CHECK-NEXT:      td->totalLength = static_cast<uint32_t>(total);
+// CHECK-NEXT:      td->blockLength = static_cast<uint32_t>(block);
+// CHECK-NEXT:      td->tileLength = static_cast<uint32_t>(std::min<int64_t>(tile, block));
+// CHECK-NEXT:      td->blockDim = static_cast<uint32_t>((total + block - 1) / block);
+// CHECK-NEXT:      return static_cast<uint32_t>((total + block - 1) / block);
 
 // CHECK-LABEL: // ===== kernels/af_kernel_0.asc =====
 // CHECK:       // Kernel af_kernel_0: fused group "add_sigmoid" (vector) of ONNX nodes: /add, /sig

@@ -3,7 +3,7 @@
 
 // The ascendc dialect round-trips in pretty and generic form.
 builtin.module {
-  ascendc.kernel @k attributes {kind = "vector", pattern = "p", origins = ["o"], arg_names = ["in0", "out0"], num_inputs = 1 : i64, tiling = {tileLength = 8 : i64}} {
+  ascendc.kernel @k attributes {kind = "vector", pattern = "p", origins = ["o"], arg_names = ["in0", "out0"], num_inputs = 1 : i64, tiling = #ascendc.tiling<"vector", {total = 8 : i64}, {tileLength = 8 : i64}, []>} {
   ^bb0(%x: !ascendc.gm_addr, %y: !ascendc.gm_addr):
     %xg = ascendc.global_tensor %x {length = 8 : i64} : !ascendc.global<f32>
     %yg = ascendc.global_tensor %y {length = 8 : i64} : !ascendc.global<f32>
@@ -35,7 +35,7 @@ builtin.module {
     ascendc.return
   }
 }
-// CHECK:      ascendc.kernel @k attributes {kind = "vector", pattern = "p", origins = ["o"], arg_names = ["in0", "out0"], num_inputs = 1 : i64, tiling = {tileLength = 8 : i64}} {
+// CHECK:      ascendc.kernel @k attributes {kind = "vector", pattern = "p", origins = ["o"], arg_names = ["in0", "out0"], num_inputs = 1 : i64, tiling = #ascendc.tiling<"vector", {total = 8 : i64}, {tileLength = 8 : i64}, []>} {
 // CHECK:        ascendc.queue {bytes = 32 : i64} : !ascendc.queue<VECIN, 2>
 // CHECK:        ascendc.tile_loop attributes {extent = "block", total = 8 : i64} {
 // CHECK:          ascendc.vscalar "Maxs" %{{.*}}, %{{.*}} {scalar = 5.000000e-01 : f64} : !ascendc.local<f32>, !ascendc.local<f32>
