@@ -19,6 +19,12 @@ an attribute name spelled out anywhere else in ``autofusion/`` fails it). Who wr
 | ``fusion.refusals`` | module | fusion passes | refusals with reason codes |
 | ``fusion.fast_math`` | fusion.kernel | fuse | op types allowed fast approximations |
 | ``fusion.decided_by`` | fusion.kernel | fuse passes | the layer that decided the group |
+| ``c.role`` | func arg attrs | convert-nn-to-buffers | ``input`` / ``output`` of the C API |
+| ``c.pattern`` | lowered funcs | convert-nn-to-buffers | the fused kernel's pattern |
+| ``c.work`` | lowered funcs | convert-nn-to-buffers | FLOPs and bytes of one call |
+| ``c.epilogue`` | lowered funcs | lower-nn-to-loops | an epilogue (``clib.EPILOGUE_PARAMS``) |
+| ``c.parallel`` | scf.for | C builder | the loop the printer parallelises |
+| ``ascendc.fallback`` | fusion.kernel | lower-fusion-to-ascendc | why it runs on the host |
 """
 
 from __future__ import annotations
@@ -44,6 +50,12 @@ FUSION_POLICY = "fusion.policy"
 FUSION_REFUSALS = "fusion.refusals"
 FUSION_FAST_MATH = "fusion.fast_math"
 FUSION_DECIDED_BY = "fusion.decided_by"
+C_ROLE = "c.role"
+C_PATTERN = "c.pattern"
+C_WORK = "c.work"
+C_EPILOGUE = "c.epilogue"
+C_PARALLEL = "c.parallel"
+ASCENDC_FALLBACK = "ascendc.fallback"
 
 
 def string_list(attr: Attribute | None) -> list[str]:

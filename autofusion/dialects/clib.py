@@ -72,6 +72,8 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
+from autofusion.dialects.attrs import C_EPILOGUE
+
 
 @irdl_attr_definition
 class PtrType(ParametrizedAttribute, TypeAttribute):
@@ -98,7 +100,7 @@ class CallOp(IRDLOperation):
 
 
 #: The discardable attribute that marks a ``func.func`` as an epilogue.
-EPILOGUE_ATTR = "c.epilogue"
+EPILOGUE_ATTR = C_EPILOGUE
 
 
 class EpilogueArgs(NamedTuple):

@@ -44,7 +44,7 @@ from xdsl.pattern_rewriter import (
 
 from autofusion.dialects import ascendc as ac
 from autofusion.dialects import fusion, nn
-from autofusion.dialects.attrs import origin_names
+from autofusion.dialects.attrs import ASCENDC_FALLBACK, origin_names
 from autofusion.dialects.base import i64_array, shape_of, tensor_of, value_index
 from autofusion.dialects.dtypes import numpy_from_dense
 from autofusion.dialects.shapes import numel
@@ -806,13 +806,13 @@ class LowerKernel(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: fusion.KernelOp, rewriter: PatternRewriter) -> None:
-        if not isinstance(op.parent_op(), func.FuncOp) or "ascendc.fallback" in op.attributes:
+        if not isinstance(op.parent_op(), func.FuncOp) or ASCENDC_FALLBACK in op.attributes:
             return
         name = f"af_kernel_{self.count}"
         try:
             kernel, hoisted = lower_kernel(op, name, self.opts)
         except Unsupported as e:
-            op.attributes["ascendc.fallback"] = StringAttr(str(e))
+            op.attributes[ASCENDC_FALLBACK] = StringAttr(str(e))
             return
         self.count += 1
         kernel.verify()

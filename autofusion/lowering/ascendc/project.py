@@ -31,7 +31,7 @@ from xdsl.ir import Operation, SSAValue
 
 from autofusion.dialects import ascendc as ac
 from autofusion.dialects import fusion, nn
-from autofusion.dialects.attrs import onnx_name
+from autofusion.dialects.attrs import ASCENDC_FALLBACK, onnx_name
 from autofusion.dialects.base import shape_of
 from autofusion.dialects.dtypes import numpy_from_dense
 from autofusion.dialects.shapes import numel
@@ -58,7 +58,7 @@ def check_lowered(module: ModuleOp) -> None:
     not lower carry ``ascendc.fallback``). The printers only print; they never lower."""
     fn = main_func(module)
     for o in fn.body.block.ops:
-        if isinstance(o, fusion.KernelOp) and "ascendc.fallback" not in o.attributes:
+        if isinstance(o, fusion.KernelOp) and ASCENDC_FALLBACK not in o.attributes:
             raise AutofusionError(
                 f"ascendc target: op {o.name} (pattern {o.pattern.data!r}) in @main is not "
                 "lowered; the ascendc target only prints lowered IR: run "
@@ -134,7 +134,7 @@ def plan_host(fn: func.FuncOp) -> HostPlan:
             for r in op.results:
                 add(r)
             if isinstance(op, fusion.KernelOp):
-                why = op.attributes.get("ascendc.fallback", StringAttr("not lowered"))
+                why = op.attributes.get(ASCENDC_FALLBACK, StringAttr("not lowered"))
                 uncovered.append(f"{op.name} ({why.data})")  # type: ignore[union-attr]
             else:
                 uncovered.append(op.name)

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from autofusion.dialects.attrs import ASCENDC_FALLBACK
 from autofusion.testing import close as _close
 from autofusion.testing import compare
 
@@ -91,7 +92,7 @@ def check_model(name: str) -> dict[str, Any]:
         "single_op_kernels": len(kernels) - len(groups),
         "cube_kernels": sum(k.kind.data == "cube" for k in kernels.values()),
         "vector_kernels": sum(k.kind.data == "vector" for k in kernels.values()),
-        "fallback_reasons": dict(Counter(o.attributes["ascendc.fallback"].data for o in fallback)),  # type: ignore[attr-defined]
+        "fallback_reasons": dict(Counter(o.attributes[ASCENDC_FALLBACK].data for o in fallback)),  # type: ignore[attr-defined]
         "host_reference_ops": dict(uncovered),
         "kernels_checked": len(runner.trace),
         "kernels_mismatch": bad,

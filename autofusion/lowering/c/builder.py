@@ -23,6 +23,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from autofusion.dialects import dtypes
+from autofusion.dialects.attrs import C_PARALLEL
 from autofusion.dialects.clib import ViewOp
 
 Index = int | SSAValue
@@ -157,7 +158,7 @@ class Emitter:
         blk.add_op(scf.YieldOp(*yielded))
         op = scf.ForOp(self.index(lb), self.index(ub), self.index(step), list(inits), Region(blk))
         if parallel:
-            op.attributes["c.parallel"] = UnitAttr()
+            op.attributes[C_PARALLEL] = UnitAttr()
         self.block.add_op(op)
         return list(op.results)
 

@@ -67,6 +67,9 @@ from autofusion.analysis.memory_plan import concat_slices, is_inplace_capable
 from autofusion.analysis.static_shapes import check_static_shapes
 from autofusion.dialects import fusion, nn
 from autofusion.dialects.attrs import (
+    C_PATTERN,
+    C_ROLE,
+    C_WORK,
     MEMORY_ARENA_BYTES,
     MEMORY_CONCAT_INPLACE,
     MEMORY_OFFSETS,
@@ -80,7 +83,7 @@ from autofusion.lowering.c.names import NameTable
 from autofusion.passes.options import CheckedPass
 
 #: (FLOPs, bytes moved) of one call of the kernel function, for the profiler
-WORK_ATTR = "c.work"
+WORK_ATTR = C_WORK
 
 
 def memref_of(t: Attribute) -> MemRefType[Attribute]:
@@ -209,14 +212,14 @@ class _Converter:
         arg_attrs = []
         old_args = main.arg_attrs.data if main.arg_attrs is not None else [DictionaryAttr({})] * nin
         for d in old_args:
-            arg_attrs.append(DictionaryAttr({**d.data, "c.role": StringAttr("input")}))
+            arg_attrs.append(DictionaryAttr({**d.data, C_ROLE: StringAttr("input")}))
         old_res = (
             main.res_attrs.data
             if main.res_attrs is not None
             else [DictionaryAttr({})] * len(out_args)
         )
         for d in old_res:
-            arg_attrs.append(DictionaryAttr({**d.data, "c.role": StringAttr("output")}))
+            arg_attrs.append(DictionaryAttr({**d.data, C_ROLE: StringAttr("output")}))
         new_main = func.FuncOp(
             "main",
             FunctionType.from_lists([*in_types, *out_types], []),
@@ -426,7 +429,7 @@ class _Converter:
             visibility="private",
         )
         fn.attributes[ORIGINS] = ArrayAttr([StringAttr(o) for o in origins_of(op)])
-        fn.attributes["c.pattern"] = StringAttr(pattern)
+        fn.attributes[C_PATTERN] = StringAttr(pattern)
         fn.attributes[WORK_ATTR] = DenseArrayBase.from_list(i64, list(kernel_work(op)))
         if FAST_MATH_ATTR in op.attributes:
             fn.attributes[FAST_MATH_ATTR] = UnitAttr()

@@ -43,7 +43,14 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from autofusion.dialects import clib, dtypes
-from autofusion.dialects.attrs import ONNX_NAME, ORIGINS, PRECISION_STORAGE
+from autofusion.dialects.attrs import (
+    C_PARALLEL,
+    C_PATTERN,
+    C_ROLE,
+    ONNX_NAME,
+    ORIGINS,
+    PRECISION_STORAGE,
+)
 from autofusion.dialects.fusion import FAST_MATH_ATTR
 from autofusion.errors import AutofusionError
 from autofusion.lowering.c.builder import strides_of
@@ -173,7 +180,7 @@ def _io(main: func.FuncOp) -> list[tuple[str, str, MemRefType[Attribute]]]:
     attrs = main.arg_attrs.data if main.arg_attrs is not None else []
     for i, arg in enumerate(main.body.block.args):
         d = attrs[i].data if i < len(attrs) and isinstance(attrs[i], DictionaryAttr) else {}
-        role = d.get("c.role")
+        role = d.get(C_ROLE)
         name = d.get(ONNX_NAME)
         assert isinstance(arg.type, MemRefType)
         out.append(
@@ -355,7 +362,7 @@ class CPrinter:
         name = self.sym[f.sym_name.data]
         args = f.body.block.args
         origins = f.attributes.get(ORIGINS)
-        pattern = f.attributes.get("c.pattern")
+        pattern = f.attributes.get(C_PATTERN)
         w = self.lines
         self.kernel_info[f.sym_name.data] = (
             pattern.data if isinstance(pattern, StringAttr) else "",
@@ -1147,7 +1154,7 @@ class _FuncPrinter:
             res_names.append(nm)
             self.emit(d, f"{ctype(res.type)} {nm} = {r(init)};")
         ivn = self.bind(iv)
-        if "c.parallel" in op.attributes:
+        if C_PARALLEL in op.attributes:
             self.emit(d, "AFRT_OMP(parallel for schedule(static))")
         elif _is_float_sum(op):
             self.emit(d, f"AF_SIMD_SUM({res_names[0]})")
