@@ -1143,6 +1143,8 @@ static inline size_t afrt_conv2d_scratch_bytes(const afrt_conv_params *p) {
 
 /* Direct depthwise convolution (afrt_dwconv2d_f32): its own header, copied beside this one. */
 #include "afrt_dwconv.h"
+/* Winograd F(4x4, 3x3) for 3x3 stride-1 convs (afrt_winograd_f32): likewise. */
+#include "afrt_winograd.h"
 
 /* Fills col[crs, pcount] with the im2col matrix of positions [p0, p0+pcount) of one image and
  * group (xg points at its first channel). */
@@ -1489,6 +1491,9 @@ static inline void afrt_conv2d_f32(const float *x, const float *w, const float *
         return;
     }
     if (afrt_dconv_smallc_applies(p) && afrt_dconv_smallc_f32(x, w, bias, y, p, epi)) return;
+    if (!afrt_dconv_smallc_applies(p) && afrt_winograd_applies(p) &&
+        afrt_winograd_f32(x, w, bias, y, p, epi))
+        return;
     if (afrt_gemm_strategy_ == AFRT_GEMM_OWN && q.crs > 0 && afrt_conv_own_(x, w, bias, y, p, &q, epi))
         return;
     float *buf = NULL;
