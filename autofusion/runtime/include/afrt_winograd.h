@@ -25,7 +25,7 @@
  *   edge tiles), runs the 36 GEMMs with afrt_gemm_tile_ (the same micro-kernels as
  *   im2col_gemm), then the output transform adds the bias, writes the outputs inside
  *   OH x OW (edge tiles are cut) and runs the epilogue on each finished row segment.
- *   nt is chosen so V and M of one task stay in L2 (AFRT_TILE_BYTES).
+ *   nt is chosen so V and M of one task stay in L2 (AFRT_WG_BYTES).
  *
  * Error: the transforms' constants (1/4, 1/6, 1/24; 8, 5) grow fp32 rounding error by about
  * an order of magnitude over the direct sum; test_c_winograd.py checks it against
@@ -39,16 +39,24 @@
 
 #define AFRT_WG_X 36 /* elements of a 6x6 transformed tile */
 #define AFRT_WG_L 16 /* tiles per vector group */
-/* The measured rule (docs/runtime.md): at least this many input and output channels and
- * tiles (per image) for Winograd to beat im2col_gemm. */
-#ifndef AFRT_WG_MIN_C
-#define AFRT_WG_MIN_C 16
+/* Bytes of V and M of one task (they should stay in L2 between the transforms and GEMMs). */
+#ifndef AFRT_WG_BYTES
+#define AFRT_WG_BYTES (768 * 1024)
 #endif
-#ifndef AFRT_WG_MIN_K
-#define AFRT_WG_MIN_K 16
-#endif
+/* The measured rule (benchmarks/winograd_conv.py, docs/runtime.md): Winograd beats
+ * im2col_gemm on maps of at least AFRT_WG_MIN_TILES 4x4 tiles per image when
+ * AFRT_WG_CA / C - AFRT_WG_KA / K < 1. Per tile, Winograd pays transforms and a round trip
+ * of the 36 GEMM outputs through L2 per output channel (the 1/C term: costly when C is
+ * small against K) and saves im2col's 144 multiplies per channel pair (small K, where
+ * im2col's GEMM has few rows, gains most: the 1/K term). */
 #ifndef AFRT_WG_MIN_TILES
 #define AFRT_WG_MIN_TILES 16
+#endif
+#ifndef AFRT_WG_CA
+#define AFRT_WG_CA 28
+#endif
+#ifndef AFRT_WG_KA
+#define AFRT_WG_KA 48
 #endif
 
 /* Whether afrt_winograd_f32 can run this conv at all. */
@@ -60,7 +68,7 @@ static inline int afrt_winograd_fits(const afrt_conv_params *p) {
 
 /* Whether afrt_conv2d_f32 takes it (and the lowering records algo "winograd"). */
 static inline int afrt_winograd_applies(const afrt_conv_params *p) {
-    return afrt_winograd_fits(p) && p->C >= AFRT_WG_MIN_C && p->K >= AFRT_WG_MIN_K &&
+    return afrt_winograd_fits(p) && p->K * (AFRT_WG_CA - p->C) < AFRT_WG_KA * p->C &&
            afrt_cdiv_(p->OH, 4) * afrt_cdiv_(p->OW, 4) >= AFRT_WG_MIN_TILES;
 }
 
@@ -263,13 +271,19 @@ static inline void afrt_wg_output_(const float *restrict M, const float *bias,
                     o[i][2][l] = (f1 + f2) + 4.0f * (f3 + f4) + bv;
                     o[i][3][l] = (f1 - f2) + 8.0f * (f3 - f4) + f5 + bv;
                 }
+            /* tile-major rows (ob[i][4l + j]), then each tile's 4 rows of 4 (cut at edges) */
+            float ob[4][4 * AFRT_WG_L];
+            for (int i = 0; i < 4; ++i)
+                for (int l = 0; l < AFRT_WG_L; ++l)
+                    for (int j = 0; j < 4; ++j) ob[i][4 * l + j] = o[i][j][l];
             float *restrict yk = yn + k * ohw;
             for (int64_t l = 0; l < gl; ++l) {
                 const int64_t t = t0 + g0 + l, oh0 = (t / TW) * 4, ow0 = (t % TW) * 4;
                 const int64_t nh = afrt_min_(4, OH - oh0), nw = afrt_min_(4, OW - ow0);
                 for (int64_t i = 0; i < nh; ++i) {
                     float *restrict r = yk + (oh0 + i) * OW + ow0;
-                    for (int64_t j = 0; j < nw; ++j) r[j] = o[i][j][l];
+                    if (nw == 4) memcpy(r, &ob[i][4 * l], 4 * sizeof(float));
+                    else memcpy(r, &ob[i][4 * l], (size_t)nw * sizeof(float));
                 }
             }
         }
@@ -304,8 +318,8 @@ static inline int afrt_winograd_f32(const float *x, const float *w, const float 
     const int64_t MR = afrt_choose_mr_(K), Mp = afrt_round_up_(K, MR);
     const float *U = afrt_wg_weights_(w, K, C);
     if (!U) return 0;
-    /* tiles per task: V (36 x C x np) and M (36 x K x np) within the tile budget */
-    int64_t np = AFRT_TILE_BYTES / (int64_t)(AFRT_WG_X * sizeof(float) * (C + K));
+    /* tiles per task: V (36 x C x np) and M (36 x K x np) within AFRT_WG_BYTES */
+    int64_t np = AFRT_WG_BYTES / (int64_t)(AFRT_WG_X * sizeof(float) * (C + K));
     np = afrt_max_(AFRT_NR, afrt_min_(4 * AFRT_NR, np / AFRT_NR * AFRT_NR));
     np = afrt_min_(np, afrt_round_up_(T, AFRT_NR));
     const int64_t ntb = afrt_nblocks_(T, np);
