@@ -1,6 +1,8 @@
 /* Winograd F(4x4, 3x3) (afrt_winograd_f32) against im2col + GEMM (afrt_conv_own_, the
  * im2col_gemm path) on the same 3x3 stride-1 pad-1 conv, rounds interleaved; driven by
- * winograd_conv.py, which prints the table. Arguments: threads reps C K H [C K H ...].
+ * winograd_conv.py, which prints the table. Arguments: threads reps cold C K H [C K H ...];
+ * cold != 0 streams through 64 MiB before every call (untimed), so weights and activations
+ * come from memory as in a whole model, not from a cache warmed by the previous call.
  * Per case it prints "C K H median_wino_us median_im2col_us median_ratio". One thread:
  * process CPU time (robust to other work on the machine); more: wall time. */
 #include "afrt.h"
@@ -24,10 +26,13 @@ static double median_(double *v, int n) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 6) return 2;
-    const int threads = atoi(argv[1]), reps = atoi(argv[2]), cpu = threads == 1;
+    if (argc < 7) return 2;
+    const int threads = atoi(argv[1]), reps = atoi(argv[2]), cold = atoi(argv[3]);
+    const int cpu = threads == 1;
+    const size_t nflush = (size_t)16 << 20;
+    float *flush = cold ? calloc(nflush, sizeof(float)) : NULL;
     afrt_set_num_threads(threads);
-    for (int a = 3; a + 2 < argc; a += 3) {
+    for (int a = 4; a + 2 < argc; a += 3) {
         const int64_t C = atoi(argv[a]), K = atoi(argv[a + 1]), H = atoi(argv[a + 2]);
         const afrt_conv_params p = {1, C, H, H, K, 3, 3, H, H, 1, 1, 1, 1, 1, 1, 1, 1, 1};
         const size_t nx = (size_t)(C * H * H), nw = (size_t)(K * C * 9), ny = (size_t)(K * H * H);
@@ -39,21 +44,29 @@ int main(int argc, char **argv) {
         afrt_register_constant_region(w, nw * 4); /* weights are constants, as in a model */
         const afrt_conv_plan_ q = afrt_conv_plan(&p);
         double *tw = malloc((size_t)reps * sizeof(double) * 3), *ti = tw + reps, *r = ti + reps;
-        /* enough calls per sample for ~2 ms */
+        /* warm: calls per sample for ~2 ms; cold: one call per sample, after a flush */
         int inner = 1;
-        for (double t0 = now_(cpu); now_(cpu) - t0 < 2e-3; ++inner)
+        for (double t0 = now_(cpu); !cold && now_(cpu) - t0 < 2e-3; ++inner)
             afrt_conv_own_(x, w, b, y, &p, &q, afrt_no_epilogue());
         (void)afrt_winograd_f32(x, w, b, y, &p, afrt_no_epilogue());
+        float sink = 0.0f;
         for (int i = 0; i < reps; ++i) {
-            double t0 = now_(cpu);
-            for (int j = 0; j < inner; ++j) (void)afrt_winograd_f32(x, w, b, y, &p, afrt_no_epilogue());
-            double t1 = now_(cpu);
-            for (int j = 0; j < inner; ++j) afrt_conv_own_(x, w, b, y, &p, &q, afrt_no_epilogue());
-            double t2 = now_(cpu);
-            tw[i] = (t1 - t0) / inner * 1e6;
-            ti[i] = (t2 - t1) / inner * 1e6;
+            double t[2];
+            for (int algo = 0; algo < 2; ++algo) {
+                if (cold)
+                    for (size_t f = 0; f < nflush; f += 16) sink += flush[f] += 1.0f;
+                const double t0 = now_(cpu);
+                for (int j = 0; j < inner; ++j) {
+                    if (algo == 0) (void)afrt_winograd_f32(x, w, b, y, &p, afrt_no_epilogue());
+                    else afrt_conv_own_(x, w, b, y, &p, &q, afrt_no_epilogue());
+                }
+                t[algo] = (now_(cpu) - t0) / inner * 1e6;
+            }
+            tw[i] = t[0];
+            ti[i] = t[1];
             r[i] = tw[i] / ti[i];
         }
+        if (sink == 1.0f) printf("#\n"); /* keeps the flush */
         const double mr = median_(r, reps);
         printf("%lld %lld %lld %.1f %.1f %.3f\n", (long long)C, (long long)K, (long long)H,
                median_(tw, reps), median_(ti, reps), mr);
@@ -65,5 +78,6 @@ int main(int argc, char **argv) {
         free(b);
         free(y);
     }
+    free(flush);
     return 0;
 }

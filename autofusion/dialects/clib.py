@@ -260,12 +260,11 @@ CONV_ALGOS = ("direct_dw", "direct_smallc", "winograd", "gemm_1x1", "im2col_gemm
 LP_CONV_ALGO = "lp_gemm"
 DW_MAX_TAPS = 64  # AFRT_DW_MAX_TAPS in afrt_dwconv.h
 SMALLC_MAX_C = 4  # AFRT_DC_MAX_C in afrt_dwconv.h
-# The measured rule of afrt_winograd_applies (afrt_winograd.h; benchmarks/winograd_conv.py,
-# docs/runtime.md): Winograd F(4x4, 3x3) beats im2col_gemm on maps of at least WG_MIN_TILES
-# 4x4 output tiles per image when WG_CA / C - WG_KA / K < 1.
-WG_MIN_TILES = 16  # AFRT_WG_MIN_TILES
-WG_CA = 28  # AFRT_WG_CA
-WG_KA = 48  # AFRT_WG_KA
+# The measured rule of afrt_winograd_applies (afrt_winograd.h; benchmarks/winograd_conv.py
+# --cold, docs/runtime.md): Winograd F(4x4, 3x3) beats im2col_gemm on maps of at least
+# WG_MIN_TILES 4x4 output tiles per image when WG_CK / C - WG_CK / K <= 1.
+WG_MIN_TILES = 25  # AFRT_WG_MIN_TILES
+WG_CK = 64  # AFRT_WG_CK
 
 
 def winograd_applies(f: dict[str, int]) -> bool:
@@ -279,7 +278,7 @@ def winograd_applies(f: dict[str, int]) -> bool:
         and min(f["OH"], f["OW"]) >= 1
     )
     tiles = ((f["OH"] + 3) // 4) * ((f["OW"] + 3) // 4)
-    wins = f["K"] * (WG_CA - f["C"]) < WG_KA * f["C"]  # WG_CA / C - WG_KA / K < 1
+    wins = WG_CK * (f["K"] - f["C"]) <= f["C"] * f["K"]  # WG_CK / C - WG_CK / K <= 1
     return fits and f["C"] >= 1 and wins and tiles >= WG_MIN_TILES
 
 

@@ -43,20 +43,19 @@
 #ifndef AFRT_WG_BYTES
 #define AFRT_WG_BYTES (768 * 1024)
 #endif
-/* The measured rule (benchmarks/winograd_conv.py, docs/runtime.md): Winograd beats
- * im2col_gemm on maps of at least AFRT_WG_MIN_TILES 4x4 tiles per image when
- * AFRT_WG_CA / C - AFRT_WG_KA / K < 1. Per tile, Winograd pays transforms and a round trip
- * of the 36 GEMM outputs through L2 per output channel (the 1/C term: costly when C is
- * small against K) and saves im2col's 144 multiplies per channel pair (small K, where
- * im2col's GEMM has few rows, gains most: the 1/K term). */
+/* The measured rule (benchmarks/winograd_conv.py --cold, docs/runtime.md): Winograd beats
+ * im2col_gemm on maps of at least AFRT_WG_MIN_TILES 4x4 tiles per image (16 tiles lose:
+ * the GEMMs have half-empty column panels and the 4x larger transformed weights come from
+ * memory for few tiles; 25 win) when AFRT_WG_CK / C - AFRT_WG_CK / K <= 1: per tile,
+ * Winograd pays the input transform per input channel and a round trip of the 36 GEMM
+ * outputs through L2 plus the output transform per output channel, and saves im2col's 144
+ * multiplies per channel pair, so it loses when C is small against K (8 -> 16, 16 -> 32)
+ * and gains most when K is small (im2col's GEMM then has few rows). */
 #ifndef AFRT_WG_MIN_TILES
-#define AFRT_WG_MIN_TILES 16
+#define AFRT_WG_MIN_TILES 25
 #endif
-#ifndef AFRT_WG_CA
-#define AFRT_WG_CA 28
-#endif
-#ifndef AFRT_WG_KA
-#define AFRT_WG_KA 48
+#ifndef AFRT_WG_CK
+#define AFRT_WG_CK 64
 #endif
 
 /* Whether afrt_winograd_f32 can run this conv at all. */
@@ -68,7 +67,7 @@ static inline int afrt_winograd_fits(const afrt_conv_params *p) {
 
 /* Whether afrt_conv2d_f32 takes it (and the lowering records algo "winograd"). */
 static inline int afrt_winograd_applies(const afrt_conv_params *p) {
-    return afrt_winograd_fits(p) && p->K * (AFRT_WG_CA - p->C) < AFRT_WG_KA * p->C &&
+    return afrt_winograd_fits(p) && AFRT_WG_CK * (p->K - p->C) <= p->C * p->K &&
            afrt_cdiv_(p->OH, 4) * afrt_cdiv_(p->OW, 4) >= AFRT_WG_MIN_TILES;
 }
 
