@@ -303,7 +303,7 @@ def conv_algo(params: Sequence[int], precision: str | None = None) -> str:
     compiles both and compares them over a sweep of shapes)."""
     if precision is not None:
         return LP_CONV_ALGO
-    f = dict(zip(CONV_FIELDS, params, strict=True))
+    f: dict[str, int] = dict(zip(CONV_FIELDS, params, strict=True))
     group = max(1, f["group"])
     taps = f["R"] * f["S"]
     if f["C"] == group and f["K"] % group == 0 and taps <= DW_MAX_TAPS:
