@@ -337,11 +337,31 @@ CONV_FIELDS = (
     "group",
 )
 # Convolution algorithms the C runtime has, chosen per conv at lowering (`conv_algo`).
-CONV_ALGOS = ("direct_dw", "direct_smallc", "gemm_1x1", "im2col_gemm")
+CONV_ALGOS = ("direct_dw", "direct_smallc", "winograd", "gemm_1x1", "im2col_gemm")
 #: The algorithm of every 16-bit (``precision``) convolution call: the 16-bit GEMM core.
 LP_CONV_ALGO = "lp_gemm"
 DW_MAX_TAPS = 64  # AFRT_DW_MAX_TAPS in afrt_dwconv.h
 SMALLC_MAX_C = 4  # AFRT_DC_MAX_C in afrt_dwconv.h
+# The measured rule of afrt_winograd_applies (afrt_winograd.h; benchmarks/winograd_conv.py
+# --cold, docs/runtime.md): Winograd F(4x4, 3x3) beats im2col_gemm on maps of at least
+# WG_MIN_TILES 4x4 output tiles per image when WG_CK / C - WG_CK / K <= 1.
+WG_MIN_TILES = 25  # AFRT_WG_MIN_TILES
+WG_CK = 64  # AFRT_WG_CK
+
+
+def winograd_applies(f: dict[str, int]) -> bool:
+    """Whether a conv (``CONV_FIELDS`` by name) takes ``winograd``: 3x3, stride 1, dilation
+    1, group 1, non-negative pads, and the measured size rule (``afrt_winograd_applies``)."""
+    fits = (
+        max(1, f["group"]) == 1
+        and (f["R"], f["S"]) == (3, 3)
+        and (f["stride_h"], f["stride_w"], f["dil_h"], f["dil_w"]) == (1, 1, 1, 1)
+        and min(f["pad_top"], f["pad_left"]) >= 0
+        and min(f["OH"], f["OW"]) >= 1
+    )
+    tiles = ((f["OH"] + 3) // 4) * ((f["OW"] + 3) // 4)
+    wins = WG_CK * (f["K"] - f["C"]) <= f["C"] * f["K"]  # WG_CK / C - WG_CK / K <= 1
+    return fits and f["C"] >= 1 and wins and tiles >= WG_MIN_TILES
 
 
 def conv_algo(params: Sequence[int], precision: str | None = None) -> str:
@@ -355,21 +375,25 @@ def conv_algo(params: Sequence[int], precision: str | None = None) -> str:
       allowed), at most ``DW_MAX_TAPS`` taps: ``afrt_dwconv2d_f32``, no im2col;
     - ``direct_smallc``: group 1 with at most ``SMALLC_MAX_C`` input channels and 2 to
       ``DW_MAX_TAPS`` taps (a stem conv): ``afrt_dconv_smallc_f32``, no im2col;
+    - ``winograd``: 3x3, stride 1, dilation 1, group 1 where it wins
+      (:func:`winograd_applies`): ``afrt_winograd_f32``, Winograd F(4x4, 3x3);
     - ``gemm_1x1``: 1x1, stride 1, no padding: the NCHW input is the GEMM's B operand as is;
     - ``im2col_gemm``: everything else, im2col fused into the GEMM's B packing.
 
     The same rules as ``afrt_conv_plan`` / ``afrt_dwconv_applies`` /
-    ``afrt_dconv_smallc_applies`` in the runtime (a test
+    ``afrt_dconv_smallc_applies`` / ``afrt_winograd_applies`` in the runtime (a test
     compiles both and compares them over a sweep of shapes)."""
     if precision is not None:
         return LP_CONV_ALGO
-    f = dict(zip(CONV_FIELDS, params, strict=True))
+    f: dict[str, int] = dict(zip(CONV_FIELDS, params, strict=True))
     group = max(1, f["group"])
     taps = f["R"] * f["S"]
     if f["C"] == group and f["K"] % group == 0 and taps <= DW_MAX_TAPS:
         return "direct_dw"
     if group == 1 and 1 <= f["C"] <= SMALLC_MAX_C and 1 < taps <= DW_MAX_TAPS:
         return "direct_smallc"
+    if winograd_applies(f):
+        return "winograd"
     if (f["R"] == 1 and f["S"] == 1 and f["stride_h"] == 1 and f["stride_w"] == 1
             and f["pad_top"] == 0 and f["pad_left"] == 0 and f["OH"] == f["H"]
             and f["OW"] == f["W"]):  # fmt: skip
@@ -461,7 +485,8 @@ class _ContractionOp(_LibOp):
 class Conv2DOp(_ContractionOp):
     """``afrt_conv2d_f32(x, w, bias, y, &params, NULL, {epilogue, ctx})`` (NCHW, f32); with
     ``algo = "direct_dw"`` ``afrt_dwconv2d_f32(x, w, bias, y, &params, {epilogue, ctx})``
-    (``direct_smallc``: ``afrt_dconv_smallc_f32``, same arguments); with ``precision``
+    (``direct_smallc``: ``afrt_dconv_smallc_f32``, ``winograd``: ``afrt_winograd_f32``, same
+    arguments); with ``precision``
     (``algo = "lp_gemm"``): ``afrt_conv2d_lp(AFRT_LP_BF16, x, w, w_stored, bias, ...)``.
     ``algo`` records the algorithm chosen at lowering and must be :func:`conv_algo` of
     ``params`` and ``precision`` (the runtime follows the same rules)."""

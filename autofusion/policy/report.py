@@ -220,7 +220,7 @@ def record_rows(module: ModuleOp) -> list[dict[str, object]]:
 def conv_algo_rows(module: ModuleOp) -> list[dict[str, object]]:
     """One row per convolution library call of a lowered C module, in module order: the
     kernel function, its ONNX nodes, the algorithm chosen at lowering (``clib.conv_algo``:
-    ``direct_dw``, ``gemm_1x1`` or ``im2col_gemm``) and the shape it was chosen from."""
+    one of ``clib.CONV_ALGOS`` or ``lp_gemm``) and the shape it was chosen from."""
     from autofusion.dialects import clib
 
     rows: list[dict[str, object]] = []

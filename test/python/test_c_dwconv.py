@@ -7,7 +7,8 @@ epilogues (none, bias, Relu, Clip(0, 6), SiLU, bias + residual Add + Relu), is p
 multi-branch models so each build covers many convs. Built for this CPU (AVX-512 here) and for
 x86-64-v3 (the portable path). NaN and inf inputs check that the kernel and the Relu/Clip
 epilogues propagate NaN like ONNX. ``conv_algo`` (Python) is checked against the runtime's own
-choice (``afrt_conv_plan`` / ``afrt_dwconv_applies``) compiled in a small C program.
+choice (``afrt_conv_plan`` / ``afrt_dwconv_applies`` / ``afrt_winograd_applies``) compiled in a
+small C program.
 """
 
 from __future__ import annotations
@@ -265,7 +266,8 @@ int main(void) {
         for (int i = 0; i < 18; ++i)
             if (scanf("%ld", (long *)&f[i]) != 1) return 0;
         const afrt_conv_plan_ q = afrt_conv_plan(&p);
-        printf("%d %d %d\n", q.kind, afrt_dwconv_applies(&p), afrt_dconv_smallc_applies(&p));
+        printf("%d %d %d %d\n", q.kind, afrt_dwconv_applies(&p), afrt_dconv_smallc_applies(&p),
+               afrt_winograd_applies(&p));
     }
 }
 """
@@ -279,22 +281,25 @@ def test_conv_algo_matches_the_runtime(tmp_path: Path) -> None:
     subprocess.run(["cc", "-O1", "-std=c11", f"-I{toolchain.INCLUDE_DIR}", str(src), "-o", str(exe),
                     "-lm"], check=True)  # fmt: skip
     shapes = []
-    for c, g_div, k, s, p, r in itertools.product((4, 16), (1, 2, 4), (4, 16), (1, 2), (0, 1),
-                                                  (1, 3, 9)):  # fmt: skip
-        group = c // g_div if c % g_div == 0 else 1
+    # g_div: group = C / g_div (1: depthwise), 0: group 1 (dense)
+    for c, g_div, k, s, p, r, h in itertools.product((4, 16), (1, 2, 4, 0), (4, 16), (1, 2),
+                                                     (0, 1), (1, 3, 9), (8, 17)):  # fmt: skip
+        group = c // g_div if g_div else 1
         if k % group:
             continue
-        h = 8
         oh = (h + 2 * p - r) // s + 1
         shapes.append([1, c, h, h, k, r, r, oh, oh, s, s, p, p, p, p, 1, 1, group])
     text = "\n".join(" ".join(map(str, v)) for v in shapes) + "\n"
     out = subprocess.run([str(exe)], input=text, capture_output=True, text=True, check=True)
     kinds = {0: "direct_dw", 1: "gemm_1x1", 2: "im2col_gemm"}
     got = []
-    for line in out.stdout.splitlines():  # afrt_conv2d_f32's order: kind 0, small C, kind 1/2
-        kind, dw, smallc = (int(v) for v in line.split())
+    for line in out.stdout.splitlines():  # afrt_conv2d_f32's order: kind 0, small C, Winograd, 1/2
+        kind, dw, smallc, wino = (int(v) for v in line.split())
         assert dw == (kind == 0)
-        got.append("direct_smallc" if kind != 0 and smallc else kinds[kind])
+        if kind != 0 and smallc:
+            got.append("direct_smallc")
+        else:
+            got.append("winograd" if kind != 0 and wino else kinds[kind])
     assert len(got) == len(shapes)
     want = [clib.conv_algo(v) for v in shapes]
     assert got == want

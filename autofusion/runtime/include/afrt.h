@@ -9,7 +9,9 @@
  *
  * What it provides
  *   - afrt_conv2d_f32   NCHW 2-d convolution (groups, depthwise fast path, 1x1 without im2col,
- *                       blocked im2col sized for L2 otherwise), bias, fused epilogue.
+ *                       Winograd F(4x4, 3x3) for 3x3 stride-1 convs where it wins
+ *                       (afrt_winograd.h), im2col fused into the GEMM packing otherwise),
+ *                       bias, fused epilogue.
  *   - afrt_matmul_f32   batched row-major C[b] = alpha * op(A[b]) @ op(B[b]) + beta * C[b]
  *                       with batch strides (0 = broadcast), transposes and a fused epilogue.
  *   - afrt_matmul_lp / afrt_conv2d_lp   the same with bf16 or fp16 operands (16-bit weights
@@ -1085,8 +1087,10 @@ static inline void afrt_matmul_f32(int64_t batch, int64_t M, int64_t N, int64_t 
  *
  * Paths: depthwise (C/group == 1) is afrt_dwconv2d_f32 (afrt_dwconv.h), or a direct loop per
  * output channel when that cannot run (out of memory, negative pads); group 1 with at most
- * AFRT_DC_MAX_C input channels is afrt_dconv_smallc_f32 (the same header); 1x1, stride 1, no
- * padding feeds x to sgemm directly; everything else goes through im2col in column blocks
+ * AFRT_DC_MAX_C input channels is afrt_dconv_smallc_f32 (the same header); 3x3 stride-1
+ * group-1 convs where afrt_winograd_applies are afrt_winograd_f32 (afrt_winograd.h); 1x1,
+ * stride 1, no padding feeds x to sgemm directly; everything else goes through im2col in
+ * column blocks
  * sized so the column buffer plus the output block stay in L2. The epilogue then runs on each
  * finished [Kg rows, block columns] piece (depthwise: one channel row at a time).
  *
@@ -1155,6 +1159,8 @@ static inline size_t afrt_conv2d_scratch_bytes(const afrt_conv_params *p) {
 
 /* Direct depthwise convolution (afrt_dwconv2d_f32): its own header, copied beside this one. */
 #include "afrt_dwconv.h"
+/* Winograd F(4x4, 3x3) for 3x3 stride-1 convs (afrt_winograd_f32): likewise. */
+#include "afrt_winograd.h"
 
 /* Fills col[crs, pcount] with the im2col matrix of positions [p0, p0+pcount) of one image and
  * group (xg points at its first channel). */
@@ -1501,6 +1507,9 @@ static inline void afrt_conv2d_f32(const float *x, const float *w, const float *
         return;
     }
     if (afrt_dconv_smallc_applies(p) && afrt_dconv_smallc_f32(x, w, bias, y, p, epi)) return;
+    if (!afrt_dconv_smallc_applies(p) && afrt_winograd_applies(p) &&
+        afrt_winograd_f32(x, w, bias, y, p, epi))
+        return;
     if (afrt_gemm_strategy_ == AFRT_GEMM_OWN && q.crs > 0 && afrt_conv_own_(x, w, bias, y, p, &q, epi))
         return;
     float *buf = NULL;

@@ -15,3 +15,12 @@ func.func @f(%x: memref<1x8x6x6xf32>, %w: memref<4x8x3x3xf32>, %y: memref<1x4x6x
   func.return
 }
 // CHECK: 'clib.conv2d': algo is "direct_dw" but these params take "im2col_gemm"
+
+// -----
+
+// A 3x3 stride-1 dense conv where Winograd loses (8 -> 32 channels) labelled winograd.
+func.func @f(%x: memref<1x8x16x16xf32>, %w: memref<32x8x3x3xf32>, %y: memref<1x32x16x16xf32>) {
+  "clib.conv2d"(%x, %w, %y) <{params = array<i64: 1, 8, 16, 16, 32, 3, 3, 16, 16, 1, 1, 1, 1, 1, 1, 1, 1, 1>, algo = "winograd", operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0>}> : (memref<1x8x16x16xf32>, memref<32x8x3x3xf32>, memref<1x32x16x16xf32>) -> ()
+  func.return
+}
+// CHECK: 'clib.conv2d': algo is "winograd" but these params take "im2col_gemm"

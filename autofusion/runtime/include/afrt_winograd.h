@@ -1,0 +1,361 @@
+/*
+ * afrt_winograd.h -- Winograd F(4x4, 3x3) convolution for afrt.h (included by afrt.h, which
+ * defines afrt_conv_params, afrt_epilogue, the GEMM core and the packed-operand cache used
+ * here; this file does not stand alone). Copied beside afrt.h into every build and package
+ * folder.
+ *
+ *   afrt_winograd_f32(x, w, bias, y, &p, epi)
+ *
+ * 3x3, stride 1, dilation 1, group 1, any non-negative padding (afrt_winograd_fits). Each
+ * 4x4 block of outputs ("tile") is computed from a 6x6 block of the input:
+ *
+ *   Y = A^T [ sum_c (G g_kc G^T) (.) (B^T d_c B) ] A          (.) elementwise, 6x6
+ *
+ * with the matrices of the points 0, +-1, +-2, inf (Lavin & Gray). The 36 elements of the
+ * 6x6 product are 36 independent GEMMs, xi = 0..35: M_xi[K x T] = U_xi[K x C] @ V_xi[C x T]
+ * over the tiles T; 4 times fewer multiplies than the 9 per output of direct or im2col.
+ *
+ * - Weights: U_xi = (G g G^T)_xi is computed in double, rounded once to fp32 and packed into
+ *   the GEMM core's A panels (36 packed matrices). A constant w (inside a registered
+ *   region: the weights blob) is transformed once, on the first call, and kept in the
+ *   packed-operand cache (side 2); any other w is transformed per call into scratch slot 1.
+ * - Tasks (image, block of nt consecutive tiles, block of output channels) run under OpenMP
+ *   like the GEMM tiles of afrt_conv_own_. A task transforms its tiles' inputs straight into
+ *   packed B panels (V_xi, 16 tiles per vector, zeros outside the input: the padding and the
+ *   edge tiles), runs the 36 GEMMs with afrt_gemm_tile_ (the same micro-kernels as
+ *   im2col_gemm), then the output transform adds the bias, writes the outputs inside
+ *   OH x OW (edge tiles are cut) and runs the epilogue on each finished row segment.
+ *   nt is chosen so V and M of one task stay in L2 (AFRT_WG_BYTES).
+ *
+ * Error: the transforms' constants (1/4, 1/6, 1/24; 8, 5) grow fp32 rounding error by about
+ * an order of magnitude over the direct sum; test_c_winograd.py checks it against
+ * onnxruntime at the project's fp32 bar (autofusion.testing).
+ *
+ * Where it wins (afrt_winograd_applies, the lowering's `winograd` choice): measured against
+ * im2col_gemm on the same conv (benchmarks/winograd_conv.py, docs/runtime.md).
+ */
+#ifndef AFRT_WINOGRAD_H
+#define AFRT_WINOGRAD_H
+
+#define AFRT_WG_X 36 /* elements of a 6x6 transformed tile */
+#define AFRT_WG_L 16 /* tiles per vector group */
+/* Bytes of V and M of one task (they should stay in L2 between the transforms and GEMMs). */
+#ifndef AFRT_WG_BYTES
+#define AFRT_WG_BYTES (768 * 1024)
+#endif
+/* The measured rule (benchmarks/winograd_conv.py --cold, docs/runtime.md): Winograd beats
+ * im2col_gemm on maps of at least AFRT_WG_MIN_TILES 4x4 tiles per image (16 tiles lose:
+ * the GEMMs have half-empty column panels and the 4x larger transformed weights come from
+ * memory for few tiles; 25 win) when AFRT_WG_CK / C - AFRT_WG_CK / K <= 1: per tile,
+ * Winograd pays the input transform per input channel and a round trip of the 36 GEMM
+ * outputs through L2 plus the output transform per output channel, and saves im2col's 144
+ * multiplies per channel pair, so it loses when C is small against K (8 -> 16, 16 -> 32)
+ * and gains most when K is small (im2col's GEMM then has few rows). */
+#ifndef AFRT_WG_MIN_TILES
+#define AFRT_WG_MIN_TILES 25
+#endif
+#ifndef AFRT_WG_CK
+#define AFRT_WG_CK 64
+#endif
+
+/* Whether afrt_winograd_f32 can run this conv at all. */
+static inline int afrt_winograd_fits(const afrt_conv_params *p) {
+    return (p->group <= 1) && p->R == 3 && p->S == 3 && p->stride_h == 1 && p->stride_w == 1 &&
+           p->dil_h == 1 && p->dil_w == 1 && p->pad_top >= 0 && p->pad_left >= 0 && p->C >= 1 &&
+           p->K >= 1 && p->OH >= 1 && p->OW >= 1;
+}
+
+/* Whether afrt_conv2d_f32 takes it (and the lowering records algo "winograd"). */
+static inline int afrt_winograd_applies(const afrt_conv_params *p) {
+    return afrt_winograd_fits(p) && AFRT_WG_CK * (p->K - p->C) <= p->C * p->K &&
+           afrt_cdiv_(p->OH, 4) * afrt_cdiv_(p->OW, 4) >= AFRT_WG_MIN_TILES;
+}
+
+/* U = G g G^T for one 3x3 kernel g, in double, into u[36]. */
+static inline void afrt_wg_kernel_(const float *g, double *u) {
+    static const double G[6][3] = {{0.25, 0.0, 0.0},
+                                   {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                                   {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                                   {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                                   {1.0 / 24, -1.0 / 12, 1.0 / 6},
+                                   {0.0, 0.0, 1.0}};
+    double t[6][3];
+    for (int a = 0; a < 6; ++a)
+        for (int j = 0; j < 3; ++j)
+            t[a][j] = G[a][0] * g[j] + G[a][1] * g[3 + j] + G[a][2] * g[6 + j];
+    for (int a = 0; a < 6; ++a)
+        for (int b = 0; b < 6; ++b)
+            u[a * 6 + b] = t[a][0] * G[b][0] + t[a][1] * G[b][1] + t[a][2] * G[b][2];
+}
+
+/* The 36 transformed weight matrices U_xi [K x C], packed as GEMM A operands, one after the
+ * other (afrt_round_up_(K, mr) * C floats each), into dst. */
+static inline int afrt_wg_pack_weights_(const float *w, int64_t K, int64_t C, float *dst) {
+    float *u = (float *)malloc((size_t)(AFRT_WG_X * K * C) * sizeof(float));
+    if (!u) return 0;
+    for (int64_t k = 0; k < K; ++k)
+        for (int64_t c = 0; c < C; ++c) {
+            double v[AFRT_WG_X];
+            afrt_wg_kernel_(w + (k * C + c) * 9, v);
+            for (int xi = 0; xi < AFRT_WG_X; ++xi) u[(xi * K + k) * C + c] = (float)v[xi];
+        }
+    const int64_t Mp = afrt_round_up_(K, afrt_choose_mr_(K));
+    for (int xi = 0; xi < AFRT_WG_X; ++xi)
+        afrt_pack_a_(u + xi * K * C, C, 0, K, C, dst + xi * Mp * C);
+    free(u);
+    return 1;
+}
+
+/* The packed U of w: cached when w is constant, else transformed now into scratch slot 1 of
+ * the calling thread. NULL if memory is short. */
+static inline const float *afrt_wg_weights_(const float *w, int64_t K, int64_t C) {
+    const size_t n = (size_t)(AFRT_WG_X * afrt_round_up_(K, afrt_choose_mr_(K)) * C);
+    const float *found = NULL;
+    int constant = 0;
+    AFRT_OMP(critical(afrt_cache))
+    {
+        constant = afrt_in_region_(w, (size_t)(K * C * 9) * sizeof(float));
+        if (constant) {
+            for (int e = 0; e < afrt_n_packed_ && !found; ++e) {
+                const afrt_packed_entry_ *q = &afrt_packed_[e];
+                if (q->src == w && q->rows == K && q->cols == C && q->side == 2 && q->lp == 0)
+                    found = (const float *)q->packed;
+            }
+            if (!found && afrt_n_packed_ < AFRT_MAX_PACKED) {
+                float *buf = (float *)afrt_alloc_big_(n * sizeof(float));
+                if (buf && afrt_wg_pack_weights_(w, K, C, buf)) {
+                    afrt_packed_entry_ e = {w, K, C, 9, 0, 2, 0, buf};
+                    afrt_packed_[afrt_n_packed_++] = e;
+                    found = buf;
+                } else {
+                    free(buf);
+                }
+            }
+        }
+    }
+    if (found) return found;
+    float *buf = (float *)afrt_thread_scratch(1, n * sizeof(float));
+    return buf && afrt_wg_pack_weights_(w, K, C, buf) ? buf : NULL;
+}
+
+/* Offset of element (c, t) in packed B panels of a C x np matrix (np a multiple of NR). */
+static inline int64_t afrt_wg_boff_(int64_t C, int64_t np, int64_t c, int64_t t) {
+    const int64_t pc = c / AFRT_KC * AFRT_KC, kc = afrt_min_(AFRT_KC, C - pc);
+    return pc * np + (t / AFRT_NR) * AFRT_NR * kc + (c - pc) * AFRT_NR + t % AFRT_NR;
+}
+
+/* v = B^T d B for 16 tiles (the last index is the tile), all in local arrays so the lane
+ * loops vectorise. */
+static inline void afrt_wg_bt_(const float d[6][6][AFRT_WG_L], float v[6][6][AFRT_WG_L]) {
+    float e[6][6][AFRT_WG_L];
+    for (int j = 0; j < 6; ++j)
+        for (int l = 0; l < AFRT_WG_L; ++l) {
+            const float d0 = d[0][j][l], d1 = d[1][j][l], d2 = d[2][j][l];
+            const float d3 = d[3][j][l], d4 = d[4][j][l], d5 = d[5][j][l];
+            e[0][j][l] = 4.0f * d0 - 5.0f * d2 + d4;
+            e[1][j][l] = -4.0f * (d1 + d2) + d3 + d4;
+            e[2][j][l] = 4.0f * (d1 - d2) - d3 + d4;
+            e[3][j][l] = 2.0f * (d3 - d1) - d2 + d4;
+            e[4][j][l] = 2.0f * (d1 - d3) - d2 + d4;
+            e[5][j][l] = 4.0f * d1 - 5.0f * d3 + d5;
+        }
+    for (int a = 0; a < 6; ++a)
+        for (int l = 0; l < AFRT_WG_L; ++l) {
+            const float e0 = e[a][0][l], e1 = e[a][1][l], e2 = e[a][2][l];
+            const float e3 = e[a][3][l], e4 = e[a][4][l], e5 = e[a][5][l];
+            v[a][0][l] = 4.0f * e0 - 5.0f * e2 + e4;
+            v[a][1][l] = -4.0f * (e1 + e2) + e3 + e4;
+            v[a][2][l] = 4.0f * (e1 - e2) - e3 + e4;
+            v[a][3][l] = 2.0f * (e3 - e1) - e2 + e4;
+            v[a][4][l] = 2.0f * (e1 - e3) - e2 + e4;
+            v[a][5][l] = 4.0f * e1 - 5.0f * e3 + e5;
+        }
+}
+
+/* Input transform of tiles [t0, t0 + np) of image xn (tiles past t0 + nt are zero) into the
+ * packed B panels of V (36 matrices C x np, vstride floats apart). */
+static inline void afrt_wg_input_(const float *restrict xn, const afrt_conv_params *p,
+                                  int64_t TW, int64_t t0, int64_t nt, int64_t np,
+                                  float *restrict V, int64_t vstride) {
+    const int64_t H = p->H, W = p->W, C = p->C, hw = H * W;
+    for (int64_t g0 = 0; g0 < np; g0 += AFRT_WG_L) {
+        int64_t ih0[AFRT_WG_L], iw0[AFRT_WG_L];
+        int kind[AFRT_WG_L]; /* 0: past the tiles, 1: inside the input, 2: at an edge */
+        for (int l = 0; l < AFRT_WG_L; ++l) {
+            const int64_t t = t0 + g0 + l;
+            ih0[l] = (t / TW) * 4 - p->pad_top;
+            iw0[l] = (t % TW) * 4 - p->pad_left;
+            kind[l] = g0 + l >= nt ? 0
+                      : ih0[l] >= 0 && ih0[l] + 6 <= H && iw0[l] >= 0 && iw0[l] + 6 <= W ? 1 : 2;
+        }
+#if defined(__AVX512F__)
+        /* lanes' element (i, j) is valid when rmask[i] and cmask[j] have its bit */
+        const int gather = hw + 6 * W < INT32_MAX;
+        int32_t base[AFRT_WG_L];
+        uint32_t rmask[6] = {0}, cmask[6] = {0};
+        for (int l = 0; l < AFRT_WG_L; ++l) {
+            base[l] = gather ? (int32_t)(ih0[l] * W + iw0[l]) : 0;
+            for (int i = 0; i < 6; ++i) {
+                if (kind[l] != 0 && ih0[l] + i >= 0 && ih0[l] + i < H) rmask[i] |= 1u << l;
+                if (iw0[l] + i >= 0 && iw0[l] + i < W) cmask[i] |= 1u << l;
+            }
+        }
+        const __m512i vbase = _mm512_loadu_si512(base);
+#endif
+        for (int64_t c = 0; c < C; ++c) {
+            const float *restrict xc = xn + c * hw;
+            float d[6][6][AFRT_WG_L], v[6][6][AFRT_WG_L];
+#if defined(__AVX512F__)
+            if (gather) { /* one masked gather per tile element: lanes outside are zero */
+                for (int i = 0; i < 6; ++i)
+                    for (int j = 0; j < 6; ++j) {
+                        const __m512i idx = _mm512_add_epi32(vbase, _mm512_set1_epi32((int)(i * W + j)));
+                        _mm512_storeu_ps(d[i][j], _mm512_mask_i32gather_ps(_mm512_setzero_ps(),
+                                         (__mmask16)(rmask[i] & cmask[j]), idx, xc, 4));
+                    }
+            } else
+#endif
+            for (int l = 0; l < AFRT_WG_L; ++l) {
+                if (kind[l] == 1) {
+                    const float *restrict s = xc + ih0[l] * W + iw0[l];
+                    for (int i = 0; i < 6; ++i)
+                        for (int j = 0; j < 6; ++j) d[i][j][l] = s[i * W + j];
+                } else {
+                    for (int i = 0; i < 6; ++i) {
+                        const int64_t ih = ih0[l] + i;
+                        const int rok = kind[l] == 2 && ih >= 0 && ih < H;
+                        for (int j = 0; j < 6; ++j) {
+                            const int64_t iw = iw0[l] + j;
+                            d[i][j][l] = rok && iw >= 0 && iw < W ? xc[ih * W + iw] : 0.0f;
+                        }
+                    }
+                }
+            }
+            afrt_wg_bt_((const float(*)[6][AFRT_WG_L])d, v);
+            float *restrict o = V + afrt_wg_boff_(C, np, c, g0);
+            for (int xi = 0; xi < AFRT_WG_X; ++xi)
+                memcpy(o + xi * vstride, v[xi / 6][xi % 6], sizeof v[0][0]);
+        }
+    }
+}
+
+/* Output transform of rows [k0, k1) of M (row k of matrix xi at M + (k * 36 + xi) * np) for
+ * tiles [t0, t0 + nt) of image n: bias added, outputs inside OH x OW written to yn. */
+static inline void afrt_wg_output_(const float *restrict M, const float *bias,
+                                   const afrt_conv_params *p, int64_t TW, int64_t t0, int64_t nt,
+                                   int64_t np, int64_t k0, int64_t k1, float *restrict yn) {
+    const int64_t OH = p->OH, OW = p->OW, ohw = OH * OW;
+    for (int64_t g0 = 0; g0 < nt; g0 += AFRT_WG_L) {
+        const int64_t gl = afrt_min_(AFRT_WG_L, nt - g0);
+        for (int64_t k = k0; k < k1; ++k) {
+            const float *restrict m = M + k * AFRT_WG_X * np + g0;
+            const float bv = bias ? bias[k] : 0.0f;
+            float mm[AFRT_WG_X][AFRT_WG_L], f[4][6][AFRT_WG_L], o[4][4][AFRT_WG_L];
+            for (int xi = 0; xi < AFRT_WG_X; ++xi) memcpy(mm[xi], m + xi * np, sizeof mm[0]);
+            for (int b = 0; b < 6; ++b)
+                for (int l = 0; l < AFRT_WG_L; ++l) {
+                    const float m0 = mm[b][l], m1 = mm[6 + b][l], m2 = mm[12 + b][l];
+                    const float m3 = mm[18 + b][l], m4 = mm[24 + b][l], m5 = mm[30 + b][l];
+                    f[0][b][l] = m0 + (m1 + m2) + (m3 + m4);
+                    f[1][b][l] = (m1 - m2) + 2.0f * (m3 - m4);
+                    f[2][b][l] = (m1 + m2) + 4.0f * (m3 + m4);
+                    f[3][b][l] = (m1 - m2) + 8.0f * (m3 - m4) + m5;
+                }
+            for (int i = 0; i < 4; ++i)
+                for (int l = 0; l < AFRT_WG_L; ++l) {
+                    const float f0 = f[i][0][l], f1 = f[i][1][l], f2 = f[i][2][l];
+                    const float f3 = f[i][3][l], f4 = f[i][4][l], f5 = f[i][5][l];
+                    o[i][0][l] = f0 + (f1 + f2) + (f3 + f4) + bv;
+                    o[i][1][l] = (f1 - f2) + 2.0f * (f3 - f4) + bv;
+                    o[i][2][l] = (f1 + f2) + 4.0f * (f3 + f4) + bv;
+                    o[i][3][l] = (f1 - f2) + 8.0f * (f3 - f4) + f5 + bv;
+                }
+            /* tile-major rows (ob[i][4l + j]), then each tile's 4 rows of 4 (cut at edges) */
+            float ob[4][4 * AFRT_WG_L];
+            for (int i = 0; i < 4; ++i)
+                for (int l = 0; l < AFRT_WG_L; ++l)
+                    for (int j = 0; j < 4; ++j) ob[i][4 * l + j] = o[i][j][l];
+            float *restrict yk = yn + k * ohw;
+            for (int64_t l = 0; l < gl; ++l) {
+                const int64_t t = t0 + g0 + l, oh0 = (t / TW) * 4, ow0 = (t % TW) * 4;
+                const int64_t nh = afrt_min_(4, OH - oh0), nw = afrt_min_(4, OW - ow0);
+                for (int64_t i = 0; i < nh; ++i) {
+                    float *restrict r = yk + (oh0 + i) * OW + ow0;
+                    if (nw == 4) memcpy(r, &ob[i][4 * l], 4 * sizeof(float));
+                    else memcpy(r, &ob[i][4 * l], (size_t)nw * sizeof(float));
+                }
+            }
+        }
+    }
+}
+
+/* The epilogue on rows [k0, k1) of the outputs of tiles [t0, t0 + nt) of image n: one call
+ * per output row segment (each output is passed exactly once). */
+static inline void afrt_wg_epilogue_(const afrt_conv_params *p, int64_t TW, int64_t t0,
+                                     int64_t nt, int64_t n, int64_t k0, int64_t k1, float *yn,
+                                     afrt_epilogue epi) {
+    const int64_t OH = p->OH, OW = p->OW;
+    for (int64_t t = t0; t < t0 + nt;) {
+        const int64_t th = t / TW, tw = t % TW, tw1 = afrt_min_(TW, tw + (t0 + nt - t));
+        const int64_t c0 = tw * 4, c1 = afrt_min_(OW, tw1 * 4);
+        for (int64_t oh = th * 4; oh < afrt_min_(OH, th * 4 + 4); ++oh)
+            epi.fn(epi.ctx, yn, n, k0, k1, oh * OW + c0, oh * OW + c1, OH * OW);
+        t += tw1 - tw;
+    }
+}
+
+/* Winograd F(4x4, 3x3) convolution (see the top of this file). Returns 0 if the conv does not
+ * fit (afrt_winograd_fits) or memory cannot be had; then some outputs may be written and the
+ * caller computes them all again (afrt_conv2d_f32). */
+static inline int afrt_winograd_f32(const float *x, const float *w, const float *bias, float *y,
+                                    const afrt_conv_params *p, afrt_epilogue epi) {
+    if (!afrt_winograd_fits(p)) return 0;
+    if (p->N <= 0) return 1;
+    afrt_init_once_();
+    const int64_t C = p->C, K = p->K, ohw = p->OH * p->OW, hw = p->H * p->W;
+    const int64_t TW = afrt_cdiv_(p->OW, 4), T = afrt_cdiv_(p->OH, 4) * TW;
+    const int64_t MR = afrt_choose_mr_(K), Mp = afrt_round_up_(K, MR);
+    const float *U = afrt_wg_weights_(w, K, C);
+    if (!U) return 0;
+    /* tiles per task: V (36 x C x np) and M (36 x K x np) within AFRT_WG_BYTES */
+    int64_t np = AFRT_WG_BYTES / (int64_t)(AFRT_WG_X * sizeof(float) * (C + K));
+    np = afrt_max_(AFRT_NR, afrt_min_(4 * AFRT_NR, np / AFRT_NR * AFRT_NR));
+    np = afrt_min_(np, afrt_round_up_(T, AFRT_NR));
+    const int64_t ntb = afrt_nblocks_(T, np);
+    /* channel blocks only when there are fewer tile tasks than threads */
+    int64_t kb = K;
+    const int64_t nth = afrt_num_threads_;
+    if (p->N * ntb < nth && K >= 2 * MR)
+        kb = afrt_round_up_(afrt_cdiv_(K, afrt_min_(afrt_cdiv_(nth, p->N * ntb), K / MR)), MR);
+    const int64_t nkb = afrt_nblocks_(K, kb), ntasks = p->N * ntb * nkb;
+    const size_t vfl = (size_t)(AFRT_WG_X * C * np), mfl = (size_t)(AFRT_WG_X * K * np);
+    int failed = 0;
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (ntasks > 1 && afrt_worth_threads_((double)p->N * K * ohw * C * 4)))
+    for (int64_t task = 0; task < ntasks; ++task) {
+        const int64_t n = task / (ntb * nkb), rest = task % (ntb * nkb);
+        const int64_t t0 = (rest / nkb) * np, k0 = (rest % nkb) * kb;
+        const int64_t nt = afrt_min_(np, T - t0), k1 = afrt_min_(K, k0 + kb);
+        const int64_t npb = afrt_round_up_(nt, AFRT_NR);
+        float *V = (float *)afrt_thread_scratch(0, (vfl + mfl) * sizeof(float));
+        if (!V) {
+            failed = 1;
+            continue;
+        }
+        float *M = V + vfl;
+        const float *xn = x + n * C * hw;
+        float *yn = y + n * K * ohw;
+        afrt_wg_input_(xn, p, TW, t0, nt, npb, V, C * npb);
+        const afrt_bsrc_ none = {NULL, NULL, 0, 0, NULL, NULL};
+        for (int xi = 0; xi < AFRT_WG_X; ++xi) {
+            afrt_bsrc_ bs = none;
+            bs.packed = V + xi * C * npb;
+            afrt_gemm_tile_(U + xi * Mp * C, K, nt, C, &bs, M + xi * npb, AFRT_WG_X * npb, k0, k1,
+                            0, nt, NULL, 0);
+        }
+        afrt_wg_output_(M, bias, p, TW, t0, nt, npb, k0, k1, yn);
+        if (epi.fn) afrt_wg_epilogue_(p, TW, t0, nt, n, k0, k1, yn, epi);
+    }
+    return !failed;
+}
+
+#endif /* AFRT_WINOGRAD_H */

@@ -1,0 +1,167 @@
+"""Winograd F(4x4, 3x3) convolution (``afrt_winograd_f32``, algo ``winograd``) against onnxruntime.
+
+A sweep of dense 3x3 stride-1 convs the rule sends to Winograd (channels 5..96 including
+non-multiples of the register tiles, odd and even maps 9..45 with edge tiles, pads 0, 1, 2 and
+asymmetric, batch 2, weights as a graph input), each with a fused epilogue (none, bias, Relu,
+Clip(0, 6), SiLU, bias + residual Add + Relu), is packed into one multi-branch model per
+build: this CPU at one thread, and the portable path (``cpu="x86-64-v3"``, no AVX-512 gathers)
+at two.
+Every conv must be reported as ``winograd`` and match at the project's fp32 bar. The
+residual tiny_cnn zoo model runs end to end with its 3x3 convs on Winograd. A NaN input
+in the sweep poisons the outputs of every 4x4 tile whose 6x6 input block holds it, a
+superset of the outputs ONNX makes NaN (docs/c-backend.md): checked as such.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import autofusion
+from autofusion import zoo
+from autofusion.lowering.c.testing import onnxruntime_outputs
+from autofusion.testing import assert_close
+
+# c, k, h, w, pads (top, left, bottom, right), epilogue
+CASES: list[tuple[int, int, int, int, tuple[int, int, int, int], str]] = [
+    (16, 16, 20, 20, (1, 1, 1, 1), "relu"),
+    (32, 40, 22, 23, (0, 0, 0, 0), "bias"),
+    (33, 17, 21, 30, (1, 1, 1, 1), "bias_add_relu"),
+    (64, 64, 18, 18, (1, 1, 1, 1), "relu6"),
+    (16, 8, 45, 9, (2, 2, 2, 2), "silu"),
+    (80, 13, 19, 23, (0, 1, 2, 0), "none"),
+    (6, 5, 28, 28, (1, 1, 1, 1), "bias"),
+    (48, 96, 15, 29, (1, 0, 0, 1), "bias_add_relu"),
+]
+EPILOGUES = ("none", "bias", "relu", "relu6", "silu", "bias_add_relu")
+
+
+Built = tuple[list[onnx.NodeProto], list[onnx.TensorProto], list[onnx.ValueInfoProto],
+              onnx.ValueInfoProto]  # fmt: skip
+
+
+def _case(rng: np.random.Generator, i: int, c: int, k: int, h: int, w: int,
+          pads: tuple[int, int, int, int], epi: str, batch: int = 1,
+          w_input: bool = False) -> Built:  # fmt: skip
+    """One Conv (+ epilogue) on input ``x{i}``, output ``y{i}``; ``w_input``: the weights
+    are a graph input (not a constant), so the kernel transforms them per call."""
+    x, y = f"x{i}", f"y{i}"
+    wt = (rng.uniform(-1, 1, (k, c, 3, 3)) / np.sqrt(9 * c)).astype(np.float32)
+    inits: list[onnx.TensorProto] = []
+    ins = [helper.make_tensor_value_info(x, TensorProto.FLOAT, [batch, c, h, w])]
+    if w_input:
+        ins.append(helper.make_tensor_value_info(f"w{i}", TensorProto.FLOAT, [k, c, 3, 3]))
+    else:
+        inits.append(numpy_helper.from_array(wt, f"w{i}"))
+    conv_in = [x, f"w{i}"]
+    if epi.startswith("bias"):
+        inits.append(numpy_helper.from_array(rng.uniform(-1, 1, k).astype(np.float32), f"b{i}"))
+        conv_in.append(f"b{i}")
+    conv_out = y if epi in ("none", "bias") else f"c{i}"
+    nodes = [helper.make_node("Conv", conv_in, [conv_out], name=f"conv{i}", kernel_shape=[3, 3],
+                              pads=list(pads))]  # fmt: skip
+    oh, ow = h + pads[0] + pads[2] - 2, w + pads[1] + pads[3] - 2
+    if epi == "relu":
+        nodes.append(helper.make_node("Relu", [conv_out], [y], name=f"relu{i}"))
+    elif epi == "relu6":
+        inits += [numpy_helper.from_array(np.array(0, np.float32), f"lo{i}"),
+                  numpy_helper.from_array(np.array(6, np.float32), f"hi{i}")]  # fmt: skip
+        nodes.append(helper.make_node("Clip", [conv_out, f"lo{i}", f"hi{i}"], [y], name=f"clip{i}"))
+    elif epi == "silu":
+        nodes += [helper.make_node("Sigmoid", [conv_out], [f"s{i}"], name=f"sig{i}"),
+                  helper.make_node("Mul", [conv_out, f"s{i}"], [y], name=f"mul{i}")]  # fmt: skip
+    elif epi == "bias_add_relu":
+        res = rng.uniform(-1, 1, (batch, k, oh, ow)).astype(np.float32)
+        inits.append(numpy_helper.from_array(res, f"r{i}"))
+        nodes += [helper.make_node("Add", [conv_out, f"r{i}"], [f"a{i}"], name=f"add{i}"),
+                  helper.make_node("Relu", [f"a{i}"], [y], name=f"relu{i}")]  # fmt: skip
+    vi_y = helper.make_tensor_value_info(y, TensorProto.FLOAT, [batch, k, oh, ow])
+    return nodes, inits, ins, vi_y
+
+
+def _model(cases: list[dict[str, object]], seed: int) -> onnx.ModelProto:
+    rng = np.random.default_rng(seed)
+    nodes: list[onnx.NodeProto] = []
+    inits: list[onnx.TensorProto] = []
+    ins: list[onnx.ValueInfoProto] = []
+    outs: list[onnx.ValueInfoProto] = []
+    for i, case in enumerate(cases):
+        n, t, vin, vy = _case(rng, i, **case)  # type: ignore[arg-type]
+        nodes += n
+        inits += t
+        ins += vin
+        outs.append(vy)
+    graph = helper.make_graph(nodes, "winograd_sweep", ins, outs, inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def _sweep() -> list[dict[str, object]]:
+    cases: list[dict[str, object]] = [
+        {"c": c, "k": k, "h": h, "w": w, "pads": p, "epi": e} for c, k, h, w, p, e in CASES
+    ]
+    cases.append({"c": 20, "k": 24, "h": 17, "w": 19, "pads": (1, 1, 1, 1), "epi": "relu",
+                  "batch": 2})  # fmt: skip
+    cases.append({"c": 16, "k": 16, "h": 18, "w": 18, "pads": (1, 1, 1, 1), "epi": "bias",
+                  "w_input": True})  # fmt: skip
+    return cases
+
+
+def _feeds(model: onnx.ModelProto, seed: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for vi in model.graph.input:
+        dims = [d.dim_value for d in vi.type.tensor_type.shape.dim]
+        scale = 1.0 / np.sqrt(9 * dims[1]) if vi.name.startswith("w") else 2.0
+        feeds[vi.name] = rng.uniform(-scale, scale, dims).astype(np.float32)
+    return feeds
+
+
+def _run(model: onnx.ModelProto, feeds: dict[str, np.ndarray], cpu: str,
+         threads: int) -> tuple[dict[str, np.ndarray], dict[str, object]]:  # fmt: skip
+    m = autofusion.compile(model, cpu=cpu, threads=threads, cache=False)
+    try:
+        return m.run(feeds), m.report
+    finally:
+        m.close()
+
+
+@pytest.mark.parametrize(("cpu", "threads"), [("native", 1), ("x86-64-v3", 2)])
+def test_winograd_sweep_matches_onnxruntime(cpu: str, threads: int) -> None:
+    """The sweep; its first conv also gets a NaN input, which must give NaN at least where
+    ONNX does and only inside the 4x4 output tiles whose 6x6 input block holds it (every
+    other output of that conv matches)."""
+    cases = _sweep()
+    model = _model(cases, seed=5)
+    feeds = _feeds(model, 5)
+    # case 0 (20x20, pad 1): padded (7, 10) lies only in tile (1, 2)'s input block (rows
+    # 4..9, columns 8..13), whose outputs are rows 4..7, columns 8..11
+    feeds["x0"][0, 3, 6, 9] = np.nan
+    ref = onnxruntime_outputs(model, feeds)
+    assert all(0.1 < np.nanmax(np.abs(r)) < 10 for r in ref.values())  # ordinary size
+    got, report = _run(model, feeds, cpu, threads)
+    algos = [r["conv_algo"] for r in report["conv_algo"]]  # type: ignore[index]
+    assert algos == ["winograd"] * len(cases), algos
+    tile = np.zeros(ref["y0"].shape, bool)
+    tile[:, :, 4:8, 8:12] = True
+    y0, r0 = got.pop("y0"), ref.pop("y0")
+    assert np.isnan(r0).any()
+    assert np.isnan(y0[np.isnan(r0)]).all()
+    assert not np.isnan(y0[~tile]).any()
+    assert_close(np.where(tile, 0, y0), np.where(tile, 0, r0), f"y0 outside the NaN tile ({cpu})")
+    for name, r in ref.items():
+        assert_close(got[name], r, f"{name} ({cpu}, {threads} thread(s))")
+
+
+def test_zoo_residual_cnn_uses_winograd() -> None:
+    """tiny_cnn (Conv+BN+Relu, a residual block with Add) end to end, fused, two threads."""
+    model = zoo.get_model("tiny_cnn")
+    feeds = zoo.sample_inputs(model, seed=3)
+    ref = onnxruntime_outputs(model, feeds)
+    got, report = _run(model, feeds, "native", 2)
+    rows = [r for r in report["conv_algo"] if r["conv_algo"] == "winograd"]  # type: ignore[union-attr]
+    assert len(rows) >= 2, report["conv_algo"]
+    assert any(len(r["origins"]) > 1 for r in rows)  # an epilogue fused into a Winograd conv
+    for name, r in ref.items():
+        assert_close(got[name], r, f"tiny_cnn: {name}")
