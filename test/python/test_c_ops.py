@@ -506,7 +506,8 @@ def test_attention_kernel_paths(tmp_path: Path, cpu: str, threads: int, qs, ks, 
     ref = np.asarray(run_module(_parse(ir), feeds)["y"])
     assert 0.05 < float(np.abs(ref).mean()) < 10
     emit_lowered(_parse(ir), tmp_path)
-    lib = ModelLibrary(build_shared(tmp_path, BuildOptions(cpu=cpu)), tmp_path / "weights.bin", threads)
+    so = build_shared(tmp_path, BuildOptions(cpu=cpu))
+    lib = ModelLibrary(so, tmp_path / "weights.bin", threads)
     try:
         got = lib.run(feeds)["y"]
     finally:
