@@ -9,7 +9,9 @@ Matches scaled dot-product attention as exporters emit it::
     o = matmul(p, v)
 
 and replaces ``o`` by ``nn.attention(q, k, v[, mask]) {scale}``. If ``kT`` is not a
-last-two-dims transpose, an ``nn.transpose`` is inserted to give ``k``. Every intermediate
+last-two-dims transpose, an ``nn.transpose`` is inserted to give ``k``; when ``kT`` is another
+transpose (BERT's ``transpose(x, [0, 2, 3, 1])``), that one transpose of ``x`` with the
+composed permutation, not two in a row. Every intermediate
 must have one reader. Place: before fuse. Option: ``config`` (a fusion config;
 ``patterns: {attention: false}`` turns the pass off).
 
@@ -42,6 +44,7 @@ from autofusion.passes._match import (
     in_block_order,
     replace_match,
     rewrite_if_enabled,
+    set_merged_origins,
     sole_user,
 )
 from autofusion.passes.options import CheckedPass
@@ -136,11 +139,18 @@ class RecognizeScaledDotProductAttention(RewritePattern):
             k = ktr.x
         else:
             ks = shape_of(kt)
+            src, perm = kt, _swap_last(krank)
+            if isinstance(ktr, nn.TransposeOp):
+                # kT = transpose(x, p1) (BERT exports: [0, 2, 3, 1] of [B, S, H, D]): one
+                # transpose of x with the composed permutation instead of two in a row
+                src, perm = ktr.x, [list(ktr.ints("perm"))[i] for i in perm]
             tr = nn.TransposeOp.build(
-                operands=[kt],
+                operands=[src],
                 result_types=[tensor_type(tensor_of(kt).element_type, (*ks[:-2], ks[-1], ks[-2]))],
-                properties={"perm": i64_array(_swap_last(krank))},
+                properties={"perm": i64_array(perm)},
             )
+            if isinstance(ktr, nn.TransposeOp):
+                set_merged_origins(tr, [ktr])
             rewriter.insert(tr, InsertPoint.before(out))
             k = tr.y
         props: dict[str, Attribute] = {"scale": f64_attr(scale)}

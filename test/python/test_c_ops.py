@@ -473,6 +473,48 @@ def test_streamed_attention_blocks(tmp_path: Path, qs, ks, vs, ms) -> None:
     assert_close(got, ref, "streamed attention")
 
 
+@pytest.mark.parametrize(("cpu", "threads"), [("native", 1), ("native", 2), ("x86-64-v3", 1)])
+@pytest.mark.parametrize(
+    ("qs", "ks", "vs", "ms"),
+    [
+        # head sizes with 16-lane tails (d 40, e 80: one 64-wide and one 16-wide p @ v step),
+        # keys not a multiple of 16 or 64, a mask broadcast along the keys (mask_t = 0)
+        ((1, 3, 13, 40), (1, 3, 150, 40), (1, 3, 150, 80), (1, 3, 13, 1)),
+        # a [S, T] mask, 7 query rows (one row group and a padded one), two key blocks
+        ((2, 7, 24), (2, 530, 24), (2, 530, 16), (7, 530)),
+    ],
+)
+def test_attention_kernel_paths(tmp_path: Path, cpu: str, threads: int, qs, ks, vs, ms) -> None:
+    """afrt_attention_f32's AVX-512 core (native builds on this machine) and its portable
+    loop (x86-64-v3) against the interpreter: lane tails, row padding, strided masks, and two
+    threads splitting the query rows."""
+    from autofusion.interpreter import run_module
+    from autofusion.lowering.c.testing import emit_lowered
+    from autofusion.runtime import toolchain
+    from autofusion.runtime.build import BuildOptions, build_shared
+    from autofusion.runtime.loader import ModelLibrary
+
+    if toolchain.is_cross(cpu):
+        pytest.skip(f"{cpu} builds do not run on this machine")
+    ir = _attention_ir(qs, ks, vs, ms, scale=0.3)
+    feeds = {
+        "q": RNG.standard_normal(qs).astype(np.float32),
+        "k": RNG.standard_normal(ks).astype(np.float32),
+        "v": RNG.standard_normal(vs).astype(np.float32),
+        "m": np.where(RNG.random(ms) > 0.2, 0.0, -1e4).astype(np.float32),
+    }
+    ref = np.asarray(run_module(_parse(ir), feeds)["y"])
+    assert 0.05 < float(np.abs(ref).mean()) < 10
+    emit_lowered(_parse(ir), tmp_path)
+    so = build_shared(tmp_path, BuildOptions(cpu=cpu))
+    lib = ModelLibrary(so, tmp_path / "weights.bin", threads)
+    try:
+        got = lib.run(feeds)["y"]
+    finally:
+        lib.close()
+    assert_close(got, ref, f"attention ({cpu}, {threads} thread(s))")
+
+
 def test_streamed_attention_fully_masked_and_nan_rows(tmp_path: Path) -> None:
     """Without nan_to_zero a row of all -inf scores (across several key blocks) and a row with
     a NaN score are NaN, as in the two-pass reference; every other row is finite and close."""

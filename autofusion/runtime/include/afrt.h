@@ -2578,6 +2578,245 @@ static inline int64_t afrt_attn_mask_offset_(const afrt_attn_params *p, int64_t 
     return off;
 }
 
+#if defined(__AVX512F__)
+/* ---------------------------------------------------------------------------------------------
+ * AVX-512 attention core (afrt_attention_f32 calls it on AVX-512 builds). Same blocks and online
+ * softmax as the portable loop below, but no generic GEMM: per key block, k is transposed once
+ * per task into kt[D][kbp] (kbp = the block rounded up to 64 columns, zero padded); then each
+ * group of AFRT_ATTN_RB query rows computes its scores straight from q's rows (broadcast) and
+ * kt (6 rows x 64 columns in 24 registers), adds scale and mask and takes the row max in the
+ * same store, runs exp and the row sum in one vector pass over its scores (6 x kbp floats, in
+ * L1), rescales its partial output and accumulates p @ v reading v's rows in place. So neither
+ * the score block nor q / p / v is packed, and the [S, T] scores are never stored.
+ * Measured against the portable loop (one thread, q/k/v [12, S, 64], best of 10-20 calls,
+ * interleaved, load 4-8 on 2 cores): S = 128 1.42 -> 0.51-0.53 ms, S = 512 19.5-23 -> 9.2-9.8 ms
+ * (load 4) and 61-65 -> 30-31 ms (load 8); docs/c-backend.md.
+ * ------------------------------------------------------------------------------------------- */
+#define AFRT_ATTN_RB 6
+
+/* af_expf on 16 lanes: the same range reduction and polynomial (FMA-contracted, so results can
+ * differ from af_expf in the last bit); NaN propagates (the clamps return x for NaN), inputs
+ * below -87 give 0. Only called with x <= 0 or NaN (scores minus their running max). */
+static inline __m512 afrt_exp512_(__m512 x) {
+    const __m512 xc = _mm512_min_ps(_mm512_set1_ps(88.7228391f), _mm512_max_ps(_mm512_set1_ps(-87.0f), x));
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), xc);
+    r = _mm512_fmadd_ps(n, _mm512_set1_ps(2.12194440e-4f), r);
+    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    const __m512 y = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(p, r), r, r), _mm512_set1_ps(1.0f));
+    /* 2^(n+1) from the exponent bits; n = -126 (x < -87) gives 0, NaN lanes stay NaN via y */
+    const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(126)), 23);
+    const __m512 out = _mm512_mul_ps(_mm512_mul_ps(y, _mm512_castsi512_ps(e)), _mm512_set1_ps(2.0f));
+    return out; /* x < -87: n = -126, exponent bits 0, so 0 as af_expf */
+}
+
+static inline __mmask16 afrt_lanes_(int64_t n) {
+    return (__mmask16)(n >= 16 ? 0xffffu : n <= 0 ? 0u : (1u << n) - 1u);
+}
+
+/* kt[d * kbp + c] = k[(j0 + c) * D + d] for c < cols, 0 for cols <= c < kbp. */
+static inline void afrt_attn_pack_kt_(const float *k, int64_t D, int64_t j0, int64_t cols,
+                                      int64_t kbp, float *kt) {
+    for (int64_t d = 0; d < D; ++d) memset(kt + d * kbp + cols, 0, (size_t)(kbp - cols) * sizeof(float));
+    int64_t c = 0;
+    for (; c + 16 <= cols; c += 16) { /* 16 key rows -> 16-column strips, 16 d at a time */
+        const float *src = k + (j0 + c) * D;
+        for (int64_t d0 = 0; d0 < D; d0 += 16) {
+            const int64_t nd = afrt_min_(16, D - d0);
+            float blk[16][16];
+            for (int t = 0; t < 16; ++t)
+                _mm512_storeu_ps(blk[t], _mm512_maskz_loadu_ps(afrt_lanes_(nd), src + t * D + d0));
+            for (int64_t d = 0; d < nd; ++d) {
+                float *o = kt + (d0 + d) * kbp + c;
+                for (int t = 0; t < 16; ++t) o[t] = blk[t][d];
+            }
+        }
+    }
+    for (; c < cols; ++c)
+        for (int64_t d = 0; d < D; ++d) kt[d * kbp + c] = k[(j0 + c) * D + d];
+}
+
+/* Scores of AFRT_ATTN_RB rows (q rows qr[r], D long) against kt's columns [0, kbp):
+ * s[r * kbp + c] = scale * q_r . k_c + mask_r[c] (mask_r NULL: none; read only for c < cols,
+ * contiguous), -inf for c >= cols; rmax[r] = max over c < cols, NaN if any score is NaN. */
+static inline void afrt_attn_scores_(const float *const *qr, const float *kt, int64_t D,
+                                     int64_t kbp, int64_t cols, float scale,
+                                     const float *const *mr, float *s, float *rmax) {
+    __m512 mx[AFRT_ATTN_RB];
+    __mmask16 nan[AFRT_ATTN_RB];
+    for (int r = 0; r < AFRT_ATTN_RB; ++r) {
+        mx[r] = _mm512_set1_ps(-INFINITY);
+        nan[r] = 0;
+    }
+    const __m512 vs = _mm512_set1_ps(scale), ninf = _mm512_set1_ps(-INFINITY);
+    for (int64_t c = 0; c < kbp; c += 64) {
+        __m512 acc[AFRT_ATTN_RB][4];
+        for (int r = 0; r < AFRT_ATTN_RB; ++r)
+            for (int u = 0; u < 4; ++u) acc[r][u] = _mm512_setzero_ps();
+        const float *kc = kt + c;
+        for (int64_t d = 0; d < D; ++d) {
+            const __m512 b0 = _mm512_loadu_ps(kc + d * kbp), b1 = _mm512_loadu_ps(kc + d * kbp + 16);
+            const __m512 b2 = _mm512_loadu_ps(kc + d * kbp + 32), b3 = _mm512_loadu_ps(kc + d * kbp + 48);
+            for (int r = 0; r < AFRT_ATTN_RB; ++r) {
+                const __m512 a = _mm512_set1_ps(qr[r][d]);
+                acc[r][0] = _mm512_fmadd_ps(a, b0, acc[r][0]);
+                acc[r][1] = _mm512_fmadd_ps(a, b1, acc[r][1]);
+                acc[r][2] = _mm512_fmadd_ps(a, b2, acc[r][2]);
+                acc[r][3] = _mm512_fmadd_ps(a, b3, acc[r][3]);
+            }
+        }
+        for (int u = 0; u < 4; ++u) {
+            const int64_t c0 = c + 16 * u;
+            const __mmask16 ok = afrt_lanes_(cols - c0);
+            for (int r = 0; r < AFRT_ATTN_RB; ++r) {
+                __m512 x = _mm512_mul_ps(acc[r][u], vs);
+                if (mr[r]) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(ok, mr[r] + c0));
+                x = _mm512_mask_blend_ps(ok, ninf, x);
+                nan[r] |= _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+                mx[r] = _mm512_max_ps(mx[r], x);
+                _mm512_storeu_ps(s + r * kbp + c0, x);
+            }
+        }
+    }
+    for (int r = 0; r < AFRT_ATTN_RB; ++r) rmax[r] = nan[r] ? NAN : _mm512_reduce_max_ps(mx[r]);
+}
+
+/* o[r * ldo + e] += sum_{c < cols} p[r * kbp + c] * v[c * ldv + e] for AFRT_ATTN_RB rows and
+ * 64 columns e (24 accumulators in registers). */
+static inline void afrt_attn_pv64_(const float *p, int64_t kbp, int64_t cols, const float *v,
+                                   int64_t ldv, float *o, int64_t ldo) {
+    __m512 acc[AFRT_ATTN_RB][4];
+    for (int r = 0; r < AFRT_ATTN_RB; ++r)
+        for (int u = 0; u < 4; ++u) acc[r][u] = _mm512_loadu_ps(o + r * ldo + 16 * u);
+    for (int64_t c = 0; c < cols; ++c) {
+        const float *vr = v + c * ldv;
+        const __m512 b0 = _mm512_loadu_ps(vr), b1 = _mm512_loadu_ps(vr + 16);
+        const __m512 b2 = _mm512_loadu_ps(vr + 32), b3 = _mm512_loadu_ps(vr + 48);
+        for (int r = 0; r < AFRT_ATTN_RB; ++r) {
+            const __m512 a = _mm512_set1_ps(p[r * kbp + c]);
+            acc[r][0] = _mm512_fmadd_ps(a, b0, acc[r][0]);
+            acc[r][1] = _mm512_fmadd_ps(a, b1, acc[r][1]);
+            acc[r][2] = _mm512_fmadd_ps(a, b2, acc[r][2]);
+            acc[r][3] = _mm512_fmadd_ps(a, b3, acc[r][3]);
+        }
+    }
+    for (int r = 0; r < AFRT_ATTN_RB; ++r)
+        for (int u = 0; u < 4; ++u) _mm512_storeu_ps(o + r * ldo + 16 * u, acc[r][u]);
+}
+
+/* The same for the lanes `ok` of 16 columns e. */
+static inline void afrt_attn_pv16_(const float *p, int64_t kbp, int64_t cols, const float *v,
+                                   int64_t ldv, float *o, int64_t ldo, __mmask16 ok) {
+    __m512 acc[AFRT_ATTN_RB];
+    for (int r = 0; r < AFRT_ATTN_RB; ++r) acc[r] = _mm512_maskz_loadu_ps(ok, o + r * ldo);
+    for (int64_t c = 0; c < cols; ++c) {
+        const __m512 b = _mm512_maskz_loadu_ps(ok, v + c * ldv);
+        for (int r = 0; r < AFRT_ATTN_RB; ++r)
+            acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(p[r * kbp + c]), b, acc[r]);
+    }
+    for (int r = 0; r < AFRT_ATTN_RB; ++r) _mm512_mask_storeu_ps(o + r * ldo, ok, acc[r]);
+}
+
+/* o[r * ldo + e] += sum_{c < cols} p[r * kbp + c] * v[c * E + e] for AFRT_ATTN_RB rows, e < E. */
+static inline void afrt_attn_pv_(const float *p, int64_t kbp, int64_t cols, const float *v,
+                                 int64_t E, float *o, int64_t ldo) {
+    int64_t e0 = 0;
+    for (; e0 + 64 <= E; e0 += 64) afrt_attn_pv64_(p, kbp, cols, v + e0, E, o + e0, ldo);
+    for (; e0 < E; e0 += 16)
+        afrt_attn_pv16_(p, kbp, cols, v + e0, E, o + e0, ldo, afrt_lanes_(E - e0));
+}
+
+/* One task of afrt_attention_f32: batch index b, query rows [i0, i0 + rows). Scratch:
+ * kt (D x kbp), sc (RB x kbp), ob (rows rounded up to RB, x E), m and l (as many). Returns 0 if
+ * the scratch cannot be had. */
+static inline int afrt_attention_task_avx512_(const float *q, const float *k, const float *v,
+                                              const float *mask, float *out, float scale,
+                                              const afrt_attn_params *p, int64_t b, int64_t i0,
+                                              int64_t rows, int64_t kb) {
+    const int64_t T = p->T, D = p->D, E = p->E, RB = AFRT_ATTN_RB;
+    const int64_t kbp = afrt_round_up_(kb, 64), rp = afrt_round_up_(rows, RB);
+    const size_t floats = (size_t)(D * kbp + RB * kbp + rp * E + 2 * rp + D);
+    float *kt = (float *)afrt_thread_scratch(2, floats * sizeof(float));
+    if (!kt) return 0;
+    float *sc = kt + D * kbp, *ob = sc + RB * kbp, *m = ob + rp * E, *l = m + rp, *zq = l + rp;
+    const float *qb = q + b * p->q_bstride + i0 * D;
+    const float *kbase = k + b * p->k_bstride, *vbase = v + b * p->v_bstride;
+    const float *mbase = mask ? mask + afrt_attn_mask_offset_(p, b) + i0 * p->mask_s : NULL;
+    for (int64_t r = 0; r < rp; ++r) {
+        m[r] = -INFINITY;
+        l[r] = 0.0f;
+    }
+    memset(ob, 0, (size_t)(rp * E) * sizeof(float));
+    memset(zq, 0, (size_t)D * sizeof(float));
+    for (int64_t j0 = 0; j0 < T; j0 += kb) {
+        const int64_t cols = afrt_min_(kb, T - j0), cp = afrt_round_up_(cols, 64);
+        afrt_attn_pack_kt_(kbase, D, j0, cols, cp, kt);
+        for (int64_t g = 0; g < rows; g += RB) {
+            const float *qr[AFRT_ATTN_RB], *mr[AFRT_ATTN_RB];
+            float rmax[AFRT_ATTN_RB];
+            for (int64_t r = 0; r < RB; ++r) {
+                const int real = g + r < rows;
+                qr[r] = real ? qb + (g + r) * D : zq;
+                mr[r] = mbase && real && p->mask_t == 1 ? mbase + (g + r) * p->mask_s + j0 : NULL;
+            }
+            afrt_attn_scores_(qr, kt, D, cp, cols, scale, mr, sc, rmax);
+            for (int64_t r = 0; r < RB; ++r) {
+                float *s = sc + r * cp;
+                const int64_t row = g + r;
+                if (row >= rows) { /* padding row: p = 0 adds nothing to its (unused) output */
+                    memset(s, 0, (size_t)cols * sizeof(float));
+                    continue;
+                }
+                if (mbase && p->mask_t != 1) { /* a mask strided along t: added here */
+                    const float *mrow = mbase + row * p->mask_s + j0 * p->mask_t;
+                    for (int64_t c = 0; c < cols; ++c) s[c] += mrow[c * p->mask_t];
+                    rmax[r] = afrt_row_nanmax_(s, cols);
+                }
+                const float mx = afrt_nanmax_(m[row], rmax[r]);
+                if (mx == -INFINITY) { /* every score so far is -inf: nothing to add yet */
+                    memset(s, 0, (size_t)cols * sizeof(float));
+                    continue;
+                }
+                const float alpha = m[row] == -INFINITY ? 0.0f : af_expf(m[row] - mx);
+                const __m512 vmx = _mm512_set1_ps(mx);
+                __m512 sum = _mm512_setzero_ps();
+                for (int64_t c = 0; c < cols; c += 16) {
+                    const __mmask16 ok = afrt_lanes_(cols - c);
+                    const __m512 e = afrt_exp512_(_mm512_sub_ps(_mm512_maskz_loadu_ps(ok, s + c), vmx));
+                    _mm512_mask_storeu_ps(s + c, ok, e);
+                    sum = _mm512_add_ps(sum, _mm512_maskz_mov_ps(ok, e));
+                }
+                if (alpha != 1.0f) {
+                    float *o = ob + row * E;
+                    for (int64_t c = 0; c < E; ++c) o[c] *= alpha;
+                }
+                l[row] = l[row] * alpha + _mm512_reduce_add_ps(sum);
+                m[row] = mx;
+            }
+            afrt_attn_pv_(sc, cp, cols, vbase + j0 * E, E, ob + g * E, E);
+        }
+    }
+    float *dst = out + (b * p->S + i0) * E;
+    for (int64_t r = 0; r < rows; ++r) {
+        /* l == 0 (all -inf) or NaN: the row is NaN (0/0), or 0 with nan_to_zero */
+        const int bad = !(l[r] > 0.0f) || (p->nan_to_zero && m[r] != m[r]);
+        const __m512 inv = _mm512_set1_ps(bad ? (p->nan_to_zero ? 0.0f : NAN) : 1.0f / l[r]);
+        for (int64_t c = 0; c < E; c += 16) {
+            const __mmask16 ok = afrt_lanes_(E - c);
+            const __m512 x = _mm512_maskz_loadu_ps(ok, ob + r * E + c);
+            _mm512_mask_storeu_ps(dst + r * E + c, ok, bad ? inv : _mm512_mul_ps(x, inv));
+        }
+    }
+    return 1;
+}
+#endif /* __AVX512F__ */
+
 static inline void afrt_attention_f32(const float *q, const float *k, const float *v,
                                      const float *mask, float *out, float scale,
                                      const afrt_attn_params *p) {
@@ -2589,6 +2828,26 @@ static inline void afrt_attention_f32(const float *q, const float *k, const floa
     }
     afrt_init_once_();
     const int64_t kb = afrt_max_(1, afrt_min_(T, AFRT_ATTN_KB));
+#if defined(__AVX512F__)
+    { /* one task per batch index, query rows split only to give every thread work */
+        const int64_t want = afrt_cdiv_(2 * afrt_num_threads_, p->batch);
+        const int64_t bqv = afrt_round_up_(afrt_cdiv_(S, afrt_max_(1, want)), AFRT_ATTN_RB);
+        const int64_t nqv = afrt_cdiv_(S, bqv), ntv = p->batch * nqv;
+        const double work = (double)p->batch * S * T * (D + E);
+        int okv = 1;
+        (void)work; /* read only by the OpenMP clause */
+        AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (ntv > 1 && afrt_gemm_strategy_ != AFRT_GEMM_WHOLE && afrt_worth_threads_(work)))
+        for (int64_t task = 0; task < ntv; ++task) {
+            const int64_t b = task / nqv, i0 = (task % nqv) * bqv;
+            if (!afrt_attention_task_avx512_(q, k, v, mask, out, scale, p, b, i0,
+                                             afrt_min_(bqv, S - i0), kb))
+                okv = 0;
+        }
+        if (!okv)
+            for (int64_t i = 0; i < p->batch * S * E; ++i) out[i] = NAN;
+        return;
+    }
+#endif
     const int64_t bq =
         afrt_min_(S, afrt_max_(8, afrt_min_(AFRT_ATTN_BQ_MAX, AFRT_ATTN_TILE_FLOATS / kb)));
     const int64_t nqb = afrt_cdiv_(S, bq), ntask = p->batch * nqb;

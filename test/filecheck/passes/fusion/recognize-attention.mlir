@@ -87,3 +87,19 @@ func.func @guard_other_tensor(%q: tensor<1x4x8xf32>, %kt: tensor<1x8x4xf32>, %v:
 // CHECK-LABEL: func.func @guard_other_tensor
 // CHECK-NOT:     nn.attention
 // CHECK:         nn.softmax
+
+// -----
+
+// Positive, BERT's kT = transpose(x, [0, 2, 3, 1]) of x [B, S, H, D]: k is one transpose of x
+// with the composed permutation [0, 2, 1, 3], not kT transposed back.
+func.func @bert_kt(%q: tensor<1x2x4x8xf32>, %x: tensor<1x4x2x8xf32>, %v: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
+  %kt = nn.transpose %x {perm = array<i64: 0, 2, 3, 1>, onnx.origins = ["kt"]} : (tensor<1x4x2x8xf32>) -> tensor<1x2x8x4xf32>
+  %s = nn.matmul %q, %kt {onnx.origins = ["qk"]} : (tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>) -> tensor<1x2x4x4xf32>
+  %p = nn.softmax %s {axis = 3 : i64, onnx.origins = ["softmax"]} : (tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %o = nn.matmul %p, %v {onnx.origins = ["pv"]} : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  func.return %o : tensor<1x2x4x8xf32>
+}
+// CHECK-LABEL: func.func @bert_kt
+// CHECK-NEXT:    %[[K:.*]] = nn.transpose %x {perm = array<i64: 0, 2, 1, 3>, onnx.origins = ["kt"]} : (tensor<1x4x2x8xf32>) -> tensor<1x2x4x8xf32>
+// CHECK-NEXT:    %[[A:.*]] = nn.attention %q, %[[K]], %v {scale = 1.000000e+00 : f64, onnx.origins = ["qk", "softmax", "pv"]}
+// CHECK-NEXT:    func.return %[[A]]
