@@ -143,32 +143,6 @@ class TensorOp(IRDLOperation):
         printer.print_string(" : ")
         printer.print_function_type([o.type for o in self.operands], [r.type for r in self.results])
 
-    # ---- helpers for verifiers and lowering -------------------------------------------
-    def ints(self, name: str) -> tuple[int, ...]:
-        attr = self.properties[name]
-        assert isinstance(attr, DenseArrayBase)
-        return tuple(int(v) for v in attr.get_values())
-
-    def int_prop(self, name: str) -> int:
-        attr = self.properties[name]
-        assert isinstance(attr, IntegerAttr)
-        return int(attr.value.data)
-
-    def float_prop(self, name: str) -> float:
-        attr = self.properties[name]
-        assert isinstance(attr, FloatAttr)
-        return float(attr.value.data)
-
-    def str_prop(self, name: str) -> str:
-        attr = self.properties[name]
-        assert isinstance(attr, StringAttr)
-        return attr.data
-
-    def bool_prop(self, name: str) -> bool:
-        attr = self.properties[name]
-        assert isinstance(attr, IntegerAttr)
-        return bool(attr.value.data)
-
     def fail(self, msg: str) -> VerifyException:
         return VerifyException(f"'{self.name}': {msg}")
 

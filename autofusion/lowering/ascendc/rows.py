@@ -42,15 +42,15 @@ def row_shape(op: Operation) -> tuple[int, int]:
     """(rows, D) of the op's input, or raises Unsupported."""
     xs = tuple(shape_of(op.operands[0]))
     if isinstance(op, nn.LayerNormOp):
-        k = op.int_prop("axis")
+        k = op.axis
     elif isinstance(op, nn.SoftmaxOp | nn.LogSoftmaxOp):
-        k = op.int_prop("axis")
+        k = op.axis
         if k != len(xs) - 1:
             raise Unsupported(f"{op.name} over axis {k} (only the last axis is lowered)")
     elif isinstance(op, nn.GlobalAvgPoolOp | nn.GlobalMaxPoolOp):
         k = 2
     else:
-        axes = op.ints("axes")  # type: ignore[attr-defined]
+        axes = op.axes  # type: ignore[attr-defined]
         k = len(xs) - len(axes)
         if not axes or tuple(axes) != tuple(range(k, len(xs))):
             raise Unsupported(f"{op.name} over axes {axes} (only trailing axes are lowered)")
@@ -123,7 +123,7 @@ def build_rows(lowering, op: Operation) -> ac.KernelOp:
         em(yr)
         Y = yr.result
         if isinstance(op, nn.LayerNormOp):
-            eps = op.float_prop("epsilon")
+            eps = op.epsilon
             em(ac.VecReduceOp("ReduceSum", S, X, W))
             em(ac.VecScalarOp("Muls", S, S, inv_d, count=1))
             em(ac.VecScalarOp("Adds", T, X, 0.0, scalar_src=S, negate=True))  # centred
@@ -191,7 +191,7 @@ def build_copy(lowering, op: nn.ConcatOp | nn.SplitOp) -> ac.KernelOp:
     """Concat / Split: per piece, a tile loop over the outer rows moving each row's slice of
     the concatenation axis with strided 2-d DataCopyPad (GM strides on the concatenated
     side), through UB (VECIN -> Muls(x, 1) -> VECOUT: exact, keeps -0.0 and NaN)."""
-    axis = op.int_prop("axis")
+    axis = op.axis
     block, gms = lowering._kernel_block()
     n_in = len(lowering.kop.inputs)
     if isinstance(op, nn.ConcatOp):
