@@ -1701,6 +1701,9 @@ class ConstantOp(TensorOp):
 
     ELIDE_LIMIT: ClassVar[int | None] = 16
 
+    # Custom syntax: the format cannot elide large values or print non-finite floats as hex.
+    assembly_format = None
+
     def __init__(self, value: DenseIntOrFPElementsAttr | DenseResourceAttr):
         super().__init__(properties={"value": value}, result_types=[value.get_type()])
 
