@@ -111,7 +111,7 @@ def op_flops(op: Operation) -> int:
         return 2 * numel(op.out) * int(a[-1] if a else 1)
     if isinstance(op, nn.GemmOp):
         a = shape_of(op.a)
-        k = a[0] if op.bool_prop("trans_a") else a[1]
+        k = a[0] if op.trans_a else a[1]
         return 2 * numel(op.out) * int(k)
     if isinstance(op, nn.AttentionOp):
         q = shape_of(op.q)
@@ -126,7 +126,7 @@ def op_flops(op: Operation) -> int:
     if isinstance(op, nn.ResizeOp):
         # Axis by axis: each output of a step costs a multiply-add per tap (nearest: none).
         cur, total = list(shape_of(op.x)), 0
-        for k, a in enumerate(op.ints("axes")):
+        for k, a in enumerate(op.axes):
             m, taps = shape_of(op.tables[2 * k])
             cur[a] = m
             n = 1
@@ -165,7 +165,7 @@ def working_set(ops: Sequence[Operation], hw: Hardware) -> int:
             t = o.results[0].type
             assert isinstance(t, TensorType)
             shape = tuple(t.get_shape())
-            axis = o.int_prop("axis")
+            axis = o.axis
             row = 1
             for d in shape[axis:]:
                 row *= int(d)

@@ -145,7 +145,7 @@ def concat_slices(op: nn.ConcatOp, operands: Sequence[SSAValue]) -> list[int] | 
     contiguous ranges of the result (a dim before the axis is not 1)."""
     out = op.y.type
     assert isinstance(out, TensorType)
-    axis = op.int_prop("axis")
+    axis = op.axis
     if any(d != 1 for d in out.get_shape()[:axis]):
         return None
     starts: list[int] = []

@@ -37,7 +37,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from autofusion.dialects import dtypes, nn, shapes
 from autofusion.dialects.attrs import MEMORY_TILE, ORIGINS
-from autofusion.dialects.base import i64_array, int_attr, shape_of
+from autofusion.dialects.base import i64_array, shape_of
 from autofusion.dialects.fusion import KernelOp, YieldOp
 
 TILE_ATTR = MEMORY_TILE
@@ -117,10 +117,8 @@ def _rule_conv(op: nn.ConvOp, d: int, lo: int, hi: int) -> Rule:
         raise NotTileable("conv is tiled along batch or spatial dims only")
     i, nsp = d - 2, len(x) - 2
     k = shape_of(op.w)[d]
-    cl, ch, pb, pe = _window(
-        lo, hi, x[d], k, op.ints("strides")[i], op.ints("dilations")[i], op.ints("pads")[i]
-    )
-    pads = list(op.ints("pads"))
+    cl, ch, pb, pe = _window(lo, hi, x[d], k, op.strides[i], op.dilations[i], op.pads[i])
+    pads = list(op.pads)
     pads[i], pads[nsp + i] = pb, pe
     reqs = [(d, cl, ch), *([None] * (len(op.operands) - 1))]
     return Rule(reqs, _clone_builder(op, {"pads": i64_array(pads)}))
@@ -129,8 +127,8 @@ def _rule_conv(op: nn.ConvOp, d: int, lo: int, hi: int) -> Rule:
 def _rule_pool(op: nn.PoolOp, d: int, lo: int, hi: int) -> Rule:
     x, y = shape_of(op.x), shape_of(op.y)
     nsp = len(x) - 2
-    kernel, strides, dil = op.ints("kernel"), op.ints("strides"), op.ints("dilations")
-    pads = list(op.ints("pads"))
+    kernel, strides, dil = op.kernel, op.strides, op.dilations
+    pads = list(op.pads)
     orig_end = list(pads[nsp:])
     # Ceil-mode overhang becomes explicit end padding, so pieces run in floor mode.
     for j in range(nsp):
@@ -151,7 +149,7 @@ def _rule_pool(op: nn.PoolOp, d: int, lo: int, hi: int) -> Rule:
         tile_in[0] = hi - lo
     if (
         isinstance(op, nn.AvgPoolOp)
-        and op.bool_prop("count_include_pad")
+        and op.count_include_pad
         and any(pads[nsp + j] > orig_end[j] for j in range(nsp))
     ):
         raise NotTileable("ceil-mode overhang would be counted as padding")
@@ -159,9 +157,7 @@ def _rule_pool(op: nn.PoolOp, d: int, lo: int, hi: int) -> Rule:
     want[d] = hi - lo
     if shapes.pool_out(tile_in, kernel, strides, pads, dil, False) != tuple(want):
         raise NotTileable("pool window does not tile")
-    ceil = op.properties["ceil_mode"]
-    assert isinstance(ceil, IntegerAttr)
-    props = {"pads": i64_array(pads), "ceil_mode": IntegerAttr(0, ceil.type)}
+    props = {"pads": i64_array(pads), "ceil_mode": IntegerAttr(0, op.ceil_mode_attr.type)}
     return Rule(reqs, _clone_builder(op, props))
 
 
@@ -190,9 +186,9 @@ def _rule_matmul(op: nn.MatMulOp, d: int, lo: int, hi: int) -> Rule:
 def _rule_gemm(op: nn.GemmOp, d: int, lo: int, hi: int) -> Rule:
     c = [_bcast(op.c, 2, d, lo, hi)] if op.c is not None else []
     if d == 0:
-        ra: Req = (1 if op.bool_prop("trans_a") else 0, lo, hi)
+        ra: Req = (1 if op.trans_a else 0, lo, hi)
         return Rule([ra, None, *c], _clone_builder(op))
-    rb: Req = (0 if op.bool_prop("trans_b") else 1, lo, hi)
+    rb: Req = (0 if op.trans_b else 1, lo, hi)
     return Rule([None, rb, *c], _clone_builder(op))
 
 
@@ -209,8 +205,8 @@ def _rule_attention(op: nn.AttentionOp, d: int, lo: int, hi: int) -> Rule:
 
 
 def _rule_reduce(op: nn.ReduceOp, d: int, lo: int, hi: int) -> Rule:
-    axes = op.ints("axes")
-    if op.bool_prop("keepdims"):
+    axes = op.axes
+    if op.keepdims:
         if d in axes:
             raise NotTileable("reduced dimension")
         return Rule([(d, lo, hi)], _clone_builder(op))
@@ -228,27 +224,27 @@ def _rule_axis_free(axis_ok: Callable[[Operation, int], bool]) -> Callable[..., 
 
 
 def _rule_concat(op: nn.ConcatOp, d: int, lo: int, hi: int) -> Rule:
-    if d == op.int_prop("axis"):
+    if d == op.axis:
         raise NotTileable("concat axis")
     return Rule([(d, lo, hi) for _ in op.operands], _clone_builder(op))
 
 
 def _rule_transpose(op: nn.TransposeOp, d: int, lo: int, hi: int) -> Rule:
-    return Rule([(op.ints("perm")[d], lo, hi)], _clone_builder(op))
+    return Rule([(op.perm[d], lo, hi)], _clone_builder(op))
 
 
 def _rule_slice(op: nn.SliceOp, d: int, lo: int, hi: int) -> Rule:
-    start, step = op.ints("starts")[d], op.ints("steps")[d]
+    start, step = op.starts[d], op.steps[d]
     if step != 1:
         raise NotTileable("strided slice along the tiled dimension")
-    starts, ends = list(op.ints("starts")), list(op.ints("ends"))
+    starts, ends = list(op.starts), list(op.ends)
     starts[d], ends[d] = 0, hi - lo
     props = {"starts": i64_array(starts), "ends": i64_array(ends)}
     return Rule([(d, start + lo, start + hi)], _clone_builder(op, props))
 
 
 def _rule_pad(op: nn.PadOp, d: int, lo: int, hi: int) -> Rule:
-    pads = op.ints("pads")
+    pads = op.pads
     if pads[d] or pads[len(pads) // 2 + d]:
         raise NotTileable("pad along the tiled dimension")
     return _rule_same(op, d, lo, hi)
@@ -302,9 +298,9 @@ RULES: dict[type[Operation], Callable[..., Rule]] = {
     nn.BatchNormOp: _rule_axis_free(lambda op, d: d != 1),
     nn.InstanceNormOp: _rule_axis_free(lambda op, d: d == 0),
     nn.LRNOp: _rule_axis_free(lambda op, d: d != 1),
-    nn.LayerNormOp: _rule_axis_free(lambda op, d: d < op.int_prop("axis")),  # type: ignore[attr-defined]
-    nn.SoftmaxOp: _rule_axis_free(lambda op, d: d != op.int_prop("axis")),  # type: ignore[attr-defined]
-    nn.LogSoftmaxOp: _rule_axis_free(lambda op, d: d != op.int_prop("axis")),  # type: ignore[attr-defined]
+    nn.LayerNormOp: _rule_axis_free(lambda op, d: d < op.axis),  # type: ignore[attr-defined]
+    nn.SoftmaxOp: _rule_axis_free(lambda op, d: d != op.axis),  # type: ignore[attr-defined]
+    nn.LogSoftmaxOp: _rule_axis_free(lambda op, d: d != op.axis),  # type: ignore[attr-defined]
     nn.GlobalAvgPoolOp: _rule_axis_free(lambda op, d: d == 0),
     nn.GlobalMaxPoolOp: _rule_axis_free(lambda op, d: d == 0),
 }
@@ -459,14 +455,12 @@ def _slice(value: SSAValue, dim: int, lo: int, hi: int, attrs: dict[str, Attribu
     starts = [0] * len(shape)
     ends = list(shape)
     starts[dim], ends[dim] = lo, hi
-    return nn.SliceOp.create(
-        operands=[value],
-        result_types=[with_dim(value.type, dim, hi - lo)],
-        properties={
-            "starts": i64_array(starts),
-            "ends": i64_array(ends),
-            "steps": i64_array([1] * len(shape)),
-        },
+    return nn.SliceOp(
+        value,
+        starts=starts,
+        ends=ends,
+        steps=[1] * len(shape),
+        result_type=with_dim(value.type, dim, hi - lo),
         attributes=attrs,
     )
 
@@ -522,12 +516,7 @@ def build_tiles(
     origins = y.owner.attributes.get(ORIGINS) if isinstance(y.owner, Operation) else None
     if isinstance(origins, ArrayAttr):
         concat_attrs[ORIGINS] = origins
-    concat = nn.ConcatOp.create(
-        operands=outputs,
-        result_types=[y.type],
-        properties={"axis": int_attr(dim)},
-        attributes=concat_attrs,
-    )
+    concat = nn.ConcatOp(outputs, axis=dim, result_type=y.type, attributes=concat_attrs)
     new_ops.append(concat)
     for op in new_ops if verify else ():
         try:

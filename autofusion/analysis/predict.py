@@ -155,7 +155,7 @@ def op_flops(op: Operation) -> int:
 def _op_flops(op: Operation) -> int:
     if isinstance(op, nn.PoolOp):
         taps = 1
-        for k in op.ints("kernel"):
+        for k in op.kernel:
             taps *= int(k)
         return taps * cost.numel(op.y)
     if isinstance(op, nn.GlobalPoolOp):
@@ -187,7 +187,7 @@ def contraction_dims(op: Operation) -> tuple[int, int, int]:
         k = 1
         for d in w[1:]:
             k *= int(d)
-        groups = max(op.int_prop("group"), 1)
+        groups = max(op.group, 1)
         return m, max(int(w[0]) // groups, 1), k
     if isinstance(op, nn.AttentionOp):
         q, k_ = _shape(op.q), _shape(op.k)
@@ -197,7 +197,7 @@ def contraction_dims(op: Operation) -> tuple[int, int, int]:
     m = max(cost.numel(op.results[0]) // max(n, 1), 1)
     a = _shape(op.operands[0])
     if isinstance(op, nn.GemmOp):
-        k = int(a[0] if op.bool_prop("trans_a") else a[1])
+        k = int(a[0] if op.trans_a else a[1])
     else:
         k = int(a[-1]) if a else 1
     return m, n, k

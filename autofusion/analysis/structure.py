@@ -93,7 +93,7 @@ def is_row_epilogue(op: Operation) -> bool:
     """LayerNorm / Softmax normalising over the last axis only (whole rows per tile)."""
     if isinstance(op, nn.LayerNormOp | nn.SoftmaxOp):
         rank = len(_shape(op.results[0]))
-        return op.int_prop("axis") == rank - 1
+        return op.axis == rank - 1
     return False
 
 

@@ -1,20 +1,18 @@
-"""Shared machinery for the tensor-level dialects: one generic textual syntax and
-small helpers for reading properties.
+"""Shared machinery for the tensor-level dialects: one textual syntax and small helpers
+for building properties.
 
-Every ``nn`` op prints as::
+Every ``nn`` op (``TensorOp``, declarative assembly format) prints as::
 
-    %r = nn.op %a, %b {prop = value, ...} : (tensor<..>, tensor<..>) -> tensor<..>
+    %r = nn.op %a, %b {attr = v, ..., prop = v, ...} : (tensor<..>, tensor<..>) -> tensor<..>
 
-Properties and (discardable) attributes share the dictionary; on parsing, keys that name a
-property of the op become properties. At most one operand group and one result group of an
-op may be optional/variadic, so the operand count alone tells how the groups split.
+Discardable attributes print before properties in the one dictionary (xDSL's ``attr-dict``
+order); either order parses.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from typing_extensions import Self
 from xdsl.dialects.builtin import (
     ArrayAttr,
     BoolAttr,
@@ -27,16 +25,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute, BlockArgument, OpResult, SSAValue
-from xdsl.irdl import (
-    IRDLOperation,
-    OptOperandDef,
-    OptResultDef,
-    VarOperandDef,
-    VarResultDef,
-)
-from xdsl.parser import Parser
-from xdsl.parser.core import UnresolvedOperand
-from xdsl.printer import Printer
+from xdsl.irdl import IRDLOperation, ParsePropInAttrDict
 from xdsl.utils.exceptions import VerifyException
 
 
@@ -66,108 +55,17 @@ def str_array(values: Sequence[str]) -> ArrayAttr[StringAttr]:
     return ArrayAttr([StringAttr(v) for v in values])
 
 
-def _split_groups(count: int, defs: Sequence[object], what: str, op_name: str) -> list[int]:
-    """Sizes of each operand/result group, given the total count."""
-    flexible = [i for i, d in enumerate(defs) if isinstance(d, (VarOperandDef, VarResultDef))]
-    fixed = len(defs) - len(flexible)
-    if not flexible:
-        if count != fixed:
-            raise VerifyException(f"{op_name}: expected {fixed} {what}, got {count}")
-        return [1] * len(defs)
-    if len(flexible) > 1:
-        raise VerifyException(f"{op_name}: ambiguous {what} groups")
-    rest = count - fixed
-    idx = flexible[0]
-    is_opt = isinstance(defs[idx], (OptOperandDef, OptResultDef))
-    if rest < 0 or (is_opt and rest > 1):
-        raise VerifyException(f"{op_name}: unexpected number of {what} ({count})")
-    return [rest if i == idx else 1 for i in range(len(defs))]
-
-
 class TensorOp(IRDLOperation):
-    """Base of ops written in the uniform ``operands {dict} : (types) -> types`` syntax."""
+    """Base of ops written in the uniform ``operands {dict} : (types) -> types`` syntax.
 
-    @classmethod
-    def parse(cls, parser: Parser) -> Self:
-        pos = parser.pos
-        unresolved: list[UnresolvedOperand] = []
-        first = parser.parse_optional_unresolved_operand()
-        if first is not None:
-            unresolved.append(first)
-            while parser.parse_optional_punctuation(","):
-                unresolved.append(parser.parse_unresolved_operand())
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        ftype = parser.parse_function_type()
-        if len(ftype.inputs.data) != len(unresolved):
-            parser.raise_error(
-                f"{cls.name}: {len(unresolved)} operands but {len(ftype.inputs.data)} types",
-                pos,
-                parser.pos,
-            )
-        operands = [parser.resolve_operand(u, t) for u, t in zip(unresolved, ftype.inputs.data)]
-        op_def = cls.get_irdl_definition()
-        props = {k: v for k, v in attrs.items() if k in op_def.properties}
-        others = {k: v for k, v in attrs.items() if k not in op_def.properties}
-        try:
-            sizes = _split_groups(
-                len(operands), [d for _, d in op_def.operands], "operands", cls.name
-            )
-            rsizes = _split_groups(
-                len(ftype.outputs.data), [d for _, d in op_def.results], "results", cls.name
-            )
-        except VerifyException as e:
-            parser.raise_error(str(e), pos, parser.pos)
-        groups: list[SSAValue | Sequence[SSAValue]] = []
-        it = iter(operands)
-        for (_, d), n in zip(op_def.operands, sizes):
-            vals = [next(it) for _ in range(n)]
-            groups.append(vals if isinstance(d, VarOperandDef) else vals[0])
-        rgroups: list[Attribute | Sequence[Attribute]] = []
-        rit = iter(ftype.outputs.data)
-        for (_, d), n in zip(op_def.results, rsizes):
-            vals = [next(rit) for _ in range(n)]
-            rgroups.append(vals if isinstance(d, VarResultDef) else vals[0])
-        return cls.build(operands=groups, result_types=rgroups, properties=props, attributes=others)
+    The syntax is xDSL's declarative assembly format; ``ParsePropInAttrDict`` puts the
+    properties into the attribute dictionary, where keys naming a property of the op become
+    properties when parsed. At most one operand group and one result group of an op may be
+    optional/variadic, so the operand count alone tells how the groups split.
+    """
 
-    def print(self, printer: Printer) -> None:
-        if self.operands:
-            printer.print_string(" ")
-            printer.print_list(self.operands, printer.print_operand)
-        merged = {**self.properties, **self.attributes}
-        merged.pop("operandSegmentSizes", None)
-        merged.pop("resultSegmentSizes", None)
-        if merged:
-            printer.print_string(" ")
-            printer.print_attr_dict(merged)
-        printer.print_string(" : ")
-        printer.print_function_type([o.type for o in self.operands], [r.type for r in self.results])
-
-    # ---- helpers for verifiers and lowering -------------------------------------------
-    def ints(self, name: str) -> tuple[int, ...]:
-        attr = self.properties[name]
-        assert isinstance(attr, DenseArrayBase)
-        return tuple(int(v) for v in attr.get_values())
-
-    def int_prop(self, name: str) -> int:
-        attr = self.properties[name]
-        assert isinstance(attr, IntegerAttr)
-        return int(attr.value.data)
-
-    def float_prop(self, name: str) -> float:
-        attr = self.properties[name]
-        assert isinstance(attr, FloatAttr)
-        return float(attr.value.data)
-
-    def str_prop(self, name: str) -> str:
-        attr = self.properties[name]
-        assert isinstance(attr, StringAttr)
-        return attr.data
-
-    def bool_prop(self, name: str) -> bool:
-        attr = self.properties[name]
-        assert isinstance(attr, IntegerAttr)
-        return bool(attr.value.data)
+    assembly_format = "operands attr-dict `:` functional-type(operands, results)"
+    irdl_options = (ParsePropInAttrDict(),)
 
     def fail(self, msg: str) -> VerifyException:
         return VerifyException(f"'{self.name}': {msg}")

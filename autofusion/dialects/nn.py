@@ -18,6 +18,7 @@ Reference semantics of every op live in ``autofusion/interpreter``.
 from __future__ import annotations
 
 import io
+from collections.abc import Mapping, Sequence
 from typing import ClassVar, Literal, TypeAlias
 
 from xdsl.dialects.builtin import (
@@ -51,7 +52,18 @@ from xdsl.printer import Printer
 from xdsl.traits import Pure
 
 from autofusion.dialects import shapes
-from autofusion.dialects.base import TensorOp, is_bool, shape_of, tensor_of
+from autofusion.dialects.base import (
+    TensorOp,
+    bool_attr,
+    dense_ints,
+    f64_attr,
+    i64_array,
+    int_attr,
+    is_bool,
+    shape_of,
+    str_attr,
+    tensor_of,
+)
 
 # ---------------------------------------------------------------------------------------
 # Base classes
@@ -280,7 +292,11 @@ class LeakyReluOp(UnaryOp):
     """``x >= 0 ? x : alpha * x``."""
 
     name = "nn.leaky_relu"
-    alpha = prop_def(FloatAttr)
+    alpha_attr = prop_def(FloatAttr, prop_name="alpha")
+
+    @property
+    def alpha(self) -> float:
+        return float(self.alpha_attr.value.data)
 
 
 @irdl_op_definition
@@ -288,7 +304,11 @@ class EluOp(UnaryOp):
     """``x >= 0 ? x : alpha * (exp(x) - 1)``."""
 
     name = "nn.elu"
-    alpha = prop_def(FloatAttr)
+    alpha_attr = prop_def(FloatAttr, prop_name="alpha")
+
+    @property
+    def alpha(self) -> float:
+        return float(self.alpha_attr.value.data)
 
 
 @irdl_op_definition
@@ -299,8 +319,17 @@ class ClipOp(UnaryOp):
     """
 
     name = "nn.clip"
-    min = prop_def(FloatAttr)
-    max = prop_def(FloatAttr)
+    min_attr = prop_def(FloatAttr, prop_name="min")
+    max_attr = prop_def(FloatAttr, prop_name="max")
+
+    @property
+    def min(self) -> float:
+        return float(self.min_attr.value.data)
+
+    @property
+    def max(self) -> float:
+        return float(self.max_attr.value.data)
+
     FLOAT_ONLY: ClassVar[bool] = False
 
 
@@ -309,8 +338,16 @@ class HardSigmoidOp(UnaryOp):
     """``max(0, min(1, alpha * x + beta))``."""
 
     name = "nn.hard_sigmoid"
-    alpha = prop_def(FloatAttr)
-    beta = prop_def(FloatAttr)
+    alpha_attr = prop_def(FloatAttr, prop_name="alpha")
+    beta_attr = prop_def(FloatAttr, prop_name="beta")
+
+    @property
+    def alpha(self) -> float:
+        return float(self.alpha_attr.value.data)
+
+    @property
+    def beta(self) -> float:
+        return float(self.beta_attr.value.data)
 
 
 @irdl_op_definition
@@ -318,11 +355,29 @@ class GeluOp(UnaryOp):
     """GELU; ``approximate`` is ``"none"`` (erf form) or ``"tanh"``."""
 
     name = "nn.gelu"
-    approximate = prop_def(StringAttr)
+    approximate_attr = prop_def(StringAttr, prop_name="approximate")
+
+    @property
+    def approximate(self) -> str:
+        return self.approximate_attr.data
+
+    def __init__(
+        self,
+        x: SSAValue,
+        *,
+        approximate: str,
+        attributes: Mapping[str, Attribute] | None = None,
+    ):
+        super().__init__(
+            operands=[x],
+            result_types=[x.type],
+            properties={"approximate": str_attr(approximate)},
+            attributes=attributes,
+        )
 
     def verify_(self) -> None:
         super().verify_()
-        if self.str_prop("approximate") not in ("none", "tanh"):
+        if self.approximate not in ("none", "tanh"):
             raise self.fail('approximate must be "none" or "tanh"')
 
 
@@ -398,11 +453,15 @@ class ModOp(BinaryOp):
     """``fmod`` = 1: C fmod semantics; else Python-style (sign of divisor)."""
 
     name = "nn.mod"
-    fmod = prop_def(IntegerAttr)
+    fmod_attr = prop_def(IntegerAttr, prop_name="fmod")
+
+    @property
+    def fmod(self) -> int:
+        return int(self.fmod_attr.value.data)
 
     def verify_(self) -> None:
         super().verify_()
-        fmod = self.int_prop("fmod")
+        fmod = self.fmod
         if fmod not in (0, 1):
             raise self.fail(f"fmod must be 0 or 1, got {fmod}")
         if fmod == 0 and not isinstance(tensor_of(self.lhs).element_type, IntegerType):
@@ -464,11 +523,15 @@ class BitShiftOp(BinaryOp):
     """
 
     name = "nn.bitshift"
-    direction = prop_def(StringAttr)
+    direction_attr = prop_def(StringAttr, prop_name="direction")
+
+    @property
+    def direction(self) -> str:
+        return self.direction_attr.data
 
     def verify_(self) -> None:
         super().verify_()
-        if self.str_prop("direction") not in ("LEFT", "RIGHT"):
+        if self.direction not in ("LEFT", "RIGHT"):
             raise self.fail('direction must be "LEFT" or "RIGHT"')
         t = tensor_of(self.lhs).element_type
         if not (isinstance(t, IntegerType) and t.width.data in (8, 16, 32, 64)):
@@ -548,11 +611,52 @@ class ConvOp(TensorOp):
     w = operand_def(TensorType)
     bias = opt_operand_def(TensorType)
     y = result_def(TensorType)
-    strides = prop_def(DenseArrayBase)
-    pads = prop_def(DenseArrayBase)
-    dilations = prop_def(DenseArrayBase)
-    group = prop_def(IntegerAttr)
+    strides_attr = prop_def(DenseArrayBase, prop_name="strides")
+    pads_attr = prop_def(DenseArrayBase, prop_name="pads")
+    dilations_attr = prop_def(DenseArrayBase, prop_name="dilations")
+    group_attr = prop_def(IntegerAttr, prop_name="group")
     traits = traits_def(Pure())
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        return tuple(dense_ints(self.strides_attr))
+
+    @property
+    def pads(self) -> tuple[int, ...]:
+        return tuple(dense_ints(self.pads_attr))
+
+    @property
+    def dilations(self) -> tuple[int, ...]:
+        return tuple(dense_ints(self.dilations_attr))
+
+    @property
+    def group(self) -> int:
+        return int(self.group_attr.value.data)
+
+    def __init__(
+        self,
+        x: SSAValue,
+        w: SSAValue,
+        bias: SSAValue | None,
+        *,
+        strides: Sequence[int],
+        pads: Sequence[int],
+        dilations: Sequence[int],
+        group: int,
+        result_type: Attribute,
+        attributes: Mapping[str, Attribute] | None = None,
+    ):
+        super().__init__(
+            operands=[x, w, [] if bias is None else [bias]],
+            result_types=[result_type],
+            properties={
+                "strides": i64_array(strides),
+                "pads": i64_array(pads),
+                "dilations": i64_array(dilations),
+                "group": int_attr(group),
+            },
+            attributes=attributes,
+        )
 
     def verify_(self) -> None:
         xs, ws = shape_of(self.x), shape_of(self.w)
@@ -563,10 +667,10 @@ class ConvOp(TensorOp):
             shape = shapes.conv_out(
                 xs,
                 ws,
-                self.ints("strides"),
-                self.ints("pads"),
-                self.ints("dilations"),
-                self.int_prop("group"),
+                self.strides,
+                self.pads,
+                self.dilations,
+                self.group,
             )
         except ValueError as e:
             raise self.fail(str(e)) from None
@@ -586,8 +690,12 @@ class BatchNormOp(TensorOp):
     mean = operand_def(TensorType)
     var = operand_def(TensorType)
     y = result_def(TensorType)
-    epsilon = prop_def(FloatAttr)
+    epsilon_attr = prop_def(FloatAttr, prop_name="epsilon")
     traits = traits_def(Pure())
+
+    @property
+    def epsilon(self) -> float:
+        return float(self.epsilon_attr.value.data)
 
     def verify_(self) -> None:
         xs = shape_of(self.x)
@@ -610,8 +718,12 @@ class InstanceNormOp(TensorOp):
     scale = operand_def(TensorType)
     bias = operand_def(TensorType)
     y = result_def(TensorType)
-    epsilon = prop_def(FloatAttr)
+    epsilon_attr = prop_def(FloatAttr, prop_name="epsilon")
     traits = traits_def(Pure())
+
+    @property
+    def epsilon(self) -> float:
+        return float(self.epsilon_attr.value.data)
 
     def verify_(self) -> None:
         xs = shape_of(self.x)
@@ -634,13 +746,38 @@ class LayerNormOp(TensorOp):
     scale = operand_def(TensorType)
     bias = opt_operand_def(TensorType)
     y = result_def(TensorType)
-    axis = prop_def(IntegerAttr)
-    epsilon = prop_def(FloatAttr)
+    axis_attr = prop_def(IntegerAttr, prop_name="axis")
+    epsilon_attr = prop_def(FloatAttr, prop_name="epsilon")
     traits = traits_def(Pure())
+
+    @property
+    def axis(self) -> int:
+        return int(self.axis_attr.value.data)
+
+    @property
+    def epsilon(self) -> float:
+        return float(self.epsilon_attr.value.data)
+
+    def __init__(
+        self,
+        x: SSAValue,
+        scale: SSAValue,
+        bias: SSAValue | None,
+        *,
+        axis: int,
+        epsilon: float,
+        attributes: Mapping[str, Attribute] | None = None,
+    ):
+        super().__init__(
+            operands=[x, scale, [] if bias is None else [bias]],
+            result_types=[x.type],
+            properties={"axis": int_attr(axis), "epsilon": f64_attr(epsilon)},
+            attributes=attributes,
+        )
 
     def verify_(self) -> None:
         xs = shape_of(self.x)
-        axis = self.int_prop("axis")
+        axis = self.axis
         if not 0 <= axis < len(xs):
             raise self.fail(f"axis {axis} out of range for rank {len(xs)}")
         _float_elem(self, tensor_of(self.x))
@@ -667,17 +804,33 @@ class LRNOp(TensorOp):
     name = "nn.lrn"
     x = operand_def(TensorType)
     y = result_def(TensorType)
-    size = prop_def(IntegerAttr)
-    alpha = prop_def(FloatAttr)
-    beta = prop_def(FloatAttr)
-    bias = prop_def(FloatAttr)
+    size_attr = prop_def(IntegerAttr, prop_name="size")
+    alpha_attr = prop_def(FloatAttr, prop_name="alpha")
+    beta_attr = prop_def(FloatAttr, prop_name="beta")
+    bias_attr = prop_def(FloatAttr, prop_name="bias")
     traits = traits_def(Pure())
+
+    @property
+    def size(self) -> int:
+        return int(self.size_attr.value.data)
+
+    @property
+    def alpha(self) -> float:
+        return float(self.alpha_attr.value.data)
+
+    @property
+    def beta(self) -> float:
+        return float(self.beta_attr.value.data)
+
+    @property
+    def bias(self) -> float:
+        return float(self.bias_attr.value.data)
 
     def verify_(self) -> None:
         if len(shape_of(self.x)) < 3:
             raise self.fail(f"input must have rank >= 3 (N, C, spatial...), got {shape_of(self.x)}")
-        if self.int_prop("size") < 1:
-            raise self.fail(f"size must be >= 1, got {self.int_prop('size')}")
+        if self.size < 1:
+            raise self.fail(f"size must be >= 1, got {self.size}")
         _float_elem(self, tensor_of(self.x))
         _expect(self, 0, shape_of(self.x), tensor_of(self.x).element_type)
 
@@ -710,19 +863,60 @@ class GemmOp(TensorOp):
     b = operand_def(TensorType)
     c = opt_operand_def(TensorType)
     out = result_def(TensorType)
-    alpha = prop_def(FloatAttr)
-    beta = prop_def(FloatAttr)
-    trans_a = prop_def(IntegerAttr)
-    trans_b = prop_def(IntegerAttr)
+    alpha_attr = prop_def(FloatAttr, prop_name="alpha")
+    beta_attr = prop_def(FloatAttr, prop_name="beta")
+    trans_a_attr = prop_def(IntegerAttr, prop_name="trans_a")
+    trans_b_attr = prop_def(IntegerAttr, prop_name="trans_b")
     traits = traits_def(Pure())
+
+    @property
+    def alpha(self) -> float:
+        return float(self.alpha_attr.value.data)
+
+    @property
+    def beta(self) -> float:
+        return float(self.beta_attr.value.data)
+
+    @property
+    def trans_a(self) -> bool:
+        return bool(self.trans_a_attr.value.data)
+
+    @property
+    def trans_b(self) -> bool:
+        return bool(self.trans_b_attr.value.data)
+
+    def __init__(
+        self,
+        a: SSAValue,
+        b: SSAValue,
+        c: SSAValue | None,
+        *,
+        alpha: float,
+        beta: float,
+        trans_a: bool,
+        trans_b: bool,
+        result_type: Attribute,
+        attributes: Mapping[str, Attribute] | None = None,
+    ):
+        super().__init__(
+            operands=[a, b, [] if c is None else [c]],
+            result_types=[result_type],
+            properties={
+                "alpha": f64_attr(alpha),
+                "beta": f64_attr(beta),
+                "trans_a": bool_attr(trans_a),
+                "trans_b": bool_attr(trans_b),
+            },
+            attributes=attributes,
+        )
 
     def verify_(self) -> None:
         sa, sb = shape_of(self.a), shape_of(self.b)
         if len(sa) != 2 or len(sb) != 2:
             raise self.fail("operands must be 2-d")
         _same_elem(self, "operand", self.a, self.b, *([self.c] if self.c is not None else []))
-        m, k = (sa[1], sa[0]) if self.bool_prop("trans_a") else sa
-        k2, n = (sb[1], sb[0]) if self.bool_prop("trans_b") else sb
+        m, k = (sa[1], sa[0]) if self.trans_a else sa
+        k2, n = (sb[1], sb[0]) if self.trans_b else sb
         if k != k2:
             raise self.fail(f"contraction sizes differ: {k} vs {k2}")
         if self.c is not None:
@@ -753,14 +947,40 @@ class AttentionOp(TensorOp):
     v = operand_def(TensorType)
     mask = opt_operand_def(TensorType)
     out = result_def(TensorType)
-    scale = prop_def(FloatAttr)
-    nan_to_zero = opt_prop_def(IntegerAttr)
+    scale_attr = prop_def(FloatAttr, prop_name="scale")
+    nan_to_zero_attr = opt_prop_def(IntegerAttr, prop_name="nan_to_zero")
     traits = traits_def(Pure())
 
-    def zeroes_nan(self) -> bool:
-        """Whether NaN probabilities become 0 (the ``nan_to_zero`` property)."""
-        attr = self.properties.get("nan_to_zero")
-        return isinstance(attr, IntegerAttr) and attr.value.data != 0
+    @property
+    def scale(self) -> float:
+        return float(self.scale_attr.value.data)
+
+    @property
+    def nan_to_zero(self) -> bool:
+        """Whether NaN probabilities become 0 (absent means no)."""
+        return self.nan_to_zero_attr is not None and bool(self.nan_to_zero_attr.value.data)
+
+    def __init__(
+        self,
+        q: SSAValue,
+        k: SSAValue,
+        v: SSAValue,
+        mask: SSAValue | None,
+        *,
+        scale: float,
+        nan_to_zero: bool = False,
+        result_type: Attribute,
+        attributes: Mapping[str, Attribute] | None = None,
+    ):
+        props: dict[str, Attribute] = {"scale": f64_attr(scale)}
+        if nan_to_zero:
+            props["nan_to_zero"] = int_attr(1)
+        super().__init__(
+            operands=[q, k, v, [] if mask is None else [mask]],
+            result_types=[result_type],
+            properties=props,
+            attributes=attributes,
+        )
 
     def verify_(self) -> None:
         q, k, v = shape_of(self.q), shape_of(self.k), shape_of(self.v)
@@ -769,8 +989,8 @@ class AttentionOp(TensorOp):
         _same_elem(self, "q, k, v and mask" if self.mask is not None else "q, k and v", *operands)
         if len(q) < 2 or q[-1] != k[-1] or k[-2] != v[-2]:
             raise self.fail(f"incompatible q/k/v shapes {q}, {k}, {v}")
-        ntz = self.properties.get("nan_to_zero")
-        if ntz is not None and (not isinstance(ntz, IntegerAttr) or ntz.value.data not in (0, 1)):
+        ntz = self.nan_to_zero_attr
+        if ntz is not None and ntz.value.data not in (0, 1):
             raise self.fail(f"nan_to_zero must be 0 or 1, got {ntz}")
         try:
             batch = shapes.broadcast(q[:-2], k[:-2], v[:-2])
@@ -791,22 +1011,42 @@ class AttentionOp(TensorOp):
 class PoolOp(TensorOp):
     x = operand_def(TensorType)
     y = result_def(TensorType)
-    kernel = prop_def(DenseArrayBase)
-    strides = prop_def(DenseArrayBase)
-    pads = prop_def(DenseArrayBase)
-    dilations = prop_def(DenseArrayBase)
-    ceil_mode = prop_def(IntegerAttr)
+    kernel_attr = prop_def(DenseArrayBase, prop_name="kernel")
+    strides_attr = prop_def(DenseArrayBase, prop_name="strides")
+    pads_attr = prop_def(DenseArrayBase, prop_name="pads")
+    dilations_attr = prop_def(DenseArrayBase, prop_name="dilations")
+    ceil_mode_attr = prop_def(IntegerAttr, prop_name="ceil_mode")
     traits = traits_def(Pure())
+
+    @property
+    def kernel(self) -> tuple[int, ...]:
+        return tuple(dense_ints(self.kernel_attr))
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        return tuple(dense_ints(self.strides_attr))
+
+    @property
+    def pads(self) -> tuple[int, ...]:
+        return tuple(dense_ints(self.pads_attr))
+
+    @property
+    def dilations(self) -> tuple[int, ...]:
+        return tuple(dense_ints(self.dilations_attr))
+
+    @property
+    def ceil_mode(self) -> bool:
+        return bool(self.ceil_mode_attr.value.data)
 
     def verify_(self) -> None:
         try:
             shape = shapes.pool_out(
                 shape_of(self.x),
-                self.ints("kernel"),
-                self.ints("strides"),
-                self.ints("pads"),
-                self.ints("dilations"),
-                self.bool_prop("ceil_mode"),
+                self.kernel,
+                self.strides,
+                self.pads,
+                self.dilations,
+                self.ceil_mode,
             )
         except ValueError as e:
             raise self.fail(str(e)) from None
@@ -825,7 +1065,11 @@ class AvgPoolOp(PoolOp):
     """Average pooling; ``count_include_pad`` counts explicit pads (never ceil overhang)."""
 
     name = "nn.avg_pool"
-    count_include_pad = prop_def(IntegerAttr)
+    count_include_pad_attr = prop_def(IntegerAttr, prop_name="count_include_pad")
+
+    @property
+    def count_include_pad(self) -> bool:
+        return bool(self.count_include_pad_attr.value.data)
 
     def verify_(self) -> None:
         _float_elem(self, tensor_of(self.x))
@@ -867,16 +1111,24 @@ class ReduceOp(TensorOp):
 
     x = operand_def(TensorType)
     y = result_def(TensorType)
-    axes = prop_def(DenseArrayBase)
-    keepdims = prop_def(IntegerAttr)
+    axes_attr = prop_def(DenseArrayBase, prop_name="axes")
+    keepdims_attr = prop_def(IntegerAttr, prop_name="keepdims")
     traits = traits_def(Pure())
 
+    @property
+    def axes(self) -> tuple[int, ...]:
+        return tuple(dense_ints(self.axes_attr))
+
+    @property
+    def keepdims(self) -> bool:
+        return bool(self.keepdims_attr.value.data)
+
     def verify_(self) -> None:
-        axes = self.ints("axes")
+        axes = self.axes
         if list(axes) != sorted(set(axes)):
             raise self.fail(f"axes {axes} must be sorted and unique")
         try:
-            shape = shapes.reduce_out(shape_of(self.x), axes, self.bool_prop("keepdims"))
+            shape = shapes.reduce_out(shape_of(self.x), axes, self.keepdims)
         except ValueError as e:
             raise self.fail(str(e)) from None
         _expect(self, 0, shape, tensor_of(self.x).element_type)
@@ -927,14 +1179,18 @@ class ReduceL2Op(ReduceOp):
 class SoftmaxBase(TensorOp):
     x = operand_def(TensorType)
     y = result_def(TensorType)
-    axis = prop_def(IntegerAttr)
+    axis_attr = prop_def(IntegerAttr, prop_name="axis")
     traits = traits_def(Pure())
+
+    @property
+    def axis(self) -> int:
+        return int(self.axis_attr.value.data)
 
     def verify_(self) -> None:
         xs = shape_of(self.x)
         _float_elem(self, tensor_of(self.x))
-        if not 0 <= self.int_prop("axis") < max(1, len(xs)):
-            raise self.fail(f"axis {self.int_prop('axis')} out of range for rank {len(xs)}")
+        if not 0 <= self.axis < max(1, len(xs)):
+            raise self.fail(f"axis {self.axis} out of range for rank {len(xs)}")
         _expect(self, 0, xs, tensor_of(self.x).element_type)
 
 
@@ -959,15 +1215,21 @@ class ArgMaxOp(TensorOp):
     name = "nn.arg_max"
     x = operand_def(TensorType)
     y = result_def(TensorType)
-    axis = prop_def(IntegerAttr)
-    keepdims = prop_def(IntegerAttr)
+    axis_attr = prop_def(IntegerAttr, prop_name="axis")
+    keepdims_attr = prop_def(IntegerAttr, prop_name="keepdims")
     traits = traits_def(Pure())
+
+    @property
+    def axis(self) -> int:
+        return int(self.axis_attr.value.data)
+
+    @property
+    def keepdims(self) -> bool:
+        return bool(self.keepdims_attr.value.data)
 
     def verify_(self) -> None:
         try:
-            shape = shapes.reduce_out(
-                shape_of(self.x), [self.int_prop("axis")], self.bool_prop("keepdims")
-            )
+            shape = shapes.reduce_out(shape_of(self.x), [self.axis], self.keepdims)
         except ValueError as e:
             raise self.fail(str(e)) from None
         _expect(self, 0, shape, i64)
@@ -1006,12 +1268,32 @@ class TransposeOp(TensorOp):
     name = "nn.transpose"
     x = operand_def(TensorType)
     y = result_def(TensorType)
-    perm = prop_def(DenseArrayBase)
+    perm_attr = prop_def(DenseArrayBase, prop_name="perm")
     traits = traits_def(Pure())
+
+    @property
+    def perm(self) -> tuple[int, ...]:
+        return tuple(dense_ints(self.perm_attr))
+
+    def __init__(
+        self,
+        x: SSAValue,
+        *,
+        perm: Sequence[int],
+        attributes: Mapping[str, Attribute] | None = None,
+    ):
+        t = tensor_of(x)
+        shape = t.get_shape()
+        super().__init__(
+            operands=[x],
+            result_types=[TensorType(t.element_type, [shape[p] for p in perm])],
+            properties={"perm": i64_array(perm)},
+            attributes=attributes,
+        )
 
     def verify_(self) -> None:
         xs = shape_of(self.x)
-        perm = self.ints("perm")
+        perm = self.perm
         if sorted(perm) != list(range(len(xs))):
             raise self.fail(f"perm {perm} is not a permutation of rank {len(xs)}")
         _expect(self, 0, tuple(xs[p] for p in perm), tensor_of(self.x).element_type)
@@ -1024,14 +1306,33 @@ class ConcatOp(TensorOp):
     name = "nn.concat"
     inputs = var_operand_def(TensorType)
     y = result_def(TensorType)
-    axis = prop_def(IntegerAttr)
+    axis_attr = prop_def(IntegerAttr, prop_name="axis")
     traits = traits_def(Pure())
+
+    @property
+    def axis(self) -> int:
+        return int(self.axis_attr.value.data)
+
+    def __init__(
+        self,
+        inputs: Sequence[SSAValue],
+        *,
+        axis: int,
+        result_type: Attribute,
+        attributes: Mapping[str, Attribute] | None = None,
+    ):
+        super().__init__(
+            operands=[inputs],
+            result_types=[result_type],
+            properties={"axis": int_attr(axis)},
+            attributes=attributes,
+        )
 
     def verify_(self) -> None:
         if not self.inputs:
             raise self.fail("needs at least one input")
         _same_elem(self, "input", *self.inputs)
-        axis = self.int_prop("axis")
+        axis = self.axis
         first = shape_of(self.inputs[0])
         if not 0 <= axis < len(first):
             raise self.fail(f"axis {axis} out of range for rank {len(first)}")
@@ -1055,12 +1356,16 @@ class SplitOp(TensorOp):
     name = "nn.split"
     x = operand_def(TensorType)
     outputs = var_result_def(TensorType)
-    axis = prop_def(IntegerAttr)
+    axis_attr = prop_def(IntegerAttr, prop_name="axis")
     traits = traits_def(Pure())
+
+    @property
+    def axis(self) -> int:
+        return int(self.axis_attr.value.data)
 
     def verify_(self) -> None:
         xs = shape_of(self.x)
-        axis = self.int_prop("axis")
+        axis = self.axis
         if not 0 <= axis < len(xs):
             raise self.fail(f"axis {axis} out of range for rank {len(xs)}")
         if not self.outputs:
@@ -1086,16 +1391,47 @@ class SliceOp(TensorOp):
     name = "nn.slice"
     x = operand_def(TensorType)
     y = result_def(TensorType)
-    starts = prop_def(DenseArrayBase)
-    ends = prop_def(DenseArrayBase)
-    steps = prop_def(DenseArrayBase)
+    starts_attr = prop_def(DenseArrayBase, prop_name="starts")
+    ends_attr = prop_def(DenseArrayBase, prop_name="ends")
+    steps_attr = prop_def(DenseArrayBase, prop_name="steps")
     traits = traits_def(Pure())
+
+    @property
+    def starts(self) -> tuple[int, ...]:
+        return tuple(dense_ints(self.starts_attr))
+
+    @property
+    def ends(self) -> tuple[int, ...]:
+        return tuple(dense_ints(self.ends_attr))
+
+    @property
+    def steps(self) -> tuple[int, ...]:
+        return tuple(dense_ints(self.steps_attr))
+
+    def __init__(
+        self,
+        x: SSAValue,
+        *,
+        starts: Sequence[int],
+        ends: Sequence[int],
+        steps: Sequence[int],
+        result_type: Attribute,
+        attributes: Mapping[str, Attribute] | None = None,
+    ):
+        super().__init__(
+            operands=[x],
+            result_types=[result_type],
+            properties={
+                "starts": i64_array(starts),
+                "ends": i64_array(ends),
+                "steps": i64_array(steps),
+            },
+            attributes=attributes,
+        )
 
     def verify_(self) -> None:
         try:
-            shape = shapes.slice_out(
-                shape_of(self.x), self.ints("starts"), self.ints("ends"), self.ints("steps")
-            )
+            shape = shapes.slice_out(shape_of(self.x), self.starts, self.ends, self.steps)
         except ValueError as e:
             raise self.fail(str(e)) from None
         _expect(self, 0, shape, tensor_of(self.x).element_type)
@@ -1112,18 +1448,30 @@ class PadOp(TensorOp):
     name = "nn.pad"
     x = operand_def(TensorType)
     y = result_def(TensorType)
-    pads = prop_def(DenseArrayBase)
-    mode = prop_def(StringAttr)
-    value = prop_def(FloatAttr)
+    pads_attr = prop_def(DenseArrayBase, prop_name="pads")
+    mode_attr = prop_def(StringAttr, prop_name="mode")
+    value_attr = prop_def(FloatAttr, prop_name="value")
     traits = traits_def(Pure())
+
+    @property
+    def pads(self) -> tuple[int, ...]:
+        return tuple(dense_ints(self.pads_attr))
+
+    @property
+    def mode(self) -> str:
+        return self.mode_attr.data
+
+    @property
+    def value(self) -> float:
+        return float(self.value_attr.value.data)
 
     def verify_(self) -> None:
         xs = shape_of(self.x)
-        pads = self.ints("pads")
+        pads = self.pads
         if len(pads) != 2 * len(xs) or min(pads, default=0) < 0:
             raise self.fail(f"pads {pads} must be 2 x rank non-negative values")
-        if self.str_prop("mode") not in ("constant", "reflect", "edge"):
-            raise self.fail(f"unknown mode {self.str_prop('mode')!r}")
+        if self.mode not in ("constant", "reflect", "edge"):
+            raise self.fail(f"unknown mode {self.mode!r}")
         r = len(xs)
         _expect(
             self,
@@ -1159,13 +1507,25 @@ class ResizeOp(TensorOp):
     x = operand_def(TensorType)
     tables = var_operand_def(TensorType)
     y = result_def(TensorType)
-    axes = prop_def(DenseArrayBase)
-    extrapolation_value = opt_prop_def(FloatAttr)
+    axes_attr = prop_def(DenseArrayBase, prop_name="axes")
+    extrapolation_value_attr = opt_prop_def(FloatAttr, prop_name="extrapolation_value")
     traits = traits_def(Pure())
+
+    @property
+    def axes(self) -> tuple[int, ...]:
+        return tuple(dense_ints(self.axes_attr))
+
+    @property
+    def extrapolation_value(self) -> float | None:
+        return (
+            None
+            if self.extrapolation_value_attr is None
+            else float(self.extrapolation_value_attr.value.data)
+        )
 
     def verify_(self) -> None:
         xs = shape_of(self.x)
-        axes = self.ints("axes")
+        axes = self.axes
         if list(axes) != sorted(set(axes)) or any(not 0 <= a < len(xs) for a in axes):
             raise self.fail(f"axes {list(axes)} must be distinct, ascending, in [0, {len(xs)})")
         if len(self.tables) != 2 * len(axes):
@@ -1189,12 +1549,16 @@ class GatherOp(TensorOp):
     data = operand_def(TensorType)
     indices = operand_def(TensorType)
     y = result_def(TensorType)
-    axis = prop_def(IntegerAttr)
+    axis_attr = prop_def(IntegerAttr, prop_name="axis")
     traits = traits_def(Pure())
+
+    @property
+    def axis(self) -> int:
+        return int(self.axis_attr.value.data)
 
     def verify_(self) -> None:
         ds, ist = shape_of(self.data), tensor_of(self.indices)
-        axis = self.int_prop("axis")
+        axis = self.axis
         _int_indices(self, self.indices)
         if not 0 <= axis < len(ds):
             raise self.fail(f"axis {axis} out of range for rank {len(ds)}")
@@ -1215,15 +1579,19 @@ class GatherElementsOp(TensorOp):
     data = operand_def(TensorType)
     indices = operand_def(TensorType)
     y = result_def(TensorType)
-    axis = prop_def(IntegerAttr)
+    axis_attr = prop_def(IntegerAttr, prop_name="axis")
     traits = traits_def(Pure())
+
+    @property
+    def axis(self) -> int:
+        return int(self.axis_attr.value.data)
 
     def verify_(self) -> None:
         ds, is_ = shape_of(self.data), shape_of(self.indices)
         _int_indices(self, self.indices)
         if len(ds) != len(is_):
             raise self.fail("data and indices ranks differ")
-        axis = self.int_prop("axis")
+        axis = self.axis
         if not 0 <= axis < len(ds):
             raise self.fail(f"axis {axis} out of range for rank {len(ds)}")
         if any(i > d for k, (i, d) in enumerate(zip(is_, ds)) if k != axis):
@@ -1240,13 +1608,17 @@ class GatherNDOp(TensorOp):
     data = operand_def(TensorType)
     indices = operand_def(TensorType)
     y = result_def(TensorType)
-    batch_dims = prop_def(IntegerAttr)
+    batch_dims_attr = prop_def(IntegerAttr, prop_name="batch_dims")
     traits = traits_def(Pure())
+
+    @property
+    def batch_dims(self) -> int:
+        return int(self.batch_dims_attr.value.data)
 
     def verify_(self) -> None:
         ds, is_ = shape_of(self.data), shape_of(self.indices)
         _int_indices(self, self.indices)
-        b = self.int_prop("batch_dims")
+        b = self.batch_dims
         if not 0 <= b < min(len(ds), len(is_)):
             raise self.fail(f"batch_dims {b} out of range for data {ds} and indices {is_}")
         if ds[:b] != is_[:b]:
@@ -1282,11 +1654,15 @@ class TileOp(TensorOp):
     name = "nn.tile"
     x = operand_def(TensorType)
     y = result_def(TensorType)
-    repeats = prop_def(DenseArrayBase)
+    repeats_attr = prop_def(DenseArrayBase, prop_name="repeats")
     traits = traits_def(Pure())
 
+    @property
+    def repeats(self) -> tuple[int, ...]:
+        return tuple(dense_ints(self.repeats_attr))
+
     def verify_(self) -> None:
-        xs, reps = shape_of(self.x), self.ints("repeats")
+        xs, reps = shape_of(self.x), self.repeats
         if len(reps) != len(xs):
             raise self.fail("repeats must give one entry per dimension")
         if min(reps, default=0) < 0:
@@ -1324,6 +1700,9 @@ class ConstantOp(TensorOp):
     traits = traits_def(Pure())
 
     ELIDE_LIMIT: ClassVar[int | None] = 16
+
+    # Custom syntax: the format cannot elide large values or print non-finite floats as hex.
+    assembly_format = None
 
     def __init__(self, value: DenseIntOrFPElementsAttr | DenseResourceAttr):
         super().__init__(properties={"value": value}, result_types=[value.get_type()])

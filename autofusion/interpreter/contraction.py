@@ -121,10 +121,10 @@ def _conv(op: nn.ConvOp, args: Arrays) -> np.ndarray:
         x,
         w,
         rest[0] if rest else None,
-        op.ints("strides"),
-        op.ints("pads"),
-        op.ints("dilations"),
-        op.int_prop("group"),
+        op.strides,
+        op.pads,
+        op.dilations,
+        op.group,
         shape_of(op.y),
     )
 
@@ -170,12 +170,12 @@ def _matmul(op: nn.MatMulOp, args: Arrays) -> np.ndarray:
 @register(nn.GemmOp)
 def _gemm(op: nn.GemmOp, args: Arrays) -> np.ndarray:
     a, b, *rest = args
-    if op.bool_prop("trans_a"):
+    if op.trans_a:
         a = a.T
-    if op.bool_prop("trans_b"):
+    if op.trans_b:
         b = b.T
     y = matmul(a, b)
-    alpha, beta = op.float_prop("alpha"), op.float_prop("beta")
+    alpha, beta = op.alpha, op.beta
     if alpha != 1.0:
         y = y * y.dtype.type(alpha)
     if rest:
@@ -193,12 +193,12 @@ def softmax(x: np.ndarray, axis: int) -> np.ndarray:
 @register(nn.AttentionOp)
 def _attention(op: nn.AttentionOp, args: Arrays) -> np.ndarray:
     q, k, v, *rest = args
-    s = matmul(q, np.swapaxes(k, -1, -2)) * q.dtype.type(op.float_prop("scale"))
+    s = matmul(q, np.swapaxes(k, -1, -2)) * q.dtype.type(op.scale)
     if rest:
         mask = rest[0]
         s = np.where(mask, s, -np.inf) if mask.dtype == np.bool_ else s + mask
     p = softmax(s, -1)
-    if op.zeroes_nan():
+    if op.nan_to_zero:
         p = np.where(np.isnan(p), p.dtype.type(0), p)
     return matmul(p, v)
 
@@ -211,7 +211,7 @@ def _channel_shape(x: np.ndarray) -> tuple[int, ...]:
 def _batch_norm(op: nn.BatchNormOp, args: Arrays) -> np.ndarray:
     x, scale, bias, mean, var = args
     cs = _channel_shape(x)
-    inv = scale / np.sqrt(var + var.dtype.type(op.float_prop("epsilon")))
+    inv = scale / np.sqrt(var + var.dtype.type(op.epsilon))
     return x * inv.reshape(cs) + (bias - mean * inv).reshape(cs)
 
 
@@ -226,14 +226,14 @@ def _normalise(x: np.ndarray, axes: tuple[int, ...], eps: float) -> np.ndarray:
 def _instance_norm(op: nn.InstanceNormOp, args: Arrays) -> np.ndarray:
     x, scale, bias = args
     cs = _channel_shape(x)
-    y = _normalise(x, tuple(range(2, x.ndim)), op.float_prop("epsilon"))
+    y = _normalise(x, tuple(range(2, x.ndim)), op.epsilon)
     return y * scale.reshape(cs) + bias.reshape(cs)
 
 
 @register(nn.LayerNormOp)
 def _layer_norm(op: nn.LayerNormOp, args: Arrays) -> np.ndarray:
     x, scale, *rest = args
-    y = _normalise(x, tuple(range(op.int_prop("axis"), x.ndim)), op.float_prop("epsilon"))
+    y = _normalise(x, tuple(range(op.axis, x.ndim)), op.epsilon)
     y = y * scale
     if rest:
         y = y + rest[0]
@@ -243,7 +243,7 @@ def _layer_norm(op: nn.LayerNormOp, args: Arrays) -> np.ndarray:
 @register(nn.LRNOp)
 def _lrn(op: nn.LRNOp, args: Arrays) -> np.ndarray:
     x = args[0]
-    size = op.int_prop("size")
+    size = op.size
     c = x.shape[1]
     lo = (size - 1) // 2
     hi = size - 1 - lo
@@ -252,7 +252,5 @@ def _lrn(op: nn.LRNOp, args: Arrays) -> np.ndarray:
     for j in range(size):
         acc += sq[:, j : j + c]
     t = x.dtype.type
-    denom = (t(op.float_prop("bias")) + t(op.float_prop("alpha") / size) * acc) ** t(
-        op.float_prop("beta")
-    )
+    denom = (t(op.bias) + t(op.alpha / size) * acc) ** t(op.beta)
     return x / denom

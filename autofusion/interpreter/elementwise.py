@@ -155,27 +155,27 @@ def gelu(x: np.ndarray, approximate: str) -> np.ndarray:
 
 @register(nn.LeakyReluOp)
 def _leaky_relu(op: nn.LeakyReluOp, args: Arrays) -> np.ndarray:
-    return leaky_relu(args[0], op.float_prop("alpha"))
+    return leaky_relu(args[0], op.alpha)
 
 
 @register(nn.EluOp)
 def _elu(op: nn.EluOp, args: Arrays) -> np.ndarray:
-    return elu(args[0], op.float_prop("alpha"))
+    return elu(args[0], op.alpha)
 
 
 @register(nn.ClipOp)
 def _clip(op: nn.ClipOp, args: Arrays) -> np.ndarray:
-    return clip(args[0], op.float_prop("min"), op.float_prop("max"))
+    return clip(args[0], op.min, op.max)
 
 
 @register(nn.HardSigmoidOp)
 def _hard_sigmoid(op: nn.HardSigmoidOp, args: Arrays) -> np.ndarray:
-    return hard_sigmoid(args[0], op.float_prop("alpha"), op.float_prop("beta"))
+    return hard_sigmoid(args[0], op.alpha, op.beta)
 
 
 @register(nn.GeluOp)
 def _gelu(op: nn.GeluOp, args: Arrays) -> np.ndarray:
-    return gelu(args[0], op.str_prop("approximate"))
+    return gelu(args[0], op.approximate)
 
 
 @register(nn.CastOp)
@@ -310,7 +310,7 @@ def mod(a: np.ndarray, b: np.ndarray, fmod: bool) -> np.ndarray:
 
 @register(nn.ModOp)
 def _mod(op: nn.ModOp, args: Arrays) -> np.ndarray:
-    return mod(args[0], args[1], bool(op.int_prop("fmod")))
+    return mod(args[0], args[1], bool(op.fmod))
 
 
 def bitshift(a: np.ndarray, b: np.ndarray, left: bool) -> np.ndarray:
@@ -333,7 +333,7 @@ def bitshift(a: np.ndarray, b: np.ndarray, left: bool) -> np.ndarray:
 
 @register(nn.BitShiftOp)
 def _bitshift(op: nn.BitShiftOp, args: Arrays) -> np.ndarray:
-    return bitshift(args[0], args[1], op.str_prop("direction") == "LEFT")
+    return bitshift(args[0], args[1], op.direction == "LEFT")
 
 
 @register(nn.WhereOp)

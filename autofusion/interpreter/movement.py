@@ -28,17 +28,17 @@ def _reshape(op: nn.ReshapeOp, args: Arrays) -> np.ndarray:
 
 @register(nn.TransposeOp)
 def _transpose(op: nn.TransposeOp, args: Arrays) -> np.ndarray:
-    return np.transpose(args[0], op.ints("perm"))
+    return np.transpose(args[0], op.perm)
 
 
 @register(nn.ConcatOp)
 def _concat(op: nn.ConcatOp, args: Arrays) -> np.ndarray:
-    return np.concatenate(list(args), axis=op.int_prop("axis"))
+    return np.concatenate(list(args), axis=op.axis)
 
 
 @register(nn.SplitOp)
 def _split(op: nn.SplitOp, args: Arrays) -> list[np.ndarray]:
-    axis = op.int_prop("axis")
+    axis = op.axis
     sizes = [shape_of(r)[axis] for r in op.outputs]
     bounds = np.cumsum(sizes)[:-1]
     return np.split(args[0], bounds, axis=axis)
@@ -64,8 +64,7 @@ def slice_index(dim: int, start: int, end: int, step: int) -> slice:
 def _slice(op: nn.SliceOp, args: Arrays) -> np.ndarray:
     x = args[0]
     index = tuple(
-        slice_index(d, s, e, st)
-        for d, s, e, st in zip(x.shape, op.ints("starts"), op.ints("ends"), op.ints("steps"))
+        slice_index(d, s, e, st) for d, s, e, st in zip(x.shape, op.starts, op.ends, op.steps)
     )
     return x[index]
 
@@ -73,12 +72,12 @@ def _slice(op: nn.SliceOp, args: Arrays) -> np.ndarray:
 @register(nn.PadOp)
 def _pad(op: nn.PadOp, args: Arrays) -> np.ndarray:
     x = args[0]
-    pads = op.ints("pads")
+    pads = op.pads
     r = x.ndim
     widths = [(pads[i], pads[r + i]) for i in range(r)]
-    mode = op.str_prop("mode")
+    mode = op.mode
     if mode == "constant":
-        value = op.float_prop("value")
+        value = op.value
         fill = x.dtype.type(int(value) if x.dtype.kind in "iub" else value)
         return np.pad(x, widths, mode="constant", constant_values=fill)
     if mode == "reflect" and any(
@@ -101,21 +100,21 @@ def _normalise_indices(op: Operation, idx: np.ndarray, dim: int) -> np.ndarray:
 @register(nn.GatherOp)
 def _gather(op: nn.GatherOp, args: Arrays) -> np.ndarray:
     data, idx = args
-    axis = op.int_prop("axis")
+    axis = op.axis
     return np.take(data, _normalise_indices(op, idx, data.shape[axis]), axis=axis)
 
 
 @register(nn.GatherElementsOp)
 def _gather_elements(op: nn.GatherElementsOp, args: Arrays) -> np.ndarray:
     data, idx = args
-    axis = op.int_prop("axis")
+    axis = op.axis
     return np.take_along_axis(data, _normalise_indices(op, idx, data.shape[axis]), axis=axis)
 
 
 @register(nn.GatherNDOp)
 def _gather_nd(op: nn.GatherNDOp, args: Arrays) -> np.ndarray:
     data, idx = args
-    b = op.int_prop("batch_dims")
+    b = op.batch_dims
     depth = idx.shape[-1]
     batch = int(np.prod(data.shape[:b], dtype=np.int64))
     data_b = data.reshape(batch, *data.shape[b:])
@@ -135,4 +134,4 @@ def _expand(op: nn.ExpandOp, args: Arrays) -> np.ndarray:
 
 @register(nn.TileOp)
 def _tile(op: nn.TileOp, args: Arrays) -> np.ndarray:
-    return np.tile(args[0], op.ints("repeats"))
+    return np.tile(args[0], op.repeats)

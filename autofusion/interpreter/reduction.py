@@ -23,8 +23,8 @@ Arrays = Sequence[np.ndarray]
 
 def _pool_geometry(op: nn.PoolOp, x: np.ndarray) -> tuple[tuple[int, ...], list[int], list[int]]:
     """Output spatial shape, begin pads, end pads (explicit pads + ceil-mode overhang)."""
-    kernel, strides = op.ints("kernel"), op.ints("strides")
-    pads, dilations = op.ints("pads"), op.ints("dilations")
+    kernel, strides = op.kernel, op.strides
+    pads, dilations = op.pads, op.dilations
     nsp = len(kernel)
     out_sp = shape_of(op.y)[2:]
     begin, end = list(pads[:nsp]), list(pads[nsp:])
@@ -52,7 +52,7 @@ def _max_pool(op: nn.MaxPoolOp, args: Arrays) -> np.ndarray:
     x = args[0]
     out_sp, begin, end = _pool_geometry(op, x)
     xp = pad_spatial(x, begin, end, _lowest(x.dtype))
-    win = windows(xp, out_sp, op.ints("kernel"), op.ints("strides"), op.ints("dilations"))
+    win = windows(xp, out_sp, op.kernel, op.strides, op.dilations)
     nsp = len(out_sp)
     return np.max(win, axis=tuple(range(-nsp, 0)))
 
@@ -61,15 +61,15 @@ def _max_pool(op: nn.MaxPoolOp, args: Arrays) -> np.ndarray:
 def _avg_pool(op: nn.AvgPoolOp, args: Arrays) -> np.ndarray:
     x = args[0]
     out_sp, begin, end = _pool_geometry(op, x)
-    kernel, strides, dilations = op.ints("kernel"), op.ints("strides"), op.ints("dilations")
+    kernel, strides, dilations = op.kernel, op.strides, op.dilations
     nsp = len(out_sp)
-    pads = op.ints("pads")
+    pads = op.pads
     axes = tuple(range(-nsp, 0))
     xp = pad_spatial(x, begin, end, 0)
     sums = np.sum(windows(xp, out_sp, kernel, strides, dilations), axis=axes)
     # Window element counts: explicit pads count when count_include_pad, overhang never.
     inside = np.ones((1, 1, *x.shape[2:]), dtype=x.dtype)
-    include = op.int_prop("count_include_pad") != 0
+    include = op.count_include_pad != 0
     mask = pad_spatial(inside, pads[:nsp], pads[nsp:], 1 if include else 0)
     overhang = [e - p for e, p in zip(end, pads[nsp:])]
     mask = pad_spatial(mask, [0] * nsp, overhang, 0)
@@ -124,13 +124,13 @@ def reduce(kind: type[nn.ReduceOp], x: np.ndarray, axes: Sequence[int], keep: bo
     nn.ReduceL2Op,
 )
 def _reduce_impl(op: nn.ReduceOp, args: Arrays) -> np.ndarray:
-    return reduce(type(op), args[0], op.ints("axes"), op.bool_prop("keepdims"))
+    return reduce(type(op), args[0], op.axes, op.keepdims)
 
 
 @register(nn.SoftmaxOp)
 def _softmax(op: nn.SoftmaxOp, args: Arrays) -> np.ndarray:
     x = args[0]
-    return softmax(x, op.int_prop("axis")) if x.ndim else np.ones_like(x)
+    return softmax(x, op.axis) if x.ndim else np.ones_like(x)
 
 
 @register(nn.LogSoftmaxOp)
@@ -138,13 +138,13 @@ def _log_softmax(op: nn.LogSoftmaxOp, args: Arrays) -> np.ndarray:
     x = args[0]
     if not x.ndim:
         return np.zeros_like(x)
-    axis = op.int_prop("axis")
+    axis = op.axis
     shifted = x - np.max(x, axis=axis, keepdims=True)
     return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
 
 
 @register(nn.ArgMaxOp)
 def _arg_max(op: nn.ArgMaxOp, args: Arrays) -> np.ndarray:
-    axis = op.int_prop("axis")
+    axis = op.axis
     # np.argmax returns the first maximum, as ONNX with select_last_index = 0.
-    return np.argmax(args[0], axis=axis, keepdims=op.bool_prop("keepdims")).astype(np.int64)
+    return np.argmax(args[0], axis=axis, keepdims=op.keepdims).astype(np.int64)

@@ -188,4 +188,4 @@ def resize(
 @register(nn.ResizeOp)
 def _resize(op: nn.ResizeOp, args: Sequence[np.ndarray]) -> np.ndarray:
     fill = op.extrapolation_value
-    return resize(args[0], op.ints("axes"), args[1:], fill.value.data if fill is not None else 0.0)
+    return resize(args[0], op.axes, args[1:], fill if fill is not None else 0.0)

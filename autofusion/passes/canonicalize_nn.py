@@ -60,7 +60,7 @@ class CollapseReshapes(RewritePattern):
 class DropIdentityTranspose(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nn.TransposeOp, rewriter: PatternRewriter) -> None:
-        if list(op.ints("perm")) == list(range(len(op.ints("perm")))):
+        if list(op.perm) == list(range(len(op.perm))):
             rewriter.replace(op, [], [op.x])
 
 

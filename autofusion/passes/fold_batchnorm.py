@@ -24,7 +24,7 @@ from typing import ClassVar
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import ArrayAttr, FloatAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -118,7 +118,7 @@ class FoldBatchNormIntoProducer(RewritePattern):
             )
             return
         scale, beta, mean, var = (np.asarray(s, dtype=np.float64) for s in stats)
-        s = scale / np.sqrt(var + bn.float_prop("epsilon"))
+        s = scale / np.sqrt(var + bn.epsilon)
         shift = beta - mean * s
         origins = merge_origins(pair)
         if isinstance(prod, nn.ConvOp):
@@ -154,11 +154,16 @@ class FoldBatchNormIntoProducer(RewritePattern):
         w2 = w.astype(np.float64) * s.reshape((-1,) + (1,) * (w.ndim - 1))
         b2 = b.astype(np.float64) * s + shift
         wc, bc = folded_constants(conv.w, bn, w2, b2)
-        new = nn.ConvOp.build(
-            operands=[conv.x, wc.y, bc.y],
-            result_types=[bn.y.type],
-            properties=dict(conv.properties),
-            attributes=dict(conv.attributes),
+        new = nn.ConvOp(
+            conv.x,
+            wc.y,
+            bc.y,
+            strides=conv.strides,
+            pads=conv.pads,
+            dilations=conv.dilations,
+            group=conv.group,
+            result_type=bn.y.type,
+            attributes=conv.attributes,
         )
         replace_pair(rewriter, conv, bn, (wc, bc), [new], origins)
 
@@ -185,18 +190,21 @@ class FoldBatchNormIntoProducer(RewritePattern):
             if c0 is None:
                 self.log.add("not-a-constant", "Gemm C is not a constant", pair)
                 return
-            c = c0.astype(np.float64) * gemm.float_prop("beta")
+            c = c0.astype(np.float64) * gemm.beta
         w64 = w.astype(np.float64)
-        w2 = w64 * s[:, None] if gemm.bool_prop("trans_b") else w64 * s[None, :]
+        w2 = w64 * s[:, None] if gemm.trans_b else w64 * s[None, :]
         c2 = c * s + shift
         wc, cc = folded_constants(gemm.b, bn, w2, c2)
-        props = dict(gemm.properties)
-        props["beta"] = FloatAttr(1.0, gemm.beta.type)
-        new = nn.GemmOp.build(
-            operands=[gemm.a, wc.y, cc.y],
-            result_types=[bn.y.type],
-            properties=props,
-            attributes=dict(gemm.attributes),
+        new = nn.GemmOp(
+            gemm.a,
+            wc.y,
+            cc.y,
+            alpha=gemm.alpha,
+            beta=1.0,
+            trans_a=gemm.trans_a,
+            trans_b=gemm.trans_b,
+            result_type=bn.y.type,
+            attributes=gemm.attributes,
         )
         replace_pair(rewriter, gemm, bn, (wc, cc), [new], origins)
 

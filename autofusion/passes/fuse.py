@@ -61,7 +61,7 @@ _SHORT = {
 
 
 def short_name(op: Operation) -> str:
-    if isinstance(op, nn.ClipOp) and op.float_prop("min") == 0.0 and op.float_prop("max") == 6.0:
+    if isinstance(op, nn.ClipOp) and op.min == 0.0 and op.max == 6.0:
         return "relu6"
     return _SHORT.get(op.name, op.name.split(".", 1)[-1])
 

@@ -31,14 +31,13 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 from xdsl.rewriter import InsertPoint
 
 from autofusion.dialects import nn
-from autofusion.dialects.base import f64_attr, i64_array, shape_of, tensor_of
-from autofusion.dialects.dtypes import tensor_type
+from autofusion.dialects.base import shape_of
 from autofusion.passes._match import (
     const_scalar,
     in_block_order,
@@ -90,7 +89,7 @@ class RecognizeScaledDotProductAttention(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, sm: nn.SoftmaxOp, rewriter: PatternRewriter) -> None:
         rank = len(shape_of(sm.x))
-        if rank < 2 or sm.int_prop("axis") != rank - 1:
+        if rank < 2 or sm.axis != rank - 1:
             return
         out = sole_user(sm.y)
         guard: list[Operation] = []
@@ -135,31 +134,21 @@ class RecognizeScaledDotProductAttention(RewritePattern):
             return
         ktr = kt.owner
         krank = len(shape_of(kt))
-        if isinstance(ktr, nn.TransposeOp) and list(ktr.ints("perm")) == _swap_last(krank):
+        if isinstance(ktr, nn.TransposeOp) and list(ktr.perm) == _swap_last(krank):
             k = ktr.x
         else:
-            ks = shape_of(kt)
             src, perm = kt, _swap_last(krank)
             if isinstance(ktr, nn.TransposeOp):
                 # kT = transpose(x, p1) (BERT exports: [0, 2, 3, 1] of [B, S, H, D]): one
                 # transpose of x with the composed permutation instead of two in a row
-                src, perm = ktr.x, [list(ktr.ints("perm"))[i] for i in perm]
-            tr = nn.TransposeOp.build(
-                operands=[src],
-                result_types=[tensor_type(tensor_of(kt).element_type, (*ks[:-2], ks[-1], ks[-2]))],
-                properties={"perm": i64_array(perm)},
-            )
+                src, perm = ktr.x, [list(ktr.perm)[i] for i in perm]
+            tr = nn.TransposeOp(src, perm=perm)
             if isinstance(ktr, nn.TransposeOp):
                 set_merged_origins(tr, [ktr])
             rewriter.insert(tr, InsertPoint.before(out))
             k = tr.y
-        props: dict[str, Attribute] = {"scale": f64_attr(scale)}
-        if guard:
-            props["nan_to_zero"] = IntegerAttr(1, i64)
-        att = nn.AttentionOp.build(
-            operands=[q, k, v, mask],
-            result_types=[out.out.type],
-            properties=props,
+        att = nn.AttentionOp(
+            q, k, v, mask, scale=scale, nan_to_zero=bool(guard), result_type=out.out.type
         )
         also_dead = [ktr] if isinstance(ktr, nn.TransposeOp) else []
         replace_match(rewriter, out, att, in_block_order(ops), also_dead)

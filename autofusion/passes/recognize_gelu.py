@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 
@@ -140,11 +140,9 @@ class RecognizeTanhGelu(RewritePattern):
 def _replace(
     rewriter: PatternRewriter, root: Operation, x: SSAValue, approx: str, ops: list[Operation]
 ) -> None:
-    gelu = nn.GeluOp.build(
-        operands=[x],
-        result_types=[root.results[0].type],
-        properties={"approximate": StringAttr(approx)},
-    )
+    if x.type != root.results[0].type:
+        return  # a broadcasting constant widened the result: not a GELU of x alone
+    gelu = nn.GeluOp(x, approximate=approx)
     replace_match(rewriter, root, gelu, ops)
 
 

@@ -27,7 +27,7 @@ from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewri
 from xdsl.rewriter import InsertPoint
 
 from autofusion.dialects import nn, shapes
-from autofusion.dialects.base import f64_attr, int_attr, shape_of
+from autofusion.dialects.base import shape_of
 from autofusion.dialects.dtypes import dense_from_numpy, to_numpy_dtype
 from autofusion.passes._match import (
     close,
@@ -44,8 +44,8 @@ from autofusion.passes.options import CheckedPass
 def _trailing_axes(op: nn.ReduceMeanOp) -> int | None:
     """First axis if ``op`` reduces exactly the trailing dims with keepdims, else None."""
     rank = len(shape_of(op.x))
-    axes = list(op.ints("axes"))
-    if not axes or not op.bool_prop("keepdims") or axes != list(range(axes[0], rank)):
+    axes = list(op.axes)
+    if not axes or not op.keepdims or axes != list(range(axes[0], rank)):
         return None
     return axes[0]
 
@@ -117,16 +117,14 @@ class RecognizeDecomposedLayerNorm(RewritePattern):
             if beta is not None:
                 root = sole_user(root.results[0])  # type: ignore[assignment]
                 ops.append(root)
+        if root.results[0].type != x.type:
+            return  # a broadcasting scale or bias widened the result
         if gamma is None:
             elem = to_numpy_dtype(div.out.type.element_type)
             one = nn.ConstantOp(dense_from_numpy(np.ones(norm, dtype=elem)))
             rewriter.insert(one, InsertPoint.before(root))
             gamma = one.y
-        ln = nn.LayerNormOp.build(
-            operands=[x, gamma, beta],
-            result_types=[root.results[0].type],
-            properties={"axis": int_attr(axis), "epsilon": f64_attr(eps)},
-        )
+        ln = nn.LayerNormOp(x, gamma, beta, axis=axis, epsilon=eps)
         replace_match(rewriter, root, ln, ops)
 
 

@@ -21,7 +21,7 @@ from autofusion.lowering.ascendc.vector import Unsupported, bcast_strides
 
 
 def build_attention(lowering, op: nn.AttentionOp) -> ac.KernelOp:
-    if op.zeroes_nan():
+    if op.nan_to_zero:
         raise Unsupported("attention with nan_to_zero (the exporters' IsNaN guard)")
     qs, ks, vs = shape_of(op.q), shape_of(op.k), shape_of(op.v)
     if not (qs[:-2] == ks[:-2] == vs[:-2]):
@@ -46,7 +46,7 @@ def build_attention(lowering, op: nn.AttentionOp) -> ac.KernelOp:
     props = {
         "sizes": i64_array([s_, t_, d, e]),
         "strides": i64_array([s_ * d, t_ * d, t_ * e, s_ * e]),
-        "scale": FloatAttr(op.float_prop("scale"), 64),
+        "scale": FloatAttr(op.scale, 64),
         "batch_shape": i64_array(batch),
     }
     mask = []

@@ -102,20 +102,20 @@ def gather_map(op: Operation) -> tuple[tuple[int, ...], int]:
     xs = tuple(shape_of(op.operands[0]))
     st = _row_major(xs)
     if isinstance(op, nn.TransposeOp):
-        return tuple(st[p] for p in op.ints("perm")), 0
+        return tuple(st[p] for p in op.perm), 0
     if isinstance(op, nn.ExpandOp):
         strides = bcast_strides(xs, tuple(shape_of(op.results[0])))
         assert strides is not None
         return strides, 0
     if isinstance(op, nn.GatherOp):
         # one constant index (checked by the caller): drop the axis, offset by index * stride
-        axis = op.int_prop("axis")
+        axis = op.axis
         k = int(numpy_from_dense(op.indices.owner.value).reshape(-1)[0])  # type: ignore[union-attr]
         k = k + xs[axis] if k < 0 else k
         nidx = len(shape_of(op.indices))
         return tuple([*st[:axis], *([0] * nidx), *st[axis + 1 :]]), k * st[axis]
     assert isinstance(op, nn.SliceOp)
-    starts, steps = op.ints("starts"), op.ints("steps")
+    starts, steps = op.starts, op.steps
     return tuple(s * k for s, k in zip(st, steps)), sum(a * s for a, s in zip(starts, st))
 
 
@@ -194,7 +194,7 @@ class KernelLowering:
                     raise Unsupported("nn.gather with run-time or several indices")
                 if isinstance(o, nn.GatherOp):
                     # the one constant index becomes a fixed offset: never one outside the data
-                    n = shape_of(o.data)[o.int_prop("axis")]
+                    n = shape_of(o.data)[o.axis]
                     k = int(numpy_from_dense(o.indices.owner.value).reshape(-1)[0])  # type: ignore[union-attr]
                     if not -n <= k < n:
                         raise Unsupported(f"nn.gather index {k} out of range [{-n}, {n - 1}]")
@@ -475,10 +475,10 @@ class KernelLowering:
             skip = {value_index(a) for a in (head.a, head.b)}
             bias_arg = head.c if isinstance(head, nn.GemmOp) else None
             if isinstance(head, nn.GemmOp):
-                if head.float_prop("alpha") != 1.0:
-                    pre.append(("alpha", head.float_prop("alpha")))
-                if bias_arg is not None and head.float_prop("beta") != 1.0:
-                    pre.append(("beta", head.float_prop("beta")))
+                if head.alpha != 1.0:
+                    pre.append(("alpha", head.alpha))
+                if bias_arg is not None and head.beta != 1.0:
+                    pre.append(("beta", head.beta))
         else:
             raise Unsupported(f"{head.name} is not a cube op")
         if self.yielded[0] is head.results[0] and bias_arg is None and not pre:
@@ -563,7 +563,7 @@ class KernelLowering:
         a, b = op.operands[0], op.operands[1]
         sa, sb = tuple(shape_of(a)), tuple(shape_of(b))
         if isinstance(op, nn.GemmOp):
-            ta, tb = op.bool_prop("trans_a"), op.bool_prop("trans_b")
+            ta, tb = op.trans_a, op.trans_b
             m = sa[1] if ta else sa[0]
             k = sa[0] if ta else sa[1]
             n = sb[0] if tb else sb[1]
@@ -600,7 +600,7 @@ class KernelLowering:
         if len(xs) != 4:
             raise Unsupported("only 2-d convolution is lowered")
         os_ = shape_of(op.y)
-        g = op.int_prop("group")
+        g = op.group
         cout_g = ws[0] // g
         k = ws[1] * ws[2] * ws[3]
         p = os_[2] * os_[3]
@@ -613,9 +613,9 @@ class KernelLowering:
                 "input_shape": i64_array(xs),
                 "kernel": i64_array(ws[2:]),
                 "out_hw": i64_array(os_[2:]),
-                "strides": op.properties["strides"],
-                "pads": op.properties["pads"],
-                "dilations": op.properties["dilations"],
+                "strides": op.strides_attr,
+                "pads": op.pads_attr,
+                "dilations": op.dilations_attr,
                 "groups": _i(g),
             },
         )

@@ -49,15 +49,15 @@ def row_axis(op: Operation) -> int:
     """The first reduced / normalised axis: the dims before it are the rows."""
     xs = tuple(shape_of(op.operands[0]))
     if isinstance(op, nn.LayerNormOp):
-        k = op.int_prop("axis")
+        k = op.axis
     elif isinstance(op, nn.SoftmaxOp | nn.LogSoftmaxOp):
-        k = op.int_prop("axis")
+        k = op.axis
         if k != len(xs) - 1:
             raise Unsupported(f"{op.name} over axis {k} (only the last axis is lowered)")
     elif isinstance(op, nn.GlobalAvgPoolOp | nn.GlobalMaxPoolOp):
         k = 2
     else:
-        axes = op.ints("axes")  # type: ignore[attr-defined]
+        axes = op.axes  # type: ignore[attr-defined]
         k = len(xs) - len(axes)
         if not axes or tuple(axes) != tuple(range(k, len(xs))):
             raise Unsupported(f"{op.name} over axes {axes} (only trailing axes are lowered)")
@@ -130,7 +130,7 @@ def build_rows(lowering, op: Operation) -> ac.KernelOp:
         em(yr)
         Y = yr.result
         if isinstance(op, nn.LayerNormOp):
-            eps = op.float_prop("epsilon")
+            eps = op.epsilon
             em(ac.VecReduceOp("ReduceSum", S, X, W))
             em(ac.VecScalarOp("Muls", S, S, inv_d, count=1))
             em(ac.VecScalarOp("Adds", T, X, 0.0, scalar_src=S, negate=True))  # centred
@@ -201,7 +201,7 @@ def build_copy(lowering, op: nn.ConcatOp | nn.SplitOp) -> ac.KernelOp:
     """Concat / Split: per piece, a tile loop over the outer rows moving each row's slice of
     the concatenation axis with strided 2-d DataCopyPad (GM strides on the concatenated
     side), through UB (VECIN -> Muls(x, 1) -> VECOUT: exact, keeps -0.0 and NaN)."""
-    axis = op.int_prop("axis")
+    axis = op.axis
     lowering.static_reason = "concat / split copy loops have compile-time row counts and offsets"
     block, gms = lowering._kernel_block()
     n_in = len(lowering.kop.inputs)

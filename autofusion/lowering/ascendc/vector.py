@@ -184,9 +184,9 @@ class VectorBuilder:
         if isinstance(op, nn.NegOp):
             self.s("Muls", d, x, -1.0)
         elif isinstance(op, nn.LeakyReluOp):
-            self.s("LeakyRelu", d, x, op.float_prop("alpha"))
+            self.s("LeakyRelu", d, x, op.alpha)
         elif isinstance(op, nn.ClipOp):
-            lo, hi = op.float_prop("min"), op.float_prop("max")
+            lo, hi = op.min, op.max
             src = x
             if math.isfinite(lo):
                 self.s("Maxs", d, src, lo)
@@ -201,14 +201,14 @@ class VectorBuilder:
         elif isinstance(op, nn.TanhOp):
             self._tanh(d, x)
         elif isinstance(op, nn.HardSigmoidOp):
-            self._hard_sigmoid(d, x, op.float_prop("alpha"), op.float_prop("beta"))
+            self._hard_sigmoid(d, x, op.alpha, op.beta)
         elif isinstance(op, nn.HardSwishOp):
             self._hard_sigmoid(d, x, 1.0 / 6.0, 0.5)
             self.b("Mul", d, d, x)
         elif isinstance(op, nn.ErfOp):
             self._erf(d, x)
         elif isinstance(op, nn.GeluOp):
-            self._gelu(d, x, op.str_prop("approximate"))
+            self._gelu(d, x, op.approximate)
         else:
             raise Unsupported(f"{op.name} has no Ascend C vector lowering")
         return d
@@ -372,20 +372,21 @@ def pool_window(op: Operation, dst: SSAValue, src: SSAValue) -> ac.PoolWindowOp:
 
     from autofusion.dialects.base import i64_array, shape_of
 
+    assert isinstance(op, nn.PoolOp)
     xs = shape_of(op.operands[0])
     if len(xs) != 4:
         raise Unsupported(f"{op.name} on rank {len(xs)} (only 2-d pooling is lowered)")
-    include = isinstance(op, nn.AvgPoolOp) and op.int_prop("count_include_pad") != 0
+    include = isinstance(op, nn.AvgPoolOp) and op.count_include_pad
     return ac.PoolWindowOp.build(
         operands=[dst, src],
         properties={
             "kind": StringAttr("max" if isinstance(op, nn.MaxPoolOp) else "avg"),
             "input_shape": i64_array(xs),
             "out_hw": i64_array(shape_of(op.results[0])[2:]),
-            "kernel": op.properties["kernel"],
-            "strides": op.properties["strides"],
-            "pads": op.properties["pads"],
-            "dilations": op.properties["dilations"],
+            "kernel": op.kernel_attr,
+            "strides": op.strides_attr,
+            "pads": op.pads_attr,
+            "dilations": op.dilations_attr,
             "count_include_pad": BoolAttr.from_bool(include),
         },
     )

@@ -172,7 +172,7 @@ _REDUCE_KIND = {
 
 
 def lower_reduce(L: Lowering, op: nn.ReduceOp, outs: list[SSAValue]) -> None:
-    axes = op.ints("axes")
+    axes = op.axes
     if not axes:
         L.e.add(_copy(L, op.x, outs[0]))
         return
@@ -194,7 +194,7 @@ def lower_global_pool(L: Lowering, op: nn.GlobalPoolOp, outs: list[SSAValue]) ->
 def lower_arg_max(L: Lowering, op: nn.ArgMaxOp, outs: list[SSAValue]) -> None:
     e = L.e
     xs = shape(op.x)
-    axis = op.int_prop("axis")
+    axis = op.axis
     t = elem(op.x)
     keep = [1 if i == axis else d for i, d in enumerate(xs)]
     xb = L.buffer_of(op.x)
@@ -230,7 +230,7 @@ def lower_softmax(L: Lowering, op: nn.SoftmaxBase, outs: list[SSAValue]) -> None
     e = L.e
     need_float(op, op.x)
     xs = shape(op.x)
-    axis = op.int_prop("axis")
+    axis = op.axis
     o, a, i = prod(xs[:axis]), xs[axis], prod(xs[axis + 1 :])
     t = elem(op.x)
     xb = e.view(L.buffer_of(op.x), [o, a, i])
@@ -337,7 +337,7 @@ def _row_norm(
 def lower_layer_norm(L: Lowering, op: nn.LayerNormOp, outs: list[SSAValue]) -> None:
     need_float(op, op.x)
     xs = shape(op.x)
-    axis = op.int_prop("axis")
+    axis = op.axis
     rows, cols = prod(xs[:axis]), prod(xs[axis:])
     sv = _param_view(L, op, op.scale, cols)
     bv = _param_view(L, op, op.bias, cols)
@@ -347,7 +347,7 @@ def lower_layer_norm(L: Lowering, op: nn.LayerNormOp, outs: list[SSAValue]) -> N
             return None
         return lambda e, r, c: e.load(v, [c if shape(v)[0] != 1 else 0])
 
-    _row_norm(L, op.x, outs[0], rows, cols, op.float_prop("epsilon"), by_col(sv), by_col(bv))
+    _row_norm(L, op.x, outs[0], rows, cols, op.epsilon, by_col(sv), by_col(bv))
 
 
 def lower_instance_norm(L: Lowering, op: nn.InstanceNormOp, outs: list[SSAValue]) -> None:
@@ -360,9 +360,7 @@ def lower_instance_norm(L: Lowering, op: nn.InstanceNormOp, outs: list[SSAValue]
     def by_row(v: SSAValue) -> Callable[[Emitter, SSAValue, SSAValue], SSAValue]:
         return lambda e, r, col: e.load(v, [e.irem(r, c)])
 
-    _row_norm(
-        L, op.x, outs[0], n * c, prod(xs[2:]), op.float_prop("epsilon"), by_row(sv), by_row(bv)
-    )
+    _row_norm(L, op.x, outs[0], n * c, prod(xs[2:]), op.epsilon, by_row(sv), by_row(bv))
 
 
 def lower_batch_norm(L: Lowering, op: nn.BatchNormOp, outs: list[SSAValue]) -> None:
@@ -375,7 +373,7 @@ def lower_batch_norm(L: Lowering, op: nn.BatchNormOp, outs: list[SSAValue]) -> N
     xb = e.view(L.buffer_of(op.x), [n, c, s])
     yb = e.view(outs[0], [n, c, s])
     p = [e.view(L.buffer_of(v), [c]) for v in (op.scale, op.bias, op.mean, op.var)]
-    eps = op.float_prop("epsilon")
+    eps = op.epsilon
 
     def body(e1: Emitter, idx: list[Index]) -> None:
         ci = idx[1]
@@ -400,8 +398,8 @@ def lower_lrn(L: Lowering, op: nn.LRNOp, outs: list[SSAValue]) -> None:
     xs = shape(op.x)
     t = elem(op.x)
     n, c, s = xs[0], xs[1], prod(xs[2:])
-    size = op.int_prop("size")
-    alpha, beta, bias = op.float_prop("alpha"), op.float_prop("beta"), op.float_prop("bias")
+    size = op.size
+    alpha, beta, bias = op.alpha, op.beta, op.bias
     lo_off, hi_off = (size - 1) // 2, (size - 1) - (size - 1) // 2
     xb = e.view(L.buffer_of(op.x), [n, c, s])
     yb = e.view(outs[0], [n, c, s])
@@ -436,7 +434,7 @@ def _params(values: list[int]) -> DenseArrayBase:
 
 def conv_params(op: nn.ConvOp) -> list[int]:
     xs, ws, ys = shape(op.x), shape(op.w), shape(op.y)
-    st, pd, dl = op.ints("strides"), op.ints("pads"), op.ints("dilations")
+    st, pd, dl = op.strides, op.pads, op.dilations
     if len(xs) == 3:  # 1-d conv as 2-d with H = R = OH = 1
         return [
             xs[0],
@@ -456,7 +454,7 @@ def conv_params(op: nn.ConvOp) -> list[int]:
             pd[1],
             1,
             dl[0],
-            op.int_prop("group"),
+            op.group,
         ]
     return [
         xs[0],
@@ -476,7 +474,7 @@ def conv_params(op: nn.ConvOp) -> list[int]:
         pd[3],
         dl[0],
         dl[1],
-        op.int_prop("group"),
+        op.group,
     ]
 
 
@@ -578,11 +576,11 @@ def contraction_call(
         return
     if isinstance(op, nn.GemmOp):
         need_f32(op, op.a, op.b)
-        ta, tb = op.bool_prop("trans_a"), op.bool_prop("trans_b")
+        ta, tb = op.trans_a, op.trans_b
         sa, sb = shape(op.a), shape(op.b)
         m, k = (sa[1], sa[0]) if ta else sa
         n = sb[0] if tb else sb[1]
-        beta = op.float_prop("beta")
+        beta = op.beta
         if op.c is not None and beta != 0.0:
             _broadcast_into(L, op.c, out)
         else:
@@ -600,7 +598,7 @@ def contraction_call(
             0,
             ta,
             tb,
-            op.float_prop("alpha"),
+            op.alpha,
             beta,
             ep,
             ctx,
@@ -713,8 +711,8 @@ def lower_contraction(L: Lowering, op: Operation, outs: list[SSAValue]) -> None:
 def lower_pool(L: Lowering, op: nn.PoolOp, outs: list[SSAValue]) -> None:
     need_f32(op, op.x)
     xs, ys = shape(op.x), shape(op.y)
-    k, st, pd, dl = op.ints("kernel"), op.ints("strides"), op.ints("pads"), op.ints("dilations")
-    cip = op.int_prop("count_include_pad") if isinstance(op, nn.AvgPoolOp) else 0
+    k, st, pd, dl = op.kernel, op.strides, op.pads, op.dilations
+    cip = int(isinstance(op, nn.AvgPoolOp) and op.count_include_pad)
     if len(xs) == 3:
         params = [
             xs[0],
@@ -774,9 +772,9 @@ def _pool_loops(L: Lowering, op: nn.PoolOp, out: SSAValue) -> None:
     e = L.e
     xs, ys = shape(op.x), shape(op.y)
     nsp = len(xs) - 2
-    k, st, pd, dl = op.ints("kernel"), op.ints("strides"), op.ints("pads"), op.ints("dilations")
+    k, st, pd, dl = op.kernel, op.strides, op.pads, op.dilations
     is_max = isinstance(op, nn.MaxPoolOp)
-    cip = not is_max and bool(op.int_prop("count_include_pad"))
+    cip = isinstance(op, nn.AvgPoolOp) and op.count_include_pad
     t = elem(op.x)
     xb = L.buffer_of(op.x)
 
@@ -865,7 +863,7 @@ def lower_attention(L: Lowering, op: nn.AttentionOp, outs: list[SSAValue]) -> No
         **{f"mask_bstr{i}": n for i, n in enumerate(mask_bstr)},
         "mask_s": mask_s,
         "mask_t": mask_t,
-        "nan_to_zero": int(op.zeroes_nan()),
+        "nan_to_zero": int(op.nan_to_zero),
     }
     buffers = [L.buffer_of(op.q), L.buffer_of(op.k), L.buffer_of(op.v), outs[0]]
     mask = [L.buffer_of(op.mask)] if op.mask is not None else []
@@ -874,7 +872,7 @@ def lower_attention(L: Lowering, op: nn.AttentionOp, outs: list[SSAValue]) -> No
             operands=[*buffers, mask],
             properties={
                 "params": _params([fields[f] for f in clib.ATTN_FIELDS]),
-                "scale": FloatAttr(op.float_prop("scale"), f64),
+                "scale": FloatAttr(op.scale, f64),
             },
         )
     )
@@ -887,7 +885,7 @@ def lower_attention(L: Lowering, op: nn.AttentionOp, outs: list[SSAValue]) -> No
 
 def lower_transpose(L: Lowering, op: nn.TransposeOp, outs: list[SSAValue]) -> None:
     e = L.e
-    perm = op.ints("perm")
+    perm = op.perm
     xb = L.buffer_of(op.x)
     rank = len(perm)
 
@@ -902,7 +900,7 @@ def lower_transpose(L: Lowering, op: nn.TransposeOp, outs: list[SSAValue]) -> No
 
 def lower_concat(L: Lowering, op: nn.ConcatOp, outs: list[SSAValue]) -> None:
     e = L.e
-    axis = op.int_prop("axis")
+    axis = op.axis
     ys = shape(op.y)
     outer, inner_out = prod(ys[:axis]), prod(ys[axis:])
     yv = e.view(outs[0], [outer, inner_out])
@@ -923,7 +921,7 @@ def lower_concat(L: Lowering, op: nn.ConcatOp, outs: list[SSAValue]) -> None:
 
 def lower_split(L: Lowering, op: nn.SplitOp, outs: list[SSAValue]) -> None:
     e = L.e
-    axis = op.int_prop("axis")
+    axis = op.axis
     xs = shape(op.x)
     outer, inner_in = prod(xs[:axis]), prod(xs[axis:])
     xv = e.view(L.buffer_of(op.x), [outer, inner_in])
@@ -942,7 +940,7 @@ def lower_split(L: Lowering, op: nn.SplitOp, outs: list[SSAValue]) -> None:
 
 def lower_slice(L: Lowering, op: nn.SliceOp, outs: list[SSAValue]) -> None:
     e = L.e
-    starts, steps = op.ints("starts"), op.ints("steps")
+    starts, steps = op.starts, op.steps
     xb = L.buffer_of(op.x)
 
     def body(e1: Emitter, idx: list[Index]) -> None:
@@ -956,8 +954,8 @@ def lower_pad(L: Lowering, op: nn.PadOp, outs: list[SSAValue]) -> None:
     e = L.e
     xs = shape(op.x)
     r = len(xs)
-    pads = op.ints("pads")
-    mode = op.str_prop("mode")
+    pads = op.pads
+    mode = op.mode
     t = elem(op.x)
     xb = L.buffer_of(op.x)
     if prod(xs) == 0:
@@ -988,7 +986,7 @@ def lower_pad(L: Lowering, op: nn.PadOp, outs: list[SSAValue]) -> None:
                 src.append(e1.clamp(i, 0, n - 1))
         v = e1.load(xb, src)
         if valid is not None:
-            pv = op.float_prop("value")
+            pv = op.value
             v = e1.select(valid, v, e1.const(pv if dtypes.is_float(t) else int(pv), t))
         e1.store(v, outs[0], idx)
 
@@ -1019,7 +1017,7 @@ def _need_nonempty(op: Operation, dims: list[int], ds: tuple[int, ...], nout: in
 
 def lower_gather(L: Lowering, op: nn.GatherOp, outs: list[SSAValue]) -> None:
     e = L.e
-    axis = op.int_prop("axis")
+    axis = op.axis
     ds = shape(op.data)
     ys = shape(op.y)
     ir = len(shape(op.indices))
@@ -1046,7 +1044,7 @@ def lower_gather(L: Lowering, op: nn.GatherOp, outs: list[SSAValue]) -> None:
 
 def lower_gather_elements(L: Lowering, op: nn.GatherElementsOp, outs: list[SSAValue]) -> None:
     e = L.e
-    axis = op.int_prop("axis")
+    axis = op.axis
     ds = shape(op.data)
     db, ib = L.buffer_of(op.data), L.buffer_of(op.indices)
     _need_nonempty(op, [axis], ds, prod(shape(op.y)))
@@ -1063,7 +1061,7 @@ def lower_gather_elements(L: Lowering, op: nn.GatherElementsOp, outs: list[SSAVa
 
 def lower_gather_nd(L: Lowering, op: nn.GatherNDOp, outs: list[SSAValue]) -> None:
     e = L.e
-    b = op.int_prop("batch_dims")
+    b = op.batch_dims
     ds, is_ = shape(op.data), shape(op.indices)
     ys = shape(op.y)
     depth = is_[-1]

@@ -39,7 +39,7 @@ def _prod(xs: tuple[int, ...] | list[int]) -> int:
 def lower_resize(L: Lowering, op: nn.ResizeOp, outs: list[SSAValue]) -> None:
     e = L.e
     t: Attribute = op.x.type.element_type  # type: ignore[attr-defined]
-    axes = op.ints("axes")
+    axes = op.axes
     fill = op.extrapolation_value
     cur = list(shape_of(op.x))
     src = L.buffer_of(op.x)
@@ -60,7 +60,7 @@ def lower_resize(L: Lowering, op: nn.ResizeOp, outs: list[SSAValue]) -> None:
             dst = e.alloc(t, cur)
             L.allocs.append(dst)
         _axis(e, src, dst, L.buffer_of(idx_v), L.buffer_of(w_v), tuple(cur), a, n, taps, t,
-              None if fill is None else fill.value.data)  # fmt: skip
+              fill)  # fmt: skip
         src = dst
 
 

@@ -260,7 +260,7 @@ def emit_scalar(e: Emitter, op: Operation, args: list[SSAValue]) -> SSAValue:
             return e.add(arith.XOrIOp(x, e.const(True, t)))
         case nn.LeakyReluOp() | nn.EluOp():
             _float_only(op, t)
-            alpha = _fconst(e, op.float_prop("alpha"), t)
+            alpha = _fconst(e, op.alpha, t)
             neg = e.add(arith.CmpfOp(x, _fconst(e, 0.0, t), "olt"))
             if isinstance(op, nn.EluOp):
                 val = e.add(arith.MulfOp(alpha, e.add(math.ExpM1Op(x))))
@@ -268,7 +268,7 @@ def emit_scalar(e: Emitter, op: Operation, args: list[SSAValue]) -> SSAValue:
                 val = e.add(arith.MulfOp(alpha, x))
             return e.select(neg, val, x)
         case nn.ClipOp():
-            lo, hi = op.float_prop("min"), op.float_prop("max")
+            lo, hi = op.min, op.max
             if isf:
                 r = x
                 if lo != -pymath.inf:
@@ -286,15 +286,15 @@ def emit_scalar(e: Emitter, op: Operation, args: list[SSAValue]) -> SSAValue:
             _float_only(op, t)
             v = e.add(
                 arith.AddfOp(
-                    e.add(arith.MulfOp(x, _fconst(e, op.float_prop("alpha"), t))),
-                    _fconst(e, op.float_prop("beta"), t),
+                    e.add(arith.MulfOp(x, _fconst(e, op.alpha, t))),
+                    _fconst(e, op.beta, t),
                 )
             )
             v = e.add(arith.MaximumfOp(v, _fconst(e, 0.0, t)))
             return e.add(arith.MinimumfOp(v, _fconst(e, 1.0, t)))
         case nn.GeluOp():
             _float_only(op, t)
-            return _gelu(e, x, t, op.str_prop("approximate"))
+            return _gelu(e, x, t, op.approximate)
         case nn.CastOp():
             return _cast(e, x, t, _elem(op.results[0]))
         case nn.WhereOp():
@@ -325,7 +325,7 @@ def emit_scalar(e: Emitter, op: Operation, args: list[SSAValue]) -> SSAValue:
             if isf:
                 # fmod (C's, exact; x - trunc(x/y)*y is not, and is NaN for an infinite y)
                 r = e.add(clib.FModOp(x, y))
-                if op.int_prop("fmod"):
+                if op.fmod:
                     return r
                 zero = _fconst(e, 0.0, t)
                 fix = e.add(
@@ -341,7 +341,7 @@ def emit_scalar(e: Emitter, op: Operation, args: list[SSAValue]) -> SSAValue:
                 )
                 return e.select(fix, e.add(arith.AddfOp(r, y)), r)
             r = e.add(clib.IntDivOp(x, y, True, _site(op, "Mod")))
-            if op.int_prop("fmod") or unsigned:
+            if op.fmod or unsigned:
                 return r
             zero = e.const(0, t)
             fix = e.add(
@@ -366,7 +366,7 @@ def emit_scalar(e: Emitter, op: Operation, args: list[SSAValue]) -> SSAValue:
         case nn.XorOp():
             return e.add(arith.XOrIOp(x, y))
         case nn.BitShiftOp():
-            return _bitshift(e, x, y, op.str_prop("direction") == "LEFT")
+            return _bitshift(e, x, y, op.direction == "LEFT")
         case nn.EqualOp() | nn.LessOp() | nn.LessEqualOp() | nn.GreaterOp() | nn.GreaterEqualOp():
             if isf:
                 return e.add(arith.CmpfOp(x, y, _FCMP[type(op)]))

@@ -1,5 +1,5 @@
-// Errors raised by the custom parsers of nn ops and fusion.kernel: operand/type and result
-// counts, optional operand groups, non-dense constants, a non-string kernel pattern. Each
+// Errors raised by the nn ops' declarative format and the custom parsers of nn.constant and
+// fusion.kernel: operand/type and result counts, optional operand groups, non-dense constants, a non-string kernel pattern. Each
 // chunk must report its error at the offending text.
 // RUN: autofusion-opt %s --split-input-file --parsing-diagnostics | filecheck %s
 
@@ -7,10 +7,10 @@ func.func @operand_type_count(%a: tensor<2x3xf32>) {
   %r = nn.relu %a : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
   func.return
 }
-// CHECK: parse_invalid.mlir:{{[0-9]+}}:16
+// CHECK: parse_invalid.mlir:{{[0-9]+}}:22
 // CHECK-NEXT: %r = nn.relu %a : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
 // CHECK-NEXT: {{\^+$}}
-// CHECK-NEXT: nn.relu: 1 operands but 2 types
+// CHECK-NEXT: Expected 1 operand type, but got 2
 
 // -----
 
@@ -19,10 +19,10 @@ func.func @result_count(%a: tensor<2x3xf32>) {
   func.return
 }
 // CHECK: {{^// -{5}$}}
-// CHECK-NEXT: parse_invalid.mlir:{{[0-9]+}}:18
+// CHECK-NEXT: parse_invalid.mlir:{{[0-9]+}}:45
 // CHECK-NEXT: %r:2 = nn.relu %a : (tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>)
 // CHECK-NEXT: {{\^+$}}
-// CHECK-NEXT: nn.relu: expected 1 results, got 2
+// CHECK-NEXT: Expected 1 result type, but got 2
 
 // -----
 
@@ -34,7 +34,7 @@ func.func @optional_operand_count(%a: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf3
 // CHECK-NEXT: parse_invalid.mlir:{{[0-9]+}}:16
 // CHECK-NEXT: %r = nn.conv %a, %w, %b, %b {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<1x4x8x8xf32>
 // CHECK-NEXT: {{\^+$}}
-// CHECK-NEXT: nn.conv: unexpected number of operands (4)
+// CHECK-NEXT: Expected 2 or 3 operands, but got 4
 
 // -----
 

@@ -12,7 +12,7 @@ func.func @sdpa(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2
   func.return %o : tensor<1x2x4x8xf32>
 }
 // CHECK-LABEL: func.func @sdpa
-// CHECK-NEXT:    %[[A:.*]] = nn.attention %q, %k, %v, %mask {scale = 5.000000e-01 : f64, onnx.origins = ["qk", "scale", "mask", "softmax", "pv"]}
+// CHECK-NEXT:    %[[A:.*]] = nn.attention %q, %k, %v, %mask {onnx.origins = ["qk", "scale", "mask", "softmax", "pv"], scale = 5.000000e-01 : f64}
 // CHECK-NEXT:    func.return %[[A]]
 
 // -----
@@ -51,7 +51,7 @@ func.func @torch_sdpa(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tens
   func.return %o : tensor<1x2x4x8xf32>
 }
 // CHECK-LABEL: func.func @torch_sdpa
-// CHECK-NEXT:    %[[A:.*]] = nn.attention %q, %k, %v, %mask {scale = 1.250000e-01 : f64, nan_to_zero = 1 : i64, onnx.origins = ["mul_q", "mul_k", "qk", "mask", "softmax", "isnan", "guard", "pv"]}
+// CHECK-NEXT:    %[[A:.*]] = nn.attention %q, %k, %v, %mask {onnx.origins = ["mul_q", "mul_k", "qk", "mask", "softmax", "isnan", "guard", "pv"], scale = 1.250000e-01 : f64, nan_to_zero = 1 : i64}
 // CHECK-NEXT:    func.return %[[A]]
 
 // -----
@@ -100,6 +100,6 @@ func.func @bert_kt(%q: tensor<1x2x4x8xf32>, %x: tensor<1x4x2x8xf32>, %v: tensor<
   func.return %o : tensor<1x2x4x8xf32>
 }
 // CHECK-LABEL: func.func @bert_kt
-// CHECK-NEXT:    %[[K:.*]] = nn.transpose %x {perm = array<i64: 0, 2, 1, 3>, onnx.origins = ["kt"]} : (tensor<1x4x2x8xf32>) -> tensor<1x2x4x8xf32>
-// CHECK-NEXT:    %[[A:.*]] = nn.attention %q, %[[K]], %v {scale = 1.000000e+00 : f64, onnx.origins = ["qk", "softmax", "pv"]}
+// CHECK-NEXT:    %[[K:.*]] = nn.transpose %x {onnx.origins = ["kt"], perm = array<i64: 0, 2, 1, 3>} : (tensor<1x4x2x8xf32>) -> tensor<1x2x4x8xf32>
+// CHECK-NEXT:    %[[A:.*]] = nn.attention %q, %[[K]], %v {onnx.origins = ["qk", "softmax", "pv"], scale = 1.000000e+00 : f64}
 // CHECK-NEXT:    func.return %[[A]]

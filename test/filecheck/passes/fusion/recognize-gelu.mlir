@@ -13,7 +13,7 @@ func.func @erf_form(%x: tensor<8xf32>) -> tensor<8xf32> {
   func.return %y : tensor<8xf32>
 }
 // CHECK-LABEL: func.func @erf_form
-// CHECK:         %[[G:.*]] = nn.gelu %x {approximate = "none", onnx.origins = ["div", "erf", "add", "mul", "mul1"]}
+// CHECK:         %[[G:.*]] = nn.gelu %x {onnx.origins = ["div", "erf", "add", "mul", "mul1"], approximate = "none"}
 // CHECK-NEXT:    func.return %[[G]]
 
 // -----
@@ -31,7 +31,7 @@ func.func @erf_form_dynamo(%x: tensor<8xf32>) -> tensor<8xf32> {
   func.return %y : tensor<8xf32>
 }
 // CHECK-LABEL: func.func @erf_form_dynamo
-// CHECK:         %[[G:.*]] = nn.gelu %x {approximate = "none", onnx.origins = ["div", "erf", "add", "mul", "mul1"]}
+// CHECK:         %[[G:.*]] = nn.gelu %x {onnx.origins = ["div", "erf", "add", "mul", "mul1"], approximate = "none"}
 // CHECK-NEXT:    func.return %[[G]]
 
 // -----

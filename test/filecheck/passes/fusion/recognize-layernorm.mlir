@@ -18,7 +18,7 @@ func.func @decomposed(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
   func.return %z : tensor<2x4xf32>
 }
 // CHECK-LABEL: func.func @decomposed
-// CHECK:         %[[LN:.*]] = nn.layer_norm %x, %g, %b {axis = 1 : i64, epsilon = 9.99999974{{[0-9]*}}e-06 : f64, onnx.origins = ["mean", "sub", "pow", "var", "addeps", "sqrt", "div", "mul", "add"]}
+// CHECK:         %[[LN:.*]] = nn.layer_norm %x, %g, %b {onnx.origins = ["mean", "sub", "pow", "var", "addeps", "sqrt", "div", "mul", "add"], axis = 1 : i64, epsilon = 9.99999974{{[0-9]*}}e-06 : f64}
 // CHECK-NEXT:    func.return %[[LN]]
 
 // -----

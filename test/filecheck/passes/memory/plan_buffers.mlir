@@ -25,9 +25,9 @@ func.func @main(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
 // CHECK-LABEL: func.func @main
 // CHECK-SAME: memory.arena_bytes = 5120 : i64, memory.naive_bytes = 7168 : i64, memory.lower_bound_bytes = 5120 : i64
 // CHECK-NEXT: %w = nn.constant dense<5.000000e-01> : tensor<4x4x1x1xf32>{{$}}
-// CHECK-NEXT: %p = nn.conv %x, %w {{.*}}memory.offsets = array<i64: 0>}
-// CHECK-NEXT: %q = nn.max_pool %p {{.*}}memory.offsets = array<i64: 4096>}
-// CHECK-NEXT: %s = nn.conv %q, %w {{.*}}memory.offsets = array<i64: 0>}
+// CHECK-NEXT: %p = nn.conv %x, %w {memory.offsets = array<i64: 0>, {{.*}}}
+// CHECK-NEXT: %q = nn.max_pool %p {memory.offsets = array<i64: 4096>, {{.*}}}
+// CHECK-NEXT: %s = nn.conv %q, %w {memory.offsets = array<i64: 0>, {{.*}}}
 // CHECK-NEXT: %t = nn.relu %s {memory.offsets = array<i64: 0>}
 // CHECK-NEXT: %u = nn.global_avg_pool %t :
 func.func @main(%x: tensor<1x4x16x16xf32>) -> tensor<1x4x1x1xf32> {
@@ -50,7 +50,7 @@ func.func @main(%x: tensor<1x4x16x16xf32>) -> tensor<1x4x1x1xf32> {
 // CHECK-NEXT: %r = nn.relu %y {memory.offsets = array<i64: 128>}
 // CHECK-NEXT: %b = nn.add %r, %a {memory.offsets = array<i64: 0>}
 // CHECK-NEXT: %c = nn.cast %b {memory.offsets = array<i64: 128>}
-// CHECK-NEXT: %s, %s_1 = nn.split %c {axis = 0 : i64, memory.offsets = array<i64: 0, -1>}
+// CHECK-NEXT: %s, %s_1 = nn.split %c {memory.offsets = array<i64: 0, -1>, axis = 0 : i64}
 func.func @main(%x: tensor<4x8xf32>, %y: tensor<1x8xf32>) -> (tensor<2x8xf16>, tensor<2x8xf16>) {
   %a = nn.relu %x : (tensor<4x8xf32>) -> tensor<4x8xf32>
   %r = nn.relu %y : (tensor<1x8xf32>) -> tensor<1x8xf32>

@@ -8,11 +8,11 @@
 // CHECK-SAME: memory.arena_bytes = 512 : i64, memory.naive_bytes = 1024 : i64, memory.lower_bound_bytes = 512 : i64
 // CHECK-NEXT: %a = nn.relu %x {memory.offsets = array<i64: 0>}
 // CHECK-NEXT: %b = nn.sigmoid %x {memory.offsets = array<i64: 256>}
-// CHECK-NEXT: %c = nn.concat %a, %b {axis = 1 : i64, memory.offsets = array<i64: 0>, memory.concat_inplace = array<i64: 1, 1>}
+// CHECK-NEXT: %c = nn.concat %a, %b {memory.offsets = array<i64: 0>, memory.concat_inplace = array<i64: 1, 1>, axis = 1 : i64}
 // CHECK-NEXT: %d = nn.tanh %c :
 // OFF-LABEL: func.func @main
 // OFF-SAME: memory.arena_bytes = 1024 : i64, memory.naive_bytes = 1024 : i64, memory.lower_bound_bytes = 1024 : i64
-// OFF: %c = nn.concat %a, %b {axis = 1 : i64, memory.offsets = array<i64: {{[0-9]+}}>}
+// OFF: %c = nn.concat %a, %b {memory.offsets = array<i64: {{[0-9]+}}>, axis = 1 : i64}
 func.func @main(%x: tensor<1x4x16xf32>) -> tensor<1x8x16xf32> {
   %a = nn.relu %x : (tensor<1x4x16xf32>) -> tensor<1x4x16xf32>
   %b = nn.sigmoid %x : (tensor<1x4x16xf32>) -> tensor<1x4x16xf32>
@@ -25,7 +25,7 @@ func.func @main(%x: tensor<1x4x16xf32>) -> tensor<1x8x16xf32> {
 
 // Must not fire: a dim before the axis is 2, so a slice is not one contiguous range.
 // CHECK-LABEL: func.func @main
-// CHECK: %c = nn.concat %a, %b {axis = 1 : i64, memory.offsets = array<i64: {{[0-9]+}}>}
+// CHECK: %c = nn.concat %a, %b {memory.offsets = array<i64: {{[0-9]+}}>, axis = 1 : i64}
 // CHECK-NOT: concat_inplace
 func.func @main(%x: tensor<2x4x16xf32>) -> tensor<2x8x16xf32> {
   %a = nn.relu %x : (tensor<2x4x16xf32>) -> tensor<2x4x16xf32>
@@ -43,7 +43,7 @@ func.func @main(%x: tensor<2x4x16xf32>) -> tensor<2x8x16xf32> {
 // again later by %f: its own slot stays apart from %c's.
 // CHECK-LABEL: func.func @main
 // CHECK: %e = nn.exp %x {memory.offsets = array<i64: 1280>}
-// CHECK-NEXT: %c = nn.concat %x, %a, %a, %b, %v, %e {axis = 1 : i64, memory.offsets = array<i64: 0>, memory.concat_inplace = array<i64: 0, 0, 0, 0, 0, 1>}
+// CHECK-NEXT: %c = nn.concat %x, %a, %a, %b, %v, %e {memory.offsets = array<i64: 0>, memory.concat_inplace = array<i64: 0, 0, 0, 0, 0, 1>, axis = 1 : i64}
 func.func @main(%x: tensor<1x4x16xf32>) -> (tensor<1x24x16xf32>, tensor<1x4x16xf32>) {
   %a = nn.relu %x : (tensor<1x4x16xf32>) -> tensor<1x4x16xf32>
   %b = nn.sigmoid %x : (tensor<1x4x16xf32>) -> tensor<1x4x16xf32>
@@ -66,11 +66,11 @@ func.func @main(%x: tensor<1x4x16xf32>) -> (tensor<1x24x16xf32>, tensor<1x4x16xf
 // CHECK-SAME: memory.arena_bytes = 1536 : i64, memory.naive_bytes = 3328 : i64, memory.lower_bound_bytes = 1536 : i64
 // CHECK-NEXT: %a = nn.relu %x {memory.offsets = array<i64: 0>}
 // CHECK-NEXT: %b = nn.sigmoid %x {memory.offsets = array<i64: 256>}
-// CHECK-NEXT: %c1 = nn.concat %a, %b {axis = 1 : i64, memory.offsets = array<i64: 0>, memory.concat_inplace = array<i64: 1, 1>}
+// CHECK-NEXT: %c1 = nn.concat %a, %b {memory.offsets = array<i64: 0>, memory.concat_inplace = array<i64: 1, 1>, axis = 1 : i64}
 // CHECK-NEXT: %e = nn.exp %c1 {memory.offsets = array<i64: 512>}
-// CHECK-NEXT: %c2 = nn.concat %c1, %e {axis = 1 : i64, memory.offsets = array<i64: 0>, memory.concat_inplace = array<i64: 1, 1>}
+// CHECK-NEXT: %c2 = nn.concat %c1, %e {memory.offsets = array<i64: 0>, memory.concat_inplace = array<i64: 1, 1>, axis = 1 : i64}
 // CHECK-NEXT: %b2 = nn.neg %x {memory.offsets = array<i64: 1280>}
-// CHECK-NEXT: %c3 = nn.concat %b, %b2 {axis = 1 : i64, memory.offsets = array<i64: 1024>, memory.concat_inplace = array<i64: 0, 1>}
+// CHECK-NEXT: %c3 = nn.concat %b, %b2 {memory.offsets = array<i64: 1024>, memory.concat_inplace = array<i64: 0, 1>, axis = 1 : i64}
 func.func @main(%x: tensor<1x4x16xf32>) -> (tensor<1x12x16xf32>, tensor<1x8x16xf32>) {
   %a = nn.relu %x : (tensor<1x4x16xf32>) -> tensor<1x4x16xf32>
   %b = nn.sigmoid %x : (tensor<1x4x16xf32>) -> tensor<1x4x16xf32>

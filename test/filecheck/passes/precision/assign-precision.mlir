@@ -12,7 +12,7 @@ func.func @weights(%x: tensor<2x3xf32>, %i: tensor<1x1x3x3xf32>) -> (tensor<2x2x
 // CHECK-NEXT:    %[[W:.*]] = nn.constant {{.*}} : tensor<3x2xf32> {precision.storage = "bf16"}
 // CHECK-NEXT:    %[[K:.*]] = nn.constant {{.*}} : tensor<2x1x1x1xf32> {precision.storage = "fp16"}
 // CHECK-NEXT:    %{{.*}} = nn.matmul %x, %[[W]] {onnx.origins = ["mm"], precision = "bf16", precision.casts = ["a"]}
-// CHECK-NEXT:    %{{.*}} = nn.conv %i, %[[K]] {{.*}}precision = "fp16", precision.casts = ["x"]}
+// CHECK-NEXT:    %{{.*}} = nn.conv %i, %[[K]] {{.*}}precision = "fp16", precision.casts = ["x"], strides = {{.*}}}
 
 // -----
 

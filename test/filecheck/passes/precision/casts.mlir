@@ -16,7 +16,7 @@ func.func @boundaries(%i: tensor<1x2x3x3xf32>, %q: tensor<4x8xf32>, %k: tensor<8
 // CHECK-NEXT:    %[[R:.*]] = nn.relu %i : (tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>{{$}}
 // CHECK-NEXT:    %[[W:.*]] = nn.constant dense<5.000000e-01> : tensor<2x2x1x1xf32> {precision.storage = "bf16"}
 // CHECK-NEXT:    %[[B:.*]] = nn.constant dense<2.500000e-01> : tensor<2xf32>{{$}}
-// CHECK-NEXT:    %{{.*}} = nn.conv %[[R]], %[[W]], %[[B]] {{.*}}precision = "bf16", precision.casts = ["x"]}
+// CHECK-NEXT:    %{{.*}} = nn.conv %[[R]], %[[W]], %[[B]] {{.*}}precision = "bf16", precision.casts = ["x"], strides = {{.*}}}
 // CHECK-NEXT:    %[[S:.*]] = nn.matmul %q, %k {precision = "bf16", precision.casts = ["a", "b"]}
 // CHECK-NEXT:    %{{.*}} = nn.add %[[S]], %[[S]] : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>{{$}}
 
