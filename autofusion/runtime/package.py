@@ -3,8 +3,8 @@ writes), and the record of the CPU a build is for.
 
 Beside ``model.c``/``model.h``/``weights.bin`` a built folder holds:
 
-- ``afrt.h`` (the runtime, with ``afrt_dwconv.h`` and ``afrt_winograd.h`` which it
-  includes) and ``afnpy.h`` (a
+- ``afrt.h`` (the runtime, with ``afrt_kernels.h``, ``afrt_dwconv.h`` and
+  ``afrt_winograd.h`` which it includes) and ``afnpy.h`` (a
   .npy reader/writer), copied;
 - ``af_build.c``/``af_build.h``: ``af_build_cpu`` (the ``--cpu`` choice), ``af_build_isa``
   (the ISA extensions the compiler was allowed to use, as Linux ``/proc/cpuinfo`` flag
@@ -23,6 +23,7 @@ Nothing in these files names a path on the machine that built them.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shlex
@@ -67,16 +68,23 @@ X86_FEATURES = {
 
 def required_features(cc: str, march_flags: Sequence[str]) -> list[tuple[str, str]]:
     """(/proc/cpuinfo flag, builtin name) of each x86 extension ``cc`` enables for these
-    flags (from its predefined macros); empty for other architectures."""
+    flags (from its predefined macros); empty for other architectures. Asked of the compiler
+    once per process and (compiler, flags): every build of a test run would otherwise pay
+    for a preprocessor run."""
+    return list(_required_features(cc, tuple(march_flags)))
+
+
+@functools.lru_cache(maxsize=32)
+def _required_features(cc: str, march_flags: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
     try:
         proc = subprocess.run([cc, *march_flags, "-dM", "-E", "-x", "c", os.devnull],
                               capture_output=True, text=True, check=True)  # fmt: skip
     except (OSError, subprocess.CalledProcessError):
-        return []  # the real compile reports the problem
+        return ()  # the real compile reports the problem
     macros = set(re.findall(r"^#define (\w+)", proc.stdout, re.M))
     if "__x86_64__" not in macros:
-        return []
-    return [feat for macro, feat in X86_FEATURES.items() if macro in macros]
+        return ()
+    return tuple(feat for macro, feat in X86_FEATURES.items() if macro in macros)
 
 
 def build_c_text(cpu: str, features: Sequence[tuple[str, str]]) -> str:
@@ -100,10 +108,11 @@ def build_c_text(cpu: str, features: Sequence[tuple[str, str]]) -> str:
         " * the strings before calling into the library; af_cpu_supported() is compiled for\n"
         " * the architecture's baseline, so it runs on any CPU of it. */\n"
         f'#include "{BUILD_H}"\n'
-        '#include "afrt.h"\n\n'
+        '#include "afrt_kernels.h"\n\n'
         f'const char *const af_build_cpu = "{cpu}";\n'
         f'const char *const af_build_isa = "{isa}"; /* /proc/cpuinfo flag names */\n'
-        "/* afrt.h's kernel set for these flags, also readable in the binary (strings, grep) */\n"
+        "/* afrt.h's kernel set for these flags (afrt_kernels.h), also readable in the binary\n"
+        " * (strings, grep) */\n"
         'const char *const af_build_kernels = "afrt-kernels=" AFRT_KERNELS;\n\n'
         f"{body}"
     )

@@ -49,23 +49,11 @@
 #if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
 #include <immintrin.h>
 #endif
-/* AArch64 Advanced SIMD (NEON; every AArch64 CPU has it): the NEON kernels below, in blocks
- * of their own; little-endian only (the packing transposes reinterpret lanes as f64 pairs).
- * -DAFRT_PORTABLE keeps the portable C instead (the comparison build). */
-#if defined(__aarch64__) && defined(__ARM_NEON) && !defined(__AARCH64EB__) && \
-    !defined(AFRT_PORTABLE)
+/* AFRT_KERNELS (the kernel set) and AFRT_NEON_ (the NEON kernels below, in blocks of their
+ * own), from the predefined macros: afrt_kernels.h. */
+#include "afrt_kernels.h"
+#if defined(AFRT_NEON_)
 #include <arm_neon.h>
-#define AFRT_NEON_ 1
-#endif
-/* The kernel set this build uses, from the same macros that select it (af_build.c records it). */
-#if defined(__AVX512F__)
-#define AFRT_KERNELS "avx512"
-#elif defined(__AVX2__) && defined(__FMA__)
-#define AFRT_KERNELS "avx2"
-#elif defined(AFRT_NEON_)
-#define AFRT_KERNELS "neon"
-#else
-#define AFRT_KERNELS "portable"
 #endif
 #if defined(__linux__)
 #include <sys/mman.h>
