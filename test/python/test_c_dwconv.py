@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from conv_epilogues import EPILOGUES, epilogue_nodes
 from onnx import TensorProto, helper, numpy_helper
 
 import autofusion
@@ -27,8 +28,6 @@ from autofusion.dialects import clib
 from autofusion.lowering.c.testing import onnxruntime_outputs
 from autofusion.runtime import toolchain
 from autofusion.testing import assert_close
-
-EPILOGUES = ("none", "bias", "relu", "relu6", "silu", "bias_add_relu")
 
 
 def _dw_case(rng: np.random.Generator, i: int, c: int, h: int, w: int, k: int, stride: int,
@@ -53,20 +52,9 @@ def _dw_case(rng: np.random.Generator, i: int, c: int, h: int, w: int, k: int, s
                               dilations=[dil, dil])]  # fmt: skip
     oh = (h + pads[0] + pads[2] - dil * (k - 1) - 1) // stride + 1
     ow = (w + pads[1] + pads[3] - dil * (k - 1) - 1) // stride + 1
-    if epi == "relu":
-        nodes.append(helper.make_node("Relu", [conv_out], [y], name=f"relu{i}"))
-    elif epi == "relu6":
-        inits += [numpy_helper.from_array(np.array(0, np.float32), f"lo{i}"),
-                  numpy_helper.from_array(np.array(6, np.float32), f"hi{i}")]  # fmt: skip
-        nodes.append(helper.make_node("Clip", [conv_out, f"lo{i}", f"hi{i}"], [y], name=f"clip{i}"))
-    elif epi == "silu":
-        nodes += [helper.make_node("Sigmoid", [conv_out], [f"s{i}"], name=f"sig{i}"),
-                  helper.make_node("Mul", [conv_out, f"s{i}"], [y], name=f"mul{i}")]  # fmt: skip
-    elif epi == "bias_add_relu":
-        res = rng.uniform(-1, 1, (1, kout, oh, ow)).astype(np.float32)
-        inits.append(numpy_helper.from_array(res, f"r{i}"))
-        nodes += [helper.make_node("Add", [conv_out, f"r{i}"], [f"a{i}"], name=f"add{i}"),
-                  helper.make_node("Relu", [f"a{i}"], [y], name=f"relu{i}")]  # fmt: skip
+    epi_nodes, epi_inits = epilogue_nodes(rng, i, epi, conv_out, y, (1, kout, oh, ow))
+    nodes += epi_nodes
+    inits += epi_inits
     vi_x = helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, c, h, w])
     vi_y = helper.make_tensor_value_info(y, TensorProto.FLOAT, [1, kout, oh, ow])
     return nodes, inits, vi_x, vi_y

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
+from conv_epilogues import epilogue_nodes
 from onnx import TensorProto, helper, numpy_helper
 
 import autofusion
@@ -64,20 +65,9 @@ def _case(rng: np.random.Generator, i: int, c: int, k: int, h: int, w: int,
     nodes = [helper.make_node("Conv", conv_in, [conv_out], name=f"conv{i}", kernel_shape=[3, 3],
                               pads=list(pads))]  # fmt: skip
     oh, ow = h + pads[0] + pads[2] - 2, w + pads[1] + pads[3] - 2
-    if epi == "relu":
-        nodes.append(helper.make_node("Relu", [conv_out], [y], name=f"relu{i}"))
-    elif epi == "relu6":
-        inits += [numpy_helper.from_array(np.array(0, np.float32), f"lo{i}"),
-                  numpy_helper.from_array(np.array(6, np.float32), f"hi{i}")]  # fmt: skip
-        nodes.append(helper.make_node("Clip", [conv_out, f"lo{i}", f"hi{i}"], [y], name=f"clip{i}"))
-    elif epi == "silu":
-        nodes += [helper.make_node("Sigmoid", [conv_out], [f"s{i}"], name=f"sig{i}"),
-                  helper.make_node("Mul", [conv_out, f"s{i}"], [y], name=f"mul{i}")]  # fmt: skip
-    elif epi == "bias_add_relu":
-        res = rng.uniform(-1, 1, (batch, k, oh, ow)).astype(np.float32)
-        inits.append(numpy_helper.from_array(res, f"r{i}"))
-        nodes += [helper.make_node("Add", [conv_out, f"r{i}"], [f"a{i}"], name=f"add{i}"),
-                  helper.make_node("Relu", [f"a{i}"], [y], name=f"relu{i}")]  # fmt: skip
+    epi_nodes, epi_inits = epilogue_nodes(rng, i, epi, conv_out, y, (batch, k, oh, ow))
+    nodes += epi_nodes
+    inits += epi_inits
     vi_y = helper.make_tensor_value_info(y, TensorProto.FLOAT, [batch, k, oh, ow])
     return nodes, inits, ins, vi_y
 
