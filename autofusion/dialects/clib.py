@@ -143,11 +143,6 @@ def epilogue_block() -> tuple[Block, EpilogueArgs]:
     return blk, EpilogueArgs(*blk.args)
 
 
-def epilogue_args(fn_block: Block) -> EpilogueArgs:
-    """The arguments of an epilogue's body, by name (after :func:`verify_epilogue`)."""
-    return EpilogueArgs(*fn_block.args)
-
-
 def epilogue_c_params(names: Sequence[str]) -> str:
     """The C parameter list of an epilogue whose arguments print as ``names``."""
     return ", ".join(
