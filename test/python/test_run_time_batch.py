@@ -280,3 +280,49 @@ def test_sanitized_run_time_batch(tmp_path: Path) -> None:
                                   [(ref.shape, ref.dtype)], tmp_path / f"io{batch}",
                                   batch=batch)  # fmt: skip
         assert_close(got, ref, f"{name} sanitized batch {batch}")
+
+
+def test_shape_specialising_model_keys_on_seq_and_takes_any_batch() -> None:
+    """batch and seq free: one specialisation per sequence length, each serving every batch
+    (misses count sequence lengths only), matching onnxruntime."""
+    from autofusion.dynamic import DynamicModel
+
+    name = "bert_tsdyn"
+    m = autofusion.compile(DATA / f"{name}.onnx", threads=1, dynamic={"batch": (1, 4)})
+    try:
+        assert isinstance(m, DynamicModel)
+        for i, (batch, seq) in enumerate([(1, 8), (4, 8), (2, 12), (3, 8), (1, 12)]):
+            feeds = _feeds(name, batch, seq, seed=i)
+            got, want = m.run(feeds), _ort(DATA / f"{name}.onnx", feeds)
+            for out, ref in want.items():
+                assert_close(got[out], ref, f"batch {batch} seq {seq}: {out}")
+        cache = m.report["shape_cache"]
+        assert (cache["misses"], cache["hits"]) == (2, 3)
+        assert [s["sizes"] for s in m.report["shapes"]] == [{"seq": 8}, {"seq": 12}]
+        assert all(s["report"]["batch"]["range"] == [1, 4] for s in m.report["shapes"])
+    finally:
+        m.close()
+
+
+def test_shape_specialising_model_without_a_separable_batch() -> None:
+    """A graph mixing samples along the batch: specialisations key on every symbol again."""
+    from autofusion.dynamic import DynamicModel
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", "k"])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", "k"])
+    model = helper.make_model(
+        helper.make_graph([helper.make_node("Softmax", ["x"], ["y"], axis=0, name="sm")],
+                          "g", [x], [y]),
+        opset_imports=[helper.make_opsetid("", 17)],
+    )  # fmt: skip
+    m = autofusion.compile(model, threads=1, dynamic={"n": (1, 8), "k": (1, 8)}, cache=False)
+    try:
+        assert isinstance(m, DynamicModel)
+        for n, k in [(2, 3), (3, 3), (2, 3)]:
+            x_ = np.random.default_rng(n).standard_normal((n, k)).astype(np.float32)
+            assert_close(m.run({"x": x_})["y"], _ort(model, {"x": x_})["y"], f"{n}x{k}")
+        cache = m.report["shape_cache"]
+        assert (cache["misses"], cache["hits"]) == (2, 1)
+        assert [s["sizes"] for s in m.report["shapes"]] == [{"n": 3, "k": 3}, {"n": 2, "k": 3}]
+    finally:
+        m.close()
