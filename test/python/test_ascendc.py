@@ -312,7 +312,7 @@ def test_attention_kernel_matches_interpreter() -> None:
     low = lowered(module, cores=4, max_tile=40)
     kernels = [o for o in low.body.block.ops if isinstance(o, ac.KernelOp)]
     assert len(kernels) == 2
-    assert kernels[0].tiling_values()["tileLength"] == 2
+    assert kernels[0].tiling_values()["blockT"] == 8
     rng = np.random.default_rng(6)
     feeds = {
         "arg0": rng.standard_normal((2, 3, 9, 8)).astype(np.float32),
