@@ -165,12 +165,14 @@ def test_fully_masked_row_without_guard_is_nan() -> None:
     assert_close(got, ref, "attention with a fully masked row")
 
 
-@pytest.mark.parametrize("masked", [False, True])
-def test_exported_bert_attention_lowers_and_matches(masked: bool) -> None:
-    """The TorchScript BERT export's attention (IsNaN guard) becomes Ascend C kernels instead
-    of staying on the host, and the whole model matches onnxruntime, also with every token
-    masked (attention_mask all zeros)."""
-    path = str(DATA / "bert_ts.onnx")
+@pytest.mark.parametrize(
+    ("name", "masked"), [("bert_ts", False), ("bert_ts", True), ("gpt2_ts", False)]
+)
+def test_exported_attention_lowers_and_matches(name: str, masked: bool) -> None:
+    """The TorchScript BERT and GPT-2 exports' attention (IsNaN guard; GPT-2's causal mask)
+    becomes Ascend C kernels instead of staying on the host, and the whole model matches
+    onnxruntime, also with every token masked (attention_mask all zeros)."""
+    path = str(DATA / f"{name}.onnx")
     low = _lower(path)
     fn = next(o for o in low.body.block.ops if isinstance(o, func.FuncOp))
     assert not [o for o in fn.body.block.ops if isinstance(o, nn.AttentionOp)]
@@ -181,7 +183,7 @@ def test_exported_bert_attention_lowers_and_matches(masked: bool) -> None:
         for k in kernels
     )
     model = onnx.load(path)
-    spec = json.loads((DATA / "manifest.json").read_text())["bert_ts"]["inputs"]
+    spec = json.loads((DATA / "manifest.json").read_text())[name]["inputs"]
     rng = np.random.default_rng(3)
     feeds: dict[str, np.ndarray] = {}
     for x in spec:
@@ -195,7 +197,7 @@ def test_exported_bert_attention_lowers_and_matches(masked: bool) -> None:
     names = [o.name for o in model.graph.output]
     for n, r in zip(names, refs):
         assert 0.05 < float(np.abs(r).max()) < 10, n
-        assert_close(got[n], r, f"bert_ts {n}")
+        assert_close(got[n], r, f"{name} {n}")
 
 
 def _attention_module(seq: int):
