@@ -885,7 +885,9 @@ class AttentionOp(IRDLOperation):
     and at the end ``out = acc / l``. A row whose every score is ``-inf`` has ``l = 0`` and
     gives NaN (0/0), like the two-pass softmax; with ``nan_to_zero`` (the exporters' IsNaN
     guard) a row with ``l = 0`` or a NaN running max gives 0. Operand offsets per batch entry:
-    ``b * stride``. Block sizes come from the tiling record (kind ``attention``).
+    ``b * stride``, or, when q, k and v batch dims broadcast (k / v shared by heads), from
+    ``batch_strides`` (q's, k's and v's element stride per dim of ``batch_shape``, 0 where
+    broadcast). Block sizes come from the tiling record (kind ``attention``).
     """
 
     name = "ascendc.attention"
@@ -900,6 +902,7 @@ class AttentionOp(IRDLOperation):
     scale = prop_def(FloatAttr)
     batch_shape = prop_def(DenseArrayBase)
     mask_strides = opt_prop_def(DenseArrayBase)
+    batch_strides = opt_prop_def(DenseArrayBase)  # q, k, v per batch dim, when broadcast
     nan_to_zero = opt_prop_def(IntegerAttr)
     assembly_format = (
         "$q `,` $k `,` $v `,` $out `,` $workspace (`,` $mask^)? attr-dict `:` type($q) `,` "

@@ -6,7 +6,8 @@ Work units are (batch entry, block of ``blockQ`` query rows); each core takes un
 with an online softmax (running max, running sum, rescaled output accumulator in UB), so the
 ``[S, T]`` score matrix is never stored: the core's workspace slice holds one score block and
 one ``p v`` block (``wsPerCore`` elements, independent of S and T). Requires q, k, v with equal
-batch shapes, f32, and a float (additive) mask broadcasting to ``[*batch, S, T]``.
+batch dims broadcasting to the output's (k and v may be shared by heads), f32, and a float
+(additive) mask broadcasting to ``[*batch, S, T]``.
 """
 
 from __future__ import annotations
@@ -23,12 +24,17 @@ from autofusion.lowering.ascendc.vector import Unsupported, bcast_strides
 
 
 def build_attention(lowering, op: nn.AttentionOp) -> ac.KernelOp:
-    qs, ks, vs = shape_of(op.q), shape_of(op.k), shape_of(op.v)
-    if not (qs[:-2] == ks[:-2] == vs[:-2]):
-        raise Unsupported(f"attention with broadcast batch dims {qs}, {ks}, {vs}")
-    batch = tuple(qs[:-2])
+    qs, ks, vs = (tuple(shape_of(x)) for x in (op.q, op.k, op.v))
+    batch = tuple(shape_of(op.out)[:-2])
     s_, d = qs[-2:]
     t_, e = vs[-2:]
+    # per batch dim of the output, the element stride of q, k and v (0 where broadcast)
+    operand_strides: list[int] = []
+    for shape, rows, cols in ((qs, s_, d), (ks, t_, d), (vs, t_, e)):
+        st = bcast_strides(shape, (*batch, rows, cols))
+        if st is None:
+            raise Unsupported(f"attention batch dims {qs}, {ks}, {vs} do not broadcast")
+        operand_strides += st[:-2]
     lowering.static_reason = "attention's Matmul tilings are computed for compile-time S, T, D, E"
     sizes = {"batch": numel(batch), "S": s_, "T": t_, "D": d, "E": e}
     tiling = lowering._tiling(tl.TilingKind.ATTENTION, sizes)
@@ -48,6 +54,8 @@ def build_attention(lowering, op: nn.AttentionOp) -> ac.KernelOp:
         "scale": FloatAttr(op.scale, 64),
         "batch_shape": i64_array(batch),
     }
+    if (qs[:-2], ks[:-2], vs[:-2]) != (batch, batch, batch):
+        props["batch_strides"] = i64_array(operand_strides)
     if op.nan_to_zero:
         props["nan_to_zero"] = IntegerAttr(1, 64)
     mask = []
@@ -124,6 +132,29 @@ def _mask_lines(p, op: ac.AttentionOp, s_: int, t_: int) -> list[str]:
     return lines
 
 
+def _operand_offsets(op: ac.AttentionOp, per_unit: tuple[int, ...]) -> list[str]:
+    """C++ offsets of batch entry ``b``'s q, k and v matrices: ``b * stride``, or with
+    ``batch_strides`` (broadcast batch dims) the sum over the batch dims of
+    ``(b / inner) % size * stride``."""
+    if op.batch_strides is None:
+        return [f"b * {st}u" for st in per_unit]
+    shape = dense_ints(op.batch_shape)
+    strides = dense_ints(op.batch_strides)
+    nb = len(shape)
+    out = []
+    for j in range(3):
+        terms = []
+        inner = 1
+        for dd in range(nb - 1, -1, -1):
+            st = strides[j * nb + dd]
+            if st:
+                idx = f"(b / {inner}u)" if inner != 1 else "b"
+                terms.append(f"({idx} % {shape[dd]}u) * {st}u")
+            inner *= shape[dd]
+        out.append("(" + " + ".join(reversed(terms)) + ")" if terms else "0u")
+    return out
+
+
 def print_attention(p, op: ac.AttentionOp) -> list[str]:
     """The unit body (inside the work loop) of a streaming attention kernel."""
     s_, t_, d, e = dense_ints(op.sizes)
@@ -131,6 +162,7 @@ def print_attention(p, op: ac.AttentionOp) -> list[str]:
     n = p.n
     scale = float(op.scale.value.data)
     ntz = op.nan_to_zero is not None and op.nan_to_zero.value.data == 1
+    qoff, koff, voff = _operand_offsets(op, (qst, kst, vst))
     queues = [name for v, name in n.names.items() if isinstance(v.type, ac.QueueType)]
     qin, qout, qpv = queues
     bufs = [name for v, name in n.names.items() if isinstance(v.type, ac.TBufType)]
@@ -160,8 +192,8 @@ def print_attention(p, op: ac.AttentionOp) -> list[str]:
         f"            for (uint32_t j0 = 0; j0 < {t_}u; j0 += td.blockT) {{",
         f"                const uint32_t cols = {t_}u - j0 < td.blockT ? {t_}u - j0 : td.blockT;",
         "                // 1. score block = q k^T (Matmul API, B transposed)",
-        f"                mm0.SetTensorA({n[op.q]}[b * {qst}u + q0 * {d}u], false);",
-        f"                mm0.SetTensorB({n[op.k]}[b * {kst}u + j0 * {d}u], true);",
+        f"                mm0.SetTensorA({n[op.q]}[{qoff} + q0 * {d}u], false);",
+        f"                mm0.SetTensorB({n[op.k]}[{koff} + j0 * {d}u], true);",
         f"                mm0.SetTail(static_cast<int>(rows), static_cast<int>(cols), {d});",
         "                mm0.IterateAll(scores);",
         "                AscendC::PipeBarrier<PIPE_ALL>();",
@@ -213,7 +245,7 @@ def print_attention(p, op: ac.AttentionOp) -> list[str]:
         "                AscendC::PipeBarrier<PIPE_ALL>();",
         "                // 3. p v block (Matmul API), then acc = acc * alpha + p v",
         "                mm1.SetTensorA(scores, false);",
-        f"                mm1.SetTensorB({n[op.v]}[b * {vst}u + j0 * {e}u], false);",
+        f"                mm1.SetTensorB({n[op.v]}[{voff} + j0 * {e}u], false);",
         f"                mm1.SetTail(static_cast<int>(rows), {e}, static_cast<int>(cols));",
         "                mm1.IterateAll(pv);",
         "                AscendC::PipeBarrier<PIPE_ALL>();",

@@ -25,13 +25,29 @@ func.func @main(%q: tensor<1x12x512x64xf32>, %k: tensor<1x12x512x64xf32>, %v: te
 
 // -----
 
-// Must not fire: k and v shared by the heads (batch dims that broadcast) stay on the host
-// with the reason.
+// Positive: k and v shared by the 4 heads (batch dims that broadcast): per-operand batch
+// strides, 0 for k and v.
 func.func @main(%q: tensor<1x4x16x8xf32>, %k: tensor<1x1x16x8xf32>, %v: tensor<1x1x16x8xf32>) -> tensor<1x4x16x8xf32> {
   %0 = nn.attention %q, %k, %v {scale = 0.35 : f64} : (tensor<1x4x16x8xf32>, tensor<1x1x16x8xf32>, tensor<1x1x16x8xf32>) -> tensor<1x4x16x8xf32>
   func.return %0 : tensor<1x4x16x8xf32>
 }
 // CHECK-LABEL: func.func @main
+// CHECK-NEXT:    %{{.*}} = ascendc.launch @af_kernel_0(%q, %k, %v)
+// CHECK:         ascendc.attention {{.*}}batch_shape = array<i64: 1, 4>, batch_strides = array<i64: 0, 128, 0, 0, 0, 0>}
+
+// -----
+
+// Must not fire: an output row of 20000 values leaves no room for a query block in UB; the
+// group stays on the host with the reason.
+func.func @main(%q: tensor<1x1x2x8xf32>, %k: tensor<1x1x4x8xf32>, %v: tensor<1x1x4x20000xf32>) -> tensor<1x1x2x20000xf32> {
+  %y = fusion.kernel "attention" ["attn"] (%q, %k, %v) : (tensor<1x1x2x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x20000xf32>) -> tensor<1x1x2x20000xf32> {
+  ^bb0(%a: tensor<1x1x2x8xf32>, %b: tensor<1x1x4x8xf32>, %c: tensor<1x1x4x20000xf32>):
+    %0 = nn.attention %a, %b, %c {scale = 0.35 : f64} : (tensor<1x1x2x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x20000xf32>) -> tensor<1x1x2x20000xf32>
+    fusion.yield %0 : tensor<1x1x2x20000xf32>
+  }
+  func.return %y : tensor<1x1x2x20000xf32>
+}
+// CHECK-LABEL: func.func @main
 // CHECK-NOT:     ascendc.launch
-// CHECK:         nn.attention
+// CHECK:         fusion.kernel "attention" ["attn"] (%q, %k, %v) attributes {ascendc.fallback = "a query row of 20000 output values does not fit in UB"}
 // CHECK-NOT:     ascendc.kernel
