@@ -879,8 +879,8 @@ class AttentionOp(IRDLOperation):
        (``ReduceMax``), new running max ``m``, rescale factor ``alpha = exp(m_old - m)``,
        ``p = exp(s - m)``, running sum ``l = l * alpha + sum(p)``; ``p`` goes back to the
        workspace;
-    3. ``Matmul`` of ``p`` and the value block into the workspace ``p v`` block, then
-       ``acc = acc * alpha + p v`` in UB;
+    3. ``Matmul`` of ``p`` and the value block into the unit's output rows (scratch until
+       the end), then ``acc = acc * alpha + p v`` in UB;
 
     and at the end ``out = acc / l``. A row whose every score is ``-inf`` has ``l = 0`` and
     gives NaN (0/0), like the two-pass softmax; with ``nan_to_zero`` (the exporters' IsNaN

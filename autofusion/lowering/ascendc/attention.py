@@ -4,10 +4,11 @@
 Work units are (batch entry, block of ``blockQ`` query rows); each core takes units
 ``blockIdx, blockIdx + blockNum, ...``. Per unit the keys are walked in blocks of ``blockT``
 with an online softmax (running max, running sum, rescaled output accumulator in UB), so the
-``[S, T]`` score matrix is never stored: the core's workspace slice holds one score block and
-one ``p v`` block (``wsPerCore`` elements, independent of S and T). Requires q, k, v with equal
-batch dims broadcasting to the output's (k and v may be shared by heads), f32, and a float
-(additive) mask broadcasting to ``[*batch, S, T]``.
+``[S, T]`` score matrix is never stored: the core's workspace slice holds one score block
+(``wsPerCore`` elements, independent of S and T); each key block's ``p v`` product lands in
+the unit's own output rows (free until the final ``acc / l`` overwrites them). Requires f32
+q, k, v whose batch dims broadcast to the output's (k and v may be shared by heads) and a
+float (additive) mask broadcasting to ``[*batch, S, T]``.
 """
 
 from __future__ import annotations
@@ -172,10 +173,11 @@ def print_attention(p, op: ac.AttentionOp) -> list[str]:
         "            const uint32_t q0 = (u % td.qBlocks) * td.blockQ;",
         f"            const uint32_t rows = {s_}u - q0 < td.blockQ ? {s_}u - q0 : td.blockQ;",
         "            const uint32_t statStride = (td.blockQ + 7u) / 8u * 8u;",
-        "            // this core's workspace: one score block and one p v block",
+        "            // this core's workspace: one score block",
         "            AscendC::GlobalTensor<float> scores = "
         f"{n[op.workspace]}[static_cast<uint64_t>(AscendC::GetBlockIdx()) * td.wsPerCore];",
-        "            AscendC::GlobalTensor<float> pv = scores[td.blockQ * td.blockT];",
+        "            // the unit's output rows hold each key block's p v until the final write",
+        f"            AscendC::GlobalTensor<float> outRows = {n[op.out]}[b * {ost}u + q0 * {e}u];",
         f"            AscendC::LocalTensor<float> acc = {accb}.Get<float>();",
         f"            AscendC::LocalTensor<float> stats = {statb}.Get<float>();",
         "            AscendC::LocalTensor<float> rowMax = stats;",
@@ -247,10 +249,10 @@ def print_attention(p, op: ac.AttentionOp) -> list[str]:
         "                mm1.SetTensorA(scores, false);",
         f"                mm1.SetTensorB({n[op.v]}[{voff} + j0 * {e}u], false);",
         f"                mm1.SetTail(static_cast<int>(rows), {e}, static_cast<int>(cols));",
-        "                mm1.IterateAll(pv);",
+        "                mm1.IterateAll(outRows);",
         "                AscendC::PipeBarrier<PIPE_ALL>();",
         f"                AscendC::LocalTensor<float> pin = {qpv}.AllocTensor<float>();",
-        f"                AfCopyRowsStridedIn(pin, pv, rows, {e}u, {e}u, td.rowStrideE);",
+        f"                AfCopyRowsStridedIn(pin, outRows, rows, {e}u, {e}u, td.rowStrideE);",
         f"                {qpv}.EnQue(pin);",
         f"                AscendC::LocalTensor<float> pvb = {qpv}.DeQue<float>();",
         "                for (uint32_t r = 0; r < rows; r++) {",
@@ -287,8 +289,7 @@ def print_attention(p, op: ac.AttentionOp) -> list[str]:
         f"                AscendC::Muls(ar, ar, sc.GetValue(0), {e});",
         "            }",
         "            AscendC::PipeBarrier<PIPE_ALL>();",
-        f"            AfCopyRowsStridedOut({n[op.out]}[b * {ost}u + q0 * {e}u], acc, rows, "
-        f"{e}u, {e}u, td.rowStrideE);",
+        f"            AfCopyRowsStridedOut(outRows, acc, rows, {e}u, {e}u, td.rowStrideE);",
         "            AscendC::PipeBarrier<PIPE_ALL>();",
     ]
     return lines
@@ -298,7 +299,7 @@ def attention_matmul_tiling(t: dict[str, int]) -> list[str]:
     """Host code filling the two Matmul API tilings (``td->mm0``, ``td->mm1``) of an attention
     kernel with tiling values ``t``; ``platform`` is in scope. Both are per block: ``mm0``
     ``[blockQ x D] x [D x blockT]`` into the score block (row stride ``blockT``), ``mm1``
-    ``[blockQ x blockT] x [blockT x E]`` into the ``p v`` block; the kernel's ``SetTail``
+    ``[blockQ x blockT] x [blockT x E]`` into the unit's output rows; the kernel's ``SetTail``
     shrinks them for the last query and key blocks."""
     mm = []
     for i, (m, n_, k, trans_b) in enumerate(

@@ -19,7 +19,7 @@ Kinds (``TilingKind``; the record names its kind, the struct fields follow from 
   with an epilogue, the vector fields of the epilogue's tile loop come first.
 * ``attention``: streaming (flash-style) attention; one work unit per (batch entry, block of
   ``blockQ`` query rows), keys in blocks of ``blockT``; the workspace per core is one score
-  block and one ``p v`` block (``wsPerCore``), independent of the sequence lengths.
+  block (``wsPerCore``), independent of the sequence lengths.
 
 Run-time sizes: a record may name inputs as run-time (``runtime``). The host tiling function
 then takes them as ``uint32_t`` arguments, checks them against the range ``1..<the value in the
@@ -437,11 +437,7 @@ def _attention_steps() -> list[Step]:
         ),
         Let("qBlocks", ceil_div(Var("S"), Var("bq"))),
         Let("units", Var("batch") * Var("qBlocks"), "work units: (batch entry, query block)"),
-        Let(
-            "wsPerCore",
-            Var("bq") * bt + Var("bq") * Var("E"),
-            "score block + p v block per core: independent of S and T",
-        ),
+        Let("wsPerCore", Var("bq") * bt, "one score block per core: independent of S and T"),
     ]
 
 

@@ -2,7 +2,8 @@
 
 // nn.attention as a streaming (flash-style) kernel: per (batch x head, query block) unit the
 // keys are walked in blocks of blockT (8 here: T = 20 gives blocks 8, 8, 4) with an online
-// softmax; the workspace holds one score block and one p v block per core, never [S, T].
+// softmax; the workspace holds one score block per core, never [S, T]; each key block's
+// p v lands in the unit's own output rows until the final acc / l overwrites them.
 // The exporters' IsNaN guard (nan_to_zero) zeroes rows whose probabilities are NaN.
 func.func @main(%q: tensor<1x2x40x8xf32>, %k: tensor<1x2x20x8xf32>, %v: tensor<1x2x20x8xf32>, %m: tensor<1x1x40x20xf32>) -> tensor<1x2x40x8xf32> {
   %0 = nn.attention %q, %k, %v, %m {scale = 0.125 : f64, nan_to_zero = 1 : i64} : (tensor<1x2x40x8xf32>, tensor<1x2x20x8xf32>, tensor<1x2x20x8xf32>, tensor<1x1x40x20xf32>) -> tensor<1x2x40x8xf32>
@@ -28,7 +29,7 @@ func.func @main(%q: tensor<1x2x40x8xf32>, %k: tensor<1x2x20x8xf32>, %v: tensor<1
 // CHECK:           const int64_t bq = std::min<int64_t>(std::min<int64_t>(std::min<int64_t>(S, (ubBytes - fixed) / per), std::max<int64_t>(1, maxTile / bt)), 4095);
 // CHECK-NEXT:      const int64_t qBlocks = (S + bq - 1) / bq;
 // CHECK-NEXT:      const int64_t units = batch * qBlocks;
-// CHECK-NEXT:      const int64_t wsPerCore = bq * bt + bq * E;
+// CHECK-NEXT:      const int64_t wsPerCore = bq * bt;
 // CHECK:           td->workspaceElems = static_cast<uint32_t>(wsPerCore * cores);
 // CHECK:               mmTiling.SetBType(matmul_tiling::TPosition::GM, matmul_tiling::CubeFormat::ND, matmul_tiling::DataType::DT_FLOAT, true);
 // CHECK-NEXT:          mmTiling.SetCType(
@@ -41,8 +42,8 @@ func.func @main(%q: tensor<1x2x40x8xf32>, %k: tensor<1x2x20x8xf32>, %v: tensor<1
 // CHECK-NEXT:      return static_cast<uint64_t>(td->workspaceElems) * sizeof(float);
 // CHECK-LABEL: // ===== kernels/af_kernel_0.asc =====
 // CHECK:               REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm0, &this->td.mm0, mm1, &this->td.mm1);
-// workspace: 4 cores x (32 x 8 score block + 32 x 8 p v block), independent of S and T
-// CHECK:               workspaceGm.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(workspace), 2048);
+// workspace: 4 cores x a 32 x 8 score block, independent of S and T
+// CHECK:               workspaceGm.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(workspace), 1024);
 // CHECK-NEXT:          pipe.InitBuffer(inQueue0, BUFFER_NUM, td.blockQ * td.blockT * sizeof(float));
 // CHECK-NEXT:          pipe.InitBuffer(outQueue0, BUFFER_NUM, td.blockQ * td.blockT * sizeof(float));
 // CHECK-NEXT:          pipe.InitBuffer(inQueue1, BUFFER_NUM, td.blockQ * td.rowStrideE * sizeof(float));
@@ -52,7 +53,8 @@ func.func @main(%q: tensor<1x2x40x8xf32>, %k: tensor<1x2x20x8xf32>, %v: tensor<1
 // CHECK-NEXT:          const uint32_t q0 = (u % td.qBlocks) * td.blockQ;
 // CHECK-NEXT:          const uint32_t rows = 40u - q0 < td.blockQ ? 40u - q0 : td.blockQ;
 // CHECK:               AscendC::GlobalTensor<float> scores = workspaceGm[static_cast<uint64_t>(AscendC::GetBlockIdx()) * td.wsPerCore];
-// CHECK-NEXT:          AscendC::GlobalTensor<float> pv = scores[td.blockQ * td.blockT];
+// CHECK-NEXT:          // the unit's output rows hold each key block's p v until the final write
+// CHECK-NEXT:          AscendC::GlobalTensor<float> outRows = out0Gm[b * 320u + q0 * 8u];
 // CHECK-NEXT:          AscendC::LocalTensor<float> acc = [[ACC]].Get<float>();
 // CHECK-NEXT:          AscendC::LocalTensor<float> stats = [[STATS]].Get<float>();
 // CHECK:               AscendC::Duplicate(rowMax, -INFINITY, static_cast<int32_t>(rows));
@@ -82,13 +84,14 @@ func.func @main(%q: tensor<1x2x40x8xf32>, %k: tensor<1x2x20x8xf32>, %v: tensor<1
 // CHECK:               mm1.SetTensorA(scores, false);
 // CHECK-NEXT:          mm1.SetTensorB(in2Gm[b * 160u + j0 * 8u], false);
 // CHECK-NEXT:          mm1.SetTail(static_cast<int>(rows), 8, static_cast<int>(cols));
-// CHECK-NEXT:          mm1.IterateAll(pv);
+// CHECK-NEXT:          mm1.IterateAll(outRows);
+// CHECK:               AfCopyRowsStridedIn(pin, outRows, rows, 8u, 8u, td.rowStrideE);
 // CHECK:                   AscendC::Muls(ar, ar, alpha.GetValue(r), 8);
 // CHECK-NEXT:              AscendC::Add(ar, ar, pvb[r * td.rowStrideE], 8);
 // CHECK:               // 4. out = acc / l per row
 // CHECK:                   if (!(l > 0.0f) || m != m) {  // NaN probabilities -> 0 (nan_to_zero)
 // CHECK-NEXT:                  AscendC::Duplicate(ar, 0.0f, 8);
-// CHECK:               AfCopyRowsStridedOut(out0Gm[b * 320u + q0 * 8u], acc, rows, 8u, 8u, td.rowStrideE);
+// CHECK:               AfCopyRowsStridedOut(outRows, acc, rows, 8u, 8u, td.rowStrideE);
 // CHECK:       extern "C" __global__ __aicore__ void af_kernel_0(GM_ADDR in0, GM_ADDR in1, GM_ADDR in2, GM_ADDR in3, GM_ADDR out0, GM_ADDR workspace, GM_ADDR tiling)
 
 // Without the guard a row with no positive sum is NaN (0/0), as the two-pass softmax.
