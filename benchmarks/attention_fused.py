@@ -21,19 +21,16 @@ acceptance: fused at least as fast as unfused at S = 128 and faster at 512).
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import statistics
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import onnx
+from engines import add_options, common_argv, finish_worker, median_ms, spawn
 from onnx import TensorProto, helper, numpy_helper
 
 ENGINES = ("fused", "unfused", "onnxruntime")
@@ -90,16 +87,8 @@ def worker(args: argparse.Namespace) -> None:
             m = autofusion.compile(model, threads=args.threads, config=config, cache=False)
             run = lambda: m.run(feeds)["y"]  # noqa: E731
         outputs[str(seq)] = run()
-        for _ in range(args.warmup):
-            run()
-        times = []
-        for _ in range(args.runs):
-            t0 = time.perf_counter()
-            run()
-            times.append(time.perf_counter() - t0)
-        result[str(seq)] = 1e3 * statistics.median(times)
-    np.savez(args.outputs, **outputs)
-    Path(args.out).write_text(json.dumps(result))
+        result[str(seq)] = median_ms(run, args.runs, args.warmup)
+    finish_worker(args, result, outputs)
 
 
 def main() -> None:
@@ -107,13 +96,7 @@ def main() -> None:
     ap.add_argument("--lengths", default="128,512")
     ap.add_argument("--heads", type=int, default=12)
     ap.add_argument("--d", type=int, default=64, help="head size")
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--runs", type=int, default=20)
-    ap.add_argument("--warmup", type=int, default=3)
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--worker", choices=ENGINES, help=argparse.SUPPRESS)
-    ap.add_argument("--out", help=argparse.SUPPRESS)
-    ap.add_argument("--outputs", help=argparse.SUPPRESS)
+    add_options(ap, ENGINES)
     args = ap.parse_args()
     if args.worker:
         worker(args)
@@ -126,16 +109,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="attn-") as d:
         for rnd in range(args.rounds):
             got: dict[str, Any] = {}
+            argv = ["--lengths", args.lengths, "--heads", str(args.heads), "--d", str(args.d),
+                    *common_argv(args)]  # fmt: skip
             for engine in ENGINES:
-                out, npz = Path(d) / f"{engine}-{rnd}.json", Path(d) / f"{engine}-{rnd}.npz"
-                cmd = [sys.executable, __file__, "--worker", engine, "--out", str(out),
-                       "--outputs", str(npz), "--lengths", args.lengths, "--heads",
-                       str(args.heads), "--d", str(args.d), "--threads", str(args.threads),
-                       "--runs", str(args.runs), "--warmup", str(args.warmup)]  # fmt: skip
-                subprocess.run(cmd, check=True)
-                with np.load(npz) as data:
-                    got[engine] = {"ms": json.loads(out.read_text()),
-                                   "y": {k: data[k] for k in data.files}}  # fmt: skip
+                res = spawn(__file__, engine, argv, Path(d), rnd)
+                y = res.pop("outputs")
+                got[engine] = {"ms": res, "y": y}
             rounds.append(got)
     load1 = os.getloadavg()[0]
     print(f"attention [1, {args.heads}, S, {args.d}], {args.threads} thread(s), {args.runs} runs x "

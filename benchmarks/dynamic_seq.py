@@ -25,7 +25,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -33,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from engines import add_options, common_argv, finish_worker, median_ms, spawn
 
 ENGINES = ("dynamic", "static", "onnxruntime")
 
@@ -42,17 +42,6 @@ def _feeds(seq: int) -> dict[str, np.ndarray]:
     mask = np.ones((1, seq), np.int64)
     mask[0, seq - seq // 8 :] = 0  # some padding
     return {"input_ids": rng.integers(0, 100, (1, seq)).astype(np.int64), "attention_mask": mask}
-
-
-def _median_ms(run: Any, runs: int, warmup: int) -> float:
-    for _ in range(warmup):
-        run()
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - t0)
-    return 1e3 * statistics.median(times)
 
 
 def worker(args: argparse.Namespace) -> None:
@@ -91,42 +80,28 @@ def worker(args: argparse.Namespace) -> None:
             names = [o.name for o in sess.get_outputs()]
             out = dict(zip(names, sess.run(names, feeds)))
             run = lambda: sess.run(names, feeds)  # noqa: E731
-        entry["median_ms"] = _median_ms(run, args.runs, args.warmup)
+        entry["median_ms"] = median_ms(run, args.runs, args.warmup)
         result["lengths"][str(seq)] = entry
         outputs.update({f"{seq}/{k}": v for k, v in out.items()})
     if args.worker == "dynamic":
         result["shape_cache"] = model.report["shape_cache"]
-    np.savez(args.outputs, **outputs)
-    Path(args.out).write_text(json.dumps(result))
+    finish_worker(args, result, outputs)
 
 
 def _spawn(engine: str, args: argparse.Namespace, tmp: Path, rnd: int, cache: Path) -> dict:
-    out, npz = tmp / f"{engine}-{rnd}.json", tmp / f"{engine}-{rnd}.npz"
-    cmd = [sys.executable, __file__, "--worker", engine, "--model", args.model, "--lengths",
-           args.lengths, "--threads", str(args.threads), "--runs", str(args.runs), "--warmup",
-           str(args.warmup), "--out", str(out), "--outputs", str(npz)]  # fmt: skip
+    argv = ["--model", args.model, "--lengths", args.lengths, *common_argv(args)]
     # a private cache with no size limit: bert_base's 8 builds exceed the default 2 GB, and
     # an eviction would turn a later round's disk-cache load into a compile
-    env = {**os.environ, "AUTOFUSION_CACHE_DIR": str(cache), "AUTOFUSION_CACHE_MAX_MB": "0"}
-    subprocess.run(cmd, check=True, env=env)
-    result = json.loads(out.read_text())
-    with np.load(npz) as data:
-        result["outputs"] = {k: data[k] for k in data.files}
-    return result
+    env = {"AUTOFUSION_CACHE_DIR": str(cache), "AUTOFUSION_CACHE_MAX_MB": "0"}
+    return spawn(__file__, engine, argv, tmp, rnd, env)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--model", default="tiny_bert", help="zoo BERT config (tiny_bert, bert_base)")
     ap.add_argument("--lengths", default="64,128,256,512")
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--runs", type=int, default=20)
-    ap.add_argument("--warmup", type=int, default=3)
-    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
-    ap.add_argument("--worker", choices=ENGINES, help=argparse.SUPPRESS)
-    ap.add_argument("--out", help=argparse.SUPPRESS)
-    ap.add_argument("--outputs", help=argparse.SUPPRESS)
+    add_options(ap, ENGINES)
     args = ap.parse_args()
     if args.worker:
         worker(args)

@@ -23,7 +23,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,6 +31,7 @@ from typing import Any
 
 import numpy as np
 import onnx
+from engines import add_options, common_argv, finish_worker, median_ms, spawn
 
 ENGINES = ("dynamic", "static", "onnxruntime")
 
@@ -62,17 +62,6 @@ def _feeds(model: onnx.ModelProto, batch: int) -> dict[str, np.ndarray]:
         dtype = helper.tensor_dtype_to_np_dtype(t.elem_type)
         out[v.name] = rng.standard_normal(shape).astype(dtype)
     return out
-
-
-def _median_ms(run: Any, runs: int, warmup: int) -> float:
-    for _ in range(warmup):
-        run()
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - t0)
-    return 1e3 * statistics.median(times)
 
 
 def worker(args: argparse.Namespace) -> None:
@@ -110,38 +99,24 @@ def worker(args: argparse.Namespace) -> None:
             names = [o.name for o in sess.get_outputs()]
             out = dict(zip(names, sess.run(names, feeds)))
             run = lambda: sess.run(names, feeds)  # noqa: E731
-        entry["median_ms"] = _median_ms(run, args.runs, args.warmup)
+        entry["median_ms"] = median_ms(run, args.runs, args.warmup)
         result["batches"][str(b)] = entry
         outputs.update({f"{b}/{k}": v for k, v in out.items()})
-    np.savez(args.outputs, **outputs)
-    Path(args.out).write_text(json.dumps(result))
+    finish_worker(args, result, outputs)
 
 
 def _spawn(engine: str, args: argparse.Namespace, tmp: Path, rnd: int) -> dict:
-    out, npz = tmp / f"{engine}-{rnd}.json", tmp / f"{engine}-{rnd}.npz"
-    cmd = [sys.executable, __file__, "--worker", engine, "--model", args.model, "--batches",
-           args.batches, "--threads", str(args.threads), "--runs", str(args.runs), "--warmup",
-           str(args.warmup), "--out", str(out), "--outputs", str(npz)]  # fmt: skip
-    env = {**os.environ, "AUTOFUSION_CACHE_DIR": str(tmp / "cache"), "AUTOFUSION_CACHE_MAX_MB": "0"}
-    subprocess.run(cmd, check=True, env=env)
-    result = json.loads(out.read_text())
-    with np.load(npz) as data:
-        result["outputs"] = {k: data[k] for k in data.files}
-    return result
+    argv = ["--model", args.model, "--batches", args.batches, *common_argv(args)]
+    env = {"AUTOFUSION_CACHE_DIR": str(tmp / "cache"), "AUTOFUSION_CACHE_MAX_MB": "0"}
+    return spawn(__file__, engine, argv, tmp, rnd, env)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--model", required=True, help="an .onnx file (a CNN with a batch dim 0)")
     ap.add_argument("--batches", default="1,2,4,8")
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--runs", type=int, default=10)
-    ap.add_argument("--warmup", type=int, default=2)
-    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
-    ap.add_argument("--worker", choices=ENGINES, help=argparse.SUPPRESS)
-    ap.add_argument("--out", help=argparse.SUPPRESS)
-    ap.add_argument("--outputs", help=argparse.SUPPRESS)
+    add_options(ap, ENGINES, runs=10, warmup=2)
     args = ap.parse_args()
     if args.worker:
         worker(args)
