@@ -430,6 +430,60 @@ def slower_when_fused(
     )
 
 
+def _compute_seconds(work: Work, roofs: Roofs) -> float:
+    fill = max(work.lane_fill, 1e-3)
+    return work.contraction_flops / (
+        roofs.gemm_flops * max(work.gemm_efficiency, 1e-3)
+    ) + work.vector_flops / (roofs.vector_flops * fill)
+
+
+@dataclass(frozen=True)
+class ChainTimes:
+    """Predicted seconds of a conv chain run in spatial tiles against its two kernels."""
+
+    fused: float
+    parts: float
+    mid_bytes: int  # the intermediate's size
+    mem_saved: int  # memory bytes the tiles save (0: it stays in L2 between the kernels)
+
+
+def conv_chain_times(
+    producer: Sequence[Operation], consumer: Sequence[Operation], hw: Hardware, roofs: Roofs
+) -> ChainTimes:
+    """The ``fuse-conv-chain`` decision's figures: ``producer`` (a depthwise conv and its
+    clamp) and ``consumer`` (a 1x1 conv reading its result, and its epilogue) as two kernels
+    or as one run in row bands. Apart, the intermediate is written by one and read by the
+    other: from memory when it is larger than L2, or when the producer's working set (its
+    inputs and the intermediate) is (the intermediate is evicted while being written).
+    Fused, it moves through a per-band tile in L2 (the same L2 bytes) and never through
+    memory; a 1x1 consumer needs no halo, so no work is repeated, and the two contractions'
+    compute adds up. Memory traffic of the kernels' own inputs and outputs is unchanged."""
+    lanes = roofs.vector_lanes
+    wp = group_work(producer, hw, lanes)
+    wc = group_work(consumer, hw, lanes)
+    members = set(producer)
+    mid = next(r for o in producer for r in o.results
+               if any(u.operation not in members for u in r.uses))  # fmt: skip
+    b = _bytes(mid)
+    inputs = {v for o in producer for v in o.operands
+              if not (isinstance(v.owner, Operation) and v.owner in members)}  # fmt: skip
+    working = sum(_bytes(v) for v in inputs) + b
+    mp, mc = wp.mem_bytes, wc.mem_bytes
+    if b <= hw.fused_cache_bytes < working:  # group_work counted it at L2: it is not
+        mp, mc = mp + b, mc + b
+    saved = 2 * b if working > hw.fused_cache_bytes else 0
+    parts = predict_seconds(replace(wp, mem_bytes=mp), roofs) + predict_seconds(
+        replace(wc, mem_bytes=mc), roofs
+    )
+    compute = _compute_seconds(wp, roofs) + _compute_seconds(wc, roofs)
+    fused = (
+        max(compute, (mp + mc - saved) / roofs.mem_bandwidth,
+            (wp.l2_bytes + wc.l2_bytes) / roofs.l2_bandwidth)
+        + roofs.overhead_s
+    )  # fmt: skip
+    return ChainTimes(fused, parts, b, saved)
+
+
 # ---- measured roofs, cached per machine ---------------------------------------------------
 
 
