@@ -4,7 +4,9 @@
  * Arguments: threads reps C H stride K [C H stride K ...] (depthwise 3x3 pad 1 on C x H x H,
  * then 1x1 to K channels). Per case it prints "C H stride K median_fused_us median_apart_us
  * median_ratio max_abs_diff". One thread: process CPU time; more: wall time. Activations
- * come and go through memory: the intermediate of the apart version is a full buffer. */
+ * come and go through memory: the intermediate of the apart version is a full buffer.
+ * With DWPW_ONLY=fused or DWPW_ONLY=apart in the environment it runs only that version,
+ * reps times, untimed (for valgrind --tool=callgrind instruction counts). */
 #include "afrt.h"
 #include <math.h>
 #include <stdio.h>
@@ -58,6 +60,21 @@ int main(int argc, char **argv) {
         for (int64_t i = 0; i < C + K; ++i) bd[i] = 0.05f;
         afrt_register_constant_region(wts, (nwd + nwp + (size_t)(C + K)) * 4);
         const afrt_epilogue clamp = {relu6_, NULL};
+        const char *only = getenv("DWPW_ONLY");
+        if (only) {
+            for (int i = 0; i < reps; ++i) {
+                if (only[0] == 'f')
+                    (void)afrt_dwpw_f32(x, wd, bd, 0.0f, 6.0f, wp, bp, y0, &pd, &pp,
+                                        afrt_no_epilogue());
+                else {
+                    (void)afrt_dwconv2d_f32(x, wd, bd, mid, &pd, clamp);
+                    afrt_conv2d_f32(mid, wp, bp, y1, &pp, NULL, afrt_no_epilogue());
+                }
+            }
+            afrt_unregister_constant_region(wts);
+            free(wts), free(x), free(mid), free(y0), free(y1);
+            continue;
+        }
         double *tf = malloc((size_t)reps * sizeof(double) * 3), *ta = tf + reps, *r = ta + reps;
         int inner = 1;
         for (double t0 = now_(cpu); now_(cpu) - t0 < 5e-3; ++inner)

@@ -180,15 +180,15 @@ def fuse_conv_chains(module: ModuleOp, policy: FusionPolicy) -> int:
         for op in list(block.ops):
             if op in used or _producer(op) is None or len(op.results) != 1:
                 continue
-            uses = list(op.results[0].uses)
-            if not uses:
+            v = op.results[0]
+            convs = [(u.operation, c) for u in v.uses if (c := _consumer(u.operation, v))]
+            if not convs:
                 continue
-            cons = uses[0].operation
+            cons, conv = convs[0]
             if cons in used or cons.parent_block() is not block:
                 continue
             if policy.level == 0 or not policy.config.family_enabled(FAMILY):
-                conv = _consumer(cons, op.results[0])
-                if conv is not None and len(uses) == 1:
+                if v.has_one_use():
                     r = policy.family_refusal(FAMILY, [Unit.of(op).ops[0], conv])
                     if r is not None:
                         log.add_refusal(r)

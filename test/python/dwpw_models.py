@@ -36,9 +36,9 @@ def chain_case(rng: np.random.Generator, i: int, c: int, h: int, w: int, k: int 
     if act == "relu":
         nodes.append(helper.make_node("Relu", [d_out], [f"m{i}"], name=f"act{i}"))
     elif act == "relu6":
-        inits += [numpy_helper.from_array(np.array(0, np.float32), f"lo{i}"),
-                  numpy_helper.from_array(np.array(6, np.float32), f"hi{i}")]  # fmt: skip
-        nodes.append(helper.make_node("Clip", [d_out, f"lo{i}", f"hi{i}"], [f"m{i}"],
+        inits += [numpy_helper.from_array(np.array(0, np.float32), f"dlo{i}"),
+                  numpy_helper.from_array(np.array(6, np.float32), f"dhi{i}")]  # fmt: skip
+        nodes.append(helper.make_node("Clip", [d_out, f"dlo{i}", f"dhi{i}"], [f"m{i}"],
                                       name=f"act{i}"))  # fmt: skip
     oh = (h + pads[0] + pads[2] - k) // stride + 1
     ow = (w + pads[1] + pads[3] - k) // stride + 1
