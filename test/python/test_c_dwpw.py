@@ -99,7 +99,8 @@ def test_cost_model_decides_and_the_switch_turns_it_off(tmp_path: Path) -> None:
     refusals = report["refusals"]
     assert isinstance(refusals, list)
     cost = [r for r in refusals if r["code"] == "cost" and "pw1" in r["nodes"]]
-    assert len(cost) == 1 and "stays in L2" in cost[0]["reason"], refusals
+    assert len(cost) == 1, refusals
+    assert "stays in L2" in cost[0]["reason"]
     off = _run(model, feeds, _config(tmp_path, {"patterns": {"conv_chain": False}}))
     assert _chains(off) == []
     off_refusals = off["refusals"]
