@@ -150,8 +150,10 @@ class _ChainFinder:
                          "one Relu/Clip (the chain kernel clamps its tile)", [dw, act])  # fmt: skip
             return None
         p_ops, c_ops = list(Unit.of(prod).ops), list(Unit.of(cons).ops)
-        r = self.policy.check(p_ops[-1], conv, FAMILY, p_ops)
-        applies = r is None and self.policy.cost_applies(conv, p_ops)
+        # the kernel's body ops are not wired to ``conv``: give the rules the path itself
+        paths = [(*p_ops, conv)]
+        r = self.policy.check(p_ops[-1], conv, FAMILY, p_ops, paths)
+        applies = r is None and self.policy.cost_applies(conv, p_ops, paths)
         if applies:
             t = predict.conv_chain_times(p_ops, c_ops, self.hw, self.roofs)
             if t.mem_saved <= 0:

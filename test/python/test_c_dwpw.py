@@ -141,3 +141,61 @@ def test_chain_kernel_sanitizer_clean(tmp_path: Path) -> None:
     got = run_driver(exe, tmp_path / "weights.bin", inputs, outs, tmp_path / "run", threads=2)
     for (name, r), g in zip(ref.items(), got, strict=True):
         assert_close(g, r, f"{name} under ASan/UBSan")
+
+
+def test_pass_preserves_semantics_in_the_interpreter() -> None:
+    """The numpy interpreter gives the same outputs before and after ``fuse-conv-chain``
+    (forced at aggressiveness 3), and the chain kernels hold both convs."""
+    from autofusion.frontend import import_onnx
+    from autofusion.interpreter import run_module
+    from autofusion.passes.fuse_conv_bn_relu import fuse_conv_chains as fuse_conv_bn
+    from autofusion.passes.fuse_conv_chain import fuse_conv_chains
+    from autofusion.pipeline import run_tensor_passes
+    from autofusion.policy.engine import FusionPolicy
+
+    model = chain_model(CASES[:3], seed=5)
+    feeds = _feeds(model, 5)
+    module = import_onnx(model, progress=False)
+    run_tensor_passes(module, groups=("cleanup",))
+    policy = FusionPolicy.resolve(aggressiveness=3)
+    fuse_conv_bn(module, policy)
+    before = run_module(module, feeds)
+    assert fuse_conv_chains(module, policy) == 3
+    module.verify()
+    after = run_module(module, feeds)
+    for name, ref in before.items():
+        assert_close(after[name], ref, name)
+    ref_ort = onnxruntime_outputs(model, feeds)
+    for name, ref in ref_ort.items():
+        assert_close(after[name], ref, f"{name} vs onnxruntime")
+
+
+@pytest.mark.parametrize(
+    ("rules", "formed", "code"),
+    [({"whitelist": ["Clip->Conv"]}, 1, None), ({"blacklist": ["Clip->Conv"]}, 0, "blacklisted"),
+     ({}, 0, "cost")],
+)  # fmt: skip
+def test_policy_rules_reach_the_chain(tmp_path: Path, rules: dict[str, object], formed: int,
+                                      code: str | None) -> None:  # fmt: skip
+    """A small pair the cost model refuses: a whitelisted ``Clip->Conv`` forms it anyway
+    (``decided_by = "rules"``), a blacklisted one is refused by the rules."""
+    from autofusion.frontend import import_onnx
+    from autofusion.passes.fuse import iter_kernels
+    from autofusion.passes.fuse_conv_bn_relu import fuse_conv_chains as fuse_conv_bn
+    from autofusion.passes.fuse_conv_chain import fuse_conv_chains
+    from autofusion.pipeline import run_tensor_passes
+    from autofusion.policy.engine import FusionPolicy
+    from autofusion.policy.reasons import read_refusals
+
+    module = import_onnx(chain_model([{"c": 8, "h": 9, "w": 7, "kout": 4}], seed=6),
+                         progress=False)  # fmt: skip
+    run_tensor_passes(module, groups=("cleanup",))
+    policy = FusionPolicy.resolve(_config(tmp_path, rules))
+    fuse_conv_bn(module, policy)
+    assert fuse_conv_chains(module, policy) == formed
+    chains = [k for k in iter_kernels(module) if k.pattern_name.startswith("chain_")]
+    assert len(chains) == formed
+    if formed:
+        assert chains[0].attributes["fusion.decided_by"].data == "rules"  # type: ignore[attr-defined]
+    codes = {r.code for r in read_refusals(module) if "pw0" in r.nodes}
+    assert codes == ({code} if code else set())
