@@ -2,13 +2,14 @@
 onnxruntime.
 
 Odd shapes -- H/W not multiples of the row band, stride 2, asymmetric and zero padding,
-channel counts not multiples of 16, a channel multiplier, with and without biases, with the
-depthwise clamp (none, Relu, Relu6) and the pointwise epilogue (none, Relu6, SiLU, residual
-Add + Relu) -- are forced into chain kernels with ``aggressiveness: 3`` (which bypasses the
-cost model) so every case runs the fused kernel, on AVX-512 and the portable path, one and
-two threads. The cost model's decision (fuse a big intermediate, refuse one that stays in
-L2), the ``patterns: {conv_chain: false}`` switch, NaN propagation and an ASan/UBSan build
-are checked on their own.
+channel counts not multiples of 16, a channel multiplier, dilation 2, batch 3, with and
+without biases, with the depthwise clamp (none, Relu, Relu6) and the pointwise epilogue
+(none, Relu6, SiLU, residual Add + Relu) -- are forced into chain kernels with
+``aggressiveness: 3`` (which bypasses the cost model) so every case runs the fused kernel,
+on AVX-512 and the portable path, one and two threads. The cost model's decision (fuse a
+big intermediate, refuse one that stays in L2), the ``patterns: {conv_chain: false}``
+switch, black/whitelists, NaN propagation, the interpreter before and after the pass and an
+ASan/UBSan build are checked on their own.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ CASES: list[dict[str, object]] = [
      "kout": 24},
     {"c": 3, "h": 1, "w": 23, "act": "relu6", "kout": 7, "pads": (1, 1, 1, 1)},
     {"c": 33, "h": 64, "w": 17, "stride": 1, "k": 3, "pads": (0, 0, 0, 0), "kout": 16},
+    {"c": 12, "h": 19, "w": 21, "n": 3, "dil": 2, "pads": (2, 2, 2, 2), "act": "relu",
+     "epi": "bias_add_relu", "kout": 9},
 ]  # fmt: skip
 
 
