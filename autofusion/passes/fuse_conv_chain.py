@@ -11,8 +11,8 @@ once, so the depthwise output (4.8 MB for MobileNet-V2's 96 x 112 x 112) never g
 memory. A 1x1 reader needs no halo: no row is computed twice.
 
 The decision is the cost model's (``predict.conv_chain_times``): the join must save memory
-traffic -- the intermediate round-trips memory when apart, i.e. the producer's working
-set (its input and the intermediate) exceeds L2 -- and the fused kernel's predicted time
+traffic -- the intermediate round-trips memory when apart, i.e. it does not fit in L2 with
+as much traffic again around it (``2·bytes > L2``) -- and the fused kernel's predicted time
 must be below the two kernels'. Refusals: ``multi-consumer`` (the intermediate has other
 readers), ``unsupported`` (the depthwise kernel's epilogue is not one clamp), ``cost``, and
 the policy codes of family ``conv_chain`` (aggressiveness, ``patterns: {conv_chain:
