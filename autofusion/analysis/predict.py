@@ -288,13 +288,17 @@ def group_work(ops: Sequence[Operation], hw: Hardware, lanes: int = 16) -> Work:
     inline, head = streamed(body, members)
     times = _roots_reaching(body, inline)
     contraction = vector = 0
-    anchor: Operation | None = None
+    slow = 0.0  # sum of flops / efficiency over the contractions
+    anchors: list[Operation] = []
     for o in body:
         if _kind(type(o)) & _ANCHOR:
-            contraction += op_flops(o)
-            anchor = anchor or o
+            f = op_flops(o)
+            contraction += f
+            anchors.append(o)
+            slow += f / contraction_efficiency(o, lanes)
         else:
             vector += op_flops(o) * max(times.get(o, 1), 1)
+    tiled = _chain_intermediates(body) if len(anchors) > 1 else set()
     mem, near = _boundary_bytes(body, members, hw)
     l2 = mem + near
     for o in body:
@@ -303,15 +307,30 @@ def group_work(ops: Sequence[Operation], hw: Hardware, lanes: int = 16) -> Work:
         for r in o.results:
             if any(u.operation in members for u in r.uses):
                 b = _bytes(r)
-                if b <= hw.fused_cache_bytes:
+                if b <= hw.fused_cache_bytes or r in tiled:
                     l2 += 2 * b
                 else:
                     mem += 2 * b
                     l2 += 2 * b
     l2 += sum(_gemm_rereads(o, hw) for o in body if _kind(type(o)) & _HEAD)
     fill = _lane_fill(body[-1], lanes) if body else 1.0
-    eff = contraction_efficiency(anchor, lanes) if anchor is not None else 1.0
+    eff = 1.0
+    if len(anchors) == 1:
+        eff = contraction_efficiency(anchors[0], lanes)
+    elif anchors:  # several contractions (a conv chain): their times add up
+        eff = contraction / slow if slow > 0 else 1.0
     return Work(contraction, vector, mem, l2, fill, eff)
+
+
+def _chain_intermediates(body: Sequence[Operation]) -> set[SSAValue]:
+    """Values a ``fuse-conv-chain`` kernel keeps in its L2 tile (never in memory)."""
+    from autofusion.passes.fuse_conv_chain import body_chain
+
+    got = body_chain([o for o in body if not isinstance(o, nn.ConstantOp)])
+    if got is None:
+        return set()
+    dw, act, _ = got
+    return {dw.y, *(act.results if act is not None else ())}
 
 
 def _boundary_bytes(
@@ -456,7 +475,7 @@ def conv_chain_times(
     other: from memory unless it fits in L2 with as much traffic again around it (the
     producer's input streaming in while it is written, the consumer's output streaming out
     while it is read; L2 keeps the most recent bytes), i.e. when ``2·bytes > L2``. Measured
-    (benchmarks/dwpw_chain.py): 1.2–1.8 MB intermediates gain 12–31%, 0.45–0.6 MB ones
+    (benchmarks/dwpw_chain.py): 1.2-1.8 MB intermediates gain 12-31%, 0.45-0.6 MB ones
     nothing, even behind a 1.8 MB input.
     Fused, it moves through a per-band tile in L2 (the same L2 bytes) and never through
     memory; a 1x1 consumer needs no halo, so no work is repeated, and the two contractions'

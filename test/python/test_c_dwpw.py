@@ -202,3 +202,33 @@ def test_policy_rules_reach_the_chain(tmp_path: Path, rules: dict[str, object], 
         assert chains[0].attributes["fusion.decided_by"].data == "rules"  # type: ignore[attr-defined]
     codes = {r.code for r in read_refusals(module) if "pw0" in r.nodes}
     assert codes == ({code} if code else set())
+
+
+def test_predicted_work_of_a_chain_kernel() -> None:
+    """``predict.op_work`` of a chain kernel as ``afrt_dwpw_f32`` runs it: the 3.2 MB
+    intermediate moves through L2 only (it would go to memory as a plain buffer), and each
+    conv's FLOPs run at its own share of the GEMM roof (time-weighted efficiency)."""
+    from autofusion.analysis import predict
+    from autofusion.analysis.hardware import hardware_for
+    from autofusion.frontend import import_onnx
+    from autofusion.passes.fuse import iter_kernels
+    from autofusion.pipeline import run_tensor_passes
+
+    model = chain_model([{"c": 64, "h": 112, "w": 112, "kout": 24, "act": "relu"}], seed=7)
+    module = import_onnx(model, progress=False)
+    run_tensor_passes(module)
+    (kernel,) = [k for k in iter_kernels(module) if k.pattern_name.startswith("chain_")]
+    hw = hardware_for("cpu")
+    work = predict.op_work(kernel, hw)
+    body = [o for o in kernel.body.block.ops if o.name == "nn.conv"]
+    dw, pw = body
+    mid = 64 * 112 * 112 * 4
+    x, y = 64 * 112 * 112 * 4, 24 * 112 * 112 * 4
+    assert mid > hw.fused_cache_bytes > y
+    assert work.mem_bytes == x  # the input only (the output fits L2): no intermediate
+    assert work.l2_bytes >= x + y + 2 * mid
+    f_dw, f_pw = predict.op_flops(dw), predict.op_flops(pw)
+    slow = f_dw / predict.contraction_efficiency(dw, 16) + f_pw / predict.contraction_efficiency(
+        pw, 16
+    )
+    assert work.gemm_efficiency == pytest.approx((f_dw + f_pw) / slow)
