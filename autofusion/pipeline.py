@@ -19,6 +19,7 @@ Tensor passes (the group decides when a pass is included)::
     assign-precision        precision only with precision fp16_ops/bf16_ops: 16-bit weights
     fuse-conv-bn-relu       fusion   Conv(+BN)(+bias)(+residual)(+act) -> fusion.kernel
     fuse                    fusion   elementwise chains, epilogues -> fusion.kernel
+    fuse-conv-chain         fusion   target c: depthwise -> 1x1 conv kernels in row bands
     validate-precision      precision  with validation asked for: roll back imprecise groups
     plan-buffers            memory   always: lifetimes -> arena offsets (in place where safe)
     tile-fusion             tiling   only with a memory limit: tile groups to fit, re-plan
@@ -61,10 +62,14 @@ TENSOR_PASSES: tuple[tuple[str, str], ...] = (
     ("assign-precision", "precision"),
     ("fuse-conv-bn-relu", "fusion"),
     ("fuse", "fusion"),
+    ("fuse-conv-chain", "fusion"),
     ("validate-precision", "precision"),
     ("plan-buffers", "memory"),
     ("tile-fusion", "tiling"),
 )
+
+#: Targets whose lowering runs fuse-conv-chain's two-conv kernels (``clib.dwpw``).
+CONV_CHAIN_TARGETS = ("c",)
 
 #: Targets whose lowering honours assign-precision's 16-bit weights (``precision.storage``).
 REDUCED_PRECISION_TARGETS = ("c",)
@@ -243,6 +248,8 @@ class Pipeline:
             if group == "fusion" and not opts.fusion:
                 continue
             if group == "tiling" and opts.memory_limit_mb is None:
+                continue
+            if name == "fuse-conv-chain" and backend.name not in CONV_CHAIN_TARGETS:
                 continue
             if name == "validate-precision" and not (opts.fusion and _validates(opts)):
                 continue

@@ -513,6 +513,66 @@ class Conv2DOp(_ContractionOp):
         self.verify_lp()
 
 
+def dwpw_applies(dw: Sequence[int], pw: Sequence[int]) -> bool:
+    """Whether ``afrt_dwpw_f32`` takes a depthwise conv (``dw``, ``CONV_FIELDS`` order)
+    followed by a conv (``pw``) reading its output: ``dw`` is ``direct_dw`` with
+    non-negative pads, ``pw`` a 1x1 stride-1 unpadded group-1 conv over exactly ``dw``'s
+    output (``afrt_dwpw_applies`` in afrt_convchain.h)."""
+    d = dict(zip(CONV_FIELDS, dw, strict=True))
+    p = dict(zip(CONV_FIELDS, pw, strict=True))
+    return (
+        conv_algo(dw) == "direct_dw"
+        and min(d["pad_top"], d["pad_left"]) >= 0
+        and (p["N"], p["C"], p["H"], p["W"]) == (d["N"], d["K"], d["OH"], d["OW"])
+        and (p["R"], p["S"], p["stride_h"], p["stride_w"]) == (1, 1, 1, 1)
+        and (p["pad_top"], p["pad_left"], p["pad_bottom"], p["pad_right"]) == (0, 0, 0, 0)
+        and (p["OH"], p["OW"]) == (p["H"], p["W"])
+        and p["group"] <= 1
+    )
+
+
+@irdl_op_definition
+class DwPwOp(_LibOp):
+    """A depthwise conv, its output clamped to ``[lo, hi]``, then a 1x1 conv on it, in row
+    bands with the intermediate in a per-thread L2 tile (the ``fuse-conv-chain`` kernels):
+    ``afrt_dwpw_f32(x, wd, bd, lo, hi, wp, bp, y, &pd, &pp, {epilogue, ctx})``
+    (afrt_convchain.h). ``params`` are the depthwise conv's ``CONV_FIELDS``, ``pw_params``
+    the pointwise conv's; the epilogue runs on the pointwise output (the conv contract).
+    ``lo``/``hi`` may be infinite (no clamp on that side)."""
+
+    name = "clib.dwpw"
+    x = operand_def(MemRefType)
+    wd = operand_def(MemRefType)
+    wp = operand_def(MemRefType)
+    y = operand_def(MemRefType)
+    bd = opt_operand_def(MemRefType)
+    bp = opt_operand_def(MemRefType)
+    epilogue = opt_operand_def(PtrType)
+    ctx = opt_operand_def(PtrType)
+    params = prop_def(DenseArrayBase)
+    pw_params = prop_def(DenseArrayBase)
+    lo = prop_def(FloatAttr)
+    hi = prop_def(FloatAttr)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def pw_values(self) -> list[int]:
+        attr = self.properties["pw_params"]
+        assert isinstance(attr, DenseArrayBase)
+        return [int(v) for v in attr.get_values()]
+
+    def verify_(self) -> None:
+        dw, pw = self.param_values(), self.pw_values()
+        if len(dw) != len(CONV_FIELDS) or len(pw) != len(CONV_FIELDS):
+            raise VerifyException(f"'clib.dwpw': params need {len(CONV_FIELDS)} values each")
+        if not dwpw_applies(dw, pw):
+            raise VerifyException(
+                "'clib.dwpw': params are not a depthwise conv followed by a 1x1 conv over its "
+                "output"
+            )
+        if not self.lo.value.data <= self.hi.value.data:
+            raise VerifyException("'clib.dwpw': lo must not exceed hi")
+
+
 @irdl_op_definition
 class MatmulOp(_ContractionOp):
     """``afrt_matmul_f32(batch, M, N, K, alpha, a, lda, stride_a, trans_a, b, ..., beta, c,
@@ -609,6 +669,7 @@ CLib = Dialect(
         IntDivOp,
         FModOp,
         Conv2DOp,
+        DwPwOp,
         MatmulOp,
         Pool2DOp,
         AttentionOp,

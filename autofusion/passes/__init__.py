@@ -53,6 +53,7 @@ def _fusion_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "recognize-attention": ("recognize_attention", "RecognizeAttention"),
         "fuse-conv-bn-relu": ("fuse_conv_bn_relu", "FuseConvBnRelu"),
         "fuse": ("fuse", "FuseNN"),
+        "fuse-conv-chain": ("fuse_conv_chain", "FuseConvChain"),
         "validate-precision": ("validate_precision", "ValidatePrecision"),
         "assign-precision": ("assign_precision", "AssignPrecision"),
     }

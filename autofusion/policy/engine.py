@@ -142,15 +142,20 @@ class FusionPolicy:
         consumer: Operation,
         family: str,
         members: Iterable[Operation] = (),
+        paths: Sequence[tuple[Operation, ...]] | None = None,
     ) -> Refusal | None:
-        """Rule verdict on fusing ``consumer`` into the group (``members``) of ``producer``."""
+        """Rule verdict on fusing ``consumer`` into the group (``members``) of ``producer``.
+        ``paths`` (producer -> consumer op paths ending at ``consumer``) replaces the walk
+        through ``members`` when the group is not wired to ``consumer`` directly (the body
+        ops of a kernel that ``fuse-conv-chain`` joins)."""
         members = list(members) or [producer]
         pair = [producer, consumer]
         if (r := self.family_refusal(family, pair)) is not None:
             return r
         hit = None
         if self.config.blacklist:
-            paths = chains_ending_at(consumer, members, self.max_chain)
+            if paths is None:
+                paths = chains_ending_at(consumer, members, self.max_chain)
             hit = self._matching(self.config.blacklist, paths)
         if hit is not None:
             chain, path = hit
@@ -214,11 +219,18 @@ class FusionPolicy:
             return "cost"
         return "policy" if self.user is not None else "rules"
 
-    def cost_applies(self, consumer: Operation, members: Iterable[Operation]) -> bool:
-        """False when the cost model must not veto: aggressiveness 3 or a whitelisted chain."""
+    def cost_applies(
+        self,
+        consumer: Operation,
+        members: Iterable[Operation],
+        paths: Sequence[tuple[Operation, ...]] | None = None,
+    ) -> bool:
+        """False when the cost model must not veto: aggressiveness 3 or a whitelisted chain
+        (``paths`` as in :meth:`check`)."""
         if self.level >= 3:
             return False
         if not self.config.whitelist:
             return True
-        paths = chains_ending_at(consumer, list(members), self.max_chain)
+        if paths is None:
+            paths = chains_ending_at(consumer, list(members), self.max_chain)
         return self._matching(self.config.whitelist, paths) is None

@@ -16,7 +16,13 @@ from autofusion.errors import AutofusionError
 
 INCLUDE_DIR = Path(__file__).resolve().parent / "include"
 # The runtime headers a build folder needs beside model.c (afrt.h includes the others).
-RUNTIME_HEADERS = ("afrt.h", "afrt_kernels.h", "afrt_dwconv.h", "afrt_winograd.h")
+RUNTIME_HEADERS = (
+    "afrt.h",
+    "afrt_kernels.h",
+    "afrt_dwconv.h",
+    "afrt_winograd.h",
+    "afrt_convchain.h",
+)
 
 #: Flags for an optimised build (the default for libmodel.so), without the CPU's -march.
 BASE_FLAGS = ["-O3", "-fopenmp", "-fPIC", "-std=c11"]

@@ -153,12 +153,13 @@ def shufflenet() -> onnx.ModelProto:
     return b.model(shufflenet.__doc__ or "")
 
 
-def mobilenet() -> onnx.ModelProto:
+def mobilenet(size: int = 112) -> onnx.ModelProto:
     """MobileNet-V2 (width 1.0): inverted residuals (1x1 expand, 3x3 depthwise, 1x1 linear
     project) with Clip(0, 6) as ReLU6 and residual Add where shapes match. ``input``
-    [1,3,112,112] -> ``logits`` [1,1000]."""
+    [1,3,112,112] -> ``logits`` [1,1000] (``size`` 224: the published resolution, for
+    benchmarks; the zoo entry keeps 112)."""
     b = GraphBuilder("mobilenet", seed=5)
-    x = b.input("input", [1, 3, 112, 112])
+    x = b.input("input", [1, 3, size, size])
     y = b.conv_bn(x, 3, 32, 3, "/features/0/conv", act="relu6", stride=2)
     cin, idx = 32, 1
     for t, c, n, s in [

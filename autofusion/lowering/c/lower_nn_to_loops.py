@@ -36,7 +36,9 @@ import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import arith, bufferization, func, memref
 from xdsl.dialects.builtin import (
+    DenseArrayBase,
     DenseIntOrFPElementsAttr,
+    FloatAttr,
     FunctionType,
     IntegerType,
     MemRefType,
@@ -44,6 +46,8 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
     UnitAttr,
+    f64,
+    i64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import PassFailedException
@@ -131,17 +135,22 @@ class FunctionLowering:
             elif isinstance(op, bufferization.MaterializeInDestinationOp):
                 self.dests.setdefault(op.source, []).append(argmap[op.dest])
         self._classify(ops)
-        epi = self._epilogue_plan(ops) if self.fuse_epilogues else None
+        chain = self._chain_plan(ops)
+        skip: set[Operation] = set() if chain is None else {o for o in chain[:2] if o}
+        plan_ops = [o for o in ops if o not in skip]
+        epi = self._epilogue_plan(plan_ops) if self.fuse_epilogues else None
         for op in ops:
             if isinstance(op, bufferization.ToTensorOp | bufferization.MaterializeInDestinationOp):
                 continue
             if isinstance(op, func.ReturnOp):
                 break
-            if op in self.inline:
+            if op in self.inline or op in skip:
                 continue
             if epi is not None and op in epi[1]:
                 continue
-            if epi is not None and op is epi[0]:
+            if chain is not None and op is chain[2]:
+                self._dwpw(chain, epi)
+            elif epi is not None and op is epi[0]:
                 self._fused_contraction(epi[0], epi[1], epi[2])
             elif isinstance(op, nn.ConstantOp):
                 self._constant(op)
@@ -291,6 +300,61 @@ class FunctionLowering:
         if isinstance(op, nn.ExpandOp):
             return args[0]
         return emit_scalar(e, op, args)
+
+    # ---- depthwise -> pointwise chain (fuse-conv-chain kernels) -------------------------
+    def _chain_plan(
+        self, ops: list[Operation]
+    ) -> tuple[nn.ConvOp, Operation | None, nn.ConvOp] | None:
+        """(depthwise conv, clamp, pointwise conv) when the function starts with a chain
+        kernel's pair and its intermediate is private to it."""
+        from autofusion.passes.fuse_conv_chain import body_chain
+
+        body = [o for o in ops if isinstance(o, nn.TensorOp) and not isinstance(o, nn.ConstantOp)]
+        got = body_chain(body)
+        if got is None:
+            return None
+        dw, act, _ = got
+        if dw.y in self.dests or (act is not None and act.results[0] in self.dests):
+            return None
+        return got
+
+    def _dwpw(
+        self,
+        chain: tuple[nn.ConvOp, Operation | None, nn.ConvOp],
+        epi: tuple[Operation, set[Operation], Operation] | None,
+    ) -> None:
+        from autofusion.lowering.c.ops import conv_params
+        from autofusion.passes.fuse_conv_chain import clamp_of
+
+        dw, act, pw = chain
+        ep = ctx = None
+        if epi is not None and epi[0] is pw:
+            out = self.out_buffer(epi[2].results[0])
+            self.buf[pw.y] = out
+            ep, ctx = self._make_epilogue(pw, epi[2], out, 1, 1)
+        else:
+            out = self.out_buffer(pw.y)
+        lo, hi = clamp_of(act)
+        self.e.add(
+            clib.DwPwOp.build(
+                operands=[
+                    self.buffer_of(dw.x),
+                    self.buffer_of(dw.w),
+                    self.buffer_of(pw.w),
+                    out,
+                    [self.buffer_of(dw.bias)] if dw.bias is not None else [],
+                    [self.buffer_of(pw.bias)] if pw.bias is not None else [],
+                    [ep] if ep else [],
+                    [ctx] if ctx else [],
+                ],
+                properties={
+                    "params": DenseArrayBase.from_list(i64, conv_params(dw)),
+                    "pw_params": DenseArrayBase.from_list(i64, conv_params(pw)),
+                    "lo": FloatAttr(lo, f64),
+                    "hi": FloatAttr(hi, f64),
+                },
+            )
+        )
 
     # ---- contraction + epilogue --------------------------------------------------------
     def _epilogue_plan(

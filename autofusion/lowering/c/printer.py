@@ -339,7 +339,7 @@ class CPrinter:
                 targets = [op.memref]
             elif isinstance(op, memref.CopyOp):
                 targets = [op.destination]
-            elif isinstance(op, clib.Conv2DOp):
+            elif isinstance(op, clib.Conv2DOp | clib.DwPwOp):
                 targets = [op.y]
             elif isinstance(op, clib.MatmulOp):
                 targets = [op.c]
@@ -1162,6 +1162,20 @@ class _FuncPrinter:
                         d, "  void *s_ = afrt_conv2d_scratch_bytes(&p_) <= af_sb ? af_s : NULL;"
                     )
                     self.emit(d, f"  afrt_conv2d_f32({args}, s_, {epi}); }}")
+            case clib.DwPwOp():
+                pd = ", ".join(f"INT64_C({v})" for v in op.param_values())
+                pp = ", ".join(f"INT64_C({v})" for v in op.pw_values())
+                bd = r(op.bd) if op.bd is not None else "NULL"
+                bp = r(op.bp) if op.bp is not None else "NULL"
+                lo, hi = (_clamp_literal(a.value.data) for a in (op.lo, op.hi))
+                self.emit(d, f"{{ const afrt_conv_params pd_ = {{{pd}}};")
+                self.emit(d, f"  const afrt_conv_params pp_ = {{{pp}}};")
+                self.emit(
+                    d,
+                    f"  (void)afrt_dwpw_f32({r(op.x)}, {r(op.wd)}, {bd}, {lo}, {hi}, "
+                    f"{r(op.wp)}, {bp}, {r(op.y)}, &pd_, &pp_, "
+                    f"{self._epi(op.epilogue, op.ctx)}); }}",
+                )
             case clib.MatmulOp():
                 pv = op.param_values()
                 f = dict(zip(clib.MATMUL_FIELDS, pv))
@@ -1343,3 +1357,10 @@ def print_c(module: ModuleOp, stream: IO[str] | None = None) -> tuple[str, Weigh
     if stream is not None:
         stream.write(text)
     return text, p.weights
+
+
+def _clamp_literal(v: float) -> str:
+    """A clamp bound of ``afrt_dwpw_f32`` as C: infinite bounds are ``INFINITY``."""
+    if pymath.isinf(v):
+        return "INFINITY" if v > 0 else "-INFINITY"
+    return float_literal(v, dtypes.f32)

@@ -2905,4 +2905,8 @@ static inline void afrt_attention_f32(const float *q, const float *k, const floa
 }
 
 
+/* Depthwise -> pointwise conv chains in row bands (afrt_dwpw_f32): its own header, copied
+ * beside this one (it uses the depthwise helpers, the GEMM core and afrt_conv2d_f32). */
+#include "afrt_convchain.h"
+
 #endif /* AFRT_H */

@@ -1,0 +1,251 @@
+"""``fuse-conv-chain``: a depthwise conv (+ Relu / Clip) and the 1x1 conv reading it, one kernel.
+
+Effect: for each depthwise ``nn.conv`` (one input channel per group) whose kernel is the conv
+alone or the conv and one ``nn.relu`` / ``nn.clip`` (``fuse-conv-bn-relu``'s ``conv_relu6``),
+and whose result has exactly one reader, a 1x1 stride-1 unpadded group-1 ``nn.conv`` over
+exactly that result (bare, or heading a kernel with its epilogue), the two become one
+``fusion.kernel`` named ``chain_`` + its ops (``chain_conv_relu6_conv_add``). The C
+backend runs it as ``afrt_dwpw_f32`` (afrt_convchain.h): per band of output rows the
+depthwise rows go to a per-thread tile that stays in L2 and the pointwise GEMM runs on it at
+once, so the depthwise output (4.8 MB for MobileNet-V2's 96 x 112 x 112) never goes to
+memory. A 1x1 reader needs no halo: no row is computed twice.
+
+The decision is the cost model's (``predict.conv_chain_times``): the join must save memory
+traffic -- the intermediate round-trips memory when apart, i.e. it does not fit in L2 with
+as much traffic again around it (``2·bytes > L2``) -- and the fused kernel's predicted time
+must be below the two kernels'. Refusals: ``multi-consumer`` (the intermediate has other
+readers), ``unsupported`` (the depthwise kernel's epilogue is not one clamp), ``cost``, and
+the policy codes of family ``conv_chain`` (aggressiveness, ``patterns: {conv_chain:
+false}``, blacklists such as ``"Conv->Conv"``, user policies). Formed kernels record
+``fusion.decided_by``.
+
+Place: after ``fuse`` (it merges the kernels that ``fuse-conv-bn-relu`` and ``fuse`` made);
+target c only (the pipeline leaves it out for other targets). Options as for ``fuse``:
+``config``, ``aggressiveness``, ``policy``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.ir import Operation, SSAValue
+
+from autofusion.analysis import predict
+from autofusion.analysis.hardware import hardware_for
+from autofusion.dialects import dtypes, nn
+from autofusion.dialects.fusion import KernelOp, YieldOp
+from autofusion.passes.fuse import main_funcs, outline, short_name
+from autofusion.passes.options import CheckedPass
+from autofusion.passes.validate_precision import unfuse
+from autofusion.policy.engine import FusionPolicy
+from autofusion.policy.reasons import Refusal, RefusalLog, nodes_of
+
+FAMILY = "conv_chain"
+CLAMPS = (nn.ReluOp, nn.ClipOp)
+
+
+def conv_fields(op: nn.ConvOp) -> list[int] | None:
+    """The conv's ``clib.CONV_FIELDS`` (a 2-d f32 conv), else None."""
+    from autofusion.lowering.c.ops import conv_params
+
+    t = op.y.type
+    if not isinstance(t, TensorType) or len(t.get_shape()) != 4 or t.element_type != dtypes.f32:
+        return None
+    return conv_params(op)
+
+
+def clamp_of(act: Operation | None) -> tuple[float, float]:
+    """The ``[lo, hi]`` clamp a depthwise epilogue op applies (none: unbounded)."""
+    if isinstance(act, nn.ClipOp):
+        return act.min, act.max
+    if isinstance(act, nn.ReluOp):
+        return 0.0, math.inf
+    return -math.inf, math.inf
+
+
+def is_dwpw(dw: nn.ConvOp, pw: nn.ConvOp) -> bool:
+    """Whether ``afrt_dwpw_f32`` takes ``dw`` then ``pw`` (``clib.dwpw_applies``)."""
+    from autofusion.dialects.clib import dwpw_applies
+
+    d, p = conv_fields(dw), conv_fields(pw)
+    return d is not None and p is not None and dwpw_applies(d, p)
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A top-level op of the graph: a kernel (its body ops) or a bare nn op."""
+
+    top: Operation
+    ops: tuple[Operation, ...]  # variadic: a bare op is a 1-tuple
+
+    @staticmethod
+    def of(op: Operation) -> Unit:
+        if isinstance(op, KernelOp):
+            body = (o for o in op.body.block.ops if not isinstance(o, nn.ConstantOp | YieldOp))
+            return Unit(op, tuple(body))
+        return Unit(op, (op,))
+
+    def inner(self, v: SSAValue) -> SSAValue:
+        """The body value standing for the top-level input ``v``."""
+        if isinstance(self.top, KernelOp):
+            for arg, outer in zip(self.top.body.block.args, self.top.inputs):
+                if outer is v:
+                    return arg
+        return v
+
+
+def _producer(op: Operation) -> tuple[nn.ConvOp, Operation | None] | None:
+    """(depthwise conv, clamp or None) when ``op`` is a depthwise conv kernel; the clamp is
+    whatever single op follows it (checked by the caller)."""
+    ops = list(Unit.of(op).ops)
+    if not ops or not isinstance(ops[0], nn.ConvOp) or len(ops) > 2:
+        return None
+    conv = ops[0]
+    f = conv_fields(conv)
+    if f is None or f[1] != f[17] or len(op.results) != 1:  # C == group: depthwise
+        return None
+    return conv, (ops[1] if len(ops) == 2 else None)
+
+
+def _consumer(op: Operation, v: SSAValue) -> nn.ConvOp | None:
+    """The 1x1 conv of ``op`` that reads ``v`` first in its body, if any."""
+    u = Unit.of(op)
+    if not u.ops or not isinstance(u.ops[0], nn.ConvOp):
+        return None
+    conv = u.ops[0]
+    if conv.x is not u.inner(v) or any(isinstance(o, nn.ConvOp) for o in u.ops[1:]):
+        return None
+    return conv
+
+
+class _ChainFinder:
+    def __init__(self, policy: FusionPolicy, log: RefusalLog) -> None:
+        self.policy = policy
+        self.log = log
+        self.hw = hardware_for(policy.config.hardware)
+        self.roofs = predict.Roofs.of(self.hw)
+
+    def decide(self, prod: Operation, cons: Operation) -> str | None:
+        """``decided_by`` of a legal pair, or None (refusal logged)."""
+        got = _producer(prod)
+        v = prod.results[0]
+        if got is None:
+            return None
+        dw, act = got
+        readers = [u.operation for u in v.uses]
+        conv = _consumer(cons, v)
+        if conv is None or not is_dwpw(dw, conv):
+            return None
+        if len(readers) != 1:
+            self.log.add("multi-consumer", f"the depthwise output has {len(readers)} readers; "
+                         "the chain would drop it from the others", [dw, *readers])  # fmt: skip
+            return None
+        if act is not None and (not isinstance(act, CLAMPS) or act.operands[0] is not dw.y):
+            self.log.add("unsupported", f"the depthwise kernel's epilogue {act.name} is not "
+                         "one Relu/Clip (the chain kernel clamps its tile)", [dw, act])  # fmt: skip
+            return None
+        p_ops, c_ops = list(Unit.of(prod).ops), list(Unit.of(cons).ops)
+        # the kernel's body ops are not wired to ``conv``: give the rules the path itself
+        paths = [(*p_ops, conv)]
+        r = self.policy.check(p_ops[-1], conv, FAMILY, p_ops, paths)
+        applies = r is None and self.policy.cost_applies(conv, p_ops, paths)
+        if applies:
+            t = predict.conv_chain_times(p_ops, c_ops, self.hw, self.roofs)
+            if t.mem_saved <= 0:
+                r = Refusal("cost", f"the intermediate ({t.mid_bytes // 1024} KiB) stays in L2 "
+                            "between the two kernels: no memory traffic to save",
+                            nodes_of([p_ops[-1], conv]))  # fmt: skip
+            elif t.fused >= t.parts:
+                r = Refusal("cost", f"predicted fused time {1e6 * t.fused:.2f} us is not "
+                            f"below the parts' {1e6 * t.parts:.2f} us",
+                            nodes_of([p_ops[-1], conv]))  # fmt: skip
+        if r is not None:
+            self.log.add_refusal(r)
+            return None
+        return self.policy.approver(applies)
+
+
+def fuse_conv_chains(module: ModuleOp, policy: FusionPolicy) -> int:
+    """Form the chain kernels; returns how many were formed."""
+    log = RefusalLog()
+    formed = 0
+    for f in main_funcs(module):
+        block = f.body.block
+        pairs: list[tuple[Operation, Operation, str]] = []
+        finder = _ChainFinder(policy, log)
+        used: set[Operation] = set()
+        for op in list(block.ops):
+            if op in used or _producer(op) is None or len(op.results) != 1:
+                continue
+            v = op.results[0]
+            convs = [(u.operation, c) for u in v.uses if (c := _consumer(u.operation, v))]
+            if not convs:
+                continue
+            cons, conv = convs[0]
+            if cons in used or cons.parent_block() is not block:
+                continue
+            if policy.level == 0 or not policy.config.family_enabled(FAMILY):
+                if v.has_one_use():
+                    r = policy.family_refusal(FAMILY, [Unit.of(op).ops[0], conv])
+                    if r is not None:
+                        log.add_refusal(r)
+                continue
+            layer = finder.decide(op, cons)
+            if layer is not None:
+                pairs.append((op, cons, layer))
+                used.update((op, cons))
+        groups = []
+        layers = []
+        for prod, cons, layer in pairs:
+            members: list[Operation] = []
+            for top in (prod, cons):
+                if isinstance(top, KernelOp):
+                    before = set(block.ops)
+                    unfuse(top)
+                    members += [o for o in block.ops if o not in before]
+                else:
+                    members.append(top)
+            ops = [o for o in members if not isinstance(o, nn.ConstantOp)]
+            groups.append((members, set[Operation](), "chain_" + "_".join(map(short_name, ops))))
+            layers.append(layer)
+        formed += len(outline(block, groups, layers))
+    log.flush(module)
+    return formed
+
+
+def body_chain(ops: Sequence[Operation]) -> tuple[nn.ConvOp, Operation | None, nn.ConvOp] | None:
+    """(depthwise conv, clamp or None, pointwise conv) when a kernel body (nn ops, constants
+    left out) starts with a chain this pass forms; the lowering runs it as ``clib.dwpw``."""
+    if len(ops) < 2 or not isinstance(ops[0], nn.ConvOp):
+        return None
+    dw = ops[0]
+    act = ops[1] if isinstance(ops[1], CLAMPS) and ops[1].operands[0] is dw.y else None
+    i = 2 if act is not None else 1
+    pw = ops[i] if i < len(ops) else None
+    if not isinstance(pw, nn.ConvOp):
+        return None
+    mid = act.results[0] if act is not None else dw.y
+    if pw.x is not mid or not mid.has_one_use() or (act is not None and not dw.y.has_one_use()):
+        return None
+    return (dw, act, pw) if is_dwpw(dw, pw) else None
+
+
+@dataclass(frozen=True)
+class FuseConvChain(CheckedPass):
+    """Depthwise conv (+ clamp) -> 1x1 conv (+ epilogue) kernels, decided by the cost model."""
+
+    name: ClassVar[str] = "fuse-conv-chain"
+
+    config: str = ""
+    aggressiveness: int = -1
+    policy: str = ""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        fuse_conv_chains(
+            op, FusionPolicy.resolve(self.config or None, self.aggressiveness, self.policy)
+        )

@@ -1,0 +1,234 @@
+"""Depthwise -> pointwise conv chains (``fuse-conv-chain``, ``afrt_dwpw_f32``) against
+onnxruntime.
+
+Odd shapes -- H/W not multiples of the row band, stride 2, asymmetric and zero padding,
+channel counts not multiples of 16, a channel multiplier, dilation 2, batch 3, with and
+without biases, with the depthwise clamp (none, Relu, Relu6) and the pointwise epilogue
+(none, Relu6, SiLU, residual Add + Relu) -- are forced into chain kernels with
+``aggressiveness: 3`` (which bypasses the cost model) so every case runs the fused kernel,
+on AVX-512 and the portable path, one and two threads. The cost model's decision (fuse a
+big intermediate, refuse one that stays in L2), the ``patterns: {conv_chain: false}``
+switch, black/whitelists, NaN propagation, the interpreter before and after the pass and an
+ASan/UBSan build are checked on their own.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from dwpw_models import chain_model
+
+import autofusion
+from autofusion.lowering.c.testing import onnxruntime_outputs
+from autofusion.testing import assert_close
+
+CASES: list[dict[str, object]] = [
+    {"c": 17, "h": 13, "w": 11, "stride": 2, "act": "relu6", "epi": "bias_add_relu", "kout": 19},
+    {"c": 24, "h": 30, "w": 7, "act": "relu", "kout": 33, "mult": 2},
+    {"c": 8, "h": 5, "w": 9, "act": "none", "epi": "relu6", "kout": 5, "bias": False,
+     "pads": (0, 1, 2, 0)},
+    {"c": 40, "h": 37, "w": 29, "stride": 2, "k": 5, "pads": (2, 2, 2, 2), "epi": "silu",
+     "kout": 24},
+    {"c": 3, "h": 1, "w": 23, "act": "relu6", "kout": 7, "pads": (1, 1, 1, 1)},
+    {"c": 33, "h": 64, "w": 17, "stride": 1, "k": 3, "pads": (0, 0, 0, 0), "kout": 16},
+    {"c": 12, "h": 19, "w": 21, "n": 3, "dil": 2, "pads": (2, 2, 2, 2), "act": "relu",
+     "epi": "bias_add_relu", "kout": 9},
+]  # fmt: skip
+
+
+def _feeds(model: onnx.ModelProto, seed: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for vi in model.graph.input:
+        dims = [d.dim_value for d in vi.type.tensor_type.shape.dim]
+        feeds[vi.name] = rng.uniform(-2, 2, dims).astype(np.float32)
+    return feeds
+
+
+def _config(tmp_path: Path, data: dict[str, object]) -> str:
+    path = tmp_path / "fusion.json"
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+def _run(model: onnx.ModelProto, feeds: dict[str, np.ndarray], config: str | None = None,
+         cpu: str = "native", threads: int = 1) -> dict[str, object]:  # fmt: skip
+    ref = onnxruntime_outputs(model, feeds)
+    m = autofusion.compile(model, config=config, cpu=cpu, threads=threads, cache=False)
+    try:
+        got = m.run(feeds)
+        for name, r in ref.items():
+            assert_close(got[name], r, f"{name} ({cpu}, {threads} thread(s))")
+        return m.report
+    finally:
+        m.close()
+
+
+def _chains(report: dict[str, object]) -> list[dict[str, object]]:
+    groups = report["groups"]
+    assert isinstance(groups, list)
+    return [g for g in groups if str(g["pattern"]).startswith("chain_")]
+
+
+@pytest.mark.parametrize(("cpu", "threads"), [("native", 1), ("native", 2), ("x86-64-v3", 1)])
+def test_forced_chains_match_onnxruntime(tmp_path: Path, cpu: str, threads: int) -> None:
+    model = chain_model(CASES, seed=1)
+    report = _run(model, _feeds(model, 1), _config(tmp_path, {"aggressiveness": 3}), cpu,
+                  threads)  # fmt: skip
+    chains = _chains(report)
+    assert len(chains) == len(CASES), [g["pattern"] for g in chains]
+    assert {g["decided_by"] for g in chains} == {"rules"}  # level 3 skips the cost model
+
+
+def test_cost_model_decides_and_the_switch_turns_it_off(tmp_path: Path) -> None:
+    """A 40 x 100 x 100 intermediate (1.6 MB: twice that exceeds L2) is fused,
+    decided by the cost model; a 24 x 20 x 20 one stays in L2 and is refused with ``cost``.
+    ``patterns: {conv_chain: false}`` forms no chain and records ``disabled``; both builds
+    match onnxruntime."""
+    cases = [{"c": 40, "h": 100, "w": 100, "kout": 24, "epi": "bias_add_relu"},
+             {"c": 24, "h": 20, "w": 20, "kout": 16}]  # fmt: skip
+    model = chain_model(cases, seed=2)
+    feeds = _feeds(model, 2)
+    report = _run(model, feeds)
+    chains = _chains(report)
+    assert [(g["pattern"], g["decided_by"]) for g in chains] == [
+        ("chain_conv_relu6_conv_add_relu", "cost")
+    ]
+    assert chains[0]["origins"] == ["dw0", "act0", "pw0", "add0", "relu0"]
+    refusals = report["refusals"]
+    assert isinstance(refusals, list)
+    cost = [r for r in refusals if r["code"] == "cost" and "pw1" in r["nodes"]]
+    assert len(cost) == 1, refusals
+    assert "stays in L2" in cost[0]["reason"]
+    off = _run(model, feeds, _config(tmp_path, {"patterns": {"conv_chain": False}}))
+    assert _chains(off) == []
+    off_refusals = off["refusals"]
+    assert isinstance(off_refusals, list)
+    assert any(r["code"] == "disabled" and "conv_chain" in r["reason"] for r in off_refusals)
+
+
+@pytest.mark.parametrize("cpu", ["native", "x86-64-v3"])
+def test_nan_propagates_through_the_clamp(tmp_path: Path, cpu: str) -> None:
+    """A NaN input reaches the pointwise output through the depthwise window and the
+    Relu/Relu6 clamp of the tile (ONNX propagates NaN), as in onnxruntime."""
+    model = chain_model(CASES[:2], seed=3)
+    feeds = _feeds(model, 3)
+    feeds["x0"][0, 4, 6, 5] = np.nan
+    feeds["x1"][0, 0, 29, 0] = np.nan
+    ref = onnxruntime_outputs(model, feeds)
+    assert all(np.isnan(r).any() for r in ref.values())  # the cases do reach NaN
+    report = _run(model, feeds, _config(tmp_path, {"aggressiveness": 3}), cpu)
+    assert len(_chains(report)) == 2
+
+
+def test_chain_kernel_sanitizer_clean(tmp_path: Path) -> None:
+    """The chain kernel under ASan/UBSan, two threads: odd sizes big enough that the cost
+    model fuses them in the default pipeline (stride 1 and 2, bands ending mid-image)."""
+    from autofusion.lowering.c.testing import compile_onnx, emit_lowered
+    from autofusion.runtime.build import build_sanitizer_driver, run_driver
+
+    cases = [{"c": 37, "h": 101, "w": 97, "kout": 21, "epi": "relu6"},
+             {"c": 24, "h": 255, "w": 253, "stride": 2, "kout": 17, "act": "relu"}]  # fmt: skip
+    model = chain_model(cases, seed=4)
+    feeds = _feeds(model, 4)
+    ref = onnxruntime_outputs(model, feeds)
+    emit_lowered(compile_onnx(model, fusion=True), tmp_path)
+    assert (tmp_path / "model.c").read_text().count("afrt_dwpw_f32(") == 2
+    exe = build_sanitizer_driver(tmp_path)
+    inputs = [feeds[i.name] for i in model.graph.input]
+    outs = [(r.shape, r.dtype) for r in ref.values()]
+    got = run_driver(exe, tmp_path / "weights.bin", inputs, outs, tmp_path / "run", threads=2)
+    for (name, r), g in zip(ref.items(), got, strict=True):
+        assert_close(g, r, f"{name} under ASan/UBSan")
+
+
+def test_pass_preserves_semantics_in_the_interpreter() -> None:
+    """The numpy interpreter gives the same outputs before and after ``fuse-conv-chain``
+    (forced at aggressiveness 3), and the chain kernels hold both convs."""
+    from autofusion.frontend import import_onnx
+    from autofusion.interpreter import run_module
+    from autofusion.passes.fuse_conv_bn_relu import fuse_conv_chains as fuse_conv_bn
+    from autofusion.passes.fuse_conv_chain import fuse_conv_chains
+    from autofusion.pipeline import run_tensor_passes
+    from autofusion.policy.engine import FusionPolicy
+
+    model = chain_model(CASES[:3], seed=5)
+    feeds = _feeds(model, 5)
+    module = import_onnx(model, progress=False)
+    run_tensor_passes(module, groups=("cleanup",))
+    policy = FusionPolicy.resolve(aggressiveness=3)
+    fuse_conv_bn(module, policy)
+    before = run_module(module, feeds)
+    assert fuse_conv_chains(module, policy) == 3
+    module.verify()
+    after = run_module(module, feeds)
+    for name, ref in before.items():
+        assert_close(after[name], ref, name)
+    ref_ort = onnxruntime_outputs(model, feeds)
+    for name, ref in ref_ort.items():
+        assert_close(after[name], ref, f"{name} vs onnxruntime")
+
+
+@pytest.mark.parametrize(
+    ("rules", "formed", "code"),
+    [({"whitelist": ["Clip->Conv"]}, 1, None), ({"blacklist": ["Clip->Conv"]}, 0, "blacklisted"),
+     ({}, 0, "cost")],
+)  # fmt: skip
+def test_policy_rules_reach_the_chain(tmp_path: Path, rules: dict[str, object], formed: int,
+                                      code: str | None) -> None:  # fmt: skip
+    """A small pair the cost model refuses: a whitelisted ``Clip->Conv`` forms it anyway
+    (``decided_by = "rules"``), a blacklisted one is refused by the rules."""
+    from autofusion.frontend import import_onnx
+    from autofusion.passes.fuse import iter_kernels
+    from autofusion.passes.fuse_conv_bn_relu import fuse_conv_chains as fuse_conv_bn
+    from autofusion.passes.fuse_conv_chain import fuse_conv_chains
+    from autofusion.pipeline import run_tensor_passes
+    from autofusion.policy.engine import FusionPolicy
+    from autofusion.policy.reasons import read_refusals
+
+    module = import_onnx(chain_model([{"c": 8, "h": 9, "w": 7, "kout": 4}], seed=6),
+                         progress=False)  # fmt: skip
+    run_tensor_passes(module, groups=("cleanup",))
+    policy = FusionPolicy.resolve(_config(tmp_path, rules))
+    fuse_conv_bn(module, policy)
+    assert fuse_conv_chains(module, policy) == formed
+    chains = [k for k in iter_kernels(module) if k.pattern_name.startswith("chain_")]
+    assert len(chains) == formed
+    if formed:
+        assert chains[0].attributes["fusion.decided_by"].data == "rules"  # type: ignore[attr-defined]
+    codes = {r.code for r in read_refusals(module) if "pw0" in r.nodes}
+    assert codes == ({code} if code else set())
+
+
+def test_predicted_work_of_a_chain_kernel() -> None:
+    """``predict.op_work`` of a chain kernel as ``afrt_dwpw_f32`` runs it: the 3.2 MB
+    intermediate moves through L2 only (it would go to memory as a plain buffer), and each
+    conv's FLOPs run at its own share of the GEMM roof (time-weighted efficiency)."""
+    from autofusion.analysis import predict
+    from autofusion.analysis.hardware import hardware_for
+    from autofusion.frontend import import_onnx
+    from autofusion.passes.fuse import iter_kernels
+    from autofusion.pipeline import run_tensor_passes
+
+    model = chain_model([{"c": 64, "h": 112, "w": 112, "kout": 24, "act": "relu"}], seed=7)
+    module = import_onnx(model, progress=False)
+    run_tensor_passes(module)
+    (kernel,) = [k for k in iter_kernels(module) if k.pattern_name.startswith("chain_")]
+    hw = hardware_for("cpu")
+    work = predict.op_work(kernel, hw)
+    body = [o for o in kernel.body.block.ops if o.name == "nn.conv"]
+    dw, pw = body
+    mid = 64 * 112 * 112 * 4
+    x, y = 64 * 112 * 112 * 4, 24 * 112 * 112 * 4
+    assert mid > hw.fused_cache_bytes > y
+    assert work.mem_bytes == x  # the input only (the output fits L2): no intermediate
+    assert work.l2_bytes >= x + y + 2 * mid
+    f_dw, f_pw = predict.op_flops(dw), predict.op_flops(pw)
+    slow = f_dw / predict.contraction_efficiency(dw, 16) + f_pw / predict.contraction_efficiency(
+        pw, 16
+    )
+    assert work.gemm_efficiency == pytest.approx((f_dw + f_pw) / slow)
