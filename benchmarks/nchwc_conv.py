@@ -44,8 +44,11 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--reps", type=int, default=9)
-    ap.add_argument("--cold", action="store_true",
-                    help="stream 64 MiB through the caches before every call (as in a model)")  # fmt: skip
+    ap.add_argument(
+        "--cold",
+        action="store_true",
+        help="stream 64 MiB through the caches before every call (as in a model)",
+    )
     ap.add_argument("--cases", default="", help="comma-separated CxKxHxRxstride (default: a grid)")
     args = ap.parse_args()
     cases = GRID

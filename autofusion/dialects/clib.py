@@ -538,8 +538,8 @@ class Conv2DOp(_ContractionOp):
         if len(values) != len(CONV_FIELDS):
             raise VerifyException(f"'clib.conv2d': params needs {len(CONV_FIELDS)} values")
         want = conv_algo(values, self.lp())
-        if self.algo.data == "direct_nchwc" and conv_algo(values, self.lp(), True) == "direct_nchwc":
-            want = "direct_nchwc"
+        if self.algo.data == "direct_nchwc":  # the lowering's choice when blocked is allowed
+            want = conv_algo(values, self.lp(), blocked=True)
         if self.algo.data != want:
             raise VerifyException(
                 f'\'clib.conv2d\': algo is "{self.algo.data}" but these params take "{want}"'

@@ -18,8 +18,7 @@ from autofusion.errors import AutofusionError
 
 INCLUDE_DIR = Path(__file__).resolve().parent / "include"
 # The runtime headers a build folder needs beside model.c (afrt.h includes the others).
-RUNTIME_HEADERS = ("afrt.h", "afrt_kernels.h", "afrt_dwconv.h", "afrt_winograd.h",
-                   "afrt_nchwc.h")
+RUNTIME_HEADERS = ("afrt.h", "afrt_kernels.h", "afrt_dwconv.h", "afrt_winograd.h", "afrt_nchwc.h")
 
 #: Flags for an optimised build (the default for libmodel.so), without the CPU's -march.
 BASE_FLAGS = ["-O3", "-fopenmp", "-fPIC", "-std=c11"]
@@ -96,8 +95,8 @@ def cpu_has_avx512(cpu: str) -> bool:
     if check_cpu(cpu) != "native":
         return "avx512f" in CPUS[cpu][2]
     try:
-        out = subprocess.run([c_compiler(), "-march=native", "-dM", "-E", "-x", "c", os.devnull],
-                             capture_output=True, text=True, check=True, timeout=60).stdout  # fmt: skip
+        cmd = [c_compiler(), "-march=native", "-dM", "-E", "-x", "c", os.devnull]
+        out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=60).stdout
     except (OSError, subprocess.SubprocessError):
         return False
     return "__AVX512F__" in out.split()
