@@ -145,7 +145,8 @@ def test_nchwc_sweep_matches_onnxruntime() -> None:
     assert all(0.1 < np.abs(r[np.isfinite(r)]).max() < 10 for r in ref.values())  # ordinary size
     got, algos = _run(m, feeds, threads=2)
     assert algos == ["direct_nchwc"] * len(cases), algos
-    assert np.isnan(ref["y0"]).any() and not np.isnan(ref["y0"]).all()
+    assert np.isnan(ref["y0"]).any()
+    assert not np.isnan(ref["y0"]).all()
     assert np.array_equal(np.isnan(got["y0"]), np.isnan(ref["y0"]))
     assert np.array_equal(np.isinf(got["y0"]), np.isinf(ref["y0"]))
     for name, r in ref.items():
@@ -162,7 +163,8 @@ def test_conv_layout_nchw_keeps_convs_off_the_kernel(tmp_path: Path) -> None:
     feeds = feeds_for(m, 11)
     ref = onnxruntime_outputs(m, feeds)
     got, algos = _run(m, feeds, threads=1, config=str(cfg))
-    assert "direct_nchwc" not in algos and len(algos) == len(cases), algos
+    assert "direct_nchwc" not in algos, algos
+    assert len(algos) == len(cases), algos
     for name, r in ref.items():
         assert_close(got[name], r, f"{name} (conv_layout nchw)")
     assert not blocked_convs(PipelineOptions(cpu="x86-64-v4", config=str(cfg)))
@@ -207,7 +209,8 @@ def test_nchwc_rule_matches_the_runtime(tmp_path: Path) -> None:
     want = [clib.nchwc_applies(dict(zip(clib.CONV_FIELDS, v, strict=True))) for v in shapes]
     assert len(got) == len(shapes)
     assert got == want
-    assert any(want) and not all(want)
+    assert any(want)
+    assert not all(want)
 
 
 _KERNEL_DRIVER = r"""
