@@ -205,6 +205,35 @@ static inline void afrt_nc_tile_(const float *restrict xt, const float *restrict
             }
 }
 
+/* The tile t[2][14][16] (output j = row j / nw, column j % nw; 32 channels) into NCHW y at
+ * its first output y0: kn channels, ohw apart, rows OW apart. AVX-512: one masked gather
+ * from t (in L1) and one masked store per channel and row. */
+static inline void afrt_nc_store_(const float *restrict t, int64_t kn, int64_t rows, int64_t nw,
+                                  float *restrict y0, int64_t ohw, int64_t OW) {
+#if defined(__AVX512F__)
+    const __m512i jx = _mm512_mullo_epi32(
+        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+        _mm512_set1_epi32(AFRT_NC_L));
+    const __mmask16 m = (__mmask16)((1u << nw) - 1u);
+    for (int64_t k = 0; k < kn; ++k) {
+        const float *tk = t + ((k / AFRT_NC_L) * AFRT_NC_MAXW) * AFRT_NC_L + k % AFRT_NC_L;
+        for (int64_t i = 0; i < rows; ++i) {
+            const __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, jx,
+                                                      tk + i * nw * AFRT_NC_L, 4);
+            _mm512_mask_storeu_ps(y0 + k * ohw + i * OW, m, v);
+        }
+    }
+#else
+    for (int64_t k = 0; k < kn; ++k) {
+        const float *restrict tk = t + ((k / AFRT_NC_L) * AFRT_NC_MAXW) * AFRT_NC_L + k % AFRT_NC_L;
+        for (int64_t i = 0; i < rows; ++i) {
+            float *restrict yr = y0 + k * ohw + i * OW;
+            for (int64_t j = 0; j < nw; ++j) yr[j] = tk[(i * nw + j) * AFRT_NC_L];
+        }
+    }
+#endif
+}
+
 /* Direct blocked convolution (see the top of this file). Returns 0 if the conv does not fit
  * (afrt_nchwc_fits) or memory cannot be had; then nothing useful is written and the caller
  * computes the conv another way (afrt_conv2d_f32). */
@@ -248,13 +277,7 @@ static inline int afrt_nchwc_f32(const float *x, const float *w, const float *bi
             const int64_t ow0 = tw * OW / nwt, ow1 = (tw + 1) * OW / nwt, nw = ow1 - ow0;
             afrt_nc_tile_(xrow + ow0 * st * AFRT_NC_L, wk, Cb, R, S, st * AFRT_NC_L, rowf,
                           st * rowf, planef, bb, t, (int)rows, (int)nw);
-            for (int64_t k = 0; k < kn; ++k) {
-                const float *restrict tk = t + ((k / AFRT_NC_L) * AFRT_NC_MAXW) * AFRT_NC_L + k % AFRT_NC_L;
-                for (int64_t i = 0; i < rows; ++i) {
-                    float *restrict yr = yn + (k0 + k) * ohw + (oh0 + i) * OW + ow0;
-                    for (int64_t j = 0; j < nw; ++j) yr[j] = tk[(i * nw + j) * AFRT_NC_L];
-                }
-            }
+            afrt_nc_store_(t, kn, rows, nw, yn + k0 * ohw + oh0 * OW + ow0, ohw, OW);
         }
         if (epi.fn) epi.fn(epi.ctx, yn, n, k0, k0 + kn, oh0 * OW, (oh0 + rows) * OW, ohw);
     }
