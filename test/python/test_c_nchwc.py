@@ -1,7 +1,8 @@
 """The direct blocked convolution (``afrt_nchwc_f32``, afrt_nchwc.h, algo ``direct_nchwc``).
 
 A sweep of 3x3 convs the rule sends to the blocked kernel (stride 1 on maps too small for
-Winograd, stride 2, odd and non-square maps, asymmetric pads, output channels not a multiple
+Winograd, stride 2, odd and non-square maps whose rows end in every tile width (14, 13, 7,
+rounded up), asymmetric pads, output channels not a multiple
 of the 32-channel register tile, batch 2, weights as a graph input), each with a fused
 epilogue (none, bias, Relu, Clip(0, 6), SiLU, bias + residual Add + Relu), is packed into one
 multi-branch model, built for this CPU (AVX-512) at two threads and compared with
@@ -46,6 +47,7 @@ CASES: list[tuple[int, int, int, int, int, tuple[int, int, int, int], str]] = [
     (64, 96, 6, 6, 1, (0, 0, 0, 0), "none"),
     (32, 32, 15, 3, 1, (2, 1, 0, 1), "bias_add_relu"),
     (16, 64, 29, 31, 2, (1, 1, 1, 1), "bias"),
+    (16, 32, 3, 55, 1, (1, 1, 1, 1), "relu"),
 ]
 
 Built = tuple[list[onnx.NodeProto], list[onnx.TensorProto], list[onnx.ValueInfoProto],
@@ -221,7 +223,8 @@ _KERNEL_DRIVER = r"""
 int main(void) {
     static const int64_t cases[][7] = {/* C K H W R stride pad */
         {17, 33, 9, 7, 3, 1, 1}, {20, 8, 11, 13, 1, 1, 0}, {16, 70, 6, 5, 1, 2, 0},
-        {40, 32, 10, 9, 3, 2, 1}, {3, 5, 4, 4, 3, 1, 2}, {64, 64, 12, 14, 3, 1, 0}};
+        {40, 32, 10, 9, 3, 2, 1}, {3, 5, 4, 4, 3, 1, 2}, {64, 64, 12, 14, 3, 1, 0},
+        {32, 40, 5, 27, 3, 1, 1}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
         const int64_t *c = cases[i], R = c[4], st = c[5], pd = c[6];
         const int64_t OH = (c[2] + 2 * pd - R) / st + 1, OW = (c[3] + 2 * pd - R) / st + 1;
@@ -261,7 +264,7 @@ def test_nchwc_kernel_matches_the_nchw_paths(cpu: str, tmp_path: Path) -> None:
                     str(exe), "-lm"], check=True)  # fmt: skip
     out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
     rows = [tuple(float(v) for v in line.split()) for line in out.splitlines()]
-    assert len(rows) == 6
+    assert len(rows) == 7
     for i, (diff, big) in enumerate(rows):
         assert 0.1 < big < 1e3, (i, big)
         assert diff <= 1e-5 * big, (i, diff, big)

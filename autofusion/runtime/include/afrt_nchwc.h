@@ -10,19 +10,23 @@
  * [0, R). Any channel counts: blocks of 16 channels are padded with zeros.
  *
  * Method. The input image is reordered once per call into the caller's scratch slot 0 as
- * [C/16][Hp][Wp][16] with the padding written as zeros (Hp = (OH-1)*s + R, Wp likewise), so
+ * [C/16][Hp][Wp][16] with the padding written as zeros (and zeros out to whole tiles), so
  * the inner loop has no bounds tests. Weights are reordered to [K/32][C/16][R][S][16 c][32 k]
  * (zero past C and K); a constant w (inside a registered region) is reordered once and kept
  * in the packed-operand cache (side 3), any other w per call into scratch slot 1.
- * A register tile is 32 output channels x nw (<= 14) output columns of one row: 2*nw
- * accumulators; per input channel and tap, two weight vectors are loaded and each column's
- * input is broadcast from the blocked row (immediate offsets: the row is contiguous).
- * The bias is added in registers; the tile is transposed into NCHW y through a small local
- * array; the epilogue (afrt_epilogue, same contract as the GEMM path) runs on each finished
- * row of 32 channels while it is in L1.
+ * A register tile is 32 output channels x 14 output columns of one row (two rows of 7 on
+ * maps of at most 7 columns): 28 accumulators; per input channel and tap, two weight
+ * vectors are loaded and each column's input is broadcast from the blocked row (immediate
+ * offsets: the row is contiguous). Tiles are whole or 13 or 7 wide (the blocked input is
+ * zero-padded to whole tiles; outputs past the map are dropped), so only four tile shapes
+ * are compiled.
+ * The bias is the accumulators' start value; the tile goes to NCHW y through a small local
+ * array (a masked gather and a masked store per channel and row); the epilogue
+ * (afrt_epilogue, same contract as the GEMM path) runs on each finished row (or row pair)
+ * of 32 channels while it is in L1. Weights are prefetched AFRT_NC_PF floats ahead.
  *
- * Tasks are (image, 32-channel block, output row), static over OpenMP threads; a thread's
- * consecutive rows reuse the same weights from L2.
+ * Tasks are (image, 32-channel block, output row or row pair), static over OpenMP threads;
+ * a thread's consecutive rows reuse the same weights from L2.
  *
  * Where it wins (afrt_nchwc_applies, the lowering's `direct_nchwc` choice): measured against
  * im2col_gemm / gemm_1x1 on the same conv (benchmarks/nchwc_conv.py, docs/runtime.md).
@@ -161,8 +165,8 @@ static inline __attribute__((always_inline)) void afrt_nc_tile512_(
 }
 #endif
 
-/* afrt_nc_tile512_ for nr (1 or 2) rows of ncol columns, nr * ncol <= AFRT_NC_MAXW;
- * portable loops elsewhere. Output j of the tile is row j / ncol, column j % ncol. */
+/* afrt_nc_tile512_ for nr (1 or 2) rows of ncol columns, nr * ncol <= AFRT_NC_MAXW (the
+ * AVX-512 copies: 1 x 14 and 2 x 7); portable loops elsewhere. Output j of the tile is row j / ncol, column j % ncol. */
 static inline void afrt_nc_tile_(const float *restrict xt, const float *restrict wk, int64_t Cb,
                                  int64_t R, int64_t S, int64_t sx, int64_t rowf, int64_t rstep,
                                  int64_t planef, const float *bb, float *restrict t, int nr,
@@ -173,13 +177,10 @@ static inline void afrt_nc_tile_(const float *restrict xt, const float *restrict
     case r * 16 + n:                                                                       \
         afrt_nc_tile512_(xt, wk, Cb, R, S, sx, rowf, rstep, planef, bb, t, r * n, n);      \
         return;
+    /* the tile shapes afrt_nchwc_f32 uses (afrt_nc_width_): each copy costs ~0.035 s of
+     * compile time (GCC 13 here); a model that calls the kernel pays ~0.4 s in all */
     switch (nr * 16 + ncol) {
-        AFRT_NC_CASE_(1, 1) AFRT_NC_CASE_(1, 2) AFRT_NC_CASE_(1, 3) AFRT_NC_CASE_(1, 4)
-        AFRT_NC_CASE_(1, 5) AFRT_NC_CASE_(1, 6) AFRT_NC_CASE_(1, 7) AFRT_NC_CASE_(1, 8)
-        AFRT_NC_CASE_(1, 9) AFRT_NC_CASE_(1, 10) AFRT_NC_CASE_(1, 11) AFRT_NC_CASE_(1, 12)
-        AFRT_NC_CASE_(1, 13) AFRT_NC_CASE_(1, 14) AFRT_NC_CASE_(2, 1) AFRT_NC_CASE_(2, 2)
-        AFRT_NC_CASE_(2, 3) AFRT_NC_CASE_(2, 4) AFRT_NC_CASE_(2, 5) AFRT_NC_CASE_(2, 6)
-        AFRT_NC_CASE_(2, 7)
+        AFRT_NC_CASE_(1, 14) AFRT_NC_CASE_(1, 13) AFRT_NC_CASE_(1, 7) AFRT_NC_CASE_(2, 7)
         default: break;
     }
 #undef AFRT_NC_CASE_
@@ -205,11 +206,20 @@ static inline void afrt_nc_tile_(const float *restrict xt, const float *restrict
             }
 }
 
+/* The tile width computing nw valid columns of a row: nw itself where a copy of
+ * afrt_nc_tile512_ has it (14, 13, 7: the last tiles of 13-, 27- and 55-wide maps, 7 for
+ * single rows of 7-wide maps), else 7 or 14 with the columns past nw computed on the zero
+ * padding and dropped. */
+static inline int afrt_nc_width_(int64_t nw) {
+    return nw == 13 || nw == 7 ? (int)nw : nw < 7 ? 7 : AFRT_NC_MAXW;
+}
+
 /* The tile t[2][14][16] (output j = row j / nw, column j % nw; 32 channels) into NCHW y at
  * its first output y0: kn channels, ohw apart, rows OW apart. AVX-512: one masked gather
  * from t (in L1) and one masked store per channel and row. */
-static inline void afrt_nc_store_(const float *restrict t, int64_t kn, int64_t rows, int64_t nw,
-                                  float *restrict y0, int64_t ohw, int64_t OW) {
+static inline void afrt_nc_store_(const float *restrict t, int64_t kn, int64_t rows,
+                                  int64_t ncol, int64_t nw, float *restrict y0, int64_t ohw,
+                                  int64_t OW) {
 #if defined(__AVX512F__)
     const __m512i jx = _mm512_mullo_epi32(
         _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
@@ -219,7 +229,7 @@ static inline void afrt_nc_store_(const float *restrict t, int64_t kn, int64_t r
         const float *tk = t + ((k / AFRT_NC_L) * AFRT_NC_MAXW) * AFRT_NC_L + k % AFRT_NC_L;
         for (int64_t i = 0; i < rows; ++i) {
             const __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, jx,
-                                                      tk + i * nw * AFRT_NC_L, 4);
+                                                      tk + i * ncol * AFRT_NC_L, 4);
             _mm512_mask_storeu_ps(y0 + k * ohw + i * OW, m, v);
         }
     }
@@ -228,7 +238,7 @@ static inline void afrt_nc_store_(const float *restrict t, int64_t kn, int64_t r
         const float *restrict tk = t + ((k / AFRT_NC_L) * AFRT_NC_MAXW) * AFRT_NC_L + k % AFRT_NC_L;
         for (int64_t i = 0; i < rows; ++i) {
             float *restrict yr = y0 + k * ohw + i * OW;
-            for (int64_t j = 0; j < nw; ++j) yr[j] = tk[(i * nw + j) * AFRT_NC_L];
+            for (int64_t j = 0; j < nw; ++j) yr[j] = tk[(i * ncol + j) * AFRT_NC_L];
         }
     }
 #endif
@@ -245,7 +255,13 @@ static inline int afrt_nchwc_f32(const float *x, const float *w, const float *bi
     const int64_t C = p->C, K = p->K, R = p->R, S = p->S, st = p->stride_h;
     const int64_t OH = p->OH, OW = p->OW, ohw = OH * OW, hw = p->H * p->W;
     const int64_t Cb = afrt_cdiv_(C, AFRT_NC_L), Kp = afrt_cdiv_(K, AFRT_NC_KT);
-    const int64_t Hp = (OH - 1) * st + R, Wp = (OW - 1) * st + S;
+    /* tiles of 14 columns (two rows of 7 on maps of at most 7 columns) or the last tile's
+     * width where it has a copy (afrt_nc_width_); the blocked input is padded with zeros to
+     * whole tiles, and outputs past OH x OW are computed and dropped (none on maps 7, 13,
+     * 14, 27, 28, 55, 56 wide) */
+    const int64_t nr = 2 * OW <= AFRT_NC_MAXW ? 2 : 1, ncol = AFRT_NC_MAXW / nr;
+    const int64_t nrb = afrt_cdiv_(OH, nr), nwt = afrt_cdiv_(OW, ncol);
+    const int64_t Hp = (nrb * nr - 1) * st + R, Wp = (nwt * ncol - 1) * st + S;
     const int64_t rowf = Wp * AFRT_NC_L, planef = Hp * rowf, imgf = Cb * planef;
     const float *wb = afrt_nc_weights_(w, K, C, R * S);
     if (!wb) return 0;
@@ -260,9 +276,7 @@ static inline int afrt_nchwc_f32(const float *x, const float *w, const float *bi
         const int64_t n = q / (Cb * Hp), cb = (q / Hp) % Cb, i = q % Hp;
         afrt_nc_reorder_row_(x + n * C * hw, p, cb, i, Wp, xb + n * imgf + cb * planef + i * rowf);
     }
-    /* maps of at most 7 columns: tiles of two rows */
-    const int64_t nr = 2 * OW <= AFRT_NC_MAXW ? 2 : 1, nrb = afrt_cdiv_(OH, nr);
-    const int64_t nwt = afrt_cdiv_(OW, AFRT_NC_MAXW), tasks = p->N * Kp * nrb;
+    const int64_t tasks = p->N * Kp * nrb;
     AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (threads && tasks > 1))
     for (int64_t task = 0; task < tasks; ++task) {
         const int64_t n = task / (Kp * nrb), kp = (task / nrb) % Kp, oh0 = (task % nrb) * nr;
@@ -274,10 +288,11 @@ static inline int afrt_nchwc_f32(const float *x, const float *w, const float *bi
         const float *wk = wb + kp * Cb * R * S * AFRT_NC_L * AFRT_NC_KT;
         float *yn = y + n * K * ohw;
         for (int64_t tw = 0; tw < nwt; ++tw) {
-            const int64_t ow0 = tw * OW / nwt, ow1 = (tw + 1) * OW / nwt, nw = ow1 - ow0;
+            const int64_t ow0 = tw * ncol, nw = afrt_min_(ncol, OW - ow0);
+            const int cw = rows == 2 ? (int)ncol : afrt_nc_width_(nw);
             afrt_nc_tile_(xrow + ow0 * st * AFRT_NC_L, wk, Cb, R, S, st * AFRT_NC_L, rowf,
-                          st * rowf, planef, bb, t, (int)rows, (int)nw);
-            afrt_nc_store_(t, kn, rows, nw, yn + k0 * ohw + oh0 * OW + ow0, ohw, OW);
+                          st * rowf, planef, bb, t, (int)rows, cw);
+            afrt_nc_store_(t, kn, rows, cw, nw, yn + k0 * ohw + oh0 * OW + ow0, ohw, OW);
         }
         if (epi.fn) epi.fn(epi.ctx, yn, n, k0, k0 + kn, oh0 * OW, (oh0 + rows) * OW, ohw);
     }
