@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     import onnx
     from xdsl.dialects.builtin import ModuleOp
 
+    from autofusion.frontend.batch import BatchPlan
     from autofusion.frontend.loader import Loaded
     from autofusion.frontend.symbols import ShapePlan
     from autofusion.policy.base import BasePolicy
@@ -119,6 +120,38 @@ class ModelSource:
     owned: bool
     input_shapes: dict[str, tuple[int, ...]] | None = None
     plan: ShapePlan | None = None  # symbolic input dims, their ranges and the pinned ones
+    batch: BatchPlan | None = None  # a run-time batch (pin_batch): built at batch 1
+
+
+def pin_batch(source: ModelSource) -> ModelSource:
+    """``source`` whose one free symbol is a run-time batch (docs/dynamic.md): the model is
+    imported at batch 1 and 2 to prove it batch-separable (:mod:`autofusion.frontend.batch`),
+    and the returned source is pinned to batch 1 with ``batch`` set, so the library built
+    from it serves every batch in the symbol's range (``af_run_batch``). Raises
+    ``AutofusionError`` naming why when it cannot."""
+    from autofusion.frontend.batch import (
+        batch_candidate,
+        check_separable,
+        fixed_sizes,
+        why_not_candidate,
+    )
+
+    plan = source.plan
+    assert plan is not None and plan.free
+    sym = batch_candidate(plan)
+    if sym is None:
+        raise AutofusionError(f"{source.label}: no run-time batch: {why_not_candidate(plan)}")
+
+    def at(size: int) -> dict[str, tuple[int, ...]]:
+        shapes = plan.shapes_for({**fixed_sizes(plan), sym: size})
+        return {k: tuple(v) for k, v in shapes.items()}
+
+    probes = [
+        import_model(dataclasses.replace(source, owned=False, input_shapes=at(b)), source.label)
+        for b in (1, 2)
+    ]
+    batch = check_separable(probes[0], probes[1], sym, plan, source.label)
+    return dataclasses.replace(source, input_shapes=at(1), batch=batch)
 
 
 def open_model(
@@ -318,6 +351,13 @@ def build_model_dir(
     backend = backend_of(opts)
     pipeline = Pipeline.from_options(opts)
     module, report = prepare_module(proto, opts, label, say, pipeline)
+    batch = proto.batch if isinstance(proto, ModelSource) else None
+    if batch is not None:
+        from autofusion.dialects.attrs import C_BATCH
+        from autofusion.frontend.batch import attribute_value
+
+        module.attributes[C_BATCH] = attribute_value(batch)
+        report["batch"] = batch.report()
     if after_passes is not None:
         after_passes(module)
     pipeline.lowering().run(module, progress=say)
@@ -474,7 +514,10 @@ def compile(
     ``input_shapes``: ``{input name: dims}`` pinning dynamic input dimensions (ONNX
     ``dim_param``s), e.g. ``{"input_ids": [1, 128]}``; every other dim must match the model.
     ``dynamic``: ``{symbol: (lo, hi)}`` declared ranges (over the config's ``dynamic``).
-    With symbols left unpinned the result is a :class:`autofusion.dynamic.DynamicModel`,
+    When the only symbol left unpinned (a one-size ``dynamic`` range counts as pinned) is a
+    batch (dim 0 of the inputs using it) and the graph is batch-separable, the result is one
+    library serving every batch in its range (docs/dynamic.md, "Run-time batch"). Otherwise,
+    with symbols left unpinned the result is a :class:`autofusion.dynamic.DynamicModel`,
     which compiles one specialisation per run shape (docs/dynamic.md).
 
     ``threads``: threads for run() (None: all cores). ``memory_limit_mb``: default from
@@ -513,7 +556,16 @@ def compile(
         cache_mod.size_limit()  # a bad AUTOFUSION_CACHE_MAX_MB fails before the build
     source = open_model(model, label, input_shapes, dynamic, config)
     label = label or source.label
-    if source.plan is not None and source.plan.free:  # unpinned symbols: specialise per shape
+    if source.plan is not None and source.plan.free:
+        from autofusion.frontend.batch import batch_candidate
+
+        if target == "c" and batch_candidate(source.plan) is not None:
+            try:  # one free batch of a batch-separable model: one library, run-time batch
+                source = pin_batch(source)
+            except AutofusionError as e:
+                say(f"no run-time batch ({e}); specialising per shape instead")
+    if source.plan is not None and source.plan.free and source.batch is None:
+        # unpinned symbols: specialise per shape
         from autofusion.dynamic import dynamic_model
 
         kwargs = {"target": target, "config": config, "fusion": fusion, "threads": threads,
@@ -536,9 +588,10 @@ def compile(
         # of that .so: two models sharing one .so with different counts would interfere
         digest = model_digest(source.loaded.model, source.loaded.raws)
         pins = {k: list(v) for k, v in sorted((source.input_shapes or {}).items())}
-        key = cache_mod.cache_key(
-            digest, {**_options_fingerprint(opts), "threads": threads, "input_shapes": pins}
-        )
+        fields = {**_options_fingerprint(opts), "threads": threads, "input_shapes": pins}
+        if source.batch is not None:
+            fields["batch"] = source.batch.report()
+        key = cache_mod.cache_key(digest, fields)
         hit = _load_cached(cache_mod.lookup(key, cache_mod.ENTRY_FILES, say), threads, say)
         if hit is not None:
             say(f"using cached build {hit.directory}")

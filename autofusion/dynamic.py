@@ -16,8 +16,12 @@ nothing up front. Each ``run(feeds)``:
 3. runs that specialisation.
 
 So each new shape costs one compile (or one disk-cache load); the generated C of a
-specialisation has static sizes. One library serving every shape in range (run-time sizes in
-the generated C, issue 12 item 3) is not implemented.
+specialisation has static sizes, except a batch: when one free symbol is only dim 0 of the
+inputs (``input_ids[batch, seq]``) and the graph is batch-separable, specialisations are keyed
+without it and each is one library taking any batch in its range (``af_run_batch``,
+:mod:`autofusion.frontend.batch`), so a BERT export costs one compile per sequence length.
+One library serving every shape in range (run-time sizes in the generated C, issue 12 item 3)
+is not implemented.
 
 The LRU and its counters are guarded by one lock; a specialisation is compiled outside it
 (other shapes keep running meanwhile, a second caller of the same new shape waits for the
@@ -130,6 +134,10 @@ class DynamicModel(CompiledModel):
         self._pending: dict[Key, _Pending] = {}
         self._stats = {"hits": 0, "misses": 0, "evictions": 0, "disk_hits": 0}
         self._closed = False
+        #: a free symbol that is only dim 0 (a batch): specialisations are keyed without it
+        #: and each takes it at run time (docs/dynamic.md, "Run-time batch"); None once a
+        #: specialisation's graph turns out not batch-separable
+        self._batch: str | None = _batch_symbol(self._plan, compile_kwargs.get("target", "c"))
 
     # ---- what the model declares ----------------------------------------------------------
     @property
@@ -182,7 +190,11 @@ class DynamicModel(CompiledModel):
         out["shapes"] = [
             {
                 "sizes": dict(e.sizes),
-                "input_shapes": self._plan.shapes_for(e.sizes),
+                # a run-time batch shows as its symbol
+                "input_shapes": {
+                    sig.name: [e.sizes.get(d, d) if isinstance(d, str) else d for d in sig.dims]
+                    for sig in self._plan.inputs
+                },
                 "report": e.model.report,
             }
             for e in entries
@@ -225,10 +237,33 @@ class DynamicModel(CompiledModel):
             self._release(entry)
 
     def _key(self, sizes: Mapping[str, int]) -> Key:
-        return tuple(sizes[s] for s in self._plan.symbols)
+        batch = self._batch
+        return tuple(sizes[s] for s in self._plan.symbols if s != batch)
 
     def _shown(self, sizes: Mapping[str, int]) -> str:
-        return ", ".join(f"{s}={sizes[s]}" for s in self._plan.free)
+        batch = self._batch
+        shown = ", ".join(f"{s}={sizes[s]}" for s in self._plan.free if s != batch)
+        return f"{shown} (any {batch})" if batch else shown
+
+    def _compile(self, sizes: dict[str, int]) -> CompiledModel:
+        """One specialisation: every symbol fixed to ``sizes`` except a run-time batch, which
+        the library takes at run time when the graph allows (else every symbol is pinned and
+        later shapes are keyed with the batch too)."""
+        from autofusion.api import compile as compile_model
+
+        batch = self._batch
+        if batch is not None:
+            kwargs = dict(self._kwargs)
+            ranges = {s: r for s, r in self._plan.ranges.items() if s != batch}
+            ranges.update({s: (v, v) for s, v in sizes.items() if s != batch})
+            kwargs["dynamic"] = {**ranges, batch: self._plan.ranges[batch]}
+            model = compile_model(self._model, **kwargs)
+            if not isinstance(model, DynamicModel):
+                return model
+            model.close()  # not batch-separable: specialise every symbol from now on
+            with self._lock:
+                self._batch = None
+        return compile_model(self._model, input_shapes=self._plan.shapes_for(sizes), **self._kwargs)
 
     def _acquire(self, sizes: dict[str, int]) -> _Entry:
         key = self._key(sizes)
@@ -254,13 +289,10 @@ class DynamicModel(CompiledModel):
                 raise pending.error
 
     def _specialise(self, key: Key, sizes: dict[str, int], pending: _Pending) -> _Entry:
-        from autofusion.api import compile as compile_model
-
-        pins = self._plan.shapes_for(sizes)
         try:
             self._say(f"specialising for {self._shown(sizes)} (shape cache miss)")
             t0 = time.perf_counter()
-            model = compile_model(self._model, input_shapes=pins, **self._kwargs)
+            model = self._compile(sizes)
             self._say(f"{self._shown(sizes)} ready in {time.perf_counter() - t0:.2f} s")
         except BaseException as e:
             with self._lock:
@@ -268,11 +300,13 @@ class DynamicModel(CompiledModel):
                 pending.error = e
             pending.done.set()
             raise
-        entry = _Entry(model, dict(sizes), users=1)
+        batch = self._batch
+        entry = _Entry(model, {s: v for s, v in sizes.items() if s != batch}, users=1)
         with self._lock:
             del self._pending[key]
             if model.report.get("cached"):
                 self._stats["disk_hits"] += 1
+            key = self._key(sizes)  # with the batch if the batch turned out not separable
             self._lru[key] = entry
             victims: list[_Entry] = []
             while len(self._lru) > self._capacity:
@@ -313,6 +347,18 @@ class DynamicModel(CompiledModel):
     def __repr__(self) -> str:
         syms = ", ".join(self._plan.describe(s) for s in self._plan.free)
         return f"DynamicModel({self._label}, symbols {syms}, {len(self._lru)} shapes loaded)"
+
+
+def _batch_symbol(plan: ShapePlan, target: str) -> str | None:
+    """The one free symbol that occurs only as dim 0 of the inputs using it, when others are
+    free too (a batch alone is built as one library by ``compile`` itself); target c only."""
+    if target != "c":
+        return None
+    dim0 = [
+        s for s in plan.free
+        if all(d != s for sig in plan.inputs for d in sig.dims[1:])
+    ]  # fmt: skip
+    return dim0[0] if len(dim0) == 1 and len(plan.free) > 1 else None
 
 
 def dynamic_model(

@@ -340,7 +340,9 @@ class QueueOp(IRDLOperation):
 
     ``size`` says how the host-computed tiling sizes the buffer: ``tile`` (default,
     ``tileLength`` elements), ``tile_rows`` (``tileLength * rowStride``), ``tile_values``
-    (``tileLength`` rounded up to 32 bytes), ``row`` (``rowStride``), ``block`` (32 bytes).
+    (``tileLength`` rounded up to 32 bytes), ``row`` (``rowStride``), ``block`` (32 bytes);
+    attention kernels: ``score_block`` (``blockQ * blockT``), ``acc_block`` (``blockQ *
+    rowStrideE``), ``key_row`` (``blockT``), ``query_stats`` (3 x ``blockQ`` rounded up to 8).
     ``bytes`` is the value for the IR's static tiling.
     """
 
@@ -866,16 +868,26 @@ class MatmulOp(IRDLOperation):
 
 @irdl_op_definition
 class AttentionOp(IRDLOperation):
-    """One work unit (batch entry) of ``softmax(q k^T * scale + mask) v`` on one core:
+    """One work unit of streaming (flash-style) ``softmax(q k^T * scale + mask) v`` on one
+    core: batch entry ``u / qBlocks``, query rows ``[q0, q0 + blockQ)``. The ``[S, T]`` scores
+    are never stored: for each block of ``blockT`` keys (the last may be shorter),
 
-    1. ``Matmul`` (transposed B) of ``q [S, D]`` and ``k [T, D]`` into this core's
-       workspace slice ``scores [S, T]``;
-    2. a row pass over ``scores`` in UB (2-d ``DataCopyPad`` row tiles, double-buffered
-       queues): ``Muls`` by ``scale``, ``Add`` of the mask row (gathered from GM with
-       ``mask_strides`` over ``[*batch, S, T]``), then softmax (``ReduceMax``, ``Adds``,
-       ``Exp``, ``ReduceSum``, ``Reciprocal``, ``Muls``), written back in place;
-    3. ``Matmul`` of ``scores [S, T]`` and ``v [T, E]`` into the output.
-    Operand offsets per unit: ``u * stride`` (0 for a broadcast batch).
+    1. ``Matmul`` (transposed B) of the q rows and the key block into this core's workspace
+       score block ``[blockQ, blockT]``;
+    2. a pass over the block in UB: ``Muls`` by ``scale``, ``Add`` of the mask row
+       (``mask_strides`` over ``[*batch, S, T]``), then the online softmax per row: block max
+       (``ReduceMax``), new running max ``m``, rescale factor ``alpha = exp(m_old - m)``,
+       ``p = exp(s - m)``, running sum ``l = l * alpha + sum(p)``; ``p`` goes back to the
+       workspace;
+    3. ``Matmul`` of ``p`` and the value block into the unit's output rows (scratch until
+       the end), then ``acc = acc * alpha + p v`` in UB;
+
+    and at the end ``out = acc / l``. A row whose every score is ``-inf`` has ``l = 0`` and
+    gives NaN (0/0), like the two-pass softmax; with ``nan_to_zero`` (the exporters' IsNaN
+    guard) a row with ``l = 0`` or a NaN running max gives 0. Operand offsets per batch entry:
+    ``b * stride``, or, when q, k and v batch dims broadcast (k / v shared by heads), from
+    ``batch_strides`` (q's, k's and v's element stride per dim of ``batch_shape``, 0 where
+    broadcast). Block sizes come from the tiling record (kind ``attention``).
     """
 
     name = "ascendc.attention"
@@ -890,6 +902,8 @@ class AttentionOp(IRDLOperation):
     scale = prop_def(FloatAttr)
     batch_shape = prop_def(DenseArrayBase)
     mask_strides = opt_prop_def(DenseArrayBase)
+    batch_strides = opt_prop_def(DenseArrayBase)  # q, k, v per batch dim, when broadcast
+    nan_to_zero = opt_prop_def(IntegerAttr)
     assembly_format = (
         "$q `,` $k `,` $v `,` $out `,` $workspace (`,` $mask^)? attr-dict `:` type($q) `,` "
         "type($k) `,` "

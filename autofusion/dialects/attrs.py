@@ -24,6 +24,7 @@ an attribute name spelled out anywhere else in ``autofusion/`` fails it). Who wr
 | ``c.work`` | lowered funcs | convert-nn-to-buffers | FLOPs and bytes of one call |
 | ``c.epilogue`` | lowered funcs | lower-nn-to-loops | an epilogue (``clib.EPILOGUE_PARAMS``) |
 | ``c.parallel`` | scf.for | C builder | the loop the printer parallelises |
+| ``c.batch`` | module | compile driver | run-time batch: symbol, range, batched inputs/outputs |
 | ``ascendc.fallback`` | fusion.kernel | lower-fusion-to-ascendc | why it runs on the host |
 """
 
@@ -55,6 +56,7 @@ C_PATTERN = "c.pattern"
 C_WORK = "c.work"
 C_EPILOGUE = "c.epilogue"
 C_PARALLEL = "c.parallel"
+C_BATCH = "c.batch"
 ASCENDC_FALLBACK = "ascendc.fallback"
 
 

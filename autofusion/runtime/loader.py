@@ -30,11 +30,18 @@ class TensorSpec:
     """One model input or output as the library declares it."""
 
     name: str
-    shape: tuple[int, ...]
+    shape: tuple[int, ...]  # of one sample when ``batch`` names a run-time batch
     dtype: np.dtype
+    batch: str = ""  # the run-time batch symbol in dim 0 ("" for a fixed shape)
 
     def describe(self) -> str:
-        return f"{self.dtype.name}[{', '.join(str(d) for d in self.shape)}]"
+        dims = [str(d) for d in self.shape]
+        if self.batch:
+            dims[0] = self.batch
+        return f"{self.dtype.name}[{', '.join(dims)}]"
+
+    def shape_for(self, batch: int) -> tuple[int, ...]:
+        return (batch, *self.shape[1:]) if self.batch else self.shape
 
 
 @dataclass(frozen=True)
@@ -139,6 +146,16 @@ def _bind(lib: ctypes.CDLL, path: Path) -> None:
         "af_profile_origins": (ctypes.c_char_p, [ctypes.c_int]),
         "af_profile_seconds": (ctypes.c_double, [ctypes.c_int]),
         "af_profile_calls": (ctypes.c_longlong, [ctypes.c_int]),
+        # run-time batch (libraries built before it lack these)
+        "af_batch_symbol": (ctypes.c_char_p, []),
+        "af_batch_min": (ctypes.c_int64, []),
+        "af_batch_max": (ctypes.c_int64, []),
+        "af_input_batched": (ctypes.c_int, [ctypes.c_int]),
+        "af_output_batched": (ctypes.c_int, [ctypes.c_int]),
+        "af_run_batch": (
+            ctypes.c_int,
+            [ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p],
+        ),
     }
     for name, (res, args) in [*sigs.items(), *optional.items()]:
         try:
@@ -153,6 +170,9 @@ def _bind(lib: ctypes.CDLL, path: Path) -> None:
 
 def _specs(lib: ctypes.CDLL, kind: str) -> list[TensorSpec]:
     num = getattr(lib, f"af_num_{kind}s")()
+    sym = ""
+    if hasattr(lib, "af_batch_symbol"):
+        sym = (lib.af_batch_symbol() or b"").decode("utf-8", errors="replace")
     out: list[TensorSpec] = []
     for i in range(num):
         raw = getattr(lib, f"af_{kind}_name")(i)
@@ -161,7 +181,8 @@ def _specs(lib: ctypes.CDLL, kind: str) -> list[TensorSpec]:
         shp = getattr(lib, f"af_{kind}_shape")(i)
         shape = tuple(int(shp[d]) for d in range(rank)) if rank > 0 else ()
         dtype = _np_dtype(getattr(lib, f"af_{kind}_dtype")(i), f"{kind} {name!r}")
-        out.append(TensorSpec(name, shape, dtype))
+        batched = bool(sym) and bool(getattr(lib, f"af_{kind}_batched")(i))
+        out.append(TensorSpec(name, shape, dtype, sym if batched else ""))
     return out
 
 
@@ -296,6 +317,12 @@ class ModelLibrary:
         _bind(self._lib, self.path)
         self.inputs = _specs(self._lib, "input")
         self.outputs = _specs(self._lib, "output")
+        #: the run-time batch: symbol and inclusive range ("", 1, 1: a fixed batch)
+        self.batch_symbol = ""
+        self.batch_range = (1, 1)
+        if hasattr(self._lib, "af_run_batch"):
+            self.batch_symbol = (self._lib.af_batch_symbol() or b"").decode("utf-8", "replace")
+            self.batch_range = (int(self._lib.af_batch_min()), int(self._lib.af_batch_max()))
         self.num_threads = num_threads if num_threads is not None else 0
         handle = self._lib.af_create(os.fsencode(weights_path), int(self.num_threads))
         if not handle:
@@ -309,6 +336,11 @@ class ModelLibrary:
         naming the input. Non-native byte order, Fortran order, strided views and read-only
         arrays are accepted (copied when their layout is not already C-contiguous native);
         the caller's arrays are never modified."""
+        return self._check_feeds(feeds)[0]
+
+    def _check_feeds(self, feeds: Mapping[str, object]) -> tuple[list[np.ndarray], int]:
+        """:meth:`check_feeds` and the run's batch (dim 0 of the batched inputs, which must
+        agree and lie in the library's range; 1 for a fixed batch)."""
         if not isinstance(feeds, Mapping):
             raise AutofusionError(
                 f"run() expects a dict of input name -> array, got {type(feeds).__name__}"
@@ -324,6 +356,7 @@ class ModelLibrary:
         if missing:
             raise AutofusionError(f"missing input(s): {', '.join(map(repr, missing))}")
         arrays: list[np.ndarray] = []
+        batch: tuple[int, str] | None = None
         for spec in self.inputs:
             arr = np.asarray(feeds[spec.name])
             if not arr.dtype.isnative and arr.dtype.newbyteorder("=") == spec.dtype:
@@ -333,23 +366,44 @@ class ModelLibrary:
                     f"input {spec.name!r}: expected dtype {_dtype_name(spec.dtype)}, "
                     f"got {_dtype_name(arr.dtype)}"
                 )
-            if tuple(arr.shape) != spec.shape:
+            if spec.batch and arr.ndim == len(spec.shape) and arr.ndim > 0:
+                n = int(arr.shape[0])
+                lo, hi = self.batch_range
+                if batch is not None and batch[0] != n:
+                    raise AutofusionError(
+                        f"inputs disagree on the batch '{spec.batch}': {batch[0]} for input "
+                        f"{batch[1]!r}, {n} for input {spec.name!r}"
+                    )
+                if not lo <= n <= hi:
+                    raise AutofusionError(
+                        f"input {spec.name!r}: batch '{spec.batch}' is {n}, outside the "
+                        f"library's range {lo}..{hi}"
+                    )
+                batch = (n, spec.name)
+            want = spec.shape_for(batch[0] if spec.batch and batch else 1)
+            if tuple(arr.shape) != want:
                 raise AutofusionError(
-                    f"input {spec.name!r}: expected shape {list(spec.shape)}, got {list(arr.shape)}"
+                    f"input {spec.name!r}: expected shape {spec.describe()}, got {list(arr.shape)}"
+                    if spec.batch
+                    else f"input {spec.name!r}: expected shape {list(spec.shape)}, got "
+                    f"{list(arr.shape)}"
                 )
             arrays.append(np.ascontiguousarray(arr))
-        return arrays
+        return arrays, batch[0] if batch else 1
 
     def run(self, feeds: Mapping[str, object]) -> dict[str, np.ndarray]:
         """Run once; returns a new array per output, keyed by ONNX output name."""
-        arrays = self.check_feeds(feeds)
-        outs = [np.empty(s.shape, dtype=s.dtype) for s in self.outputs]
+        arrays, batch = self._check_feeds(feeds)
+        outs = [np.empty(s.shape_for(batch), dtype=s.dtype) for s in self.outputs]
         in_ptrs = (ctypes.c_void_p * max(1, len(arrays)))(*[a.ctypes.data for a in arrays])
         out_ptrs = (ctypes.c_void_p * max(1, len(outs)))(*[o.ctypes.data for o in outs])
         with self._lock:
             if self._model is None:
                 raise AutofusionError(f"{self.path}: model was closed")
-            rc = self._lib.af_run(self._model, in_ptrs, out_ptrs)
+            if self.batch_symbol:
+                rc = self._lib.af_run_batch(self._model, batch, in_ptrs, out_ptrs)
+            else:
+                rc = self._lib.af_run(self._model, in_ptrs, out_ptrs)
         if rc != 0:
             err = (self._lib.af_last_error() or b"").decode("utf-8", errors="replace")
             if rc in (AF_ERR_INDEX, AF_ERR_DIVZERO):

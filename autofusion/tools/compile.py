@@ -97,14 +97,18 @@ def add_dynamic_option(p: argparse.ArgumentParser) -> None:
         metavar="SYM=LO..HI",
         action="append",
         help="declare the range of a symbolic input dim, e.g. seq=1..512 (repeatable; "
-        "pinned sizes must lie in it)",
+        "pinned sizes must lie in it; a one-size range N..N fixes the symbol; "
+        "autofusion-compile builds one library for every size of a free batch symbol, "
+        "docs/dynamic.md)",
     )
 
 
-def open_cli_model(args: argparse.Namespace):  # -> ModelSource
+def open_cli_model(args: argparse.Namespace, run_time_batch: bool = False):  # -> ModelSource
     """``args.model`` opened with its pins and declared ranges checked; every symbol must be
-    pinned (a command builds one library per shape)."""
-    from autofusion.api import open_model
+    pinned (a command builds one library per shape), except, with ``run_time_batch``
+    (autofusion-compile), one free batch symbol of a batch-separable model, which the
+    library takes at run time (``api.pin_batch``, docs/dynamic.md)."""
+    from autofusion.api import open_model, pin_batch
     from autofusion.frontend.shapes import parse_shape_specs
     from autofusion.frontend.symbols import parse_range_specs
 
@@ -112,6 +116,11 @@ def open_cli_model(args: argparse.Namespace):  # -> ModelSource
                         dynamic=parse_range_specs(args.dynamic), config=args.config,
                         flags=("--input-shape", "--dynamic"))  # fmt: skip
     assert source.plan is not None
+    if run_time_batch and source.plan.free:
+        from autofusion.frontend.batch import batch_candidate
+
+        if batch_candidate(source.plan) is not None:
+            return pin_batch(source)
     source.plan.require_static()
     return source
 
@@ -283,7 +292,10 @@ def _run(argv: Sequence[str] | None) -> None:
                         ("--save-fused-onnx", args.save_fused_onnx),
                         ("--report-html", args.report_html)])  # fmt: skip
     say = stderr_progress("autofusion-compile")
-    proto = open_cli_model(args)
+    proto = open_cli_model(args, run_time_batch=args.target == "c")
+    if proto.batch is not None:
+        b = proto.batch
+        say(f"run-time batch: '{b.symbol}' {b.lo}..{b.hi} in one library (af_run_batch)")
     staged = cache.staging_dir()
     plot_staged = staged / "memory_plot.svg"
     # staged under the user's file name: external weights are found by it (FILE.onnx.data)

@@ -306,13 +306,15 @@ builtin.module {
 
 
 def test_attention_kernel_matches_interpreter() -> None:
-    """Two Matmul calls around a UB row softmax with a gathered additive mask; 6 units
-    (batch x heads) over 4 cores, score rows (11, padded to 16) in tiles of 2 rows."""
+    """The streaming kernel with and without a broadcast additive mask: keys in blocks of 8
+    (11 = 8 + 3), query blocks of 5 rows (9 = 5 + 4): 12 units (batch x heads x query
+    blocks) over 4 cores."""
     module = parse(ATTN_IR)
     low = lowered(module, cores=4, max_tile=40)
     kernels = [o for o in low.body.block.ops if isinstance(o, ac.KernelOp)]
     assert len(kernels) == 2
-    assert kernels[0].tiling_values()["tileLength"] == 2
+    t = kernels[0].tiling_values()
+    assert (t["blockT"], t["blockQ"], t["units"]) == (8, 5, 12), t
     rng = np.random.default_rng(6)
     feeds = {
         "arg0": rng.standard_normal((2, 3, 9, 8)).astype(np.float32),

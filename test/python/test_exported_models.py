@@ -249,9 +249,12 @@ def test_transformer_layernorm_and_gelu_recognised(name: str) -> None:
 
 
 def test_dynamic_dims_need_input_shapes() -> None:
-    """The importer (and the commands) need pins for a dynamic fixture; autofusion.compile()
-    without pins returns a shape-specialising model that has compiled nothing yet, whose
-    symbols are the file's dim_params (test_dynamic_model.py runs them)."""
+    """The importer needs pins for a dynamic fixture. autofusion.compile() without pins
+    returns, for a fixture with batch and seq free, a shape-specialising model that has
+    compiled nothing yet, whose symbols are the file's dim_params (test_dynamic_model.py runs
+    them); for a batch-only fixture (the CNNs), one library with a run-time batch
+    (test_run_time_batch.py runs them)."""
+    from autofusion.api import CompiledModel
     from autofusion.dynamic import DynamicModel
 
     for name in NAMES:
@@ -262,6 +265,8 @@ def test_dynamic_dims_need_input_shapes() -> None:
             proto = onnx.load(str(path), load_external_data=False)
             params = {d.dim_param for i in proto.graph.input
                       for d in i.type.tensor_type.shape.dim if d.dim_param}  # fmt: skip
+            if params == {"batch"}:
+                continue  # compiled eagerly to one library: test_run_time_batch.py
             m = autofusion.compile(path, cache=False)
             try:
                 assert isinstance(m, DynamicModel), name
@@ -269,6 +274,18 @@ def test_dynamic_dims_need_input_shapes() -> None:
                 assert m.report["shape_cache"]["misses"] == 0
             finally:
                 m.close()
+
+    def symbols(n: str) -> set[str]:
+        return {sym for axes in MANIFEST[n]["dynamic_axes"].values() for sym in axes.values()}
+
+    batch_only = [n for n in NAMES if MANIFEST[n]["dynamic"] and symbols(n) == {"batch"}]
+    assert batch_only
+    m = autofusion.compile(DATA / MANIFEST[batch_only[0]]["files"][0], cache=False)
+    try:
+        assert type(m) is CompiledModel
+        assert m.report["batch"]["symbol"] == "batch"
+    finally:
+        m.close()
 
 
 @pytest.mark.parametrize("name", [n for n in NAMES if MANIFEST[n]["dynamic"]])

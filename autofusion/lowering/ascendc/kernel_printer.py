@@ -135,7 +135,7 @@ class KernelPrinter:
         )
         if self.cube:
             lines.append(
-                "// Bytes of user workspace the launch needs (im2col slices, score matrices)."
+                "// Bytes of user workspace the launch needs (im2col slices, attention blocks)."
             )
             lines.append(f'extern "C" uint64_t {self.name}_workspace_bytes(const {self.td}* td);')
         lines.append(f"\n#endif  // {guard}\n")
@@ -381,6 +381,10 @@ class KernelPrinter:
             "tile_values": "(td.tileLength + 7u) / 8u * 8u * sizeof(float)",
             "row": "td.rowStride * sizeof(float)",
             "block": "32",
+            "score_block": "td.blockQ * td.blockT * sizeof(float)",
+            "acc_block": "td.blockQ * td.rowStrideE * sizeof(float)",
+            "key_row": "td.blockT * sizeof(float)",
+            "query_stats": "3u * ((td.blockQ + 7u) / 8u * 8u) * sizeof(float)",
         }[kind]
 
     # -- loops ---------------------------------------------------------------------------
@@ -468,7 +472,7 @@ class KernelPrinter:
             inner = next(o for o in op.body.block.ops if isinstance(o, ac.AttentionOp))
             return "\n".join(
                 [
-                    "        // Work units: batch entries (e.g. batch x heads), "
+                    "        // Work units: (batch entry, block of td.blockQ query rows), "
                     "spread over the cores.",
                     "        for (uint32_t u = static_cast<uint32_t>(AscendC::GetBlockIdx()); "
                     "u < td.units;"

@@ -7,7 +7,8 @@ Layout written into ``out_dir``::
     host/main.cpp      reads inputs from files, runs the model, writes outputs
     cpu_model/         the CPU functional model, acl_decls.h and the AscendCL CPU stub
     weights.bin        constants the kernels read (64-byte aligned), never C literals
-    manifest.json      inputs/outputs (ONNX names, shapes), kernels and their ONNX origins
+    manifest.json      inputs/outputs (ONNX names, shapes), kernels (ONNX origins, tiling,
+                       user workspace ``workspace_bytes``), ``workspace_bytes_max``
     CMakeLists.txt     CANN build (find_package(ASC)), or -DAUTOFUSION_CPU_MODEL=ON with g++
 
 ``module`` must have been through ``lower-fusion-to-ascendc`` (the ascendc backend's lowering
@@ -455,6 +456,7 @@ def emit_project(module: ModuleOp, out_dir: str | Path) -> None:
                 "tiling": k.tiling_values(),
                 "tiling_kind": k.tiling.kind.data,
                 "runtime_sizes": {r: list(v) for r, v in runtime_sizes(k).items()},
+                "workspace_bytes": workspace_bytes(k),
                 **({"static_reason": k.static_reason.data} if k.static_reason else {}),
             }
         )
@@ -477,10 +479,19 @@ def emit_project(module: ModuleOp, out_dir: str | Path) -> None:
             for n, v in zip(_io_names(fn, "res"), ret.arguments)
         ],
         "kernels": manifest_kernels,
+        # kernels run one after another: the largest user workspace one launch needs
+        "workspace_bytes_max": max((k["workspace_bytes"] for k in manifest_kernels), default=0),
         "fallback": plan.uncovered,
         "full_model_on_npu": plan.covered,
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+
+
+def workspace_bytes(kernel: ac.KernelOp) -> int:
+    """Bytes of user workspace (GM scratch beyond the library's system workspace) one launch
+    of ``kernel`` needs for its IR tiling: im2col slices of convolutions, the score and
+    ``p v`` blocks of attention; 0 for kernels without one."""
+    return kernel.tiling_values().get("workspaceElems", 0) * 4
 
 
 def _op_list(ops: list[Operation]) -> str:  # pragma: no cover - debugging aid

@@ -17,7 +17,9 @@ Kinds (``TilingKind``; the record names its kind, the struct fields follow from 
 * ``cube`` / ``cube_epilogue``: M is split into ``mBlocks`` row blocks of ``singleCoreM``
   rows (a multiple of 16, the cube's fractal edge), one work unit per (batch entry, row block);
   with an epilogue, the vector fields of the epilogue's tile loop come first.
-* ``attention``: one work unit per batch entry; ``tileLength`` rows of ``rowStride`` scores.
+* ``attention``: streaming (flash-style) attention; one work unit per (batch entry, block of
+  ``blockQ`` query rows), keys in blocks of ``blockT``; the workspace per core is one score
+  block (``wsPerCore``), independent of the sequence lengths.
 
 Run-time sizes: a record may name inputs as run-time (``runtime``). The host tiling function
 then takes them as ``uint32_t`` arguments, checks them against the range ``1..<the value in the
@@ -397,30 +399,57 @@ _CUBE_FIELDS: tuple[tuple[str, Expr], ...] = (
 
 
 def _attention_steps() -> list[Step]:
-    tp = Var("tp")
+    """Streaming attention: per work unit (batch entry, block of ``blockQ`` query rows) the
+    keys are walked in blocks of ``blockT`` with an online softmax. UB holds the score block
+    (in and out queues, double-buffered), the ``p v`` block (a queue), the output accumulator,
+    the per-row running max / sum / rescale factor, a mask row, a reduction work row and a
+    32-byte scalar; q, k and v blocks go through the Matmul API's own L1/L0 buffers."""
+    bt, ep = Var("bt"), Var("ep")
     return [
-        Let("tp", round_up(Var("T"), ALIGN), "score row stride in UB"),
-        Require(Var("ubBytes"), tp * 8 + 33, "a score row of {T} elements does not fit in UB"),
+        Require(Var("S"), Const(1), "attention with no query rows"),
+        Require(Var("T"), Const(1), "attention with no keys"),
+        Let("ep", round_up(Var("E"), ALIGN), "output row stride in UB"),
         Let(
-            "tile",
+            "bt",
+            emin(round_up(Var("T"), ALIGN), emax(ALIGN, Var("maxTile") // 32 // ALIGN * ALIGN)),
+            "keys per block: a multiple of 8, at most maxTile / 32",
+        ),
+        Let("fixed", bt * 8 + 32 + 96, "mask row, work row, scalar, stats rounding"),
+        Let(
+            "per",
+            bt * (4 * 2 * BUFFER_NUM) + ep * (4 * (BUFFER_NUM + 1)) + 12,
+            "bytes per query row: score in/out queues, p v queue, accumulator, m / l / alpha",
+        ),
+        Require(
+            Var("ubBytes"),
+            Var("fixed") + Var("per"),
+            "a query row of {E} output values does not fit in UB",
+        ),
+        Let(
+            "bq",
             emin(
-                emax(1, Var("maxTile") // tp),
-                (Var("ubBytes") - tp * 8 - 32) // (tp * 16),
                 Var("S"),
+                (Var("ubBytes") - Var("fixed")) // Var("per"),
+                emax(1, Var("maxTile") // bt),
                 4095,
             ),
-            "score rows per UB tile",
+            "query rows per block (score block <= maxTile elements, all buffers in UB)",
         ),
-        Require(Var("tile"), Const(1), "a score row of {T} elements does not fit in UB"),
+        Let("qBlocks", ceil_div(Var("S"), Var("bq"))),
+        Let("units", Var("batch") * Var("qBlocks"), "work units: (batch entry, query block)"),
+        Let("wsPerCore", Var("bq") * bt, "one score block per core: independent of S and T"),
     ]
 
 
 _ATTENTION_FIELDS: tuple[tuple[str, Expr], ...] = (
     ("units", Var("units")),
     ("blockDim", emin(Var("useCores"), Var("units"))),
-    ("tileLength", Var("tile")),
-    ("rowStride", Var("tp")),
-    ("workspaceElems", Var("S") * Var("T") * Var("cores")),
+    ("qBlocks", Var("qBlocks")),
+    ("blockQ", Var("bq")),
+    ("blockT", Var("bt")),
+    ("rowStrideE", Var("ep")),
+    ("wsPerCore", Var("wsPerCore")),
+    ("workspaceElems", Var("wsPerCore") * Var("cores")),
     ("S", Var("S")),
     ("T", Var("T")),
     ("D", Var("D")),

@@ -49,6 +49,7 @@ def check_model(name: str) -> dict[str, Any]:
     from autofusion.interpreter import IMPLS
     from autofusion.lowering.ascendc.cpu_run import CpuModelRunner
     from autofusion.lowering.ascendc.lower import outline_single
+    from autofusion.lowering.ascendc.project import workspace_bytes
     from autofusion.pipeline import Pipeline, PipelineOptions, make_context
 
     proto = zoo.get_model(name)
@@ -85,6 +86,9 @@ def check_model(name: str) -> dict[str, Any]:
     refs = sess.run(None, feeds)
     outs = list(got.values())
     groups = [k for k in kernels.values() if not k.pattern.data.startswith("single_")]
+    attention = [
+        k for k in kernels.values() if any(isinstance(o, ac.AttentionOp) for o in k.walk())
+    ]
     return {
         "model": name,
         "fused_groups": len(groups) + len(fallback),
@@ -92,6 +96,10 @@ def check_model(name: str) -> dict[str, Any]:
         "single_op_kernels": len(kernels) - len(groups),
         "cube_kernels": sum(k.kind.data == "cube" for k in kernels.values()),
         "vector_kernels": sum(k.kind.data == "vector" for k in kernels.values()),
+        "attention_kernels": len(attention),
+        # user workspace (GM scratch) of the largest launch: the manifest's workspace_bytes_max
+        "workspace_bytes_max": max((workspace_bytes(k) for k in kernels.values()), default=0),
+        "attention_workspace_bytes": max((workspace_bytes(k) for k in attention), default=0),
         "fallback_reasons": dict(Counter(o.attributes[ASCENDC_FALLBACK].data for o in fallback)),  # type: ignore[attr-defined]
         "host_reference_ops": dict(uncovered),
         "kernels_checked": len(runner.trace),

@@ -46,6 +46,19 @@ const char *af_last_error(void);
 int af_run(af_model *m, const void *const *inputs, void *const *outputs);
 void af_destroy(af_model *m);
 
+/* Run-time batch (docs/dynamic.md). A library built for a batch symbol (a batch-separable
+ * model) serves every batch in [af_batch_min(), af_batch_max()]: the inputs and outputs with
+ * af_*_batched(i) == 1 hold `batch` samples of the shape af_*_shape(i) reports (dim 0 is 1),
+ * one after another; the others are shared by every sample. af_run_batch runs the graph once
+ * per sample. A library with a fixed batch has symbol "", range 1..1 and nothing batched. A
+ * batch outside the range is AF_ERR_ARGUMENT with a message in af_last_error(). */
+const char *af_batch_symbol(void);
+int64_t af_batch_min(void);
+int64_t af_batch_max(void);
+int af_input_batched(int i);
+int af_output_batched(int i);
+int af_run_batch(af_model *m, int64_t batch, const void *const *inputs, void *const *outputs);
+
 /* Per-kernel profiling, off by default. The counters belong to the library (shared by every
  * model created from it): af_profile_enable(1), run, then read one slot per kernel call. */
 void af_profile_enable(int on);

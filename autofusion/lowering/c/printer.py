@@ -44,6 +44,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from autofusion.dialects import clib, dtypes
 from autofusion.dialects.attrs import (
+    C_BATCH,
     C_PARALLEL,
     C_PATTERN,
     C_ROLE,
@@ -528,6 +529,7 @@ class CPrinter:
             w.append("")
         w.extend(_API_TAIL.splitlines())
         self._run()
+        self._run_batch(ins, outs)
 
     def _run(self) -> None:
         """``af_run``: runs the graph; a recorded index fault becomes ``AF_ERR_INDEX``, a zero
@@ -564,6 +566,74 @@ class CPrinter:
         w.append("           (long long)f.dim - 1);")
         w.append("  return AF_ERR_INDEX;")
         w.append("}")
+
+    def _run_batch(
+        self,
+        ins: list[tuple[str, MemRefType[Attribute]]],
+        outs: list[tuple[str, MemRefType[Attribute]]],
+    ) -> None:
+        """``af_run_batch``: the graph once per sample (docs/dynamic.md, "Run-time batch").
+        The module's ``c.batch`` (a batch-separable model compiled at batch 1) names the
+        symbol, its range and the inputs/outputs that carry it in dim 0; without it the
+        library has a fixed batch, and ``af_run_batch`` takes batch 1 only."""
+        spec = self.module.attributes.get(C_BATCH)
+        sym, lo, hi, bin_, bout = "", 1, 1, set(), set()
+        if isinstance(spec, DictionaryAttr):
+            d = spec.data
+            sym = d["symbol"].data  # type: ignore[union-attr]
+            lo, hi = d["lo"].data, d["hi"].data  # type: ignore[union-attr]
+            bin_ = {a.data for a in d["inputs"].data}  # type: ignore[union-attr]
+            bout = {a.data for a in d["outputs"].data}  # type: ignore[union-attr]
+        w = self.lines
+        w.append("")
+        w.append(f"const char *af_batch_symbol(void) {{ return {c_string(sym)}; }}")
+        w.append(f"int64_t af_batch_min(void) {{ return INT64_C({lo}); }}")
+        w.append(f"int64_t af_batch_max(void) {{ return INT64_C({hi}); }}")
+        for kind, items, marked in (("input", ins, bin_), ("output", outs, bout)):
+            n = len(items)
+            flags = ", ".join("1" if nm in marked else "0" for nm, _ in items) or "0"
+            step = ", ".join(str(_bytes(t) if nm in marked else 0) for nm, t in items) or "0"
+            w.append(f"static const int af_{kind}_batched_[{max(1, n)}] = {{{flags}}};")
+            w.append(f"static const size_t af_{kind}_step_[{max(1, n)}] = {{{step}}};")
+            w.append(
+                f"int af_{kind}_batched(int i) {{ return i >= 0 && i < {n} ? "
+                f"af_{kind}_batched_[i] : 0; }}"
+            )
+        ni, no = max(1, len(ins)), max(1, len(outs))
+        w.extend(
+            f"""\
+int af_run_batch(af_model *m, int64_t batch, const void *const *inputs, void *const *outputs) {{
+  if (!m || !inputs || !outputs) {{
+    snprintf(af_error, sizeof af_error, "af_run_batch: NULL argument");
+    return AF_ERR_ARGUMENT;
+  }}
+  if (batch < af_batch_min() || batch > af_batch_max()) {{
+    snprintf(af_error, sizeof af_error,
+             "af_run_batch: batch %lld is outside the range %lld..%lld%s%s", (long long)batch,
+             (long long)af_batch_min(), (long long)af_batch_max(),
+             af_batch_symbol()[0] ? " of symbol " : " (this library has a fixed batch)",
+             af_batch_symbol());
+    return AF_ERR_ARGUMENT;
+  }}
+  const void *in_[{ni}] = {{0}};
+  void *out_[{no}] = {{0}};
+  for (int64_t b = 0; b < batch; ++b) {{
+    for (int i = 0; i < {len(ins)}; ++i)
+      in_[i] = (const unsigned char *)inputs[i] + (size_t)b * af_input_step_[i];
+    for (int i = 0; i < {len(outs)}; ++i)
+      out_[i] = (unsigned char *)outputs[i] + (size_t)b * af_output_step_[i];
+    const int rc = af_run(m, in_, out_);
+    if (rc) {{
+      char why[sizeof af_error];
+      memcpy(why, af_error, sizeof why);
+      snprintf(af_error, sizeof af_error, "sample %lld of %lld: %.400s", (long long)b,
+               (long long)batch, why);
+      return rc;
+    }}
+  }}
+  return 0;
+}}""".splitlines()
+        )
 
 
 def _bytes(t: Attribute) -> int:
