@@ -175,7 +175,23 @@ def _option_values(opts: PipelineOptions) -> dict[str, object]:
 
         if not load_config(opts.config).concat_inplace:
             values["concat_inplace"] = False  # plan-buffers and tile-fusion
+    if opts.target == "c":
+        values["blocked_convs"] = blocked_convs(opts)  # lower-nn-to-loops
     return values
+
+
+def blocked_convs(opts: PipelineOptions) -> bool:
+    """Whether the C lowering may put convs on the blocked direct kernel (``direct_nchwc``):
+    the config's ``conv_layout`` is ``auto`` (the default) and the build for ``opts.cpu``
+    has AVX-512 (elsewhere the kernel's portable loops lose to the GEMM paths)."""
+    from autofusion.runtime.toolchain import cpu_has_avx512
+
+    if opts.config:
+        from autofusion.policy.config import load_config
+
+        if load_config(opts.config).conv_layout == "nchw":
+            return False
+    return cpu_has_avx512(opts.cpu)
 
 
 def _coerce(value: object, hint: object) -> object:

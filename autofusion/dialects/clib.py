@@ -332,7 +332,7 @@ CONV_FIELDS = (
     "group",
 )
 # Convolution algorithms the C runtime has, chosen per conv at lowering (`conv_algo`).
-CONV_ALGOS = ("direct_dw", "direct_smallc", "winograd", "gemm_1x1", "im2col_gemm")
+CONV_ALGOS = ("direct_dw", "direct_smallc", "winograd", "direct_nchwc", "gemm_1x1", "im2col_gemm")
 #: The algorithm of every 16-bit (``precision``) convolution call: the 16-bit GEMM core.
 LP_CONV_ALGO = "lp_gemm"
 DW_MAX_TAPS = 64  # AFRT_DW_MAX_TAPS in afrt_dwconv.h
@@ -359,9 +359,36 @@ def winograd_applies(f: dict[str, int]) -> bool:
     return fits and f["C"] >= 1 and wins and tiles >= WG_MIN_TILES
 
 
-def conv_algo(params: Sequence[int], precision: str | None = None) -> str:
+NC_BLOCK = 16  # AFRT_NC_L in afrt_nchwc.h: channels per block
+NC_KTILE = 32  # AFRT_NC_KT: output channels per register tile
+
+
+def nchwc_applies(f: dict[str, int]) -> bool:
+    """Whether a conv (``CONV_FIELDS`` by name) takes ``direct_nchwc`` where the blocked
+    kernel is available: the measured rule of ``afrt_nchwc_applies`` (afrt_nchwc.h;
+    benchmarks/nchwc_conv.py, docs/runtime.md): 3x3, equal strides 1 or 2, dilation 1,
+    group 1, pads in [0, 3), not Winograd, C a multiple of 16 and K >= 32."""
+    return (
+        max(1, f["group"]) == 1
+        and (f["R"], f["S"]) == (3, 3)
+        and f["stride_h"] == f["stride_w"]
+        and f["stride_h"] in (1, 2)
+        and (f["dil_h"], f["dil_w"]) == (1, 1)
+        and 0 <= f["pad_top"] < 3
+        and 0 <= f["pad_left"] < 3
+        and min(f["OH"], f["OW"]) >= 1
+        and f["C"] >= 1
+        and f["C"] % NC_BLOCK == 0
+        and f["K"] >= NC_KTILE
+        and not winograd_applies(f)
+    )
+
+
+def conv_algo(params: Sequence[int], precision: str | None = None, blocked: bool = False) -> str:
     """The convolution algorithm for ``params`` (``CONV_FIELDS`` order) and the call's 16-bit
-    ``precision`` (None: fp32), from the shapes:
+    ``precision`` (None: fp32), from the shapes; ``blocked``: the build has the blocked
+    direct kernel (AVX-512) and the config's ``conv_layout`` is ``auto``
+    (:func:`blocked_convs`):
 
     - ``lp_gemm``: any 16-bit call: ``afrt_conv2d_lp`` (the 16-bit GEMM core; it widens
       depthwise weights to fp32 itself);
@@ -372,12 +399,16 @@ def conv_algo(params: Sequence[int], precision: str | None = None) -> str:
       ``DW_MAX_TAPS`` taps (a stem conv): ``afrt_dconv_smallc_f32``, no im2col;
     - ``winograd``: 3x3, stride 1, dilation 1, group 1 where it wins
       (:func:`winograd_applies`): ``afrt_winograd_f32``, Winograd F(4x4, 3x3);
+    - ``direct_nchwc``: only when ``blocked``, where :func:`nchwc_applies`:
+      ``afrt_nchwc_f32``, a direct conv on input reordered to 16-channel blocks (NCHW16c)
+      per call, 32 output channels x up to 14 columns in registers;
     - ``gemm_1x1``: 1x1, stride 1, no padding: the NCHW input is the GEMM's B operand as is;
     - ``im2col_gemm``: everything else, im2col fused into the GEMM's B packing.
 
     The same rules as ``afrt_conv_plan`` / ``afrt_dwconv_applies`` /
     ``afrt_dconv_smallc_applies`` / ``afrt_winograd_applies`` in the runtime (a test
-    compiles both and compares them over a sweep of shapes)."""
+    compiles both and compares them over a sweep of shapes; ``afrt_conv2d_f32`` never takes
+    ``direct_nchwc`` itself: the lowering calls ``afrt_nchwc_f32``)."""
     if precision is not None:
         return LP_CONV_ALGO
     f: dict[str, int] = dict(zip(CONV_FIELDS, params, strict=True))
@@ -389,6 +420,8 @@ def conv_algo(params: Sequence[int], precision: str | None = None) -> str:
         return "direct_smallc"
     if winograd_applies(f):
         return "winograd"
+    if blocked and nchwc_applies(f):
+        return "direct_nchwc"
     if (f["R"] == 1 and f["S"] == 1 and f["stride_h"] == 1 and f["stride_w"] == 1
             and f["pad_top"] == 0 and f["pad_left"] == 0 and f["OH"] == f["H"]
             and f["OW"] == f["W"]):  # fmt: skip
@@ -480,11 +513,12 @@ class _ContractionOp(_LibOp):
 class Conv2DOp(_ContractionOp):
     """``afrt_conv2d_f32(x, w, bias, y, &params, NULL, {epilogue, ctx})`` (NCHW, f32); with
     ``algo = "direct_dw"`` ``afrt_dwconv2d_f32(x, w, bias, y, &params, {epilogue, ctx})``
-    (``direct_smallc``: ``afrt_dconv_smallc_f32``, ``winograd``: ``afrt_winograd_f32``, same
-    arguments); with ``precision``
+    (``direct_smallc``: ``afrt_dconv_smallc_f32``, ``winograd``: ``afrt_winograd_f32``,
+    ``direct_nchwc``: ``afrt_nchwc_f32``, same arguments); with ``precision``
     (``algo = "lp_gemm"``): ``afrt_conv2d_lp(AFRT_LP_BF16, x, w, w_stored, bias, ...)``.
     ``algo`` records the algorithm chosen at lowering and must be :func:`conv_algo` of
-    ``params`` and ``precision`` (the runtime follows the same rules)."""
+    ``params`` and ``precision``, with or without ``blocked`` (the runtime follows the same
+    rules)."""
 
     INPUTS: ClassVar[tuple[str, ...]] = ("x", "w")
 
@@ -504,6 +538,8 @@ class Conv2DOp(_ContractionOp):
         if len(values) != len(CONV_FIELDS):
             raise VerifyException(f"'clib.conv2d': params needs {len(CONV_FIELDS)} values")
         want = conv_algo(values, self.lp())
+        if self.algo.data == "direct_nchwc":  # the lowering's choice when blocked is allowed
+            want = conv_algo(values, self.lp(), blocked=True)
         if self.algo.data != want:
             raise VerifyException(
                 f'\'clib.conv2d\': algo is "{self.algo.data}" but these params take "{want}"'

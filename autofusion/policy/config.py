@@ -8,6 +8,8 @@ Keys (unknown keys are errors naming the key and the file)::
     patterns: {conv_bn_relu: true, elementwise: false}         # per-family switches
     memory_limit_mb: 512         # tile fused groups so the arena fits (finite, > 0)
     concat_inplace: true         # concat operands written straight into their slice (no copy)
+    conv_layout: auto            # auto: 3x3 convs the measured rule picks run on the blocked
+                                 # direct kernel (NCHW16c, AVX-512 builds); nchw: never
     precision: {fp32_ops: ["Softmax"], fp16_ops: ["Conv"], bf16_ops: ["MatMul"]}
                                  # storage type per ONNX op type (assign-precision pass);
                                  # ``precision_config`` is accepted as another name for it
@@ -77,6 +79,7 @@ KNOWN_KEYS = (
     "patterns",
     "memory_limit_mb",
     "concat_inplace",
+    "conv_layout",
     "precision",
     "precision_config",
     "hardware",
@@ -99,6 +102,9 @@ HARDWARE_NAMES = ("cpu", "ascend910b")
 #: join, or the model only for clusters of more than ``learned.LEARNED_MIN_OPS`` ops.
 STRATEGIES = ("rules", "learned", "hybrid")
 DEFAULT_STRATEGY = "rules"
+#: ``conv_layout``: let the lowering put convs on the blocked direct kernel where the
+#: measured rule says it wins (``clib.nchwc_applies``), or keep every conv on the NCHW paths.
+CONV_LAYOUTS = ("auto", "nchw")
 
 
 @dataclass(frozen=True)
@@ -112,6 +118,8 @@ class FusionConfig:
     memory_limit_mb: float | None = None
     #: plan-buffers / tile-fusion write concat operands into their slice (docs/memory.md)
     concat_inplace: bool = True
+    #: ``conv_layout`` (CONV_LAYOUTS; docs/fusion.md)
+    conv_layout: str = "auto"
     precision: dict[str, tuple[str, ...]] = field(default_factory=dict)
     hardware: str = "cpu"
     policy: str | None = None
@@ -263,6 +271,12 @@ def config_from_dict(data: Any, source: str = "<dict>") -> FusionConfig:
             f"{source}: 'concat_inplace' must be true or false, got {concat_inplace!r}"
         )
 
+    conv_layout = data.get("conv_layout", "auto")
+    if conv_layout not in CONV_LAYOUTS:
+        raise AutofusionError(
+            f"{source}: 'conv_layout' must be one of {', '.join(CONV_LAYOUTS)}, got {conv_layout!r}"
+        )
+
     if "precision" in data and "precision_config" in data:
         raise AutofusionError(
             f"{source}: 'precision' and 'precision_config' are one key (two names); give one"
@@ -334,6 +348,7 @@ def config_from_dict(data: Any, source: str = "<dict>") -> FusionConfig:
         patterns=dict(patterns),
         memory_limit_mb=float(limit) if limit is not None else None,
         concat_inplace=concat_inplace,
+        conv_layout=conv_layout,
         precision=precision,
         hardware=hardware,
         policy=policy,

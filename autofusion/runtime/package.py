@@ -3,8 +3,8 @@ writes), and the record of the CPU a build is for.
 
 Beside ``model.c``/``model.h``/``weights.bin`` a built folder holds:
 
-- ``afrt.h`` (the runtime, with ``afrt_kernels.h``, ``afrt_dwconv.h``, ``afrt_convchain.h`` and
-  ``afrt_winograd.h`` which it includes) and ``afnpy.h`` (a
+- ``afrt.h`` (the runtime, with ``afrt_kernels.h``, ``afrt_dwconv.h``, ``afrt_convchain.h``,
+  ``afrt_winograd.h`` and ``afrt_nchwc.h`` which it includes) and ``afnpy.h`` (a
   .npy reader/writer), copied;
 - ``af_build.c``/``af_build.h``: ``af_build_cpu`` (the ``--cpu`` choice), ``af_build_isa``
   (the ISA extensions the compiler was allowed to use, as Linux ``/proc/cpuinfo`` flag

@@ -8,8 +8,10 @@ with ``-DAFRT_OPENBLAS``; a model build needs libc, libm and libgomp only).
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 from autofusion.errors import AutofusionError
@@ -22,6 +24,7 @@ RUNTIME_HEADERS = (
     "afrt_dwconv.h",
     "afrt_winograd.h",
     "afrt_convchain.h",
+    "afrt_nchwc.h",
 )
 
 #: Flags for an optimised build (the default for libmodel.so), without the CPU's -march.
@@ -90,6 +93,20 @@ def compiler_for(cpu: str) -> str:
 WERROR_FLAGS = ["-Wall", "-Wextra", "-Werror"]
 #: Flags for a sanitizer build (an executable driver, not a dlopen'ed .so).
 SANITIZE_FLAGS = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-g", "-O1"]
+
+
+@functools.cache
+def cpu_has_avx512(cpu: str) -> bool:
+    """Whether a ``cpu`` build compiles afrt.h's AVX-512 kernels (the compiler defines
+    ``__AVX512F__`` for its -march flags; for ``native`` that asks the compiler once)."""
+    if check_cpu(cpu) != "native":
+        return "avx512f" in CPUS[cpu][2]
+    try:
+        cmd = [c_compiler(), "-march=native", "-dM", "-E", "-x", "c", os.devnull]
+        out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return "__AVX512F__" in out.split()
 
 
 def c_compiler() -> str:

@@ -1,6 +1,6 @@
-"""Generated C for one CNN and one transformer zoo model, built with
--fsanitize=address,undefined as an executable driver (not a dlopen'ed .so), runs clean and
-matches onnxruntime."""
+"""Generated C for one CNN and one transformer zoo model, and for a sweep of convs on the
+direct blocked kernel (afrt_nchwc.h), built with -fsanitize=address,undefined as an
+executable driver (not a dlopen'ed .so), runs clean and matches onnxruntime."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from autofusion.api import build_model_dir
 from autofusion.pipeline import PipelineOptions
-from autofusion.runtime import build
+from autofusion.runtime import build, toolchain
 from autofusion.testing import assert_close
 from autofusion.zoo import get_model, sample_inputs
 
@@ -33,3 +33,28 @@ def test_sanitized_model_runs_clean(name: str, threads: int, tmp_path: Path) -> 
     )  # fmt: skip
     for o, g, r in zip(outs, got, ref):
         assert_close(g, r, o.name)
+
+
+@pytest.mark.skipif(
+    not toolchain.cpu_has_avx512("native"), reason="the blocked kernel is chosen on AVX-512 only"
+)
+def test_sanitized_blocked_convs_run_clean(tmp_path: Path) -> None:
+    """The direct blocked conv (afrt_nchwc.h: padded blocked input in scratch, tiles of two
+    rows, edge column tiles, K past the last 32-channel tile, per-call weights) under
+    ASan/UBSan at two threads, against onnxruntime."""
+    from test_c_nchwc import feeds_for, model, sweep
+
+    from autofusion.lowering.c.testing import compile_onnx, emit_lowered, onnxruntime_outputs
+
+    m = model(sweep()[3:], seed=13)
+    feeds = feeds_for(m, 13)
+    ref = onnxruntime_outputs(m, feeds)
+    emit_lowered(compile_onnx(m, fusion=True), tmp_path)
+    assert "afrt_nchwc_f32" in (tmp_path / "model.c").read_text()
+    exe = build.build_sanitizer_driver(tmp_path)
+    got = build.run_driver(
+        exe, tmp_path / "weights.bin", [feeds[i.name] for i in m.graph.input],
+        [(r.shape, r.dtype) for r in ref.values()], tmp_path / "io", threads=2,
+    )  # fmt: skip
+    for (name, r), g in zip(ref.items(), got, strict=True):
+        assert_close(g, r, f"{name} under ASan/UBSan")

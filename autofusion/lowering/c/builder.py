@@ -230,5 +230,7 @@ class Lowering(Protocol):
 
     e: Emitter
     allocs: list[SSAValue]
+    #: convs may take the blocked direct kernel (``clib.conv_algo(..., blocked=True)``)
+    blocked_convs: bool
 
     def buffer_of(self, v: SSAValue) -> SSAValue: ...

@@ -87,6 +87,11 @@ class LowerNNToLoops(CheckedPass):
     fuse_epilogues: bool = True
     """Apply a kernel's elementwise tail inside the Conv/MatMul/Gemm call (else separate loops)."""
 
+    blocked_convs: bool = False
+    """Convs the measured rule picks (``clib.nchwc_applies``) call the blocked direct kernel
+    ``afrt_nchwc_f32`` (algo ``direct_nchwc``); the pipeline sets it for AVX-512 builds
+    whose config leaves ``conv_layout`` at ``auto``."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         names = NameTable()
         for o in op.ops:
@@ -96,7 +101,13 @@ class LowerNNToLoops(CheckedPass):
             if isinstance(fn, func.FuncOp) and any(
                 isinstance(o, nn.TensorOp | bufferization.ToTensorOp) for o in fn.walk()
             ):
-                FunctionLowering(op, fn, names, fuse_epilogues=self.fuse_epilogues).run()
+                FunctionLowering(
+                    op,
+                    fn,
+                    names,
+                    fuse_epilogues=self.fuse_epilogues,
+                    blocked_convs=self.blocked_convs,
+                ).run()
         for o in op.walk():
             if isinstance(o, nn.TensorOp | fusion.KernelOp | fusion.YieldOp) or o.name.startswith(
                 "bufferization."
@@ -110,6 +121,7 @@ class FunctionLowering:
     fn: func.FuncOp
     names: NameTable
     fuse_epilogues: bool = True
+    blocked_convs: bool = False
     buf: dict[SSAValue, SSAValue] = field(default_factory=dict)
     scalars: dict[SSAValue, float | int | bool] = field(default_factory=dict)
     dests: dict[SSAValue, list[SSAValue]] = field(default_factory=dict)

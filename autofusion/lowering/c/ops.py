@@ -568,7 +568,9 @@ def contraction_call(
                 ],
                 properties={
                     "params": _params(params),
-                    "algo": StringAttr(clib.conv_algo(params, precision_of_call(lp))),
+                    "algo": StringAttr(
+                        clib.conv_algo(params, precision_of_call(lp), L.blocked_convs)
+                    ),
                     **lp,
                 },
             )

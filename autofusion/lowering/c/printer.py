@@ -1140,6 +1140,7 @@ class _FuncPrinter:
                     "direct_dw": "afrt_dwconv2d_f32",
                     "direct_smallc": "afrt_dconv_smallc_f32",
                     "winograd": "afrt_winograd_f32",
+                    "direct_nchwc": "afrt_nchwc_f32",
                 }
                 if (lp := op.lp()) is not None:  # 16-bit core: w stored 16-bit or cast
                     self.top.conv_params.setdefault(p, None)

@@ -1149,6 +1149,8 @@ static inline size_t afrt_conv2d_scratch_bytes(const afrt_conv_params *p) {
 #include "afrt_dwconv.h"
 /* Winograd F(4x4, 3x3) for 3x3 stride-1 convs (afrt_winograd_f32): likewise. */
 #include "afrt_winograd.h"
+/* Direct 1x1 / 3x3 convolution in blocked channels (afrt_nchwc_f32): likewise. */
+#include "afrt_nchwc.h"
 
 /* Fills col[crs, pcount] with the im2col matrix of positions [p0, p0+pcount) of one image and
  * group (xg points at its first channel). */

@@ -1,0 +1,302 @@
+/*
+ * afrt_nchwc.h -- direct 1x1 and 3x3 convolution in a blocked channel layout (NCHW16c) for
+ * afrt.h (included by afrt.h, which defines afrt_conv_params, afrt_epilogue, the scratch
+ * slots and the packed-operand cache used here; this file does not stand alone). Copied
+ * beside afrt.h into every build and package folder.
+ *
+ *   afrt_nchwc_f32(x, w, bias, y, &p, epi)        x, y NCHW; blocked inside
+ *
+ * Fits (afrt_nchwc_fits): group 1, 1x1 or 3x3, equal strides 1 or 2, dilation 1, pads in
+ * [0, R). Any channel counts: blocks of 16 channels are padded with zeros.
+ *
+ * Method. The input image is reordered once per call into the caller's scratch slot 0 as
+ * [C/16][Hp][Wp][16] with the padding written as zeros (and zeros out to whole tiles), so
+ * the inner loop has no bounds tests. Weights are reordered to [K/32][C/16][R][S][16 c][32 k]
+ * (zero past C and K); a constant w (inside a registered region) is reordered once and kept
+ * in the packed-operand cache (side 3), any other w per call into scratch slot 1.
+ * A register tile is 32 output channels x 14 output columns of one row (two rows of 7 on
+ * maps of at most 7 columns): 28 accumulators; per input channel and tap, two weight
+ * vectors are loaded and each column's input is broadcast from the blocked row (immediate
+ * offsets: the row is contiguous). Tiles are whole or 13 or 7 wide (the blocked input is
+ * zero-padded to whole tiles; outputs past the map are dropped), so only four tile shapes
+ * are compiled.
+ * The bias is the accumulators' start value; the tile goes to NCHW y through a small local
+ * array (a masked gather and a masked store per channel and row); the epilogue
+ * (afrt_epilogue, same contract as the GEMM path) runs on each finished row (or row pair)
+ * of 32 channels while it is in L1. Weights are prefetched AFRT_NC_PF floats ahead.
+ *
+ * Tasks are (image, 32-channel block, output row or row pair), static over OpenMP threads;
+ * a thread's consecutive rows reuse the same weights from L2.
+ *
+ * Where it wins (afrt_nchwc_applies, the lowering's `direct_nchwc` choice): measured against
+ * im2col_gemm / gemm_1x1 on the same conv (benchmarks/nchwc_conv.py, docs/runtime.md).
+ */
+#ifndef AFRT_NCHWC_H
+#define AFRT_NCHWC_H
+
+#define AFRT_NC_L 16    /* channels per block (one AVX-512 vector) */
+#define AFRT_NC_KT 32   /* output channels per register tile (two blocks) */
+#define AFRT_NC_MAXW 14 /* output columns per register tile */
+/* Weights are prefetched this many floats ahead (4 KiB): the first row of a channel block
+ * streams them from memory, where a model's earlier layers left them (measured with
+ * benchmarks/nchwc_conv.py --cold: 256 floats gain half as much, none loses up to 10%). */
+#ifndef AFRT_NC_PF
+#define AFRT_NC_PF 1024
+#endif
+
+/* Whether afrt_nchwc_f32 can run this conv at all. */
+static inline int afrt_nchwc_fits(const afrt_conv_params *p) {
+    const int k3 = p->R == 3 && p->S == 3, k1 = p->R == 1 && p->S == 1;
+    return p->group <= 1 && (k3 || k1) && p->stride_h == p->stride_w &&
+           (p->stride_h == 1 || p->stride_h == 2) && p->dil_h == 1 && p->dil_w == 1 &&
+           p->pad_top >= 0 && p->pad_left >= 0 && p->pad_top < p->R && p->pad_left < p->S &&
+           p->C >= 1 && p->K >= 1 && p->OH >= 1 && p->OW >= 1;
+}
+
+/* Whether the lowering calls it (algo "direct_nchwc", clib.nchwc_applies, on AVX-512 builds
+ * whose config leaves conv_layout "auto"): the measured rule (benchmarks/nchwc_conv.py,
+ * docs/runtime.md): 3x3 convs that do not take Winograd, whose input channels fill the
+ * 16-channel blocks and whose output channels fill a 32-channel register tile. 1x1 convs
+ * lose to gemm_1x1 while x and y are reordered per call (1.1-1.6x), so they stay there.
+ * afrt_conv2d_f32 never takes this path itself (the lowering's choice is the switch). */
+static inline int afrt_nchwc_applies(const afrt_conv_params *p) {
+    return afrt_nchwc_fits(p) && p->R == 3 && p->C % AFRT_NC_L == 0 && p->K >= AFRT_NC_KT &&
+           !afrt_winograd_applies(p);
+}
+
+/* w [K][C][R*S] reordered to [K/32][C/16][R*S][16][32] (zeros past K and C) into dst. */
+static inline void afrt_nc_pack_weights_(const float *w, int64_t K, int64_t C, int64_t RS,
+                                         float *dst) {
+    const int64_t Cb = afrt_cdiv_(C, AFRT_NC_L), Kp = afrt_cdiv_(K, AFRT_NC_KT);
+    for (int64_t kp = 0; kp < Kp; ++kp)
+        for (int64_t cb = 0; cb < Cb; ++cb)
+            for (int64_t t = 0; t < RS; ++t) {
+                float *o = dst + ((kp * Cb + cb) * RS + t) * AFRT_NC_L * AFRT_NC_KT;
+                for (int64_t c = 0; c < AFRT_NC_L; ++c)
+                    for (int64_t k = 0; k < AFRT_NC_KT; ++k) {
+                        const int64_t kk = kp * AFRT_NC_KT + k, cc = cb * AFRT_NC_L + c;
+                        o[c * AFRT_NC_KT + k] = kk < K && cc < C ? w[(kk * C + cc) * RS + t] : 0.0f;
+                    }
+            }
+}
+
+/* The reordered w: cached when w is constant, else reordered now into scratch slot 1 of the
+ * calling thread. NULL if memory is short. */
+static inline const float *afrt_nc_weights_(const float *w, int64_t K, int64_t C, int64_t RS) {
+    const size_t n = (size_t)(afrt_round_up_(K, AFRT_NC_KT) * afrt_round_up_(C, AFRT_NC_L) * RS);
+    const float *found = NULL;
+    AFRT_OMP(critical(afrt_cache))
+    {
+        if (afrt_in_region_(w, (size_t)(K * C * RS) * sizeof(float))) {
+            for (int e = 0; e < afrt_n_packed_ && !found; ++e) {
+                const afrt_packed_entry_ *q = &afrt_packed_[e];
+                if (q->src == w && q->rows == K && q->cols == C && q->ld == RS && q->side == 3 &&
+                    q->lp == 0)
+                    found = (const float *)q->packed;
+            }
+            if (!found && afrt_n_packed_ < AFRT_MAX_PACKED) {
+                float *buf = (float *)afrt_alloc_big_(n * sizeof(float));
+                if (buf) {
+                    afrt_nc_pack_weights_(w, K, C, RS, buf);
+                    afrt_packed_entry_ e = {w, K, C, RS, 0, 3, 0, buf};
+                    afrt_packed_[afrt_n_packed_++] = e;
+                    found = buf;
+                }
+            }
+        }
+    }
+    if (found) return found;
+    float *buf = (float *)afrt_thread_scratch(1, n * sizeof(float));
+    if (buf) afrt_nc_pack_weights_(w, K, C, RS, buf);
+    return buf;
+}
+
+/* Row i of block cb of image xn, zero-padded, into xr ([Wp][16]). */
+static inline void afrt_nc_reorder_row_(const float *restrict xn, const afrt_conv_params *p,
+                                        int64_t cb, int64_t i, int64_t Wp, float *restrict xr) {
+    const int64_t ih = i - p->pad_top, H = p->H, W = p->W;
+    memset(xr, 0, (size_t)(Wp * AFRT_NC_L) * sizeof(float));
+    if (ih < 0 || ih >= H) return;
+    const int64_t j0 = p->pad_left, j1 = afrt_min_(Wp, p->pad_left + W);
+    const int64_t cn = afrt_min_(AFRT_NC_L, p->C - cb * AFRT_NC_L);
+    for (int64_t c = 0; c < cn; ++c) {
+        const float *restrict src = xn + ((cb * AFRT_NC_L + c) * H + ih) * W - p->pad_left;
+        for (int64_t j = j0; j < j1; ++j) xr[j * AFRT_NC_L + c] = src[j];
+    }
+}
+
+#if defined(__AVX512F__) && (defined(__GNUC__) || defined(__clang__))
+/* One register tile: 32 channels x nw outputs, ncol columns of nw / ncol rows (rstep floats
+ * apart in the blocked input), from xt (the tile's first output column, block 0, tap row 0)
+ * and the kp block of weights wk, the bias bb[32] as the accumulators' start; into
+ * t[2][14][16]. Always inlined into afrt_nc_tile_'s switch, so nw and ncol are constants in
+ * every copy and the accumulators stay in registers. */
+static inline __attribute__((always_inline)) void afrt_nc_tile512_(
+    const float *restrict xt, const float *restrict wk, int64_t Cb, int64_t R, int64_t S,
+    int64_t sx, int64_t rowf, int64_t rstep, int64_t planef, const float *bb, float *restrict t,
+    const int nw, const int ncol) {
+    __m512 a0[AFRT_NC_MAXW], a1[AFRT_NC_MAXW];
+    for (int j = 0; j < nw; ++j) {
+        a0[j] = _mm512_loadu_ps(bb);
+        a1[j] = _mm512_loadu_ps(bb + AFRT_NC_L);
+    }
+    for (int64_t cb = 0; cb < Cb; ++cb)
+        for (int64_t r = 0; r < R; ++r)
+            for (int64_t s = 0; s < S; ++s) {
+                const float *restrict xs = xt + cb * planef + r * rowf + s * AFRT_NC_L;
+                const float *restrict ws = wk + ((cb * R + r) * S + s) * AFRT_NC_L * AFRT_NC_KT;
+                for (int c = 0; c < AFRT_NC_L; ++c) {
+                    const __m512 w0 = _mm512_loadu_ps(ws + c * AFRT_NC_KT);
+                    const __m512 w1 = _mm512_loadu_ps(ws + c * AFRT_NC_KT + AFRT_NC_L);
+                    _mm_prefetch((const char *)(ws + c * AFRT_NC_KT + AFRT_NC_PF), _MM_HINT_T0);
+                    _mm_prefetch((const char *)(ws + c * AFRT_NC_KT + AFRT_NC_PF + 16), _MM_HINT_T0);
+                    for (int j = 0; j < nw; ++j) {
+                        const float *src = xs + (j / ncol) * rstep + (j % ncol) * sx;
+                        const __m512 xv = _mm512_set1_ps(src[c]);
+                        a0[j] = _mm512_fmadd_ps(w0, xv, a0[j]);
+                        a1[j] = _mm512_fmadd_ps(w1, xv, a1[j]);
+                    }
+                }
+            }
+    for (int j = 0; j < nw; ++j) {
+        _mm512_storeu_ps(t + j * AFRT_NC_L, a0[j]);
+        _mm512_storeu_ps(t + (AFRT_NC_MAXW + j) * AFRT_NC_L, a1[j]);
+    }
+}
+#endif
+
+/* afrt_nc_tile512_ for nr (1 or 2) rows of ncol columns, nr * ncol <= AFRT_NC_MAXW (the
+ * AVX-512 copies: 1 x 14 and 2 x 7); portable loops elsewhere. Output j of the tile is row j / ncol, column j % ncol. */
+static inline void afrt_nc_tile_(const float *restrict xt, const float *restrict wk, int64_t Cb,
+                                 int64_t R, int64_t S, int64_t sx, int64_t rowf, int64_t rstep,
+                                 int64_t planef, const float *bb, float *restrict t, int nr,
+                                 int ncol) {
+    const int nw = nr * ncol;
+#if defined(__AVX512F__) && (defined(__GNUC__) || defined(__clang__))
+#define AFRT_NC_CASE_(r, n)                                                                \
+    case r * 16 + n:                                                                       \
+        afrt_nc_tile512_(xt, wk, Cb, R, S, sx, rowf, rstep, planef, bb, t, r * n, n);      \
+        return;
+    /* the tile shapes afrt_nchwc_f32 uses (afrt_nc_width_): each copy costs ~0.035 s of
+     * compile time (GCC 13 here); a model that calls the kernel pays ~0.4 s in all */
+    switch (nr * 16 + ncol) {
+        AFRT_NC_CASE_(1, 14) AFRT_NC_CASE_(1, 13) AFRT_NC_CASE_(1, 7) AFRT_NC_CASE_(2, 7)
+        default: break;
+    }
+#undef AFRT_NC_CASE_
+#endif
+    for (int j = 0; j < nw; ++j)
+        for (int h = 0; h < 2; ++h)
+            for (int k = 0; k < AFRT_NC_L; ++k)
+                t[(h * AFRT_NC_MAXW + j) * AFRT_NC_L + k] = bb[h * AFRT_NC_L + k];
+    for (int64_t cb = 0; cb < Cb; ++cb)
+        for (int64_t r = 0; r < R; ++r)
+            for (int64_t s = 0; s < S; ++s) {
+                const float *restrict xs = xt + cb * planef + r * rowf + s * AFRT_NC_L;
+                const float *restrict ws = wk + ((cb * R + r) * S + s) * AFRT_NC_L * AFRT_NC_KT;
+                for (int j = 0; j < nw; ++j)
+                    for (int c = 0; c < AFRT_NC_L; ++c) {
+                        const float xv = xs[(j / ncol) * rstep + (j % ncol) * sx + c];
+                        const float *restrict wc = ws + c * AFRT_NC_KT;
+                        for (int h = 0; h < 2; ++h) {
+                            float *restrict acc = t + (h * AFRT_NC_MAXW + j) * AFRT_NC_L;
+                            for (int k = 0; k < AFRT_NC_L; ++k) acc[k] += wc[h * AFRT_NC_L + k] * xv;
+                        }
+                    }
+            }
+}
+
+/* The tile width computing nw valid columns of a row: nw itself where a copy of
+ * afrt_nc_tile512_ has it (14, 13, 7: the last tiles of 13-, 27- and 55-wide maps, 7 for
+ * single rows of 7-wide maps), else 7 or 14 with the columns past nw computed on the zero
+ * padding and dropped. */
+static inline int afrt_nc_width_(int64_t nw) {
+    return nw == 13 || nw == 7 ? (int)nw : nw < 7 ? 7 : AFRT_NC_MAXW;
+}
+
+/* The tile t[2][14][16] (output j = row j / nw, column j % nw; 32 channels) into NCHW y at
+ * its first output y0: kn channels, ohw apart, rows OW apart. AVX-512: one masked gather
+ * from t (in L1) and one masked store per channel and row. */
+static inline void afrt_nc_store_(const float *restrict t, int64_t kn, int64_t rows,
+                                  int64_t ncol, int64_t nw, float *restrict y0, int64_t ohw,
+                                  int64_t OW) {
+#if defined(__AVX512F__)
+    const __m512i jx = _mm512_mullo_epi32(
+        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+        _mm512_set1_epi32(AFRT_NC_L));
+    const __mmask16 m = (__mmask16)((1u << nw) - 1u);
+    for (int64_t k = 0; k < kn; ++k) {
+        const float *tk = t + ((k / AFRT_NC_L) * AFRT_NC_MAXW) * AFRT_NC_L + k % AFRT_NC_L;
+        for (int64_t i = 0; i < rows; ++i) {
+            const __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, jx,
+                                                      tk + i * ncol * AFRT_NC_L, 4);
+            _mm512_mask_storeu_ps(y0 + k * ohw + i * OW, m, v);
+        }
+    }
+#else
+    for (int64_t k = 0; k < kn; ++k) {
+        const float *restrict tk = t + ((k / AFRT_NC_L) * AFRT_NC_MAXW) * AFRT_NC_L + k % AFRT_NC_L;
+        for (int64_t i = 0; i < rows; ++i) {
+            float *restrict yr = y0 + k * ohw + i * OW;
+            for (int64_t j = 0; j < nw; ++j) yr[j] = tk[(i * ncol + j) * AFRT_NC_L];
+        }
+    }
+#endif
+}
+
+/* Direct blocked convolution (see the top of this file). Returns 0 if the conv does not fit
+ * (afrt_nchwc_fits) or memory cannot be had; then nothing useful is written and the caller
+ * computes the conv another way (afrt_conv2d_f32). */
+static inline int afrt_nchwc_f32(const float *x, const float *w, const float *bias, float *y,
+                                 const afrt_conv_params *p, afrt_epilogue epi) {
+    if (!afrt_nchwc_fits(p)) return 0;
+    if (p->N <= 0) return 1;
+    afrt_init_once_();
+    const int64_t C = p->C, K = p->K, R = p->R, S = p->S, st = p->stride_h;
+    const int64_t OH = p->OH, OW = p->OW, ohw = OH * OW, hw = p->H * p->W;
+    const int64_t Cb = afrt_cdiv_(C, AFRT_NC_L), Kp = afrt_cdiv_(K, AFRT_NC_KT);
+    /* tiles of 14 columns (two rows of 7 on maps of at most 7 columns) or the last tile's
+     * width where it has a copy (afrt_nc_width_); the blocked input is padded with zeros to
+     * whole tiles, and outputs past OH x OW are computed and dropped (none on maps 7, 13,
+     * 14, 27, 28, 55, 56 wide) */
+    const int64_t nr = 2 * OW <= AFRT_NC_MAXW ? 2 : 1, ncol = AFRT_NC_MAXW / nr;
+    const int64_t nrb = afrt_cdiv_(OH, nr), nwt = afrt_cdiv_(OW, ncol);
+    const int64_t Hp = (nrb * nr - 1) * st + R, Wp = (nwt * ncol - 1) * st + S;
+    const int64_t rowf = Wp * AFRT_NC_L, planef = Hp * rowf, imgf = Cb * planef;
+    const float *wb = afrt_nc_weights_(w, K, C, R * S);
+    if (!wb) return 0;
+    float *xb = (float *)afrt_thread_scratch(0, (size_t)(p->N * imgf) * sizeof(float));
+    if (!xb) return 0;
+    const double work = (double)p->N * K * ohw * C * R * S;
+    const int threads = afrt_worth_threads_(work);
+    (void)threads; /* without OpenMP */
+    const int64_t rows = p->N * Cb * Hp;
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (threads && rows > 1))
+    for (int64_t q = 0; q < rows; ++q) {
+        const int64_t n = q / (Cb * Hp), cb = (q / Hp) % Cb, i = q % Hp;
+        afrt_nc_reorder_row_(x + n * C * hw, p, cb, i, Wp, xb + n * imgf + cb * planef + i * rowf);
+    }
+    const int64_t tasks = p->N * Kp * nrb;
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (threads && tasks > 1))
+    for (int64_t task = 0; task < tasks; ++task) {
+        const int64_t n = task / (Kp * nrb), kp = (task / nrb) % Kp, oh0 = (task % nrb) * nr;
+        const int64_t k0 = kp * AFRT_NC_KT, kn = afrt_min_(AFRT_NC_KT, K - k0);
+        const int64_t rows = afrt_min_(nr, OH - oh0);
+        float bb[AFRT_NC_KT], t[2 * AFRT_NC_MAXW * AFRT_NC_L];
+        for (int64_t k = 0; k < AFRT_NC_KT; ++k) bb[k] = bias && k < kn ? bias[k0 + k] : 0.0f;
+        const float *xrow = xb + n * imgf + oh0 * st * rowf;
+        const float *wk = wb + kp * Cb * R * S * AFRT_NC_L * AFRT_NC_KT;
+        float *yn = y + n * K * ohw;
+        for (int64_t tw = 0; tw < nwt; ++tw) {
+            const int64_t ow0 = tw * ncol, nw = afrt_min_(ncol, OW - ow0);
+            const int cw = rows == 2 ? (int)ncol : afrt_nc_width_(nw);
+            afrt_nc_tile_(xrow + ow0 * st * AFRT_NC_L, wk, Cb, R, S, st * AFRT_NC_L, rowf,
+                          st * rowf, planef, bb, t, (int)rows, cw);
+            afrt_nc_store_(t, kn, rows, cw, nw, yn + k0 * ohw + oh0 * OW + ow0, ohw, OW);
+        }
+        if (epi.fn) epi.fn(epi.ctx, yn, n, k0, k0 + kn, oh0 * OW, (oh0 + rows) * OW, ohw);
+    }
+    return 1;
+}
+
+#endif /* AFRT_NCHWC_H */

@@ -1,0 +1,270 @@
+"""The direct blocked convolution (``afrt_nchwc_f32``, afrt_nchwc.h, algo ``direct_nchwc``).
+
+A sweep of 3x3 convs the rule sends to the blocked kernel (stride 1 on maps too small for
+Winograd, stride 2, odd and non-square maps whose rows end in every tile width (14, 13, 7,
+rounded up), asymmetric pads, output channels not a multiple
+of the 32-channel register tile, batch 2, weights as a graph input), each with a fused
+epilogue (none, bias, Relu, Clip(0, 6), SiLU, bias + residual Add + Relu), is packed into one
+multi-branch model, built for this CPU (AVX-512) at two threads and compared with
+onnxruntime; NaN and inf inputs must give exactly ONNX's NaN and inf. The config key
+``conv_layout: nchw`` must keep every conv off the kernel. ``clib.nchwc_applies`` is checked
+against ``afrt_nchwc_applies`` compiled in C, and the kernel itself (1x1 and 3x3, channels
+not a multiple of 16, the portable loops of an x86-64-v3 build) against ``afrt_conv2d_f32``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from conv_epilogues import epilogue_nodes
+from onnx import TensorProto, helper, numpy_helper
+
+import autofusion
+from autofusion.dialects import clib
+from autofusion.errors import AutofusionError
+from autofusion.lowering.c.testing import onnxruntime_outputs
+from autofusion.pipeline import PipelineOptions, blocked_convs
+from autofusion.policy.config import load_config
+from autofusion.runtime import toolchain
+from autofusion.testing import assert_close
+
+needs_avx512 = pytest.mark.skipif(
+    not toolchain.cpu_has_avx512("native"), reason="the blocked kernel is chosen on AVX-512 only"
+)
+
+# c, k, h, w, stride, pads (top, left, bottom, right), epilogue
+CASES: list[tuple[int, int, int, int, int, tuple[int, int, int, int], str]] = [
+    (32, 32, 9, 9, 1, (1, 1, 1, 1), "relu"),
+    (16, 40, 7, 11, 1, (1, 1, 1, 1), "bias"),
+    (48, 64, 13, 13, 2, (1, 1, 1, 1), "bias_add_relu"),
+    (32, 48, 16, 17, 2, (1, 1, 1, 1), "relu6"),
+    (16, 33, 10, 5, 2, (1, 1, 0, 0), "silu"),
+    (64, 96, 6, 6, 1, (0, 0, 0, 0), "none"),
+    (32, 32, 15, 3, 1, (2, 1, 0, 1), "bias_add_relu"),
+    (16, 64, 29, 31, 2, (1, 1, 1, 1), "bias"),
+    (16, 32, 3, 55, 1, (1, 1, 1, 1), "relu"),
+]
+
+Built = tuple[list[onnx.NodeProto], list[onnx.TensorProto], list[onnx.ValueInfoProto],
+              onnx.ValueInfoProto]  # fmt: skip
+
+
+def _case(rng: np.random.Generator, i: int, c: int, k: int, h: int, w: int, stride: int,
+          pads: tuple[int, int, int, int], epi: str, batch: int = 1,
+          w_input: bool = False) -> Built:  # fmt: skip
+    """One 3x3 Conv (+ epilogue) on input ``x{i}``, output ``y{i}``; ``w_input``: the
+    weights are a graph input, so the kernel reorders them per call."""
+    x, y = f"x{i}", f"y{i}"
+    wt = (rng.uniform(-1, 1, (k, c, 3, 3)) / np.sqrt(9 * c)).astype(np.float32)
+    inits: list[onnx.TensorProto] = []
+    ins = [helper.make_tensor_value_info(x, TensorProto.FLOAT, [batch, c, h, w])]
+    if w_input:
+        ins.append(helper.make_tensor_value_info(f"w{i}", TensorProto.FLOAT, [k, c, 3, 3]))
+    else:
+        inits.append(numpy_helper.from_array(wt, f"w{i}"))
+    conv_in = [x, f"w{i}"]
+    if epi.startswith("bias"):
+        inits.append(numpy_helper.from_array(rng.uniform(-1, 1, k).astype(np.float32), f"b{i}"))
+        conv_in.append(f"b{i}")
+    conv_out = y if epi in ("none", "bias") else f"c{i}"
+    nodes = [helper.make_node("Conv", conv_in, [conv_out], name=f"conv{i}", kernel_shape=[3, 3],
+                              pads=list(pads), strides=[stride, stride])]  # fmt: skip
+    oh = (h + pads[0] + pads[2] - 3) // stride + 1
+    ow = (w + pads[1] + pads[3] - 3) // stride + 1
+    epi_nodes, epi_inits = epilogue_nodes(rng, i, epi, conv_out, y, (batch, k, oh, ow))
+    nodes += epi_nodes
+    inits += epi_inits
+    vi_y = helper.make_tensor_value_info(y, TensorProto.FLOAT, [batch, k, oh, ow])
+    return nodes, inits, ins, vi_y
+
+
+def sweep() -> list[dict[str, object]]:
+    """The cases as keyword arguments of ``_case`` (also used by test_runtime_sanitize.py)."""
+    cases: list[dict[str, object]] = [
+        {"c": c, "k": k, "h": h, "w": w, "stride": s, "pads": p, "epi": e}
+        for c, k, h, w, s, p, e in CASES
+    ]
+    cases.append({"c": 32, "k": 32, "h": 7, "w": 9, "stride": 1, "pads": (1, 1, 1, 1),
+                  "epi": "relu", "batch": 2})  # fmt: skip
+    cases.append({"c": 16, "k": 32, "h": 11, "w": 11, "stride": 2, "pads": (1, 1, 1, 1),
+                  "epi": "bias", "w_input": True})  # fmt: skip
+    return cases
+
+
+def model(cases: list[dict[str, object]], seed: int) -> onnx.ModelProto:
+    """One multi-branch model holding every case."""
+    rng = np.random.default_rng(seed)
+    nodes: list[onnx.NodeProto] = []
+    inits: list[onnx.TensorProto] = []
+    ins: list[onnx.ValueInfoProto] = []
+    outs: list[onnx.ValueInfoProto] = []
+    for i, case in enumerate(cases):
+        n, t, vin, vy = _case(rng, i, **case)  # type: ignore[arg-type]
+        nodes += n
+        inits += t
+        ins += vin
+        outs.append(vy)
+    graph = helper.make_graph(nodes, "nchwc_sweep", ins, outs, inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def feeds_for(m: onnx.ModelProto, seed: int) -> dict[str, np.ndarray]:
+    """Seeded inputs: activations U(-2, 2), weights inputs at the 1/sqrt(fan-in) scale."""
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for vi in m.graph.input:
+        dims = [d.dim_value for d in vi.type.tensor_type.shape.dim]
+        scale = 1.0 / np.sqrt(9 * dims[1]) if vi.name.startswith("w") else 2.0
+        feeds[vi.name] = rng.uniform(-scale, scale, dims).astype(np.float32)
+    return feeds
+
+
+def _run(m: onnx.ModelProto, feeds: dict[str, np.ndarray], threads: int,
+         config: str | None = None) -> tuple[dict[str, np.ndarray], list[str]]:  # fmt: skip
+    c = autofusion.compile(m, threads=threads, cache=False, config=config)
+    try:
+        algos = [str(r["conv_algo"]) for r in c.report["conv_algo"]]  # type: ignore[union-attr]
+        return c.run(feeds), algos
+    finally:
+        c.close()
+
+
+@needs_avx512
+def test_nchwc_sweep_matches_onnxruntime() -> None:
+    """The sweep on the blocked kernel at two threads; case 0 also gets a NaN and an inf,
+    which must reach exactly the outputs whose 3x3 window holds them, as in ONNX."""
+    cases = sweep()
+    m = model(cases, seed=7)
+    feeds = feeds_for(m, 7)
+    feeds["x0"][0, 3, 4, 4] = np.nan
+    feeds["x0"][0, 20, 0, 8] = np.inf
+    ref = onnxruntime_outputs(m, feeds)
+    assert all(0.1 < np.abs(r[np.isfinite(r)]).max() < 10 for r in ref.values())  # ordinary size
+    got, algos = _run(m, feeds, threads=2)
+    assert algos == ["direct_nchwc"] * len(cases), algos
+    assert np.isnan(ref["y0"]).any()
+    assert not np.isnan(ref["y0"]).all()
+    assert np.array_equal(np.isnan(got["y0"]), np.isnan(ref["y0"]))
+    assert np.array_equal(np.isinf(got["y0"]), np.isinf(ref["y0"]))
+    for name, r in ref.items():
+        assert_close(got[name], r, f"{name} (direct_nchwc)")
+
+
+def test_conv_layout_nchw_keeps_convs_off_the_kernel(tmp_path: Path) -> None:
+    """``conv_layout: nchw`` acts: no conv is direct_nchwc, outputs still match; the blocked
+    choice needs AVX-512 (x86-64-v4 yes, x86-64-v3 no) and a valid key value."""
+    cfg = tmp_path / "nchw.json"
+    cfg.write_text('{"conv_layout": "nchw"}')
+    cases = sweep()[:3]
+    m = model(cases, seed=11)
+    feeds = feeds_for(m, 11)
+    ref = onnxruntime_outputs(m, feeds)
+    got, algos = _run(m, feeds, threads=1, config=str(cfg))
+    assert "direct_nchwc" not in algos, algos
+    assert len(algos) == len(cases), algos
+    for name, r in ref.items():
+        assert_close(got[name], r, f"{name} (conv_layout nchw)")
+    assert not blocked_convs(PipelineOptions(cpu="x86-64-v4", config=str(cfg)))
+    assert blocked_convs(PipelineOptions(cpu="x86-64-v4"))
+    assert not blocked_convs(PipelineOptions(cpu="x86-64-v3"))
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"conv_layout": "nchw16c"}')
+    with pytest.raises(AutofusionError, match="conv_layout"):
+        load_config(str(bad))
+
+
+_RULE_DRIVER = r"""
+#include "afrt.h"
+#include <stdio.h>
+int main(void) {
+    afrt_conv_params p;
+    int64_t *f = &p.N;
+    while (1) {
+        for (int i = 0; i < 18; ++i)
+            if (scanf("%ld", (long *)&f[i]) != 1) return 0;
+        printf("%d\n", afrt_nchwc_applies(&p));
+    }
+}
+"""
+
+
+def test_nchwc_rule_matches_the_runtime(tmp_path: Path) -> None:
+    """clib.nchwc_applies (the lowering's rule) equals afrt_nchwc_applies over a sweep."""
+    src = tmp_path / "rule.c"
+    src.write_text(_RULE_DRIVER)
+    exe = tmp_path / "rule"
+    subprocess.run(["cc", "-O1", "-std=c11", f"-I{toolchain.INCLUDE_DIR}", str(src), "-o",
+                    str(exe), "-lm"], check=True)  # fmt: skip
+    shapes = []
+    for c, k, r, s, p, h, g in itertools.product((8, 16, 48), (16, 32, 64), (1, 3), (1, 2, 3),
+                                                 (0, 1, 3), (7, 14, 28), (1, 2)):  # fmt: skip
+        oh = (h + 2 * p - r) // s + 1
+        shapes.append([1, c, h, h, k, r, r, oh, oh, s, s, p, p, p, p, 1, 1, g])
+    text = "\n".join(" ".join(map(str, v)) for v in shapes) + "\n"
+    out = subprocess.run([str(exe)], input=text, capture_output=True, text=True, check=True)
+    got = [line == "1" for line in out.stdout.split()]
+    want = [clib.nchwc_applies(dict(zip(clib.CONV_FIELDS, v, strict=True))) for v in shapes]
+    assert len(got) == len(shapes)
+    assert got == want
+    assert any(want)
+    assert not all(want)
+
+
+_KERNEL_DRIVER = r"""
+#include "afrt.h"
+#include <stdio.h>
+/* afrt_nchwc_f32 against afrt_conv2d_f32 (its NCHW paths) on seeded data: prints the
+ * largest difference relative to the largest output, per case. */
+int main(void) {
+    static const int64_t cases[][7] = {/* C K H W R stride pad */
+        {17, 33, 9, 7, 3, 1, 1}, {20, 8, 11, 13, 1, 1, 0}, {16, 70, 6, 5, 1, 2, 0},
+        {40, 32, 10, 9, 3, 2, 1}, {3, 5, 4, 4, 3, 1, 2}, {64, 64, 12, 14, 3, 1, 0},
+        {32, 40, 5, 27, 3, 1, 1}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+        const int64_t *c = cases[i], R = c[4], st = c[5], pd = c[6];
+        const int64_t OH = (c[2] + 2 * pd - R) / st + 1, OW = (c[3] + 2 * pd - R) / st + 1;
+        const afrt_conv_params p = {2, c[0], c[2], c[3], c[1], R, R, OH, OW, st, st,
+                                    pd, pd, pd, pd, 1, 1, 1};
+        const size_t nx = (size_t)(2 * c[0] * c[2] * c[3]), nw = (size_t)(c[1] * c[0] * R * R);
+        const size_t ny = (size_t)(2 * c[1] * OH * OW);
+        float *x = malloc(nx * 4), *w = malloc(nw * 4), *b = malloc((size_t)c[1] * 4);
+        float *y0 = malloc(ny * 4), *y1 = malloc(ny * 4);
+        for (size_t j = 0; j < nx; ++j) x[j] = (float)((j * 2654435761u) % 1000) / 500.0f - 1.0f;
+        for (size_t j = 0; j < nw; ++j) w[j] = (float)((j * 40503u) % 1000) / 500.0f - 1.0f;
+        for (int64_t j = 0; j < c[1]; ++j) b[j] = 0.01f * (float)j;
+        afrt_conv2d_f32(x, w, b, y0, &p, NULL, afrt_no_epilogue());
+        if (!afrt_nchwc_f32(x, w, b, y1, &p, afrt_no_epilogue())) return 3;
+        float diff = 0.0f, big = 0.0f;
+        for (size_t j = 0; j < ny; ++j) {
+            diff = fmaxf(diff, fabsf(y0[j] - y1[j]));
+            big = fmaxf(big, fabsf(y0[j]));
+        }
+        printf("%g %g\n", (double)diff, (double)big);
+        free(x); free(w); free(b); free(y0); free(y1);
+    }
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("cpu", ["native", "x86-64-v3"])
+def test_nchwc_kernel_matches_the_nchw_paths(cpu: str, tmp_path: Path) -> None:
+    """The kernel on shapes the lowering does not send it (1x1, channels not a multiple of
+    16, pad 2, K below the tile) and, built for x86-64-v3, its portable loops."""
+    src = tmp_path / "kernel.c"
+    src.write_text(_KERNEL_DRIVER)
+    exe = tmp_path / "kernel"
+    subprocess.run([toolchain.c_compiler(), *toolchain.BASE_FLAGS, *toolchain.cpu_flags(cpu),
+                    *toolchain.WERROR_FLAGS, *toolchain.include_flags(), str(src), "-o",
+                    str(exe), "-lm"], check=True)  # fmt: skip
+    out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
+    rows = [tuple(float(v) for v in line.split()) for line in out.splitlines()]
+    assert len(rows) == 7
+    for i, (diff, big) in enumerate(rows):
+        assert 0.1 < big < 1e3, (i, big)
+        assert diff <= 1e-5 * big, (i, diff, big)
