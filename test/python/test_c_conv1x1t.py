@@ -25,20 +25,21 @@ from autofusion.testing import assert_close
 
 F = TensorProto.FLOAT
 
-# c, k, h, w, epilogue, group, batch, weight fed at run time; the last one is on a 13x13 map,
-# where the rule keeps gemm_1x1 (the must-not-fire case)
+# c, k, h, w, epilogue, group, batch, weight fed at run time; the last two are must-not-fire
+# cases where the rule keeps gemm_1x1: a 13x13 map, and a 7x7 map with few input channels
 CASES: list[tuple[int, int, int, int, str, int, int, bool]] = [
     (40, 17, 1, 1, "silu", 1, 1, False),
-    (24, 40, 4, 4, "relu", 1, 1, False),
-    (33, 150, 7, 7, "bias_add_relu", 1, 1, False),
-    (70, 60, 5, 10, "relu6", 1, 1, False),
-    (36, 300, 7, 7, "bias", 2, 1, False),
+    (72, 60, 4, 4, "relu", 1, 1, False),
+    (250, 90, 7, 7, "bias_add_relu", 1, 1, False),
+    (270, 61, 5, 10, "relu6", 1, 1, False),
+    (520, 124, 7, 7, "bias", 2, 1, False),
     (100, 20, 1, 1, "none", 1, 2, False),
-    (50, 48, 4, 4, "relu", 1, 1, True),
-    (300, 90, 7, 7, "bias", 1, 1, False),
+    (90, 48, 4, 4, "relu", 1, 1, True),
+    (300, 62, 7, 7, "bias", 1, 1, False),
     (24, 40, 13, 13, "relu", 1, 1, False),
+    (64, 96, 7, 7, "silu", 1, 1, False),
 ]
-WANT = ["gemm_1x1_t"] * (len(CASES) - 1) + ["gemm_1x1"]
+WANT = ["gemm_1x1_t"] * (len(CASES) - 2) + ["gemm_1x1"] * 2
 
 
 def _model(seed: int) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
@@ -119,7 +120,7 @@ def test_small_map_1x1_sanitizer_clean(tmp_path: Path) -> None:
     module = compile_onnx(model, fusion=True)
     emit_lowered(module, tmp_path)  # lowers the module in place
     algos = [r["conv_algo"] for r in conv_algo_rows(module)]
-    assert algos.count("gemm_1x1_t") == len(CASES) - 1, algos
+    assert algos.count("gemm_1x1_t") == len(CASES) - 2, algos
     exe = build_sanitizer_driver(tmp_path)
     inputs = [feeds[i.name] for i in model.graph.input]
     outs = [(r.shape, r.dtype) for r in ref.values()]

@@ -1519,16 +1519,23 @@ static inline int afrt_conv_own_(const float *x, const float *w, const float *bi
  * The rule (clib.conv_algo holds the same; a test compares them): a 1x1 stride-1 unpadded
  * conv, at least 2 input and AFRT_1X1T_MIN_K output channels per group, whose map has at
  * most AFRT_1X1T_MAX_HW positions and where the padded work of the swapped GEMM,
- * round_up(HW, mr(HW)) x round_up(Kg, 32), is below that of gemm_1x1, round_up(Kg, mr(Kg)) x
- * round_up(HW, 32), with mr = afrt_choose_mr_ (the ISA-independent figure). Measured with
- * benchmarks/conv1x1_small.py (docs/runtime.md): on 7x7 maps ~10% faster with warm weights,
- * about even with cold caches; 1x1 and 4x4 maps 1.2-3x faster; 13x13 and 14x14 maps slower.
+ * round_up(HW, mr(HW)) x round_up(Kg, 32), times (1 + AFRT_1X1T_C_COST / Cg) is below that of
+ * gemm_1x1, round_up(Kg, mr(Kg)) x round_up(HW, 32), with mr = afrt_choose_mr_ (the
+ * ISA-independent figure). Measured with benchmarks/conv1x1_small.py (docs/runtime.md): on
+ * 7x7 maps 3-15% faster with warm caches from 256 input channels (slower below), about even
+ * to 10% slower with cold caches; 1x1 and 4x4 maps 1.3-3x faster warm; 13x13 and 14x14 maps
+ * slower (so not taken).
  * ------------------------------------------------------------------------------------------- */
 #ifndef AFRT_1X1T_MAX_HW
 #define AFRT_1X1T_MAX_HW 64
 #endif
 #ifndef AFRT_1X1T_MIN_K
 #define AFRT_1X1T_MIN_K 16
+#endif
+/* The transposed store and the per-call X^T packing cost about as much per output as this
+ * many more input channels: the swapped GEMM must pad less by more than that share. */
+#ifndef AFRT_1X1T_C_COST
+#define AFRT_1X1T_C_COST 32
 #endif
 
 /* Row-tile height of gemm_1x1_t for a map of hw positions: with AVX-512, whichever of 12, 8
@@ -1553,7 +1560,7 @@ static inline int afrt_conv1x1t_applies(const afrt_conv_params *p) {
     if (cg <= 1 || hw < 1 || hw > AFRT_1X1T_MAX_HW || kg < AFRT_1X1T_MIN_K) return 0;
     const int64_t swapped = afrt_round_up_(hw, afrt_choose_mr_(hw)) * afrt_round_up_(kg, AFRT_NR);
     const int64_t direct = afrt_round_up_(kg, afrt_choose_mr_(kg)) * afrt_round_up_(hw, AFRT_NR);
-    return swapped < direct;
+    return swapped * (cg + AFRT_1X1T_C_COST) < direct * cg;
 }
 
 /* y[j*ld + i] = t[i*ldt + j] for i < m, j < n: a tile of the transposed GEMM's output into
