@@ -1,7 +1,7 @@
 """1x1 convolutions on small maps with the operands swapped (``afrt_conv1x1t_f32``, algo
 ``gemm_1x1_t``) against onnxruntime.
 
-Maps of 1, 16, 49 and 50 positions, channel counts that are not multiples of 16, two k
+Maps of 1, 16, 49 and 50 positions, channel counts that are not multiples of 16, several k
 blocks of the GEMM core (more than 256 input channels), groups, a batch of two, a weight fed
 at run time (packed per call, not cached) and every fused epilogue of ``conv_epilogues``;
 built for this CPU (AVX-512 here: 7-row tiles on 7x7 maps) and for x86-64-v3, at one and two
@@ -26,18 +26,19 @@ from autofusion.testing import assert_close
 F = TensorProto.FLOAT
 
 # c, k, h, w, epilogue, group, batch, weight fed at run time; the last two are must-not-fire
-# cases where the rule keeps gemm_1x1: a 13x13 map, and a 7x7 map with few input channels
+# cases where the rule keeps gemm_1x1: a 13x13 map, and a 7x7 map with fewer input channels
+# than AFRT_1X1T_MIN_C
 CASES: list[tuple[int, int, int, int, str, int, int, bool]] = [
-    (40, 17, 1, 1, "silu", 1, 1, False),
-    (72, 60, 4, 4, "relu", 1, 1, False),
-    (250, 90, 7, 7, "bias_add_relu", 1, 1, False),
-    (270, 61, 5, 10, "relu6", 1, 1, False),
-    (520, 124, 7, 7, "bias", 2, 1, False),
-    (100, 20, 1, 1, "none", 1, 2, False),
-    (90, 48, 4, 4, "relu", 1, 1, True),
-    (300, 62, 7, 7, "bias", 1, 1, False),
+    (512, 513, 1, 1, "silu", 1, 1, False),
+    (520, 600, 4, 4, "relu", 1, 1, False),
+    (530, 520, 7, 7, "bias_add_relu", 1, 1, False),
+    (515, 544, 5, 10, "relu6", 1, 1, False),
+    (1040, 1040, 7, 7, "bias", 2, 1, False),
+    (512, 520, 1, 1, "none", 1, 2, False),
+    (520, 512, 4, 4, "relu", 1, 1, True),
+    (600, 530, 7, 7, "silu", 1, 1, False),
     (24, 40, 13, 13, "relu", 1, 1, False),
-    (64, 96, 7, 7, "silu", 1, 1, False),
+    (256, 512, 7, 7, "silu", 1, 1, False),
 ]
 WANT = ["gemm_1x1_t"] * (len(CASES) - 2) + ["gemm_1x1"] * 2
 

@@ -277,10 +277,10 @@ def test_conv_algo_matches_the_runtime(tmp_path: Path) -> None:
             continue
         oh = (h + 2 * p - r) // s + 1
         shapes.append([1, c, h, h, k, r, r, oh, oh, s, s, p, p, p, p, 1, 1, group])
-    # 1x1 convs around gemm_1x1_t's rule: small maps (1, 16, 49, 50, 64, 65 positions),
-    # channels (per group) below, at and past its thresholds, grouped ones
-    for c, k, h, w, group in itertools.product((1, 2, 64, 96), (8, 16, 48, 64, 160), (1, 4, 7, 8),
-                                               (1, 7, 9), (1, 2)):  # fmt: skip
+    # 1x1 convs around gemm_1x1_t's rule: small maps (1, 4, 7, ... 72 positions), channels
+    # (per group) below, at and past its thresholds, grouped ones
+    for c, k, h, w, group in itertools.product((2, 256, 512, 1030), (16, 500, 512, 520, 1024),
+                                               (1, 4, 7, 8), (1, 7, 9), (1, 2)):  # fmt: skip
         if c % group == 0 and k % group == 0:
             shapes.append([1, c, h, w, k, 1, 1, h, w, 1, 1, 0, 0, 0, 0, 1, 1, group])
     text = "\n".join(" ".join(map(str, v)) for v in shapes) + "\n"

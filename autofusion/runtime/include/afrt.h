@@ -1517,25 +1517,26 @@ static inline int afrt_conv_own_(const float *x, const float *w, const float *bi
  * channels, cols = positions, ld = OH*OW: the epilogue contract is unchanged).
  *
  * The rule (clib.conv_algo holds the same; a test compares them): a 1x1 stride-1 unpadded
- * conv, at least 2 input and AFRT_1X1T_MIN_K output channels per group, whose map has at
- * most AFRT_1X1T_MAX_HW positions and where the padded work of the swapped GEMM,
- * round_up(HW, mr(HW)) x round_up(Kg, 32), times (1 + AFRT_1X1T_C_COST / Cg) is below that of
- * gemm_1x1, round_up(Kg, mr(Kg)) x round_up(HW, 32), with mr = afrt_choose_mr_ (the
- * ISA-independent figure). Measured with benchmarks/conv1x1_small.py (docs/runtime.md): on
- * 7x7 maps 3-15% faster with warm caches from 256 input channels (slower below), about even
- * to 10% slower with cold caches; 1x1 and 4x4 maps 1.3-3x faster warm; 13x13 and 14x14 maps
- * slower (so not taken).
+ * conv with at least AFRT_1X1T_MIN_C input and AFRT_1X1T_MIN_K output channels per group,
+ * whose map has at most AFRT_1X1T_MAX_HW positions and where the padded work of the swapped
+ * GEMM, round_up(HW, mr(HW)) x round_up(Kg, 32), is below that of gemm_1x1, round_up(Kg,
+ * mr(Kg)) x round_up(HW, 32), with mr = afrt_choose_mr_ (the ISA-independent figure).
+ * Measured with benchmarks/conv1x1_small.py and whole models (docs/runtime.md): with warm
+ * caches 3-15% faster on 7x7 maps from 256 input channels and 1.3-3x on 1x1 and 4x4 maps, but
+ * with cold weights about even to 20% slower on all but the largest layers (ResNet-50's
+ * stage 4, which it speeds up), hence the channel thresholds.
  * ------------------------------------------------------------------------------------------- */
 #ifndef AFRT_1X1T_MAX_HW
 #define AFRT_1X1T_MAX_HW 64
 #endif
-#ifndef AFRT_1X1T_MIN_K
-#define AFRT_1X1T_MIN_K 16
+/* Input and output channels per group: below these (1 MiB of weights), in whole models
+ * (MobileNet-V2, EfficientNet-B0: weights cold, streamed from DRAM) gemm_1x1_t measured
+ * slower than gemm_1x1 even where it was faster with warm caches (docs/runtime.md). */
+#ifndef AFRT_1X1T_MIN_C
+#define AFRT_1X1T_MIN_C 512
 #endif
-/* The transposed store and the per-call X^T packing cost about as much per output as this
- * many more input channels: the swapped GEMM must pad less by more than that share. */
-#ifndef AFRT_1X1T_C_COST
-#define AFRT_1X1T_C_COST 32
+#ifndef AFRT_1X1T_MIN_K
+#define AFRT_1X1T_MIN_K 512
 #endif
 
 /* Row-tile height of gemm_1x1_t for a map of hw positions: with AVX-512, whichever of 12, 8
@@ -1557,10 +1558,11 @@ static inline int afrt_conv1x1t_applies(const afrt_conv_params *p) {
     if (!(p->R == 1 && p->S == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
           p->pad_left == 0 && p->OH == p->H && p->OW == p->W))
         return 0;
-    if (cg <= 1 || hw < 1 || hw > AFRT_1X1T_MAX_HW || kg < AFRT_1X1T_MIN_K) return 0;
+    if (hw < 1 || hw > AFRT_1X1T_MAX_HW || cg < AFRT_1X1T_MIN_C || kg < AFRT_1X1T_MIN_K)
+        return 0;
     const int64_t swapped = afrt_round_up_(hw, afrt_choose_mr_(hw)) * afrt_round_up_(kg, AFRT_NR);
     const int64_t direct = afrt_round_up_(kg, afrt_choose_mr_(kg)) * afrt_round_up_(hw, AFRT_NR);
-    return swapped * (cg + AFRT_1X1T_C_COST) < direct * cg;
+    return swapped < direct;
 }
 
 /* y[j*ld + i] = t[i*ldt + j] for i < m, j < n: a tile of the transposed GEMM's output into
