@@ -360,13 +360,14 @@ def winograd_applies(f: dict[str, int]) -> bool:
 
 
 # The measured rule of afrt_conv1x1t_applies (afrt.h; benchmarks/conv1x1_small.py,
-# docs/runtime.md): a 1x1 conv on a map of at most T1X1_MAX_HW positions with at least
+# docs/runtime.md): a 1x1 conv on a map of T1X1_MIN_HW to T1X1_MAX_HW positions with at least
 # T1X1_MIN_C input and T1X1_MIN_K output channels per group puts the channels along the
-# GEMM core's NR-wide panels when that pads less than putting the positions there (smaller
-# layers measured slower that way in whole models, their weights cold).
-T1X1_MAX_HW = 64  # AFRT_1X1T_MAX_HW
+# GEMM core's NR-wide panels when that pads less than putting the positions there (layers
+# with fewer input channels measured slower that way in whole models, their weights cold).
+T1X1_MIN_HW = 2  # AFRT_1X1T_MIN_HW
+T1X1_MAX_HW = 16  # AFRT_1X1T_MAX_HW
 T1X1_MIN_C = 512  # AFRT_1X1T_MIN_C
-T1X1_MIN_K = 512  # AFRT_1X1T_MIN_K
+T1X1_MIN_K = 16  # AFRT_1X1T_MIN_K
 GEMM_NR = 32  # AFRT_NR
 
 
@@ -387,7 +388,7 @@ def gemm_1x1_t_applies(f: dict[str, int]) -> bool:
     the row tiles, where that pads the GEMM less than ``gemm_1x1`` does on a small map."""
     group = max(1, f["group"])
     hw, kg, cg = f["OH"] * f["OW"], f["K"] // group, f["C"] // group
-    if not 1 <= hw <= T1X1_MAX_HW or cg < T1X1_MIN_C or kg < T1X1_MIN_K:
+    if not T1X1_MIN_HW <= hw <= T1X1_MAX_HW or cg < T1X1_MIN_C or kg < T1X1_MIN_K:
         return False
     swapped = _round_up(hw, gemm_mr(hw)) * _round_up(kg, GEMM_NR)
     direct = _round_up(kg, gemm_mr(kg)) * _round_up(hw, GEMM_NR)

@@ -1,10 +1,11 @@
 """1x1 convolutions on small maps with the operands swapped (``afrt_conv1x1t_f32``, algo
 ``gemm_1x1_t``) against onnxruntime.
 
-Maps of 1, 16, 49 and 50 positions, channel counts that are not multiples of 16, several k
-blocks of the GEMM core (more than 256 input channels), groups, a batch of two, a weight fed
+Maps of 2, 7, 15 and 16 positions (1, 49 and 50 among the shapes the rule keeps on
+gemm_1x1), channel counts that are not multiples of 16, several k blocks of the GEMM core
+(more than 256 input channels), groups, a batch of two, a weight fed
 at run time (packed per call, not cached) and every fused epilogue of ``conv_epilogues``;
-built for this CPU (AVX-512 here: 7-row tiles on 7x7 maps) and for x86-64-v3, at one and two
+built for this CPU (AVX-512 here: 7-row tiles on 7 positions) and for x86-64-v3, at one and two
 threads, and once under ASan/UBSan. ``clib.conv_algo`` against the runtime's own rule is in
 ``test_c_dwconv.py`` (``test_conv_algo_matches_the_runtime``).
 """
@@ -25,22 +26,24 @@ from autofusion.testing import assert_close
 
 F = TensorProto.FLOAT
 
-# c, k, h, w, epilogue, group, batch, weight fed at run time; the last two are must-not-fire
-# cases where the rule keeps gemm_1x1: a 13x13 map, and a 7x7 map with fewer input channels
-# than AFRT_1X1T_MIN_C
+# c, k, h, w, epilogue, group, batch, weight fed at run time. The first seven take
+# gemm_1x1_t; the rest are shapes the rule keeps on gemm_1x1 (a 1x1 map, 49 and 50
+# positions, a 13x13 map, fewer input channels than AFRT_1X1T_MIN_C), checked the same way.
 CASES: list[tuple[int, int, int, int, str, int, int, bool]] = [
-    (512, 513, 1, 1, "silu", 1, 1, False),
-    (520, 600, 4, 4, "relu", 1, 1, False),
+    (512, 513, 4, 4, "silu", 1, 1, False),
+    (520, 600, 2, 1, "relu", 1, 1, False),
+    (530, 520, 3, 5, "bias_add_relu", 1, 1, False),
+    (515, 44, 1, 7, "relu6", 1, 1, False),
+    (1040, 1040, 4, 4, "bias", 2, 1, False),
+    (512, 520, 4, 4, "none", 1, 2, False),
+    (520, 512, 4, 4, "relu", 1, 1, True),
+    (600, 530, 1, 1, "silu", 1, 1, False),
     (530, 520, 7, 7, "bias_add_relu", 1, 1, False),
     (515, 544, 5, 10, "relu6", 1, 1, False),
-    (1040, 1040, 7, 7, "bias", 2, 1, False),
-    (512, 520, 1, 1, "none", 1, 2, False),
-    (520, 512, 4, 4, "relu", 1, 1, True),
-    (600, 530, 7, 7, "silu", 1, 1, False),
     (24, 40, 13, 13, "relu", 1, 1, False),
-    (256, 512, 7, 7, "silu", 1, 1, False),
+    (256, 512, 4, 4, "silu", 1, 1, False),
 ]
-WANT = ["gemm_1x1_t"] * (len(CASES) - 2) + ["gemm_1x1"] * 2
+WANT = ["gemm_1x1_t"] * 7 + ["gemm_1x1"] * (len(CASES) - 7)
 
 
 def _model(seed: int) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
@@ -96,8 +99,8 @@ def test_small_map_1x1_matches_onnxruntime(cpu: str, threads: int) -> None:
 def test_small_map_1x1_nan_propagates() -> None:
     """A NaN input poisons exactly the outputs of its position (all channels), as in ONNX."""
     model, feeds = _model(seed=5)
-    feeds["x2"][0, 7, 3, 4] = np.nan
-    feeds["x0"][0, 1, 0, 0] = np.inf
+    feeds["x2"][0, 7, 2, 4] = np.nan
+    feeds["x0"][0, 1, 3, 0] = np.inf
     ref = onnxruntime_outputs(model, feeds)
     assert np.isnan(ref["y2"]).any()
     m = autofusion.compile(model, cache=False)
@@ -121,7 +124,7 @@ def test_small_map_1x1_sanitizer_clean(tmp_path: Path) -> None:
     module = compile_onnx(model, fusion=True)
     emit_lowered(module, tmp_path)  # lowers the module in place
     algos = [r["conv_algo"] for r in conv_algo_rows(module)]
-    assert algos.count("gemm_1x1_t") == len(CASES) - 2, algos
+    assert algos.count("gemm_1x1_t") == 7, algos
     exe = build_sanitizer_driver(tmp_path)
     inputs = [feeds[i.name] for i in model.graph.input]
     outs = [(r.shape, r.dtype) for r in ref.values()]

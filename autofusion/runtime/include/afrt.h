@@ -1518,25 +1518,32 @@ static inline int afrt_conv_own_(const float *x, const float *w, const float *bi
  *
  * The rule (clib.conv_algo holds the same; a test compares them): a 1x1 stride-1 unpadded
  * conv with at least AFRT_1X1T_MIN_C input and AFRT_1X1T_MIN_K output channels per group,
- * whose map has at most AFRT_1X1T_MAX_HW positions and where the padded work of the swapped
- * GEMM, round_up(HW, mr(HW)) x round_up(Kg, 32), is below that of gemm_1x1, round_up(Kg,
+ * whose map has AFRT_1X1T_MIN_HW to AFRT_1X1T_MAX_HW positions (at most half a panel) and
+ * where the padded work of the swapped GEMM, round_up(HW, mr(HW)) x round_up(Kg, 32), is below that of gemm_1x1, round_up(Kg,
  * mr(Kg)) x round_up(HW, 32), with mr = afrt_choose_mr_ (the ISA-independent figure).
- * Measured with benchmarks/conv1x1_small.py and whole models (docs/runtime.md): with warm
- * caches 3-15% faster on 7x7 maps from 256 input channels and 1.3-3x on 1x1 and 4x4 maps, but
- * with cold weights about even to 20% slower on all but the largest layers (ResNet-50's
- * stage 4, which it speeds up), hence the channel thresholds.
+ * Measured with benchmarks/conv1x1_small.py and per kernel inside whole models
+ * (docs/runtime.md): with warm caches 3-20% faster on 7x7 maps and 1.3-3x on 1x1 and 4x4
+ * maps; inside models, the weights cold, 10-22% faster on 4x4 maps from 576 input channels,
+ * but about even to 30% slower on 7x7 maps, 1x1 maps (GEMVs) and fewer input channels,
+ * hence the thresholds.
  * ------------------------------------------------------------------------------------------- */
-#ifndef AFRT_1X1T_MAX_HW
-#define AFRT_1X1T_MAX_HW 64
+#ifndef AFRT_1X1T_MIN_HW
+#define AFRT_1X1T_MIN_HW 2
 #endif
-/* Input and output channels per group: below these (1 MiB of weights), in whole models
- * (MobileNet-V2, EfficientNet-B0: weights cold, streamed from DRAM) gemm_1x1_t measured
- * slower than gemm_1x1 even where it was faster with warm caches (docs/runtime.md). */
+#ifndef AFRT_1X1T_MAX_HW
+#define AFRT_1X1T_MAX_HW 16
+#endif
+#ifndef AFRT_1X1T_KSEG
+#define AFRT_1X1T_KSEG 32
+#endif
+/* Input channels per group: below this, inside whole models (MobileNet-V2: weights cold,
+ * streamed from DRAM) gemm_1x1_t measured slower than gemm_1x1 even where it was faster
+ * with warm caches; the transposed store and X^T packing weigh more per MAC (docs/runtime.md). */
 #ifndef AFRT_1X1T_MIN_C
 #define AFRT_1X1T_MIN_C 512
 #endif
 #ifndef AFRT_1X1T_MIN_K
-#define AFRT_1X1T_MIN_K 512
+#define AFRT_1X1T_MIN_K 16
 #endif
 
 /* Row-tile height of gemm_1x1_t for a map of hw positions: with AVX-512, whichever of 12, 8
@@ -1558,7 +1565,8 @@ static inline int afrt_conv1x1t_applies(const afrt_conv_params *p) {
     if (!(p->R == 1 && p->S == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
           p->pad_left == 0 && p->OH == p->H && p->OW == p->W))
         return 0;
-    if (hw < 1 || hw > AFRT_1X1T_MAX_HW || cg < AFRT_1X1T_MIN_C || kg < AFRT_1X1T_MIN_K)
+    if (hw < AFRT_1X1T_MIN_HW || hw > AFRT_1X1T_MAX_HW || cg < AFRT_1X1T_MIN_C ||
+        kg < AFRT_1X1T_MIN_K)
         return 0;
     const int64_t swapped = afrt_round_up_(hw, afrt_choose_mr_(hw)) * afrt_round_up_(kg, AFRT_NR);
     const int64_t direct = afrt_round_up_(kg, afrt_choose_mr_(kg)) * afrt_round_up_(hw, AFRT_NR);
@@ -1634,12 +1642,18 @@ static inline int afrt_conv1x1t_f32(const float *x, const float *w, const float 
             for (int64_t ic = i0; ic < ip1; ic += MR)
                 afrt_pack_rows_t_(xg + pc * hw + ic, hw, afrt_min_(MR, hw - ic), MR, kc,
                                   abuf + (ic - i0) * kc);
-            /* a B panel (32 output channels of the weights) is read once per pc and stays
-             * in L1 over the row tiles; the packed X^T block stays in L2 */
+            /* A B panel (32 output channels of the weights, from DRAM in a model) is read
+             * AFRT_1X1T_KSEG k steps at a time by every row tile in turn, so the weights
+             * stream at an even rate; a whole panel per row tile drained it in one burst,
+             * then idled (the accumulators reload from the L1-resident tile per segment). */
             for (int64_t jr = j0; jr < jp1; jr += AFRT_NR)
-                for (int64_t ic = i0; ic < ip1; ic += MR)
-                    afrt_ukernel_(MR, kc, abuf + (ic - i0) * kc, pb + pc * Np + jr * kc,
-                                  tmp + (ic - i0) * ldt + (jr - j0), ldt, pc > 0);
+                for (int64_t k0 = 0; k0 < kc; k0 += AFRT_1X1T_KSEG) {
+                    const int64_t ks = afrt_min_(AFRT_1X1T_KSEG, kc - k0);
+                    for (int64_t ic = i0; ic < ip1; ic += MR)
+                        afrt_ukernel_(MR, ks, abuf + (ic - i0) * kc + k0 * MR,
+                                      pb + pc * Np + jr * kc + k0 * AFRT_NR,
+                                      tmp + (ic - i0) * ldt + (jr - j0), ldt, pc > 0 || k0 > 0);
+                }
         }
         float *yn = y + n * p->K * hw;
         const int64_t k0 = g * kg + j0;

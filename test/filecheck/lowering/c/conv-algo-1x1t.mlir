@@ -2,8 +2,7 @@
 // RUN: autofusion-opt %s -p convert-nn-to-buffers,legalize-contractions,lower-nn-to-loops -t c | filecheck %s --check-prefix=C
 
 // A 1x1 stride-1 conv on a small map takes gemm_1x1_t (output channels along the GEMM core's
-// 32-wide panels) where that pads the GEMM less, on layers of at least 512 input and output
-// channels: 512 -> 528 channels on a 4x4 map (16 positions would fill half a panel). On an
+// 32-wide panels) where that pads the GEMM less, on layers of at least 512 input channels: 512 -> 528 channels on a 4x4 map (16 positions would fill half a panel). On an
 // 8x8 map (64 positions, two whole panels) it stays gemm_1x1.
 // Both reach the runtime through afrt_conv2d_f32, which takes the same rule.
 func.func @main(%x: tensor<1x512x4x4xf32>, %w: tensor<528x512x1x1xf32>, %x8: tensor<1x512x8x8xf32>) -> (tensor<1x528x4x4xf32>, tensor<1x528x8x8xf32>) {
