@@ -9,8 +9,8 @@ One thread: process CPU time; more: wall time. Prints a markdown table of the me
 GFLOP/s of both against the machine's measured sgemm roof (``autofusion/runtime/roofs.py``),
 the median of the per-round ratios (t / direct; < 1: gemm_1x1_t wins) and which algorithm the
 rule (``clib.conv_algo``) picks. The default cases are the 1x1 layers of ResNet-50 (stages 3
-and 4), MobileNet-V2, EfficientNet-B0 (including its squeeze-excite convs on 1x1 maps) and
-SqueezeNet.
+and 4), MobileNet-V2 (at 224x224, and the zoo's 112x112 with 4x4 maps), EfficientNet-B0
+(including its squeeze-excite convs on 1x1 maps) and SqueezeNet.
 
     .venv/bin/python benchmarks/conv1x1_small.py [--threads 1] [--reps 9] [--cold]
         [--cases 2048x512x7,...]    # CxKxH
@@ -33,7 +33,8 @@ CASES = [
     (320, 1280, 7), (960, 160, 7), (160, 960, 7), (960, 320, 7), (576, 96, 14),  # MobileNet-V2
     (1152, 192, 7), (192, 1152, 7), (1152, 48, 1), (48, 1152, 1),  # EfficientNet-B0
     (512, 64, 13), (64, 256, 13), (512, 1000, 13),  # SqueezeNet 1.1
-    (256, 64, 4), (64, 256, 4),  # 4x4 maps
+    (960, 320, 4), (960, 160, 4), (576, 160, 4), (320, 1280, 4), (160, 960, 4),  # zoo MobileNet
+    (2048, 512, 4), (256, 64, 4), (64, 256, 4),  # 4x4 maps
 ]  # fmt: skip
 
 
