@@ -572,7 +572,7 @@ static inline void afrt_ukernel_(int64_t mr, int64_t kc, const float *restrict a
 }
 #else
 #if defined(__AVX512F__)
-/* 7 rows: a 7x7 map's 49 output positions are 7 whole tiles in gemm_1x1_t (afrt_conv1x1t_mr_) */
+/* 7 rows: maps of 7 or 14 output positions are whole tiles in gemm_1x1_t (afrt_conv1x1t_mr_) */
 AFRT_DEFINE_UKERNEL(afrt_ukernel7_, 7)
 #endif
 static inline void afrt_ukernel_(int64_t mr, int64_t kc, const float *restrict a,
@@ -593,6 +593,22 @@ static inline int afrt_choose_mr_(int64_t M) {
 }
 
 static inline int64_t afrt_round_up_(int64_t v, int64_t m) { return afrt_cdiv_(v, m) * m; }
+
+/* One A panel from a transposed source: o[k*mr + i] = src[k*lda + i] for i < nrow (1 <=
+ * nrow <= mr <= 16), zero for nrow <= i < mr, k < kc. */
+static inline void afrt_pack_rows_t_(const float *restrict src, int64_t lda, int64_t nrow,
+                                     int64_t mr, int64_t kc, float *restrict o) {
+#if defined(__AVX512F__)
+    const __mmask16 m = (__mmask16)((1u << nrow) - 1u), mo = (__mmask16)((1u << mr) - 1u);
+    for (int64_t k = 0; k < kc; ++k)
+        _mm512_mask_storeu_ps(o + k * mr, mo, _mm512_maskz_loadu_ps(m, src + k * lda));
+#else
+    for (int64_t k = 0; k < kc; ++k) {
+        for (int64_t i = 0; i < nrow; ++i) o[k * mr + i] = src[k * lda + i];
+        for (int64_t i = nrow; i < mr; ++i) o[k * mr + i] = 0.0f;
+    }
+#endif
+}
 
 #if defined(AFRT_NEON_)
 /* dst[j*ldd + i] = src[i*lds + j] for a 4 x 4 block: two rounds of TRN (32-, then 64-bit). */
@@ -673,22 +689,6 @@ static inline void afrt_neon_pack_b_trans_(const float *B, int64_t ldb, int64_t 
     }
 }
 #else
-/* One A panel from a transposed source: o[k*mr + i] = src[k*lda + i] for i < nrow (1 <=
- * nrow <= mr <= 16), zero for nrow <= i < mr, k < kc. */
-static inline void afrt_pack_rows_t_(const float *restrict src, int64_t lda, int64_t nrow,
-                                     int64_t mr, int64_t kc, float *restrict o) {
-#if defined(__AVX512F__)
-    const __mmask16 m = (__mmask16)((1u << nrow) - 1u), mo = (__mmask16)((1u << mr) - 1u);
-    for (int64_t k = 0; k < kc; ++k)
-        _mm512_mask_storeu_ps(o + k * mr, mo, _mm512_maskz_loadu_ps(m, src + k * lda));
-#else
-    for (int64_t k = 0; k < kc; ++k) {
-        for (int64_t i = 0; i < nrow; ++i) o[k * mr + i] = src[k * lda + i];
-        for (int64_t i = nrow; i < mr; ++i) o[k * mr + i] = 0.0f;
-    }
-#endif
-}
-
 /* Packs op(A) (M x K; element (i, p) = trans ? A[p*lda + i] : A[i*lda + p]) into dst as
  * panels of mr rows (afrt_choose_mr_(M)). */
 static inline void afrt_pack_a_(const float *A, int64_t lda, int trans, int64_t M, int64_t K,
@@ -1510,8 +1510,8 @@ static inline int afrt_conv_own_(const float *x, const float *w, const float *bi
  * 32-wide column panels: a 7x7 map (49 = 32 + 17 columns) fills 49 of 64 lanes, a 4x4 map 16
  * of 32. Here the GEMM is transposed, Y^T[HW x K] = X^T[HW x C] @ W^T[C x K], so the vector
  * dimension is K (output channels, a multiple of 32 on such layers) and the positions are the
- * MR-row tiles (49 = 7 tiles of 7 rows). W^T is packed once as B panels (cached like every constant
- * operand), X^T per call as A panels; each thread computes a [positions x channels] tile into
+ * MR-row tiles (16 = 2 tiles of 8 rows). W^T is packed once as B panels (cached like every
+ * constant operand), X^T per call as A panels, a k block at a time; each thread computes a [positions x channels] tile into
  * its own padded scratch (whole MR x NR register tiles, no edge handling), transposes it into
  * the NCHW output and then adds bias and runs the epilogue on that finished block (rows =
  * channels, cols = positions, ld = OH*OW: the epilogue contract is unchanged).
@@ -1519,8 +1519,9 @@ static inline int afrt_conv_own_(const float *x, const float *w, const float *bi
  * The rule (clib.conv_algo holds the same; a test compares them): a 1x1 stride-1 unpadded
  * conv with at least AFRT_1X1T_MIN_C input and AFRT_1X1T_MIN_K output channels per group,
  * whose map has AFRT_1X1T_MIN_HW to AFRT_1X1T_MAX_HW positions (at most half a panel) and
- * where the padded work of the swapped GEMM, round_up(HW, mr(HW)) x round_up(Kg, 32), is below that of gemm_1x1, round_up(Kg,
- * mr(Kg)) x round_up(HW, 32), with mr = afrt_choose_mr_ (the ISA-independent figure).
+ * where the padded work of the swapped GEMM, round_up(HW, mr(HW)) x round_up(Kg, 32), is
+ * below that of gemm_1x1, round_up(Kg, mr(Kg)) x round_up(HW, 32), with mr = afrt_choose_mr_
+ * (the ISA-independent figure).
  * Measured with benchmarks/conv1x1_small.py and per kernel inside whole models
  * (docs/runtime.md): with warm caches 3-20% faster on 7x7 maps and 1.3-3x on 1x1 and 4x4
  * maps; inside models, the weights cold, 10-22% faster on 4x4 maps from 576 input channels,
@@ -1547,7 +1548,7 @@ static inline int afrt_conv_own_(const float *x, const float *w, const float *bi
 #endif
 
 /* Row-tile height of gemm_1x1_t for a map of hw positions: with AVX-512, whichever of 12, 8
- * and 7 rows pads hw least (49 = 7 x 7, 196 = 28 x 7, 16 = 2 x 8), else afrt_choose_mr_. */
+ * and 7 rows pads hw least (16 = 2 x 8, 14 = 2 x 7, 12 = 1 x 12), else afrt_choose_mr_. */
 static inline int afrt_conv1x1t_mr_(int64_t hw) {
 #if defined(__AVX512F__)
     int best = 12;
