@@ -332,7 +332,15 @@ CONV_FIELDS = (
     "group",
 )
 # Convolution algorithms the C runtime has, chosen per conv at lowering (`conv_algo`).
-CONV_ALGOS = ("direct_dw", "direct_smallc", "winograd", "direct_nchwc", "gemm_1x1", "im2col_gemm")
+CONV_ALGOS = (
+    "direct_dw",
+    "direct_smallc",
+    "winograd",
+    "direct_nchwc",
+    "gemm_1x1_t",
+    "gemm_1x1",
+    "im2col_gemm",
+)
 #: The algorithm of every 16-bit (``precision``) convolution call: the 16-bit GEMM core.
 LP_CONV_ALGO = "lp_gemm"
 DW_MAX_TAPS = 64  # AFRT_DW_MAX_TAPS in afrt_dwconv.h
@@ -384,6 +392,42 @@ def nchwc_applies(f: dict[str, int]) -> bool:
     )
 
 
+# The measured rule of afrt_conv1x1t_applies (afrt.h; benchmarks/conv1x1_small.py,
+# docs/runtime.md): a 1x1 conv on a map of T1X1_MIN_HW to T1X1_MAX_HW positions with at least
+# T1X1_MIN_C input and T1X1_MIN_K output channels per group puts the channels along the
+# GEMM core's NR-wide panels when that pads less than putting the positions there (layers
+# with fewer input channels measured slower that way in whole models, their weights cold).
+T1X1_MIN_HW = 2  # AFRT_1X1T_MIN_HW
+T1X1_MAX_HW = 16  # AFRT_1X1T_MAX_HW
+T1X1_MIN_C = 512  # AFRT_1X1T_MIN_C
+T1X1_MIN_K = 16  # AFRT_1X1T_MIN_K
+GEMM_NR = 32  # AFRT_NR
+
+
+def _round_up(v: int, m: int) -> int:
+    return -(-v // m) * m
+
+
+def gemm_mr(m: int) -> int:
+    """The GEMM core's row-tile height for ``m`` rows (``afrt_choose_mr_``): 12 unless 12
+    wastes over 5% of the rows and 8 wastes less."""
+    p12, p8 = _round_up(m, 12), _round_up(m, 8)
+    return 8 if (p12 - m) * 20 > p12 and p8 < p12 else 12
+
+
+def gemm_1x1_t_applies(f: dict[str, int]) -> bool:
+    """Whether a 1x1 stride-1 unpadded conv (``CONV_FIELDS`` by name) takes ``gemm_1x1_t``
+    (``afrt_conv1x1t_applies``): output channels along the 32-wide panels, positions along
+    the row tiles, where that pads the GEMM less than ``gemm_1x1`` does on a small map."""
+    group = max(1, f["group"])
+    hw, kg, cg = f["OH"] * f["OW"], f["K"] // group, f["C"] // group
+    if not T1X1_MIN_HW <= hw <= T1X1_MAX_HW or cg < T1X1_MIN_C or kg < T1X1_MIN_K:
+        return False
+    swapped = _round_up(hw, gemm_mr(hw)) * _round_up(kg, GEMM_NR)
+    direct = _round_up(kg, gemm_mr(kg)) * _round_up(hw, GEMM_NR)
+    return swapped < direct
+
+
 def conv_algo(params: Sequence[int], precision: str | None = None, blocked: bool = False) -> str:
     """The convolution algorithm for ``params`` (``CONV_FIELDS`` order) and the call's 16-bit
     ``precision`` (None: fp32), from the shapes; ``blocked``: the build has the blocked
@@ -402,13 +446,17 @@ def conv_algo(params: Sequence[int], precision: str | None = None, blocked: bool
     - ``direct_nchwc``: only when ``blocked``, where :func:`nchwc_applies`:
       ``afrt_nchwc_f32``, a direct conv on input reordered to 16-channel blocks (NCHW16c)
       per call, 32 output channels x up to 14 columns in registers;
+    - ``gemm_1x1_t``: 1x1, stride 1, no padding, on a small map where the transposed GEMM
+      pads less (:func:`gemm_1x1_t_applies`): ``afrt_conv1x1t_f32``, output channels along
+      the 32-wide panels;
     - ``gemm_1x1``: 1x1, stride 1, no padding: the NCHW input is the GEMM's B operand as is;
     - ``im2col_gemm``: everything else, im2col fused into the GEMM's B packing.
 
     The same rules as ``afrt_conv_plan`` / ``afrt_dwconv_applies`` /
-    ``afrt_dconv_smallc_applies`` / ``afrt_winograd_applies`` in the runtime (a test
-    compiles both and compares them over a sweep of shapes; ``afrt_conv2d_f32`` never takes
-    ``direct_nchwc`` itself: the lowering calls ``afrt_nchwc_f32``)."""
+    ``afrt_dconv_smallc_applies`` / ``afrt_winograd_applies`` / ``afrt_conv1x1t_applies`` in
+    the runtime (a test compiles both and compares them over a sweep of shapes;
+    ``afrt_conv2d_f32`` never takes ``direct_nchwc`` itself: the lowering calls
+    ``afrt_nchwc_f32``)."""
     if precision is not None:
         return LP_CONV_ALGO
     f: dict[str, int] = dict(zip(CONV_FIELDS, params, strict=True))
@@ -425,7 +473,7 @@ def conv_algo(params: Sequence[int], precision: str | None = None, blocked: bool
     if (f["R"] == 1 and f["S"] == 1 and f["stride_h"] == 1 and f["stride_w"] == 1
             and f["pad_top"] == 0 and f["pad_left"] == 0 and f["OH"] == f["H"]
             and f["OW"] == f["W"]):  # fmt: skip
-        return "gemm_1x1"
+        return "gemm_1x1_t" if gemm_1x1_t_applies(f) else "gemm_1x1"
     return "im2col_gemm"
 
 

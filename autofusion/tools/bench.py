@@ -2,7 +2,8 @@
 
     autofusion-bench MODEL [--target c|ascendc] [--threads N] [--runs N] [--warmup N]
                      [--no-fusion] [--config FILE] [--memory-limit MB] [--profile N] [--cpu CPU]
-                     [--precision] [--report-html FILE.html] [--json]
+                     [--precision] [--report-html FILE.html] [--against ENGINES] [--rounds N]
+                     [--json]
 
 Compiles MODEL (progress on stderr), builds an onnxruntime session (ORT_ENABLE_ALL,
 intra_op_num_threads = N, inter_op_num_threads = 1, sequential, pool spinning stopped
@@ -18,6 +19,13 @@ bool outputs; NaN and infinities must match exactly; see ``autofusion.testing``)
 ``--json`` prints one object: match, max_abs_err, max_rel_err, latency_ms {autofusion,
 onnxruntime}, ratio, threads, runs, kernels (ours / ORT's optimised node count), arena_bytes,
 report, outputs (per-output errors).
+
+With ``--against`` (or ``--profile``) it also profiles the kernels over ``--runs`` more runs
+and adds ``achieved``: the model's FLOPs per run (the cost model's per-kernel figures times
+the calls), achieved GFLOP/s (those FLOPs over autofusion's median latency) and its fraction
+of the machine's measured sgemm roof (``autofusion/runtime/roofs.py``), and
+``conv_gemm_share``, the share of the profiled kernel time spent in kernels that compute a
+Conv, ConvTranspose, MatMul or Gemm node (with what is fused into them).
 
 ``--report-html FILE`` writes the compile report as one self-contained HTML page (the fused
 graph, groups, refusals, memory plan; docs/report.md) with the latencies and, with
@@ -247,13 +255,17 @@ def bench(
             "report": report,
         }
     )
-    if profile > 0:
+    if profile > 0 or against:
         from autofusion.runtime.roofs import machine_roofs
 
         roofs = machine_roofs(nthreads, cpu, say)
         say(f"profiling kernels over {runs} runs")
-        rows = profile_rows(compiled.profile(feeds, runs), runs, ms_ours, roofs)
-        result["profile"] = rows[:profile]
+        kernels = compiled.profile(feeds, runs)
+        result["achieved"] = achieved_rates(kernels, runs, ms_ours, contraction_nodes(proto),
+                                            roofs.peak_gflops)  # fmt: skip
+        if profile > 0:
+            rows = profile_rows(kernels, runs, ms_ours, roofs)
+            result["profile"] = rows[:profile]
         result["roofs"] = roofs.to_dict()
     if isinstance(backend, SimulatedBackend):
         result["latency_note"] = backend.latency_note
@@ -365,6 +377,41 @@ def _simulated_runner(backend: SimulatedBackend, proto: Any, feeds: Mapping[str,
     run = backend.simulate(module)
     report["compile_seconds"] = round(time.perf_counter() - t0, 3)
     return (lambda: run(feeds)), report
+
+
+#: ONNX ops whose kernels count as conv/GEMM time (with whatever was fused into them)
+CONTRACTION_OPS = frozenset({"Conv", "ConvTranspose", "MatMul", "Gemm"})
+
+
+def contraction_nodes(proto: Any) -> frozenset[str]:
+    """Names (as kernels' ``origins`` give them) of the model's CONTRACTION_OPS nodes."""
+    from autofusion.frontend.loader import node_label
+
+    return frozenset(node_label(n, i) for i, n in enumerate(proto.graph.node)
+                     if n.op_type in CONTRACTION_OPS)  # fmt: skip
+
+
+def achieved_rates(kernels: Sequence[Any], runs: int, run_ms: float, contractions: frozenset[str],
+                   peak_gflops: float) -> dict[str, Any]:  # fmt: skip
+    """The whole model's achieved rate and where its time goes, from one profile of ``runs``
+    runs: ``model_flops`` (per run: every kernel's FLOPs from the cost model times its calls),
+    ``gflops_per_s`` (those FLOPs over ``run_ms``, the median latency), its fraction of the
+    machine's sgemm roof, and ``conv_gemm_share``: the profiled time of the kernels computing
+    a Conv/ConvTranspose/MatMul/Gemm node (epilogues fused into them included) over the
+    profiled time of all kernels (``conv_gemm_ms`` / ``kernel_ms``, per run)."""
+    flops = sum(k.flops * k.calls for k in kernels if k.flops is not None) / runs
+    total = sum(k.seconds for k in kernels)
+    conv = sum(k.seconds for k in kernels if contractions.intersection(k.origins))
+    gflops = flops / (run_ms * 1e-3) / 1e9 if run_ms > 0 else None
+    return {
+        "model_flops": round(flops),
+        "gflops_per_s": _r(gflops, 3),
+        "roof_gflops": round(peak_gflops, 3),
+        "roof_fraction": _r(gflops / peak_gflops if gflops and peak_gflops > 0 else None, 4),
+        "conv_gemm_share": round(conv / total, 4) if total > 0 else None,
+        "conv_gemm_ms": round(1e3 * conv / runs, 4),
+        "kernel_ms": round(1e3 * total / runs, 4),
+    }
 
 
 def profile_rows(kernels: Sequence[Any], runs: int, run_ms: float,
@@ -496,6 +543,18 @@ def format_table(r: Mapping[str, Any]) -> str:
             rows.append((f"output {name!r}", o["error"]))
         elif not o["match"]:
             rows.append((f"output {name!r}", f"MISMATCH abs {o['max_abs_err']:.3g}"))
+    ach = r.get("achieved")
+    if ach:
+        rate = ach["gflops_per_s"]
+        rows.append(("achieved", (f"{rate:.1f} GFLOP/s ({ach['model_flops'] / 1e9:.3g} GFLOP "
+                                  f"per run; {100 * (ach['roof_fraction'] or 0):.0f}% of the "
+                                  f"sgemm roof {ach['roof_gflops']:.0f} GFLOP/s)")
+                                 if rate is not None else "n/a"))  # fmt: skip
+        share = ach["conv_gemm_share"]
+        rows.append(("conv/GEMM time", (f"{100 * share:.1f}% of kernel time "
+                                        f"({ach['conv_gemm_ms']:.3f} of {ach['kernel_ms']:.3f} "
+                                        "ms per profiled run)")
+                                       if share is not None else "n/a"))  # fmt: skip
     width = max(len(a) for a, _ in rows)
     text = "\n".join(f"{a:<{width}}  {b}" for a, b in rows)
     if r.get("profile"):

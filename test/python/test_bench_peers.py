@@ -16,6 +16,7 @@ import pytest
 from autofusion.errors import AutofusionError
 from autofusion.tools import bench as bench_cli
 from autofusion.tools import peers
+from autofusion.zoo import get_model
 
 
 def test_against_both_peers_reports_every_engine_and_per_round_ratios() -> None:
@@ -40,6 +41,35 @@ def test_against_both_peers_reports_every_engine_and_per_round_ratios() -> None:
     assert "own process" in text
 
 
+def test_against_reports_achieved_gflops_and_conv_gemm_share() -> None:
+    """The achieved rate and the conv/GEMM share agree with the per-kernel profile that
+    ``--profile`` lists (every kernel: tiny_cnn has fewer than 100) and with the latency."""
+    r = bench_cli.bench("zoo:tiny_cnn", threads=1, runs=2, warmup=1, progress=False,
+                        against=["onnxruntime"], rounds=1, profile=100)  # fmt: skip
+    a = r["achieved"]
+    rows = r["profile"]
+    model = get_model("tiny_cnn")
+    convs = {n.name or f"{n.op_type}_{i}" for i, n in enumerate(model.graph.node)
+             if n.op_type in ("Conv", "MatMul", "Gemm")}  # fmt: skip
+    assert convs
+    conv_ms = sum(p["ms"] for p in rows if convs.intersection(p["origins"]))
+    total_ms = sum(p["ms"] for p in rows)
+    assert 0 < a["conv_gemm_share"] <= 1
+    assert a["kernel_ms"] == pytest.approx(total_ms, rel=1e-2, abs=1e-3)
+    assert a["conv_gemm_ms"] == pytest.approx(conv_ms, rel=1e-2, abs=1e-3)
+    assert a["conv_gemm_share"] == pytest.approx(conv_ms / total_ms, rel=1e-2, abs=1e-3)
+    flops = sum(p["flops"] * p["calls"] for p in rows) / 2  # per run of the 2 profiled
+    assert a["model_flops"] == pytest.approx(flops, rel=1e-6)
+    assert a["model_flops"] > 0
+    ms = r["latency_ms"]["autofusion"]
+    assert a["gflops_per_s"] == pytest.approx(a["model_flops"] / (ms * 1e-3) / 1e9, rel=1e-2)
+    assert a["roof_gflops"] == pytest.approx(r["roofs"]["peak_gflops"], rel=1e-3)
+    assert a["roof_fraction"] == pytest.approx(a["gflops_per_s"] / a["roof_gflops"], rel=1e-2)
+    text = bench_cli.format_table(r)
+    assert "GFLOP/s" in text
+    assert f"{100 * a['conv_gemm_share']:.1f}% of kernel time" in text
+
+
 def test_cli_against_prints_the_table_and_json(capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["zoo:tiny_cnn", "--threads", "1", "--runs", "1", "--warmup", "1", "--rounds", "1"]
     assert bench_cli.main([*argv, "--against", "openvino", "--json"]) == 0
@@ -47,6 +77,8 @@ def test_cli_against_prints_the_table_and_json(capsys: pytest.CaptureFixture[str
     assert set(result["peers"]["ratios"]) == {"openvino"}
     assert result["ratio"] is None  # onnxruntime was not timed
     assert result["peers"]["match"]["openvino"] is True
+    assert 0 <= result["achieved"]["conv_gemm_share"] <= 1
+    assert result["achieved"]["model_flops"] > 0
 
 
 @pytest.mark.parametrize(

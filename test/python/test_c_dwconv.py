@@ -254,8 +254,8 @@ int main(void) {
         for (int i = 0; i < 18; ++i)
             if (scanf("%ld", (long *)&f[i]) != 1) return 0;
         const afrt_conv_plan_ q = afrt_conv_plan(&p);
-        printf("%d %d %d %d\n", q.kind, afrt_dwconv_applies(&p), afrt_dconv_smallc_applies(&p),
-               afrt_winograd_applies(&p));
+        printf("%d %d %d %d %d\n", q.kind, afrt_dwconv_applies(&p), afrt_dconv_smallc_applies(&p),
+               afrt_winograd_applies(&p), afrt_conv1x1t_applies(&p));
     }
 }
 """
@@ -277,17 +277,25 @@ def test_conv_algo_matches_the_runtime(tmp_path: Path) -> None:
             continue
         oh = (h + 2 * p - r) // s + 1
         shapes.append([1, c, h, h, k, r, r, oh, oh, s, s, p, p, p, p, 1, 1, group])
+    # 1x1 convs around gemm_1x1_t's rule: small maps (1, 4, 7, ... 72 positions), channels
+    # (per group) below, at and past its thresholds, grouped ones
+    for c, k, h, w, group in itertools.product((2, 256, 512, 1030), (16, 500, 512, 520, 1024),
+                                               (1, 4, 7, 8), (1, 7, 9), (1, 2)):  # fmt: skip
+        if c % group == 0 and k % group == 0:
+            shapes.append([1, c, h, w, k, 1, 1, h, w, 1, 1, 0, 0, 0, 0, 1, 1, group])
     text = "\n".join(" ".join(map(str, v)) for v in shapes) + "\n"
     out = subprocess.run([str(exe)], input=text, capture_output=True, text=True, check=True)
     kinds = {0: "direct_dw", 1: "gemm_1x1", 2: "im2col_gemm"}
     got = []
     for line in out.stdout.splitlines():  # afrt_conv2d_f32's order: kind 0, small C, Winograd, 1/2
-        kind, dw, smallc, wino = (int(v) for v in line.split())
+        kind, dw, smallc, wino, t1x1 = (int(v) for v in line.split())
         assert dw == (kind == 0)
         if kind != 0 and smallc:
             got.append("direct_smallc")
+        elif kind != 0 and wino:
+            got.append("winograd")
         else:
-            got.append("winograd" if kind != 0 and wino else kinds[kind])
+            got.append("gemm_1x1_t" if kind == 1 and t1x1 else kinds[kind])
     assert len(got) == len(shapes)
     want = [clib.conv_algo(v) for v in shapes]
     assert got == want

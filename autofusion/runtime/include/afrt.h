@@ -251,7 +251,7 @@ static inline void afrt_finish_block_(float *out, const float *bias, int64_t bat
 #else
 #define AFRT_THREAD_LOCAL _Thread_local
 #endif
-#define AFRT_SCRATCH_SLOTS 9 /* 4 and 5: afrt_sgemm_ without OpenBLAS; 6-8: 16-bit core */
+#define AFRT_SCRATCH_SLOTS 11 /* 4, 5: afrt_sgemm_ without OpenBLAS; 6-8: 16-bit core; 9, 10: gemm_1x1_t */
 static AFRT_THREAD_LOCAL void *afrt_tls_buf_[AFRT_SCRATCH_SLOTS];
 static AFRT_THREAD_LOCAL size_t afrt_tls_cap_[AFRT_SCRATCH_SLOTS];
 
@@ -571,9 +571,16 @@ static inline void afrt_ukernel_(int64_t mr, int64_t kc, const float *restrict a
     }
 }
 #else
+#if defined(__AVX512F__)
+/* 7 rows: maps of 7 or 14 output positions are whole tiles in gemm_1x1_t (afrt_conv1x1t_mr_) */
+AFRT_DEFINE_UKERNEL(afrt_ukernel7_, 7)
+#endif
 static inline void afrt_ukernel_(int64_t mr, int64_t kc, const float *restrict a,
                                  const float *restrict b, float *restrict c, int64_t ldc, int acc) {
     if (mr == 12) afrt_ukernel12_(kc, a, b, c, ldc, acc);
+#if defined(__AVX512F__)
+    else if (mr == 7) afrt_ukernel7_(kc, a, b, c, ldc, acc);
+#endif
     else afrt_ukernel8_(kc, a, b, c, ldc, acc);
 }
 #endif
@@ -586,6 +593,22 @@ static inline int afrt_choose_mr_(int64_t M) {
 }
 
 static inline int64_t afrt_round_up_(int64_t v, int64_t m) { return afrt_cdiv_(v, m) * m; }
+
+/* One A panel from a transposed source: o[k*mr + i] = src[k*lda + i] for i < nrow (1 <=
+ * nrow <= mr <= 16), zero for nrow <= i < mr, k < kc. */
+static inline void afrt_pack_rows_t_(const float *restrict src, int64_t lda, int64_t nrow,
+                                     int64_t mr, int64_t kc, float *restrict o) {
+#if defined(__AVX512F__)
+    const __mmask16 m = (__mmask16)((1u << nrow) - 1u), mo = (__mmask16)((1u << mr) - 1u);
+    for (int64_t k = 0; k < kc; ++k)
+        _mm512_mask_storeu_ps(o + k * mr, mo, _mm512_maskz_loadu_ps(m, src + k * lda));
+#else
+    for (int64_t k = 0; k < kc; ++k) {
+        for (int64_t i = 0; i < nrow; ++i) o[k * mr + i] = src[k * lda + i];
+        for (int64_t i = nrow; i < mr; ++i) o[k * mr + i] = 0.0f;
+    }
+#endif
+}
 
 #if defined(AFRT_NEON_)
 /* dst[j*ldd + i] = src[i*lds + j] for a 4 x 4 block: two rounds of TRN (32-, then 64-bit). */
@@ -675,12 +698,16 @@ static inline void afrt_pack_a_(const float *A, int64_t lda, int trans, int64_t 
         const int64_t kc = afrt_min_(AFRT_KC, K - pc);
         for (int64_t ic = 0; ic < Mp; ic += mr) {
             float *panel = dst + pc * Mp + ic * kc;
+            if (trans) {
+                /* op(A)'s rows are contiguous per k: one panel row per k, copied whole (a
+                 * 1x1 conv's transposed input, afrt_conv1x1t_f32, is packed this way) */
+                afrt_pack_rows_t_(A + pc * lda + ic, lda, afrt_min_(mr, M - ic), mr, kc, panel);
+                continue;
+            }
             for (int64_t i = 0; i < mr; ++i) {
                 const int64_t row = ic + i;
                 if (row >= M) {
                     for (int64_t k = 0; k < kc; ++k) panel[k * mr + i] = 0.0f;
-                } else if (trans) {
-                    for (int64_t k = 0; k < kc; ++k) panel[k * mr + i] = A[(pc + k) * lda + row];
                 } else {
                     const float *src = A + row * lda + pc;
                     for (int64_t k = 0; k < kc; ++k) panel[k * mr + i] = src[k];
@@ -1478,6 +1505,168 @@ static inline int afrt_conv_own_(const float *x, const float *w, const float *bi
     return !failed;
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * 1x1 convolution on small maps, operands swapped (algo gemm_1x1_t).
+ *
+ * gemm_1x1 computes Y[K x HW] = W[K x C] @ X[C x HW] with the output positions along the
+ * 32-wide column panels: a 7x7 map (49 = 32 + 17 columns) fills 49 of 64 lanes, a 4x4 map 16
+ * of 32. Here the GEMM is transposed, Y^T[HW x K] = X^T[HW x C] @ W^T[C x K], so the vector
+ * dimension is K (output channels, a multiple of 32 on such layers) and the positions are the
+ * MR-row tiles (16 = 2 tiles of 8 rows). W^T is packed once as B panels (cached like every
+ * constant operand), X^T per call as A panels, a k block at a time; each thread computes a [positions x channels] tile into
+ * its own padded scratch (whole MR x NR register tiles, no edge handling), transposes it into
+ * the NCHW output and then adds bias and runs the epilogue on that finished block (rows =
+ * channels, cols = positions, ld = OH*OW: the epilogue contract is unchanged).
+ *
+ * The rule (clib.conv_algo holds the same; a test compares them): a 1x1 stride-1 unpadded
+ * conv with at least AFRT_1X1T_MIN_C input and AFRT_1X1T_MIN_K output channels per group,
+ * whose map has AFRT_1X1T_MIN_HW to AFRT_1X1T_MAX_HW positions (at most half a panel) and
+ * where the padded work of the swapped GEMM, round_up(HW, mr(HW)) x round_up(Kg, 32), is
+ * below that of gemm_1x1, round_up(Kg, mr(Kg)) x round_up(HW, 32), with mr = afrt_choose_mr_
+ * (the ISA-independent figure).
+ * Measured with benchmarks/conv1x1_small.py and per kernel inside whole models
+ * (docs/runtime.md): with warm caches 3-20% faster on 7x7 maps and 1.3-3x on 1x1 and 4x4
+ * maps; inside models, the weights cold, 10-22% faster on 4x4 maps from 576 input channels,
+ * but about even to 30% slower on 7x7 maps, 1x1 maps (GEMVs) and fewer input channels,
+ * hence the thresholds.
+ * ------------------------------------------------------------------------------------------- */
+#ifndef AFRT_1X1T_MIN_HW
+#define AFRT_1X1T_MIN_HW 2
+#endif
+#ifndef AFRT_1X1T_MAX_HW
+#define AFRT_1X1T_MAX_HW 16
+#endif
+#ifndef AFRT_1X1T_KSEG
+#define AFRT_1X1T_KSEG 32
+#endif
+/* Input channels per group: below this, inside whole models (MobileNet-V2: weights cold,
+ * streamed from DRAM) gemm_1x1_t measured slower than gemm_1x1 even where it was faster
+ * with warm caches; the transposed store and X^T packing weigh more per MAC (docs/runtime.md). */
+#ifndef AFRT_1X1T_MIN_C
+#define AFRT_1X1T_MIN_C 512
+#endif
+#ifndef AFRT_1X1T_MIN_K
+#define AFRT_1X1T_MIN_K 16
+#endif
+
+/* Row-tile height of gemm_1x1_t for a map of hw positions: with AVX-512, whichever of 12, 8
+ * and 7 rows pads hw least (16 = 2 x 8, 14 = 2 x 7, 12 = 1 x 12), else afrt_choose_mr_. */
+static inline int afrt_conv1x1t_mr_(int64_t hw) {
+#if defined(__AVX512F__)
+    int best = 12;
+    if (afrt_round_up_(hw, 8) < afrt_round_up_(hw, best)) best = 8;
+    if (afrt_round_up_(hw, 7) < afrt_round_up_(hw, best)) best = 7;
+    return best;
+#else
+    return afrt_choose_mr_(hw);
+#endif
+}
+
+static inline int afrt_conv1x1t_applies(const afrt_conv_params *p) {
+    const int64_t g = p->group > 0 ? p->group : 1;
+    const int64_t hw = p->OH * p->OW, kg = p->K / g, cg = p->C / g;
+    if (!(p->R == 1 && p->S == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
+          p->pad_left == 0 && p->OH == p->H && p->OW == p->W))
+        return 0;
+    if (hw < AFRT_1X1T_MIN_HW || hw > AFRT_1X1T_MAX_HW || cg < AFRT_1X1T_MIN_C ||
+        kg < AFRT_1X1T_MIN_K)
+        return 0;
+    const int64_t swapped = afrt_round_up_(hw, afrt_choose_mr_(hw)) * afrt_round_up_(kg, AFRT_NR);
+    const int64_t direct = afrt_round_up_(kg, afrt_choose_mr_(kg)) * afrt_round_up_(hw, AFRT_NR);
+    return swapped < direct;
+}
+
+/* y[j*ld + i] = t[i*ldt + j] for i < m, j < n: a tile of the transposed GEMM's output into
+ * the NCHW rows it belongs to, 16 channels at a time (the tile is still in L1/L2). */
+static inline void afrt_store_transposed_(const float *restrict t, int64_t ldt, int64_t m,
+                                          int64_t n, float *restrict y, int64_t ld) {
+    for (int64_t j0 = 0; j0 < n; j0 += 16) {
+        const int64_t j1 = afrt_min_(n, j0 + 16);
+        for (int64_t i = 0; i < m; ++i) {
+            const float *ti = t + i * ldt;
+            for (int64_t j = j0; j < j1; ++j) y[j * ld + i] = ti[j];
+        }
+    }
+}
+
+/* The gemm_1x1_t path (above); 0 if out of memory (the caller falls back). */
+static inline int afrt_conv1x1t_f32(const float *x, const float *w, const float *bias, float *y,
+                                    const afrt_conv_params *p, afrt_epilogue epi) {
+    const int64_t G = p->group > 0 ? p->group : 1;
+    const int64_t hw = p->OH * p->OW, kg = p->K / G, cg = p->C / G;
+    const int64_t MR = afrt_conv1x1t_mr_(hw);
+    const int64_t Np = afrt_round_up_(kg, AFRT_NR);
+    const float **pbs = (const float **)malloc((size_t)G * sizeof(float *));
+    if (!pbs) return 0;
+    /* W_g^T (cg x kg): element (c, k) = w[(g*kg + k)*cg + c], i.e. transposed with ld cg */
+    int need = 0;
+    for (int64_t g = 0; g < G; ++g) {
+        pbs[g] = afrt_packed_const_(w + g * kg * cg, cg, kg, cg, 1, 1);
+        need |= pbs[g] == NULL;
+    }
+    if (need) { /* weights that are not constants: packed on this call */
+        float *bbuf = (float *)afrt_thread_scratch(9, (size_t)(G * cg * Np) * sizeof(float));
+        if (!bbuf) {
+            free(pbs);
+            return 0;
+        }
+        for (int64_t g = 0; g < G; ++g)
+            if (!pbs[g]) {
+                afrt_pack_b_full_(w + g * kg * cg, cg, 1, cg, kg, bbuf + g * cg * Np);
+                pbs[g] = bbuf + g * cg * Np;
+            }
+    }
+    int64_t mb, nb;
+    afrt_gemm_split_(hw, kg, p->N * G, &mb, &nb);
+    const int64_t nmb = afrt_nblocks_(hw, mb), nnb = afrt_nblocks_(kg, nb);
+    const int64_t per_img = G * nmb * nnb, ntiles = p->N * per_img;
+    int failed = 0;
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (ntiles > 1 && afrt_worth_threads_((double)p->N * p->K * hw * cg)))
+    for (int64_t t = 0; t < ntiles; ++t) {
+        const int64_t n = t / per_img, rest = t % per_img;
+        const int64_t g = rest / (nmb * nnb), tile = rest % (nmb * nnb);
+        const int64_t i0 = (tile / nnb) * mb, j0 = (tile % nnb) * nb;
+        const int64_t i1 = afrt_min_(hw, i0 + mb), j1 = afrt_min_(kg, j0 + nb);
+        /* whole MR x NR register tiles: rows past i1 (inside the map or zero padding) are
+         * computed and not stored; j0 is a multiple of NR, Np covers jp1 */
+        const int64_t mt = afrt_round_up_(i1 - i0, MR), ip1 = i0 + mt;
+        const int64_t jp1 = afrt_round_up_(j1, AFRT_NR), ldt = jp1 - j0;
+        /* this thread's packed X^T block (mt x kc) and output tile (mt x ldt) */
+        float *abuf = (float *)afrt_thread_scratch(10, (size_t)(mt * (AFRT_KC + ldt)) * sizeof(float));
+        if (!abuf) {
+            failed = 1;
+            continue;
+        }
+        float *tmp = abuf + mt * AFRT_KC;
+        /* X_(n,g)^T (hw x cg): element (i, c) = xg[c*hw + i], packed a k block at a time */
+        const float *xg = x + (n * p->C + g * cg) * hw, *pb = pbs[g];
+        for (int64_t pc = 0; pc < cg; pc += AFRT_KC) {
+            const int64_t kc = afrt_min_(AFRT_KC, cg - pc);
+            for (int64_t ic = i0; ic < ip1; ic += MR)
+                afrt_pack_rows_t_(xg + pc * hw + ic, hw, afrt_min_(MR, hw - ic), MR, kc,
+                                  abuf + (ic - i0) * kc);
+            /* A B panel (32 output channels of the weights, from DRAM in a model) is read
+             * AFRT_1X1T_KSEG k steps at a time by every row tile in turn, so the weights
+             * stream at an even rate; a whole panel per row tile drained it in one burst,
+             * then idled (the accumulators reload from the L1-resident tile per segment). */
+            for (int64_t jr = j0; jr < jp1; jr += AFRT_NR)
+                for (int64_t k0 = 0; k0 < kc; k0 += AFRT_1X1T_KSEG) {
+                    const int64_t ks = afrt_min_(AFRT_1X1T_KSEG, kc - k0);
+                    for (int64_t ic = i0; ic < ip1; ic += MR)
+                        afrt_ukernel_(MR, ks, abuf + (ic - i0) * kc + k0 * MR,
+                                      pb + pc * Np + jr * kc + k0 * AFRT_NR,
+                                      tmp + (ic - i0) * ldt + (jr - j0), ldt, pc > 0 || k0 > 0);
+                }
+        }
+        float *yn = y + n * p->K * hw;
+        const int64_t k0 = g * kg + j0;
+        afrt_store_transposed_(tmp, ldt, i1 - i0, j1 - j0, yn + k0 * hw + i0, hw);
+        afrt_finish_block_(yn, bias, n, k0, g * kg + j1, i0, i1, hw, epi);
+    }
+    free(pbs);
+    return !failed;
+}
+
 static inline void afrt_conv2d_f32(const float *x, const float *w, const float *bias, float *y,
                                    const afrt_conv_params *p, void *scratch, afrt_epilogue epi) {
     if (p->N <= 0 || p->K <= 0 || p->OH * p->OW <= 0) return;
@@ -1500,6 +1689,7 @@ static inline void afrt_conv2d_f32(const float *x, const float *w, const float *
     if (!afrt_dconv_smallc_applies(p) && afrt_winograd_applies(p) &&
         afrt_winograd_f32(x, w, bias, y, p, epi))
         return;
+    if (q.kind == 1 && afrt_conv1x1t_applies(p) && afrt_conv1x1t_f32(x, w, bias, y, p, epi)) return;
     if (afrt_gemm_strategy_ == AFRT_GEMM_OWN && q.crs > 0 && afrt_conv_own_(x, w, bias, y, p, &q, epi))
         return;
     float *buf = NULL;
