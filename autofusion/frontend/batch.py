@@ -22,6 +22,9 @@ symbols pinned as given), and the two ``nn`` graphs are walked op by op:
 - an op with no batched operand may make batched results only by broadcasting (expand,
   tile of a size-1 dim 0) or as a constant whose every sample equals the batch-1 constant
   (an exporter's folded ``zeros([batch, seq])``).
+- nothing else may depend on the batch: unbatched constants and every op's properties must
+  be equal in both imports (but dim 0 of a slice or tile): a folded ``Shape(x)[0]`` used as
+  a value would be 1 in the batch-1 library.
 
 Anything else is one :class:`~autofusion.errors.AutofusionError` naming the ONNX node, the
 op and why, so a user learns why the range cannot be served by one library (the per-shape
@@ -244,7 +247,8 @@ def _check_op(op: Operation, bat: Sequence[bool], where: str, offsets: set[SSAVa
         else:
             raise _Refused(f"{where}: the gather indexes across samples")
     elif isinstance(op, nn.GatherElementsOp):
-        if not (bat[0] and bat[1]) or op.axis == 0:
+        same_rows = (_shape(ins[0]) or (0,))[0] == (_shape(ins[1]) or (1,))[0]
+        if not (bat[0] and bat[1]) or op.axis == 0 or not same_rows:
             raise _Refused(f"{where}: the gather indexes across samples")
     elif isinstance(op, nn.GatherNDOp):
         if not (bat[0] and bat[1]) or (op.batch_dims < 1 and op.indices not in offsets):
@@ -293,6 +297,36 @@ def _constant_per_sample(op: nn.ConstantOp, twin: nn.ConstantOp, where: str) -> 
             if all(np.array_equal(x, one + i * step) for i, x in enumerate(samples)):
                 return True
     raise _Refused(f"{where}: a constant differs between samples")
+
+
+def _same_constant(one: nn.ConstantOp, two: nn.ConstantOp, where: str) -> None:
+    """An unbatched constant must not depend on the batch (a folded ``Shape`` of the input
+    would be 1 at batch 1 and 2 at batch 2: the batch-1 library would divide by 1)."""
+    if one.value == two.value:
+        return
+    if isinstance(one.value, DenseIntOrFPElementsAttr) and isinstance(
+        two.value, DenseIntOrFPElementsAttr
+    ):
+        if np.array_equal(numpy_from_dense(one.value), numpy_from_dense(two.value), equal_nan=True):
+            return
+    raise _Refused(f"{where}: a constant's value depends on the batch")
+
+
+def _same_properties(one: Operation, two: Operation, where: str) -> None:
+    """Properties may differ between the imports only in dim 0 of a slice or a tile (the
+    batch's own extent); anything else that depends on the batch is refused."""
+    if one.properties == two.properties:
+        return
+    if isinstance(one, nn.SliceOp) and isinstance(two, nn.SliceOp):
+        a, b = (one.starts, one.ends, one.steps), (two.starts, two.ends, two.steps)
+        if all(x[1:] == y[1:] for x, y in zip(a, b)):
+            return
+    if isinstance(one, nn.TileOp) and isinstance(two, nn.TileOp):
+        if one.repeats[1:] == two.repeats[1:]:
+            return
+    keys = sorted(k for k in {*one.properties, *two.properties}
+                  if one.properties.get(k) != two.properties.get(k))  # fmt: skip
+    raise _Refused(f"{where}: its {', '.join(keys)} depend(s) on the batch")
 
 
 def _main(module: ModuleOp) -> func.FuncOp:
@@ -344,16 +378,20 @@ def check_separable(
                         _one_row(v, f"output '{n}'")
                 continue
             if isinstance(o2, nn.ConstantOp):
+                assert isinstance(o1, nn.ConstantOp)
                 if res and res[0]:
-                    assert isinstance(o1, nn.ConstantOp)
                     if _constant_per_sample(o2, o1, where):
                         offsets.add(o2.results[0])
-            elif any(bat):
-                if not all(res):
-                    raise _Refused(f"{where}: a result loses the batch (it mixes samples)")
-                _check_op(o2, bat, where, offsets)
-            elif any(res) and not isinstance(o2, nn.ExpandOp | nn.TileOp):
-                raise _Refused(f"{where}: makes a batch-sized result from unbatched operands")
+                else:
+                    _same_constant(o1, o2, where)
+            else:
+                _same_properties(o1, o2, where)
+                if any(bat):
+                    if not all(res):
+                        raise _Refused(f"{where}: a result loses the batch (it mixes samples)")
+                    _check_op(o2, bat, where, offsets)
+                elif any(res) and not isinstance(o2, nn.ExpandOp | nn.TileOp):
+                    raise _Refused(f"{where}: makes a batch-sized result from unbatched operands")
             for r2, b in zip(o2.results, res):
                 batched[r2] = b
     except _Refused as e:

@@ -143,6 +143,20 @@ MIXING = {
         ),
         "node 'tr'",
     ),
+    "the batch size as a value": (
+        _graph(
+            [
+                helper.make_node("Shape", ["x"], ["s"]),
+                helper.make_node("Gather", ["s", "zero"], ["n"], axis=0),
+                helper.make_node("Cast", ["n"], ["nf"], to=TensorProto.FLOAT),
+                helper.make_node("Div", ["x", "nf"], ["y"], name="div"),
+            ],
+            ["n", 4],
+            ["n", 4],
+            [numpy_helper.from_array(np.array(0, np.int64), "zero")],
+        ),
+        "a constant's value depends on the batch",
+    ),
     "batch folded into features": (
         _graph(
             [helper.make_node("Reshape", ["x", "s"], ["y"], name="rs")],
