@@ -324,7 +324,7 @@ def group_work(ops: Sequence[Operation], hw: Hardware, lanes: int = 16) -> Work:
 
 def _chain_intermediates(body: Sequence[Operation]) -> set[SSAValue]:
     """Values a ``fuse-conv-chain`` kernel keeps in its L2 tile (never in memory)."""
-    from autofusion.passes.fuse_conv_chain import body_chain
+    from autofusion.analysis.conv_chain import body_chain
 
     got = body_chain([o for o in body if not isinstance(o, nn.ConstantOp)])
     if got is None:

@@ -72,6 +72,7 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
+from autofusion.dialects import nn
 from autofusion.dialects.attrs import C_EPILOGUE
 
 
@@ -331,6 +332,59 @@ CONV_FIELDS = (
     "dil_w",
     "group",
 )
+
+
+def _dims(v: SSAValue) -> tuple[int, ...]:
+    return tuple(v.type.get_shape())  # type: ignore[attr-defined]
+
+
+def conv_params(op: nn.ConvOp) -> list[int]:
+    """The ``CONV_FIELDS`` of a 1-d or 2-d ``nn.conv`` (a 1-d conv as 2-d with H = R = OH = 1)."""
+    xs, ws, ys = _dims(op.x), _dims(op.w), _dims(op.y)
+    st, pd, dl = op.strides, op.pads, op.dilations
+    if len(xs) == 3:  # 1-d conv as 2-d with H = R = OH = 1
+        return [
+            xs[0],
+            xs[1],
+            1,
+            xs[2],
+            ws[0],
+            1,
+            ws[2],
+            1,
+            ys[2],
+            1,
+            st[0],
+            0,
+            pd[0],
+            0,
+            pd[1],
+            1,
+            dl[0],
+            op.group,
+        ]
+    return [
+        xs[0],
+        xs[1],
+        xs[2],
+        xs[3],
+        ws[0],
+        ws[2],
+        ws[3],
+        ys[2],
+        ys[3],
+        st[0],
+        st[1],
+        pd[0],
+        pd[1],
+        pd[2],
+        pd[3],
+        dl[0],
+        dl[1],
+        op.group,
+    ]
+
+
 # Convolution algorithms the C runtime has, chosen per conv at lowering (`conv_algo`).
 CONV_ALGOS = (
     "direct_dw",

@@ -26,18 +26,17 @@ target c only (the pipeline leaves it out for other targets). Options as for ``f
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
 
 from autofusion.analysis import predict
+from autofusion.analysis.conv_chain import CLAMPS, conv_fields, is_dwpw
 from autofusion.analysis.hardware import hardware_for
-from autofusion.dialects import dtypes, nn
+from autofusion.dialects import nn
 from autofusion.dialects.fusion import KernelOp, YieldOp
 from autofusion.passes.fuse import main_funcs, outline, short_name
 from autofusion.passes.options import CheckedPass
@@ -46,34 +45,6 @@ from autofusion.policy.engine import FusionPolicy
 from autofusion.policy.reasons import Refusal, RefusalLog, nodes_of
 
 FAMILY = "conv_chain"
-CLAMPS = (nn.ReluOp, nn.ClipOp)
-
-
-def conv_fields(op: nn.ConvOp) -> list[int] | None:
-    """The conv's ``clib.CONV_FIELDS`` (a 2-d f32 conv), else None."""
-    from autofusion.lowering.c.ops import conv_params
-
-    t = op.y.type
-    if not isinstance(t, TensorType) or len(t.get_shape()) != 4 or t.element_type != dtypes.f32:
-        return None
-    return conv_params(op)
-
-
-def clamp_of(act: Operation | None) -> tuple[float, float]:
-    """The ``[lo, hi]`` clamp a depthwise epilogue op applies (none: unbounded)."""
-    if isinstance(act, nn.ClipOp):
-        return act.min, act.max
-    if isinstance(act, nn.ReluOp):
-        return 0.0, math.inf
-    return -math.inf, math.inf
-
-
-def is_dwpw(dw: nn.ConvOp, pw: nn.ConvOp) -> bool:
-    """Whether ``afrt_dwpw_f32`` takes ``dw`` then ``pw`` (``clib.dwpw_applies``)."""
-    from autofusion.dialects.clib import dwpw_applies
-
-    d, p = conv_fields(dw), conv_fields(pw)
-    return d is not None and p is not None and dwpw_applies(d, p)
 
 
 @dataclass(frozen=True)
@@ -216,23 +187,6 @@ def fuse_conv_chains(module: ModuleOp, policy: FusionPolicy) -> int:
         formed += len(outline(block, groups, layers))
     log.flush(module)
     return formed
-
-
-def body_chain(ops: Sequence[Operation]) -> tuple[nn.ConvOp, Operation | None, nn.ConvOp] | None:
-    """(depthwise conv, clamp or None, pointwise conv) when a kernel body (nn ops, constants
-    left out) starts with a chain this pass forms; the lowering runs it as ``clib.dwpw``."""
-    if len(ops) < 2 or not isinstance(ops[0], nn.ConvOp):
-        return None
-    dw = ops[0]
-    act = ops[1] if isinstance(ops[1], CLAMPS) and ops[1].operands[0] is dw.y else None
-    i = 2 if act is not None else 1
-    pw = ops[i] if i < len(ops) else None
-    if not isinstance(pw, nn.ConvOp):
-        return None
-    mid = act.results[0] if act is not None else dw.y
-    if pw.x is not mid or not mid.has_one_use() or (act is not None and not dw.y.has_one_use()):
-        return None
-    return (dw, act, pw) if is_dwpw(dw, pw) else None
 
 
 @dataclass(frozen=True)

@@ -112,7 +112,7 @@ def test_print_pipeline_and_compile_pipeline_for_mlir() -> None:
     ``--print-pipeline`` shows the -p text; giving -p too is an error."""
     proc = _run(["--compile-pipeline", "--print-pipeline"], GOOD)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stderr.strip().endswith("fuse,plan-buffers")
+    assert proc.stderr.strip().endswith("fuse,fuse-conv-chain,plan-buffers")
     assert "fusion.kernel" in proc.stdout or "nn.relu" in proc.stdout
     proc = _run(["--compile-pipeline", "-p", "fuse"], GOOD)
     assert proc.returncode == 1

@@ -52,6 +52,7 @@ void af_destroy(af_model *m);
  * one after another; the others are shared by every sample. af_run_batch runs the graph once
  * per sample. A library with a fixed batch has symbol "", range 1..1 and nothing batched. A
  * batch outside the range is AF_ERR_ARGUMENT with a message in af_last_error(). */
+#define AF_HAS_RUN_BATCH 1
 const char *af_batch_symbol(void);
 int64_t af_batch_min(void);
 int64_t af_batch_max(void);

@@ -319,7 +319,7 @@ class FunctionLowering:
     ) -> tuple[nn.ConvOp, Operation | None, nn.ConvOp] | None:
         """(depthwise conv, clamp, pointwise conv) when the function starts with a chain
         kernel's pair and its intermediate is private to it."""
-        from autofusion.passes.fuse_conv_chain import body_chain
+        from autofusion.analysis.conv_chain import body_chain
 
         body = [o for o in ops if isinstance(o, nn.TensorOp) and not isinstance(o, nn.ConstantOp)]
         got = body_chain(body)
@@ -335,8 +335,8 @@ class FunctionLowering:
         chain: tuple[nn.ConvOp, Operation | None, nn.ConvOp],
         epi: tuple[Operation, set[Operation], Operation] | None,
     ) -> None:
+        from autofusion.analysis.conv_chain import clamp_of
         from autofusion.lowering.c.ops import conv_params
-        from autofusion.passes.fuse_conv_chain import clamp_of
 
         dw, act, pw = chain
         ep = ctx = None

@@ -432,50 +432,7 @@ def _params(values: list[int]) -> DenseArrayBase:
     return DenseArrayBase.from_list(i64, [int(v) for v in values])
 
 
-def conv_params(op: nn.ConvOp) -> list[int]:
-    xs, ws, ys = shape(op.x), shape(op.w), shape(op.y)
-    st, pd, dl = op.strides, op.pads, op.dilations
-    if len(xs) == 3:  # 1-d conv as 2-d with H = R = OH = 1
-        return [
-            xs[0],
-            xs[1],
-            1,
-            xs[2],
-            ws[0],
-            1,
-            ws[2],
-            1,
-            ys[2],
-            1,
-            st[0],
-            0,
-            pd[0],
-            0,
-            pd[1],
-            1,
-            dl[0],
-            op.group,
-        ]
-    return [
-        xs[0],
-        xs[1],
-        xs[2],
-        xs[3],
-        ws[0],
-        ws[2],
-        ws[3],
-        ys[2],
-        ys[3],
-        st[0],
-        st[1],
-        pd[0],
-        pd[1],
-        pd[2],
-        pd[3],
-        dl[0],
-        dl[1],
-        op.group,
-    ]
+conv_params = clib.conv_params  # the conv's CONV_FIELDS (defined with them in clib)
 
 
 def _matmul_call(

@@ -1,0 +1,56 @@
+"""The depthwise -> pointwise conv chains ``fuse-conv-chain`` forms, as structure: which
+ops make one, and what ``afrt_dwpw_f32`` takes. Shared by the pass, the cost model
+(``predict``) and the C lowering (``lower-nn-to-loops``), so neither of the last two imports
+the pass."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Operation
+
+from autofusion.dialects import clib, dtypes, nn
+
+CLAMPS = (nn.ReluOp, nn.ClipOp)
+
+
+def conv_fields(op: nn.ConvOp) -> list[int] | None:
+    """The conv's ``clib.CONV_FIELDS`` (a 2-d f32 conv), else None."""
+    t = op.y.type
+    if not isinstance(t, TensorType) or len(t.get_shape()) != 4 or t.element_type != dtypes.f32:
+        return None
+    return clib.conv_params(op)
+
+
+def clamp_of(act: Operation | None) -> tuple[float, float]:
+    """The ``[lo, hi]`` clamp a depthwise epilogue op applies (none: unbounded)."""
+    if isinstance(act, nn.ClipOp):
+        return act.min, act.max
+    if isinstance(act, nn.ReluOp):
+        return 0.0, math.inf
+    return -math.inf, math.inf
+
+
+def is_dwpw(dw: nn.ConvOp, pw: nn.ConvOp) -> bool:
+    """Whether ``afrt_dwpw_f32`` takes ``dw`` then ``pw`` (``clib.dwpw_applies``)."""
+    d, p = conv_fields(dw), conv_fields(pw)
+    return d is not None and p is not None and clib.dwpw_applies(d, p)
+
+
+def body_chain(ops: Sequence[Operation]) -> tuple[nn.ConvOp, Operation | None, nn.ConvOp] | None:
+    """(depthwise conv, clamp or None, pointwise conv) when a kernel body (nn ops, constants
+    left out) starts with a chain this pass forms; the lowering runs it as ``clib.dwpw``."""
+    if len(ops) < 2 or not isinstance(ops[0], nn.ConvOp):
+        return None
+    dw = ops[0]
+    act = ops[1] if isinstance(ops[1], CLAMPS) and ops[1].operands[0] is dw.y else None
+    i = 2 if act is not None else 1
+    pw = ops[i] if i < len(ops) else None
+    if not isinstance(pw, nn.ConvOp):
+        return None
+    mid = act.results[0] if act is not None else dw.y
+    if pw.x is not mid or not mid.has_one_use() or (act is not None and not dw.y.has_one_use()):
+        return None
+    return (dw, act, pw) if is_dwpw(dw, pw) else None
