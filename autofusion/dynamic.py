@@ -44,6 +44,7 @@ from onnx import helper
 
 from autofusion.api import CompiledModel, ModelSource
 from autofusion.errors import AutofusionError
+from autofusion.frontend.batch import dim0_symbols
 from autofusion.frontend.symbols import Dim, ShapePlan
 
 Key = tuple[int, ...]
@@ -354,10 +355,7 @@ def _batch_symbol(plan: ShapePlan, target: str) -> str | None:
     free too (a batch alone is built as one library by ``compile`` itself); target c only."""
     if target != "c":
         return None
-    dim0 = [
-        s for s in plan.free
-        if all(d != s for sig in plan.inputs for d in sig.dims[1:])
-    ]  # fmt: skip
+    dim0 = dim0_symbols(plan, plan.free)
     return dim0[0] if len(dim0) == 1 and len(plan.free) > 1 else None
 
 

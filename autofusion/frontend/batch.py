@@ -87,18 +87,17 @@ def fixed_sizes(plan: ShapePlan) -> dict[str, int]:
     return out
 
 
+def dim0_symbols(plan: ShapePlan, symbols: Sequence[str]) -> list[str]:
+    """Those of ``symbols`` that occur only as dim 0 of the inputs that use them."""
+    return [s for s in symbols if all(d != s for sig in plan.inputs for d in sig.dims[1:])]
+
+
 def batch_candidate(plan: ShapePlan) -> str | None:
     """The one free symbol (a one-size range counts as pinned), if it occurs only as dim 0 of
     the inputs that use it; else None (no free symbol, several, or one in another dim)."""
     fixed = fixed_sizes(plan)
     free = [s for s in plan.free if s not in fixed]
-    if len(free) != 1:
-        return None
-    sym = free[0]
-    for sig in plan.inputs:
-        if any(d == sym for d in sig.dims[1:]):
-            return None
-    return sym
+    return free[0] if len(free) == 1 and dim0_symbols(plan, free) else None
 
 
 def why_not_candidate(plan: ShapePlan) -> str:
