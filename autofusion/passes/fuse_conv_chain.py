@@ -141,7 +141,7 @@ class _ChainFinder:
         return self.policy.approver(applies)
 
 
-def fuse_conv_chains(module: ModuleOp, policy: FusionPolicy) -> int:
+def fuse_dwpw_chains(module: ModuleOp, policy: FusionPolicy) -> int:
     """Form the chain kernels; returns how many were formed."""
     log = RefusalLog()
     formed = 0
@@ -200,6 +200,6 @@ class FuseConvChain(CheckedPass):
     policy: str = ""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        fuse_conv_chains(
+        fuse_dwpw_chains(
             op, FusionPolicy.resolve(self.config or None, self.aggressiveness, self.policy)
         )

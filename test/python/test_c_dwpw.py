@@ -152,7 +152,7 @@ def test_pass_preserves_semantics_in_the_interpreter() -> None:
     from autofusion.frontend import import_onnx
     from autofusion.interpreter import run_module
     from autofusion.passes.fuse_conv_bn_relu import fuse_conv_chains as fuse_conv_bn
-    from autofusion.passes.fuse_conv_chain import fuse_conv_chains
+    from autofusion.passes.fuse_conv_chain import fuse_dwpw_chains
     from autofusion.pipeline import run_tensor_passes
     from autofusion.policy.engine import FusionPolicy
 
@@ -163,7 +163,7 @@ def test_pass_preserves_semantics_in_the_interpreter() -> None:
     policy = FusionPolicy.resolve(aggressiveness=3)
     fuse_conv_bn(module, policy)
     before = run_module(module, feeds)
-    assert fuse_conv_chains(module, policy) == 3
+    assert fuse_dwpw_chains(module, policy) == 3
     module.verify()
     after = run_module(module, feeds)
     for name, ref in before.items():
@@ -185,7 +185,7 @@ def test_policy_rules_reach_the_chain(tmp_path: Path, rules: dict[str, object], 
     from autofusion.frontend import import_onnx
     from autofusion.passes.fuse import iter_kernels
     from autofusion.passes.fuse_conv_bn_relu import fuse_conv_chains as fuse_conv_bn
-    from autofusion.passes.fuse_conv_chain import fuse_conv_chains
+    from autofusion.passes.fuse_conv_chain import fuse_dwpw_chains
     from autofusion.pipeline import run_tensor_passes
     from autofusion.policy.engine import FusionPolicy
     from autofusion.policy.reasons import read_refusals
@@ -195,7 +195,7 @@ def test_policy_rules_reach_the_chain(tmp_path: Path, rules: dict[str, object], 
     run_tensor_passes(module, groups=("cleanup",))
     policy = FusionPolicy.resolve(_config(tmp_path, rules))
     fuse_conv_bn(module, policy)
-    assert fuse_conv_chains(module, policy) == formed
+    assert fuse_dwpw_chains(module, policy) == formed
     chains = [k for k in iter_kernels(module) if k.pattern_name.startswith("chain_")]
     assert len(chains) == formed
     if formed:
