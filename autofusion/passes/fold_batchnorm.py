@@ -40,7 +40,7 @@ from autofusion.dialects.attrs import ORIGINS
 from autofusion.dialects.base import shape_of
 from autofusion.dialects.dtypes import dense_from_numpy
 from autofusion.passes._match import const_value, constant_operands, erase_dead
-from autofusion.passes.options import CheckedPass
+from autofusion.passes.options import PolicyPass
 from autofusion.policy.engine import FusionPolicy
 from autofusion.policy.reasons import RefusalLog, merge_origins, origins_of
 
@@ -238,16 +238,13 @@ class FoldBatchNormIntoProducer(RewritePattern):
 
 
 @dataclass(frozen=True)
-class FoldBatchNorm(CheckedPass):
+class FoldBatchNorm(PolicyPass):
     """Fold BatchNormalization into Conv / Gemm / MatMul with constant weights."""
 
     name: ClassVar[str] = "fold-batchnorm"
 
-    config: str = ""
-    aggressiveness: int = -1
-
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        policy = FusionPolicy.resolve(self.config or None, self.aggressiveness)
+        policy = self.fusion_policy()
         pattern = FoldBatchNormIntoProducer(policy)
         PatternRewriteWalker(
             GreedyRewritePatternApplier([pattern], dce_enabled=False),

@@ -37,7 +37,7 @@ from autofusion.analysis.order import stable_topological_order
 from autofusion.dialects import nn
 from autofusion.dialects.attrs import FUSION_DECIDED_BY, FUSION_POLICY
 from autofusion.dialects.fusion import FAST_MATH_ATTR, KernelOp, YieldOp
-from autofusion.passes.options import CheckedPass
+from autofusion.passes.options import PolicyPass
 from autofusion.policy import learned
 from autofusion.policy.base import onnx_op_type
 from autofusion.policy.engine import FusionPolicy
@@ -391,19 +391,17 @@ def record_policy(module: ModuleOp, policy: FusionPolicy) -> None:
 
 
 @dataclass(frozen=True)
-class FuseNN(CheckedPass):
+class FuseNN(PolicyPass):
     """The general fusion engine; see the module docstring."""
 
     name: ClassVar[str] = "fuse"
 
-    config: str = ""
-    aggressiveness: int = -1
     policy: str = ""
     window_size: int = -1
     hardware: str = ""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        pol = FusionPolicy.resolve(self.config or None, self.aggressiveness, self.policy)
+        pol = self.fusion_policy()
         hw = hardware_for(self.hardware or pol.config.hardware)
         window = self.window_size if self.window_size >= 0 else pol.config.analysis_window
         run_fusion(op, pol, hw, window)

@@ -31,7 +31,7 @@ from autofusion.dialects import nn
 from autofusion.dialects.base import shape_of
 from autofusion.passes._match import sole_user
 from autofusion.passes.fuse import main_funcs, outline, short_name
-from autofusion.passes.options import CheckedPass
+from autofusion.passes.options import PolicyPass
 from autofusion.policy.engine import FusionPolicy
 from autofusion.policy.reasons import Refusal, RefusalLog, group_layer, nodes_of
 
@@ -172,16 +172,12 @@ def fuse_conv_chains(module: ModuleOp, policy: FusionPolicy) -> int:
 
 
 @dataclass(frozen=True)
-class FuseConvBnRelu(CheckedPass):
+class FuseConvBnRelu(PolicyPass):
     """Conv + BN + bias + residual + activation chains into one kernel each."""
 
     name: ClassVar[str] = "fuse-conv-bn-relu"
 
-    config: str = ""
-    aggressiveness: int = -1
     policy: str = ""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        fuse_conv_chains(
-            op, FusionPolicy.resolve(self.config or None, self.aggressiveness, self.policy)
-        )
+        fuse_conv_chains(op, self.fusion_policy())

@@ -39,7 +39,7 @@ from autofusion.analysis.hardware import hardware_for
 from autofusion.dialects import nn
 from autofusion.dialects.fusion import KernelOp, YieldOp
 from autofusion.passes.fuse import main_funcs, outline, short_name
-from autofusion.passes.options import CheckedPass
+from autofusion.passes.options import PolicyPass
 from autofusion.passes.validate_precision import unfuse
 from autofusion.policy.engine import FusionPolicy
 from autofusion.policy.reasons import Refusal, RefusalLog, nodes_of
@@ -190,16 +190,12 @@ def fuse_dwpw_chains(module: ModuleOp, policy: FusionPolicy) -> int:
 
 
 @dataclass(frozen=True)
-class FuseConvChain(CheckedPass):
+class FuseConvChain(PolicyPass):
     """Depthwise conv (+ clamp) -> 1x1 conv (+ epilogue) kernels, decided by the cost model."""
 
     name: ClassVar[str] = "fuse-conv-chain"
 
-    config: str = ""
-    aggressiveness: int = -1
     policy: str = ""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        fuse_dwpw_chains(
-            op, FusionPolicy.resolve(self.config or None, self.aggressiveness, self.policy)
-        )
+        fuse_dwpw_chains(op, self.fusion_policy())

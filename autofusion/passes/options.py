@@ -12,10 +12,12 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from xdsl.passes import ModulePass
 
 from autofusion.errors import AutofusionError
+from autofusion.policy.engine import FusionPolicy
 
 Check = tuple[Callable[[object], bool], str]
 
@@ -101,3 +103,19 @@ class CheckedPass(ModulePass):
 
     def __post_init__(self) -> None:
         check_pass_options(self)
+
+
+@dataclass(frozen=True)
+class PolicyPass(CheckedPass):
+    """Base of the passes the fusion policy steers: ``config`` (a JSON/YAML file) and
+    ``aggressiveness`` (-1: the config's, else the environment's, else 1) are declared once
+    here, and :meth:`fusion_policy` resolves them. A subclass that takes a user policy
+    declares ``policy: str = ""`` (``module:Class`` or ``@token``) and it is honoured."""
+
+    config: str = ""
+    aggressiveness: int = -1
+
+    def fusion_policy(self) -> FusionPolicy:
+        return FusionPolicy.resolve(
+            self.config or None, self.aggressiveness, getattr(self, "policy", "")
+        )
