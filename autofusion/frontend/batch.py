@@ -50,7 +50,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from autofusion.dialects import nn
-from autofusion.dialects.attrs import ONNX_NAME, origin_names
+from autofusion.dialects.attrs import C_BATCH, ONNX_NAME, origin_names
 from autofusion.dialects.dtypes import numpy_from_dense
 from autofusion.errors import AutofusionError
 from autofusion.frontend.symbols import ShapePlan
@@ -400,7 +400,8 @@ def check_separable(
 
 
 def attribute_value(plan: BatchPlan) -> Attribute:
-    """The module attribute (``c.batch``) the C printer reads to emit ``af_run_batch``."""
+    """The module attribute (``c.batch``) the backends read back with :func:`module_batch`:
+    the C printer emits ``af_run_batch`` from it, the Ascend C host ``af_run_model_batch``."""
     return DictionaryAttr(
         {
             "symbol": StringAttr(plan.symbol),
@@ -410,3 +411,29 @@ def attribute_value(plan: BatchPlan) -> Attribute:
             "outputs": ArrayAttr([StringAttr(n) for n in plan.outputs]),
         }
     )
+
+
+def module_batch(module: Operation) -> BatchPlan | None:
+    """The run-time batch a module was compiled for (its ``c.batch`` attribute, written by
+    :func:`attribute_value`), or None for a fixed-batch module."""
+    spec = module.attributes.get(C_BATCH)
+    if not isinstance(spec, DictionaryAttr):
+        return None
+    d = spec.data
+
+    def text(key: str) -> str:
+        a = d[key]
+        assert isinstance(a, StringAttr)
+        return a.data
+
+    def number(key: str) -> int:
+        a = d[key]
+        assert isinstance(a, IntAttr)
+        return a.data
+
+    def names(key: str) -> tuple[str, ...]:
+        a = d[key]
+        assert isinstance(a, ArrayAttr)
+        return tuple(x.data for x in a.data if isinstance(x, StringAttr))
+
+    return BatchPlan(text("symbol"), number("lo"), number("hi"), names("inputs"), names("outputs"))

@@ -292,10 +292,13 @@ def _run(argv: Sequence[str] | None) -> None:
                         ("--save-fused-onnx", args.save_fused_onnx),
                         ("--report-html", args.report_html)])  # fmt: skip
     say = stderr_progress("autofusion-compile")
-    proto = open_cli_model(args, run_time_batch=args.target == "c")
+    proto = open_cli_model(args, run_time_batch=args.target in ("c", "ascendc"))
     if proto.batch is not None:
         b = proto.batch
-        say(f"run-time batch: '{b.symbol}' {b.lo}..{b.hi} in one library (af_run_batch)")
+        built = (
+            "project (af_run_model_batch)" if args.target == "ascendc" else "library (af_run_batch)"
+        )
+        say(f"run-time batch: '{b.symbol}' {b.lo}..{b.hi} in one {built}")
     staged = cache.staging_dir()
     plot_staged = staged / "memory_plot.svg"
     # staged under the user's file name: external weights are found by it (FILE.onnx.data)

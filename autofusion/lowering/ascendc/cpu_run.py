@@ -32,6 +32,7 @@ from autofusion.dialects import nn
 from autofusion.dialects.base import shape_of
 from autofusion.dialects.dtypes import numpy_from_dense, to_numpy_dtype
 from autofusion.errors import AutofusionError
+from autofusion.frontend.batch import module_batch
 from autofusion.lowering.ascendc.project import (
     _io_names,
     check_lowered,
@@ -269,14 +270,38 @@ class CpuModelRunner:
         raise AutofusionError("ascendc: @main has no func.return")
 
     def run_host_program(self, feeds: Mapping[str, Any]) -> dict[str, np.ndarray]:
-        """Run the generated ``af_run_model`` (the whole AscendCL host program: weights and
-        inputs copied to the device, every kernel launched, outputs copied back). Only for
-        models whose every op is covered; raises otherwise."""
+        """Run the generated ``af_run_model_batch`` (the whole AscendCL host program: weights
+        and inputs copied to the device, every kernel launched, outputs copied back). Only
+        for models whose every op is covered; raises otherwise. A module compiled for a
+        run-time batch (``c.batch``) takes the batch from dim 0 of its batched inputs."""
         names = _io_names(self.fn, "arg")
         ins = [np.ascontiguousarray(feeds[n], dtype=np.float32) for n in names]
         ret = self.fn.body.block.last_op
         assert isinstance(ret, func.ReturnOp)
-        outs = [np.zeros(shape_of(v), dtype=np.float32) for v in ret.arguments]
+        plan = module_batch(self.module)
+        batch = 1
+        if plan is not None:
+            sizes = {a.shape[0] for n, a in zip(names, ins) if n in plan.inputs and a.ndim}
+            if len(sizes) != 1:
+                raise AutofusionError(
+                    f"ascendc: the batched inputs {', '.join(plan.inputs)} disagree on the "
+                    f"batch (dim 0: {sorted(sizes)})"
+                )
+            batch = sizes.pop()
+        for n, a, v in zip(names, ins, self.fn.args):
+            want = list(shape_of(v))
+            if plan is not None and n in plan.inputs:
+                want[0] = batch
+            if list(a.shape) != want:
+                raise AutofusionError(
+                    f"ascendc: input '{n}' has shape {list(a.shape)}, expected {want}"
+                )
+        outs = []
+        for n, v in zip(_io_names(self.fn, "res"), ret.arguments):
+            shape = list(shape_of(v))
+            if plan is not None and n in plan.outputs:
+                shape[0] = batch
+            outs.append(np.zeros(shape, dtype=np.float32))
         weights = np.frombuffer(
             (self.project / "weights.bin").read_bytes() or b"\0", dtype=np.uint8
         )
@@ -284,11 +309,13 @@ class CpuModelRunner:
         out_ptrs = (ctypes.c_void_p * max(1, len(outs)))(*[a.ctypes.data for a in outs])
         if self.lib.af_init(0) != 0:
             raise AutofusionError("ascendc: af_init failed on the CPU model")
-        rc = self.lib.af_run_model(ctypes.c_void_p(weights.ctypes.data), in_ptrs, out_ptrs)
+        run = self.lib.af_run_model_batch
+        run.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p]
+        rc = run(ctypes.c_void_p(weights.ctypes.data), batch, in_ptrs, out_ptrs)
         if self.lib.af_finalize() != 0:
             raise AutofusionError("ascendc: af_finalize failed on the CPU model")
         if rc != 0:
-            raise AutofusionError("ascendc: af_run_model failed (see stderr)")
+            raise AutofusionError("ascendc: af_run_model_batch failed (see stderr)")
         return dict(zip(_io_names(self.fn, "res"), outs))
 
 

@@ -37,6 +37,7 @@ from autofusion.dialects.base import shape_of
 from autofusion.dialects.dtypes import numpy_from_dense
 from autofusion.dialects.shapes import numel
 from autofusion.errors import AutofusionError
+from autofusion.frontend.batch import BatchPlan, module_batch
 from autofusion.lowering.ascendc.kernel_printer import HEADER, comment_safe, print_kernel
 
 CPU_MODEL_DIR = Path(__file__).parent / "cpu_model"
@@ -249,7 +250,8 @@ def print_host(module: ModuleOp, plan: HostPlan) -> str:
             "}",
             "",
         ]
-    out += _print_model_run(fn, plan, {k.sym_name.data: k for k in kernels})
+    kmap = {k.sym_name.data: k for k in kernels}
+    out += _print_model_run(fn, plan, kmap, module_batch(module))
     return "\n".join(out) + "\n"
 
 
@@ -259,88 +261,166 @@ def runtime_sizes(kernel: ac.KernelOp) -> dict[str, tuple[int, int]]:
     return {r: (1, inputs[r]) for r in kernel.tiling.runtime_names()}
 
 
-def _print_model_run(fn: func.FuncOp, plan: HostPlan, kernels: dict[str, ac.KernelOp]) -> list[str]:
-    n_in = len(fn.args)
+def _batch_flags(fn: func.FuncOp, batch: BatchPlan | None) -> tuple[list[bool], list[bool]]:
+    """Which inputs and outputs of ``@main`` carry the run-time batch in dim 0."""
+    ins = set(batch.inputs) if batch else set()
+    outs = set(batch.outputs) if batch else set()
+    return (
+        [n in ins for n in _io_names(fn, "arg")],
+        [n in outs for n in _io_names(fn, "res")],
+    )
+
+
+def _print_model_run(
+    fn: func.FuncOp, plan: HostPlan, kernels: dict[str, ac.KernelOp], batch: BatchPlan | None
+) -> list[str]:
+    """``af_batch_*``, ``af_run_model_batch`` and ``af_run_model`` (batch 1). A model compiled
+    for a run-time batch (``c.batch``: batch-separable, built at batch 1) runs its launches
+    once per sample, stepping each batched input and output by one sample's bytes; weights
+    and device buffers are set up once per call. Without it the range is 1..1."""
     ret = fn.body.block.last_op
     assert isinstance(ret, func.ReturnOp)
+    sym, lo, hi = (batch.symbol, batch.lo, batch.hi) if batch else ("", 1, 1)
+    in_flags, out_flags = _batch_flags(fn, batch)
     out = [
+        "// The run-time batch (docs/ascendc.md): af_run_model_batch takes any batch in",
+        '// af_batch_min()..af_batch_max(); af_batch_symbol() is "" for a fixed batch.',
+        f'extern "C" const char* af_batch_symbol(void) {{ return "{comment_safe(sym)}"; }}',
+        f'extern "C" int64_t af_batch_min(void) {{ return {lo}; }}',
+        f'extern "C" int64_t af_batch_max(void) {{ return {hi}; }}',
+        "",
         "// Run the whole model: host input buffers in, host output buffers out (float32,",
-        "// sizes in manifest.json). weights: the contents of weights.bin.",
-        'extern "C" int af_run_model(const void* weights, const void* const* inputs, '
-        "void* const* outputs)",
+        "// shapes in manifest.json, batched ones with `batch` samples in dim 0).",
+        "// weights: the contents of weights.bin.",
+        'extern "C" int af_run_model_batch(const void* weights, int64_t batch, '
+        "const void* const* inputs, void* const* outputs)",
         "{",
     ]
     if not plan.covered:
         listed = comment_safe(", ".join(sorted(set(plan.uncovered))))
         out += [
             f"    // Not every op of the model has an Ascend C lowering: {listed}.",
-            "    (void)weights; (void)inputs; (void)outputs;",
+            "    (void)weights; (void)batch; (void)inputs; (void)outputs;",
             '    std::fprintf(stderr, "af_run_model: the model has ops without an Ascend C '
             'lowering; "',
             '                 "run the kernels one by one (af_run_<kernel>)\\n");',
             "    return 1;",
             "}",
         ]
-        return out
+    else:
+        where = f" of symbol {sym}" if sym else " (this model has a fixed batch)"
+        out += [
+            "    if (batch < af_batch_min() || batch > af_batch_max()) {",
+            '        std::fprintf(stderr, "af_run_model_batch: batch %lld is outside the range '
+            f'%lld..%lld{comment_safe(where)}\\n",',
+            "                     static_cast<long long>(batch), "
+            "static_cast<long long>(af_batch_min()),",
+            "                     static_cast<long long>(af_batch_max()));",
+            "        return 1;",
+            "    }",
+        ]
+        out += _model_body(fn, plan, kernels, in_flags, out_flags)
+    out += [
+        "",
+        'extern "C" int af_run_model(const void* weights, const void* const* inputs, '
+        "void* const* outputs)",
+        "{",
+        "    return af_run_model_batch(weights, 1, inputs, outputs);",
+        "}",
+    ]
+    return out
+
+
+def _model_body(
+    fn: func.FuncOp,
+    plan: HostPlan,
+    kernels: dict[str, ac.KernelOp],
+    in_flags: list[bool],
+    out_flags: list[bool],
+) -> list[str]:
+    ret = fn.body.block.last_op
+    assert isinstance(ret, func.ReturnOp)
     nbuf = len(plan.sizes)
-    out.append(
-        f"    static const size_t kBytes[{nbuf}] = {{{', '.join(f'{s}u' for s in plan.sizes)}}};"
-    )
-    out.append(f"    void* buf[{nbuf}] = {{}};")
-    out.append(f"    for (int i = 0; i < {nbuf}; i++) {{")
-    out.append("        AF_ACL_CHECK(aclrtMalloc(&buf[i], kBytes[i], ACL_MEM_MALLOC_HUGE_FIRST));")
-    out.append("    }")
-    out.append("    const unsigned char* w = static_cast<const unsigned char*>(weights);")
+    out = [
+        f"    static const size_t kBytes[{nbuf}] = {{{', '.join(f'{s}u' for s in plan.sizes)}}};",
+        f"    void* buf[{nbuf}] = {{}};",
+        f"    for (int i = 0; i < {nbuf}; i++) {{",
+        "        AF_ACL_CHECK(aclrtMalloc(&buf[i], kBytes[i], ACL_MEM_MALLOC_HUGE_FIRST));",
+        "    }",
+        "    const unsigned char* w = static_cast<const unsigned char*>(weights);",
+    ]
     for idx, off, nbytes in plan.weights:
         out.append(
             f"    AF_ACL_CHECK(aclrtMemcpy(buf[{idx}], kBytes[{idx}], w + {off}u, "
             f"{nbytes}u, ACL_MEMCPY_HOST_TO_DEVICE));"
         )
     out.append("    (void)w;")
-    for i in range(n_in):
+    out.append("    for (int64_t b = 0; b < batch; b++) {")
+    for i, batched in enumerate(in_flags):
+        step = f" + static_cast<size_t>(b) * {plan.sizes[i]}u" if batched else ""
         out.append(
-            f"    AF_ACL_CHECK(aclrtMemcpy(buf[{i}], kBytes[{i}], inputs[{i}], kBytes[{i}], "
+            f"        AF_ACL_CHECK(aclrtMemcpy(buf[{i}], kBytes[{i}], "
+            f"static_cast<const unsigned char*>(inputs[{i}]){step}, kBytes[{i}], "
             "ACL_MEMCPY_HOST_TO_DEVICE));"
         )
     for op in fn.body.block.ops:
         if isinstance(op, ac.LaunchOp):
             vals = [plan.values[v] for v in [*op.inputs, *op.outputs]]
             name = op.kernel.root_reference.data
-            out.append(f"    {{  // {name}")
-            out.append(f"        void* args[] = {{{', '.join(f'buf[{v}]' for v in vals)}}};")
+            out.append(f"        {{  // {name}")
+            out.append(f"            void* args[] = {{{', '.join(f'buf[{v}]' for v in vals)}}};")
             kernel = kernels[name]
             # the model's own shapes: run-time sizes at their upper bounds
             sizes = "".join(f", {hi}u" for _, hi in runtime_sizes(kernel).values())
-            out.append(f"        if (af_run_{name}(args{sizes}) != 0) return 1;")
-            out.append("    }")
+            out.append(f"            if (af_run_{name}(args{sizes}) != 0) return 1;")
+            out.append("        }")
     for j, v in enumerate(ret.arguments):
         b = plan.values[v]
+        nbytes = numel(shape_of(v)) * 4
+        if nbytes == 0:
+            continue
+        step = f" + static_cast<size_t>(b) * {nbytes}u" if out_flags[j] else ""
         out.append(
-            f"    AF_ACL_CHECK(aclrtMemcpy(outputs[{j}], kBytes[{b}], buf[{b}], "
-            f"kBytes[{b}], ACL_MEMCPY_DEVICE_TO_HOST));"
+            f"        AF_ACL_CHECK(aclrtMemcpy(static_cast<unsigned char*>(outputs[{j}]){step}, "
+            f"{nbytes}u, buf[{b}], {nbytes}u, ACL_MEMCPY_DEVICE_TO_HOST));"
         )
-    out.append(f"    for (int i = 0; i < {nbuf}; i++) {{")
-    out.append("        AF_ACL_CHECK(aclrtFree(buf[i]));")
-    out.append("    }")
-    out.append("    return 0;")
-    out.append("}")
+    out += [
+        "    }",
+        f"    for (int i = 0; i < {nbuf}; i++) {{",
+        "        AF_ACL_CHECK(aclrtFree(buf[i]));",
+        "    }",
+        "    return 0;",
+        "}",
+    ]
     return out
 
 
-def print_main(fn: func.FuncOp, plan: HostPlan) -> str:
-    """``host/main.cpp``: ``model weights.bin in0.bin ... out0.bin ...`` (raw float32)."""
+def print_main(fn: func.FuncOp, plan: HostPlan, batch: BatchPlan | None = None) -> str:
+    """``host/main.cpp``: ``model [--batch N] weights.bin in0.bin ... out0.bin ...`` (raw
+    float32; batched inputs and outputs hold N samples)."""
     ret = fn.body.block.last_op
     assert isinstance(ret, func.ReturnOp)
     n_in, n_out = len(fn.args), len(ret.arguments)
     in_sizes = [plan.sizes[i] for i in range(n_in)]
-    out_sizes = [max(4, numel(shape_of(v)) * 4) for v in ret.arguments]
-    return f"""{HEADER}// Usage: model weights.bin <{n_in} input files> <{n_out} output files> (raw float32).
+    out_sizes = [numel(shape_of(v)) * 4 for v in ret.arguments]
+    in_flags, out_flags = _batch_flags(fn, batch)
+
+    def c_list(xs: list) -> str:
+        return ", ".join(str(int(x)) for x in xs) or "0"
+
+    return f"""{HEADER}// Usage: model [--batch N] weights.bin <{n_in} input files> <{n_out} output files>
+// (raw float32; inputs/outputs that carry the batch hold N samples, default 1).
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <vector>
 
 extern "C" int af_init(int deviceId);
 extern "C" int af_finalize(void);
-extern "C" int af_run_model(const void* weights, const void* const* inputs, void* const* outputs);
+extern "C" int64_t af_batch_min(void);
+extern "C" int64_t af_batch_max(void);
+extern "C" int af_run_model_batch(const void* weights, int64_t batch, const void* const* inputs, void* const* outputs);
 
 static bool ReadFile(const char* path, std::vector<unsigned char>& data, long expect)
 {{
@@ -358,10 +438,24 @@ static bool ReadFile(const char* path, std::vector<unsigned char>& data, long ex
 
 int main(int argc, char** argv)
 {{
-    const long inBytes[] = {{{", ".join(str(s) for s in in_sizes) or "0"}}};
-    const long outBytes[] = {{{", ".join(str(s) for s in out_sizes) or "0"}}};
+    const long inBytes[] = {{{c_list(in_sizes)}}};
+    const long outBytes[] = {{{c_list(out_sizes)}}};
+    const int inBatched[] = {{{c_list(in_flags)}}};
+    const int outBatched[] = {{{c_list(out_flags)}}};
+    long long batch = 1;
+    if (argc > 2 && std::strcmp(argv[1], "--batch") == 0) {{
+        char* end = nullptr;
+        batch = std::strtoll(argv[2], &end, 10);
+        if (end == argv[2] || *end != '\\0' || batch < af_batch_min() || batch > af_batch_max()) {{
+            std::fprintf(stderr, "--batch %s: expected an integer in %lld..%lld\\n", argv[2],
+                         static_cast<long long>(af_batch_min()), static_cast<long long>(af_batch_max()));
+            return 2;
+        }}
+        argc -= 2;
+        argv += 2;
+    }}
     if (argc != {2 + n_in + n_out}) {{
-        std::fprintf(stderr, "usage: %s weights.bin <{n_in} inputs> <{n_out} outputs>\\n", argv[0]);
+        std::fprintf(stderr, "usage: %s [--batch N] weights.bin <{n_in} inputs> <{n_out} outputs>\\n", argv[0]);
         return 2;
     }}
     std::vector<unsigned char> weights;
@@ -370,20 +464,22 @@ int main(int argc, char** argv)
     std::vector<const void*> inPtr;
     std::vector<void*> outPtr;
     for (int i = 0; i < {n_in}; i++) {{
-        if (!ReadFile(argv[2 + i], in[i], inBytes[i])) {{ std::fprintf(stderr, "cannot read %s (expected %ld bytes)\\n", argv[2 + i], inBytes[i]); return 1; }}
+        const long expect = inBytes[i] * (inBatched[i] ? batch : 1);
+        if (!ReadFile(argv[2 + i], in[i], expect)) {{ std::fprintf(stderr, "cannot read %s (expected %ld bytes)\\n", argv[2 + i], expect); return 1; }}
         inPtr.push_back(in[i].data());
     }}
     for (int j = 0; j < {n_out}; j++) {{
-        out[j].resize(static_cast<size_t>(outBytes[j]));
+        out[j].resize(static_cast<size_t>(outBytes[j] * (outBatched[j] ? batch : 1)) + 1u);
         outPtr.push_back(out[j].data());
     }}
     if (af_init(0) != 0) return 1;
-    int rc = af_run_model(weights.data(), inPtr.data(), outPtr.data());
+    int rc = af_run_model_batch(weights.data(), batch, inPtr.data(), outPtr.data());
     if (af_finalize() != 0) return 1;
     if (rc != 0) return 1;
     for (int j = 0; j < {n_out}; j++) {{
+        const size_t bytes = out[j].size() - 1u;
         FILE* f = std::fopen(argv[2 + {n_in} + j], "wb");
-        if (f == nullptr || std::fwrite(out[j].data(), 1, out[j].size(), f) != out[j].size()) {{
+        if (f == nullptr || std::fwrite(out[j].data(), 1, bytes, f) != bytes) {{
             std::fprintf(stderr, "cannot write %s\\n", argv[2 + {n_in} + j]);
             return 1;
         }}
@@ -461,7 +557,7 @@ def emit_project(module: ModuleOp, out_dir: str | Path) -> None:
             }
         )
     (out / "host" / "model.cpp").write_text(print_host(module, plan))
-    (out / "host" / "main.cpp").write_text(print_main(fn, plan))
+    (out / "host" / "main.cpp").write_text(print_main(fn, plan, module_batch(module)))
     (out / "weights.bin").write_bytes(plan.blob)
     (out / "CMakeLists.txt").write_text(CMAKE)
     cpu = out / "cpu_model"
@@ -483,6 +579,8 @@ def emit_project(module: ModuleOp, out_dir: str | Path) -> None:
         "workspace_bytes_max": max((k["workspace_bytes"] for k in manifest_kernels), default=0),
         "fallback": plan.uncovered,
         "full_model_on_npu": plan.covered,
+        # a run-time batch: shapes above are one sample's; af_run_model_batch takes lo..hi
+        "batch": batch.report() if (batch := module_batch(module)) else None,
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
 

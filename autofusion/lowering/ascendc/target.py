@@ -15,6 +15,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.target import Target
 
+from autofusion.frontend.batch import module_batch
 from autofusion.lowering.ascendc.kernel_printer import print_kernel
 from autofusion.lowering.ascendc.project import (
     check_lowered,
@@ -39,7 +40,7 @@ def print_files(module: ModuleOp) -> dict[str, str]:
     fn = main_func(module)
     plan = plan_host(fn)
     files["host/model.cpp"] = print_host(module, plan)
-    files["host/main.cpp"] = print_main(fn, plan)
+    files["host/main.cpp"] = print_main(fn, plan, module_batch(module))
     return files
 
 

@@ -44,7 +44,6 @@ from xdsl.utils.exceptions import VerifyException
 
 from autofusion.dialects import clib, dtypes
 from autofusion.dialects.attrs import (
-    C_BATCH,
     C_PARALLEL,
     C_PATTERN,
     C_ROLE,
@@ -54,6 +53,7 @@ from autofusion.dialects.attrs import (
 )
 from autofusion.dialects.fusion import FAST_MATH_ATTR
 from autofusion.errors import AutofusionError
+from autofusion.frontend.batch import module_batch
 from autofusion.lowering.c.builder import strides_of
 from autofusion.lowering.c.names import NameTable, c_comment, c_string
 
@@ -576,14 +576,11 @@ class CPrinter:
         The module's ``c.batch`` (a batch-separable model compiled at batch 1) names the
         symbol, its range and the inputs/outputs that carry it in dim 0; without it the
         library has a fixed batch, and ``af_run_batch`` takes batch 1 only."""
-        spec = self.module.attributes.get(C_BATCH)
-        sym, lo, hi, bin_, bout = "", 1, 1, set(), set()
-        if isinstance(spec, DictionaryAttr):
-            d = spec.data
-            sym = d["symbol"].data  # type: ignore[union-attr]
-            lo, hi = d["lo"].data, d["hi"].data  # type: ignore[union-attr]
-            bin_ = {a.data for a in d["inputs"].data}  # type: ignore[union-attr]
-            bout = {a.data for a in d["outputs"].data}  # type: ignore[union-attr]
+        plan = module_batch(self.module)
+        sym, lo, hi, bin_, bout = "", 1, 1, set[str](), set[str]()
+        if plan is not None:
+            sym, lo, hi = plan.symbol, plan.lo, plan.hi
+            bin_, bout = set(plan.inputs), set(plan.outputs)
         w = self.lines
         w.append("")
         w.append(f"const char *af_batch_symbol(void) {{ return {c_string(sym)}; }}")
