@@ -129,3 +129,20 @@ def test_dead_nodes_are_not_kernels() -> None:
         assert m.report["kernels_after"] == 1, m.report["kernels_after"]
     finally:
         m.close()
+
+
+@pytest.mark.parametrize("kcrs", [(2, 3, 1, 1), (1, 2, 1, 3), (1, 1, 2, 3)])
+def test_conv_with_fewer_than_nine_weights_compiles(kcrs: tuple[int, int, int, int]) -> None:
+    """A conv whose weights are a small constant array (under 9 floats) in model.c: gcc 12
+    specialised the 3x3 Winograd weight packer for that array on a path the dispatch never
+    takes and reported -Warray-bounds, so the -Werror build failed (fuzzer, seed 1205)."""
+    k, c, r, s = kcrs
+    w = np.random.default_rng(1).uniform(0.5, 1.5, (k, c, r, s)).astype(np.float32)
+    model = _model(
+        [helper.make_node("Conv", ["x", "w"], ["y"])],
+        {"x": [1, c, 6, 5]},
+        {"y": [1, k, 7 - r, 6 - s]},
+        {"w": w},
+    )
+    x = np.random.default_rng(2).uniform(-1, 1, (1, c, 6, 5)).astype(np.float32)
+    _check(model, {"x": x})

@@ -68,6 +68,17 @@
 #define AFRT_OMP(x)
 #endif
 
+/* Weight packers run once per model on whatever weights the conv is given. AFRT_NOIPA_ keeps
+ * them out of gcc's interprocedural propagation: otherwise gcc specialises a packer for a
+ * model's small constant weight array on a path the run-time dispatch never takes and reports
+ * -Warray-bounds, which -Werror turns into a failed build (a 2x3x1x1 conv's 6 weights seen
+ * through the 3x3 Winograd packer; found by the differential fuzzer). */
+#if defined(__GNUC__) && !defined(__clang__)
+#define AFRT_NOIPA_ __attribute__((noipa, unused))
+#else
+#define AFRT_NOIPA_ __attribute__((noinline, unused))
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -90,7 +90,7 @@ static inline void afrt_wg_kernel_(const float *g, double *u) {
 
 /* The 36 transformed weight matrices U_xi [K x C], packed as GEMM A operands, one after the
  * other (afrt_round_up_(K, mr) * C floats each), into dst. */
-static inline int afrt_wg_pack_weights_(const float *w, int64_t K, int64_t C, float *dst) {
+AFRT_NOIPA_ static int afrt_wg_pack_weights_(const float *w, int64_t K, int64_t C, float *dst) {
     float *u = (float *)malloc((size_t)(AFRT_WG_X * K * C) * sizeof(float));
     if (!u) return 0;
     for (int64_t k = 0; k < K; ++k)
