@@ -251,7 +251,7 @@ static inline void afrt_finish_block_(float *out, const float *bias, int64_t bat
 #else
 #define AFRT_THREAD_LOCAL _Thread_local
 #endif
-#define AFRT_SCRATCH_SLOTS 11 /* 4, 5: afrt_sgemm_ without OpenBLAS; 6-8: 16-bit core; 9, 10: gemm_1x1_t */
+#define AFRT_SCRATCH_SLOTS 12 /* 4, 5: afrt_sgemm_ without OpenBLAS; 6-8: 16-bit core; 9, 10: gemm_1x1_t; 11: strided 1x1 conv */
 static AFRT_THREAD_LOCAL void *afrt_tls_buf_[AFRT_SCRATCH_SLOTS];
 static AFRT_THREAD_LOCAL size_t afrt_tls_cap_[AFRT_SCRATCH_SLOTS];
 
@@ -1466,13 +1466,47 @@ static inline void afrt_pack_b_conv_(const struct afrt_conv_params_s *p, const f
     }
 }
 
-/* The afrt core for kinds 1 (1x1) and 2 (im2col, fused into B packing); 0 if out of memory. */
+/* A 1x1 conv that reads every stride-th input row and column and no padding (ResNet's
+ * stride-2 downsampling convs): an im2col kind whose B matrix is a plain subsampling of x. */
+static inline int afrt_conv_1x1_strided_(const afrt_conv_params *p, const afrt_conv_plan_ *q) {
+    return q->kind == 2 && p->R == 1 && p->S == 1 && p->pad_top == 0 && p->pad_left == 0 &&
+           p->stride_h > 0 && p->stride_w > 0 && (p->OH - 1) * p->stride_h < p->H &&
+           (p->OW - 1) * p->stride_w < p->W;
+}
+
+/* xs[n][c][oh*OW + ow] = x[n][c][oh*sh][ow*sw]: the B matrix of a strided 1x1 conv, dense.
+ * Gathering it once costs one pass over the output-sized copy; packing it through im2col
+ * panel by panel instead (a strided, masked segment per output row and channel) made ResNet-50's
+ * 1x1 stride-2 convs 10-75% slower than the same GEMM on a dense input (docs/runtime.md). */
+static inline void afrt_gather_1x1_strided_(const float *x, const afrt_conv_params *p,
+                                            float *xs) {
+    const int64_t rows = p->N * p->C, ohw = p->OH * p->OW, hw = p->H * p->W;
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (rows > 1 && rows * ohw >= 65536))
+    for (int64_t rc = 0; rc < rows; ++rc)
+        for (int64_t oh = 0; oh < p->OH; ++oh)
+            afrt_im2col_seg_(xs + rc * ohw + oh * p->OW, x + rc * hw + oh * p->stride_h * p->W, 0,
+                             p->OW, p->stride_w, p->W);
+}
+
+/* The afrt core for kinds 1 (1x1) and 2 (im2col, fused into B packing; a strided 1x1 conv
+ * gathers its input first and is then kind 1's GEMM); 0 if out of memory. */
 static inline int afrt_conv_own_(const float *x, const float *w, const float *bias, float *y,
                                  const afrt_conv_params *p, const afrt_conv_plan_ *q,
                                  afrt_epilogue epi) {
     const int64_t G = p->group > 0 ? p->group : 1;
-    const int64_t ohw = p->OH * p->OW, hw = p->H * p->W;
+    const int64_t ohw = p->OH * p->OW;
     const int64_t Kg = q->kg, crs = q->crs;
+    int64_t hw = p->H * p->W; /* per-channel plane of the B source */
+    int im2col = q->kind == 2;
+    if (afrt_conv_1x1_strided_(p, q)) {
+        float *xs = (float *)afrt_thread_scratch(11, (size_t)(p->N * p->C * ohw) * sizeof(float));
+        if (xs) { /* else packed through im2col, which needs no memory */
+            afrt_gather_1x1_strided_(x, p, xs);
+            x = xs;
+            hw = ohw;
+            im2col = 0;
+        }
+    }
     const float **pas = (const float **)malloc((size_t)G * sizeof(float *));
     if (!pas) return 0;
     if (!afrt_pack_a_all_(w, Kg * crs, G, Kg, crs, crs, 0, pas)) {
@@ -1496,7 +1530,7 @@ static inline int afrt_conv_own_(const float *x, const float *w, const float *bi
             continue;
         }
         const float *xg = x + (n * p->C + g * q->cg) * hw;
-        afrt_bsrc_ bs = {NULL, xg, hw, 0, q->kind == 2 ? p : NULL, xg};
+        afrt_bsrc_ bs = {NULL, xg, hw, 0, im2col ? p : NULL, xg};
         float *yn = y + n * p->K * ohw;
         afrt_gemm_tile_(pas[g], Kg, ohw, crs, &bs, yn + g * Kg * ohw, ohw, i0, i1, j0, j1, kbuf, 0);
         afrt_finish_block_(yn, bias, n, g * Kg + i0, g * Kg + i1, j0, j1, ohw, epi);
