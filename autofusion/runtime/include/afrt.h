@@ -574,6 +574,34 @@ static inline void afrt_ukernel_(int64_t mr, int64_t kc, const float *restrict a
 #if defined(__AVX512F__)
 /* 7 rows: maps of 7 or 14 output positions are whole tiles in gemm_1x1_t (afrt_conv1x1t_mr_) */
 AFRT_DEFINE_UKERNEL(afrt_ukernel7_, 7)
+/* The edge of C where at most 16 columns are left (N mod 32 in 1..16: 196 positions of a
+ * 14x14 map end in 4, 784 of 28x28 in 16, 169 of 13x13 in 9): half the full tile's FMAs
+ * (the left half of the packed B panel) and masked loads/stores of the first mr rows and
+ * the mask's columns straight into C, instead of a whole 32-column tile through a copy. */
+#define AFRT_DEFINE_UKERNEL_HALF(NAME, MRV)                                                    \
+    static inline void NAME(int64_t kc, const float *restrict a, const float *restrict b,      \
+                            float *restrict c, int64_t ldc, int acc, int64_t mr,               \
+                            __mmask16 m) {                                                     \
+        __m512 c0[MRV];                                                                        \
+        for (int i = 0; i < MRV; ++i) c0[i] = _mm512_setzero_ps();                             \
+        for (int64_t k = 0; k < kc; ++k) {                                                     \
+            _mm_prefetch(AFRT_PF_ADDR(a, MRV * AFRT_PF_K), AFRT_PF_HINT);                      \
+            _mm_prefetch(AFRT_PF_ADDR(b, AFRT_NR * AFRT_PF_K), AFRT_PF_HINT);                  \
+            const __m512 b0 = _mm512_loadu_ps(b);                                              \
+            for (int i = 0; i < MRV; ++i)                                                      \
+                c0[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[i]), b0, c0[i]);                      \
+            a += MRV;                                                                          \
+            b += AFRT_NR;                                                                      \
+        }                                                                                      \
+        for (int i = 0; i < MRV; ++i) {                                                        \
+            if (i >= mr) break;                                                                \
+            float *ci = c + i * ldc;                                                           \
+            if (acc) c0[i] = _mm512_add_ps(c0[i], _mm512_maskz_loadu_ps(m, ci));               \
+            _mm512_mask_storeu_ps(ci, m, c0[i]);                                               \
+        }                                                                                      \
+    }
+AFRT_DEFINE_UKERNEL_HALF(afrt_ukernel12h_, 12)
+AFRT_DEFINE_UKERNEL_HALF(afrt_ukernel8h_, 8)
 #endif
 static inline void afrt_ukernel_(int64_t mr, int64_t kc, const float *restrict a,
                                  const float *restrict b, float *restrict c, int64_t ldc, int acc) {
@@ -906,6 +934,12 @@ static inline void afrt_gemm_tile_(const float *pa, int64_t M, int64_t N, int64_
                     const int acc = pc > 0 || acc0;
                     if (mr == MR && nr == AFRT_NR) {
                         afrt_ukernel_(MR, kc, a, bp + jr * kc, c, ldc, acc);
+#if defined(__AVX512F__) && !defined(AFRT_NEON_)
+                    } else if (nr <= 16 && (MR == 12 || MR == 8)) {
+                        const __mmask16 m = (__mmask16)((1u << nr) - 1u);
+                        if (MR == 12) afrt_ukernel12h_(kc, a, bp + jr * kc, c, ldc, acc, mr, m);
+                        else afrt_ukernel8h_(kc, a, bp + jr * kc, c, ldc, acc, mr, m);
+#endif
                     } else {
                         if (acc)
                             for (int64_t i = 0; i < mr; ++i)
