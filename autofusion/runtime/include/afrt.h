@@ -1451,6 +1451,58 @@ static inline void afrt_im2col_seg_(float *restrict o, const float *restrict xr,
     }
 }
 
+#if defined(__AVX512F__)
+#define AFRT_CONV_RUNS 4  /* output-row runs per panel (a 32-column panel over rows of >= 11) */
+#define AFRT_CONV_TAPS 64 /* R * S */
+/* One panel (kc rows from tap (c, r, sx) on) of a stride-1 im2col matrix, given its runs of
+ * consecutive output columns within one output row (run u: panel lanes [run_j, run_j+run_n),
+ * first input row run_ih + r*dh, column run_iw + s*dw). In a stride-1 row segment lane t reads
+ * x[c][ih][t + off], so each run of a panel row is one or two masked loads whose lanes land
+ * where they belong, from offsets and lane masks computed once per panel and tap (r, s)
+ * rather than per channel: the generic per-segment path spent about as long packing as the
+ * micro-kernel computing on Inception's 5x5 convs (64 output channels). */
+static inline void afrt_pack_b_conv_s1_(const struct afrt_conv_params_s *p, const float *xg,
+                                        const int64_t *run_ih, const int64_t *run_iw,
+                                        const int64_t *run_j, const int64_t *run_n, int64_t nrun,
+                                        int64_t c, int64_t r, int64_t sx, int64_t kc,
+                                        float *restrict panel) {
+    const int64_t H = p->H, W = p->W, S = p->S, RS = p->R * p->S, hw = H * W;
+    int64_t off[AFRT_CONV_TAPS][AFRT_CONV_RUNS];
+    uint32_t mk[AFRT_CONV_TAPS][AFRT_CONV_RUNS];
+    for (int64_t rs = 0; rs < RS; ++rs) {
+        const int64_t rr = rs / S, ss = rs % S;
+        for (int64_t u = 0; u < nrun; ++u) {
+            const int64_t ih = run_ih[u] + rr * p->dil_h, iw = run_iw[u] + ss * p->dil_w;
+            const int64_t lo = afrt_min_(run_n[u], afrt_max_(0, -iw));
+            const int64_t hi = afrt_max_(lo, afrt_min_(run_n[u], W - iw));
+            const int valid = ih >= 0 && ih < H && hi > lo;
+            mk[rs][u] = valid ? (uint32_t)((((uint64_t)1 << hi) - ((uint64_t)1 << lo)) << run_j[u]) : 0u;
+            off[rs][u] = ih * W + iw - run_j[u];
+        }
+    }
+    int64_t rs = r * S + sx;
+    const float *xc = xg + c * hw;
+    for (int64_t k = 0; k < kc; ++k) {
+        __m512 v0 = _mm512_setzero_ps(), v1 = _mm512_setzero_ps();
+        for (int64_t u = 0; u < nrun; ++u) {
+            const uint32_t m = mk[rs][u];
+            if (!m) continue;
+            /* lane t at xc + off + t; masked-off lanes are never read (no fault), and the
+             * address is formed as an integer: xc + off may lie before the plane */
+            const uintptr_t a = (uintptr_t)xc + (uintptr_t)(off[rs][u] * (int64_t)sizeof(float));
+            v0 = _mm512_mask_loadu_ps(v0, (__mmask16)(m & 0xffffu), (const void *)a);
+            if (m >> 16) v1 = _mm512_mask_loadu_ps(v1, (__mmask16)(m >> 16), (const void *)(a + 64));
+        }
+        _mm512_storeu_ps(panel + k * AFRT_NR, v0);
+        _mm512_storeu_ps(panel + k * AFRT_NR + 16, v1);
+        if (++rs == RS) {
+            rs = 0;
+            xc += hw;
+        }
+    }
+}
+#endif
+
 /* Packs the k block [pc, pc+kc) x positions [j0, j0+nc) of the im2col matrix of one image and
  * group (xg: its first channel) straight into B panels: per panel, the runs of consecutive
  * output columns within one output row are found once, then each tap (c, r, s) copies one
@@ -1476,6 +1528,12 @@ static inline void afrt_pack_b_conv_(const struct afrt_conv_params_s *p, const f
             j += len;
         }
         int64_t c = pc / RS, r = (pc % RS) / S, sx = pc % S;
+#if defined(__AVX512F__)
+        if (sw == 1 && nrun <= AFRT_CONV_RUNS && RS <= AFRT_CONV_TAPS) {
+            afrt_pack_b_conv_s1_(p, xg, run_ih, run_iw, run_j, run_n, nrun, c, r, sx, kc, panel);
+            continue;
+        }
+#endif
         for (int64_t k = 0; k < kc; ++k) {
             const float *xc = xg + c * hw;
             float *o = panel + k * AFRT_NR;
