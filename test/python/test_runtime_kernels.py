@@ -95,6 +95,17 @@ CONV_CASES = [
     (1, 5, 30, 70, 12, 3, 3, (2, 2), (1, 1, 1, 1), (1, 1), 1, False),  # im2col /2, 35-wide rows
     (1, 6, 17, 19, 8, 3, 3, (3, 3), (1, 2, 1, 0), (1, 1), 1, True),  # im2col stride 3
     (1, 4, 12, 40, 8, 3, 3, (1, 1), (2, 3, 2, 3), (2, 3), 1, True),  # im2col dilated, wide pads
+    # strided 1x1 gathered into a dense GEMM: batch, unequal strides, a bottom pad it never reads
+    (2, 24, 13, 17, 40, 1, 1, (2, 3), (0, 0, 1, 0), (1, 1), 1, True),
+    (1, 32, 10, 10, 48, 1, 1, (2, 2), (0, 0, 0, 0), (1, 1), 2, False),  # ... per group
+    (1, 8, 5, 5, 16, 1, 1, (2, 2), (0, 0, 2, 2), (1, 1), 1, True),  # 1x1 /2 reading the pad: im2col
+    # stride-1 im2col panels from precomputed row runs: 5x5 over 23-wide rows, K in 2 blocks,
+    # 529 columns (a 17-wide last panel); rows of 5 (7 runs a panel: the per-segment path)
+    (1, 20, 23, 23, 40, 5, 5, (1, 1), (2, 2, 2, 2), (1, 1), 1, True),
+    (1, 20, 6, 5, 24, 3, 2, (1, 1), (1, 0, 1, 1), (1, 1), 1, False),
+    (1, 12, 9, 14, 20, 3, 3, (2, 1), (1, 2, 0, 1), (1, 2), 1, True),  # stride (2, 1), dilated
+    # a last panel of <= 16 columns (169 = 5 x 32 + 9) over a row edge (20 = 12 + 8 rows)
+    (1, 40, 13, 13, 20, 1, 1, (1, 1), (0, 0, 0, 0), (1, 1), 1, True),
 ]
 
 

@@ -262,7 +262,7 @@ static inline void afrt_finish_block_(float *out, const float *bias, int64_t bat
 #else
 #define AFRT_THREAD_LOCAL _Thread_local
 #endif
-#define AFRT_SCRATCH_SLOTS 11 /* 4, 5: afrt_sgemm_ without OpenBLAS; 6-8: 16-bit core; 9, 10: gemm_1x1_t */
+#define AFRT_SCRATCH_SLOTS 12 /* 4, 5: afrt_sgemm_ without OpenBLAS; 6-8: 16-bit core; 9, 10: gemm_1x1_t; 11: strided 1x1 conv */
 static AFRT_THREAD_LOCAL void *afrt_tls_buf_[AFRT_SCRATCH_SLOTS];
 static AFRT_THREAD_LOCAL size_t afrt_tls_cap_[AFRT_SCRATCH_SLOTS];
 
@@ -585,6 +585,34 @@ static inline void afrt_ukernel_(int64_t mr, int64_t kc, const float *restrict a
 #if defined(__AVX512F__)
 /* 7 rows: maps of 7 or 14 output positions are whole tiles in gemm_1x1_t (afrt_conv1x1t_mr_) */
 AFRT_DEFINE_UKERNEL(afrt_ukernel7_, 7)
+/* The edge of C where at most 16 columns are left (N mod 32 in 1..16: 196 positions of a
+ * 14x14 map end in 4, 784 of 28x28 in 16, 169 of 13x13 in 9): half the full tile's FMAs
+ * (the left half of the packed B panel) and masked loads/stores of the first mr rows and
+ * the mask's columns straight into C, instead of a whole 32-column tile through a copy. */
+#define AFRT_DEFINE_UKERNEL_HALF(NAME, MRV)                                                    \
+    static inline void NAME(int64_t kc, const float *restrict a, const float *restrict b,      \
+                            float *restrict c, int64_t ldc, int acc, int64_t mr,               \
+                            __mmask16 m) {                                                     \
+        __m512 c0[MRV];                                                                        \
+        for (int i = 0; i < MRV; ++i) c0[i] = _mm512_setzero_ps();                             \
+        for (int64_t k = 0; k < kc; ++k) {                                                     \
+            _mm_prefetch(AFRT_PF_ADDR(a, MRV * AFRT_PF_K), AFRT_PF_HINT);                      \
+            _mm_prefetch(AFRT_PF_ADDR(b, AFRT_NR * AFRT_PF_K), AFRT_PF_HINT);                  \
+            const __m512 b0 = _mm512_loadu_ps(b);                                              \
+            for (int i = 0; i < MRV; ++i)                                                      \
+                c0[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[i]), b0, c0[i]);                      \
+            a += MRV;                                                                          \
+            b += AFRT_NR;                                                                      \
+        }                                                                                      \
+        for (int i = 0; i < MRV; ++i) {                                                        \
+            if (i >= mr) break;                                                                \
+            float *ci = c + i * ldc;                                                           \
+            if (acc) c0[i] = _mm512_add_ps(c0[i], _mm512_maskz_loadu_ps(m, ci));               \
+            _mm512_mask_storeu_ps(ci, m, c0[i]);                                               \
+        }                                                                                      \
+    }
+AFRT_DEFINE_UKERNEL_HALF(afrt_ukernel12h_, 12)
+AFRT_DEFINE_UKERNEL_HALF(afrt_ukernel8h_, 8)
 #endif
 static inline void afrt_ukernel_(int64_t mr, int64_t kc, const float *restrict a,
                                  const float *restrict b, float *restrict c, int64_t ldc, int acc) {
@@ -917,6 +945,12 @@ static inline void afrt_gemm_tile_(const float *pa, int64_t M, int64_t N, int64_
                     const int acc = pc > 0 || acc0;
                     if (mr == MR && nr == AFRT_NR) {
                         afrt_ukernel_(MR, kc, a, bp + jr * kc, c, ldc, acc);
+#if defined(__AVX512F__) && !defined(AFRT_NEON_)
+                    } else if (nr <= 16 && (MR == 12 || MR == 8)) {
+                        const __mmask16 m = (__mmask16)((1u << nr) - 1u);
+                        if (MR == 12) afrt_ukernel12h_(kc, a, bp + jr * kc, c, ldc, acc, mr, m);
+                        else afrt_ukernel8h_(kc, a, bp + jr * kc, c, ldc, acc, mr, m);
+#endif
                     } else {
                         if (acc)
                             for (int64_t i = 0; i < mr; ++i)
@@ -1428,6 +1462,58 @@ static inline void afrt_im2col_seg_(float *restrict o, const float *restrict xr,
     }
 }
 
+#if defined(__AVX512F__)
+#define AFRT_CONV_RUNS 4  /* output-row runs per panel (a 32-column panel over rows of >= 11) */
+#define AFRT_CONV_TAPS 64 /* R * S */
+/* One panel (kc rows from tap (c, r, sx) on) of a stride-1 im2col matrix, given its runs of
+ * consecutive output columns within one output row (run u: panel lanes [run_j, run_j+run_n),
+ * first input row run_ih + r*dh, column run_iw + s*dw). In a stride-1 row segment lane t reads
+ * x[c][ih][t + off], so each run of a panel row is one or two masked loads whose lanes land
+ * where they belong, from offsets and lane masks computed once per panel and tap (r, s)
+ * rather than per channel: the generic per-segment path spent about as long packing as the
+ * micro-kernel computing on Inception's 5x5 convs (64 output channels). */
+static inline void afrt_pack_b_conv_s1_(const struct afrt_conv_params_s *p, const float *xg,
+                                        const int64_t *run_ih, const int64_t *run_iw,
+                                        const int64_t *run_j, const int64_t *run_n, int64_t nrun,
+                                        int64_t c, int64_t r, int64_t sx, int64_t kc,
+                                        float *restrict panel) {
+    const int64_t H = p->H, W = p->W, S = p->S, RS = p->R * p->S, hw = H * W;
+    int64_t off[AFRT_CONV_TAPS][AFRT_CONV_RUNS];
+    uint32_t mk[AFRT_CONV_TAPS][AFRT_CONV_RUNS];
+    for (int64_t rs = 0; rs < RS; ++rs) {
+        const int64_t rr = rs / S, ss = rs % S;
+        for (int64_t u = 0; u < nrun; ++u) {
+            const int64_t ih = run_ih[u] + rr * p->dil_h, iw = run_iw[u] + ss * p->dil_w;
+            const int64_t lo = afrt_min_(run_n[u], afrt_max_(0, -iw));
+            const int64_t hi = afrt_max_(lo, afrt_min_(run_n[u], W - iw));
+            const int valid = ih >= 0 && ih < H && hi > lo;
+            mk[rs][u] = valid ? (uint32_t)((((uint64_t)1 << hi) - ((uint64_t)1 << lo)) << run_j[u]) : 0u;
+            off[rs][u] = ih * W + iw - run_j[u];
+        }
+    }
+    int64_t rs = r * S + sx;
+    const float *xc = xg + c * hw;
+    for (int64_t k = 0; k < kc; ++k) {
+        __m512 v0 = _mm512_setzero_ps(), v1 = _mm512_setzero_ps();
+        for (int64_t u = 0; u < nrun; ++u) {
+            const uint32_t m = mk[rs][u];
+            if (!m) continue;
+            /* lane t at xc + off + t; masked-off lanes are never read (no fault), and the
+             * address is formed as an integer: xc + off may lie before the plane */
+            const uintptr_t a = (uintptr_t)xc + (uintptr_t)(off[rs][u] * (int64_t)sizeof(float));
+            v0 = _mm512_mask_loadu_ps(v0, (__mmask16)(m & 0xffffu), (const void *)a);
+            if (m >> 16) v1 = _mm512_mask_loadu_ps(v1, (__mmask16)(m >> 16), (const void *)(a + 64));
+        }
+        _mm512_storeu_ps(panel + k * AFRT_NR, v0);
+        _mm512_storeu_ps(panel + k * AFRT_NR + 16, v1);
+        if (++rs == RS) {
+            rs = 0;
+            xc += hw;
+        }
+    }
+}
+#endif
+
 /* Packs the k block [pc, pc+kc) x positions [j0, j0+nc) of the im2col matrix of one image and
  * group (xg: its first channel) straight into B panels: per panel, the runs of consecutive
  * output columns within one output row are found once, then each tap (c, r, s) copies one
@@ -1453,6 +1539,12 @@ static inline void afrt_pack_b_conv_(const struct afrt_conv_params_s *p, const f
             j += len;
         }
         int64_t c = pc / RS, r = (pc % RS) / S, sx = pc % S;
+#if defined(__AVX512F__)
+        if (sw == 1 && nrun <= AFRT_CONV_RUNS && RS <= AFRT_CONV_TAPS) {
+            afrt_pack_b_conv_s1_(p, xg, run_ih, run_iw, run_j, run_n, nrun, c, r, sx, kc, panel);
+            continue;
+        }
+#endif
         for (int64_t k = 0; k < kc; ++k) {
             const float *xc = xg + c * hw;
             float *o = panel + k * AFRT_NR;
@@ -1477,13 +1569,47 @@ static inline void afrt_pack_b_conv_(const struct afrt_conv_params_s *p, const f
     }
 }
 
-/* The afrt core for kinds 1 (1x1) and 2 (im2col, fused into B packing); 0 if out of memory. */
+/* A 1x1 conv that reads every stride-th input row and column and no padding (ResNet's
+ * stride-2 downsampling convs): an im2col kind whose B matrix is a plain subsampling of x. */
+static inline int afrt_conv_1x1_strided_(const afrt_conv_params *p, const afrt_conv_plan_ *q) {
+    return q->kind == 2 && p->R == 1 && p->S == 1 && p->pad_top == 0 && p->pad_left == 0 &&
+           p->stride_h > 0 && p->stride_w > 0 && (p->OH - 1) * p->stride_h < p->H &&
+           (p->OW - 1) * p->stride_w < p->W;
+}
+
+/* xs[n][c][oh*OW + ow] = x[n][c][oh*sh][ow*sw]: the B matrix of a strided 1x1 conv, dense.
+ * Gathering it once costs one pass over the output-sized copy; packing it through im2col
+ * panel by panel instead (a strided, masked segment per output row and channel) made ResNet-50's
+ * 1x1 stride-2 convs 10-75% slower than the same GEMM on a dense input (docs/runtime.md). */
+static inline void afrt_gather_1x1_strided_(const float *x, const afrt_conv_params *p,
+                                            float *xs) {
+    const int64_t rows = p->N * p->C, ohw = p->OH * p->OW, hw = p->H * p->W;
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (rows > 1 && rows * ohw >= 65536))
+    for (int64_t rc = 0; rc < rows; ++rc)
+        for (int64_t oh = 0; oh < p->OH; ++oh)
+            afrt_im2col_seg_(xs + rc * ohw + oh * p->OW, x + rc * hw + oh * p->stride_h * p->W, 0,
+                             p->OW, p->stride_w, p->W);
+}
+
+/* The afrt core for kinds 1 (1x1) and 2 (im2col, fused into B packing; a strided 1x1 conv
+ * gathers its input first and is then kind 1's GEMM); 0 if out of memory. */
 static inline int afrt_conv_own_(const float *x, const float *w, const float *bias, float *y,
                                  const afrt_conv_params *p, const afrt_conv_plan_ *q,
                                  afrt_epilogue epi) {
     const int64_t G = p->group > 0 ? p->group : 1;
-    const int64_t ohw = p->OH * p->OW, hw = p->H * p->W;
+    const int64_t ohw = p->OH * p->OW;
     const int64_t Kg = q->kg, crs = q->crs;
+    int64_t hw = p->H * p->W; /* per-channel plane of the B source */
+    int im2col = q->kind == 2;
+    if (afrt_conv_1x1_strided_(p, q)) {
+        float *xs = (float *)afrt_thread_scratch(11, (size_t)(p->N * p->C * ohw) * sizeof(float));
+        if (xs) { /* else packed through im2col, which needs no memory */
+            afrt_gather_1x1_strided_(x, p, xs);
+            x = xs;
+            hw = ohw;
+            im2col = 0;
+        }
+    }
     const float **pas = (const float **)malloc((size_t)G * sizeof(float *));
     if (!pas) return 0;
     if (!afrt_pack_a_all_(w, Kg * crs, G, Kg, crs, crs, 0, pas)) {
@@ -1507,7 +1633,7 @@ static inline int afrt_conv_own_(const float *x, const float *w, const float *bi
             continue;
         }
         const float *xg = x + (n * p->C + g * q->cg) * hw;
-        afrt_bsrc_ bs = {NULL, xg, hw, 0, q->kind == 2 ? p : NULL, xg};
+        afrt_bsrc_ bs = {NULL, xg, hw, 0, im2col ? p : NULL, xg};
         float *yn = y + n * p->K * ohw;
         afrt_gemm_tile_(pas[g], Kg, ohw, crs, &bs, yn + g * Kg * ohw, ohw, i0, i1, j0, j1, kbuf, 0);
         afrt_finish_block_(yn, bias, n, g * Kg + i0, g * Kg + i1, j0, j1, ohw, epi);
