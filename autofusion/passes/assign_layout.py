@@ -1,0 +1,202 @@
+"""``assign-layout``: keep conv activations in 16-channel blocks (NCHW16c) between the convs
+that run the blocked direct kernel, so the reorders are paid at region boundaries only.
+
+Level: the fusion IR (after ``fuse-conv-chain``, before ``plan-buffers``). There every
+activation is one SSA value between top-level units (a ``fusion.kernel`` or a bare nn op),
+so "who reads this tensor, and in which layout" is a use-list question and a reorder pair
+is cancelled by marking both ends; at the buffer level the same edge is an arena offset
+shared by views and in-place reuse, and the conv kernels' epilogues are already outlined.
+The layout is physical: tensor types stay logical (NCHW), marks go on the ``nn.conv``
+(``layout.x`` / ``layout.y`` = ``"nchw16c"``), so the interpreter and the other passes read
+the graph unchanged and semantics hold by construction; the C lowering turns the marks into
+``clib.conv2d {x_layout, y_layout}`` and ``afrt_nchwc_ex_f32``'s flags.
+
+Model. Each conv unit the blocked kernel fits (``clib.nchwc_fits``: group 1, 1x1 or 3x3,
+strides 1/2, f32, 4-d) is a candidate: a bare ``nn.conv`` or a kernel whose body is one
+conv and elementwise ops on its result (scalar other operands). Conceptually every blocked
+conv is wrapped in ``to_nchw16c`` before x and ``to_nchw`` after y. An edge whose producer
+and every reader are blocked convs, each reader reading it as its conv's x, cancels those
+reorders in pairs (producer's ``to_nchw`` against each reader's ``to_nchw16c``); a reorder
+that remains is a region boundary (graph input/output, a reader without a blocked kernel)
+and is done inside the conv kernel (a 16-way gather of the input rows / the NCHW store).
+
+Edge conditions (legality): C a multiple of 16 (the blocked buffer then has the NCHW
+bytes, so ``plan-buffers`` sizes it unchanged), not a function result, every reader a
+candidate reading it only as its conv's x, and the producer's epilogue elementwise on y
+with scalar operands (the blocked kernel runs it in its flat form on the blocked rows).
+
+Rule (profitability; benchmarks/nchwc_conv.py, docs/c-backend.md): a 3x3 conv runs blocked
+where ``clib.nchwc_applies`` says (measured with both reorders inside); a 1x1 conv only when
+both its x and y edges are blocked (with either reorder it loses to ``gemm_1x1``, 1.1-1.6x).
+Dropping a 1x1 conv can break its edges, which can drop a neighbour: iterated to a fixed
+point.
+
+Decisions: the marks on each conv, and on each function ``layout.summary`` = ``{blocked
+convs, reorders (boundary reorders left), cancelled (reorder pairs cancelled)}``, which the
+compile report copies (``report["layout"]``; per conv ``conv_algo[i].layout``).
+
+Place: target c, fusion on, and only where the blocked kernel is on (the pipeline's
+``blocked_convs``: AVX-512 builds whose config leaves ``conv_layout: auto``). No options.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import ClassVar
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp, StringAttr, TensorType
+from xdsl.ir import BlockArgument, Operation, SSAValue
+
+from autofusion.analysis.conv_chain import conv_fields
+from autofusion.dialects import clib, nn
+from autofusion.dialects.attrs import LAYOUT_SUMMARY, LAYOUT_X, LAYOUT_Y
+from autofusion.dialects.fusion import KernelOp, YieldOp
+from autofusion.passes.options import CheckedPass
+
+BLOCKED = "nchw16c"
+
+
+@dataclass
+class ConvUnit:
+    """A top-level op holding one conv the blocked kernel fits."""
+
+    top: Operation
+    conv: nn.ConvOp
+    fields: dict[str, int]
+    x: SSAValue  # the top-level value the conv reads as x
+    flat_epilogue: bool  # the epilogue is elementwise on y alone (scalars aside)
+    x_only: bool = True  # the body reads x only as the conv's x
+    blocked: bool = True
+
+    def rule(self, x_blocked: bool, y_blocked: bool) -> bool:
+        """Whether this conv is worth the blocked kernel with these edges."""
+        if (self.fields["R"], self.fields["S"]) == (1, 1):
+            return x_blocked and y_blocked
+        return clib.nchwc_applies(self.fields)
+
+
+def _numel(v: SSAValue) -> int:
+    t = v.type
+    return math.prod(t.get_shape()) if isinstance(t, TensorType) else 1
+
+
+def _flat_epilogue(body: list[Operation], conv: nn.ConvOp) -> bool:
+    """Every op after the conv is elementwise, reading in-body values derived from the
+    conv's y or single-element tensors."""
+    derived: set[SSAValue] = {conv.y}
+    for op in body:
+        if op is conv:
+            continue
+        if not isinstance(op, nn.ELEMENTWISE):
+            return False
+        for v in op.operands:
+            if v not in derived and _numel(v) != 1:
+                return False
+        derived.update(op.results)
+    return True
+
+
+def conv_unit(op: Operation) -> ConvUnit | None:
+    """``op`` as a candidate (a bare conv or a one-conv kernel the blocked kernel fits)."""
+    if isinstance(op, nn.ConvOp):
+        f = conv_fields(op)
+        if f is None:
+            return None
+        fields: dict[str, int] = dict(zip(clib.CONV_FIELDS, f, strict=True))
+        return ConvUnit(op, op, fields, op.x, True) if clib.nchwc_fits(fields) else None
+    if not isinstance(op, KernelOp) or len(op.results) != 1:
+        return None
+    body = [o for o in op.body.block.ops if not isinstance(o, nn.ConstantOp | YieldOp)]
+    convs = [o for o in body if isinstance(o, nn.ConvOp)]
+    if len(convs) != 1 or body[0] is not convs[0]:
+        return None
+    conv = convs[0]
+    f = conv_fields(conv)
+    if f is None or not isinstance(conv.x, BlockArgument):
+        return None
+    fields: dict[str, int] = dict(zip(clib.CONV_FIELDS, f, strict=True))
+    if not clib.nchwc_fits(fields):
+        return None
+    arg = conv.x
+    x_only = all(u.operation is conv and u.index == 0 for u in arg.uses)
+    x = op.operands[arg.index]
+    return ConvUnit(op, conv, fields, x, _flat_epilogue(body, conv), x_only)
+
+
+def _edge_ok(v: SSAValue, units: dict[Operation, ConvUnit]) -> bool:
+    """Legality of keeping ``v`` blocked between its producer and readers (see module doc)."""
+    prod = units.get(v.owner) if isinstance(v.owner, Operation) else None
+    if prod is None or not prod.blocked or not prod.flat_epilogue:
+        return False
+    if prod.fields["K"] % clib.NC_BLOCK:
+        return False
+    readers = [u.operation for u in v.uses]
+    if not readers:
+        return False
+    for r in readers:
+        u = units.get(r)
+        if u is None or not u.blocked or u.x is not v or not u.x_only:
+            return False
+        if sum(1 for o in r.operands if o is v) != 1:
+            return False
+        if isinstance(r, nn.ConvOp) and (r.w is v or r.bias is v):
+            return False
+    return True
+
+
+def assign(fn: func.FuncOp) -> dict[str, int]:
+    """Mark ``fn``'s convs (see module doc); returns the summary numbers."""
+    units: dict[Operation, ConvUnit] = {}
+    for op in fn.body.block.ops:
+        if (u := conv_unit(op)) is not None:
+            units[op] = u
+    changed = True
+    while changed:  # fixed point: a conv dropped by the rule unblocks its edges
+        changed = False
+        for u in units.values():
+            if not u.blocked:
+                continue
+            xb, yb = _edge_ok(u.x, units), _edge_ok(u.top.results[0], units)
+            if not u.rule(xb, yb):
+                u.blocked = False
+                changed = True
+    blocked_convs = reorders = cancelled = 0
+    for u in units.values():
+        for key in (LAYOUT_X, LAYOUT_Y):
+            u.conv.attributes.pop(key, None)
+        if not u.blocked:
+            continue
+        blocked_convs += 1
+        y = u.top.results[0]
+        if _edge_ok(u.x, units):
+            u.conv.attributes[LAYOUT_X] = StringAttr(BLOCKED)
+        else:
+            reorders += 1
+        if _edge_ok(y, units):
+            u.conv.attributes[LAYOUT_Y] = StringAttr(BLOCKED)
+            cancelled += y.uses.get_length()
+        else:
+            reorders += 1
+    return {"blocked_convs": blocked_convs, "reorders": reorders, "cancelled": cancelled}
+
+
+@dataclass(frozen=True)
+class AssignLayout(CheckedPass):
+    """Keep activations NCHW16c between blocked convs (module doc)."""
+
+    name: ClassVar[str] = "assign-layout"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for fn in op.ops:
+            if not isinstance(fn, func.FuncOp) or fn.is_declaration:
+                continue
+            summary = assign(fn)
+            if summary["blocked_convs"]:
+                fn.attributes[LAYOUT_SUMMARY] = DictionaryAttr(
+                    {k: IntegerAttr(v, 64) for k, v in summary.items()}
+                )
+            else:
+                fn.attributes.pop(LAYOUT_SUMMARY, None)
