@@ -67,9 +67,14 @@ class ConvUnit:
     conv: nn.ConvOp
     fields: dict[str, int]
     x: SSAValue  # the top-level value the conv reads as x
-    flat_epilogue: bool  # the epilogue is elementwise on y alone (scalars aside)
+    flat: bool  # the epilogue is elementwise (see _epilogue_reads)
+    others: tuple[SSAValue, ...] = ()  # top-level full-shape tensors the epilogue reads
     x_only: bool = True  # the body reads x only as the conv's x
-    blocked: bool = True
+    blocked: bool = True  # runs the blocked kernel
+
+    @property
+    def y(self) -> SSAValue:
+        return self.top.results[0]
 
     def rule(self, x_blocked: bool, y_blocked: bool) -> bool:
         """Whether this conv is worth the blocked kernel with these edges."""
@@ -83,20 +88,25 @@ def _numel(v: SSAValue) -> int:
     return math.prod(t.get_shape()) if isinstance(t, TensorType) else 1
 
 
-def _flat_epilogue(body: list[Operation], conv: nn.ConvOp) -> bool:
-    """Every op after the conv is elementwise, reading in-body values derived from the
-    conv's y or single-element tensors."""
+def _epilogue_reads(body: list[Operation], conv: nn.ConvOp) -> list[BlockArgument] | None:
+    """The kernel arguments of y's full shape the epilogue reads (a residual), when every
+    op after the conv is elementwise on in-body values derived from y, single-element
+    tensors and such arguments (the flat form indexes them like y); else None."""
     derived: set[SSAValue] = {conv.y}
+    reads: list[BlockArgument] = []
     for op in body:
         if op is conv:
             continue
         if not isinstance(op, nn.ELEMENTWISE):
-            return False
+            return None
         for v in op.operands:
-            if v not in derived and _numel(v) != 1:
-                return False
+            if v in derived or _numel(v) == 1:
+                continue
+            if not isinstance(v, BlockArgument) or v.type != conv.y.type:
+                return None
+            reads.append(v)
         derived.update(op.results)
-    return True
+    return reads
 
 
 def conv_unit(op: Operation) -> ConvUnit | None:
@@ -121,63 +131,80 @@ def conv_unit(op: Operation) -> ConvUnit | None:
     if not clib.nchwc_fits(fields):
         return None
     arg = conv.x
-    x_only = all(u.operation is conv and u.index == 0 for u in arg.uses)
-    x = op.operands[arg.index]
-    return ConvUnit(op, conv, fields, x, _flat_epilogue(body, conv), x_only)
+    reads = _epilogue_reads(body, conv)
+    # x read by the conv, and maybe as a residual (then in y's layout, see _legal)
+    x_only = all((u.operation is conv and u.index == 0) or arg in (reads or ()) for u in arg.uses)
+    others = tuple(op.operands[a.index] for a in reads or ())
+    return ConvUnit(op, conv, fields, op.operands[arg.index], reads is not None, others, x_only)
 
 
-def _edge_ok(v: SSAValue, units: dict[Operation, ConvUnit]) -> bool:
-    """Legality of keeping ``v`` blocked between its producer and readers (see module doc)."""
-    prod = units.get(v.owner) if isinstance(v.owner, Operation) else None
-    if prod is None or not prod.blocked or not prod.flat_epilogue:
-        return False
-    if prod.fields["K"] % clib.NC_BLOCK:
-        return False
-    readers = [u.operation for u in v.uses]
-    if not readers:
-        return False
-    for r in readers:
-        u = units.get(r)
-        if u is None or not u.blocked or u.x is not v or not u.x_only:
+class _Layouts:
+    """Which conv outputs stay blocked: every candidate output starts blocked and is
+    demoted when a constraint fails (only demotions: the fixed point exists)."""
+
+    def __init__(self, fn: func.FuncOp) -> None:
+        self.units: dict[Operation, ConvUnit] = {}
+        for op in fn.body.block.ops:
+            if (u := conv_unit(op)) is not None:
+                self.units[op] = u
+        self.blocked: dict[SSAValue, bool] = {
+            u.y: u.flat and u.fields["K"] % clib.NC_BLOCK == 0 for u in self.units.values()
+        }
+        changed = True
+        while changed:
+            changed = False
+            for v, b in self.blocked.items():
+                if b and not self._legal(v):
+                    self.blocked[v] = False
+                    changed = True
+            for u in self.units.values():
+                if u.blocked and not u.rule(self.of(u.x), self.of(u.y)):
+                    u.blocked = False
+                    changed = True
+
+    def of(self, v: SSAValue) -> bool:
+        return self.blocked.get(v, False)
+
+    def _legal(self, v: SSAValue) -> bool:
+        """v may stay blocked: its producer runs blocked with every residual it reads
+        blocked too, and every reader is a blocked conv reading it as its x and/or as a
+        residual of a blocked output (never as weights or bias)."""
+        prod = self.units[v.owner]  # type: ignore[index]
+        if not prod.blocked or not all(self.of(o) for o in prod.others):
             return False
-        if sum(1 for o in r.operands if o is v) != 1:
+        if not v.uses:
             return False
-        if isinstance(r, nn.ConvOp) and (r.w is v or r.bias is v):
-            return False
-    return True
+        for use in v.uses:
+            r = use.operation
+            u = self.units.get(r)
+            if u is None or not u.blocked or (v is not u.x and v not in u.others):
+                return False
+            if v is u.x and not u.x_only:
+                return False
+            if isinstance(r, nn.ConvOp) and (r.w is v or r.bias is v):
+                return False
+            if v in u.others and not self.of(u.y):
+                return False
+        return True
 
 
 def assign(fn: func.FuncOp) -> dict[str, int]:
     """Mark ``fn``'s convs (see module doc); returns the summary numbers."""
-    units: dict[Operation, ConvUnit] = {}
-    for op in fn.body.block.ops:
-        if (u := conv_unit(op)) is not None:
-            units[op] = u
-    changed = True
-    while changed:  # fixed point: a conv dropped by the rule unblocks its edges
-        changed = False
-        for u in units.values():
-            if not u.blocked:
-                continue
-            xb, yb = _edge_ok(u.x, units), _edge_ok(u.top.results[0], units)
-            if not u.rule(xb, yb):
-                u.blocked = False
-                changed = True
+    lay = _Layouts(fn)
     blocked_convs = reorders = cancelled = 0
-    for u in units.values():
+    for u in lay.units.values():
         for key in (LAYOUT_X, LAYOUT_Y):
             u.conv.attributes.pop(key, None)
         if not u.blocked:
             continue
         blocked_convs += 1
-        y = u.top.results[0]
-        if _edge_ok(u.x, units):
+        if lay.of(u.x):
             u.conv.attributes[LAYOUT_X] = StringAttr(BLOCKED)
         else:
             reorders += 1
-        if _edge_ok(y, units):
+        if lay.of(u.y):
             u.conv.attributes[LAYOUT_Y] = StringAttr(BLOCKED)
-            cancelled += y.uses.get_length()
+            cancelled += u.y.uses.get_length()
         else:
             reorders += 1
     return {"blocked_convs": blocked_convs, "reorders": reorders, "cancelled": cancelled}
