@@ -76,9 +76,8 @@ def layout_cnn(batch: int = 2, seed: int = 3) -> onnx.ModelProto:
     cat = n.node("Concat", [f, h], "cat", axis=1)  # boundary: f is read NCHW here
     pool = n.node("MaxPool", [cat], "pool", kernel_shape=[2, 2], strides=[2, 2])
     gap = n.node("GlobalAveragePool", [f], "gap")
-    outs = [helper.make_tensor_value_info("pool", TensorProto.FLOAT, [batch, 64, 2, 2]),
-            helper.make_tensor_value_info("gap", TensorProto.FLOAT, [batch, 32, 1, 1])]  # fmt: skip
-    assert pool == "pool" and gap == "gap"
+    outs = [helper.make_tensor_value_info(pool, TensorProto.FLOAT, [batch, 64, 2, 2]),
+            helper.make_tensor_value_info(gap, TensorProto.FLOAT, [batch, 32, 1, 1])]  # fmt: skip
     ins = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 3, 20, 20])]
     graph = helper.make_graph(n.nodes, "layout_cnn", ins, outs, n.inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
