@@ -22,21 +22,29 @@ and is done inside the conv kernel (a 16-way gather of the input rows / the NCHW
 
 Edge conditions (legality): C a multiple of 16 (the blocked buffer then has the NCHW
 bytes, so ``plan-buffers`` sizes it unchanged), not a function result, every reader a
-candidate reading it only as its conv's x, and the producer's epilogue elementwise on y
-with scalar operands (the blocked kernel runs it in its flat form on the blocked rows).
+blocked conv reading it as its x and/or as a residual of a blocked output, and the
+producer's epilogue elementwise on y, single-element constants and residuals of y's shape
+that are blocked too (the blocked kernel runs the epilogue in its flat form on the blocked
+rows, indexing y and the residual alike). Every candidate output starts blocked and is
+demoted when a condition fails (only demotions: the fixed point exists).
 
 Rule (profitability; benchmarks/nchwc_conv.py, docs/c-backend.md): a 3x3 conv runs blocked
-where ``clib.nchwc_applies`` says (measured with both reorders inside); a 1x1 conv only when
-both its x and y edges are blocked (with either reorder it loses to ``gemm_1x1``, 1.1-1.6x).
-Dropping a 1x1 conv can break its edges, which can drop a neighbour: iterated to a fixed
-point.
+where ``clib.nchwc_applies`` says (measured with both reorders inside). 1x1 convs stay on
+``gemm_1x1``: with x and y already blocked the blocked kernel measured 0.95-1.54x its time
+(11 ResNet/SqueezeNet shapes, cold caches), and putting every fitting 1x1 conv on the
+blocked kernel (its edges blocked where legal) made ResNet-50 and SqueezeNet-1.1 1.15x
+slower. Option ``pointwise`` (default false) lets a 1x1
+conv join where both its edges are blocked -- for measuring a faster 1x1 kernel, and for
+tests. Dropping a conv can break its edges, which can drop a neighbour: iterated to a
+fixed point.
 
 Decisions: the marks on each conv, and on each function ``layout.summary`` = ``{blocked
 convs, reorders (boundary reorders left), cancelled (reorder pairs cancelled)}``, which the
 compile report copies (``report["layout"]``; per conv ``conv_algo[i].layout``).
 
 Place: target c, fusion on, and only where the blocked kernel is on (the pipeline's
-``blocked_convs``: AVX-512 builds whose config leaves ``conv_layout: auto``). No options.
+``blocked_convs``: AVX-512 builds whose config leaves ``conv_layout: auto``). Option:
+``pointwise`` (above).
 """
 
 from __future__ import annotations
@@ -76,10 +84,10 @@ class ConvUnit:
     def y(self) -> SSAValue:
         return self.top.results[0]
 
-    def rule(self, x_blocked: bool, y_blocked: bool) -> bool:
-        """Whether this conv is worth the blocked kernel with these edges."""
+    def rule(self, x_blocked: bool, y_blocked: bool, pointwise: bool) -> bool:
+        """Whether this conv is worth the blocked kernel with these edges (module doc)."""
         if (self.fields["R"], self.fields["S"]) == (1, 1):
-            return x_blocked and y_blocked
+            return pointwise and x_blocked and y_blocked
         return clib.nchwc_applies(self.fields)
 
 
@@ -142,7 +150,7 @@ class _Layouts:
     """Which conv outputs stay blocked: every candidate output starts blocked and is
     demoted when a constraint fails (only demotions: the fixed point exists)."""
 
-    def __init__(self, fn: func.FuncOp) -> None:
+    def __init__(self, fn: func.FuncOp, pointwise: bool) -> None:
         self.units: dict[Operation, ConvUnit] = {}
         for op in fn.body.block.ops:
             if (u := conv_unit(op)) is not None:
@@ -158,7 +166,7 @@ class _Layouts:
                     self.blocked[v] = False
                     changed = True
             for u in self.units.values():
-                if u.blocked and not u.rule(self.of(u.x), self.of(u.y)):
+                if u.blocked and not u.rule(self.of(u.x), self.of(u.y), pointwise):
                     u.blocked = False
                     changed = True
 
@@ -188,9 +196,9 @@ class _Layouts:
         return True
 
 
-def assign(fn: func.FuncOp) -> dict[str, int]:
+def assign(fn: func.FuncOp, pointwise: bool = False) -> dict[str, int]:
     """Mark ``fn``'s convs (see module doc); returns the summary numbers."""
-    lay = _Layouts(fn)
+    lay = _Layouts(fn, pointwise)
     blocked_convs = reorders = cancelled = 0
     for u in lay.units.values():
         for key in (LAYOUT_X, LAYOUT_Y):
@@ -216,11 +224,15 @@ class AssignLayout(CheckedPass):
 
     name: ClassVar[str] = "assign-layout"
 
+    pointwise: bool = False
+    """1x1 convs join where both their edges are blocked (off by default: measured at best
+    even with ``gemm_1x1``, see the module doc)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for fn in op.ops:
             if not isinstance(fn, func.FuncOp) or fn.is_declaration:
                 continue
-            summary = assign(fn)
+            summary = assign(fn, self.pointwise)
             if summary["blocked_convs"]:
                 fn.attributes[LAYOUT_SUMMARY] = DictionaryAttr(
                     {k: IntegerAttr(v, 64) for k, v in summary.items()}

@@ -2,14 +2,15 @@
 (``afrt_nchwc_ex_f32``'s blocked input/output modes, the flat epilogue on blocked rows)
 against onnxruntime.
 
-One small CNN at batch 2 holds every kind of edge: blocked 3x3 -> 1x1 -> 3x3 chains, a
-stride-2 conv, a residual Add read blocked by the flat epilogue, boundaries at a max pool, a
-channel concat, a global average pool and the graph outputs, and odd channel counts (40,
-not whole 16-channel blocks, which stay NCHW while the kernel pads its blocks with zeros).
-It runs built as a library at two threads, under ASan/UBSan, and with ``conv_layout: nchw``
-(which must turn the pass off). The kernel's four layout modes and its scratch-free
-fallback are checked in C against ``afrt_conv2d_f32`` (native and the portable loops of an
-x86-64-v3 build).
+One small CNN at batch 2 holds every kind of edge: a 3x3 basic block (residual), 3x3 -> 1x1
+-> 3x3 chains, a stride-2 conv, a residual Add read blocked by the flat epilogue, boundaries
+at a max pool, a channel concat, a global average pool and the graph outputs, and odd
+channel counts (40, not whole 16-channel blocks, which stay NCHW while the kernel pads its
+blocks with zeros). It runs with the default rule (1x1 convs on the GEMM) and with
+``pointwise`` (1x1 convs join), at two threads, under ASan/UBSan, and with
+``conv_layout: nchw`` (which must turn the pass off). The kernel's four layout modes and its
+scratch-free fallback are checked in C against ``afrt_conv2d_f32`` (native and the
+portable loops of an x86-64-v3 build).
 """
 
 from __future__ import annotations
@@ -21,9 +22,18 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from xdsl.dialects.builtin import ModuleOp
 
 import autofusion
-from autofusion.lowering.c.testing import compile_onnx, emit_lowered, onnxruntime_outputs
+from autofusion.lowering.c.testing import (
+    build_and_run,
+    compile_onnx,
+    emit_lowered,
+    onnxruntime_outputs,
+)
+from autofusion.passes.assign_layout import AssignLayout
+from autofusion.pipeline import lower, make_context
+from autofusion.policy.report import conv_algo_rows
 from autofusion.runtime import build, toolchain
 from autofusion.testing import assert_close
 
@@ -64,7 +74,10 @@ def layout_cnn(batch: int = 2, seed: int = 3) -> onnx.ModelProto:
     n = _Net(seed)
     s = n.conv("x", "stem", 3, 32, 3, stride=2)  # 10x10, direct_smallc: NCHW out
     a = n.conv(s, "a", 32, 32, 3)  # 3x3 blocked, reads NCHW
-    b = n.conv(a, "b", 32, 64, 1)  # 1x1 between blocked edges
+    a2 = n.conv(a, "a2", 32, 32, 3, relu=False)  # a basic block: a is x and residual
+    a2 = n.node("Relu", [n.node("Add", [a2, a], "a2_add")], "a2_relu")
+    a3 = n.conv(a2, "a3", 32, 32, 3)
+    b = n.conv(a3, "b", 32, 64, 1)  # 1x1: joins only with pointwise
     c = n.conv(b, "c", 64, 64, 3, stride=2)  # 5x5
     d = n.conv(c, "d", 64, 32, 1)
     e0 = n.conv(d, "e", 32, 32, 3, relu=False)
@@ -88,8 +101,26 @@ def _feeds(batch: int = 2) -> dict[str, np.ndarray]:
     return {"x": rng.uniform(-2, 2, (batch, 3, 20, 20)).astype(np.float32)}
 
 
+def _pointwise(m: onnx.ModelProto) -> ModuleOp:
+    """``m`` through the compile pipeline's tensor passes, then ``assign-layout`` again with
+    ``pointwise`` (1x1 convs join between blocked edges; C multiples of 16 keep the plan)."""
+    module = compile_onnx(m, fusion=True)
+    AssignLayout(pointwise=True).apply(make_context(), module)
+    return module
+
+
+def _rows(module: ModuleOp) -> tuple[dict[str, str], dict[str, str]]:
+    """Per conv (first ONNX origin): its layouts and its algorithm, after lowering."""
+    lower(module, "c")
+    rows = conv_algo_rows(module)
+    layouts = {str(r["origins"][0]): str(r["layout"]) for r in rows}  # type: ignore[index]
+    return layouts, {str(r["origins"][0]): str(r["conv_algo"]) for r in rows}  # type: ignore[index]
+
+
 @needs_avx512
-def test_blocked_edges_match_onnxruntime() -> None:
+def test_default_rule_blocks_the_3x3_chain() -> None:
+    """The measured rule: the 3x3 basic block a -> a2 (+ a) -> a3 stays blocked, 1x1 convs
+    stay on the GEMM, so every other edge is NCHW; outputs match onnxruntime."""
     m = layout_cnn()
     feeds = _feeds()
     ref = onnxruntime_outputs(m, feeds)
@@ -102,7 +133,29 @@ def test_blocked_edges_match_onnxruntime() -> None:
         summary = c.report["layout"]
     finally:
         c.close()
+    assert (rows["a"], rows["a2"], rows["a3"]) == ("nchw->nchw16c", "nchw16c->nchw16c",
+                                                    "nchw16c->nchw")  # fmt: skip
+    assert algos["b"] == algos["d"] == "gemm_1x1"
+    assert {rows[k] for k in ("stem", "b", "c", "d", "e", "f", "g", "h")} == {"nchw->nchw"}
+    # blocked kernel: a a2 a3 c e f g; boundaries: all but a.y, a2.x, a2.y, a3.x;
+    # cancelled: a-a2 (x and residual: one kernel operand), a2-a3
+    assert summary == {"blocked_convs": 7, "reorders": 10, "cancelled": 2}, summary
+    for name, r in ref.items():
+        assert_close(got[name], r, f"{name} (assign-layout)")
+
+
+@needs_avx512
+def test_pointwise_blocked_edges_match_onnxruntime(tmp_path: Path) -> None:
+    """With ``pointwise`` the 1x1 convs join: blocked edges run from a to f through two 1x1
+    convs, a stride-2 conv and a residual block; outputs match at two threads."""
+    m = layout_cnn()
+    feeds = _feeds()
+    ref = onnxruntime_outputs(m, feeds)
+    module = _pointwise(m)
+    got = build_and_run(module.clone(), feeds, tmp_path, threads=2)
+    rows, algos = _rows(module)
     assert rows["a"] == "nchw->nchw16c"
+    assert rows["a2"] == rows["a3"] == "nchw16c->nchw16c"
     assert rows["b"] == rows["d"] == "nchw16c->nchw16c"
     assert algos["b"] == algos["d"] == "direct_nchwc"  # 1x1 convs on the blocked kernel
     assert rows["c"] == "nchw16c->nchw16c"  # stride 2
@@ -110,11 +163,8 @@ def test_blocked_edges_match_onnxruntime() -> None:
     assert rows["f"] == "nchw16c->nchw"  # read by the concat and the pool: a boundary
     assert rows["g"] == "nchw->nchw"  # 40 channels out: the kernel pads, the edge is NCHW
     assert rows["stem"] == rows["h"] == "nchw->nchw"
-    # blocked: a b c d e f g; boundary reorders: a.x f.y g.x g.y; cancelled: a-b, b-c, c-d,
-    # d-e (x and residual: one kernel operand), e-f
-    assert summary == {"blocked_convs": 7, "reorders": 4, "cancelled": 5}, summary
     for name, r in ref.items():
-        assert_close(got[name], r, f"{name} (assign-layout)")
+        assert_close(got[name], r, f"{name} (assign-layout, pointwise)")
 
 
 def test_conv_layout_nchw_turns_the_pass_off(tmp_path: Path) -> None:
@@ -133,12 +183,14 @@ def test_conv_layout_nchw_turns_the_pass_off(tmp_path: Path) -> None:
         assert_close(got[name], r, name)
 
 
+@pytest.mark.slow
 @needs_avx512
 def test_blocked_edges_under_sanitizers(tmp_path: Path) -> None:
+    """The pointwise build (every kind of blocked edge) under ASan/UBSan at two threads."""
     m = layout_cnn()
     feeds = _feeds()
     ref = onnxruntime_outputs(m, feeds)
-    emit_lowered(compile_onnx(m, fusion=True), tmp_path)
+    emit_lowered(_pointwise(m), tmp_path)
     text = (tmp_path / "model.c").read_text()
     assert "afrt_nchwc_ex_f32" in text
     exe = build.build_sanitizer_driver(tmp_path)

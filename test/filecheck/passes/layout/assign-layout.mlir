@@ -1,9 +1,11 @@
 // RUN: autofusion-opt %s --split-input-file -p canonicalize-nn,fuse-conv-bn-relu,assign-layout | filecheck %s
+// RUN: autofusion-opt %s --split-input-file -p "canonicalize-nn,fuse-conv-bn-relu,assign-layout{pointwise=true}" | filecheck %s --check-prefix=PW
 
 // Propagation: 3x3 -> Relu -> 1x1 -> Relu -> 3x3 at 32 channels. The 3x3 convs take the
-// blocked kernel by the measured rule; the 1x1 conv joins because both its edges are
-// blocked. The two inner edges cancel their reorder pairs; the graph input and output are
-// the boundaries (the first conv gathers x, the last stores NCHW).
+// blocked kernel by the measured rule. By default the 1x1 conv stays on gemm_1x1 (measured
+// faster), so both its edges are NCHW and nothing is marked. With pointwise=true it joins,
+// as both its edges can be blocked: the two inner edges cancel their reorder pairs, and the
+// graph input and output are the boundaries (the first conv gathers x, the last stores NCHW).
 func.func @chain(%x: tensor<1x32x14x14xf32>, %w3: tensor<32x32x3x3xf32>, %w1: tensor<32x32x1x1xf32>) -> tensor<1x32x14x14xf32> {
   %a = nn.conv %x, %w3 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x32x14x14xf32>, tensor<32x32x3x3xf32>) -> tensor<1x32x14x14xf32>
   %ar = nn.relu %a : (tensor<1x32x14x14xf32>) -> tensor<1x32x14x14xf32>
@@ -13,11 +15,16 @@ func.func @chain(%x: tensor<1x32x14x14xf32>, %w3: tensor<32x32x3x3xf32>, %w1: te
   func.return %c : tensor<1x32x14x14xf32>
 }
 // CHECK-LABEL: func.func @chain(
-// CHECK-SAME:    layout.summary = {blocked_convs = 3 : i64, reorders = 2 : i64, cancelled = 2 : i64}
-// CHECK:         nn.conv %{{.*}} {layout.y = "nchw16c", strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>
-// CHECK:         nn.conv %{{.*}} {layout.x = "nchw16c", layout.y = "nchw16c", strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>
-// CHECK:         nn.conv %{{.*}} {layout.x = "nchw16c", strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>
-// CHECK-NEXT:    func.return
+// CHECK-SAME:    layout.summary = {blocked_convs = 2 : i64, reorders = 4 : i64, cancelled = 0 : i64}
+// CHECK-NOT:     layout.x
+// CHECK-NOT:     layout.y
+// CHECK:         func.return
+// PW-LABEL: func.func @chain(
+// PW-SAME:    layout.summary = {blocked_convs = 3 : i64, reorders = 2 : i64, cancelled = 2 : i64}
+// PW:         nn.conv %{{.*}} {layout.y = "nchw16c", strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>
+// PW:         nn.conv %{{.*}} {layout.x = "nchw16c", layout.y = "nchw16c", strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>
+// PW:         nn.conv %{{.*}} {layout.x = "nchw16c", strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>
+// PW-NEXT:    func.return
 
 // -----
 
@@ -43,8 +50,8 @@ func.func @residual(%x: tensor<1x32x7x7xf32>, %w3: tensor<32x32x3x3xf32>) -> ten
 
 // Boundaries (must not fire on these edges): a conv output read by a max pool (no blocked
 // kernel) and one returned from the function stay NCHW; a 1x1 conv whose input is a graph
-// input is not worth the blocked kernel (it would reorder inside), so it stays on the
-// GEMM and its 3x3 reader gathers its NCHW output.
+// input is not worth the blocked kernel even with pointwise=true (it would reorder
+// inside), so it stays on the GEMM and its 3x3 reader gathers its NCHW output.
 func.func @boundaries(%x: tensor<1x32x14x14xf32>, %w3: tensor<32x32x3x3xf32>, %w1: tensor<32x32x1x1xf32>) -> (tensor<1x32x7x7xf32>, tensor<1x32x14x14xf32>) {
   %a = nn.conv %x, %w3 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x32x14x14xf32>, tensor<32x32x3x3xf32>) -> tensor<1x32x14x14xf32>
   %p = nn.max_pool %a {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, ceil_mode = 0 : i64} : (tensor<1x32x14x14xf32>) -> tensor<1x32x7x7xf32>
@@ -57,6 +64,11 @@ func.func @boundaries(%x: tensor<1x32x14x14xf32>, %w3: tensor<32x32x3x3xf32>, %w
 // CHECK-NOT:     layout.x
 // CHECK-NOT:     layout.y
 // CHECK:         func.return
+// PW-LABEL: func.func @boundaries(
+// PW-SAME:    layout.summary = {blocked_convs = 2 : i64, reorders = 4 : i64, cancelled = 0 : i64}
+// PW-NOT:     layout.x
+// PW-NOT:     layout.y
+// PW:         func.return
 
 // -----
 
