@@ -330,12 +330,16 @@ static inline void afrt_nchwc_naive_f32(const float *x, const float *w, const fl
     }
 }
 
-/* Direct blocked convolution (see the top of this file), x and y in the layouts flags says.
- * Returns 0 if the conv does not fit (afrt_nchwc_fits) or memory cannot be had; then nothing
- * useful is written and the caller computes the conv another way (afrt_conv2d_f32 when both
- * are NCHW, else afrt_nchwc_naive_f32). */
-static inline int afrt_nchwc_ex_f32(const float *x, const float *w, const float *bias, float *y,
-                                    const afrt_conv_params *p, afrt_epilogue epi, int flags) {
+/* The kernel body, always inlined with a constant flags into afrt_nchwc_f32 (0: the NCHW
+ * path compiles exactly as without the blocked modes) and afrt_nchwc_ex_f32. */
+#if defined(__GNUC__) || defined(__clang__)
+#define AFRT_NC_INLINE_ static inline __attribute__((always_inline))
+#else
+#define AFRT_NC_INLINE_ static inline
+#endif
+AFRT_NC_INLINE_ int afrt_nchwc_body_(const float *x, const float *w, const float *bias, float *y,
+                                     const afrt_conv_params *p, afrt_epilogue epi,
+                                     const int flags) {
     if (!afrt_nchwc_fits(p)) return 0;
     if (p->N <= 0) return 1;
     afrt_init_once_();
@@ -404,10 +408,22 @@ static inline int afrt_nchwc_ex_f32(const float *x, const float *w, const float 
     return 1;
 }
 
-/* afrt_nchwc_ex_f32 with x and y NCHW (the reorder inside every call). */
+/* Direct blocked convolution (see the top of this file), x and y NCHW (the reorder inside
+ * every call). Returns 0 if the conv does not fit (afrt_nchwc_fits) or memory cannot be had;
+ * then nothing useful is written and the caller computes the conv another way
+ * (afrt_conv2d_f32). */
 static inline int afrt_nchwc_f32(const float *x, const float *w, const float *bias, float *y,
                                  const afrt_conv_params *p, afrt_epilogue epi) {
-    return afrt_nchwc_ex_f32(x, w, bias, y, p, epi, 0);
+    return afrt_nchwc_body_(x, w, bias, y, p, epi, 0);
+}
+
+/* The same with x and/or y in NCHW16c as flags says (AFRT_NC_IN_BLOCKED,
+ * AFRT_NC_OUT_BLOCKED). Returns 0 as afrt_nchwc_f32 does; the caller's fallback is then
+ * afrt_nchwc_naive_f32 (afrt_conv2d_f32 knows only NCHW). */
+static inline int afrt_nchwc_ex_f32(const float *x, const float *w, const float *bias, float *y,
+                                    const afrt_conv_params *p, afrt_epilogue epi, int flags) {
+    if (!flags) return afrt_nchwc_f32(x, w, bias, y, p, epi);
+    return afrt_nchwc_body_(x, w, bias, y, p, epi, flags);
 }
 
 #endif /* AFRT_NCHWC_H */
