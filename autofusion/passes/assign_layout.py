@@ -62,6 +62,7 @@ from autofusion.analysis.conv_chain import conv_fields
 from autofusion.dialects import clib, nn
 from autofusion.dialects.attrs import LAYOUT_SUMMARY, LAYOUT_X, LAYOUT_Y
 from autofusion.dialects.fusion import KernelOp, YieldOp
+from autofusion.passes.assign_precision import precision_of
 from autofusion.passes.options import CheckedPass
 
 BLOCKED = "nchw16c"
@@ -117,14 +118,21 @@ def _epilogue_reads(body: list[Operation], conv: nn.ConvOp) -> list[BlockArgumen
     return reads
 
 
+def _fits(conv: nn.ConvOp) -> dict[str, int] | None:
+    """The conv's ``CONV_FIELDS`` when the blocked kernel can run it: a 2-d f32 conv that
+    ``assign-precision`` left fp32 and ``clib.nchwc_fits`` takes."""
+    f = conv_fields(conv)
+    if f is None or precision_of(conv) != "fp32":
+        return None
+    fields: dict[str, int] = dict(zip(clib.CONV_FIELDS, f, strict=True))
+    return fields if clib.nchwc_fits(fields) else None
+
+
 def conv_unit(op: Operation) -> ConvUnit | None:
     """``op`` as a candidate (a bare conv or a one-conv kernel the blocked kernel fits)."""
     if isinstance(op, nn.ConvOp):
-        f = conv_fields(op)
-        if f is None:
-            return None
-        fields: dict[str, int] = dict(zip(clib.CONV_FIELDS, f, strict=True))
-        return ConvUnit(op, op, fields, op.x, True) if clib.nchwc_fits(fields) else None
+        fields = _fits(op)
+        return ConvUnit(op, op, fields, op.x, True) if fields is not None else None
     if not isinstance(op, KernelOp) or len(op.results) != 1:
         return None
     body = [o for o in op.body.block.ops if not isinstance(o, nn.ConstantOp | YieldOp)]
@@ -132,11 +140,8 @@ def conv_unit(op: Operation) -> ConvUnit | None:
     if len(convs) != 1 or body[0] is not convs[0]:
         return None
     conv = convs[0]
-    f = conv_fields(conv)
-    if f is None or not isinstance(conv.x, BlockArgument):
-        return None
-    fields: dict[str, int] = dict(zip(clib.CONV_FIELDS, f, strict=True))
-    if not clib.nchwc_fits(fields):
+    fields = _fits(conv)
+    if fields is None or not isinstance(conv.x, BlockArgument):
         return None
     arg = conv.x
     reads = _epilogue_reads(body, conv)

@@ -524,7 +524,7 @@ def contraction_call(
         bias = [L.buffer_of(op.bias)] if op.bias is not None else []
         params = conv_params(op)
         lp = _lp_props(op)
-        layouts = conv_layouts(op)
+        layouts = conv_layouts(op) if not lp else {}  # assign-layout marks fp32 convs only
         algo = clib.conv_algo(params, precision_of_call(lp), L.blocked_convs)
         e.add(
             clib.Conv2DOp.build(

@@ -93,3 +93,18 @@ func.func @refused(%x: tensor<1x32x14x14xf32>, %w24: tensor<24x32x3x3xf32>, %w3:
 // CHECK-NOT:     layout.x
 // CHECK-NOT:     layout.y
 // CHECK:         func.return
+
+// -----
+
+// Must not fire: a conv assign-precision made bf16 runs on the 16-bit GEMM core, not the
+// blocked kernel, so its 3x3 neighbour keeps NCHW edges (it alone is blocked, x and y NCHW).
+func.func @lowp(%x: tensor<1x32x7x7xf32>, %w3: tensor<32x32x3x3xf32>) -> tensor<1x32x7x7xf32> {
+  %a = nn.conv %x, %w3 {precision = "bf16", strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x32x7x7xf32>, tensor<32x32x3x3xf32>) -> tensor<1x32x7x7xf32>
+  %b = nn.conv %a, %w3 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x32x7x7xf32>, tensor<32x32x3x3xf32>) -> tensor<1x32x7x7xf32>
+  func.return %b : tensor<1x32x7x7xf32>
+}
+// CHECK-LABEL: func.func @lowp(
+// CHECK-SAME:    layout.summary = {blocked_convs = 1 : i64, reorders = 2 : i64, cancelled = 0 : i64}
+// CHECK-NOT:     layout.x
+// CHECK-NOT:     layout.y
+// CHECK:         func.return
