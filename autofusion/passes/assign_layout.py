@@ -43,7 +43,8 @@ convs, reorders (boundary reorders left), cancelled (reorder pairs cancelled)}``
 compile report copies (``report["layout"]``; per conv ``conv_algo[i].layout``).
 
 Place: target c, fusion on, and only where the blocked kernel is on (the pipeline's
-``blocked_convs``: AVX-512 builds whose config leaves ``conv_layout: auto``). Option:
+``blocked_convs``: AVX-512 builds whose config leaves ``conv_layout: auto``) and no memory
+limit is set (``tile-fusion`` would cut marked convs into pieces that read NCHW slices). Option:
 ``pointwise`` (above).
 """
 

@@ -82,8 +82,9 @@ def test_stages_are_the_tensor_table_then_the_backend_lowering() -> None:
 
 
 def test_assign_layout_runs_where_the_blocked_kernel_does(tmp_path) -> None:
-    """assign-layout is in the pipeline exactly when lower-nn-to-loops gets blocked_convs:
-    target c, fusion on, an AVX-512 build, conv_layout auto."""
+    """assign-layout is in the pipeline exactly when lower-nn-to-loops gets blocked_convs
+    (target c, fusion on, an AVX-512 build, conv_layout auto) and nothing is tiled (no
+    memory limit: tile-fusion's conv pieces read NCHW slices)."""
     cfg = tmp_path / "nchw.yaml"
     cfg.write_text("conv_layout: nchw\n")
     v4 = Pipeline.from_options(PipelineOptions(cpu="x86-64-v4"))
@@ -91,6 +92,7 @@ def test_assign_layout_runs_where_the_blocked_kernel_does(tmp_path) -> None:
     assert v4.names.index("assign-layout") == v4.names.index("fuse-conv-chain") + 1
     for opts in (PipelineOptions(cpu="x86-64-v3"), PipelineOptions(cpu="x86-64-v4", fusion=False),
                  PipelineOptions(cpu="x86-64-v4", config=str(cfg)),
+                 PipelineOptions(cpu="x86-64-v4", memory_limit_mb=64),
                  PipelineOptions(target="ascendc")):  # fmt: skip
         assert "assign-layout" not in Pipeline.from_options(opts).names, opts
 
