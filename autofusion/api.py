@@ -345,7 +345,7 @@ def build_model_dir(
     is 0 (``autofusion-compile --threads``)."""
     from autofusion.lowering.backend import RunnableBackend
     from autofusion.pipeline import backend_of
-    from autofusion.policy.report import conv_algo_rows
+    from autofusion.policy.report import conv_algo_rows, layout_summary
 
     t0 = time.perf_counter()
     backend = backend_of(opts)
@@ -360,10 +360,13 @@ def build_model_dir(
         report["batch"] = batch.report()
     if after_passes is not None:
         after_passes(module)
+    layout = layout_summary(module)
     pipeline.lowering().run(module, progress=say)
     convs = conv_algo_rows(module)
     if convs:
         report["conv_algo"] = convs
+    if layout is not None:
+        report["layout"] = layout
     from autofusion.lowering.c.convert_nn_to_buffers import work_table
 
     work = work_table(module)

@@ -20,6 +20,8 @@ Tensor passes (the group decides when a pass is included)::
     fuse-conv-bn-relu       fusion   Conv(+BN)(+bias)(+residual)(+act) -> fusion.kernel
     fuse                    fusion   elementwise chains, epilogues -> fusion.kernel
     fuse-conv-chain         fusion   target c: depthwise -> 1x1 conv kernels in row bands
+    assign-layout           fusion   target c with blocked_convs, no memory limit: NCHW16c
+                                     between blocked convs
     validate-precision      precision  with validation asked for: roll back imprecise groups
     plan-buffers            memory   always: lifetimes -> arena offsets (in place where safe)
     tile-fusion             tiling   only with a memory limit: tile groups to fit, re-plan
@@ -63,6 +65,7 @@ TENSOR_PASSES: tuple[tuple[str, str], ...] = (
     ("fuse-conv-bn-relu", "fusion"),
     ("fuse", "fusion"),
     ("fuse-conv-chain", "fusion"),
+    ("assign-layout", "fusion"),
     ("validate-precision", "precision"),
     ("plan-buffers", "memory"),
     ("tile-fusion", "tiling"),
@@ -266,6 +269,11 @@ class Pipeline:
             if group == "tiling" and opts.memory_limit_mb is None:
                 continue
             if name == "fuse-conv-chain" and backend.name not in CONV_CHAIN_TARGETS:
+                continue
+            # tile-fusion slices convs into pieces reading NCHW slices: no blocked edges then
+            if name == "assign-layout" and not (
+                backend.name == "c" and blocked_convs(opts) and opts.memory_limit_mb is None
+            ):
                 continue
             if name == "validate-precision" and not (opts.fusion and _validates(opts)):
                 continue

@@ -10,8 +10,12 @@ wins), the largest output difference and the lowering's choice (``clib.conv_algo
 blocked kernel available). The default grid holds ResNet-50's, SqueezeNet-1.1's and
 Inception-v1's 3x3 convs and ResNet-50 / MobileNet-V2 1x1 convs.
 
+``--layout`` times the kernel with its input and/or output already blocked
+(``afrt_nchwc_ex_f32``'s flags, as ``assign-layout`` calls it between blocked convs; the
+outputs then differ by layout and are not compared).
+
     .venv/bin/python benchmarks/nchwc_conv.py [--threads 1] [--reps 9] [--cold]
-        [--cases 256x256x14x3x1,...]    # CxKxHxRxstride
+        [--layout nchw|in|out|both] [--cases 256x256x14x3x1,...]    # CxKxHxRxstride
 """
 
 from __future__ import annotations
@@ -40,6 +44,10 @@ GRID = [
 ]  # fmt: skip
 
 
+#: --layout -> afrt_nchwc_ex_f32's flags (AFRT_NC_IN_BLOCKED 1, AFRT_NC_OUT_BLOCKED 2)
+LAYOUT_FLAGS = {"nchw": 0, "in": 1, "out": 2, "both": 3}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--threads", type=int, default=1)
@@ -49,6 +57,8 @@ def main() -> int:
         action="store_true",
         help="stream 64 MiB through the caches before every call (as in a model)",
     )
+    ap.add_argument("--layout", choices=list(LAYOUT_FLAGS), default="nchw",
+                    help="which of x, y the blocked kernel gets already NCHW16c")  # fmt: skip
     ap.add_argument("--cases", default="", help="comma-separated CxKxHxRxstride (default: a grid)")
     args = ap.parse_args()
     cases = GRID
@@ -59,11 +69,13 @@ def main() -> int:
         subprocess.run([toolchain.c_compiler(), *toolchain.OPT_FLAGS, *toolchain.WERROR_FLAGS,
                         *toolchain.include_flags(), str(SRC), "-o", str(exe), "-lm"],
                        check=True)  # fmt: skip
-        argv = [str(exe), str(args.threads), str(args.reps), str(int(args.cold))]
+        argv = [str(exe), str(args.threads), str(args.reps), str(int(args.cold)),
+                str(LAYOUT_FLAGS[args.layout])]  # fmt: skip
         argv += [str(v) for case in cases for v in case]
         out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
     state = "cold caches" if args.cold else "warm caches"
-    print(f"{args.threads} thread(s), {state}, medians of {args.reps} interleaved rounds\n")
+    print(f"{args.threads} thread(s), {state}, layout {args.layout}, medians of {args.reps} "
+          "interleaved rounds\n")  # fmt: skip
     print("| C | K | map | kernel | nchwc us | today us | ratio | max diff | today | rule picks |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for line in out.splitlines():

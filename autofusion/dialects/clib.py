@@ -425,6 +425,27 @@ NC_BLOCK = 16  # AFRT_NC_L in afrt_nchwc.h: channels per block
 NC_KTILE = 32  # AFRT_NC_KT: output channels per register tile
 
 
+#: Physical layouts of a conv's activations (``assign-layout``): plain NCHW, or NCHW16c --
+#: [N][ceil(C/16)][H][W][16], channels past C zero (afrt_nchwc.h).
+LAYOUTS = ("nchw", "nchw16c")
+
+
+def nchwc_fits(f: dict[str, int]) -> bool:
+    """Whether ``afrt_nchwc_ex_f32`` can run a conv (``CONV_FIELDS`` by name) at all
+    (``afrt_nchwc_fits``): group 1, 1x1 or 3x3, equal strides 1 or 2, dilation 1, pads in
+    [0, R)."""
+    return (
+        max(1, f["group"]) == 1
+        and (f["R"], f["S"]) in ((1, 1), (3, 3))
+        and f["stride_h"] == f["stride_w"]
+        and f["stride_h"] in (1, 2)
+        and (f["dil_h"], f["dil_w"]) == (1, 1)
+        and 0 <= f["pad_top"] < f["R"]
+        and 0 <= f["pad_left"] < f["S"]
+        and min(f["OH"], f["OW"], f["C"], f["K"]) >= 1
+    )
+
+
 def nchwc_applies(f: dict[str, int]) -> bool:
     """Whether a conv (``CONV_FIELDS`` by name) takes ``direct_nchwc`` where the blocked
     kernel is available: the measured rule of ``afrt_nchwc_applies`` (afrt_nchwc.h;
@@ -633,14 +654,42 @@ class Conv2DOp(_ContractionOp):
     ctx = opt_operand_def(PtrType)
     params = prop_def(DenseArrayBase)
     algo = prop_def(StringAttr)
+    #: ``assign-layout``'s layouts of x and y (``LAYOUTS``; absent: ``nchw``); a blocked one
+    #: prints ``afrt_nchwc_ex_f32(..., flags)``
+    x_layout = opt_prop_def(StringAttr)
+    y_layout = opt_prop_def(StringAttr)
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def layouts(self) -> tuple[str, str]:
+        """The layouts of x and y (``nchw`` where absent)."""
+        x = self.x_layout.data if self.x_layout is not None else "nchw"
+        y = self.y_layout.data if self.y_layout is not None else "nchw"
+        return x, y
+
+    def blocked_flags(self) -> int:
+        """``afrt_nchwc_ex_f32``'s flags: 1 x is NCHW16c, 2 y is."""
+        x, y = self.layouts()
+        return (x == "nchw16c") | 2 * (y == "nchw16c")
 
     def verify_(self) -> None:
         values = self.param_values()
         if len(values) != len(CONV_FIELDS):
             raise VerifyException(f"'clib.conv2d': params needs {len(CONV_FIELDS)} values")
+        for role, lay in zip(("x", "y"), self.layouts(), strict=True):
+            if lay not in LAYOUTS:
+                raise VerifyException(
+                    f"'clib.conv2d': {role}_layout {lay!r} is not one of {', '.join(LAYOUTS)}"
+                )
         want = conv_algo(values, self.lp())
-        if self.algo.data == "direct_nchwc":  # the lowering's choice when blocked is allowed
+        if self.blocked_flags():  # assign-layout's choice: the blocked kernel, any fitting conv
+            f: dict[str, int] = dict(zip(CONV_FIELDS, values, strict=True))
+            if self.lp() is not None or not nchwc_fits(f):
+                raise VerifyException(
+                    "'clib.conv2d': a blocked x or y needs an fp32 conv the blocked kernel "
+                    "fits (group 1, 1x1 or 3x3, strides 1 or 2, dilation 1, pads below R)"
+                )
+            want = "direct_nchwc"
+        elif self.algo.data == "direct_nchwc":  # the lowering's choice when blocked is allowed
             want = conv_algo(values, self.lp(), blocked=True)
         if self.algo.data != want:
             raise VerifyException(

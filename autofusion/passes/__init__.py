@@ -54,6 +54,7 @@ def _fusion_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "fuse-conv-bn-relu": ("fuse_conv_bn_relu", "FuseConvBnRelu"),
         "fuse": ("fuse", "FuseNN"),
         "fuse-conv-chain": ("fuse_conv_chain", "FuseConvChain"),
+        "assign-layout": ("assign_layout", "AssignLayout"),
         "validate-precision": ("validate_precision", "ValidatePrecision"),
         "assign-precision": ("assign_precision", "AssignPrecision"),
     }

@@ -217,10 +217,23 @@ def record_rows(module: ModuleOp) -> list[dict[str, object]]:
     return rows
 
 
+def layout_summary(module: ModuleOp) -> dict[str, int] | None:
+    """``assign-layout``'s numbers for the model's function (``layout.summary``: blocked
+    convs, boundary reorders left, reorder pairs cancelled), None if it blocked nothing."""
+    from autofusion.dialects.attrs import LAYOUT_SUMMARY
+
+    for fn in _funcs(module):
+        a = fn.attributes.get(LAYOUT_SUMMARY)
+        if isinstance(a, DictionaryAttr):
+            return {k: int(v.value.data) for k, v in a.data.items() if isinstance(v, IntegerAttr)}
+    return None
+
+
 def conv_algo_rows(module: ModuleOp) -> list[dict[str, object]]:
     """One row per convolution library call of a lowered C module, in module order: the
     kernel function, its ONNX nodes, the algorithm chosen at lowering (``clib.conv_algo``:
-    one of ``clib.CONV_ALGOS`` or ``lp_gemm``) and the shape it was chosen from."""
+    one of ``clib.CONV_ALGOS`` or ``lp_gemm``), the shape it was chosen from and the layouts
+    of its input and output (``assign-layout``: ``nchw->nchw16c`` etc.)."""
     from autofusion.dialects import clib
 
     rows: list[dict[str, object]] = []
@@ -232,5 +245,6 @@ def conv_algo_rows(module: ModuleOp) -> list[dict[str, object]]:
                 shape = (f"C{f['C']} K{f['K']} {f['H']}x{f['W']} -> {f['OH']}x{f['OW']} "
                          f"k{f['R']}x{f['S']} s{f['stride_h']} g{f['group']}")  # fmt: skip
                 rows.append({"kernel": fn.sym_name.data, "origins": names,
-                             "conv_algo": op.algo.data, "shape": shape})  # fmt: skip
+                             "conv_algo": op.algo.data, "shape": shape,
+                             "layout": "->".join(op.layouts())})  # fmt: skip
     return rows

@@ -21,6 +21,7 @@ from autofusion.pipeline import (
     PipelineOptions,
     PipelineVerifyError,
     Stage,
+    blocked_convs,
     make_pass,
 )
 
@@ -70,12 +71,30 @@ def test_stages_are_the_tensor_table_then_the_backend_lowering() -> None:
         tensor = [n for n, g in TENSOR_PASSES if g not in ("tiling", "precision")]
         if target not in CONV_CHAIN_TARGETS:  # its two-conv kernels are C-only
             tensor.remove("fuse-conv-chain")
+        if not (target == "c" and blocked_convs(PipelineOptions(target=target))):
+            tensor.remove("assign-layout")  # the blocked conv kernels: C on AVX-512 only
         assert pipe.names == [*tensor, *get_backend(target).lowering]
         assert pipe.lowering().names == list(get_backend(target).lowering)
         assert all(s.group == LOWERING for s in pipe.lowering().stages)
     plain = Pipeline.from_options(PipelineOptions(fusion=False, memory_limit_mb=8)).tensor()
     cleanup = [n for n, g in TENSOR_PASSES if g == "cleanup"]
     assert plain.names == [*cleanup, "plan-buffers", "tile-fusion"]
+
+
+def test_assign_layout_runs_where_the_blocked_kernel_does(tmp_path) -> None:
+    """assign-layout is in the pipeline exactly when lower-nn-to-loops gets blocked_convs
+    (target c, fusion on, an AVX-512 build, conv_layout auto) and nothing is tiled (no
+    memory limit: tile-fusion's conv pieces read NCHW slices)."""
+    cfg = tmp_path / "nchw.yaml"
+    cfg.write_text("conv_layout: nchw\n")
+    v4 = Pipeline.from_options(PipelineOptions(cpu="x86-64-v4"))
+    assert "assign-layout" in v4.names
+    assert v4.names.index("assign-layout") == v4.names.index("fuse-conv-chain") + 1
+    for opts in (PipelineOptions(cpu="x86-64-v3"), PipelineOptions(cpu="x86-64-v4", fusion=False),
+                 PipelineOptions(cpu="x86-64-v4", config=str(cfg)),
+                 PipelineOptions(cpu="x86-64-v4", memory_limit_mb=64),
+                 PipelineOptions(target="ascendc")):  # fmt: skip
+        assert "assign-layout" not in Pipeline.from_options(opts).names, opts
 
 
 def test_options_reach_passes_converted_to_their_declared_type(tmp_path) -> None:

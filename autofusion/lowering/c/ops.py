@@ -28,7 +28,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.utils.exceptions import PassFailedException
 
 from autofusion.dialects import clib, dtypes, nn
-from autofusion.dialects.attrs import origin_names, string_list
+from autofusion.dialects.attrs import LAYOUT_X, LAYOUT_Y, origin_names, string_list
 from autofusion.lowering.c.builder import PARALLEL_MIN_WORK, Emitter, Index, Lowering
 from autofusion.lowering.c.resize import lower_resize
 
@@ -501,6 +501,17 @@ def _batch_stride(bshape: tuple[int, ...], full: tuple[int, ...], mat: int, op: 
     raise fail(op, f"batch broadcast {bshape} -> {full} is not supported")
 
 
+def conv_layouts(op: nn.ConvOp) -> dict[str, Attribute]:
+    """``clib.conv2d``'s ``x_layout`` / ``y_layout`` from ``assign-layout``'s marks on the
+    conv (``layout.x`` / ``layout.y``); empty when both are NCHW."""
+    out: dict[str, Attribute] = {}
+    for key, prop in ((LAYOUT_X, "x_layout"), (LAYOUT_Y, "y_layout")):
+        a = op.attributes.get(key)
+        if isinstance(a, StringAttr) and a.data == "nchw16c":
+            out[prop] = a
+    return out
+
+
 def contraction_call(
     L: Lowering, op: Operation, out: SSAValue, ep: SSAValue | None, ctx: SSAValue | None
 ) -> None:
@@ -513,6 +524,8 @@ def contraction_call(
         bias = [L.buffer_of(op.bias)] if op.bias is not None else []
         params = conv_params(op)
         lp = _lp_props(op)
+        layouts = conv_layouts(op) if not lp else {}  # assign-layout marks fp32 convs only
+        algo = clib.conv_algo(params, precision_of_call(lp), L.blocked_convs)
         e.add(
             clib.Conv2DOp.build(
                 operands=[
@@ -525,9 +538,8 @@ def contraction_call(
                 ],
                 properties={
                     "params": _params(params),
-                    "algo": StringAttr(
-                        clib.conv_algo(params, precision_of_call(lp), L.blocked_convs)
-                    ),
+                    "algo": StringAttr("direct_nchwc" if layouts else algo),
+                    **layouts,
                     **lp,
                 },
             )

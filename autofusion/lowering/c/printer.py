@@ -1150,6 +1150,10 @@ class _FuncPrinter:
                         f"  afrt_conv2d_lp({clib.LP_KINDS[lp]}, {r(op.x)}, {r(op.w)}, {w16}, "
                         f"{bias}, {r(op.y)}, &p_, s_, {epi}); }}",
                     )
+                elif flags := op.blocked_flags():
+                    # assign-layout's blocked x and/or y: only the blocked kernels know them
+                    self.emit(d, f"  if (!afrt_nchwc_ex_f32({args}, {epi}, {flags}))")
+                    self.emit(d, f"    afrt_nchwc_naive_f32({args}, {epi}, {flags}); }}")
                 elif op.algo.data in direct:
                     # needs no scratch; afrt_conv2d_f32 only if it is out of memory
                     self.emit(d, f"  if (!{direct[op.algo.data]}({args}, {epi}))")

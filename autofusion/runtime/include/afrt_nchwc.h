@@ -4,7 +4,13 @@
  * slots and the packed-operand cache used here; this file does not stand alone). Copied
  * beside afrt.h into every build and package folder.
  *
- *   afrt_nchwc_f32(x, w, bias, y, &p, epi)        x, y NCHW; blocked inside
+ *   afrt_nchwc_f32(x, w, bias, y, &p, epi)            x, y NCHW; blocked inside
+ *   afrt_nchwc_ex_f32(x, w, bias, y, &p, epi, flags)  x and/or y already NCHW16c
+ *
+ * NCHW16c (the `assign-layout` pass's "nchw16c", docs/c-backend.md): [N][ceil(C/16)][H][W][16],
+ * channels past C zero. flags: AFRT_NC_IN_BLOCKED (x is NCHW16c: each padded row is one
+ * contiguous copy instead of a 16-way gather), AFRT_NC_OUT_BLOCKED (y is NCHW16c: each tile
+ * row is stored as whole vectors, and the epilogue runs in its flat form, below).
  *
  * Fits (afrt_nchwc_fits): group 1, 1x1 or 3x3, equal strides 1 or 2, dilation 1, pads in
  * [0, R). Any channel counts: blocks of 16 channels are padded with zeros.
@@ -37,6 +43,8 @@
 #define AFRT_NC_L 16    /* channels per block (one AVX-512 vector) */
 #define AFRT_NC_KT 32   /* output channels per register tile (two blocks) */
 #define AFRT_NC_MAXW 14 /* output columns per register tile */
+#define AFRT_NC_IN_BLOCKED 1  /* afrt_nchwc_ex_f32: x is NCHW16c */
+#define AFRT_NC_OUT_BLOCKED 2 /* afrt_nchwc_ex_f32: y is NCHW16c */
 /* Weights are prefetched this many floats ahead (4 KiB): the first row of a channel block
  * streams them from memory, where a model's earlier layers left them (measured with
  * benchmarks/nchwc_conv.py --cold: 256 floats gain half as much, none loses up to 10%). */
@@ -123,6 +131,21 @@ static inline void afrt_nc_reorder_row_(const float *restrict xn, const afrt_con
         const float *restrict src = xn + ((cb * AFRT_NC_L + c) * H + ih) * W - p->pad_left;
         for (int64_t j = j0; j < j1; ++j) xr[j * AFRT_NC_L + c] = src[j];
     }
+}
+
+/* The same row from a blocked image xn ([Cb][H][W][16]): one contiguous copy. */
+static inline void afrt_nc_copy_row_(const float *restrict xn, const afrt_conv_params *p,
+                                     int64_t cb, int64_t i, int64_t Wp, float *restrict xr) {
+    const int64_t ih = i - p->pad_top, H = p->H, W = p->W;
+    const int64_t j0 = p->pad_left, j1 = afrt_min_(Wp, p->pad_left + W);
+    if (ih < 0 || ih >= H || j1 <= j0) {
+        memset(xr, 0, (size_t)(Wp * AFRT_NC_L) * sizeof(float));
+        return;
+    }
+    memset(xr, 0, (size_t)(j0 * AFRT_NC_L) * sizeof(float));
+    memcpy(xr + j0 * AFRT_NC_L, xn + (cb * H + ih) * W * AFRT_NC_L,
+           (size_t)((j1 - j0) * AFRT_NC_L) * sizeof(float));
+    memset(xr + j1 * AFRT_NC_L, 0, (size_t)((Wp - j1) * AFRT_NC_L) * sizeof(float));
 }
 
 #if defined(__AVX512F__) && (defined(__GNUC__) || defined(__clang__))
@@ -244,17 +267,87 @@ static inline void afrt_nc_store_(const float *restrict t, int64_t kn, int64_t r
 #endif
 }
 
-/* Direct blocked convolution (see the top of this file). Returns 0 if the conv does not fit
- * (afrt_nchwc_fits) or memory cannot be had; then nothing useful is written and the caller
- * computes the conv another way (afrt_conv2d_f32). */
-static inline int afrt_nchwc_f32(const float *x, const float *w, const float *bias, float *y,
-                                 const afrt_conv_params *p, afrt_epilogue epi) {
+/* The tile t (as for afrt_nc_store_) into NCHW16c y at block kb0 of its first output y0
+ * (the block's plane is planef floats): each row of each 16-channel block is nw whole
+ * vectors, one copy. Channels past kn are the zero weights' sums (0 + bias 0): the blocks'
+ * padding stays zero. */
+static inline void afrt_nc_store_blocked_(const float *restrict t, int64_t kn, int64_t rows,
+                                          int64_t ncol, int64_t nw, float *restrict y0,
+                                          int64_t planef, int64_t OW) {
+    for (int64_t h = 0; h * AFRT_NC_L < kn; ++h)
+        for (int64_t i = 0; i < rows; ++i)
+            memcpy(y0 + h * planef + i * OW * AFRT_NC_L, t + (h * AFRT_NC_MAXW + i * ncol) * AFRT_NC_L,
+                   (size_t)(nw * AFRT_NC_L) * sizeof(float));
+}
+
+/* The epilogue on a blocked y: its flat form, (n 0, channels [0, 1), positions [f0, f1)),
+ * which indexes y + f for f in [f0, f1) -- exactly the storage of the finished rows. Only
+ * valid for an epilogue that reads y and same-layout tensors alone (assign-layout blocks
+ * a conv's output only when its epilogue is elementwise on y with scalar constants). */
+static inline void afrt_nc_epilogue_blocked_(afrt_epilogue epi, float *y, int64_t f0, int64_t f1,
+                                             int64_t ohw) {
+    if (epi.fn) epi.fn(epi.ctx, y, 0, 0, 1, f0, f1, ohw);
+}
+
+/* Scratch-free reference of afrt_nchwc_ex_f32 (the printed fallback of a conv with a blocked
+ * operand when the blocked kernel cannot get memory; afrt_conv2d_f32 knows only NCHW). */
+static inline void afrt_nchwc_naive_f32(const float *x, const float *w, const float *bias,
+                                        float *y, const afrt_conv_params *p, afrt_epilogue epi,
+                                        int flags) {
+    const int64_t C = p->C, K = p->K, H = p->H, W = p->W, OH = p->OH, OW = p->OW;
+    const int64_t hw = H * W, ohw = OH * OW, L = AFRT_NC_L;
+    const int64_t Cb = afrt_cdiv_(C, L), Kb = afrt_cdiv_(K, L);
+    const int xb = flags & AFRT_NC_IN_BLOCKED, yb = flags & AFRT_NC_OUT_BLOCKED;
+    for (int64_t n = 0; n < p->N; ++n)
+        for (int64_t k = 0; k < (yb ? Kb * L : K); ++k)
+            for (int64_t q = 0; q < ohw; ++q) {
+                const int64_t oh = q / OW, ow = q % OW;
+                float acc = 0.0f;
+                if (k < K) {
+                    acc = bias ? bias[k] : 0.0f;
+                    for (int64_t c = 0; c < C; ++c)
+                        for (int64_t r = 0; r < p->R; ++r)
+                            for (int64_t s = 0; s < p->S; ++s) {
+                                const int64_t ih = oh * p->stride_h - p->pad_top + r * p->dil_h;
+                                const int64_t iw = ow * p->stride_w - p->pad_left + s * p->dil_w;
+                                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                                const float xv =
+                                    xb ? x[(((n * Cb + c / L) * H + ih) * W + iw) * L + c % L]
+                                       : x[(n * C + c) * hw + ih * W + iw];
+                                acc += xv * w[((k * C + c) * p->R + r) * p->S + s];
+                            }
+                }
+                if (yb)
+                    y[((n * Kb + k / L) * ohw + q) * L + k % L] = acc;
+                else
+                    y[(n * K + k) * ohw + q] = acc;
+            }
+    for (int64_t n = 0; n < p->N; ++n) {
+        if (yb)
+            afrt_nc_epilogue_blocked_(epi, y, n * Kb * L * ohw, (n + 1) * Kb * L * ohw, ohw);
+        else if (epi.fn)
+            epi.fn(epi.ctx, y + n * K * ohw, n, 0, K, 0, ohw, ohw);
+    }
+}
+
+/* The kernel body, always inlined with a constant flags into afrt_nchwc_f32 (0: the NCHW
+ * path compiles exactly as without the blocked modes) and afrt_nchwc_ex_f32. */
+#if defined(__GNUC__) || defined(__clang__)
+#define AFRT_NC_INLINE_ static inline __attribute__((always_inline))
+#else
+#define AFRT_NC_INLINE_ static inline
+#endif
+AFRT_NC_INLINE_ int afrt_nchwc_body_(const float *x, const float *w, const float *bias, float *y,
+                                     const afrt_conv_params *p, afrt_epilogue epi,
+                                     const int flags) {
     if (!afrt_nchwc_fits(p)) return 0;
     if (p->N <= 0) return 1;
     afrt_init_once_();
     const int64_t C = p->C, K = p->K, R = p->R, S = p->S, st = p->stride_h;
     const int64_t OH = p->OH, OW = p->OW, ohw = OH * OW, hw = p->H * p->W;
     const int64_t Cb = afrt_cdiv_(C, AFRT_NC_L), Kp = afrt_cdiv_(K, AFRT_NC_KT);
+    const int64_t Kb = afrt_cdiv_(K, AFRT_NC_L);
+    const int xblk = flags & AFRT_NC_IN_BLOCKED, yblk = flags & AFRT_NC_OUT_BLOCKED;
     /* tiles of 14 columns (two rows of 7 on maps of at most 7 columns) or the last tile's
      * width where it has a copy (afrt_nc_width_); the blocked input is padded with zeros to
      * whole tiles, and outputs past OH x OW are computed and dropped (none on maps 7, 13,
@@ -274,7 +367,11 @@ static inline int afrt_nchwc_f32(const float *x, const float *w, const float *bi
     AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (threads && rows > 1))
     for (int64_t q = 0; q < rows; ++q) {
         const int64_t n = q / (Cb * Hp), cb = (q / Hp) % Cb, i = q % Hp;
-        afrt_nc_reorder_row_(x + n * C * hw, p, cb, i, Wp, xb + n * imgf + cb * planef + i * rowf);
+        float *xr = xb + n * imgf + cb * planef + i * rowf;
+        if (xblk)
+            afrt_nc_copy_row_(x + n * Cb * AFRT_NC_L * hw, p, cb, i, Wp, xr);
+        else
+            afrt_nc_reorder_row_(x + n * C * hw, p, cb, i, Wp, xr);
     }
     const int64_t tasks = p->N * Kp * nrb;
     AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (threads && tasks > 1))
@@ -286,17 +383,47 @@ static inline int afrt_nchwc_f32(const float *x, const float *w, const float *bi
         for (int64_t k = 0; k < AFRT_NC_KT; ++k) bb[k] = bias && k < kn ? bias[k0 + k] : 0.0f;
         const float *xrow = xb + n * imgf + oh0 * st * rowf;
         const float *wk = wb + kp * Cb * R * S * AFRT_NC_L * AFRT_NC_KT;
-        float *yn = y + n * K * ohw;
+        float *yn = yblk ? y + n * Kb * AFRT_NC_L * ohw : y + n * K * ohw;
         for (int64_t tw = 0; tw < nwt; ++tw) {
             const int64_t ow0 = tw * ncol, nw = afrt_min_(ncol, OW - ow0);
             const int cw = rows == 2 ? (int)ncol : afrt_nc_width_(nw);
             afrt_nc_tile_(xrow + ow0 * st * AFRT_NC_L, wk, Cb, R, S, st * AFRT_NC_L, rowf,
                           st * rowf, planef, bb, t, (int)rows, cw);
-            afrt_nc_store_(t, kn, rows, cw, nw, yn + k0 * ohw + oh0 * OW + ow0, ohw, OW);
+            if (yblk)
+                afrt_nc_store_blocked_(t, kn, rows, cw, nw,
+                                       yn + k0 * ohw + (oh0 * OW + ow0) * AFRT_NC_L,
+                                       ohw * AFRT_NC_L, OW);
+            else
+                afrt_nc_store_(t, kn, rows, cw, nw, yn + k0 * ohw + oh0 * OW + ow0, ohw, OW);
         }
-        if (epi.fn) epi.fn(epi.ctx, yn, n, k0, k0 + kn, oh0 * OW, (oh0 + rows) * OW, ohw);
+        if (yblk) {
+            for (int64_t h = 0; h * AFRT_NC_L < kn; ++h) {
+                const int64_t f0 = (yn - y) + (k0 + h * AFRT_NC_L) * ohw + oh0 * OW * AFRT_NC_L;
+                afrt_nc_epilogue_blocked_(epi, y, f0, f0 + rows * OW * AFRT_NC_L, ohw);
+            }
+        } else if (epi.fn) {
+            epi.fn(epi.ctx, yn, n, k0, k0 + kn, oh0 * OW, (oh0 + rows) * OW, ohw);
+        }
     }
     return 1;
+}
+
+/* Direct blocked convolution (see the top of this file), x and y NCHW (the reorder inside
+ * every call). Returns 0 if the conv does not fit (afrt_nchwc_fits) or memory cannot be had;
+ * then nothing useful is written and the caller computes the conv another way
+ * (afrt_conv2d_f32). */
+static inline int afrt_nchwc_f32(const float *x, const float *w, const float *bias, float *y,
+                                 const afrt_conv_params *p, afrt_epilogue epi) {
+    return afrt_nchwc_body_(x, w, bias, y, p, epi, 0);
+}
+
+/* The same with x and/or y in NCHW16c as flags says (AFRT_NC_IN_BLOCKED,
+ * AFRT_NC_OUT_BLOCKED). Returns 0 as afrt_nchwc_f32 does; the caller's fallback is then
+ * afrt_nchwc_naive_f32 (afrt_conv2d_f32 knows only NCHW). */
+static inline int afrt_nchwc_ex_f32(const float *x, const float *w, const float *bias, float *y,
+                                    const afrt_conv_params *p, afrt_epilogue epi, int flags) {
+    if (!flags) return afrt_nchwc_f32(x, w, bias, y, p, epi);
+    return afrt_nchwc_body_(x, w, bias, y, p, epi, flags);
 }
 
 #endif /* AFRT_NCHWC_H */

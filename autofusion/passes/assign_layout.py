@@ -1,0 +1,247 @@
+"""``assign-layout``: keep conv activations in 16-channel blocks (NCHW16c) between the convs
+that run the blocked direct kernel, so the reorders are paid at region boundaries only.
+
+Level: the fusion IR (after ``fuse-conv-chain``, before ``plan-buffers``). There every
+activation is one SSA value between top-level units (a ``fusion.kernel`` or a bare nn op),
+so "who reads this tensor, and in which layout" is a use-list question and a reorder pair
+is cancelled by marking both ends; at the buffer level the same edge is an arena offset
+shared by views and in-place reuse, and the conv kernels' epilogues are already outlined.
+The layout is physical: tensor types stay logical (NCHW), marks go on the ``nn.conv``
+(``layout.x`` / ``layout.y`` = ``"nchw16c"``), so the interpreter and the other passes read
+the graph unchanged and semantics hold by construction; the C lowering turns the marks into
+``clib.conv2d {x_layout, y_layout}`` and ``afrt_nchwc_ex_f32``'s flags.
+
+Model. Each conv unit the blocked kernel fits (``clib.nchwc_fits``: group 1, 1x1 or 3x3,
+strides 1/2, f32, 4-d) is a candidate: a bare ``nn.conv`` or a kernel whose body is one
+conv and elementwise ops on its result (scalar other operands). Conceptually every blocked
+conv is wrapped in ``to_nchw16c`` before x and ``to_nchw`` after y. An edge whose producer
+and every reader are blocked convs, each reader reading it as its conv's x, cancels those
+reorders in pairs (producer's ``to_nchw`` against each reader's ``to_nchw16c``); a reorder
+that remains is a region boundary (graph input/output, a reader without a blocked kernel)
+and is done inside the conv kernel (a 16-way gather of the input rows / the NCHW store).
+
+Edge conditions (legality): C a multiple of 16 (the blocked buffer then has the NCHW
+bytes, so ``plan-buffers`` sizes it unchanged), not a function result, every reader a
+blocked conv reading it as its x and/or as a residual of a blocked output, and the
+producer's epilogue elementwise on y, single-element constants and residuals of y's shape
+that are blocked too (the blocked kernel runs the epilogue in its flat form on the blocked
+rows, indexing y and the residual alike). Every candidate output starts blocked and is
+demoted when a condition fails (only demotions: the fixed point exists).
+
+Rule (profitability; benchmarks/nchwc_conv.py, docs/c-backend.md): a 3x3 conv runs blocked
+where ``clib.nchwc_applies`` says (measured with both reorders inside). 1x1 convs stay on
+``gemm_1x1``: with x and y already blocked the blocked kernel measured 0.95-1.54x its time
+(11 ResNet/SqueezeNet shapes, cold caches), and putting every fitting 1x1 conv on the
+blocked kernel (its edges blocked where legal) made ResNet-50 and SqueezeNet-1.1 1.15x
+slower. Option ``pointwise`` (default false) lets a 1x1
+conv join where both its edges are blocked -- for measuring a faster 1x1 kernel, and for
+tests. Dropping a conv can break its edges, which can drop a neighbour: iterated to a
+fixed point.
+
+Decisions: the marks on each conv, and on each function ``layout.summary`` = ``{blocked
+convs, reorders (boundary reorders left), cancelled (reorder pairs cancelled)}``, which the
+compile report copies (``report["layout"]``; per conv ``conv_algo[i].layout``).
+
+Place: target c, fusion on, and only where the blocked kernel is on (the pipeline's
+``blocked_convs``: AVX-512 builds whose config leaves ``conv_layout: auto``) and no memory
+limit is set (``tile-fusion`` would cut marked convs into pieces that read NCHW slices). Option:
+``pointwise`` (above).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import ClassVar
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp, StringAttr, TensorType
+from xdsl.ir import BlockArgument, Operation, SSAValue
+
+from autofusion.analysis.conv_chain import conv_fields
+from autofusion.dialects import clib, nn
+from autofusion.dialects.attrs import LAYOUT_SUMMARY, LAYOUT_X, LAYOUT_Y
+from autofusion.dialects.fusion import KernelOp, YieldOp
+from autofusion.passes.assign_precision import precision_of
+from autofusion.passes.options import CheckedPass
+
+BLOCKED = "nchw16c"
+
+
+@dataclass
+class ConvUnit:
+    """A top-level op holding one conv the blocked kernel fits."""
+
+    top: Operation
+    conv: nn.ConvOp
+    fields: dict[str, int]
+    x: SSAValue  # the top-level value the conv reads as x
+    flat: bool  # the epilogue is elementwise (see _epilogue_reads)
+    others: tuple[SSAValue, ...] = ()  # top-level full-shape tensors the epilogue reads
+    x_only: bool = True  # the body reads x only as the conv's x
+    blocked: bool = True  # runs the blocked kernel
+
+    @property
+    def y(self) -> SSAValue:
+        return self.top.results[0]
+
+    def rule(self, x_blocked: bool, y_blocked: bool, pointwise: bool) -> bool:
+        """Whether this conv is worth the blocked kernel with these edges (module doc)."""
+        if (self.fields["R"], self.fields["S"]) == (1, 1):
+            return pointwise and x_blocked and y_blocked
+        return clib.nchwc_applies(self.fields)
+
+
+def _numel(v: SSAValue) -> int:
+    t = v.type
+    return math.prod(t.get_shape()) if isinstance(t, TensorType) else 1
+
+
+def _epilogue_reads(body: list[Operation], conv: nn.ConvOp) -> list[BlockArgument] | None:
+    """The kernel arguments of y's full shape the epilogue reads (a residual), when every
+    op after the conv is elementwise on in-body values derived from y, single-element
+    tensors and such arguments (the flat form indexes them like y); else None."""
+    derived: set[SSAValue] = {conv.y}
+    reads: list[BlockArgument] = []
+    for op in body:
+        if op is conv:
+            continue
+        if not isinstance(op, nn.ELEMENTWISE):
+            return None
+        for v in op.operands:
+            if v in derived or _numel(v) == 1:
+                continue
+            if not isinstance(v, BlockArgument) or v.type != conv.y.type:
+                return None
+            reads.append(v)
+        derived.update(op.results)
+    return reads
+
+
+def _fits(conv: nn.ConvOp) -> dict[str, int] | None:
+    """The conv's ``CONV_FIELDS`` when the blocked kernel can run it: a 2-d f32 conv that
+    ``assign-precision`` left fp32 and ``clib.nchwc_fits`` takes."""
+    f = conv_fields(conv)
+    if f is None or precision_of(conv) != "fp32":
+        return None
+    fields: dict[str, int] = dict(zip(clib.CONV_FIELDS, f, strict=True))
+    return fields if clib.nchwc_fits(fields) else None
+
+
+def conv_unit(op: Operation) -> ConvUnit | None:
+    """``op`` as a candidate (a bare conv or a one-conv kernel the blocked kernel fits)."""
+    if isinstance(op, nn.ConvOp):
+        fields = _fits(op)
+        return ConvUnit(op, op, fields, op.x, True) if fields is not None else None
+    if not isinstance(op, KernelOp) or len(op.results) != 1:
+        return None
+    body = [o for o in op.body.block.ops if not isinstance(o, nn.ConstantOp | YieldOp)]
+    convs = [o for o in body if isinstance(o, nn.ConvOp)]
+    if len(convs) != 1 or body[0] is not convs[0]:
+        return None
+    conv = convs[0]
+    fields = _fits(conv)
+    if fields is None or not isinstance(conv.x, BlockArgument):
+        return None
+    arg = conv.x
+    reads = _epilogue_reads(body, conv)
+    # x read by the conv, and maybe as a residual (then in y's layout, see _legal)
+    x_only = all((u.operation is conv and u.index == 0) or arg in (reads or ()) for u in arg.uses)
+    others = tuple(op.operands[a.index] for a in reads or ())
+    return ConvUnit(op, conv, fields, op.operands[arg.index], reads is not None, others, x_only)
+
+
+class _Layouts:
+    """Which conv outputs stay blocked: every candidate output starts blocked and is
+    demoted when a constraint fails (only demotions: the fixed point exists)."""
+
+    def __init__(self, fn: func.FuncOp, pointwise: bool) -> None:
+        self.units: dict[Operation, ConvUnit] = {}
+        for op in fn.body.block.ops:
+            if (u := conv_unit(op)) is not None:
+                self.units[op] = u
+        self.blocked: dict[SSAValue, bool] = {
+            u.y: u.flat and u.fields["K"] % clib.NC_BLOCK == 0 for u in self.units.values()
+        }
+        changed = True
+        while changed:
+            changed = False
+            for v, b in self.blocked.items():
+                if b and not self._legal(v):
+                    self.blocked[v] = False
+                    changed = True
+            for u in self.units.values():
+                if u.blocked and not u.rule(self.of(u.x), self.of(u.y), pointwise):
+                    u.blocked = False
+                    changed = True
+
+    def of(self, v: SSAValue) -> bool:
+        return self.blocked.get(v, False)
+
+    def _legal(self, v: SSAValue) -> bool:
+        """v may stay blocked: its producer runs blocked with every residual it reads
+        blocked too, and every reader is a blocked conv reading it as its x and/or as a
+        residual of a blocked output (never as weights or bias)."""
+        prod = self.units[v.owner]  # type: ignore[index]
+        if not prod.blocked or not all(self.of(o) for o in prod.others):
+            return False
+        if not v.uses:
+            return False
+        for use in v.uses:
+            r = use.operation
+            u = self.units.get(r)
+            if u is None or not u.blocked or (v is not u.x and v not in u.others):
+                return False
+            if v is u.x and not u.x_only:
+                return False
+            if isinstance(r, nn.ConvOp) and (r.w is v or r.bias is v):
+                return False
+            if v in u.others and not self.of(u.y):
+                return False
+        return True
+
+
+def assign(fn: func.FuncOp, pointwise: bool = False) -> dict[str, int]:
+    """Mark ``fn``'s convs (see module doc); returns the summary numbers."""
+    lay = _Layouts(fn, pointwise)
+    blocked_convs = reorders = cancelled = 0
+    for u in lay.units.values():
+        for key in (LAYOUT_X, LAYOUT_Y):
+            u.conv.attributes.pop(key, None)
+        if not u.blocked:
+            continue
+        blocked_convs += 1
+        if lay.of(u.x):
+            u.conv.attributes[LAYOUT_X] = StringAttr(BLOCKED)
+        else:
+            reorders += 1
+        if lay.of(u.y):
+            u.conv.attributes[LAYOUT_Y] = StringAttr(BLOCKED)
+            cancelled += u.y.uses.get_length()
+        else:
+            reorders += 1
+    return {"blocked_convs": blocked_convs, "reorders": reorders, "cancelled": cancelled}
+
+
+@dataclass(frozen=True)
+class AssignLayout(CheckedPass):
+    """Keep activations NCHW16c between blocked convs (module doc)."""
+
+    name: ClassVar[str] = "assign-layout"
+
+    pointwise: bool = False
+    """1x1 convs join where both their edges are blocked (off by default: measured at best
+    even with ``gemm_1x1``, see the module doc)."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for fn in op.ops:
+            if not isinstance(fn, func.FuncOp) or fn.is_declaration:
+                continue
+            summary = assign(fn, self.pointwise)
+            if summary["blocked_convs"]:
+                fn.attributes[LAYOUT_SUMMARY] = DictionaryAttr(
+                    {k: IntegerAttr(v, 64) for k, v in summary.items()}
+                )
+            else:
+                fn.attributes.pop(LAYOUT_SUMMARY, None)

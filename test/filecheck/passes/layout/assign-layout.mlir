@@ -1,0 +1,110 @@
+// RUN: autofusion-opt %s --split-input-file -p canonicalize-nn,fuse-conv-bn-relu,assign-layout | filecheck %s
+// RUN: autofusion-opt %s --split-input-file -p "canonicalize-nn,fuse-conv-bn-relu,assign-layout{pointwise=true}" | filecheck %s --check-prefix=PW
+
+// Propagation: 3x3 -> Relu -> 1x1 -> Relu -> 3x3 at 32 channels. The 3x3 convs take the
+// blocked kernel by the measured rule. By default the 1x1 conv stays on gemm_1x1 (measured
+// faster), so both its edges are NCHW and nothing is marked. With pointwise=true it joins,
+// as both its edges can be blocked: the two inner edges cancel their reorder pairs, and the
+// graph input and output are the boundaries (the first conv gathers x, the last stores NCHW).
+func.func @chain(%x: tensor<1x32x14x14xf32>, %w3: tensor<32x32x3x3xf32>, %w1: tensor<32x32x1x1xf32>) -> tensor<1x32x14x14xf32> {
+  %a = nn.conv %x, %w3 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x32x14x14xf32>, tensor<32x32x3x3xf32>) -> tensor<1x32x14x14xf32>
+  %ar = nn.relu %a : (tensor<1x32x14x14xf32>) -> tensor<1x32x14x14xf32>
+  %b = nn.conv %ar, %w1 {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x32x14x14xf32>, tensor<32x32x1x1xf32>) -> tensor<1x32x14x14xf32>
+  %br = nn.relu %b : (tensor<1x32x14x14xf32>) -> tensor<1x32x14x14xf32>
+  %c = nn.conv %br, %w3 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x32x14x14xf32>, tensor<32x32x3x3xf32>) -> tensor<1x32x14x14xf32>
+  func.return %c : tensor<1x32x14x14xf32>
+}
+// CHECK-LABEL: func.func @chain(
+// CHECK-SAME:    layout.summary = {blocked_convs = 2 : i64, reorders = 4 : i64, cancelled = 0 : i64}
+// CHECK-NOT:     layout.x
+// CHECK-NOT:     layout.y
+// CHECK:         func.return
+// PW-LABEL: func.func @chain(
+// PW-SAME:    layout.summary = {blocked_convs = 3 : i64, reorders = 2 : i64, cancelled = 2 : i64}
+// PW:         nn.conv %{{.*}} {layout.y = "nchw16c", strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>
+// PW:         nn.conv %{{.*}} {layout.x = "nchw16c", layout.y = "nchw16c", strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>
+// PW:         nn.conv %{{.*}} {layout.x = "nchw16c", strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>
+// PW-NEXT:    func.return
+
+// -----
+
+// Residual: the second conv's Add reads its own input (the first conv's output) again, so
+// that output and the sum are blocked together (the flat epilogue indexes y and the
+// residual alike); the third conv reads the sum blocked and writes the graph output NCHW.
+func.func @residual(%x: tensor<1x32x7x7xf32>, %w3: tensor<32x32x3x3xf32>) -> tensor<1x32x7x7xf32> {
+  %a = nn.conv %x, %w3 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x32x7x7xf32>, tensor<32x32x3x3xf32>) -> tensor<1x32x7x7xf32>
+  %b = nn.conv %a, %w3 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x32x7x7xf32>, tensor<32x32x3x3xf32>) -> tensor<1x32x7x7xf32>
+  %s = nn.add %b, %a : (tensor<1x32x7x7xf32>, tensor<1x32x7x7xf32>) -> tensor<1x32x7x7xf32>
+  %sr = nn.relu %s : (tensor<1x32x7x7xf32>) -> tensor<1x32x7x7xf32>
+  %c = nn.conv %sr, %w3 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x32x7x7xf32>, tensor<32x32x3x3xf32>) -> tensor<1x32x7x7xf32>
+  func.return %c : tensor<1x32x7x7xf32>
+}
+// CHECK-LABEL: func.func @residual(
+// CHECK-SAME:    layout.summary = {blocked_convs = 3 : i64, reorders = 2 : i64, cancelled = 2 : i64}
+// CHECK:         %[[A:.*]] = nn.conv %x, %w3 {layout.y = "nchw16c"
+// CHECK:         fusion.kernel "conv_add_relu" [] (%[[A]], %w3)
+// CHECK:           nn.conv %{{.*}} {layout.x = "nchw16c", layout.y = "nchw16c"
+// CHECK:         nn.conv %{{.*}} {layout.x = "nchw16c", strides
+
+// -----
+
+// Boundaries (must not fire on these edges): a conv output read by a max pool (no blocked
+// kernel) and one returned from the function stay NCHW; a 1x1 conv whose input is a graph
+// input is not worth the blocked kernel even with pointwise=true (it would reorder
+// inside), so it stays on the GEMM and its 3x3 reader gathers its NCHW output.
+func.func @boundaries(%x: tensor<1x32x14x14xf32>, %w3: tensor<32x32x3x3xf32>, %w1: tensor<32x32x1x1xf32>) -> (tensor<1x32x7x7xf32>, tensor<1x32x14x14xf32>) {
+  %a = nn.conv %x, %w3 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x32x14x14xf32>, tensor<32x32x3x3xf32>) -> tensor<1x32x14x14xf32>
+  %p = nn.max_pool %a {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, ceil_mode = 0 : i64} : (tensor<1x32x14x14xf32>) -> tensor<1x32x7x7xf32>
+  %b = nn.conv %x, %w1 {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x32x14x14xf32>, tensor<32x32x1x1xf32>) -> tensor<1x32x14x14xf32>
+  %c = nn.conv %b, %w3 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x32x14x14xf32>, tensor<32x32x3x3xf32>) -> tensor<1x32x14x14xf32>
+  func.return %p, %c : tensor<1x32x7x7xf32>, tensor<1x32x14x14xf32>
+}
+// CHECK-LABEL: func.func @boundaries(
+// CHECK-SAME:    layout.summary = {blocked_convs = 2 : i64, reorders = 4 : i64, cancelled = 0 : i64}
+// CHECK-NOT:     layout.x
+// CHECK-NOT:     layout.y
+// CHECK:         func.return
+// PW-LABEL: func.func @boundaries(
+// PW-SAME:    layout.summary = {blocked_convs = 2 : i64, reorders = 4 : i64, cancelled = 0 : i64}
+// PW-NOT:     layout.x
+// PW-NOT:     layout.y
+// PW:         func.return
+
+// -----
+
+// Must not fire: 24 channels between the convs (not whole 16-channel blocks, so the blocked
+// buffer would outgrow the planned one; the 24-channel conv is also below the rule's 32
+// output channels), and a kernel whose Softmax after the conv is not elementwise (it cannot
+// run on blocked rows): its conv and the next run the blocked kernel on NCHW edges.
+func.func @refused(%x: tensor<1x32x14x14xf32>, %w24: tensor<24x32x3x3xf32>, %w3: tensor<32x24x3x3xf32>, %w33: tensor<32x32x3x3xf32>) -> (tensor<1x32x14x14xf32>, tensor<1x32x14x14xf32>) {
+  %a = nn.conv %x, %w24 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x32x14x14xf32>, tensor<24x32x3x3xf32>) -> tensor<1x24x14x14xf32>
+  %b = nn.conv %a, %w3 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x24x14x14xf32>, tensor<32x24x3x3xf32>) -> tensor<1x32x14x14xf32>
+  %c = fusion.kernel "conv_softmax" [] (%x, %w33) : (tensor<1x32x14x14xf32>, tensor<32x32x3x3xf32>) -> tensor<1x32x14x14xf32> {
+  ^bb0(%0: tensor<1x32x14x14xf32>, %1: tensor<32x32x3x3xf32>):
+    %2 = nn.conv %0, %1 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x32x14x14xf32>, tensor<32x32x3x3xf32>) -> tensor<1x32x14x14xf32>
+    %3 = nn.softmax %2 {axis = 1 : i64} : (tensor<1x32x14x14xf32>) -> tensor<1x32x14x14xf32>
+    fusion.yield %3 : tensor<1x32x14x14xf32>
+  }
+  %d = nn.conv %c, %w33 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x32x14x14xf32>, tensor<32x32x3x3xf32>) -> tensor<1x32x14x14xf32>
+  func.return %b, %d : tensor<1x32x14x14xf32>, tensor<1x32x14x14xf32>
+}
+// CHECK-LABEL: func.func @refused(
+// CHECK-SAME:    layout.summary = {blocked_convs = 2 : i64, reorders = 4 : i64, cancelled = 0 : i64}
+// CHECK-NOT:     layout.x
+// CHECK-NOT:     layout.y
+// CHECK:         func.return
+
+// -----
+
+// Must not fire: a conv assign-precision made bf16 runs on the 16-bit GEMM core, not the
+// blocked kernel, so its 3x3 neighbour keeps NCHW edges (it alone is blocked, x and y NCHW).
+func.func @lowp(%x: tensor<1x32x7x7xf32>, %w3: tensor<32x32x3x3xf32>) -> tensor<1x32x7x7xf32> {
+  %a = nn.conv %x, %w3 {precision = "bf16", strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x32x7x7xf32>, tensor<32x32x3x3xf32>) -> tensor<1x32x7x7xf32>
+  %b = nn.conv %a, %w3 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x32x7x7xf32>, tensor<32x32x3x3xf32>) -> tensor<1x32x7x7xf32>
+  func.return %b : tensor<1x32x7x7xf32>
+}
+// CHECK-LABEL: func.func @lowp(
+// CHECK-SAME:    layout.summary = {blocked_convs = 1 : i64, reorders = 2 : i64, cancelled = 0 : i64}
+// CHECK-NOT:     layout.x
+// CHECK-NOT:     layout.y
+// CHECK:         func.return
