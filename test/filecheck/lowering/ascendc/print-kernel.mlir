@@ -99,10 +99,19 @@ func.func @main(%x: tensor<1000xf32>, %y: tensor<1000xf32>) -> tensor<1000xf32> 
 // CHECK-NEXT:      AF_ACL_CHECK(aclrtSynchronizeStream(g_stream));
 // CHECK-NEXT:      AF_ACL_CHECK(aclrtFree(wsDev));
 // CHECK-NEXT:      AF_ACL_CHECK(aclrtFree(tilingDev));
+// A fixed-batch model: the run-time batch range is 1..1 and af_run_model is batch 1.
+// CHECK:       extern "C" const char* af_batch_symbol(void) { return ""; }
+// CHECK-NEXT:  extern "C" int64_t af_batch_min(void) { return 1; }
+// CHECK-NEXT:  extern "C" int64_t af_batch_max(void) { return 1; }
+// CHECK:       extern "C" int af_run_model_batch(const void* weights, int64_t batch, const void* const* inputs, void* const* outputs)
+// CHECK:           if (batch < af_batch_min() || batch > af_batch_max()) {
+// CHECK:           for (int64_t b = 0; b < batch; b++) {
+// CHECK-NEXT:          AF_ACL_CHECK(aclrtMemcpy(buf[0], kBytes[0], static_cast<const unsigned char*>(inputs[0]), kBytes[0], ACL_MEMCPY_HOST_TO_DEVICE));
+// CHECK:                   if (af_run_af_kernel_0(args) != 0) return 1;
+// CHECK:               AF_ACL_CHECK(aclrtMemcpy(static_cast<unsigned char*>(outputs[0]), 4000u, buf[2], 4000u, ACL_MEMCPY_DEVICE_TO_HOST));
 // CHECK:       extern "C" int af_run_model(const void* weights, const void* const* inputs, void* const* outputs)
-// CHECK:           AF_ACL_CHECK(aclrtMemcpy(buf[0], kBytes[0], inputs[0], kBytes[0], ACL_MEMCPY_HOST_TO_DEVICE));
-// CHECK:               if (af_run_af_kernel_0(args) != 0) return 1;
-// CHECK:           AF_ACL_CHECK(aclrtMemcpy(outputs[0], kBytes[2], buf[2], kBytes[2], ACL_MEMCPY_DEVICE_TO_HOST));
+// CHECK-NEXT:  {
+// CHECK-NEXT:      return af_run_model_batch(weights, 1, inputs, outputs);
 
 // CHECK-LABEL: // ===== host/main.cpp =====
 // CHECK:       int main(int argc, char** argv)

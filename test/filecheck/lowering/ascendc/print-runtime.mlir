@@ -71,7 +71,7 @@ func.func @main(%x: tensor<6x5x32xf32>, %b: tensor<32xf32>, %s: tensor<32xf32>, 
 // CHECK:           const uint32_t blockDim = af_kernel_1_tiling(platform->GetCoreNumAiv(), rows, &td);
 // CHECK:       extern "C" int af_run_af_kernel_2(void* const* args)
 // CHECK:           const uint32_t blockDim = af_kernel_2_tiling(platform->GetCoreNumAic(), &td);
-// CHECK:       extern "C" int af_run_model(
+// CHECK:       extern "C" int af_run_model_batch(
 // CHECK:               if (af_run_af_kernel_0(args, 30u) != 0) return 1;
 // CHECK:               if (af_run_af_kernel_1(args, 30u) != 0) return 1;
 // CHECK:               if (af_run_af_kernel_2(args) != 0) return 1;
