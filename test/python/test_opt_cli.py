@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -112,7 +113,8 @@ def test_print_pipeline_and_compile_pipeline_for_mlir() -> None:
     ``--print-pipeline`` shows the -p text; giving -p too is an error."""
     proc = _run(["--compile-pipeline", "--print-pipeline"], GOOD)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stderr.strip().endswith("fuse,fuse-conv-chain,plan-buffers")
+    # assign-layout runs where the blocked conv kernel does (AVX-512 builds)
+    assert re.search(r"fuse,fuse-conv-chain,(assign-layout,)?plan-buffers$", proc.stderr.strip())
     assert "fusion.kernel" in proc.stdout or "nn.relu" in proc.stdout
     proc = _run(["--compile-pipeline", "-p", "fuse"], GOOD)
     assert proc.returncode == 1
