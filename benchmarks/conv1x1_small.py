@@ -18,14 +18,13 @@ and 4), MobileNet-V2 (at 224x224, and the zoo's 112x112 with 4x4 maps), Efficien
 
 from __future__ import annotations
 
-import argparse
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
+import kbench
+
 from autofusion.dialects import clib
-from autofusion.runtime import roofs, toolchain
+from autofusion.runtime import roofs
 
 SRC = Path(__file__).with_name("conv1x1_small.c")
 CASES = [
@@ -39,36 +38,13 @@ CASES = [
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--reps", type=int, default=9)
-    ap.add_argument(
-        "--cold",
-        action="store_true",
-        help="stream 64 MiB through the caches before every call (as in a model)",
-    )
-    ap.add_argument("--cases", default="", help="comma-separated CxKxH (default: model layers)")
+    ap = kbench.parser(__doc__, "comma-separated CxKxH (default: model layers)")
     args = ap.parse_args()
-    cases = CASES
-    if args.cases:
-        cases = [tuple(int(v) for v in c.split("x")) for c in args.cases.split(",")]  # type: ignore[misc]
     peak = roofs.machine_roofs(args.threads).peak_gflops
-    with tempfile.TemporaryDirectory() as tmp:
-        exe = Path(tmp) / "conv1x1_small"
-        subprocess.run([toolchain.c_compiler(), *toolchain.OPT_FLAGS, *toolchain.WERROR_FLAGS,
-                        *toolchain.include_flags(), str(SRC), "-o", str(exe), "-lm"],
-                       check=True)  # fmt: skip
-        argv = [str(exe), str(args.threads), str(args.reps), str(int(args.cold))]
-        argv += [str(v) for case in cases for v in case]
-        out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
-    state = "cold caches" if args.cold else "warm caches"
-    print(f"{args.threads} thread(s), {state}, medians of {args.reps} interleaved rounds, "
-          f"sgemm roof {peak:.0f} GFLOP/s\n")  # fmt: skip
-    print("| C | K | map | gemm_1x1_t us | gemm_1x1 us | GFLOP/s t / direct | ratio | rule picks |")
-    print("|---|---|---|---|---|---|---|---|")
-    for line in out.splitlines():
-        if line.startswith("#"):
-            continue
+    out = kbench.run(SRC, [args.threads, args.reps, int(args.cold)], kbench.cases(args, CASES))
+    columns = ["C", "K", "map", "gemm_1x1_t us", "gemm_1x1 us", "GFLOP/s t / direct", "ratio"]
+    kbench.print_heading(args, [*columns, "rule picks"], f", sgemm roof {peak:.0f} GFLOP/s")
+    for line in out:
         c, k, h, tt, td, ratio = line.split()
         ci, ki, hi = int(c), int(k), int(h)
         flops = 2.0 * ci * ki * hi * hi

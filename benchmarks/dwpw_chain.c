@@ -3,30 +3,14 @@
  * gemm_1x1 path), rounds interleaved; driven by dwpw_chain.py, which prints the table.
  * Arguments: threads reps C H stride K [C H stride K ...] (depthwise 3x3 pad 1 on C x H x H,
  * then 1x1 to K channels). Per case it prints "C H stride K median_fused_us median_apart_us
- * median_ratio max_abs_diff". One thread: process CPU time; more: wall time. Activations
+ * median_ratio max_abs_diff" (timing: kbench.h, warm caches). Activations
  * come and go through memory: the intermediate of the apart version is a full buffer.
  * With DWPW_ONLY=fused or DWPW_ONLY=apart in the environment it runs only that version,
  * reps times, untimed (for valgrind --tool=callgrind instruction counts). */
 #include "afrt.h"
+#include "kbench.h"
+
 #include <math.h>
-#include <stdio.h>
-#include <time.h>
-
-static double now_(int cpu) {
-    struct timespec ts;
-    clock_gettime(cpu ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp_(const void *a, const void *b) {
-    const double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median_(double *v, int n) {
-    qsort(v, (size_t)n, sizeof(double), cmp_);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 static void relu6_(void *ctx, float *out, int64_t batch, int64_t r0, int64_t r1, int64_t c0,
                    int64_t c1, int64_t ld) {
@@ -39,10 +23,28 @@ static void relu6_(void *ctx, float *out, int64_t batch, int64_t r0, int64_t r1,
         }
 }
 
+typedef struct {
+    const float *x, *wd, *bd, *wp, *bp;
+    float *mid, *y0, *y1;
+    const afrt_conv_params *pd, *pp;
+    afrt_epilogue clamp;
+} chain_;
+
+static void run_(void *ctx, int algo) {
+    const chain_ *c = ctx;
+    if (algo == 0) {
+        (void)afrt_dwpw_f32(c->x, c->wd, c->bd, 0.0f, 6.0f, c->wp, c->bp, c->y0, c->pd, c->pp,
+                            afrt_no_epilogue());
+    } else {
+        (void)afrt_dwconv2d_f32(c->x, c->wd, c->bd, c->mid, c->pd, c->clamp);
+        afrt_conv2d_f32(c->mid, c->wp, c->bp, c->y1, c->pp, NULL, afrt_no_epilogue());
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc < 7) return 2;
     const int threads = atoi(argv[1]), reps = atoi(argv[2]);
-    const int cpu = threads == 1;
+    kb_bench bench = kb_begin(threads, 0);
     afrt_set_num_threads(threads);
     for (int a = 3; a + 3 < argc; a += 4) {
         const int64_t C = atoi(argv[a]), H = atoi(argv[a + 1]), s = atoi(argv[a + 2]);
@@ -59,54 +61,25 @@ int main(int argc, char **argv) {
         for (size_t i = 0; i < nwp; ++i) wp[i] = (float)((i * 40503u) % 1000) / 5000.0f - 0.1f;
         for (int64_t i = 0; i < C + K; ++i) bd[i] = 0.05f;
         afrt_register_constant_region(wts, (nwd + nwp + (size_t)(C + K)) * 4);
-        const afrt_epilogue clamp = {relu6_, NULL};
+        chain_ chain = {x, wd, bd, wp, bp, mid, y0, y1, &pd, &pp, {relu6_, NULL}};
         const char *only = getenv("DWPW_ONLY");
         if (only) {
-            for (int i = 0; i < reps; ++i) {
-                if (only[0] == 'f')
-                    (void)afrt_dwpw_f32(x, wd, bd, 0.0f, 6.0f, wp, bp, y0, &pd, &pp,
-                                        afrt_no_epilogue());
-                else {
-                    (void)afrt_dwconv2d_f32(x, wd, bd, mid, &pd, clamp);
-                    afrt_conv2d_f32(mid, wp, bp, y1, &pp, NULL, afrt_no_epilogue());
-                }
-            }
+            for (int i = 0; i < reps; ++i) run_(&chain, only[0] == 'f' ? 0 : 1);
             afrt_unregister_constant_region(wts);
             free(wts), free(x), free(mid), free(y0), free(y1);
             continue;
         }
-        double *tf = malloc((size_t)reps * sizeof(double) * 3), *ta = tf + reps, *r = ta + reps;
-        int inner = 1;
-        for (double t0 = now_(cpu); now_(cpu) - t0 < 5e-3; ++inner)
-            (void)afrt_dwpw_f32(x, wd, bd, 0.0f, 6.0f, wp, bp, y0, &pd, &pp, afrt_no_epilogue());
+        int inner = kb_inner(&bench, 5e-3, run_, &chain, 0);
         inner = inner > 1 ? inner / 2 : 1;
-        for (int i = 0; i < reps; ++i) {
-            double t[2];
-            for (int algo = 0; algo < 2; ++algo) {
-                const double t0 = now_(cpu);
-                for (int j = 0; j < inner; ++j) {
-                    if (algo == 0) {
-                        (void)afrt_dwpw_f32(x, wd, bd, 0.0f, 6.0f, wp, bp, y0, &pd, &pp,
-                                            afrt_no_epilogue());
-                    } else {
-                        (void)afrt_dwconv2d_f32(x, wd, bd, mid, &pd, clamp);
-                        afrt_conv2d_f32(mid, wp, bp, y1, &pp, NULL, afrt_no_epilogue());
-                    }
-                }
-                t[algo] = (now_(cpu) - t0) / inner;
-            }
-            tf[i] = t[0];
-            ta[i] = t[1];
-            r[i] = t[0] / t[1];
-        }
+        const kb_result r = kb_rounds(&bench, reps, inner, run_, &chain);
         double diff = 0.0;
         for (size_t i = 0; i < ny; ++i) diff = fmax(diff, fabs((double)y0[i] - (double)y1[i]));
         printf("%lld %lld %lld %lld %.1f %.1f %.3f %.2e\n", (long long)C, (long long)H,
-               (long long)s, (long long)K, 1e6 * median_(tf, reps), 1e6 * median_(ta, reps),
-               median_(r, reps), diff);
+               (long long)s, (long long)K, r.us0, r.us1, r.ratio, diff);
         fflush(stdout);
         afrt_unregister_constant_region(wts);
-        free(wts), free(x), free(mid), free(y0), free(y1), free(tf);
+        free(wts), free(x), free(mid), free(y0), free(y1);
     }
+    kb_end(&bench);
     return 0;
 }

@@ -17,15 +17,11 @@ MobileNet-V2's depthwise -> project pairs at 224 x 224.
 
 from __future__ import annotations
 
-import argparse
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
+import kbench
 import numpy as np
-
-from autofusion.runtime import toolchain
 
 SRC = Path(__file__).with_name("dwpw_chain.c")
 MOBILENET_V2 = [(32, 112, 1, 16), (96, 112, 2, 24), (144, 56, 1, 24), (144, 56, 2, 32),
@@ -39,7 +35,7 @@ def decision(c: int, h: int, stride: int, k: int) -> str:
     from onnx import TensorProto, helper, numpy_helper
 
     from autofusion.frontend import import_onnx
-    from autofusion.passes.fuse_conv_chain import fuse_conv_chains
+    from autofusion.passes.fuse_conv_chain import fuse_dwpw_chains
     from autofusion.pipeline import run_tensor_passes
     from autofusion.policy.engine import FusionPolicy
 
@@ -60,34 +56,20 @@ def decision(c: int, h: int, stride: int, k: int) -> str:
     module = import_onnx(helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17)]),
                          progress=False)  # fmt: skip
     run_tensor_passes(module, groups=("cleanup",))
-    from autofusion.passes.fuse_conv_bn_relu import fuse_conv_chains as conv_bn
+    from autofusion.passes.fuse_conv_bn_relu import fuse_conv_chains
 
     policy = FusionPolicy.resolve()
-    conv_bn(module, policy)
-    return "fuse" if fuse_conv_chains(module, policy) else "refuse"
+    fuse_conv_chains(module, policy)
+    return "fuse" if fuse_dwpw_chains(module, policy) else "refuse"
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--reps", type=int, default=15)
-    ap.add_argument("--cases", default="", help="comma-separated CxHxstridexK")
+    ap = kbench.parser(__doc__, "comma-separated CxHxstridexK", reps=15, cold=False)
     args = ap.parse_args()
-    cases = MOBILENET_V2
-    if args.cases:
-        cases = [tuple(int(v) for v in c.split("x")) for c in args.cases.split(",")]  # type: ignore[misc]
-    with tempfile.TemporaryDirectory() as tmp:
-        exe = Path(tmp) / "dwpw_chain"
-        subprocess.run([toolchain.c_compiler(), *toolchain.OPT_FLAGS, *toolchain.WERROR_FLAGS,
-                        *toolchain.include_flags(), str(SRC), "-o", str(exe), "-lm"],
-                       check=True)  # fmt: skip
-        argv = [str(exe), str(args.threads), str(args.reps)]
-        argv += [str(v) for case in cases for v in case]
-        out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
-    print(f"{args.threads} thread(s), medians of {args.reps} interleaved rounds\n")
-    print("| C | H | stride | K | fused us | apart us | ratio | max diff | cost model |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for line in out.splitlines():
+    out = kbench.run(SRC, [args.threads, args.reps], kbench.cases(args, MOBILENET_V2))
+    columns = ["C", "H", "stride", "K", "fused us", "apart us", "ratio", "max diff"]
+    kbench.print_heading(args, [*columns, "cost model"])
+    for line in out:
         c, h, s, k, tf, ta, ratio, diff = line.split()
         pick = decision(int(c), int(h), int(s), int(k))
         print(f"| {c} | {h} | {s} | {k} | {tf} | {ta} | {ratio} | {diff} | {pick} |")

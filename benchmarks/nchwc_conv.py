@@ -20,14 +20,12 @@ outputs then differ by layout and are not compared).
 
 from __future__ import annotations
 
-import argparse
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
+import kbench
+
 from autofusion.dialects import clib
-from autofusion.runtime import toolchain
 
 SRC = Path(__file__).with_name("nchwc_conv.c")
 GRID = [
@@ -49,38 +47,15 @@ LAYOUT_FLAGS = {"nchw": 0, "in": 1, "out": 2, "both": 3}
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--reps", type=int, default=9)
-    ap.add_argument(
-        "--cold",
-        action="store_true",
-        help="stream 64 MiB through the caches before every call (as in a model)",
-    )
+    ap = kbench.parser(__doc__, "comma-separated CxKxHxRxstride (default: a grid)")
     ap.add_argument("--layout", choices=list(LAYOUT_FLAGS), default="nchw",
                     help="which of x, y the blocked kernel gets already NCHW16c")  # fmt: skip
-    ap.add_argument("--cases", default="", help="comma-separated CxKxHxRxstride (default: a grid)")
     args = ap.parse_args()
-    cases = GRID
-    if args.cases:
-        cases = [tuple(int(v) for v in c.split("x")) for c in args.cases.split(",")]  # type: ignore[misc]
-    with tempfile.TemporaryDirectory() as tmp:
-        exe = Path(tmp) / "nchwc_conv"
-        subprocess.run([toolchain.c_compiler(), *toolchain.OPT_FLAGS, *toolchain.WERROR_FLAGS,
-                        *toolchain.include_flags(), str(SRC), "-o", str(exe), "-lm"],
-                       check=True)  # fmt: skip
-        argv = [str(exe), str(args.threads), str(args.reps), str(int(args.cold)),
-                str(LAYOUT_FLAGS[args.layout])]  # fmt: skip
-        argv += [str(v) for case in cases for v in case]
-        out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
-    state = "cold caches" if args.cold else "warm caches"
-    print(f"{args.threads} thread(s), {state}, layout {args.layout}, medians of {args.reps} "
-          "interleaved rounds\n")  # fmt: skip
-    print("| C | K | map | kernel | nchwc us | today us | ratio | max diff | today | rule picks |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    for line in out.splitlines():
-        if line.startswith("#"):
-            continue
+    head = [args.threads, args.reps, int(args.cold), LAYOUT_FLAGS[args.layout]]
+    out = kbench.run(SRC, head, kbench.cases(args, GRID))
+    columns = ["C", "K", "map", "kernel", "nchwc us", "today us", "ratio", "max diff", "today"]
+    kbench.print_heading(args, [*columns, "rule picks"], f", layout {args.layout}")
+    for line in out:
         c, k, h, r, s, tn, tb, ratio, diff = line.split()
         ci, ki, hi, ri, si = (int(v) for v in (c, k, h, r, s))
         oh = (hi + 2 * (ri // 2) - ri) // si + 1

@@ -15,14 +15,12 @@ side of the rule (``clib.conv_algo``) each case falls on.
 
 from __future__ import annotations
 
-import argparse
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
+import kbench
+
 from autofusion.dialects import clib
-from autofusion.runtime import toolchain
 
 SRC = Path(__file__).with_name("winograd_conv.c")
 GRID = [(c, c, h) for c in (16, 32, 64, 128, 256, 512) for h in (7, 8, 14, 16, 28, 56)]
@@ -30,34 +28,11 @@ GRID += [(8, 16, 56), (16, 8, 56), (32, 64, 14), (3 * 64, 64, 28), (64, 192, 28)
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--reps", type=int, default=9)
-    ap.add_argument(
-        "--cold",
-        action="store_true",
-        help="stream 64 MiB through the caches before every call (as in a model)",
-    )
-    ap.add_argument("--cases", default="", help="comma-separated CxKxH (default: a grid)")
+    ap = kbench.parser(__doc__, "comma-separated CxKxH (default: a grid)")
     args = ap.parse_args()
-    cases = GRID
-    if args.cases:
-        cases = [tuple(int(v) for v in c.split("x")) for c in args.cases.split(",")]  # type: ignore[misc]
-    with tempfile.TemporaryDirectory() as tmp:
-        exe = Path(tmp) / "winograd_conv"
-        subprocess.run([toolchain.c_compiler(), *toolchain.OPT_FLAGS, *toolchain.WERROR_FLAGS,
-                        *toolchain.include_flags(), str(SRC), "-o", str(exe), "-lm"],
-                       check=True)  # fmt: skip
-        argv = [str(exe), str(args.threads), str(args.reps), str(int(args.cold))]
-        argv += [str(v) for case in cases for v in case]
-        out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
-    state = "cold caches" if args.cold else "warm caches"
-    print(f"{args.threads} thread(s), {state}, medians of {args.reps} interleaved rounds\n")
-    print("| C | K | map | winograd us | im2col us | ratio | rule picks |")
-    print("|---|---|---|---|---|---|---|")
-    for line in out.splitlines():
-        if line.startswith("#"):
-            continue
+    out = kbench.run(SRC, [args.threads, args.reps, int(args.cold)], kbench.cases(args, GRID))
+    kbench.print_heading(args, ["C", "K", "map", "winograd us", "im2col us", "ratio", "rule picks"])
+    for line in out:
         c, k, h, tw, ti, ratio = line.split()
         ci, ki, hi = int(c), int(k), int(h)
         params = [1, ci, hi, hi, ki, 3, 3, hi, hi, 1, 1, 1, 1, 1, 1, 1, 1, 1]

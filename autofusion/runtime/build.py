@@ -60,6 +60,11 @@ def _cflags(options: BuildOptions, sanitize: bool) -> list[str]:
     return [*flags, "-I.", *options.extra_cflags]
 
 
+def compile_flags(options: BuildOptions = BuildOptions()) -> list[str]:
+    """The compiler flags of a libmodel.so build (no sources, no output, no libraries)."""
+    return _cflags(options, False)
+
+
 def shared_command(options: BuildOptions = BuildOptions()) -> list[str]:
     """The compiler command (run inside the model directory) that builds libmodel.so."""
     return [toolchain.compiler_for(options.cpu), *_cflags(options, False), "-shared",

@@ -1,11 +1,13 @@
-"""The fused-epilogue variants the conv kernel tests (test_c_dwconv.py, test_c_winograd.py)
-put after a Conv whose output is ``conv_out``: ONNX nodes writing ``y`` and their constants."""
+"""The fused-epilogue variants the conv kernel tests (test_c_dwconv.py, test_c_winograd.py,
+test_c_nchwc.py) put after a Conv whose output is ``conv_out``: ONNX nodes writing ``y`` and
+their constants; and the multi-branch 3x3-conv sweep models of test_c_winograd.py and
+test_c_nchwc.py (one branch per case, each with its epilogue) with their seeded inputs."""
 
 from __future__ import annotations
 
 import numpy as np
 import onnx
-from onnx import helper, numpy_helper
+from onnx import TensorProto, helper, numpy_helper
 
 #: "none" and "bias" add no node: the conv writes ``y`` itself (bias as its third input)
 EPILOGUES = ("none", "bias", "relu", "relu6", "silu", "bias_add_relu")
@@ -36,3 +38,63 @@ def epilogue_nodes(
             numpy_helper.from_array(res, f"r{i}")
         ]  # fmt: skip
     raise ValueError(f"unknown epilogue {epi!r}")
+
+
+#: one branch: its nodes, initializers, graph inputs and output
+Built = tuple[list[onnx.NodeProto], list[onnx.TensorProto], list[onnx.ValueInfoProto],
+              onnx.ValueInfoProto]  # fmt: skip
+
+
+def conv3x3_branch(rng: np.random.Generator, i: int, c: int, k: int, h: int, w: int,
+                   pads: tuple[int, int, int, int], epi: str, stride: int = 1, batch: int = 1,
+                   w_input: bool = False) -> Built:  # fmt: skip
+    """One 3x3 Conv (+ epilogue) on input ``x{i}``, output ``y{i}``; ``w_input``: the
+    weights are a graph input (not a constant), so the kernel transforms them per call."""
+    x, y = f"x{i}", f"y{i}"
+    wt = (rng.uniform(-1, 1, (k, c, 3, 3)) / np.sqrt(9 * c)).astype(np.float32)
+    inits: list[onnx.TensorProto] = []
+    ins = [helper.make_tensor_value_info(x, TensorProto.FLOAT, [batch, c, h, w])]
+    if w_input:
+        ins.append(helper.make_tensor_value_info(f"w{i}", TensorProto.FLOAT, [k, c, 3, 3]))
+    else:
+        inits.append(numpy_helper.from_array(wt, f"w{i}"))
+    conv_in = [x, f"w{i}"]
+    if epi.startswith("bias"):
+        inits.append(numpy_helper.from_array(rng.uniform(-1, 1, k).astype(np.float32), f"b{i}"))
+        conv_in.append(f"b{i}")
+    conv_out = y if epi in ("none", "bias") else f"c{i}"
+    nodes = [helper.make_node("Conv", conv_in, [conv_out], name=f"conv{i}", kernel_shape=[3, 3],
+                              pads=list(pads), strides=[stride, stride])]  # fmt: skip
+    oh = (h + pads[0] + pads[2] - 3) // stride + 1
+    ow = (w + pads[1] + pads[3] - 3) // stride + 1
+    epi_nodes, epi_inits = epilogue_nodes(rng, i, epi, conv_out, y, (batch, k, oh, ow))
+    vi_y = helper.make_tensor_value_info(y, TensorProto.FLOAT, [batch, k, oh, ow])
+    return nodes + epi_nodes, inits + epi_inits, ins, vi_y
+
+
+def conv3x3_sweep(cases: list[dict[str, object]], seed: int, name: str) -> onnx.ModelProto:
+    """One multi-branch model holding every case (keyword arguments of ``conv3x3_branch``)."""
+    rng = np.random.default_rng(seed)
+    nodes: list[onnx.NodeProto] = []
+    inits: list[onnx.TensorProto] = []
+    ins: list[onnx.ValueInfoProto] = []
+    outs: list[onnx.ValueInfoProto] = []
+    for i, case in enumerate(cases):
+        n, t, vin, vy = conv3x3_branch(rng, i, **case)  # type: ignore[arg-type]
+        nodes += n
+        inits += t
+        ins += vin
+        outs.append(vy)
+    graph = helper.make_graph(nodes, name, ins, outs, inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def sweep_feeds(model: onnx.ModelProto, seed: int) -> dict[str, np.ndarray]:
+    """Seeded inputs: activations U(-2, 2), weights inputs at the 1/sqrt(fan-in) scale."""
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for vi in model.graph.input:
+        dims = [d.dim_value for d in vi.type.tensor_type.shape.dim]
+        scale = 1.0 / np.sqrt(9 * dims[1]) if vi.name.startswith("w") else 2.0
+        feeds[vi.name] = rng.uniform(-scale, scale, dims).astype(np.float32)
+    return feeds

@@ -21,8 +21,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from conv_epilogues import epilogue_nodes
-from onnx import TensorProto, helper, numpy_helper
+from conv_epilogues import conv3x3_sweep, sweep_feeds
 
 import autofusion
 from autofusion.dialects import clib
@@ -50,41 +49,10 @@ CASES: list[tuple[int, int, int, int, int, tuple[int, int, int, int], str]] = [
     (16, 32, 3, 55, 1, (1, 1, 1, 1), "relu"),
 ]
 
-Built = tuple[list[onnx.NodeProto], list[onnx.TensorProto], list[onnx.ValueInfoProto],
-              onnx.ValueInfoProto]  # fmt: skip
-
-
-def _case(rng: np.random.Generator, i: int, c: int, k: int, h: int, w: int, stride: int,
-          pads: tuple[int, int, int, int], epi: str, batch: int = 1,
-          w_input: bool = False) -> Built:  # fmt: skip
-    """One 3x3 Conv (+ epilogue) on input ``x{i}``, output ``y{i}``; ``w_input``: the
-    weights are a graph input, so the kernel reorders them per call."""
-    x, y = f"x{i}", f"y{i}"
-    wt = (rng.uniform(-1, 1, (k, c, 3, 3)) / np.sqrt(9 * c)).astype(np.float32)
-    inits: list[onnx.TensorProto] = []
-    ins = [helper.make_tensor_value_info(x, TensorProto.FLOAT, [batch, c, h, w])]
-    if w_input:
-        ins.append(helper.make_tensor_value_info(f"w{i}", TensorProto.FLOAT, [k, c, 3, 3]))
-    else:
-        inits.append(numpy_helper.from_array(wt, f"w{i}"))
-    conv_in = [x, f"w{i}"]
-    if epi.startswith("bias"):
-        inits.append(numpy_helper.from_array(rng.uniform(-1, 1, k).astype(np.float32), f"b{i}"))
-        conv_in.append(f"b{i}")
-    conv_out = y if epi in ("none", "bias") else f"c{i}"
-    nodes = [helper.make_node("Conv", conv_in, [conv_out], name=f"conv{i}", kernel_shape=[3, 3],
-                              pads=list(pads), strides=[stride, stride])]  # fmt: skip
-    oh = (h + pads[0] + pads[2] - 3) // stride + 1
-    ow = (w + pads[1] + pads[3] - 3) // stride + 1
-    epi_nodes, epi_inits = epilogue_nodes(rng, i, epi, conv_out, y, (batch, k, oh, ow))
-    nodes += epi_nodes
-    inits += epi_inits
-    vi_y = helper.make_tensor_value_info(y, TensorProto.FLOAT, [batch, k, oh, ow])
-    return nodes, inits, ins, vi_y
-
 
 def sweep() -> list[dict[str, object]]:
-    """The cases as keyword arguments of ``_case`` (also used by test_runtime_sanitize.py)."""
+    """The cases as keyword arguments of ``conv3x3_branch`` (also used by
+    test_runtime_sanitize.py)."""
     cases: list[dict[str, object]] = [
         {"c": c, "k": k, "h": h, "w": w, "stride": s, "pads": p, "epi": e}
         for c, k, h, w, s, p, e in CASES
@@ -94,34 +62,6 @@ def sweep() -> list[dict[str, object]]:
     cases.append({"c": 16, "k": 32, "h": 11, "w": 11, "stride": 2, "pads": (1, 1, 1, 1),
                   "epi": "bias", "w_input": True})  # fmt: skip
     return cases
-
-
-def model(cases: list[dict[str, object]], seed: int) -> onnx.ModelProto:
-    """One multi-branch model holding every case."""
-    rng = np.random.default_rng(seed)
-    nodes: list[onnx.NodeProto] = []
-    inits: list[onnx.TensorProto] = []
-    ins: list[onnx.ValueInfoProto] = []
-    outs: list[onnx.ValueInfoProto] = []
-    for i, case in enumerate(cases):
-        n, t, vin, vy = _case(rng, i, **case)  # type: ignore[arg-type]
-        nodes += n
-        inits += t
-        ins += vin
-        outs.append(vy)
-    graph = helper.make_graph(nodes, "nchwc_sweep", ins, outs, inits)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-
-
-def feeds_for(m: onnx.ModelProto, seed: int) -> dict[str, np.ndarray]:
-    """Seeded inputs: activations U(-2, 2), weights inputs at the 1/sqrt(fan-in) scale."""
-    rng = np.random.default_rng(seed)
-    feeds = {}
-    for vi in m.graph.input:
-        dims = [d.dim_value for d in vi.type.tensor_type.shape.dim]
-        scale = 1.0 / np.sqrt(9 * dims[1]) if vi.name.startswith("w") else 2.0
-        feeds[vi.name] = rng.uniform(-scale, scale, dims).astype(np.float32)
-    return feeds
 
 
 def _run(m: onnx.ModelProto, feeds: dict[str, np.ndarray], threads: int,
@@ -139,8 +79,8 @@ def test_nchwc_sweep_matches_onnxruntime() -> None:
     """The sweep on the blocked kernel at two threads; case 0 also gets a NaN and an inf,
     which must reach exactly the outputs whose 3x3 window holds them, as in ONNX."""
     cases = sweep()
-    m = model(cases, seed=7)
-    feeds = feeds_for(m, 7)
+    m = conv3x3_sweep(cases, 7, "nchwc_sweep")
+    feeds = sweep_feeds(m, 7)
     feeds["x0"][0, 3, 4, 4] = np.nan
     feeds["x0"][0, 20, 0, 8] = np.inf
     ref = onnxruntime_outputs(m, feeds)
@@ -161,8 +101,8 @@ def test_conv_layout_nchw_keeps_convs_off_the_kernel(tmp_path: Path) -> None:
     cfg = tmp_path / "nchw.json"
     cfg.write_text('{"conv_layout": "nchw"}')
     cases = sweep()[:3]
-    m = model(cases, seed=11)
-    feeds = feeds_for(m, 11)
+    m = conv3x3_sweep(cases, 11, "nchwc_sweep")
+    feeds = sweep_feeds(m, 11)
     ref = onnxruntime_outputs(m, feeds)
     got, algos = _run(m, feeds, threads=1, config=str(cfg))
     assert "direct_nchwc" not in algos, algos

@@ -18,8 +18,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
-from conv_epilogues import epilogue_nodes
-from onnx import TensorProto, helper, numpy_helper
+from conv_epilogues import conv3x3_sweep, sweep_feeds
 
 import autofusion
 from autofusion import zoo
@@ -40,54 +39,6 @@ CASES: list[tuple[int, int, int, int, tuple[int, int, int, int], str]] = [
 EPILOGUES = ("none", "bias", "relu", "relu6", "silu", "bias_add_relu")
 
 
-Built = tuple[list[onnx.NodeProto], list[onnx.TensorProto], list[onnx.ValueInfoProto],
-              onnx.ValueInfoProto]  # fmt: skip
-
-
-def _case(rng: np.random.Generator, i: int, c: int, k: int, h: int, w: int,
-          pads: tuple[int, int, int, int], epi: str, batch: int = 1,
-          w_input: bool = False) -> Built:  # fmt: skip
-    """One Conv (+ epilogue) on input ``x{i}``, output ``y{i}``; ``w_input``: the weights
-    are a graph input (not a constant), so the kernel transforms them per call."""
-    x, y = f"x{i}", f"y{i}"
-    wt = (rng.uniform(-1, 1, (k, c, 3, 3)) / np.sqrt(9 * c)).astype(np.float32)
-    inits: list[onnx.TensorProto] = []
-    ins = [helper.make_tensor_value_info(x, TensorProto.FLOAT, [batch, c, h, w])]
-    if w_input:
-        ins.append(helper.make_tensor_value_info(f"w{i}", TensorProto.FLOAT, [k, c, 3, 3]))
-    else:
-        inits.append(numpy_helper.from_array(wt, f"w{i}"))
-    conv_in = [x, f"w{i}"]
-    if epi.startswith("bias"):
-        inits.append(numpy_helper.from_array(rng.uniform(-1, 1, k).astype(np.float32), f"b{i}"))
-        conv_in.append(f"b{i}")
-    conv_out = y if epi in ("none", "bias") else f"c{i}"
-    nodes = [helper.make_node("Conv", conv_in, [conv_out], name=f"conv{i}", kernel_shape=[3, 3],
-                              pads=list(pads))]  # fmt: skip
-    oh, ow = h + pads[0] + pads[2] - 2, w + pads[1] + pads[3] - 2
-    epi_nodes, epi_inits = epilogue_nodes(rng, i, epi, conv_out, y, (batch, k, oh, ow))
-    nodes += epi_nodes
-    inits += epi_inits
-    vi_y = helper.make_tensor_value_info(y, TensorProto.FLOAT, [batch, k, oh, ow])
-    return nodes, inits, ins, vi_y
-
-
-def _model(cases: list[dict[str, object]], seed: int) -> onnx.ModelProto:
-    rng = np.random.default_rng(seed)
-    nodes: list[onnx.NodeProto] = []
-    inits: list[onnx.TensorProto] = []
-    ins: list[onnx.ValueInfoProto] = []
-    outs: list[onnx.ValueInfoProto] = []
-    for i, case in enumerate(cases):
-        n, t, vin, vy = _case(rng, i, **case)  # type: ignore[arg-type]
-        nodes += n
-        inits += t
-        ins += vin
-        outs.append(vy)
-    graph = helper.make_graph(nodes, "winograd_sweep", ins, outs, inits)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-
-
 def _sweep() -> list[dict[str, object]]:
     cases: list[dict[str, object]] = [
         {"c": c, "k": k, "h": h, "w": w, "pads": p, "epi": e} for c, k, h, w, p, e in CASES
@@ -97,16 +48,6 @@ def _sweep() -> list[dict[str, object]]:
     cases.append({"c": 16, "k": 16, "h": 18, "w": 18, "pads": (1, 1, 1, 1), "epi": "bias",
                   "w_input": True})  # fmt: skip
     return cases
-
-
-def _feeds(model: onnx.ModelProto, seed: int) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    feeds = {}
-    for vi in model.graph.input:
-        dims = [d.dim_value for d in vi.type.tensor_type.shape.dim]
-        scale = 1.0 / np.sqrt(9 * dims[1]) if vi.name.startswith("w") else 2.0
-        feeds[vi.name] = rng.uniform(-scale, scale, dims).astype(np.float32)
-    return feeds
 
 
 def _run(model: onnx.ModelProto, feeds: dict[str, np.ndarray], cpu: str,
@@ -123,8 +64,8 @@ def test_winograd_sweep_matches_onnxruntime(cpu: str, threads: int) -> None:
     """The sweep; its first conv also gets a NaN and an inf input, which must give exactly
     onnxruntime's outputs (NaN and inf where ONNX has them and nowhere else)."""
     cases = _sweep()
-    model = _model(cases, seed=5)
-    feeds = _feeds(model, 5)
+    model = conv3x3_sweep(cases, 5, "winograd_sweep")
+    feeds = sweep_feeds(model, 5)
     # case 0 (20x20, pad 1): padded (7, 10) lies only in tile (1, 2)'s input block (rows
     # 4..9, columns 8..13), whose outputs are rows 4..7, columns 8..11; a Winograd tile
     # would make all 16 of them NaN, where ONNX has NaN only in the 3x3 windows holding it

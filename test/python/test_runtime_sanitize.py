@@ -42,12 +42,13 @@ def test_sanitized_blocked_convs_run_clean(tmp_path: Path) -> None:
     """The direct blocked conv (afrt_nchwc.h: padded blocked input in scratch, tiles of two
     rows, edge column tiles, K past the last 32-channel tile, per-call weights) under
     ASan/UBSan at two threads, against onnxruntime."""
-    from test_c_nchwc import feeds_for, model, sweep
+    from conv_epilogues import conv3x3_sweep, sweep_feeds
+    from test_c_nchwc import sweep
 
     from autofusion.lowering.c.testing import compile_onnx, emit_lowered, onnxruntime_outputs
 
-    m = model(sweep()[3:], seed=13)
-    feeds = feeds_for(m, 13)
+    m = conv3x3_sweep(sweep()[3:], 13, "nchwc_sweep")
+    feeds = sweep_feeds(m, 13)
     ref = onnxruntime_outputs(m, feeds)
     emit_lowered(compile_onnx(m, fusion=True), tmp_path)
     assert "afrt_nchwc_f32" in (tmp_path / "model.c").read_text()
