@@ -871,13 +871,39 @@ static inline void afrt_pack_b_conv_(const struct afrt_conv_params_s *p, const f
                                      int64_t N, int64_t pc, int64_t kc, int64_t j0, int64_t nc,
                                      float *dst);
 
+/* What afrt_gemm_tile_ does to each piece of C as soon as its last k block is stored: C *=
+ * alpha, then bias and the epilogue (afrt_finish_block_) in the epilogue's coordinates, where
+ * C's element (i, j) is element (row0 + i, col0 + j) of the matrix at `out` (same ld). A piece
+ * is one row panel (at most AFRT_MR rows) by one column block (at most AFRT_NC columns), at
+ * most 24 KiB and just written, so it is still in L1: finishing the whole tile afterwards read
+ * a C block of up to AFRT_TILE_BYTES back from L2/L3 once for the bias and once for the
+ * epilogue, which cost about as much as the unfused passes it replaced (docs/runtime.md). */
+typedef struct {
+    float *out;
+    const float *bias; /* bias[row] in the epilogue's rows, or NULL */
+    float alpha;
+    int64_t batch, row0, col0;
+    afrt_epilogue epi;
+} afrt_tile_finish_;
+
+static inline void afrt_tile_finish_piece_(const afrt_tile_finish_ *fin, float *C, int64_t ldc,
+                                           int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    if (fin->alpha != 1.0f)
+        for (int64_t i = i0; i < i1; ++i)
+            for (int64_t j = j0; j < j1; ++j) C[i * ldc + j] *= fin->alpha;
+    afrt_finish_block_(fin->out, fin->bias, fin->batch, fin->row0 + i0, fin->row0 + i1,
+                       fin->col0 + j0, fin->col0 + j1, ldc, fin->epi);
+}
+
 /* C tile rows [i0, i1) x cols [j0, j1) of C[M x N] (+ batch handled by caller) from packed A
  * (pa, whole matrix layout) and B source; kbuf: per-thread space for one packed B block
- * (AFRT_KC * AFRT_NC floats). Accumulates over all of K into C, which is overwritten
- * (acc0 == 0) or added to (acc0 != 0). */
+ * (AFRT_KC * AFRT_NC floats). Accumulates over all of K (> 0) into C, which is overwritten
+ * (acc0 == 0) or added to (acc0 != 0); fin (or NULL) finishes each piece of the tile right
+ * after its last k block, so every element of the tile is finished exactly once. */
 static inline void afrt_gemm_tile_(const float *pa, int64_t M, int64_t N, int64_t K,
                                    const afrt_bsrc_ *bs, float *C, int64_t ldc, int64_t i0,
-                                   int64_t i1, int64_t j0, int64_t j1, float *kbuf, int acc0) {
+                                   int64_t i1, int64_t j0, int64_t j1, float *kbuf, int acc0,
+                                   const afrt_tile_finish_ *fin) {
     const int64_t MR = afrt_choose_mr_(M);
     const int64_t Mp = afrt_round_up_(M, MR), Np = afrt_round_up_(N, AFRT_NR);
     float tmp[AFRT_MR * AFRT_NR];
@@ -915,6 +941,7 @@ static inline void afrt_gemm_tile_(const float *pa, int64_t M, int64_t N, int64_
                             for (int64_t j = 0; j < nr; ++j) c[i * ldc + j] = tmp[i * AFRT_NR + j];
                     }
                 }
+                if (fin && pc + kc >= K) afrt_tile_finish_piece_(fin, C, ldc, ic, ic + mr, jc, jc + nc);
             }
         }
     }
@@ -990,11 +1017,10 @@ static inline int afrt_matmul_own_(int64_t batch, int64_t M, int64_t N, int64_t 
             if (beta != 0.0f && beta != alpha) /* alpha * (AB + (beta/alpha) C) */
                 for (int64_t i = i0; i < i1; ++i)
                     for (int64_t j = j0; j < j1; ++j) Cb[i * ldc + j] *= beta / alpha;
+            const afrt_tile_finish_ fin = {Cb, NULL, alpha, b, 0, 0, epi};
             afrt_gemm_tile_(pas[stride_a == 0 ? 0 : b], M, N, K, &bs, Cb, ldc, i0, i1, j0, j1,
-                            kbuf, beta != 0.0f);
-            if (alpha != 1.0f)
-                for (int64_t i = i0; i < i1; ++i)
-                    for (int64_t j = j0; j < j1; ++j) Cb[i * ldc + j] *= alpha;
+                            kbuf, beta != 0.0f, &fin);
+            continue;
         }
         if (epi.fn) epi.fn(epi.ctx, Cb, b, i0, i1, j0, j1, ldc);
     }
@@ -1028,7 +1054,7 @@ static inline void afrt_sgemm_own_(int ta, int tb, int64_t m, int64_t n, int64_t
         for (int64_t i = 0; i < m; ++i)
             for (int64_t j = 0; j < n; ++j) c[i * ldc + j] *= beta / alpha;
     afrt_bsrc_ bs = {NULL, b, ldb, tb, NULL, NULL};
-    afrt_gemm_tile_(pa, m, n, k, &bs, c, ldc, 0, m, 0, n, kbuf, beta != 0.0f);
+    afrt_gemm_tile_(pa, m, n, k, &bs, c, ldc, 0, m, 0, n, kbuf, beta != 0.0f, NULL);
     if (alpha != 1.0f)
         for (int64_t i = 0; i < m; ++i)
             for (int64_t j = 0; j < n; ++j) c[i * ldc + j] *= alpha;
@@ -1498,8 +1524,9 @@ static inline int afrt_conv_own_(const float *x, const float *w, const float *bi
         const float *xg = x + (n * p->C + g * q->cg) * hw;
         afrt_bsrc_ bs = {NULL, xg, hw, 0, q->kind == 2 ? p : NULL, xg};
         float *yn = y + n * p->K * ohw;
-        afrt_gemm_tile_(pas[g], Kg, ohw, crs, &bs, yn + g * Kg * ohw, ohw, i0, i1, j0, j1, kbuf, 0);
-        afrt_finish_block_(yn, bias, n, g * Kg + i0, g * Kg + i1, j0, j1, ohw, epi);
+        const afrt_tile_finish_ fin = {yn, bias, 1.0f, n, g * Kg, 0, epi};
+        afrt_gemm_tile_(pas[g], Kg, ohw, crs, &bs, yn + g * Kg * ohw, ohw, i0, i1, j0, j1, kbuf, 0,
+                        &fin);
     }
     free(pas);
     return !failed;
