@@ -139,13 +139,22 @@ static inline void afrt_epi_clamp_fn(void *ctx, float *out, int64_t batch, int64
                                      int64_t c0, int64_t c1, int64_t ld) {
     const afrt_epi_clamp *e = (const afrt_epi_clamp *)ctx;
     const float lo = e->lo, hi = e->hi;
+    /* an infinite upper bound changes nothing: loops without it (Relu, the Add alone) */
+    const int up = hi != INFINITY;
     for (int64_t r = r0; r < r1; ++r) {
         float *restrict y = out + r * ld;
-        if (e->res) {
-            const float *restrict z = e->res + batch * e->res_stride + r * e->res_ld;
+        const float *restrict z = e->res ? e->res + batch * e->res_stride + r * e->res_ld : NULL;
+        if (z && up) {
             for (int64_t c = c0; c < c1; ++c) y[c] = afrt_epi_clamp1_(y[c] + z[c], lo, hi);
-        } else {
+        } else if (z) {
+            for (int64_t c = c0; c < c1; ++c) {
+                const float v = y[c] + z[c];
+                y[c] = (v > lo || v != v) ? v : lo;
+            }
+        } else if (up) {
             for (int64_t c = c0; c < c1; ++c) y[c] = afrt_epi_clamp1_(y[c], lo, hi);
+        } else {
+            for (int64_t c = c0; c < c1; ++c) y[c] = (y[c] > lo || y[c] != y[c]) ? y[c] : lo;
         }
     }
 }
