@@ -5,6 +5,9 @@
   operands are memrefs (passed as element pointers), scalars, or ``!clib.ptr`` values.
   C: ``afrt_x(a, b, ...);``
 - ``clib.func_ref @f``: the address of a generated function (an epilogue). C: ``f``.
+- ``clib.clamp_epilogue %res {lo, hi, ...}``: afrt.h's built-in epilogue (Relu, Clip, a
+  residual Add) as ``(fn, ctx)``, which the GEMM core applies in registers.
+  C: ``afrt_epi_clamp d[1] = {{res, stride, ld, lo, hi}};`` and ``afrt_epi_clamp_fn``.
 - ``clib.pack %a, %b``: a small array of buffer pointers, passed as an epilogue context.
   C: ``void *const ctxN[] = {a, b};``
 - ``clib.unpack %ctx[i]``: buffer number ``i`` of a context. C: ``T *v = ((void *const *)ctx)[i];``
@@ -45,6 +48,7 @@ from xdsl.dialects.builtin import (
     MemRefType,
     StringAttr,
     SymbolRefAttr,
+    f32,
     i64,
 )
 from xdsl.ir import (
@@ -174,6 +178,58 @@ class FuncRefOp(IRDLOperation):
 
     def __init__(self, callee: str):
         super().__init__(properties={"callee": SymbolRefAttr(callee)}, result_types=[PtrType()])
+
+
+@irdl_op_definition
+class ClampEpilogueOp(IRDLOperation):
+    """afrt.h's built-in epilogue ``out = min(max(out + residual, lo), hi)``, NaN kept
+    (residual absent: ``out``; ``lo = -inf`` / ``hi = inf``: no bound), as an epilogue
+    function ``fn`` (``afrt_epi_clamp_fn``) and its context ``ctx``. Residual element
+    (r, c) of batch item b is ``residual[b * res_stride + r * res_ld + c]``. The GEMM core
+    applies it in registers instead of calling ``fn``; every other kernel calls ``fn``.
+
+    ```mlir
+    %fn, %ctx = "clib.clamp_epilogue"(%res) <{res_stride = 3136 : i64, res_ld = 3136 : i64,
+        lo = 0.0 : f32, hi = 0x7F800000 : f32}> : (memref<1x1x3136xf32>) -> (!clib.ptr, !clib.ptr)
+    ```
+    C: ``afrt_epi_clamp d[1] = {{res, INT64_C(3136), INT64_C(3136), 0.0f, INFINITY}};``, then
+    ``{afrt_epi_clamp_fn, (void *)d}`` as the call's epilogue."""
+
+    name = "clib.clamp_epilogue"
+    residual = opt_operand_def(MemRefType)
+    res_stride = prop_def(IntegerAttr)
+    res_ld = prop_def(IntegerAttr)
+    lo = prop_def(FloatAttr)
+    hi = prop_def(FloatAttr)
+    fn = result_def(PtrType)
+    ctx = result_def(PtrType)
+    traits = traits_def(Pure())
+
+    def __init__(
+        self, residual: SSAValue | None, res_stride: int, res_ld: int, lo: float, hi: float
+    ):
+        super().__init__(
+            operands=[[residual] if residual is not None else []],
+            properties={
+                "res_stride": IntegerAttr(res_stride, i64),
+                "res_ld": IntegerAttr(res_ld, i64),
+                "lo": FloatAttr(lo, f32),
+                "hi": FloatAttr(hi, f32),
+            },
+            result_types=[PtrType(), PtrType()],
+        )
+
+    def verify_(self) -> None:
+        lo, hi = self.lo.value.data, self.hi.value.data
+        if lo != lo or hi != hi:  # the register path would not give the C form's NaN
+            raise VerifyException("'clib.clamp_epilogue': a bound is NaN")
+        if self.residual is not None:
+            t = self.residual.type
+            assert isinstance(t, MemRefType)
+            if t.element_type != f32:
+                raise VerifyException(
+                    f"'clib.clamp_epilogue': residual must be f32, not {t.element_type}"
+                )
 
 
 @irdl_op_definition
@@ -849,6 +905,7 @@ CLib = Dialect(
     [
         CallOp,
         FuncRefOp,
+        ClampEpilogueOp,
         PackOp,
         UnpackOp,
         ViewOp,

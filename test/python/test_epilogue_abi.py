@@ -7,6 +7,10 @@ import re
 import subprocess
 from pathlib import Path
 
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
 import autofusion
 from autofusion.dialects import clib
 
@@ -44,17 +48,38 @@ def test_printed_epilogue_signature_follows_the_definition() -> None:
     )
 
 
-def test_a_generated_epilogue_compiles_against_afrt_h(tmp_path: Path) -> None:
-    """zoo:tiny_cnn's fused conv kernels have epilogues: their printed signatures follow the
-    definition, and the C passes gcc's checks (-Werror: a function whose type is not
-    ``afrt_epilogue.fn``'s would be an incompatible-pointer error) against afrt.h."""
-    from autofusion.lowering.c.testing import compile_onnx, emit_lowered
-    from autofusion.zoo import get_model
+def _conv_sigmoid_relu() -> onnx.ModelProto:
+    """Conv -> Sigmoid and Conv -> Relu: a generated epilogue and afrt.h's built-in one."""
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array(rng.uniform(-0.3, 0.3, (8, 3, 3, 3)).astype(np.float32), "w")
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c1"], pads=[1, 1, 1, 1]),
+        helper.make_node("Sigmoid", ["c1"], ["y1"]),
+        helper.make_node("Conv", ["x", "w"], ["c2"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c2"], ["y2"]),
+    ]
+    g = helper.make_graph(
+        nodes,
+        "conv_sigmoid_relu",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+        [helper.make_tensor_value_info(y, TensorProto.FLOAT, [1, 8, 8, 8]) for y in ("y1", "y2")],
+        [w],
+    )
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
-    emit_lowered(compile_onnx(get_model("tiny_cnn")), tmp_path)
+
+def test_a_generated_epilogue_compiles_against_afrt_h(tmp_path: Path) -> None:
+    """A fused Conv + Sigmoid has a generated epilogue: its printed signature follows the
+    definition, and the C passes gcc's checks (-Werror: a function whose type is not
+    ``afrt_epilogue.fn``'s would be an incompatible-pointer error) against afrt.h; the fused
+    Conv + Relu passes afrt.h's built-in ``afrt_epi_clamp_fn`` instead (same check)."""
+    from autofusion.lowering.c.testing import compile_onnx, emit_lowered
+
+    emit_lowered(compile_onnx(_conv_sigmoid_relu()), tmp_path)
     text = (tmp_path / "model.c").read_text()
     sigs = re.findall(r"static void (\w+_epilogue)\(([^)]*)\)", text)
-    assert sigs, "tiny_cnn should have fused epilogues"
+    assert len(sigs) == 1, "only the Conv + Sigmoid kernel should have a generated epilogue"
+    assert text.count("(afrt_epilogue){afrt_epi_clamp_fn, ") >= 1
     for _, params in sigs:
         types = [re.sub(r"\w+$", "", p.strip()).strip() for p in params.split(",")]
         assert types == [c.strip() for _, c in clib.EPILOGUE_PARAMS]

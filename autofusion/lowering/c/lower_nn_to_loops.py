@@ -29,6 +29,7 @@ op. Run after ``convert-nn-to-buffers,legalize-contractions``; the result is pri
 
 from __future__ import annotations
 
+import math as pymath
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -437,6 +438,68 @@ class FunctionLowering:
         ep, ctx = self._make_epilogue(head, final, out, batch_dims, row_dims)
         contraction_call(self, head, out, ep, ctx)
 
+    def _clamp_epilogue(
+        self, head: Operation, final: Operation, batch_dims: int, rc: int, c: int
+    ) -> tuple[SSAValue, SSAValue] | None:
+        """afrt.h's built-in epilogue when the chain is ``[Add(head, r)]`` then at most one
+        Relu or Clip (float bounds), ``r`` a buffer of the output's shape (or broadcast over
+        the batch dims only): the GEMM core applies it in registers (docs/runtime.md)."""
+        lo, hi = -pymath.inf, pymath.inf
+        ops: list[Operation] = [final]
+        v = final.results[0]
+        if isinstance(final, nn.ReluOp):
+            lo, v = 0.0, final.x
+        elif isinstance(final, nn.ClipOp):
+            lo, hi, v = final.min, final.max, final.x
+        hv = head.results[0]
+        res: SSAValue | None = None
+        if v is not hv:
+            add = v.owner
+            if not isinstance(add, nn.AddOp) or (add is not final and add not in self.inline):
+                return None
+            if add is not final:
+                ops.append(add)
+            res = add.rhs if add.lhs is hv else add.lhs if add.rhs is hv else None
+            if res is None or res is hv or (res in self.scalars and res not in self.buf):
+                return None
+        if pymath.isnan(lo) or pymath.isnan(hi) or (res is None and lo == -hi == -pymath.inf):
+            return None
+        if len(ops) != len(self._chain_ops(head, final)):
+            return None
+        stride = rc
+        if res is not None:
+            out_shape, rs = shape(hv), shape(res)
+            rs = (1,) * (len(out_shape) - len(rs)) + rs
+            if rs[batch_dims:] != out_shape[batch_dims:]:
+                return None
+            if rs[:batch_dims] != out_shape[:batch_dims]:
+                if any(d != 1 for d in rs[:batch_dims]):
+                    return None
+                stride = 0
+        ep = self.e.add(
+            clib.ClampEpilogueOp(
+                self.buffer_of(res) if res is not None else None, stride, c, lo, hi
+            )
+        )
+        assert isinstance(ep.owner, clib.ClampEpilogueOp)
+        return ep.owner.fn, ep.owner.ctx
+
+    def _chain_ops(self, head: Operation, final: Operation) -> list[Operation]:
+        """The ops between ``head`` and ``final`` (final included) that the epilogue computes."""
+        seen: list[Operation] = []
+
+        def rec(op: Operation) -> None:
+            if op in seen:
+                return
+            seen.append(op)
+            for o in op.operands:
+                d = o.owner
+                if isinstance(d, Operation) and d is not head and d in self.inline:
+                    rec(d)
+
+        rec(final)
+        return seen
+
     def _make_epilogue(
         self,
         head: Operation,
@@ -450,6 +513,9 @@ class FunctionLowering:
         rshape = out_shape[batch_dims : batch_dims + row_dims]
         cshape = out_shape[batch_dims + row_dims :]
         B, R, C = prod(bshape), prod(rshape), prod(cshape)
+        clamp = self._clamp_epilogue(head, final, batch_dims, R * C, C)
+        if clamp is not None:
+            return clamp
         grp = [
             (0, batch_dims),
             (batch_dims, batch_dims + row_dims),

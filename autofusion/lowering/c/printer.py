@@ -973,6 +973,8 @@ class _FuncPrinter:
             return self._const(owner)
         if isinstance(owner, clib.FuncRefOp):
             return self.top.sym[owner.callee.string_value()]
+        if isinstance(owner, clib.ClampEpilogueOp) and v is owner.fn:
+            return "afrt_epi_clamp_fn"
         if v not in self.names:
             raise CPrintError(f"c target: value used before definition in {self.f.sym_name.data}")
         return self.names[v]
@@ -1118,6 +1120,15 @@ class _FuncPrinter:
                 nm = self.bind(op.res)
                 vals = ", ".join(f"(void *){r(v)}" for v in op.values)
                 self.emit(d, f"void *const {nm}[] = {{{vals}}};")
+            case clib.ClampEpilogueOp():
+                nm = self.bind(op.ctx)
+                res = r(op.residual) if op.residual is not None else "NULL"
+                lo, hi = (_clamp_literal(a.value.data) for a in (op.lo, op.hi))
+                self.emit(
+                    d,
+                    f"afrt_epi_clamp {nm}[1] = {{{{{res}, INT64_C({op.res_stride.value.data}), "
+                    f"INT64_C({op.res_ld.value.data}), {lo}, {hi}}}}};",
+                )
             case clib.UnpackOp():
                 decl, _ = self._ptr_decl(op.res, False)
                 nm = self.bind(op.res)

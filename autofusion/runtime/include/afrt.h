@@ -123,6 +123,54 @@ static inline afrt_epilogue afrt_no_epilogue(void) {
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * The built-in clamp epilogue: out = min(max(out [+ res], lo), hi), NaN kept (each bound is
+ * `(v > lo || v != v) ? v : lo`, then `(v < hi || v != v) ? v : hi`, as generated code does for
+ * Relu, Clip and Max/Min with a constant); lo = -INFINITY / hi = INFINITY mean no bound.
+ * Residual element (r, c) of batch item b is res[b * res_stride + r * res_ld + c] (res NULL: none,
+ * res_stride 0: one residual for every batch item).
+ *
+ * {afrt_epi_clamp_fn, &desc} is an ordinary epilogue that every kernel may call. The GEMM core
+ * (afrt_gemm_tile_, so 1x1 / im2col convs, fused conv chains and afrt_matmul_f32) recognises
+ * the function and applies it to the accumulators in registers before their only store (with
+ * AVX-512; on other ISAs to each micro-tile right after it is stored): Relu, Relu6 and
+ * Add + Relu then cost a few instructions per 16 outputs instead of a pass over the tile.
+ * ------------------------------------------------------------------------------------------- */
+typedef struct {
+    const float *res;
+    int64_t res_stride, res_ld;
+    float lo, hi;
+} afrt_epi_clamp;
+
+static inline float afrt_epi_clamp1_(float v, float lo, float hi) {
+    v = (v > lo || v != v) ? v : lo;
+    return (v < hi || v != v) ? v : hi;
+}
+
+static inline void afrt_epi_clamp_fn(void *ctx, float *out, int64_t batch, int64_t r0, int64_t r1,
+                                     int64_t c0, int64_t c1, int64_t ld) {
+    const afrt_epi_clamp *e = (const afrt_epi_clamp *)ctx;
+    const float lo = e->lo, hi = e->hi;
+    /* an infinite upper bound changes nothing: loops without it (Relu, the Add alone) */
+    const int up = hi != INFINITY;
+    for (int64_t r = r0; r < r1; ++r) {
+        float *restrict y = out + r * ld;
+        const float *restrict z = e->res ? e->res + batch * e->res_stride + r * e->res_ld : NULL;
+        if (z && up) {
+            for (int64_t c = c0; c < c1; ++c) y[c] = afrt_epi_clamp1_(y[c] + z[c], lo, hi);
+        } else if (z) {
+            for (int64_t c = c0; c < c1; ++c) {
+                const float v = y[c] + z[c];
+                y[c] = (v > lo || v != v) ? v : lo;
+            }
+        } else if (up) {
+            for (int64_t c = c0; c < c1; ++c) y[c] = afrt_epi_clamp1_(y[c], lo, hi);
+        } else {
+            for (int64_t c = c0; c < c1; ++c) y[c] = (y[c] > lo || y[c] != y[c]) ? y[c] : lo;
+        }
+    }
+}
+
+/* ---------------------------------------------------------------------------------------------
  * Threads and strategy.
  * ------------------------------------------------------------------------------------------- */
 enum {
@@ -428,21 +476,72 @@ static inline int afrt_in_region_(const void *p, size_t bytes) {
         _mm512_storeu_ps(ci + 16, c1[i]);                                                      \
     }                                                                                          \
     (void)0
+#define AFRT_UK_ZMM_KLOOP_(MRV)                                                                \
+    for (int64_t k = 0; k < kc; ++k) {                                                         \
+        _mm_prefetch(AFRT_PF_ADDR(a, MRV * AFRT_PF_K), AFRT_PF_HINT);                          \
+        _mm_prefetch(AFRT_PF_ADDR(b, AFRT_NR * AFRT_PF_K), AFRT_PF_HINT);                      \
+        _mm_prefetch(AFRT_PF_ADDR(b, AFRT_NR * AFRT_PF_K + 16), AFRT_PF_HINT);                 \
+        const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);                    \
+        AFRT_UK_ZMM_RANK1_(MRV, a, b0, b1);                                                    \
+        a += MRV;                                                                              \
+        b += AFRT_NR;                                                                          \
+    }                                                                                          \
+    (void)0
 #define AFRT_DEFINE_UKERNEL(NAME, MRV)                                                         \
     static inline void NAME(int64_t kc, const float *restrict a, const float *restrict b,      \
                             float *restrict c, int64_t ldc, int acc) {                         \
         AFRT_UK_ZMM_ZERO_(MRV);                                                                \
-        for (int64_t k = 0; k < kc; ++k) {                                                     \
-            _mm_prefetch(AFRT_PF_ADDR(a, MRV * AFRT_PF_K), AFRT_PF_HINT);                      \
-            _mm_prefetch(AFRT_PF_ADDR(b, AFRT_NR * AFRT_PF_K), AFRT_PF_HINT);                  \
-            _mm_prefetch(AFRT_PF_ADDR(b, AFRT_NR * AFRT_PF_K + 16), AFRT_PF_HINT);             \
-            const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);                \
-            AFRT_UK_ZMM_RANK1_(MRV, a, b0, b1);                                                \
-            a += MRV;                                                                          \
-            b += AFRT_NR;                                                                      \
-        }                                                                                      \
+        AFRT_UK_ZMM_KLOOP_(MRV);                                                               \
         AFRT_UK_ZMM_STORE_(MRV);                                                               \
     }
+/* The same kernel finishing the tile before its store (afrt_epi_clamp in registers): v =
+ * clamp((acc ? c : 0) + a @ b) * alpha + bias[i] (+ res), with alpha, bias and res as in
+ * afrt_tile_finish_ and the order of operations of the plain kernel plus afrt_finish_block_. */
+typedef struct {
+    float alpha, lo, hi;
+    const float *bias;  /* MRV rows, or NULL */
+    const float *res;   /* row i at res + i * res_ld, or NULL */
+    int64_t res_ld;
+} afrt_uk_epi_;
+#define AFRT_UK_ZMM_CLAMP_(V)                                                                  \
+    V = _mm512_mask_mov_ps(lo, _mm512_cmp_ps_mask(V, lo, _CMP_NLE_UQ), V);                     \
+    V = _mm512_mask_mov_ps(hi, _mm512_cmp_ps_mask(V, hi, _CMP_NGE_UQ), V)
+#define AFRT_DEFINE_UKERNEL_EPI(NAME, MRV)                                                     \
+    static inline void NAME(int64_t kc, const float *restrict a, const float *restrict b,      \
+                            float *restrict c, int64_t ldc, int acc, const afrt_uk_epi_ *e) {  \
+        AFRT_UK_ZMM_ZERO_(MRV);                                                                \
+        AFRT_UK_ZMM_KLOOP_(MRV);                                                               \
+        const __m512 al = _mm512_set1_ps(e->alpha);                                            \
+        const __m512 lo = _mm512_set1_ps(e->lo), hi = _mm512_set1_ps(e->hi);                   \
+        for (int i = 0; i < MRV; ++i) {                                                        \
+            float *ci = c + i * ldc;                                                           \
+            if (acc) {                                                                         \
+                c0[i] = _mm512_add_ps(c0[i], _mm512_loadu_ps(ci));                             \
+                c1[i] = _mm512_add_ps(c1[i], _mm512_loadu_ps(ci + 16));                        \
+            }                                                                                  \
+            if (e->alpha != 1.0f) {                                                            \
+                c0[i] = _mm512_mul_ps(c0[i], al);                                              \
+                c1[i] = _mm512_mul_ps(c1[i], al);                                              \
+            }                                                                                  \
+            if (e->bias) {                                                                     \
+                const __m512 bv = _mm512_set1_ps(e->bias[i]);                                  \
+                c0[i] = _mm512_add_ps(c0[i], bv);                                              \
+                c1[i] = _mm512_add_ps(c1[i], bv);                                              \
+            }                                                                                  \
+            if (e->res) {                                                                      \
+                const float *ri = e->res + i * e->res_ld;                                      \
+                c0[i] = _mm512_add_ps(c0[i], _mm512_loadu_ps(ri));                             \
+                c1[i] = _mm512_add_ps(c1[i], _mm512_loadu_ps(ri + 16));                        \
+            }                                                                                  \
+            AFRT_UK_ZMM_CLAMP_(c0[i]);                                                         \
+            AFRT_UK_ZMM_CLAMP_(c1[i]);                                                         \
+            _mm512_storeu_ps(ci, c0[i]);                                                       \
+            _mm512_storeu_ps(ci + 16, c1[i]);                                                  \
+        }                                                                                      \
+    }
+AFRT_DEFINE_UKERNEL_EPI(afrt_ukernel12_epi_, 12)
+AFRT_DEFINE_UKERNEL_EPI(afrt_ukernel8_epi_, 8)
+#define AFRT_UK_EPI_ 1
 #else
 /* Portable C (x86-64-v2, aarch64): passes of AFRT_UK_ROWS rows x 32 columns over the packed
  * panel, so the accumulators (2 x 32 floats: 16 SSE/NEON registers) can stay in registers
@@ -910,16 +1009,50 @@ static inline void afrt_pack_b_conv_(const struct afrt_conv_params_s *p, const f
                                      int64_t N, int64_t pc, int64_t kc, int64_t j0, int64_t nc,
                                      float *dst);
 
+/* What afrt_gemm_tile_ does to each piece of C as soon as its last k block is stored: C *=
+ * alpha, then bias and the epilogue (afrt_finish_block_) in the epilogue's coordinates, where
+ * C's element (i, j) is element (row0 + i, col0 + j) of the matrix at `out` (same ld). A piece
+ * is one row panel (at most AFRT_MR rows) by one column block (at most AFRT_NC columns), at
+ * most 24 KiB and just written, so it is still in L1: finishing the whole tile afterwards read
+ * a C block of up to AFRT_TILE_BYTES back from L2/L3 once for the bias and once for the
+ * epilogue, which cost about as much as the unfused passes it replaced (docs/runtime.md). */
+typedef struct {
+    float *out;
+    const float *bias; /* bias[row] in the epilogue's rows, or NULL */
+    float alpha;
+    int64_t batch, row0, col0;
+    afrt_epilogue epi;
+} afrt_tile_finish_;
+
+static inline void afrt_tile_finish_piece_(const afrt_tile_finish_ *fin, float *C, int64_t ldc,
+                                           int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    if (fin->alpha != 1.0f)
+        for (int64_t i = i0; i < i1; ++i)
+            for (int64_t j = j0; j < j1; ++j) C[i * ldc + j] *= fin->alpha;
+    afrt_finish_block_(fin->out, fin->bias, fin->batch, fin->row0 + i0, fin->row0 + i1,
+                       fin->col0 + j0, fin->col0 + j1, ldc, fin->epi);
+}
+
 /* C tile rows [i0, i1) x cols [j0, j1) of C[M x N] (+ batch handled by caller) from packed A
  * (pa, whole matrix layout) and B source; kbuf: per-thread space for one packed B block
- * (AFRT_KC * AFRT_NC floats). Accumulates over all of K into C, which is overwritten
- * (acc0 == 0) or added to (acc0 != 0). */
+ * (AFRT_KC * AFRT_NC floats). Accumulates over all of K (> 0) into C, which is overwritten
+ * (acc0 == 0) or added to (acc0 != 0); fin (or NULL) finishes each piece of the tile right
+ * after its last k block, so every element of the tile is finished exactly once. */
 static inline void afrt_gemm_tile_(const float *pa, int64_t M, int64_t N, int64_t K,
                                    const afrt_bsrc_ *bs, float *C, int64_t ldc, int64_t i0,
-                                   int64_t i1, int64_t j0, int64_t j1, float *kbuf, int acc0) {
+                                   int64_t i1, int64_t j0, int64_t j1, float *kbuf, int acc0,
+                                   const afrt_tile_finish_ *fin) {
     const int64_t MR = afrt_choose_mr_(M);
     const int64_t Mp = afrt_round_up_(M, MR), Np = afrt_round_up_(N, AFRT_NR);
     float tmp[AFRT_MR * AFRT_NR];
+#if defined(AFRT_UK_EPI_)
+    /* the built-in clamp epilogue: in the micro-kernel's registers (edge tiles: right after
+     * their store); other epilogues (and every epilogue without AFRT_UK_EPI_) once per piece */
+    const afrt_epi_clamp *clamp =
+        fin && fin->epi.fn == afrt_epi_clamp_fn ? (const afrt_epi_clamp *)fin->epi.ctx : NULL;
+#else
+    const void *clamp = NULL;
+#endif
     for (int64_t jc = j0; jc < j1; jc += AFRT_NC) {
         const int64_t nc = afrt_min_(AFRT_NC, j1 - jc);
         const int64_t ncp = afrt_round_up_(nc, AFRT_NR);
@@ -939,11 +1072,26 @@ static inline void afrt_gemm_tile_(const float *pa, int64_t M, int64_t N, int64_
             for (int64_t ic = i0; ic < i1; ic += MR) {
                 const float *a = ap + ic * kc;
                 const int64_t mr = afrt_min_(MR, i1 - ic);
+                const int last = fin && pc + kc >= K;
                 for (int64_t jr = 0; jr < nc; jr += AFRT_NR) {
                     const int64_t nr = afrt_min_(AFRT_NR, nc - jr);
                     float *c = C + ic * ldc + jc + jr;
                     const int acc = pc > 0 || acc0;
                     if (mr == MR && nr == AFRT_NR) {
+#if defined(AFRT_UK_EPI_)
+                        if (last && clamp) {
+                            const int64_t r = fin->row0 + ic, col = fin->col0 + jc + jr;
+                            const afrt_uk_epi_ e = {
+                                fin->alpha, clamp->lo, clamp->hi, fin->bias ? fin->bias + r : NULL,
+                                clamp->res ? clamp->res + fin->batch * clamp->res_stride +
+                                                 r * clamp->res_ld + col
+                                           : NULL,
+                                clamp->res_ld};
+                            if (MR == 12) afrt_ukernel12_epi_(kc, a, bp + jr * kc, c, ldc, acc, &e);
+                            else afrt_ukernel8_epi_(kc, a, bp + jr * kc, c, ldc, acc, &e);
+                            continue;
+                        }
+#endif
                         afrt_ukernel_(MR, kc, a, bp + jr * kc, c, ldc, acc);
 #if defined(__AVX512F__) && !defined(AFRT_NEON_)
                     } else if (nr <= 16 && (MR == 12 || MR == 8)) {
@@ -959,7 +1107,9 @@ static inline void afrt_gemm_tile_(const float *pa, int64_t M, int64_t N, int64_
                         for (int64_t i = 0; i < mr; ++i)
                             for (int64_t j = 0; j < nr; ++j) c[i * ldc + j] = tmp[i * AFRT_NR + j];
                     }
+                    if (last && clamp) afrt_tile_finish_piece_(fin, C, ldc, ic, ic + mr, jc + jr, jc + jr + nr);
                 }
+                if (last && !clamp) afrt_tile_finish_piece_(fin, C, ldc, ic, ic + mr, jc, jc + nc);
             }
         }
     }
@@ -1035,11 +1185,10 @@ static inline int afrt_matmul_own_(int64_t batch, int64_t M, int64_t N, int64_t 
             if (beta != 0.0f && beta != alpha) /* alpha * (AB + (beta/alpha) C) */
                 for (int64_t i = i0; i < i1; ++i)
                     for (int64_t j = j0; j < j1; ++j) Cb[i * ldc + j] *= beta / alpha;
+            const afrt_tile_finish_ fin = {Cb, NULL, alpha, b, 0, 0, epi};
             afrt_gemm_tile_(pas[stride_a == 0 ? 0 : b], M, N, K, &bs, Cb, ldc, i0, i1, j0, j1,
-                            kbuf, beta != 0.0f);
-            if (alpha != 1.0f)
-                for (int64_t i = i0; i < i1; ++i)
-                    for (int64_t j = j0; j < j1; ++j) Cb[i * ldc + j] *= alpha;
+                            kbuf, beta != 0.0f, &fin);
+            continue;
         }
         if (epi.fn) epi.fn(epi.ctx, Cb, b, i0, i1, j0, j1, ldc);
     }
@@ -1073,7 +1222,7 @@ static inline void afrt_sgemm_own_(int ta, int tb, int64_t m, int64_t n, int64_t
         for (int64_t i = 0; i < m; ++i)
             for (int64_t j = 0; j < n; ++j) c[i * ldc + j] *= beta / alpha;
     afrt_bsrc_ bs = {NULL, b, ldb, tb, NULL, NULL};
-    afrt_gemm_tile_(pa, m, n, k, &bs, c, ldc, 0, m, 0, n, kbuf, beta != 0.0f);
+    afrt_gemm_tile_(pa, m, n, k, &bs, c, ldc, 0, m, 0, n, kbuf, beta != 0.0f, NULL);
     if (alpha != 1.0f)
         for (int64_t i = 0; i < m; ++i)
             for (int64_t j = 0; j < n; ++j) c[i * ldc + j] *= alpha;
@@ -1635,8 +1784,9 @@ static inline int afrt_conv_own_(const float *x, const float *w, const float *bi
         const float *xg = x + (n * p->C + g * q->cg) * hw;
         afrt_bsrc_ bs = {NULL, xg, hw, 0, im2col ? p : NULL, xg};
         float *yn = y + n * p->K * ohw;
-        afrt_gemm_tile_(pas[g], Kg, ohw, crs, &bs, yn + g * Kg * ohw, ohw, i0, i1, j0, j1, kbuf, 0);
-        afrt_finish_block_(yn, bias, n, g * Kg + i0, g * Kg + i1, j0, j1, ohw, epi);
+        const afrt_tile_finish_ fin = {yn, bias, 1.0f, n, g * Kg, 0, epi};
+        afrt_gemm_tile_(pas[g], Kg, ohw, crs, &bs, yn + g * Kg * ohw, ohw, i0, i1, j0, j1, kbuf, 0,
+                        &fin);
     }
     free(pas);
     return !failed;

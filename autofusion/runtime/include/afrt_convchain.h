@@ -147,8 +147,8 @@ static inline int afrt_dwpw_f32(const float *x, const float *wd, const float *bd
         const afrt_bsrc_ bs = {NULL, t, cols, 0, NULL, NULL};
         float *yn = y + n * K * ohw;
         const int64_t c0 = oh0 * pd->OW;
-        afrt_gemm_tile_(pa, K, cols, C, &bs, yn + c0, ohw, 0, K, 0, cols, kbuf, 0);
-        afrt_finish_block_(yn, bp, n, 0, K, c0, c0 + cols, ohw, epi);
+        const afrt_tile_finish_ fin = {yn, bp, 1.0f, n, 0, c0, epi};
+        afrt_gemm_tile_(pa, K, cols, C, &bs, yn + c0, ohw, 0, K, 0, cols, kbuf, 0, &fin);
     }
     return failed ? afrt_dwpw_apart_(x, wd, bd, lo, hi, wp, bp, y, pd, pp, epi) : 1;
 }

@@ -366,7 +366,7 @@ static inline int afrt_winograd_f32(const float *x, const float *w, const float 
             afrt_bsrc_ bs = none;
             bs.packed = V + xi * C * npb;
             afrt_gemm_tile_(U + xi * Mp * C, K, nt, C, &bs, M + xi * npb, AFRT_WG_X * npb, k0, k1,
-                            0, nt, NULL, 0);
+                            0, nt, NULL, 0, NULL);
         }
         afrt_wg_output_(M, bias, p, TW, t0, nt, npb, k0, k1, yn);
         if (epi.fn) afrt_wg_epilogue_(p, TW, t0, nt, n, k0, k1, yn, epi);
