@@ -5,6 +5,9 @@ test_c_nchwc.py (one branch per case, each with its epilogue) with their seeded 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
@@ -72,21 +75,32 @@ def conv3x3_branch(rng: np.random.Generator, i: int, c: int, k: int, h: int, w: 
     return nodes + epi_nodes, inits + epi_inits, ins, vi_y
 
 
-def conv3x3_sweep(cases: list[dict[str, object]], seed: int, name: str) -> onnx.ModelProto:
-    """One multi-branch model holding every case (keyword arguments of ``conv3x3_branch``)."""
+def branches_model(
+    branch: Callable[..., tuple[list, list, Any, onnx.ValueInfoProto]],
+    cases: list[dict[str, object]],
+    seed: int,
+    name: str,
+) -> onnx.ModelProto:
+    """One model holding an independent branch per case: ``branch(rng, i, **case)`` returns
+    (nodes, initialisers, its input value info or a list of them, its output value info)."""
     rng = np.random.default_rng(seed)
     nodes: list[onnx.NodeProto] = []
     inits: list[onnx.TensorProto] = []
     ins: list[onnx.ValueInfoProto] = []
     outs: list[onnx.ValueInfoProto] = []
     for i, case in enumerate(cases):
-        n, t, vin, vy = conv3x3_branch(rng, i, **case)  # type: ignore[arg-type]
+        n, t, vin, vy = branch(rng, i, **case)
         nodes += n
         inits += t
-        ins += vin
+        ins += vin if isinstance(vin, list) else [vin]
         outs.append(vy)
     graph = helper.make_graph(nodes, name, ins, outs, inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def conv3x3_sweep(cases: list[dict[str, object]], seed: int, name: str) -> onnx.ModelProto:
+    """One multi-branch model holding every case (keyword arguments of ``conv3x3_branch``)."""
+    return branches_model(conv3x3_branch, cases, seed, name)
 
 
 def sweep_feeds(model: onnx.ModelProto, seed: int) -> dict[str, np.ndarray]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-from conv_epilogues import epilogue_nodes
+from conv_epilogues import branches_model, epilogue_nodes
 from onnx import TensorProto, helper, numpy_helper
 
 
@@ -52,16 +52,4 @@ def chain_case(rng: np.random.Generator, i: int, c: int, h: int, w: int, k: int 
 
 
 def chain_model(cases: list[dict[str, object]], seed: int = 0) -> onnx.ModelProto:
-    rng = np.random.default_rng(seed)
-    nodes: list[onnx.NodeProto] = []
-    inits: list[onnx.TensorProto] = []
-    ins: list[onnx.ValueInfoProto] = []
-    outs: list[onnx.ValueInfoProto] = []
-    for i, case in enumerate(cases):
-        n, t, vx, vy = chain_case(rng, i, **case)  # type: ignore[arg-type]
-        nodes += n
-        inits += t
-        ins.append(vx)
-        outs.append(vy)
-    graph = helper.make_graph(nodes, "dwpw_chains", ins, outs, inits)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return branches_model(chain_case, cases, seed, "dwpw_chains")

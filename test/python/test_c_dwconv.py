@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from conv_epilogues import EPILOGUES, epilogue_nodes
+from conv_epilogues import EPILOGUES, branches_model, epilogue_nodes
 from onnx import TensorProto, helper, numpy_helper
 
 import autofusion
@@ -61,19 +61,7 @@ def _dw_case(rng: np.random.Generator, i: int, c: int, h: int, w: int, k: int, s
 
 
 def _model(cases: list[dict[str, object]], seed: int) -> onnx.ModelProto:
-    rng = np.random.default_rng(seed)
-    nodes: list[onnx.NodeProto] = []
-    inits: list[onnx.TensorProto] = []
-    ins: list[onnx.ValueInfoProto] = []
-    outs: list[onnx.ValueInfoProto] = []
-    for i, case in enumerate(cases):
-        n, t, vx, vy = _dw_case(rng, i, **case)  # type: ignore[arg-type]
-        nodes += n
-        inits += t
-        ins.append(vx)
-        outs.append(vy)
-    graph = helper.make_graph(nodes, "dw_sweep", ins, outs, inits)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return branches_model(_dw_case, cases, seed, "dw_sweep")
 
 
 def _sweep(part: int) -> list[dict[str, object]]:
