@@ -278,8 +278,6 @@ def _print_model_run(
     for a run-time batch (``c.batch``: batch-separable, built at batch 1) runs its launches
     once per sample, stepping each batched input and output by one sample's bytes; weights
     and device buffers are set up once per call. Without it the range is 1..1."""
-    ret = fn.body.block.last_op
-    assert isinstance(ret, func.ReturnOp)
     sym, lo, hi = (batch.symbol, batch.lo, batch.hi) if batch else ("", 1, 1)
     in_flags, out_flags = _batch_flags(fn, batch)
     out = [

@@ -465,13 +465,17 @@ static inline int afrt_in_region_(const void *p, size_t bytes) {
         c1[i] = _mm512_fmadd_ps(ai, B1, c1[i]);                                                \
     }                                                                                          \
     (void)0
+/* Row I of the tile plus what c already holds there (CI), when accumulating (acc). */
+#define AFRT_UK_ZMM_ACC_(I, CI)                                                                \
+    if (acc) {                                                                                 \
+        c0[I] = _mm512_add_ps(c0[I], _mm512_loadu_ps(CI));                                     \
+        c1[I] = _mm512_add_ps(c1[I], _mm512_loadu_ps((CI) + 16));                              \
+    }                                                                                          \
+    (void)0
 #define AFRT_UK_ZMM_STORE_(MRV)                                                                \
     for (int i = 0; i < MRV; ++i) {                                                            \
         float *ci = c + i * ldc;                                                               \
-        if (acc) {                                                                             \
-            c0[i] = _mm512_add_ps(c0[i], _mm512_loadu_ps(ci));                                 \
-            c1[i] = _mm512_add_ps(c1[i], _mm512_loadu_ps(ci + 16));                            \
-        }                                                                                      \
+        AFRT_UK_ZMM_ACC_(i, ci);                                                               \
         _mm512_storeu_ps(ci, c0[i]);                                                           \
         _mm512_storeu_ps(ci + 16, c1[i]);                                                      \
     }                                                                                          \
@@ -495,7 +499,7 @@ static inline int afrt_in_region_(const void *p, size_t bytes) {
         AFRT_UK_ZMM_STORE_(MRV);                                                               \
     }
 /* The same kernel finishing the tile before its store (afrt_epi_clamp in registers): v =
- * clamp((acc ? c : 0) + a @ b) * alpha + bias[i] (+ res), with alpha, bias and res as in
+ * clamp(((acc ? c : 0) + a @ b) * alpha + bias[i] (+ res)), with alpha, bias and res as in
  * afrt_tile_finish_ and the order of operations of the plain kernel plus afrt_finish_block_. */
 typedef struct {
     float alpha, lo, hi;
@@ -515,10 +519,7 @@ typedef struct {
         const __m512 lo = _mm512_set1_ps(e->lo), hi = _mm512_set1_ps(e->hi);                   \
         for (int i = 0; i < MRV; ++i) {                                                        \
             float *ci = c + i * ldc;                                                           \
-            if (acc) {                                                                         \
-                c0[i] = _mm512_add_ps(c0[i], _mm512_loadu_ps(ci));                             \
-                c1[i] = _mm512_add_ps(c1[i], _mm512_loadu_ps(ci + 16));                        \
-            }                                                                                  \
+            AFRT_UK_ZMM_ACC_(i, ci);                                                           \
             if (e->alpha != 1.0f) {                                                            \
                 c0[i] = _mm512_mul_ps(c0[i], al);                                              \
                 c1[i] = _mm512_mul_ps(c1[i], al);                                              \
