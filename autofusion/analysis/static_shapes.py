@@ -20,19 +20,28 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType, StringAttr, TensorType
 from xdsl.ir import Attribute, Operation
 
+from autofusion import symbolic as sym
 from autofusion.dialects import dtypes
 from autofusion.dialects.attrs import ONNX_NAME, origin_names
+from autofusion.dialects.base import SymShapeAttr
 from autofusion.errors import AutofusionError
 
 MAX_TENSOR_BYTES = 1 << 48
 """Largest byte size of one tensor (2^48 bytes, 256 TiB)."""
 
 
-def type_problem(t: Attribute) -> str | None:
-    """Why a tensor or memref type cannot be planned or compiled to C, or None."""
+def type_problem(t: Attribute, symbolic: bool = False) -> str | None:
+    """Why a tensor or memref type cannot be planned or compiled to C, or None.
+    ``symbolic``: symbolic dims (``#nn.shape``, issue 12) are fine, as in the importer's
+    symbolic mode; the byte-size limit is then checked at the symbols' upper bounds."""
     if not isinstance(t, TensorType | MemRefType):
         return None
     shape = tuple(t.get_shape())
+    if symbolic and isinstance(t, TensorType) and isinstance(t.encoding, SymShapeAttr):
+        try:
+            shape = tuple(sym.upper_bound(d) for d in t.encoding.sizes())
+        except sym.SymbolicError:
+            return None  # unbounded: the importer's symbols always have ranges
     for i, d in enumerate(shape):
         if d < 0:
             return f"dimension {i} is dynamic; dynamic shapes are not supported yet"

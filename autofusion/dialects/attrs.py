@@ -25,6 +25,7 @@ an attribute name spelled out anywhere else in ``autofusion/`` fails it). Who wr
 | ``c.epilogue`` | lowered funcs | lower-nn-to-loops | an epilogue (``clib.EPILOGUE_PARAMS``) |
 | ``c.parallel`` | scf.for | C builder | the loop the printer parallelises |
 | ``c.batch`` | module | compile driver | run-time batch: symbol, range, batched inputs/outputs |
+| ``nn.symbols`` | module | importer (symbolic mode) | each symbol's declared range ``[LO, HI]`` |
 | ``ascendc.fallback`` | fusion.kernel | lower-fusion-to-ascendc | why it runs on the host |
 """
 
@@ -54,6 +55,7 @@ FUSION_POLICY = "fusion.policy"
 FUSION_REFUSALS = "fusion.refusals"
 FUSION_FAST_MATH = "fusion.fast_math"
 FUSION_DECIDED_BY = "fusion.decided_by"
+SYMBOLS = "nn.symbols"  # symbolic import: {symbol: [LO, HI]} on the module
 C_ROLE = "c.role"
 C_PATTERN = "c.pattern"
 C_WORK = "c.work"

@@ -24,9 +24,11 @@ from xdsl.dialects.builtin import (
     TensorType,
     i64,
 )
-from xdsl.ir import Attribute, BlockArgument, OpResult, SSAValue
-from xdsl.irdl import IRDLOperation, ParsePropInAttrDict
+from xdsl.ir import Attribute, BlockArgument, OpResult, ParametrizedAttribute, SSAValue
+from xdsl.irdl import IRDLOperation, ParsePropInAttrDict, irdl_attr_definition
 from xdsl.utils.exceptions import VerifyException
+
+from autofusion import symbolic
 
 
 def i64_array(values: Sequence[int]) -> DenseArrayBase:
@@ -97,8 +99,39 @@ def value_index(value: SSAValue) -> int:
     return value.index
 
 
+@irdl_attr_definition
+class SymShapeAttr(ParametrizedAttribute):
+    """The encoding of a tensor type with symbolic dims (issue 12):
+    ``tensor<1x?x768xf32, #nn.shape<["1", "seq", "768"]>>`` holds one size per dim in the
+    text form of :mod:`autofusion.symbolic`; the type's own shape has ``?`` where a dim is
+    symbolic. Read it with :func:`shape_of`, build it with ``dtypes.tensor_type``."""
+
+    name = "nn.shape"
+    dims: ArrayAttr[StringAttr]
+
+    def sizes(self) -> tuple[int, ...]:
+        """The dims, ``symbolic.Size`` where symbolic (typed ``int``: see ``symbolic.Dim``)."""
+        return tuple(symbolic.parse(d.data) for d in self.dims.data)
+
+
+def sym_shape_attr(shape: Sequence[int]) -> SymShapeAttr:
+    return SymShapeAttr(ArrayAttr([StringAttr(str(d)) for d in shape]))
+
+
+def type_dims(t: Attribute) -> tuple[int, ...]:
+    """The shape of a tensor or memref type, symbolic dims as ``symbolic.Size``."""
+    assert isinstance(t, TensorType)
+    enc = t.encoding
+    if isinstance(enc, SymShapeAttr):
+        return enc.sizes()
+    return tuple(t.get_shape())
+
+
 def shape_of(value: SSAValue) -> tuple[int, ...]:
-    return tuple(tensor_of(value).get_shape())
+    """The value's tensor shape; a symbolic dim is a ``symbolic.Size`` (see
+    ``autofusion.symbolic``: it does arithmetic and structural equality, and refuses to turn
+    into a number, so code that is not symbol-aware fails at the spot)."""
+    return type_dims(tensor_of(value))
 
 
 def is_bool(t: Attribute) -> bool:

@@ -9,6 +9,7 @@ from typing import Any, TypeAlias, TypeVar
 
 import numpy as np
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     AnyFloat,
     BytesAttr,
     DenseIntOrFPElementsAttr,
@@ -28,6 +29,8 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute
+
+from autofusion import symbolic
 
 ui8 = IntegerType(8, Signedness.UNSIGNED)
 ui16 = IntegerType(16, Signedness.UNSIGNED)
@@ -93,7 +96,14 @@ def is_float(t: Attribute) -> bool:
 
 
 def tensor_type(elem: _ElemT, shape: Sequence[int]) -> TensorType[_ElemT]:
-    return TensorType(elem, [int(d) for d in shape])
+    """``tensor<shape x elem>``; symbolic dims (``symbolic.Size``) become ``?`` with the sizes
+    in a ``#nn.shape`` encoding (``base.SymShapeAttr``)."""
+    if symbolic.is_static(shape):
+        return TensorType(elem, [int(d) for d in shape])
+    from autofusion.dialects.base import sym_shape_attr
+
+    dims = [d if isinstance(d, int) else DYNAMIC_INDEX for d in shape]
+    return TensorType(elem, dims, sym_shape_attr(shape))
 
 
 def dense_from_numpy(arr: np.ndarray) -> DenseIntOrFPElementsAttr:

@@ -53,6 +53,7 @@ from xdsl.traits import Pure
 
 from autofusion.dialects import shapes
 from autofusion.dialects.base import (
+    SymShapeAttr,
     TensorOp,
     bool_attr,
     dense_ints,
@@ -63,6 +64,7 @@ from autofusion.dialects.base import (
     shape_of,
     str_attr,
     tensor_of,
+    type_dims,
 )
 
 # ---------------------------------------------------------------------------------------
@@ -72,7 +74,7 @@ from autofusion.dialects.base import (
 
 def _expect(op: TensorOp, index: int, shape: tuple[int, ...], elem: Attribute | None = None):
     res = tensor_of(op.results[index])
-    got = tuple(res.get_shape())
+    got = tuple(type_dims(res))
     if got != tuple(shape):
         raise op.fail(f"result shape {got} does not match inferred shape {tuple(shape)}")
     if elem is not None and res.element_type != elem:
@@ -109,7 +111,7 @@ class UnaryOp(TensorOp):
         xt = tensor_of(self.x)
         if self.FLOAT_ONLY:
             _float_elem(self, xt)
-        _expect(self, 0, tuple(xt.get_shape()), xt.element_type)
+        _expect(self, 0, tuple(type_dims(xt)), xt.element_type)
 
 
 class BinaryOp(TensorOp):
@@ -129,7 +131,7 @@ class BinaryOp(TensorOp):
         if self.BOOL_ONLY and lt.element_type != i1:
             raise self.fail(f"expects i1 operands, got {lt}")
         try:
-            shape = shapes.broadcast(lt.get_shape(), rt.get_shape())
+            shape = shapes.broadcast(type_dims(lt), type_dims(rt))
         except ValueError as e:
             raise self.fail(str(e)) from None
         _expect(self, 0, shape, i1 if self.RESULT_IS_BOOL else lt.element_type)
@@ -284,7 +286,7 @@ class NotOp(UnaryOp):
         xt = tensor_of(self.x)
         if xt.element_type != i1:
             raise self.fail(f"expects an i1 tensor, got {xt}")
-        _expect(self, 0, tuple(xt.get_shape()), i1)
+        _expect(self, 0, tuple(type_dims(xt)), i1)
 
 
 @irdl_op_definition
@@ -591,7 +593,7 @@ class WhereOp(TensorOp):
         if xt.element_type != yt.element_type:
             raise self.fail(f"x and y element types differ: {xt.element_type} vs {yt.element_type}")
         try:
-            shape = shapes.broadcast(ct.get_shape(), xt.get_shape(), yt.get_shape())
+            shape = shapes.broadcast(type_dims(ct), type_dims(xt), type_dims(yt))
         except ValueError as e:
             raise self.fail(str(e)) from None
         _expect(self, 0, shape, xt.element_type)
@@ -1251,9 +1253,9 @@ class ReshapeOp(TensorOp):
 
     def verify_(self) -> None:
         xt, yt = tensor_of(self.x), tensor_of(self.y)
-        if shapes.numel(xt.get_shape()) != shapes.numel(yt.get_shape()):
+        if shapes.numel(type_dims(xt)) != shapes.numel(type_dims(yt)):
             raise self.fail(
-                f"element count differs: {tuple(xt.get_shape())} -> {tuple(yt.get_shape())}"
+                f"element count differs: {tuple(type_dims(xt))} -> {tuple(type_dims(yt))}"
             )
         if xt.element_type != yt.element_type:
             raise self.fail(
@@ -1283,7 +1285,7 @@ class TransposeOp(TensorOp):
         attributes: Mapping[str, Attribute] | None = None,
     ):
         t = tensor_of(x)
-        shape = t.get_shape()
+        shape = type_dims(t)
         super().__init__(
             operands=[x],
             result_types=[TensorType(t.element_type, [shape[p] for p in perm])],
@@ -1381,6 +1383,10 @@ class SplitOp(TensorOp):
             raise self.fail(f"pieces sum to {total}, dimension is {xs[axis]}")
 
 
+#: ``nn.slice``'s stored end of a dim whose end is a symbolic size (issue 12).
+SYMBOLIC_END = -(1 << 63)
+
+
 @irdl_op_definition
 class SliceOp(TensorOp):
     """Strided slice with one normalised (start, end, step) per dim.
@@ -1402,7 +1408,13 @@ class SliceOp(TensorOp):
 
     @property
     def ends(self) -> tuple[int, ...]:
-        return tuple(dense_ints(self.ends_attr))
+        """The end per dim; a stored :data:`SYMBOLIC_END` reads as start + the result's size
+        (a symbolic import's slice to a symbolic bound, step 1)."""
+        ends = dense_ints(self.ends_attr)
+        if SYMBOLIC_END not in ends:
+            return tuple(ends)
+        out = shape_of(self.y)
+        return tuple(s + n if e == SYMBOLIC_END else e for s, e, n in zip(self.starts, ends, out))
 
     @property
     def steps(self) -> tuple[int, ...]:
@@ -1535,9 +1547,9 @@ class ResizeOp(TensorOp):
             it, wt = tensor_of(self.tables[2 * k]), tensor_of(self.tables[2 * k + 1])
             if it.element_type != i64 or wt.element_type != f32:
                 raise self.fail(f"axis {a} tables must be i64 and f32, got {it} and {wt}")
-            if len(it.get_shape()) != 2 or tuple(it.get_shape()) != tuple(wt.get_shape()):
+            if len(type_dims(it)) != 2 or tuple(type_dims(it)) != tuple(type_dims(wt)):
                 raise self.fail(f"axis {a} tables must both be [out, taps], got {it} and {wt}")
-            out[a] = it.get_shape()[0]
+            out[a] = type_dims(it)[0]
         _expect(self, 0, tuple(out), tensor_of(self.x).element_type)
 
 
@@ -1565,7 +1577,7 @@ class GatherOp(TensorOp):
         _expect(
             self,
             0,
-            (*ds[:axis], *ist.get_shape(), *ds[axis + 1 :]),
+            (*ds[:axis], *type_dims(ist), *ds[axis + 1 :]),
             tensor_of(self.data).element_type,
         )
 
@@ -1826,7 +1838,7 @@ NN = Dialect(
         TileOp,
         ConstantOp,
     ],
-    [],
+    [SymShapeAttr],
 )
 
 ELEMENTWISE_UNARY = (

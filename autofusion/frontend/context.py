@@ -24,6 +24,7 @@ from xdsl.dialects.builtin import BytesAttr, DenseIntOrFPElementsAttr
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.irdl import IRDLOperation
 
+from autofusion import symbolic
 from autofusion.analysis.static_shapes import MAX_TENSOR_BYTES
 from autofusion.dialects import dtypes
 from autofusion.dialects.attrs import ORIGINS
@@ -71,7 +72,15 @@ class Const:
 
     @property
     def elem(self) -> dtypes.ElemType:
+        if self.is_symbolic:
+            return dtypes.i64
         return dtypes.from_numpy_dtype(self.array.dtype)
+
+    @property
+    def is_symbolic(self) -> bool:
+        """Holds symbolic sizes (``symbolic.Size``; an object array, logically int64): the
+        folded shape arithmetic of a symbolic import (``frontend/symfold.py``)."""
+        return self.array.dtype == object
 
     @property
     def is_splat(self) -> bool:
@@ -80,6 +89,12 @@ class Const:
         return a.size > 1 and all(s == 0 for s in a.strides)
 
     def dense(self) -> DenseIntOrFPElementsAttr:
+        if self.is_symbolic:
+            shown = ", ".join(str(x) for x in self.array.reshape(-1)[:8])
+            raise symbolic.SymbolicError(
+                f"a shape value holding symbolic sizes ([{shown}]) is used as run-time data; "
+                "a symbolic import supports shape values only where they give shapes"
+            )
         ttype = dtypes.tensor_type(self.elem, self.array.shape)
         if self.is_splat:
             one = self.array.reshape(-1)[:1]

@@ -15,6 +15,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from autofusion import symbolic
 from autofusion.dialects import dtypes, nn, shapes
 from autofusion.dialects.base import f64_attr, i64_array, int_attr, str_attr
 from autofusion.errors import AutofusionError
@@ -147,7 +148,12 @@ def _constant_of_shape(ctx: NodeCtx) -> list[Value]:
         fill = np.zeros((), dtype=np.float32)
     else:
         fill = value.reshape(-1)[0] if value.size else np.zeros((), value.dtype)
-    dims = [int(d) for d in shape.reshape(-1)]
+    dims = [symbolic.as_dim(d) for d in shape.reshape(-1)]
+    if not symbolic.is_static(dims):  # a symbolic import: the fill broadcast at run time
+        if any(isinstance(d, int) and d < 0 for d in dims):
+            raise ctx.error(f"negative dimension in shape {[str(d) for d in dims]}")
+        one = ctx.const(np.asarray(fill).reshape(()))
+        return [ctx.emit1(nn.ExpandOp, [one], dims, one.elem)]
     if min(dims, default=1) < 0:
         raise ctx.error(f"negative dimension in shape {dims}")
     ctx.check_size(dims, np.asarray(fill).dtype)
@@ -206,7 +212,9 @@ def _shape(ctx: NodeCtx) -> list[Value]:
     end = r if end is None else int(end)
     start = min(max(start + r if start < 0 else start, 0), r)
     end = min(max(end + r if end < 0 else end, 0), r)
-    return [ctx.const(np.array(dims[start:end], dtype=np.int64))]
+    kept = dims[start:end]
+    # a symbolic dim makes an object array of sizes (frontend/symfold.py)
+    return [ctx.const(np.array(kept, dtype=np.int64 if symbolic.is_static(kept) else object))]
 
 
 @converter("Size", folds=True)
@@ -240,7 +248,7 @@ def _dropout(ctx: NodeCtx) -> list[Value]:
 
 
 def reshape_to(ctx: NodeCtx, x: Value, shape: Sequence[int]) -> Value:
-    shape = tuple(int(d) for d in shape)
+    shape = tuple(symbolic.as_dim(d) for d in shape)
     if shapes.numel(shape) != shapes.numel(value_shape(x)):
         raise ctx.error(f"cannot reshape {value_shape(x)} to {shape}")
     if isinstance(x, Const):
@@ -256,11 +264,11 @@ def reshape_target(
     """ONNX Reshape: 0 copies the input dim (unless ``allowzero``), one -1 is inferred."""
     out: list[int] = []
     infer = -1
-    for i, d in enumerate(int(v) for v in target):
+    for i, d in enumerate(symbolic.as_dim(v) for v in target):
         if d == 0 and not allowzero:
             if i >= len(in_shape):
                 raise ctx.error(f"shape entry {i} is 0 but the input has rank {len(in_shape)}")
-            out.append(int(in_shape[i]))
+            out.append(symbolic.as_dim(in_shape[i]))
         elif d == -1:
             if infer >= 0:
                 raise ctx.error(f"shape {list(target)} has more than one -1")
@@ -290,7 +298,7 @@ def _reshape(ctx: NodeCtx) -> list[Value]:
         arr = ctx.const_input(1, "shape")
         if arr is None:
             raise ctx.error("shape input is required")
-        target = [int(v) for v in arr.reshape(-1)]
+        target = [symbolic.as_dim(v) for v in arr.reshape(-1)]
     allowzero = bool(ctx.attr("allowzero", 0))
     return [reshape_to(ctx, x, reshape_target(ctx, value_shape(x), target, allowzero))]
 
@@ -451,7 +459,7 @@ def normalise_slice(
             raise ctx.error(f"axis {a} sliced twice")
         seen.add(a)
         d = dims[a]
-        s, e, st = int(s), int(e), int(st)
+        s, e, st = symbolic.as_dim(s), symbolic.as_dim(e), int(st)
         if st == 0:
             raise ctx.error("slice step 0")
         if s < 0:
@@ -479,11 +487,23 @@ def slice_value(
     ctx: NodeCtx, x: Value, starts: list[int], ends: list[int], steps: list[int]
 ) -> Value:
     s = value_shape(x)
-    if isinstance(x, Const):
+    static = symbolic.is_static([*starts, *ends])
+    if isinstance(x, Const) and static:
         return ctx.const(apply_slice(x.array, starts, ends, steps))
     if starts == [0] * len(s) and ends == list(s) and steps == [1] * len(s):
         return x
     out = shapes.slice_out(s, starts, ends, steps)
+    if not static:
+        # a symbolic import: a symbolic end is stored as nn.SYMBOLIC_END (the op reads it
+        # back as start + the result's size); starts must be static, steps 1 there
+        if not symbolic.is_static(starts) or any(
+            not isinstance(e, int) and st != 1 for e, st in zip(ends, steps)
+        ):
+            raise symbolic.SymbolicError(
+                f"slice {starts}:{ends} by {steps}: a symbolic start, or a symbolic end with a "
+                "step other than 1, is not supported"
+            )
+        ends = [e if isinstance(e, int) else nn.SYMBOLIC_END for e in ends]
     return ctx.emit1(
         nn.SliceOp,
         [x],
@@ -498,7 +518,7 @@ def slice_value(
 
 
 def _ints(arr: np.ndarray | None) -> list[int] | None:
-    return None if arr is None else [int(v) for v in arr.reshape(-1)]
+    return None if arr is None else [symbolic.as_dim(v) for v in arr.reshape(-1)]
 
 
 @converter("Slice", folds=True)

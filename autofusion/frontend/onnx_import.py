@@ -24,15 +24,17 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, FunctionType, ModuleOp
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, FunctionType, IntAttr, ModuleOp
 from xdsl.ir import Attribute
 from xdsl.utils.exceptions import DiagnosticException
 
+from autofusion import symbolic
 from autofusion.analysis.static_shapes import type_problem
 from autofusion.dialects import dtypes
-from autofusion.dialects.attrs import name_dict
+from autofusion.dialects.attrs import SYMBOLS, name_dict
 from autofusion.errors import AutofusionError
-from autofusion.frontend import loader
+from autofusion.frontend import loader, symfold
+from autofusion.frontend import symbols as symbols_mod
 from autofusion.frontend.context import (
     FOLD_LIMIT,
     Const,
@@ -68,6 +70,7 @@ _SMALL = 4096
 
 
 InputShapes = Mapping[str, Sequence[int]]
+SymbolRanges = Mapping[str, tuple[int, int]]
 
 
 def import_onnx(
@@ -75,6 +78,7 @@ def import_onnx(
     *,
     progress: bool | None = None,
     input_shapes: InputShapes | None = None,
+    symbols: SymbolRanges | None = None,
 ) -> ModuleOp:
     """Import an ONNX model (a path or a ``ModelProto``) into ``nn`` IR.
 
@@ -83,16 +87,26 @@ def import_onnx(
     terminal or ``AUTOFUSION_PROGRESS=1``.
     ``input_shapes``: static shapes for graph inputs by name, fixing dynamic dimensions
     (e.g. ``{"input_ids": [1, 128]}``); given dimensions must agree with static ones.
+    ``symbols``: import dynamic dims no pin fixes as **symbolic** sizes (docs/dynamic.md,
+    "Symbolic import"), with these ranges (symbol -> ``(LO, HI)``; others get the default
+    range). ``None`` (default): every dynamic dim must be pinned.
     """
     if isinstance(model, onnx.ModelProto):
         loader.check_structure(model, "<model>")
         loaded = loader.Loaded(model, [])
         return _Importer(
-            loaded, "<model>", owned=False, progress=progress, input_shapes=input_shapes
+            loaded,
+            "<model>",
+            owned=False,
+            progress=progress,
+            input_shapes=input_shapes,
+            symbols=symbols,
         ).run()
     Progress.reading(progress, model)
     loaded, path = loader.load_path(model)
-    return _Importer(loaded, path, owned=True, progress=progress, input_shapes=input_shapes).run()
+    return _Importer(
+        loaded, path, owned=True, progress=progress, input_shapes=input_shapes, symbols=symbols
+    ).run()
 
 
 def import_onnx_bytes(
@@ -168,7 +182,9 @@ class _Importer:
         owned: bool,
         progress: bool | None,
         input_shapes: InputShapes | None = None,
+        symbols: SymbolRanges | None = None,
     ):
+        self.symbols = None if symbols is None else dict(symbols)
         self.model = loaded.model
         self.raws = loaded.raws
         self.input_shapes = dict(input_shapes or {})
@@ -201,11 +217,17 @@ class _Importer:
                 f"(inputs: {', '.join(vi.name for vi in args)})"
             )
         pins = loader.bind_symbols(args, self.input_shapes, fn)
+        sym_dims = self._symbolic_inputs(pins)
         arg_types: list[Attribute] = []
         for vi in args:
-            dims, elem = loader.static_input_shape(vi, fn, pins.get(vi.name))
+            if vi.name in sym_dims:
+                dims = sym_dims[vi.name]
+                elem = vi.type.tensor_type.elem_type
+                loader.check_elem(elem, fn, f"graph input '{vi.name}'")
+            else:
+                dims, elem = loader.static_input_shape(vi, fn, pins.get(vi.name))
             arg_types.append(dtypes.tensor_type(dtypes.from_onnx_elem(elem), dims))
-            problem = type_problem(arg_types[-1])
+            problem = type_problem(arg_types[-1], symbolic=True)
             if problem:
                 raise AutofusionError(
                     f"{fn}: input '{vi.name}' has type {arg_types[-1]}: {problem}"
@@ -230,9 +252,10 @@ class _Importer:
 
         used = {name for n in order.nodes for name in n.input if name}
         used.update(out_names)
-        for i, (node, label) in enumerate(zip(order.nodes, order.labels)):
-            self._convert_node(node, label, env, emitter, used, inferred)
-            progress.step(i + 1)
+        with symbolic.scope(self._used_ranges(sym_dims)):
+            for i, (node, label) in enumerate(zip(order.nodes, order.labels)):
+                self._convert_node(node, label, env, emitter, used, inferred)
+                progress.step(i + 1)
 
         results = [
             emitter.materialise(v) if isinstance(v, Const) else v
@@ -243,12 +266,49 @@ class _Importer:
         main.arg_attrs = ArrayAttr([name_dict(vi.name) for vi in args])
         main.res_attrs = ArrayAttr([name_dict(n) for n in out_names])
         module = ModuleOp([main])
+        if sym_dims:
+            module.attributes[SYMBOLS] = DictionaryAttr(
+                {
+                    k: ArrayAttr([IntAttr(lo), IntAttr(hi)])
+                    for k, (lo, hi) in self._used_ranges(sym_dims).items()
+                }
+            )
         try:
-            module.verify()
+            with symbolic.scope(self._used_ranges(sym_dims)):
+                module.verify()
         except DiagnosticException as e:
             raise AutofusionError(f"{fn}: imported IR does not verify: {e}") from None
         progress.done()
         return module
+
+    def _symbolic_inputs(self, pins: Mapping[str, Sequence[int]]) -> dict[str, list[int]]:
+        """In symbolic mode, the dims of each input some dynamic dim of which no pin fixes:
+        static dims, pinned sizes, and a ``symbolic.Size`` per free symbol."""
+        if self.symbols is None:
+            return {}
+        out: dict[str, list[int]] = {}
+        for sig in symbols_mod.signature(self.model, self.filename):
+            if sig.name in pins:
+                continue
+            if all(isinstance(d, int) for d in sig.dims):
+                continue
+            dims: list[int] = []
+            for d in sig.dims:
+                if isinstance(d, int):
+                    dims.append(d)
+                else:
+                    lo, hi = self.symbols.get(d, symbols_mod.DEFAULT_RANGE)
+                    dims.append(symbolic.symbol(d, lo, hi))
+            out[sig.name] = dims
+        return out
+
+    def _used_ranges(self, sym_dims: Mapping[str, Sequence[int]]) -> dict[str, tuple[int, int]]:
+        declared = self.symbols or {}
+        out: dict[str, tuple[int, int]] = {}
+        for dims in sym_dims.values():
+            for name in symbolic.symbols_of(dims):
+                out[name] = declared.get(name, symbols_mod.DEFAULT_RANGE)
+        return out
 
     def _check_supported(self, order: loader.Ordered, init_names: set[str]) -> None:
         """List every unsupported op at once (constant-foldable nodes are fine)."""
@@ -305,7 +365,9 @@ class _Importer:
                 raise ctx.error(problem)
         outs: Sequence[Value | None]
         try:
-            if (
+            if ctx.all_const() and op_type not in SELF_FOLDING and symfold.has_symbolic(ctx):
+                outs = [ctx.const(a) for a in symfold.fold(ctx)]
+            elif (
                 ctx.all_const()
                 and op_type not in SELF_FOLDING
                 and not self._fold_too_big(ctx, inferred)
@@ -327,9 +389,9 @@ class _Importer:
                 continue
             if v is None:
                 raise ctx.error(f"output '{name}' is not supported")
-            if isinstance(v, Const) and v.array.dtype not in _NP_OK:
+            if isinstance(v, Const) and v.array.dtype not in _NP_OK and not v.is_symbolic:
                 raise ctx.error(f"output '{name}' has unsupported element type {v.array.dtype}")
-            problem = None if isinstance(v, Const) else type_problem(v.type)
+            problem = None if isinstance(v, Const) else type_problem(v.type, symbolic=True)
             if problem:
                 assert not isinstance(v, Const)
                 raise ctx.error(f"output '{name}' has type {v.type}: {problem}")

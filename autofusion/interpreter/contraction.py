@@ -15,8 +15,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from autofusion.dialects import nn
-from autofusion.dialects.base import shape_of
-from autofusion.interpreter.core import register
+from autofusion.interpreter.core import concrete_shape, register
 
 Arrays = Sequence[np.ndarray]
 
@@ -125,7 +124,7 @@ def _conv(op: nn.ConvOp, args: Arrays) -> np.ndarray:
         op.pads,
         op.dilations,
         op.group,
-        shape_of(op.y),
+        concrete_shape(op.y),
     )
 
 

@@ -14,6 +14,7 @@ intermediates of large models do not accumulate.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
 from typing import TypeAlias, TypeVar, cast
 
 import numpy as np
@@ -21,9 +22,25 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, StringAttr, TensorType
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
-from autofusion.dialects.attrs import ONNX_NAME, ORIGINS
+from autofusion import symbolic
+from autofusion.dialects.attrs import ONNX_NAME, ORIGINS, SYMBOLS
+from autofusion.dialects.base import type_dims
 from autofusion.dialects.dtypes import to_numpy_dtype
 from autofusion.errors import AutofusionError
+
+#: Symbol values of the run in progress (a symbolic module's sizes, bound from the feeds).
+_BINDINGS: ContextVar[dict[str, int]] = ContextVar("symbol_values", default={})
+
+
+def concrete(d: int) -> int:
+    """A dim (``int`` or ``symbolic.Size``) under the run's symbol values."""
+    return symbolic.evaluate(d, _BINDINGS.get())
+
+
+def concrete_shape(value: SSAValue) -> tuple[int, ...]:
+    """The value's tensor shape with the run's symbol values substituted."""
+    return tuple(concrete(d) for d in type_dims(value.type))
+
 
 Impl: TypeAlias = Callable[[Operation, Sequence[np.ndarray]], "np.ndarray | Sequence[np.ndarray]"]
 
@@ -70,7 +87,7 @@ def _numpy_type(value: SSAValue) -> tuple[np.dtype, tuple[int, ...]]:
     t = value.type
     if not isinstance(t, TensorType):
         raise AutofusionError(f"interpreter: value of type {t} is not a tensor")
-    return to_numpy_dtype(t.element_type), tuple(t.get_shape())
+    return to_numpy_dtype(t.element_type), concrete_shape(value)
 
 
 def _run_op(op: Operation, args: Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -209,6 +226,32 @@ def output_names(func_op: func.FuncOp) -> list[str]:
     return _names(func_op.res_attrs, len(func_op.function_type.outputs.data), "result")
 
 
+def _bind_symbols(
+    module: ModuleOp, main: func.FuncOp, names: Sequence[str], feeds: Mapping[str, object]
+) -> dict[str, int]:
+    """The value of each symbol of a symbolic module (``nn.symbols``) from the feeds'
+    shapes, checked against the declared ranges and for agreement between inputs."""
+    decl = module.attributes.get(SYMBOLS)
+    if not isinstance(decl, DictionaryAttr):
+        return {}
+    ranges = {k: tuple(int(x.data) for x in v.data) for k, v in decl.data.items()}  # type: ignore[attr-defined]
+    values: dict[str, int] = {}
+    with symbolic.scope({k: (r[0], r[1]) for k, r in ranges.items()}):
+        for n, arg in zip(names, main.body.block.args):
+            shape = np.shape(feeds[n])  # type: ignore[arg-type]
+            try:
+                symbolic.bind(type_dims(arg.type), shape, values, f"input {n!r}")
+            except symbolic.SymbolicError as e:
+                raise AutofusionError(f"interpreter: {e}") from None
+    for k, v in values.items():
+        lo, hi = ranges[k]
+        if not lo <= v <= hi:
+            raise AutofusionError(
+                f"interpreter: symbol '{k}' is {v}, outside its declared range {lo}..{hi}"
+            )
+    return values
+
+
 def run_module(module: ModuleOp, feeds: Mapping[str, object]) -> dict[str, np.ndarray]:
     """Interpret ``@main`` of ``module`` on ``feeds`` (ONNX input name -> array).
 
@@ -227,8 +270,15 @@ def run_module(module: ModuleOp, feeds: Mapping[str, object]) -> dict[str, np.nd
         raise AutofusionError(
             f"interpreter: {'; '.join(parts)} (the model takes {', '.join(map(repr, names))})"
         )
-    args = [_coerce(f"input {n!r}", arg, feeds[n]) for n, arg in zip(names, main.body.block.args)]
-    results = evaluate(main, args)
+    values = _bind_symbols(module, main, names, feeds)
+    token = _BINDINGS.set(values)
+    try:
+        args = [
+            _coerce(f"input {n!r}", arg, feeds[n]) for n, arg in zip(names, main.body.block.args)
+        ]
+        results = evaluate(main, args)
+    finally:
+        _BINDINGS.reset(token)
     outs: dict[str, np.ndarray] = {}
     for name, value in zip(output_names(main), results):
         flags = value.flags

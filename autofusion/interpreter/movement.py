@@ -14,16 +14,15 @@ import numpy as np
 from xdsl.ir import Operation
 
 from autofusion.dialects import nn
-from autofusion.dialects.base import shape_of
 from autofusion.errors import AutofusionError
-from autofusion.interpreter.core import describe, register
+from autofusion.interpreter.core import concrete, concrete_shape, describe, register
 
 Arrays = Sequence[np.ndarray]
 
 
 @register(nn.ReshapeOp)
 def _reshape(op: nn.ReshapeOp, args: Arrays) -> np.ndarray:
-    return args[0].reshape(shape_of(op.y))
+    return args[0].reshape(concrete_shape(op.y))
 
 
 @register(nn.TransposeOp)
@@ -39,7 +38,7 @@ def _concat(op: nn.ConcatOp, args: Arrays) -> np.ndarray:
 @register(nn.SplitOp)
 def _split(op: nn.SplitOp, args: Arrays) -> list[np.ndarray]:
     axis = op.axis
-    sizes = [shape_of(r)[axis] for r in op.outputs]
+    sizes = [concrete_shape(r)[axis] for r in op.outputs]
     bounds = np.cumsum(sizes)[:-1]
     return np.split(args[0], bounds, axis=axis)
 
@@ -64,7 +63,8 @@ def slice_index(dim: int, start: int, end: int, step: int) -> slice:
 def _slice(op: nn.SliceOp, args: Arrays) -> np.ndarray:
     x = args[0]
     index = tuple(
-        slice_index(d, s, e, st) for d, s, e, st in zip(x.shape, op.starts, op.ends, op.steps)
+        slice_index(d, s, concrete(e), st)
+        for d, s, e, st in zip(x.shape, op.starts, op.ends, op.steps)
     )
     return x[index]
 
@@ -129,7 +129,7 @@ def _gather_nd(op: nn.GatherNDOp, args: Arrays) -> np.ndarray:
 
 @register(nn.ExpandOp)
 def _expand(op: nn.ExpandOp, args: Arrays) -> np.ndarray:
-    return np.broadcast_to(args[0], shape_of(op.y))
+    return np.broadcast_to(args[0], concrete_shape(op.y))
 
 
 @register(nn.TileOp)

@@ -14,9 +14,8 @@ import numpy as np
 from xdsl.ir import Operation
 
 from autofusion.dialects import nn
-from autofusion.dialects.base import shape_of
 from autofusion.interpreter.contraction import pad_spatial, softmax, windows
-from autofusion.interpreter.core import register
+from autofusion.interpreter.core import concrete_shape, register
 
 Arrays = Sequence[np.ndarray]
 
@@ -26,7 +25,7 @@ def _pool_geometry(op: nn.PoolOp, x: np.ndarray) -> tuple[tuple[int, ...], list[
     kernel, strides = op.kernel, op.strides
     pads, dilations = op.pads, op.dilations
     nsp = len(kernel)
-    out_sp = shape_of(op.y)[2:]
+    out_sp = concrete_shape(op.y)[2:]
     begin, end = list(pads[:nsp]), list(pads[nsp:])
     for i in range(nsp):
         need = (out_sp[i] - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1
