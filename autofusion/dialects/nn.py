@@ -23,6 +23,7 @@ from typing import ClassVar, Literal, TypeAlias
 
 from xdsl.dialects.builtin import (
     AnyFloat,
+    ArrayAttr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
     DenseResourceAttr,
@@ -51,6 +52,7 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import Pure
 
+from autofusion import symbolic
 from autofusion.dialects import shapes
 from autofusion.dialects.base import (
     SymShapeAttr,
@@ -1698,6 +1700,45 @@ def _dense_text(value: DenseIntOrFPElementsAttr) -> str:
 
 
 @irdl_op_definition
+class SizesOp(TensorOp):
+    """Symbolic sizes as run-time data (issue 12, symbolic import): an integer tensor of
+    static shape whose elements are sizes in the text form of ``autofusion.symbolic``
+    (``["seq", "12*seq"]``, row-major), known once the run's symbols are bound. What a folded
+    ``Shape(x)`` becomes where the model computes with it (exporters' mask index
+    arithmetic); where it only gives a shape, it folds away."""
+
+    name = "nn.sizes"
+    sizes_attr = prop_def(ArrayAttr[StringAttr], prop_name="sizes")
+    y = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    assembly_format = "attr-dict `:` type($y)"
+
+    def __init__(self, sizes: Sequence[int], shape: Sequence[int], elem: Attribute):
+        super().__init__(
+            properties={"sizes": ArrayAttr([StringAttr(str(d)) for d in sizes])},
+            result_types=[TensorType(elem, list(shape))],
+        )
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        """The elements, ``symbolic.Size`` where symbolic."""
+        return tuple(symbolic.parse(a.data) for a in self.sizes_attr.data)
+
+    def verify_(self) -> None:
+        t = tensor_of(self.y)
+        if not isinstance(t.element_type, IntegerType):
+            raise self.fail(f"result must be an integer tensor, got {t}")
+        n = shapes.numel(type_dims(t))
+        if n != len(self.sizes_attr.data):
+            raise self.fail(f"{len(self.sizes_attr.data)} sizes for a result of {n} elements")
+        try:
+            self.sizes
+        except ValueError as e:
+            raise self.fail(str(e)) from None
+
+
+@irdl_op_definition
 class ConstantOp(TensorOp):
     """A constant tensor (weights, folded shape values).
 
@@ -1837,6 +1878,7 @@ NN = Dialect(
         ExpandOp,
         TileOp,
         ConstantOp,
+        SizesOp,
     ],
     [SymShapeAttr],
 )

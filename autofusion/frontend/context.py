@@ -29,7 +29,7 @@ from autofusion.analysis.static_shapes import MAX_TENSOR_BYTES
 from autofusion.dialects import dtypes
 from autofusion.dialects.attrs import ORIGINS
 from autofusion.dialects.base import shape_of, str_array, tensor_of
-from autofusion.dialects.nn import ConstantOp
+from autofusion.dialects.nn import ConstantOp, SizesOp
 from autofusion.errors import AutofusionError
 
 FOLD_LIMIT = 64 << 20
@@ -64,7 +64,7 @@ class Const:
         self.array = array
         self.origin = origin
         self.raw = raw
-        self._op: ConstantOp | None = None
+        self._op: ConstantOp | SizesOp | None = None
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -128,7 +128,11 @@ class Emitter:
 
     def materialise(self, c: Const) -> SSAValue:
         if c._op is None:
-            op = ConstantOp(c.dense())
+            op = (
+                SizesOp(list(c.array.reshape(-1)), c.shape, c.elem)
+                if c.is_symbolic
+                else ConstantOp(c.dense())
+            )
             op.attributes[ORIGINS] = str_array([c.origin])
             self.block.add_op(op)
             c._op = op
@@ -207,7 +211,9 @@ class NodeCtx:
 
     def check_size(self, shape: Sequence[int], dtype: np.dtype, what: str = "output") -> int:
         """The byte size of a ``shape`` result of ``dtype``; over :data:`MAX_TENSOR_BYTES` it
-        is an error naming the node, raised before anything is allocated. Returns the size."""
+        is an error naming the node, raised before anything is allocated. Returns the size
+        (of a symbolic shape: at its symbols' upper bounds)."""
+        shape = [symbolic.upper_bound(d) for d in shape]
         n = nbytes_of(shape, dtype)
         if n > MAX_TENSOR_BYTES:
             raise self.error(

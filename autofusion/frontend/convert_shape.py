@@ -168,6 +168,8 @@ def _range(ctx: NodeCtx) -> list[Value]:
     )
     assert start is not None and limit is not None and delta is not None
     s, lim, d = start.reshape(-1)[0], limit.reshape(-1)[0], delta.reshape(-1)[0]
+    if any(isinstance(v, symbolic.Size) for v in (s, lim, d)):
+        return [_symbolic_range(ctx, s, lim, d)]
     n = _range_length(ctx, s, lim, d)
     # Range has no run-time lowering: a result too big to fold is an error, not a constant.
     if not ctx.fold_fits([n], start.dtype):
@@ -179,6 +181,27 @@ def _range(ctx: NodeCtx) -> list[Value]:
 
 
 _INT64_MAX = (1 << 63) - 1
+
+
+def _symbolic_range(ctx: NodeCtx, s: object, lim: object, d: object) -> Value:
+    """Range to a symbolic limit (``arange(seq)``, a symbolic import): the first ``n`` of a
+    constant table of ``s + i*d`` for every ``i`` up to the length's upper bound, taken by a
+    symbolic slice. Start and delta must be static integers and ``d`` divide the span."""
+    if isinstance(s, symbolic.Size) or isinstance(d, symbolic.Size):
+        raise symbolic.SymbolicError("Range with a symbolic start or delta is not supported")
+    a, c = int(s), int(d)  # type: ignore[arg-type]
+    if c <= 0:
+        raise symbolic.SymbolicError(f"Range to a symbolic limit needs a positive delta, not {c}")
+    n = symbolic.as_dim(lim) - a
+    if c != 1:
+        n = n // c  # exact, or a SymbolicError
+    if n < 1:  # decided by the symbols' ranges, or a SymbolicError
+        raise symbolic.SymbolicError(f"Range from {a} to {lim} may be empty")
+    hi = symbolic.upper_bound(n)
+    if not ctx.fold_fits([hi], np.dtype(np.int64)):
+        raise ctx.error(f"Range up to {lim} can hold {hi} elements, too many for its table")
+    table = ctx.const((a + np.arange(hi, dtype=np.int64) * c).astype(np.int64))
+    return slice_value(ctx, table, [0], [n], [1])
 
 
 def _range_length(ctx: NodeCtx, s: np.generic, lim: np.generic, d: np.generic) -> int:
@@ -685,9 +708,10 @@ def _expand(ctx: NodeCtx) -> list[Value]:
         out = shapes.broadcast(value_shape(x), shape)
     except ValueError as e:
         raise ctx.error(str(e)) from None
-    if isinstance(x, Const) and ctx.fold_fits(out, x.array.dtype):
+    static = symbolic.is_static(out)
+    if static and isinstance(x, Const) and ctx.fold_fits(out, x.array.dtype):
         return [ctx.const(_contiguous(np.broadcast_to(x.array, out)))]
-    if max(out, default=0) > _INT64_MAX:  # no tensor type holds it; smaller: type_problem
+    if static and max(out, default=0) > _INT64_MAX:  # no tensor type: larger ones, type_problem
         ctx.check_size(out, value_np_dtype(x))
     if out == value_shape(x):
         return [x]

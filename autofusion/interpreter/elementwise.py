@@ -14,9 +14,10 @@ from xdsl.dialects.builtin import DenseIntOrFPElementsAttr
 from xdsl.ir import Operation
 
 from autofusion.dialects import nn
-from autofusion.dialects.dtypes import numpy_from_dense
+from autofusion.dialects.base import tensor_of
+from autofusion.dialects.dtypes import numpy_from_dense, to_numpy_dtype
 from autofusion.errors import AutofusionError
-from autofusion.interpreter.core import describe, register
+from autofusion.interpreter.core import concrete, concrete_shape, describe, register
 
 Arrays = Sequence[np.ndarray]
 
@@ -339,6 +340,14 @@ def _bitshift(op: nn.BitShiftOp, args: Arrays) -> np.ndarray:
 @register(nn.WhereOp)
 def _where(op: nn.WhereOp, args: Arrays) -> np.ndarray:
     return np.where(args[0], args[1], args[2])
+
+
+@register(nn.SizesOp)
+def _sizes(op: nn.SizesOp, args: Arrays) -> np.ndarray:
+    vals = [concrete(d) for d in op.sizes]
+    return np.array(vals, dtype=to_numpy_dtype(tensor_of(op.y).element_type)).reshape(
+        concrete_shape(op.y)
+    )
 
 
 @register(nn.ConstantOp)
