@@ -17,18 +17,28 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     BoolAttr,
     DenseArrayBase,
+    DictionaryAttr,
     FloatAttr,
+    IntAttr,
     IntegerAttr,
     IntegerType,
     StringAttr,
     TensorType,
     i64,
 )
-from xdsl.ir import Attribute, BlockArgument, OpResult, ParametrizedAttribute, SSAValue
+from xdsl.ir import (
+    Attribute,
+    BlockArgument,
+    Operation,
+    OpResult,
+    ParametrizedAttribute,
+    SSAValue,
+)
 from xdsl.irdl import IRDLOperation, ParsePropInAttrDict, irdl_attr_definition
 from xdsl.utils.exceptions import VerifyException
 
 from autofusion import symbolic
+from autofusion.dialects.attrs import SYMBOLS
 
 
 def i64_array(values: Sequence[int]) -> DenseArrayBase:
@@ -71,6 +81,28 @@ class TensorOp(IRDLOperation):
 
     def fail(self, msg: str) -> VerifyException:
         return VerifyException(f"'{self.name}': {msg}")
+
+    def verify(self, verify_nested_ops: bool = True) -> None:
+        # symbolic sizes in types are text; their ranges are the module's (``nn.symbols``)
+        with symbolic.scope(symbol_ranges(self)):
+            super().verify(verify_nested_ops)
+
+
+def symbol_ranges(op: Operation) -> dict[str, tuple[int, int | None]]:
+    """The declared ranges of a symbolic module (``nn.symbols``) that holds ``op``."""
+    top: Operation | None = op
+    while top is not None and top.parent_op() is not None:
+        top = top.parent_op()
+    decl = top.attributes.get(SYMBOLS) if top is not None else None
+    if not isinstance(decl, DictionaryAttr):
+        return {}
+    out: dict[str, tuple[int, int | None]] = {}
+    for name, rng in decl.data.items():
+        if isinstance(rng, ArrayAttr) and len(rng.data) == 2:
+            lo, hi = rng.data
+            if isinstance(lo, IntAttr) and isinstance(hi, IntAttr):
+                out[name] = (lo.data, hi.data)
+    return out
 
 
 def tensor_of(value: SSAValue) -> TensorType[Attribute]:

@@ -148,12 +148,19 @@ def import_onnx_stream(
     *,
     progress: bool | None = None,
     input_shapes: InputShapes | None = None,
+    symbols: SymbolRanges | None = None,
 ) -> ModuleOp:
     """Import from an open binary file (``autofusion-opt``'s frontend hook); a big regular
-    file is memory-mapped so its weights are copied once, straight into the constants."""
+    file is memory-mapped so its weights are copied once, straight into the constants.
+    ``symbols`` as for :func:`import_onnx`."""
     loaded = loader.load_stream(stream, filename)
     return _Importer(
-        loaded, filename, owned=True, progress=progress, input_shapes=input_shapes
+        loaded,
+        filename,
+        owned=True,
+        progress=progress,
+        input_shapes=input_shapes,
+        symbols=symbols,
     ).run()
 
 

@@ -10,12 +10,17 @@ checks that none is missing); :func:`check_pass_options` turns a bad value into 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import ClassVar
 
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
+from autofusion.dialects.attrs import SYMBOLS
 from autofusion.errors import AutofusionError
 from autofusion.policy.engine import FusionPolicy
 
@@ -99,10 +104,36 @@ def check_pass_options(p: ModulePass) -> None:
 
 class CheckedPass(ModulePass):
     """Base of autofusion's passes: options are range-checked when the pass is built, so a
-    pass made in Python (``LowerFusionToAscendC(cores=0)``) fails as clearly as ``-p``."""
+    pass made in Python (``LowerFusionToAscendC(cores=0)``) fails as clearly as ``-p``.
+
+    A module with symbolic sizes (``nn.symbols``, from a symbolic import: docs/dynamic.md)
+    reaches only passes that declare ``symbolic = True``; any other pass stops with one
+    error naming it, before it reads a type (its ``apply`` is wrapped here)."""
+
+    #: whether the pass handles symbolic sizes (``autofusion.symbolic``)
+    symbolic: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         check_pass_options(self)
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        apply = cls.__dict__.get("apply")
+        if apply is None:
+            return
+
+        @functools.wraps(apply)
+        def checked(self: CheckedPass, ctx: Context, op: ModuleOp) -> None:
+            if not self.symbolic and SYMBOLS in op.attributes:
+                raise AutofusionError(
+                    f"pass {self.name!r} does not handle symbolic sizes yet; the module "
+                    "was imported with symbolic dims (symbols "
+                    f"{', '.join(op.attributes[SYMBOLS].data)}): pin them with "  # type: ignore[attr-defined]
+                    "--input-shape (one build per shape)"
+                )
+            return apply(self, ctx, op)
+
+        cls.apply = checked  # type: ignore[method-assign]
 
 
 @dataclass(frozen=True)

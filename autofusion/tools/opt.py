@@ -87,9 +87,18 @@ class AutofusionOptMain(xDSLOptMain):
         def onnx_frontend(stream: IO[bytes]) -> ModuleOp:
             from autofusion.frontend.onnx_import import import_onnx_stream
             from autofusion.frontend.shapes import parse_shape_specs
+            from autofusion.frontend.symbols import parse_range_specs
 
             pins = parse_shape_specs(self.args.input_shape)
-            return import_onnx_stream(stream, self.get_input_name(), input_shapes=pins)
+            ranges = parse_range_specs(self.args.dynamic)
+            if ranges and not self.args.symbolic:
+                raise AutofusionError("--dynamic gives symbol ranges for --symbolic imports")
+            return import_onnx_stream(
+                stream,
+                self.get_input_name(),
+                input_shapes=pins,
+                symbols=ranges if self.args.symbolic else None,
+            )
 
         self.available_frontends["onnx"] = onnx_frontend
 
@@ -120,6 +129,20 @@ class AutofusionOptMain(xDSLOptMain):
             "(default 16; -1 prints every constant in full)",
         )
         add_input_shape_option(arg_parser)
+        arg_parser.add_argument(
+            "--symbolic",
+            action="store_true",
+            help="import dynamic dims no --input-shape fixes as symbolic sizes (docs/dynamic.md, "
+            "'Symbolic import'): the nn IR holds them as #nn.shape encodings; passes that do "
+            "not handle symbols yet stop with an error naming themselves",
+        )
+        arg_parser.add_argument(
+            "--dynamic",
+            action="append",
+            default=[],
+            metavar="SYM=LO..HI",
+            help="with --symbolic: the range of a symbol (repeatable; default 1..4096)",
+        )
         arg_parser.add_argument(
             "--compile-pipeline",
             action="store_true",
