@@ -25,6 +25,11 @@ Each model is ``NAME`` of the zoo, ``NAME@SEQ`` for a zoo BERT at sequence lengt
 Every build is checked against the other (the project's correctness bar). Not a test: nothing
 here asserts a time.
 
+``--clock cpu`` times each run by the process's CPU time instead of the wall clock: on a
+shared machine a 1-thread run's wall time counts whatever else ran on its core (rounds of one
+build were seen 2x apart), its CPU time does not. Only for 1 thread (more threads' CPU time
+counts OpenMP's spinning), so the thread counts must then be ``1``.
+
     python benchmarks/fusion_efficiency.py --models resnet50,mobilenet,inception,bert_base@128,\
 bert_base@512,swin_tiny --threads 1,2 --runs 10 --rounds 3
 """
@@ -107,7 +112,9 @@ def bytes_per_run(profile: Sequence[Any], runs: int) -> float:
     return sum((k.bytes_moved or 0) * k.calls for k in profile) / runs
 
 
-def measure(spec: str, threads: int, runs: int, rounds: int, say: Any) -> dict[str, Any]:
+def measure(
+    spec: str, threads: int, runs: int, rounds: int, say: Any, clock: str = "wall"
+) -> dict[str, Any]:
     import autofusion
     from autofusion.testing import compare
     from autofusion.zoo import sample_inputs
@@ -125,6 +132,7 @@ def measure(spec: str, threads: int, runs: int, rounds: int, say: Any) -> dict[s
         got = builds[True].run(feeds)
         bad = [n for n in ref if not compare(got[n], ref[n]).match]
         times: dict[bool, list[float]] = {False: [], True: []}
+        now = time.process_time if clock == "cpu" else time.perf_counter
         for r in range(rounds):
             order = (False, True) if r % 2 == 0 else (True, False)
             for fusion in order:
@@ -132,9 +140,9 @@ def measure(spec: str, threads: int, runs: int, rounds: int, say: Any) -> dict[s
                 m.run(feeds)  # warm
                 ts = []
                 for _ in range(runs):
-                    t0 = time.perf_counter()
+                    t0 = now()
                     m.run(feeds)
-                    ts.append(time.perf_counter() - t0)
+                    ts.append(now() - t0)
                 times[fusion].append(statistics.median(ts))
         prof = {f: builds[f].profile(feeds, runs) for f in (False, True)}
     finally:
@@ -188,7 +196,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=10, help="timed runs per round and build")
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds")
     ap.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
+    ap.add_argument(
+        "--clock",
+        choices=("wall", "cpu"),
+        default="wall",
+        help="time runs by the wall clock or by process CPU time (1 thread only)",
+    )
     args = ap.parse_args(argv)
+    if args.clock == "cpu" and args.threads != "1":
+        ap.error("--clock cpu needs --threads 1 (CPU time of several threads counts spinning)")
 
     def say(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
@@ -197,7 +213,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for spec in args.models.split(","):
         for threads in (int(t) for t in args.threads.split(",")):
             say(f"{spec}, {threads} thread(s); load average {os.getloadavg()[0]:.1f}")
-            row = measure(spec, threads, args.runs, args.rounds, say)
+            row = measure(spec, threads, args.runs, args.rounds, say, args.clock)
             say(f"  ratio {row['ratio']:.2f}; rounds {row['rounds_ms']}")
             if row["mismatch"]:
                 say(f"  OUTPUTS DIFFER between the builds: {row['mismatch']}")

@@ -1827,9 +1827,8 @@ static inline int afrt_conv_own_(const float *x, const float *w, const float *bi
  * constant operand), X^T per call as A panels, a k block at a time; each thread computes a [positions x channels] tile into
  * its own padded scratch (whole MR x NR register tiles, no edge handling), transposes it into
  * the NCHW output adding the bias, and then runs the epilogue on that finished block (rows =
- * channels, cols = positions, ld = OH*OW: the epilogue contract is unchanged); the built-in
- * clamp epilogue (afrt_epi_clamp_fn) is applied in the transposing store instead, before each
- * value's only store.
+ * channels, cols = positions, ld = OH*OW: the epilogue contract is unchanged), the built-in
+ * clamp epilogue too (in the transposing store it was slower: scalar, see below).
  *
  * The rule (clib.conv_algo holds the same; a test compares them): a 1x1 stride-1 unpadded
  * conv with at least AFRT_1X1T_MIN_C input and AFRT_1X1T_MIN_K output channels per group,
@@ -1890,23 +1889,15 @@ static inline int afrt_conv1x1t_applies(const afrt_conv_params *p) {
 }
 
 /* y[j*ld + i] = t[i*ldt + j] (+ bias[j]) for i < m, j < n: a tile of the transposed GEMM's
- * output into the NCHW rows it belongs to, 16 channels at a time (the tile is still in L1/L2).
- * With cl (the built-in clamp epilogue) each value is finished before its store, after the
- * bias: + z[j*cl->res_ld + i] (z NULL: no residual), then clamped (afrt_epi_clamp_fn's order). */
+ * output into the NCHW rows it belongs to, 16 channels at a time (the tile is still in L1/L2). */
 static inline void afrt_store_transposed_(const float *restrict t, int64_t ldt, int64_t m,
                                           int64_t n, const float *bias, float *restrict y,
-                                          int64_t ld, const afrt_epi_clamp *cl, const float *z) {
+                                          int64_t ld) {
     for (int64_t j0 = 0; j0 < n; j0 += 16) {
         const int64_t j1 = afrt_min_(n, j0 + 16);
         for (int64_t i = 0; i < m; ++i) {
             const float *ti = t + i * ldt;
-            if (cl) {
-                for (int64_t j = j0; j < j1; ++j) {
-                    float v = bias ? ti[j] + bias[j] : ti[j];
-                    if (z) v += z[j * cl->res_ld + i];
-                    y[j * ld + i] = afrt_epi_clamp1_(v, cl->lo, cl->hi);
-                }
-            } else if (bias) {
+            if (bias) {
                 for (int64_t j = j0; j < j1; ++j) y[j * ld + i] = ti[j] + bias[j];
             } else {
                 for (int64_t j = j0; j < j1; ++j) y[j * ld + i] = ti[j];
@@ -1946,7 +1937,6 @@ static inline int afrt_conv1x1t_f32(const float *x, const float *w, const float 
     afrt_gemm_split_(hw, kg, p->N * G, &mb, &nb);
     const int64_t nmb = afrt_nblocks_(hw, mb), nnb = afrt_nblocks_(kg, nb);
     const int64_t per_img = G * nmb * nnb, ntiles = p->N * per_img;
-    const afrt_epi_clamp *cl = afrt_epi_builtin_clamp_(epi);
     int failed = 0;
     AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (ntiles > 1 && afrt_worth_threads_((double)p->N * p->K * hw * cg)))
     for (int64_t t = 0; t < ntiles; ++t) {
@@ -1987,12 +1977,13 @@ static inline int afrt_conv1x1t_f32(const float *x, const float *w, const float 
         }
         float *yn = y + n * p->K * hw;
         const int64_t k0 = g * kg + j0;
-        /* the bias, and the built-in clamp epilogue (cl), on the way into y; any other
-         * epilogue on the stored block */
-        const float *z = cl && cl->res ? afrt_epi_clamp_res_(cl, n, k0) + i0 : NULL;
+        /* the bias on the way into y, then the epilogue on the stored block (in L1): the
+         * built-in clamp applied in this transposing store instead (scalar, the residual
+         * read across its rows) measured 9-17% slower on 3x3 and 4x4 maps
+         * (benchmarks/conv_epilogue.py, docs/runtime.md) */
         afrt_store_transposed_(tmp, ldt, i1 - i0, j1 - j0, bias ? bias + k0 : NULL,
-                               yn + k0 * hw + i0, hw, cl, z);
-        if (!cl) afrt_finish_block_(yn, NULL, n, k0, g * kg + j1, i0, i1, hw, epi);
+                               yn + k0 * hw + i0, hw);
+        afrt_finish_block_(yn, NULL, n, k0, g * kg + j1, i0, i1, hw, epi);
     }
     free(pbs);
     return !failed;

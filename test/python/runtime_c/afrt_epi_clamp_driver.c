@@ -3,9 +3,8 @@
  * and im2col (groups, batch 2) and afrt_matmul_f32 (batch, alpha, beta, broadcast residual);
  * Winograd (afrt_winograd_f32: cut edge tiles, several tile blocks), the blocked direct conv
  * (afrt_nchwc_f32: tile widths 14, 13, 7 and dropped columns, row pairs, stride 2, 1x1, channel
- * counts off the 16/32 blocks; afrt_nchwc_ex_f32 with a blocked output) and gemm_1x1_t
- * (afrt_conv1x1t_f32: 7-, 8- and 12-row tiles, groups). Each applies the built-in one to its
- * values before their only store; the results must be bit-identical to the callback's, NaN,
+ * counts off the 16/32 blocks; afrt_nchwc_ex_f32 with a blocked output). Each applies the
+ * built-in one to its values before their only store; the results must be bit-identical to the callback's, NaN,
  * inf and -0.0 included (the inputs, residuals and some biases hold some), with residuals per
  * image and broadcast over the batch.
  *
@@ -62,9 +61,8 @@ static const float BOUNDS_[][2] = {{0.0f, INFINITY}, {0.0f, 6.0f}, {-INFINITY, I
                                    {-0.25f, 0.25f}};
 
 /* The conv kernels that finish their outputs with the built-in clamp at the store. */
-enum { K_CONV2D, K_WINOGRAD, K_NCHWC, K_NCHWC_BLOCKED_OUT, K_CONV1X1T };
-static const char *const KIND_NAMES_[] = {"conv2d", "winograd", "nchwc", "nchwc_blocked_out",
-                                          "conv1x1t"};
+enum { K_CONV2D, K_WINOGRAD, K_NCHWC, K_NCHWC_BLOCKED_OUT };
+static const char *const KIND_NAMES_[] = {"conv2d", "winograd", "nchwc", "nchwc_blocked_out"};
 
 /* One call of kernel `kind`; 0 if it declined (then the case would check nothing). */
 static int run_conv_(int kind, const float *x, const float *w, const float *b, float *y,
@@ -73,7 +71,6 @@ static int run_conv_(int kind, const float *x, const float *w, const float *b, f
     case K_WINOGRAD: return afrt_winograd_f32(x, w, b, y, p, e);
     case K_NCHWC: return afrt_nchwc_f32(x, w, b, y, p, e);
     case K_NCHWC_BLOCKED_OUT: return afrt_nchwc_ex_f32(x, w, b, y, p, e, AFRT_NC_OUT_BLOCKED);
-    case K_CONV1X1T: return afrt_conv1x1t_f32(x, w, b, y, p, e);
     default: afrt_conv2d_f32(x, w, b, y, p, NULL, e); return 1;
     }
 }
@@ -156,10 +153,6 @@ int main(int argc, char **argv) {
         {K_NCHWC, {2, 16, 9, 30, 36, 1, 1, 9, 30, 1, 1, 0, 0, 0, 0, 1, 1, 1}},    /* 1x1, 14+14+2 */
         {K_NCHWC_BLOCKED_OUT, {1, 16, 13, 13, 40, 3, 3, 13, 13, 1, 1, 1, 1, 1, 1, 1, 1, 1}},
         {K_NCHWC_BLOCKED_OUT, {2, 32, 7, 7, 32, 3, 3, 7, 7, 1, 1, 1, 1, 1, 1, 1, 1, 1}},
-        {K_CONV1X1T, {2, 40, 3, 3, 40, 1, 1, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1, 1}},  /* 12-row tiles */
-        {K_CONV1X1T, {1, 64, 4, 4, 100, 1, 1, 4, 4, 1, 1, 0, 0, 0, 0, 1, 1, 1}}, /* 8, K off 32 */
-        {K_CONV1X1T, {2, 48, 7, 2, 64, 1, 1, 7, 2, 1, 1, 0, 0, 0, 0, 1, 1, 2}},  /* 7, groups */
-        {K_CONV1X1T, {1, 300, 2, 5, 36, 1, 1, 2, 5, 1, 1, 0, 0, 0, 0, 1, 1, 1}}, /* C > KC */
     };
     for (size_t ci = 0; ci < sizeof convs / sizeof convs[0]; ++ci) {
         const int got = check_conv_(K_CONV2D, &convs[ci]);
