@@ -16,7 +16,9 @@ of each build. From those:
   end-to-end time (the profile's own timer overhead, larger for the build with more kernels,
   so cancels out of the share).
 - **saving** = unfused - fused end-to-end time, and **ratio** = saving / R (issue 16's bar:
-  at least 0.8).
+  at least 0.8). **paired saving** is the median over rounds of each round's unfused - fused
+  (the two builds ran back to back in that round): on a shared machine whose speed drifts
+  during a measurement it moves less than the difference of the two medians.
 - **bytes moved** per inference, fused and unfused, from the cost model's compulsory traffic of
   each kernel (``report["kernel_work"]``, the profiler's ``bytes_moved`` times calls).
 
@@ -149,6 +151,7 @@ def measure(
         for m in builds.values():
             m.close()
     unf, fus = statistics.median(times[False]), statistics.median(times[True])
+    paired = statistics.median(u - f for u, f in zip(times[False], times[True], strict=True))
     split = split_profile(prof[False], prof[True])
     r_s = split.removed_share * unf
     return {
@@ -159,6 +162,8 @@ def measure(
         "R_ms": 1e3 * r_s,
         "saving_ms": 1e3 * (unf - fus),
         "ratio": (unf - fus) / r_s if r_s > 0 else float("nan"),
+        "saving_paired_ms": 1e3 * paired,
+        "ratio_paired": paired / r_s if r_s > 0 else float("nan"),
         "kernels_unfused": len(prof[False]),
         "kernels_fused": len(prof[True]),
         "absorbed": split.absorbed,
@@ -176,13 +181,15 @@ def measure(
 def table(rows: Sequence[Mapping[str, Any]]) -> str:
     out = [
         "| model | threads | unfused ms | fused ms | R ms | saving ms | saving / R "
+        "| paired saving ms | paired saving / R "
         "| kernels (absorbed, removed) | MB moved unfused -> fused |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         out.append(
             f"| {r['model']} | {r['threads']} | {r['unfused_ms']:.2f} | {r['fused_ms']:.2f} "
             f"| {r['R_ms']:.2f} | {r['saving_ms']:.2f} | {r['ratio']:.2f} "
+            f"| {r['saving_paired_ms']:.2f} | {r['ratio_paired']:.2f} "
             f"| {r['kernels_unfused']} -> {r['kernels_fused']} ({r['absorbed']}, "
             f"{r['eliminated']}) | {r['mb_unfused']:.1f} -> {r['mb_fused']:.1f} |"
         )
@@ -214,7 +221,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         for threads in (int(t) for t in args.threads.split(",")):
             say(f"{spec}, {threads} thread(s); load average {os.getloadavg()[0]:.1f}")
             row = measure(spec, threads, args.runs, args.rounds, say, args.clock)
-            say(f"  ratio {row['ratio']:.2f}; rounds {row['rounds_ms']}")
+            say(
+                f"  ratio {row['ratio']:.2f} (paired {row['ratio_paired']:.2f}); "
+                f"rounds {row['rounds_ms']}"
+            )
             if row["mismatch"]:
                 say(f"  OUTPUTS DIFFER between the builds: {row['mismatch']}")
             rows.append(row)
