@@ -252,7 +252,8 @@ static inline void afrt_nc_store_(const float *restrict t, int64_t kn, int64_t r
         _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
         _mm512_set1_epi32(AFRT_NC_L));
     const __mmask16 m = (__mmask16)((1u << nw) - 1u);
-    const __m512 lo = _mm512_set1_ps(cl ? cl->lo : 0.0f), hi = _mm512_set1_ps(cl ? cl->hi : 0.0f);
+    const __m512 lo = _mm512_set1_ps(cl ? cl->lo : 0.0f);
+    const __m512 hi = _mm512_set1_ps(cl ? cl->hi : 0.0f);
     const int up = cl && cl->hi != INFINITY; /* an infinite upper bound changes nothing */
     for (int64_t k = 0; k < kn; ++k) {
         const float *tk = t + ((k / AFRT_NC_L) * AFRT_NC_MAXW) * AFRT_NC_L + k % AFRT_NC_L;
@@ -260,7 +261,8 @@ static inline void afrt_nc_store_(const float *restrict t, int64_t kn, int64_t r
             __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, jx,
                                                 tk + i * ncol * AFRT_NC_L, 4);
             if (cl) { /* afrt_epi_clamp1_: v kept where v > lo or NaN, then where v < hi or NaN */
-                if (z0) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, z0 + k * cl->res_ld + i * OW));
+                if (z0)
+                    v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, z0 + k * cl->res_ld + i * OW));
                 v = _mm512_mask_mov_ps(lo, _mm512_cmp_ps_mask(v, lo, _CMP_NLE_UQ), v);
                 if (up) v = _mm512_mask_mov_ps(hi, _mm512_cmp_ps_mask(v, hi, _CMP_NGE_UQ), v);
             }
