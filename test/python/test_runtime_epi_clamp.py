@@ -1,8 +1,11 @@
 """afrt.h's built-in clamp epilogue (``afrt_epi_clamp_fn``): the GEMM core applies it in the
-micro-kernel's registers (AVX-512) or per micro-tile, and must give exactly what the same
+micro-kernel's registers (AVX-512) or per micro-tile, Winograd in its output transform and the
+blocked direct conv between its gather and its store, and each must give exactly what the same
 epilogue gives when called as an ordinary function (the C driver compares the bits, with NaN,
-inf and -0.0 among the inputs) for 1x1 and im2col convs and batched matmuls with alpha, beta
-and a broadcast residual, on every ISA path, 1 and 2 threads, and under ASan/UBSan."""
+inf and -0.0 among the inputs, residuals and biases; two NaNs that meet may keep either sign)
+for 1x1 and im2col convs, batched matmuls with alpha, beta and a broadcast residual, Winograd
+(cut edge tiles, several tile blocks) and the blocked direct conv (its tile widths, row pairs,
+stride 2, 1x1, a blocked output), on every ISA path, 1 and 2 threads, and under ASan/UBSan."""
 
 from __future__ import annotations
 
