@@ -1,8 +1,11 @@
 """afrt.h's built-in clamp epilogue (``afrt_epi_clamp_fn``): the GEMM core applies it in the
-micro-kernel's registers (AVX-512) or per micro-tile, and must give exactly what the same
+micro-kernel's registers (AVX-512) or per micro-tile, Winograd in its output transform and the
+blocked direct conv between its gather and its store, and each must give exactly what the same
 epilogue gives when called as an ordinary function (the C driver compares the bits, with NaN,
-inf and -0.0 among the inputs) for 1x1 and im2col convs and batched matmuls with alpha, beta
-and a broadcast residual, on every ISA path, 1 and 2 threads, and under ASan/UBSan."""
+inf and -0.0 among the inputs, residuals and biases; two NaNs that meet may keep either sign)
+for 1x1 and im2col convs, batched matmuls with alpha, beta and a broadcast residual, Winograd
+(cut edge tiles, several tile blocks) and the blocked direct conv (its tile widths, row pairs,
+stride 2, 1x1, a blocked output), on every ISA path, 1 and 2 threads, and under ASan/UBSan."""
 
 from __future__ import annotations
 
@@ -43,7 +46,7 @@ def driver(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
 def test_builtin_clamp_epilogue_is_bit_identical(driver: Path, threads: int) -> None:
     got = subprocess.run([str(driver), str(threads)], capture_output=True, text=True)
     assert got.returncode == 0, got.stdout + got.stderr
-    assert got.stdout.strip() == "ok 80"
+    assert got.stdout.strip() == "ok 214"
 
 
 def _residual_block() -> onnx.ModelProto:

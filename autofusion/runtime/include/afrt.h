@@ -170,6 +170,29 @@ static inline void afrt_epi_clamp_fn(void *ctx, float *out, int64_t batch, int64
     }
 }
 
+/* The descriptor of the built-in clamp epilogue when epi is it, else NULL: kernels that know it
+ * apply it to their values before the only store instead of calling it on the stored output. */
+static inline const afrt_epi_clamp *afrt_epi_builtin_clamp_(afrt_epilogue epi) {
+    return epi.fn == afrt_epi_clamp_fn ? (const afrt_epi_clamp *)epi.ctx : NULL;
+}
+
+/* Row r of batch item b of e's residual (res_ld apart), or NULL when it has none. */
+static inline const float *afrt_epi_clamp_res_(const afrt_epi_clamp *e, int64_t b, int64_t r) {
+    return e->res ? e->res + b * e->res_stride + r * e->res_ld : NULL;
+}
+
+/* dst[j] = clamp(src[j] (+ z[j])) for j < n (z NULL: no residual): afrt_epi_clamp_fn's
+ * operations in its order, so storing this gives the bits that storing src and then calling
+ * the epilogue on it gives. dst may equal src (element j is read before it is written). */
+static inline void afrt_epi_clamp_store_(float *dst, const float *src, const float *restrict z,
+                                         int64_t n, float lo, float hi) {
+    if (z) {
+        for (int64_t j = 0; j < n; ++j) dst[j] = afrt_epi_clamp1_(src[j] + z[j], lo, hi);
+    } else {
+        for (int64_t j = 0; j < n; ++j) dst[j] = afrt_epi_clamp1_(src[j], lo, hi);
+    }
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Threads and strategy.
  * ------------------------------------------------------------------------------------------- */
@@ -1803,8 +1826,9 @@ static inline int afrt_conv_own_(const float *x, const float *w, const float *bi
  * MR-row tiles (16 = 2 tiles of 8 rows). W^T is packed once as B panels (cached like every
  * constant operand), X^T per call as A panels, a k block at a time; each thread computes a [positions x channels] tile into
  * its own padded scratch (whole MR x NR register tiles, no edge handling), transposes it into
- * the NCHW output and then adds bias and runs the epilogue on that finished block (rows =
- * channels, cols = positions, ld = OH*OW: the epilogue contract is unchanged).
+ * the NCHW output adding the bias, and then runs the epilogue on that finished block (rows =
+ * channels, cols = positions, ld = OH*OW: the epilogue contract is unchanged), the built-in
+ * clamp epilogue too (in the transposing store it was slower: scalar, see below).
  *
  * The rule (clib.conv_algo holds the same; a test compares them): a 1x1 stride-1 unpadded
  * conv with at least AFRT_1X1T_MIN_C input and AFRT_1X1T_MIN_K output channels per group,
@@ -1864,15 +1888,20 @@ static inline int afrt_conv1x1t_applies(const afrt_conv_params *p) {
     return swapped < direct;
 }
 
-/* y[j*ld + i] = t[i*ldt + j] for i < m, j < n: a tile of the transposed GEMM's output into
- * the NCHW rows it belongs to, 16 channels at a time (the tile is still in L1/L2). */
+/* y[j*ld + i] = t[i*ldt + j] (+ bias[j]) for i < m, j < n: a tile of the transposed GEMM's
+ * output into the NCHW rows it belongs to, 16 channels at a time (the tile is still in L1/L2). */
 static inline void afrt_store_transposed_(const float *restrict t, int64_t ldt, int64_t m,
-                                          int64_t n, float *restrict y, int64_t ld) {
+                                          int64_t n, const float *bias, float *restrict y,
+                                          int64_t ld) {
     for (int64_t j0 = 0; j0 < n; j0 += 16) {
         const int64_t j1 = afrt_min_(n, j0 + 16);
         for (int64_t i = 0; i < m; ++i) {
             const float *ti = t + i * ldt;
-            for (int64_t j = j0; j < j1; ++j) y[j * ld + i] = ti[j];
+            if (bias) {
+                for (int64_t j = j0; j < j1; ++j) y[j * ld + i] = ti[j] + bias[j];
+            } else {
+                for (int64_t j = j0; j < j1; ++j) y[j * ld + i] = ti[j];
+            }
         }
     }
 }
@@ -1948,8 +1977,13 @@ static inline int afrt_conv1x1t_f32(const float *x, const float *w, const float 
         }
         float *yn = y + n * p->K * hw;
         const int64_t k0 = g * kg + j0;
-        afrt_store_transposed_(tmp, ldt, i1 - i0, j1 - j0, yn + k0 * hw + i0, hw);
-        afrt_finish_block_(yn, bias, n, k0, g * kg + j1, i0, i1, hw, epi);
+        /* the bias on the way into y, then the epilogue on the stored block (in L1): the
+         * built-in clamp applied in this transposing store instead (scalar, the residual
+         * read across its rows) measured 9-17% slower on 3x3 and 4x4 maps
+         * (benchmarks/conv_epilogue.py, docs/runtime.md) */
+        afrt_store_transposed_(tmp, ldt, i1 - i0, j1 - j0, bias ? bias + k0 : NULL,
+                               yn + k0 * hw + i0, hw);
+        afrt_finish_block_(yn, NULL, n, k0, g * kg + j1, i0, i1, hw, epi);
     }
     free(pbs);
     return !failed;

@@ -29,7 +29,9 @@
  * The bias is the accumulators' start value; the tile goes to NCHW y through a small local
  * array (a masked gather and a masked store per channel and row); the epilogue
  * (afrt_epilogue, same contract as the GEMM path) runs on each finished row (or row pair)
- * of 32 channels while it is in L1. Weights are prefetched AFRT_NC_PF floats ahead.
+ * of 32 channels while it is in L1, except the built-in clamp epilogue (afrt_epi_clamp_fn:
+ * residual add, Relu / Clip), which is applied to each row between the gather and its only
+ * store (the blocked output: in its copy). Weights are prefetched AFRT_NC_PF floats ahead.
  *
  * Tasks are (image, 32-channel block, output row or row pair), static over OpenMP threads;
  * a thread's consecutive rows reuse the same weights from L2.
@@ -239,20 +241,31 @@ static inline int afrt_nc_width_(int64_t nw) {
 
 /* The tile t[2][14][16] (output j = row j / nw, column j % nw; 32 channels) into NCHW y at
  * its first output y0: kn channels, ohw apart, rows OW apart. AVX-512: one masked gather
- * from t (in L1) and one masked store per channel and row. */
+ * from t (in L1) and one masked store per channel and row. With cl (the built-in clamp
+ * epilogue) each row is finished before its store: + the residual (z0: the element of the
+ * tile's first output, channels cl->res_ld apart; NULL: none), then clamped. */
 static inline void afrt_nc_store_(const float *restrict t, int64_t kn, int64_t rows,
                                   int64_t ncol, int64_t nw, float *restrict y0, int64_t ohw,
-                                  int64_t OW) {
+                                  int64_t OW, const afrt_epi_clamp *cl, const float *z0) {
 #if defined(__AVX512F__)
     const __m512i jx = _mm512_mullo_epi32(
         _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
         _mm512_set1_epi32(AFRT_NC_L));
     const __mmask16 m = (__mmask16)((1u << nw) - 1u);
+    const __m512 lo = _mm512_set1_ps(cl ? cl->lo : 0.0f);
+    const __m512 hi = _mm512_set1_ps(cl ? cl->hi : 0.0f);
+    const int up = cl && cl->hi != INFINITY; /* an infinite upper bound changes nothing */
     for (int64_t k = 0; k < kn; ++k) {
         const float *tk = t + ((k / AFRT_NC_L) * AFRT_NC_MAXW) * AFRT_NC_L + k % AFRT_NC_L;
         for (int64_t i = 0; i < rows; ++i) {
-            const __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, jx,
-                                                      tk + i * ncol * AFRT_NC_L, 4);
+            __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, jx,
+                                                tk + i * ncol * AFRT_NC_L, 4);
+            if (cl) { /* afrt_epi_clamp1_: v kept where v > lo or NaN, then where v < hi or NaN */
+                if (z0)
+                    v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, z0 + k * cl->res_ld + i * OW));
+                v = _mm512_mask_mov_ps(lo, _mm512_cmp_ps_mask(v, lo, _CMP_NLE_UQ), v);
+                if (up) v = _mm512_mask_mov_ps(hi, _mm512_cmp_ps_mask(v, hi, _CMP_NGE_UQ), v);
+            }
             _mm512_mask_storeu_ps(y0 + k * ohw + i * OW, m, v);
         }
     }
@@ -261,6 +274,14 @@ static inline void afrt_nc_store_(const float *restrict t, int64_t kn, int64_t r
         const float *restrict tk = t + ((k / AFRT_NC_L) * AFRT_NC_MAXW) * AFRT_NC_L + k % AFRT_NC_L;
         for (int64_t i = 0; i < rows; ++i) {
             float *restrict yr = y0 + k * ohw + i * OW;
+            if (cl) {
+                const float *zr = z0 ? z0 + k * cl->res_ld + i * OW : NULL;
+                for (int64_t j = 0; j < nw; ++j) {
+                    const float v = tk[(i * ncol + j) * AFRT_NC_L];
+                    yr[j] = afrt_epi_clamp1_(zr ? v + zr[j] : v, cl->lo, cl->hi);
+                }
+                continue;
+            }
             for (int64_t j = 0; j < nw; ++j) yr[j] = tk[(i * ncol + j) * AFRT_NC_L];
         }
     }
@@ -270,14 +291,23 @@ static inline void afrt_nc_store_(const float *restrict t, int64_t kn, int64_t r
 /* The tile t (as for afrt_nc_store_) into NCHW16c y at block kb0 of its first output y0
  * (the block's plane is planef floats): each row of each 16-channel block is nw whole
  * vectors, one copy. Channels past kn are the zero weights' sums (0 + bias 0): the blocks'
- * padding stays zero. */
+ * padding stays zero. With cl (the built-in clamp epilogue in its flat form, as
+ * afrt_nc_epilogue_blocked_ calls it) each row is finished on the way: + the residual at the
+ * same flat offset (z0 for y0; NULL: none), then clamped. */
 static inline void afrt_nc_store_blocked_(const float *restrict t, int64_t kn, int64_t rows,
                                           int64_t ncol, int64_t nw, float *restrict y0,
-                                          int64_t planef, int64_t OW) {
+                                          int64_t planef, int64_t OW, const afrt_epi_clamp *cl,
+                                          const float *z0) {
     for (int64_t h = 0; h * AFRT_NC_L < kn; ++h)
-        for (int64_t i = 0; i < rows; ++i)
-            memcpy(y0 + h * planef + i * OW * AFRT_NC_L, t + (h * AFRT_NC_MAXW + i * ncol) * AFRT_NC_L,
-                   (size_t)(nw * AFRT_NC_L) * sizeof(float));
+        for (int64_t i = 0; i < rows; ++i) {
+            const int64_t off = h * planef + i * OW * AFRT_NC_L;
+            const float *src = t + (h * AFRT_NC_MAXW + i * ncol) * AFRT_NC_L;
+            if (cl)
+                afrt_epi_clamp_store_(y0 + off, src, z0 ? z0 + off : NULL, nw * AFRT_NC_L,
+                                      cl->lo, cl->hi);
+            else
+                memcpy(y0 + off, src, (size_t)(nw * AFRT_NC_L) * sizeof(float));
+        }
 }
 
 /* The epilogue on a blocked y: its flat form, (n 0, channels [0, 1), positions [f0, f1)),
@@ -374,6 +404,8 @@ AFRT_NC_INLINE_ int afrt_nchwc_body_(const float *x, const float *w, const float
             afrt_nc_reorder_row_(x + n * C * hw, p, cb, i, Wp, xr);
     }
     const int64_t tasks = p->N * Kp * nrb;
+    /* the built-in clamp epilogue: on each row as it is stored (afrt_nc_store_*) */
+    const afrt_epi_clamp *cl = afrt_epi_builtin_clamp_(epi);
     AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (threads && tasks > 1))
     for (int64_t task = 0; task < tasks; ++task) {
         const int64_t n = task / (Kp * nrb), kp = (task / nrb) % Kp, oh0 = (task % nrb) * nr;
@@ -384,6 +416,12 @@ AFRT_NC_INLINE_ int afrt_nchwc_body_(const float *x, const float *w, const float
         const float *xrow = xb + n * imgf + oh0 * st * rowf;
         const float *wk = wb + kp * Cb * R * S * AFRT_NC_L * AFRT_NC_KT;
         float *yn = yblk ? y + n * Kb * AFRT_NC_L * ohw : y + n * K * ohw;
+        /* the built-in clamp's residual at this task's first output, in the epilogue's
+         * coordinates: the flat offset of a blocked y, else image n, channel k0, row oh0 */
+        const float *zt =
+            !cl || !cl->res ? NULL
+            : yblk          ? cl->res + (yn - y) + k0 * ohw + oh0 * OW * AFRT_NC_L
+                            : afrt_epi_clamp_res_(cl, n, k0) + oh0 * OW;
         for (int64_t tw = 0; tw < nwt; ++tw) {
             const int64_t ow0 = tw * ncol, nw = afrt_min_(ncol, OW - ow0);
             const int cw = rows == 2 ? (int)ncol : afrt_nc_width_(nw);
@@ -392,10 +430,13 @@ AFRT_NC_INLINE_ int afrt_nchwc_body_(const float *x, const float *w, const float
             if (yblk)
                 afrt_nc_store_blocked_(t, kn, rows, cw, nw,
                                        yn + k0 * ohw + (oh0 * OW + ow0) * AFRT_NC_L,
-                                       ohw * AFRT_NC_L, OW);
+                                       ohw * AFRT_NC_L, OW, cl,
+                                       zt ? zt + ow0 * AFRT_NC_L : NULL);
             else
-                afrt_nc_store_(t, kn, rows, cw, nw, yn + k0 * ohw + oh0 * OW + ow0, ohw, OW);
+                afrt_nc_store_(t, kn, rows, cw, nw, yn + k0 * ohw + oh0 * OW + ow0, ohw, OW, cl,
+                               zt ? zt + ow0 : NULL);
         }
+        if (cl) continue; /* finished at the stores */
         if (yblk) {
             for (int64_t h = 0; h * AFRT_NC_L < kn; ++h) {
                 const int64_t f0 = (yn - y) + (k0 + h * AFRT_NC_L) * ohw + oh0 * OW * AFRT_NC_L;

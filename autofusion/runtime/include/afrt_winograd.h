@@ -24,7 +24,9 @@
  *   packed B panels (V_xi, 16 tiles per vector, zeros outside the input: the padding and the
  *   edge tiles), runs the 36 GEMMs with afrt_gemm_tile_ (the same micro-kernels as
  *   im2col_gemm), then the output transform adds the bias, writes the outputs inside
- *   OH x OW (edge tiles are cut) and runs the epilogue on each finished row segment.
+ *   OH x OW (edge tiles are cut) and runs the epilogue on each finished row segment; the
+ *   built-in clamp epilogue (afrt_epi_clamp_fn: residual add, Relu / Clip) is instead
+ *   applied in the output transform, before each output's only store.
  *   nt is chosen so V and M of one task stay in L2 (AFRT_WG_BYTES).
  *
  * Error: the transforms' constants (1/4, 1/6, 1/24; 8, 5) grow fp32 rounding error by about
@@ -239,12 +241,37 @@ static inline void afrt_wg_input_(const float *restrict xn, const afrt_conv_para
     }
 }
 
+/* afrt_epi_clamp1_ on the 16 lanes of every output of a tile group (AVX-512: two masked
+ * moves per bound and vector, as the GEMM core's epilogue kernel does; GCC vectorised the
+ * scalar form 4 lanes at a time, which cost more than the pass over y it replaces). */
+static inline void afrt_wg_clamp_(float o[4][4][AFRT_WG_L], float lo, float hi) {
+#if defined(__AVX512F__)
+    const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+    const int up = hi != INFINITY; /* an infinite upper bound changes nothing */
+    for (int i = 0; i < 4; ++i)
+        for (int j = 0; j < 4; ++j) {
+            __m512 v = _mm512_loadu_ps(o[i][j]); /* kept where v > lo or NaN, then v < hi or NaN */
+            v = _mm512_mask_mov_ps(vlo, _mm512_cmp_ps_mask(v, vlo, _CMP_NLE_UQ), v);
+            if (up) v = _mm512_mask_mov_ps(vhi, _mm512_cmp_ps_mask(v, vhi, _CMP_NGE_UQ), v);
+            _mm512_storeu_ps(o[i][j], v);
+        }
+#else
+    for (int i = 0; i < 4; ++i)
+        for (int j = 0; j < 4; ++j)
+            for (int l = 0; l < AFRT_WG_L; ++l) o[i][j][l] = afrt_epi_clamp1_(o[i][j][l], lo, hi);
+#endif
+}
+
 /* Output transform of rows [k0, k1) of M (row k of matrix xi at M + (k * 36 + xi) * np) for
- * tiles [t0, t0 + nt) of image n: bias added, outputs inside OH x OW written to yn. */
+ * tiles [t0, t0 + nt) of image n: bias added, outputs inside OH x OW written to yn. With cl
+ * (the built-in clamp epilogue, afrt_epi_builtin_clamp_), each output is finished before its
+ * store: + its residual element (zn: image n's residual, or NULL), then clamped. */
 static inline void afrt_wg_output_(const float *restrict M, const float *bias,
                                    const afrt_conv_params *p, int64_t TW, int64_t t0, int64_t nt,
-                                   int64_t np, int64_t k0, int64_t k1, float *restrict yn) {
+                                   int64_t np, int64_t k0, int64_t k1, float *restrict yn,
+                                   const afrt_epi_clamp *cl, const float *zn) {
     const int64_t OH = p->OH, OW = p->OW, ohw = OH * OW;
+    const float lo = cl ? cl->lo : 0.0f, hi = cl ? cl->hi : 0.0f;
     for (int64_t g0 = 0; g0 < nt; g0 += AFRT_WG_L) {
         const int64_t gl = afrt_min_(AFRT_WG_L, nt - g0);
         for (int64_t k = k0; k < k1; ++k) {
@@ -270,18 +297,23 @@ static inline void afrt_wg_output_(const float *restrict M, const float *bias,
                     o[i][2][l] = (f1 + f2) + 4.0f * (f3 + f4) + bv;
                     o[i][3][l] = (f1 - f2) + 8.0f * (f3 - f4) + f5 + bv;
                 }
+            if (cl && !zn) afrt_wg_clamp_(o, lo, hi); /* no residual: 16 tiles at once */
             /* tile-major rows (ob[i][4l + j]), then each tile's 4 rows of 4 (cut at edges) */
             float ob[4][4 * AFRT_WG_L];
             for (int i = 0; i < 4; ++i)
                 for (int l = 0; l < AFRT_WG_L; ++l)
                     for (int j = 0; j < 4; ++j) ob[i][4 * l + j] = o[i][j][l];
             float *restrict yk = yn + k * ohw;
+            const float *zk = zn ? zn + k * cl->res_ld : NULL;
             for (int64_t l = 0; l < gl; ++l) {
                 const int64_t t = t0 + g0 + l, oh0 = (t / TW) * 4, ow0 = (t % TW) * 4;
                 const int64_t nh = afrt_min_(4, OH - oh0), nw = afrt_min_(4, OW - ow0);
                 for (int64_t i = 0; i < nh; ++i) {
                     float *restrict r = yk + (oh0 + i) * OW + ow0;
-                    if (nw == 4) memcpy(r, &ob[i][4 * l], 4 * sizeof(float));
+                    if (zk)
+                        afrt_epi_clamp_store_(r, &ob[i][4 * l], zk + (oh0 + i) * OW + ow0, nw,
+                                              lo, hi);
+                    else if (nw == 4) memcpy(r, &ob[i][4 * l], 4 * sizeof(float));
                     else memcpy(r, &ob[i][4 * l], (size_t)nw * sizeof(float));
                 }
             }
@@ -344,6 +376,8 @@ static inline int afrt_winograd_f32(const float *x, const float *w, const float 
     if (p->N * ntb < nth && K >= 2 * MR)
         kb = afrt_round_up_(afrt_cdiv_(K, afrt_min_(afrt_cdiv_(nth, p->N * ntb), K / MR)), MR);
     const int64_t nkb = afrt_nblocks_(K, kb), ntasks = p->N * ntb * nkb;
+    /* the built-in clamp epilogue: in the output transform, before each output's store */
+    const afrt_epi_clamp *cl = afrt_epi_builtin_clamp_(epi);
     const size_t vfl = (size_t)(AFRT_WG_X * C * np), mfl = (size_t)(AFRT_WG_X * K * np);
     int failed = 0;
     AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (ntasks > 1 && afrt_worth_threads_((double)p->N * K * ohw * C * 4)))
@@ -368,8 +402,9 @@ static inline int afrt_winograd_f32(const float *x, const float *w, const float 
             afrt_gemm_tile_(U + xi * Mp * C, K, nt, C, &bs, M + xi * npb, AFRT_WG_X * npb, k0, k1,
                             0, nt, NULL, 0, NULL);
         }
-        afrt_wg_output_(M, bias, p, TW, t0, nt, npb, k0, k1, yn);
-        if (epi.fn) afrt_wg_epilogue_(p, TW, t0, nt, n, k0, k1, yn, epi);
+        afrt_wg_output_(M, bias, p, TW, t0, nt, npb, k0, k1, yn, cl,
+                        cl ? afrt_epi_clamp_res_(cl, n, 0) : NULL);
+        if (epi.fn && !cl) afrt_wg_epilogue_(p, TW, t0, nt, n, k0, k1, yn, epi);
     }
     return !failed;
 }
