@@ -542,10 +542,20 @@ def check_plan(plan: MemoryPlan) -> list[str]:
     concat operand must sit exactly at its slice of the result.
     """
 
+    # Views and in-place concat operands share bytes with what they alias; a value can be
+    # both (a reshape view of a relu written in place into a concat), so the sharing classes
+    # are the connected components of the two relations together (union-find).
+    parent: dict[SSAValue, SSAValue] = {}
+
     def root(v: SSAValue) -> SSAValue:
-        while v in plan.views or v in plan.concat_aliases:
-            v = plan.views[v] if v in plan.views else plan.concat_aliases[v][0]
+        while parent.get(v, v) is not v:
+            v = parent[v]
         return v
+
+    for a, b in [*plan.views.items(), *((o, r) for o, (r, _) in plan.concat_aliases.items())]:
+        ra, rb = root(a), root(b)
+        if ra is not rb:
+            parent[ra] = rb
 
     dst = {b for _, b in plan.inplace}
     errors: list[str] = []
