@@ -39,8 +39,10 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, OpResult, SSAValue
 
+from autofusion import symbolic
 from autofusion.analysis.liveness import Interval, element_bytes, liveness, tensor_bytes
 from autofusion.dialects import nn
+from autofusion.dialects.base import type_dims
 from autofusion.dialects.fusion import KernelOp, YieldOp
 
 DEFAULT_ALIGNMENT = 64
@@ -118,9 +120,9 @@ def _same_layout(a: SSAValue, b: SSAValue) -> bool:
     ta, tb = a.type, b.type
     if not isinstance(ta, TensorType) or not isinstance(tb, TensorType):
         return False
-    return tuple(ta.get_shape()) == tuple(tb.get_shape()) and element_bytes(
-        ta.element_type
-    ) == element_bytes(tb.element_type)
+    return type_dims(ta) == type_dims(tb) and element_bytes(ta.element_type) == element_bytes(
+        tb.element_type
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -148,6 +150,9 @@ def concat_slices(op: nn.ConcatOp, operands: Sequence[SSAValue]) -> list[int] | 
     axis = op.axis
     if any(d != 1 for d in out.get_shape()[:axis]):
         return None
+    if not all(symbolic.is_static(type_dims(v.type)) for v in (*operands, op.y)):
+        return None  # a slice's start would depend on the symbols: planned at upper bounds
+
     starts: list[int] = []
     at = 0
     for v in operands:
