@@ -25,9 +25,10 @@ from dataclasses import dataclass
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 
+from autofusion import symbolic
 from autofusion.analysis.hardware import Hardware
 from autofusion.dialects import nn
-from autofusion.dialects.base import shape_of
+from autofusion.dialects.base import shape_of, type_dims
 from autofusion.dialects.fusion import KernelOp, YieldOp
 
 #: Rough FLOPs per output element of elementwise ops (transcendentals cost more).
@@ -76,9 +77,10 @@ def _type_sizes(t: Attribute) -> tuple[int, int]:
         except ValueError:
             size = 4
         n = nb = 1
-        for d in t.get_shape():
-            n *= int(d)
-            nb *= max(int(d), 0)
+        for d in type_dims(t):  # a symbolic size at its upper bound (the most it holds)
+            d = symbolic.upper_bound(d)
+            n *= d
+            nb *= max(d, 0)
         b = nb * size
     else:
         n = 1
@@ -98,27 +100,33 @@ def type_numel(t: Attribute) -> int:
     return _type_sizes(t)[0]
 
 
+def _ub(d: int) -> int:
+    """A dim as a number: a symbolic size at its upper bound."""
+    return symbolic.upper_bound(d)
+
+
 def op_flops(op: Operation) -> int:
-    """Approximate floating-point operations of one op (multiply-add = 2)."""
+    """Approximate floating-point operations of one op (multiply-add = 2); with symbolic
+    sizes, at their upper bounds."""
     if isinstance(op, nn.ConvOp):
         w = shape_of(op.w)
         k = 1
         for d in w[1:]:
-            k *= int(d)
+            k *= _ub(d)
         return 2 * numel(op.y) * k
     if isinstance(op, nn.MatMulOp):
         a = shape_of(op.a)
-        return 2 * numel(op.out) * int(a[-1] if a else 1)
+        return 2 * numel(op.out) * _ub(a[-1] if a else 1)
     if isinstance(op, nn.GemmOp):
         a = shape_of(op.a)
         k = a[0] if op.trans_a else a[1]
-        return 2 * numel(op.out) * int(k)
+        return 2 * numel(op.out) * _ub(k)
     if isinstance(op, nn.AttentionOp):
         q = shape_of(op.q)
         kk = shape_of(op.k)
-        return 4 * numel(op.out) * int(kk[-2]) + 2 * (numel(op.q) // int(q[-1])) * int(
+        return 4 * numel(op.out) * _ub(kk[-2]) + 2 * (numel(op.q) // _ub(q[-1])) * _ub(
             kk[-2]
-        ) * int(q[-1])
+        ) * _ub(q[-1])
     if isinstance(op, nn.LayerNormOp | nn.BatchNormOp | nn.InstanceNormOp):
         return 8 * numel(op.results[0])
     if isinstance(op, nn.SoftmaxOp | nn.LogSoftmaxOp):
@@ -131,8 +139,8 @@ def op_flops(op: Operation) -> int:
             cur[a] = m
             n = 1
             for d in cur:
-                n *= int(d)
-            total += 2 * n * int(taps) if taps > 1 else 0
+                n *= _ub(d)
+            total += 2 * n * _ub(taps) if taps > 1 else 0
         return total
     if isinstance(op, KernelOp):
         return sum(op_flops(o) for o in op.body.block.ops)

@@ -224,3 +224,28 @@ def test_memory_plan_at_the_upper_bounds_is_the_static_plan(
     plan_module(fixed)
     assert memory_report(sym)["arena_bytes"] == memory_report(fixed)["arena_bytes"]
     assert all(isinstance(o, int) for o in plan.offsets.values())
+
+
+def test_buffers_of_a_symbolic_module_take_the_symbols_as_arguments() -> None:
+    """convert-nn-to-buffers on a planned symbolic module: @main takes one index argument per
+    symbol after its buffers, each kernel whose types are symbolic takes them too (named by
+    ``c.symbol``), buffers are ``?`` where a dim is symbolic, the kernels' tensors keep their
+    sizes, and the result verifies."""
+    from autofusion.lowering.c.convert_nn_to_buffers import ConvertNNToBuffers, work_table
+    from autofusion.passes.plan_buffers import plan_module
+
+    module = import_onnx(DATA / "bert_tsdyn.onnx", symbols={"batch": (1, 4), "seq": (1, 128)})
+    plan_module(module)
+    ConvertNNToBuffers().apply(Context(), module)
+    module.verify()
+    main = main_function(module)
+    roles = [str(d.data["c.role"]) for d in main.arg_attrs.data]  # type: ignore[union-attr]
+    assert roles[-2:] == ['"symbol"', '"symbol"']
+    assert [str(d.data["c.symbol"]) for d in main.arg_attrs.data[-2:]] == ['"batch"', '"seq"']  # type: ignore[union-attr]
+    text = str(module)
+    assert "memref<?x?x32xf32>" in text
+    assert 'index {c.symbol = "seq"}' in text
+    to_tensor = "bufferization.to_tensor %0 restrict : memref<?x?x32xf32> to tensor<?x?x32xf32, "
+    assert to_tensor + '#nn.shape<["batch", "seq", "32"]>>' in text
+    # work at the upper bounds: every kernel's FLOPs and bytes are numbers
+    assert all(w["bytes"] > 0 for w in work_table(module).values())
