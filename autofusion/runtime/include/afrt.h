@@ -116,6 +116,20 @@ typedef struct {
     void *ctx;
 } afrt_epilogue;
 
+/* AFRT_WIDE_VEC: what the C printer puts on a generated function whose loops are bound by
+ * arithmetic rather than memory: every epilogue (it runs on a piece of C the GEMM core has just
+ * stored, still in L1) and every function calling af_expf / af_erff / af_tanhf (GELU's erf is
+ * ~40 flops an element). With GCC and AVX-512 it vectorises them with 64-byte vectors:
+ * -march=native alone tunes for 32-byte ones, and a GELU epilogue of Swin-Tiny's MLP then
+ * cost 1.8 ms next to its 1.2 ms MatMul, 0.9 ms with 64-byte vectors (1 thread,
+ * docs/runtime.md). Memory-bound loops keep the default (LayerNorm ran slower with a global
+ * -mprefer-vector-width=512). Empty elsewhere (other compilers, other ISAs). */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__AVX512F__) && defined(__x86_64__)
+#define AFRT_WIDE_VEC __attribute__((target("prefer-vector-width=512")))
+#else
+#define AFRT_WIDE_VEC
+#endif
+
 /* A no-op epilogue, for calls that need none. */
 static inline afrt_epilogue afrt_no_epilogue(void) {
     afrt_epilogue e = {NULL, NULL};
