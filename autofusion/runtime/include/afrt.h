@@ -121,7 +121,7 @@ typedef struct {
  * stored, still in L1) and every function calling af_expf / af_erff / af_tanhf (GELU's erf is
  * ~40 flops an element). With GCC and AVX-512 it vectorises them with 64-byte vectors:
  * -march=native alone tunes for 32-byte ones, and a GELU epilogue of Swin-Tiny's MLP then
- * cost 1.8 ms next to its 1.2 ms MatMul, 0.9 ms with 64-byte vectors (1 thread,
+ * cost 1.8 ms next to its 1.2 ms MatMul, 1.0 ms with 64-byte vectors (1 thread,
  * docs/runtime.md). Memory-bound loops keep the default (LayerNorm ran slower with a global
  * -mprefer-vector-width=512). Empty elsewhere (other compilers, other ISAs). */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__AVX512F__) && defined(__x86_64__)
