@@ -1931,3 +1931,6 @@ ELEMENTWISE_BINARY = (
     GreaterEqualOp,
 )
 ELEMENTWISE = (*ELEMENTWISE_UNARY, *ELEMENTWISE_BINARY, WhereOp)
+#: Ops only a symbolic import makes (docs/dynamic.md): no target lowers them before the
+#: lowering handles symbolic sizes, and every pass that does not refuses their module.
+SYMBOLIC_ONLY = (SizesOp,)
