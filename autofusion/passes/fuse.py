@@ -395,6 +395,7 @@ class FuseNN(PolicyPass):
     """The general fusion engine; see the module docstring."""
 
     name: ClassVar[str] = "fuse"
+    symbolic: ClassVar[bool] = True  # docs/dynamic.md, "Symbolic import"
 
     policy: str = ""
     window_size: int = -1
