@@ -94,7 +94,8 @@ def build_report(module: ModuleOp, kernels_before: int | None = None) -> dict[st
     i.e. the kernel count of the same module without fusion. Groups are listed in
     execution order with ``pattern``, ``origins``, ``estimated_bytes_saved`` (cost model),
     ``ops`` and ``flops``. For a symbolic module (docs/dynamic.md) the byte and FLOP
-    figures are at the symbols' upper bounds, and ``symbols`` lists their ranges.
+    figures are at the symbols' upper bounds, and ``symbols`` lists their ranges
+    (``{"seq": {"range": [1, 512]}}``).
     """
     from autofusion.dialects.base import symbol_ranges
 
@@ -102,7 +103,8 @@ def build_report(module: ModuleOp, kernels_before: int | None = None) -> dict[st
     with symbolic.scope(ranges):  # symbolic sizes count at their upper bounds
         report = _build_report(module, kernels_before)
     if ranges:
-        report["symbols"] = {k: list(v) for k, v in ranges.items()}
+        # the shape of ``m.report["symbols"]`` of a compile (frontend/symbols.py), ranges only
+        report["symbols"] = {k: {"range": list(v)} for k, v in ranges.items()}
     return report
 
 
@@ -167,7 +169,8 @@ def summarize_report(report: dict[str, Any]) -> str:
         f"traffic saved (estimate)"
     ]
     if report.get("symbols"):
-        bounds = ", ".join(f"{k} <= {hi}" for k, (_, hi) in sorted(report["symbols"].items()))
+        syms = sorted(report["symbols"].items())
+        bounds = ", ".join(f"{k} <= {v['range'][1]}" for k, v in syms)
         lines[0] += f" at the symbols' upper bounds ({bounds})"
     by_pattern: dict[str, int] = {}
     for g in report["groups"]:

@@ -1,8 +1,9 @@
 """The tensor passes on symbolic modules (issue 12; docs/dynamic.md, "Symbolic import"): the
 dynamic-axis exports, imported once with ``batch``/``seq`` symbols and run through the
-symbol-aware tensor passes of the pipeline, still match onnxruntime at every (batch, seq),
-and fuse the same way as an import pinned to one shape. Estimates (cost model, report) size
-a symbolic value at the symbols' upper bounds; a symbol without one is a clear error.
+symbol-aware tensor passes of the pipeline (fusion, then the memory plan), still match
+onnxruntime at every (batch, seq), and fuse the same way as an import pinned to one shape.
+Estimates (cost model, report) size a symbolic value at the symbols' upper bounds; a symbol
+without one is a clear error.
 """
 
 from __future__ import annotations
@@ -44,11 +45,11 @@ CNN_BATCH = {"batch": (1, 8)}
 
 
 def _symbolic_pipeline() -> Pipeline:
-    """The C pipeline's tensor stages that handle symbols (options as a compile sets them)."""
+    """The C pipeline's tensor stages that handle symbols (options as a compile sets them):
+    these passes, then the memory plan (at the upper bounds: test_symbolic.py)."""
     pipe = Pipeline.from_options(PipelineOptions()).tensor()
-    return dataclasses.replace(
-        pipe, stages=tuple(s for s in pipe.stages if s.name in SYMBOLIC_PASSES)
-    )
+    kept = tuple(s for s in pipe.stages if getattr(s.pass_, "symbolic", False))
+    return dataclasses.replace(pipe, stages=kept)
 
 
 def _import(name: str, pinned: dict[str, int] | None = None) -> ModuleOp:
@@ -74,8 +75,8 @@ def _anchored_kernels(module: ModuleOp) -> Counter[str]:
 
 def test_the_symbol_aware_passes_are_the_declared_ones() -> None:
     declared = {n for n, f in get_all_passes().items() if getattr(f(), "symbolic", False)}
-    assert declared == set(SYMBOLIC_PASSES)
-    assert _symbolic_pipeline().names == list(SYMBOLIC_PASSES)
+    assert declared == {*SYMBOLIC_PASSES, "plan-buffers"}
+    assert _symbolic_pipeline().names == [*SYMBOLIC_PASSES, "plan-buffers"]
 
 
 @pytest.mark.parametrize("name", TRANSFORMERS + CNNS)
@@ -105,7 +106,7 @@ def test_report_sizes_symbolic_values_at_their_upper_bounds() -> None:
     module = _import("bert_tsdyn")
     _symbolic_pipeline().run(module)
     report = build_report(module)
-    assert report["symbols"] == {"batch": [1, 4], "seq": [1, 512]}
+    assert report["symbols"] == {"batch": {"range": [1, 4]}, "seq": {"range": [1, 512]}}
     # a pinned import at the upper bounds gives the same figures for the model's kernels
     top = _import("bert_tsdyn", {"batch": 4, "seq": 512})
     _symbolic_pipeline().run(top)
