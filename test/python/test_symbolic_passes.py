@@ -9,7 +9,9 @@ without one is a clear error.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
@@ -44,10 +46,11 @@ ANCHORS = ("nn.matmul", "nn.gemm", "nn.attention", "nn.conv")
 CNN_BATCH = {"batch": (1, 8)}
 
 
-def _symbolic_pipeline() -> Pipeline:
+def _symbolic_pipeline(config: Path | None = None) -> Pipeline:
     """The C pipeline's tensor stages that handle symbols (options as a compile sets them):
     these passes, then the memory plan (at the upper bounds: test_symbolic.py)."""
-    pipe = Pipeline.from_options(PipelineOptions()).tensor()
+    opts = PipelineOptions(config=str(config) if config else None)
+    pipe = Pipeline.from_options(opts).tensor()
     kept = tuple(s for s in pipe.stages if getattr(s.pass_, "symbolic", False))
     return dataclasses.replace(pipe, stages=kept)
 
@@ -100,6 +103,22 @@ def test_fused_symbolic_module_matches_onnxruntime_at_every_shape(name: str) -> 
     assert _anchored_kernels(module) == want
     if name not in ("gpt2_tsdyn", "gpt2_dynamodyn"):  # GPT-2's Gemms fuse nothing at level 1
         assert sum(want.values()) >= 5
+
+
+@pytest.mark.parametrize("strategy", ["rules", "learned"])
+def test_recompute_and_learned_decisions_take_symbolic_modules(
+    strategy: str, tmp_path: Path
+) -> None:
+    """Aggressiveness 3 (recompute, LayerNorm/Softmax epilogues) and the learned model's
+    kernel times, both sized at the upper bounds, on one transformer and one CNN."""
+    config = tmp_path / "fusion.json"
+    config.write_text(json.dumps({"strategy": strategy, "aggressiveness": 3}))
+    for name, (b, s) in (("gpt2_tsdyn", (3, 77)), ("mobilenet_dynamodyn", (3, 0))):
+        module = _import(name)
+        _symbolic_pipeline(config).run(module)
+        kernels = [o for o in module.walk() if isinstance(o, KernelOp)]
+        assert len(kernels) >= 5
+        _check_at(module, name, b, s, seed=7)
 
 
 def test_report_sizes_symbolic_values_at_their_upper_bounds() -> None:
