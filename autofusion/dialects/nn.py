@@ -68,6 +68,7 @@ from autofusion.dialects.base import (
     tensor_of,
     type_dims,
 )
+from autofusion.dialects.dtypes import tensor_type
 
 # ---------------------------------------------------------------------------------------
 # Base classes
@@ -1290,7 +1291,7 @@ class TransposeOp(TensorOp):
         shape = type_dims(t)
         super().__init__(
             operands=[x],
-            result_types=[TensorType(t.element_type, [shape[p] for p in perm])],
+            result_types=[tensor_type(t.element_type, [shape[p] for p in perm])],
             properties={"perm": i64_array(perm)},
             attributes=attributes,
         )
