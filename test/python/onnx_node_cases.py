@@ -244,6 +244,14 @@ def import_case(case: NodeCase) -> Imported:
             model = _bind(model, name, case.feeds()[name])
 
 
+@functools.cache
+def imported(name: str) -> Imported:
+    """:func:`import_case` of the named case, once per process: test_onnx_node_tests.py and
+    test_c_node_tests.py both import every case while collecting, and a worker collects both.
+    Read-only: lowering rewrites a module in place, so a test that lowers imports afresh."""
+    return import_case(get_case(name))
+
+
 def count_summary(results: Sequence[str]) -> dict[str, int]:
     """Tally of outcome strings ("passed", "failed", "unsupported", ...)."""
     out: dict[str, int] = {}

@@ -10,7 +10,6 @@ each case's model.c instead, as a model build does.
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
 from pathlib import Path
@@ -35,14 +34,9 @@ INLINE_RUNTIME = os.environ.get("AUTOFUSION_TEST_INLINE_RUNTIME", "") == "1"
 XFAIL: dict[str, str] = {}
 
 
-@functools.cache
-def imported(name: str) -> cases.Imported:
-    return cases.import_case(cases.get_case(name))
-
-
 def _supported(name: str) -> bool:
     try:
-        return imported(name).module is not None
+        return cases.imported(name).module is not None
     except Exception:
         return False
 

@@ -135,6 +135,14 @@ def test_makefile_and_cmake_builds_run_main_on_npy(v3_folder: Path, tmp_path: Pa
         assert_close(got, want, "cmake-built main")
 
 
+@pytest.fixture(scope="module")
+def v3_main(v3_folder: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the folder with ``make main`` run once: the bad-input cases only read it."""
+    made = _copy(v3_folder, tmp_path_factory.mktemp("v3_main") / "m")
+    subprocess.run(["make", "-s", "main"], cwd=made, check=True)
+    return made
+
+
 @pytest.mark.parametrize(
     ("bad", "message"),
     [
@@ -147,11 +155,8 @@ def test_makefile_and_cmake_builds_run_main_on_npy(v3_folder: Path, tmp_path: Pa
         ("hugedim", "not a non-negative integer"),
     ],
 )
-def test_main_rejects_bad_npy(v3_folder: Path, tmp_path: Path, bad: str, message: str) -> None:
-    made = tmp_path / "m"
-    if not (made / "model_main").exists():
-        _copy(v3_folder, made)
-        subprocess.run(["make", "-s", "main"], cwd=made, check=True)
+def test_main_rejects_bad_npy(v3_main: Path, tmp_path: Path, bad: str, message: str) -> None:
+    made = v3_main
     x = sample_inputs(get_model("tiny_cnn"), seed=0)["input"]
     f = tmp_path / "x.npy"
     if bad == "dtype":

@@ -61,11 +61,19 @@ def test_every_run_line_reaches_filecheck() -> None:
     assert not bad, "\n".join(bad)
 
 
-def test_lit_suite() -> None:
+# The suite runs as SHARDS tests of one lit shard each (lit --num-shards/--run-shard: every
+# test in exactly one shard), one process each: as one test it was CI's longest (~200 s under
+# load) and kept one pytest worker busy while the other ran out of work.
+SHARDS = 4
+
+
+@pytest.mark.parametrize("shard", range(1, SHARDS + 1))
+def test_lit_suite(shard: int) -> None:
     lit = shutil.which("lit") or str(Path(sys.executable).parent / "lit")
     if not os.path.exists(lit):
         pytest.fail("lit is not installed (pip install -e '.[test]')")
     env = dict(os.environ)
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
-    proc = subprocess.run([lit, "-q", "-j2", str(LIT_DIR)], capture_output=True, text=True, env=env)
+    cmd = [lit, "-q", "-j1", f"--num-shards={SHARDS}", f"--run-shard={shard}", str(LIT_DIR)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stdout[-20000:] + proc.stderr[-5000:]

@@ -10,7 +10,6 @@ the counts (passed / supported / total) and the unsupported reasons.
 from __future__ import annotations
 
 import collections
-import functools
 import re
 import sys
 
@@ -43,10 +42,7 @@ MUST_SUPPORT = [
 ]
 
 
-@functools.cache
-def imported(name: str) -> cases.Imported:
-    """The case imported once per process."""
-    return cases.import_case(cases.get_case(name))
+imported = cases.imported  # the case imported once per process
 
 
 def status(name: str) -> str:

@@ -119,3 +119,25 @@ def test_print_pipeline_and_compile_pipeline_for_mlir() -> None:
     proc = _run(["--compile-pipeline", "-p", "fuse"], GOOD)
     assert proc.returncode == 1
     assert "either -p or --compile-pipeline" in proc.stderr
+
+
+def test_mlir_input_does_not_import_onnx(tmp_path: Path) -> None:
+    """An .mlir input never needs onnx; importing it (and ml_dtypes) costs ~0.5 s of CPU per
+    start, and the lit suite starts autofusion-opt about a hundred times."""
+    from autofusion import zoo
+    from autofusion.tools import opt
+
+    assert opt.ZOO_PREFIX == zoo.ZOO_PREFIX
+    src = tmp_path / "relu.mlir"
+    src.write_text(GOOD)
+    script = (
+        "import sys\n"
+        "from autofusion.tools.opt import main\n"
+        f"sys.argv = ['autofusion-opt', {str(src)!r}, '-p', 'canonicalize-nn']\n"
+        "try:\n    main()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('onnx', 'ml_dtypes')))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "nn.relu" in proc.stdout
+    assert proc.stdout.strip().splitlines()[-1] == "[]", proc.stdout
