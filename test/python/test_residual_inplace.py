@@ -2,7 +2,7 @@
 (``plan-buffers``' ``memory.residual_inplace``, docs/memory.md and docs/runtime.md "In-place
 residual"): planned on ResNet-style blocks, never growing the arena, and bit-identical to the
 build with ``residual_inplace: false`` (and within tolerance of onnxruntime) on the GEMM core's
-paths: a half tile (144 positions), edge tiles and two k blocks (7x7 map, 288 input channels),
+paths: a half tile (196 positions), edge tiles and two k blocks (7x7 map, 288 input channels),
 an im2col conv with a strided 1x1 shortcut, batch 2, 2 threads, and a 1-thread build without
 AVX-512 (x86-64-v2). The kernels themselves are checked bit for bit, under ASan/UBSan too, by
 ``test_runtime_epi_clamp.py``'s driver."""
@@ -21,7 +21,7 @@ from onnx import TensorProto, helper, numpy_helper
 import autofusion
 from autofusion.testing import assert_close
 
-SHAPE = (2, 64, 12, 12)
+SHAPE = (2, 64, 14, 14)
 
 
 def _blocks() -> onnx.ModelProto:
@@ -55,7 +55,7 @@ def _blocks() -> onnx.ModelProto:
         return f"{name}_r"
 
     x = conv("x", 64, 64)
-    # 12x12: 144 positions end in a 16-column half tile
+    # 14x14: 196 positions end in a 4-column half tile
     x = add_relu(conv(conv(x, 64, 32), 32, 64, relu=False), x)
     # strided shortcut (1x1 /2, im2col) and a 3x3 /2 main path (im2col): 7x7 maps
     short = conv(x, 64, 48, stride=2, relu=False)
@@ -67,7 +67,7 @@ def _blocks() -> onnx.ModelProto:
         nodes,
         "residual_blocks",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(SHAPE))],
-        [helper.make_tensor_value_info(y, TensorProto.FLOAT, [SHAPE[0], 16, 6, 6])],
+        [helper.make_tensor_value_info(y, TensorProto.FLOAT, [SHAPE[0], 16, 7, 7])],
         inits,
     )
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
