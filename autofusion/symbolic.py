@@ -47,6 +47,12 @@ def scope(ranges: Mapping[str, tuple[int, int | None]]) -> Iterator[None]:
         _SCOPE.reset(token)
 
 
+def scope_ranges() -> Mapping[str, tuple[int, int | None]]:
+    """The ranges :func:`scope` has set (empty outside any scope): a cache of values
+    derived from ranges (upper bounds) keys on it."""
+    return _SCOPE.get()
+
+
 class SymbolicError(ValueError):
     """A symbolic size was used where a number is needed, or an operation on sizes has no
     exact symbolic result (a division that does not divide). Compiler code that is not
@@ -484,6 +490,14 @@ def upper_bound(d: Dim) -> int:
     return hi
 
 
+def shape_text(shape: Sequence[Dim]) -> str:
+    """A shape for messages and reports: ``(batch, 1, 12*seq)``; a static shape prints as
+    its tuple does (``(1, 128)``, ``(4,)``)."""
+    if len(shape) == 1:
+        return f"({shape[0]},)"
+    return "(" + ", ".join(str(d) for d in shape) + ")"
+
+
 def symbols_of(shape: Iterable[Dim]) -> list[str]:
     seen: dict[str, None] = {}
     for d in shape:
@@ -533,6 +547,8 @@ __all__ = [
     "numel",
     "parse",
     "scope",
+    "scope_ranges",
+    "shape_text",
     "symbol",
     "symbols_of",
     "to_c",

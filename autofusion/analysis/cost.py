@@ -15,6 +15,9 @@ The model, per candidate "fuse ``consumer`` into the group producing value ``v``
   does not fit, the intermediate spills and fusion saves nothing: refused with code ``cost``.
 - *FLOPs/byte*: FLOPs of the fused group over the bytes it moves from memory (reported;
   a group above the roofline ridge is compute-bound and gains little from saved bytes).
+
+Symbolic sizes (docs/dynamic.md): every size here is taken at the symbols' upper bounds
+(:func:`type_shape`), the worst case; the estimates steer speed only.
 """
 
 from __future__ import annotations
@@ -25,9 +28,10 @@ from dataclasses import dataclass
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 
+from autofusion import symbolic as sym
 from autofusion.analysis.hardware import Hardware
 from autofusion.dialects import nn
-from autofusion.dialects.base import shape_of
+from autofusion.dialects.base import SymShapeAttr, bound_dims
 from autofusion.dialects.fusion import KernelOp, YieldOp
 
 #: Rough FLOPs per output element of elementwise ops (transcendentals cost more).
@@ -56,18 +60,42 @@ def numel(v: SSAValue) -> int:
     return type_numel(v.type)
 
 
-#: ``id(type) -> (type, elements, bytes)``. Types are immutable and the fusion analysis asks
-#: for the same few thousand of them many times; hashing a TensorType (or calling
+#: ``id(type) -> (type, elements, bytes, ranges)``. Types are immutable and the fusion
+#: analysis asks for the same few thousand of them many times; hashing a TensorType (or calling
 #: ``get_shape``) costs microseconds, an ``id`` lookup does not. The entry holds the type,
-#: so its id cannot be reused while it is cached.
-_TYPE_SIZES: dict[int, tuple[Attribute, int, int]] = {}
+#: so its id cannot be reused while it is cached. A symbolic type's sizes are taken at the
+#: symbols' upper bounds (see :func:`type_shape`), so its entry also holds the ranges they
+#: came from and is used only under the same ones.
+_TYPE_SIZES: dict[int, tuple[Attribute, int, int, object]] = {}
+_TYPE_SHAPES: dict[int, tuple[Attribute, tuple[int, ...], object]] = {}
+
+
+def type_shape(t: Attribute) -> tuple[int, ...]:
+    """``t``'s shape as ints (``()`` for a non-tensor); a symbolic dim at its **upper
+    bound** (``base.bound_dims``): what every estimate here sizes a symbolic value by, the
+    worst case, since an estimate only steers speed, never legality (docs/dynamic.md)."""
+    hit = _TYPE_SHAPES.get(id(t))
+    if hit is not None and hit[0] is t and (hit[2] is None or hit[2] == sym.scope_ranges()):
+        return hit[1]
+    ranges: object = None
+    if isinstance(t, TensorType):
+        if isinstance(t.encoding, SymShapeAttr):
+            ranges = sym.scope_ranges()
+        shape = bound_dims(t)
+    else:
+        shape = ()
+    if len(_TYPE_SHAPES) > 200_000:
+        _TYPE_SHAPES.clear()
+    _TYPE_SHAPES[id(t)] = (t, shape, ranges)
+    return shape
 
 
 def _type_sizes(t: Attribute) -> tuple[int, int]:
     hit = _TYPE_SIZES.get(id(t))
-    if hit is not None and hit[0] is t:
+    if hit is not None and hit[0] is t and (hit[3] is None or hit[3] == sym.scope_ranges()):
         return hit[1], hit[2]
     n = b = 0
+    ranges: object = None
     if isinstance(t, TensorType):
         from autofusion.dialects.dtypes import to_numpy_dtype
 
@@ -75,8 +103,10 @@ def _type_sizes(t: Attribute) -> tuple[int, int]:
             size = to_numpy_dtype(t.element_type).itemsize
         except ValueError:
             size = 4
+        if isinstance(t.encoding, SymShapeAttr):
+            ranges = sym.scope_ranges()
         n = nb = 1
-        for d in t.get_shape():
+        for d in type_shape(t):
             n *= int(d)
             nb *= max(int(d), 0)
         b = nb * size
@@ -84,7 +114,7 @@ def _type_sizes(t: Attribute) -> tuple[int, int]:
         n = 1
     if len(_TYPE_SIZES) > 200_000:
         _TYPE_SIZES.clear()
-    _TYPE_SIZES[id(t)] = (t, n, b)
+    _TYPE_SIZES[id(t)] = (t, n, b, ranges)
     return n, b
 
 
@@ -98,24 +128,28 @@ def type_numel(t: Attribute) -> int:
     return _type_sizes(t)[0]
 
 
+def _dims(v: SSAValue) -> tuple[int, ...]:
+    return type_shape(v.type)
+
+
 def op_flops(op: Operation) -> int:
     """Approximate floating-point operations of one op (multiply-add = 2)."""
     if isinstance(op, nn.ConvOp):
-        w = shape_of(op.w)
+        w = _dims(op.w)
         k = 1
         for d in w[1:]:
             k *= int(d)
         return 2 * numel(op.y) * k
     if isinstance(op, nn.MatMulOp):
-        a = shape_of(op.a)
+        a = _dims(op.a)
         return 2 * numel(op.out) * int(a[-1] if a else 1)
     if isinstance(op, nn.GemmOp):
-        a = shape_of(op.a)
+        a = _dims(op.a)
         k = a[0] if op.trans_a else a[1]
         return 2 * numel(op.out) * int(k)
     if isinstance(op, nn.AttentionOp):
-        q = shape_of(op.q)
-        kk = shape_of(op.k)
+        q = _dims(op.q)
+        kk = _dims(op.k)
         return 4 * numel(op.out) * int(kk[-2]) + 2 * (numel(op.q) // int(q[-1])) * int(
             kk[-2]
         ) * int(q[-1])
@@ -125,9 +159,9 @@ def op_flops(op: Operation) -> int:
         return 10 * numel(op.results[0])
     if isinstance(op, nn.ResizeOp):
         # Axis by axis: each output of a step costs a multiply-add per tap (nearest: none).
-        cur, total = list(shape_of(op.x)), 0
+        cur, total = list(_dims(op.x)), 0
         for k, a in enumerate(op.axes):
-            m, taps = shape_of(op.tables[2 * k])
+            m, taps = _dims(op.tables[2 * k])
             cur[a] = m
             n = 1
             for d in cur:
@@ -162,9 +196,7 @@ def working_set(ops: Sequence[Operation], hw: Hardware) -> int:
     tile = min(hw.tile_elems, out_shape_elems)
     for o in ops:  # row-wise normalisations need whole rows in the tile
         if isinstance(o, nn.LayerNormOp | nn.SoftmaxOp | nn.LogSoftmaxOp):
-            t = o.results[0].type
-            assert isinstance(t, TensorType)
-            shape = tuple(t.get_shape())
+            shape = type_shape(o.results[0].type)
             axis = o.axis
             row = 1
             for d in shape[axis:]:

@@ -29,7 +29,9 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Attribute, Operation, OpResult, SSAValue
 
+from autofusion import symbolic
 from autofusion.dialects import dtypes
+from autofusion.dialects.base import type_dims
 from autofusion.dialects.nn import ConstantOp, ReshapeOp
 from autofusion.dialects.shapes import numel
 from autofusion.errors import AutofusionError
@@ -75,10 +77,12 @@ def element_bytes(elem: Attribute) -> int:
 
 
 def tensor_bytes(t: Attribute) -> int:
-    """Storage size of a static tensor type in bytes (``i1`` takes one byte)."""
+    """Storage size of a tensor type in bytes (``i1`` takes one byte); a symbolic type
+    (``#nn.shape``) at its symbols' upper bounds, the most it holds at run time."""
     if not isinstance(t, TensorType):
         raise AutofusionError(f"expected a tensor type, got {t}")
-    return numel(tuple(t.get_shape())) * element_bytes(t.element_type)
+    dims = tuple(symbolic.upper_bound(d) for d in type_dims(t))
+    return numel(dims) * element_bytes(t.element_type)
 
 
 def returned_values(main: func.FuncOp) -> set[SSAValue]:

@@ -41,11 +41,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import TensorType
+from xdsl.dialects.builtin import TensorType, f32
 from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
 
+from autofusion import symbolic
 from autofusion.analysis.liveness import Interval, element_bytes, liveness, tensor_bytes
 from autofusion.dialects import nn
+from autofusion.dialects.base import type_dims
 from autofusion.dialects.fusion import KernelOp, YieldOp
 
 DEFAULT_ALIGNMENT = 64
@@ -158,8 +160,8 @@ def residual_operand(op: Operation) -> int | None:
     if not _same_layout(res, hv) or not _same_layout(hv, op.results[0]):
         return None
     ht = hv.type
-    if not isinstance(ht, TensorType) or ht.element_type != res.type.element_type:  # type: ignore[attr-defined]
-        return None
+    if not isinstance(ht, TensorType) or ht.element_type != f32:
+        return None  # other types compute through casts: not the built-in clamp's form
     if isinstance(head, nn.ConvOp):
         from autofusion.dialects import clib
         from autofusion.lowering.c.ops import conv_params
@@ -180,9 +182,9 @@ def _same_layout(a: SSAValue, b: SSAValue) -> bool:
     ta, tb = a.type, b.type
     if not isinstance(ta, TensorType) or not isinstance(tb, TensorType):
         return False
-    return tuple(ta.get_shape()) == tuple(tb.get_shape()) and element_bytes(
-        ta.element_type
-    ) == element_bytes(tb.element_type)
+    return type_dims(ta) == type_dims(tb) and element_bytes(ta.element_type) == element_bytes(
+        tb.element_type
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -211,6 +213,9 @@ def concat_slices(op: nn.ConcatOp, operands: Sequence[SSAValue]) -> list[int] | 
     axis = op.axis
     if any(d != 1 for d in out.get_shape()[:axis]):
         return None
+    if not all(symbolic.is_static(type_dims(v.type)) for v in (*operands, op.y)):
+        return None  # a slice's start would depend on the symbols: planned at upper bounds
+
     starts: list[int] = []
     at = 0
     for v in operands:
@@ -630,10 +635,20 @@ def check_plan(plan: MemoryPlan) -> list[str]:
     concat operand must sit exactly at its slice of the result.
     """
 
+    # Views and in-place concat operands share bytes with what they alias; a value can be
+    # both (a reshape view of a relu written in place into a concat), so the sharing classes
+    # are the connected components of the two relations together (union-find).
+    parent: dict[SSAValue, SSAValue] = {}
+
     def root(v: SSAValue) -> SSAValue:
-        while v in plan.views or v in plan.concat_aliases:
-            v = plan.views[v] if v in plan.views else plan.concat_aliases[v][0]
+        while parent.get(v, v) is not v:
+            v = parent[v]
         return v
+
+    for a, b in [*plan.views.items(), *((o, r) for o, (r, _) in plan.concat_aliases.items())]:
+        ra, rb = root(a), root(b)
+        if ra is not rb:
+            parent[ra] = rb
 
     dst = {b for _, b in plan.inplace}
     errors: list[str] = []

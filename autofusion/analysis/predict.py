@@ -42,7 +42,6 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from autofusion.analysis import cost
@@ -50,19 +49,10 @@ from autofusion.analysis.hardware import Hardware
 from autofusion.dialects import nn
 from autofusion.dialects.fusion import KernelOp, YieldOp
 
-_SHAPES: dict[int, tuple[Attribute, tuple[int, ...]]] = {}
-
 
 def _type_shape(t: Attribute) -> tuple[int, ...]:
-    """``t``'s shape, cached by ``id`` as in ``cost._type_sizes`` (the entry keeps ``t``)."""
-    hit = _SHAPES.get(id(t))
-    if hit is not None and hit[0] is t:
-        return hit[1]
-    shape = tuple(int(d) for d in t.get_shape()) if isinstance(t, TensorType) else ()
-    if len(_SHAPES) > 200_000:
-        _SHAPES.clear()
-    _SHAPES[id(t)] = (t, shape)
-    return shape
+    """``t``'s shape (symbolic dims at their upper bounds), cached: ``cost.type_shape``."""
+    return cost.type_shape(t)
 
 
 def _bytes(v: SSAValue) -> int:

@@ -77,18 +77,19 @@ def _arg_name(fn: func.FuncOp, i: int) -> str:
     return label
 
 
-def check_static_shapes(fn: func.FuncOp, where: str) -> None:
+def check_static_shapes(fn: func.FuncOp, where: str, symbolic: bool = False) -> None:
     """Raise on the first argument or op result of ``fn`` (nested ones included) whose
-    type :func:`type_problem` refuses; ``where`` prefixes the message (a pass name)."""
+    type :func:`type_problem` refuses; ``where`` prefixes the message (a pass name).
+    ``symbolic``: symbolic sizes are accepted (checked at their upper bounds)."""
     if not fn.body.blocks:
         return
     for i, arg in enumerate(fn.body.block.args):
-        problem = type_problem(arg.type)
+        problem = type_problem(arg.type, symbolic)
         if problem:
             raise AutofusionError(f"{where}: {_arg_name(fn, i)} has type {arg.type}: {problem}")
     for op in fn.walk():
         for k, res in enumerate(op.results):
-            problem = type_problem(res.type)
+            problem = type_problem(res.type, symbolic)
             if problem:
                 raise AutofusionError(
                     f"{where}: {describe(op)} result {k} has type {res.type}: {problem}"

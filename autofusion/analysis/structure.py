@@ -31,11 +31,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from autofusion.dialects import nn
+from autofusion.dialects.base import type_dims
 from autofusion.dialects.dtypes import is_float
 from autofusion.policy.reasons import Refusal, RefusalLog, nodes_of
+from autofusion.symbolic import shape_text
 
 ANCHOR_TYPES = (nn.ConvOp, nn.MatMulOp, nn.GemmOp, nn.AttentionOp)
 ANCHOR_FAMILY = {
@@ -74,9 +76,22 @@ class Cluster:
         return _shape(op.results[0])
 
 
+#: ``id(type) -> (type, dims)``, as ``cost._TYPE_SIZES`` (the entry keeps the type alive).
+_DIMS: dict[int, tuple[Attribute, tuple[int, ...]]] = {}
+
+
 def _shape(v: SSAValue) -> tuple[int, ...]:
+    """The value's shape for legality: symbolic dims as ``symbolic.Size``, compared
+    structurally (``[batch, seq]`` never equals ``[seq, batch]``, whatever the ranges)."""
     t = v.type
-    return tuple(int(d) for d in t.get_shape()) if isinstance(t, TensorType) else ()
+    hit = _DIMS.get(id(t))
+    if hit is not None and hit[0] is t:
+        return hit[1]
+    dims = type_dims(t) if isinstance(t, TensorType) else ()
+    if len(_DIMS) > 200_000:
+        _DIMS.clear()
+    _DIMS[id(t)] = (t, dims)
+    return dims
 
 
 @functools.cache
@@ -186,8 +201,9 @@ class _Analysis:
         if _shape(value) != shape or _shape(consumer.results[0]) != shape:
             return Refusal(
                 "shape-mismatch",
-                f"{consumer.name} result {_shape(consumer.results[0])} / operand "
-                f"{_shape(value)} do not match the kernel's iteration shape {shape}",
+                f"{consumer.name} result {shape_text(_shape(consumer.results[0]))} / operand "
+                f"{shape_text(_shape(value))} do not match the kernel's iteration shape "
+                f"{shape_text(shape)}",
                 nodes,
             )
         if cluster.anchor is not None:

@@ -159,6 +159,20 @@ def type_dims(t: Attribute) -> tuple[int, ...]:
     return tuple(t.get_shape())
 
 
+def bound_dims(t: Attribute) -> tuple[int, ...]:
+    """The shape of a tensor type as plain ints, each symbolic dim at its **upper bound**
+    over the symbols' declared ranges (``symbolic.upper_bound``; the ranges come from
+    ``symbolic.scope``, which the pass wrapper enters for symbolic modules). For estimates
+    whose only effect is speed (cost model, working sets, FLOPs/bytes in reports): the
+    worst case, never a guess at the run-time value. An unbounded symbol is a
+    ``symbolic.SymbolicError``."""
+    assert isinstance(t, TensorType)
+    enc = t.encoding
+    if isinstance(enc, SymShapeAttr):
+        return tuple(symbolic.upper_bound(d) for d in enc.sizes())
+    return tuple(t.get_shape())
+
+
 def shape_of(value: SSAValue) -> tuple[int, ...]:
     """The value's tensor shape; a symbolic dim is a ``symbolic.Size`` (see
     ``autofusion.symbolic``: it does arithmetic and structural equality, and refuses to turn

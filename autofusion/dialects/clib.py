@@ -78,6 +78,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from autofusion.dialects import nn
 from autofusion.dialects.attrs import C_EPILOGUE
+from autofusion.dialects.base import type_dims
 
 
 @irdl_attr_definition
@@ -391,7 +392,9 @@ CONV_FIELDS = (
 
 
 def _dims(v: SSAValue) -> tuple[int, ...]:
-    return tuple(v.type.get_shape())  # type: ignore[attr-defined]
+    """Symbolic dims as ``symbolic.Size`` (structural equality, never a number by accident:
+    ``dwpw_applies`` compares shapes; the C lowering only sees static ones)."""
+    return type_dims(v.type)
 
 
 def conv_params(op: nn.ConvOp) -> list[int]:

@@ -68,6 +68,7 @@ from autofusion.dialects.base import (
     tensor_of,
     type_dims,
 )
+from autofusion.dialects.dtypes import tensor_type
 
 # ---------------------------------------------------------------------------------------
 # Base classes
@@ -1290,7 +1291,7 @@ class TransposeOp(TensorOp):
         shape = type_dims(t)
         super().__init__(
             operands=[x],
-            result_types=[TensorType(t.element_type, [shape[p] for p in perm])],
+            result_types=[tensor_type(t.element_type, [shape[p] for p in perm])],
             properties={"perm": i64_array(perm)},
             attributes=attributes,
         )
@@ -1931,3 +1932,6 @@ ELEMENTWISE_BINARY = (
     GreaterEqualOp,
 )
 ELEMENTWISE = (*ELEMENTWISE_UNARY, *ELEMENTWISE_BINARY, WhereOp)
+#: Ops only a symbolic import makes (docs/dynamic.md): no target lowers them before the
+#: lowering handles symbolic sizes, and every pass that does not refuses their module.
+SYMBOLIC_ONLY = (SizesOp,)

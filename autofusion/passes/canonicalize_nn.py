@@ -89,6 +89,7 @@ class CanonicalizeNN(CheckedPass):
     """Reshape/transpose clean-up and small constant folding."""
 
     name: ClassVar[str] = "canonicalize-nn"
+    symbolic: ClassVar[bool] = True  # docs/dynamic.md, "Symbolic import"
 
     fold_limit: int = 65536
 

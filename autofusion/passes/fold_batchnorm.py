@@ -35,6 +35,7 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.rewriter import InsertPoint
 
+from autofusion import symbolic
 from autofusion.dialects import nn
 from autofusion.dialects.attrs import ORIGINS
 from autofusion.dialects.base import shape_of
@@ -183,6 +184,8 @@ class FoldBatchNormIntoProducer(RewritePattern):
         if w is None:
             return
         n = shape_of(gemm.out)[1]
+        if isinstance(n, symbolic.Size):
+            return  # a symbolic column count: no constant bias of that length
         if gemm.c is None:
             c = np.zeros(n)
         else:
@@ -242,6 +245,7 @@ class FoldBatchNorm(PolicyPass):
     """Fold BatchNormalization into Conv / Gemm / MatMul with constant weights."""
 
     name: ClassVar[str] = "fold-batchnorm"
+    symbolic: ClassVar[bool] = True  # docs/dynamic.md, "Symbolic import"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         policy = self.fusion_policy()

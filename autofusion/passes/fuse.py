@@ -7,10 +7,12 @@ Conv/MatMul/Gemm/Attention; values with several readers are materialised (yielde
 extra kernel result) or, at aggressiveness >= 2 when the cost model agrees, recomputed in
 each reader's kernel. Refusals go to the module attribute ``fusion.refusals``.
 
-Preconditions: shapes static; run after canonicalize-nn, fold-batchnorm, the recognize-*
-passes and fuse-conv-bn-relu (existing kernels are left as they are). Kernels hold only nn
-ops; small constants (<= 16 elements) are cloned inside, larger ones are kernel inputs.
-After outlining, top-level ops are re-sorted topologically (stable).
+Preconditions: static or symbolic shapes (symbolic ones are compared structurally for
+legality and taken at their upper bounds by the cost model: docs/dynamic.md); run after
+canonicalize-nn, fold-batchnorm, the recognize-* passes and fuse-conv-bn-relu (existing
+kernels are left as they are). Kernels hold only nn ops; small constants (<= 16 elements)
+are cloned inside, larger ones are kernel inputs. After outlining, top-level ops are
+re-sorted topologically (stable).
 
 Options: ``config`` (JSON/YAML file), ``aggressiveness`` (-1 = config/env/default 1),
 ``policy`` (``module:Class`` or ``@token``), ``window_size`` (0 = whole graph, -1 = the
@@ -395,6 +397,7 @@ class FuseNN(PolicyPass):
     """The general fusion engine; see the module docstring."""
 
     name: ClassVar[str] = "fuse"
+    symbolic: ClassVar[bool] = True  # docs/dynamic.md, "Symbolic import"
 
     policy: str = ""
     window_size: int = -1

@@ -34,6 +34,7 @@ from autofusion.passes.fuse import main_funcs, outline, short_name
 from autofusion.passes.options import PolicyPass
 from autofusion.policy.engine import FusionPolicy
 from autofusion.policy.reasons import Refusal, RefusalLog, group_layer, nodes_of
+from autofusion.symbolic import shape_text
 
 ACTIVATIONS = (
     nn.ReluOp,
@@ -117,8 +118,8 @@ class _ChainBuilder:
             if stage == "residual" and shape_of(nxt.results[0]) != shape_of(conv.y):
                 self.log.add(
                     "shape-mismatch",
-                    f"residual add broadcasts the conv output {shape_of(conv.y)} "
-                    f"to {shape_of(nxt.results[0])}",
+                    f"residual add broadcasts the conv output {shape_text(shape_of(conv.y))} "
+                    f"to {shape_text(shape_of(nxt.results[0]))}",
                     [chain[-1], nxt],
                 )
                 break
@@ -176,6 +177,7 @@ class FuseConvBnRelu(PolicyPass):
     """Conv + BN + bias + residual + activation chains into one kernel each."""
 
     name: ClassVar[str] = "fuse-conv-bn-relu"
+    symbolic: ClassVar[bool] = True  # docs/dynamic.md, "Symbolic import"
 
     policy: str = ""
 

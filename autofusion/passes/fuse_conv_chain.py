@@ -194,6 +194,7 @@ class FuseConvChain(PolicyPass):
     """Depthwise conv (+ clamp) -> 1x1 conv (+ epilogue) kernels, decided by the cost model."""
 
     name: ClassVar[str] = "fuse-conv-chain"
+    symbolic: ClassVar[bool] = True  # docs/dynamic.md, "Symbolic import"
 
     policy: str = ""
 

@@ -20,7 +20,9 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
+from autofusion import symbolic
 from autofusion.dialects.attrs import SYMBOLS
+from autofusion.dialects.base import symbol_ranges
 from autofusion.errors import AutofusionError
 from autofusion.policy.engine import FusionPolicy
 
@@ -131,7 +133,15 @@ class CheckedPass(ModulePass):
                     f"{', '.join(op.attributes[SYMBOLS].data)}): pin them with "  # type: ignore[attr-defined]
                     "--input-shape (one build per shape)"
                 )
-            return apply(self, ctx, op)
+            if SYMBOLS not in op.attributes:
+                return apply(self, ctx, op)
+            # sizes read back from types learn their symbols' declared ranges here, so a
+            # comparison the ranges settle (``seq <= 512``) is decided, not refused
+            with symbolic.scope(symbol_ranges(op)):
+                try:
+                    return apply(self, ctx, op)
+                except symbolic.SymbolicError as e:
+                    raise AutofusionError(f"pass {self.name!r} on a symbolic module: {e}") from e
 
         cls.apply = checked  # type: ignore[method-assign]
 

@@ -31,6 +31,7 @@ from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, i64
 
+from autofusion import symbolic
 from autofusion.analysis.liveness import find_main, schedule
 from autofusion.analysis.memory_plan import DEFAULT_ALIGNMENT, MemoryPlan, plan_memory
 from autofusion.analysis.static_shapes import check_static_shapes
@@ -43,7 +44,7 @@ from autofusion.dialects.attrs import (
     MEMORY_OFFSETS,
     MEMORY_RESIDUAL_INPLACE,
 )
-from autofusion.dialects.base import i64_array
+from autofusion.dialects.base import i64_array, symbol_ranges
 from autofusion.passes.options import CheckedPass
 
 OFFSETS = MEMORY_OFFSETS
@@ -83,17 +84,21 @@ def plan_module(
     """Plan and annotate ``module``'s ``@main``; returns the plan.
 
     Refuses (``AutofusionError``) a dynamic dimension or a tensor over the byte limit of
-    ``autofusion.analysis.static_shapes``: byte sizes and offsets would be meaningless.
+    ``autofusion.analysis.static_shapes``: byte sizes and offsets would be meaningless. A
+    symbolic size (``#nn.shape``) is planned at its upper bound: every offset is static and
+    a buffer never holds more at run time; a concat whose slices would start at symbolic
+    offsets is not placed in place.
     """
     main = find_main(module)
-    check_static_shapes(main, "plan-buffers")
-    plan = plan_memory(
-        main,
-        alignment=alignment,
-        inplace=inplace,
-        concat_inplace=concat_inplace,
-        residual_inplace=residual_inplace,
-    )
+    check_static_shapes(main, "plan-buffers", symbolic=True)
+    with symbolic.scope(symbol_ranges(module)):  # upper bounds need the declared ranges
+        plan = plan_memory(
+            main,
+            alignment=alignment,
+            inplace=inplace,
+            concat_inplace=concat_inplace,
+            residual_inplace=residual_inplace,
+        )
     annotate(main, plan)
     return plan
 
@@ -124,6 +129,8 @@ class PlanBuffers(CheckedPass):
     """
 
     name: ClassVar[str] = "plan-buffers"
+    #: symbolic sizes are planned at their upper bounds (offsets static)
+    symbolic: ClassVar[bool] = True
     alignment: int = DEFAULT_ALIGNMENT
     inplace: bool = True
     concat_inplace: bool = True

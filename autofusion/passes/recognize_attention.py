@@ -159,6 +159,7 @@ class RecognizeAttention(CheckedPass):
     """MatMul/scale/mask/Softmax/MatMul -> nn.attention."""
 
     name: ClassVar[str] = "recognize-attention"
+    symbolic: ClassVar[bool] = True  # docs/dynamic.md, "Symbolic import"
 
     config: str = ""
 

@@ -151,6 +151,7 @@ class RecognizeGelu(CheckedPass):
     """Decomposed GELU (Erf and Tanh forms) -> nn.gelu."""
 
     name: ClassVar[str] = "recognize-gelu"
+    symbolic: ClassVar[bool] = True  # docs/dynamic.md, "Symbolic import"
 
     config: str = ""
 

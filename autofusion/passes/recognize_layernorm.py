@@ -26,6 +26,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 from xdsl.rewriter import InsertPoint
 
+from autofusion import symbolic
 from autofusion.dialects import nn, shapes
 from autofusion.dialects.base import shape_of
 from autofusion.dialects.dtypes import dense_from_numpy, to_numpy_dtype
@@ -120,6 +121,8 @@ class RecognizeDecomposedLayerNorm(RewritePattern):
         if root.results[0].type != x.type:
             return  # a broadcasting scale or bias widened the result
         if gamma is None:
+            if not symbolic.is_static(norm):
+                return  # the unit scale would be a constant of symbolic shape
             elem = to_numpy_dtype(div.out.type.element_type)
             one = nn.ConstantOp(dense_from_numpy(np.ones(norm, dtype=elem)))
             rewriter.insert(one, InsertPoint.before(root))
@@ -133,6 +136,7 @@ class RecognizeLayerNorm(CheckedPass):
     """Decomposed ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div(/Mul/Add) -> nn.layer_norm."""
 
     name: ClassVar[str] = "recognize-layernorm"
+    symbolic: ClassVar[bool] = True  # docs/dynamic.md, "Symbolic import"
 
     config: str = ""
 

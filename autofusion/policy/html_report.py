@@ -35,6 +35,7 @@ from xdsl.ir import BlockArgument, SSAValue
 from autofusion.analysis.liveness import find_main
 from autofusion.dialects import nn
 from autofusion.dialects.attrs import ONNX_NAME, origin_names
+from autofusion.dialects.base import type_dims
 from autofusion.dialects.fusion import KernelOp
 from autofusion.errors import AutofusionError
 
@@ -78,7 +79,7 @@ def _shape(values: Sequence[SSAValue]) -> str:
     for v in values:
         t = v.type
         if isinstance(t, TensorType):
-            parts.append("x".join(str(d) for d in t.get_shape()) or "scalar")
+            parts.append("x".join(str(d) for d in type_dims(t)) or "scalar")
     return ", ".join(parts)
 
 

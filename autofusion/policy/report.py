@@ -22,6 +22,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation
 
+from autofusion import symbolic
 from autofusion.dialects.attrs import (
     FUSION_DECIDED_BY,
     FUSION_POLICY,
@@ -93,8 +94,22 @@ def build_report(module: ModuleOp, kernels_before: int | None = None) -> dict[st
     ``kernels_before`` defaults to the number of nn compute ops (inside kernels included),
     i.e. the kernel count of the same module without fusion. Groups are listed in
     execution order with ``pattern``, ``origins``, ``estimated_bytes_saved`` (cost model),
-    ``ops`` and ``flops``.
+    ``ops`` and ``flops``. For a symbolic module (docs/dynamic.md) the byte and FLOP
+    figures are at the symbols' upper bounds, and ``symbols`` lists their ranges
+    (``{"seq": {"range": [1, 512]}}``).
     """
+    from autofusion.dialects.base import symbol_ranges
+
+    ranges = symbol_ranges(module)
+    with symbolic.scope(ranges):  # symbolic sizes count at their upper bounds
+        report = _build_report(module, kernels_before)
+    if ranges:
+        # the shape of ``m.report["symbols"]`` of a compile (frontend/symbols.py), ranges only
+        report["symbols"] = {k: {"range": list(v)} for k, v in ranges.items()}
+    return report
+
+
+def _build_report(module: ModuleOp, kernels_before: int | None) -> dict[str, Any]:
     from autofusion.analysis.cost import kernel_bytes_saved, op_flops
 
     groups: list[dict[str, Any]] = []
@@ -157,6 +172,10 @@ def summarize_report(report: dict[str, Any]) -> str:
         f"{len(report['groups'])} fused groups, ~{report['estimated_bytes_saved']} bytes of "
         f"traffic saved (estimate)"
     ]
+    if report.get("symbols"):
+        syms = sorted(report["symbols"].items())
+        bounds = ", ".join(f"{k} <= {v['range'][1]}" for k, v in syms)
+        lines[0] += f" at the symbols' upper bounds ({bounds})"
     by_pattern: dict[str, int] = {}
     for g in report["groups"]:
         by_pattern[g["pattern"]] = by_pattern.get(g["pattern"], 0) + 1

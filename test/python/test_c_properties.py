@@ -98,7 +98,7 @@ def test_fused_kernels_are_one_function_with_epilogues(tmp_path: Path) -> None:
     assert with_epilogue, "tiny_cnn should have Conv+activation kernels"
     emit_lowered(module, tmp_path)
     text = (tmp_path / "model.c").read_text()
-    epilogues = re.findall(r"^static void (k\d+_\w+)_epilogue\(void \*", text, re.M)
+    epilogues = re.findall(r"^static AFRT_WIDE_VEC void (k\d+_\w+)_epilogue\(void \*", text, re.M)
     functions = re.findall(r"^static void (k\d+_\w+)\(const unsigned char", text, re.M)
     assert len(functions) == len(kernels), "each fusion.kernel must be exactly one C function"
     assert set(epilogues) <= set(functions)

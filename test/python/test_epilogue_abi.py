@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
+import platform
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
 import numpy as np
 import onnx
+import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import autofusion
@@ -77,7 +80,7 @@ def test_a_generated_epilogue_compiles_against_afrt_h(tmp_path: Path) -> None:
 
     emit_lowered(compile_onnx(_conv_sigmoid_relu()), tmp_path)
     text = (tmp_path / "model.c").read_text()
-    sigs = re.findall(r"static void (\w+_epilogue)\(([^)]*)\)", text)
+    sigs = re.findall(r"static AFRT_WIDE_VEC void (\w+_epilogue)\(([^)]*)\)", text)
     assert len(sigs) == 1, "only the Conv + Sigmoid kernel should have a generated epilogue"
     assert text.count("(afrt_epilogue){afrt_epi_clamp_fn, ") >= 1
     for _, params in sigs:
@@ -87,3 +90,33 @@ def test_a_generated_epilogue_compiles_against_afrt_h(tmp_path: Path) -> None:
            "-fopenmp", str(tmp_path / "model.c")]  # fmt: skip
     done = subprocess.run(cmd, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def _vector_bytes(model_c: Path, march: str, first: int, last: int) -> set[int]:
+    """The vector widths gcc reports for the loops on lines [first, last] of model_c."""
+    cmd = ["gcc", "-O3", "-std=c11", f"-march={march}", "-fopenmp", "-fopt-info-vec-optimized",
+           f"-I{AFRT_H.parent}", "-c", str(model_c), "-o", "/dev/null"]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = re.findall(
+        r"model\.c:(\d+):\d+: optimized: loop vectorized using (\d+) byte", done.stderr
+    )
+    return {int(b) for line, b in found if first <= int(line) <= last}
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64" or shutil.which("gcc") is None,
+                    reason="AFRT_WIDE_VEC applies to gcc on x86-64")  # fmt: skip
+def test_a_generated_epilogue_uses_64_byte_vectors_with_avx512(tmp_path: Path) -> None:
+    """The printed epilogue carries AFRT_WIDE_VEC: with AVX-512 (x86-64-v4) gcc vectorises its
+    loop with 64-byte vectors (its remainder with 32-byte ones), where -march alone tunes for
+    32-byte ones; without AVX-512 (x86-64-v3) the macro is empty: no 64-byte vectors."""
+    from autofusion.lowering.c.testing import compile_onnx, emit_lowered
+
+    emit_lowered(compile_onnx(_conv_sigmoid_relu()), tmp_path)
+    model_c = tmp_path / "model.c"
+    lines = model_c.read_text().splitlines()
+    first = next(i for i, t in enumerate(lines, 1) if re.match(r"static .*_epilogue\(", t))
+    last = next(i for i, t in enumerate(lines, 1) if i > first and t == "}")
+    assert lines[first - 1].startswith("static AFRT_WIDE_VEC void ")
+    assert 64 in _vector_bytes(model_c, "x86-64-v4", first, last)
+    assert 64 not in _vector_bytes(model_c, "x86-64-v3", first, last)

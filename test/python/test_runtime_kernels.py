@@ -253,7 +253,7 @@ def test_fast_math(tmp_path: Path) -> None:
     x = np.concatenate([np.linspace(-20, 20, 40001), np.linspace(-87.3, 88.7, 20001), special])
     x = x.astype(np.float32)
     out = np.frombuffer(subprocess.run([str(exe)], input=x.tobytes(), capture_output=True,
-                                       check=True).stdout, np.float32).reshape(-1, 3)  # fmt: skip
+                                       check=True).stdout, np.float32).reshape(-1, 4)  # fmt: skip
     x64 = x.astype(np.float64)
     with np.errstate(over="ignore"):
         ref_exp = np.exp(x64)
@@ -262,6 +262,10 @@ def test_fast_math(tmp_path: Path) -> None:
     np.testing.assert_allclose(out[ok, 0], ref_exp[ok], rtol=5e-7)
     np.testing.assert_allclose(out[:, 1], np.tanh(x64), rtol=1e-6, atol=3e-7)
     np.testing.assert_allclose(out[:, 2], ref_erf, rtol=1e-6, atol=5e-7)
+    # af_erff's exp of -x*x: af_expf's value bit for bit on every non-positive argument
+    neg = x <= 0
+    np.testing.assert_array_equal(out[neg, 3].view(np.uint32), out[neg, 0].view(np.uint32))
+    assert np.isnan(out[np.isnan(x), 3]).all()
     tail = out[-len(special) :]
     assert tail[5, 0] == np.inf
     assert tail[6, 0] == 0.0

@@ -144,7 +144,7 @@ def test_vector_math_matches_portable_bit_for_bit(tmp_path: Path) -> None:
                         "-lm"], check=True)  # fmt: skip
         raw = subprocess.run(["qemu-aarch64", "-L", QEMU_SYSROOT, str(exe)], input=x.tobytes(),
                              capture_output=True, check=True).stdout  # fmt: skip
-        outs[variant] = np.frombuffer(raw, np.float32).reshape(-1, 3)
+        outs[variant] = np.frombuffer(raw, np.float32).reshape(-1, 4)
     np.testing.assert_array_equal(outs["neon"].view(np.uint32), outs["portable"].view(np.uint32))
     x64 = x.astype(np.float64)
     with np.errstate(over="ignore"):

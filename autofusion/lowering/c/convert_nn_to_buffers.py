@@ -51,6 +51,7 @@ from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     DictionaryAttr,
     FunctionType,
+    IndexType,
     IntegerAttr,
     MemRefType,
     ModuleOp,
@@ -63,6 +64,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import PassFailedException
 
+from autofusion import symbolic
 from autofusion.analysis.cost import kernel_work
 from autofusion.analysis.liveness import tensor_bytes
 from autofusion.analysis.memory_plan import concat_slices, is_inplace_capable
@@ -72,6 +74,7 @@ from autofusion.dialects.attrs import (
     C_ALIAS_ARGS,
     C_PATTERN,
     C_ROLE,
+    C_SYMBOL,
     C_WORK,
     MEMORY_ARENA_BYTES,
     MEMORY_CONCAT_INPLACE,
@@ -81,6 +84,7 @@ from autofusion.dialects.attrs import (
     PRECISION_STORAGE,
     origin_names,
 )
+from autofusion.dialects.base import symbol_ranges, type_dims
 from autofusion.dialects.clib import ViewOp
 from autofusion.dialects.fusion import FAST_MATH_ATTR
 from autofusion.lowering.c.names import NameTable
@@ -91,8 +95,19 @@ WORK_ATTR = C_WORK
 
 
 def memref_of(t: Attribute) -> MemRefType[Attribute]:
+    """The buffer type of a tensor type. A symbolic dim is ``?`` and the memref carries no
+    sizes (the tensor types inside the kernel do; the lowering flattens such buffers and
+    computes offsets from those sizes: docs/dynamic.md)."""
     assert isinstance(t, TensorType)
     return MemRefType(t.element_type, t.get_shape())
+
+
+def _to_tensor(buf: SSAValue, t: Attribute) -> bufferization.ToTensorOp:
+    """``bufferization.to_tensor`` of ``buf`` as the tensor type ``t`` (which keeps its
+    symbolic sizes; ``ToTensorOp(buf)`` would infer a type without them)."""
+    return bufferization.ToTensorOp.build(
+        operands=[buf], result_types=[t], properties={"restrict": UnitAttr()}
+    )
 
 
 def origins_of(op: Operation) -> list[str]:
@@ -135,8 +150,12 @@ class ConvertNNToBuffers(CheckedPass):
 
     name: ClassVar[str] = "convert-nn-to-buffers"
 
+    #: symbolic sizes: kernels take the symbols as ``index`` arguments, buffers are ``?``
+    symbolic: ClassVar[bool] = True
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        _Converter(op, find_main(op, self.name), self.name).run()
+        with symbolic.scope(symbol_ranges(op)):
+            _Converter(op, find_main(op, self.name), self.name).run()
 
 
 class _Converter:
@@ -151,22 +170,27 @@ class _Converter:
         self.globals: list[Operation] = []
         self.arena_range: dict[SSAValue, tuple[int, int]] = {}
         """Buffer -> (byte offset, byte size) of an arena slot, views included."""
+        self.symbols = list(symbol_ranges(module))
+        """The module's size symbols (``nn.symbols``), in order: @main's last arguments."""
+        self.sym_args: list[SSAValue] = []
 
     def run(self) -> None:
         main = self.main
-        check_static_shapes(main, self.pass_name)
+        check_static_shapes(main, self.pass_name, symbolic=bool(self.symbols))
         old_block = main.body.block
         ret = old_block.last_op
         if not isinstance(ret, func.ReturnOp):
             raise PassFailedException(f"{self.pass_name}: @main does not end in func.return")
         in_types = [memref_of(a.type) for a in old_block.args]
         out_types = [memref_of(v.type) for v in ret.arguments]
-        block = Block(arg_types=[*in_types, *out_types])
+        sym_types = [IndexType()] * len(self.symbols)
+        block = Block(arg_types=[*in_types, *out_types, *sym_types])
         self.block = block
         nin = len(in_types)
         for old, new in zip(old_block.args, block.args[:nin]):
             self.buf[old] = new
-        out_args = list(block.args[nin:])
+        out_args = list(block.args[nin : nin + len(out_types)])
+        self.sym_args = list(block.args[nin + len(out_types) :])
 
         # Which op result writes straight into which output buffer.
         direct: dict[SSAValue, SSAValue] = {}
@@ -224,9 +248,13 @@ class _Converter:
         )
         for d in old_res:
             arg_attrs.append(DictionaryAttr({**d.data, C_ROLE: StringAttr("output")}))
+        for name in self.symbols:
+            arg_attrs.append(
+                DictionaryAttr({C_ROLE: StringAttr("symbol"), C_SYMBOL: StringAttr(name)})
+            )
         new_main = func.FuncOp(
             "main",
-            FunctionType.from_lists([*in_types, *out_types], []),
+            FunctionType.from_lists([*in_types, *out_types, *sym_types], []),
             Region(block),
             arg_attrs=ArrayAttr(arg_attrs),
         )
@@ -297,6 +325,13 @@ class _Converter:
                 self.block.add_op(view)
                 outs.append(view.res)
                 self.arena_range[view.res] = (offsets[i], tensor_bytes(res.type))
+            elif not symbolic.is_static(type_dims(res.type)):
+                # storage for the upper bounds, viewed as the symbolic buffer
+                alloc = memref.AllocOp.get(i8, 64, [max(tensor_bytes(res.type), 1)])
+                view = ViewOp(alloc.memref, 0, memref_of(res.type))
+                self.block.add_op(alloc)
+                self.block.add_op(view)
+                outs.append(view.res)
             else:
                 alloc = memref.AllocOp.get(
                     memref_of(res.type).element_type, 64, memref_of(res.type).get_shape()
@@ -312,7 +347,8 @@ class _Converter:
             outs[0]
         ):
             fn.attributes[C_ALIAS_ARGS] = DenseArrayBase.from_list(i64, [residual, len(ins)])
-        self.block.add_op(func.CallOp(fn.sym_name.data, [*ins, *outs], []))
+        syms = self.sym_args if _is_symbolic_op(op) else []
+        self.block.add_op(func.CallOp(fn.sym_name.data, [*ins, *outs, *syms], []))
 
     def _concat_in_place(
         self,
@@ -401,13 +437,14 @@ class _Converter:
             pattern = op.name.removeprefix("nn.")
             hint = f"op{index}_{pattern}"
         sym = self.names.ident(hint)
-        block = Block(arg_types=[*in_types, *out_types])
+        sym_types = [IndexType()] * len(self.symbols) if _is_symbolic_op(op) else []
+        block = Block(arg_types=[*in_types, *out_types, *sym_types])
         nin = len(in_types)
         mapping: dict[SSAValue, SSAValue] = {}
         tensors = []
         empty = all(0 in memref_of(r.type).get_shape() for r in op.results)
-        for arg in block.args[:nin] if not empty else ():
-            t = bufferization.ToTensorOp(arg, restrict=True)
+        for arg, v in zip(block.args[:nin], op.operands) if not empty else ():
+            t = _to_tensor(arg, v.type)
             block.add_op(t)
             tensors.append(t.tensor)
         if empty:
@@ -430,7 +467,7 @@ class _Converter:
                 clone.attributes.pop(k, None)
             block.add_op(clone)
             results = list(clone.results)
-        for res, out in zip(results, block.args[nin:]):
+        for res, out in zip(results, block.args[nin : nin + len(out_types)]):
             block.add_op(
                 bufferization.MaterializeInDestinationOp(
                     operands=[res, out],
@@ -441,13 +478,21 @@ class _Converter:
         block.add_op(func.ReturnOp())
         fn = func.FuncOp(
             sym,
-            FunctionType.from_lists([*in_types, *out_types], []),
+            FunctionType.from_lists([*in_types, *out_types, *sym_types], []),
             Region(block),
             visibility="private",
         )
+        if sym_types:  # the symbols, named as @main's
+            fn.arg_attrs = ArrayAttr(
+                [DictionaryAttr({}) for _ in [*in_types, *out_types]]
+                + [DictionaryAttr({C_SYMBOL: StringAttr(n)}) for n in self.symbols]
+            )
         fn.attributes[ORIGINS] = ArrayAttr([StringAttr(o) for o in origins_of(op)])
         fn.attributes[C_PATTERN] = StringAttr(pattern)
-        fn.attributes[WORK_ATTR] = DenseArrayBase.from_list(i64, list(kernel_work(op)))
+        flops, moved = kernel_work(op)  # of a symbolic kernel: at the upper bounds
+        fn.attributes[WORK_ATTR] = DenseArrayBase.from_list(
+            i64, [symbolic.upper_bound(flops), symbolic.upper_bound(moved)]
+        )
         if FAST_MATH_ATTR in op.attributes:
             fn.attributes[FAST_MATH_ATTR] = UnitAttr()
         self.new_funcs.append(fn)
@@ -461,6 +506,17 @@ def _residual_index(op: Operation) -> int | None:
         return None
     values = [int(v) for v in attr.get_values()]
     return values[0] if len(values) == 1 and 0 <= values[0] < len(op.operands) else None
+
+
+def _is_symbolic_op(op: Operation) -> bool:
+    """Whether a kernel's operand or result types (or, of a fusion.kernel, its body's) have
+    symbolic sizes: then its function takes the module's symbols as arguments."""
+    values = [*op.operands, *op.results]
+    if isinstance(op, fusion.KernelOp):
+        values += [r for inner in op.body.block.ops for r in inner.results]
+    return any(
+        isinstance(v.type, TensorType) and not symbolic.is_static(type_dims(v.type)) for v in values
+    )
 
 
 def work_table(module: ModuleOp) -> dict[str, dict[str, int]]:

@@ -379,7 +379,9 @@ class CPrinter:
                 f"/* {c_comment(pattern.data if isinstance(pattern, StringAttr) else '')}: "
                 f"{c_comment(text)} */"
             )
-        if clib.EPILOGUE_ATTR in f.attributes:
+        head = len(w)  # the signature's line, which AFRT_WIDE_VEC may join below
+        epilogue = clib.EPILOGUE_ATTR in f.attributes
+        if epilogue:
             try:
                 clib.verify_epilogue(f.sym_name.data, f.body.block)
             except VerifyException as e:
@@ -418,6 +420,10 @@ class CPrinter:
         fp.block(f.body.block, 1)
         w.append("}")
         w.append("")
+        # An epilogue works on a piece of C still in L1; exp/erf/tanh loops are arithmetic:
+        # both gain from 64-byte vectors (afrt.h's AFRT_WIDE_VEC, empty where it cannot apply).
+        if epilogue or fp.transcendental:
+            w[head] = w[head].replace("static void ", "static AFRT_WIDE_VEC void ", 1)
 
     def _main(self, main: func.FuncOp) -> None:
         io = _io(main)
@@ -948,6 +954,9 @@ class _FuncPrinter:
         self.local = NameTable()
         # fusion.fast_math (the ``fast_math`` config key): approximate exp/tanh/erf, afrt.h
         self.fast = "af_fast_" if FAST_MATH_ATTR in f.attributes else "af_"
+        # set when the body calls af_expf / af_erff / af_tanhf: arithmetic-bound loops, which
+        # the function's AFRT_WIDE_VEC vectorises with 64-byte vectors where it can (afrt.h)
+        self.transcendental = False
         for r in ("af_w", "af_s", "af_sb", "m", "in", "out", "s_"):
             self.local.reserve(r)
         self.names: dict[SSAValue, str] = {}
@@ -1361,6 +1370,7 @@ class _FuncPrinter:
 
     def _math(self, fn: str, args: list[str], t: Attribute | None) -> str:
         if t == dtypes.f32 and fn in ("exp", "erf", "tanh"):
+            self.transcendental = True
             return f"{self.fast}{fn}f({', '.join(args)})"
         if t == dtypes.f32:
             return f"{fn}f({', '.join(args)})"

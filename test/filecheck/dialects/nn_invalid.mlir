@@ -1197,3 +1197,30 @@ func.func @bitshift_float(%a: tensor<2xf32>) {
 }
 // CHECK: {{^// -{5}$}}
 // CHECK-NEXT: 'nn.bitshift': expects integer operands of 8, 16, 32 or 64 bits, got f32
+
+// -----
+
+func.func @sizes_count() {
+  %r = nn.sizes {sizes = ["seq"]} : tensor<2xi64>
+  func.return
+}
+// CHECK: {{^// -{5}$}}
+// CHECK-NEXT: 'nn.sizes': 1 sizes for a result of 2 elements
+
+// -----
+
+func.func @sizes_float() {
+  %r = nn.sizes {sizes = ["seq", "2"]} : tensor<2xf32>
+  func.return
+}
+// CHECK: {{^// -{5}$}}
+// CHECK-NEXT: 'nn.sizes': result must be an integer tensor, got tensor<2xf32>
+
+// -----
+
+func.func @sizes_text() {
+  %r = nn.sizes {sizes = ["seq +* 2"]} : tensor<1xi64>
+  func.return
+}
+// CHECK: {{^// -{5}$}}
+// CHECK-NEXT: 'nn.sizes': malformed size expression 'seq +* 2'

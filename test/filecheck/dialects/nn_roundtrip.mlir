@@ -262,3 +262,17 @@ func.func @bitshift(%u: tensor<2x3xui32>, %s: tensor<3xui32>, %i: tensor<2x3xi16
   %right = nn.bitshift %i, %i {direction = "RIGHT"} : (tensor<2x3xi16>, tensor<2x3xi16>) -> tensor<2x3xi16>
   func.return %right : tensor<2x3xi16>
 }
+
+
+// Symbolic sizes (docs/dynamic.md): a ? dim with its size in the #nn.shape encoding, and
+// nn.sizes (sizes as run-time data).
+// CHECK-LABEL: func.func @symbolic(%x: tensor<?x64xf32, #nn.shape<["seq", "64"]>>) -> tensor<2xi64> {
+// CHECK-NEXT:    %r = nn.relu %x : (tensor<?x64xf32, #nn.shape<["seq", "64"]>>) -> tensor<?x64xf32, #nn.shape<["seq", "64"]>>
+// CHECK-NEXT:    %sizes = nn.sizes {sizes = ["seq", "12*seq"]} : tensor<2xi64>
+// CHECK-NEXT:    func.return %sizes : tensor<2xi64>
+// CHECK-NEXT:  }
+func.func @symbolic(%x: tensor<?x64xf32, #nn.shape<["seq", "64"]>>) -> tensor<2xi64> {
+  %r = nn.relu %x : (tensor<?x64xf32, #nn.shape<["seq", "64"]>>) -> tensor<?x64xf32, #nn.shape<["seq", "64"]>>
+  %sizes = nn.sizes {sizes = ["seq", "12*seq"]} : tensor<2xi64>
+  func.return %sizes : tensor<2xi64>
+}

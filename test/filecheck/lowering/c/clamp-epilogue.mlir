@@ -63,7 +63,7 @@ func.func @main(%x: tensor<1x8x6x6xf32>, %w: tensor<16x8x1x1xf32>, %r: tensor<1x
 // CHECK-NOT:     clib.clamp_epilogue
 // CHECK:         clib.func_ref @k0_conv_shift_relu_epilogue
 
-// C-LABEL: static void k0_conv_shift_relu_epilogue(
+// C-LABEL: static AFRT_WIDE_VEC void k0_conv_shift_relu_epilogue(
 // C-LABEL: static void k0_conv_shift_relu(
 // C-NOT:     afrt_epi_clamp
 // C:         (afrt_epilogue){k0_conv_shift_relu_epilogue, (void *)
