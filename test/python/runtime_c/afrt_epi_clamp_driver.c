@@ -6,7 +6,8 @@
  * counts off the 16/32 blocks; afrt_nchwc_ex_f32 with a blocked output). Each applies the
  * built-in one to its values before their only store; the results must be bit-identical to the callback's, NaN,
  * inf and -0.0 included (the inputs, residuals and some biases hold some), with residuals per
- * image and broadcast over the batch.
+ * image and broadcast over the batch. In place (check_inplace_conv_ / check_inplace_matmul_):
+ * the output buffer holds the residual, bit for bit against a separate residual.
  *
  *   afrt_epi_clamp_driver THREADS   -> prints "ok N" (N cases) or the first mismatch, exit 1
  */
