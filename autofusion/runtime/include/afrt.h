@@ -1118,17 +1118,22 @@ static inline void afrt_finish_store_inplace_(const afrt_tile_finish_ *fin, floa
                                               const float *s, int64_t lds, int64_t row,
                                               int64_t mr, int64_t nr) {
     const afrt_epi_clamp *e = (const afrt_epi_clamp *)fin->epi.ctx;
-    const float lo = e->lo, hi = e->hi;
+    const float lo = e->lo, hi = e->hi, al = fin->alpha;
+    /* branch-free inner loops (they vectorise): a third of a 7x7 map's columns come here */
     for (int64_t i = 0; i < mr; ++i) {
         float *ci = c + i * ldc;
         const float *si = s + i * lds;
-        const float bv = fin->bias ? fin->bias[row + i] : 0.0f;
-        for (int64_t j = 0; j < nr; ++j) {
-            float v = si[j];
-            if (fin->alpha != 1.0f) v *= fin->alpha;
-            if (fin->bias) v += bv;
-            v = v + ci[j];
-            ci[j] = afrt_epi_clamp1_(v, lo, hi);
+        if (al == 1.0f && fin->bias) {
+            const float bv = fin->bias[row + i];
+            for (int64_t j = 0; j < nr; ++j) ci[j] = afrt_epi_clamp1_((si[j] + bv) + ci[j], lo, hi);
+        } else if (al == 1.0f) {
+            for (int64_t j = 0; j < nr; ++j) ci[j] = afrt_epi_clamp1_(si[j] + ci[j], lo, hi);
+        } else if (fin->bias) {
+            const float bv = fin->bias[row + i];
+            for (int64_t j = 0; j < nr; ++j)
+                ci[j] = afrt_epi_clamp1_((si[j] * al + bv) + ci[j], lo, hi);
+        } else {
+            for (int64_t j = 0; j < nr; ++j) ci[j] = afrt_epi_clamp1_(si[j] * al + ci[j], lo, hi);
         }
     }
 }
