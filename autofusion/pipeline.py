@@ -178,6 +178,8 @@ def _option_values(opts: PipelineOptions) -> dict[str, object]:
 
         if not load_config(opts.config).concat_inplace:
             values["concat_inplace"] = False  # plan-buffers and tile-fusion
+        if not load_config(opts.config).residual_inplace:
+            values["residual_inplace"] = False  # plan-buffers
     if opts.target == "c":
         values["blocked_convs"] = blocked_convs(opts)  # lower-nn-to-loops
     return values

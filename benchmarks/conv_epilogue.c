@@ -10,7 +10,9 @@
  *      Add + Relu kernel, as in the unfused build).
  * Arguments: threads reps cold against then per case kind C K H R stride residual, kind 0
  * Winograd (afrt_winograd_f32), 1 blocked direct (afrt_nchwc_f32), 2 gemm_1x1_t
- * (afrt_conv1x1t_f32), 3 whatever afrt_conv2d_f32 picks; an H x H map, pad R / 2. Per case it
+ * (afrt_conv1x1t_f32), 3 whatever afrt_conv2d_f32 picks; an H x H map, pad R / 2; residual 0
+ * none, 1 a separate buffer, 2 the output itself (written in place, as plan-buffers'
+ * memory.residual_inplace makes it: every call adds to what the last one left). Per case it
  * prints "kind C K H R stride residual median_0_us median_1_us median_ratio". */
 #include "afrt.h"
 #include "kbench.h"
@@ -75,7 +77,12 @@ int main(int argc, char **argv) {
             res = malloc(k.c.ny * sizeof(float));
             for (size_t i = 0; i < k.c.ny; ++i) res[i] = (float)(i % 7) * 0.25f - 0.75f;
         }
-        k.d = (afrt_epi_clamp){res, K * OH * OH, OH * OH, 0.0f, INFINITY};
+        if (with_res == 2) { /* in place: y starts as the residual */
+            memcpy(k.c.y, res, k.c.ny * sizeof(float));
+            free(res);
+            res = NULL;
+        }
+        k.d = (afrt_epi_clamp){with_res == 2 ? k.c.y : res, K * OH * OH, OH * OH, 0.0f, INFINITY};
         const int inner = kb_inner(&bench, 2e-3, run_, &k, 1);
         run_(&k, 0);
         const kb_result r = kb_rounds(&bench, reps, inner, run_, &k);

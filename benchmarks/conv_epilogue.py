@@ -7,6 +7,8 @@ epilogue (``afrt_epi_clamp_fn``, lo 0: Relu, with or without a residual) against
 over each finished block the kernels ran before they applied the built-in one at the store);
 ``none``, no epilogue (the fused epilogue's own cost); ``pass``, no epilogue and then one pass of
 the epilogue over the whole output (a separate Relu / Add kernel, as in the unfused build).
+A case's residual flag is 0 (none), 1 (a buffer of its own) or 2 (the output itself: the
+residual written over in place, plan-buffers' ``memory.residual_inplace``).
 Rounds interleaved, constant weights registered as a model's are; ``--cold`` streams 64 MiB
 through the caches before each call. One thread: process CPU time; more: wall time. Prints a
 markdown table of the medians (us) and the median of the per-round ratios (< 1: the built-in
@@ -55,7 +57,8 @@ def main() -> int:
     kbench.print_heading(args, [*cols, "built-in us", f"{args.against} us", "ratio"])
     for line in out:
         kind, c, k, h, r, s, res, t0, t1, ratio = line.split()
-        row = [names[int(kind)], c, k, f"{h}x{h}", f"{r}x{r}/{s}", "yes" if res == "1" else "no"]
+        shown = {"0": "no", "1": "yes", "2": "in place"}[res]
+        row = [names[int(kind)], c, k, f"{h}x{h}", f"{r}x{r}/{s}", shown]
         print("| " + " | ".join([*row, t0, t1, ratio]) + " |")
     return 0
 

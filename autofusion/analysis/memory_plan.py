@@ -13,7 +13,12 @@ Input: the live intervals of ``autofusion.analysis.liveness``. Steps:
    axis is 1) takes the buffers of the operands that may alias (``_concat_in_place``) as
    members at their slices' byte offsets: their producers write straight into the
    concat's output and the concat copies nothing for them. The merged buffer lives from
-   its first member's definition to the last read of any member.
+   its first member's definition to the last read of any member. A ``fusion.kernel`` that
+   is one Conv/MatMul/Gemm whose epilogue adds a residual (``residual_operand``: Add, then
+   at most one Relu/Clip) writes its result over that residual under the same conditions as
+   an elementwise step (the residual dies there, same shape and element size, a whole
+   buffer of its own): the C backend's GEMM core reads each residual element just before it
+   stores the output element over it (``docs/runtime.md``, "In-place residual").
 2. **Offset assignment.** Buffers are placed one at a time at the lowest (first-fit) or
    tightest (best-fit) gap among already placed buffers whose lifetimes intersect theirs.
    Several orders are tried -- size descending, lifetime order, longest lifetime first,
@@ -36,8 +41,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Operation, OpResult, SSAValue
+from xdsl.dialects.builtin import TensorType, f32
+from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
 
 from autofusion import symbolic
 from autofusion.analysis.liveness import Interval, element_bytes, liveness, tensor_bytes
@@ -91,6 +96,8 @@ class MemoryPlan:
     """Concat operand -> (concat result, byte offset of its slice): written in place."""
     concat_inplace: dict[SSAValue, list[bool]] = field(default_factory=dict)
     """Concat result -> per operand, whether it is written in place (no copy)."""
+    residual_inplace: dict[SSAValue, int] = field(default_factory=dict)
+    """Kernel result -> index of the residual operand it is written over."""
 
 
 # ---------------------------------------------------------------------------------------
@@ -114,6 +121,61 @@ def is_inplace_capable(op: Operation) -> bool:
     if isinstance(op, nn.ELEMENTWISE):
         return True
     return isinstance(op, KernelOp) and _is_elementwise_body(op)
+
+
+def residual_operand(op: Operation) -> int | None:
+    """The operand a fused contraction may write its result over, or None.
+
+    ``op`` must be a single-result ``fusion.kernel`` whose body is one f32 Conv (the C
+    backend's GEMM-core kinds: 1x1 or im2col, per ``clib.conv_algo``), MatMul or Gemm
+    (without C), then ``Add(head, r)`` and at most one Relu or Clip on it, yielded: the form
+    of the built-in clamp epilogue. ``r`` must be a kernel argument of the result's shape
+    and element type read only by that Add (not by the contraction, which reads all of its
+    inputs before any output is final).
+    """
+    if not isinstance(op, KernelOp) or len(op.results) != 1:
+        return None
+    body = [o for o in op.body.block.ops if not isinstance(o, nn.ConstantOp)]
+    if len(body) not in (3, 4) or not isinstance(body[-1], YieldOp):
+        return None
+    head, add, *rest = body[:-1]
+    if not isinstance(head, nn.ConvOp | nn.MatMulOp | nn.GemmOp) or not isinstance(add, nn.AddOp):
+        return None
+    if isinstance(head, nn.GemmOp) and head.c is not None and head.beta != 0.0:
+        return None
+    if rest and not isinstance(rest[0], nn.ReluOp | nn.ClipOp):
+        return None
+    final = rest[0] if rest else add
+    if rest and rest[0].operands[0] is not add.results[0]:
+        return None
+    hv = head.results[0]
+    yielded = body[-1].operands
+    if len(yielded) != 1 or yielded[0] is not final.results[0]:
+        return None
+    if not hv.has_one_use() or not add.results[0].has_one_use():
+        return None
+    res = add.rhs if add.lhs is hv else add.lhs if add.rhs is hv else None
+    if res is None or res is hv or not res.has_one_use() or res.owner is not op.body.block:
+        return None
+    if not _same_layout(res, hv) or not _same_layout(hv, op.results[0]):
+        return None
+    ht = hv.type
+    if not isinstance(ht, TensorType) or ht.element_type != f32:
+        return None  # other types compute through casts: not the built-in clamp's form
+    if isinstance(head, nn.ConvOp):
+        from autofusion.dialects import clib
+        from autofusion.lowering.c.ops import conv_params
+
+        if len(ht.get_shape()) not in (3, 4):
+            return None
+        try:
+            algo = clib.conv_algo(conv_params(head))
+        except Exception:  # a conv the C backend cannot run: not this plan's business
+            return None
+        if algo not in ("gemm_1x1", "im2col_gemm"):
+            return None
+    assert isinstance(res, BlockArgument)
+    return res.index
 
 
 def _same_layout(a: SSAValue, b: SSAValue) -> bool:
@@ -140,6 +202,7 @@ class Buffers:
         default_factory=dict[SSAValue, tuple[SSAValue, int]]
     )
     concat_inplace: dict[SSAValue, list[bool]] = field(default_factory=dict[SSAValue, list[bool]])
+    residual_inplace: dict[SSAValue, int] = field(default_factory=dict[SSAValue, int])
 
 
 def concat_slices(op: nn.ConcatOp, operands: Sequence[SSAValue]) -> list[int] | None:
@@ -203,6 +266,7 @@ def build_buffers(
     inplace: bool,
     rename: dict[SSAValue, SSAValue] | None = None,
     concat_inplace: bool = True,
+    residual_inplace: bool = True,
 ) -> Buffers:
     """Group intervals into buffers: in-place chains, reshape views and in-place concats
     share one buffer.
@@ -213,8 +277,10 @@ def build_buffers(
     is dropped from the plan. A top-level ``nn.concat`` whose operand slices are contiguous
     absorbs the buffers of the operands that qualify (``_concat_in_place``): they become
     members at their slice's offset and the merged buffer lives from the first member's
-    definition to the last read of any member. ``rename`` maps operands of a not-yet-made
-    rewrite.
+    definition to the last read of any member. A fused contraction with a residual
+    (``residual_operand``) joins the residual's buffer when ``inplace`` and
+    ``residual_inplace`` allow and the residual qualifies as an elementwise step's operand
+    would. ``rename`` maps operands of a not-yet-made rewrite.
     """
     rename = rename or {}
     aliases: dict[SSAValue, tuple[SSAValue, int]] = {}
@@ -226,8 +292,28 @@ def build_buffers(
     pairs: list[tuple[OpResult, OpResult]] = []
     views: dict[SSAValue, SSAValue] = {}
     kept: list[Interval] = []
+    residual: dict[SSAValue, int] = {}
+
+    def dying_operand(operand: SSAValue, iv: Interval) -> Buffer | None:
+        """The buffer ``iv`` may take over from ``operand``, which dies at ``iv``'s step."""
+        src = by_value.get(operand)
+        if (
+            src is None
+            or operand not in buffer_of
+            or src.end != iv.start
+            or not _same_layout(operand, iv.value)
+        ):
+            return None
+        buf = buffer_of[operand]
+        if buf.end != iv.start:  # a view of it (or it) is still read later
+            return None
+        if buf.rel.get(operand, 0) != 0 or buf.size != align(max(src.size, 1), alignment):
+            return None  # a slice of an in-place concat: the rest of the buffer is still live
+        return buf
+
     for iv in intervals:
         target: Buffer | None = None
+        res_index = residual_operand(iv.op) if inplace and residual_inplace else None
         if isinstance(iv.op, nn.ReshapeOp):
             source = rename.get(iv.op.x, iv.op.x)
             if source not in buffer_of:
@@ -237,27 +323,21 @@ def build_buffers(
             if source in target.rel:
                 target.rel[iv.value] = target.rel[source]
         elif inplace and is_inplace_capable(iv.op):
-            step = iv.start
             for operand in iv.op.operands:
                 operand = rename.get(operand, operand)
-                src = by_value.get(operand)
-                if (
-                    src is None
-                    or operand not in buffer_of
-                    or src.end != step
-                    or not _same_layout(operand, iv.value)
-                ):
-                    continue
-                buf = buffer_of[operand]
-                if buf.end != step:  # a view of it (or it) is still read later
-                    continue
-                if buf.rel.get(operand, 0) != 0 or buf.size != align(
-                    max(src.size, 1), alignment
-                ):  # a slice of an in-place concat: the rest of the buffer is still live
+                buf = dying_operand(operand, iv)
+                if buf is None:
                     continue
                 target = buf
-                pairs.append((src.value, iv.value))
+                pairs.append((by_value[operand].value, iv.value))
                 break
+        elif res_index is not None:
+            operand = iv.op.operands[res_index]
+            operand = rename.get(operand, operand)
+            if list(iv.op.operands).count(operand) == 1 and (buf := dying_operand(operand, iv)):
+                target = buf
+                pairs.append((by_value[operand].value, iv.value))
+                residual[iv.value] = res_index
         elif concat_inplace and isinstance(iv.op, nn.ConcatOp):
             operands = [rename.get(v, v) for v in iv.op.inputs]
             flags = _concat_in_place(iv, operands, by_value, buffer_of, alignment)
@@ -288,7 +368,7 @@ def build_buffers(
         buffer_of[iv.value] = target
         kept.append(iv)
     buffers = [b for b in buffers if id(b) not in absorbed]
-    return Buffers(buffers, pairs, views, kept, aliases, concat_flags)
+    return Buffers(buffers, pairs, views, kept, aliases, concat_flags, residual)
 
 
 # ---------------------------------------------------------------------------------------
@@ -485,9 +565,16 @@ def plan_memory(
     inplace: bool = True,
     heuristics: Sequence[str] | None = None,
     concat_inplace: bool = True,
+    residual_inplace: bool = True,
 ) -> MemoryPlan:
     """Plan every intermediate of ``@main``; see the module docstring."""
-    grouped = build_buffers(liveness(main), alignment, inplace, concat_inplace=concat_inplace)
+    grouped = build_buffers(
+        liveness(main),
+        alignment,
+        inplace,
+        concat_inplace=concat_inplace,
+        residual_inplace=residual_inplace,
+    )
     buffers, pairs, intervals = grouped.buffers, grouped.inplace, grouped.intervals
     names = list(heuristics) if heuristics is not None else list(HEURISTICS)
     best_name, best_offsets, best_arena = "", [0] * len(buffers), -1
@@ -534,6 +621,7 @@ def plan_memory(
         candidates=candidates,
         concat_aliases=grouped.concat_aliases,
         concat_inplace=grouped.concat_inplace,
+        residual_inplace=grouped.residual_inplace,
     )
 
 

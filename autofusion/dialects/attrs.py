@@ -12,6 +12,8 @@ an attribute name spelled out anywhere else in ``autofusion/`` fails it). Who wr
 | ``memory.heuristic`` | module | plan-buffers | the placement heuristic that won |
 | ``memory.tile`` | fusion.kernel | tile-fusion | the tiling record of a split kernel |
 | ``memory.concat_inplace`` | nn.concat | plan-buffers | per operand, 1 if written in place |
+| ``memory.residual_inplace`` | fusion.kernel | plan-buffers | the operand its result overwrites |
+| ``c.alias_args`` | lowered funcs | convert-nn-to-buffers | argument indices that share bytes |
 | ``precision.storage`` | nn.constant | assign-precision | 16-bit storage type of a weight |
 | ``precision.casts`` | nn.matmul/gemm/conv | assign-precision | inputs cast fp32 -> 16-bit there |
 | ``precision.groups`` | module | validate-precision | measured error per fused group |
@@ -46,6 +48,7 @@ MEMORY_LOWER_BOUND_BYTES = "memory.lower_bound_bytes"
 MEMORY_HEURISTIC = "memory.heuristic"
 MEMORY_TILE = "memory.tile"
 MEMORY_CONCAT_INPLACE = "memory.concat_inplace"
+MEMORY_RESIDUAL_INPLACE = "memory.residual_inplace"
 PRECISION_STORAGE = "precision.storage"
 PRECISION_CASTS = "precision.casts"
 PRECISION_GROUPS = "precision.groups"
@@ -60,6 +63,7 @@ SYMBOLS = "nn.symbols"  # symbolic import: {symbol: [LO, HI]} on the module
 C_ROLE = "c.role"
 C_SYMBOL = "c.symbol"  # symbolic sizes: the symbol an index argument of a lowered function holds
 C_PATTERN = "c.pattern"
+C_ALIAS_ARGS = "c.alias_args"
 C_WORK = "c.work"
 C_EPILOGUE = "c.epilogue"
 C_PARALLEL = "c.parallel"

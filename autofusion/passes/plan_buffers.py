@@ -13,7 +13,11 @@ A result computed in place over a dying operand has that operand's offset. A top
 long as the view is read). A top-level ``nn.concat`` whose operands' slices are contiguous
 in its result (every dim before the axis is 1) gets ``memory.concat_inplace = array<i64:
 ...>``, 1 per operand written in place: that operand's offset is the concat's offset plus
-its slice's byte offset, and the lowering copies only the operands marked 0. Run it after
+its slice's byte offset, and the lowering copies only the operands marked 0. A
+``fusion.kernel`` computing a Conv/MatMul/Gemm plus a residual Add (and at most one Relu/Clip)
+whose residual dies there gets ``memory.residual_inplace = array<i64: I>``: its result has
+the offset of its operand ``I`` and overwrites it (the C backend reads each residual element
+just before storing the output element over it). Run it after
 fusion (and after ``tile-fusion``, which runs it itself); running it again re-plans.
 Algorithms: ``autofusion.analysis.memory_plan``.
 """
@@ -38,6 +42,7 @@ from autofusion.dialects.attrs import (
     MEMORY_LOWER_BOUND_BYTES,
     MEMORY_NAIVE_BYTES,
     MEMORY_OFFSETS,
+    MEMORY_RESIDUAL_INPLACE,
 )
 from autofusion.dialects.base import i64_array, symbol_ranges
 from autofusion.passes.options import CheckedPass
@@ -54,12 +59,15 @@ def annotate(main: func.FuncOp, plan: MemoryPlan) -> None:
     for op in schedule(main):
         op.attributes.pop(OFFSETS, None)
         op.attributes.pop(MEMORY_CONCAT_INPLACE, None)
+        op.attributes.pop(MEMORY_RESIDUAL_INPLACE, None)
         offs = [-1 if r in plan.views else plan.offsets.get(r, -1) for r in op.results]
         if any(o >= 0 for o in offs):
             op.attributes[OFFSETS] = i64_array(offs)
         flags = plan.concat_inplace.get(op.results[0]) if len(op.results) == 1 else None
         if flags is not None:
             op.attributes[MEMORY_CONCAT_INPLACE] = i64_array([int(f) for f in flags])
+        if len(op.results) == 1 and (index := plan.residual_inplace.get(op.results[0])) is not None:
+            op.attributes[MEMORY_RESIDUAL_INPLACE] = i64_array([index])
     main.attributes[ARENA] = IntegerAttr(plan.arena_bytes, i64)
     main.attributes[NAIVE] = IntegerAttr(plan.naive_bytes, i64)
     main.attributes[LOWER_BOUND] = IntegerAttr(plan.lower_bound_bytes, i64)
@@ -71,6 +79,7 @@ def plan_module(
     alignment: int = DEFAULT_ALIGNMENT,
     inplace: bool = True,
     concat_inplace: bool = True,
+    residual_inplace: bool = True,
 ) -> MemoryPlan:
     """Plan and annotate ``module``'s ``@main``; returns the plan.
 
@@ -84,7 +93,11 @@ def plan_module(
     check_static_shapes(main, "plan-buffers", symbolic=True)
     with symbolic.scope(symbol_ranges(module)):  # upper bounds need the declared ranges
         plan = plan_memory(
-            main, alignment=alignment, inplace=inplace, concat_inplace=concat_inplace
+            main,
+            alignment=alignment,
+            inplace=inplace,
+            concat_inplace=concat_inplace,
+            residual_inplace=residual_inplace,
         )
     annotate(main, plan)
     return plan
@@ -111,7 +124,8 @@ class PlanBuffers(CheckedPass):
 
     Options: ``alignment`` (bytes, default 64), ``inplace`` (default true: elementwise
     steps over dying operands), ``concat-inplace`` (default true: concat operands written
-    straight into their slice of the result, no copy).
+    straight into their slice of the result, no copy), ``residual-inplace`` (default true:
+    a fused conv/matmul writes its output over the residual its epilogue adds).
     """
 
     name: ClassVar[str] = "plan-buffers"
@@ -120,6 +134,7 @@ class PlanBuffers(CheckedPass):
     alignment: int = DEFAULT_ALIGNMENT
     inplace: bool = True
     concat_inplace: bool = True
+    residual_inplace: bool = True
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.alignment < 1 or self.alignment & (self.alignment - 1):
@@ -128,4 +143,4 @@ class PlanBuffers(CheckedPass):
             raise PassFailedException(
                 f"plan-buffers: alignment must be a power of two, got {self.alignment}"
             )
-        plan_module(op, self.alignment, self.inplace, self.concat_inplace)
+        plan_module(op, self.alignment, self.inplace, self.concat_inplace, self.residual_inplace)

@@ -8,6 +8,7 @@ Keys (unknown keys are errors naming the key and the file)::
     patterns: {conv_bn_relu: true, elementwise: false}         # per-family switches
     memory_limit_mb: 512         # tile fused groups so the arena fits (finite, > 0)
     concat_inplace: true         # concat operands written straight into their slice (no copy)
+    residual_inplace: true       # a fused conv/matmul written over the residual it adds
     conv_layout: auto            # auto: 3x3 convs the measured rule picks run on the blocked
                                  # direct kernel (NCHW16c, AVX-512 builds); nchw: never
     precision: {fp32_ops: ["Softmax"], fp16_ops: ["Conv"], bf16_ops: ["MatMul"]}
@@ -79,6 +80,7 @@ KNOWN_KEYS = (
     "patterns",
     "memory_limit_mb",
     "concat_inplace",
+    "residual_inplace",
     "conv_layout",
     "precision",
     "precision_config",
@@ -118,6 +120,8 @@ class FusionConfig:
     memory_limit_mb: float | None = None
     #: plan-buffers / tile-fusion write concat operands into their slice (docs/memory.md)
     concat_inplace: bool = True
+    #: plan-buffers writes a fused conv/matmul over the residual it adds (docs/memory.md)
+    residual_inplace: bool = True
     #: ``conv_layout`` (CONV_LAYOUTS; docs/fusion.md)
     conv_layout: str = "auto"
     precision: dict[str, tuple[str, ...]] = field(default_factory=dict)
@@ -271,6 +275,12 @@ def config_from_dict(data: Any, source: str = "<dict>") -> FusionConfig:
             f"{source}: 'concat_inplace' must be true or false, got {concat_inplace!r}"
         )
 
+    residual_inplace = data.get("residual_inplace", True)
+    if not isinstance(residual_inplace, bool):
+        raise AutofusionError(
+            f"{source}: 'residual_inplace' must be true or false, got {residual_inplace!r}"
+        )
+
     conv_layout = data.get("conv_layout", "auto")
     if conv_layout not in CONV_LAYOUTS:
         raise AutofusionError(
@@ -348,6 +358,7 @@ def config_from_dict(data: Any, source: str = "<dict>") -> FusionConfig:
         patterns=dict(patterns),
         memory_limit_mb=float(limit) if limit is not None else None,
         concat_inplace=concat_inplace,
+        residual_inplace=residual_inplace,
         conv_layout=conv_layout,
         precision=precision,
         hardware=hardware,

@@ -30,8 +30,10 @@ Effect on ``@main`` (tensor level, possibly fused and memory-planned):
   is refused with an ``AutofusionError`` naming the op and its type.
 - A call whose output slot overlaps one of its input slots in the arena is refused
   (``PassFailedException``) unless it is the plan's in-place case (an elementwise step over
-  exactly the same bytes): the kernels take ``restrict`` pointers, and an overlap means the
-  plan is wrong, which would otherwise give silently wrong outputs.
+  exactly the same bytes, or a kernel's ``memory.residual_inplace`` operand): the kernels take
+  ``restrict`` pointers, and an overlap means the plan is wrong, which would otherwise give
+  silently wrong outputs. A kernel written over its residual gets ``c.alias_args = array<i64:
+  I, O>`` on its function (the residual and output arguments, printed without ``restrict``).
 
 Run it after fusion and ``plan-buffers``, before ``lower-nn-to-loops``.
 """
@@ -69,6 +71,7 @@ from autofusion.analysis.memory_plan import concat_slices, is_inplace_capable
 from autofusion.analysis.static_shapes import check_static_shapes
 from autofusion.dialects import fusion, nn
 from autofusion.dialects.attrs import (
+    C_ALIAS_ARGS,
     C_PATTERN,
     C_ROLE,
     C_SYMBOL,
@@ -76,6 +79,7 @@ from autofusion.dialects.attrs import (
     MEMORY_ARENA_BYTES,
     MEMORY_CONCAT_INPLACE,
     MEMORY_OFFSETS,
+    MEMORY_RESIDUAL_INPLACE,
     ORIGINS,
     PRECISION_STORAGE,
     origin_names,
@@ -336,8 +340,13 @@ class _Converter:
                 outs.append(alloc.memref)
             self.buf[res] = outs[-1]
         ins = [self.buf[v] for v in op.operands]
-        self._check_no_overlap(op, index, ins, outs)
+        residual = _residual_index(op)
+        self._check_no_overlap(op, index, ins, outs, residual)
         fn = self._make_func(op, index, [v.type for v in ins], [v.type for v in outs])
+        if residual is not None and self.arena_range.get(ins[residual]) == self.arena_range.get(
+            outs[0]
+        ):
+            fn.attributes[C_ALIAS_ARGS] = DenseArrayBase.from_list(i64, [residual, len(ins)])
         syms = self.sym_args if _is_symbolic_op(op) else []
         self.block.add_op(func.CallOp(fn.sym_name.data, [*ins, *outs, *syms], []))
 
@@ -388,7 +397,12 @@ class _Converter:
                 self.block.add_op(memref.CopyOp(self.buf[v], dst.res))
 
     def _check_no_overlap(
-        self, op: Operation, index: int, ins: list[SSAValue], outs: list[SSAValue]
+        self,
+        op: Operation,
+        index: int,
+        ins: list[SSAValue],
+        outs: list[SSAValue],
+        residual: int | None = None,
     ) -> None:
         """Refuse a call whose output bytes overlap an input's (see the module docstring)."""
         for j, out in enumerate(outs):
@@ -401,7 +415,10 @@ class _Converter:
                 lo, size = self.arena_range[inp]
                 if not (o_lo < lo + size and lo < o_lo + o_size):
                     continue
-                if is_inplace_capable(op) and (lo, size) == (o_lo, o_size):
+                if (is_inplace_capable(op) or (residual == i and j == 0)) and (lo, size) == (
+                    o_lo,
+                    o_size,
+                ):
                     continue
                 origin = ", ".join(origins_of(op)) or f"#{index}"
                 raise PassFailedException(
@@ -480,6 +497,15 @@ class _Converter:
             fn.attributes[FAST_MATH_ATTR] = UnitAttr()
         self.new_funcs.append(fn)
         return fn
+
+
+def _residual_index(op: Operation) -> int | None:
+    """The operand ``plan-buffers`` wrote ``op``'s result over (``memory.residual_inplace``)."""
+    attr = op.attributes.get(MEMORY_RESIDUAL_INPLACE)
+    if not isinstance(attr, DenseArrayBase):
+        return None
+    values = [int(v) for v in attr.get_values()]
+    return values[0] if len(values) == 1 and 0 <= values[0] < len(op.operands) else None
 
 
 def _is_symbolic_op(op: Operation) -> bool:

@@ -18,6 +18,12 @@ For every function holding ``nn`` ops (between ``bufferization.to_tensor`` and
   generated function (attribute ``c.epilogue``) that applies the chain in place to each
   finished ``[rows, cols]`` block of the output (``afrt_epilogue`` in ``afrt.h``), while it is
   hot in cache.
+- A function whose output was planned over its residual (``c.alias_args``, from
+  ``plan-buffers``' ``memory.residual_inplace``) passes the same buffer as output and as the
+  built-in clamp epilogue's residual when the call is one the GEMM core computes in place
+  (``afrt_conv2d_f32`` / ``afrt_matmul_f32``, which copy the residual themselves on any other
+  path); otherwise (another kernel, another epilogue) it first copies the residual into a
+  temporary buffer, so the result is right whatever the plan.
 - Other ops lower one by one (``autofusion.lowering.c.ops``): reductions, softmax and
   layer_norm as row loops, pooling/conv/matmul/gemm as ``clib`` library calls, data movement
   as index loops, reshape as a view.
@@ -54,6 +60,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import PassFailedException
 
 from autofusion.dialects import clib, dtypes, fusion, nn
+from autofusion.dialects.attrs import C_ALIAS_ARGS
 from autofusion.dialects.fusion import FAST_MATH_ATTR
 from autofusion.lowering.c.builder import INDEX, Emitter, Index, unravel
 from autofusion.lowering.c.convert_nn_to_buffers import memref_of
@@ -128,6 +135,8 @@ class FunctionLowering:
     dests: dict[SSAValue, list[SSAValue]] = field(default_factory=dict)
     inline: set[Operation] = field(default_factory=set)
     allocs: list[SSAValue] = field(default_factory=list)
+    alias_res: SSAValue | None = None
+    """The residual tensor whose buffer is the output's (computed in place), if any."""
 
     # ---- driver ------------------------------------------------------------------------
     def run(self) -> None:
@@ -152,6 +161,7 @@ class FunctionLowering:
         skip: set[Operation] = set() if chain is None else {o for o in chain[:2] if o}
         plan_ops = [o for o in ops if o not in skip]
         epi = self._epilogue_plan(plan_ops) if self.fuse_epilogues else None
+        self._detach_aliased(ops, new, epi if chain is None else None)
         for op in ops:
             if isinstance(op, bufferization.ToTensorOp | bufferization.MaterializeInDestinationOp):
                 continue
@@ -188,6 +198,57 @@ class FunctionLowering:
         self.fn.body.detach_block(old)
         self.fn.body.add_block(new)
         old.erase(safe_erase=False)
+
+    def _detach_aliased(
+        self,
+        ops: list[Operation],
+        block: Block,
+        epi: tuple[Operation, set[Operation], Operation] | None,
+    ) -> None:
+        """Inputs that share bytes with the output (``c.alias_args``): kept when the call
+        computes in place (``_in_place_call``), else read from a copy made first."""
+        attr = self.fn.attributes.get(C_ALIAS_ARGS)
+        if not isinstance(attr, DenseArrayBase):
+            return
+        index = int(attr.get_values()[0])
+        tensors = [
+            op.tensor
+            for op in ops
+            if isinstance(op, bufferization.ToTensorOp) and op.memref is self.fn.args[index]
+        ]
+        if not tensors:
+            return
+        res = tensors[0]
+        if epi is not None and self._in_place_call(epi[0], epi[2], res):
+            self.alias_res = res
+            return
+        copy = self.e.alloc(elem(res), shape(res))
+        self.allocs.append(copy)
+        self.e.add(memref.CopyOp(block.args[index], copy))
+        for t in tensors:
+            self.buf[t] = copy
+
+    def _in_place_call(self, head: Operation, final: Operation, res: SSAValue) -> bool:
+        """Whether the library call for ``head`` with the epilogue ending in ``final`` is the
+        built-in clamp with residual ``res`` on a path that computes in place."""
+        from autofusion.lowering.c.ops import _lp_props, conv_layouts, conv_params
+
+        v = final.x if isinstance(final, nn.ReluOp | nn.ClipOp) else final.results[0]
+        add = v.owner
+        if not isinstance(add, nn.AddOp) or {add.lhs, add.rhs} != {head.results[0], res}:
+            return False
+        if isinstance(final, nn.ClipOp) and (pymath.isnan(final.min) or pymath.isnan(final.max)):
+            return False
+        if _lp_props(head):
+            return False
+        if isinstance(head, nn.ConvOp):
+            if conv_layouts(head):
+                return False
+            algo = clib.conv_algo(conv_params(head), None, self.blocked_convs)
+            return algo in ("gemm_1x1", "gemm_1x1_t", "im2col_gemm")
+        if isinstance(head, nn.GemmOp):
+            return head.c is None or head.beta == 0.0
+        return isinstance(head, nn.MatMulOp)
 
     def _classify(self, ops: list[Operation]) -> None:
         for op in ops:
@@ -516,6 +577,11 @@ class FunctionLowering:
         clamp = self._clamp_epilogue(head, final, batch_dims, R * C, C)
         if clamp is not None:
             return clamp
+        if self.alias_res is not None:
+            raise PassFailedException(
+                f"{PASS}: {self.fn.sym_name.data} writes its output over its residual but its "
+                "epilogue is not the built-in clamp (re-run plan-buffers)"
+            )
         grp = [
             (0, batch_dims),
             (batch_dims, batch_dims + row_dims),

@@ -28,6 +28,7 @@ import numpy as np
 from xdsl.dialects import arith, func, math, memref, scf
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    DenseArrayBase,
     DenseIntOrFPElementsAttr,
     DictionaryAttr,
     FloatAttr,
@@ -44,6 +45,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from autofusion.dialects import clib, dtypes
 from autofusion.dialects.attrs import (
+    C_ALIAS_ARGS,
     C_PARALLEL,
     C_PATTERN,
     C_ROLE,
@@ -391,6 +393,11 @@ class CPrinter:
                     w.append(f"  (void){nm};")
         else:
             written = self.written_args[f.sym_name.data]
+            alias = f.attributes.get(C_ALIAS_ARGS)
+            # arguments that share bytes (an output written over its residual): no restrict
+            shared = (
+                {int(v) for v in alias.get_values()} if isinstance(alias, DenseArrayBase) else set()
+            )
             params = ["const unsigned char *restrict af_w", "void *af_s", "size_t af_sb"]
             for i, a in enumerate(args):
                 if not isinstance(a.type, MemRefType):
@@ -399,7 +406,8 @@ class CPrinter:
                     )
                 nm = fp.bind(a, const=i not in written)
                 q = "" if i in written else "const "
-                params.append(f"{q}{ctype(a.type.element_type)} *restrict {nm}")
+                rq = "" if i in shared else "restrict "
+                params.append(f"{q}{ctype(a.type.element_type)} *{rq}{nm}")
             if f.sym_name.data in self.faulting:
                 params.append("af_fault *af_f")
             w.append(f"static void {name}({', '.join(params)}) {{")

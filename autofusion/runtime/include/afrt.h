@@ -207,6 +207,31 @@ static inline void afrt_epi_clamp_store_(float *dst, const float *src, const flo
     }
 }
 
+/* Whether epi is the built-in clamp whose residual is the output itself (out, batch items
+ * stride apart, rows ld apart): plan-buffers wrote the output over the residual it adds
+ * (memory.residual_inplace). Only the GEMM core finishes every value before its only store
+ * (afrt_gemm_tile_); afrt_conv2d_f32 and afrt_matmul_f32 give any other path a copy of the
+ * residual (afrt_epi_detach_). */
+static inline int afrt_epi_aliases_(afrt_epilogue epi, const float *out, int64_t stride,
+                                    int64_t ld) {
+    const afrt_epi_clamp *e = afrt_epi_builtin_clamp_(epi);
+    return e && e->res == out && e->res_stride == stride && e->res_ld == ld;
+}
+
+/* epi reading a heap copy of its residual's first n floats (*copy, for the caller to free)
+ * through *local; *copy is NULL if memory is short. */
+static inline afrt_epilogue afrt_epi_detach_(afrt_epilogue epi, afrt_epi_clamp *local,
+                                             float **copy, size_t n) {
+    const afrt_epi_clamp *e = (const afrt_epi_clamp *)epi.ctx;
+    *copy = (float *)malloc(n * sizeof(float));
+    if (!*copy) return epi;
+    memcpy(*copy, e->res, n * sizeof(float));
+    *local = *e;
+    local->res = *copy;
+    epi.ctx = local;
+    return epi;
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Threads and strategy.
  * ------------------------------------------------------------------------------------------- */
@@ -347,7 +372,7 @@ static inline void afrt_finish_block_(float *out, const float *bias, int64_t bat
 #else
 #define AFRT_THREAD_LOCAL _Thread_local
 #endif
-#define AFRT_SCRATCH_SLOTS 12 /* 4, 5: afrt_sgemm_ without OpenBLAS; 6-8: 16-bit core; 9, 10: gemm_1x1_t; 11: strided 1x1 conv */
+#define AFRT_SCRATCH_SLOTS 13 /* 4, 5: afrt_sgemm_ without OpenBLAS; 6-8: 16-bit core; 9, 10: gemm_1x1_t; 11: strided 1x1 conv; 12: in-place partial sums */
 static AFRT_THREAD_LOCAL void *afrt_tls_buf_[AFRT_SCRATCH_SLOTS];
 static AFRT_THREAD_LOCAL size_t afrt_tls_cap_[AFRT_SCRATCH_SLOTS];
 
@@ -536,8 +561,10 @@ static inline int afrt_in_region_(const void *p, size_t bytes) {
         AFRT_UK_ZMM_STORE_(MRV);                                                               \
     }
 /* The same kernel finishing the tile before its store (afrt_epi_clamp in registers): v =
- * clamp(((acc ? c : 0) + a @ b) * alpha + bias[i] (+ res)), with alpha, bias and res as in
- * afrt_tile_finish_ and the order of operations of the plain kernel plus afrt_finish_block_. */
+ * clamp(((acc ? s : 0) + a @ b) * alpha + bias[i] (+ res)), with alpha, bias and res as in
+ * afrt_tile_finish_ and the order of operations of the plain kernel plus afrt_finish_block_.
+ * s (row i at s + i * lds) holds the partial sums: c itself, or the in-place scratch, where c
+ * is the residual and must keep it until this only store (afrt_gemm_tile_). */
 typedef struct {
     float alpha, lo, hi;
     const float *bias;  /* MRV rows, or NULL */
@@ -549,14 +576,15 @@ typedef struct {
     V = _mm512_mask_mov_ps(hi, _mm512_cmp_ps_mask(V, hi, _CMP_NGE_UQ), V)
 #define AFRT_DEFINE_UKERNEL_EPI(NAME, MRV)                                                     \
     static inline void NAME(int64_t kc, const float *restrict a, const float *restrict b,      \
-                            float *restrict c, int64_t ldc, int acc, const afrt_uk_epi_ *e) {  \
+                            float *c, int64_t ldc, int acc, const float *s, int64_t lds,       \
+                            const afrt_uk_epi_ *e) {                                           \
         AFRT_UK_ZMM_ZERO_(MRV);                                                                \
         AFRT_UK_ZMM_KLOOP_(MRV);                                                               \
         const __m512 al = _mm512_set1_ps(e->alpha);                                            \
         const __m512 lo = _mm512_set1_ps(e->lo), hi = _mm512_set1_ps(e->hi);                   \
         for (int i = 0; i < MRV; ++i) {                                                        \
             float *ci = c + i * ldc;                                                           \
-            AFRT_UK_ZMM_ACC_(i, ci);                                                           \
+            AFRT_UK_ZMM_ACC_(i, s + i * lds);                                                  \
             if (e->alpha != 1.0f) {                                                            \
                 c0[i] = _mm512_mul_ps(c0[i], al);                                              \
                 c1[i] = _mm512_mul_ps(c1[i], al);                                              \
@@ -1071,18 +1099,90 @@ static inline void afrt_tile_finish_piece_(const afrt_tile_finish_ *fin, float *
                        fin->col0 + j0, fin->col0 + j1, ldc, fin->epi);
 }
 
+/* Whether fin's epilogue is the built-in clamp with a residual that is C itself, element for
+ * element (the memory plan wrote the output over the residual it adds: plan-buffers'
+ * memory.residual_inplace). Then every element must be final before its only store to C, which
+ * is also the only read of its residual (afrt_gemm_tile_). Element (i, j) of C is element
+ * (row0 + i, col0 + j) of fin->out; a residual overlapping C any other way is not supported. */
+static inline int afrt_tile_inplace_(const afrt_tile_finish_ *fin, const float *C, int64_t ldc) {
+    if (!fin || fin->epi.fn != afrt_epi_clamp_fn) return 0;
+    const afrt_epi_clamp *e = (const afrt_epi_clamp *)fin->epi.ctx;
+    return e->res && e->res_ld == ldc &&
+           e->res + fin->batch * e->res_stride + fin->row0 * e->res_ld + fin->col0 == C;
+}
+
+/* In place: c[i * ldc + j] = clamp(s[i * lds + j] * alpha + bias[i] + c[i * ldc + j]) for the
+ * mr x nr valid elements, each residual element read just before its element is stored; the
+ * operations and their order of afrt_tile_finish_piece_ + afrt_epi_clamp_fn. */
+static inline void afrt_finish_store_inplace_(const afrt_tile_finish_ *fin, float *c, int64_t ldc,
+                                              const float *s, int64_t lds, int64_t row,
+                                              int64_t mr, int64_t nr) {
+    const afrt_epi_clamp *e = (const afrt_epi_clamp *)fin->epi.ctx;
+    const float lo = e->lo, hi = e->hi, al = fin->alpha;
+    /* branch-free inner loops (they vectorise): a third of a 7x7 map's columns come here */
+    for (int64_t i = 0; i < mr; ++i) {
+        float *ci = c + i * ldc;
+        const float *si = s + i * lds;
+        if (al == 1.0f && fin->bias) {
+            const float bv = fin->bias[row + i];
+            for (int64_t j = 0; j < nr; ++j) ci[j] = afrt_epi_clamp1_((si[j] + bv) + ci[j], lo, hi);
+        } else if (al == 1.0f) {
+            for (int64_t j = 0; j < nr; ++j) ci[j] = afrt_epi_clamp1_(si[j] + ci[j], lo, hi);
+        } else if (fin->bias) {
+            const float bv = fin->bias[row + i];
+            for (int64_t j = 0; j < nr; ++j)
+                ci[j] = afrt_epi_clamp1_((si[j] * al + bv) + ci[j], lo, hi);
+        } else {
+            for (int64_t j = 0; j < nr; ++j) ci[j] = afrt_epi_clamp1_(si[j] * al + ci[j], lo, hi);
+        }
+    }
+}
+
 /* C tile rows [i0, i1) x cols [j0, j1) of C[M x N] (+ batch handled by caller) from packed A
  * (pa, whole matrix layout) and B source; kbuf: per-thread space for one packed B block
  * (AFRT_KC * AFRT_NC floats). Accumulates over all of K (> 0) into C, which is overwritten
  * (acc0 == 0) or added to (acc0 != 0); fin (or NULL) finishes each piece of the tile right
- * after its last k block, so every element of the tile is finished exactly once. */
+ * after its last k block, so every element of the tile is finished exactly once.
+ *
+ * In place (afrt_tile_inplace_, acc0 == 0): C holds the residual until each element's only
+ * store. Partial sums of k blocks before the last go to this thread's scratch slot 12 (the
+ * column block's rows rounded up to MR x its padded columns: whole micro-tiles, no edges), not
+ * to C; the last k block finishes full tiles in the AVX-512 registers (partial sums read from
+ * the scratch), and every other tile (edges, half tiles, other ISAs) into the scratch or tmp
+ * and then through afrt_finish_store_inplace_. Without that scratch (out of memory), each
+ * micro-tile runs all its k blocks in tmp, its B panel packed per k block (slow, but needs no
+ * memory and never stores a partial sum into C). */
 static inline void afrt_gemm_tile_(const float *pa, int64_t M, int64_t N, int64_t K,
-                                   const afrt_bsrc_ *bs, float *C, int64_t ldc, int64_t i0,
-                                   int64_t i1, int64_t j0, int64_t j1, float *kbuf, int acc0,
-                                   const afrt_tile_finish_ *fin) {
+                                  const afrt_bsrc_ *bs, float *C, int64_t ldc, int64_t i0,
+                                  int64_t i1, int64_t j0, int64_t j1, float *kbuf, int acc0,
+                                  const afrt_tile_finish_ *fin) {
     const int64_t MR = afrt_choose_mr_(M);
     const int64_t Mp = afrt_round_up_(M, MR), Np = afrt_round_up_(N, AFRT_NR);
     float tmp[AFRT_MR * AFRT_NR];
+    const int inpl = !acc0 && afrt_tile_inplace_(fin, C, ldc);
+    float *part = NULL; /* in place with K > AFRT_KC: partial sums of one column block */
+    const int64_t ldp = afrt_round_up_(afrt_min_(AFRT_NC, j1 - j0), AFRT_NR);
+    if (inpl && K > AFRT_KC) {
+        part = (float *)afrt_thread_scratch(
+            12, (size_t)(afrt_round_up_(i1 - i0, MR) * ldp) * sizeof(float));
+        if (!part) {
+            for (int64_t ic = i0; ic < i1; ic += MR)
+                for (int64_t jc = j0; jc < j1; jc += AFRT_NR) {
+                    for (int64_t pc = 0; pc < K; pc += AFRT_KC) {
+                        const int64_t kc = afrt_min_(AFRT_KC, K - pc);
+                        const float *bp = kbuf;
+                        if (bs->packed) bp = bs->packed + pc * Np + jc * kc;
+                        else if (bs->conv)
+                            afrt_pack_b_conv_(bs->conv, bs->conv_x, N, pc, kc, jc, AFRT_NR, kbuf);
+                        else afrt_pack_b_block_(bs->B, bs->ldb, bs->trans, N, pc, kc, jc, AFRT_NR, kbuf);
+                        afrt_ukernel_(MR, kc, pa + pc * Mp + ic * kc, bp, tmp, AFRT_NR, pc > 0);
+                    }
+                    afrt_finish_store_inplace_(fin, C + ic * ldc + jc, ldc, tmp, AFRT_NR, fin->row0 + ic,
+                                               afrt_min_(MR, i1 - ic), afrt_min_(AFRT_NR, j1 - jc));
+                }
+            return;
+        }
+    }
 #if defined(AFRT_UK_EPI_)
     /* the built-in clamp epilogue: in the micro-kernel's registers (edge tiles: right after
      * their store); other epilogues (and every epilogue without AFRT_UK_EPI_) once per piece */
@@ -1111,6 +1211,33 @@ static inline void afrt_gemm_tile_(const float *pa, int64_t M, int64_t N, int64_
                 const float *a = ap + ic * kc;
                 const int64_t mr = afrt_min_(MR, i1 - ic);
                 const int last = fin && pc + kc >= K;
+                if (inpl) {
+                    for (int64_t jr = 0; jr < nc; jr += AFRT_NR) {
+                        const int64_t nr = afrt_min_(AFRT_NR, nc - jr);
+                        float *c = C + ic * ldc + jc + jr;
+                        /* this micro-tile's partial sums (whole MR x NR; padded rows/columns) */
+                        float *pt = part ? part + (ic - i0) * ldp + jr : tmp;
+                        const int64_t ldt = part ? ldp : AFRT_NR;
+                        if (!last) {
+                            afrt_ukernel_(MR, kc, a, bp + jr * kc, pt, ldt, pc > 0);
+                            continue;
+                        }
+#if defined(AFRT_UK_EPI_)
+                        if (mr == MR && nr == AFRT_NR) {
+                            const int64_t r = fin->row0 + ic;
+                            const afrt_uk_epi_ e = {fin->alpha, clamp->lo, clamp->hi,
+                                                    fin->bias ? fin->bias + r : NULL, c, ldc};
+                            if (MR == 12)
+                                afrt_ukernel12_epi_(kc, a, bp + jr * kc, c, ldc, pc > 0, pt, ldt, &e);
+                            else afrt_ukernel8_epi_(kc, a, bp + jr * kc, c, ldc, pc > 0, pt, ldt, &e);
+                            continue;
+                        }
+#endif
+                        afrt_ukernel_(MR, kc, a, bp + jr * kc, pt, ldt, pc > 0);
+                        afrt_finish_store_inplace_(fin, c, ldc, pt, ldt, fin->row0 + ic, mr, nr);
+                    }
+                    continue;
+                }
                 for (int64_t jr = 0; jr < nc; jr += AFRT_NR) {
                     const int64_t nr = afrt_min_(AFRT_NR, nc - jr);
                     float *c = C + ic * ldc + jc + jr;
@@ -1125,8 +1252,9 @@ static inline void afrt_gemm_tile_(const float *pa, int64_t M, int64_t N, int64_
                                                  r * clamp->res_ld + col
                                            : NULL,
                                 clamp->res_ld};
-                            if (MR == 12) afrt_ukernel12_epi_(kc, a, bp + jr * kc, c, ldc, acc, &e);
-                            else afrt_ukernel8_epi_(kc, a, bp + jr * kc, c, ldc, acc, &e);
+                            if (MR == 12)
+                                afrt_ukernel12_epi_(kc, a, bp + jr * kc, c, ldc, acc, c, ldc, &e);
+                            else afrt_ukernel8_epi_(kc, a, bp + jr * kc, c, ldc, acc, c, ldc, &e);
                             continue;
                         }
 #endif
@@ -1267,11 +1395,11 @@ static inline void afrt_sgemm_own_(int ta, int tb, int64_t m, int64_t n, int64_t
 }
 #endif
 
-static inline void afrt_matmul_f32(int64_t batch, int64_t M, int64_t N, int64_t K, float alpha,
-                                   const float *A, int64_t lda, int64_t stride_a, int trans_a,
-                                   const float *B, int64_t ldb, int64_t stride_b, int trans_b,
-                                   float beta, float *C, int64_t ldc, int64_t stride_c,
-                                   afrt_epilogue epi) {
+static inline void afrt_matmul_any_f32_(int64_t batch, int64_t M, int64_t N, int64_t K,
+                                        float alpha, const float *A, int64_t lda, int64_t stride_a,
+                                        int trans_a, const float *B, int64_t ldb, int64_t stride_b,
+                                        int trans_b, float beta, float *C, int64_t ldc,
+                                        int64_t stride_c, afrt_epilogue epi) {
     if (batch <= 0 || M <= 0 || N <= 0) return;
     afrt_init_once_();
     if (afrt_gemm_strategy_ == AFRT_GEMM_OWN && alpha != 0.0f && K > 0 &&
@@ -1320,6 +1448,33 @@ static inline void afrt_matmul_f32(int64_t batch, int64_t M, int64_t N, int64_t 
                     Cb + i0 * ldc + j0, ldc);
         if (epi.fn) epi.fn(epi.ctx, Cb, b, i0, i1, j0, j1, ldc);
     }
+}
+
+/* The output may be the residual of a built-in clamp epilogue (afrt_epi_aliases_, beta 0):
+ * afrt's own GEMM core computes it in place; the other strategies get a copy of it. */
+static inline void afrt_matmul_f32(int64_t batch, int64_t M, int64_t N, int64_t K, float alpha,
+                                   const float *A, int64_t lda, int64_t stride_a, int trans_a,
+                                   const float *B, int64_t ldb, int64_t stride_b, int trans_b,
+                                   float beta, float *C, int64_t ldc, int64_t stride_c,
+                                   afrt_epilogue epi) {
+    if (batch > 0 && M > 0 && N > 0 && afrt_epi_aliases_(epi, C, stride_c, ldc)) {
+        afrt_init_once_();
+        if (afrt_gemm_strategy_ == AFRT_GEMM_OWN && alpha != 0.0f && K > 0 && beta == 0.0f &&
+            afrt_matmul_own_(batch, M, N, K, alpha, A, lda, stride_a, trans_a, B, ldb, stride_b,
+                             trans_b, beta, C, ldc, stride_c, epi))
+            return;
+        afrt_epi_clamp local;
+        float *copy;
+        epi = afrt_epi_detach_(epi, &local, &copy,
+                               (size_t)((batch - 1) * stride_c + (M - 1) * ldc + N));
+        if (!copy) return; /* out of memory: nothing sensible to do in a kernel */
+        afrt_matmul_any_f32_(batch, M, N, K, alpha, A, lda, stride_a, trans_a, B, ldb, stride_b,
+                             trans_b, beta, C, ldc, stride_c, epi);
+        free(copy);
+        return;
+    }
+    afrt_matmul_any_f32_(batch, M, N, K, alpha, A, lda, stride_a, trans_a, B, ldb, stride_b,
+                         trans_b, beta, C, ldc, stride_c, epi);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -2003,8 +2158,9 @@ static inline int afrt_conv1x1t_f32(const float *x, const float *w, const float 
     return !failed;
 }
 
-static inline void afrt_conv2d_f32(const float *x, const float *w, const float *bias, float *y,
-                                   const afrt_conv_params *p, void *scratch, afrt_epilogue epi) {
+static inline void afrt_conv2d_any_f32_(const float *x, const float *w, const float *bias,
+                                        float *y, const afrt_conv_params *p, void *scratch,
+                                        afrt_epilogue epi) {
     if (p->N <= 0 || p->K <= 0 || p->OH * p->OW <= 0) return;
     afrt_init_once_();
     const afrt_conv_plan_ q = afrt_conv_plan(p);
@@ -2083,6 +2239,30 @@ static inline void afrt_conv2d_f32(const float *x, const float *w, const float *
         }
         afrt_finish_block_(yn, bias, n, k0, k1, p0, p0 + pcount, ohw, epi);
     }
+}
+
+/* The output may be the residual of a built-in clamp epilogue (afrt_epi_aliases_): the convs
+ * that afrt's own GEMM core runs (1x1 and im2col, not gemm_1x1_t) compute it in place; every
+ * other path, whose kernels store before the epilogue reads the residual, gets a copy of it. */
+static inline void afrt_conv2d_f32(const float *x, const float *w, const float *bias, float *y,
+                                   const afrt_conv_params *p, void *scratch, afrt_epilogue epi) {
+    const int64_t ohw = p->OH * p->OW;
+    if (p->N > 0 && p->K > 0 && ohw > 0 && afrt_epi_aliases_(epi, y, p->K * ohw, ohw)) {
+        afrt_init_once_();
+        const afrt_conv_plan_ q = afrt_conv_plan(p);
+        if (q.kind != 0 && q.crs > 0 && afrt_gemm_strategy_ == AFRT_GEMM_OWN &&
+            !afrt_dconv_smallc_applies(p) && !afrt_winograd_applies(p) &&
+            !(q.kind == 1 && afrt_conv1x1t_applies(p)) && afrt_conv_own_(x, w, bias, y, p, &q, epi))
+            return;
+        afrt_epi_clamp local;
+        float *copy;
+        epi = afrt_epi_detach_(epi, &local, &copy, (size_t)(p->N * p->K * ohw));
+        if (!copy) return; /* out of memory: nothing sensible to do in a kernel */
+        afrt_conv2d_any_f32_(x, w, bias, y, p, scratch, epi);
+        free(copy);
+        return;
+    }
+    afrt_conv2d_any_f32_(x, w, bias, y, p, scratch, epi);
 }
 
 /* ---------------------------------------------------------------------------------------------

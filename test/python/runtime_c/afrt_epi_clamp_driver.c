@@ -6,7 +6,8 @@
  * counts off the 16/32 blocks; afrt_nchwc_ex_f32 with a blocked output). Each applies the
  * built-in one to its values before their only store; the results must be bit-identical to the callback's, NaN,
  * inf and -0.0 included (the inputs, residuals and some biases hold some), with residuals per
- * image and broadcast over the batch.
+ * image and broadcast over the batch. In place (check_inplace_conv_ / check_inplace_matmul_):
+ * the output buffer holds the residual, bit for bit against a separate residual.
  *
  *   afrt_epi_clamp_driver THREADS   -> prints "ok N" (N cases) or the first mismatch, exit 1
  */
@@ -125,6 +126,76 @@ done:
     return cases;
 }
 
+/* In place (plan-buffers' memory.residual_inplace): afrt_conv2d_f32 with the output buffer
+ * holding the residual the built-in clamp adds must store exactly what it stores with a
+ * separate residual and the callback. The GEMM core computes it in place (partial sums of
+ * several k blocks, edge, half and full tiles, every ISA); other paths (Winograd, depthwise,
+ * gemm_1x1_t, ...) take a copy of the residual. Returns the cases checked or -1. */
+static int check_inplace_conv_(const afrt_conv_params *p) {
+    const int64_t ohw = p->OH * p->OW;
+    const size_t nx = (size_t)(p->N * p->C * p->H * p->W);
+    const size_t nw = (size_t)(p->K * (p->C / p->group) * p->R * p->S);
+    const size_t ny = (size_t)(p->N * p->K * ohw);
+    float *x = malloc(nx * 4), *w = malloc(nw * 4), *b = malloc((size_t)p->K * 4);
+    float *res = malloc(ny * 4), *y0 = malloc(ny * 4), *y1 = malloc(ny * 4);
+    fill_(x, nx, 0);
+    fill_(w, nw, 0);
+    fill_(b, (size_t)p->K, 0);
+    fill_(res, ny, 1);
+    int cases = 0;
+    for (size_t bi = 0; bi < sizeof BOUNDS_ / sizeof BOUNDS_[0]; ++bi)
+        for (int with_bias = 0; with_bias < 2; ++with_bias) {
+            const float *bias = with_bias ? b : NULL;
+            const afrt_epi_clamp d0 = {res, p->K * ohw, ohw, BOUNDS_[bi][0], BOUNDS_[bi][1]};
+            const afrt_epi_clamp d1 = {y1, p->K * ohw, ohw, BOUNDS_[bi][0], BOUNDS_[bi][1]};
+            const afrt_epilogue slow = {plain_clamp, (void *)&d0};
+            const afrt_epilogue fast = {afrt_epi_clamp_fn, (void *)&d1};
+            memset(y0, 0, ny * 4);
+            memcpy(y1, res, ny * 4);
+            afrt_conv2d_f32(x, w, bias, y0, p, NULL, slow);
+            afrt_conv2d_f32(x, w, bias, y1, p, NULL, fast);
+            if (!same_(y0, y1, ny, "conv2d in place")) {
+                printf("conv2d in place: bounds %zu bias %d\n", bi, with_bias);
+                cases = -1;
+                goto done;
+            }
+            ++cases;
+        }
+done:
+    free(x), free(w), free(b), free(res), free(y0), free(y1);
+    return cases;
+}
+
+/* afrt_matmul_f32 in place (beta 0, one residual per batch item), as check_inplace_conv_. */
+static int check_inplace_matmul_(int64_t B, int64_t M, int64_t N, int64_t K, float alpha) {
+    const size_t na = (size_t)(B * M * K), nb = (size_t)(B * K * N), nc = (size_t)(B * M * N);
+    float *a = malloc(na * 4), *bm = malloc(nb * 4), *res = malloc(nc * 4);
+    float *c0 = malloc(nc * 4), *c1 = malloc(nc * 4);
+    fill_(a, na, 1);
+    fill_(bm, nb, 0);
+    fill_(res, nc, 1);
+    int cases = 0;
+    for (size_t bi = 0; bi < sizeof BOUNDS_ / sizeof BOUNDS_[0]; ++bi) {
+        const afrt_epi_clamp d0 = {res, M * N, N, BOUNDS_[bi][0], BOUNDS_[bi][1]};
+        const afrt_epi_clamp d1 = {c1, M * N, N, BOUNDS_[bi][0], BOUNDS_[bi][1]};
+        const afrt_epilogue slow = {plain_clamp, (void *)&d0};
+        const afrt_epilogue fast = {afrt_epi_clamp_fn, (void *)&d1};
+        memset(c0, 0, nc * 4);
+        memcpy(c1, res, nc * 4);
+        afrt_matmul_f32(B, M, N, K, alpha, a, K, M * K, 0, bm, N, K * N, 0, 0.0f, c0, N, M * N, slow);
+        afrt_matmul_f32(B, M, N, K, alpha, a, K, M * K, 0, bm, N, K * N, 0, 0.0f, c1, N, M * N, fast);
+        if (!same_(c0, c1, nc, "matmul in place")) {
+            printf("matmul in place: %lld x %lld x %lld, bounds %zu\n", (long long)M, (long long)N,
+                   (long long)K, bi);
+            cases = -1;
+            break;
+        }
+        ++cases;
+    }
+    free(a), free(bm), free(res), free(c0), free(c1);
+    return cases;
+}
+
 int main(int argc, char **argv) {
     afrt_set_num_threads(argc > 1 ? atoi(argv[1]) : 1);
     int cases = 0;
@@ -209,6 +280,37 @@ int main(int argc, char **argv) {
             ++cases;
         }
         free(a), free(bm), free(res), free(c0), free(c1), free(cinit);
+    }
+    /* in place: N, C, H, W, K, R, S, OH, OW, sh, sw, pt, pl, pb, pr, dh, dw, group */
+    const afrt_conv_params iconvs[] = {
+        {2, 24, 9, 11, 40, 1, 1, 9, 11, 1, 1, 0, 0, 0, 0, 1, 1, 1},   /* 1x1, edge tiles */
+        {1, 64, 24, 24, 96, 1, 1, 24, 24, 1, 1, 0, 0, 0, 0, 1, 1, 1}, /* 1x1, full + half tiles */
+        {1, 600, 7, 7, 40, 1, 1, 7, 7, 1, 1, 0, 0, 0, 0, 1, 1, 1},    /* 1x1, 3 k blocks, edges */
+        {2, 520, 8, 8, 48, 1, 1, 8, 8, 1, 1, 0, 0, 0, 0, 1, 1, 1},    /* 1x1, 3 k blocks, full */
+        {2, 8, 13, 13, 36, 3, 3, 7, 7, 2, 2, 1, 1, 1, 1, 1, 1, 2},    /* im2col, groups */
+        {1, 300, 6, 6, 20, 3, 3, 6, 6, 1, 1, 1, 1, 1, 1, 2, 2, 1},    /* im2col, K > AFRT_KC */
+        {1, 16, 10, 11, 20, 3, 3, 10, 11, 1, 1, 1, 1, 1, 1, 1, 1, 1}, /* Winograd: a copy */
+        {2, 12, 9, 9, 12, 3, 3, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1, 12},    /* depthwise: a copy */
+        {1, 512, 4, 4, 64, 1, 1, 4, 4, 1, 1, 0, 0, 0, 0, 1, 1, 1},    /* gemm_1x1_t: a copy */
+    };
+    for (size_t ci = 0; ci < sizeof iconvs / sizeof iconvs[0]; ++ci) {
+        const int got = check_inplace_conv_(&iconvs[ci]);
+        if (got < 0) {
+            printf("in-place conv case %zu\n", ci);
+            return 1;
+        }
+        cases += got;
+    }
+    /* in place: batch, M, N, K, alpha (K 600: three k blocks; N 70 and 45: edge and half) */
+    const struct {
+        int64_t batch, M, N, K;
+        float alpha;
+    } imms[] = {{2, 30, 70, 33, 1.0f}, {1, 24, 45, 600, 0.5f}, {3, 13, 64, 260, 2.0f}};
+    for (size_t mi = 0; mi < sizeof imms / sizeof imms[0]; ++mi) {
+        const int got = check_inplace_matmul_(imms[mi].batch, imms[mi].M, imms[mi].N, imms[mi].K,
+                                              imms[mi].alpha);
+        if (got < 0) return 1;
+        cases += got;
     }
     printf("ok %d\n", cases);
     return 0;
