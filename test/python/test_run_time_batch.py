@@ -10,7 +10,6 @@ ASan/UBSan at several batches.
 from __future__ import annotations
 
 import ctypes
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +18,8 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+from exported_feeds import DATA, MANIFEST
+from exported_feeds import feeds as make_feeds
 from onnx import TensorProto, helper, numpy_helper
 
 import autofusion
@@ -28,8 +29,6 @@ from autofusion.pipeline import PipelineOptions
 from autofusion.runtime import build
 from autofusion.testing import assert_close
 
-DATA = Path(__file__).parent / "data" / "exported"
-MANIFEST = json.loads((DATA / "manifest.json").read_text())
 CNNS = ["resnet_tsdyn", "resnet_dynamodyn", "mobilenet_tsdyn", "mobilenet_dynamodyn"]
 TRANSFORMERS = ["bert_tsdyn", "bert_dynamodyn", "gpt2_tsdyn", "gpt2_dynamodyn"]
 
@@ -45,24 +44,8 @@ def _ort(model: Path | onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[st
     return dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
 
 
-def _feeds(name: str, batch: int, seq: int, seed: int) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    out = {}
-    for spec in MANIFEST[name]["inputs"]:
-        sizes = {"batch": batch, "seq": seq}
-        shape = [sizes[d] if isinstance(d, str) else d for d in spec["symbolic_shape"]]
-        if "range" in spec:
-            arr = rng.integers(*spec["range"], shape).astype(spec["dtype"])
-            if spec["name"] == "attention_mask":
-                arr[:, :2] = 1  # every sample attends to something
-            out[spec["name"]] = arr
-        else:
-            out[spec["name"]] = rng.standard_normal(shape).astype(spec["dtype"])
-    return out
-
-
 def _check(m: CompiledModel, name: str, batch: int, seq: int, seed: int) -> None:
-    feeds = _feeds(name, batch, seq, seed)
+    feeds = make_feeds(name, batch, seq, seed)
     got, want = m.run(feeds), _ort(DATA / MANIFEST[name]["files"][0], feeds)
     assert set(got) == set(want)
     for out, ref in want.items():
@@ -81,7 +64,7 @@ def test_cnn_compiles_once_and_matches_at_every_batch(name: str) -> None:
                                      "batched_outputs": ["logits"]}  # fmt: skip
         for i, batch in enumerate((1, 2, 8, 3)):
             _check(m, name, batch, 0, seed=i)
-        x = _feeds(name, 9, 0, 0)
+        x = make_feeds(name, 9, 0, 0)
         with pytest.raises(AutofusionError, match=r"batch 'batch' is 9, outside .* 1\.\.8"):
             m.run(x)
     finally:
@@ -98,7 +81,7 @@ def test_transformer_batch_with_a_fixed_sequence(name: str) -> None:
         assert m.report["batch"]["range"] == [1, 4]
         for i, batch in enumerate((1, 4, 2)):
             _check(m, name, batch, 16, seed=i)
-        feeds = _feeds(name, 2, 16, 0)
+        feeds = make_feeds(name, 2, 16, 0)
         feeds["attention_mask"] = feeds["attention_mask"][:1]
         with pytest.raises(AutofusionError, match="inputs disagree on the batch 'batch'"):
             m.run(feeds)
@@ -288,7 +271,7 @@ def test_sanitized_run_time_batch(tmp_path: Path) -> None:
     build_model_dir(source, out, PipelineOptions(), name, build=False)
     exe = build.build_sanitizer_driver(out)
     for batch in (1, 3):
-        feeds = _feeds(name, batch, 0, batch)
+        feeds = make_feeds(name, batch, 0, batch)
         ref = _ort(path, feeds)["logits"]
         (got,) = build.run_driver(exe, out / "weights.bin", [feeds["input"]],
                                   [(ref.shape, ref.dtype)], tmp_path / f"io{batch}",
@@ -306,7 +289,7 @@ def test_shape_specialising_model_keys_on_seq_and_takes_any_batch() -> None:
     try:
         assert isinstance(m, DynamicModel)
         for i, (batch, seq) in enumerate([(1, 8), (4, 8), (2, 12), (3, 8), (1, 12)]):
-            feeds = _feeds(name, batch, seq, seed=i)
+            feeds = make_feeds(name, batch, seq, seed=i)
             got, want = m.run(feeds), _ort(DATA / f"{name}.onnx", feeds)
             for out, ref in want.items():
                 assert_close(got[out], ref, f"batch {batch} seq {seq}: {out}")

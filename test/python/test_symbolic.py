@@ -7,12 +7,11 @@ disagreeing feeds are clear errors, and passes that do not handle symbols refuse
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import numpy as np
 import onnxruntime as ort
 import pytest
+from exported_feeds import DATA, MANIFEST
+from exported_feeds import feeds as make_feeds
 from onnx import TensorProto, helper, numpy_helper
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -27,8 +26,6 @@ from autofusion.interpreter.core import main_function, run_module
 from autofusion.symbolic import Size, SymbolicError
 from autofusion.testing import assert_close
 
-DATA = Path(__file__).parent / "data" / "exported"
-MANIFEST = json.loads((DATA / "manifest.json").read_text())
 TRANSFORMERS = ["bert_tsdyn", "bert_dynamodyn", "gpt2_tsdyn", "gpt2_dynamodyn"]
 CNNS = ["resnet_tsdyn", "mobilenet_dynamodyn"]
 RANGES = {"batch": (1, 4), "seq": (1, 512)}
@@ -98,23 +95,8 @@ def test_bind_solves_symbols_and_checks_the_rest() -> None:
 
 
 # ---- the symbolic import ------------------------------------------------------------------
-def _feeds(name: str, b: int, s: int, seed: int) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    out = {}
-    for spec in MANIFEST[name]["inputs"]:
-        shape = [{"batch": b, "seq": s}.get(d, d) for d in spec["symbolic_shape"]]
-        if "range" in spec:
-            arr = rng.integers(*spec["range"], shape).astype(spec["dtype"])
-            if spec["name"] == "attention_mask":
-                arr[:, :2] = 1  # every sample attends to something
-            out[spec["name"]] = arr
-        else:
-            out[spec["name"]] = rng.standard_normal(shape).astype(spec["dtype"])
-    return out
-
-
 def _check_at(module: ModuleOp, name: str, b: int, s: int, seed: int) -> None:
-    feeds = _feeds(name, b, s, seed)
+    feeds = make_feeds(name, b, s, seed)
     sess = ort.InferenceSession(str(DATA / MANIFEST[name]["files"][0]))
     want = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
     got = run_module(module, feeds)
@@ -161,10 +143,10 @@ def test_symbolic_ir_round_trips_through_text() -> None:
 
 def test_feeds_out_of_range_or_disagreeing_are_errors() -> None:
     module = import_onnx(DATA / "bert_tsdyn.onnx", symbols={"batch": (1, 4), "seq": (1, 64)})
-    feeds = _feeds("bert_tsdyn", 1, 65, 0)
+    feeds = make_feeds("bert_tsdyn", 1, 65, 0)
     with pytest.raises(AutofusionError, match=r"'seq' is 65, outside its declared range 1\.\.64"):
         run_module(module, feeds)
-    feeds = _feeds("bert_tsdyn", 1, 16, 0)
+    feeds = make_feeds("bert_tsdyn", 1, 16, 0)
     feeds["attention_mask"] = np.ones((1, 17), np.int64)
     with pytest.raises(AutofusionError, match="input 'attention_mask': dim 1 gives seq = 17"):
         run_module(module, feeds)

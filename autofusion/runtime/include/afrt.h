@@ -3059,70 +3059,10 @@ static inline void afrt_avgpool2d_f32(const float *x, float *y, const afrt_pool_
  * af_tanhf: (1 - e) / (1 + e) with e = exp(-2|x|), absolute error < 2e-7 (relative error
  *   near 0 as for erf); +-inf give +-1, NaN gives NaN. -0.0 stays -0.0 in erf and tanh.
  * ------------------------------------------------------------------------------------------- */
-#if defined(AFRT_NEON_)
-/* aarch64: the same arithmetic, with the NaN / overflow choices made on the bit pattern by
- * integer masks and the clamp by fmaxf/fminf (FMAXNM/FMINNM). GCC keeps the float compares
- * of the generic version as branches (they may raise FE_INVALID, and -ftrapping-math is the
- * default), so loops calling it stayed scalar on aarch64; this way they vectorise to NEON.
- * Results are bit-identical to the generic version (NaN: x itself; x > 88.7228391f: inf;
- * the clamp only differs for NaN, whose result is x either way). */
-static inline float af_expf(float x) {
-    uint32_t ux;
-    memcpy(&ux, &x, sizeof ux);
-    const uint32_t is_nan = 0u - (uint32_t)((ux & 0x7fffffffu) > 0x7f800000u);
-    const uint32_t is_big = 0u - (uint32_t)((int32_t)ux > 0x42b17218); /* x > 88.7228391f */
-    const float xc = fminf(fmaxf(x, -87.0f), 88.7228391f);
-    const float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-    float r = xc - n * 0.693359375f;
-    r = r + n * 2.12194440e-4f;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    const float y = p * r * r + r + 1.0f;
-    const int32_t bits = ((int32_t)n + 126) << 23;
-    float scale;
-    memcpy(&scale, &bits, sizeof scale);
-    const float out = y * scale * 2.0f;
-    uint32_t uo;
-    memcpy(&uo, &out, sizeof uo);
-    uo = (uo & ~is_big) | (0x7f800000u & is_big);
-    uo = (uo & ~is_nan) | (ux & is_nan);
-    float res;
-    memcpy(&res, &uo, sizeof res);
-    return res;
-}
-/* exp of af_erff's argument -x*x (<= 0 or NaN): af_expf itself on aarch64. */
-static inline float af_expf_nonpos_(float x) { return af_expf(x); }
-#else
-static inline float af_expf(float x) {
-    const float xc = x > 88.7228391f ? 88.7228391f : (x < -87.0f ? -87.0f : x);
-    /* round to nearest with the 1.5 * 2^23 trick (floorf stops GCC vectorising under -std=c11) */
-    const float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-    float r = xc - n * 0.693359375f;
-    r = r + n * 2.12194440e-4f;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    const float y = p * r * r + r + 1.0f;
-    const int32_t bits = ((int32_t)n + 126) << 23;
-    float scale;
-    memcpy(&scale, &bits, sizeof scale);
-    const float out = y * scale * 2.0f;
-    return x != x ? x : (x > 88.7228391f ? INFINITY : out);
-}
-
-/* af_expf for af_erff's argument -x*x, which is <= 0 or NaN: without the upper clamp and the
- * inf / NaN selects, which cannot change its result there (a NaN argument gives NaN through
- * the arithmetic). Bit-identical erf for all 2^32 inputs, ~15% fewer instructions per element
- * (a GELU epilogue is mostly this erf, docs/runtime.md). */
-static inline float af_expf_nonpos_(float x) {
-    const float xc = x < -87.0f ? -87.0f : x;
+/* exp of an argument already clamped to [-87, 88.7228391]: the range reduction and polynomial
+ * every af_expf variant shares (round to nearest with the 1.5 * 2^23 trick: floorf stops GCC
+ * vectorising under -std=c11). */
+static inline float af_expf_core_(float xc) {
     const float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
     float r = xc - n * 0.693359375f;
     r = r + n * 2.12194440e-4f;
@@ -3137,6 +3077,45 @@ static inline float af_expf_nonpos_(float x) {
     float scale;
     memcpy(&scale, &bits, sizeof scale);
     return y * scale * 2.0f;
+}
+
+#if defined(AFRT_NEON_)
+/* aarch64: the same arithmetic, with the NaN / overflow choices made on the bit pattern by
+ * integer masks and the clamp by fmaxf/fminf (FMAXNM/FMINNM). GCC keeps the float compares
+ * of the generic version as branches (they may raise FE_INVALID, and -ftrapping-math is the
+ * default), so loops calling it stayed scalar on aarch64; this way they vectorise to NEON.
+ * Results are bit-identical to the generic version (NaN: x itself; x > 88.7228391f: inf;
+ * the clamp only differs for NaN, whose result is x either way). */
+static inline float af_expf(float x) {
+    uint32_t ux;
+    memcpy(&ux, &x, sizeof ux);
+    const uint32_t is_nan = 0u - (uint32_t)((ux & 0x7fffffffu) > 0x7f800000u);
+    const uint32_t is_big = 0u - (uint32_t)((int32_t)ux > 0x42b17218); /* x > 88.7228391f */
+    const float xc = fminf(fmaxf(x, -87.0f), 88.7228391f);
+    const float out = af_expf_core_(xc);
+    uint32_t uo;
+    memcpy(&uo, &out, sizeof uo);
+    uo = (uo & ~is_big) | (0x7f800000u & is_big);
+    uo = (uo & ~is_nan) | (ux & is_nan);
+    float res;
+    memcpy(&res, &uo, sizeof res);
+    return res;
+}
+/* exp of af_erff's argument -x*x (<= 0 or NaN): af_expf itself on aarch64. */
+static inline float af_expf_nonpos_(float x) { return af_expf(x); }
+#else
+static inline float af_expf(float x) {
+    const float xc = x > 88.7228391f ? 88.7228391f : (x < -87.0f ? -87.0f : x);
+    const float out = af_expf_core_(xc);
+    return x != x ? x : (x > 88.7228391f ? INFINITY : out);
+}
+
+/* af_expf for af_erff's argument -x*x, which is <= 0 or NaN: without the upper clamp and the
+ * inf / NaN selects, which cannot change its result there (a NaN argument gives NaN through
+ * the arithmetic). Bit-identical erf for all 2^32 inputs, ~15% fewer instructions per element
+ * (a GELU epilogue is mostly this erf, docs/runtime.md). */
+static inline float af_expf_nonpos_(float x) {
+    return af_expf_core_(x < -87.0f ? -87.0f : x);
 }
 #endif /* AFRT_NEON_ */
 
