@@ -24,7 +24,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, TypeAlias, Union
+from typing import TYPE_CHECKING, TypeAlias, Union, cast
 
 Monomial = tuple[str, ...]  # sorted symbol names, repeated for powers; () is the constant
 
@@ -199,21 +199,11 @@ class Size:
 
     def __floordiv__(self, other: object) -> Dim:
         o = _coerce(other)
-        if o is None:
-            return NotImplemented
-        q = exact_div(self, o)
-        if q is None:
-            raise SymbolicError(f"{self} is not a multiple of {o}: no exact symbolic quotient")
-        return q
+        return NotImplemented if o is None else _quotient(self, o)
 
     def __rfloordiv__(self, other: object) -> Dim:
         o = _coerce(other)
-        if o is None:
-            return NotImplemented
-        q = exact_div(o, self)
-        if q is None:
-            raise SymbolicError(f"{o} is not a multiple of {self}: no exact symbolic quotient")
-        return q
+        return NotImplemented if o is None else _quotient(o, self)
 
     def __mod__(self, other: object) -> int:
         o = _coerce(other)
@@ -235,7 +225,7 @@ class Size:
     def __hash__(self) -> int:
         return self._hash
 
-    def _sign_of(self, other: object, op: str) -> tuple[int, int | None]:
+    def _sign_of(self, other: object) -> tuple[int, int | None]:
         o = _coerce(other)
         if o is None:
             raise TypeError(f"cannot compare a symbolic size with {type(other).__name__}")
@@ -247,7 +237,7 @@ class Size:
     def _decide(
         self, other: object, op: str, true_if: Callable[[int, int | None], bool | None]
     ) -> bool:
-        lo, hi = self._sign_of(other, op)
+        lo, hi = self._sign_of(other)
         r = true_if(lo, hi)
         if r is None:
             known = ", ".join(
@@ -343,6 +333,13 @@ def _terms(v: Size | int) -> tuple[tuple[Monomial, int], ...]:
     if isinstance(v, Size):
         return v.terms
     return (((), v),) if v else ()
+
+
+def _quotient(a: Size | int, b: Size | int) -> Dim:
+    q = exact_div(a, b)
+    if q is None:
+        raise SymbolicError(f"{a} is not a multiple of {b}: no exact symbolic quotient")
+    return q
 
 
 def exact_div(a: Size | int, b: Size | int) -> Dim | None:
@@ -465,19 +462,8 @@ def is_static(shape: Sequence[Dim]) -> bool:
     return all(isinstance(d, int) for d in shape)
 
 
-def numel(shape: Sequence[Dim]) -> Dim:
-    n: Dim = 1
-    for d in shape:
-        n = n * d
-    return n
-
-
 def evaluate(d: Dim, values: Mapping[str, int]) -> int:
     return d if isinstance(d, int) else d.evaluate(values)
-
-
-def evaluate_shape(shape: Sequence[Dim], values: Mapping[str, int]) -> tuple[int, ...]:
-    return tuple(evaluate(d, values) for d in shape)
 
 
 def upper_bound(d: Dim) -> int:
@@ -519,15 +505,17 @@ def bind(declared: Sequence[Dim], actual: Sequence[int], values: dict[str, int],
             if d != v:
                 raise SymbolicError(f"{what}: dim {axis} is {v}, expected {d}")
             continue
-        if len(d.terms) == 1 and d.terms[0] == ((d.terms[0][0][0],), 1) and len(d.terms[0][0]) == 1:
-            s = d.terms[0][0][0]
+        size = cast(Size, d)  # a Dim that is not an int (see Dim)
+        (mono, coef), *rest = size.terms
+        if not rest and coef == 1 and len(mono) == 1:  # the symbol alone: solved here
+            s = mono[0]
             old = values.setdefault(s, v)
             if old != v:
                 raise SymbolicError(
                     f"{what}: dim {axis} gives {s} = {v}, but {s} = {old} elsewhere"
                 )
         else:
-            pending.append((axis, d, v))
+            pending.append((axis, size, v))
     for axis, d, v in pending:
         got = d.evaluate(values)
         if got != v:
@@ -541,10 +529,8 @@ __all__ = [
     "as_dim",
     "bind",
     "evaluate",
-    "evaluate_shape",
     "exact_div",
     "is_static",
-    "numel",
     "parse",
     "scope",
     "scope_ranges",

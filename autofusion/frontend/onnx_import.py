@@ -225,6 +225,7 @@ class _Importer:
             )
         pins = loader.bind_symbols(args, self.input_shapes, fn)
         sym_dims = self._symbolic_inputs(pins)
+        sym_ranges = self._used_ranges(sym_dims)
         arg_types: list[Attribute] = []
         for vi in args:
             if vi.name in sym_dims:
@@ -259,7 +260,7 @@ class _Importer:
 
         used = {name for n in order.nodes for name in n.input if name}
         used.update(out_names)
-        with symbolic.scope(self._used_ranges(sym_dims)):
+        with symbolic.scope(sym_ranges):
             for i, (node, label) in enumerate(zip(order.nodes, order.labels)):
                 self._convert_node(node, label, env, emitter, used, inferred)
                 progress.step(i + 1)
@@ -275,13 +276,10 @@ class _Importer:
         module = ModuleOp([main])
         if sym_dims:
             module.attributes[SYMBOLS] = DictionaryAttr(
-                {
-                    k: ArrayAttr([IntAttr(lo), IntAttr(hi)])
-                    for k, (lo, hi) in self._used_ranges(sym_dims).items()
-                }
+                {k: ArrayAttr([IntAttr(lo), IntAttr(hi)]) for k, (lo, hi) in sym_ranges.items()}
             )
         try:
-            with symbolic.scope(self._used_ranges(sym_dims)):
+            with symbolic.scope(sym_ranges):
                 module.verify()
         except DiagnosticException as e:
             raise AutofusionError(f"{fn}: imported IR does not verify: {e}") from None

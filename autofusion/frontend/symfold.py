@@ -79,18 +79,16 @@ def _cast(ctx: NodeCtx) -> list[np.ndarray]:
     return [_array(ctx, 0)]
 
 
-def _max(ctx: NodeCtx) -> list[np.ndarray]:
-    out = _array(ctx, 0)
-    for i in range(1, len(ctx.inputs)):
-        out = np.frompyfunc(lambda a, b: a if a >= b else b, 2, 1)(out, _array(ctx, i))
-    return [_tidy(out)]
+def _variadic(pick: Callable[[object, object], object]) -> Callable[[NodeCtx], list[np.ndarray]]:
+    """Max / Min over any number of inputs, pairwise with ``pick``."""
 
+    def fold(ctx: NodeCtx) -> list[np.ndarray]:
+        out = _array(ctx, 0)
+        for i in range(1, len(ctx.inputs)):
+            out = np.frompyfunc(pick, 2, 1)(out, _array(ctx, i))
+        return [_tidy(out)]
 
-def _min(ctx: NodeCtx) -> list[np.ndarray]:
-    out = _array(ctx, 0)
-    for i in range(1, len(ctx.inputs)):
-        out = np.frompyfunc(lambda a, b: a if a <= b else b, 2, 1)(out, _array(ctx, i))
-    return [_tidy(out)]
+    return fold
 
 
 FOLDERS: dict[str, Callable[[NodeCtx], list[np.ndarray]]] = {
@@ -105,8 +103,8 @@ FOLDERS: dict[str, Callable[[NodeCtx], list[np.ndarray]]] = {
     "GreaterOrEqual": _binary(lambda a, b: a >= b),  # type: ignore[operator]
     "Where": _where,
     "Cast": _cast,
-    "Max": _max,
-    "Min": _min,
+    "Max": _variadic(lambda a, b: a if a >= b else b),  # type: ignore[operator]
+    "Min": _variadic(lambda a, b: a if a <= b else b),  # type: ignore[operator]
 }
 
 

@@ -23,8 +23,8 @@ from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, StringAtt
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from autofusion import symbolic
-from autofusion.dialects.attrs import ONNX_NAME, ORIGINS, SYMBOLS
-from autofusion.dialects.base import type_dims
+from autofusion.dialects.attrs import ONNX_NAME, ORIGINS
+from autofusion.dialects.base import symbol_ranges, type_dims
 from autofusion.dialects.dtypes import to_numpy_dtype
 from autofusion.errors import AutofusionError
 
@@ -231,12 +231,11 @@ def _bind_symbols(
 ) -> dict[str, int]:
     """The value of each symbol of a symbolic module (``nn.symbols``) from the feeds'
     shapes, checked against the declared ranges and for agreement between inputs."""
-    decl = module.attributes.get(SYMBOLS)
-    if not isinstance(decl, DictionaryAttr):
+    ranges = symbol_ranges(module)
+    if not ranges:
         return {}
-    ranges = {k: tuple(int(x.data) for x in v.data) for k, v in decl.data.items()}  # type: ignore[attr-defined]
     values: dict[str, int] = {}
-    with symbolic.scope({k: (r[0], r[1]) for k, r in ranges.items()}):
+    with symbolic.scope(ranges):
         for n, arg in zip(names, main.body.block.args):
             shape = np.shape(feeds[n])  # type: ignore[arg-type]
             try:
@@ -245,7 +244,7 @@ def _bind_symbols(
                 raise AutofusionError(f"interpreter: {e}") from None
     for k, v in values.items():
         lo, hi = ranges[k]
-        if not lo <= v <= hi:
+        if v < lo or (hi is not None and v > hi):
             raise AutofusionError(
                 f"interpreter: symbol '{k}' is {v}, outside its declared range {lo}..{hi}"
             )
