@@ -7,6 +7,7 @@ an input ``z`` of [seq]; an output ``t`` of [2*batch*seq + 1, 32] it never write
 from __future__ import annotations
 
 import ctypes
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -223,3 +224,31 @@ def test_exports_compile_once_and_match_onnxruntime_at_every_shape(name: str) ->
         got = m.run(f)
         for out, ref in zip(names, sess.run(None, f)):
             assert_close(got[out], ref, f"{name} batch {batch} seq {seq}: {out}")
+
+
+def test_main_c_takes_the_sizes_from_the_npy_inputs(lib: ModelLibrary, model_dir: Path,
+                                                    tmp_path: Path) -> None:  # fmt: skip
+    """The package's main.c on a library with run-time sizes: the symbols come from the
+    .npy inputs' shapes, a disagreement is one message (exit 1)."""
+    del lib  # built libmodel.so
+    subprocess.run(["make", "-s", "main"], cwd=model_dir, check=True, capture_output=True)
+    feeds = _feeds(3, 5)
+    files = []
+    for name, arr in feeds.items():
+        np.save(tmp_path / f"{name}.npy", arr)
+        files.append(str(tmp_path / f"{name}.npy"))
+    exe, weights = str(model_dir / "model_main"), str(model_dir / "weights.bin")
+    proc = subprocess.run([exe, weights, *files, "-o", str(tmp_path)], capture_output=True,
+                          text=True)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert_close(np.load(tmp_path / "output_0.npy"), 4 * feeds["x"], "main.c at batch 3 seq 5")
+    assert np.load(tmp_path / "output_1.npy").shape == (31, 32)
+    np.save(tmp_path / "z.npy", np.arange(4, dtype=np.int64))
+    proc = subprocess.run([exe, weights, *files], capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert "input 'z': dim 0 gives seq = 4, but seq = 5 elsewhere" in proc.stderr
+    np.save(tmp_path / "x.npy", np.ones((3, 9, 32), np.float32))
+    np.save(tmp_path / "z.npy", np.arange(9, dtype=np.int64))
+    proc = subprocess.run([exe, weights, *files], capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert "af_run_sym: symbol seq = 9 is outside its range 1..8" in proc.stderr
