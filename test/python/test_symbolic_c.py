@@ -252,3 +252,33 @@ def test_main_c_takes_the_sizes_from_the_npy_inputs(lib: ModelLibrary, model_dir
     proc = subprocess.run([exe, weights, *files], capture_output=True, text=True)
     assert proc.returncode == 1
     assert "af_run_sym: symbol seq = 9 is outside its range 1..8" in proc.stderr
+
+
+def test_a_static_library_has_no_symbols_and_af_run_sym_is_af_run() -> None:
+    """Pinned shapes: the ordinary static build; its af_run_sym (NULL symbols) gives af_run's
+    results, which match onnxruntime."""
+    import onnxruntime as ort
+
+    model = _tiny_model()
+    shapes = {"x": [2, 3, 32], "r": [2, 3, 32]}
+    m = autofusion.compile(model, input_shapes=shapes, cache=False, threads=1)
+    c = ctypes.CDLL(str(m.directory / "libmodel.so"))
+    assert c.af_num_symbols() == 0
+    assert c.af_input_dim_symbol(0, 0) == -1
+    c.af_create.restype = ctypes.c_void_p
+    c.af_create.argtypes = [ctypes.c_char_p, ctypes.c_int]
+    c.af_destroy.argtypes = [ctypes.c_void_p]
+    c.af_run_sym.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+    rng = np.random.default_rng(7)
+    feeds = {n: rng.uniform(-1, 1, (2, 3, 32)).astype(np.float32) for n in "xr"}
+    want = ort.InferenceSession(model.SerializeToString()).run(None, feeds)[0]
+    assert_close(m.run(feeds)["y"], want, "af_run")
+    y = np.empty_like(want)
+    handle = c.af_create(str(m.directory / "weights.bin").encode(), 1)
+    try:
+        ins = (ctypes.c_void_p * 2)(feeds["x"].ctypes.data, feeds["r"].ctypes.data)
+        outs = (ctypes.c_void_p * 1)(y.ctypes.data)
+        assert c.af_run_sym(handle, None, ins, outs) == 0
+    finally:
+        c.af_destroy(handle)
+    assert_close(y, want, "af_run_sym of a static library")
