@@ -1255,10 +1255,10 @@ class _FuncPrinter:
                 sites = self.top.guard_sites
                 site = sites.setdefault(op.site.data, len(sites))
                 nm = self.bind(op.res)
+                (dim,) = self._params(op, [op.dim.value.data])  # a run-time size: dyn
                 self.emit(
                     d,
-                    f"const int64_t {nm} = af_guard_((int64_t){r(op.value)}, "
-                    f"INT64_C({op.dim.value.data}), {site}, af_f);",
+                    f"const int64_t {nm} = af_guard_((int64_t){r(op.value)}, {dim}, {site}, af_f);",
                 )
             case clib.IntDivOp():
                 sites = self.top.guard_sites
@@ -1310,7 +1310,13 @@ class _FuncPrinter:
                 )
             case clib.PackOp():
                 nm = self.bind(op.res)
-                vals = ", ".join(f"(void *){r(v)}" for v in op.values)
+                # an index value (a run-time size an epilogue needs) travels as an integer
+                vals = ", ".join(
+                    f"(void *)(intptr_t){r(v)}"
+                    if isinstance(v.type, IndexType)
+                    else f"(void *){r(v)}"
+                    for v in op.values
+                )
                 self.emit(d, f"void *const {nm}[] = {{{vals}}};")
             case clib.ClampEpilogueOp():
                 nm = self.bind(op.ctx)
@@ -1318,6 +1324,13 @@ class _FuncPrinter:
                 lo, hi = (_clamp_literal(a.value.data) for a in (op.lo, op.hi))
                 stride, ld = self._params(op, [op.res_stride.value.data, op.res_ld.value.data])
                 self.emit(d, f"afrt_epi_clamp {nm}[1] = {{{{{res}, {stride}, {ld}, {lo}, {hi}}}}};")
+            case clib.UnpackOp() if isinstance(op.res.type, IndexType):
+                nm = self.bind(op.res)
+                self.emit(
+                    d,
+                    f"const int64_t {nm} = (int64_t)(intptr_t)((void *const *){r(op.ctx)})"
+                    f"[{op.index.value.data}];",
+                )
             case clib.UnpackOp():
                 decl, _ = self._ptr_decl(op.res, False)
                 nm = self.bind(op.res)
