@@ -226,6 +226,33 @@ def test_exports_compile_once_and_match_onnxruntime_at_every_shape(name: str) ->
             assert_close(got[out], ref, f"{name} batch {batch} seq {seq}: {out}")
 
 
+CNNS = sorted(
+    n for n, e in MANIFEST.items() if e["dynamic"] and e["model"] in ("resnet", "mobilenet")
+)
+
+
+@pytest.mark.parametrize("name", CNNS)
+def test_cnn_exports_compile_once_and_match_onnxruntime_at_every_batch(name: str) -> None:
+    """ResNet- and MobileNet-style CNNs from both torch exporters with a dynamic batch: one
+    library each for batch 1..8 (convs, pooling and the classifier take the batch at run
+    time), matched against onnxruntime at the manifest's batches (1, 2, 8)."""
+    import onnxruntime as ort
+
+    path = DATA / MANIFEST[name]["files"][0]
+    m = autofusion.compile(path, one_build=True, dynamic={"batch": (1, 8)}, cache=False,
+                           threads=1)  # fmt: skip
+    assert m.report["one_build"]["symbols"] == {"batch": [1, 8]}
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    names = [o.name for o in sess.get_outputs()]
+    batches = [s["batch"] for s in MANIFEST[name]["test_shapes"]]
+    assert batches == [1, 2, 8]
+    for i, batch in enumerate(batches):
+        f = export_feeds(name, batch, 0, seed=i)
+        got = m.run(f)
+        for out, ref in zip(names, sess.run(None, f)):
+            assert_close(got[out], ref, f"{name} batch {batch}: {out}")
+
+
 def test_main_c_takes_the_sizes_from_the_npy_inputs(lib: ModelLibrary, model_dir: Path,
                                                     tmp_path: Path) -> None:  # fmt: skip
     """The package's main.c on a library with run-time sizes: the symbols come from the
