@@ -253,6 +253,27 @@ def test_cnn_exports_compile_once_and_match_onnxruntime_at_every_batch(name: str
             assert_close(got[out], ref, f"{name} batch {batch}: {out}")
 
 
+def test_cnn_one_build_sanitized_across_batches(tmp_path: Path) -> None:
+    """ASan/UBSan, two threads: the ResNet export's one build (convs on the shared im2col
+    scratch sized at the upper bound, max pooling, the classifier) at batch 1, 3 and 8."""
+    import onnxruntime as ort
+
+    name = "resnet_tsdyn"
+    path = DATA / MANIFEST[name]["files"][0]
+    m = autofusion.compile(path, one_build=True, dynamic={"batch": (1, 8)}, cache=False,
+                           threads=2)  # fmt: skip
+    exe = build.build_sanitizer_driver(m.directory)
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    for batch in (1, 3, 8):
+        f = export_feeds(name, batch, 0, seed=batch)
+        ref = sess.run(None, f)
+        got = build.run_driver(exe, Path(m.directory) / "weights.bin", [f["input"]],
+                               [(r.shape, r.dtype) for r in ref], tmp_path / f"b{batch}",
+                               threads=2, symbols=(batch,))  # fmt: skip
+        for r, g in zip(ref, got, strict=True):
+            assert_close(g, r, f"{name} batch {batch} under ASan/UBSan")
+
+
 def test_main_c_takes_the_sizes_from_the_npy_inputs(lib: ModelLibrary, model_dir: Path,
                                                     tmp_path: Path) -> None:  # fmt: skip
     """The package's main.c on a library with run-time sizes: the symbols come from the
