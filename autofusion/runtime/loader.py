@@ -84,6 +84,7 @@ class KernelTime:
 AF_ERR_ARGUMENT = 1
 AF_ERR_INDEX = 2
 AF_ERR_DIVZERO = 3
+AF_ERR_NOMEM = 4
 
 
 def _dtype_name(dt: np.dtype) -> str:
@@ -411,6 +412,10 @@ class ModelLibrary:
                 # node and the index and valid range (or the zero divisor); the model stays
                 # usable
                 raise AutofusionError(f"run: {err}")
+            if rc == AF_ERR_NOMEM:
+                # the machine, not the feeds or the library: the message names the kernel
+                # that could not get its scratch memory; a later run may succeed
+                raise AutofusionError(f"run: out of memory: {err}")
             raise AutofusionError(f"{self.path}: af_run failed ({rc}): {err or 'unknown error'}")
         return {s.name: o for s, o in zip(self.outputs, outs)}
 
