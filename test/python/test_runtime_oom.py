@@ -129,11 +129,19 @@ def test_fallbacks_without_memory_match_onnxruntime(
     assert_close(got, onnxruntime_outputs(model, feeds)["y"], "y")
 
 
-@pytest.fixture(scope="module")
-def driver(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("oom") / "afrt_oom_driver"
+ISA_FLAGS = {
+    "native": ["-march=native", "-O2"],
+    # portable micro-kernels; ASan/UBSan for the fallbacks' buffers
+    "x86-64-v2": ["-march=x86-64-v2", "-O2"],
+    "sanitize": ["-march=native", *toolchain.SANITIZE_FLAGS, "-fno-sanitize-recover=undefined"],
+}
+
+
+@pytest.fixture(scope="module", params=list(ISA_FLAGS))
+def driver(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("oom") / f"afrt_oom_driver_{request.param}"
     cmd = [
-        toolchain.c_compiler(), "-std=c11", "-march=native", "-O2", "-fopenmp",
+        toolchain.c_compiler(), "-std=c11", *ISA_FLAGS[request.param], "-fopenmp",
         "-DAFRT_TEST_FAIL_ALLOC",
         "-DAFRT_PARALLEL_MIN_WORK=0",  # small shapes still take the multi-thread paths
         *toolchain.WERROR_FLAGS, "-Wpedantic",

@@ -8,7 +8,9 @@
  *   (batch 2, two k blocks), each with its allocations failing one at a time and from each one
  *   on, against the same call on a separate residual with all the memory it wants.
  * - Fallbacks without any memory: a 1x1 conv and a matmul (not in place) compute the right
- *   result with no fault.
+ *   result with no fault; an im2col conv (not in place) swept like the in-place ones (its
+ *   fallback used to ask for a 0-byte column buffer: with none on the thread it skipped the
+ *   conv, leaving stale output, and with a smaller one it could write past it).
  * - Faults without any memory: an im2col conv, max and average pooling, a 16-bit matmul whose
  *   weights cannot be widened, each naming itself; the fault is per thread (another thread
  *   does not see it) and afrt_nomem_clear forgets it.
@@ -120,7 +122,7 @@ static void run_conv_(void *ctx, float *out) {
 }
 
 /* The conv on a separate residual with all the memory it wants, then `how` (0: sweep in
- * place, 1: no memory at all, not in place). */
+ * place, 1: no memory at all, not in place, 2: sweep not in place). */
 static int conv_(afrt_conv_params p, int how) {
     const size_t nx = (size_t)(p.N * p.C * p.H * p.W), ny = (size_t)(p.N * p.K * p.OH * p.OW);
     float *x = filled_(nx), *w = filled_((size_t)(p.K * p.C / p.group * p.R * p.S));
@@ -129,11 +131,11 @@ static int conv_(afrt_conv_params p, int how) {
     free_scratch_();
     run_conv_(&c, ref);
     int ok;
-    if (how == 0) {
-        c.in_place = 1;
-        ok = sweep_(run_conv_, &c, ref, y, ny, "afrt_conv2d_f32");
-    } else {
+    if (how == 1) {
         ok = one_(run_conv_, &c, ref, y, ny, "afrt_conv2d_f32", 1, -1);
+    } else {
+        c.in_place = how == 0;
+        ok = sweep_(run_conv_, &c, ref, y, ny, "afrt_conv2d_f32");
     }
     free(x), free(w), free(b), free(res), free(ref), free(y);
     return ok;
@@ -255,6 +257,7 @@ int main(int argc, char **argv) {
     const int ok = conv_(c1x1, 0) && conv_(c1x1_deep, 0) && conv_(c3x3s2, 0) && conv_(c3x3g2, 0) &&
                    matmul_(2, 20, 70, 300, 1.0f, 0) && matmul_(1, 13, 40, 50, 0.5f, 0) &&
                    conv_(c1x1, 1) && matmul_(2, 20, 70, 300, 1.0f, 1) && conv_(c3x3s2, 1) &&
+                   conv_(c3x3s2, 2) &&
                    faults_only_();
     if (!ok) return 1;
     printf("ok %d faults %d fallbacks %d\n", cases_, faults_, fallbacks_);
