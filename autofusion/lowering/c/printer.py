@@ -758,11 +758,10 @@ const char *af_last_error(void) { return af_error; }
 __attribute__((cold, noinline)) static int af_nomem_error_(void) {
   const int i = af_nomem_call_;
   if (i >= 0 && i < AF_NPROF)
-    snprintf(af_error, sizeof af_error, "%s (%s): %s is out of memory",
-             af_prof_kernel[i], af_prof_origins[i][0] ? af_prof_origins[i] : "no ONNX node",
-             afrt_nomem_kernel());
+    snprintf(af_error, sizeof af_error, "out of memory in %s (kernel %s: %s)", afrt_nomem_kernel(),
+             af_prof_kernel[i], af_prof_origins[i][0] ? af_prof_origins[i] : "no ONNX node");
   else
-    snprintf(af_error, sizeof af_error, "%s is out of memory", afrt_nomem_kernel());
+    snprintf(af_error, sizeof af_error, "out of memory in %s", afrt_nomem_kernel());
   return AF_ERR_NOMEM;
 }
 
