@@ -19,6 +19,9 @@
  *   - afrt_maxpool2d_f32 / afrt_avgpool2d_f32   NCHW pooling with pads, strides, dilations.
  *   - af_expf / af_erff / af_tanhf   vectorisable f32 math that generated loops call.
  *   - afrt_set_num_threads / afrt_get_num_threads.
+ *   - afrt_nomem_clear / afrt_nomem_kernel   the out-of-memory fault of the calling thread: a
+ *                       kernel that could not allocate and had no other correct path names
+ *                       itself there (af_run turns it into AF_ERR_NOMEM).
  *
  * GEMM core: afrt's own packed-panel core (below). Only with -DAFRT_OPENBLAS (kernel tests and
  * benchmarks, linked with -lscipy_openblas) does OpenBLAS sgemm from the scipy-openblas32 wheel
