@@ -29,9 +29,8 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Attribute, Operation, OpResult, SSAValue
 
-from autofusion import symbolic
 from autofusion.dialects import dtypes
-from autofusion.dialects.base import type_dims
+from autofusion.dialects.base import bound_dims
 from autofusion.dialects.nn import ConstantOp, ReshapeOp
 from autofusion.dialects.shapes import numel
 from autofusion.errors import AutofusionError
@@ -81,8 +80,7 @@ def tensor_bytes(t: Attribute) -> int:
     (``#nn.shape``) at its symbols' upper bounds, the most it holds at run time."""
     if not isinstance(t, TensorType):
         raise AutofusionError(f"expected a tensor type, got {t}")
-    dims = tuple(symbolic.upper_bound(d) for d in type_dims(t))
-    return numel(dims) * element_bytes(t.element_type)
+    return numel(bound_dims(t)) * element_bytes(t.element_type)
 
 
 def returned_values(main: func.FuncOp) -> set[SSAValue]:

@@ -23,7 +23,7 @@ from xdsl.ir import Attribute, Operation
 from autofusion import symbolic as sym
 from autofusion.dialects import dtypes
 from autofusion.dialects.attrs import ONNX_NAME, origin_names
-from autofusion.dialects.base import SymShapeAttr
+from autofusion.dialects.base import SymShapeAttr, bound_dims
 from autofusion.errors import AutofusionError
 
 MAX_TENSOR_BYTES = 1 << 48
@@ -39,7 +39,7 @@ def type_problem(t: Attribute, symbolic: bool = False) -> str | None:
     shape = tuple(t.get_shape())
     if symbolic and isinstance(t, TensorType) and isinstance(t.encoding, SymShapeAttr):
         try:
-            shape = tuple(sym.upper_bound(d) for d in t.encoding.sizes())
+            shape = bound_dims(t)
         except sym.SymbolicError:
             return None  # unbounded: the importer's symbols always have ranges
     if symbolic and isinstance(t, MemRefType):

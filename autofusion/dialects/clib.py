@@ -8,8 +8,8 @@
 - ``clib.clamp_epilogue %res {lo, hi, ...}``: afrt.h's built-in epilogue (Relu, Clip, a
   residual Add) as ``(fn, ctx)``, which the GEMM core applies in registers.
   C: ``afrt_epi_clamp d[1] = {{res, stride, ld, lo, hi}};`` and ``afrt_epi_clamp_fn``.
-- ``clib.pack %a, %b``: a small array of buffer pointers, passed as an epilogue context.
-  C: ``void *const ctxN[] = {a, b};``
+- ``clib.pack %a, %b``: a small array of buffer pointers (and run-time sizes), passed as an
+  epilogue context. C: ``void *const ctxN[] = {a, b, (void *)(intptr_t)n};``
 - ``clib.unpack %ctx[i]``: buffer number ``i`` of a context. C: ``T *v = ((void *const *)ctx)[i];``
 - ``clib.view %buf {offset = N}``: a typed view at byte ``offset`` of another buffer (arena
   slots, and reshapes, which are views at offset 0). C: ``T *v = (T *)((char *)buf + N);``
@@ -30,6 +30,11 @@
   ``const T v = (T)af_sdiv_((int64_t)a, (int64_t)b, site_id, af_f);`` (``af_udiv_`` for
   unsigned types, ``af_srem_`` / ``af_urem_`` for the remainder).
   (See :mod:`autofusion.lowering.c.lower_nn_to_loops` for its contract.)
+- **Run-time sizes** (a symbolic module, docs/dynamic.md): ``clib.matmul``,
+  ``clib.attention``, ``clib.clamp_epilogue`` and ``clib.guard_index`` take a variadic
+  ``dyn`` list of ``index`` operands; an integer parameter equal to :data:`DYNAMIC` is the
+  next ``dyn`` operand, in order (MLIR's ``kDynamic`` idiom, as in ``memref.subview``'s
+  static sizes). The printer passes ``(int64_t)dyn_k`` where it would print the number.
 """
 
 from __future__ import annotations
@@ -198,6 +203,7 @@ class ClampEpilogueOp(IRDLOperation):
 
     name = "clib.clamp_epilogue"
     residual = opt_operand_def(MemRefType)
+    dyn = var_operand_def(IndexType)
     res_stride = prop_def(IntegerAttr)
     res_ld = prop_def(IntegerAttr)
     lo = prop_def(FloatAttr)
@@ -205,22 +211,30 @@ class ClampEpilogueOp(IRDLOperation):
     fn = result_def(PtrType)
     ctx = result_def(PtrType)
     traits = traits_def(Pure())
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
     def __init__(
-        self, residual: SSAValue | None, res_stride: int, res_ld: int, lo: float, hi: float
+        self, residual: SSAValue | None, res_stride: Param, res_ld: Param, lo: float, hi: float
     ):
+        (stride, ld), dyn = split_params((res_stride, res_ld))
         super().__init__(
-            operands=[[residual] if residual is not None else []],
+            operands=[[residual] if residual is not None else [], dyn],
             properties={
-                "res_stride": IntegerAttr(res_stride, i64),
-                "res_ld": IntegerAttr(res_ld, i64),
+                "res_stride": IntegerAttr(stride, i64),
+                "res_ld": IntegerAttr(ld, i64),
                 "lo": FloatAttr(lo, f32),
                 "hi": FloatAttr(hi, f32),
             },
             result_types=[PtrType(), PtrType()],
         )
 
+    def strides(self) -> list[Param]:
+        """``res_stride`` and ``res_ld``, each a number or its ``dyn`` operand."""
+        return join_params((self.res_stride.value.data, self.res_ld.value.data), self.dyn)
+
     def verify_(self) -> None:
+        static = (self.res_stride.value.data, self.res_ld.value.data)
+        verify_dynamic(self.name, static, self.dyn)
         lo, hi = self.lo.value.data, self.hi.value.data
         if lo != lo or hi != hi:  # the register path would not give the C form's NaN
             raise VerifyException("'clib.clamp_epilogue': a bound is NaN")
@@ -235,10 +249,11 @@ class ClampEpilogueOp(IRDLOperation):
 
 @irdl_op_definition
 class PackOp(IRDLOperation):
-    """An array of buffer pointers (an epilogue's context)."""
+    """An array of buffer pointers (an epilogue's context); an ``index`` value (a run-time
+    size the epilogue needs) is stored in a slot as an integer."""
 
     name = "clib.pack"
-    values = var_operand_def(MemRefType)
+    values = var_operand_def(MemRefType | IndexType)
     res = result_def(PtrType)
     traits = traits_def(Pure())
     assembly_format = "($values^ `:` type($values))? attr-dict"
@@ -249,12 +264,12 @@ class PackOp(IRDLOperation):
 
 @irdl_op_definition
 class UnpackOp(IRDLOperation):
-    """Buffer ``index`` of a context made by ``clib.pack``."""
+    """Buffer (or ``index`` value) number ``index`` of a context made by ``clib.pack``."""
 
     name = "clib.unpack"
     ctx = operand_def(PtrType)
     index = prop_def(IntegerAttr)
-    res = result_def(MemRefType)
+    res = result_def(MemRefType | IndexType)
     traits = traits_def(Pure())
     assembly_format = "$ctx `[` $index `]` attr-dict `:` type($res)"
 
@@ -299,20 +314,27 @@ class GuardIndexOp(IRDLOperation):
 
     name = "clib.guard_index"
     value = operand_def(IntegerType | IndexType)
+    dyn = var_operand_def(IndexType)
     dim = prop_def(IntegerAttr)
     site = prop_def(StringAttr)
     res = result_def(IndexType)
-    assembly_format = "$value `dim` $dim `site` $site attr-dict `:` type($value)"
+    assembly_format = "$value `dim` $dim (`[` $dyn^ `]`)? `site` $site attr-dict `:` type($value)"
 
-    def __init__(self, value: SSAValue, dim: int, site: str):
+    def __init__(self, value: SSAValue, dim: Param, site: str):
+        (d,), dyn = split_params((dim,))
         super().__init__(
-            operands=[value],
-            properties={"dim": IntegerAttr(dim, i64), "site": StringAttr(site)},
+            operands=[value, dyn],
+            properties={"dim": IntegerAttr(d, i64), "site": StringAttr(site)},
             result_types=[IndexType()],
         )
 
+    def dim_of(self) -> Param:
+        """The dim's size: a number, or (``dim`` = :data:`DYNAMIC`) its run-time operand."""
+        return join_params((self.dim.value.data,), self.dyn)[0]
+
     def verify_(self) -> None:
-        if self.dim.value.data < 1:
+        verify_dynamic(self.name, (self.dim.value.data,), self.dyn)
+        if self.dim.value.data < 1 and self.dim.value.data != DYNAMIC:
             raise VerifyException("'clib.guard_index': dim must be >= 1")
 
 
@@ -647,11 +669,55 @@ MATMUL_FIELDS = (
 )
 
 
+#: A parameter whose value is a run-time ``dyn`` operand (MLIR's ``ShapedType::kDynamic``).
+DYNAMIC = -(1 << 63)
+
+Param = int | SSAValue
+"""A library parameter as the lowering builds it: a number, or an ``index`` value."""
+
+
+def split_params(values: Sequence[Param]) -> tuple[list[int], list[SSAValue]]:
+    """Numbers with :data:`DYNAMIC` in place of each ``index`` value, and those values in order."""
+    static: list[int] = []
+    dyn: list[SSAValue] = []
+    for v in values:
+        if isinstance(v, SSAValue):
+            static.append(DYNAMIC)
+            dyn.append(v)
+        else:
+            static.append(int(v))
+    return static, dyn
+
+
+def join_params(static: Sequence[int], dyn: Sequence[SSAValue]) -> list[Param]:
+    """The inverse of :func:`split_params`: each :data:`DYNAMIC` entry replaced by its operand."""
+    rest = iter(dyn)
+    return [next(rest) if v == DYNAMIC else v for v in static]
+
+
+def verify_dynamic(name: str, static: Sequence[int], dyn: Sequence[SSAValue]) -> None:
+    n = sum(v == DYNAMIC for v in static)
+    if n != len(dyn):
+        raise VerifyException(f"'{name}': {n} dynamic params but {len(dyn)} dyn operands")
+    for v in dyn:
+        if not isinstance(v.type, IndexType):
+            raise VerifyException(f"'{name}': dyn operands must be index, not {v.type}")
+
+
 class _LibOp(IRDLOperation):
     def param_values(self) -> list[int]:
+        """The ``params`` numbers (:data:`DYNAMIC` for a run-time one: see :meth:`params_of`)."""
         attr = self.properties["params"]
         assert isinstance(attr, DenseArrayBase)
         return [int(v) for v in attr.get_values()]
+
+    def dyn_values(self) -> Sequence[SSAValue]:
+        """The run-time parameters (none unless the op has a ``dyn`` operand list)."""
+        return tuple(getattr(self, "dyn", ()))
+
+    def params_of(self) -> list[Param]:
+        """``params`` with each :data:`DYNAMIC` entry replaced by its ``dyn`` operand."""
+        return join_params(self.param_values(), self.dyn_values())
 
 
 #: ``precision`` values of a 16-bit contraction call, and the afrt.h constant of each.
@@ -834,6 +900,7 @@ class MatmulOp(_ContractionOp):
     c = operand_def(MemRefType)
     epilogue = opt_operand_def(PtrType)
     ctx = opt_operand_def(PtrType)
+    dyn = var_operand_def(IndexType)
     params = prop_def(DenseArrayBase)
     alpha = prop_def(FloatAttr)
     beta = prop_def(FloatAttr)
@@ -842,6 +909,7 @@ class MatmulOp(_ContractionOp):
     def verify_(self) -> None:
         if len(self.param_values()) != len(MATMUL_FIELDS):
             raise VerifyException(f"'clib.matmul': params needs {len(MATMUL_FIELDS)} values")
+        verify_dynamic(self.name, self.param_values(), self.dyn)
         self.verify_lp()
 
 
@@ -894,6 +962,7 @@ class AttentionOp(_LibOp):
     v = operand_def(MemRefType)
     out = operand_def(MemRefType)
     mask = opt_operand_def(MemRefType)
+    dyn = var_operand_def(IndexType)
     params = prop_def(DenseArrayBase)
     scale = prop_def(FloatAttr)
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
@@ -901,6 +970,7 @@ class AttentionOp(_LibOp):
     def verify_(self) -> None:
         if len(self.param_values()) != len(ATTN_FIELDS):
             raise VerifyException(f"'clib.attention': params needs {len(ATTN_FIELDS)} values")
+        verify_dynamic(self.name, self.param_values(), self.dyn)
 
 
 CLib = Dialect(

@@ -174,6 +174,8 @@ class AssignPrecision(CheckedPass):
     see the module docstring."""
 
     name: ClassVar[str] = "assign-precision"
+    #: symbolic sizes: decisions read op types and element types only, never sizes
+    symbolic: ClassVar[bool] = True
 
     config: str = ""
     fp16_ops: tuple[str, ...] = ()

@@ -516,8 +516,11 @@ def _is_symbolic_op(op: Operation) -> bool:
     """Whether a kernel's operand or result types (or, of a fusion.kernel, its body's) have
     symbolic sizes: then its function takes the module's symbols as arguments."""
     values = [*op.operands, *op.results]
+    inner_ops = list(op.body.block.ops) if isinstance(op, fusion.KernelOp) else [op]
     if isinstance(op, fusion.KernelOp):
-        values += [r for inner in op.body.block.ops for r in inner.results]
+        values += [r for inner in inner_ops for r in inner.results]
+    if any(isinstance(o, nn.SizesOp) and not symbolic.is_static(o.sizes) for o in inner_ops):
+        return True  # sizes as data: computed from the symbols
     return any(
         isinstance(v.type, TensorType) and not symbolic.is_static(type_dims(v.type)) for v in values
     )

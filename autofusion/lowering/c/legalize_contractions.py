@@ -40,6 +40,7 @@ from xdsl.pattern_rewriter import (
 )
 
 from autofusion.dialects import dtypes, nn
+from autofusion.dialects.base import type_dims
 from autofusion.passes.options import CheckedPass
 
 CONTRACTIONS = (nn.ConvOp, nn.MatMulOp, nn.GemmOp)
@@ -60,7 +61,7 @@ def needs_f32_compute(op: Operation) -> bool:
 def _f32_tensor(v: SSAValue) -> TensorType:
     t = v.type
     assert isinstance(t, TensorType)
-    return dtypes.tensor_type(dtypes.f32, tuple(t.get_shape()))
+    return dtypes.tensor_type(dtypes.f32, type_dims(t))
 
 
 def _as_f32(v: SSAValue) -> Operation:
@@ -103,6 +104,8 @@ class LegalizeContractions(CheckedPass):
     """Rebuild f16 (and f64 Conv/Gemm) contractions on f32 tensors with casts around them."""
 
     name: ClassVar[str] = "legalize-contractions"
+    #: symbolic sizes: the widened tensors keep the operands' sizes
+    symbolic: ClassVar[bool] = True
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         PatternRewriteWalker(

@@ -45,6 +45,7 @@ from xdsl.dialects import arith, bufferization, func, memref
 from xdsl.dialects.builtin import (
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
+    DictionaryAttr,
     FloatAttr,
     FunctionType,
     IntegerType,
@@ -60,9 +61,9 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import PassFailedException
 
 from autofusion.dialects import clib, dtypes, fusion, nn
-from autofusion.dialects.attrs import C_ALIAS_ARGS
+from autofusion.dialects.attrs import C_ALIAS_ARGS, C_SYMBOL
 from autofusion.dialects.fusion import FAST_MATH_ATTR
-from autofusion.lowering.c.builder import INDEX, Emitter, Index, unravel
+from autofusion.lowering.c.builder import INDEX, Emitter, Frame, Index, frame, shape, unravel
 from autofusion.lowering.c.convert_nn_to_buffers import memref_of
 from autofusion.lowering.c.legalize_contractions import CONTRACTIONS, needs_f32_compute
 from autofusion.lowering.c.names import NameTable
@@ -72,12 +73,6 @@ from autofusion.passes.options import CheckedPass
 
 PASS = "lower-nn-to-loops"
 FUSIBLE = (*nn.ELEMENTWISE, nn.ExpandOp)
-
-
-def shape(v: SSAValue) -> tuple[int, ...]:
-    t = v.type
-    assert isinstance(t, TensorType | MemRefType)
-    return tuple(t.get_shape())
 
 
 def elem(v: SSAValue) -> Attribute:
@@ -91,6 +86,8 @@ class LowerNNToLoops(CheckedPass):
     """Lower the nn bodies of kernel functions to scf/arith/math/memref (+ clib calls)."""
 
     name: ClassVar[str] = "lower-nn-to-loops"
+    #: symbolic sizes: loops, offsets and library parameters at run-time sizes (builder.py)
+    symbolic: ClassVar[bool] = True
 
     fuse_epilogues: bool = True
     """Apply a kernel's elementwise tail inside the Conv/MatMul/Gemm call (else separate loops)."""
@@ -123,6 +120,18 @@ class LowerNNToLoops(CheckedPass):
                 raise PassFailedException(f"{self.name}: {o.name} remains after lowering")
 
 
+def symbol_args(fn: func.FuncOp, block: Block) -> dict[str, SSAValue]:
+    """The symbol arguments of a kernel function (``c.symbol``, from convert-nn-to-buffers)
+    by name, as arguments of ``block`` (the function's new body)."""
+    out: dict[str, SSAValue] = {}
+    attrs = fn.arg_attrs.data if fn.arg_attrs is not None else ()
+    for arg, d in zip(block.args, attrs):
+        sym = d.data.get(C_SYMBOL) if isinstance(d, DictionaryAttr) else None
+        if isinstance(sym, StringAttr):
+            out[sym.data] = arg
+    return out
+
+
 @dataclass
 class FunctionLowering:
     module: ModuleOp
@@ -149,13 +158,19 @@ class FunctionLowering:
                 )
         new = Block(arg_types=[a.type for a in old.args])
         argmap: dict[SSAValue, SSAValue] = dict(zip(old.args, new.args))
-        self.e = Emitter(new)
+        f = Frame(symbols=symbol_args(self.fn, new))
+        with frame(f):
+            self._run(old, new, argmap, f)
+
+    def _run(self, old: Block, new: Block, argmap: dict[SSAValue, SSAValue], f: Frame) -> None:
+        self.e = Emitter(new, f)
         ops = list(old.ops)
         for op in ops:
             if isinstance(op, bufferization.ToTensorOp):
-                self.buf[op.tensor] = argmap[op.memref]
+                self.buf[op.tensor] = self.e.declare(argmap[op.memref], shape(op.tensor))
             elif isinstance(op, bufferization.MaterializeInDestinationOp):
-                self.dests.setdefault(op.source, []).append(argmap[op.dest])
+                dest = self.e.declare(argmap[op.dest], shape(op.source))
+                self.dests.setdefault(op.source, []).append(dest)
         self._classify(ops)
         chain = self._chain_plan(ops)
         skip: set[Operation] = set() if chain is None else {o for o in chain[:2] if o}
@@ -191,7 +206,7 @@ class FunctionLowering:
             src = self.buffer_of(val)
             for d in ds:
                 if d is not src:
-                    self.e.add(memref.CopyOp(src, d))
+                    self.e.copy(src, d)
         for a in self.allocs:
             self.e.add(memref.DeallocOp.get(a))
         self.e.add(func.ReturnOp())
@@ -224,7 +239,7 @@ class FunctionLowering:
             return
         copy = self.e.alloc(elem(res), shape(res))
         self.allocs.append(copy)
-        self.e.add(memref.CopyOp(block.args[index], copy))
+        self.e.copy(block.args[index], copy)
         for t in tensors:
             self.buf[t] = copy
 
@@ -539,7 +554,10 @@ class FunctionLowering:
                 stride = 0
         ep = self.e.add(
             clib.ClampEpilogueOp(
-                self.buffer_of(res) if res is not None else None, stride, c, lo, hi
+                self.buffer_of(res) if res is not None else None,
+                *(v if isinstance(v, int) else self.e.index(v) for v in (stride, c)),
+                lo,
+                hi,
             )
         )
         assert isinstance(ep.owner, clib.ClampEpilogueOp)
@@ -608,13 +626,25 @@ class FunctionLowering:
             else:
                 bufs.append(self.e.view(self.buffer_of(v), ls))
             leaf_views.append((v, conform, ls))
-        ctx = self.e.add(clib.PackOp(bufs))
+        # A symbolic kernel passes its symbols in the context too: the epilogue is another
+        # function, and indexes its buffers with the run's sizes.
+        kf = self.e.frame
+        sym_names = sorted(kf.symbols) if any(b in kf.dims for b in bufs) else []
+        ctx = self.e.add(clib.PackOp([*bufs, *(kf.symbols[n] for n in sym_names)]))
         blk, args = clib.epilogue_block()
-        ee = Emitter(blk)
+        ef = Frame()
+        ee = Emitter(blk, ef)
         block_dims = (args.batch, args.r0, args.r1, args.c0, args.c1)
         bi, r0, r1, c0, c1 = (ee.add(arith.IndexCastOp(a, INDEX)) for a in block_dims)
-        ybuf = ee.add(clib.UnpackOp(args.ctx, 0, bufs[0].type))
-        lbufs = [ee.add(clib.UnpackOp(args.ctx, i + 1, b.type)) for i, b in enumerate(bufs[1:])]
+        ef.symbols = {
+            n: ee.add(clib.UnpackOp(args.ctx, len(bufs) + k, INDEX))
+            for k, n in enumerate(sym_names)
+        }
+        unpacked = [ee.add(clib.UnpackOp(args.ctx, i, b.type)) for i, b in enumerate(bufs)]
+        for u, b in zip(unpacked, bufs):
+            if b in kf.dims:
+                ee.declare(u, kf.dims[b])
+        ybuf, lbufs = unpacked[0], unpacked[1:]
         head_val = head.results[0]
 
         def row(e1: Emitter, r: SSAValue, _: list[SSAValue]) -> None:
@@ -645,7 +675,8 @@ class FunctionLowering:
 
             e1.loop(c0, c1, col)
 
-        ee.loop(r0, r1, row)
+        with frame(ef):
+            ee.loop(r0, r1, row)
         ee.add(func.ReturnOp())
         sym = self.names.ident(f"{self.fn.sym_name.data}_epilogue")
         efn = func.FuncOp(

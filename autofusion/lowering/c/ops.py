@@ -27,16 +27,20 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.utils.exceptions import PassFailedException
 
+from autofusion import symbolic
 from autofusion.dialects import clib, dtypes, nn
 from autofusion.dialects.attrs import LAYOUT_X, LAYOUT_Y, origin_names, string_list
-from autofusion.lowering.c.builder import PARALLEL_MIN_WORK, Emitter, Index, Lowering
+from autofusion.lowering.c.builder import (
+    Emitter,
+    Index,
+    Lowering,
+    parallel_worth,
+    shape,
+    unravel,
+)
 from autofusion.lowering.c.resize import lower_resize
 
 PASS = "lower-nn-to-loops"
-
-
-def shape(v: SSAValue) -> tuple[int, ...]:
-    return tuple(v.type.get_shape())  # type: ignore[attr-defined]
 
 
 def elem(v: SSAValue) -> Attribute:
@@ -158,7 +162,7 @@ def _reduce(L: Lowering, x: SSAValue, out: SSAValue, axes: tuple[int, ...], kind
             acc = e1.add(math.SqrtOp(acc))
         e1.store(acc, ob, idx)
 
-    e.nest(keep, body, parallel=prod(xs) >= PARALLEL_MIN_WORK)
+    e.nest(keep, body, parallel=parallel_worth(prod(xs)))
 
 
 _REDUCE_KIND = {
@@ -278,7 +282,7 @@ def lower_softmax(L: Lowering, op: nn.SoftmaxBase, outs: list[SSAValue]) -> None
 
         e1.loop(0, a, wr)
 
-    e.nest([o, 1, i], row, parallel=prod(xs) >= PARALLEL_MIN_WORK)
+    e.nest([o, 1, i], row, parallel=parallel_worth(prod(xs)))
 
 
 def _param_view(L: Lowering, op: Operation, v: SSAValue | None, n: int) -> SSAValue | None:
@@ -331,7 +335,7 @@ def _row_norm(
 
         e1.loop(0, cols, wr)
 
-    e.loop(0, rows, row, parallel=rows >= 2 and rows * cols >= PARALLEL_MIN_WORK)
+    e.loop(0, rows, row, parallel=parallel_worth(rows, 2) and parallel_worth(rows * cols))
 
 
 def lower_layer_norm(L: Lowering, op: nn.LayerNormOp, outs: list[SSAValue]) -> None:
@@ -389,7 +393,7 @@ def lower_batch_norm(L: Lowering, op: nn.BatchNormOp, outs: list[SSAValue]) -> N
 
         e1.loop(0, s, inner)
 
-    e.nest([n, c, 1], body, parallel=prod(xs) >= PARALLEL_MIN_WORK)
+    e.nest([n, c, 1], body, parallel=parallel_worth(prod(xs)))
 
 
 def lower_lrn(L: Lowering, op: nn.LRNOp, outs: list[SSAValue]) -> None:
@@ -428,7 +432,17 @@ def lower_lrn(L: Lowering, op: nn.LRNOp, outs: list[SSAValue]) -> None:
 # ---------------------------------------------------------------------------------------
 
 
-def _params(values: list[int]) -> DenseArrayBase:
+def _params(e: Emitter, values: list[int]) -> tuple[DenseArrayBase, list[SSAValue]]:
+    """A library call's ``params`` and ``dyn`` operands: a run-time size (``symbolic.Size``)
+    is ``clib.DYNAMIC`` in ``params`` and its value, computed here, in ``dyn``."""
+    static, dyn = clib.split_params([v if isinstance(v, int) else e.index(v) for v in values])
+    return DenseArrayBase.from_list(i64, static), dyn
+
+
+def _static_params(op: Operation, values: list[int]) -> DenseArrayBase:
+    """``params`` of a library call that takes no run-time sizes (conv, pooling)."""
+    if not symbolic.is_static(values):
+        raise fail(op, "run-time sizes are not supported for this library call yet")
     return DenseArrayBase.from_list(i64, [int(v) for v in values])
 
 
@@ -457,12 +471,20 @@ def _matmul_call(
     lda = m if trans_a else k
     ldb = k if trans_b else n
     params = [batch, m, n, k, lda, stride_a, int(trans_a), ldb, stride_b, int(trans_b), n, m * n]
-    operands: list[SSAValue | list[SSAValue]] = [a, b, c, [ep] if ep else [], [ctx] if ctx else []]
+    props, dyn = _params(L.e, params)
+    operands: list[SSAValue | list[SSAValue]] = [
+        a,
+        b,
+        c,
+        [ep] if ep else [],
+        [ctx] if ctx else [],
+        dyn,
+    ]
     L.e.add(
         clib.MatmulOp.build(
             operands=operands,
             properties={
-                "params": _params(params),
+                "params": props,
                 "alpha": FloatAttr(alpha, f64),
                 "beta": FloatAttr(beta, f64),
                 **(lp or {}),
@@ -537,7 +559,7 @@ def contraction_call(
                     [ctx] if ctx else [],
                 ],
                 properties={
-                    "params": _params(params),
+                    "params": _static_params(op, params),
                     "algo": StringAttr("direct_nchwc" if layouts else algo),
                     **layouts,
                     **lp,
@@ -733,7 +755,7 @@ def lower_pool(L: Lowering, op: nn.PoolOp, outs: list[SSAValue]) -> None:
     L.e.add(
         clib.Pool2DOp.build(
             operands=[L.buffer_of(op.x), outs[0]],
-            properties={"kind": StringAttr(kind), "params": _params(params)},
+            properties={"kind": StringAttr(kind), "params": _static_params(op, params)},
         )
     )
 
@@ -838,11 +860,12 @@ def lower_attention(L: Lowering, op: nn.AttentionOp, outs: list[SSAValue]) -> No
     }
     buffers = [L.buffer_of(op.q), L.buffer_of(op.k), L.buffer_of(op.v), outs[0]]
     mask = [L.buffer_of(op.mask)] if op.mask is not None else []
+    props, dyn = _params(L.e, [fields[f] for f in clib.ATTN_FIELDS])
     L.e.add(
         clib.AttentionOp.build(
-            operands=[*buffers, mask],
+            operands=[*buffers, mask, dyn],
             properties={
-                "params": _params([fields[f] for f in clib.ATTN_FIELDS]),
+                "params": props,
                 "scale": FloatAttr(op.scale, f64),
             },
         )
@@ -971,18 +994,24 @@ def _node(op: Operation, onnx_type: str) -> str:
     return f"{onnx_type} node {quoted}" if names else onnx_type
 
 
-def _guard(e: Emitter, v: SSAValue, n: int, site: str) -> SSAValue:
+def _guard(e: Emitter, v: SSAValue, n: Index, site: str) -> SSAValue:
     """An index read from run-time data as a checked ``index`` into a dim of size ``n``.
 
     Negative values wrap (ONNX); a value outside ``[-n, n-1]`` makes the run fail with a
     message naming ``site`` (``clib.guard_index``) and reads element 0 meanwhile, so no
     access leaves the buffer. One compare and a not-taken branch per index element."""
-    return e.add(clib.GuardIndexOp(v, n, site))
+    return e.add(clib.GuardIndexOp(v, n if isinstance(n, int) else e.index(n), site))
+
+
+def _dims_text(ds: tuple[int, ...]) -> str:
+    """A shape for messages: ``[100, 32]``, a run-time size by its text (``[batch*seq, 1]``)."""
+    return "[" + ", ".join(str(d) for d in ds) + "]"
 
 
 def _need_nonempty(op: Operation, dims: list[int], ds: tuple[int, ...], nout: int) -> None:
-    if nout and any(ds[d] == 0 for d in dims):
-        raise fail(op, f"indexes an empty dimension of data {list(ds)}: every index is out "
+    # a run-time size is never 0 (symbols are at least 1)
+    if nout != 0 and any(ds[d] == 0 for d in dims):
+        raise fail(op, f"indexes an empty dimension of data {_dims_text(ds)}: every index is out "
                        "of range")  # fmt: skip
 
 
@@ -994,11 +1023,11 @@ def lower_gather(L: Lowering, op: nn.GatherOp, outs: list[SSAValue]) -> None:
     ir = len(shape(op.indices))
     db, ib = L.buffer_of(op.data), L.buffer_of(op.indices)
     _need_nonempty(op, [axis], ds, prod(ys))
-    site = f"{_node(op, 'Gather')} (axis {axis} of data {list(ds)})"
+    site = f"{_node(op, 'Gather')} (axis {axis} of data {_dims_text(ds)})"
     # Outer loops up to the index dims read and check each index once; the inner loops copy
     # the slice it selects (contiguous for axis 0, e.g. an embedding row).
     lead, tail = ys[: axis + ir], ys[axis + ir :]
-    par = prod(ys) >= PARALLEL_MIN_WORK
+    par = parallel_worth(prod(ys))
     lead_loops = any(d != 1 for d in lead)
 
     def outer(e1: Emitter, oidx: list[Index]) -> None:
@@ -1019,7 +1048,7 @@ def lower_gather_elements(L: Lowering, op: nn.GatherElementsOp, outs: list[SSAVa
     ds = shape(op.data)
     db, ib = L.buffer_of(op.data), L.buffer_of(op.indices)
     _need_nonempty(op, [axis], ds, prod(shape(op.y)))
-    site = f"{_node(op, 'GatherElements')} (axis {axis} of data {list(ds)})"
+    site = f"{_node(op, 'GatherElements')} (axis {axis} of data {_dims_text(ds)})"
 
     def body(e1: Emitter, idx: list[Index]) -> None:
         k = e1.load(ib, idx)
@@ -1040,14 +1069,14 @@ def lower_gather_nd(L: Lowering, op: nn.GatherNDOp, outs: list[SSAValue]) -> Non
     nlead = len(is_) - 1
     _need_nonempty(op, list(range(b, b + depth)), ds, prod(ys))
     node = _node(op, "GatherND")
-    par = prod(ys) >= PARALLEL_MIN_WORK
+    par = parallel_worth(prod(ys))
     lead_loops = any(d != 1 for d in ys[:nlead])
 
     def outer(e1: Emitter, lead: list[Index]) -> None:
         ks: list[Index] = []
         for j in range(depth):
             k = e1.load(ib, [*lead, j])
-            ks.append(_guard(e1, k, ds[b + j], f"{node} (dim {b + j} of data {list(ds)})"))
+            ks.append(_guard(e1, k, ds[b + j], f"{node} (dim {b + j} of data {_dims_text(ds)})"))
 
         def inner(e2: Emitter, tidx: list[Index]) -> None:
             src = [*lead[:b], *ks, *tidx]
@@ -1098,6 +1127,23 @@ _TABLE: dict[type, Callable[..., None]] = {
     nn.TileOp: lower_tile,
     nn.ResizeOp: lower_resize,
 }
+
+
+def lower_sizes(L: Lowering, op: nn.SizesOp, outs: list[SSAValue]) -> None:
+    """The run's sizes as integers (``nn.sizes``): each computed from the symbol arguments."""
+    e = L.e
+    t = elem(op.y)
+    ys = shape(op.y)
+    for k, size in enumerate(op.sizes):
+        idx = unravel(e, k, ys)
+        if isinstance(size, int):
+            v = e.const(size, t)
+        else:
+            v = e.add(arith.IndexCastOp(e.index(size), t))
+        e.store(v, outs[0], idx)
+
+
+_TABLE[nn.SizesOp] = lower_sizes
 
 
 def lower_op(L: Lowering, op: Operation, outs: list[SSAValue]) -> None:

@@ -18,7 +18,7 @@ from xdsl.utils.exceptions import PassFailedException
 from autofusion.dialects import dtypes, nn
 from autofusion.dialects.attrs import origin_names
 from autofusion.dialects.base import shape_of
-from autofusion.lowering.c.builder import INDEX, PARALLEL_MIN_WORK, Emitter, Index, Lowering
+from autofusion.lowering.c.builder import INDEX, Emitter, Index, Lowering, parallel_worth
 
 PASS = "lower-nn-to-loops"
 
@@ -75,7 +75,7 @@ def _gather(
     """All axes 1-tap (nearest): one pass ``y[o...] = x[idx_a[o_a]...]``, each axis's index
     read (and clamped) once in its own loop, the innermost loop a strided copy."""
     rank = len(out)
-    par = _prod(out) >= PARALLEL_MIN_WORK
+    par = parallel_worth(_prod(out))
     first = next((d for d in range(rank) if out[d] != 1), rank)
 
     def at(e1: Emitter, d: int, o: Index) -> Index:
@@ -114,7 +114,7 @@ def _axis(
     fill: float | None,
 ) -> None:
     lead, tail = out[: a + 1], out[a + 1 :]
-    par = _prod(out) >= PARALLEL_MIN_WORK
+    par = parallel_worth(_prod(out))
 
     def outer(e1: Emitter, oidx: list[Index]) -> None:
         o = oidx[a]

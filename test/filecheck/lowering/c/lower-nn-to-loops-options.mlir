@@ -15,7 +15,7 @@ func.func @main(%x: tensor<8x16xf32>, %w: tensor<16x32xf32>, %b: tensor<32xf32>)
 // CHECK-NOT:   c.epilogue
 // CHECK-LABEL: func.func private @k0_matmul_add_relu(
 // CHECK-NEXT:    %[[T:.*]] = memref.alloc() {alignment = 64 : i64} : memref<8x32xf32>
-// CHECK-NEXT:    "clib.matmul"(%0, %1, %[[T]]) <{{.*}}operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>}>
+// CHECK-NEXT:    "clib.matmul"(%0, %1, %[[T]]) <{{.*}}operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0>}>
 // CHECK:         scf.for
 // CHECK:           scf.for
 // CHECK:             memref.load %[[T]]

@@ -74,7 +74,7 @@ func.func @main(%x: tensor<8x16xf32>, %w: tensor<16x32xf32>) -> (tensor<8x32xf32
 }
 // CHECK-NOT:   c.epilogue
 // CHECK-LABEL: func.func private @k0_matmul_relu(
-// CHECK-NEXT:    "clib.matmul"(%0, %1, %2) <{{.*}}operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>}>
+// CHECK-NEXT:    "clib.matmul"(%0, %1, %2) <{{.*}}operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0>}>
 // CHECK-NEXT:    %[[M:.*]] = clib.view %2[0 : i64] : memref<8x32xf32> -> memref<256xf32>
 // CHECK-NEXT:    %[[R:.*]] = clib.view %3[0 : i64] : memref<8x32xf32> -> memref<256xf32>
 // CHECK:         scf.for
