@@ -311,3 +311,9 @@ def test_sanitized_one_build_of_an_export_across_shapes(tmp_path: Path) -> None:
                                symbols=(batch, seq))  # fmt: skip
         for g, w in zip(got, want, strict=True):
             assert_close(g, w, f"{name} sanitized batch {batch} seq {seq}")
+
+
+def test_one_build_refuses_a_memory_limit_it_cannot_keep() -> None:
+    """tile-fusion does not take symbolic sizes: a memory limit is refused, not ignored."""
+    with pytest.raises(AutofusionError, match="a memory limit .* needs pass 'tile-fusion'"):
+        autofusion.compile(_tiny_model(), one_build=True, memory_limit_mb=0.01, cache=False)
