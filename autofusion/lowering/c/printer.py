@@ -20,6 +20,7 @@ naming the site (``af_guard_sites``), the index and the valid range. Integer Div
 from __future__ import annotations
 
 import math as pymath
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -62,10 +63,6 @@ from autofusion.errors import AutofusionError
 from autofusion.frontend.batch import module_batch
 from autofusion.lowering.c.builder import strides_of
 from autofusion.lowering.c.names import NameTable, c_comment, c_string
-
-# A library call's param given at run time by the op's next ``dyn`` operand (clib.DYNAMIC,
-# MLIR's kDynamic idiom).
-_DYNAMIC = getattr(clib, "DYNAMIC", -(1 << 63))
 
 # Constants with at most this many elements are C literals; larger ones go to weights.bin.
 LITERAL_MAX_ELEMS = 16
@@ -1255,7 +1252,7 @@ class _FuncPrinter:
                 sites = self.top.guard_sites
                 site = sites.setdefault(op.site.data, len(sites))
                 nm = self.bind(op.res)
-                (dim,) = self._params(op, [op.dim.value.data])  # a run-time size: dyn
+                (dim,) = self._params(op, [op.dim.value.data], op.dyn)  # a run-time size: dyn
                 self.emit(
                     d,
                     f"const int64_t {nm} = af_guard_((int64_t){r(op.value)}, {dim}, {site}, af_f);",
@@ -1322,7 +1319,9 @@ class _FuncPrinter:
                 nm = self.bind(op.ctx)
                 res = r(op.residual) if op.residual is not None else "NULL"
                 lo, hi = (_clamp_literal(a.value.data) for a in (op.lo, op.hi))
-                stride, ld = self._params(op, [op.res_stride.value.data, op.res_ld.value.data])
+                stride, ld = self._params(
+                    op, [op.res_stride.value.data, op.res_ld.value.data], op.dyn
+                )
                 self.emit(d, f"afrt_epi_clamp {nm}[1] = {{{{{res}, {stride}, {ld}, {lo}, {hi}}}}};")
             case clib.UnpackOp() if isinstance(op.res.type, IndexType):
                 nm = self.bind(op.res)
@@ -1392,7 +1391,7 @@ class _FuncPrinter:
                     f"{self._epi(op.epilogue, op.ctx)}); }}",
                 )
             case clib.MatmulOp():
-                f = dict(zip(clib.MATMUL_FIELDS, self._params(op, op.param_values())))
+                f = dict(zip(clib.MATMUL_FIELDS, self._params(op, op.param_values(), op.dyn)))
                 alpha = float_literal(op.alpha.value.data, dtypes.f32)
                 beta = float_literal(op.beta.value.data, dtypes.f32)
                 epi = self._epi(op.epilogue, op.ctx)
@@ -1416,7 +1415,7 @@ class _FuncPrinter:
                 self.emit(d, f"{{ const afrt_pool_params p_ = {{{p}}};")
                 self.emit(d, f"  {fn}({r(op.x)}, {r(op.y)}, &p_); }}")
             case clib.AttentionOp():
-                vals = self._params(op, op.param_values())
+                vals = self._params(op, op.param_values(), op.dyn)
                 n, nb = clib.ATTN_FIELDS.index("bdims0"), clib.ATTN_MAX_BATCH_DIMS
                 bdims = "{" + ", ".join(vals[n : n + nb]) + "}"
                 mstr = "{" + ", ".join(vals[n + nb : n + 2 * nb]) + "}"
@@ -1434,14 +1433,13 @@ class _FuncPrinter:
             case _:
                 raise CPrintError(f"c target: no C form for op {op.name}")
 
-    def _params(self, op: Operation, values: list[int]) -> list[str]:
+    def _params(self, op: Operation, values: list[int], dyn: Sequence[SSAValue]) -> list[str]:
         """A library call's integer parameters as C: each ``clib.DYNAMIC`` entry takes the
         op's next ``dyn`` operand (a run-time size) in order."""
-        dyn: list[SSAValue] = list(getattr(op, "dyn", ()))
         out: list[str] = []
         k = 0
         for v in values:
-            if v == _DYNAMIC:
+            if v == clib.DYNAMIC:
                 if k >= len(dyn):
                     raise CPrintError(
                         f"c target: {op.name} has more dynamic params than dyn operands"
