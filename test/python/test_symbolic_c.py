@@ -178,8 +178,8 @@ def test_one_build_of_a_dynamic_model_matches_onnxruntime_at_every_shape() -> No
     import onnxruntime as ort
 
     model = _tiny_model()
-    m = autofusion.compile(model, one_build=True, dynamic={"batch": (1, 4), "seq": (1, 64)},
-                           cache=False, threads=1)  # fmt: skip
+    ranges = {"batch": (1, 4), "seq": (1, 64)}
+    m = autofusion.compile(model, one_build=True, dynamic=ranges, threads=1)
     sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     assert m.report["one_build"]["symbols"] == {"batch": [1, 4], "seq": [1, 64]}
     for batch, seq in [(1, 1), (4, 64), (2, 17), (3, 5)]:
@@ -190,6 +190,13 @@ def test_one_build_of_a_dynamic_model_matches_onnxruntime_at_every_shape() -> No
         m.run({n: np.ones((1, 65, 32), np.float32) for n in "xr"})
     with pytest.raises(AutofusionError, match="but input 'x' dim 1 gives seq = 3"):
         m.run({"x": np.ones((1, 3, 32), np.float32), "r": np.ones((1, 4, 32), np.float32)})
+    # the compile cache: the same ranges load the build, other ranges are another build
+    again = autofusion.compile(model, one_build=True, dynamic=ranges, threads=1)
+    assert again.report.get("cached") is True
+    assert_close(again.run(feeds)["y"], m.run(feeds)["y"], "cached one build")
+    other = autofusion.compile(model, one_build=True, dynamic={**ranges, "seq": (1, 65)}, threads=1)
+    assert other.report.get("cached") is not True
+    assert other.run({n: np.ones((1, 65, 32), np.float32) for n in "xr"})["y"].shape == (1, 65, 32)
 
 
 def test_one_build_needs_the_c_target_and_keeps_only_symbolic_tensor_passes(
@@ -315,5 +322,5 @@ def test_sanitized_one_build_of_an_export_across_shapes(tmp_path: Path) -> None:
 
 def test_one_build_refuses_a_memory_limit_it_cannot_keep() -> None:
     """tile-fusion does not take symbolic sizes: a memory limit is refused, not ignored."""
-    with pytest.raises(AutofusionError, match="a memory limit .* needs pass 'tile-fusion'"):
+    with pytest.raises(AutofusionError, match=r"a memory limit .* needs pass 'tile-fusion'"):
         autofusion.compile(_tiny_model(), one_build=True, memory_limit_mb=0.01, cache=False)
