@@ -324,3 +324,19 @@ def test_one_build_refuses_a_memory_limit_it_cannot_keep() -> None:
     """tile-fusion does not take symbolic sizes: a memory limit is refused, not ignored."""
     with pytest.raises(AutofusionError, match=r"a memory limit .* needs pass 'tile-fusion'"):
         autofusion.compile(_tiny_model(), one_build=True, memory_limit_mb=0.01, cache=False)
+
+
+def test_an_output_copied_from_an_input_takes_its_run_time_size() -> None:
+    """Identity to an output: @main copies the input, as many bytes as this run's sizes."""
+    nodes = [helper.make_node("Relu", ["x"], ["y"], name="relu"),
+             helper.make_node("Identity", ["x"], ["z"], name="id")]  # fmt: skip
+    io = [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["batch", "seq"]) for n in "xyz"]
+    graph = helper.make_graph(nodes, "ident", io[:1], io[1:])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    m = autofusion.compile(model, one_build=True, dynamic={"batch": (1, 4), "seq": (1, 8)},
+                           cache=False, threads=1)  # fmt: skip
+    for batch, seq in [(1, 1), (4, 8), (2, 3)]:
+        x = np.random.default_rng(seq).uniform(-1, 1, (batch, seq)).astype(np.float32)
+        out = m.run({"x": x})
+        assert_close(out["z"], x, f"copy at batch {batch} seq {seq}")
+        assert_close(out["y"], np.maximum(x, 0), f"relu at batch {batch} seq {seq}")
