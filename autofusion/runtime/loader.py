@@ -89,6 +89,7 @@ class KernelTime:
 AF_ERR_ARGUMENT = 1
 AF_ERR_INDEX = 2
 AF_ERR_DIVZERO = 3
+AF_ERR_NOMEM = 4
 
 
 def _dtype_name(dt: np.dtype) -> str:
@@ -526,10 +527,10 @@ class ModelLibrary:
                 rc = self._lib.af_run(self._model, in_ptrs, out_ptrs)
         if rc != 0:
             err = (self._lib.af_last_error() or b"").decode("utf-8", errors="replace")
-            if rc in (AF_ERR_INDEX, AF_ERR_DIVZERO):
-                # bad data in the feeds, not a broken library: the message names the ONNX
-                # node and the index and valid range (or the zero divisor); the model stays
-                # usable
+            if rc in (AF_ERR_INDEX, AF_ERR_DIVZERO, AF_ERR_NOMEM):
+                # bad data in the feeds (or, NOMEM, a kernel short of memory), not a broken
+                # library: the message names the ONNX node and the index and valid range, the
+                # zero divisor, or the kernel out of memory; the model stays usable
                 raise AutofusionError(f"run: {err}")
             raise AutofusionError(f"{self.path}: af_run failed ({rc}): {err or 'unknown error'}")
         return {s.name: o for s, o in zip(self.outputs, outs)}

@@ -674,8 +674,10 @@ class CPrinter:
 
     def _run(self) -> None:
         """``af_run_sym`` and ``af_run``: check the symbols against their ranges, run the
-        graph; a recorded index fault becomes ``AF_ERR_INDEX``, a zero integer divisor
-        ``AF_ERR_DIVZERO``. ``af_run`` of a symbolic library is refused (it has no sizes)."""
+        graph; a kernel out of memory (``afrt_nomem_kernel``) becomes ``AF_ERR_NOMEM``
+        (first: bad data after it may fault too), a recorded index fault ``AF_ERR_INDEX``, a
+        zero integer divisor ``AF_ERR_DIVZERO``. ``af_run`` of a symbolic library is refused
+        (it has no sizes)."""
         w = self.lines
         sym = "sym, " if self.symbols else ""
         w.append(
@@ -701,16 +703,22 @@ class CPrinter:
         w.append("    }")
         w.append("  (void)sym;")
         w.append("  af_error[0] = 0;")
-        if "main" not in self.faulting:
-            w.append(f"  af_graph(m, {sym}inputs, outputs);")
-            w.append("  return 0;")
-            w.append("}")
-        else:
+        w.append("  afrt_nomem_clear();")
+        w.append("  af_nomem_call_ = -1;")
+        faulting = "main" in self.faulting
+        if faulting:
             sites = ", ".join(c_string(s_) for s_ in self.guard_sites)
             n = len(self.guard_sites)
             w.append(f"  static const char *const af_guard_sites[{n}] = {{{sites}}};")
             w.append("  af_fault f = {0, 0, 0, 0, 0};")
             w.append(f"  af_graph(m, {sym}inputs, outputs, &f);")
+        else:
+            w.append(f"  af_graph(m, {sym}inputs, outputs);")
+        w.append("  if (afrt_nomem_kernel()) return af_nomem_error_();")
+        if not faulting:
+            w.append("  return 0;")
+            w.append("}")
+        else:
             w.append("  if (!f.bad) return 0;")
             w.append("  if (f.kind != AF_FAULT_INDEX) {")
             w.append(
@@ -895,7 +903,13 @@ static inline double af_now_(void) {{
     }} else {{                                          \
       call;                                           \
     }}                                                 \
-  }} while (0)"""
+    if (af_nomem_call_ < 0 && afrt_nomem_kernel())    \
+      af_nomem_call_ = (i);                           \
+  }} while (0)
+
+/* The first kernel call of this thread's run that ran out of memory (-1: none); af_run
+ * names it, with its ONNX origins, in af_last_error(). */
+static _Thread_local int af_nomem_call_ = -1;"""
 
 _API_TAIL = r"""
 /* per thread: af_last_error() reports the last failure of a call on the calling thread */
@@ -914,6 +928,18 @@ double af_profile_seconds(int i) { return i >= 0 && i < AF_NPROF ? af_prof_secon
 long long af_profile_calls(int i) { return i >= 0 && i < AF_NPROF ? af_prof_calls_[i] : 0; }
 
 const char *af_last_error(void) { return af_error; }
+
+/* AF_ERR_NOMEM with a message naming the afrt kernel that ran short and the generated kernel
+ * (and its ONNX nodes) that called it. */
+__attribute__((cold, noinline)) static int af_nomem_error_(void) {
+  const int i = af_nomem_call_;
+  if (i >= 0 && i < AF_NPROF)
+    snprintf(af_error, sizeof af_error, "out of memory in %s (kernel %s: %s)", afrt_nomem_kernel(),
+             af_prof_kernel[i], af_prof_origins[i][0] ? af_prof_origins[i] : "no ONNX node");
+  else
+    snprintf(af_error, sizeof af_error, "out of memory in %s", afrt_nomem_kernel());
+  return AF_ERR_NOMEM;
+}
 
 /* zeroed; big buffers (weights, arena) in huge pages where the OS offers them */
 static void *af_aligned_alloc(size_t bytes) {
