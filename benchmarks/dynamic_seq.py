@@ -1,4 +1,4 @@
-"""Latency against sequence length: one build, the shape-specialising model, static builds, ORT.
+"""Latency against sequence length: the shape-specialising model, static builds, onnxruntime.
 
 For a zoo BERT (``--model tiny_bert`` or ``bert_base``) at each length of ``--lengths``
 (default 64,128,256,512) it measures, each engine in its own process, in ``--rounds``
@@ -9,14 +9,10 @@ interleaved rounds (median over rounds of each round's median over ``--runs``):
   (one specialisation per length, kept in its LRU). Its first call at each length (the
   specialising compile, with an empty compile cache in round 1; a load from the on-disk
   cache in later rounds) is reported apart from the steady state.
-- ``one-build``: ``autofusion.compile(..., one_build=True)`` of the same dynamic export: one
-  library with run-time sizes serving every length (docs/dynamic.md, "One build for every
-  shape"), compiled once before the first length.
 - ``static``: one ``autofusion.compile()`` per length of the static export at that length.
 - ``onnxruntime``: one session on the dynamic export (ORT_ENABLE_ALL, same threads).
 
-Prints per length the medians, the ratios dynamic/static, dynamic/ORT, static/ORT, one/static
-and one/ORT,
+Prints per length the three medians, the ratios dynamic/static, dynamic/ORT and static/ORT,
 each engine's growth factor from the first to the last length, and the numerics of both of
 ours against onnxruntime (the project's bar). Not a test: nothing here asserts a time.
 
@@ -38,7 +34,7 @@ from typing import Any
 import numpy as np
 from engines import add_options, common_argv, finish_worker, median_ms, spawn
 
-ENGINES = ("dynamic", "one-build", "static", "onnxruntime")
+ENGINES = ("dynamic", "static", "onnxruntime")
 
 
 def _feeds(seq: int) -> dict[str, np.ndarray]:
@@ -61,11 +57,6 @@ def worker(args: argparse.Namespace) -> None:
         model = autofusion.compile(bert(args.model, dynamic_seq=True), threads=args.threads,
                                    dynamic={"seq": (1, 512)})  # fmt: skip
         result["create_s"] = time.perf_counter() - t0
-    elif args.worker == "one-build":
-        t0 = time.perf_counter()
-        model = autofusion.compile(bert(args.model, dynamic_seq=True), threads=args.threads,
-                                   dynamic={"seq": (1, 512)}, one_build=True)  # fmt: skip
-        result["create_s"] = time.perf_counter() - t0
     elif args.worker == "onnxruntime":
         from autofusion.tools.bench import ort_session
 
@@ -78,9 +69,6 @@ def worker(args: argparse.Namespace) -> None:
             out = model.run(feeds)  # the first call at this length specialises
             entry["first_call_s"] = time.perf_counter() - t0
             entry["disk_hit"] = bool(model.report["shapes"][-1]["report"].get("cached"))
-            run = lambda: model.run(feeds)  # noqa: E731
-        elif args.worker == "one-build":
-            out = model.run(feeds)
             run = lambda: model.run(feeds)  # noqa: E731
         elif args.worker == "static":
             t0 = time.perf_counter()
@@ -139,9 +127,8 @@ def main() -> None:
     rows, figures = [], {}
     for seq in lengths:
         dyn, st, ort = med("dynamic", seq), med("static", seq), med("onnxruntime", seq)
-        one = med("one-build", seq)
         numerics = {}
-        for engine in ("dynamic", "one-build", "static"):
+        for engine in ("dynamic", "static"):
             outs = first[engine]["outputs"]
             keys = [k for k in ort_out if k.startswith(f"{seq}/")]
             numerics[engine] = all(compare(outs[k], ort_out[k]).match for k in keys)
@@ -155,23 +142,19 @@ def main() -> None:
             "dynamic_first_call_disk_cache_s": statistics.median(later) if later else None,
             "static_compile_s": first["static"]["lengths"][str(seq)]["compile_s"],
             "match_dynamic": numerics["dynamic"], "match_static": numerics["static"],
-            "one_build_ms": one, "one_build_over_static": one / st, "one_build_over_ort": one / ort,
-            "match_one_build": numerics["one-build"],
         }  # fmt: skip
         f = figures[seq]
         rows.append(
             f"{seq:>6} {dyn:>9.3f} {st:>9.3f} {ort:>9.3f} {f['dynamic_over_static']:>8.3f} "
             f"{f['dynamic_over_ort']:>8.3f} {f['static_over_ort']:>8.3f} {compile_s:>9.2f} "
             + (f"{f['dynamic_first_call_disk_cache_s']:>9.3f}" if later else f"{'-':>9}")
-            + f" {one:>9.3f} {one / st:>8.3f} {one / ort:>8.3f}"
-            + f"  {'yes' if all(numerics.values()) else 'NO'}"
+            + f"  {'yes' if numerics['dynamic'] and numerics['static'] else 'NO'}"
         )
     print(f"{args.model}, {args.threads} thread(s), {args.runs} runs x {args.rounds} rounds "
           "(median of medians), each engine in its own process; "
           f"load {load0:.1f} -> {load1:.1f}")  # fmt: skip
     print(f"{'seq':>6} {'dyn ms':>9} {'static ms':>9} {'ORT ms':>9} {'dyn/st':>8} {'dyn/ORT':>8} "
-          f"{'st/ORT':>8} {'1st s':>9} {'1st s':>9} {'one ms':>9} {'one/st':>8} {'one/ORT':>8}"
-          "  match")  # fmt: skip
+          f"{'st/ORT':>8} {'1st s':>9} {'1st s':>9}  match")  # fmt: skip
     print(f"{'':>6} {'':>9} {'':>9} {'':>9} {'':>8} {'':>8} {'':>8} {'(compile)':>9} "
           f"{'(disk)':>9}")  # fmt: skip
     print("\n".join(rows))
@@ -187,8 +170,6 @@ def main() -> None:
     print(f"growth {lo} -> {hi}: " + ", ".join(f"{e} {g:.2f}x" for e, g in growth.items()))
     cache_stats = rounds[-1]["dynamic"].get("shape_cache")
     print(f"dynamic model's shape cache (last round): {cache_stats}")
-    one_s = statistics.median(r["one-build"]["create_s"] for r in rounds)
-    print(f"one build: compile (or disk-cache load) {one_s:.2f} s, median over rounds")
     if args.json:
         Path(args.json).write_text(json.dumps(
             {"model": args.model, "threads": args.threads, "runs": args.runs,
