@@ -121,6 +121,46 @@ class ModelSource:
     input_shapes: dict[str, tuple[int, ...]] | None = None
     plan: ShapePlan | None = None  # symbolic input dims, their ranges and the pinned ones
     batch: BatchPlan | None = None  # a run-time batch (pin_batch): built at batch 1
+    # one build for every shape (one_build_source): the free symbols' ranges, imported
+    # symbolically
+    symbols: dict[str, tuple[int, int]] | None = None
+
+
+def one_build_source(source: ModelSource) -> ModelSource:
+    """``source`` imported with its free symbols kept symbolic (docs/dynamic.md, "One build
+    for every shape"): the library built from it takes their sizes at run time
+    (``af_run_sym``), each in its declared range; pins stay pins."""
+    plan = source.plan
+    assert plan is not None and plan.free
+    return dataclasses.replace(source, symbols={s: plan.ranges[s] for s in plan.free})
+
+
+def one_build_pipeline(pipeline: Pipeline) -> tuple[Pipeline, list[str]]:
+    """``pipeline`` for a symbolic module: the tensor passes that handle symbolic sizes
+    (``CheckedPass.symbolic``) and every lowering stage; also the names of the tensor passes
+    left out (they only steer speed, e.g. ``assign-layout``; the report lists them). A pass
+    that keeps a promise (``tile-fusion`` for a memory limit, ``validate-precision``) is
+    not left out: the one build is refused naming it."""
+    from autofusion.pipeline import LOWERING
+
+    def kept(stage: Any) -> bool:
+        return stage.group == LOWERING or bool(getattr(stage.pass_, "symbolic", False))
+
+    dropped = [s.name for s in pipeline.stages if not kept(s)]
+    for name in dropped:  # these keep a promise the user asked for: refuse, do not drop
+        if name in _ONE_BUILD_REFUSED:
+            raise AutofusionError(
+                f"one build for every shape: {_ONE_BUILD_REFUSED[name]} needs pass {name!r}, "
+                "which does not handle symbolic sizes yet; drop it or pin the shapes"
+            )
+    return dataclasses.replace(pipeline, stages=tuple(filter(kept, pipeline.stages))), dropped
+
+
+#: Tensor passes a one build may not leave out: what the user asked for that they deliver.
+_ONE_BUILD_REFUSED = {
+    "tile-fusion": "a memory limit (memory_limit_mb / --memory-limit)",
+    "validate-precision": "--validate-precision",
+}
 
 
 def pin_batch(source: ModelSource) -> ModelSource:
@@ -267,7 +307,11 @@ def import_model(source: onnx.ModelProto | ModelSource, label: str = "<model>") 
     if not isinstance(source, ModelSource):
         source = open_model(source, label)
     return import_loaded(
-        source.loaded, source.label, owned=source.owned, input_shapes=source.input_shapes
+        source.loaded,
+        source.label,
+        owned=source.owned,
+        input_shapes=source.input_shapes,
+        symbols=source.symbols,
     )
 
 
@@ -350,7 +394,19 @@ def build_model_dir(
     t0 = time.perf_counter()
     backend = backend_of(opts)
     pipeline = Pipeline.from_options(opts)
+    symbols = proto.symbols if isinstance(proto, ModelSource) else None
+    dropped: list[str] = []
+    if symbols:
+        pipeline, dropped = one_build_pipeline(pipeline)
+        if dropped:
+            say(f"one build for every shape: passes without symbolic sizes left out: "
+                f"{', '.join(dropped)}")  # fmt: skip
     module, report = prepare_module(proto, opts, label, say, pipeline)
+    if symbols:
+        report["one_build"] = {
+            "symbols": {s: list(r) for s, r in symbols.items()},
+            "dropped_passes": dropped,
+        }
     batch = proto.batch if isinstance(proto, ModelSource) else None
     if batch is not None:
         from autofusion.dialects.attrs import C_BATCH
@@ -510,6 +566,7 @@ def compile(
     dynamic: Mapping[str, Sequence[int] | str] | None = None,
     cpu: str = "native",
     analysis_window: int | None = None,
+    one_build: bool = False,
 ) -> CompiledModel:
     """Compile ``model`` (a path, ``"zoo:NAME"``, serialised bytes or ``onnx.ModelProto``)
     and load it.
@@ -522,6 +579,11 @@ def compile(
     library serving every batch in its range (docs/dynamic.md, "Run-time batch"). Otherwise,
     with symbols left unpinned the result is a :class:`autofusion.dynamic.DynamicModel`,
     which compiles one specialisation per run shape (docs/dynamic.md).
+    ``one_build`` (target c): the symbols left unpinned stay symbolic through the pipeline
+    and the result is **one library for every shape in their ranges** (run-time sizes,
+    ``af_run_sym``; docs/dynamic.md, "One build for every shape"); an error names the pass
+    or op that cannot take symbolic sizes yet. ``report["one_build"]`` lists the symbols,
+    their ranges and the tensor passes left out.
 
     ``threads``: threads for run() (None: all cores). ``memory_limit_mb``: default from
     :func:`set_memory_limit`. ``policy``: a :class:`autofusion.BasePolicy` instance or a
@@ -559,7 +621,14 @@ def compile(
         cache_mod.size_limit()  # a bad AUTOFUSION_CACHE_MAX_MB fails before the build
     source = open_model(model, label, input_shapes, dynamic, config)
     label = label or source.label
-    if source.plan is not None and source.plan.free:
+    if one_build and source.plan is not None and source.plan.free:
+        if target != "c":
+            raise AutofusionError(
+                f"compile(one_build=True): target {target!r} takes no run-time sizes; only "
+                "target 'c' builds one library for every shape"
+            )
+        source = one_build_source(source)
+    elif source.plan is not None and source.plan.free:
         from autofusion.frontend.batch import batch_candidate
 
         if target == "c" and batch_candidate(source.plan) is not None:
@@ -567,7 +636,7 @@ def compile(
                 source = pin_batch(source)
             except AutofusionError as e:
                 say(f"no run-time batch ({e}); specialising per shape instead")
-    if source.plan is not None and source.plan.free and source.batch is None:
+    if source.plan is not None and source.plan.free and source.batch is None and not source.symbols:
         # unpinned symbols: specialise per shape
         from autofusion.dynamic import dynamic_model
 
@@ -594,6 +663,8 @@ def compile(
         fields = {**_options_fingerprint(opts), "threads": threads, "input_shapes": pins}
         if source.batch is not None:
             fields["batch"] = source.batch.report()
+        if source.symbols:  # one build for these ranges (the plan is made for their bounds)
+            fields["symbols"] = {s: list(r) for s, r in sorted(source.symbols.items())}
         key = cache_mod.cache_key(digest, fields)
         hit = _load_cached(cache_mod.lookup(key, cache_mod.ENTRY_FILES, say), threads, say)
         if hit is not None:

@@ -42,6 +42,10 @@ def type_problem(t: Attribute, symbolic: bool = False) -> str | None:
             shape = bound_dims(t)
         except sym.SymbolicError:
             return None  # unbounded: the importer's symbols always have ranges
+    if symbolic and isinstance(t, MemRefType):
+        # a buffer of a symbolic module: `?` where the sizes are symbols (they stay off the
+        # buffer type; the storage behind it is planned at the upper bounds)
+        shape = tuple(d for d in shape if d >= 0)
     for i, d in enumerate(shape):
         if d < 0:
             return f"dimension {i} is dynamic; dynamic shapes are not supported yet"

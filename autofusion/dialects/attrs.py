@@ -23,6 +23,7 @@ an attribute name spelled out anywhere else in ``autofusion/`` fails it). Who wr
 | ``fusion.decided_by`` | fusion.kernel | fuse passes | the layer that decided the group |
 | ``c.role`` | func arg attrs | convert-nn-to-buffers | ``input``/``output``/``symbol`` (C API) |
 | ``c.symbol`` | func arg attrs | convert-nn-to-buffers | the symbol an ``index`` argument holds |
+| ``c.shape`` | @main arg attrs | convert-nn-to-buffers | a symbolic input/output's sizes |
 | ``c.pattern`` | lowered funcs | convert-nn-to-buffers | the fused kernel's pattern |
 | ``c.work`` | lowered funcs | convert-nn-to-buffers | FLOPs and bytes of one call |
 | ``c.epilogue`` | lowered funcs | lower-nn-to-loops | an epilogue (``clib.EPILOGUE_PARAMS``) |
@@ -62,6 +63,7 @@ FUSION_DECIDED_BY = "fusion.decided_by"
 SYMBOLS = "nn.symbols"  # symbolic import: {symbol: [LO, HI]} on the module
 C_ROLE = "c.role"
 C_SYMBOL = "c.symbol"  # symbolic sizes: the symbol an index argument of a lowered function holds
+C_SHAPE = "c.shape"  # symbolic sizes: an @main input/output's dims (#nn.shape), for the C API
 C_PATTERN = "c.pattern"
 C_ALIAS_ARGS = "c.alias_args"
 C_WORK = "c.work"

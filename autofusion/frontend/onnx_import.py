@@ -171,12 +171,19 @@ def import_loaded(
     owned: bool,
     progress: bool | None = None,
     input_shapes: InputShapes | None = None,
+    symbols: SymbolRanges | None = None,
 ) -> ModuleOp:
     """Import a model already read by :mod:`autofusion.frontend.loader` (``autofusion.
     compile`` reads once, hashes that for its cache key, then imports it). ``owned``: the
-    proto is the caller's to spend, so weights are dropped from it as they are copied out."""
+    proto is the caller's to spend, so weights are dropped from it as they are copied out.
+    ``symbols``: as for :func:`import_onnx` (a symbolic import)."""
     return _Importer(
-        loaded, filename, owned=owned, progress=progress, input_shapes=input_shapes
+        loaded,
+        filename,
+        owned=owned,
+        progress=progress,
+        input_shapes=input_shapes,
+        symbols=symbols,
     ).run()
 
 

@@ -30,14 +30,19 @@ class TensorSpec:
     """One model input or output as the library declares it."""
 
     name: str
-    shape: tuple[int, ...]  # of one sample when ``batch`` names a run-time batch
+    shape: tuple[int, ...]  # of one sample when ``batch`` names a run-time batch; -1: symbolic
     dtype: np.dtype
     batch: str = ""  # the run-time batch symbol in dim 0 ("" for a fixed shape)
+    # run-time sizes: per dim, the symbol it is exactly ("" if static or an expression)
+    dim_symbols: tuple[str, ...] = ()
 
     def describe(self) -> str:
         dims = [str(d) for d in self.shape]
         if self.batch:
             dims[0] = self.batch
+        for d, sym in enumerate(self.dim_symbols):
+            if self.shape[d] < 0:
+                dims[d] = sym or "?"
         return f"{self.dtype.name}[{', '.join(dims)}]"
 
     def shape_for(self, batch: int) -> tuple[int, ...]:
@@ -157,6 +162,19 @@ def _bind(lib: ctypes.CDLL, path: Path) -> None:
             ctypes.c_int,
             [ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p],
         ),
+        # run-time sizes (libraries built before them lack these)
+        "af_num_symbols": (ctypes.c_int, []),
+        "af_symbol_name": (ctypes.c_char_p, [ctypes.c_int]),
+        "af_symbol_min": (ctypes.c_int64, [ctypes.c_int]),
+        "af_symbol_max": (ctypes.c_int64, [ctypes.c_int]),
+        "af_input_dim_symbol": (ctypes.c_int, [ctypes.c_int, ctypes.c_int]),
+        "af_output_dim_symbol": (ctypes.c_int, [ctypes.c_int, ctypes.c_int]),
+        "af_input_shape_at": (ctypes.c_int, [ctypes.c_int, i64p, i64p]),
+        "af_output_shape_at": (ctypes.c_int, [ctypes.c_int, i64p, i64p]),
+        "af_run_sym": (
+            ctypes.c_int,
+            [ctypes.c_void_p, i64p, ctypes.c_void_p, ctypes.c_void_p],
+        ),
     }
     for name, (res, args) in [*sigs.items(), *optional.items()]:
         try:
@@ -169,11 +187,23 @@ def _bind(lib: ctypes.CDLL, path: Path) -> None:
         fn.argtypes = args
 
 
+def _symbols(lib: ctypes.CDLL) -> dict[str, tuple[int, int]]:
+    """The library's size symbols and ranges, in order ({} for a static library)."""
+    if not hasattr(lib, "af_num_symbols"):
+        return {}
+    out: dict[str, tuple[int, int]] = {}
+    for k in range(lib.af_num_symbols()):
+        name = (lib.af_symbol_name(k) or b"").decode("utf-8", errors="replace")
+        out[name] = (int(lib.af_symbol_min(k)), int(lib.af_symbol_max(k)))
+    return out
+
+
 def _specs(lib: ctypes.CDLL, kind: str) -> list[TensorSpec]:
     num = getattr(lib, f"af_num_{kind}s")()
     sym = ""
     if hasattr(lib, "af_batch_symbol"):
         sym = (lib.af_batch_symbol() or b"").decode("utf-8", errors="replace")
+    names = list(_symbols(lib))
     out: list[TensorSpec] = []
     for i in range(num):
         raw = getattr(lib, f"af_{kind}_name")(i)
@@ -183,7 +213,11 @@ def _specs(lib: ctypes.CDLL, kind: str) -> list[TensorSpec]:
         shape = tuple(int(shp[d]) for d in range(rank)) if rank > 0 else ()
         dtype = _np_dtype(getattr(lib, f"af_{kind}_dtype")(i), f"{kind} {name!r}")
         batched = bool(sym) and bool(getattr(lib, f"af_{kind}_batched")(i))
-        out.append(TensorSpec(name, shape, dtype, sym if batched else ""))
+        dim_syms: tuple[str, ...] = ()
+        if names:
+            ks = [getattr(lib, f"af_{kind}_dim_symbol")(i, d) for d in range(rank)]
+            dim_syms = tuple(names[k] if 0 <= k < len(names) else "" for k in ks)
+        out.append(TensorSpec(name, shape, dtype, sym if batched else "", dim_syms))
     return out
 
 
@@ -321,6 +355,14 @@ class ModelLibrary:
         #: the run-time batch: symbol and inclusive range ("", 1, 1: a fixed batch)
         self.batch_symbol = ""
         self.batch_range = (1, 1)
+        #: run-time sizes: each size symbol's inclusive range, in the library's order
+        self.symbols = _symbols(self._lib)
+        # where each symbol shows: (input index, dim, symbol), in input order
+        self._sym_dims = [(i, d, sym) for i, spec in enumerate(self.inputs)
+                          for d, sym in enumerate(spec.dim_symbols) if sym]  # fmt: skip
+        # the inputs' and outputs' shapes per symbol values, computed by the library once
+        # (a bounded memo: a run costs two ctypes calls per tensor otherwise)
+        self._shapes: dict[tuple[int, ...], tuple[list[tuple[int, ...]], ...]] = {}
         if hasattr(self._lib, "af_run_batch"):
             self.batch_symbol = (self._lib.af_batch_symbol() or b"").decode("utf-8", "replace")
             self.batch_range = (int(self._lib.af_batch_min()), int(self._lib.af_batch_max()))
@@ -339,9 +381,10 @@ class ModelLibrary:
         the caller's arrays are never modified."""
         return self._check_feeds(feeds)[0]
 
-    def _check_feeds(self, feeds: Mapping[str, object]) -> tuple[list[np.ndarray], int]:
-        """:meth:`check_feeds` and the run's batch (dim 0 of the batched inputs, which must
-        agree and lie in the library's range; 1 for a fixed batch)."""
+    def _check_feeds(self, feeds: Mapping[str, object]) -> tuple[list[np.ndarray], int, list[int]]:
+        """:meth:`check_feeds`, the run's batch (dim 0 of the batched inputs, which must
+        agree and lie in the library's range; 1 for a fixed batch) and the values of the
+        size symbols (:meth:`bind_symbols`; empty for a static library)."""
         if not isinstance(feeds, Mapping):
             raise AutofusionError(
                 f"run() expects a dict of input name -> array, got {type(feeds).__name__}"
@@ -367,6 +410,14 @@ class ModelLibrary:
                     f"input {spec.name!r}: expected dtype {_dtype_name(spec.dtype)}, "
                     f"got {_dtype_name(arr.dtype)}"
                 )
+            if self.symbols:  # sizes are checked once the symbols are bound
+                if arr.ndim != len(spec.shape):
+                    raise AutofusionError(
+                        f"input {spec.name!r}: rank {arr.ndim}, expected {len(spec.shape)} "
+                        f"({spec.describe()})"
+                    )
+                arrays.append(np.ascontiguousarray(arr))
+                continue
             if spec.batch and arr.ndim == len(spec.shape) and arr.ndim > 0:
                 n = int(arr.shape[0])
                 lo, hi = self.batch_range
@@ -390,18 +441,87 @@ class ModelLibrary:
                     f"{list(arr.shape)}"
                 )
             arrays.append(np.ascontiguousarray(arr))
-        return arrays, batch[0] if batch else 1
+        values = self.bind_symbols(arrays) if self.symbols else []
+        return arrays, batch[0] if batch else 1, values
+
+    def bind_symbols(self, arrays: list[np.ndarray]) -> list[int]:
+        """The size symbols' values from the inputs' shapes (in input order): a dim that is
+        exactly one symbol gives its value; every dim is then checked against the sizes
+        the library computes for those values (``af_input_shape_at``). One error naming the
+        input and symbol for a size contradicting a static dim, two inputs disagreeing on a
+        symbol, a symbol no input shows, or a value outside its range."""
+        names = list(self.symbols)
+        values: dict[str, tuple[int, str, int]] = {}  # symbol -> (value, input, dim)
+        for i, d, sym in self._sym_dims:
+            v = int(arrays[i].shape[d])
+            old = values.setdefault(sym, (v, self.inputs[i].name, d))
+            if old[0] != v:
+                raise AutofusionError(
+                    f"input {self.inputs[i].name!r}: dim {d} gives {sym} = {v}, but input "
+                    f"{old[1]!r} dim {old[2]} gives {sym} = {old[0]}"
+                )
+        unbound = [s for s in names if s not in values]
+        if unbound:
+            raise AutofusionError(
+                f"cannot run: the inputs' shapes do not give the size symbol(s) "
+                f"{', '.join(unbound)} (no input has one as a dim of its own)"
+            )
+        for sym, (v, name, d) in values.items():
+            lo, hi = self.symbols[sym]
+            if not lo <= v <= hi:
+                raise AutofusionError(
+                    f"input {name!r}: dim {d} gives {sym} = {v}, outside the library's range "
+                    f"{lo}..{hi}"
+                )
+        out = [values[s][0] for s in names]
+        for spec, arr, want in zip(self.inputs, arrays, self.shapes_at(out)[0]):
+            if arr.shape != want:
+                bound = ", ".join(f"{s} = {v}" for s, v in zip(names, out))
+                raise AutofusionError(
+                    f"input {spec.name!r}: expected shape {spec.describe()} = {list(want)} "
+                    f"with {bound}, got {list(arr.shape)}"
+                )
+        return out
+
+    def shapes_at(self, values: list[int]) -> tuple[list[tuple[int, ...]], ...]:
+        """The inputs' and the outputs' shapes for the size symbols' ``values``."""
+        key = tuple(values)
+        got = self._shapes.get(key)
+        if got is None:
+            got = tuple(
+                [self._shape_at(kind, i, values) for i in range(len(specs))]
+                for kind, specs in (("input", self.inputs), ("output", self.outputs))
+            )
+            if len(self._shapes) >= 256:
+                self._shapes.clear()
+            self._shapes[key] = got
+        return got
+
+    def _shape_at(self, kind: str, i: int, values: list[int]) -> tuple[int, ...]:
+        spec = (self.inputs if kind == "input" else self.outputs)[i]
+        syms = (ctypes.c_int64 * max(1, len(values)))(*values)
+        dims = (ctypes.c_int64 * max(1, len(spec.shape)))()
+        if getattr(self._lib, f"af_{kind}_shape_at")(i, syms, dims) != 0:
+            raise AutofusionError(f"{self.path}: af_{kind}_shape_at({i}) failed")
+        return tuple(int(dims[d]) for d in range(len(spec.shape)))
 
     def run(self, feeds: Mapping[str, object]) -> dict[str, np.ndarray]:
         """Run once; returns a new array per output, keyed by ONNX output name."""
-        arrays, batch = self._check_feeds(feeds)
-        outs = [np.empty(s.shape_for(batch), dtype=s.dtype) for s in self.outputs]
+        arrays, batch, values = self._check_feeds(feeds)
+        if self.symbols:
+            outs = [np.empty(shape, dtype=s.dtype)
+                    for shape, s in zip(self.shapes_at(values)[1], self.outputs)]  # fmt: skip
+        else:
+            outs = [np.empty(s.shape_for(batch), dtype=s.dtype) for s in self.outputs]
         in_ptrs = (ctypes.c_void_p * max(1, len(arrays)))(*[a.ctypes.data for a in arrays])
         out_ptrs = (ctypes.c_void_p * max(1, len(outs)))(*[o.ctypes.data for o in outs])
         with self._lock:
             if self._model is None:
                 raise AutofusionError(f"{self.path}: model was closed")
-            if self.batch_symbol:
+            if self.symbols:
+                syms = (ctypes.c_int64 * len(values))(*values)
+                rc = self._lib.af_run_sym(self._model, syms, in_ptrs, out_ptrs)
+            elif self.batch_symbol:
                 rc = self._lib.af_run_batch(self._model, batch, in_ptrs, out_ptrs)
             else:
                 rc = self._lib.af_run(self._model, in_ptrs, out_ptrs)

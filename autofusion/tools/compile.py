@@ -6,7 +6,7 @@ Makefile and libmodel.so (target c), or the Ascend C sources (target ascendc).
                        [--memory-plot FILE.svg] [--policy module:Class]
                        [--input-shape NAME=DIMS ...] [--dynamic SYM=LO..HI ...] [--cpu CPU]
                        [--validate-precision] [--save-fused-onnx FILE.onnx] [--runtime-sizes]
-                       [--report-html FILE.html] [--version]
+                       [--report-html FILE.html] [--one-build] [--version]
 
 Everything is written into a staging directory first and moved to DIR only when complete,
 so a failure leaves no half-written output (an existing DIR is replaced only on success).
@@ -103,12 +103,15 @@ def add_dynamic_option(p: argparse.ArgumentParser) -> None:
     )
 
 
-def open_cli_model(args: argparse.Namespace, run_time_batch: bool = False):  # -> ModelSource
+def open_cli_model(
+    args: argparse.Namespace, run_time_batch: bool = False, one_build: bool = False
+):  # -> ModelSource
     """``args.model`` opened with its pins and declared ranges checked; every symbol must be
     pinned (a command builds one library per shape), except, with ``run_time_batch``
     (autofusion-compile), one free batch symbol of a batch-separable model, which the
-    library takes at run time (``api.pin_batch``, docs/dynamic.md)."""
-    from autofusion.api import open_model, pin_batch
+    library takes at run time (``api.pin_batch``, docs/dynamic.md), and with ``one_build``
+    (``--one-build``) every free symbol, kept symbolic (``api.one_build_source``)."""
+    from autofusion.api import one_build_source, open_model, pin_batch
     from autofusion.frontend.shapes import parse_shape_specs
     from autofusion.frontend.symbols import parse_range_specs
 
@@ -116,6 +119,8 @@ def open_cli_model(args: argparse.Namespace, run_time_batch: bool = False):  # -
                         dynamic=parse_range_specs(args.dynamic), config=args.config,
                         flags=("--input-shape", "--dynamic"))  # fmt: skip
     assert source.plan is not None
+    if one_build and source.plan.free:
+        return one_build_source(source)
     if run_time_batch and source.plan.free:
         from autofusion.frontend.batch import batch_candidate
 
@@ -282,6 +287,10 @@ def _run(argv: Sequence[str] | None) -> None:
                         help="target ascendc: host tiling from run-time sizes for elementwise "
                              "and row-wise kernels (one project for every leading size up to "
                              "the compiled one; docs/ascendc.md)")  # fmt: skip
+    parser.add_argument("--one-build", action="store_true",
+                        help="target c: keep the free symbols symbolic and build one library "
+                             "for every shape in their --dynamic ranges (af_run_sym; "
+                             "docs/dynamic.md)")  # fmt: skip
     parser.add_argument("--save-fused-onnx", metavar="FILE.onnx",
                         help="also write the model with each fused group as an ONNX function "
                              "(opens in Netron and onnxruntime; docs/fusion.md)")  # fmt: skip
@@ -292,7 +301,13 @@ def _run(argv: Sequence[str] | None) -> None:
                         ("--save-fused-onnx", args.save_fused_onnx),
                         ("--report-html", args.report_html)])  # fmt: skip
     say = stderr_progress("autofusion-compile")
-    proto = open_cli_model(args, run_time_batch=args.target in ("c", "ascendc"))
+    if args.one_build and args.target != "c":
+        raise AutofusionError(f"--one-build: target {args.target} takes no run-time sizes (only c)")
+    proto = open_cli_model(args, run_time_batch=args.target in ("c", "ascendc"),
+                           one_build=args.one_build)  # fmt: skip
+    if proto.symbols:
+        ranges = ", ".join(f"{s} {lo}..{hi}" for s, (lo, hi) in proto.symbols.items())
+        say(f"one library for every shape: {ranges} (af_run_sym)")
     if proto.batch is not None:
         b = proto.batch
         built = (

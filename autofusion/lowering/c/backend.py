@@ -81,10 +81,12 @@ class CTarget(Target):
         from xdsl.dialects import func
 
         from autofusion.analysis.static_shapes import check_static_shapes
+        from autofusion.dialects.base import symbol_ranges
         from autofusion.lowering.c.printer import print_c
 
+        symbolic = bool(symbol_ranges(module))
         for op in module.ops:
             if isinstance(op, func.FuncOp):
-                check_static_shapes(op, "c target")
+                check_static_shapes(op, "c target", symbolic=symbolic)
         CBackend().check_lowered(module)
         print_c(module, output)

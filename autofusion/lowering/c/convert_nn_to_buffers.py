@@ -74,6 +74,7 @@ from autofusion.dialects.attrs import (
     C_ALIAS_ARGS,
     C_PATTERN,
     C_ROLE,
+    C_SHAPE,
     C_SYMBOL,
     C_WORK,
     MEMORY_ARENA_BYTES,
@@ -84,7 +85,7 @@ from autofusion.dialects.attrs import (
     PRECISION_STORAGE,
     origin_names,
 )
-from autofusion.dialects.base import symbol_ranges, type_dims
+from autofusion.dialects.base import sym_shape_attr, symbol_ranges, type_dims
 from autofusion.dialects.clib import ViewOp
 from autofusion.dialects.fusion import FAST_MATH_ATTR
 from autofusion.lowering.c.names import NameTable
@@ -239,15 +240,18 @@ class _Converter:
 
         arg_attrs = []
         old_args = main.arg_attrs.data if main.arg_attrs is not None else [DictionaryAttr({})] * nin
-        for d in old_args:
-            arg_attrs.append(DictionaryAttr({**d.data, C_ROLE: StringAttr("input")}))
         old_res = (
             main.res_attrs.data
             if main.res_attrs is not None
             else [DictionaryAttr({})] * len(out_args)
         )
-        for d in old_res:
-            arg_attrs.append(DictionaryAttr({**d.data, C_ROLE: StringAttr("output")}))
+        io_types = [a.type for a in old_block.args] + [v.type for v in ret.arguments]
+        for k, (d, t) in enumerate(zip([*old_args, *old_res], io_types)):
+            role = "input" if k < nin else "output"
+            extra: dict[str, Attribute] = {C_ROLE: StringAttr(role)}
+            if not symbolic.is_static(dims := type_dims(t)):  # the C API's shape queries
+                extra[C_SHAPE] = sym_shape_attr(dims)
+            arg_attrs.append(DictionaryAttr({**d.data, **extra}))
         for name in self.symbols:
             arg_attrs.append(
                 DictionaryAttr({C_ROLE: StringAttr("symbol"), C_SYMBOL: StringAttr(name)})

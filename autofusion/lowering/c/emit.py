@@ -28,14 +28,14 @@ const char *af_input_name(int i);  /* the ONNX name, NUL-terminated */
 const char *af_output_name(int i);
 int af_input_rank(int i);
 int af_output_rank(int i);
-const int64_t *af_input_shape(int i);
+const int64_t *af_input_shape(int i); /* -1 for a run-time size: see af_input_shape_at */
 const int64_t *af_output_shape(int i);
 int af_input_dtype(int i); /* ONNX TensorProto enum: 1 float, 7 int64, 9 bool, ... */
 int af_output_dtype(int i);
 
 /* af_run's results; on failure af_last_error() (per thread) says what went wrong */
 #define AF_OK 0
-#define AF_ERR_ARGUMENT 1 /* a NULL model, inputs or outputs pointer */
+#define AF_ERR_ARGUMENT 1 /* a NULL model, inputs or outputs pointer; a symbol out of range */
 #define AF_ERR_INDEX 2    /* a run-time index (Gather indices, ...) out of range */
 #define AF_ERR_DIVZERO 3  /* an integer Div / Mod by zero in run-time data */
 #define AF_ERR_NOMEM 4    /* a kernel could not allocate its scratch memory; outputs unspecified */
@@ -60,6 +60,29 @@ int64_t af_batch_max(void);
 int af_input_batched(int i);
 int af_output_batched(int i);
 int af_run_batch(af_model *m, int64_t batch, const void *const *inputs, void *const *outputs);
+
+/* Run-time sizes (docs/dynamic.md, "One build for every shape"). A library built from a
+ * symbolic module takes af_num_symbols() size symbols (e.g. batch, seq), each in its range
+ * [af_symbol_min(k), af_symbol_max(k)]; af_*_shape(i) gives -1 for a dim that depends on them.
+ * af_*_dim_symbol(i, d) is k when dim d is exactly symbol k, else -1 (static, or an expression
+ * such as 12*seq). af_*_shape_at(i, symbols, dims) writes tensor i's sizes for the symbol
+ * values `symbols` (one per symbol, in order) into dims[0 .. rank-1]; 0, or -1 for a bad i or
+ * a NULL pointer (it does not check ranges). af_run_sym runs with those values: each is
+ * checked against its range first (AF_ERR_ARGUMENT, af_last_error() naming the symbol, value
+ * and range); inputs and outputs have the sizes af_*_shape_at gives. af_run refuses a
+ * symbolic library (AF_ERR_ARGUMENT); in a static library af_num_symbols() is 0, every
+ * dim_symbol is -1, and af_run_sym (symbols may be NULL) is af_run. */
+#define AF_HAS_RUN_SYM 1
+int af_num_symbols(void);
+const char *af_symbol_name(int k);
+int64_t af_symbol_min(int k);
+int64_t af_symbol_max(int k);
+int af_input_dim_symbol(int i, int d);
+int af_output_dim_symbol(int i, int d);
+int af_input_shape_at(int i, const int64_t *symbols, int64_t *dims);
+int af_output_shape_at(int i, const int64_t *symbols, int64_t *dims);
+int af_run_sym(af_model *m, const int64_t *symbols, const void *const *inputs,
+               void *const *outputs);
 
 /* Per-kernel profiling, off by default. The counters belong to the library (shared by every
  * model created from it): af_profile_enable(1), run, then read one slot per kernel call. */

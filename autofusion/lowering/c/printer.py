@@ -20,6 +20,7 @@ naming the site (``af_guard_sites``), the index and the valid range. Integer Div
 from __future__ import annotations
 
 import math as pymath
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -43,16 +44,20 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
+from autofusion import symbolic
 from autofusion.dialects import clib, dtypes
 from autofusion.dialects.attrs import (
     C_ALIAS_ARGS,
     C_PARALLEL,
     C_PATTERN,
     C_ROLE,
+    C_SHAPE,
+    C_SYMBOL,
     ONNX_NAME,
     ORIGINS,
     PRECISION_STORAGE,
 )
+from autofusion.dialects.base import SymShapeAttr, symbol_ranges
 from autofusion.dialects.fusion import FAST_MATH_ATTR
 from autofusion.errors import AutofusionError
 from autofusion.frontend.batch import module_batch
@@ -177,22 +182,40 @@ def _global_array(g: memref.GlobalOp) -> np.ndarray:
     return np.ascontiguousarray(arr)
 
 
-def _io(main: func.FuncOp) -> list[tuple[str, str, MemRefType[Attribute]]]:
-    """(role, ONNX name, type) of each @main argument."""
-    out = []
+@dataclass(frozen=True)
+class _Arg:
+    """One @main argument as the C API sees it: an input, an output or a size symbol."""
+
+    role: str  # "input", "output" or "symbol"
+    name: str  # the ONNX name, or the symbol's
+    type: Attribute
+    dims: tuple[int, ...] = ()  # an input/output's sizes, ``symbolic.Size`` where symbolic
+
+
+def _io(main: func.FuncOp) -> list[_Arg]:
+    """Each @main argument: role, name, type and (inputs/outputs) sizes."""
+    out: list[_Arg] = []
     attrs = main.arg_attrs.data if main.arg_attrs is not None else []
     for i, arg in enumerate(main.body.block.args):
         d = attrs[i].data if i < len(attrs) and isinstance(attrs[i], DictionaryAttr) else {}
-        role = d.get(C_ROLE)
+        role_attr = d.get(C_ROLE)
+        role = role_attr.data if isinstance(role_attr, StringAttr) else "input"
+        if role == "symbol":
+            sym = d.get(C_SYMBOL)
+            if not isinstance(arg.type, IndexType) or not isinstance(sym, StringAttr):
+                raise CPrintError(f"c target: @main argument {i} is a symbol without an index "
+                                  "type and a c.symbol name")  # fmt: skip
+            out.append(_Arg("symbol", sym.data, arg.type))
+            continue
         name = d.get(ONNX_NAME)
-        assert isinstance(arg.type, MemRefType)
-        out.append(
-            (
-                role.data if isinstance(role, StringAttr) else "input",
-                name.data if isinstance(name, StringAttr) else f"arg{i}",
-                arg.type,
-            )
-        )
+        t = arg.type
+        if not isinstance(t, MemRefType):
+            raise CPrintError(f"c target: @main argument {i} is neither a buffer nor a symbol")
+        shape = d.get(C_SHAPE)
+        dims = shape.sizes() if isinstance(shape, SymShapeAttr) else tuple(t.get_shape())
+        if any(isinstance(x, int) and x < 0 for x in dims):
+            raise CPrintError(f"c target: @main argument {i} has a '?' dim but no c.shape sizes")
+        out.append(_Arg(role, name.data if isinstance(name, StringAttr) else f"arg{i}", t, dims))
     return out
 
 
@@ -215,6 +238,7 @@ class CPrinter:
             "s_",
             "af_f",
             "af_fault",
+            "af_sym",
         ):
             self.names.reserve(reserved)
         self.sym: dict[str, str] = {}
@@ -233,6 +257,8 @@ class CPrinter:
         # the functions that take the run's fault record (they check, or call one that does).
         self.guard_sites: dict[str, int] = {}
         self.faulting: set[str] = set()
+        # Size symbols of a symbolic module (@main's index arguments), in order: their ranges.
+        self.symbols: dict[str, tuple[int, int]] = {}
 
     # ---- entry -------------------------------------------------------------------------
     def print_module(self) -> str:
@@ -400,9 +426,13 @@ class CPrinter:
             )
             params = ["const unsigned char *restrict af_w", "void *af_s", "size_t af_sb"]
             for i, a in enumerate(args):
+                if isinstance(a.type, IndexType):  # a size symbol (symbolic modules)
+                    params.append(f"const int64_t {fp.bind(a)}")
+                    continue
                 if not isinstance(a.type, MemRefType):
                     raise CPrintError(
-                        f"c target: argument {i} of {f.sym_name.data} is not a memref"
+                        f"c target: argument {i} of {f.sym_name.data} is neither a memref nor "
+                        "an index"
                     )
                 nm = fp.bind(a, const=i not in written)
                 q = "" if i in written else "const "
@@ -427,8 +457,21 @@ class CPrinter:
 
     def _main(self, main: func.FuncOp) -> None:
         io = _io(main)
-        ins = [(n, t) for r, n, t in io if r == "input"]
-        outs = [(n, t) for r, n, t in io if r == "output"]
+        ins = [a for a in io if a.role == "input"]
+        outs = [a for a in io if a.role == "output"]
+        syms = [a.name for a in io if a.role == "symbol"]
+        ranges = symbol_ranges(self.module)
+        if syms != list(ranges):
+            raise CPrintError(
+                f"c target: @main's symbol arguments ({', '.join(syms) or 'none'}) are not the "
+                f"module's nn.symbols ({', '.join(ranges) or 'none'}) in order"
+            )
+        self.symbols = {}
+        for s_ in syms:
+            lo, hi = ranges[s_]
+            if hi is None:
+                raise CPrintError(f"c target: symbol {s_} has no upper bound: declare a range")
+            self.symbols[s_] = (lo, hi)
         fp = _FuncPrinter(self, main, in_main=True)
         w = self.lines
         allocs = [op for op in main.body.block.ops if isinstance(op, memref.AllocOp)]
@@ -445,15 +488,23 @@ class CPrinter:
         w.append("")
         self._profile_tables(main)
         fault = ", af_fault *af_f" if "main" in self.faulting else ""
+        sym = "const int64_t *af_sym, " if syms else ""
         w.append(
-            f"static void af_graph(af_model *m, const void *const *in, void *const *out{fault}) {{"
+            f"static void af_graph(af_model *m, {sym}const void *const *in, void *const *out"
+            f"{fault}) {{"
         )
         w.append("  (void)m;")
         w.append("  (void)in;")
         w.append("  (void)out;")
-        ii = oi = 0
-        for a, (role, _, t) in zip(main.body.block.args, io):
-            if role == "input":
+        ii = oi = si = 0
+        for a, arg in zip(main.body.block.args, io):
+            role, t = arg.role, arg.type
+            if role == "symbol":  # checked against its range by af_run_sym
+                nm = fp.bind(a)
+                w.append(f"  const int64_t {nm} = af_sym[{si}]; /* {c_comment(arg.name)} */")
+                si += 1
+            elif role == "input":
+                assert isinstance(t, MemRefType)
                 nm = fp.bind(a, const=True)
                 w.append(
                     f"  const {ctype(t.element_type)} *{nm} = (const {ctype(t.element_type)} "
@@ -461,12 +512,22 @@ class CPrinter:
                 )
                 ii += 1
             else:
+                assert isinstance(t, MemRefType)
                 nm = fp.bind(a)
                 w.append(f"  {ctype(t.element_type)} *{nm} = ({ctype(t.element_type)} *)out[{oi}];")
                 oi += 1
             if not a.uses:
                 w.append(f"  (void){nm};")
         fp.alloc_index = {a.memref: k for k, a in enumerate(allocs)}
+        # run-time sizes: an input's or output's dims, and each symbol's C variable
+        fp.io_dims = {
+            a: arg.dims for a, arg in zip(main.body.block.args, io) if arg.role != "symbol"
+        }
+        fp.symbol_vars = {
+            arg.name: fp.names[a]
+            for a, arg in zip(main.body.block.args, io)
+            if arg.role == "symbol"
+        }
         # Returning right after a faulting call is safe when @main frees nothing itself.
         fp.return_on_fault = not any(isinstance(o, memref.DeallocOp) for o in main.walk())
         fp.block(main.body.block, 1)
@@ -504,20 +565,21 @@ class CPrinter:
         w.extend(_PROFILE.format(n=n).splitlines())
         w.append("")
 
-    def _api(
-        self,
-        ins: list[tuple[str, MemRefType[Attribute]]],
-        outs: list[tuple[str, MemRefType[Attribute]]],
-    ) -> None:
+    def _api(self, ins: list[_Arg], outs: list[_Arg]) -> None:
         w = self.lines
         for kind, items in (("input", ins), ("output", outs)):
             n = len(items)
-            names = ", ".join(c_string(nm) for nm, _ in items) or "NULL"
-            ranks = ", ".join(str(len(t.get_shape())) for _, t in items) or "0"
-            dts = ", ".join(str(dtypes.to_onnx_elem(t.element_type)) for _, t in items) or "0"
-            for i, (_, t) in enumerate(items):
-                dims = ", ".join(f"INT64_C({d})" for d in t.get_shape()) or "INT64_C(0)"
-                w.append(f"static const int64_t af_{kind}_shape_{i}[] = {{{dims}}};")
+            names = ", ".join(c_string(a.name) for a in items) or "NULL"
+            ranks = ", ".join(str(len(a.dims)) for a in items) or "0"
+            dts = ", ".join(str(dtypes.to_onnx_elem(_elem(a.type))) for a in items) or "0"
+            for i, a in enumerate(items):
+                # -1 where the dim is symbolic (af_*_shape_at gives its size for a run)
+                dims = ", ".join(
+                    f"INT64_C({d})" if isinstance(d, int) else "INT64_C(-1)" for d in a.dims
+                )
+                w.append(
+                    f"static const int64_t af_{kind}_shape_{i}[] = {{{dims or 'INT64_C(0)'}}};"
+                )
             shp = ", ".join(f"af_{kind}_shape_{i}" for i in range(n)) or "NULL"
             w.append(f"static const char *const af_{kind}_names[{max(1, n)}] = {{{names}}};")
             w.append(f"static const int af_{kind}_ranks[{max(1, n)}] = {{{ranks}}};")
@@ -541,58 +603,160 @@ class CPrinter:
                 "-1; }"
             )
             w.append("")
+        self._symbols_api(ins, outs)
         w.extend(_API_TAIL.splitlines())
         self._run()
         self._run_batch(ins, outs)
 
-    def _run(self) -> None:
-        """``af_run``: runs the graph; a kernel out of memory (``afrt_nomem_kernel``) becomes
-        ``AF_ERR_NOMEM`` (first: bad data after it may fault too), a recorded index fault
-        ``AF_ERR_INDEX``, a zero integer divisor ``AF_ERR_DIVZERO``."""
+    def _symbols_api(self, ins: list[_Arg], outs: list[_Arg]) -> None:
+        """The size symbols' part of model.h: names and ranges, which dim is which symbol,
+        and each input's and output's sizes for given symbol values (``symbolic.to_c``)."""
         w = self.lines
-        w.append("int af_run(af_model *m, const void *const *inputs, void *const *outputs) {")
-        w.append("  if (!m || !inputs || !outputs) {")
-        w.append('    snprintf(af_error, sizeof af_error, "af_run: NULL argument");')
+        syms = list(self.symbols)
+        n = len(syms)
+        k = max(1, n)
+        names = ", ".join(c_string(s_) for s_ in syms) or "NULL"
+        lo = ", ".join(f"INT64_C({self.symbols[s_][0]})" for s_ in syms) or "0"
+        hi = ", ".join(f"INT64_C({self.symbols[s_][1]})" for s_ in syms) or "0"
+        w.append(f"#define AF_NSYM {n}")
+        w.append(f"static const char *const af_symbol_names_[{k}] = {{{names}}};")
+        w.append(f"static const int64_t af_symbol_min_[{k}] = {{{lo}}};")
+        w.append(f"static const int64_t af_symbol_max_[{k}] = {{{hi}}};")
+        w.append(f"int af_num_symbols(void) {{ return {n}; }}")
+        w.append(
+            f"const char *af_symbol_name(int i) {{ return i >= 0 && i < {n} ? "
+            "af_symbol_names_[i] : NULL; }"
+        )
+        w.append(
+            f"int64_t af_symbol_min(int i) {{ return i >= 0 && i < {n} ? af_symbol_min_[i] : -1; }}"
+        )
+        w.append(
+            f"int64_t af_symbol_max(int i) {{ return i >= 0 && i < {n} ? af_symbol_max_[i] : -1; }}"
+        )
+        index = {s_: j for j, s_ in enumerate(syms)}
+
+        def alone(d: int) -> int:
+            """The symbol's index when the dim is exactly one symbol, else -1."""
+            if isinstance(d, int):
+                return -1
+            (mono, coef), *rest = d.terms  # type: ignore[attr-defined]
+            return index[mono[0]] if not rest and coef == 1 and len(mono) == 1 else -1
+
+        def var(name: str) -> str:
+            if name not in index:
+                raise CPrintError(f"c target: size symbol {name} is not one of nn.symbols")
+            return f"s[{index[name]}]"
+
+        for kind, items in (("input", ins), ("output", outs)):
+            m = len(items)
+            rows = [", ".join(str(alone(d)) for d in a.dims) or "-1" for a in items]
+            for i, row in enumerate(rows):
+                w.append(f"static const int af_{kind}_dim_symbol_{i}[] = {{{row}}};")
+            tab = ", ".join(f"af_{kind}_dim_symbol_{i}" for i in range(m)) or "NULL"
+            w.append(f"static const int *const af_{kind}_dim_symbols_[{max(1, m)}] = {{{tab}}};")
+            w.append(
+                f"int af_{kind}_dim_symbol(int i, int d) {{ return i >= 0 && i < {m} && d >= 0 "
+                f"&& d < af_{kind}_ranks[i] ? af_{kind}_dim_symbols_[i][d] : -1; }}"
+            )
+            w.append(f"int af_{kind}_shape_at(int i, const int64_t *s, int64_t *dims) {{")
+            w.append("  if (!dims || (AF_NSYM && !s)) return -1;")
+            w.append("  (void)s;")
+            w.append("  switch (i) {")
+            for i, a in enumerate(items):
+                sets = " ".join(
+                    f"dims[{j}] = {symbolic.to_c(d, var)};" for j, d in enumerate(a.dims)
+                )
+                w.append(f"  case {i}: {sets} return 0;".replace("  return", " return"))
+            w.append("  default: return -1;")
+            w.append("  }")
+            w.append("}")
+        w.append("")
+
+    def _run(self) -> None:
+        """``af_run_sym`` and ``af_run``: check the symbols against their ranges, run the
+        graph; a kernel out of memory (``afrt_nomem_kernel``) becomes ``AF_ERR_NOMEM``
+        (first: bad data after it may fault too), a recorded index fault ``AF_ERR_INDEX``, a
+        zero integer divisor ``AF_ERR_DIVZERO``. ``af_run`` of a symbolic library is refused
+        (it has no sizes)."""
+        w = self.lines
+        sym = "sym, " if self.symbols else ""
+        w.append(
+            "static int af_run_impl_(const char *fn, af_model *m, const int64_t *sym, "
+            "const void *const *inputs, void *const *outputs) {"
+        )
+        w.append("  if (!m || !inputs || !outputs || (AF_NSYM && !sym)) {")
+        w.append('    snprintf(af_error, sizeof af_error, "%s: NULL argument", fn);')
         w.append("    return AF_ERR_ARGUMENT;")
         w.append("  }")
+        w.append("  for (int k = 0; k < AF_NSYM; ++k)")
+        w.append("    if (sym[k] < af_symbol_min_[k] || sym[k] > af_symbol_max_[k]) {")
+        w.append(
+            '      snprintf(af_error, sizeof af_error, "%s: symbol %s = %lld is outside its '
+            'range %lld..%lld",'
+        )
+        w.append(
+            "               fn, af_symbol_names_[k], (long long)sym[k], "
+            "(long long)af_symbol_min_[k],"
+        )
+        w.append("               (long long)af_symbol_max_[k]);")
+        w.append("      return AF_ERR_ARGUMENT;")
+        w.append("    }")
+        w.append("  (void)sym;")
         w.append("  af_error[0] = 0;")
         w.append("  afrt_nomem_clear();")
         w.append("  af_nomem_call_ = -1;")
         faulting = "main" in self.faulting
         if faulting:
-            sites = ", ".join(c_string(s) for s in self.guard_sites)
+            sites = ", ".join(c_string(s_) for s_ in self.guard_sites)
             n = len(self.guard_sites)
             w.append(f"  static const char *const af_guard_sites[{n}] = {{{sites}}};")
             w.append("  af_fault f = {0, 0, 0, 0, 0};")
-            w.append("  af_graph(m, inputs, outputs, &f);")
+            w.append(f"  af_graph(m, {sym}inputs, outputs, &f);")
         else:
-            w.append("  af_graph(m, inputs, outputs);")
+            w.append(f"  af_graph(m, {sym}inputs, outputs);")
         w.append("  if (afrt_nomem_kernel()) return af_nomem_error_();")
         if not faulting:
             w.append("  return 0;")
             w.append("}")
-            return
-        w.append("  if (!f.bad) return 0;")
-        w.append("  if (f.kind != AF_FAULT_INDEX) {")
+        else:
+            w.append("  if (!f.bad) return 0;")
+            w.append("  if (f.kind != AF_FAULT_INDEX) {")
+            w.append(
+                '    snprintf(af_error, sizeof af_error, "%s: integer %s by zero",'
+                ' af_guard_sites[f.site], f.kind == AF_FAULT_MODZERO ? "modulo" : "division");'
+            )
+            w.append("    return AF_ERR_DIVZERO;")
+            w.append("  }")
+            w.append(
+                '  snprintf(af_error, sizeof af_error, "%s: index %lld is out of range '
+                '[%lld, %lld]",'
+            )
+            w.append("           af_guard_sites[f.site], (long long)f.value, -(long long)f.dim,")
+            w.append("           (long long)f.dim - 1);")
+            w.append("  return AF_ERR_INDEX;")
+            w.append("}")
         w.append(
-            '    snprintf(af_error, sizeof af_error, "%s: integer %s by zero",'
-            ' af_guard_sites[f.site], f.kind == AF_FAULT_MODZERO ? "modulo" : "division");'
+            "int af_run_sym(af_model *m, const int64_t *symbols, const void *const *inputs, "
+            "void *const *outputs) {"
         )
-        w.append("    return AF_ERR_DIVZERO;")
-        w.append("  }")
-        w.append(
-            '  snprintf(af_error, sizeof af_error, "%s: index %lld is out of range [%lld, %lld]",'
-        )
-        w.append("           af_guard_sites[f.site], (long long)f.value, -(long long)f.dim,")
-        w.append("           (long long)f.dim - 1);")
-        w.append("  return AF_ERR_INDEX;")
+        w.append('  return af_run_impl_("af_run_sym", m, symbols, inputs, outputs);')
+        w.append("}")
+        w.append("int af_run(af_model *m, const void *const *inputs, void *const *outputs) {")
+        if self.symbols:
+            names = ", ".join(self.symbols)
+            w.append(
+                '  snprintf(af_error, sizeof af_error, "af_run: this library takes run-time '
+                f'sizes ({c_comment(names)}): call af_run_sym with their values");'
+            )
+            w.append("  (void)m;")
+            w.append("  (void)inputs;")
+            w.append("  (void)outputs;")
+            w.append("  return AF_ERR_ARGUMENT;")
+        else:
+            w.append('  return af_run_impl_("af_run", m, NULL, inputs, outputs);')
         w.append("}")
 
-    def _run_batch(
-        self,
-        ins: list[tuple[str, MemRefType[Attribute]]],
-        outs: list[tuple[str, MemRefType[Attribute]]],
-    ) -> None:
+    def _run_batch(self, ins: list[_Arg], outs: list[_Arg]) -> None:
         """``af_run_batch``: the graph once per sample (docs/dynamic.md, "Run-time batch").
         The module's ``c.batch`` (a batch-separable model compiled at batch 1) names the
         symbol, its range and the inputs/outputs that carry it in dim 0; without it the
@@ -609,8 +773,8 @@ class CPrinter:
         w.append(f"int64_t af_batch_max(void) {{ return INT64_C({hi}); }}")
         for kind, items, marked in (("input", ins, bin_), ("output", outs, bout)):
             n = len(items)
-            flags = ", ".join("1" if nm in marked else "0" for nm, _ in items) or "0"
-            step = ", ".join(str(_bytes(t) if nm in marked else 0) for nm, t in items) or "0"
+            flags = ", ".join("1" if a.name in marked else "0" for a in items) or "0"
+            step = ", ".join(str(_bytes(a.type) if a.name in marked else 0) for a in items) or "0"
             w.append(f"static const int af_{kind}_batched_[{max(1, n)}] = {{{flags}}};")
             w.append(f"static const size_t af_{kind}_step_[{max(1, n)}] = {{{step}}};")
             w.append(
@@ -654,10 +818,22 @@ int af_run_batch(af_model *m, int64_t batch, const void *const *inputs, void *co
         )
 
 
+def _elem(t: Attribute) -> Attribute:
+    assert isinstance(t, MemRefType)
+    return t.element_type
+
+
 def _bytes(t: Attribute) -> int:
+    """The bytes of a static buffer type. A ``?`` dim has no size the printer knows: the
+    lowering gives every allocation and copy a static type (storage at the upper bounds)."""
     assert isinstance(t, MemRefType)
     n = 1
     for d in t.get_shape():
+        if d < 0:
+            raise CPrintError(
+                f"c target: the byte size of {t} is needed, but it has a run-time ('?') dim "
+                "(allocations and copies must have static types)"
+            )
         n *= d
     elem_t = t.element_type
     size = (
@@ -982,13 +1158,16 @@ class _FuncPrinter:
         # set when the body calls af_expf / af_erff / af_tanhf: arithmetic-bound loops, which
         # the function's AFRT_WIDE_VEC vectorises with 64-byte vectors where it can (afrt.h)
         self.transcendental = False
-        for r in ("af_w", "af_s", "af_sb", "m", "in", "out", "s_"):
+        for r in ("af_w", "af_s", "af_sb", "m", "in", "out", "s_", "af_sym"):
             self.local.reserve(r)
         self.names: dict[SSAValue, str] = {}
         self.const_ptr: set[SSAValue] = set()
         self.alloc_index: dict[SSAValue, int] = {}
         self.return_on_fault = False
         self.heap: set[SSAValue] = set()
+        # @main of a symbolic module: the inputs' and outputs' sizes, the symbols' C names
+        self.io_dims: dict[SSAValue, tuple[int, ...]] = {}
+        self.symbol_vars: dict[str, str] = {}
         # Side-effect-free ops whose results nobody uses print nothing (no unused variables).
         self.dead: set[Operation] = set()
         for op in reversed(list(f.walk())):
@@ -1040,7 +1219,13 @@ class _FuncPrinter:
     def _index(self, mem: SSAValue, idx: list[SSAValue]) -> str:
         t = mem.type
         assert isinstance(t, MemRefType)
-        st = strides_of(list(t.get_shape()))
+        shape = list(t.get_shape())
+        if any(d < 0 for d in shape[1:]):  # a stride would need a run-time size
+            raise CPrintError(
+                f"c target: a load/store in {self.f.sym_name.data} indexes {t}, whose strides "
+                "are not static: index a flat view (clib.view to memref<?xT>) instead"
+            )
+        st = strides_of(shape)
         terms = []
         for i, s in zip(idx, st):
             r = self.ref(i)
@@ -1105,10 +1290,10 @@ class _FuncPrinter:
                 sites = self.top.guard_sites
                 site = sites.setdefault(op.site.data, len(sites))
                 nm = self.bind(op.res)
+                (dim,) = self._params(op, [op.dim.value.data], op.dyn)  # a run-time size: dyn
                 self.emit(
                     d,
-                    f"const int64_t {nm} = af_guard_((int64_t){r(op.value)}, "
-                    f"INT64_C({op.dim.value.data}), {site}, af_f);",
+                    f"const int64_t {nm} = af_guard_((int64_t){r(op.value)}, {dim}, {site}, af_f);",
                 )
             case clib.IntDivOp():
                 sites = self.top.guard_sites
@@ -1155,21 +1340,31 @@ class _FuncPrinter:
             case memref.CopyOp():
                 # a constant source is copied opaquely (see af_copy_const_ in the prelude)
                 fn = "af_copy_const_" if op.source in self.const_ptr else "memcpy"
-                self.emit(
-                    d, f"{fn}({r(op.destination)}, {r(op.source)}, {_bytes(op.source.type)});"
-                )
+                self.emit(d, f"{fn}({r(op.destination)}, {r(op.source)}, {self._copy_bytes(op)});")
             case clib.PackOp():
                 nm = self.bind(op.res)
-                vals = ", ".join(f"(void *){r(v)}" for v in op.values)
+                # an index value (a run-time size an epilogue needs) travels as an integer
+                vals = ", ".join(
+                    f"(void *)(intptr_t){r(v)}"
+                    if isinstance(v.type, IndexType)
+                    else f"(void *){r(v)}"
+                    for v in op.values
+                )
                 self.emit(d, f"void *const {nm}[] = {{{vals}}};")
             case clib.ClampEpilogueOp():
                 nm = self.bind(op.ctx)
                 res = r(op.residual) if op.residual is not None else "NULL"
                 lo, hi = (_clamp_literal(a.value.data) for a in (op.lo, op.hi))
+                stride, ld = self._params(
+                    op, [op.res_stride.value.data, op.res_ld.value.data], op.dyn
+                )
+                self.emit(d, f"afrt_epi_clamp {nm}[1] = {{{{{res}, {stride}, {ld}, {lo}, {hi}}}}};")
+            case clib.UnpackOp() if isinstance(op.res.type, IndexType):
+                nm = self.bind(op.res)
                 self.emit(
                     d,
-                    f"afrt_epi_clamp {nm}[1] = {{{{{res}, INT64_C({op.res_stride.value.data}), "
-                    f"INT64_C({op.res_ld.value.data}), {lo}, {hi}}}}};",
+                    f"const int64_t {nm} = (int64_t)(intptr_t)((void *const *){r(op.ctx)})"
+                    f"[{op.index.value.data}];",
                 )
             case clib.UnpackOp():
                 decl, _ = self._ptr_decl(op.res, False)
@@ -1232,8 +1427,7 @@ class _FuncPrinter:
                     f"{self._epi(op.epilogue, op.ctx)}); }}",
                 )
             case clib.MatmulOp():
-                pv = op.param_values()
-                f = dict(zip(clib.MATMUL_FIELDS, pv))
+                f = dict(zip(clib.MATMUL_FIELDS, self._params(op, op.param_values(), op.dyn)))
                 alpha = float_literal(op.alpha.value.data, dtypes.f32)
                 beta = float_literal(op.beta.value.data, dtypes.f32)
                 epi = self._epi(op.epilogue, op.ctx)
@@ -1243,13 +1437,12 @@ class _FuncPrinter:
                     a, b = f"{a}, {int(op.is_stored('a'))}", f"{b}, {int(op.is_stored('b'))}"
                 else:
                     fn = "afrt_matmul_f32("
+                trans = {k: str(v) for k, v in zip(clib.MATMUL_FIELDS, op.param_values())}
                 self.emit(
                     d,
-                    f"{fn}INT64_C({f['batch']}), INT64_C({f['M']}), INT64_C({f['N']}), "
-                    f"INT64_C({f['K']}), {alpha}, {a}, INT64_C({f['lda']}), "
-                    f"INT64_C({f['stride_a']}), {f['trans_a']}, {b}, INT64_C({f['ldb']}), "
-                    f"INT64_C({f['stride_b']}), {f['trans_b']}, {beta}, {r(op.c)}, "
-                    f"INT64_C({f['ldc']}), INT64_C({f['stride_c']}), {epi});",
+                    f"{fn}{f['batch']}, {f['M']}, {f['N']}, {f['K']}, {alpha}, {a}, {f['lda']}, "
+                    f"{f['stride_a']}, {trans['trans_a']}, {b}, {f['ldb']}, {f['stride_b']}, "
+                    f"{trans['trans_b']}, {beta}, {r(op.c)}, {f['ldc']}, {f['stride_c']}, {epi});",
                 )
             case clib.Pool2DOp():
                 p = ", ".join(f"INT64_C({v})" for v in op.param_values()[:-1])
@@ -1258,7 +1451,7 @@ class _FuncPrinter:
                 self.emit(d, f"{{ const afrt_pool_params p_ = {{{p}}};")
                 self.emit(d, f"  {fn}({r(op.x)}, {r(op.y)}, &p_); }}")
             case clib.AttentionOp():
-                vals = [f"INT64_C({v})" for v in op.param_values()]
+                vals = self._params(op, op.param_values(), op.dyn)
                 n, nb = clib.ATTN_FIELDS.index("bdims0"), clib.ATTN_MAX_BATCH_DIMS
                 bdims = "{" + ", ".join(vals[n : n + nb]) + "}"
                 mstr = "{" + ", ".join(vals[n + nb : n + 2 * nb]) + "}"
@@ -1275,6 +1468,45 @@ class _FuncPrinter:
                 self.emit(d, f"{op.callee.data}({', '.join(r(a) for a in op.args)});")
             case _:
                 raise CPrintError(f"c target: no C form for op {op.name}")
+
+    def _copy_bytes(self, op: memref.CopyOp) -> str:
+        """The bytes a copy moves: static, or (a buffer of run-time size) computed from the
+        sizes of the @main input or output it copies from or into."""
+        t = op.source.type
+        assert isinstance(t, MemRefType)
+        if all(d >= 0 for d in t.get_shape()):
+            return str(_bytes(t))
+        dims = self.io_dims.get(op.destination) or self.io_dims.get(op.source)
+        if dims is None:
+            raise CPrintError(
+                f"c target: memref.copy of {t} in {self.f.sym_name.data}: its byte size is "
+                "not known (a copy of run-time size must read or write an input or output)"
+            )
+        n: int = 1
+        for x in dims:
+            n = n * x
+        item = _bytes(MemRefType(t.element_type, [1]))
+        return f"(size_t){symbolic.to_c(n, self.symbol_vars.__getitem__)} * {item}"
+
+    def _params(self, op: Operation, values: list[int], dyn: Sequence[SSAValue]) -> list[str]:
+        """A library call's integer parameters as C: each ``clib.DYNAMIC`` entry takes the
+        op's next ``dyn`` operand (a run-time size) in order."""
+        out: list[str] = []
+        k = 0
+        for v in values:
+            if v == clib.DYNAMIC:
+                if k >= len(dyn):
+                    raise CPrintError(
+                        f"c target: {op.name} has more dynamic params than dyn operands"
+                    )
+                out.append(f"(int64_t){self.ref(dyn[k])}")
+                k += 1
+            else:
+                out.append(f"INT64_C({v})")
+        if k != len(dyn):
+            raise CPrintError(f"c target: {op.name} has {len(dyn)} dyn operands for {k} "
+                              "dynamic params")  # fmt: skip
+        return out
 
     def _epi(self, fn: SSAValue | None, ctx: SSAValue | None) -> str:
         if fn is None:

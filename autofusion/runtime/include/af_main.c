@@ -4,7 +4,8 @@
  *   model_main [-t THREADS] [-o OUTDIR] WEIGHTS INPUT.npy ... 
  *
  * Reads one .npy file per model input (in the order of model.h's af_input_name; dtype and
- * shape must match the model exactly), runs the model once and writes output j to
+ * shape must match the model exactly; a library with run-time sizes takes the size symbols'
+ * values from the inputs' shapes and checks them), runs the model once and writes output j to
  * OUTDIR/output_<j>.npy (default OUTDIR: the current folder), printing
  * "output <j> <name> -> <path>" per output. Exit status 0 on success, 1 on any error (one
  * message on stderr), 2 on bad usage. Build it with `make main` or CMake (target model_main).
@@ -16,6 +17,62 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Run-time sizes (model.h's AF_HAS_RUN_SYM): each symbol's value from the first input dim
+ * that is exactly that symbol; then every input must have the shape the library computes
+ * for those values. 0, or 1 after one message on stderr. */
+#define MAX_SYMBOLS 64
+static int64_t sym_[MAX_SYMBOLS];
+static int bind_symbols(const char *argv0, const afnpy_array *in, int ni) {
+#ifdef AF_HAS_RUN_SYM
+    const int ns = af_num_symbols();
+    int bound[MAX_SYMBOLS] = {0};
+    if (ns > MAX_SYMBOLS) {
+        fprintf(stderr, "%s: %d size symbols, at most %d supported\n", argv0, ns, MAX_SYMBOLS);
+        return 1;
+    }
+    for (int i = 0; i < ni; ++i)
+        for (int d = 0; d < af_input_rank(i); ++d) {
+            const int k = af_input_dim_symbol(i, d);
+            if (k < 0) continue;
+            if (bound[k] && sym_[k] != in[i].shape[d]) {
+                fprintf(stderr, "%s: input '%s': dim %d gives %s = %lld, but %s = %lld elsewhere\n",
+                        argv0, af_input_name(i), d, af_symbol_name(k), (long long)in[i].shape[d],
+                        af_symbol_name(k), (long long)sym_[k]);
+                return 1;
+            }
+            sym_[k] = in[i].shape[d];
+            bound[k] = 1;
+        }
+    for (int k = 0; k < ns; ++k)
+        if (!bound[k]) {
+            fprintf(stderr, "%s: no input shows the size of symbol %s\n", argv0, af_symbol_name(k));
+            return 1;
+        }
+    for (int i = 0; i < ni; ++i) {
+        int64_t want[AFNPY_MAX_RANK];
+        if (af_input_rank(i) > AFNPY_MAX_RANK || af_input_shape_at(i, sym_, want) != 0) return 1;
+        for (int d = 0; d < af_input_rank(i); ++d)
+            if (want[d] != in[i].shape[d]) {
+                fprintf(stderr, "%s: input '%s': dim %d is %lld, expected %lld for these sizes\n",
+                        argv0, af_input_name(i), d, (long long)in[i].shape[d], (long long)want[d]);
+                return 1;
+            }
+    }
+#else
+    (void)argv0, (void)in, (void)ni;
+#endif
+    return 0;
+}
+
+/* output j's shape for this run (static, or for the bound symbols) */
+static const int64_t *output_shape(int j, int64_t *dims) {
+#ifdef AF_HAS_RUN_SYM
+    if (af_num_symbols() > 0) return af_output_shape_at(j, sym_, dims) == 0 ? dims : NULL;
+#endif
+    (void)dims;
+    return af_output_shape(j);
+}
 
 static int usage(const char *argv0) {
     fprintf(stderr, "usage: %s [-t THREADS] [-o OUTDIR] WEIGHTS", argv0);
@@ -90,6 +147,7 @@ int main(int argc, char **argv) {
         }
         in_ptr[i] = in[i].data;
     }
+    if (bind_symbols(argv[0], in, ni) != 0) goto done;
     for (int j = 0; j < no; ++j) {
         const char *descr = afnpy_descr_of_onnx(af_output_dtype(j));
         size_t n = descr ? afnpy_itemsize(descr) : 0;
@@ -98,7 +156,13 @@ int main(int argc, char **argv) {
                     argv[0], af_output_name(j), af_output_dtype(j));
             goto done;
         }
-        for (int d = 0; d < af_output_rank(j); ++d) n *= (size_t)af_output_shape(j)[d];
+        int64_t dims[AFNPY_MAX_RANK];
+        const int64_t *shape = af_output_rank(j) <= AFNPY_MAX_RANK ? output_shape(j, dims) : NULL;
+        if (!shape) {
+            fprintf(stderr, "%s: output '%s': no shape\n", argv[0], af_output_name(j));
+            goto done;
+        }
+        for (int d = 0; d < af_output_rank(j); ++d) n *= (size_t)shape[d];
         out_ptr[j] = malloc(n ? n : 1);
         if (!out_ptr[j]) {
             fprintf(stderr, "%s: out of memory for output '%s'\n", argv[0], af_output_name(j));
@@ -110,8 +174,12 @@ int main(int argc, char **argv) {
         fprintf(stderr, "%s: af_create: %s\n", argv[0], af_last_error());
         goto done;
     }
+#ifdef AF_HAS_RUN_SYM
+    if (af_run_sym(m, sym_, (const void *const *)in_ptr, (void *const *)out_ptr) != AF_OK) {
+#else
     if (af_run(m, (const void *const *)in_ptr, (void *const *)out_ptr) != AF_OK) {
-        fprintf(stderr, "%s: af_run: %s\n", argv[0], af_last_error());
+#endif
+        fprintf(stderr, "%s: %s\n", argv[0], af_last_error());
         goto done;
     }
     for (int j = 0; j < no; ++j) {
@@ -120,8 +188,9 @@ int main(int argc, char **argv) {
             fprintf(stderr, "%s: output folder name too long\n", argv[0]);
             goto done;
         }
+        int64_t dims[AFNPY_MAX_RANK];
         if (afnpy_write(path, afnpy_descr_of_onnx(af_output_dtype(j)), af_output_rank(j),
-                        af_output_shape(j), out_ptr[j]) != 0) {
+                        output_shape(j, dims), out_ptr[j]) != 0) {
             fprintf(stderr, "%s: %s\n", argv[0], afnpy_error());
             goto done;
         }

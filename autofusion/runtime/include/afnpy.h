@@ -256,7 +256,7 @@ static inline int afnpy_read(const char *path, const char *descr, int rank,
     }
     if (shape) {
         int same = a->rank == rank;
-        for (int d = 0; same && d < rank; ++d) same = a->shape[d] == shape[d];
+        for (int d = 0; same && d < rank; ++d) same = shape[d] < 0 || a->shape[d] == shape[d];
         if (!same) {
             char got[256], want[256];
             afnpy_shape_str_(got, sizeof got, a->rank, a->shape);
