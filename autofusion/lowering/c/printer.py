@@ -519,8 +519,8 @@ class CPrinter:
                 nm = fp.bind(a)
                 w.append(f"  {ctype(t.element_type)} *{nm} = ({ctype(t.element_type)} *)out[{oi}];")
                 oi += 1
-            if not a.uses:
-                w.append(f"  (void){nm};")
+            # (also where every use is dead, e.g. a view of an empty input nothing copies)
+            w.append(f"  (void){nm};")
         fp.alloc_index = {a.memref: k for k, a in enumerate(allocs)}
         # Returning right after a faulting call is safe when @main frees nothing itself.
         fp.return_on_fault = not any(isinstance(o, memref.DeallocOp) for o in main.walk())
