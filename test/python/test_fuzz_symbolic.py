@@ -12,11 +12,14 @@ maybe at other values (elementwise chains, reductions, matmuls over the free dim
   must run and match (a wrong result, a crash or a refusal of a legal shape is a finding),
   and at a value onnxruntime rejects it must fail with one clear ``AutofusionError``;
 - or it refuses at compile time with one ``AutofusionError`` (a size the symbolic import or a
-  pass cannot keep symbolic, named): not a finding, but counted, and most cases must compile
-  (else the test would be vacuous).
+  pass cannot keep symbolic, named): not a finding, but counted, and a third of the cases
+  or more must compile (else the test would be vacuous). Generated C that does not compile
+  is a finding.
+
+``AUTOFUSION_SYMFUZZ_VERBOSE=1`` prints each refusal with its graph.
 
 Seeded and bounded like test_fuzz_differential.py: ``AUTOFUSION_SYMFUZZ_EXAMPLES`` models
-(default 8), each compiled once.
+(default 16), each compiled once (about 15 s).
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ import autofusion
 from autofusion.errors import AutofusionError
 from autofusion.lowering.c.testing import assert_close
 
-EXAMPLES = int(os.environ.get("AUTOFUSION_SYMFUZZ_EXAMPLES", "8"))
+EXAMPLES = int(os.environ.get("AUTOFUSION_SYMFUZZ_EXAMPLES", "16"))
 TALLY = {"models": 0, "compiled": 0, "runs": 0, "refused_runs": 0}
 
 
@@ -166,6 +169,7 @@ def test_one_build_fuzz_against_onnxruntime() -> None:
         f"symbolic fuzz: {TALLY['models']} models, {TALLY['compiled']} compiled once, "
         f"{TALLY['runs']} runs matched, {TALLY['refused_runs']} shapes refused"
     )
-    # most cases keep their symbol and are compared at several values
-    assert TALLY["compiled"] >= EXAMPLES // 2
+    # many graphs are valid at n = d only (a weight or a Reshape target of that size) and
+    # are refused by name; a third or more keep their symbol and are compared at every n
+    assert TALLY["compiled"] >= max(1, TALLY["models"] // 3)
     assert TALLY["runs"] >= TALLY["compiled"]
