@@ -416,7 +416,8 @@ class ModelLibrary:
                         f"input {spec.name!r}: rank {arr.ndim}, expected {len(spec.shape)} "
                         f"({spec.describe()})"
                     )
-                arrays.append(np.ascontiguousarray(arr))
+                # (np.ascontiguousarray would make a 0-d array 1-d)
+                arrays.append(np.require(arr, requirements="C"))
                 continue
             if spec.batch and arr.ndim == len(spec.shape) and arr.ndim > 0:
                 n = int(arr.shape[0])

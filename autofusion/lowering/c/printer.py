@@ -516,8 +516,8 @@ class CPrinter:
                 nm = fp.bind(a)
                 w.append(f"  {ctype(t.element_type)} *{nm} = ({ctype(t.element_type)} *)out[{oi}];")
                 oi += 1
-            if not a.uses:
-                w.append(f"  (void){nm};")
+            # (also where every use is dead, e.g. a view of an empty input nothing copies)
+            w.append(f"  (void){nm};")
         fp.alloc_index = {a.memref: k for k, a in enumerate(allocs)}
         # run-time sizes: an input's or output's dims, and each symbol's C variable
         fp.io_dims = {
