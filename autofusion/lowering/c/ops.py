@@ -156,7 +156,9 @@ def _reduce(L: Lowering, x: SSAValue, out: SSAValue, axes: tuple[int, ...], kind
             if isf:
                 acc = e1.add(arith.DivfOp(acc, e1.add(arith.SIToFPOp(n, cast(AnyFloat, t)))))
             else:
-                acc = e1.add(arith.DivSIOp(acc, n if t == i64 else e1.add(arith.TruncIOp(n, t))))
+                if t != i64:
+                    n = e1.add(arith.TruncIOp(n, cast(IntegerType, t)))
+                acc = e1.add(arith.DivSIOp(acc, n))
         elif kind == "mean" and count:
             if isf:
                 acc = e1.add(arith.MulfOp(acc, e1.const(1.0 / count, t)))

@@ -519,15 +519,6 @@ class CPrinter:
             # (also where every use is dead, e.g. a view of an empty input nothing copies)
             w.append(f"  (void){nm};")
         fp.alloc_index = {a.memref: k for k, a in enumerate(allocs)}
-        # run-time sizes: an input's or output's dims, and each symbol's C variable
-        fp.io_dims = {
-            a: arg.dims for a, arg in zip(main.body.block.args, io) if arg.role != "symbol"
-        }
-        fp.symbol_vars = {
-            arg.name: fp.names[a]
-            for a, arg in zip(main.body.block.args, io)
-            if arg.role == "symbol"
-        }
         # Returning right after a faulting call is safe when @main frees nothing itself.
         fp.return_on_fault = not any(isinstance(o, memref.DeallocOp) for o in main.walk())
         fp.block(main.body.block, 1)
@@ -1165,9 +1156,6 @@ class _FuncPrinter:
         self.alloc_index: dict[SSAValue, int] = {}
         self.return_on_fault = False
         self.heap: set[SSAValue] = set()
-        # @main of a symbolic module: the inputs' and outputs' sizes, the symbols' C names
-        self.io_dims: dict[SSAValue, tuple[int, ...]] = {}
-        self.symbol_vars: dict[str, str] = {}
         # Side-effect-free ops whose results nobody uses print nothing (no unused variables).
         self.dead: set[Operation] = set()
         for op in reversed(list(f.walk())):
@@ -1340,7 +1328,9 @@ class _FuncPrinter:
             case memref.CopyOp():
                 # a constant source is copied opaquely (see af_copy_const_ in the prelude)
                 fn = "af_copy_const_" if op.source in self.const_ptr else "memcpy"
-                self.emit(d, f"{fn}({r(op.destination)}, {r(op.source)}, {self._copy_bytes(op)});")
+                self.emit(
+                    d, f"{fn}({r(op.destination)}, {r(op.source)}, {_bytes(op.source.type)});"
+                )
             case clib.PackOp():
                 nm = self.bind(op.res)
                 # an index value (a run-time size an epilogue needs) travels as an integer
@@ -1468,25 +1458,6 @@ class _FuncPrinter:
                 self.emit(d, f"{op.callee.data}({', '.join(r(a) for a in op.args)});")
             case _:
                 raise CPrintError(f"c target: no C form for op {op.name}")
-
-    def _copy_bytes(self, op: memref.CopyOp) -> str:
-        """The bytes a copy moves: static, or (a buffer of run-time size) computed from the
-        sizes of the @main input or output it copies from or into."""
-        t = op.source.type
-        assert isinstance(t, MemRefType)
-        if all(d >= 0 for d in t.get_shape()):
-            return str(_bytes(t))
-        dims = self.io_dims.get(op.destination) or self.io_dims.get(op.source)
-        if dims is None:
-            raise CPrintError(
-                f"c target: memref.copy of {t} in {self.f.sym_name.data}: its byte size is "
-                "not known (a copy of run-time size must read or write an input or output)"
-            )
-        n: int = 1
-        for x in dims:
-            n = n * x
-        item = _bytes(MemRefType(t.element_type, [1]))
-        return f"(size_t){symbolic.to_c(n, self.symbol_vars.__getitem__)} * {item}"
 
     def _params(self, op: Operation, values: list[int], dyn: Sequence[SSAValue]) -> list[str]:
         """A library call's integer parameters as C: each ``clib.DYNAMIC`` entry takes the
