@@ -138,14 +138,29 @@ def one_build_source(source: ModelSource) -> ModelSource:
 def one_build_pipeline(pipeline: Pipeline) -> tuple[Pipeline, list[str]]:
     """``pipeline`` for a symbolic module: the tensor passes that handle symbolic sizes
     (``CheckedPass.symbolic``) and every lowering stage; also the names of the tensor passes
-    left out (they steer speed or memory, e.g. ``tile-fusion``; the report lists them)."""
+    left out (they only steer speed, e.g. ``assign-layout``; the report lists them). A pass
+    that keeps a promise (``tile-fusion`` for a memory limit, ``validate-precision``) is
+    not left out: the one build is refused naming it."""
     from autofusion.pipeline import LOWERING
 
     def kept(stage: Any) -> bool:
         return stage.group == LOWERING or bool(getattr(stage.pass_, "symbolic", False))
 
     dropped = [s.name for s in pipeline.stages if not kept(s)]
+    for name in dropped:  # these keep a promise the user asked for: refuse, do not drop
+        if name in _ONE_BUILD_REFUSED:
+            raise AutofusionError(
+                f"one build for every shape: {_ONE_BUILD_REFUSED[name]} needs pass {name!r}, "
+                "which does not handle symbolic sizes yet; drop it or pin the shapes"
+            )
     return dataclasses.replace(pipeline, stages=tuple(filter(kept, pipeline.stages))), dropped
+
+
+#: Tensor passes a one build may not leave out: what the user asked for that they deliver.
+_ONE_BUILD_REFUSED = {
+    "tile-fusion": "a memory limit (memory_limit_mb / --memory-limit)",
+    "validate-precision": "--validate-precision",
+}
 
 
 def pin_batch(source: ModelSource) -> ModelSource:

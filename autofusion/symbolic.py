@@ -277,7 +277,8 @@ class Size:
         return _text(self.terms)
 
     def __repr__(self) -> str:
-        return f"Size({self})"
+        # the text itself: shapes in messages print as tuples, (3, n) not (3, Size(n))
+        return str(self)
 
 
 if TYPE_CHECKING:

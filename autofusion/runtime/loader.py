@@ -89,6 +89,7 @@ class KernelTime:
 AF_ERR_ARGUMENT = 1
 AF_ERR_INDEX = 2
 AF_ERR_DIVZERO = 3
+AF_ERR_NOMEM = 4
 
 
 def _dtype_name(dt: np.dtype) -> str:
@@ -356,6 +357,12 @@ class ModelLibrary:
         self.batch_range = (1, 1)
         #: run-time sizes: each size symbol's inclusive range, in the library's order
         self.symbols = _symbols(self._lib)
+        # where each symbol shows: (input index, dim, symbol), in input order
+        self._sym_dims = [(i, d, sym) for i, spec in enumerate(self.inputs)
+                          for d, sym in enumerate(spec.dim_symbols) if sym]  # fmt: skip
+        # the inputs' and outputs' shapes per symbol values, computed by the library once
+        # (a bounded memo: a run costs two ctypes calls per tensor otherwise)
+        self._shapes: dict[tuple[int, ...], tuple[list[tuple[int, ...]], ...]] = {}
         if hasattr(self._lib, "af_run_batch"):
             self.batch_symbol = (self._lib.af_batch_symbol() or b"").decode("utf-8", "replace")
             self.batch_range = (int(self._lib.af_batch_min()), int(self._lib.af_batch_max()))
@@ -409,7 +416,8 @@ class ModelLibrary:
                         f"input {spec.name!r}: rank {arr.ndim}, expected {len(spec.shape)} "
                         f"({spec.describe()})"
                     )
-                arrays.append(np.ascontiguousarray(arr))
+                # (np.ascontiguousarray would make a 0-d array 1-d)
+                arrays.append(np.require(arr, requirements="C"))
                 continue
             if spec.batch and arr.ndim == len(spec.shape) and arr.ndim > 0:
                 n = int(arr.shape[0])
@@ -445,17 +453,14 @@ class ModelLibrary:
         symbol, a symbol no input shows, or a value outside its range."""
         names = list(self.symbols)
         values: dict[str, tuple[int, str, int]] = {}  # symbol -> (value, input, dim)
-        for spec, arr in zip(self.inputs, arrays):
-            for d, sym in enumerate(spec.dim_symbols):
-                if not sym:
-                    continue
-                v = int(arr.shape[d])
-                old = values.setdefault(sym, (v, spec.name, d))
-                if old[0] != v:
-                    raise AutofusionError(
-                        f"input {spec.name!r}: dim {d} gives {sym} = {v}, but input "
-                        f"{old[1]!r} dim {old[2]} gives {sym} = {old[0]}"
-                    )
+        for i, d, sym in self._sym_dims:
+            v = int(arrays[i].shape[d])
+            old = values.setdefault(sym, (v, self.inputs[i].name, d))
+            if old[0] != v:
+                raise AutofusionError(
+                    f"input {self.inputs[i].name!r}: dim {d} gives {sym} = {v}, but input "
+                    f"{old[1]!r} dim {old[2]} gives {sym} = {old[0]}"
+                )
         unbound = [s for s in names if s not in values]
         if unbound:
             raise AutofusionError(
@@ -470,15 +475,28 @@ class ModelLibrary:
                     f"{lo}..{hi}"
                 )
         out = [values[s][0] for s in names]
-        for i, (spec, arr) in enumerate(zip(self.inputs, arrays)):
-            want = self._shape_at("input", i, out)
-            if tuple(arr.shape) != want:
+        for spec, arr, want in zip(self.inputs, arrays, self.shapes_at(out)[0]):
+            if arr.shape != want:
                 bound = ", ".join(f"{s} = {v}" for s, v in zip(names, out))
                 raise AutofusionError(
                     f"input {spec.name!r}: expected shape {spec.describe()} = {list(want)} "
                     f"with {bound}, got {list(arr.shape)}"
                 )
         return out
+
+    def shapes_at(self, values: list[int]) -> tuple[list[tuple[int, ...]], ...]:
+        """The inputs' and the outputs' shapes for the size symbols' ``values``."""
+        key = tuple(values)
+        got = self._shapes.get(key)
+        if got is None:
+            got = tuple(
+                [self._shape_at(kind, i, values) for i in range(len(specs))]
+                for kind, specs in (("input", self.inputs), ("output", self.outputs))
+            )
+            if len(self._shapes) >= 256:
+                self._shapes.clear()
+            self._shapes[key] = got
+        return got
 
     def _shape_at(self, kind: str, i: int, values: list[int]) -> tuple[int, ...]:
         spec = (self.inputs if kind == "input" else self.outputs)[i]
@@ -492,8 +510,8 @@ class ModelLibrary:
         """Run once; returns a new array per output, keyed by ONNX output name."""
         arrays, batch, values = self._check_feeds(feeds)
         if self.symbols:
-            outs = [np.empty(self._shape_at("output", j, values), dtype=s.dtype)
-                    for j, s in enumerate(self.outputs)]  # fmt: skip
+            outs = [np.empty(shape, dtype=s.dtype)
+                    for shape, s in zip(self.shapes_at(values)[1], self.outputs)]  # fmt: skip
         else:
             outs = [np.empty(s.shape_for(batch), dtype=s.dtype) for s in self.outputs]
         in_ptrs = (ctypes.c_void_p * max(1, len(arrays)))(*[a.ctypes.data for a in arrays])
@@ -510,10 +528,10 @@ class ModelLibrary:
                 rc = self._lib.af_run(self._model, in_ptrs, out_ptrs)
         if rc != 0:
             err = (self._lib.af_last_error() or b"").decode("utf-8", errors="replace")
-            if rc in (AF_ERR_INDEX, AF_ERR_DIVZERO):
-                # bad data in the feeds, not a broken library: the message names the ONNX
-                # node and the index and valid range (or the zero divisor); the model stays
-                # usable
+            if rc in (AF_ERR_INDEX, AF_ERR_DIVZERO, AF_ERR_NOMEM):
+                # bad data in the feeds (or, NOMEM, a kernel short of memory), not a broken
+                # library: the message names the ONNX node and the index and valid range, the
+                # zero divisor, or the kernel out of memory; the model stays usable
                 raise AutofusionError(f"run: {err}")
             raise AutofusionError(f"{self.path}: af_run failed ({rc}): {err or 'unknown error'}")
         return {s.name: o for s, o in zip(self.outputs, outs)}

@@ -1,15 +1,16 @@
 """One C library for every shape in range (docs/dynamic.md, "One build for every shape"):
 the printer's run-time sizes, model.h's symbol API, the loader binding the symbols from the
 feeds, and the range / consistency errors, on the hand-lowered module of
-``test/filecheck/lowering/c/printer-symbolic.mlir`` (``y = 4 * x`` for x of [batch, seq, 32];
-an input ``z`` of [seq]; an output ``t`` of [2*batch*seq + 1, 32] it never writes)."""
+``test/filecheck/lowering/c/printer-symbolic.mlir`` (x of [batch, seq, 32], z of [seq];
+``y = 4 * x``; ``u = relu(x W + x)`` as [batch*seq, 32] through a matmul with run-time
+params, W = 1/16; ``t`` of [2*batch*seq + 1, 32] with ``t[0, i] = z[i]`` checked as an
+index into [seq]); then ``compile(one_build=True)`` of a small graph and of the exports."""
 
 from __future__ import annotations
 
 import ctypes
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import onnx
@@ -48,7 +49,17 @@ def lib(model_dir: Path) -> ModelLibrary:
 def _feeds(batch: int, seq: int) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(batch * 100 + seq)
     x = rng.uniform(0.1, 2.0, (batch, seq, 32)).astype(np.float32)
-    return {"x": x, "z": np.arange(seq, dtype=np.int64)}
+    return {"x": x, "z": rng.permutation(seq).astype(np.int64)}
+
+
+def _check(out: dict[str, np.ndarray], feeds: dict[str, np.ndarray], what: str) -> None:
+    x, z = feeds["x"], feeds["z"]
+    assert_close(out["y"], 4 * x, f"{what}: y")
+    x2 = x.reshape(-1, 32)
+    assert_close(out["u"], np.maximum(x2 @ np.full((32, 32), 1 / 16, np.float32) + x2, 0),
+                 f"{what}: u")  # fmt: skip
+    assert out["t"].shape == (2 * x.shape[0] * x.shape[1] + 1, 32)
+    assert_close(out["t"].reshape(-1)[: len(z)], z.astype(np.float32), f"{what}: t")
 
 
 def test_one_library_runs_every_shape_in_range(lib: ModelLibrary) -> None:
@@ -57,9 +68,19 @@ def test_one_library_runs_every_shape_in_range(lib: ModelLibrary) -> None:
     assert lib.outputs[1].describe() == "float32[?, 32]"  # 2*batch*seq + 1: no one symbol
     for batch, seq in [(1, 1), (2, 3), (4, 8), (3, 5)]:
         feeds = _feeds(batch, seq)
-        out = lib.run(feeds)
-        assert_close(out["y"], 4 * feeds["x"], f"batch {batch} seq {seq}")
-        assert out["t"].shape == (2 * batch * seq + 1, 32)
+        _check(lib.run(feeds), feeds, f"batch {batch} seq {seq}")
+
+
+def test_a_run_time_dim_guards_an_index(lib: ModelLibrary) -> None:
+    """clib.guard_index against the run's seq: z[i] = 5 at seq 4 is an index fault."""
+    feeds = {**_feeds(1, 4), "z": np.array([0, 1, 5, 2], np.int64)}
+    with pytest.raises(AutofusionError) as e:
+        lib.run(feeds)
+    assert str(e.value) == (
+        "run: Gather node 'g' (axis 0 of data [seq]): index 5 is out of range [-4, 3]"
+    )
+    feeds["z"][2] = -1  # wraps, as in ONNX
+    assert lib.run(feeds)["t"].reshape(-1)[2] == 3
 
 
 @pytest.mark.parametrize(
@@ -102,7 +123,7 @@ def test_c_api_checks_symbols_before_running(model_dir: Path, lib: ModelLibrary)
     c.af_run.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
     m = c.af_create(str(model_dir / "weights.bin").encode(), 1)
     try:
-        ptrs = (ctypes.c_void_p * 2)()  # never touched: the checks come first
+        ptrs = (ctypes.c_void_p * 3)()  # never touched: the checks come first
         syms = (ctypes.c_int64 * 2)(2, 9)
         assert c.af_run_sym(m, syms, ptrs, ptrs) == AF_ERR_ARGUMENT
         assert c.af_last_error() == b"af_run_sym: symbol seq = 9 is outside its range 1..8"
@@ -116,7 +137,7 @@ def test_c_api_checks_symbols_before_running(model_dir: Path, lib: ModelLibrary)
     dims = (ctypes.c_int64 * 2)()
     assert c.af_output_shape_at(1, (ctypes.c_int64 * 2)(3, 7), dims) == 0
     assert list(dims) == [43, 32]
-    assert c.af_output_shape_at(2, (ctypes.c_int64 * 2)(3, 7), dims) == -1
+    assert c.af_output_shape_at(3, (ctypes.c_int64 * 2)(3, 7), dims) == -1  # no output 3
     assert [c.af_input_dim_symbol(0, d) for d in range(4)] == [0, 1, -1, -1]
 
 
@@ -125,13 +146,11 @@ def test_sanitized_across_shapes(model_dir: Path, tmp_path: Path) -> None:
     exe = build.build_sanitizer_driver(model_dir)
     for batch, seq in [(1, 1), (4, 8), (2, 5)]:
         feeds = _feeds(batch, seq)
-        outs = [
-            ((batch, seq, 32), np.dtype(np.float32)),
-            ((2 * batch * seq + 1, 32), np.dtype(np.float32)),
-        ]
-        y, _ = build.run_driver(exe, model_dir / "weights.bin", [feeds["x"], feeds["z"]], outs,
-                                tmp_path / f"io{batch}x{seq}", symbols=(batch, seq))  # fmt: skip
-        assert_close(y, 4 * feeds["x"], f"sanitized batch {batch} seq {seq}")
+        f32 = np.dtype(np.float32)
+        outs = [((batch, seq, 32), f32), ((2 * batch * seq + 1, 32), f32), ((batch * seq, 32), f32)]
+        y, t, u = build.run_driver(exe, model_dir / "weights.bin", [feeds["x"], feeds["z"]], outs,
+                                   tmp_path / f"io{batch}x{seq}", symbols=(batch, seq))  # fmt: skip
+        _check({"y": y, "t": t, "u": u}, feeds, f"sanitized batch {batch} seq {seq}")
 
 
 def _tiny_model() -> onnx.ModelProto:
@@ -154,18 +173,13 @@ def _tiny_model() -> onnx.ModelProto:
 
 
 def test_one_build_of_a_dynamic_model_matches_onnxruntime_at_every_shape() -> None:
-    """compile(one_build=True): one library for every (batch, seq) in range. Until the
-    lowering takes symbolic modules the compile stops with the error naming the pass."""
+    """compile(one_build=True): one library for every (batch, seq) in range; out-of-range
+    and disagreeing shapes are clear errors."""
     import onnxruntime as ort
 
     model = _tiny_model()
-    try:
-        m = autofusion.compile(model, one_build=True, dynamic={"batch": (1, 4), "seq": (1, 64)},
-                               cache=False, threads=1)  # fmt: skip
-    except AutofusionError as e:
-        if "does not handle symbolic sizes yet" not in str(e):
-            raise
-        pytest.skip(f"the lowering does not take symbolic modules yet: {e}")
+    ranges = {"batch": (1, 4), "seq": (1, 64)}
+    m = autofusion.compile(model, one_build=True, dynamic=ranges, threads=1)
     sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     assert m.report["one_build"]["symbols"] == {"batch": [1, 4], "seq": [1, 64]}
     for batch, seq in [(1, 1), (4, 64), (2, 17), (3, 5)]:
@@ -176,6 +190,13 @@ def test_one_build_of_a_dynamic_model_matches_onnxruntime_at_every_shape() -> No
         m.run({n: np.ones((1, 65, 32), np.float32) for n in "xr"})
     with pytest.raises(AutofusionError, match="but input 'x' dim 1 gives seq = 3"):
         m.run({"x": np.ones((1, 3, 32), np.float32), "r": np.ones((1, 4, 32), np.float32)})
+    # the compile cache: the same ranges load the build, other ranges are another build
+    again = autofusion.compile(model, one_build=True, dynamic=ranges, threads=1)
+    assert again.report.get("cached") is True
+    assert_close(again.run(feeds)["y"], m.run(feeds)["y"], "cached one build")
+    other = autofusion.compile(model, one_build=True, dynamic={**ranges, "seq": (1, 65)}, threads=1)
+    assert other.report.get("cached") is not True
+    assert other.run({n: np.ones((1, 65, 32), np.float32) for n in "xr"})["y"].shape == (1, 65, 32)
 
 
 def test_one_build_needs_the_c_target_and_keeps_only_symbolic_tensor_passes(
@@ -198,17 +219,6 @@ def test_one_build_needs_the_c_target_and_keeps_only_symbolic_tensor_passes(
     assert pipe.lowering().names == full.lowering().names
 
 
-def _one_build_or_skip(model: object, **kwargs: object) -> Any:
-    """``autofusion.compile(model, one_build=True, ...)``, or a skip naming the pass while
-    the lowering refuses symbolic modules (any other error fails the test)."""
-    try:
-        return autofusion.compile(model, one_build=True, cache=False, threads=1, **kwargs)
-    except AutofusionError as e:
-        if "does not handle symbolic sizes yet" not in str(e):
-            raise
-        pytest.skip(f"the lowering does not take symbolic modules yet: {e}")
-
-
 @pytest.mark.parametrize("name", ["bert_tsdyn", "gpt2_tsdyn", "bert_dynamodyn", "gpt2_dynamodyn"])
 def test_exports_compile_once_and_match_onnxruntime_at_every_shape(name: str) -> None:
     """BERT and GPT-2 from both torch exporters with [batch, seq]: one library each,
@@ -216,7 +226,8 @@ def test_exports_compile_once_and_match_onnxruntime_at_every_shape(name: str) ->
     import onnxruntime as ort
 
     path = DATA / MANIFEST[name]["files"][0]
-    m = _one_build_or_skip(path, dynamic={"batch": (1, 4), "seq": (1, 512)})
+    m = autofusion.compile(path, one_build=True, dynamic={"batch": (1, 4), "seq": (1, 512)},
+                           cache=False, threads=1)  # fmt: skip
     sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     names = [o.name for o in sess.get_outputs()]
     for i, (batch, seq) in enumerate([(1, 16), (4, 64), (1, 128), (4, 384), (1, 512)]):
@@ -289,8 +300,8 @@ def test_main_c_takes_the_sizes_from_the_npy_inputs(lib: ModelLibrary, model_dir
     proc = subprocess.run([exe, weights, *files, "-o", str(tmp_path)], capture_output=True,
                           text=True)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    assert_close(np.load(tmp_path / "output_0.npy"), 4 * feeds["x"], "main.c at batch 3 seq 5")
-    assert np.load(tmp_path / "output_1.npy").shape == (31, 32)
+    out = {k: np.load(tmp_path / f"output_{j}.npy") for j, k in enumerate("ytu")}
+    _check(out, feeds, "main.c at batch 3 seq 5")
     np.save(tmp_path / "z.npy", np.arange(4, dtype=np.int64))
     proc = subprocess.run([exe, weights, *files], capture_output=True, text=True)
     assert proc.returncode == 1
@@ -330,3 +341,50 @@ def test_a_static_library_has_no_symbols_and_af_run_sym_is_af_run() -> None:
     finally:
         c.af_destroy(handle)
     assert_close(y, want, "af_run_sym of a static library")
+
+
+def test_sanitized_one_build_of_an_export_across_shapes(tmp_path: Path) -> None:
+    """ASan/UBSan: GPT-2 (TorchScript export) built once, run by the sanitizer driver at a
+    small and at the largest shape, matches onnxruntime."""
+    import onnxruntime as ort
+
+    from autofusion.api import build_model_dir, one_build_source, open_model
+
+    name = "gpt2_tsdyn"
+    path = DATA / MANIFEST[name]["files"][0]
+    source = one_build_source(open_model(path, dynamic={"batch": (1, 4), "seq": (1, 512)}))
+    out = tmp_path / "san"
+    out.mkdir()
+    build_model_dir(source, out, PipelineOptions(), name, build=False)
+    exe = build.build_sanitizer_driver(out)
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    for batch, seq in [(1, 5), (4, 512)]:
+        f = export_feeds(name, batch, seq, seed=seq)
+        want = sess.run(None, f)
+        got = build.run_driver(exe, out / "weights.bin", list(f.values()),
+                               [(w.shape, w.dtype) for w in want], tmp_path / f"io{seq}",
+                               symbols=(batch, seq))  # fmt: skip
+        for g, w in zip(got, want, strict=True):
+            assert_close(g, w, f"{name} sanitized batch {batch} seq {seq}")
+
+
+def test_one_build_refuses_a_memory_limit_it_cannot_keep() -> None:
+    """tile-fusion does not take symbolic sizes: a memory limit is refused, not ignored."""
+    with pytest.raises(AutofusionError, match=r"a memory limit .* needs pass 'tile-fusion'"):
+        autofusion.compile(_tiny_model(), one_build=True, memory_limit_mb=0.01, cache=False)
+
+
+def test_an_output_copied_from_an_input_takes_its_run_time_size() -> None:
+    """Identity to an output: @main copies the input, as many bytes as this run's sizes."""
+    nodes = [helper.make_node("Relu", ["x"], ["y"], name="relu"),
+             helper.make_node("Identity", ["x"], ["z"], name="id")]  # fmt: skip
+    io = [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["batch", "seq"]) for n in "xyz"]
+    graph = helper.make_graph(nodes, "ident", io[:1], io[1:])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    m = autofusion.compile(model, one_build=True, dynamic={"batch": (1, 4), "seq": (1, 8)},
+                           cache=False, threads=1)  # fmt: skip
+    for batch, seq in [(1, 1), (4, 8), (2, 3)]:
+        x = np.random.default_rng(seq).uniform(-1, 1, (batch, seq)).astype(np.float32)
+        out = m.run({"x": x})
+        assert_close(out["z"], x, f"copy at batch {batch} seq {seq}")
+        assert_close(out["y"], np.maximum(x, 0), f"relu at batch {batch} seq {seq}")

@@ -66,7 +66,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from autofusion import symbolic
 from autofusion.analysis.cost import kernel_work
-from autofusion.analysis.liveness import tensor_bytes
+from autofusion.analysis.liveness import element_bytes, tensor_bytes
 from autofusion.analysis.memory_plan import concat_slices, is_inplace_capable
 from autofusion.analysis.static_shapes import check_static_shapes
 from autofusion.dialects import fusion, nn
@@ -86,7 +86,7 @@ from autofusion.dialects.attrs import (
     origin_names,
 )
 from autofusion.dialects.base import sym_shape_attr, symbol_ranges, type_dims
-from autofusion.dialects.clib import ViewOp
+from autofusion.dialects.clib import CallOp, ViewOp
 from autofusion.dialects.fusion import FAST_MATH_ATTR
 from autofusion.lowering.c.names import NameTable
 from autofusion.passes.options import CheckedPass
@@ -235,7 +235,7 @@ class _Converter:
 
         for val, out in zip(ret.arguments, out_args):
             if direct.get(val) is not out:
-                block.add_op(memref.CopyOp(self.buf[val], out))
+                self._copy(block, self.buf[val], out, val.type)
         block.add_op(func.ReturnOp())
 
         arg_attrs = []
@@ -274,6 +274,9 @@ class _Converter:
         parent.insert_op_before(new_main, main)
         main.detach()
         main.erase()
+
+    def _copy(self, block: Block, src: SSAValue, dst: SSAValue, t: Attribute) -> None:
+        _copy_op(block, src, dst, t, dict(zip(self.symbols, self.sym_args)))
 
     def _constant(self, op: nn.ConstantOp, index: int) -> None:
         value = op.value
@@ -398,7 +401,7 @@ class _Converter:
             elif size > 0:
                 dst = ViewOp(arena, offset + start, memref_of(v.type))
                 self.block.add_op(dst)
-                self.block.add_op(memref.CopyOp(self.buf[v], dst.res))
+                self._copy(self.block, self.buf[v], dst.res, v.type)
 
     def _check_no_overlap(
         self,
@@ -510,6 +513,28 @@ def _residual_index(op: Operation) -> int | None:
         return None
     values = [int(v) for v in attr.get_values()]
     return values[0] if len(values) == 1 and 0 <= values[0] < len(op.operands) else None
+
+
+def _copy_op(
+    block: Block, src: SSAValue, dst: SSAValue, t: Attribute, symbols: dict[str, SSAValue]
+) -> None:
+    """``dst = src`` for a value of tensor type ``t``: ``memref.copy``; for a symbolic type
+    (whose byte count is a run-time value) ``memcpy`` of that count, computed from the symbol
+    arguments; nothing for an empty tensor."""
+    from autofusion.lowering.c.builder import Emitter, Frame
+
+    dims = type_dims(t)
+    if symbolic.is_static(dims):
+        block.add_op(memref.CopyOp(src, dst))
+        return
+    n = 1
+    for d in dims:
+        n *= d
+    if isinstance(n, int):  # a static dim is 0
+        return
+    assert isinstance(t, TensorType)
+    e = Emitter(block, Frame(symbols=symbols))
+    e.add(CallOp("memcpy", [dst, src, e.index(n * element_bytes(t.element_type))]))
 
 
 def _is_symbolic_op(op: Operation) -> bool:

@@ -38,6 +38,7 @@ int af_output_dtype(int i);
 #define AF_ERR_ARGUMENT 1 /* a NULL model, inputs or outputs pointer; a symbol out of range */
 #define AF_ERR_INDEX 2    /* a run-time index (Gather indices, ...) out of range */
 #define AF_ERR_DIVZERO 3  /* an integer Div / Mod by zero in run-time data */
+#define AF_ERR_NOMEM 4    /* a kernel could not allocate its scratch memory; outputs unspecified */
 
 af_model *af_create(const char *weights_path, int num_threads);
 int af_default_threads(void);  /* the count af_create uses for num_threads <= 0 (0: all cores) */

@@ -555,10 +555,10 @@ class FunctionLowering:
                 if any(d != 1 for d in rs[:batch_dims]):
                     return None
                 stride = 0
-        res_stride, res_ld = (v if isinstance(v, int) else self.e.index(v) for v in (stride, c))
+        stride_p, ld_p = (v if isinstance(v, int) else self.e.index(v) for v in (stride, c))
         ep = self.e.add(
             clib.ClampEpilogueOp(
-                self.buffer_of(res) if res is not None else None, res_stride, res_ld, lo, hi
+                self.buffer_of(res) if res is not None else None, stride_p, ld_p, lo, hi
             )
         )
         assert isinstance(ep.owner, clib.ClampEpilogueOp)

@@ -151,7 +151,15 @@ def _reduce(L: Lowering, x: SSAValue, out: SSAValue, axes: tuple[int, ...], kind
         acc = rec(e1, 0, list(idx), acc0)
         # The mean of an empty axis is 0 (onnxruntime's result): the sum, undivided, so that
         # no 1/0 is formed here and no integer division by zero reaches the C.
-        if kind == "mean" and count:
+        if kind == "mean" and not isinstance(count, int):  # a run-time count (never 0)
+            n = e1.add(arith.IndexCastOp(e1.index(count), i64))
+            if isf:
+                acc = e1.add(arith.DivfOp(acc, e1.add(arith.SIToFPOp(n, cast(AnyFloat, t)))))
+            else:
+                if t != i64:
+                    n = e1.add(arith.TruncIOp(n, cast(IntegerType, t)))
+                acc = e1.add(arith.DivSIOp(acc, n))
+        elif kind == "mean" and count:
             if isf:
                 acc = e1.add(arith.MulfOp(acc, e1.const(1.0 / count, t)))
             else:

@@ -20,6 +20,7 @@ naming the site (``af_guard_sites``), the index and the valid range. Integer Div
 from __future__ import annotations
 
 import math as pymath
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -62,10 +63,6 @@ from autofusion.errors import AutofusionError
 from autofusion.frontend.batch import module_batch
 from autofusion.lowering.c.builder import strides_of
 from autofusion.lowering.c.names import NameTable, c_comment, c_string
-
-# A library call's param given at run time by the op's next ``dyn`` operand (clib.DYNAMIC,
-# MLIR's kDynamic idiom).
-_DYNAMIC = getattr(clib, "DYNAMIC", -(1 << 63))
 
 # Constants with at most this many elements are C literals; larger ones go to weights.bin.
 LITERAL_MAX_ELEMS = 16
@@ -519,8 +516,8 @@ class CPrinter:
                 nm = fp.bind(a)
                 w.append(f"  {ctype(t.element_type)} *{nm} = ({ctype(t.element_type)} *)out[{oi}];")
                 oi += 1
-            if not a.uses:
-                w.append(f"  (void){nm};")
+            # (also where every use is dead, e.g. a view of an empty input nothing copies)
+            w.append(f"  (void){nm};")
         fp.alloc_index = {a.memref: k for k, a in enumerate(allocs)}
         # Returning right after a faulting call is safe when @main frees nothing itself.
         fp.return_on_fault = not any(isinstance(o, memref.DeallocOp) for o in main.walk())
@@ -668,8 +665,10 @@ class CPrinter:
 
     def _run(self) -> None:
         """``af_run_sym`` and ``af_run``: check the symbols against their ranges, run the
-        graph; a recorded index fault becomes ``AF_ERR_INDEX``, a zero integer divisor
-        ``AF_ERR_DIVZERO``. ``af_run`` of a symbolic library is refused (it has no sizes)."""
+        graph; a kernel out of memory (``afrt_nomem_kernel``) becomes ``AF_ERR_NOMEM``
+        (first: bad data after it may fault too), a recorded index fault ``AF_ERR_INDEX``, a
+        zero integer divisor ``AF_ERR_DIVZERO``. ``af_run`` of a symbolic library is refused
+        (it has no sizes)."""
         w = self.lines
         sym = "sym, " if self.symbols else ""
         w.append(
@@ -695,16 +694,22 @@ class CPrinter:
         w.append("    }")
         w.append("  (void)sym;")
         w.append("  af_error[0] = 0;")
-        if "main" not in self.faulting:
-            w.append(f"  af_graph(m, {sym}inputs, outputs);")
-            w.append("  return 0;")
-            w.append("}")
-        else:
+        w.append("  afrt_nomem_clear();")
+        w.append("  af_nomem_call_ = -1;")
+        faulting = "main" in self.faulting
+        if faulting:
             sites = ", ".join(c_string(s_) for s_ in self.guard_sites)
             n = len(self.guard_sites)
             w.append(f"  static const char *const af_guard_sites[{n}] = {{{sites}}};")
             w.append("  af_fault f = {0, 0, 0, 0, 0};")
             w.append(f"  af_graph(m, {sym}inputs, outputs, &f);")
+        else:
+            w.append(f"  af_graph(m, {sym}inputs, outputs);")
+        w.append("  if (afrt_nomem_kernel()) return af_nomem_error_();")
+        if not faulting:
+            w.append("  return 0;")
+            w.append("}")
+        else:
             w.append("  if (!f.bad) return 0;")
             w.append("  if (f.kind != AF_FAULT_INDEX) {")
             w.append(
@@ -889,7 +894,13 @@ static inline double af_now_(void) {{
     }} else {{                                          \
       call;                                           \
     }}                                                 \
-  }} while (0)"""
+    if (af_nomem_call_ < 0 && afrt_nomem_kernel())    \
+      af_nomem_call_ = (i);                           \
+  }} while (0)
+
+/* The first kernel call of this thread's run that ran out of memory (-1: none); af_run
+ * names it, with its ONNX origins, in af_last_error(). */
+static _Thread_local int af_nomem_call_ = -1;"""
 
 _API_TAIL = r"""
 /* per thread: af_last_error() reports the last failure of a call on the calling thread */
@@ -908,6 +919,18 @@ double af_profile_seconds(int i) { return i >= 0 && i < AF_NPROF ? af_prof_secon
 long long af_profile_calls(int i) { return i >= 0 && i < AF_NPROF ? af_prof_calls_[i] : 0; }
 
 const char *af_last_error(void) { return af_error; }
+
+/* AF_ERR_NOMEM with a message naming the afrt kernel that ran short and the generated kernel
+ * (and its ONNX nodes) that called it. */
+__attribute__((cold, noinline)) static int af_nomem_error_(void) {
+  const int i = af_nomem_call_;
+  if (i >= 0 && i < AF_NPROF)
+    snprintf(af_error, sizeof af_error, "out of memory in %s (kernel %s: %s)", afrt_nomem_kernel(),
+             af_prof_kernel[i], af_prof_origins[i][0] ? af_prof_origins[i] : "no ONNX node");
+  else
+    snprintf(af_error, sizeof af_error, "out of memory in %s", afrt_nomem_kernel());
+  return AF_ERR_NOMEM;
+}
 
 /* zeroed; big buffers (weights, arena) in huge pages where the OS offers them */
 static void *af_aligned_alloc(size_t bytes) {
@@ -1255,7 +1278,7 @@ class _FuncPrinter:
                 sites = self.top.guard_sites
                 site = sites.setdefault(op.site.data, len(sites))
                 nm = self.bind(op.res)
-                (dim,) = self._params(op, [op.dim.value.data])  # a run-time size: dyn
+                (dim,) = self._params(op, [op.dim.value.data], op.dyn)  # a run-time size: dyn
                 self.emit(
                     d,
                     f"const int64_t {nm} = af_guard_((int64_t){r(op.value)}, {dim}, {site}, af_f);",
@@ -1322,7 +1345,9 @@ class _FuncPrinter:
                 nm = self.bind(op.ctx)
                 res = r(op.residual) if op.residual is not None else "NULL"
                 lo, hi = (_clamp_literal(a.value.data) for a in (op.lo, op.hi))
-                stride, ld = self._params(op, [op.res_stride.value.data, op.res_ld.value.data])
+                stride, ld = self._params(
+                    op, [op.res_stride.value.data, op.res_ld.value.data], op.dyn
+                )
                 self.emit(d, f"afrt_epi_clamp {nm}[1] = {{{{{res}, {stride}, {ld}, {lo}, {hi}}}}};")
             case clib.UnpackOp() if isinstance(op.res.type, IndexType):
                 nm = self.bind(op.res)
@@ -1341,7 +1366,7 @@ class _FuncPrinter:
                     f"*){r(op.ctx)})[{op.index.value.data}];",
                 )
             case clib.Conv2DOp():
-                p = ", ".join(self._params(op, op.param_values()))
+                p = ", ".join(self._params(op, op.param_values(), op.dyn))
                 # af_scratch_bytes sizes the shared scratch from the params at their upper
                 # bounds (a call it is too small for passes NULL: its thread's own scratch)
                 pb = ", ".join(f"INT64_C({v})" for v in op.bound_values())
@@ -1381,7 +1406,7 @@ class _FuncPrinter:
                     )
                     self.emit(d, f"  afrt_conv2d_f32({args}, s_, {epi}); }}")
             case clib.DwPwOp():
-                both = self._params(op, [*op.param_values(), *op.pw_values()])
+                both = self._params(op, [*op.param_values(), *op.pw_values()], op.dyn)
                 pd = ", ".join(both[: len(clib.CONV_FIELDS)])
                 pp = ", ".join(both[len(clib.CONV_FIELDS) :])
                 bd = r(op.bd) if op.bd is not None else "NULL"
@@ -1396,7 +1421,7 @@ class _FuncPrinter:
                     f"{self._epi(op.epilogue, op.ctx)}); }}",
                 )
             case clib.MatmulOp():
-                f = dict(zip(clib.MATMUL_FIELDS, self._params(op, op.param_values())))
+                f = dict(zip(clib.MATMUL_FIELDS, self._params(op, op.param_values(), op.dyn)))
                 alpha = float_literal(op.alpha.value.data, dtypes.f32)
                 beta = float_literal(op.beta.value.data, dtypes.f32)
                 epi = self._epi(op.epilogue, op.ctx)
@@ -1414,13 +1439,13 @@ class _FuncPrinter:
                     f"{trans['trans_b']}, {beta}, {r(op.c)}, {f['ldc']}, {f['stride_c']}, {epi});",
                 )
             case clib.Pool2DOp():
-                vals = self._params(op, op.param_values())
+                vals = self._params(op, op.param_values(), op.dyn)
                 p = ", ".join([*vals[:-1], str(op.param_values()[-1])])  # int count_include_pad
                 fn = "afrt_maxpool2d_f32" if op.kind.data == "max" else "afrt_avgpool2d_f32"
                 self.emit(d, f"{{ const afrt_pool_params p_ = {{{p}}};")
                 self.emit(d, f"  {fn}({r(op.x)}, {r(op.y)}, &p_); }}")
             case clib.AttentionOp():
-                vals = self._params(op, op.param_values())
+                vals = self._params(op, op.param_values(), op.dyn)
                 n, nb = clib.ATTN_FIELDS.index("bdims0"), clib.ATTN_MAX_BATCH_DIMS
                 bdims = "{" + ", ".join(vals[n : n + nb]) + "}"
                 mstr = "{" + ", ".join(vals[n + nb : n + 2 * nb]) + "}"
@@ -1438,14 +1463,13 @@ class _FuncPrinter:
             case _:
                 raise CPrintError(f"c target: no C form for op {op.name}")
 
-    def _params(self, op: Operation, values: list[int]) -> list[str]:
+    def _params(self, op: Operation, values: list[int], dyn: Sequence[SSAValue]) -> list[str]:
         """A library call's integer parameters as C: each ``clib.DYNAMIC`` entry takes the
         op's next ``dyn`` operand (a run-time size) in order."""
-        dyn: list[SSAValue] = list(getattr(op, "dyn", ()))
         out: list[str] = []
         k = 0
         for v in values:
-            if v == _DYNAMIC:
+            if v == clib.DYNAMIC:
                 if k >= len(dyn):
                     raise CPrintError(
                         f"c target: {op.name} has more dynamic params than dyn operands"

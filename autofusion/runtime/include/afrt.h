@@ -19,6 +19,9 @@
  *   - afrt_maxpool2d_f32 / afrt_avgpool2d_f32   NCHW pooling with pads, strides, dilations.
  *   - af_expf / af_erff / af_tanhf   vectorisable f32 math that generated loops call.
  *   - afrt_set_num_threads / afrt_get_num_threads.
+ *   - afrt_nomem_clear / afrt_nomem_kernel   the out-of-memory fault of the calling thread: a
+ *                       kernel that could not allocate and had no other correct path names
+ *                       itself there (af_run turns it into AF_ERR_NOMEM).
  *
  * GEMM core: afrt's own packed-panel core (below). Only with -DAFRT_OPENBLAS (kernel tests and
  * benchmarks, linked with -lscipy_openblas) does OpenBLAS sgemm from the scipy-openblas32 wheel
@@ -95,6 +98,105 @@ void scipy_cblas_sgemm(const int order, const int trans_a, const int trans_b, co
 void scipy_openblas_set_num_threads(int num_threads);
 int scipy_openblas_get_num_threads(void);
 #endif
+
+/* ---------------------------------------------------------------------------------------------
+ * Memory the kernels allocate, and the out-of-memory fault.
+ *
+ * Kernels allocate scratch (packing buffers, per-thread tiles, a copy of a residual) through
+ * afrt_malloc_, afrt_thread_scratch and the packed-operand cache. When that fails, a kernel
+ * either takes a path that needs less memory and still computes the right result, or, where
+ * there is none, leaves its output incomplete and records an out-of-memory fault naming
+ * itself (afrt_nomem_); docs/runtime.md ("Out of memory") lists which kernel does which.
+ *
+ * The record: the name of the first kernel that ran short since afrt_nomem_clear, one per
+ * thread. af_run clears it, runs the graph and reads it (afrt_nomem_kernel) on its own thread,
+ * so two models running on two threads never see each other's faults, and a run never sees
+ * a fault of an earlier run. OpenMP workers are other threads with their own copies of a
+ * thread-local, so only the thread that called the kernel records: a parallel loop whose
+ * workers run short sets a flag of the call's own (afrt_flag_set_), and the kernel records
+ * after the loop, on the calling thread. (The kernels that allocate are called from
+ * af_graph's thread, never from inside a generated parallel loop, whose bodies are scalar
+ * code.) A return code threaded through every kernel and generated function would say the
+ * same at the cost of every signature.
+ * ------------------------------------------------------------------------------------------- */
+#ifdef __cplusplus
+#define AFRT_THREAD_LOCAL thread_local
+#else
+#define AFRT_THREAD_LOCAL _Thread_local
+#endif
+
+static AFRT_THREAD_LOCAL const char *afrt_nomem_at_;
+
+/* Forgets this thread's out-of-memory fault (af_run calls it first). */
+static inline void afrt_nomem_clear(void) { afrt_nomem_at_ = NULL; }
+
+/* The kernel that ran out of memory on this thread since afrt_nomem_clear, or NULL. */
+static inline const char *afrt_nomem_kernel(void) { return afrt_nomem_at_; }
+
+/* Records that `kernel` could not get memory and left its output incomplete (the first such
+ * kernel is kept). Call on the thread that called the kernel, never inside a parallel loop. */
+static inline void afrt_nomem_(const char *kernel) {
+    if (!afrt_nomem_at_) afrt_nomem_at_ = kernel;
+}
+
+/* Sets a kernel call's own "ran short" flag from any of its OpenMP threads. */
+static inline void afrt_flag_set_(int *flag) { __atomic_store_n(flag, 1, __ATOMIC_RELAXED); }
+
+#ifdef AFRT_TEST_FAIL_ALLOC
+/* Test builds only (-DAFRT_TEST_FAIL_ALLOC; production builds have none of this): the kernels'
+ * allocations are numbered 1, 2, ... and numbers [from, from + count) fail (from 0: none;
+ * count < 0: every one from `from` on). afrt_test_fail_alloc(from, count) sets that and
+ * restarts the numbering; until it is called, each allocation reads the setting from the
+ * environment, AFRT_TEST_FAIL_ALLOC="FROM[:COUNT]" (numbered from the library's first
+ * allocation), so a model library built this way can be made to fail, and then not, with no
+ * entry point of its own. af_create's allocations (weights, arena) are not kernels' and are
+ * not counted. */
+static long long afrt_test_alloc_seen_, afrt_test_alloc_from_, afrt_test_alloc_count_ = -1;
+static int afrt_test_alloc_set_;
+
+static inline void afrt_test_fail_alloc(long long from, long long count) {
+    AFRT_OMP(critical(afrt_test_alloc))
+    {
+        afrt_test_alloc_set_ = 1;
+        afrt_test_alloc_seen_ = 0;
+        afrt_test_alloc_from_ = from;
+        afrt_test_alloc_count_ = count;
+    }
+}
+
+/* How many kernel allocations were numbered since the last afrt_test_fail_alloc call. */
+static inline long long afrt_test_alloc_count(void) {
+    long long n;
+    AFRT_OMP(critical(afrt_test_alloc))
+    n = afrt_test_alloc_seen_;
+    return n;
+}
+
+static inline int afrt_test_alloc_fails_(void) {
+    int fail;
+    AFRT_OMP(critical(afrt_test_alloc))
+    {
+        if (!afrt_test_alloc_set_) {
+            const char *env = getenv("AFRT_TEST_FAIL_ALLOC");
+            char *end = NULL;
+            afrt_test_alloc_from_ = env ? strtoll(env, &end, 10) : 0;
+            afrt_test_alloc_count_ = end && *end == ':' ? strtoll(end + 1, NULL, 10) : -1;
+        }
+        const long long k = ++afrt_test_alloc_seen_, from = afrt_test_alloc_from_;
+        fail = from > 0 && k >= from && (afrt_test_alloc_count_ < 0 || k < from + afrt_test_alloc_count_);
+    }
+    return fail;
+}
+#define AFRT_ALLOC_FAILS_() afrt_test_alloc_fails_()
+#else
+#define AFRT_ALLOC_FAILS_() 0
+#endif
+
+/* malloc / 64-byte aligned_alloc (bytes a multiple of 64) for kernel scratch. */
+static inline void *afrt_malloc_(size_t bytes) { return AFRT_ALLOC_FAILS_() ? NULL : malloc(bytes); }
+static inline void *afrt_aligned_alloc_(size_t bytes) {
+    return AFRT_ALLOC_FAILS_() ? NULL : aligned_alloc(64, bytes);
+}
 
 /* ---------------------------------------------------------------------------------------------
  * Epilogue callback.
@@ -223,7 +325,7 @@ static inline int afrt_epi_aliases_(afrt_epilogue epi, const float *out, int64_t
 static inline afrt_epilogue afrt_epi_detach_(afrt_epilogue epi, afrt_epi_clamp *local,
                                              float **copy, size_t n) {
     const afrt_epi_clamp *e = (const afrt_epi_clamp *)epi.ctx;
-    *copy = (float *)malloc(n * sizeof(float));
+    *copy = (float *)afrt_malloc_(n * sizeof(float));
     if (!*copy) return epi;
     memcpy(*copy, e->res, n * sizeof(float));
     *local = *e;
@@ -367,11 +469,6 @@ static inline void afrt_finish_block_(float *out, const float *bias, int64_t bat
  * free for generated code. A buffer stays valid until the next call with the same slot on the same thread.
  * Returns NULL if the allocation fails.
  * ------------------------------------------------------------------------------------------- */
-#ifdef __cplusplus
-#define AFRT_THREAD_LOCAL thread_local
-#else
-#define AFRT_THREAD_LOCAL _Thread_local
-#endif
 #define AFRT_SCRATCH_SLOTS 13 /* 4, 5: afrt_sgemm_ without OpenBLAS; 6-8: 16-bit core; 9, 10: gemm_1x1_t; 11: strided 1x1 conv; 12: in-place partial sums */
 static AFRT_THREAD_LOCAL void *afrt_tls_buf_[AFRT_SCRATCH_SLOTS];
 static AFRT_THREAD_LOCAL size_t afrt_tls_cap_[AFRT_SCRATCH_SLOTS];
@@ -381,7 +478,7 @@ static inline void *afrt_thread_scratch(int slot, size_t bytes) {
     if (bytes > afrt_tls_cap_[slot]) {
         free(afrt_tls_buf_[slot]);
         const size_t cap = ((bytes + bytes / 4 + 63) / 64) * 64;
-        afrt_tls_buf_[slot] = aligned_alloc(64, cap);
+        afrt_tls_buf_[slot] = afrt_aligned_alloc_(cap);
         afrt_tls_cap_[slot] = afrt_tls_buf_[slot] ? cap : 0;
     }
     return afrt_tls_buf_[slot];
@@ -1004,6 +1101,12 @@ static inline void *afrt_alloc_big_(size_t bytes) {
     return p;
 }
 
+/* afrt_alloc_big_ for a kernel's packed-operand cache (a kernel allocation, which
+ * AFRT_TEST_FAIL_ALLOC counts; af_create's weights and arena are not). */
+static inline void *afrt_alloc_pack_(size_t bytes) {
+    return AFRT_ALLOC_FAILS_() ? NULL : afrt_alloc_big_(bytes);
+}
+
 /* A packed copy of a constant operand (side 0: A panels of rows x cols; side 1: B panels),
  * from the cache, made on first use; NULL if src is not constant or memory is short. */
 static inline const float *afrt_packed_const_(const float *src, int64_t rows, int64_t cols,
@@ -1023,7 +1126,7 @@ static inline const float *afrt_packed_const_(const float *src, int64_t rows, in
             if (!found && afrt_n_packed_ < AFRT_MAX_PACKED) {
                 const size_t n = side == 0 ? (size_t)(afrt_round_up_(rows, afrt_choose_mr_(rows)) * cols)
                                            : (size_t)(rows * afrt_round_up_(cols, AFRT_NR));
-                float *buf = (float *)afrt_alloc_big_(n * sizeof(float));
+                float *buf = (float *)afrt_alloc_pack_(n * sizeof(float));
                 if (buf) {
                     if (side == 0) afrt_pack_a_(src, ld, trans, rows, cols, buf);
                     else afrt_pack_b_full_(src, ld, trans, rows, cols, buf);
@@ -1149,9 +1252,13 @@ static inline void afrt_finish_store_inplace_(const afrt_tile_finish_ *fin, floa
  * column block's rows rounded up to MR x its padded columns: whole micro-tiles, no edges), not
  * to C; the last k block finishes full tiles in the AVX-512 registers (partial sums read from
  * the scratch), and every other tile (edges, half tiles, other ISAs) into the scratch or tmp
- * and then through afrt_finish_store_inplace_. Without that scratch (out of memory), each
- * micro-tile runs all its k blocks in tmp, its B panel packed per k block (slow, but needs no
- * memory and never stores a partial sum into C). */
+ * and then through afrt_finish_store_inplace_. Without that scratch, or without kbuf (NULL:
+ * out of memory; only in place or with prepacked B), each micro-tile runs all its k blocks in
+ * tmp, its B panel packed a few k rows at a time on the stack (slow, but needs no memory and
+ * never stores a partial sum into C). */
+#ifndef AFRT_LEAN_KS
+#define AFRT_LEAN_KS 16 /* k rows of B per stack panel on the out-of-memory path: 2 KiB */
+#endif
 static inline void afrt_gemm_tile_(const float *pa, int64_t M, int64_t N, int64_t K,
                                   const afrt_bsrc_ *bs, float *C, int64_t ldc, int64_t i0,
                                   int64_t i1, int64_t j0, int64_t j1, float *kbuf, int acc0,
@@ -1162,26 +1269,33 @@ static inline void afrt_gemm_tile_(const float *pa, int64_t M, int64_t N, int64_
     const int inpl = !acc0 && afrt_tile_inplace_(fin, C, ldc);
     float *part = NULL; /* in place with K > AFRT_KC: partial sums of one column block */
     const int64_t ldp = afrt_round_up_(afrt_min_(AFRT_NC, j1 - j0), AFRT_NR);
-    if (inpl && K > AFRT_KC) {
+    if (inpl && K > AFRT_KC)
         part = (float *)afrt_thread_scratch(
             12, (size_t)(afrt_round_up_(i1 - i0, MR) * ldp) * sizeof(float));
-        if (!part) {
-            for (int64_t ic = i0; ic < i1; ic += MR)
-                for (int64_t jc = j0; jc < j1; jc += AFRT_NR) {
-                    for (int64_t pc = 0; pc < K; pc += AFRT_KC) {
-                        const int64_t kc = afrt_min_(AFRT_KC, K - pc);
-                        const float *bp = kbuf;
-                        if (bs->packed) bp = bs->packed + pc * Np + jc * kc;
+    if (inpl && ((K > AFRT_KC && !part) || (!kbuf && !bs->packed))) {
+        /* out of memory: each micro-tile runs all its k blocks in tmp, its B panel packed
+         * AFRT_LEAN_KS rows at a time into a buffer on the stack (slow, but needs no memory,
+         * and no partial sum ever reaches C: the residual is read just before its store) */
+        float panel[AFRT_LEAN_KS * AFRT_NR];
+        for (int64_t ic = i0; ic < i1; ic += MR)
+            for (int64_t jc = j0; jc < j1; jc += AFRT_NR) {
+                for (int64_t pc = 0; pc < K; pc += AFRT_KC) {
+                    const int64_t kc = afrt_min_(AFRT_KC, K - pc);
+                    for (int64_t k0 = 0; k0 < kc; k0 += AFRT_LEAN_KS) {
+                        const int64_t ks = afrt_min_(AFRT_LEAN_KS, kc - k0);
+                        const float *bp = panel;
+                        if (bs->packed) bp = bs->packed + pc * Np + jc * kc + k0 * AFRT_NR;
                         else if (bs->conv)
-                            afrt_pack_b_conv_(bs->conv, bs->conv_x, N, pc, kc, jc, AFRT_NR, kbuf);
-                        else afrt_pack_b_block_(bs->B, bs->ldb, bs->trans, N, pc, kc, jc, AFRT_NR, kbuf);
-                        afrt_ukernel_(MR, kc, pa + pc * Mp + ic * kc, bp, tmp, AFRT_NR, pc > 0);
+                            afrt_pack_b_conv_(bs->conv, bs->conv_x, N, pc + k0, ks, jc, AFRT_NR, panel);
+                        else afrt_pack_b_block_(bs->B, bs->ldb, bs->trans, N, pc + k0, ks, jc, AFRT_NR, panel);
+                        afrt_ukernel_(MR, ks, pa + pc * Mp + ic * kc + k0 * MR, bp, tmp, AFRT_NR,
+                                      pc > 0 || k0 > 0);
                     }
-                    afrt_finish_store_inplace_(fin, C + ic * ldc + jc, ldc, tmp, AFRT_NR, fin->row0 + ic,
-                                               afrt_min_(MR, i1 - ic), afrt_min_(AFRT_NR, j1 - jc));
                 }
-            return;
-        }
+                afrt_finish_store_inplace_(fin, C + ic * ldc + jc, ldc, tmp, AFRT_NR, fin->row0 + ic,
+                                           afrt_min_(MR, i1 - ic), afrt_min_(AFRT_NR, j1 - jc));
+            }
+        return;
     }
 #if defined(AFRT_UK_EPI_)
     /* the built-in clamp epilogue: in the micro-kernel's registers (edge tiles: right after
@@ -1321,7 +1435,7 @@ static inline int afrt_matmul_own_(int64_t batch, int64_t M, int64_t N, int64_t 
                                    float beta, float *C, int64_t ldc, int64_t stride_c,
                                    afrt_epilogue epi) {
     const int64_t na = stride_a == 0 ? 1 : batch, nb = stride_b == 0 ? 1 : batch;
-    const float **pas = (const float **)malloc((size_t)(na + nb) * sizeof(float *));
+    const float **pas = (const float **)afrt_malloc_((size_t)(na + nb) * sizeof(float *));
     if (!pas) return 0;
     const float **pbs = pas + na;
     for (int64_t b = 0; b < nb; ++b)
@@ -1341,7 +1455,11 @@ static inline int afrt_matmul_own_(int64_t batch, int64_t M, int64_t N, int64_t 
         const int64_t i1 = afrt_min_(M, i0 + mb), j1 = afrt_min_(N, j0 + nbk);
         float *Cb = C + b * stride_c;
         float *kbuf = (float *)afrt_thread_scratch(0, (size_t)AFRT_KC * AFRT_NC * sizeof(float));
-        if (!kbuf) { /* out of memory for packing: this tile through OpenBLAS */
+        const afrt_tile_finish_ fin = {Cb, NULL, alpha, b, 0, 0, epi};
+        /* out of memory for packing: this tile through afrt_sgemm_ (its own fallback needs
+         * none), unless C holds the residual: afrt_sgemm_ would overwrite it before the
+         * epilogue reads it, and afrt_gemm_tile_ has an in-place path that needs no kbuf */
+        if (!kbuf && (beta != 0.0f || !afrt_tile_inplace_(&fin, Cb, ldc))) {
             const float *Ab = A + b * stride_a, *Bb = B + b * stride_b;
             afrt_sgemm_(trans_a, trans_b, i1 - i0, j1 - j0, K, alpha,
                         trans_a ? Ab + i0 : Ab + i0 * lda, lda,
@@ -1351,7 +1469,6 @@ static inline int afrt_matmul_own_(int64_t batch, int64_t M, int64_t N, int64_t 
             if (beta != 0.0f && beta != alpha) /* alpha * (AB + (beta/alpha) C) */
                 for (int64_t i = i0; i < i1; ++i)
                     for (int64_t j = j0; j < j1; ++j) Cb[i * ldc + j] *= beta / alpha;
-            const afrt_tile_finish_ fin = {Cb, NULL, alpha, b, 0, 0, epi};
             afrt_gemm_tile_(pas[stride_a == 0 ? 0 : b], M, N, K, &bs, Cb, ldc, i0, i1, j0, j1,
                             kbuf, beta != 0.0f, &fin);
             continue;
@@ -1467,7 +1584,10 @@ static inline void afrt_matmul_f32(int64_t batch, int64_t M, int64_t N, int64_t 
         float *copy;
         epi = afrt_epi_detach_(epi, &local, &copy,
                                (size_t)((batch - 1) * stride_c + (M - 1) * ldc + N));
-        if (!copy) return; /* out of memory: nothing sensible to do in a kernel */
+        if (!copy) { /* C still holds the residual, untouched: no result without memory */
+            afrt_nomem_("afrt_matmul_f32");
+            return;
+        }
         afrt_matmul_any_f32_(batch, M, N, K, alpha, A, lda, stride_a, trans_a, B, ldb, stride_b,
                              trans_b, beta, C, ldc, stride_c, epi);
         free(copy);
@@ -1952,7 +2072,7 @@ static inline int afrt_conv_own_(const float *x, const float *w, const float *bi
             im2col = 0;
         }
     }
-    const float **pas = (const float **)malloc((size_t)G * sizeof(float *));
+    const float **pas = (const float **)afrt_malloc_((size_t)G * sizeof(float *));
     if (!pas) return 0;
     if (!afrt_pack_a_all_(w, Kg * crs, G, Kg, crs, crs, 0, pas)) {
         free(pas);
@@ -1970,14 +2090,17 @@ static inline int afrt_conv_own_(const float *x, const float *w, const float *bi
         const int64_t i0 = (tile / nnb) * mb, j0 = (tile % nnb) * nb;
         const int64_t i1 = afrt_min_(Kg, i0 + mb), j1 = afrt_min_(ohw, j0 + nb);
         float *kbuf = (float *)afrt_thread_scratch(0, (size_t)AFRT_KC * AFRT_NC * sizeof(float));
-        if (!kbuf) {
-            failed = 1;
-            continue;
-        }
         const float *xg = x + (n * p->C + g * q->cg) * hw;
         afrt_bsrc_ bs = {NULL, xg, hw, 0, im2col ? p : NULL, xg};
         float *yn = y + n * p->K * ohw;
         const afrt_tile_finish_ fin = {yn, bias, 1.0f, n, g * Kg, 0, epi};
+        /* Out of memory for packing: the caller computes the conv another way, unless y
+         * holds the residual (tiles already stored have consumed theirs, so no other way
+         * could start over): then afrt_gemm_tile_'s in-place path, which needs no kbuf. */
+        if (!kbuf && !afrt_tile_inplace_(&fin, yn + g * Kg * ohw, ohw)) {
+            afrt_flag_set_(&failed);
+            continue;
+        }
         afrt_gemm_tile_(pas[g], Kg, ohw, crs, &bs, yn + g * Kg * ohw, ohw, i0, i1, j0, j1, kbuf, 0,
                         &fin);
     }
@@ -2082,7 +2205,7 @@ static inline int afrt_conv1x1t_f32(const float *x, const float *w, const float 
     const int64_t hw = p->OH * p->OW, kg = p->K / G, cg = p->C / G;
     const int64_t MR = afrt_conv1x1t_mr_(hw);
     const int64_t Np = afrt_round_up_(kg, AFRT_NR);
-    const float **pbs = (const float **)malloc((size_t)G * sizeof(float *));
+    const float **pbs = (const float **)afrt_malloc_((size_t)G * sizeof(float *));
     if (!pbs) return 0;
     /* W_g^T (cg x kg): element (c, k) = w[(g*kg + k)*cg + c], i.e. transposed with ld cg */
     int need = 0;
@@ -2120,7 +2243,7 @@ static inline int afrt_conv1x1t_f32(const float *x, const float *w, const float 
         /* this thread's packed X^T block (mt x kc) and output tile (mt x ldt) */
         float *abuf = (float *)afrt_thread_scratch(10, (size_t)(mt * (AFRT_KC + ldt)) * sizeof(float));
         if (!abuf) {
-            failed = 1;
+            afrt_flag_set_(&failed);
             continue;
         }
         float *tmp = abuf + mt * AFRT_KC;
@@ -2186,8 +2309,16 @@ static inline void afrt_conv2d_any_f32_(const float *x, const float *w, const fl
         return;
     float *buf = NULL;
     if (q.kind == 2) {
-        if (!scratch) scratch = afrt_thread_scratch(0, afrt_conv2d_scratch_bytes(p));
-        if (!scratch) return; /* out of memory: nothing sensible to do in a kernel */
+        /* afrt's own core needs no column buffer (afrt_conv2d_scratch_bytes is 0), so when it
+         * could not run, this path sizes its own as the tiled strategy would */
+        if (afrt_gemm_strategy_ == AFRT_GEMM_OWN)
+            scratch = afrt_thread_scratch(0, (size_t)afrt_num_threads_ * (size_t)(q.crs * q.pb) *
+                                                 sizeof(float) + 64);
+        else if (!scratch) scratch = afrt_thread_scratch(0, afrt_conv2d_scratch_bytes(p));
+        if (!scratch) {
+            afrt_nomem_("afrt_conv2d_f32");
+            return;
+        }
         buf = (float *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
     }
     if (afrt_gemm_strategy_ == AFRT_GEMM_WHOLE) {
@@ -2257,7 +2388,10 @@ static inline void afrt_conv2d_f32(const float *x, const float *w, const float *
         afrt_epi_clamp local;
         float *copy;
         epi = afrt_epi_detach_(epi, &local, &copy, (size_t)(p->N * p->K * ohw));
-        if (!copy) return; /* out of memory: nothing sensible to do in a kernel */
+        if (!copy) { /* y still holds the residual, untouched: no result without memory */
+            afrt_nomem_("afrt_conv2d_f32");
+            return;
+        }
         afrt_conv2d_any_f32_(x, w, bias, y, p, scratch, epi);
         free(copy);
         return;
@@ -2589,7 +2723,7 @@ static inline size_t afrt_span_elems_(int64_t rows, int64_t cols, int64_t ld, in
 
 /* A malloc'ed fp32 copy of n 16-bit elements (free() it); NULL if out of memory. */
 static inline float *afrt_lp_widened_(int lp, const uint16_t *src, size_t n) {
-    float *f = (float *)malloc((n ? n : 1) * sizeof(float));
+    float *f = (float *)afrt_malloc_((n ? n : 1) * sizeof(float));
     if (f) afrt_lp_widen_(lp, src, n, f);
     return f;
 }
@@ -2613,11 +2747,11 @@ static inline const uint16_t *afrt_packed_const_lp_(int lp, const void *src, int
             if (!found && afrt_n_packed_ < AFRT_MAX_PACKED) {
                 const size_t elems = side == 0 ? afrt_lp_a_elems_(lp, rows, cols)
                                                : afrt_lp_b_elems_(lp, rows, cols);
-                uint16_t *buf = (uint16_t *)afrt_alloc_big_(elems * sizeof(uint16_t));
+                uint16_t *buf = (uint16_t *)afrt_alloc_pack_(elems * sizeof(uint16_t));
                 float *wide = src16 ? afrt_lp_widened_(lp, (const uint16_t *)src, n) : NULL;
                 const float *s = src16 ? wide : (const float *)src;
                 const int64_t Mp = afrt_round_up_(rows, afrt_choose_mr_(rows));
-                float *tmp = (float *)malloc((size_t)(side == 0 ? Mp * AFRT_KC : AFRT_KC * AFRT_NC) * sizeof(float));
+                float *tmp = (float *)afrt_malloc_((size_t)(side == 0 ? Mp * AFRT_KC : AFRT_KC * AFRT_NC) * sizeof(float));
                 if (buf && s && tmp) {
                     memset(buf + elems - 16, 0, 16 * sizeof(uint16_t));
                     if (side == 0) afrt_pack_a_lp_(lp, s, ld, trans, rows, cols, buf, tmp);
@@ -2742,7 +2876,7 @@ static inline int afrt_matmul_lp_own_(int lp, int64_t batch, int64_t M, int64_t 
                                       int64_t ldb, int64_t stride_b, int trans_b, float beta,
                                       float *C, int64_t ldc, int64_t stride_c, afrt_epilogue epi) {
     const int64_t na = stride_a == 0 ? 1 : batch, nb = stride_b == 0 ? 1 : batch;
-    const uint16_t **pas = (const uint16_t **)malloc((size_t)(na + nb) * sizeof(uint16_t *));
+    const uint16_t **pas = (const uint16_t **)afrt_malloc_((size_t)(na + nb) * sizeof(uint16_t *));
     if (!pas) return 0;
     const uint16_t **pbs = pas + na;
     int ok = 1;
@@ -2819,6 +2953,7 @@ static inline void afrt_matmul_lp(int lp, int64_t batch, int64_t M, int64_t N, i
         afrt_matmul_f32(batch, M, N, K, alpha, a16 ? wa : (const float *)A, lda, stride_a, trans_a,
                         b16 ? wb : (const float *)B, ldb, stride_b, trans_b, beta, C, ldc,
                         stride_c, epi);
+    else afrt_nomem_("afrt_matmul_lp");
     free(wa);
     free(wb);
 }
@@ -2833,7 +2968,7 @@ static inline void afrt_conv2d_lp(int lp, const float *x, const void *w, int w16
     const int64_t G = p->group > 0 ? p->group : 1;
     const int64_t ohw = p->OH * p->OW, hw = p->H * p->W, Kg = q.kg, crs = q.crs;
     const uint16_t **pas = q.kind != 0 && crs > 0
-        ? (const uint16_t **)malloc((size_t)G * sizeof(uint16_t *)) : NULL;
+        ? (const uint16_t **)afrt_malloc_((size_t)G * sizeof(uint16_t *)) : NULL;
     if (pas && afrt_pack_a_all_lp_(lp, w, w16, Kg * crs, G, Kg, crs, crs, 0, pas)) {
         int64_t mb, nb;
         afrt_gemm_split_(Kg, ohw, p->N * G, &mb, &nb);
@@ -2879,6 +3014,7 @@ static inline void afrt_conv2d_lp(int lp, const float *x, const void *w, int w16
     /* depthwise, or no memory for the packed weights: fp32 from the widened weights */
     float *ww = w16 ? afrt_lp_widened_(lp, (const uint16_t *)w, (size_t)(p->K * q.cg * p->R * p->S)) : NULL;
     if (!w16 || ww) afrt_conv2d_f32(x, w16 ? ww : (const float *)w, bias, y, p, scratch, epi);
+    else afrt_nomem_("afrt_conv2d_lp");
     free(ww);
 }
 
@@ -2903,8 +3039,11 @@ static inline float afrt_nanmax_(float m, float v) { return (v > m || v != v) ? 
 static inline void afrt_maxpool2d_f32(const float *x, float *y, const afrt_pool_params *p) {
     const int64_t planes = p->N * p->C, OH = p->OH, OW = p->OW, H = p->H, W = p->W;
     const int64_t sw = p->stride_w, pl = p->pad_left, dw = p->dil_w, S = p->S;
-    int64_t *rg = (int64_t *)malloc((size_t)(2 * (OH + OW)) * sizeof(int64_t));
-    if (!rg) return;
+    int64_t *rg = (int64_t *)afrt_malloc_((size_t)(2 * (OH + OW)) * sizeof(int64_t));
+    if (!rg) {
+        afrt_nomem_("afrt_maxpool2d_f32");
+        return;
+    }
     int64_t *cg = rg + 2 * OH;
     for (int64_t oh = 0; oh < OH; ++oh)
         afrt_tap_range_(oh, p->stride_h, p->pad_top, p->dil_h, p->R, H, &rg[2 * oh], &rg[2 * oh + 1]);
@@ -2922,7 +3061,7 @@ static inline void afrt_maxpool2d_f32(const float *x, float *y, const afrt_pool_
     for (int64_t t = 0; t < planes; ++t) {
         float *restrict tmp = (float *)afrt_thread_scratch(0, (size_t)(W > 0 ? W : 1) * sizeof(float));
         if (!tmp) {
-            failed = 1;
+            afrt_flag_set_(&failed);
             continue;
         }
         const float *xc = x + t * H * W;
@@ -2966,15 +3105,20 @@ static inline void afrt_maxpool2d_f32(const float *x, float *y, const afrt_pool_
         }
     }
     free(rg);
-    if (failed) /* out of memory for a row buffer: a NaN output rather than stale data */
+    if (failed) { /* out of memory for a row buffer: a NaN output rather than stale data */
         for (int64_t i = 0; i < planes * OH * OW; ++i) y[i] = NAN;
+        afrt_nomem_("afrt_maxpool2d_f32");
+    }
 }
 
 static inline void afrt_avgpool2d_f32(const float *x, float *y, const afrt_pool_params *p) {
     const int64_t planes = p->N * p->C, OH = p->OH, OW = p->OW;
     /* per output row/column: valid taps [lo, hi) and taps inside the padded extent */
-    int64_t *rg = (int64_t *)malloc((size_t)(3 * (OH + OW)) * sizeof(int64_t));
-    if (!rg) return;
+    int64_t *rg = (int64_t *)afrt_malloc_((size_t)(3 * (OH + OW)) * sizeof(int64_t));
+    if (!rg) {
+        afrt_nomem_("afrt_avgpool2d_f32");
+        return;
+    }
     int64_t *cg = rg + 3 * OH;
     for (int64_t oh = 0; oh < OH; ++oh) {
         int64_t a, b;
@@ -3003,7 +3147,7 @@ static inline void afrt_avgpool2d_f32(const float *x, float *y, const afrt_pool_
         /* separably: the sum over the window's valid rows, then over its valid columns */
         float *restrict tmp = (float *)afrt_thread_scratch(0, (size_t)(W > 0 ? W : 1) * sizeof(float));
         if (!tmp) {
-            failed = 1;
+            afrt_flag_set_(&failed);
             continue;
         }
         const float *xc = x + t * p->H * W;
@@ -3035,8 +3179,10 @@ static inline void afrt_avgpool2d_f32(const float *x, float *y, const afrt_pool_
             }
         }
     }
-    if (failed) /* out of memory for a row buffer: a NaN output rather than stale data */
+    if (failed) { /* out of memory for a row buffer: a NaN output rather than stale data */
         for (int64_t i = 0; i < planes * OH * OW; ++i) y[i] = NAN;
+        afrt_nomem_("afrt_avgpool2d_f32");
+    }
     free(rg);
 }
 
@@ -3533,17 +3679,19 @@ static inline void afrt_attention_f32(const float *q, const float *k, const floa
         const int64_t bqv = afrt_round_up_(afrt_cdiv_(S, afrt_max_(1, want)), AFRT_ATTN_RB);
         const int64_t nqv = afrt_cdiv_(S, bqv), ntv = p->batch * nqv;
         const double work = (double)p->batch * S * T * (D + E);
-        int okv = 1;
+        int failed = 0;
         (void)work; /* read only by the OpenMP clause */
         AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (ntv > 1 && afrt_gemm_strategy_ != AFRT_GEMM_WHOLE && afrt_worth_threads_(work)))
         for (int64_t task = 0; task < ntv; ++task) {
             const int64_t b = task / nqv, i0 = (task % nqv) * bqv;
             if (!afrt_attention_task_avx512_(q, k, v, mask, out, scale, p, b, i0,
                                              afrt_min_(bqv, S - i0), kb))
-                okv = 0;
+                afrt_flag_set_(&failed);
         }
-        if (!okv)
+        if (failed) {
             for (int64_t i = 0; i < p->batch * S * E; ++i) out[i] = NAN;
+            afrt_nomem_("afrt_attention_f32");
+        }
         return;
     }
 #endif
@@ -3552,14 +3700,14 @@ static inline void afrt_attention_f32(const float *q, const float *k, const floa
     const int64_t nqb = afrt_cdiv_(S, bq), ntask = p->batch * nqb;
     const size_t bytes = (size_t)(bq * kb + 2 * bq) * sizeof(float);
     const double work = (double)p->batch * S * afrt_max_(T, 1) * (D + E);
-    int ok = 1;
+    int failed = 0;
     (void)work; /* read only by the OpenMP clause */
     AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (ntask > 1 && afrt_gemm_strategy_ != AFRT_GEMM_WHOLE && afrt_worth_threads_(work)))
     for (int64_t task = 0; task < ntask; ++task) {
         const int64_t b = task / nqb, i0 = (task % nqb) * bq, rows = afrt_min_(bq, S - i0);
         float *sc = (float *)afrt_thread_scratch(2, bytes);
         if (!sc) {
-            ok = 0;
+            afrt_flag_set_(&failed);
             continue;
         }
         float *m = sc + bq * kb, *l = m + bq;
@@ -3611,8 +3759,10 @@ static inline void afrt_attention_f32(const float *q, const float *k, const floa
             }
         }
     }
-    if (!ok)
+    if (failed) {
         for (int64_t i = 0; i < p->batch * S * E; ++i) out[i] = NAN;
+        afrt_nomem_("afrt_attention_f32");
+    }
 }
 
 

@@ -94,14 +94,18 @@ static inline int64_t afrt_cc_dw_floats_(const afrt_conv_params *pd, int64_t th)
     return g.total + 16 + g.nqv;
 }
 
-/* The two convolutions apart, through a whole intermediate: the fallback. */
+/* The two convolutions apart, through a whole intermediate: the fallback. Out of memory for
+ * the intermediate, it records the fault (y is incomplete) and returns 0. */
 static inline int afrt_dwpw_apart_(const float *x, const float *wd, const float *bd, float lo,
                                    float hi, const float *wp, const float *bp, float *y,
                                    const afrt_conv_params *pd, const afrt_conv_params *pp,
                                    afrt_epilogue epi) {
     const size_t n = (size_t)(pd->N * pd->K * pd->OH * pd->OW);
-    float *mid = (float *)malloc(n * sizeof(float));
-    if (!mid) return 0;
+    float *mid = (float *)afrt_malloc_(n * sizeof(float));
+    if (!mid) {
+        afrt_nomem_("afrt_dwpw_f32");
+        return 0;
+    }
     afrt_conv2d_f32(x, wd, bd, mid, pd, NULL, afrt_no_epilogue());
     for (size_t i = 0; i < n; ++i) {
         const float v = mid[i];
@@ -137,7 +141,7 @@ static inline int afrt_dwpw_f32(const float *x, const float *wd, const float *bd
     for (int64_t task = 0; task < tasks; ++task) {
         float *xp = (float *)afrt_thread_scratch(0, need);
         if (!xp) {
-            failed = 1;
+            afrt_flag_set_(&failed);
             continue;
         }
         float *t = xp + dwf, *kbuf = t + tf;

@@ -346,7 +346,7 @@ static inline int afrt_dwconv2d_f32(const float *x, const float *w, const float 
         const int64_t n = t / nkb, k0 = (t % nkb) * cb, k1 = afrt_min_(p->K, k0 + cb);
         float *xp = (float *)afrt_thread_scratch(0, need);
         if (!xp) {
-            failed = 1;
+            afrt_flag_set_(&failed);
             continue;
         }
         float *wide = xp + wide_at;
@@ -467,7 +467,7 @@ static inline int afrt_dconv_smallc_f32(const float *x, const float *w, const fl
         for (int64_t b = 0; b < nband; ++b) {
             float *wide = (float *)afrt_thread_scratch(1, (size_t)(K4 * ldw) * sizeof(float));
             if (!wide) {
-                failed = 1;
+                afrt_flag_set_(&failed);
                 continue;
             }
             const int64_t oh0 = b * rows, oh1 = afrt_min_(p->OH, oh0 + rows);

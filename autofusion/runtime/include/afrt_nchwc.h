@@ -105,7 +105,7 @@ static inline const float *afrt_nc_weights_(const float *w, int64_t K, int64_t C
                     found = (const float *)q->packed;
             }
             if (!found && afrt_n_packed_ < AFRT_MAX_PACKED) {
-                float *buf = (float *)afrt_alloc_big_(n * sizeof(float));
+                float *buf = (float *)afrt_alloc_pack_(n * sizeof(float));
                 if (buf) {
                     afrt_nc_pack_weights_(w, K, C, RS, buf);
                     afrt_packed_entry_ e = {w, K, C, RS, 0, 3, 0, buf};

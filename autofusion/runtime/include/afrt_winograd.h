@@ -93,7 +93,7 @@ static inline void afrt_wg_kernel_(const float *g, double *u) {
 /* The 36 transformed weight matrices U_xi [K x C], packed as GEMM A operands, one after the
  * other (afrt_round_up_(K, mr) * C floats each), into dst. */
 AFRT_NOIPA_ static int afrt_wg_pack_weights_(const float *w, int64_t K, int64_t C, float *dst) {
-    float *u = (float *)malloc((size_t)(AFRT_WG_X * K * C) * sizeof(float));
+    float *u = (float *)afrt_malloc_((size_t)(AFRT_WG_X * K * C) * sizeof(float));
     if (!u) return 0;
     for (int64_t k = 0; k < K; ++k)
         for (int64_t c = 0; c < C; ++c) {
@@ -124,7 +124,7 @@ static inline const float *afrt_wg_weights_(const float *w, int64_t K, int64_t C
                     found = (const float *)q->packed;
             }
             if (!found && afrt_n_packed_ < AFRT_MAX_PACKED) {
-                float *buf = (float *)afrt_alloc_big_(n * sizeof(float));
+                float *buf = (float *)afrt_alloc_pack_(n * sizeof(float));
                 if (buf && afrt_wg_pack_weights_(w, K, C, buf)) {
                     afrt_packed_entry_ e = {w, K, C, 9, 0, 2, 0, buf};
                     afrt_packed_[afrt_n_packed_++] = e;
@@ -388,7 +388,7 @@ static inline int afrt_winograd_f32(const float *x, const float *w, const float 
         const int64_t npb = afrt_round_up_(nt, AFRT_NR);
         float *V = (float *)afrt_thread_scratch(0, (vfl + mfl) * sizeof(float));
         if (!V) {
-            failed = 1;
+            afrt_flag_set_(&failed);
             continue;
         }
         float *M = V + vfl;

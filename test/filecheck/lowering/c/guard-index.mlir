@@ -4,7 +4,8 @@
 // Run-time Gather indices are checked once per index element (outside the row copy):
 // clib.guard_index wraps negatives and records a fault for [-50, 49] violations; the kernel
 // takes the run's fault record, af_graph returns after a faulting call and af_run reports
-// AF_ERR_INDEX with the site's message. The node name is escaped in the C string.
+// AF_ERR_INDEX with the site's message (after a kernel out of memory, AF_ERR_NOMEM, which
+// data left incomplete could also trip). The node name is escaped in the C string.
 func.func @main(%t: tensor<50x8xf32>, %ids: tensor<2x3xi32>) -> tensor<2x3x8xf32> {
   %0 = nn.gather %t, %ids {axis = 0 : i64, onnx.origins = ["e'mb\""]} : (tensor<50x8xf32>, tensor<2x3xi32>) -> tensor<2x3x8xf32>
   func.return %0 : tensor<2x3x8xf32>
@@ -26,5 +27,6 @@ func.func @main(%t: tensor<50x8xf32>, %ids: tensor<2x3xi32>) -> tensor<2x3x8xf32
 // CCHECK-NEXT:   if (__atomic_load_n(&af_f->bad, __ATOMIC_ACQUIRE)) return;
 // CCHECK:        static const char *const af_guard_sites[1] = {"Gather node \047e\047mb\042\047 (axis 0 of data [50, 8])"};
 // CCHECK:        af_graph(m, inputs, outputs, &f);
+// CCHECK-NEXT:   if (afrt_nomem_kernel()) return af_nomem_error_();
 // CCHECK-NEXT:   if (!f.bad) return 0;
 // CCHECK:        return AF_ERR_INDEX;
