@@ -264,6 +264,37 @@ def test_cnn_exports_compile_once_and_match_onnxruntime_at_every_batch(name: str
             assert_close(got[out], ref, f"{name} batch {batch}: {out}")
 
 
+def test_conv_of_run_time_spatial_size_takes_its_algorithm_at_the_upper_bound() -> None:
+    """Conv (32 -> 32, 3x3, same padding) + Relu + MaxPool on [n, 32, h, h], h in 2..64: the
+    conv takes Winograd, chosen at h = 64 (256 tiles), and the one library matches
+    onnxruntime down to h = 2 (one tile, where a static build would take im2col): the
+    Winograd kernel checks only that the conv fits it."""
+    import onnxruntime as ort
+
+    rng = np.random.default_rng(0)
+    w = (rng.standard_normal((32, 32, 3, 3)) * 0.1).astype(np.float32)
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1], name="conv"),
+        helper.make_node("Relu", ["c"], ["r"], name="relu"),
+        helper.make_node(
+            "MaxPool", ["r"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], name="pool"
+        ),
+    ]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 32, "h", "h"])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    graph = helper.make_graph(nodes, "conv_hw", [x], [y], [numpy_helper.from_array(w, "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    m = autofusion.compile(model, one_build=True, dynamic={"n": (1, 4), "h": (2, 64)},
+                           cache=False, threads=1)  # fmt: skip
+    [row] = m.report["conv_algo"]
+    assert row["conv_algo"] == "winograd"
+    assert row["shape"] == "C32 K32 ?x? -> ?x? k3x3 s1 g1"
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for n, h in [(1, 2), (3, 7), (4, 64)]:
+        f = {"x": rng.standard_normal((n, 32, h, h)).astype(np.float32)}
+        assert_close(m.run(f)["y"], sess.run(None, f)[0], f"n {n} h {h}")
+
+
 def test_cnn_one_build_sanitized_across_batches(tmp_path: Path) -> None:
     """ASan/UBSan, two threads: the ResNet export's one build (convs on the shared im2col
     scratch sized at the upper bound, max pooling, the classifier) at batch 1, 3 and 8."""
