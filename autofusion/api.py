@@ -566,7 +566,7 @@ def compile(
     dynamic: Mapping[str, Sequence[int] | str] | None = None,
     cpu: str = "native",
     analysis_window: int | None = None,
-    one_build: bool = False,
+    one_build: bool | None = None,
 ) -> CompiledModel:
     """Compile ``model`` (a path, ``"zoo:NAME"``, serialised bytes or ``onnx.ModelProto``)
     and load it.
@@ -576,14 +576,19 @@ def compile(
     ``dynamic``: ``{symbol: (lo, hi)}`` declared ranges (over the config's ``dynamic``).
     When the only symbol left unpinned (a one-size ``dynamic`` range counts as pinned) is a
     batch (dim 0 of the inputs using it) and the graph is batch-separable, the result is one
-    library serving every batch in its range (docs/dynamic.md, "Run-time batch"). Otherwise,
-    with symbols left unpinned the result is a :class:`autofusion.dynamic.DynamicModel`,
-    which compiles one specialisation per run shape (docs/dynamic.md).
+    library serving every batch in its range (docs/dynamic.md, "Run-time batch"). Other
+    symbols left unpinned give one library with run-time sizes (``one_build``, below) or,
+    where that is not possible, a :class:`autofusion.dynamic.DynamicModel`, which compiles
+    one specialisation per run shape (docs/dynamic.md).
     ``one_build`` (target c): the symbols left unpinned stay symbolic through the pipeline
     and the result is **one library for every shape in their ranges** (run-time sizes,
-    ``af_run_sym``; docs/dynamic.md, "One build for every shape"); an error names the pass
-    or op that cannot take symbolic sizes yet. ``report["one_build"]`` lists the symbols,
-    their ranges and the tensor passes left out.
+    ``af_run_sym``; docs/dynamic.md, "One build for every shape"). ``True``: an error names
+    the pass or op that cannot take symbolic sizes yet. ``None`` (default): tried whenever
+    symbols other than a lone run-time batch are left unpinned and each has a declared range
+    (``dynamic`` or the config's; not the default 1..4096), and where the pipeline cannot
+    take them the result is the shape-specialising model as before (the reason in
+    ``one_build_refused`` and on the progress channel). ``False``: never.
+    ``report["one_build"]`` lists the symbols, their ranges and the tensor passes left out.
 
     ``threads``: threads for run() (None: all cores). ``memory_limit_mb``: default from
     :func:`set_memory_limit`. ``policy``: a :class:`autofusion.BasePolicy` instance or a
@@ -621,22 +626,32 @@ def compile(
         cache_mod.size_limit()  # a bad AUTOFUSION_CACHE_MAX_MB fails before the build
     source = open_model(model, label, input_shapes, dynamic, config)
     label = label or source.label
-    if one_build and source.plan is not None and source.plan.free:
-        if target != "c":
-            raise AutofusionError(
-                f"compile(one_build=True): target {target!r} takes no run-time sizes; only "
-                "target 'c' builds one library for every shape"
-            )
-        source = one_build_source(source)
-    elif source.plan is not None and source.plan.free:
+    free = source.plan is not None and bool(source.plan.free)
+    if one_build is True and free and target != "c":
+        raise AutofusionError(
+            f"compile(one_build=True): target {target!r} takes no run-time sizes; only "
+            "target 'c' builds one library for every shape"
+        )
+    refused: str | None = None  # why the automatic one build was not possible
+    if free and (one_build is True or (one_build is None and auto_one_build(source, target))):
+        try:
+            return _build_and_load(one_build_source(source), target, config, fusion, threads,
+                                   memory_limit_mb, policy, cpu, analysis_window, label,
+                                   use_cache, say)  # fmt: skip
+        except AutofusionError as e:
+            if one_build is True:
+                raise
+            refused = str(e)
+            say(f"no one build for every shape ({refused}); specialising per shape instead")
+    elif free:
         from autofusion.frontend.batch import batch_candidate
 
-        if target == "c" and batch_candidate(source.plan) is not None:
+        if target == "c" and source.plan is not None and batch_candidate(source.plan) is not None:
             try:  # one free batch of a batch-separable model: one library, run-time batch
                 source = pin_batch(source)
             except AutofusionError as e:
                 say(f"no run-time batch ({e}); specialising per shape instead")
-    if source.plan is not None and source.plan.free and source.batch is None and not source.symbols:
+    if free and source.batch is None:
         # unpinned symbols: specialise per shape
         from autofusion.dynamic import dynamic_model
 
@@ -644,7 +659,45 @@ def compile(
                   "memory_limit_mb": memory_limit_mb, "policy": policy, "progress": say,
                   "cache": cache, "label": label, "dynamic": dynamic,
                   "cpu": cpu, "analysis_window": analysis_window}  # fmt: skip
-        return dynamic_model(model, source, kwargs, say)
+        dm = dynamic_model(model, source, kwargs, say)
+        dm.one_build_refused = refused
+        return dm
+    return _build_and_load(source, target, config, fusion, threads, memory_limit_mb, policy, cpu,
+                           analysis_window, label, use_cache, say)  # fmt: skip
+
+
+def auto_one_build(source: ModelSource, target: str) -> bool:
+    """Whether ``compile(one_build=None)`` tries one build for every shape: target ``c``,
+    symbols left unpinned that are not a lone batch (a batch keeps the run-time batch
+    library, ``af_run_batch``, whose arena is a single sample's), and a declared range for
+    each of them (``dynamic=`` / ``--dynamic`` / the config: the build's memory is planned
+    for the upper bounds, which the default 1..4096 would make absurd)."""
+    from autofusion.frontend.batch import batch_candidate
+
+    plan = source.plan
+    if target != "c" or plan is None or not plan.free or batch_candidate(plan) is not None:
+        return False
+    return all(plan.origins.get(s) != "default" for s in plan.free)
+
+
+def _build_and_load(
+    source: ModelSource,
+    target: str,
+    config: str | os.PathLike[str] | None,
+    fusion: bool,
+    threads: int | None,
+    memory_limit_mb: float | None,
+    policy: BasePolicy | str | None,
+    cpu: str,
+    analysis_window: int | None,
+    label: str,
+    use_cache: bool,
+    say: ProgressFn,
+) -> CompiledModel:
+    """Run the pipeline on ``source`` and load the library: from the compile cache when it
+    holds this build, else built and published there (``use_cache``)."""
+    from autofusion.runtime import cache as cache_mod
+
     opts = PipelineOptions(
         target=target,
         fusion=bool(fusion),

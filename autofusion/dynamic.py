@@ -93,7 +93,8 @@ class DynamicModel(CompiledModel):
 
     ``report``: the compile report of the most recently used shape (``None`` figures before
     the first run) plus ``dynamic: true``, ``symbols`` (range, origin, dims of each),
-    ``shape_cache`` (``enabled``, ``capacity``, ``size``, ``hits``, ``misses``,
+    ``one_build_refused`` (when ``compile()`` tried one build for every shape and could
+    not: the reason), ``shape_cache`` (``enabled``, ``capacity``, ``size``, ``hits``, ``misses``,
     ``evictions``, ``disk_hits``) and ``shapes`` (the loaded specialisations, least recently
     used first, each with its ``sizes``, ``input_shapes`` and full ``report``)."""
 
@@ -115,6 +116,8 @@ class DynamicModel(CompiledModel):
         self._capacity = capacity
         self._enabled = enabled
         self._say = say
+        #: why compile() could not make one build for every shape (None: not tried)
+        self.one_build_refused: str | None = None
         graph = source.loaded.model.graph
         self._outputs = [
             SymbolicSpec(
@@ -181,6 +184,8 @@ class DynamicModel(CompiledModel):
         out.setdefault("groups", [])
         out.setdefault("refusals", [])
         out["dynamic"] = True
+        if self.one_build_refused is not None:
+            out["one_build_refused"] = self.one_build_refused
         out["symbols"] = self._plan.report()
         out["shape_cache"] = {
             "enabled": self._enabled,

@@ -6,7 +6,7 @@ Makefile and libmodel.so (target c), or the Ascend C sources (target ascendc).
                        [--memory-plot FILE.svg] [--policy module:Class]
                        [--input-shape NAME=DIMS ...] [--dynamic SYM=LO..HI ...] [--cpu CPU]
                        [--validate-precision] [--save-fused-onnx FILE.onnx] [--runtime-sizes]
-                       [--report-html FILE.html] [--one-build] [--version]
+                       [--report-html FILE.html] [--[no-]one-build] [--version]
 
 Everything is written into a staging directory first and moved to DIR only when complete,
 so a failure leaves no half-written output (an existing DIR is replaced only on success).
@@ -104,14 +104,16 @@ def add_dynamic_option(p: argparse.ArgumentParser) -> None:
 
 
 def open_cli_model(
-    args: argparse.Namespace, run_time_batch: bool = False, one_build: bool = False
+    args: argparse.Namespace, run_time_batch: bool = False, one_build: bool | None = False
 ):  # -> ModelSource
     """``args.model`` opened with its pins and declared ranges checked; every symbol must be
     pinned (a command builds one library per shape), except, with ``run_time_batch``
     (autofusion-compile), one free batch symbol of a batch-separable model, which the
     library takes at run time (``api.pin_batch``, docs/dynamic.md), and with ``one_build``
-    (``--one-build``) every free symbol, kept symbolic (``api.one_build_source``)."""
-    from autofusion.api import one_build_source, open_model, pin_batch
+    (``--one-build``; ``None``: whenever the free symbols are not a lone batch and the
+    target is c, ``api.auto_one_build``) every free symbol, kept symbolic
+    (``api.one_build_source``)."""
+    from autofusion.api import auto_one_build, one_build_source, open_model, pin_batch
     from autofusion.frontend.shapes import parse_shape_specs
     from autofusion.frontend.symbols import parse_range_specs
 
@@ -119,6 +121,8 @@ def open_cli_model(
                         dynamic=parse_range_specs(args.dynamic), config=args.config,
                         flags=("--input-shape", "--dynamic"))  # fmt: skip
     assert source.plan is not None
+    if one_build is None:
+        one_build = auto_one_build(source, getattr(args, "target", "c"))
     if one_build and source.plan.free:
         return one_build_source(source)
     if run_time_batch and source.plan.free:
@@ -287,10 +291,12 @@ def _run(argv: Sequence[str] | None) -> None:
                         help="target ascendc: host tiling from run-time sizes for elementwise "
                              "and row-wise kernels (one project for every leading size up to "
                              "the compiled one; docs/ascendc.md)")  # fmt: skip
-    parser.add_argument("--one-build", action="store_true",
+    parser.add_argument("--one-build", action=argparse.BooleanOptionalAction, default=None,
                         help="target c: keep the free symbols symbolic and build one library "
                              "for every shape in their --dynamic ranges (af_run_sym; "
-                             "docs/dynamic.md)")  # fmt: skip
+                             "docs/dynamic.md); the default when symbols other than a lone "
+                             "batch are left free with declared --dynamic ranges; "
+                             "--no-one-build asks for pins instead")  # fmt: skip
     parser.add_argument("--save-fused-onnx", metavar="FILE.onnx",
                         help="also write the model with each fused group as an ONNX function "
                              "(opens in Netron and onnxruntime; docs/fusion.md)")  # fmt: skip
@@ -301,7 +307,7 @@ def _run(argv: Sequence[str] | None) -> None:
                         ("--save-fused-onnx", args.save_fused_onnx),
                         ("--report-html", args.report_html)])  # fmt: skip
     say = stderr_progress("autofusion-compile")
-    if args.one_build and args.target != "c":
+    if args.one_build is True and args.target != "c":
         raise AutofusionError(f"--one-build: target {args.target} takes no run-time sizes (only c)")
     proto = open_cli_model(args, run_time_batch=args.target in ("c", "ascendc"),
                            one_build=args.one_build)  # fmt: skip

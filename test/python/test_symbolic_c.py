@@ -419,3 +419,45 @@ def test_an_output_copied_from_an_input_takes_its_run_time_size() -> None:
         out = m.run({"x": x})
         assert_close(out["z"], x, f"copy at batch {batch} seq {seq}")
         assert_close(out["y"], np.maximum(x, 0), f"relu at batch {batch} seq {seq}")
+
+
+def test_declared_ranges_make_one_build_by_default(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """compile() without one_build: declared ranges for symbols other than a lone batch give
+    the one library; without declared ranges (the default 1..4096 would size the arena
+    absurdly) the shape-specialising model, as before; where the pipeline cannot keep the
+    symbols (a memory limit needs tile-fusion) the specialising model too, saying why. The
+    command makes the one build from --dynamic ranges alone."""
+    from autofusion.dynamic import DynamicModel
+    from autofusion.tools.compile import main
+
+    model = _tiny_model()
+    ranges = {"batch": (1, 4), "seq": (1, 16)}
+    one = autofusion.compile(model, dynamic=ranges, threads=1, cache=False)
+    try:
+        assert not isinstance(one, DynamicModel)
+        assert one.report["one_build"]["symbols"] == {"batch": [1, 4], "seq": [1, 16]}
+        feeds = {n: np.full((3, 5, 32), 0.5, np.float32) for n in "xr"}
+        assert one.run(feeds)["y"].shape == (3, 5, 32)
+    finally:
+        one.close()
+    spec = autofusion.compile(model, threads=1, cache=False)
+    assert isinstance(spec, DynamicModel)
+    assert "one_build_refused" not in spec.report
+    said: list[str] = []
+    refused = autofusion.compile(
+        model, dynamic=ranges, memory_limit_mb=0.01, threads=1, cache=False, progress=said.append
+    )
+    assert isinstance(refused, DynamicModel)
+    assert "tile-fusion" in refused.report["one_build_refused"]
+    assert any(s.startswith("no one build for every shape") for s in said)
+    src = tmp_path / "tiny.onnx"
+    onnx.save(model, src)
+    out = tmp_path / "out"
+    declared = ["--dynamic", "batch=1..4", "--dynamic", "seq=1..16"]
+    assert main([str(src), *declared, "-o", str(out)]) == 0
+    assert "one library for every shape: batch 1..4, seq 1..16" in capsys.readouterr().err
+    assert "af_run_sym" in (out / "model.h").read_text()
+    assert main([str(src), *declared, "--no-one-build", "-o", str(tmp_path / "pin")]) == 1
+    assert "--input-shape" in capsys.readouterr().err

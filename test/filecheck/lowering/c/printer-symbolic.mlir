@@ -77,7 +77,8 @@ builtin.module attributes {nn.symbols = {batch = [#builtin.int<1>, #builtin.int<
 // CHECK:           const int64_t {{v[0-9]+}} = af_guard_((int64_t){{v[0-9]+}}, (int64_t)[[S2]], 0, af_f);
 // CHECK:       static void af_graph(af_model *m, const int64_t *af_sym, const void *const *in, void *const *out, af_fault *af_f) {
 // CHECK:         const int64_t [[MB:v[0-9]+]] = af_sym[0]; /* batch */
-// CHECK:         const int64_t [[MS:v[0-9]+]] = af_sym[1]; /* seq */
+// CHECK-NEXT:    (void)[[MB]];
+// CHECK-NEXT:    const int64_t [[MS:v[0-9]+]] = af_sym[1]; /* seq */
 // CHECK:         AF_PROF_CALL(0, k0_scale(m->weights, m->scratch, m->scratch_bytes, {{v[0-9]+}}, {{v[0-9]+}}, [[MB]], [[MS]]));
 // CHECK:       static const int64_t af_input_shape_0[] = {INT64_C(-1), INT64_C(-1), INT64_C(32)};
 // CHECK:       static const int64_t af_input_shape_1[] = {INT64_C(-1)};
