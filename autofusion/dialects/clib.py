@@ -31,10 +31,15 @@
   unsigned types, ``af_srem_`` / ``af_urem_`` for the remainder).
   (See :mod:`autofusion.lowering.c.lower_nn_to_loops` for its contract.)
 - **Run-time sizes** (a symbolic module, docs/dynamic.md): ``clib.matmul``,
-  ``clib.attention``, ``clib.clamp_epilogue`` and ``clib.guard_index`` take a variadic
-  ``dyn`` list of ``index`` operands; an integer parameter equal to :data:`DYNAMIC` is the
-  next ``dyn`` operand, in order (MLIR's ``kDynamic`` idiom, as in ``memref.subview``'s
-  static sizes). The printer passes ``(int64_t)dyn_k`` where it would print the number.
+  ``clib.attention``, ``clib.conv2d``, ``clib.dwpw``, ``clib.pool2d``,
+  ``clib.clamp_epilogue`` and ``clib.guard_index`` take a variadic ``dyn`` list of
+  ``index`` operands; an integer parameter equal to :data:`DYNAMIC` is the next ``dyn``
+  operand, in order (MLIR's ``kDynamic`` idiom, as in ``memref.subview``'s static sizes).
+  The printer passes ``(int64_t)dyn_k`` where it would print the number. A conv with
+  run-time params also records ``bounds``, its params at the symbols' upper bounds: the
+  algorithm is chosen (and verified) from them, and the shared im2col scratch is sized from
+  them (every algorithm's kernel checks at run time that it fits the call's sizes, and a
+  call the scratch is too small for takes its thread's own).
 """
 
 from __future__ import annotations
@@ -81,6 +86,7 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
+from autofusion import symbolic
 from autofusion.dialects import nn
 from autofusion.dialects.attrs import C_EPILOGUE
 from autofusion.dialects.base import type_dims
@@ -415,7 +421,8 @@ CONV_FIELDS = (
 
 def _dims(v: SSAValue) -> tuple[int, ...]:
     """Symbolic dims as ``symbolic.Size`` (structural equality, never a number by accident:
-    ``dwpw_applies`` compares shapes; the C lowering only sees static ones)."""
+    ``dwpw_applies`` compares shapes; ``conv_algo`` takes them at their upper bounds; the C
+    lowering passes them as run-time params)."""
     return type_dims(v.type)
 
 
@@ -585,10 +592,10 @@ def gemm_1x1_t_applies(f: dict[str, int]) -> bool:
 
 
 def conv_algo(params: Sequence[int], precision: str | None = None, blocked: bool = False) -> str:
-    """The convolution algorithm for ``params`` (``CONV_FIELDS`` order) and the call's 16-bit
-    ``precision`` (None: fp32), from the shapes; ``blocked``: the build has the blocked
-    direct kernel (AVX-512) and the config's ``conv_layout`` is ``auto``
-    (:func:`blocked_convs`):
+    """The convolution algorithm for ``params`` (``CONV_FIELDS`` order, a run-time size at
+    its upper bound) and the call's 16-bit ``precision`` (None: fp32), from the shapes;
+    ``blocked``: the build has the blocked direct kernel (AVX-512) and the config's
+    ``conv_layout`` is ``auto`` (:func:`blocked_convs`):
 
     - ``lp_gemm``: any 16-bit call: ``afrt_conv2d_lp`` (the 16-bit GEMM core; it widens
       depthwise weights to fp32 itself);
@@ -615,7 +622,11 @@ def conv_algo(params: Sequence[int], precision: str | None = None, blocked: bool
     ``afrt_nchwc_f32``)."""
     if precision is not None:
         return LP_CONV_ALGO
-    f: dict[str, int] = dict(zip(CONV_FIELDS, params, strict=True))
+    # A run-time size (``symbolic.Size``) counts at its upper bound: every kernel below checks
+    # at run time that it fits the call (else the generic path runs), so the choice made at
+    # the bound is valid, if perhaps not the fastest, for every smaller value.
+    at_bounds = [symbolic.upper_bound(v) for v in params]
+    f: dict[str, int] = dict(zip(CONV_FIELDS, at_bounds, strict=True))
     group = max(1, f["group"])
     taps = f["R"] * f["S"]
     if f["C"] == group and f["K"] % group == 0 and taps <= DW_MAX_TAPS:
@@ -704,6 +715,25 @@ def verify_dynamic(name: str, static: Sequence[int], dyn: Sequence[SSAValue]) ->
             raise VerifyException(f"'{name}': dyn operands must be index, not {v.type}")
 
 
+def verify_bounds(name: str, static: Sequence[int], got: Sequence[int] | None) -> None:
+    """``bounds`` (``got``: a call's params at the symbols' upper bounds) is present exactly
+    when some param is :data:`DYNAMIC`, holds numbers, and agrees with every static param."""
+    dynamic = [v == DYNAMIC for v in static]
+    if got is None:
+        if any(dynamic):
+            raise VerifyException(f"'{name}': run-time params need bounds (their upper bounds)")
+        return
+    if not any(dynamic):
+        raise VerifyException(f"'{name}': bounds given but no param is a run-time one")
+    if len(got) != len(static):
+        raise VerifyException(f"'{name}': bounds needs {len(static)} values, not {len(got)}")
+    for i, (v, b) in enumerate(zip(static, got, strict=True)):
+        if b == DYNAMIC or (v != DYNAMIC and v != b):
+            raise VerifyException(
+                f"'{name}': bounds[{i}] = {b} is not params[{i}] = {v} or a number"
+            )
+
+
 class _LibOp(IRDLOperation):
     def param_values(self) -> list[int]:
         """The ``params`` numbers (:data:`DYNAMIC` for a run-time one: see :meth:`params_of`)."""
@@ -777,7 +807,11 @@ class Conv2DOp(_ContractionOp):
     bias = opt_operand_def(MemRefType)
     epilogue = opt_operand_def(PtrType)
     ctx = opt_operand_def(PtrType)
+    dyn = var_operand_def(IndexType)
     params = prop_def(DenseArrayBase)
+    #: with ``dyn``: ``params`` at the symbols' upper bounds (numbers only), from which
+    #: ``algo`` is chosen and the scratch sized
+    bounds = opt_prop_def(DenseArrayBase)
     algo = prop_def(StringAttr)
     #: ``assign-layout``'s layouts of x and y (``LAYOUTS``; absent: ``nchw``); a blocked one
     #: prints ``afrt_nchwc_ex_f32(..., flags)``
@@ -796,10 +830,21 @@ class Conv2DOp(_ContractionOp):
         x, y = self.layouts()
         return (x == "nchw16c") | 2 * (y == "nchw16c")
 
+    def bound_values(self) -> list[int]:
+        """``params`` with each run-time one at its upper bound (``bounds``): numbers only."""
+        attr = self.properties.get("bounds")
+        if attr is None:
+            return self.param_values()
+        assert isinstance(attr, DenseArrayBase)
+        return [int(v) for v in attr.get_values()]
+
     def verify_(self) -> None:
-        values = self.param_values()
-        if len(values) != len(CONV_FIELDS):
+        if len(self.param_values()) != len(CONV_FIELDS):
             raise VerifyException(f"'clib.conv2d': params needs {len(CONV_FIELDS)} values")
+        verify_dynamic(self.name, self.param_values(), self.dyn)
+        given = self.bound_values() if self.bounds is not None else None
+        verify_bounds(self.name, self.param_values(), given)
+        values = self.bound_values()
         for role, lay in zip(("x", "y"), self.layouts(), strict=True):
             if lay not in LAYOUTS:
                 raise VerifyException(
@@ -825,21 +870,33 @@ class Conv2DOp(_ContractionOp):
         self.verify_lp()
 
 
-def dwpw_applies(dw: Sequence[int], pw: Sequence[int]) -> bool:
+def dwpw_applies(dw: Sequence[Param], pw: Sequence[Param]) -> bool:
     """Whether ``afrt_dwpw_f32`` takes a depthwise conv (``dw``, ``CONV_FIELDS`` order)
     followed by a conv (``pw``) reading its output: ``dw`` is ``direct_dw`` with
     non-negative pads, ``pw`` a 1x1 stride-1 unpadded group-1 conv over exactly ``dw``'s
-    output (``afrt_dwpw_applies`` in afrt_convchain.h)."""
+    output (``afrt_dwpw_applies`` in afrt_convchain.h). A run-time size (an ``index``
+    value: batch, spatial sizes) matches only the same value; the fields ``direct_dw``
+    depends on (channels, group, kernel, pads) must be numbers."""
     d = dict(zip(CONV_FIELDS, dw, strict=True))
     p = dict(zip(CONV_FIELDS, pw, strict=True))
+    spatial = ("N", "H", "W", "OH", "OW")  # no role in the choice of direct_dw
+    dn: dict[str, int] = {}  # the depthwise fields, the sizes as 1
+    for k, v in d.items():
+        if k in spatial:
+            dn[k] = 1
+        elif isinstance(v, int):
+            dn[k] = v
+    pn = {k: v for k, v in p.items() if isinstance(v, int)}
+    if len(dn) != len(CONV_FIELDS) or "group" not in pn:
+        return False
     return (
-        conv_algo(dw) == "direct_dw"
-        and min(d["pad_top"], d["pad_left"]) >= 0
+        conv_algo(list(dn.values())) == "direct_dw"
+        and min(dn["pad_top"], dn["pad_left"]) >= 0
         and (p["N"], p["C"], p["H"], p["W"]) == (d["N"], d["K"], d["OH"], d["OW"])
         and (p["R"], p["S"], p["stride_h"], p["stride_w"]) == (1, 1, 1, 1)
         and (p["pad_top"], p["pad_left"], p["pad_bottom"], p["pad_right"]) == (0, 0, 0, 0)
         and (p["OH"], p["OW"]) == (p["H"], p["W"])
-        and p["group"] <= 1
+        and pn["group"] <= 1
     )
 
 
@@ -861,6 +918,8 @@ class DwPwOp(_LibOp):
     bp = opt_operand_def(MemRefType)
     epilogue = opt_operand_def(PtrType)
     ctx = opt_operand_def(PtrType)
+    #: run-time params of ``params``, then of ``pw_params`` (:data:`DYNAMIC` entries)
+    dyn = var_operand_def(IndexType)
     params = prop_def(DenseArrayBase)
     pw_params = prop_def(DenseArrayBase)
     lo = prop_def(FloatAttr)
@@ -872,11 +931,18 @@ class DwPwOp(_LibOp):
         assert isinstance(attr, DenseArrayBase)
         return [int(v) for v in attr.get_values()]
 
+    def params_pair(self) -> tuple[list[Param], list[Param]]:
+        """``params`` and ``pw_params``, each :data:`DYNAMIC` entry its ``dyn`` operand."""
+        dw, pw = self.param_values(), self.pw_values()
+        both = join_params([*dw, *pw], self.dyn)
+        return both[: len(dw)], both[len(dw) :]
+
     def verify_(self) -> None:
         dw, pw = self.param_values(), self.pw_values()
         if len(dw) != len(CONV_FIELDS) or len(pw) != len(CONV_FIELDS):
             raise VerifyException(f"'clib.dwpw': params need {len(CONV_FIELDS)} values each")
-        if not dwpw_applies(dw, pw):
+        verify_dynamic(self.name, [*dw, *pw], self.dyn)
+        if not dwpw_applies(*self.params_pair()):
             raise VerifyException(
                 "'clib.dwpw': params are not a depthwise conv followed by a 1x1 conv over its "
                 "output"
@@ -920,14 +986,19 @@ class Pool2DOp(_LibOp):
     name = "clib.pool2d"
     x = operand_def(MemRefType)
     y = operand_def(MemRefType)
+    dyn = var_operand_def(IndexType)
     kind = prop_def(StringAttr)
     params = prop_def(DenseArrayBase)
 
     def verify_(self) -> None:
         if self.kind.data not in ("max", "avg"):
             raise VerifyException("'clib.pool2d': kind must be max or avg")
-        if len(self.param_values()) != len(POOL_FIELDS):
+        values = self.param_values()
+        if len(values) != len(POOL_FIELDS):
             raise VerifyException(f"'clib.pool2d': params needs {len(POOL_FIELDS)} values")
+        verify_dynamic(self.name, values, self.dyn)
+        if values[-1] == DYNAMIC:
+            raise VerifyException("'clib.pool2d': count_include_pad cannot be a run-time value")
 
 
 # Integer fields of afrt_attn_params (afrt.h), in ``params`` order; ``bdims`` and

@@ -264,7 +264,9 @@ def conv_algo_rows(module: ModuleOp) -> list[dict[str, object]]:
         names = origin_names(fn)
         for op in fn.walk():
             if isinstance(op, clib.Conv2DOp):
-                f = dict(zip(clib.CONV_FIELDS, op.param_values(), strict=True))
+                # a run-time size (clib.DYNAMIC) shows as "?"
+                f = {k: "?" if v == clib.DYNAMIC else v
+                     for k, v in zip(clib.CONV_FIELDS, op.param_values(), strict=True)}  # fmt: skip
                 shape = (f"C{f['C']} K{f['K']} {f['H']}x{f['W']} -> {f['OH']}x{f['OW']} "
                          f"k{f['R']}x{f['S']} s{f['stride_h']} g{f['group']}")  # fmt: skip
                 rows.append({"kernel": fn.sym_name.data, "origins": names,

@@ -146,6 +146,34 @@ def test_chain_kernel_sanitizer_clean(tmp_path: Path) -> None:
         assert_close(g, r, f"{name} under ASan/UBSan")
 
 
+def test_chains_take_a_run_time_batch(tmp_path: Path) -> None:
+    """One build for batch 1..4 (``one_build``): the chain kernels take the batch as a
+    run-time param (``clib.dwpw``'s dyn operands), under the built-in clamp epilogue and a
+    generated one (SiLU, which reads the batch from its context); each batch matches
+    onnxruntime."""
+    cases = [{"c": 17, "h": 13, "w": 11, "stride": 2, "act": "relu6", "epi": "relu6",
+              "kout": 19, "n": "batch"},
+             {"c": 12, "h": 19, "w": 21, "dil": 2, "pads": (2, 2, 2, 2), "act": "relu",
+              "epi": "silu", "kout": 9, "n": "batch"}]  # fmt: skip
+    model = chain_model(cases, seed=5)
+    m = autofusion.compile(model, config=_config(tmp_path, {"aggressiveness": 3}), threads=1,
+                           one_build=True, dynamic={"batch": (1, 4)}, cache=False)  # fmt: skip
+    try:
+        assert len(_chains(m.report)) == 2
+        assert (Path(m.directory) / "model.c").read_text().count("afrt_dwpw_f32(") == 2
+        rng = np.random.default_rng(5)
+        for batch in (1, 3, 4):
+            feeds = {
+                f"x{i}": rng.uniform(-2, 2, (batch, c["c"], c["h"], c["w"])).astype(np.float32)
+                for i, c in enumerate(cases)
+            }
+            got = m.run(feeds)
+            for name, r in onnxruntime_outputs(model, feeds).items():
+                assert_close(got[name], r, f"{name} at batch {batch}")
+    finally:
+        m.close()
+
+
 def test_pass_preserves_semantics_in_the_interpreter() -> None:
     """The numpy interpreter gives the same outputs before and after ``fuse-conv-chain``
     (forced at aggressiveness 3), and the chain kernels hold both convs."""

@@ -237,6 +237,85 @@ def test_exports_compile_once_and_match_onnxruntime_at_every_shape(name: str) ->
             assert_close(got[out], ref, f"{name} batch {batch} seq {seq}: {out}")
 
 
+CNNS = sorted(
+    n for n, e in MANIFEST.items() if e["dynamic"] and e["model"] in ("resnet", "mobilenet")
+)
+
+
+@pytest.mark.parametrize("name", CNNS)
+def test_cnn_exports_compile_once_and_match_onnxruntime_at_every_batch(name: str) -> None:
+    """ResNet- and MobileNet-style CNNs from both torch exporters with a dynamic batch: one
+    library each for batch 1..8 (convs, pooling and the classifier take the batch at run
+    time), matched against onnxruntime at the manifest's batches (1, 2, 8)."""
+    import onnxruntime as ort
+
+    path = DATA / MANIFEST[name]["files"][0]
+    m = autofusion.compile(path, one_build=True, dynamic={"batch": (1, 8)}, cache=False,
+                           threads=1)  # fmt: skip
+    assert m.report["one_build"]["symbols"] == {"batch": [1, 8]}
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    names = [o.name for o in sess.get_outputs()]
+    batches = [s["batch"] for s in MANIFEST[name]["test_shapes"]]
+    assert batches == [1, 2, 8]
+    for i, batch in enumerate(batches):
+        f = export_feeds(name, batch, 0, seed=i)
+        got = m.run(f)
+        for out, ref in zip(names, sess.run(None, f)):
+            assert_close(got[out], ref, f"{name} batch {batch}: {out}")
+
+
+def test_conv_of_run_time_spatial_size_takes_its_algorithm_at_the_upper_bound() -> None:
+    """Conv (32 -> 32, 3x3, same padding) + Relu + MaxPool on [n, 32, h, h], h in 2..64: the
+    conv takes Winograd, chosen at h = 64 (256 tiles), and the one library matches
+    onnxruntime down to h = 2 (one tile, where a static build would take im2col): the
+    Winograd kernel checks only that the conv fits it."""
+    import onnxruntime as ort
+
+    rng = np.random.default_rng(0)
+    w = (rng.standard_normal((32, 32, 3, 3)) * 0.1).astype(np.float32)
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1], name="conv"),
+        helper.make_node("Relu", ["c"], ["r"], name="relu"),
+        helper.make_node(
+            "MaxPool", ["r"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], name="pool"
+        ),
+    ]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 32, "h", "h"])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    graph = helper.make_graph(nodes, "conv_hw", [x], [y], [numpy_helper.from_array(w, "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    m = autofusion.compile(model, one_build=True, dynamic={"n": (1, 4), "h": (2, 64)},
+                           cache=False, threads=1)  # fmt: skip
+    [row] = m.report["conv_algo"]
+    assert row["conv_algo"] == "winograd"
+    assert row["shape"] == "C32 K32 ?x? -> ?x? k3x3 s1 g1"
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for n, h in [(1, 2), (3, 7), (4, 64)]:
+        f = {"x": rng.standard_normal((n, 32, h, h)).astype(np.float32)}
+        assert_close(m.run(f)["y"], sess.run(None, f)[0], f"n {n} h {h}")
+
+
+def test_cnn_one_build_sanitized_across_batches(tmp_path: Path) -> None:
+    """ASan/UBSan, two threads: the ResNet export's one build (convs on the shared im2col
+    scratch sized at the upper bound, max pooling, the classifier) at batch 1, 3 and 8."""
+    import onnxruntime as ort
+
+    name = "resnet_tsdyn"
+    path = DATA / MANIFEST[name]["files"][0]
+    m = autofusion.compile(path, one_build=True, dynamic={"batch": (1, 8)}, cache=False,
+                           threads=2)  # fmt: skip
+    exe = build.build_sanitizer_driver(m.directory)
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    for batch in (1, 3, 8):
+        f = export_feeds(name, batch, 0, seed=batch)
+        ref = sess.run(None, f)
+        got = build.run_driver(exe, Path(m.directory) / "weights.bin", [f["input"]],
+                               [(r.shape, r.dtype) for r in ref], tmp_path / f"b{batch}",
+                               threads=2, symbols=(batch,))  # fmt: skip
+        for r, g in zip(ref, got, strict=True):
+            assert_close(g, r, f"{name} batch {batch} under ASan/UBSan")
+
+
 def test_main_c_takes_the_sizes_from_the_npy_inputs(lib: ModelLibrary, model_dir: Path,
                                                     tmp_path: Path) -> None:  # fmt: skip
     """The package's main.c on a library with run-time sizes: the symbols come from the

@@ -413,7 +413,7 @@ class FunctionLowering:
         epi: tuple[Operation, set[Operation], Operation] | None,
     ) -> None:
         from autofusion.analysis.conv_chain import clamp_of
-        from autofusion.lowering.c.ops import conv_params
+        from autofusion.lowering.c.ops import conv_params, split_sizes
 
         dw, act, pw = chain
         ep = ctx = None
@@ -424,6 +424,8 @@ class FunctionLowering:
         else:
             out = self.out_buffer(pw.y)
         lo, hi = clamp_of(act)
+        nd = len(clib.CONV_FIELDS)
+        params, dyn = split_sizes(self.e, [*conv_params(dw), *conv_params(pw)])
         self.e.add(
             clib.DwPwOp.build(
                 operands=[
@@ -435,10 +437,11 @@ class FunctionLowering:
                     [self.buffer_of(pw.bias)] if pw.bias is not None else [],
                     [ep] if ep else [],
                     [ctx] if ctx else [],
+                    dyn,
                 ],
                 properties={
-                    "params": DenseArrayBase.from_list(i64, conv_params(dw)),
-                    "pw_params": DenseArrayBase.from_list(i64, conv_params(pw)),
+                    "params": DenseArrayBase.from_list(i64, params[:nd]),
+                    "pw_params": DenseArrayBase.from_list(i64, params[nd:]),
                     "lo": FloatAttr(lo, f64),
                     "hi": FloatAttr(hi, f64),
                 },

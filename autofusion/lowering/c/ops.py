@@ -440,18 +440,35 @@ def lower_lrn(L: Lowering, op: nn.LRNOp, outs: list[SSAValue]) -> None:
 # ---------------------------------------------------------------------------------------
 
 
+def split_sizes(e: Emitter, values: list[int]) -> tuple[list[int], list[SSAValue]]:
+    """A library call's integer params and its ``dyn`` operands: a run-time size
+    (``symbolic.Size``) is ``clib.DYNAMIC`` in the list and its value, computed here once
+    per distinct size, in ``dyn`` (so equal sizes are the same value, as ``clib.dwpw``'s
+    verifier wants)."""
+    memo: dict[object, SSAValue] = {}
+
+    def value(v: int) -> int | SSAValue:
+        if isinstance(v, int):
+            return v
+        if v not in memo:
+            memo[v] = e.index(v)
+        return memo[v]
+
+    return clib.split_params([value(v) for v in values])
+
+
 def _params(e: Emitter, values: list[int]) -> tuple[DenseArrayBase, list[SSAValue]]:
-    """A library call's ``params`` and ``dyn`` operands: a run-time size (``symbolic.Size``)
-    is ``clib.DYNAMIC`` in ``params`` and its value, computed here, in ``dyn``."""
-    static, dyn = clib.split_params([v if isinstance(v, int) else e.index(v) for v in values])
+    """A library call's ``params`` and ``dyn`` operands (:func:`split_sizes`)."""
+    static, dyn = split_sizes(e, values)
     return DenseArrayBase.from_list(i64, static), dyn
 
 
-def _static_params(op: Operation, values: list[int]) -> DenseArrayBase:
-    """``params`` of a library call that takes no run-time sizes (conv, pooling)."""
-    if not symbolic.is_static(values):
-        raise fail(op, "run-time sizes are not supported for this library call yet")
-    return DenseArrayBase.from_list(i64, [int(v) for v in values])
+def _bounds(values: list[int]) -> dict[str, Attribute]:
+    """``clib.conv2d``'s ``bounds`` (the params at the symbols' upper bounds) when some param
+    is a run-time size; empty otherwise."""
+    if symbolic.is_static(values):
+        return {}
+    return {"bounds": DenseArrayBase.from_list(i64, [symbolic.upper_bound(v) for v in values])}
 
 
 conv_params = clib.conv_params  # the conv's CONV_FIELDS (defined with them in clib)
@@ -556,6 +573,7 @@ def contraction_call(
         lp = _lp_props(op)
         layouts = conv_layouts(op) if not lp else {}  # assign-layout marks fp32 convs only
         algo = clib.conv_algo(params, precision_of_call(lp), L.blocked_convs)
+        props, dyn = _params(e, params)
         e.add(
             clib.Conv2DOp.build(
                 operands=[
@@ -565,9 +583,11 @@ def contraction_call(
                     bias,
                     [ep] if ep else [],
                     [ctx] if ctx else [],
+                    dyn,
                 ],
                 properties={
-                    "params": _static_params(op, params),
+                    "params": props,
+                    **_bounds(params),
                     "algo": StringAttr("direct_nchwc" if layouts else algo),
                     **layouts,
                     **lp,
@@ -758,12 +778,11 @@ def lower_pool(L: Lowering, op: nn.PoolOp, outs: list[SSAValue]) -> None:
         _pool_loops(L, op, outs[0])
         return
     kind = "max" if isinstance(op, nn.MaxPoolOp) else "avg"
-    from xdsl.dialects.builtin import StringAttr
-
+    props, dyn = _params(L.e, params)
     L.e.add(
         clib.Pool2DOp.build(
-            operands=[L.buffer_of(op.x), outs[0]],
-            properties={"kind": StringAttr(kind), "params": _static_params(op, params)},
+            operands=[L.buffer_of(op.x), outs[0], dyn],
+            properties={"kind": StringAttr(kind), "params": props},
         )
     )
 

@@ -1366,7 +1366,10 @@ class _FuncPrinter:
                     f"*){r(op.ctx)})[{op.index.value.data}];",
                 )
             case clib.Conv2DOp():
-                p = ", ".join(f"INT64_C({v})" for v in op.param_values())
+                p = ", ".join(self._params(op, op.param_values(), op.dyn))
+                # af_scratch_bytes sizes the shared scratch from the params at their upper
+                # bounds (a call it is too small for passes NULL: its thread's own scratch)
+                pb = ", ".join(f"INT64_C({v})" for v in op.bound_values())
                 bias = r(op.bias) if op.bias is not None else "NULL"
                 epi = self._epi(op.epilogue, op.ctx)
                 args = f"{r(op.x)}, {r(op.w)}, {bias}, {r(op.y)}, &p_"
@@ -1378,7 +1381,7 @@ class _FuncPrinter:
                     "direct_nchwc": "afrt_nchwc_f32",
                 }
                 if (lp := op.lp()) is not None:  # 16-bit core: w stored 16-bit or cast
-                    self.top.conv_params.setdefault(p, None)
+                    self.top.conv_params.setdefault(pb, None)
                     self.emit(
                         d, "  void *s_ = afrt_conv2d_scratch_bytes(&p_) <= af_sb ? af_s : NULL;"
                     )
@@ -1397,14 +1400,15 @@ class _FuncPrinter:
                     self.emit(d, f"  if (!{direct[op.algo.data]}({args}, {epi}))")
                     self.emit(d, f"    afrt_conv2d_f32({args}, NULL, {epi}); }}")
                 else:
-                    self.top.conv_params.setdefault(p, None)
+                    self.top.conv_params.setdefault(pb, None)
                     self.emit(
                         d, "  void *s_ = afrt_conv2d_scratch_bytes(&p_) <= af_sb ? af_s : NULL;"
                     )
                     self.emit(d, f"  afrt_conv2d_f32({args}, s_, {epi}); }}")
             case clib.DwPwOp():
-                pd = ", ".join(f"INT64_C({v})" for v in op.param_values())
-                pp = ", ".join(f"INT64_C({v})" for v in op.pw_values())
+                both = self._params(op, [*op.param_values(), *op.pw_values()], op.dyn)
+                pd = ", ".join(both[: len(clib.CONV_FIELDS)])
+                pp = ", ".join(both[len(clib.CONV_FIELDS) :])
                 bd = r(op.bd) if op.bd is not None else "NULL"
                 bp = r(op.bp) if op.bp is not None else "NULL"
                 lo, hi = (_clamp_literal(a.value.data) for a in (op.lo, op.hi))
@@ -1435,8 +1439,8 @@ class _FuncPrinter:
                     f"{trans['trans_b']}, {beta}, {r(op.c)}, {f['ldc']}, {f['stride_c']}, {epi});",
                 )
             case clib.Pool2DOp():
-                p = ", ".join(f"INT64_C({v})" for v in op.param_values()[:-1])
-                p += f", {op.param_values()[-1]}"
+                vals = self._params(op, op.param_values(), op.dyn)
+                p = ", ".join([*vals[:-1], str(op.param_values()[-1])])  # int count_include_pad
                 fn = "afrt_maxpool2d_f32" if op.kind.data == "max" else "afrt_avgpool2d_f32"
                 self.emit(d, f"{{ const afrt_pool_params p_ = {{{p}}};")
                 self.emit(d, f"  {fn}({r(op.x)}, {r(op.y)}, &p_); }}")

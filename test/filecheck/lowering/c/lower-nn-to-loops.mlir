@@ -119,7 +119,7 @@ func.func @main(%x: tensor<1x2x5xf16>, %w: tensor<3x2x2xf16>) -> tensor<1x3x4xf1
 // CHECK:         %[[W32:.*]] = memref.alloc() {alignment = 64 : i64} : memref<3x2x2xf32>
 // CHECK:           arith.extf %{{.*}} : f16 to f32
 // CHECK:         %[[Y32:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x3x4xf32>
-// CHECK-NEXT:    "clib.conv2d"(%[[X32]], %[[W32]], %[[Y32]]) <{params = {{.*}}, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0>}> : (memref<1x2x5xf32>, memref<3x2x2xf32>, memref<1x3x4xf32>) -> ()
+// CHECK-NEXT:    "clib.conv2d"(%[[X32]], %[[W32]], %[[Y32]]) <{params = {{.*}}, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0>}> : (memref<1x2x5xf32>, memref<3x2x2xf32>, memref<1x3x4xf32>) -> ()
 // CHECK:         scf.for
 // CHECK-NEXT:      %[[V:.*]] = memref.load %{{.*}} : memref<12xf32>
 // CHECK-NEXT:      %[[H:.*]] = arith.truncf %[[V]] : f32 to f16
