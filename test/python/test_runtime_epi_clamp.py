@@ -20,30 +20,17 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from runtime_drivers import ISA_FLAGS, RUNTIME_C, build_driver
 
-from autofusion.runtime import toolchain
 from autofusion.testing import assert_close
 
-DRIVER_SRC = Path(__file__).parent / "runtime_c" / "afrt_epi_clamp_driver.c"
-ISA_FLAGS = {
-    "native": ["-march=native", "-O2"],
-    "x86-64-v3": ["-march=x86-64-v3", "-O2"],
-    "x86-64-v2": ["-march=x86-64-v2", "-O2"],
-    "sanitize": ["-march=native", *toolchain.SANITIZE_FLAGS, "-fno-sanitize-recover=undefined"],
-}
+DRIVER_SRC = RUNTIME_C / "afrt_epi_clamp_driver.c"
 
 
 @pytest.fixture(scope="module", params=list(ISA_FLAGS))
 def driver(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("epi") / f"afrt_epi_clamp_{request.param}"
-    cmd = [
-        toolchain.c_compiler(), "-std=c11", *ISA_FLAGS[request.param], "-fopenmp",
-        "-DAFRT_PARALLEL_MIN_WORK=0",  # small shapes still take the multi-thread paths
-        *toolchain.WERROR_FLAGS, "-Wpedantic",
-        *toolchain.include_flags(), str(DRIVER_SRC), "-o", str(out), "-lm",
-    ]  # fmt: skip
-    subprocess.run(cmd, check=True)
-    return out
+    return build_driver(DRIVER_SRC, out, request.param)
 
 
 @pytest.mark.parametrize("threads", [1, 2])

@@ -21,15 +21,15 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from runtime_drivers import RUNTIME_C, build_driver
 
 from autofusion.errors import AutofusionError
 from autofusion.lowering.c.testing import build, compile_onnx, onnxruntime_outputs
-from autofusion.runtime import toolchain
 from autofusion.runtime.loader import ModelLibrary
 from autofusion.testing import assert_close
 
 TEST_BUILD = ("-DAFRT_TEST_FAIL_ALLOC",)
-DRIVER_SRC = Path(__file__).parent / "runtime_c" / "afrt_oom_driver.c"
+DRIVER_SRC = RUNTIME_C / "afrt_oom_driver.c"
 
 
 def _model(tail: str, residual: bool = True) -> onnx.ModelProto:
@@ -129,26 +129,11 @@ def test_fallbacks_without_memory_match_onnxruntime(
     assert_close(got, onnxruntime_outputs(model, feeds)["y"], "y")
 
 
-ISA_FLAGS = {
-    "native": ["-march=native", "-O2"],
-    # portable micro-kernels; ASan/UBSan for the fallbacks' buffers
-    "x86-64-v2": ["-march=x86-64-v2", "-O2"],
-    "sanitize": ["-march=native", *toolchain.SANITIZE_FLAGS, "-fno-sanitize-recover=undefined"],
-}
-
-
-@pytest.fixture(scope="module", params=list(ISA_FLAGS))
+# portable micro-kernels, and ASan/UBSan for the fallbacks' buffers
+@pytest.fixture(scope="module", params=["native", "x86-64-v2", "sanitize"])
 def driver(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("oom") / f"afrt_oom_driver_{request.param}"
-    cmd = [
-        toolchain.c_compiler(), "-std=c11", *ISA_FLAGS[request.param], "-fopenmp",
-        "-DAFRT_TEST_FAIL_ALLOC",
-        "-DAFRT_PARALLEL_MIN_WORK=0",  # small shapes still take the multi-thread paths
-        *toolchain.WERROR_FLAGS, "-Wpedantic",
-        *toolchain.include_flags(), str(DRIVER_SRC), "-o", str(out), "-lm",
-    ]  # fmt: skip
-    subprocess.run(cmd, check=True)
-    return out
+    return build_driver(DRIVER_SRC, out, request.param, defines=["AFRT_TEST_FAIL_ALLOC"])
 
 
 @pytest.mark.parametrize("threads", [1, 2])

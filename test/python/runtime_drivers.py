@@ -1,0 +1,33 @@
+"""Building the C test drivers of ``runtime_c/`` against afrt*.h, shared by the runtime tests
+(test_runtime_epi_clamp.py, test_runtime_oom.py): one flag set per ISA, strict warnings."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+from autofusion.runtime import toolchain
+
+RUNTIME_C = Path(__file__).parent / "runtime_c"
+
+#: compile flags per build: portable micro-kernels, and ASan/UBSan for the buffers
+ISA_FLAGS = {
+    "native": ["-march=native", "-O2"],
+    "x86-64-v3": ["-march=x86-64-v3", "-O2"],
+    "x86-64-v2": ["-march=x86-64-v2", "-O2"],
+    "sanitize": ["-march=native", *toolchain.SANITIZE_FLAGS, "-fno-sanitize-recover=undefined"],
+}
+
+
+def build_driver(src: Path, out: Path, isa: str, defines: Sequence[str] = ()) -> Path:
+    """Compile the driver ``src`` to ``out`` for ``isa`` (a key of :data:`ISA_FLAGS`), with
+    ``-D`` ``defines``; small shapes take the multi-thread paths (AFRT_PARALLEL_MIN_WORK=0)."""
+    cmd = [
+        toolchain.c_compiler(), "-std=c11", *ISA_FLAGS[isa], "-fopenmp",
+        *(f"-D{d}" for d in defines), "-DAFRT_PARALLEL_MIN_WORK=0",
+        *toolchain.WERROR_FLAGS, "-Wpedantic",
+        *toolchain.include_flags(), str(src), "-o", str(out), "-lm",
+    ]  # fmt: skip
+    subprocess.run(cmd, check=True)
+    return out
