@@ -198,9 +198,9 @@ static size_t count(int rank, const int64_t *shape) {
 #define NUM_SYMBOLS() 0
 #endif
 static int64_t sym_[64];
-static int64_t dims_[64];
 static const int64_t *shape_of(int output, int i) {
 #ifdef AF_HAS_RUN_SYM
+    static int64_t dims_[64]; /* a library without run-time sizes never needs it */
     if (NUM_SYMBOLS() > 0) {
         if ((output ? af_output_shape_at(i, sym_, dims_) : af_input_shape_at(i, sym_, dims_)) != 0)
             return NULL;
