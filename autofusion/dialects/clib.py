@@ -234,10 +234,6 @@ class ClampEpilogueOp(IRDLOperation):
             result_types=[PtrType(), PtrType()],
         )
 
-    def strides(self) -> list[Param]:
-        """``res_stride`` and ``res_ld``, each a number or its ``dyn`` operand."""
-        return join_params((self.res_stride.value.data, self.res_ld.value.data), self.dyn)
-
     def verify_(self) -> None:
         static = (self.res_stride.value.data, self.res_ld.value.data)
         verify_dynamic(self.name, static, self.dyn)
@@ -333,10 +329,6 @@ class GuardIndexOp(IRDLOperation):
             properties={"dim": IntegerAttr(d, i64), "site": StringAttr(site)},
             result_types=[IndexType()],
         )
-
-    def dim_of(self) -> Param:
-        """The dim's size: a number, or (``dim`` = :data:`DYNAMIC`) its run-time operand."""
-        return join_params((self.dim.value.data,), self.dyn)[0]
 
     def verify_(self) -> None:
         verify_dynamic(self.name, (self.dim.value.data,), self.dyn)
@@ -736,18 +728,10 @@ def verify_bounds(name: str, static: Sequence[int], got: Sequence[int] | None) -
 
 class _LibOp(IRDLOperation):
     def param_values(self) -> list[int]:
-        """The ``params`` numbers (:data:`DYNAMIC` for a run-time one: see :meth:`params_of`)."""
+        """The ``params`` numbers (:data:`DYNAMIC` for a run-time one: ``join_params``)."""
         attr = self.properties["params"]
         assert isinstance(attr, DenseArrayBase)
         return [int(v) for v in attr.get_values()]
-
-    def dyn_values(self) -> Sequence[SSAValue]:
-        """The run-time parameters (none unless the op has a ``dyn`` operand list)."""
-        return tuple(getattr(self, "dyn", ()))
-
-    def params_of(self) -> list[Param]:
-        """``params`` with each :data:`DYNAMIC` entry replaced by its ``dyn`` operand."""
-        return join_params(self.param_values(), self.dyn_values())
 
 
 #: ``precision`` values of a 16-bit contraction call, and the afrt.h constant of each.

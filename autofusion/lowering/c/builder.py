@@ -41,6 +41,7 @@ from autofusion.dialects import dtypes
 from autofusion.dialects.attrs import C_PARALLEL
 from autofusion.dialects.base import type_dims
 from autofusion.dialects.clib import ViewOp
+from autofusion.dialects.shapes import numel
 from autofusion.symbolic import Size, SymbolicError
 
 Index = int | SSAValue
@@ -82,25 +83,21 @@ def is_symbolic(shape_: Sequence[int]) -> bool:
     return not symbolic.is_static(shape_)
 
 
-def shape(v: SSAValue) -> tuple[int, ...]:
+def shape(v: SSAValue, f: Frame | None = None) -> tuple[int, ...]:
     """The shape of a tensor or memref value, a symbolic dim as a ``symbolic.Size``: from a
-    tensor type's encoding, or for a memref with ``?`` dims from the lowering's frame."""
+    tensor type's encoding, or for a memref with ``?`` dims from the frame ``f`` (default:
+    the frame of the function being lowered)."""
     t = v.type
     if isinstance(t, TensorType):
         return type_dims(t)
     assert isinstance(t, MemRefType)
-    f = _FRAME.get()
+    f = f if f is not None else _FRAME.get()
     if f is not None and v in f.dims:
         return f.dims[v]
     dims = tuple(t.get_shape())
     if any(d < 0 for d in dims):
         raise SymbolicError(f"a memref {t} whose sizes the lowering did not record")
     return dims
-
-
-def upper_shape(shape_: Sequence[int]) -> list[int]:
-    """Each size at its symbols' upper bound (storage for every run-time value)."""
-    return [symbolic.upper_bound(d) for d in shape_]
 
 
 def memref_type(elem: Attribute, shape_: Sequence[int]) -> MemRefType[Attribute]:
@@ -252,19 +249,17 @@ class Emitter:
             self.frame.flat[mem] = self.add(ViewOp(mem, 0, flat))
         return mem
 
-    def view(self, mem: SSAValue, shape: Sequence[int], offset_bytes: int = 0) -> SSAValue:
+    def view(self, mem: SSAValue, dims: Sequence[int], offset_bytes: int = 0) -> SSAValue:
         t = mem.type
         assert isinstance(t, MemRefType)
-        if tuple(_shape_or_type(mem, self.frame)) == tuple(shape) and offset_bytes == 0:
+        if shape(mem, self.frame) == tuple(dims) and offset_bytes == 0:
             return mem
-        v = self.add(ViewOp(mem, offset_bytes, memref_type(t.element_type, shape)))
-        return self.declare(v, shape)
+        v = self.add(ViewOp(mem, offset_bytes, memref_type(t.element_type, dims)))
+        return self.declare(v, dims)
 
     def alloc(self, elem: Attribute, shape: Sequence[int]) -> SSAValue:
-        if is_symbolic(shape):
-            n = 1
-            for d in upper_shape(shape):
-                n *= d
+        if is_symbolic(shape):  # flat storage for every run-time value: the upper bounds
+            n = numel([symbolic.upper_bound(d) for d in shape])
             return self.declare(self.add(memref.AllocOp.get(elem, 64, [n])), shape)
         return self.add(memref.AllocOp.get(elem, 64, list(shape)))
 
@@ -274,9 +269,7 @@ class Emitter:
         if src not in self.frame.dims and dst not in self.frame.dims:
             self.add(memref.CopyOp(src, dst))
             return
-        total = 1
-        for d in shape(src):
-            total *= d
+        total = numel(shape(src, self.frame))
         fs, fd = self.frame.flat[src], self.frame.flat[dst]
 
         def body(e: Emitter, i: SSAValue, _: list[SSAValue]) -> None:
@@ -335,14 +328,6 @@ class Emitter:
             e.loop(0, shape[d], inner, parallel=par and parallel_worth(shape[d], 2))
 
         rec(self, 0, [0] * len(shape), parallel)
-
-
-def _shape_or_type(mem: SSAValue, f: Frame) -> tuple[int, ...]:
-    if mem in f.dims:
-        return f.dims[mem]
-    t = mem.type
-    assert isinstance(t, MemRefType)
-    return tuple(t.get_shape())
 
 
 def strides_of(shape: Sequence[int]) -> list[int]:

@@ -88,6 +88,7 @@ from autofusion.dialects.attrs import (
 from autofusion.dialects.base import sym_shape_attr, symbol_ranges, type_dims
 from autofusion.dialects.clib import CallOp, ViewOp
 from autofusion.dialects.fusion import FAST_MATH_ATTR
+from autofusion.dialects.shapes import numel
 from autofusion.lowering.c.names import NameTable
 from autofusion.passes.options import CheckedPass
 
@@ -527,9 +528,7 @@ def _copy_op(
     if symbolic.is_static(dims):
         block.add_op(memref.CopyOp(src, dst))
         return
-    n = 1
-    for d in dims:
-        n *= d
+    n = numel(dims)
     if isinstance(n, int):  # a static dim is 0
         return
     assert isinstance(t, TensorType)

@@ -1030,15 +1030,10 @@ def _guard(e: Emitter, v: SSAValue, n: Index, site: str) -> SSAValue:
     return e.add(clib.GuardIndexOp(v, n if isinstance(n, int) else e.index(n), site))
 
 
-def _dims_text(ds: tuple[int, ...]) -> str:
-    """A shape for messages: ``[100, 32]``, a run-time size by its text (``[batch*seq, 1]``)."""
-    return "[" + ", ".join(str(d) for d in ds) + "]"
-
-
 def _need_nonempty(op: Operation, dims: list[int], ds: tuple[int, ...], nout: int) -> None:
     # a run-time size is never 0 (symbols are at least 1)
     if nout != 0 and any(ds[d] == 0 for d in dims):
-        raise fail(op, f"indexes an empty dimension of data {_dims_text(ds)}: every index is out "
+        raise fail(op, f"indexes an empty dimension of data {list(ds)}: every index is out "
                        "of range")  # fmt: skip
 
 
@@ -1050,7 +1045,7 @@ def lower_gather(L: Lowering, op: nn.GatherOp, outs: list[SSAValue]) -> None:
     ir = len(shape(op.indices))
     db, ib = L.buffer_of(op.data), L.buffer_of(op.indices)
     _need_nonempty(op, [axis], ds, prod(ys))
-    site = f"{_node(op, 'Gather')} (axis {axis} of data {_dims_text(ds)})"
+    site = f"{_node(op, 'Gather')} (axis {axis} of data {list(ds)})"
     # Outer loops up to the index dims read and check each index once; the inner loops copy
     # the slice it selects (contiguous for axis 0, e.g. an embedding row).
     lead, tail = ys[: axis + ir], ys[axis + ir :]
@@ -1075,7 +1070,7 @@ def lower_gather_elements(L: Lowering, op: nn.GatherElementsOp, outs: list[SSAVa
     ds = shape(op.data)
     db, ib = L.buffer_of(op.data), L.buffer_of(op.indices)
     _need_nonempty(op, [axis], ds, prod(shape(op.y)))
-    site = f"{_node(op, 'GatherElements')} (axis {axis} of data {_dims_text(ds)})"
+    site = f"{_node(op, 'GatherElements')} (axis {axis} of data {list(ds)})"
 
     def body(e1: Emitter, idx: list[Index]) -> None:
         k = e1.load(ib, idx)
@@ -1103,7 +1098,7 @@ def lower_gather_nd(L: Lowering, op: nn.GatherNDOp, outs: list[SSAValue]) -> Non
         ks: list[Index] = []
         for j in range(depth):
             k = e1.load(ib, [*lead, j])
-            ks.append(_guard(e1, k, ds[b + j], f"{node} (dim {b + j} of data {_dims_text(ds)})"))
+            ks.append(_guard(e1, k, ds[b + j], f"{node} (dim {b + j} of data {list(ds)})"))
 
         def inner(e2: Emitter, tidx: list[Index]) -> None:
             src = [*lead[:b], *ks, *tidx]
@@ -1124,6 +1119,20 @@ def lower_tile(L: Lowering, op: nn.TileOp, outs: list[SSAValue]) -> None:
         e1.store(e1.load(xb, src), outs[0], idx)
 
     e.nest(shape(op.y), body)
+
+
+def lower_sizes(L: Lowering, op: nn.SizesOp, outs: list[SSAValue]) -> None:
+    """The run's sizes as integers (``nn.sizes``): each computed from the symbol arguments."""
+    e = L.e
+    t = elem(op.y)
+    ys = shape(op.y)
+    for k, size in enumerate(op.sizes):
+        idx = unravel(e, k, ys)
+        if isinstance(size, int):
+            v = e.const(size, t)
+        else:
+            v = e.add(arith.IndexCastOp(e.index(size), t))
+        e.store(v, outs[0], idx)
 
 
 _TABLE: dict[type, Callable[..., None]] = {
@@ -1153,24 +1162,8 @@ _TABLE: dict[type, Callable[..., None]] = {
     nn.GatherNDOp: lower_gather_nd,
     nn.TileOp: lower_tile,
     nn.ResizeOp: lower_resize,
+    nn.SizesOp: lower_sizes,
 }
-
-
-def lower_sizes(L: Lowering, op: nn.SizesOp, outs: list[SSAValue]) -> None:
-    """The run's sizes as integers (``nn.sizes``): each computed from the symbol arguments."""
-    e = L.e
-    t = elem(op.y)
-    ys = shape(op.y)
-    for k, size in enumerate(op.sizes):
-        idx = unravel(e, k, ys)
-        if isinstance(size, int):
-            v = e.const(size, t)
-        else:
-            v = e.add(arith.IndexCastOp(e.index(size), t))
-        e.store(v, outs[0], idx)
-
-
-_TABLE[nn.SizesOp] = lower_sizes
 
 
 def lower_op(L: Lowering, op: Operation, outs: list[SSAValue]) -> None:

@@ -1465,23 +1465,15 @@ class _FuncPrinter:
 
     def _params(self, op: Operation, values: list[int], dyn: Sequence[SSAValue]) -> list[str]:
         """A library call's integer parameters as C: each ``clib.DYNAMIC`` entry takes the
-        op's next ``dyn`` operand (a run-time size) in order."""
-        out: list[str] = []
-        k = 0
-        for v in values:
-            if v == clib.DYNAMIC:
-                if k >= len(dyn):
-                    raise CPrintError(
-                        f"c target: {op.name} has more dynamic params than dyn operands"
-                    )
-                out.append(f"(int64_t){self.ref(dyn[k])}")
-                k += 1
-            else:
-                out.append(f"INT64_C({v})")
-        if k != len(dyn):
-            raise CPrintError(f"c target: {op.name} has {len(dyn)} dyn operands for {k} "
+        op's next ``dyn`` operand (a run-time size) in order (``clib.join_params``)."""
+        n = sum(v == clib.DYNAMIC for v in values)
+        if n != len(dyn):
+            raise CPrintError(f"c target: {op.name} has {len(dyn)} dyn operands for {n} "
                               "dynamic params")  # fmt: skip
-        return out
+        return [
+            f"(int64_t){self.ref(v)}" if isinstance(v, SSAValue) else f"INT64_C({v})"
+            for v in clib.join_params(values, dyn)
+        ]
 
     def _epi(self, fn: SSAValue | None, ctx: SSAValue | None) -> str:
         if fn is None:
