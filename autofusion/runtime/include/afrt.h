@@ -3035,8 +3035,9 @@ static inline void afrt_conv2d_lp(int lp, const float *x, const void *w, int w16
  * count, one table per call indexed by (valid rows, column), so it rounds the quotient once
  * more than a division would (<= 1 ulp apart; exact for power-of-two counts). 3x3 windows at
  * stride 1 with pads 1 (same-size output) run each pass over a whole plane at once
- * (afrt_pool_flat_). Threads over tasks of planes x bands of output rows (bands only when there are too few planes
- * for the threads), when the call is big enough to pay for waking them.
+ * (afrt_pool_flat_). Threads over tasks of planes x bands of output rows (bands only when
+ * there are too few planes for the threads), when the call is big enough to pay for waking
+ * them (AFRT_POOL_WORK).
  * ------------------------------------------------------------------------------------------- */
 typedef struct {
     int64_t N, C, H, W, R, S, OH, OW;
