@@ -394,7 +394,7 @@ static inline void afrt_init_once_(void) {
 /* Whether a call with this many multiply-adds is worth waking the other threads for (a
  * parallel region costs microseconds; tiny layers run faster on the calling thread). The
  * figure is GEMM multiply-adds; loops that run several times slower per element pass their
- * count scaled: depthwise convolution by AFRT_SLOW_WORK, pooling by AFRT_POOL_WORK. */
+ * count scaled: depthwise convolution by AFRT_SLOW_WORK, pooling through afrt_pool_work_. */
 #ifndef AFRT_PARALLEL_MIN_WORK
 #define AFRT_PARALLEL_MIN_WORK 524288.0
 #endif
@@ -3037,7 +3037,7 @@ static inline void afrt_conv2d_lp(int lp, const float *x, const void *w, int w16
  * stride 1 with pads 1 (same-size output) run each pass over a whole plane at once
  * (afrt_pool_flat_). Threads over tasks of planes x bands of output rows (bands only when
  * there are too few planes for the threads), when the call is big enough to pay for waking
- * them (AFRT_POOL_WORK).
+ * them (afrt_pool_work_).
  * ------------------------------------------------------------------------------------------- */
 typedef struct {
     int64_t N, C, H, W, R, S, OH, OW;
@@ -3050,12 +3050,22 @@ static inline float afrt_nanmax_(float m, float v) { return (v > m || v != v) ? 
 /* The same without the branch GCC keeps for ||, so loops calling it vectorise. */
 static inline float afrt_nanmax_v_(float m, float v) { return ((v > m) | (v != v)) ? v : m; }
 
-/* What one window tap costs in GEMM multiply-adds of time (afrt_worth_threads_): measured at
- * one thread, 0.03 ns (3x3/1 average, whole planes) to 0.08 ns (3x3/2 max over 111x111)
- * per tap against ~0.02 ns per multiply-add of the GEMM core. */
+/* A pooling call's time in GEMM multiply-adds (~0.02 ns each at one thread), for
+ * afrt_worth_threads_: per plane a fixed AFRT_POOL_PLANE_WORK plus AFRT_POOL_WORK per element
+ * the two passes touch (rows: OH x R x W, columns: OH x OW x S). Fitted at one thread to
+ * DenseNet's 2x2/2 average pools (7x7 to 28x28 maps: ~21 ns per plane + 0.1 ns per element);
+ * 3x3 pools take 0.04-0.08 ns per element, so this overestimates them, which only matters
+ * near the threshold (~10 us), where a second thread still gains a little. */
 #ifndef AFRT_POOL_WORK
-#define AFRT_POOL_WORK 3.0
+#define AFRT_POOL_WORK 5.0
 #endif
+#ifndef AFRT_POOL_PLANE_WORK
+#define AFRT_POOL_PLANE_WORK 1000.0
+#endif
+static inline double afrt_pool_work_(const afrt_pool_params *p) {
+    const double per_plane = (double)p->OH * (double)(p->R * p->W + p->OW * p->S);
+    return (double)(p->N * p->C) * (AFRT_POOL_PLANE_WORK + AFRT_POOL_WORK * per_plane);
+}
 
 /* How a pooling call is cut up: its row buffer and its tasks. */
 typedef struct {
@@ -3190,7 +3200,7 @@ static inline void afrt_maxpool2d_f32(const float *x, float *y, const afrt_pool_
     const int64_t nc = g.c1 - g.c0;
     const int flat = afrt_pool_flat_(p, &g);
     int failed = 0;
-    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (g.tasks > 1 && afrt_worth_threads_(AFRT_POOL_WORK * (double)planes * OH * OW * p->R * S)))
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (g.tasks > 1 && afrt_worth_threads_(afrt_pool_work_(p))))
     for (int64_t t = 0; t < g.tasks; ++t) {
         float *restrict tp = (float *)afrt_thread_scratch(0, (size_t)(flat ? H * W : g.L) * sizeof(float));
         if (!tp) {
@@ -3268,7 +3278,7 @@ static inline void afrt_avgpool2d_f32(const float *x, float *y, const afrt_pool_
     float *inv2 = afrt_pool_flat_(p, &g) ? (float *)afrt_malloc_((size_t)(OH * OW) * sizeof(float)) : NULL;
     for (int64_t i = 0; inv2 && i < OH * OW; ++i) inv2[i] = inv[rg[3 * (i / OW) + 2] * OW + i % OW];
     int failed = 0;
-    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (g.tasks > 1 && afrt_worth_threads_(AFRT_POOL_WORK * (double)planes * OH * OW * R * S)))
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (g.tasks > 1 && afrt_worth_threads_(afrt_pool_work_(p))))
     for (int64_t t = 0; t < g.tasks; ++t) {
         float *restrict tp = (float *)afrt_thread_scratch(0, (size_t)(inv2 ? H * W : g.L) * sizeof(float));
         if (!tp) {
