@@ -1,5 +1,5 @@
 /* kbench.h: the timing harness of the kernel benchmarks (winograd_conv.c, conv1x1_small.c,
- * nchwc_conv.c, dwpw_chain.c): two versions of one computation, "algo" 0 and 1, timed in
+ * nchwc_conv.c, dwpw_chain.c, pool2d.c): two versions of one computation, "algo" 0 and 1, timed in
  * interleaved rounds (a sample of 0, then a sample of 1, reps times); a sample is `inner`
  * calls, its time per call. Reported: the median of each side's samples (us) and the median of
  * the per-round ratios 0 / 1 (< 1: algo 0 wins). One thread: process CPU time (robust to

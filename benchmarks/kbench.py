@@ -1,4 +1,4 @@
-"""The Python side of the kernel benchmarks (winograd_conv, conv1x1_small, nchwc_conv,
+"""The Python side of the kernel benchmarks (winograd_conv, conv1x1_small, nchwc_conv, pool2d,
 dwpw_chain): their common options, and building and running a ``*.c`` harness (``kbench.h``)
 against ``afrt.h``.
 

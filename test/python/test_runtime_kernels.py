@@ -180,11 +180,21 @@ def test_matmul(driver: Path, tmp_path: Path, case, threads: int, strategy: int)
     close(y[:, :, :n], 0.5 * ref - 1.0)
 
 
-def pool_ref(x, kind, r, s, stride, pads, dil, cip):
+def pool_out(size, k, stride, pad0, pad1, dil, ceil):
+    """ONNX's output size; ceil mode drops a last window that would start in the end padding."""
+    span = size + pad0 + pad1 - dil * (k - 1) - 1
+    if not ceil:
+        return span // stride + 1
+    out = -(-span // stride) + 1
+    return out - 1 if (out - 1) * stride >= size + pad0 else out
+
+
+def pool_ref(x, kind, r, s, stride, pads, dil, cip, ceil=False):
+    """Tap by tap in float64; a window with no input position gives -inf (max) or 0 (avg)."""
     n, c, h, w = x.shape
     pt, pl, pb, pr = pads
-    oh = (h + pt + pb - dil[0] * (r - 1) - 1) // stride[0] + 1
-    ow = (w + pl + pr - dil[1] * (s - 1) - 1) // stride[1] + 1
+    oh = pool_out(h, r, stride[0], pt, pb, dil[0], ceil)
+    ow = pool_out(w, s, stride[1], pl, pr, dil[1], ceil)
     y = np.zeros((n, c, oh, ow))
     for i in range(oh):
         for j in range(ow):
@@ -194,15 +204,19 @@ def pool_ref(x, kind, r, s, stride, pads, dil, cip):
                     ih = i * stride[0] - pt + u * dil[0]
                     iw = j * stride[1] - pl + v * dil[1]
                     if 0 <= ih < h and 0 <= iw < w:
-                        vals.append(x[:, :, ih, iw])
+                        vals.append(x[:, :, ih, iw].astype(np.float64))
                         cnt += 1
                     elif -pt <= ih < h + pb and -pl <= iw < w + pr:
                         cnt += cip
+            if not vals:
+                y[:, :, i, j] = -np.inf if kind == "max" else 0.0
+                continue
             arr = np.stack(vals)
             y[:, :, i, j] = arr.max(axis=0) if kind == "max" else arr.sum(axis=0) / cnt
     return y
 
 
+# kind, N, C, H, W, R, S, strides, pads (t, l, b, r), dilations, count_include_pad[, ceil]
 POOL_CASES = [
     ("max", 1, 4, 9, 9, 3, 3, (2, 2), (1, 1, 1, 1), (1, 1), 0),
     ("max", 2, 3, 8, 7, 2, 3, (1, 2), (0, 1, 1, 0), (2, 1), 0),
@@ -215,20 +229,72 @@ POOL_CASES = [
     ("avg", 1, 3, 23, 29, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 0),
     ("avg", 1, 3, 23, 29, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 1),
     ("avg", 1, 2, 20, 41, 3, 3, (2, 2), (0, 1, 1, 0), (1, 1), 1),
+    # ceil mode (SqueezeNet's 3x3/2): the last window hangs over the end, odd sizes
+    ("max", 1, 3, 13, 15, 3, 3, (2, 2), (0, 0, 0, 0), (1, 1), 0, True),
+    ("avg", 1, 3, 13, 15, 3, 3, (2, 2), (0, 0, 0, 0), (1, 1), 0, True),
+    ("avg", 1, 3, 12, 11, 3, 3, (2, 2), (1, 1, 0, 1), (1, 1), 1, True),
+    # stride 3 with asymmetric pads; 2x2/2 (DenseNet's average); 1x1 maps
+    ("max", 1, 2, 11, 10, 3, 3, (3, 3), (1, 2, 2, 1), (1, 1), 0),
+    ("avg", 1, 2, 11, 10, 3, 3, (3, 3), (1, 2, 2, 1), (1, 1), 1),
+    ("avg", 2, 3, 14, 14, 2, 2, (2, 2), (0, 0, 0, 0), (1, 1), 0),
+    ("max", 1, 5, 1, 1, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 0),
+    ("avg", 1, 5, 1, 1, 3, 3, (2, 2), (1, 1, 1, 1), (1, 1), 1),
+    # dilation, windows taller than 3 rows and wider than 3 columns (the tap-by-tap loops)
+    ("avg", 1, 2, 12, 15, 3, 2, (1, 2), (2, 1, 2, 1), (2, 3), 1),
+    ("max", 1, 2, 9, 9, 5, 4, (1, 1), (2, 1, 2, 2), (1, 1), 0),
+    ("avg", 1, 2, 9, 9, 5, 4, (2, 1), (2, 1, 2, 2), (1, 1), 1),
+    # windows wholly in the padding (rows and columns): -inf for max, 0 for average
+    ("max", 1, 2, 5, 6, 2, 2, (1, 1), (2, 2, 0, 3), (1, 1), 0),
+    ("avg", 1, 2, 5, 6, 2, 2, (1, 1), (2, 2, 0, 3), (1, 1), 0),
+    ("avg", 1, 2, 5, 6, 2, 2, (1, 1), (2, 2, 0, 3), (1, 1), 1),
+    # 3x3/1 pads 1 on whole planes at once (the flat path), down to 2-wide and 2-tall maps
+    ("max", 1, 3, 2, 5, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 0),
+    ("avg", 1, 3, 5, 2, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 1),
+    ("avg", 2, 3, 12, 12, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 0),
+    # one plane: at 2 threads the rows are split into bands
+    ("max", 1, 1, 30, 31, 3, 3, (2, 2), (1, 1, 1, 1), (1, 1), 0),
+    ("avg", 1, 1, 30, 31, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 0),
 ]
 
 
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("case", POOL_CASES, ids=[str(i) for i in range(len(POOL_CASES))])
 def test_pool(driver: Path, tmp_path: Path, case, threads: int) -> None:
-    kind, n, c, h, w, r, s, stride, pads, dil, cip = case
+    check_pool(driver, tmp_path, case, threads)
+
+
+@pytest.fixture(scope="module")
+def sanitized_driver(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("afrt") / "afrt_kernel_driver_sanitized"
+    cmd = [
+        toolchain.c_compiler(),
+        "-std=c11", "-O1", "-g", "-march=native", "-fopenmp", "-DAFRT_PARALLEL_MIN_WORK=0",
+        "-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer",
+        *toolchain.WERROR_FLAGS, *toolchain.include_flags(), str(DRIVER_SRC), "-o", str(out),
+        "-lm",
+    ]  # fmt: skip
+    subprocess.run(cmd, check=True)
+    return out
+
+
+def test_pool_sanitized(sanitized_driver: Path, tmp_path: Path) -> None:
+    """Every pooling case under ASan + UBSan, at 2 threads (the row bands too)."""
+    for i, case in enumerate(POOL_CASES):
+        (tmp_path / str(i)).mkdir()
+        check_pool(sanitized_driver, tmp_path / str(i), case, 2)
+
+
+def check_pool(driver: Path, tmp_path: Path, case, threads: int) -> None:
+    kind, n, c, h, w, r, s, stride, pads, dil, cip, *ceil = case
     rng = np.random.default_rng(7)
     x = rng.standard_normal((n, c, h, w), dtype=np.float32)
     if kind == "max":
-        x[0, 0, 1, 1] = np.nan  # ONNX MaxPool propagates NaN
+        if c > 1:
+            x[0, 1, : h // 2 + 1] = -np.inf  # windows of -inf alone give -inf
+        x[0, 0, min(1, h - 1), min(1, w - 1)] = np.nan  # ONNX MaxPool propagates NaN
         x[-1, -1, h // 2, w // 2] = np.nan  # also from the interior
     x.tofile(tmp_path / "x.bin")
-    ref = pool_ref(x, kind, r, s, stride, pads, dil, cip)
+    ref = pool_ref(x, kind, r, s, stride, pads, dil, cip, *ceil)
     oh, ow = ref.shape[2:]
     args = [n, c, h, w, r, s, oh, ow, *stride, *pads, *dil, cip]
     subprocess.run(

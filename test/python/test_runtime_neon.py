@@ -5,8 +5,8 @@ The kernel driver (runtime_c/afrt_kernel_driver.c) is built for aarch64 twice: a
 was compiled with. The GEMM sweep reaches every edge tile of the micro-kernel (every row
 remainder of both row tiles, 12 and 8; every column remainder 1..32 of a 32-column panel;
 k tails of the 4x4 packing transposes; a second k block), for all four transpose pairs. The
-conv and matmul cases of test_runtime_kernels.py run on the NEON build too (depthwise and
-im2col vector paths, packing, epilogue exactly once per element).
+conv, matmul and pooling cases of test_runtime_kernels.py run on the NEON build too
+(depthwise and im2col vector paths, packing, epilogue exactly once per element).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from test_deploy import QEMU_SYSROOT, _need_cross_tools
-from test_runtime_kernels import CONV_CASES, DRIVER_SRC, MATMUL_CASES
+from test_runtime_kernels import CONV_CASES, DRIVER_SRC, MATMUL_CASES, POOL_CASES, check_pool
 from test_runtime_kernels import test_conv as check_conv_case
 from test_runtime_kernels import test_matmul as check_matmul_case
 
@@ -123,6 +123,13 @@ def test_conv_neon(drivers: dict[str, Path], tmp_path: Path, case: tuple) -> Non
 def test_matmul_neon(drivers: dict[str, Path], tmp_path: Path, case: tuple) -> None:
     for threads, strategy in RUNS:
         check_matmul_case(drivers["neon"], tmp_path, case, threads, strategy)
+
+
+def test_pool_neon(drivers: dict[str, Path], tmp_path: Path) -> None:
+    """Every pooling case on the aarch64 build, at 2 threads (the loops GCC vectorises to NEON)."""
+    for i, case in enumerate(POOL_CASES):
+        (tmp_path / str(i)).mkdir()
+        check_pool(drivers["neon"], tmp_path / str(i), case, 2)
 
 
 def test_vector_math_matches_portable_bit_for_bit(tmp_path: Path) -> None:

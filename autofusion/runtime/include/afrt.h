@@ -393,14 +393,14 @@ static inline void afrt_init_once_(void) {
 
 /* Whether a call with this many multiply-adds is worth waking the other threads for (a
  * parallel region costs microseconds; tiny layers run faster on the calling thread). The
- * figure is GEMM multiply-adds; loops that run several times slower per element
- * (depthwise convolution, pooling) pass their count scaled by AFRT_SLOW_WORK. */
+ * figure is GEMM multiply-adds; loops that run several times slower per element pass their
+ * count scaled: depthwise convolution by AFRT_SLOW_WORK, pooling through afrt_pool_work_. */
 #ifndef AFRT_PARALLEL_MIN_WORK
 #define AFRT_PARALLEL_MIN_WORK 524288.0
 #endif
 static inline int afrt_worth_threads_(double work) { return work >= AFRT_PARALLEL_MIN_WORK; }
-/* Depthwise convolution and pooling do ~10 GFLOP/s a core against ~150-200 for the GEMM
- * core: one of their taps costs about 8 GEMM multiply-adds of time. */
+/* Depthwise convolution does ~10 GFLOP/s a core against ~150-200 for the GEMM core: one of
+ * its taps costs about 8 GEMM multiply-adds of time. */
 #ifndef AFRT_SLOW_WORK
 #define AFRT_SLOW_WORK 8.0
 #endif
@@ -3021,8 +3021,23 @@ static inline void afrt_conv2d_lp(int lp, const float *x, const void *w, int w16
 /* ---------------------------------------------------------------------------------------------
  * Pooling, NCHW, ONNX MaxPool / AveragePool semantics (explicit pads, strides, dilations).
  * Positions outside the input are skipped (max) or, for average, counted only when
- * count_include_pad != 0 and they lie inside the padded extent. Max propagates NaN like ONNX (a NaN input gives a NaN output).
- * Window sizes R x S; output [N, C, OH, OW]. Parallel over N*C.
+ * count_include_pad != 0 and they lie inside the padded extent. Max propagates NaN like ONNX (a
+ * NaN input gives a NaN output); a window with no input position gives -inf (max) or 0 (average).
+ * Window sizes R x S; output [N, C, OH, OW].
+ *
+ * Separably, per output row: first the max / sum over the window's valid input rows into a
+ * row buffer (one vectorised pass over W), then per output column over the window's taps of
+ * that buffer. The buffer is laid out in padded coordinates: tp[j] is input column j - pad_left,
+ * or the pad value (-inf for max, 0 for average, which change no result) where that lies
+ * outside the input, so every output column, edges included, is the same branch-free loop over
+ * whole taps; GCC vectorises those for 2- and 3-wide windows at stride 1 and 2 (the stride-2
+ * loads become permutes) and for the rest tap by tap. Average multiplies by a reciprocal
+ * count, one table per call indexed by (valid rows, column), so it rounds the quotient once
+ * more than a division would (<= 1 ulp apart; exact for power-of-two counts). 3x3 windows at
+ * stride 1 with pads 1 (same-size output) run each pass over a whole plane at once
+ * (afrt_pool_flat_). Threads over tasks of planes x bands of output rows (bands only when
+ * there are too few planes for the threads), when the call is big enough to pay for waking
+ * them (afrt_pool_work_).
  * ------------------------------------------------------------------------------------------- */
 typedef struct {
     int64_t N, C, H, W, R, S, OH, OW;
@@ -3032,158 +3047,279 @@ typedef struct {
 
 /* max(m, v) that propagates NaN like ONNX MaxPool: once either is NaN the result is NaN. */
 static inline float afrt_nanmax_(float m, float v) { return (v > m || v != v) ? v : m; }
+/* The same without the branch GCC keeps for ||, so loops calling it vectorise. */
+static inline float afrt_nanmax_v_(float m, float v) { return ((v > m) | (v != v)) ? v : m; }
 
-/* Max pooling, separably: per output row, the max over its valid input rows (a contiguous,
- * vectorised pass over W), then per output column the max over its valid taps of that row
- * (vectorised for the interior of 3-wide windows at stride 1 and 2). */
-static inline void afrt_maxpool2d_f32(const float *x, float *y, const afrt_pool_params *p) {
-    const int64_t planes = p->N * p->C, OH = p->OH, OW = p->OW, H = p->H, W = p->W;
-    const int64_t sw = p->stride_w, pl = p->pad_left, dw = p->dil_w, S = p->S;
-    int64_t *rg = (int64_t *)afrt_malloc_((size_t)(2 * (OH + OW)) * sizeof(int64_t));
-    if (!rg) {
-        afrt_nomem_("afrt_maxpool2d_f32");
-        return;
-    }
-    int64_t *cg = rg + 2 * OH;
-    for (int64_t oh = 0; oh < OH; ++oh)
-        afrt_tap_range_(oh, p->stride_h, p->pad_top, p->dil_h, p->R, H, &rg[2 * oh], &rg[2 * oh + 1]);
-    /* interior columns [ilo, ihi): every tap inside the row */
-    int64_t ilo = OW, ihi = OW;
-    for (int64_t ow = 0; ow < OW; ++ow) {
-        afrt_tap_range_(ow, sw, pl, dw, S, W, &cg[2 * ow], &cg[2 * ow + 1]);
-        if (cg[2 * ow] == 0 && cg[2 * ow + 1] == S) {
-            if (ilo == OW) ilo = ow;
-            ihi = ow + 1;
-        }
-    }
-    int failed = 0;
-    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (planes > 1 && afrt_worth_threads_(AFRT_SLOW_WORK * (double)planes * OH * OW * p->R * S)))
-    for (int64_t t = 0; t < planes; ++t) {
-        float *restrict tmp = (float *)afrt_thread_scratch(0, (size_t)(W > 0 ? W : 1) * sizeof(float));
-        if (!tmp) {
-            afrt_flag_set_(&failed);
-            continue;
-        }
-        const float *xc = x + t * H * W;
-        float *restrict yc = y + t * OH * OW;
-        for (int64_t oh = 0; oh < OH; ++oh) {
-            const int64_t r_lo = rg[2 * oh], r_hi = rg[2 * oh + 1];
-            const int64_t ih0 = oh * p->stride_h - p->pad_top;
-            float *restrict yr = yc + oh * OW;
-            if (r_hi <= r_lo) { /* the window lies in the padding */
-                for (int64_t ow = 0; ow < OW; ++ow) yr[ow] = -INFINITY;
-                continue;
-            }
-            const float *restrict first = xc + (ih0 + r_lo * p->dil_h) * W;
-            for (int64_t iw = 0; iw < W; ++iw) tmp[iw] = first[iw];
-            for (int64_t r = r_lo + 1; r < r_hi; ++r) {
-                const float *restrict row = xc + (ih0 + r * p->dil_h) * W;
-                for (int64_t iw = 0; iw < W; ++iw) tmp[iw] = afrt_nanmax_(tmp[iw], row[iw]);
-            }
-            int64_t done_lo = ilo, done_hi = ilo; /* interior columns already written */
-            if (S == 3 && dw == 1 && sw == 1) {
-                for (int64_t ow = ilo; ow < ihi; ++ow) {
-                    const float *t3 = tmp + ow - pl;
-                    yr[ow] = afrt_nanmax_(afrt_nanmax_(t3[0], t3[1]), t3[2]);
-                }
-                done_hi = ihi;
-            } else if (S == 3 && dw == 1 && sw == 2) {
-                for (int64_t ow = ilo; ow < ihi; ++ow) {
-                    const float *t3 = tmp + 2 * ow - pl;
-                    yr[ow] = afrt_nanmax_(afrt_nanmax_(t3[0], t3[1]), t3[2]);
-                }
-                done_hi = ihi;
-            }
-            for (int64_t ow = 0; ow < OW; ++ow) {
-                if (ow >= done_lo && ow < done_hi) continue;
-                const int64_t s_lo = cg[2 * ow], s_hi = cg[2 * ow + 1];
-                const int64_t iw0 = ow * sw - pl;
-                float m = -INFINITY;
-                for (int64_t s = s_lo; s < s_hi; ++s) m = afrt_nanmax_(m, tmp[iw0 + s * dw]);
-                yr[ow] = m;
-            }
-        }
-    }
-    free(rg);
-    if (failed) { /* out of memory for a row buffer: a NaN output rather than stale data */
-        for (int64_t i = 0; i < planes * OH * OW; ++i) y[i] = NAN;
-        afrt_nomem_("afrt_maxpool2d_f32");
+/* A pooling call's time in GEMM multiply-adds (~0.02 ns each at one thread), for
+ * afrt_worth_threads_: per plane a fixed AFRT_POOL_PLANE_WORK plus AFRT_POOL_WORK per element
+ * the two passes touch (rows: OH x R x W, columns: OH x OW x S). Fitted at one thread to
+ * DenseNet's 2x2/2 average pools (7x7 to 28x28 maps: ~21 ns per plane + 0.1 ns per element);
+ * 3x3 pools take 0.04-0.08 ns per element, so this overestimates them, which only matters
+ * near the threshold (~10 us), where a second thread still gains a little. */
+#ifndef AFRT_POOL_WORK
+#define AFRT_POOL_WORK 5.0
+#endif
+#ifndef AFRT_POOL_PLANE_WORK
+#define AFRT_POOL_PLANE_WORK 1000.0
+#endif
+static inline double afrt_pool_work_(const afrt_pool_params *p) {
+    const double per_plane = (double)p->OH * (double)(p->R * p->W + p->OW * p->S);
+    return (double)(p->N * p->C) * (AFRT_POOL_PLANE_WORK + AFRT_POOL_WORK * per_plane);
+}
+
+/* How a pooling call is cut up: its row buffer and its tasks. */
+typedef struct {
+    int64_t L;              /* floats of the row buffer: the columns the windows reach */
+    int64_t c0, c1;         /* tp[c0, c1) hold input columns [c0 - pad_left, c1 - pad_left) */
+    int64_t bands, band_rows, tasks; /* tasks = planes x bands of band_rows output rows */
+} afrt_pool_geom_;
+
+static inline afrt_pool_geom_ afrt_pool_geom_of_(const afrt_pool_params *p, int64_t planes) {
+    afrt_pool_geom_ g;
+    g.L = p->OW > 0 ? (p->OW - 1) * p->stride_w + (p->S - 1) * p->dil_w + 1 : 1;
+    g.c0 = afrt_min_(p->pad_left, g.L);
+    g.c1 = afrt_max_(g.c0, afrt_min_(p->pad_left + p->W, g.L));
+    /* a few tasks per thread even when the planes are fewer (a lone image's few channels) */
+    const int64_t want = 4 * (int64_t)afrt_num_threads_;
+    g.bands = planes >= want || afrt_num_threads_ <= 1 ? 1 : afrt_min_(p->OH, afrt_cdiv_(want, planes));
+    if (g.bands < 1) g.bands = 1;
+    g.band_rows = afrt_cdiv_(p->OH, g.bands);
+    g.bands = afrt_cdiv_(p->OH, g.band_rows);
+    g.tasks = planes * g.bands;
+    return g;
+}
+
+/* The row buffer's columns outside the input: the pad value. */
+static inline void afrt_pool_pad_fill_(float *tp, const afrt_pool_geom_ *g, float v) {
+    for (int64_t j = 0; j < g->c0; ++j) tp[j] = v;
+    for (int64_t j = g->c1; j < g->L; ++j) tp[j] = v;
+}
+
+/* y[ow] = max over the taps tp[ow * sw + s * dw], s in [0, S). */
+static inline void afrt_pool_cols_max_(const float *restrict tp, float *restrict yr, int64_t OW,
+                                       int64_t S, int64_t sw, int64_t dw) {
+    if (S == 3 && dw == 1 && sw == 2) {
+        for (int64_t ow = 0; ow < OW; ++ow)
+            yr[ow] = afrt_nanmax_v_(afrt_nanmax_v_(tp[2 * ow], tp[2 * ow + 1]), tp[2 * ow + 2]);
+    } else if (S == 3 && dw == 1 && sw == 1) {
+        for (int64_t ow = 0; ow < OW; ++ow)
+            yr[ow] = afrt_nanmax_v_(afrt_nanmax_v_(tp[ow], tp[ow + 1]), tp[ow + 2]);
+    } else if (S == 2 && dw == 1 && sw == 2) {
+        for (int64_t ow = 0; ow < OW; ++ow) yr[ow] = afrt_nanmax_v_(tp[2 * ow], tp[2 * ow + 1]);
+    } else {
+        for (int64_t ow = 0; ow < OW; ++ow) yr[ow] = tp[ow * sw];
+        for (int64_t s = 1; s < S; ++s)
+            for (int64_t ow = 0; ow < OW; ++ow) yr[ow] = afrt_nanmax_v_(yr[ow], tp[ow * sw + s * dw]);
     }
 }
 
+/* y[ow] = (sum over the taps tp[ow * sw + s * dw]) * inv[ow]. */
+static inline void afrt_pool_cols_avg_(const float *restrict tp, const float *restrict inv,
+                                       float *restrict yr, int64_t OW, int64_t S, int64_t sw,
+                                       int64_t dw) {
+    if (S == 3 && dw == 1 && sw == 1) {
+        for (int64_t ow = 0; ow < OW; ++ow) yr[ow] = (tp[ow] + tp[ow + 1] + tp[ow + 2]) * inv[ow];
+    } else if (S == 3 && dw == 1 && sw == 2) {
+        for (int64_t ow = 0; ow < OW; ++ow)
+            yr[ow] = (tp[2 * ow] + tp[2 * ow + 1] + tp[2 * ow + 2]) * inv[ow];
+    } else if (S == 2 && dw == 1 && sw == 2) {
+        for (int64_t ow = 0; ow < OW; ++ow) yr[ow] = (tp[2 * ow] + tp[2 * ow + 1]) * inv[ow];
+    } else {
+        for (int64_t ow = 0; ow < OW; ++ow) yr[ow] = tp[ow * sw];
+        for (int64_t s = 1; s < S; ++s)
+            for (int64_t ow = 0; ow < OW; ++ow) yr[ow] += tp[ow * sw + s * dw];
+        for (int64_t ow = 0; ow < OW; ++ow) yr[ow] *= inv[ow];
+    }
+}
+
+/* 3x3, stride 1, pads 1: the output has the input's size, and both passes can run over a
+ * whole plane at once instead of row by row (on Inception's 23x23 and 12x12 maps the per-row
+ * loops were mostly loop overhead and tails). Whether a call qualifies, the plane small enough
+ * for its buffer (AFRT_POOL_FLAT_MAX floats) and the planes enough for the threads. */
+#ifndef AFRT_POOL_FLAT_MAX
+#define AFRT_POOL_FLAT_MAX 8192
+#endif
+static inline int afrt_pool_flat_(const afrt_pool_params *p, const afrt_pool_geom_ *g) {
+    return p->R == 3 && p->S == 3 && p->stride_h == 1 && p->stride_w == 1 && p->dil_h == 1 &&
+           p->dil_w == 1 && p->pad_top == 1 && p->pad_left == 1 && p->pad_bottom == 1 &&
+           p->pad_right == 1 && p->H >= 2 && p->W >= 2 && p->OH == p->H && p->OW == p->W &&
+           p->H * p->W <= AFRT_POOL_FLAT_MAX && g->bands == 1;
+}
+
+/* One plane of a flat max: v = the max over each position's rows (a flat pass: the row above
+ * and below are -W and +W away), then y = the max over v's columns, the first and last
+ * column of each row redone without the neighbour across the row's end. The same operations
+ * in the same order as the row-buffer path. */
+static inline void afrt_pool_flat_max_(const float *restrict x, float *restrict v,
+                                       float *restrict y, int64_t H, int64_t W) {
+    const int64_t n = H * W;
+    for (int64_t k = 0; k < W; ++k) v[k] = afrt_nanmax_v_(x[k], x[k + W]);
+    for (int64_t k = W; k < n - W; ++k)
+        v[k] = afrt_nanmax_v_(afrt_nanmax_v_(x[k - W], x[k]), x[k + W]);
+    for (int64_t k = n - W; k < n; ++k) v[k] = afrt_nanmax_v_(x[k - W], x[k]);
+    for (int64_t k = 1; k < n - 1; ++k) y[k] = afrt_nanmax_v_(afrt_nanmax_v_(v[k - 1], v[k]), v[k + 1]);
+    for (int64_t k = 0; k < n; k += W) {
+        y[k] = afrt_nanmax_v_(afrt_nanmax_v_(-INFINITY, v[k]), v[k + 1]);
+        y[k + W - 1] = afrt_nanmax_v_(afrt_nanmax_v_(v[k + W - 2], v[k + W - 1]), -INFINITY);
+    }
+}
+
+/* The same for average: sums from +0.0, times the reciprocal count of each position. */
+static inline void afrt_pool_flat_avg_(const float *restrict x, float *restrict v,
+                                       const float *restrict inv, float *restrict y, int64_t H,
+                                       int64_t W) {
+    const int64_t n = H * W;
+    for (int64_t k = 0; k < W; ++k) v[k] = 0.0f + x[k] + x[k + W];
+    for (int64_t k = W; k < n - W; ++k) v[k] = 0.0f + x[k - W] + x[k] + x[k + W];
+    for (int64_t k = n - W; k < n; ++k) v[k] = 0.0f + x[k - W] + x[k];
+    for (int64_t k = 1; k < n - 1; ++k) y[k] = (v[k - 1] + v[k] + v[k + 1]) * inv[k];
+    for (int64_t k = 0; k < n; k += W) {
+        y[k] = (0.0f + v[k] + v[k + 1]) * inv[k];
+        y[k + W - 1] = (v[k + W - 2] + v[k + W - 1] + 0.0f) * inv[k + W - 1];
+    }
+}
+
+/* Out of memory for a row buffer in some task: a NaN output rather than stale data. */
+static inline void afrt_pool_failed_(float *y, int64_t n, const char *kernel) {
+    for (int64_t i = 0; i < n; ++i) y[i] = NAN;
+    afrt_nomem_(kernel);
+}
+
+static inline void afrt_maxpool2d_f32(const float *x, float *y, const afrt_pool_params *p) {
+    const int64_t planes = p->N * p->C, OH = p->OH, OW = p->OW, H = p->H, W = p->W;
+    if (planes <= 0 || OH <= 0 || OW <= 0) return;
+    const int64_t S = p->S, sw = p->stride_w, dw = p->dil_w, dh = p->dil_h;
+    int64_t *rg = (int64_t *)afrt_malloc_((size_t)(2 * OH) * sizeof(int64_t));
+    if (!rg) {
+        afrt_nomem_("afrt_maxpool2d_f32");
+        return;
+    }
+    for (int64_t oh = 0; oh < OH; ++oh)
+        afrt_tap_range_(oh, p->stride_h, p->pad_top, dh, p->R, H, &rg[2 * oh], &rg[2 * oh + 1]);
+    const afrt_pool_geom_ g = afrt_pool_geom_of_(p, planes);
+    const int64_t nc = g.c1 - g.c0;
+    const int flat = afrt_pool_flat_(p, &g);
+    int failed = 0;
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (g.tasks > 1 && afrt_worth_threads_(afrt_pool_work_(p))))
+    for (int64_t t = 0; t < g.tasks; ++t) {
+        float *restrict tp = (float *)afrt_thread_scratch(0, (size_t)(flat ? H * W : g.L) * sizeof(float));
+        if (!tp) {
+            afrt_flag_set_(&failed);
+            continue;
+        }
+        if (flat) {
+            afrt_pool_flat_max_(x + t * H * W, tp, y + t * H * W, H, W);
+            continue;
+        }
+        afrt_pool_pad_fill_(tp, &g, -INFINITY);
+        float *restrict d = tp + g.c0;
+        const int64_t plane = t / g.bands, oh0 = (t % g.bands) * g.band_rows;
+        const int64_t oh1 = afrt_min_(OH, oh0 + g.band_rows);
+        const float *xc = x + plane * H * W;
+        for (int64_t oh = oh0; oh < oh1; ++oh) {
+            const int64_t r_lo = rg[2 * oh], n = rg[2 * oh + 1] - r_lo;
+            float *restrict yr = y + (plane * OH + oh) * OW;
+            if (n <= 0) { /* the window lies in the padding */
+                for (int64_t ow = 0; ow < OW; ++ow) yr[ow] = -INFINITY;
+                continue;
+            }
+            const float *a = xc + (oh * p->stride_h - p->pad_top + r_lo * dh) * W;
+            if (n == 1) {
+                for (int64_t i = 0; i < nc; ++i) d[i] = a[i];
+            } else if (n == 2) {
+                const float *b = a + dh * W;
+                for (int64_t i = 0; i < nc; ++i) d[i] = afrt_nanmax_v_(a[i], b[i]);
+            } else {
+                const float *b = a + dh * W, *c = b + dh * W;
+                for (int64_t i = 0; i < nc; ++i) d[i] = afrt_nanmax_v_(afrt_nanmax_v_(a[i], b[i]), c[i]);
+                for (int64_t r = 3; r < n; ++r) {
+                    const float *restrict row = a + r * dh * W;
+                    for (int64_t i = 0; i < nc; ++i) d[i] = afrt_nanmax_v_(d[i], row[i]);
+                }
+            }
+            afrt_pool_cols_max_(tp, yr, OW, S, sw, dw);
+        }
+    }
+    free(rg);
+    if (failed) afrt_pool_failed_(y, planes * OH * OW, "afrt_maxpool2d_f32");
+}
+
 static inline void afrt_avgpool2d_f32(const float *x, float *y, const afrt_pool_params *p) {
-    const int64_t planes = p->N * p->C, OH = p->OH, OW = p->OW;
-    /* per output row/column: valid taps [lo, hi) and taps inside the padded extent */
-    int64_t *rg = (int64_t *)afrt_malloc_((size_t)(3 * (OH + OW)) * sizeof(int64_t));
+    const int64_t planes = p->N * p->C, OH = p->OH, OW = p->OW, H = p->H, W = p->W;
+    if (planes <= 0 || OH <= 0 || OW <= 0) return;
+    const int64_t R = p->R, S = p->S, sw = p->stride_w, dw = p->dil_w, dh = p->dil_h;
+    /* per output row: first valid tap, valid taps, and the count it divides by; then a table
+     * of reciprocal counts, row (R + 1) * OW by that row count, column ow */
+    int64_t *rg = (int64_t *)afrt_malloc_((size_t)(3 * OH) * sizeof(int64_t) +
+                                          (size_t)((R + 1) * OW) * sizeof(float));
     if (!rg) {
         afrt_nomem_("afrt_avgpool2d_f32");
         return;
     }
-    int64_t *cg = rg + 3 * OH;
+    float *inv = (float *)(rg + 3 * OH);
     for (int64_t oh = 0; oh < OH; ++oh) {
-        int64_t a, b;
-        afrt_tap_range_(oh, p->stride_h, p->pad_top, p->dil_h, p->R, p->H, &rg[3 * oh], &rg[3 * oh + 1]);
-        afrt_tap_range_(oh, p->stride_h, 0, p->dil_h, p->R, p->H + p->pad_top + p->pad_bottom, &a, &b);
-        rg[3 * oh + 2] = p->count_include_pad ? b - a : rg[3 * oh + 1] - rg[3 * oh];
+        int64_t lo, hi, a, b;
+        afrt_tap_range_(oh, p->stride_h, p->pad_top, dh, R, H, &lo, &hi);
+        afrt_tap_range_(oh, p->stride_h, 0, dh, R, H + p->pad_top + p->pad_bottom, &a, &b);
+        rg[3 * oh] = lo, rg[3 * oh + 1] = hi - lo;
+        rg[3 * oh + 2] = p->count_include_pad ? b - a : hi - lo;
     }
     for (int64_t ow = 0; ow < OW; ++ow) {
-        int64_t a, b;
-        afrt_tap_range_(ow, p->stride_w, p->pad_left, p->dil_w, p->S, p->W, &cg[3 * ow], &cg[3 * ow + 1]);
-        afrt_tap_range_(ow, p->stride_w, 0, p->dil_w, p->S, p->W + p->pad_left + p->pad_right, &a, &b);
-        cg[3 * ow + 2] = p->count_include_pad ? b - a : cg[3 * ow + 1] - cg[3 * ow];
+        int64_t lo, hi, a, b;
+        afrt_tap_range_(ow, sw, p->pad_left, dw, S, W, &lo, &hi);
+        afrt_tap_range_(ow, sw, 0, dw, S, W + p->pad_left + p->pad_right, &a, &b);
+        const int64_t cc = p->count_include_pad ? b - a : hi - lo;
+        for (int64_t rc = 0; rc <= R; ++rc)
+            inv[rc * OW + ow] = rc > 0 && cc > 0 ? 1.0f / (float)(rc * cc) : 0.0f;
     }
-    /* interior columns [ilo, ihi): every tap inside the row */
-    const int64_t W = p->W, S = p->S, sw = p->stride_w, pl = p->pad_left, dw = p->dil_w;
-    int64_t ilo = OW, ihi = OW;
-    for (int64_t ow = 0; ow < OW; ++ow)
-        if (cg[3 * ow] == 0 && cg[3 * ow + 1] == S) {
-            if (ilo == OW) ilo = ow;
-            ihi = ow + 1;
-        }
-    const int fast = S == 3 && dw == 1 && (sw == 1 || sw == 2);
+    const afrt_pool_geom_ g = afrt_pool_geom_of_(p, planes);
+    const int64_t nc = g.c1 - g.c0;
+    /* flat: a reciprocal per output position (the plane's own layout) */
+    float *inv2 = afrt_pool_flat_(p, &g) ? (float *)afrt_malloc_((size_t)(OH * OW) * sizeof(float)) : NULL;
+    for (int64_t i = 0; inv2 && i < OH * OW; ++i) inv2[i] = inv[rg[3 * (i / OW) + 2] * OW + i % OW];
     int failed = 0;
-    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (planes > 1 && afrt_worth_threads_(AFRT_SLOW_WORK * (double)planes * OH * OW * p->R * p->S)))
-    for (int64_t t = 0; t < planes; ++t) {
-        /* separably: the sum over the window's valid rows, then over its valid columns */
-        float *restrict tmp = (float *)afrt_thread_scratch(0, (size_t)(W > 0 ? W : 1) * sizeof(float));
-        if (!tmp) {
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (g.tasks > 1 && afrt_worth_threads_(afrt_pool_work_(p))))
+    for (int64_t t = 0; t < g.tasks; ++t) {
+        float *restrict tp = (float *)afrt_thread_scratch(0, (size_t)(inv2 ? H * W : g.L) * sizeof(float));
+        if (!tp) {
             afrt_flag_set_(&failed);
             continue;
         }
-        const float *xc = x + t * p->H * W;
-        float *restrict yc = y + t * OH * OW;
-        for (int64_t oh = 0; oh < OH; ++oh) {
-            const int64_t r_lo = rg[3 * oh], r_hi = rg[3 * oh + 1], rc = rg[3 * oh + 2];
-            const int64_t ih0 = oh * p->stride_h - p->pad_top;
-            float *restrict yr = yc + oh * OW;
-            for (int64_t iw = 0; iw < W; ++iw) tmp[iw] = 0.0f;
-            for (int64_t r = r_lo; r < r_hi; ++r) {
-                const float *restrict row = xc + (ih0 + r * p->dil_h) * W;
-                for (int64_t iw = 0; iw < W; ++iw) tmp[iw] += row[iw];
-            }
-            if (fast) {
-                for (int64_t ow = ilo; ow < ihi; ++ow) {
-                    const float *t3 = tmp + ow * sw - pl;
-                    const int64_t cnt = rc * cg[3 * ow + 2];
-                    yr[ow] = cnt ? (t3[0] + t3[1] + t3[2]) / (float)cnt : 0.0f;
+        if (inv2) {
+            afrt_pool_flat_avg_(x + t * H * W, tp, inv2, y + t * H * W, H, W);
+            continue;
+        }
+        afrt_pool_pad_fill_(tp, &g, 0.0f);
+        float *restrict d = tp + g.c0;
+        const int64_t plane = t / g.bands, oh0 = (t % g.bands) * g.band_rows;
+        const int64_t oh1 = afrt_min_(OH, oh0 + g.band_rows);
+        const float *xc = x + plane * H * W;
+        for (int64_t oh = oh0; oh < oh1; ++oh) {
+            const int64_t n = rg[3 * oh + 1];
+            float *restrict yr = y + (plane * OH + oh) * OW;
+            /* sums from +0.0, as the tap-by-tap sum was (a -0.0 input gives +0.0) */
+            const float *a = n > 0 ? xc + (oh * p->stride_h - p->pad_top + rg[3 * oh] * dh) * W : xc;
+            if (n <= 0) {
+                for (int64_t i = 0; i < nc; ++i) d[i] = 0.0f;
+            } else if (n == 1) {
+                for (int64_t i = 0; i < nc; ++i) d[i] = 0.0f + a[i];
+            } else if (n == 2) {
+                const float *b = a + dh * W;
+                for (int64_t i = 0; i < nc; ++i) d[i] = 0.0f + a[i] + b[i];
+            } else {
+                const float *b = a + dh * W, *c = b + dh * W;
+                for (int64_t i = 0; i < nc; ++i) d[i] = 0.0f + a[i] + b[i] + c[i];
+                for (int64_t r = 3; r < n; ++r) {
+                    const float *restrict row = a + r * dh * W;
+                    for (int64_t i = 0; i < nc; ++i) d[i] += row[i];
                 }
             }
-            for (int64_t ow = 0; ow < OW; ++ow) {
-                if (fast && ow >= ilo && ow < ihi) continue;
-                const int64_t s_lo = cg[3 * ow], s_hi = cg[3 * ow + 1];
-                const int64_t iw0 = ow * sw - pl;
-                float acc = 0.0f;
-                for (int64_t s = s_lo; s < s_hi; ++s) acc += tmp[iw0 + s * dw];
-                const int64_t cnt = rc * cg[3 * ow + 2];
-                yr[ow] = cnt ? acc / (float)cnt : 0.0f;
-            }
+            afrt_pool_cols_avg_(tp, inv + rg[3 * oh + 2] * OW, yr, OW, S, sw, dw);
         }
     }
-    if (failed) { /* out of memory for a row buffer: a NaN output rather than stale data */
-        for (int64_t i = 0; i < planes * OH * OW; ++i) y[i] = NAN;
-        afrt_nomem_("afrt_avgpool2d_f32");
-    }
     free(rg);
+    free(inv2);
+    if (failed) afrt_pool_failed_(y, planes * OH * OW, "afrt_avgpool2d_f32");
 }
 
 #ifdef __cplusplus

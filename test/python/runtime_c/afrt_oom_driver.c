@@ -11,6 +11,7 @@
  *   result with no fault; an im2col conv (not in place) swept like the in-place ones (its
  *   fallback used to ask for a 0-byte column buffer: with none on the thread it skipped the
  *   conv, leaving stale output, and with a smaller one it could write past it).
+ * - Pooling (max and average, the row-buffer and whole-plane paths) swept the same way.
  * - Faults without any memory: an im2col conv, max and average pooling, a 16-bit matmul whose
  *   weights cannot be widened, each naming itself; the fault is per thread (another thread
  *   does not see it) and afrt_nomem_clear forgets it.
@@ -231,6 +232,25 @@ static int must_fault_(run_fn_ run, void *ctx, float *out, const char *kernel) {
     return 1;
 }
 
+/* Pooling swept like the convs: the row-buffer path (3x3/2) and the whole-plane one (3x3/1
+ * pads 1, whose average falls back to the row path without its per-position reciprocals). */
+static int pools_(void) {
+    const afrt_pool_params rows = {2, 3, 9, 10, 3, 3, 4, 4, 2, 2, 0, 0, 0, 0, 1, 1, 0};
+    const afrt_pool_params flat = {2, 3, 9, 10, 3, 3, 9, 10, 1, 1, 1, 1, 1, 1, 1, 1, 0};
+    const afrt_pool_params ps[2] = {rows, flat};
+    float *x = filled_(2 * 3 * 9 * 10), *y = malloc(2 * 3 * 9 * 10 * 4), *ref = malloc(2 * 3 * 9 * 10 * 4);
+    int ok = 1;
+    for (int i = 0; ok && i < 4; ++i) {
+        pool_case_ c = {ps[i / 2], x, i % 2};
+        const size_t n = (size_t)(2 * 3 * c.p.OH * c.p.OW);
+        free_scratch_();
+        run_pool_(&c, ref);
+        ok = sweep_(run_pool_, &c, ref, y, n, c.avg ? "afrt_avgpool2d_f32" : "afrt_maxpool2d_f32");
+    }
+    free(x), free(y), free(ref);
+    return ok;
+}
+
 static int faults_only_(void) {
     const afrt_pool_params pp = {2, 3, 9, 10, 3, 3, 4, 4, 2, 2, 0, 0, 0, 0, 1, 1, 0};
     float *x = filled_(2 * 3 * 9 * 10), *y = malloc(2 * 3 * 16 * 4);
@@ -258,7 +278,7 @@ int main(int argc, char **argv) {
                    matmul_(2, 20, 70, 300, 1.0f, 0) && matmul_(1, 13, 40, 50, 0.5f, 0) &&
                    conv_(c1x1, 1) && matmul_(2, 20, 70, 300, 1.0f, 1) && conv_(c3x3s2, 1) &&
                    conv_(c3x3s2, 2) &&
-                   faults_only_();
+                   pools_() && faults_only_();
     if (!ok) return 1;
     printf("ok %d faults %d fallbacks %d\n", cases_, faults_, fallbacks_);
     return 0;
