@@ -455,6 +455,12 @@ static inline void afrt_dc_row512_(const float *restrict planes, const int64_t *
         const float *xq = planes + oh * g->lp + ow;
         float *y0 = yn + k0 * ohw + oh * OW + ow;
         const float *z = zn ? zn + k0 * zld + oh * OW + ow : NULL;
+        /* the next row's lines of this chunk, for writing: a cold y (a model's) otherwise
+         * stalls each store on its line (3->64 3x3/2 at 224, y cold: 386-410 -> 361-364 us) */
+        if (oh + 1 < p->OH)
+            for (int kk = 0; kk < kn; ++kk)
+                for (int64_t l = 0; l < nw; l += 16)
+                    _mm_prefetch((const char *)(y0 + kk * ohw + OW + l), _MM_HINT_ET0);
         if (nv == 3)
             afrt_dc_chunk512_(3, xq, off, nt, wb, bk, kn, y0, ohw, tail, cl, z, zld);
         else if (nv == 2)
