@@ -320,7 +320,9 @@ def test_direct_kernels_sanitizer_clean(tmp_path: Path) -> None:
     from autofusion.lowering.c.testing import compile_onnx, emit_lowered
     from autofusion.runtime.build import build_sanitizer_driver, run_driver
 
-    model = _model([*EXTRA[:3], EXTRA[5], _sweep(0)[0], SMALL_C[0], SMALL_C[3]], seed=17)
+    model = _model(
+        [*EXTRA[:3], EXTRA[5], _sweep(0)[0], SMALL_C[0], SMALL_C[3], SMALL_C[6]], seed=17
+    )
     feeds = _feeds(model, 17)
     ref = onnxruntime_outputs(model, feeds)
     emit_lowered(compile_onnx(model, fusion=True), tmp_path)
