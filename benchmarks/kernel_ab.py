@@ -30,6 +30,12 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=31)
     ap.add_argument("--top", type=int, default=4, help="kernels shown at each end")
     args = ap.parse_args()
+    for d in (args.a, args.b):
+        if not (d / "libmodel.so").is_file():
+            print(
+                f"kernel_ab: {d}: no libmodel.so (an autofusion-compile folder?)", file=sys.stderr
+            )
+            return 1
     report = args.b / "report.json"
     algos: dict[str, str] = {}
     if report.exists():
