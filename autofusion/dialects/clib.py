@@ -503,6 +503,10 @@ def winograd_applies(f: dict[str, int]) -> bool:
 
 NC_BLOCK = 16  # AFRT_NC_L in afrt_nchwc.h: channels per block
 NC_KTILE = 32  # AFRT_NC_KT: output channels per register tile
+# Stride-1 convs with fewer than NC_NARROW_C input channels on maps of at least NC_NARROW_HW
+# positions stay on im2col_gemm (AFRT_NC_NARROW_C / _HW; benchmarks/nchwc_conv.py --cold).
+NC_NARROW_C = 32
+NC_NARROW_HW = 1024
 
 
 #: Physical layouts of a conv's activations (``assign-layout``): plain NCHW, or NCHW16c --
@@ -530,7 +534,10 @@ def nchwc_applies(f: dict[str, int]) -> bool:
     """Whether a conv (``CONV_FIELDS`` by name) takes ``direct_nchwc`` where the blocked
     kernel is available: the measured rule of ``afrt_nchwc_applies`` (afrt_nchwc.h;
     benchmarks/nchwc_conv.py, docs/runtime.md): 3x3, equal strides 1 or 2, dilation 1,
-    group 1, pads in [0, 3), not Winograd, C a multiple of 16 and K >= 32."""
+    group 1, pads in [0, 3), not Winograd, C a multiple of 16 and K >= 32, and not a narrow
+    stride-1 conv on a large map (C < ``NC_NARROW_C``, at least ``NC_NARROW_HW`` output
+    positions: im2col_gemm measured faster)."""
+    narrow_big = f["stride_h"] == 1 and f["C"] < NC_NARROW_C and f["OH"] * f["OW"] >= NC_NARROW_HW
     return (
         max(1, f["group"]) == 1
         and (f["R"], f["S"]) == (3, 3)
@@ -543,6 +550,7 @@ def nchwc_applies(f: dict[str, int]) -> bool:
         and f["C"] >= 1
         and f["C"] % NC_BLOCK == 0
         and f["K"] >= NC_KTILE
+        and not narrow_big
         and not winograd_applies(f)
     )
 

@@ -157,7 +157,13 @@ SMALL_C = [  # group-1 convs with at most 4 input channels: direct_smallc
         "epi": "bias_add_relu",
         "dense_k": 64,
     },
-]
+    # rows of more than 64 outputs: whole 64-wide chunks, then a masked tail (74 = 64 + 10)
+    {"c": 3, "h": 9, "w": 150, "k": 3, "stride": 2, "pads": (0, 0, 0, 0), "epi": "relu6",
+     "dense_k": 10},
+    # rows of exactly 64 (four whole vectors), residual + Relu in registers, K = 6
+    {"c": 2, "h": 5, "w": 64, "k": 3, "stride": 1, "pads": (1, 1, 1, 1),
+     "epi": "bias_add_relu", "dense_k": 6},
+]  # fmt: skip
 
 
 def _feeds(model: onnx.ModelProto, seed: int) -> dict[str, np.ndarray]:
@@ -232,6 +238,23 @@ def test_depthwise_nan_and_inf_propagate(cpu: str) -> None:
     _check(model, feeds, cpu=cpu)
 
 
+@pytest.mark.parametrize("cpu", ["native", "x86-64-v3"])
+def test_small_channel_nan_and_inf_propagate(cpu: str) -> None:
+    """The stem kernel's bias and clamp (in registers with AVX-512) keep NaN through Relu,
+    Clip and the residual Add + Relu, as onnxruntime does."""
+    cases = [SMALL_C[0], SMALL_C[6], SMALL_C[7]]
+    model = _model(cases, seed=5)
+    feeds = _feeds(model, 5)
+    feeds["x0"][0, 1, 4, 4] = np.nan
+    feeds["x1"][0, 2, 3, 100] = np.nan
+    feeds["x1"][0, 0, 6, 7] = np.inf
+    feeds["x2"][0, 1, 2, 63] = np.nan
+    ref = onnxruntime_outputs(model, feeds)
+    assert all(np.isnan(r).any() for r in ref.values())  # the cases do reach NaN
+    report = _check(model, feeds, cpu=cpu)
+    assert [r["conv_algo"] for r in report["conv_algo"]] == ["direct_smallc"] * 3  # type: ignore[index]
+
+
 _PLAN_DRIVER = r"""
 #include "afrt.h"
 #include <stdio.h>
@@ -297,7 +320,9 @@ def test_direct_kernels_sanitizer_clean(tmp_path: Path) -> None:
     from autofusion.lowering.c.testing import compile_onnx, emit_lowered
     from autofusion.runtime.build import build_sanitizer_driver, run_driver
 
-    model = _model([*EXTRA[:3], EXTRA[5], _sweep(0)[0], SMALL_C[0], SMALL_C[3]], seed=17)
+    model = _model(
+        [*EXTRA[:3], EXTRA[5], _sweep(0)[0], SMALL_C[0], SMALL_C[3], SMALL_C[6]], seed=17
+    )
     feeds = _feeds(model, 17)
     ref = onnxruntime_outputs(model, feeds)
     emit_lowered(compile_onnx(model, fusion=True), tmp_path)

@@ -141,8 +141,9 @@ def test_nchwc_rule_matches_the_runtime(tmp_path: Path) -> None:
     subprocess.run(["cc", "-O1", "-std=c11", f"-I{toolchain.INCLUDE_DIR}", str(src), "-o",
                     str(exe), "-lm"], check=True)  # fmt: skip
     shapes = []
+    maps = (7, 14, 28, 32, 56)
     for c, k, r, s, p, h, g in itertools.product((8, 16, 48), (16, 32, 64), (1, 3), (1, 2, 3),
-                                                 (0, 1, 3), (7, 14, 28), (1, 2)):  # fmt: skip
+                                                 (0, 1, 3), maps, (1, 2)):  # fmt: skip
         oh = (h + 2 * p - r) // s + 1
         shapes.append([1, c, h, h, k, r, r, oh, oh, s, s, p, p, p, p, 1, 1, g])
     text = "\n".join(" ".join(map(str, v)) for v in shapes) + "\n"
@@ -153,6 +154,11 @@ def test_nchwc_rule_matches_the_runtime(tmp_path: Path) -> None:
     assert got == want
     assert any(want)
     assert not all(want)
+    # the narrow stride-1 rule is crossed: C = 16 at 28x28 blocked, at 32x32 not
+    by_shape = {tuple(v): w for v, w in zip(shapes, want, strict=True)}
+    assert by_shape[(1, 16, 28, 28, 32, 3, 3, 28, 28, 1, 1, 1, 1, 1, 1, 1, 1, 1)]
+    assert not by_shape[(1, 16, 32, 32, 32, 3, 3, 32, 32, 1, 1, 1, 1, 1, 1, 1, 1, 1)]
+    assert by_shape[(1, 48, 32, 32, 32, 3, 3, 16, 16, 2, 2, 1, 1, 1, 1, 1, 1, 1)]
 
 
 _KERNEL_DRIVER = r"""

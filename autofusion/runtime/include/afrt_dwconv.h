@@ -366,10 +366,18 @@ static inline int afrt_dwconv2d_f32(const float *x, const float *w, const float 
  * Direct convolution for few input channels (group 1, C <= AFRT_DC_MAX_C: a network's stem,
  * e.g. 3 -> 24 channels, 3x3 stride 2 at 224x224), where the GEMM's inner dimension C*R*S is
  * so short (27) that packing the im2col panels costs as much as the multiply-adds. The same
- * phase planes as the depthwise kernel, one set per input channel and image; then, per band
- * of output rows, blocks of 4 output channels x 64 wide positions accumulate in 16 registers:
- * each tap's 4 input vectors serve 4 channels (16 FMAs per 4 loads). The epilogue runs on
- * each finished band (all K channels x the band's positions).
+ * phase planes as the depthwise kernel, one set per input channel and image.
+ *
+ * AVX-512: planes of a pitch rounded up to whole vectors; per band of output rows, block of
+ * 8 output channels and row, chunks of up to 48 positions (3 vectors, the last one masked)
+ * accumulate in 24 registers (AFRT_DC_KB). The bias and the built-in clamp epilogue (with its
+ * residual) are applied to the registers and the chunk is stored once, straight into y: the
+ * stem's output (3 MB for 64 x 111 x 111) is written while the FMAs run instead of in a copy
+ * pass and a clamp pass after them (docs/runtime.md: 3->64 3x3/2 at 224x224 with Relu
+ * 490 -> 350 us, 86 -> 120 GFLOP/s).
+ * Elsewhere: blocks of 4 channels x 16 wide positions into a per-band buffer, then a copy
+ * into y with the bias. Any other epilogue runs on each finished band of output rows (all K
+ * channels x the band's positions, in L2).
  * ------------------------------------------------------------------------------------------- */
 #ifndef AFRT_DC_MAX_C
 #define AFRT_DC_MAX_C 4
@@ -386,36 +394,87 @@ static inline int afrt_dconv_smallc_applies(const afrt_conv_params *p) {
            p->dil_h >= 1 && p->dil_w >= 1 && p->pad_top >= 0 && p->pad_left >= 0;
 }
 
+#if defined(__AVX512F__)
+/* Output channels per register block (AVX-512): 8 channels x 3 vectors of a row in 24
+ * registers, each tap's 3 input vectors serving 8 channels (24 FMAs per 3 loads and 8
+ * broadcasts; 4 x 4 measured 3-8% slower, docs/runtime.md). */
+#define AFRT_DC_KB 8
+
+/* One chunk: kn <= 8 channels x NV vectors of one output row (positions at xq in the phase
+ * planes; tap i of the nt = C * taps reads xq + off[i]; wb: the block's weights [i][8]),
+ * finished and stored: v = acc + bias (0 without), then with cl + residual (z: at the
+ * chunk, channels zld apart; NULL: none) and the clamp -- the operations and order of the
+ * copy with the bias plus afrt_epi_clamp_fn, so the bits are those of the unfused path. y0:
+ * channel 0 of the chunk, channels ohw apart; the last vector stores the lanes of `tail`. */
+static inline __attribute__((always_inline)) void afrt_dc_chunk512_(
+    const int NV, const float *restrict xq, const int64_t *off, int64_t nt,
+    const float *restrict wb, const float *bias, int kn, float *y0, int64_t ohw, __mmask16 tail,
+    const afrt_epi_clamp *cl, const float *z, int64_t zld) {
+    __m512 a[AFRT_DC_KB][3];
+    for (int kk = 0; kk < AFRT_DC_KB; ++kk)
+        for (int v = 0; v < NV; ++v) a[kk][v] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < nt; ++i) {
+        const float *b = xq + off[i];
+        __m512 xv[3];
+        for (int v = 0; v < NV; ++v) xv[v] = _mm512_loadu_ps(b + 16 * v);
+        for (int kk = 0; kk < AFRT_DC_KB; ++kk) {
+            const __m512 wv = _mm512_set1_ps(wb[i * AFRT_DC_KB + kk]);
+            for (int v = 0; v < NV; ++v) a[kk][v] = _mm512_fmadd_ps(wv, xv[v], a[kk][v]);
+        }
+    }
+    const __m512 lo = _mm512_set1_ps(cl ? cl->lo : 0.0f), hi = _mm512_set1_ps(cl ? cl->hi : 0.0f);
+    for (int kk = 0; kk < kn; ++kk) {
+        const __m512 bv = _mm512_set1_ps(bias ? bias[kk] : 0.0f);
+        for (int v = 0; v < NV; ++v) {
+            const __mmask16 m = v == NV - 1 ? tail : (__mmask16)0xFFFF;
+            __m512 r = _mm512_add_ps(a[kk][v], bv);
+            if (cl) {
+                if (z) r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(m, z + kk * zld + 16 * v));
+                r = _mm512_mask_mov_ps(lo, _mm512_cmp_ps_mask(r, lo, _CMP_NLE_UQ), r);
+                r = _mm512_mask_mov_ps(hi, _mm512_cmp_ps_mask(r, hi, _CMP_NGE_UQ), r);
+            }
+            _mm512_mask_storeu_ps(y0 + kk * ohw + 16 * v, m, r);
+        }
+    }
+}
+
+/* Output row oh of channels [k0, k0 + kn) of one image (planes: its phase planes, off:
+ * afrt_dc_chunk512_'s tap offsets; yn, zn: the image's output and residual or NULL), in
+ * chunks of 48 positions. */
+static inline void afrt_dc_row512_(const float *restrict planes, const int64_t *off,
+                                   const afrt_conv_params *p, const afrt_dw_geom_ *g,
+                                   const float *restrict wb, const float *bias, int64_t k0,
+                                   int kn, int64_t oh, float *yn, const afrt_epi_clamp *cl,
+                                   const float *zn) {
+    const int64_t OW = p->OW, ohw = p->OH * OW, nt = p->C * g->taps;
+    const float *bk = bias ? bias + k0 : NULL;
+    const int64_t zld = cl ? cl->res_ld : 0;
+    for (int64_t ow = 0; ow < OW; ow += 48) {
+        const int64_t nw = afrt_min_(48, OW - ow), nv = afrt_cdiv_(nw, 16);
+        const __mmask16 tail = (__mmask16)(0xFFFFu >> (16 * nv - nw));
+        const float *xq = planes + oh * g->lp + ow;
+        float *y0 = yn + k0 * ohw + oh * OW + ow;
+        const float *z = zn ? zn + k0 * zld + oh * OW + ow : NULL;
+        /* the next row's lines of this chunk, for writing: a cold y (a model's) otherwise
+         * stalls each store on its line (3->64 3x3/2 at 224, y cold: 386-410 -> 361-364 us) */
+        if (oh + 1 < p->OH)
+            for (int kk = 0; kk < kn; ++kk)
+                for (int64_t l = 0; l < nw; l += 16)
+                    _mm_prefetch((const char *)(y0 + kk * ohw + OW + l), _MM_HINT_ET0);
+        if (nv == 3)
+            afrt_dc_chunk512_(3, xq, off, nt, wb, bk, kn, y0, ohw, tail, cl, z, zld);
+        else if (nv == 2)
+            afrt_dc_chunk512_(2, xq, off, nt, wb, bk, kn, y0, ohw, tail, cl, z, zld);
+        else
+            afrt_dc_chunk512_(1, xq, off, nt, wb, bk, kn, y0, ohw, tail, cl, z, zld);
+    }
+}
+#else
 /* wide[kk][q - q0] for 4 channels (weights wk4[kk][c][t]) over positions [q0, q1). */
 static inline void afrt_dc_block4_(const float *restrict xp, int64_t cstride, int64_t C,
                                    const afrt_dw_geom_ *g, const float *restrict wk4,
                                    int64_t q0, int64_t q1, float *restrict wide, int64_t ldw) {
     const int64_t taps = g->taps;
-#if defined(__AVX512F__)
-    for (int64_t q = q0; q < q1; q += 64) {
-        __m512 a[4][4];
-        for (int kk = 0; kk < 4; ++kk)
-            for (int v = 0; v < 4; ++v) a[kk][v] = _mm512_setzero_ps();
-        for (int64_t c = 0; c < C; ++c) {
-            const float *xc = xp + c * cstride + q;
-            const float *wc = wk4 + c * taps;
-            for (int64_t t = 0; t < taps; ++t) {
-                const float *b = xc + g->off[t];
-                const __m512 v0 = _mm512_loadu_ps(b), v1 = _mm512_loadu_ps(b + 16);
-                const __m512 v2 = _mm512_loadu_ps(b + 32), v3 = _mm512_loadu_ps(b + 48);
-                for (int kk = 0; kk < 4; ++kk) {
-                    const __m512 wv = _mm512_set1_ps(wc[kk * C * taps + t]);
-                    a[kk][0] = _mm512_fmadd_ps(wv, v0, a[kk][0]);
-                    a[kk][1] = _mm512_fmadd_ps(wv, v1, a[kk][1]);
-                    a[kk][2] = _mm512_fmadd_ps(wv, v2, a[kk][2]);
-                    a[kk][3] = _mm512_fmadd_ps(wv, v3, a[kk][3]);
-                }
-            }
-        }
-        for (int kk = 0; kk < 4; ++kk)
-            for (int v = 0; v < 4; ++v) _mm512_storeu_ps(wide + kk * ldw + (q - q0) + 16 * v, a[kk][v]);
-    }
-#else
     for (int64_t q = q0; q < q1; q += 16) {
         float acc[4][16];
         for (int kk = 0; kk < 4; ++kk)
@@ -431,8 +490,8 @@ static inline void afrt_dc_block4_(const float *restrict xp, int64_t cstride, in
         for (int kk = 0; kk < 4; ++kk)
             for (int i = 0; i < 16; ++i) wide[kk * ldw + (q - q0) + i] = acc[kk][i];
     }
-#endif
 }
+#endif
 
 /* Direct small-C convolution (above). Returns 0 (nothing written) if the conv does not
  * qualify (afrt_dconv_smallc_applies) or scratch memory cannot be had. */
@@ -442,20 +501,45 @@ static inline int afrt_dconv_smallc_f32(const float *x, const float *w, const fl
     if (p->N <= 0 || p->K <= 0 || p->OH <= 0 || p->OW <= 0) return 1;
     afrt_init_once_();
     afrt_dw_geom_ g;
+#if defined(__AVX512F__)
+    /* The planes' pitch rounded up to whole vectors (the geometry of a conv whose output is
+     * wider by the difference, over zero columns): every row starts on a 64-byte line, so the
+     * taps without a column shift load whole lines (3->32 3x3/2 at 112x112, pitch 113 -> 128:
+     * 230 -> 211 us). Pitches under 48 stay: a third or more of the planes would be zeros. */
+    afrt_conv_params wide = *p;
+    const int64_t lp = afrt_cdiv_((p->OW - 1) * p->stride_w + (p->S - 1) * p->dil_w + 1, p->stride_w);
+    if (lp >= 48) wide.OW += afrt_cdiv_(lp, 16) * 16 - lp;
+    afrt_dw_geom_init_(&wide, &g);
+    const int64_t KB = AFRT_DC_KB;
+#else
     afrt_dw_geom_init_(p, &g);
-    const int64_t C = p->C, K = p->K, K4 = afrt_cdiv_(K, 4) * 4, taps = g.taps;
+    const int64_t KB = 4;
+#endif
+    const int64_t C = p->C, K = p->K, K4 = afrt_cdiv_(K, KB) * KB, taps = g.taps;
     const int64_t ohw = p->OH * p->OW, hw = p->H * p->W;
     /* per input channel: its phase planes (+16 spill floats), 64-float aligned */
-    /* + 64: a band's last 64-position step may read past `total` (lanes that are dropped) */
+    /* + 64: a row's last vector may read past `total` (lanes that are dropped) */
     const int64_t cstride = afrt_cdiv_(g.total + 64, 16) * 16;
     /* bands of output rows; band positions rounded up to the 64-position step */
     const int64_t rows = afrt_max_(1, afrt_min_(p->OH, AFRT_DC_BAND_FLOATS / afrt_max_(1, K4 * g.lp)));
     const int64_t nband = afrt_cdiv_(p->OH, rows);
-    const int64_t ldw = afrt_cdiv_(rows * g.lp, 64) * 64;
     float *planes = (float *)afrt_thread_scratch(0, (size_t)(C * cstride + K4 * C * taps) * sizeof(float));
     if (!planes) return 0;
-    float *wk = planes + C * cstride; /* weights with K padded to 4 (zeros) */
+    float *wk = planes + C * cstride; /* weights with K padded to KB (zeros) */
+#if defined(__AVX512F__)
+    /* blocks of KB channels, each [c][t][KB] (a tap's broadcasts side by side) */
+    for (int64_t k = 0; k < K4; ++k)
+        for (int64_t c = 0; c < C; ++c)
+            for (int64_t t = 0; t < taps; ++t)
+                wk[((k / KB * C + c) * taps + t) * KB + k % KB] = k < K ? w[(k * C + c) * taps + t] : 0.0f;
+    const afrt_epi_clamp *cl = afrt_epi_builtin_clamp_(epi);
+    int64_t off[AFRT_DC_MAX_C * AFRT_DW_MAX_TAPS]; /* tap (c, t): input channel c's plane + t's */
+    for (int64_t c = 0; c < C; ++c)
+        for (int64_t t = 0; t < taps; ++t) off[c * taps + t] = c * cstride + g.off[t];
+#else
     for (int64_t i = 0; i < K4 * C * taps; ++i) wk[i] = i < K * C * taps ? w[i] : 0.0f;
+    const int64_t ldw = afrt_cdiv_(rows * g.lp, 64) * 64;
+#endif
     const double work = (double)p->N * (double)K * (double)ohw * (double)(C * taps);
     const int par = afrt_num_threads_ > 1 && nband > 1 && afrt_worth_threads_(work);
     (void)par; /* unused without OpenMP */
@@ -465,12 +549,23 @@ static inline int afrt_dconv_smallc_f32(const float *x, const float *w, const fl
         float *yn = y + n * K * ohw;
         AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (par))
         for (int64_t b = 0; b < nband; ++b) {
+            const int64_t oh0 = b * rows, oh1 = afrt_min_(p->OH, oh0 + rows);
+#if defined(__AVX512F__)
+            const float *zn = cl && cl->res ? cl->res + n * cl->res_stride : NULL;
+            /* a channel block through the band's rows, then the next: 8 output streams at a
+             * time (a row through all 8 channel blocks of SqueezeNet's stem, 64 streams,
+             * was 3% faster with y in cache but 1.3x slower with y cold, as in a model) */
+            for (int64_t k = 0; k < K; k += AFRT_DC_KB)
+                for (int64_t oh = oh0; oh < oh1; ++oh)
+                    afrt_dc_row512_(planes, off, p, &g, wk + k * C * taps, bias, k,
+                                    (int)afrt_min_(AFRT_DC_KB, K - k), oh, yn, cl, zn);
+            if (epi.fn && !cl) epi.fn(epi.ctx, yn, n, 0, K, oh0 * p->OW, oh1 * p->OW, ohw);
+#else
             float *wide = (float *)afrt_thread_scratch(1, (size_t)(K4 * ldw) * sizeof(float));
             if (!wide) {
                 afrt_flag_set_(&failed);
                 continue;
             }
-            const int64_t oh0 = b * rows, oh1 = afrt_min_(p->OH, oh0 + rows);
             const int64_t q0 = oh0 * g.lp, q1 = (oh1 - 1) * g.lp + p->OW;
             for (int64_t k = 0; k < K4; k += 4)
                 afrt_dc_block4_(planes, cstride, C, &g, wk + k * C * taps, q0, q1, wide + k * ldw, ldw);
@@ -479,6 +574,7 @@ static inline int afrt_dconv_smallc_f32(const float *x, const float *w, const fl
                     afrt_dw_copy_(yn + k * ohw + oh * p->OW, wide + k * ldw + (oh - oh0) * g.lp,
                                   p->OW, bias ? bias[k] : 0.0f);
             if (epi.fn) epi.fn(epi.ctx, yn, n, 0, K, oh0 * p->OW, oh1 * p->OW, ohw);
+#endif
         }
     }
     return !failed;

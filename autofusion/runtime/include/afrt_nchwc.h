@@ -63,15 +63,26 @@ static inline int afrt_nchwc_fits(const afrt_conv_params *p) {
            p->C >= 1 && p->K >= 1 && p->OH >= 1 && p->OW >= 1;
 }
 
+/* Narrow stride-1 convs (fewer than AFRT_NC_NARROW_C input channels: one 16-channel block)
+ * on maps of at least AFRT_NC_NARROW_HW positions stay on im2col_gemm: there one block of
+ * 16 channels x 9 taps per register tile loses to the GEMM core by 2-17% cold (SqueezeNet's
+ * 16 -> 64 at 55x55: 1.04-1.12; 16 -> 64 at 32x32 1.02-1.09, at 28x28 0.85), up to 1.4 with
+ * K = 48 (a third of the 32-channel tile idle) (benchmarks/nchwc_conv.py, docs/runtime.md). */
+#define AFRT_NC_NARROW_C 32
+#define AFRT_NC_NARROW_HW 1024
+
 /* Whether the lowering calls it (algo "direct_nchwc", clib.nchwc_applies, on AVX-512 builds
  * whose config leaves conv_layout "auto"): the measured rule (benchmarks/nchwc_conv.py,
  * docs/runtime.md): 3x3 convs that do not take Winograd, whose input channels fill the
- * 16-channel blocks and whose output channels fill a 32-channel register tile. 1x1 convs
- * lose to gemm_1x1 while x and y are reordered per call (1.1-1.6x), so they stay there.
- * afrt_conv2d_f32 never takes this path itself (the lowering's choice is the switch). */
+ * 16-channel blocks and whose output channels fill a 32-channel register tile, except narrow
+ * stride-1 convs on large maps (above). 1x1 convs lose to gemm_1x1 while x and y are
+ * reordered per call (1.1-1.6x), so they stay there. afrt_conv2d_f32 never takes this path
+ * itself (the lowering's choice is the switch). */
 static inline int afrt_nchwc_applies(const afrt_conv_params *p) {
+    const int narrow_big = p->stride_h == 1 && p->C < AFRT_NC_NARROW_C &&
+                           p->OH * p->OW >= AFRT_NC_NARROW_HW;
     return afrt_nchwc_fits(p) && p->R == 3 && p->C % AFRT_NC_L == 0 && p->K >= AFRT_NC_KT &&
-           !afrt_winograd_applies(p);
+           !narrow_big && !afrt_winograd_applies(p);
 }
 
 /* w [K][C][R*S] reordered to [K/32][C/16][R*S][16][32] (zeros past K and C) into dst. */
