@@ -2,12 +2,18 @@
 
 Loads ``A/libmodel.so`` and ``B/libmodel.so`` (``autofusion-compile`` folders of the same
 model, e.g. before and after a runtime change) side by side, runs them alternately
-``--rounds`` times on the same seeded inputs with the per-kernel profile on (``af_profile_*``,
-wall time per kernel), and prints the kernels whose median times differ most (B - A), with
-their conv algorithm from ``B/report.json`` where it has one, then the sums of the medians.
-Where ``ab_libraries.py`` gives the whole run's ratio, this says which kernels moved.
+(``--rounds`` rounds of ``--runs`` runs) on the same seeded inputs with the per-kernel
+profile on (``af_profile_*``, wall time per call, one thread), and prints for the kernels
+whose name contains ``--match`` (all by default) the median time per call in A and in B, the
+median of the per-round ratios B / A and, where B's report has one, the conv algorithm. With
+more than ``2 * --top`` kernels only the ``--top`` that moved most each way are listed; the
+sums of the medians follow. Where ``ab_libraries.py`` gives the whole run's ratio, this says
+which kernels moved. Kernels only one build has are listed with the other side empty.
 
-    .venv/bin/python benchmarks/kernel_ab.py A B [--rounds 31] [--top 4]
+    autofusion-compile zoo:inception -o A --threads 1     # with the old runtime
+    autofusion-compile zoo:inception -o B --threads 1     # with the new one
+    .venv/bin/python benchmarks/kernel_ab.py A B [--match pool] [--rounds 15] [--runs 3]
+        [--top 4]
 """
 
 from __future__ import annotations
@@ -24,20 +30,21 @@ from autofusion.runtime.loader import ModelLibrary
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("a", type=Path)
     ap.add_argument("b", type=Path)
-    ap.add_argument("--rounds", type=int, default=31)
+    ap.add_argument("--match", default="", help="only kernels whose name contains this")
+    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--runs", type=int, default=3, help="runs per round")
     ap.add_argument("--top", type=int, default=4, help="kernels shown at each end")
     args = ap.parse_args()
     for d in (args.a, args.b):
         if not (d / "libmodel.so").is_file():
-            print(
-                f"kernel_ab: {d}: no libmodel.so (an autofusion-compile folder?)", file=sys.stderr
-            )
+            msg = f"kernel_ab: {d}: no libmodel.so (an autofusion-compile folder?)"
+            print(msg, file=sys.stderr)
             return 1
-    report = args.b / "report.json"
     algos: dict[str, str] = {}
+    report = args.b / "report.json"
     if report.exists():
         for r in json.loads(report.read_text()).get("conv_algo", []):
             algos[r["kernel"]] = f"{r['conv_algo']} {r['shape']}"
@@ -47,24 +54,39 @@ def main() -> int:
     for lib in libs:
         lib.run(feeds)
         lib.profile_enable(True)
+    # times[side][kernel]: seconds per call, one entry per round
     times: list[dict[str, list[float]]] = [{}, {}]
     for r in range(args.rounds):
         for i in (0, 1) if r % 2 == 0 else (1, 0):
             libs[i].profile_reset()
-            libs[i].run(feeds)
+            for _ in range(args.runs):
+                libs[i].run(feeds)
             for k in libs[i].profile():
-                times[i].setdefault(k.kernel, []).append(k.seconds)
+                if args.match in k.kernel and k.calls:
+                    times[i].setdefault(k.kernel, []).append(k.seconds / k.calls)
     med = [{k: statistics.median(v) for k, v in t.items()} for t in times]
-    rows = sorted((med[1].get(k, 0.0) - a, k) for k, a in med[0].items())
+    rows = []
+    for k in sorted(set(med[0]) | set(med[1])):
+        a, b = med[0].get(k), med[1].get(k)
+        ratio = (
+            statistics.median(y / x for x, y in zip(times[0][k], times[1][k], strict=True))
+            if a is not None and b is not None
+            else None
+        )
+        rows.append(((b or 0.0) - (a or 0.0), k, a, b, ratio))
+    rows.sort()
     shown = rows if len(rows) <= 2 * args.top else rows[: args.top] + rows[-args.top :]
-    print(f"medians of {args.rounds} alternated runs, wall time per kernel\n")
-    print("| kernel | A ms | B ms | B - A ms | algo (B) |")
+    print(f"1 thread, wall time per call, medians of {args.rounds} rounds of {args.runs} runs\n")
+    print("| kernel | A ms | B ms | B / A | algo (B) |")
     print("|---|---|---|---|---|")
-    for d, k in shown:
-        print(f"| {k} | {med[0][k] * 1e3:.3f} | {med[1].get(k, 0.0) * 1e3:.3f} | "
-              f"{d * 1e3:+.3f} | {algos.get(k, '')} |")  # fmt: skip
-    total = [sum(m.values()) * 1e3 for m in med]
-    print(f"\nall kernels: A {total[0]:.3f} ms  B {total[1]:.3f} ms  B/A {total[1] / total[0]:.3f}")
+    for _, k, a, b, ratio in shown:
+        cells = [f"{x * 1e3:.3f}" if x is not None else "" for x in (a, b)]
+        rt = f"{ratio:.2f}" if ratio is not None else ""
+        print(f"| {k} | {cells[0]} | {cells[1]} | {rt} | {algos.get(k, '')} |")
+    # the sums of the medians (a sum per round would take every round's worst outlier)
+    sums = [sum(m.values()) * 1e3 for m in med]
+    print(f"\nall {len(rows)} kernels: A {sums[0]:.3f} ms  B {sums[1]:.3f} ms  ", end="")
+    print(f"B/A {sums[1] / sums[0]:.3f}")
     return 0
 
 
