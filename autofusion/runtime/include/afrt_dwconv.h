@@ -358,14 +358,22 @@ typedef struct {
     int64_t floats;    /* scratch floats per thread: T, O, weights, bias */
 } afrt_dwl_geom_;
 
-static inline afrt_dwl_geom_ afrt_dwl_geom_init_(const afrt_conv_params *p, int nth) {
+/* Output rows per band: about AFRT_DWL_BAND_POS positions, and (nth > 1) enough tasks to
+ * give every thread several. */
+static inline int64_t afrt_dwl_band_(const afrt_conv_params *p, int nth) {
+    int64_t band = afrt_max_(1, afrt_min_(p->OH, AFRT_DWL_BAND_POS / afrt_max_(1, p->OW)));
+    const int64_t nblk = afrt_cdiv_(p->K, AFRT_DWL_L);
+    while (nth > 1 && band > 1 && p->N * nblk * afrt_cdiv_(p->OH, band) < 4 * (int64_t)nth)
+        band = afrt_cdiv_(band, 2);
+    return band;
+}
+
+/* The tiles of bands of at most `band` output rows. */
+static inline afrt_dwl_geom_ afrt_dwl_geom_init_(const afrt_conv_params *p, int64_t band) {
     afrt_dwl_geom_ g;
     g.wt = afrt_max_((p->OW - 1) * p->stride_w + p->S, p->pad_left + p->W);
     g.pitch = g.wt * AFRT_DWL_L;
-    g.band = afrt_max_(1, afrt_min_(p->OH, AFRT_DWL_BAND_POS / afrt_max_(1, p->OW)));
-    const int64_t nblk = afrt_cdiv_(p->K, AFRT_DWL_L);
-    while (nth > 1 && g.band > 1 && p->N * nblk * afrt_cdiv_(p->OH, g.band) < 4 * (int64_t)nth)
-        g.band = afrt_cdiv_(g.band, 2);
+    g.band = band;
     g.tile_rows = (g.band - 1) * p->stride_h + p->R;
     g.floats = g.tile_rows * g.pitch + AFRT_DWL_L * (g.band * p->OW + p->R * p->S + 1);
     return g;
@@ -589,12 +597,12 @@ static inline void afrt_dwl_unpack_(const float *restrict o, int64_t n, int64_t 
 }
 
 /* One task: image n, channels [k0, k0 + nc), output rows [oh0, oh1); scratch s of
- * g->floats floats. The output rows go to y (NCHW) finished: bias, then the clamp (in
- * registers when `clamp`). */
-static inline void afrt_dwl_task_(const float *x, const float *w, const float *bias, float *y,
+ * g->floats floats. The output rows go to yb (channel k0's row oh0; channels ld floats
+ * apart) finished: bias, then the clamp (in registers) when `clamp`. */
+static inline void afrt_dwl_task_(const float *x, const float *w, const float *bias,
                                   const afrt_conv_params *p, const afrt_dwl_geom_ *g, int64_t n,
                                   int64_t k0, int64_t nc, int64_t oh0, int64_t oh1, int clamp,
-                                  float lo, float hi, float *s) {
+                                  float lo, float hi, float *s, float *yb, int64_t ld) {
     const int64_t taps = p->R * p->S, L = AFRT_DWL_L, nrow = oh1 - oh0;
     const int64_t rows = (nrow - 1) * p->stride_h + p->R;
     float *t = s, *o = t + g->tile_rows * g->pitch, *wv = o + L * g->band * p->OW;
@@ -604,8 +612,7 @@ static inline void afrt_dwl_task_(const float *x, const float *w, const float *b
     for (int64_t l = 0; l < L; ++l) bv[l] = bias && l < nc ? bias[k0 + l] : 0.0f;
     afrt_dwl_fill_(x + (n * p->C + k0) * p->H * p->W, nc, p, g, oh0 * p->stride_h, rows, t);
     afrt_dwl_rows_(t, p, g, nrow, wv, bv, clamp, lo, hi, o);
-    const int64_t ohw = p->OH * p->OW;
-    afrt_dwl_unpack_(o, nrow * p->OW, nc, y + (n * p->K + k0) * ohw + oh0 * p->OW, ohw);
+    afrt_dwl_unpack_(o, nrow * p->OW, nc, yb, ld);
 }
 
 /* The lanes path of afrt_dwconv2d_f32 (afrt_dwl_applies). Returns 0 (nothing written) if
@@ -617,7 +624,7 @@ static inline int afrt_dwl_f32_(const float *x, const float *w, const float *bia
     const double work = AFRT_DW_WORK * (double)p->N * (double)p->K * (double)ohw *
                         (double)(p->R * p->S);
     const int par = nth > 1 && afrt_worth_threads_(work);
-    const afrt_dwl_geom_ g = afrt_dwl_geom_init_(p, par ? nth : 1);
+    const afrt_dwl_geom_ g = afrt_dwl_geom_init_(p, afrt_dwl_band_(p, par ? nth : 1));
     const int64_t nband = afrt_cdiv_(p->OH, g.band), tasks = p->N * nblk * nband;
     const afrt_epi_clamp *ce = afrt_epi_builtin_clamp_(epi);
     const int clamp = ce && !ce->res; /* a residual: the epilogue runs on the stored rows */
@@ -633,7 +640,8 @@ static inline int afrt_dwl_f32_(const float *x, const float *w, const float *bia
         const int64_t n = task / (nblk * nband), kb = (task / nband) % nblk, b = task % nband;
         const int64_t k0 = kb * AFRT_DWL_L, nc = afrt_min_(AFRT_DWL_L, p->K - k0);
         const int64_t oh0 = b * g.band, oh1 = afrt_min_(p->OH, oh0 + g.band);
-        afrt_dwl_task_(x, w, bias, y, p, &g, n, k0, nc, oh0, oh1, clamp, lo, hi, s);
+        afrt_dwl_task_(x, w, bias, p, &g, n, k0, nc, oh0, oh1, clamp, lo, hi, s,
+                       y + (n * p->K + k0) * ohw + oh0 * p->OW, ohw);
         if (epi.fn && !clamp)
             epi.fn(epi.ctx, y + n * p->K * ohw, n, k0, k0 + nc, oh0 * p->OW, oh1 * p->OW, ohw);
     }
