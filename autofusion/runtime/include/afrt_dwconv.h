@@ -7,7 +7,9 @@
  *
  * Any conv with one input channel per group (C / group == 1; a channel multiplier K / group
  * > 1 is allowed), any kernel size up to AFRT_DW_MAX_TAPS taps, any stride, padding and
- * dilation. No im2col.
+ * dilation. No im2col. Two paths: without a channel multiplier and with dilation 1
+ * (afrt_dwl_applies: MobileNet's and EfficientNet's layers) 16 channels go in the vector
+ * lanes ("Channels in vector lanes" below); the rest take the phase planes.
  *
  * Method ("phase planes"). Per output channel the input plane is copied, zero-padded, into a
  * per-thread buffer split into stride_h x stride_w phase planes: plane (a, b) holds padded
