@@ -4,7 +4,9 @@ conv in double over a sweep (channel counts off the 16-lane blocks, 1x1 to 40x37
 several row bands, strides 1-3, 3x3 / 5x5 / generic kernels, asymmetric pads, batch 2, NaN and
 inf inputs) with no epilogue, Relu6 in registers, the same clamp through an unknown callback
 (bit-identical) and a residual clamp, on every ISA path, 1 and 2 threads, and under
-ASan/UBSan. The models around it are checked against onnxruntime in test_c_dwconv.py."""
+ASan/UBSan; and with every allocation failing, the lanes path refuses and
+``afrt_conv2d_f32``'s fallback is still right (docs/runtime.md, "Out of memory"). The
+models around it are checked against onnxruntime in test_c_dwconv.py."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ DRIVER_SRC = RUNTIME_C / "afrt_dwl_driver.c"
 @pytest.fixture(scope="module", params=list(ISA_FLAGS))
 def driver(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("dwl") / f"afrt_dwl_{request.param}"
-    return build_driver(DRIVER_SRC, out, request.param)
+    return build_driver(DRIVER_SRC, out, request.param, defines=["AFRT_TEST_FAIL_ALLOC"])
 
 
 @pytest.mark.parametrize("threads", [1, 2])

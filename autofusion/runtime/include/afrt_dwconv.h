@@ -341,9 +341,11 @@ static inline int64_t afrt_dw_channel_block_(const afrt_conv_params *p, int nth)
  * vectorise the FMA loop; the transposes are scalar copies).
  * ------------------------------------------------------------------------------------------- */
 #define AFRT_DWL_L 16
-/* Output positions a band aims at (O: 32 KiB; T about as much for stride 1). */
+/* Output positions a band aims at (at least 2 rows): O 8 KiB, T ~15 KiB at 56 columns, both
+ * in L1. Measured (benchmarks/dw_lanes.py) against 256, 512, 1024: 20-25% faster on 56x56
+ * and 28x28 maps, the same on 112x112 ones. */
 #ifndef AFRT_DWL_BAND_POS
-#define AFRT_DWL_BAND_POS 512
+#define AFRT_DWL_BAND_POS 128
 #endif
 
 /* Whether the lanes path takes this conv: a depthwise conv afrt_dwconv2d_f32 takes, without
@@ -360,10 +362,10 @@ typedef struct {
     int64_t floats;    /* scratch floats per thread: T, O, weights, bias */
 } afrt_dwl_geom_;
 
-/* Output rows per band: about AFRT_DWL_BAND_POS positions, and (nth > 1) enough tasks to
- * give every thread several. */
+/* Output rows per band: about AFRT_DWL_BAND_POS positions (at least 2 rows), and (nth > 1)
+ * enough tasks to give every thread several. */
 static inline int64_t afrt_dwl_band_(const afrt_conv_params *p, int nth) {
-    int64_t band = afrt_max_(1, afrt_min_(p->OH, AFRT_DWL_BAND_POS / afrt_max_(1, p->OW)));
+    int64_t band = afrt_min_(p->OH, afrt_max_(2, AFRT_DWL_BAND_POS / afrt_max_(1, p->OW)));
     const int64_t nblk = afrt_cdiv_(p->K, AFRT_DWL_L);
     while (nth > 1 && band > 1 && p->N * nblk * afrt_cdiv_(p->OH, band) < 4 * (int64_t)nth)
         band = afrt_cdiv_(band, 2);

@@ -7,6 +7,8 @@
  * kernel does not know (must give the same bits), and the built-in clamp with a residual
  * (run on the stored rows). Some cases hold NaN and +-inf among the inputs: the output must
  * be NaN exactly where the reference is. Tolerance: |got - ref| <= 1e-5 * (1 + sum|w x|).
+ * Built with -DAFRT_TEST_FAIL_ALLOC, every case also runs with all allocations failing: the
+ * lanes path must refuse (return 0) and afrt_conv2d_f32's fallback must still be right.
  *
  *   afrt_dwl_driver THREADS   -> prints "ok N" (N cases) or the first mismatch, exit 1
  */
@@ -115,6 +117,29 @@ static int check_(int64_t N, int64_t C, int64_t H, int64_t W, int64_t R, int64_t
             }
         }
     }
+#ifdef AFRT_TEST_FAIL_ALLOC
+    /* Out of memory (docs/runtime.md, "Out of memory"): the lanes path refuses (returns 0) and
+     * afrt_conv2d_f32 still gives the right result with every allocation failing. */
+    if (!bad) {
+        afrt_epilogue e = {afrt_epi_clamp_fn, &relu6};
+        afrt_free_thread_scratch();
+        afrt_test_fail_alloc(1, -1);
+        const int took = afrt_dwconv2d_f32(x, w, use_bias ? b : NULL, y, &p, e);
+        for (size_t i = 0; i < ny; ++i) y[i] = 12345.0f;
+        afrt_conv2d_f32(x, w, use_bias ? b : NULL, y, &p, NULL, e);
+        afrt_test_fail_alloc(0, 0);
+        if (took) {
+            printf("no memory, yet afrt_dwconv2d_f32 reported success\n");
+            bad = 1;
+        }
+        for (size_t i = 0; i < ny && !bad; ++i)
+            if (!close_(y[i], clamp6_(ref[i]), mag[i])) {
+                printf("no memory: afrt_conv2d_f32 wrong at %zu: got %g want %g\n", i,
+                       (double)y[i], clamp6_(ref[i]));
+                bad = 1;
+            }
+    }
+#endif
     free(x), free(w), free(b), free(y), free(y2), free(res), free(ref), free(mag);
     return bad;
 }
