@@ -337,8 +337,8 @@ static inline int64_t afrt_dw_channel_block_(const afrt_conv_params *p, int nth)
  * (channels of the block x the band's positions). Small maps (7x7, 4x4) fill every lane: the
  * per-channel work of the phase planes (fill, 64-wide correlation steps mostly past the
  * plane's end, compaction) is what made them slow (7-10 GFLOP/s at 4x4).
- * Elsewhere than AVX-512 the same tiles with plain loops over the 16 lanes (compilers
- * vectorise the FMA loop; the transposes are scalar copies).
+ * AVX2 + FMA: the same tiles, each 16-lane vector as two 8-lane halves (8 x 8 transposes,
+ * 4 outputs x 2 halves in registers). Elsewhere plain loops over the 16 lanes.
  * ------------------------------------------------------------------------------------------- */
 #define AFRT_DWL_L 16
 /* Output positions a band aims at (at least 2 rows): O 8 KiB, T ~15 KiB at 56 columns, both
@@ -409,6 +409,32 @@ static inline void afrt_dwl_transpose16_(__m512 r[16]) {
 }
 #endif
 
+#if !defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__)
+/* r[i] (row i, 8 floats) := column i of the 8 x 8 matrix whose rows are r[0..7]. */
+static inline void afrt_dwl_transpose8_(__m256 r[8]) {
+    __m256 t[8], u[8];
+    for (int i = 0; i < 4; ++i) {
+        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 2; ++i) {
+        u[4 * i] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+        u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+        u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+        u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+    }
+    for (int j = 0; j < 4; ++j) {
+        r[j] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x20);
+        r[4 + j] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x31);
+    }
+}
+
+/* Lanes [0, m) of an AVX2 mask (m in [0, 8]). */
+static inline __m256i afrt_dwl_mask8_(int64_t m) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)m), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+#endif
+
 /* The tile T[rows][wt][16] of channels [k0, k0 + nc) of image plane block xb (channel c at
  * xb + c * H*W) for tile rows [0, rows) = padded input rows from r0 (input row r0 - pad_top):
  * zero outside the input. Input column iw is tile column pad_left + iw. */
@@ -447,6 +473,28 @@ static inline void afrt_dwl_fill_(const float *restrict xb, int64_t nc, const af
             _mm512_storeu_ps(d, r[j]);
             d += L;
             if (++iw == W) iw = 0, d += skip;
+        }
+    }
+#elif defined(__AVX2__) && defined(__FMA__)
+    int64_t iw = 0; /* 8 positions x 8 channels per transpose, two per 16-lane vector */
+    for (int64_t q = q0; q < q1; q += 8) {
+        const int64_t m = afrt_min_(8, q1 - q);
+        const __m256i k = afrt_dwl_mask8_(m);
+        float *dq = d;
+        for (int64_t h = 0; h < 2; ++h) {
+            __m256 r[8];
+            for (int64_t c = 0; c < 8; ++c)
+                r[c] = h * 8 + c < nc ? _mm256_maskload_ps(xb + (h * 8 + c) * hw + q, k)
+                                      : _mm256_setzero_ps();
+            afrt_dwl_transpose8_(r);
+            int64_t jw = iw;
+            d = dq;
+            for (int64_t j = 0; j < m; ++j) {
+                _mm256_storeu_ps(d + h * 8, r[j]);
+                d += L;
+                if (++jw == W) jw = 0, d += skip;
+            }
+            if (h == 1) iw = jw;
         }
     }
 #else
@@ -564,6 +612,34 @@ static inline void afrt_dwl_rows_(const float *restrict t, const afrt_conv_param
             }
             _mm512_storeu_ps(o + (oh * OW + ow) * L, a);
         }
+#elif defined(__AVX2__) && defined(__FMA__)
+    /* blocks of 4 outputs x 2 halves in 8 accumulators, the tap's two weight vectors shared */
+    const __m256 lov = _mm256_set1_ps(lo), hiv = _mm256_set1_ps(hi);
+    for (int64_t oh = 0; oh < nrow; ++oh)
+        for (int64_t ow = 0; ow < OW; ow += 4) {
+            const int64_t nb = afrt_min_(4, OW - ow);
+            __m256 a[4][2];
+            for (int j = 0; j < 4; ++j) a[j][0] = _mm256_loadu_ps(bv), a[j][1] = _mm256_loadu_ps(bv + 8);
+            for (int64_t r = 0; r < R; ++r)
+                for (int64_t sx = 0; sx < S; ++sx) {
+                    const __m256 w0 = _mm256_loadu_ps(wv + (r * S + sx) * L);
+                    const __m256 w1 = _mm256_loadu_ps(wv + (r * S + sx) * L + 8);
+                    const float *src = t + (oh * sh + r) * pitch + (ow * sw + sx) * L;
+                    for (int j = 0; j < nb; ++j) {
+                        a[j][0] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(src + j * sw * L), a[j][0]);
+                        a[j][1] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(src + j * sw * L + 8), a[j][1]);
+                    }
+                }
+            for (int j = 0; j < nb; ++j)
+                for (int h = 0; h < 2; ++h) {
+                    __m256 v = a[j][h];
+                    if (clamp) { /* NaN kept: an unordered compare keeps v */
+                        v = _mm256_blendv_ps(lov, v, _mm256_cmp_ps(v, lov, _CMP_NLE_UQ));
+                        v = _mm256_blendv_ps(hiv, v, _mm256_cmp_ps(v, hiv, _CMP_NGE_UQ));
+                    }
+                    _mm256_storeu_ps(o + (oh * OW + ow + j) * L + h * 8, v);
+                }
+        }
 #else
     for (int64_t oh = 0; oh < nrow; ++oh)
         for (int64_t ow = 0; ow < OW; ++ow) {
@@ -593,6 +669,19 @@ static inline void afrt_dwl_unpack_(const float *restrict o, int64_t n, int64_t 
             r[j] = j < m ? _mm512_loadu_ps(o + (q + j) * AFRT_DWL_L) : _mm512_setzero_ps();
         afrt_dwl_transpose16_(r);
         for (int64_t c = 0; c < nc; ++c) _mm512_mask_storeu_ps(yb + c * ld + q, k, r[c]);
+    }
+#elif defined(__AVX2__) && defined(__FMA__)
+    for (int64_t q = 0; q < n; q += 8) {
+        const int64_t m = afrt_min_(8, n - q);
+        const __m256i k = afrt_dwl_mask8_(m);
+        for (int64_t h = 0; h * 8 < nc; ++h) {
+            __m256 r[8];
+            for (int64_t j = 0; j < 8; ++j)
+                r[j] = j < m ? _mm256_loadu_ps(o + (q + j) * AFRT_DWL_L + h * 8) : _mm256_setzero_ps();
+            afrt_dwl_transpose8_(r);
+            for (int64_t c = 0; c < 8 && h * 8 + c < nc; ++c)
+                _mm256_maskstore_ps(yb + (h * 8 + c) * ld + q, k, r[c]);
+        }
     }
 #else
     for (int64_t c = 0; c < nc; ++c)
