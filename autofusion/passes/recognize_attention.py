@@ -5,6 +5,8 @@ Matches scaled dot-product attention as exporters emit it::
     s = matmul(q, kT)            kT: [..., D, T] (usually transpose(k) swapping the last two dims)
     s = s / c   or   s = s * c   (optional; scale = 1/c or c, a scalar constant)
     s = s + mask                 (optional; mask broadcasts to [..., S, T])
+    s = s + mask2 ...            (more constant masks, e.g. Swin's position bias then its
+                                  window mask: summed into one constant at compile time)
     p = softmax(s, axis = last)
     o = matmul(p, v)
 
@@ -27,9 +29,11 @@ which becomes ``nn.attention {scale, nan_to_zero = 1}``.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import ClassVar
 
+import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
@@ -37,9 +41,11 @@ from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewri
 from xdsl.rewriter import InsertPoint
 
 from autofusion.dialects import nn
-from autofusion.dialects.base import shape_of
+from autofusion.dialects.base import shape_of, tensor_of
+from autofusion.dialects.dtypes import dense_from_numpy
 from autofusion.passes._match import (
     const_scalar,
+    const_value,
     in_block_order,
     replace_match,
     rewrite_if_enabled,
@@ -84,6 +90,64 @@ def _scaled(v: SSAValue) -> tuple[SSAValue, float, Operation | None]:
     return v, 1.0, None
 
 
+#: At most this many additive masks in a row (Swin's relative-position bias then its
+#: shifted-window mask; T5-style position bias then the padding mask).
+MAX_MASKS = 4
+#: Largest mask (elements) that several constant masks are folded into: Swin-T's first
+#: shifted stage sums a [3, 49, 49] bias and a [64, 1, 49, 49] mask into [64, 3, 49, 49]
+#: (461k elements, 1.8 MB); past this the masks stay apart and the attention is not matched.
+FOLD_LIMIT = 1 << 21
+
+
+def _masked(v: SSAValue) -> tuple[SSAValue, list[SSAValue], list[Operation]]:
+    """``v = ((scores + m1) + m2) ...``: (scores, [m1, m2, ...], the Adds). The scores side of
+    each Add is the one computed by a (scaled) matmul or by the Add before it, read only
+    there and of the sum's own shape (the masks broadcast into it)."""
+    masks: list[SSAValue] = []
+    adds: list[Operation] = []
+    op = v.owner
+    while isinstance(op, nn.AddOp) and v.has_one_use() and len(masks) < MAX_MASKS:
+        for a, b in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
+            if isinstance(a.owner, nn.MatMulOp | nn.MulOp | nn.DivOp | nn.AddOp) and (
+                a.type == v.type
+            ):
+                break
+        else:
+            break
+        masks.insert(0, b)
+        adds.append(op)
+        v = a
+        op = v.owner
+    return v, masks, adds
+
+
+def _foldable(masks: list[SSAValue]) -> bool:
+    """Several masks can become one constant: all constant, of static shapes, same element
+    type, and their broadcast sum is at most ``FOLD_LIMIT`` elements."""
+    arrays = [const_value(m) for m in masks]
+    if any(a is None or a.dtype.kind != "f" for a in arrays):
+        return False
+    if len({str(tensor_of(m).element_type) for m in masks}) != 1:
+        return False
+    try:
+        shape = np.broadcast_shapes(*(a.shape for a in arrays if a is not None))
+    except ValueError:
+        return False
+    return math.prod(shape) <= FOLD_LIMIT
+
+
+def _fold_masks(masks: list[SSAValue], adds: list[Operation]) -> nn.ConstantOp:
+    """The masks' sum, added in the graph's order, as one constant (origins: the Adds)."""
+    arrays = [const_value(m) for m in masks]
+    total = arrays[0]
+    for a in arrays[1:]:
+        total = total + a  # type: ignore[operator]
+    dtype = arrays[0].dtype  # type: ignore[union-attr]
+    c = nn.ConstantOp(dense_from_numpy(np.ascontiguousarray(np.asarray(total, dtype=dtype))))
+    set_merged_origins(c, adds[::-1])
+    return c
+
+
 @dataclass
 class RecognizeScaledDotProductAttention(RewritePattern):
     @op_type_rewrite_pattern
@@ -104,19 +168,10 @@ class RecognizeScaledDotProductAttention(RewritePattern):
         elif not isinstance(out, nn.MatMulOp) or out.a is not sm.y:
             return
         ops: list[Operation] = [sm, out, *guard]
-        s = sm.x
-        mask: SSAValue | None = None
-        scale = 1.0
-        op = s.owner
-        if isinstance(op, nn.AddOp) and s.has_one_use():
-            # the scores side is the one computed by a (scaled) matmul
-            for a, b in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
-                if isinstance(a.owner, nn.MatMulOp | nn.MulOp | nn.DivOp):
-                    s, mask = a, b
-                    break
-            else:
-                return
-            ops.append(op)
+        s, masks, adds = _masked(sm.x)
+        if len(masks) > 1 and not _foldable(masks):
+            return
+        ops.extend(adds)
         s, scale, sop = _scaled(s)  # the scores scaled by a scalar, or not
         if sop is not None:
             ops.append(sop)
@@ -147,6 +202,11 @@ class RecognizeScaledDotProductAttention(RewritePattern):
                 set_merged_origins(tr, [ktr])
             rewriter.insert(tr, InsertPoint.before(out))
             k = tr.y
+        mask = masks[0] if masks else None
+        if len(masks) > 1:  # one constant: the masks summed once, at compile time
+            total = _fold_masks(masks, adds)
+            rewriter.insert(total, InsertPoint.before(out))
+            mask = total.y
         att = nn.AttentionOp(
             q, k, v, mask, scale=scale, nan_to_zero=bool(guard), result_type=out.out.type
         )

@@ -6,7 +6,7 @@ the CPU the build is for, a ``Makefile`` holding exactly the commands used, a
 ``CMakeLists.txt``, ``autofusion-model.pc`` and the example ``main.c``; no path into any
 environment) and runs the C compiler (``aarch64-linux-gnu-gcc`` for ``cpu="aarch64"``)::
 
-    cc -O3 -fopenmp -fPIC -std=c11 -march=<cpu> [-Wall -Wextra -Werror] -I. \\
+    cc -O3 -fopenmp -fPIC -std=c11 -ffp-contract=fast -march=<cpu> [-Wall -Wextra -Werror] -I. \\
        -shared model.c af_build.c -o libmodel.so -lm
 
 ``build_sanitizer_driver(dir)`` builds an *executable* instead (ASan in a dlopen'ed .so

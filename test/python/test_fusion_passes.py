@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
+import onnx
 import onnxruntime as ort
 import pytest
 from xdsl.context import Context
@@ -140,3 +141,59 @@ def test_recognize_pass_obeys_its_pattern_switch(
         apply(module, "canonicalize-nn")
         apply(module, name, **options)
         assert any(o.name == op_name for o in module.walk()) == found, (name, options)
+
+
+def _two_mask_attention() -> onnx.ModelProto:
+    """Swin's shifted-window attention in small: q @ k^T * scale + position bias [H, S, S] +
+    window mask [W, 1, S, S] (0 or -100) -> softmax -> @ v, over W windows and H heads."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(3)
+    w, h, s, d = 3, 2, 5, 8
+    bias = rng.uniform(-1.0, 1.0, (h, s, s)).astype(np.float32)
+    win = np.where(rng.uniform(size=(w, 1, s, s)) < 0.3, -100.0, 0.0).astype(np.float32)
+    win[..., 0] = 0.0  # every row keeps a key
+    x4 = [w, h, s, d]
+    nodes = [
+        helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
+        helper.make_node("Mul", ["q", "scale"], ["qs"]),
+        helper.make_node("MatMul", ["qs", "kt"], ["sc"]),
+        helper.make_node("Add", ["sc", "bias"], ["sb"]),
+        helper.make_node("Add", ["sb", "win"], ["sm"]),
+        helper.make_node("Softmax", ["sm"], ["p"], axis=-1),
+        helper.make_node("MatMul", ["p", "v"], ["o"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "two_masks",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, x4) for n in ("q", "k", "v")],
+        [helper.make_tensor_value_info("o", TensorProto.FLOAT, x4)],
+        [
+            numpy_helper.from_array(np.array(d**-0.5, np.float32), "scale"),
+            numpy_helper.from_array(bias, "bias"),
+            numpy_helper.from_array(win, "win"),
+        ],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_two_constant_masks_become_one_attention() -> None:
+    """A position bias and a window mask in a row are folded into one constant mask: one
+    nn.attention, no softmax left, and the interpreter and the C build match onnxruntime."""
+    import autofusion
+
+    model = _two_mask_attention()
+    rng = np.random.default_rng(4)
+    feeds = {n: rng.uniform(-2.0, 2.0, (3, 2, 5, 8)).astype(np.float32) for n in "qkv"}
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    ref = {"o": sess.run(None, feeds)[0]}
+    assert 0.1 < float(np.abs(ref["o"]).mean()) < 10.0
+    module = import_onnx(model)
+    for name in PIPELINE:
+        apply(module, name)
+    kinds = [op.name for op in module.walk()]
+    assert kinds.count("nn.attention") == 1
+    assert "nn.softmax" not in kinds
+    assert_close(run_module(module, feeds), ref, "two masks, interpreter")
+    built = autofusion.compile(model, threads=1)
+    assert_close(built.run(feeds), ref, "two masks, C")

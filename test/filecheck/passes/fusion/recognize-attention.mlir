@@ -103,3 +103,43 @@ func.func @bert_kt(%q: tensor<1x2x4x8xf32>, %x: tensor<1x4x2x8xf32>, %v: tensor<
 // CHECK-NEXT:    %[[K:.*]] = nn.transpose %x {onnx.origins = ["kt"], perm = array<i64: 0, 2, 1, 3>} : (tensor<1x4x2x8xf32>) -> tensor<1x2x4x8xf32>
 // CHECK-NEXT:    %[[A:.*]] = nn.attention %q, %[[K]], %v {onnx.origins = ["qk", "softmax", "pv"], scale = 1.000000e+00 : f64}
 // CHECK-NEXT:    func.return %[[A]]
+
+// -----
+
+// Positive, Swin's shifted windows: a position bias [2, 4, 4] then a window mask [3, 1, 4, 4]
+// (both constants) -> one constant mask, their broadcast sum [3, 2, 4, 4], folded at compile
+// time (the printer elides its values; test_fusion_passes checks them against onnxruntime).
+func.func @two_masks(%q: tensor<3x2x4x8xf32>, %k: tensor<3x2x4x8xf32>, %v: tensor<3x2x4x8xf32>) -> tensor<3x2x4x8xf32> {
+  %bias = nn.constant dense<1.0> : tensor<2x4x4xf32>
+  %win = nn.constant dense<[[[[10.0, -100.0, 10.0, -100.0]]], [[[10.0, 10.0, 10.0, 10.0]]], [[[-100.0, 10.0, 10.0, 10.0]]]]> : tensor<3x1x1x4xf32>
+  %kt = nn.transpose %k {perm = array<i64: 0, 1, 3, 2>, onnx.origins = ["kt"]} : (tensor<3x2x4x8xf32>) -> tensor<3x2x8x4xf32>
+  %s = nn.matmul %q, %kt {onnx.origins = ["qk"]} : (tensor<3x2x4x8xf32>, tensor<3x2x8x4xf32>) -> tensor<3x2x4x4xf32>
+  %b = nn.add %s, %bias {onnx.origins = ["bias"]} : (tensor<3x2x4x4xf32>, tensor<2x4x4xf32>) -> tensor<3x2x4x4xf32>
+  %m = nn.add %b, %win {onnx.origins = ["window"]} : (tensor<3x2x4x4xf32>, tensor<3x1x1x4xf32>) -> tensor<3x2x4x4xf32>
+  %p = nn.softmax %m {axis = 3 : i64, onnx.origins = ["softmax"]} : (tensor<3x2x4x4xf32>) -> tensor<3x2x4x4xf32>
+  %o = nn.matmul %p, %v {onnx.origins = ["pv"]} : (tensor<3x2x4x4xf32>, tensor<3x2x4x8xf32>) -> tensor<3x2x4x8xf32>
+  func.return %o : tensor<3x2x4x8xf32>
+}
+// CHECK-LABEL: func.func @two_masks
+// CHECK:         %[[M:.*]] = nn.constant {{.*}} : tensor<3x2x4x4xf32> {onnx.origins = ["bias", "window"]}
+// CHECK-NEXT:    %[[A:.*]] = nn.attention %q, %k, %v, %[[M]] {onnx.origins = ["qk", "bias", "window", "softmax", "pv"], scale = 1.000000e+00 : f64}
+// CHECK-NEXT:    func.return %[[A]]
+
+// -----
+
+// Must not fire: the second mask is an input, not a constant, so the two cannot become one
+// mask at compile time (the Adds and the softmax stay).
+func.func @two_masks_one_input(%q: tensor<1x2x4x8xf32>, %kt: tensor<1x2x8x4xf32>, %v: tensor<1x2x4x8xf32>, %pad: tensor<1x1x1x4xf32>) -> tensor<1x2x4x8xf32> {
+  %bias = nn.constant dense<1.0> : tensor<2x4x4xf32>
+  %s = nn.matmul %q, %kt : (tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>) -> tensor<1x2x4x4xf32>
+  %b = nn.add %s, %bias : (tensor<1x2x4x4xf32>, tensor<2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %m = nn.add %b, %pad : (tensor<1x2x4x4xf32>, tensor<1x1x1x4xf32>) -> tensor<1x2x4x4xf32>
+  %p = nn.softmax %m {axis = 3 : i64} : (tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %o = nn.matmul %p, %v : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  func.return %o : tensor<1x2x4x8xf32>
+}
+// CHECK-LABEL: func.func @two_masks_one_input
+// CHECK-NOT:     nn.attention
+// CHECK:         nn.add
+// CHECK-NEXT:    nn.add
+// CHECK-NEXT:    nn.softmax
