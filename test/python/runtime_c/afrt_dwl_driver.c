@@ -10,7 +10,8 @@
  * Built with -DAFRT_TEST_FAIL_ALLOC, every case also runs with all allocations failing: the
  * lanes path must refuse (return 0) and afrt_conv2d_f32's fallback must still be right.
  *
- *   afrt_dwl_driver THREADS   -> prints "ok N" (N cases) or the first mismatch, exit 1
+ *   afrt_dwl_driver THREADS [EVERY]   -> prints "ok N" (N cases run: every EVERY-th of the
+ *                                        sweep, default all) or the first mismatch, exit 1
  */
 #include <math.h>
 #include <stdio.h>
@@ -146,6 +147,8 @@ static int check_(int64_t N, int64_t C, int64_t H, int64_t W, int64_t R, int64_t
 
 int main(int argc, char **argv) {
     afrt_set_num_threads(argc > 1 ? atoi(argv[1]) : 1);
+    const int every = argc > 2 ? atoi(argv[2]) : 1;
+    int seen = 0;
     static const int64_t cs[] = {1, 5, 16, 17, 40};
     static const int64_t maps[][2] = {{1, 1}, {4, 4}, {7, 7}, {9, 5}, {14, 13}, {40, 37}};
     static const int64_t ks[][2] = {{3, 3}, {5, 5}, {1, 1}, {3, 1}, {7, 7}};
@@ -161,6 +164,7 @@ int main(int argc, char **argv) {
                     const int64_t pb = v % 3 == 1 ? 0 : R / 2, pr = v % 3 == 1 ? (S > 1) : S / 2;
                     const int64_t N = v % 4 == 0 ? 2 : 1;
                     if (st == 3 && ki > 1 && v % 2) continue;
+                    if (seen++ % every) continue;
                     const int r = check_(N, cs[ci], H, W, R, S, st, pt, pl, pb, pr, v % 2, v % 5 == 0);
                     if (r) return 1;
                     n += H + pt + pb >= R && W + pl + pr >= S;
