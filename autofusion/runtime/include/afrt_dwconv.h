@@ -329,7 +329,7 @@ static inline int64_t afrt_dw_channel_block_(const afrt_conv_params *p, int nth)
  * dilation 1 -- MobileNet's and EfficientNet's depthwise layers. Per task (image, block of
  * AFRT_DWL_L = 16 channels, band of output rows) the block's input rows the band reads are
  * transposed (16 x 16 in registers with AVX-512, 16 channels x 16 consecutive positions of
- * the flattened plane at a time) into a zero-padded channels-last tile T[rows][Wp][16]; every
+ * the flattened plane at a time) into a zero-padded channels-last tile T[rows][wt][16]; every
  * output position is then R*S FMAs of whole vectors (bias first, the 16 channels' tap weights
  * in registers for 3x3 and 5x5), with the built-in clamp epilogue (afrt_epi_clamp without a
  * residual: Relu, Relu6) applied in registers, into an output tile O[positions][16], which is
