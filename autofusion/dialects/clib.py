@@ -467,6 +467,7 @@ def conv_params(op: nn.ConvOp) -> list[int]:
 
 # Convolution algorithms the C runtime has, chosen per conv at lowering (`conv_algo`).
 CONV_ALGOS = (
+    "direct_dw_lanes",
     "direct_dw",
     "direct_smallc",
     "winograd",
@@ -484,6 +485,14 @@ SMALLC_MAX_C = 4  # AFRT_DC_MAX_C in afrt_dwconv.h
 # WG_MIN_TILES 4x4 output tiles per image when WG_CK / C - WG_CK / K <= 1.
 WG_MIN_TILES = 25  # AFRT_WG_MIN_TILES
 WG_CK = 64  # AFRT_WG_CK
+
+
+def dw_lanes_applies(f: dict[str, int]) -> bool:
+    """Whether a depthwise conv (``CONV_FIELDS`` by name; ``direct_dw`` fits it) takes
+    ``direct_dw_lanes`` (``afrt_dwl_applies``): no channel multiplier and dilation 1, where
+    16 channels in the vector lanes beat the phase planes on every depthwise shape of
+    MobileNet-V2 and EfficientNet-B0 measured (benchmarks/dw_lanes.py, docs/runtime.md)."""
+    return f["K"] == f["C"] and (f["dil_h"], f["dil_w"]) == (1, 1)
 
 
 def winograd_applies(f: dict[str, int]) -> bool:
@@ -600,8 +609,11 @@ def conv_algo(params: Sequence[int], precision: str | None = None, blocked: bool
     - ``lp_gemm``: any 16-bit call: ``afrt_conv2d_lp`` (the 16-bit GEMM core; it widens
       depthwise weights to fp32 itself);
 
+    - ``direct_dw_lanes``: a depthwise conv ``direct_dw`` takes without channel multiplier,
+      dilation 1 (:func:`dw_lanes_applies`): ``afrt_dwconv2d_f32``, 16 channels in the
+      vector lanes;
     - ``direct_dw``: one input channel per group (depthwise; a channel multiplier is
-      allowed), at most ``DW_MAX_TAPS`` taps: ``afrt_dwconv2d_f32``, no im2col;
+      allowed), at most ``DW_MAX_TAPS`` taps: ``afrt_dwconv2d_f32``, phase planes, no im2col;
     - ``direct_smallc``: group 1 with at most ``SMALLC_MAX_C`` input channels and 2 to
       ``DW_MAX_TAPS`` taps (a stem conv): ``afrt_dconv_smallc_f32``, no im2col;
     - ``winograd``: 3x3, stride 1, dilation 1, group 1 where it wins
@@ -615,7 +627,7 @@ def conv_algo(params: Sequence[int], precision: str | None = None, blocked: bool
     - ``gemm_1x1``: 1x1, stride 1, no padding: the NCHW input is the GEMM's B operand as is;
     - ``im2col_gemm``: everything else, im2col fused into the GEMM's B packing.
 
-    The same rules as ``afrt_conv_plan`` / ``afrt_dwconv_applies`` /
+    The same rules as ``afrt_conv_plan`` / ``afrt_dwconv_applies`` / ``afrt_dwl_applies`` /
     ``afrt_dconv_smallc_applies`` / ``afrt_winograd_applies`` / ``afrt_conv1x1t_applies`` in
     the runtime (a test compiles both and compares them over a sweep of shapes;
     ``afrt_conv2d_f32`` never takes ``direct_nchwc`` itself: the lowering calls
@@ -630,7 +642,7 @@ def conv_algo(params: Sequence[int], precision: str | None = None, blocked: bool
     group = max(1, f["group"])
     taps = f["R"] * f["S"]
     if f["C"] == group and f["K"] % group == 0 and taps <= DW_MAX_TAPS:
-        return "direct_dw"
+        return "direct_dw_lanes" if dw_lanes_applies(f) else "direct_dw"
     if group == 1 and 1 <= f["C"] <= SMALLC_MAX_C and 1 < taps <= DW_MAX_TAPS:
         return "direct_smallc"
     if winograd_applies(f):
@@ -782,7 +794,8 @@ class _ContractionOp(_LibOp):
 @irdl_op_definition
 class Conv2DOp(_ContractionOp):
     """``afrt_conv2d_f32(x, w, bias, y, &params, NULL, {epilogue, ctx})`` (NCHW, f32); with
-    ``algo = "direct_dw"`` ``afrt_dwconv2d_f32(x, w, bias, y, &params, {epilogue, ctx})``
+    ``algo = "direct_dw"`` or ``"direct_dw_lanes"`` ``afrt_dwconv2d_f32(x, w, bias, y,
+    &params, {epilogue, ctx})``
     (``direct_smallc``: ``afrt_dconv_smallc_f32``, ``winograd``: ``afrt_winograd_f32``,
     ``direct_nchwc``: ``afrt_nchwc_f32``, same arguments); with ``precision``
     (``algo = "lp_gemm"``): ``afrt_conv2d_lp(AFRT_LP_BF16, x, w, w_stored, bias, ...)``.
@@ -864,11 +877,11 @@ class Conv2DOp(_ContractionOp):
 
 def dwpw_applies(dw: Sequence[Param], pw: Sequence[Param]) -> bool:
     """Whether ``afrt_dwpw_f32`` takes a depthwise conv (``dw``, ``CONV_FIELDS`` order)
-    followed by a conv (``pw``) reading its output: ``dw`` is ``direct_dw`` with
-    non-negative pads, ``pw`` a 1x1 stride-1 unpadded group-1 conv over exactly ``dw``'s
-    output (``afrt_dwpw_applies`` in afrt_convchain.h). A run-time size (an ``index``
-    value: batch, spatial sizes) matches only the same value; the fields ``direct_dw``
-    depends on (channels, group, kernel, pads) must be numbers."""
+    followed by a conv (``pw``) reading its output: ``dw`` is ``direct_dw`` or
+    ``direct_dw_lanes`` with non-negative pads, ``pw`` a 1x1 stride-1 unpadded group-1 conv
+    over exactly ``dw``'s output (``afrt_dwpw_applies`` in afrt_convchain.h). A run-time
+    size (an ``index`` value: batch, spatial sizes) matches only the same value; the fields
+    the depthwise choice depends on (channels, group, kernel, pads) must be numbers."""
     d = dict(zip(CONV_FIELDS, dw, strict=True))
     p = dict(zip(CONV_FIELDS, pw, strict=True))
     spatial = ("N", "H", "W", "OH", "OW")  # no role in the choice of direct_dw
@@ -882,7 +895,7 @@ def dwpw_applies(dw: Sequence[Param], pw: Sequence[Param]) -> bool:
     if len(dn) != len(CONV_FIELDS) or "group" not in pn:
         return False
     return (
-        conv_algo(list(dn.values())) == "direct_dw"
+        conv_algo(list(dn.values())) in ("direct_dw", "direct_dw_lanes")
         and min(dn["pad_top"], dn["pad_left"]) >= 0
         and (p["N"], p["C"], p["H"], p["W"]) == (d["N"], d["K"], d["OH"], d["OW"])
         and (p["R"], p["S"], p["stride_h"], p["stride_w"]) == (1, 1, 1, 1)

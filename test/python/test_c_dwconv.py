@@ -1,4 +1,5 @@
-"""Direct depthwise convolution (``afrt_dwconv2d_f32``, algo ``direct_dw``) against onnxruntime.
+"""Direct depthwise convolution (``afrt_dwconv2d_f32``: algo ``direct_dw_lanes`` without
+channel multiplier and dilation 1, else ``direct_dw``) against onnxruntime.
 
 Also the small-input-channel direct conv (``afrt_dconv_smallc_f32``, ``direct_smallc``).
 A sweep of depthwise shapes (channels 1..70, sizes 1..17, strides 1/2/3, pads 0/1/2 and
@@ -193,7 +194,7 @@ def test_depthwise_sweep_matches_onnxruntime(part: int) -> None:
     model = _model(_sweep(part), seed=part)
     report = _check(model, _feeds(model, part))
     algos = {r["conv_algo"] for r in report["conv_algo"]}  # type: ignore[index]
-    assert algos == {"direct_dw"}, algos
+    assert algos == {"direct_dw_lanes"}, algos  # the sweep has no multiplier or dilation
 
 
 def test_depthwise_extra_shapes_and_two_threads() -> None:
@@ -201,7 +202,8 @@ def test_depthwise_extra_shapes_and_two_threads() -> None:
     feeds = _feeds(model, 7)
     for threads in (1, 2):
         report = _check(model, feeds, threads=threads)
-    assert [r["conv_algo"] for r in report["conv_algo"]] == ["direct_dw"] * len(EXTRA)  # type: ignore[index]
+    want = ["direct_dw" if "dil" in c or "mult" in c else "direct_dw_lanes" for c in EXTRA]
+    assert [r["conv_algo"] for r in report["conv_algo"]] == want  # type: ignore[index]
 
 
 @pytest.mark.parametrize(("cpu", "threads"), [("native", 1), ("native", 2), ("x86-64-v3", 1)])
@@ -265,8 +267,9 @@ int main(void) {
         for (int i = 0; i < 18; ++i)
             if (scanf("%ld", (long *)&f[i]) != 1) return 0;
         const afrt_conv_plan_ q = afrt_conv_plan(&p);
-        printf("%d %d %d %d %d\n", q.kind, afrt_dwconv_applies(&p), afrt_dconv_smallc_applies(&p),
-               afrt_winograd_applies(&p), afrt_conv1x1t_applies(&p));
+        printf("%d %d %d %d %d %d\n", q.kind, afrt_dwconv_applies(&p),
+               afrt_dconv_smallc_applies(&p), afrt_winograd_applies(&p),
+               afrt_conv1x1t_applies(&p), afrt_dwl_applies(&p));
     }
 }
 """
@@ -281,13 +284,14 @@ def test_conv_algo_matches_the_runtime(tmp_path: Path) -> None:
                     "-lm"], check=True)  # fmt: skip
     shapes = []
     # g_div: group = C / g_div (1: depthwise), 0: group 1 (dense)
-    for c, g_div, k, s, p, r, h in itertools.product((4, 16), (1, 2, 4, 0), (4, 16), (1, 2),
-                                                     (0, 1), (1, 3, 9), (8, 17)):  # fmt: skip
+    grid = itertools.product((4, 16), (1, 2, 4, 0), (4, 16), (1, 2), (0, 1), (1, 3, 9), (8, 17),
+                             (1, 2))  # fmt: skip
+    for c, g_div, k, s, p, r, h, d in grid:
         group = c // g_div if g_div else 1
-        if k % group:
+        oh = (h + 2 * p - d * (r - 1) - 1) // s + 1
+        if k % group or oh < 1:
             continue
-        oh = (h + 2 * p - r) // s + 1
-        shapes.append([1, c, h, h, k, r, r, oh, oh, s, s, p, p, p, p, 1, 1, group])
+        shapes.append([1, c, h, h, k, r, r, oh, oh, s, s, p, p, p, p, d, d, group])
     # 1x1 convs around gemm_1x1_t's rule: small maps (1, 4, 7, ... 72 positions), channels
     # (per group) below, at and past its thresholds, grouped ones
     for c, k, h, w, group in itertools.product((2, 256, 512, 1030), (16, 500, 512, 520, 1024),
@@ -299,9 +303,12 @@ def test_conv_algo_matches_the_runtime(tmp_path: Path) -> None:
     kinds = {0: "direct_dw", 1: "gemm_1x1", 2: "im2col_gemm"}
     got = []
     for line in out.stdout.splitlines():  # afrt_conv2d_f32's order: kind 0, small C, Winograd, 1/2
-        kind, dw, smallc, wino, t1x1 = (int(v) for v in line.split())
+        kind, dw, smallc, wino, t1x1, lanes = (int(v) for v in line.split())
         assert dw == (kind == 0)
-        if kind != 0 and smallc:
+        assert not lanes or dw
+        if lanes:
+            got.append("direct_dw_lanes")
+        elif kind != 0 and smallc:
             got.append("direct_smallc")
         elif kind != 0 and wino:
             got.append("winograd")

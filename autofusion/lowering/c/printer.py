@@ -1376,6 +1376,7 @@ class _FuncPrinter:
                 self.emit(d, f"{{ const afrt_conv_params p_ = {{{p}}};")
                 direct = {
                     "direct_dw": "afrt_dwconv2d_f32",
+                    "direct_dw_lanes": "afrt_dwconv2d_f32",  # the same rule inside
                     "direct_smallc": "afrt_dconv_smallc_f32",
                     "winograd": "afrt_winograd_f32",
                     "direct_nchwc": "afrt_nchwc_f32",

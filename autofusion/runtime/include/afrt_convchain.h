@@ -59,17 +59,26 @@ static inline int64_t afrt_cc_band_rows_(const afrt_conv_params *pd, int nth) {
 }
 
 /* Depthwise rows [oh0, oh1) of image n, all channels, clamped, into t [K, (oh1-oh0) * OW];
- * xp: phase-plane scratch of afrt_cc_dw_floats_(). */
+ * xp: scratch of afrt_cc_dw_floats_(pd, th) floats (bands of at most th rows). Channels in
+ * vector lanes where afrt_dwl_applies (afrt_dwconv.h), else the phase planes. */
 static inline void afrt_cc_dw_band_(const float *x, const float *w, const float *bias, float lo,
-                                    float hi, const afrt_conv_params *pd, int64_t n, int64_t oh0,
-                                    int64_t oh1, float *xp, float *t) {
+                                    float hi, const afrt_conv_params *pd, int64_t th, int64_t n,
+                                    int64_t oh0, int64_t oh1, float *xp, float *t) {
+    const int64_t cols = (oh1 - oh0) * pd->OW;
+    if (afrt_dwl_applies(pd)) {
+        const afrt_dwl_geom_ g = afrt_dwl_geom_init_(pd, th);
+        for (int64_t k0 = 0; k0 < pd->K; k0 += AFRT_DWL_L)
+            afrt_dwl_task_(x, w, bias, pd, &g, n, k0, afrt_min_(AFRT_DWL_L, pd->K - k0), oh0, oh1,
+                           1, lo, hi, xp, t + k0 * cols, cols);
+        return;
+    }
     afrt_conv_params pb = *pd;
     pb.N = 1;
     pb.OH = oh1 - oh0;
     pb.pad_top = pd->pad_top - oh0 * pd->stride_h;
     afrt_dw_geom_ g;
     afrt_dw_geom_init_(&pb, &g);
-    const int64_t cols = pb.OH * pd->OW, hw = pd->H * pd->W, kg = pd->K / pd->C;
+    const int64_t hw = pd->H * pd->W, kg = pd->K / pd->C;
     float *wide = xp + g.total + 16;
     for (int64_t k = 0; k < pd->K; ++k) {
         if (k == 0 || k % kg == 0) afrt_dw_fill_(x + (n * pd->C + k / kg) * hw, &pb, &g, xp);
@@ -83,9 +92,11 @@ static inline void afrt_cc_dw_band_(const float *x, const float *w, const float 
     }
 }
 
-/* Floats of the phase planes + wide rows of the largest band (the first band's geometry is
- * the largest: the shifted pad only moves rows). */
+/* Floats of the depthwise scratch for bands of at most th rows: the lanes tiles, or the phase
+ * planes + wide rows of the largest band (the first band's geometry is the largest: the
+ * shifted pad only moves rows). */
 static inline int64_t afrt_cc_dw_floats_(const afrt_conv_params *pd, int64_t th) {
+    if (afrt_dwl_applies(pd)) return afrt_dwl_geom_init_(pd, afrt_min_(th, pd->OH)).floats;
     afrt_conv_params pb = *pd;
     pb.N = 1;
     pb.OH = afrt_min_(th, pd->OH);
@@ -147,7 +158,7 @@ static inline int afrt_dwpw_f32(const float *x, const float *wd, const float *bd
         float *t = xp + dwf, *kbuf = t + tf;
         const int64_t n = task / nbands, oh0 = (task % nbands) * th;
         const int64_t oh1 = afrt_min_(pd->OH, oh0 + th), cols = (oh1 - oh0) * pd->OW;
-        afrt_cc_dw_band_(x, wd, bd, lo, hi, pd, n, oh0, oh1, xp, t);
+        afrt_cc_dw_band_(x, wd, bd, lo, hi, pd, th, n, oh0, oh1, xp, t);
         const afrt_bsrc_ bs = {NULL, t, cols, 0, NULL, NULL};
         float *yn = y + n * K * ohw;
         const int64_t c0 = oh0 * pd->OW;

@@ -7,7 +7,9 @@
  *
  * Any conv with one input channel per group (C / group == 1; a channel multiplier K / group
  * > 1 is allowed), any kernel size up to AFRT_DW_MAX_TAPS taps, any stride, padding and
- * dilation. No im2col.
+ * dilation. No im2col. Two paths: without a channel multiplier and with dilation 1
+ * (afrt_dwl_applies: MobileNet's and EfficientNet's layers) 16 channels go in the vector
+ * lanes ("Channels in vector lanes" below); the rest take the phase planes.
  *
  * Method ("phase planes"). Per output channel the input plane is copied, zero-padded, into a
  * per-thread buffer split into stride_h x stride_w phase planes: plane (a, b) holds padded
@@ -322,13 +324,434 @@ static inline int64_t afrt_dw_channel_block_(const afrt_conv_params *p, int nth)
     return cb;
 }
 
-/* Direct depthwise convolution (see the top of this file). Returns 0 (nothing written) if
- * the conv does not qualify (afrt_dwconv_applies) or scratch memory cannot be had. */
-static inline int afrt_dwconv2d_f32(const float *x, const float *w, const float *bias,
-                                     float *y, const afrt_conv_params *p, afrt_epilogue epi) {
-    if (!afrt_dwconv_applies(p)) return 0;
-    if (p->N <= 0 || p->K <= 0 || p->OH <= 0 || p->OW <= 0) return 1;
-    afrt_init_once_();
+/* ---------------------------------------------------------------------------------------------
+ * Channels in vector lanes (afrt_dwl_*): the depthwise path for K == C (no channel multiplier),
+ * dilation 1 -- MobileNet's and EfficientNet's depthwise layers. Per task (image, block of
+ * AFRT_DWL_L = 16 channels, band of output rows) the block's input rows the band reads are
+ * transposed (16 x 16 in registers with AVX-512, 16 channels x 16 consecutive positions of
+ * the flattened plane at a time) into a zero-padded channels-last tile T[rows][wt][16]; every
+ * output position is then R*S FMAs of whole vectors (bias first, the 16 channels' tap weights
+ * in registers for 3x3 and 5x5), with the built-in clamp epilogue (afrt_epi_clamp without a
+ * residual: Relu, Relu6) applied in registers, into an output tile O[positions][16], which is
+ * transposed back into the block's NCHW rows. Any other epilogue runs on the finished rows
+ * (channels of the block x the band's positions). Small maps (7x7, 4x4) fill every lane: the
+ * per-channel work of the phase planes (fill, 64-wide correlation steps mostly past the
+ * plane's end, compaction) is what made them slow (7-10 GFLOP/s at 4x4).
+ * AVX2 + FMA: the same tiles, each 16-lane vector as two 8-lane halves (8 x 8 transposes,
+ * 4 outputs x 2 halves in registers). Elsewhere plain loops over the 16 lanes.
+ * ------------------------------------------------------------------------------------------- */
+#define AFRT_DWL_L 16
+/* Full unrolling of the constant-bound register loops (GCC's pragma; others unroll them
+ * unprompted or not at all, never wrongly). */
+#if defined(__GNUC__) && !defined(__clang__)
+#define AFRT_DWL_UNROLL_(n) _Pragma(#n)
+#else
+#define AFRT_DWL_UNROLL_(n)
+#endif
+/* Output positions a band aims at (at least 2 rows): O 8 KiB, T ~15 KiB at 56 columns, both
+ * in L1. Measured (benchmarks/dw_lanes.py) against 256, 512, 1024: 20-25% faster on 56x56
+ * and 28x28 maps, the same on 112x112 ones. */
+#ifndef AFRT_DWL_BAND_POS
+#define AFRT_DWL_BAND_POS 128
+#endif
+
+/* Whether the lanes path takes this conv: a depthwise conv afrt_dwconv2d_f32 takes, without
+ * channel multiplier, dilation 1 (clib.dw_lanes_applies mirrors it). */
+static inline int afrt_dwl_applies(const afrt_conv_params *p) {
+    return afrt_dwconv_applies(p) && p->K == p->C && p->dil_h == 1 && p->dil_w == 1;
+}
+
+typedef struct {
+    int64_t wt;        /* tile columns: what the taps read ((OW - 1) * sw + S), at least pad + W */
+    int64_t pitch;     /* floats per tile row: wt * 16 */
+    int64_t band;      /* output rows per band */
+    int64_t tile_rows; /* tile rows of a full band: (band - 1) * sh + R */
+    int64_t floats;    /* scratch floats per thread: T, O, weights, bias */
+} afrt_dwl_geom_;
+
+/* Output rows per band: about AFRT_DWL_BAND_POS positions (at least 2 rows), and (nth > 1)
+ * enough tasks to give every thread several. */
+static inline int64_t afrt_dwl_band_(const afrt_conv_params *p, int nth) {
+    int64_t band = afrt_min_(p->OH, afrt_max_(2, AFRT_DWL_BAND_POS / afrt_max_(1, p->OW)));
+    const int64_t nblk = afrt_cdiv_(p->K, AFRT_DWL_L);
+    while (nth > 1 && band > 1 && p->N * nblk * afrt_cdiv_(p->OH, band) < 4 * (int64_t)nth)
+        band = afrt_cdiv_(band, 2);
+    return band;
+}
+
+/* The tiles of bands of at most `band` output rows. */
+static inline afrt_dwl_geom_ afrt_dwl_geom_init_(const afrt_conv_params *p, int64_t band) {
+    afrt_dwl_geom_ g;
+    g.wt = afrt_max_((p->OW - 1) * p->stride_w + p->S, p->pad_left + p->W);
+    g.pitch = g.wt * AFRT_DWL_L;
+    g.band = band;
+    g.tile_rows = (g.band - 1) * p->stride_h + p->R;
+    g.floats = g.tile_rows * g.pitch + AFRT_DWL_L * (g.band * p->OW + p->R * p->S + 1);
+    return g;
+}
+
+#if defined(__AVX512F__)
+/* r[i] (row i, 16 floats) := column i of the 16 x 16 matrix whose rows are r[0..15]. */
+static inline void afrt_dwl_transpose16_(__m512 r[16]) {
+    __m512 t[16];
+    for (int i = 0; i < 8; ++i) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; ++i) {
+        r[4 * i] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+        r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+        r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+        r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+    }
+    for (int h = 0; h < 2; ++h)
+        for (int j = 0; j < 4; ++j) {
+            t[8 * h + j] = _mm512_shuffle_f32x4(r[8 * h + j], r[8 * h + 4 + j], 0x88);
+            t[8 * h + 4 + j] = _mm512_shuffle_f32x4(r[8 * h + j], r[8 * h + 4 + j], 0xDD);
+        }
+    for (int j = 0; j < 8; ++j) {
+        r[j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0x88);
+        r[8 + j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0xDD);
+    }
+}
+#endif
+
+#if !defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__)
+/* r[i] (row i, 8 floats) := column i of the 8 x 8 matrix whose rows are r[0..7]. */
+static inline void afrt_dwl_transpose8_(__m256 r[8]) {
+    __m256 t[8], u[8];
+    for (int i = 0; i < 4; ++i) {
+        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 2; ++i) {
+        u[4 * i] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+        u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+        u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+        u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+    }
+    for (int j = 0; j < 4; ++j) {
+        r[j] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x20);
+        r[4 + j] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x31);
+    }
+}
+
+/* Lanes [0, m) of an AVX2 mask (m in [0, 8]). */
+static inline __m256i afrt_dwl_mask8_(int64_t m) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)m), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+#endif
+
+/* The tile T[rows][wt][16] of channels [k0, k0 + nc) of image plane block xb (channel c at
+ * xb + c * H*W) for tile rows [0, rows) = padded input rows from r0 (input row r0 - pad_top):
+ * zero outside the input. Input column iw is tile column pad_left + iw. */
+static inline void afrt_dwl_fill_(const float *restrict xb, int64_t nc, const afrt_conv_params *p,
+                                  const afrt_dwl_geom_ *g, int64_t r0, int64_t rows,
+                                  float *restrict t) {
+    const int64_t H = p->H, W = p->W, hw = H * W, pl = p->pad_left, wt = g->wt, L = AFRT_DWL_L;
+    const int64_t ih0 = afrt_max_(0, r0 - p->pad_top), ih1 = afrt_min_(H, r0 + rows - p->pad_top);
+    for (int64_t u = 0; u < rows; ++u) { /* zero: rows outside the input, pad columns */
+        float *tr = t + u * g->pitch;
+        const int64_t ih = r0 + u - p->pad_top;
+        const int in = ih >= ih0 && ih < ih1;
+        for (int64_t v = 0; v < wt; ++v) {
+            if (in && v == pl) v += W;
+            if (v >= wt) break;
+#if defined(__AVX512F__)
+            _mm512_storeu_ps(tr + v * L, _mm512_setzero_ps());
+#else
+            for (int64_t l = 0; l < L; ++l) tr[v * L + l] = 0.0f;
+#endif
+        }
+    }
+    if (ih0 >= ih1) return;
+    const int64_t q0 = ih0 * W, q1 = ih1 * W, skip = (wt - W) * L;
+    float *d = t + ((ih0 - (r0 - p->pad_top)) * wt + pl) * L;
+#if defined(__AVX512F__)
+    int64_t iw = 0;
+    for (int64_t q = q0; q < q1; q += 16) {
+        const int64_t m = afrt_min_(16, q1 - q);
+        const __mmask16 k = (__mmask16)((1u << m) - 1u);
+        __m512 r[16];
+        for (int64_t c = 0; c < 16; ++c)
+            r[c] = c < nc ? _mm512_maskz_loadu_ps(k, xb + c * hw + q) : _mm512_setzero_ps();
+        afrt_dwl_transpose16_(r);
+        for (int64_t j = 0; j < m; ++j) {
+            _mm512_storeu_ps(d, r[j]);
+            d += L;
+            if (++iw == W) iw = 0, d += skip;
+        }
+    }
+#elif defined(__AVX2__) && defined(__FMA__)
+    int64_t iw = 0; /* 8 positions x 8 channels per transpose, two per 16-lane vector */
+    for (int64_t q = q0; q < q1; q += 8) {
+        const int64_t m = afrt_min_(8, q1 - q);
+        const __m256i k = afrt_dwl_mask8_(m);
+        float *dq = d;
+        for (int64_t h = 0; h < 2; ++h) {
+            __m256 r[8];
+            for (int64_t c = 0; c < 8; ++c)
+                r[c] = h * 8 + c < nc ? _mm256_maskload_ps(xb + (h * 8 + c) * hw + q, k)
+                                      : _mm256_setzero_ps();
+            afrt_dwl_transpose8_(r);
+            int64_t jw = iw;
+            d = dq;
+            for (int64_t j = 0; j < m; ++j) {
+                _mm256_storeu_ps(d + h * 8, r[j]);
+                d += L;
+                if (++jw == W) jw = 0, d += skip;
+            }
+            if (h == 1) iw = jw;
+        }
+    }
+#else
+    for (int64_t q = q0; q < q1; ++q) {
+        for (int64_t c = 0; c < L; ++c) d[c] = c < nc ? xb[c * hw + q] : 0.0f;
+        d += L;
+        if ((q + 1) % W == 0) d += skip;
+    }
+#endif
+}
+
+#if defined(__AVX512F__)
+/* Outputs ow .. ow + NB - 1 of one row (src: the tile at the row's first tap row, column
+ * ow * SW; pitch: floats per tile row) into dst[NB][16]. NB, R, S, SW constant: every loop
+ * unrolls, the weights w[R*S] stay in registers and each input vector loaded serves every
+ * tap that reads it (NB + 2 loads per tap row for 3x3 stride 1 instead of 3 NB). */
+static inline __attribute__((always_inline)) void afrt_dwl_block_(
+    const float *restrict src, int64_t pitch, const __m512 *w, __m512 b, int clamp, __m512 lov,
+    __m512 hiv, float *restrict dst, const int NB, const int R, const int S, const int SW) {
+    __m512 a[8];
+    AFRT_DWL_UNROLL_(GCC unroll 8)
+    for (int j = 0; j < NB; ++j) a[j] = b;
+    AFRT_DWL_UNROLL_(GCC unroll 8)
+    for (int r = 0; r < R; ++r) {
+        const float *row = src + r * pitch;
+        AFRT_DWL_UNROLL_(GCC unroll 32)
+        for (int c = 0; c < (NB - 1) * SW + S; ++c) {
+            const __m512 v = _mm512_loadu_ps(row + c * AFRT_DWL_L);
+            AFRT_DWL_UNROLL_(GCC unroll 8)
+            for (int s = 0; s < S; ++s) {
+                const int d = c - s;
+                if (d >= 0 && d % SW == 0 && d / SW < NB)
+                    a[d / SW] = _mm512_fmadd_ps(w[r * S + s], v, a[d / SW]);
+            }
+        }
+    }
+    AFRT_DWL_UNROLL_(GCC unroll 8)
+    for (int j = 0; j < NB; ++j) {
+        __m512 v = a[j];
+        if (clamp) {
+            v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, lov, _CMP_NLE_UQ), lov, v);
+            v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, hiv, _CMP_NGE_UQ), hiv, v);
+        }
+        _mm512_storeu_ps(dst + j * AFRT_DWL_L, v);
+    }
+}
+
+/* The rows of afrt_dwl_rows_ for constant R, S, SW: blocks of 8 outputs, the rest by 4, 2, 1. */
+static inline __attribute__((always_inline)) void afrt_dwl_rows_k_(
+    const float *restrict t, int64_t pitch, int64_t sh, int64_t OW, int64_t nrow,
+    const float *restrict wv, const float *restrict bv, int clamp, float lo, float hi,
+    float *restrict o, const int R, const int S, const int SW) {
+    __m512 w[25];
+    AFRT_DWL_UNROLL_(GCC unroll 25)
+    for (int i = 0; i < R * S; ++i) w[i] = _mm512_loadu_ps(wv + i * AFRT_DWL_L);
+    const __m512 b = _mm512_loadu_ps(bv), lov = _mm512_set1_ps(lo), hiv = _mm512_set1_ps(hi);
+    for (int64_t oh = 0; oh < nrow; ++oh) {
+        const float *tr = t + oh * sh * pitch;
+        float *d = o + oh * OW * AFRT_DWL_L;
+        int64_t ow = 0;
+        for (; ow + 8 <= OW; ow += 8)
+            afrt_dwl_block_(tr + ow * SW * AFRT_DWL_L, pitch, w, b, clamp, lov, hiv,
+                            d + ow * AFRT_DWL_L, 8, R, S, SW);
+        if (ow + 4 <= OW) {
+            afrt_dwl_block_(tr + ow * SW * AFRT_DWL_L, pitch, w, b, clamp, lov, hiv,
+                            d + ow * AFRT_DWL_L, 4, R, S, SW);
+            ow += 4;
+        }
+        if (ow + 2 <= OW) {
+            afrt_dwl_block_(tr + ow * SW * AFRT_DWL_L, pitch, w, b, clamp, lov, hiv,
+                            d + ow * AFRT_DWL_L, 2, R, S, SW);
+            ow += 2;
+        }
+        if (ow < OW)
+            afrt_dwl_block_(tr + ow * SW * AFRT_DWL_L, pitch, w, b, clamp, lov, hiv,
+                            d + ow * AFRT_DWL_L, 1, R, S, SW);
+    }
+}
+#endif
+
+/* O[j][16] for output rows [0, nrow) of the band (tile T from the band's first padded row,
+ * g->pitch floats a row): bias + sum over taps of wv[t] * T[oh * sh + r][ow * sw + s],
+ * clamped to [lo, hi] when clamp. AVX-512: 3x3 and 5x5 at strides 1 and 2 through
+ * afrt_dwl_rows_k_ (constants), other kernels one position at a time. */
+static inline void afrt_dwl_rows_(const float *restrict t, const afrt_conv_params *p,
+                                  const afrt_dwl_geom_ *g, int64_t nrow, const float *restrict wv,
+                                  const float *restrict bv, int clamp, float lo, float hi,
+                                  float *restrict o) {
+    const int64_t OW = p->OW, sh = p->stride_h, sw = p->stride_w, pitch = g->pitch;
+    const int64_t R = p->R, S = p->S, L = AFRT_DWL_L;
+#if defined(__AVX512F__)
+    const int k33 = R == 3 && S == 3, k55 = R == 5 && S == 5;
+    if ((k33 || k55) && (sw == 1 || sw == 2)) {
+        if (k33 && sw == 1)
+            afrt_dwl_rows_k_(t, pitch, sh, OW, nrow, wv, bv, clamp, lo, hi, o, 3, 3, 1);
+        else if (k33)
+            afrt_dwl_rows_k_(t, pitch, sh, OW, nrow, wv, bv, clamp, lo, hi, o, 3, 3, 2);
+        else if (sw == 1)
+            afrt_dwl_rows_k_(t, pitch, sh, OW, nrow, wv, bv, clamp, lo, hi, o, 5, 5, 1);
+        else
+            afrt_dwl_rows_k_(t, pitch, sh, OW, nrow, wv, bv, clamp, lo, hi, o, 5, 5, 2);
+        return;
+    }
+    const __m512 lov = _mm512_set1_ps(lo), hiv = _mm512_set1_ps(hi);
+    for (int64_t oh = 0; oh < nrow; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow) {
+            __m512 a = _mm512_loadu_ps(bv);
+            for (int64_t r = 0; r < R; ++r)
+                for (int64_t s = 0; s < S; ++s)
+                    a = _mm512_fmadd_ps(_mm512_loadu_ps(wv + (r * S + s) * L),
+                                        _mm512_loadu_ps(t + (oh * sh + r) * pitch + (ow * sw + s) * L), a);
+            if (clamp) {
+                a = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, lov, _CMP_NLE_UQ), lov, a);
+                a = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, hiv, _CMP_NGE_UQ), hiv, a);
+            }
+            _mm512_storeu_ps(o + (oh * OW + ow) * L, a);
+        }
+#elif defined(__AVX2__) && defined(__FMA__)
+    /* blocks of 4 outputs x 2 halves in 8 accumulators, the tap's two weight vectors shared */
+    const __m256 lov = _mm256_set1_ps(lo), hiv = _mm256_set1_ps(hi);
+    for (int64_t oh = 0; oh < nrow; ++oh)
+        for (int64_t ow = 0; ow < OW; ow += 4) {
+            const int64_t nb = afrt_min_(4, OW - ow);
+            __m256 a[4][2];
+            for (int j = 0; j < 4; ++j) a[j][0] = _mm256_loadu_ps(bv), a[j][1] = _mm256_loadu_ps(bv + 8);
+            for (int64_t r = 0; r < R; ++r)
+                for (int64_t sx = 0; sx < S; ++sx) {
+                    const __m256 w0 = _mm256_loadu_ps(wv + (r * S + sx) * L);
+                    const __m256 w1 = _mm256_loadu_ps(wv + (r * S + sx) * L + 8);
+                    const float *src = t + (oh * sh + r) * pitch + (ow * sw + sx) * L;
+                    for (int j = 0; j < nb; ++j) {
+                        a[j][0] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(src + j * sw * L), a[j][0]);
+                        a[j][1] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(src + j * sw * L + 8), a[j][1]);
+                    }
+                }
+            for (int j = 0; j < nb; ++j)
+                for (int h = 0; h < 2; ++h) {
+                    __m256 v = a[j][h];
+                    if (clamp) { /* NaN kept: an unordered compare keeps v */
+                        v = _mm256_blendv_ps(lov, v, _mm256_cmp_ps(v, lov, _CMP_NLE_UQ));
+                        v = _mm256_blendv_ps(hiv, v, _mm256_cmp_ps(v, hiv, _CMP_NGE_UQ));
+                    }
+                    _mm256_storeu_ps(o + (oh * OW + ow + j) * L + h * 8, v);
+                }
+        }
+#else
+    for (int64_t oh = 0; oh < nrow; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow) {
+            float a[AFRT_DWL_L];
+            for (int64_t l = 0; l < L; ++l) a[l] = bv[l];
+            for (int64_t r = 0; r < R; ++r)
+                for (int64_t s = 0; s < S; ++s) {
+                    const float *restrict src = t + (oh * sh + r) * pitch + (ow * sw + s) * L;
+                    const float *restrict wt = wv + (r * S + s) * L;
+                    for (int64_t l = 0; l < L; ++l) a[l] += wt[l] * src[l];
+                }
+            float *restrict d = o + (oh * OW + ow) * L;
+            for (int64_t l = 0; l < L; ++l) d[l] = clamp ? afrt_epi_clamp1_(a[l], lo, hi) : a[l];
+        }
+#endif
+}
+
+/* O[n][16] (n positions) into rows of yb (channel c at yb + c * ld) for channels < nc. */
+static inline void afrt_dwl_unpack_(const float *restrict o, int64_t n, int64_t nc,
+                                    float *restrict yb, int64_t ld) {
+#if defined(__AVX512F__)
+    for (int64_t q = 0; q < n; q += 16) {
+        const int64_t m = afrt_min_(16, n - q);
+        const __mmask16 k = (__mmask16)((1u << m) - 1u);
+        __m512 r[16];
+        for (int64_t j = 0; j < 16; ++j)
+            r[j] = j < m ? _mm512_loadu_ps(o + (q + j) * AFRT_DWL_L) : _mm512_setzero_ps();
+        afrt_dwl_transpose16_(r);
+        for (int64_t c = 0; c < nc; ++c) _mm512_mask_storeu_ps(yb + c * ld + q, k, r[c]);
+    }
+#elif defined(__AVX2__) && defined(__FMA__)
+    for (int64_t q = 0; q < n; q += 8) {
+        const int64_t m = afrt_min_(8, n - q);
+        const __m256i k = afrt_dwl_mask8_(m);
+        for (int64_t h = 0; h * 8 < nc; ++h) {
+            __m256 r[8];
+            for (int64_t j = 0; j < 8; ++j)
+                r[j] = j < m ? _mm256_loadu_ps(o + (q + j) * AFRT_DWL_L + h * 8) : _mm256_setzero_ps();
+            afrt_dwl_transpose8_(r);
+            for (int64_t c = 0; c < 8 && h * 8 + c < nc; ++c)
+                _mm256_maskstore_ps(yb + (h * 8 + c) * ld + q, k, r[c]);
+        }
+    }
+#else
+    for (int64_t c = 0; c < nc; ++c)
+        for (int64_t q = 0; q < n; ++q) yb[c * ld + q] = o[q * AFRT_DWL_L + c];
+#endif
+}
+
+/* One task: image n, channels [k0, k0 + nc), output rows [oh0, oh1); scratch s of
+ * g->floats floats. The output rows go to yb (channel k0's row oh0; channels ld floats
+ * apart) finished: bias, then the clamp (in registers) when `clamp`. */
+static inline void afrt_dwl_task_(const float *x, const float *w, const float *bias,
+                                  const afrt_conv_params *p, const afrt_dwl_geom_ *g, int64_t n,
+                                  int64_t k0, int64_t nc, int64_t oh0, int64_t oh1, int clamp,
+                                  float lo, float hi, float *s, float *yb, int64_t ld) {
+    const int64_t taps = p->R * p->S, L = AFRT_DWL_L, nrow = oh1 - oh0;
+    const int64_t rows = (nrow - 1) * p->stride_h + p->R;
+    float *t = s, *o = t + g->tile_rows * g->pitch, *wv = o + L * g->band * p->OW;
+    float *bv = wv + L * taps;
+    for (int64_t i = 0; i < taps; ++i)
+        for (int64_t l = 0; l < L; ++l) wv[i * L + l] = l < nc ? w[(k0 + l) * taps + i] : 0.0f;
+    for (int64_t l = 0; l < L; ++l) bv[l] = bias && l < nc ? bias[k0 + l] : 0.0f;
+    afrt_dwl_fill_(x + (n * p->C + k0) * p->H * p->W, nc, p, g, oh0 * p->stride_h, rows, t);
+    afrt_dwl_rows_(t, p, g, nrow, wv, bv, clamp, lo, hi, o);
+    afrt_dwl_unpack_(o, nrow * p->OW, nc, yb, ld);
+}
+
+/* The lanes path of afrt_dwconv2d_f32 (afrt_dwl_applies). Returns 0 (nothing written) if
+ * scratch memory cannot be had. */
+static inline int afrt_dwl_f32_(const float *x, const float *w, const float *bias, float *y,
+                                const afrt_conv_params *p, afrt_epilogue epi) {
+    const int64_t ohw = p->OH * p->OW, nblk = afrt_cdiv_(p->K, AFRT_DWL_L);
+    const int nth = afrt_num_threads_;
+    const double work = AFRT_DW_WORK * (double)p->N * (double)p->K * (double)ohw *
+                        (double)(p->R * p->S);
+    const int par = nth > 1 && afrt_worth_threads_(work);
+    const afrt_dwl_geom_ g = afrt_dwl_geom_init_(p, afrt_dwl_band_(p, par ? nth : 1));
+    const int64_t nband = afrt_cdiv_(p->OH, g.band), tasks = p->N * nblk * nband;
+    const afrt_epi_clamp *ce = afrt_epi_builtin_clamp_(epi);
+    const int clamp = ce && !ce->res; /* a residual: the epilogue runs on the stored rows */
+    const float lo = clamp ? ce->lo : 0.0f, hi = clamp ? ce->hi : 0.0f;
+    int failed = 0;
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (par && tasks > 1))
+    for (int64_t task = 0; task < tasks; ++task) {
+        float *s = (float *)afrt_thread_scratch(0, (size_t)g.floats * sizeof(float));
+        if (!s) {
+            afrt_flag_set_(&failed);
+            continue;
+        }
+        const int64_t n = task / (nblk * nband), kb = (task / nband) % nblk, b = task % nband;
+        const int64_t k0 = kb * AFRT_DWL_L, nc = afrt_min_(AFRT_DWL_L, p->K - k0);
+        const int64_t oh0 = b * g.band, oh1 = afrt_min_(p->OH, oh0 + g.band);
+        afrt_dwl_task_(x, w, bias, p, &g, n, k0, nc, oh0, oh1, clamp, lo, hi, s,
+                       y + (n * p->K + k0) * ohw + oh0 * p->OW, ohw);
+        if (epi.fn && !clamp)
+            epi.fn(epi.ctx, y + n * p->K * ohw, n, k0, k0 + nc, oh0 * p->OW, oh1 * p->OW, ohw);
+    }
+    return !failed;
+}
+
+/* The phase-plane path of afrt_dwconv2d_f32 (any conv afrt_dwconv_applies takes). Returns 0
+ * (nothing written) if scratch memory cannot be had. */
+static inline int afrt_dw_phase_f32_(const float *x, const float *w, const float *bias,
+                                      float *y, const afrt_conv_params *p, afrt_epilogue epi) {
     afrt_dw_geom_ g;
     afrt_dw_geom_init_(p, &g);
     const int64_t ohw = p->OH * p->OW, hw = p->H * p->W, kg = p->K / p->C;
@@ -578,6 +1001,18 @@ static inline int afrt_dconv_smallc_f32(const float *x, const float *w, const fl
         }
     }
     return !failed;
+}
+
+/* Direct depthwise convolution (see the top of this file): channels in lanes where
+ * afrt_dwl_applies, else phase planes. Returns 0 (nothing written) if the conv does not
+ * qualify (afrt_dwconv_applies) or scratch memory cannot be had. */
+static inline int afrt_dwconv2d_f32(const float *x, const float *w, const float *bias,
+                                     float *y, const afrt_conv_params *p, afrt_epilogue epi) {
+    if (!afrt_dwconv_applies(p)) return 0;
+    if (p->N <= 0 || p->K <= 0 || p->OH <= 0 || p->OW <= 0) return 1;
+    afrt_init_once_();
+    return afrt_dwl_applies(p) ? afrt_dwl_f32_(x, w, bias, y, p, epi)
+                               : afrt_dw_phase_f32_(x, w, bias, y, p, epi);
 }
 
 #endif /* AFRT_DWCONV_H */

@@ -6,7 +6,16 @@ func.func @f(%x: memref<1x8x6x6xf32>, %w: memref<8x1x3x3xf32>, %y: memref<1x8x3x
   "clib.conv2d"(%x, %w, %y) <{params = array<i64: 1, 8, 6, 6, 8, 3, 3, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 8>, algo = "gemm_1x1", operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0>}> : (memref<1x8x6x6xf32>, memref<8x1x3x3xf32>, memref<1x8x3x3xf32>) -> ()
   func.return
 }
-// CHECK: 'clib.conv2d': algo is "gemm_1x1" but these params take "direct_dw"
+// CHECK: 'clib.conv2d': algo is "gemm_1x1" but these params take "direct_dw_lanes"
+
+// -----
+
+// A dilated depthwise conv takes the phase planes (direct_dw), not the channel lanes.
+func.func @f(%x: memref<1x8x6x6xf32>, %w: memref<8x1x3x3xf32>, %y: memref<1x8x2x2xf32>) {
+  "clib.conv2d"(%x, %w, %y) <{params = array<i64: 1, 8, 6, 6, 8, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 2, 2, 8>, algo = "direct_dw_lanes", operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0>}> : (memref<1x8x6x6xf32>, memref<8x1x3x3xf32>, memref<1x8x2x2xf32>) -> ()
+  func.return
+}
+// CHECK: 'clib.conv2d': algo is "direct_dw_lanes" but these params take "direct_dw"
 
 // -----
 

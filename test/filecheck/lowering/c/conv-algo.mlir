@@ -2,7 +2,7 @@
 // RUN: autofusion-opt %s -p convert-nn-to-buffers,legalize-contractions,lower-nn-to-loops -t c | filecheck %s --check-prefix=C
 
 // The algorithm of each conv is chosen at lowering from its shapes and recorded on the call:
-// depthwise (group == C) -> direct_dw (afrt_dwconv2d_f32); 1x1 stride 1 -> gemm_1x1; group 1
+// depthwise (group == C == K, dilation 1) -> direct_dw_lanes (afrt_dwconv2d_f32); 1x1 stride 1 -> gemm_1x1; group 1
 // with at most 4 input channels -> direct_smallc (afrt_dconv_smallc_f32); a dense 3x3 on 8
 // channels -> im2col_gemm. The direct kernels fall back to afrt_conv2d_f32 only when they
 // cannot get memory.
@@ -14,7 +14,7 @@ func.func @main(%x: tensor<1x8x6x6xf32>, %wd: tensor<8x1x3x3xf32>, %wp: tensor<4
   func.return %s, %g : tensor<1x4x3x3xf32>, tensor<1x4x3x3xf32>
 }
 // CHECK-LABEL: func.func private @op0_conv(
-// CHECK:         "clib.conv2d"({{.*}}) <{params = array<i64: 1, 8, 6, 6, 8, 3, 3, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 8>, algo = "direct_dw"
+// CHECK:         "clib.conv2d"({{.*}}) <{params = array<i64: 1, 8, 6, 6, 8, 3, 3, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 8>, algo = "direct_dw_lanes"
 // CHECK-LABEL: func.func private @op1_conv(
 // CHECK:         "clib.conv2d"({{.*}}) <{params = array<i64: 1, 8, 3, 3, 4, 1, 1, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1, 1>, algo = "gemm_1x1"
 // CHECK-LABEL: func.func private @op2_conv(
