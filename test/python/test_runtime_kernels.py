@@ -148,6 +148,9 @@ MATMUL_CASES = [
     (12, 20, 20, 8, 0.125, 0.0, 0, 1, 0, 0),
     (1, 50, 1100, 600, 1.0, 0.0, 0, 0, 0, 0),  # K and N span several core blocks
     (2, 13, 70, 530, 1.5, 0.0, 1, 1, 1, 0),
+    # one A of >= 16k elements: its panels packed by both threads (transposed; broadcast)
+    (1, 77, 64, 400, 1.0, 0.0, 1, 0, 0, 0),
+    (3, 45, 40, 500, 1.0, 0.0, 0, 0, 1, 0),
 ]
 
 

@@ -404,6 +404,11 @@ static inline int afrt_worth_threads_(double work) { return work >= AFRT_PARALLE
 #ifndef AFRT_SLOW_WORK
 #define AFRT_SLOW_WORK 8.0
 #endif
+/* Packing one element of A (~0.3 ns: a 128 x 768 A in 30 us) costs about 32 GEMM
+ * multiply-adds of time, so a pack of >= 16k elements goes parallel. */
+#ifndef AFRT_PACK_WORK
+#define AFRT_PACK_WORK 32.0
+#endif
 
 static inline int64_t afrt_min_(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t afrt_max_(int64_t a, int64_t b) { return a > b ? a : b; }
@@ -929,12 +934,12 @@ static inline void afrt_neon_transpose4_(const float *src, int64_t lds, float *d
 /* afrt_pack_a_ (same layout and contract as the generic one below) with NEON: row-major A
  * in 4 x 4 transposed blocks, transposed A (rows contiguous per k) as vector copies of whole
  * panel rows; the edges (rows past M, k tails) element by element. */
-static inline void afrt_pack_a_(const float *A, int64_t lda, int trans, int64_t M, int64_t K,
-                                float *dst) {
+static inline void afrt_pack_a_panels_(const float *A, int64_t lda, int trans, int64_t M,
+                                       int64_t K, float *dst, int64_t ic0, int64_t ic1) {
     const int64_t mr = afrt_choose_mr_(M), Mp = afrt_round_up_(M, mr);
     for (int64_t pc = 0; pc < K; pc += AFRT_KC) {
         const int64_t kc = afrt_min_(AFRT_KC, K - pc);
-        for (int64_t ic = 0; ic < Mp; ic += mr) {
+        for (int64_t ic = ic0; ic < ic1; ic += mr) {
             float *panel = dst + pc * Mp + ic * kc;
             if (trans) {
                 const int64_t nrow = afrt_max_(0, afrt_min_(mr, M - ic));
@@ -989,15 +994,21 @@ static inline void afrt_neon_pack_b_trans_(const float *B, int64_t ldb, int64_t 
         }
     }
 }
-#else
-/* Packs op(A) (M x K; element (i, p) = trans ? A[p*lda + i] : A[i*lda + p]) into dst as
- * panels of mr rows (afrt_choose_mr_(M)). */
+/* All of op(A)'s panels; afrt_pack_a_panels_ packs the panels starting at rows [ic0, ic1)
+ * (multiples of afrt_choose_mr_(M)) of the same layout, so threads can share the work. */
 static inline void afrt_pack_a_(const float *A, int64_t lda, int trans, int64_t M, int64_t K,
                                 float *dst) {
+    afrt_pack_a_panels_(A, lda, trans, M, K, dst, 0, afrt_round_up_(M, afrt_choose_mr_(M)));
+}
+#else
+/* Packs op(A) (M x K; element (i, p) = trans ? A[p*lda + i] : A[i*lda + p]) into dst as
+ * panels of mr rows (afrt_choose_mr_(M)): the panels starting at rows [ic0, ic1). */
+static inline void afrt_pack_a_panels_(const float *A, int64_t lda, int trans, int64_t M,
+                                       int64_t K, float *dst, int64_t ic0, int64_t ic1) {
     const int64_t mr = afrt_choose_mr_(M), Mp = afrt_round_up_(M, mr);
     for (int64_t pc = 0; pc < K; pc += AFRT_KC) {
         const int64_t kc = afrt_min_(AFRT_KC, K - pc);
-        for (int64_t ic = 0; ic < Mp; ic += mr) {
+        for (int64_t ic = ic0; ic < ic1; ic += mr) {
             float *panel = dst + pc * Mp + ic * kc;
             if (trans) {
                 /* op(A)'s rows are contiguous per k: one panel row per k, copied whole (a
@@ -1016,6 +1027,12 @@ static inline void afrt_pack_a_(const float *A, int64_t lda, int trans, int64_t 
             }
         }
     }
+}
+/* All of op(A)'s panels; afrt_pack_a_panels_ packs the panels starting at rows [ic0, ic1)
+ * (multiples of afrt_choose_mr_(M)) of the same layout, so threads can share the work. */
+static inline void afrt_pack_a_(const float *A, int64_t lda, int trans, int64_t M, int64_t K,
+                                float *dst) {
+    afrt_pack_a_panels_(A, lda, trans, M, K, dst, 0, afrt_round_up_(M, afrt_choose_mr_(M)));
 }
 #endif /* AFRT_NEON_ */
 
@@ -1154,7 +1171,18 @@ static inline int afrt_pack_a_all_(const float *A, int64_t stride, int64_t n, in
     if (!need) return 1;
     float *abuf = (float *)afrt_thread_scratch(1, (size_t)(n * Mp * K) * sizeof(float));
     if (!abuf) return 0;
-    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (n > 1))
+    if (n == 1) {
+        /* one matrix (batch 1: every dense layer of a transformer): its panels split over the
+         * threads. Packed on the calling thread alone, a 128 x 3072 A took 180 us of a 1.9 ms
+         * two-thread GEMM, and the idle worker went to sleep meanwhile (docs/runtime.md) */
+        const int64_t mr = afrt_choose_mr_(M), np = Mp / mr;
+        AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (np > 1 && afrt_worth_threads_(AFRT_PACK_WORK * (double)M * K)))
+        for (int64_t q = 0; q < np; ++q)
+            afrt_pack_a_panels_(A, lda, trans, M, K, abuf, q * mr, (q + 1) * mr);
+        pas[0] = abuf;
+        return 1;
+    }
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_))
     for (int64_t i = 0; i < n; ++i)
         if (!pas[i]) {
             afrt_pack_a_(A + i * stride, lda, trans, M, K, abuf + i * Mp * K);
