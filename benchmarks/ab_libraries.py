@@ -19,15 +19,9 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
+from libpair import load_pair
 
-from autofusion.runtime.loader import ModelLibrary
 from autofusion.testing import assert_close
-
-
-def _feeds(lib: ModelLibrary, seed: int) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    return {s.name: rng.uniform(-1, 1, s.shape).astype(s.dtype) for s in lib.inputs}
 
 
 def main() -> int:
@@ -38,9 +32,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--runs", type=int, default=5)
     args = ap.parse_args()
-    libs = [ModelLibrary(d / "libmodel.so", d / "weights.bin", args.threads)
-            for d in (args.a, args.b)]  # fmt: skip
-    feeds = _feeds(libs[0], 0)
+    libs, feeds = load_pair(args.a, args.b, args.threads)
     outs = [lib.run(feeds) for lib in libs]
     for name, ref in outs[0].items():
         assert_close(outs[1][name], ref, f"{name}: B against A")

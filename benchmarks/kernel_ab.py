@@ -24,9 +24,7 @@ import statistics
 import sys
 from pathlib import Path
 
-import numpy as np
-
-from autofusion.runtime.loader import ModelLibrary
+from libpair import load_pair
 
 
 def main() -> int:
@@ -38,22 +36,12 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3, help="runs per round")
     ap.add_argument("--top", type=int, default=4, help="kernels shown at each end")
     args = ap.parse_args()
-    for d in (args.a, args.b):
-        if not (d / "libmodel.so").is_file():
-            msg = f"kernel_ab: {d}: no libmodel.so (an autofusion-compile folder?)"
-            print(msg, file=sys.stderr)
-            return 1
     algos: dict[str, str] = {}
     report = args.b / "report.json"
     if report.exists():
         for r in json.loads(report.read_text()).get("conv_algo", []):
             algos[r["kernel"]] = f"{r['conv_algo']} {r['shape']}"
-    libs = [ModelLibrary(d / "libmodel.so", d / "weights.bin", 1) for d in (args.a, args.b)]
-    rng = np.random.default_rng(0)
-    feeds = {s.name: rng.uniform(-1, 1, s.shape).astype(s.dtype) for s in libs[0].inputs}
-    for lib in libs:
-        lib.run(feeds)
-        lib.profile_enable(True)
+    libs, feeds = load_pair(args.a, args.b, profile=True)
     # times[side][kernel]: seconds per call, one entry per round
     times: list[dict[str, list[float]]] = [{}, {}]
     for r in range(args.rounds):

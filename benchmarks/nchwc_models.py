@@ -18,9 +18,7 @@ import statistics
 import sys
 from pathlib import Path
 
-import numpy as np
-
-from autofusion.runtime.loader import ModelLibrary
+from libpair import load_pair
 
 
 def main() -> int:
@@ -34,12 +32,7 @@ def main() -> int:
     if not blocked:
         print("B has no direct_nchwc conv")
         return 1
-    libs = [ModelLibrary(d / "libmodel.so", d / "weights.bin", 1) for d in (args.a, args.b)]
-    rng = np.random.default_rng(0)
-    feeds = {s.name: rng.uniform(-1, 1, s.shape).astype(s.dtype) for s in libs[0].inputs}
-    for lib in libs:
-        lib.run(feeds)
-        lib.profile_enable(True)
+    libs, feeds = load_pair(args.a, args.b, profile=True)
     conv: list[list[float]] = [[], []]
     total: list[list[float]] = [[], []]
     for r in range(args.rounds):
