@@ -53,3 +53,30 @@ def test_environment_overrides(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         monkeypatch.setenv(roofs.ENV_PEAK, bad)
         with pytest.raises(AutofusionError, match="AUTOFUSION_PEAK_GFLOPS"):
             roofs.machine_roofs(1)
+
+
+def test_more_threads_never_lower_the_roof(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 2-thread reading below the 1-thread roof (a preempted measurement) is measured
+    once more and floored at the 1-thread roof; a cached one like it is not trusted."""
+    monkeypatch.setenv("AUTOFUSION_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv(roofs.ENV_PEAK, raising=False)
+    monkeypatch.delenv(roofs.ENV_BANDWIDTH, raising=False)
+    import autofusion.analysis.hardware as hw
+
+    monkeypatch.setattr(hw, "measure_copy_bandwidth", lambda: 20e9)
+    readings = {1: [180.0], 2: [150.0, 140.0, 350.0]}
+    calls: list[int] = []
+
+    def fake(threads: int, cpu: str = "native", say: object = None) -> float:
+        calls.append(threads)
+        return readings[threads].pop(0)
+
+    monkeypatch.setattr(roofs, "measure_sgemm_gflops", fake)
+    two = roofs.machine_roofs(2)
+    assert two.peak_gflops == 180.0  # 150 and 140 read, floored at the 1-thread 180
+    assert calls == [1, 2, 2]
+    # the stored 2-thread figure equals the floor, so it is trusted from now on
+    assert roofs.machine_roofs(2).source == "cached"
+    # a cached 2-thread entry below the 1-thread one is measured again
+    roofs.record_roofs(2, "native", 100.0, 20.0)
+    assert roofs.machine_roofs(2).peak_gflops == 350.0
