@@ -342,9 +342,10 @@ static inline afrt_epilogue afrt_epi_detach_(afrt_epilogue epi, afrt_epi_clamp *
  * Taylor polynomial of e^r (truncation < 6e-9 relative), 2^n by the exponent (AVX-512: scalef);
  * the reciprocal by rcp14 plus one Newton step (AVX-512; exact for 1, so v * s = v for large v),
  * a division on AVX2 (its 12-bit rcp plus a Newton step missed 1 by an ulp). t = -v is clamped to
- * [-87, 87] so nothing overflows, and lanes with v < -87 give +0.0 (the exact value there is
- * below 2e-36 in magnitude): v = -inf gives 0, v = +inf gives +inf (SiLU) / 1 (gate), NaN
- * stays NaN. Max error against float64 over a dense sweep: docs/runtime.md (test_runtime_silu).
+ * [-87, 87] so nothing overflows, and sigmoid(v) is 0 for v < -87: SiLU gives -0.0 there
+ * (the exact value is below 2e-36 in magnitude) and NaN at v = -inf (-inf * 0, as the graph's
+ * Mul(v, Sigmoid(v)), the generated loop and onnxruntime give), the gate 0; v = +inf gives +inf
+ * (SiLU) / 1 (gate); NaN stays NaN. Max error against float64 over a dense sweep: docs/runtime.md (test_runtime_silu).
  *
  * {afrt_epi_silu_fn, &desc} is an ordinary epilogue (a vector loop over the stored block); the
  * AVX-512 GEMM core (1x1 / im2col convs, afrt_matmul_f32) applies it to its accumulators in
@@ -361,9 +362,8 @@ typedef struct {
 /* Scalar form (the portable loop and the tails of the AVX2 one). */
 static inline float afrt_silu1_(float v, int gate) {
     if (v != v) return v;
-    if (v < -87.0f) return 0.0f;
-    const float t = v > 87.0f ? -87.0f : -v;
-    const float s = 1.0f / (1.0f + expf(t));
+    const float t = v > 87.0f ? -87.0f : v < -87.0f ? 87.0f : -v;
+    const float s = v < -87.0f ? 0.0f : 1.0f / (1.0f + expf(t));
     return gate ? s : v * s;
 }
 
@@ -387,8 +387,8 @@ static inline __m512 afrt_silu16_(__m512 v, int gate) {
     const __m512 d = _mm512_add_ps(_mm512_scalef_ps(p, n), _mm512_set1_ps(1.0f));
     __m512 s = _mm512_rcp14_ps(d);
     s = _mm512_mul_ps(s, _mm512_fnmadd_ps(d, s, _mm512_set1_ps(2.0f)));
-    const __mmask16 keep = _mm512_cmp_ps_mask(v, _mm512_set1_ps(-87.0f), _CMP_NLT_UQ);
-    return _mm512_maskz_mov_ps(keep, gate ? s : _mm512_mul_ps(v, s));
+    s = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, _mm512_set1_ps(-87.0f), _CMP_NLT_UQ), s);
+    return gate ? s : _mm512_mul_ps(v, s);
 }
 #elif defined(__AVX2__) && defined(__FMA__)
 static inline __m256 afrt_silu8_(__m256 v, int gate) {
@@ -409,12 +409,11 @@ static inline __m256 afrt_silu8_(__m256 v, int gate) {
     /* 2^n from the exponent bits: n is in [-126, 126] (|t| <= 87); NaN lanes are masked below */
     const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
     const __m256 d = _mm256_fmadd_ps(p, _mm256_castsi256_ps(e), _mm256_set1_ps(1.0f));
-    const __m256 s = _mm256_div_ps(_mm256_set1_ps(1.0f), d);
-    const __m256 y = gate ? s : _mm256_mul_ps(v, s);
     const __m256 keep = _mm256_cmp_ps(v, _mm256_set1_ps(-87.0f), _CMP_NLT_UQ);
+    const __m256 s = _mm256_and_ps(_mm256_div_ps(_mm256_set1_ps(1.0f), d), keep);
+    const __m256 y = gate ? s : _mm256_mul_ps(v, s);
     /* NaN v: its lane of y may not be NaN (the integer 2^n path), so v itself */
-    const __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
-    return _mm256_blendv_ps(_mm256_and_ps(y, keep), v, nan);
+    return _mm256_blendv_ps(y, v, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
 }
 #endif
 

@@ -57,7 +57,8 @@ static int sweep_(void) {
             int ok;
             if (v != v) ok = g != g;
             else if (v == INFINITY) ok = g == (gate ? 1.0f : INFINITY);
-            else if (v == -INFINITY || v <= -88.0f) ok = g == 0.0f;
+            else if (v == -INFINITY) ok = gate ? g == 0.0f : g != g; /* -inf * 0, as the graph */
+            else if (v <= -88.0f) ok = g == 0.0f;
             else if (v > 88.0f) ok = g == (gate ? 1.0f : v);
             else ok = fabs((double)g - exact_((double)v, gate)) <= 1e-6 * fabs(exact_((double)v, gate)) + 1e-37;
             if (!ok) {
