@@ -50,6 +50,7 @@ from typing import ClassVar, NamedTuple
 from xdsl.dialects.builtin import (
     AnyFloat,
     ArrayAttr,
+    BoolAttr,
     DenseArrayBase,
     FloatAttr,
     IndexType,
@@ -247,6 +248,34 @@ class ClampEpilogueOp(IRDLOperation):
                 raise VerifyException(
                     f"'clib.clamp_epilogue': residual must be f32, not {t.element_type}"
                 )
+
+
+@irdl_op_definition
+class SiluEpilogueOp(IRDLOperation):
+    """afrt.h's built-in epilogue ``out = out * sigmoid(out)`` (SiLU / Swish), or
+    ``out = sigmoid(out)`` with ``gate`` (an SE block's gate), as an epilogue function ``fn``
+    (``afrt_epi_silu_fn``) and its context ``ctx``. Not bit-identical to the generated
+    ``v * (1 / (1 + af_expf(-v)))``: its own exp (max relative error ~2e-7 against float64);
+    ``-inf`` gives NaN (``-inf * 0``, as ``Mul(v, Sigmoid(v))``; the gate: 0), ``+inf`` gives
+    ``+inf`` (the gate: 1), NaN stays NaN. The AVX-512 GEMM
+    core applies it in registers; every other kernel calls ``fn``.
+
+    ```mlir
+    %fn, %ctx = "clib.silu_epilogue"() <{gate = false}> : () -> (!clib.ptr, !clib.ptr)
+    ```
+    C: ``afrt_epi_silu d[1] = {{0}};``, then ``{afrt_epi_silu_fn, (void *)d}`` as the call's
+    epilogue."""
+
+    name = "clib.silu_epilogue"
+    gate = prop_def(BoolAttr)
+    fn = result_def(PtrType)
+    ctx = result_def(PtrType)
+    traits = traits_def(Pure())
+
+    def __init__(self, gate: bool):
+        super().__init__(
+            properties={"gate": IntegerAttr.from_bool(gate)}, result_types=[PtrType(), PtrType()]
+        )
 
 
 @irdl_op_definition
@@ -1055,6 +1084,7 @@ CLib = Dialect(
         CallOp,
         FuncRefOp,
         ClampEpilogueOp,
+        SiluEpilogueOp,
         PackOp,
         UnpackOp,
         ViewOp,

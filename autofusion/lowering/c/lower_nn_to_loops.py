@@ -564,6 +564,27 @@ class FunctionLowering:
         assert isinstance(ep.owner, clib.ClampEpilogueOp)
         return ep.owner.fn, ep.owner.ctx
 
+    def _silu_epilogue(self, head: Operation, final: Operation) -> tuple[SSAValue, SSAValue] | None:
+        """afrt.h's built-in SiLU epilogue when the chain is ``Mul(Sigmoid(head), head)`` (either
+        operand order), or its gate alone when it is ``Sigmoid(head)``: its own exp instead of
+        the generated ``af_expf`` loop, in the GEMM core's registers (docs/runtime.md)."""
+        hv = head.results[0]
+        if isinstance(final, nn.SigmoidOp) and final.x is hv:
+            ops: list[Operation] = [final]
+            gate = True
+        elif isinstance(final, nn.MulOp) and hv in (final.lhs, final.rhs):
+            sig = (final.rhs if final.lhs is hv else final.lhs).owner
+            if not (isinstance(sig, nn.SigmoidOp) and sig.x is hv and sig in self.inline):
+                return None
+            ops, gate = [final, sig], False
+        else:
+            return None
+        if len(ops) != len(self._chain_ops(head, final)):
+            return None
+        ep = self.e.add(clib.SiluEpilogueOp(gate))
+        assert isinstance(ep.owner, clib.SiluEpilogueOp)
+        return ep.owner.fn, ep.owner.ctx
+
     def _chain_ops(self, head: Operation, final: Operation) -> list[Operation]:
         """The ops between ``head`` and ``final`` (final included) that the epilogue computes."""
         seen: list[Operation] = []
@@ -596,6 +617,9 @@ class FunctionLowering:
         clamp = self._clamp_epilogue(head, final, batch_dims, R * C, C)
         if clamp is not None:
             return clamp
+        silu = self._silu_epilogue(head, final) if self.alias_res is None else None
+        if silu is not None:
+            return silu
         if self.alias_res is not None:
             raise PassFailedException(
                 f"{PASS}: {self.fn.sym_name.data} writes its output over its residual but its "

@@ -1184,6 +1184,8 @@ class _FuncPrinter:
             return self.top.sym[owner.callee.string_value()]
         if isinstance(owner, clib.ClampEpilogueOp) and v is owner.fn:
             return "afrt_epi_clamp_fn"
+        if isinstance(owner, clib.SiluEpilogueOp) and v is owner.fn:
+            return "afrt_epi_silu_fn"
         if v not in self.names:
             raise CPrintError(f"c target: value used before definition in {self.f.sym_name.data}")
         return self.names[v]
@@ -1349,6 +1351,9 @@ class _FuncPrinter:
                     op, [op.res_stride.value.data, op.res_ld.value.data], op.dyn
                 )
                 self.emit(d, f"afrt_epi_clamp {nm}[1] = {{{{{res}, {stride}, {ld}, {lo}, {hi}}}}};")
+            case clib.SiluEpilogueOp():
+                nm = self.bind(op.ctx)
+                self.emit(d, f"afrt_epi_silu {nm}[1] = {{{{{int(op.gate.value.data != 0)}}}}};")
             case clib.UnpackOp() if isinstance(op.res.type, IndexType):
                 nm = self.bind(op.res)
                 self.emit(

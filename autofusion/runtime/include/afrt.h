@@ -335,6 +335,129 @@ static inline afrt_epilogue afrt_epi_detach_(afrt_epilogue epi, afrt_epi_clamp *
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * The built-in SiLU epilogue: out = out * sigmoid(out) (SiLU / Swish), or out = sigmoid(out)
+ * when `gate` (an SE block's gate), sigmoid(v) = 1 / (1 + exp(-v)). No residual.
+ *
+ * exp(t) by range reduction (t = n ln2 + r, |r| <= ln2 / 2, ln2 in two parts) and a polynomial
+ * of e^r (AVX-512: degree 5, near-minimax, 9e-8 relative, 2^n by scalef; AVX2: the degree-7
+ * Taylor polynomial, < 6e-9, 2^n by the exponent bits);
+ * the reciprocal by rcp14 plus one Newton step (AVX-512; exact for 1, so v * s = v for large v),
+ * a division on AVX2 (its 12-bit rcp plus a Newton step missed 1 by an ulp). t = -v is clamped to
+ * [-87, 87] so nothing overflows, and sigmoid(v) is 0 for v < -87: SiLU gives -0.0 there
+ * (the exact value is below 2e-36 in magnitude) and NaN at v = -inf (-inf * 0, as the graph's
+ * Mul(v, Sigmoid(v)), the generated loop and onnxruntime give), the gate 0; v = +inf gives +inf
+ * (SiLU) / 1 (gate); NaN stays NaN. Max error against float64 over a dense sweep: docs/runtime.md (test_runtime_silu).
+ *
+ * {afrt_epi_silu_fn, &desc} is an ordinary epilogue (a vector loop over the stored block); the
+ * AVX-512 GEMM core (1x1 / im2col convs, afrt_matmul_f32) applies it to its accumulators in
+ * registers before their only store, as it does the clamp.
+ * ------------------------------------------------------------------------------------------- */
+typedef struct {
+    int gate; /* 1: sigmoid(v) alone; 0: v * sigmoid(v) */
+} afrt_epi_silu;
+
+#define AFRT_SILU_LN2_HI 0.693145751953125f
+#define AFRT_SILU_LN2_LO 1.428606765330187e-06f
+#define AFRT_SILU_LOG2E 1.44269504088896341f
+/* e^x ~ 1 + P1 x + ... + P5 x^5 on |x| <= ln2 / 2 (AVX-512; fitted in float64, Lawson) */
+#define AFRT_SILU_P1 0.9999997019767761f
+#define AFRT_SILU_P2 0.4999915063381195f
+#define AFRT_SILU_P3 0.1666763573884964f
+#define AFRT_SILU_P4 0.04189793020486832f
+#define AFRT_SILU_P5 0.008290315046906471f
+
+/* Scalar form (the portable loop and the tails of the AVX2 one). */
+static inline float afrt_silu1_(float v, int gate) {
+    if (v != v) return v;
+    const float t = v > 87.0f ? -87.0f : v < -87.0f ? 87.0f : -v;
+    const float s = v < -87.0f ? 0.0f : 1.0f / (1.0f + expf(t));
+    return gate ? s : v * s;
+}
+
+#if defined(__AVX512F__) && !defined(AFRT_NEON_)
+static inline __m512 afrt_silu16_(__m512 v, int gate) {
+    /* exp(-u), u = min(v, 87) (min returns v when v is NaN): -u = n ln2 - r, r = u + n ln2,
+     * exp(-u) = 2^n q(r), q(r) = p(-r) for p ~ e^x (degree 5, near-minimax on |x| <= ln2 / 2,
+     * relative error 9e-8; the odd coefficients negated). 18 operations per 16 values. */
+    const __m512 u = _mm512_min_ps(_mm512_set1_ps(87.0f), v);
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(u, _mm512_set1_ps(-AFRT_SILU_LOG2E)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fmadd_ps(n, _mm512_set1_ps(AFRT_SILU_LN2_HI), u);
+    r = _mm512_fmadd_ps(n, _mm512_set1_ps(AFRT_SILU_LN2_LO), r);
+    __m512 q = _mm512_fmadd_ps(_mm512_set1_ps(-AFRT_SILU_P5), r, _mm512_set1_ps(AFRT_SILU_P4));
+    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(-AFRT_SILU_P3));
+    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(AFRT_SILU_P2));
+    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(-AFRT_SILU_P1));
+    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(1.0f));
+    /* v < -87: 2^n overflows and s is NaN or 0; it becomes 0 below (v = -inf: v * 0 = NaN) */
+    const __m512 d = _mm512_add_ps(_mm512_scalef_ps(q, n), _mm512_set1_ps(1.0f));
+    __m512 s = _mm512_rcp14_ps(d);
+    s = _mm512_mul_ps(s, _mm512_fnmadd_ps(d, s, _mm512_set1_ps(2.0f)));
+    s = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, _mm512_set1_ps(-87.0f), _CMP_NLT_UQ), s);
+    return gate ? s : _mm512_mul_ps(v, s);
+}
+#elif defined(__AVX2__) && defined(__FMA__)
+static inline __m256 afrt_silu8_(__m256 v, int gate) {
+    const __m256 t = _mm256_min_ps(_mm256_set1_ps(87.0f),
+                                   _mm256_max_ps(_mm256_set1_ps(-87.0f), _mm256_sub_ps(_mm256_setzero_ps(), v)));
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(t, _mm256_set1_ps(AFRT_SILU_LOG2E)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(AFRT_SILU_LN2_HI), t);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(AFRT_SILU_LN2_LO), r);
+    __m256 p = _mm256_set1_ps(1.0f / 5040.0f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    /* 2^n from the exponent bits: n is in [-126, 126] (|t| <= 87); NaN lanes are masked below */
+    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    const __m256 d = _mm256_fmadd_ps(p, _mm256_castsi256_ps(e), _mm256_set1_ps(1.0f));
+    const __m256 keep = _mm256_cmp_ps(v, _mm256_set1_ps(-87.0f), _CMP_NLT_UQ);
+    const __m256 s = _mm256_and_ps(_mm256_div_ps(_mm256_set1_ps(1.0f), d), keep);
+    const __m256 y = gate ? s : _mm256_mul_ps(v, s);
+    /* NaN v: its lane of y may not be NaN (the integer 2^n path), so v itself */
+    return _mm256_blendv_ps(y, v, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+}
+#endif
+
+/* y[j] = silu(y[j]) (or the gate) for j < n. */
+static inline void afrt_silu_row_(float *y, int64_t n, int gate) {
+    int64_t j = 0;
+#if defined(__AVX512F__) && !defined(AFRT_NEON_)
+    for (; j + 16 <= n; j += 16) _mm512_storeu_ps(y + j, afrt_silu16_(_mm512_loadu_ps(y + j), gate));
+    if (j < n) {
+        const __mmask16 m = (__mmask16)((1u << (n - j)) - 1u);
+        _mm512_mask_storeu_ps(y + j, m, afrt_silu16_(_mm512_maskz_loadu_ps(m, y + j), gate));
+        j = n;
+    }
+#elif defined(__AVX2__) && defined(__FMA__)
+    for (; j + 8 <= n; j += 8) _mm256_storeu_ps(y + j, afrt_silu8_(_mm256_loadu_ps(y + j), gate));
+#endif
+    for (; j < n; ++j) y[j] = afrt_silu1_(y[j], gate);
+}
+
+static inline void afrt_epi_silu_fn(void *ctx, float *out, int64_t batch, int64_t r0, int64_t r1,
+                                    int64_t c0, int64_t c1, int64_t ld) {
+    (void)batch;
+    const int gate = ((const afrt_epi_silu *)ctx)->gate;
+    /* whole rows are one run: an SE block's 1x1 gate conv has one column (ld 1), and a
+     * vector per element, each a chain of ~25 dependent operations, cost 2.5x the scalar loop */
+    if (c0 == 0 && c1 == ld) {
+        afrt_silu_row_(out + r0 * ld, (r1 - r0) * ld, gate);
+        return;
+    }
+    for (int64_t r = r0; r < r1; ++r) afrt_silu_row_(out + r * ld + c0, c1 - c0, gate);
+}
+
+/* The descriptor of the built-in SiLU epilogue when epi is it, else NULL. */
+static inline const afrt_epi_silu *afrt_epi_builtin_silu_(afrt_epilogue epi) {
+    return epi.fn == afrt_epi_silu_fn ? (const afrt_epi_silu *)epi.ctx : NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------
  * Threads and strategy.
  * ------------------------------------------------------------------------------------------- */
 enum {
@@ -672,6 +795,7 @@ typedef struct {
     const float *bias;  /* MRV rows, or NULL */
     const float *res;   /* row i at res + i * res_ld, or NULL */
     int64_t res_ld;
+    int act;            /* then 1: SiLU, 2: sigmoid (afrt_epi_silu); 0: nothing */
 } afrt_uk_epi_;
 #define AFRT_UK_ZMM_CLAMP_(V)                                                                  \
     V = _mm512_mask_mov_ps(lo, _mm512_cmp_ps_mask(V, lo, _CMP_NLE_UQ), V);                     \
@@ -703,6 +827,10 @@ typedef struct {
             }                                                                                  \
             AFRT_UK_ZMM_CLAMP_(c0[i]);                                                         \
             AFRT_UK_ZMM_CLAMP_(c1[i]);                                                         \
+            if (e->act) {                                                                      \
+                c0[i] = afrt_silu16_(c0[i], e->act == 2);                                      \
+                c1[i] = afrt_silu16_(c1[i], e->act == 2);                                      \
+            }                                                                                  \
             _mm512_storeu_ps(ci, c0[i]);                                                       \
             _mm512_storeu_ps(ci + 16, c1[i]);                                                  \
         }                                                                                      \
@@ -1326,12 +1454,15 @@ static inline void afrt_gemm_tile_(const float *pa, int64_t M, int64_t N, int64_
         return;
     }
 #if defined(AFRT_UK_EPI_)
-    /* the built-in clamp epilogue: in the micro-kernel's registers (edge tiles: right after
-     * their store); other epilogues (and every epilogue without AFRT_UK_EPI_) once per piece */
+    /* the built-in clamp and SiLU epilogues: in the micro-kernel's registers (edge tiles:
+     * right after their store); other epilogues (and every epilogue without AFRT_UK_EPI_)
+     * once per piece */
     const afrt_epi_clamp *clamp =
         fin && fin->epi.fn == afrt_epi_clamp_fn ? (const afrt_epi_clamp *)fin->epi.ctx : NULL;
+    const afrt_epi_silu *silu = fin ? afrt_epi_builtin_silu_(fin->epi) : NULL;
+    const int reg = clamp || silu;
 #else
-    const void *clamp = NULL;
+    const int reg = 0;
 #endif
     for (int64_t jc = j0; jc < j1; jc += AFRT_NC) {
         const int64_t nc = afrt_min_(AFRT_NC, j1 - jc);
@@ -1368,7 +1499,7 @@ static inline void afrt_gemm_tile_(const float *pa, int64_t M, int64_t N, int64_
                         if (mr == MR && nr == AFRT_NR) {
                             const int64_t r = fin->row0 + ic;
                             const afrt_uk_epi_ e = {fin->alpha, clamp->lo, clamp->hi,
-                                                    fin->bias ? fin->bias + r : NULL, c, ldc};
+                                                    fin->bias ? fin->bias + r : NULL, c, ldc, 0};
                             if (MR == 12)
                                 afrt_ukernel12_epi_(kc, a, bp + jr * kc, c, ldc, pc > 0, pt, ldt, &e);
                             else afrt_ukernel8_epi_(kc, a, bp + jr * kc, c, ldc, pc > 0, pt, ldt, &e);
@@ -1386,14 +1517,15 @@ static inline void afrt_gemm_tile_(const float *pa, int64_t M, int64_t N, int64_
                     const int acc = pc > 0 || acc0;
                     if (mr == MR && nr == AFRT_NR) {
 #if defined(AFRT_UK_EPI_)
-                        if (last && clamp) {
+                        if (last && reg) {
                             const int64_t r = fin->row0 + ic, col = fin->col0 + jc + jr;
                             const afrt_uk_epi_ e = {
-                                fin->alpha, clamp->lo, clamp->hi, fin->bias ? fin->bias + r : NULL,
-                                clamp->res ? clamp->res + fin->batch * clamp->res_stride +
-                                                 r * clamp->res_ld + col
-                                           : NULL,
-                                clamp->res_ld};
+                                fin->alpha, clamp ? clamp->lo : -INFINITY,
+                                clamp ? clamp->hi : INFINITY, fin->bias ? fin->bias + r : NULL,
+                                clamp && clamp->res ? clamp->res + fin->batch * clamp->res_stride +
+                                                          r * clamp->res_ld + col
+                                                    : NULL,
+                                clamp ? clamp->res_ld : 0, silu ? 1 + silu->gate : 0};
                             if (MR == 12)
                                 afrt_ukernel12_epi_(kc, a, bp + jr * kc, c, ldc, acc, c, ldc, &e);
                             else afrt_ukernel8_epi_(kc, a, bp + jr * kc, c, ldc, acc, c, ldc, &e);
@@ -1415,9 +1547,9 @@ static inline void afrt_gemm_tile_(const float *pa, int64_t M, int64_t N, int64_
                         for (int64_t i = 0; i < mr; ++i)
                             for (int64_t j = 0; j < nr; ++j) c[i * ldc + j] = tmp[i * AFRT_NR + j];
                     }
-                    if (last && clamp) afrt_tile_finish_piece_(fin, C, ldc, ic, ic + mr, jc + jr, jc + jr + nr);
+                    if (last && reg) afrt_tile_finish_piece_(fin, C, ldc, ic, ic + mr, jc + jr, jc + jr + nr);
                 }
-                if (last && !clamp) afrt_tile_finish_piece_(fin, C, ldc, ic, ic + mr, jc, jc + nc);
+                if (last && !reg) afrt_tile_finish_piece_(fin, C, ldc, ic, ic + mr, jc, jc + nc);
             }
         }
     }
