@@ -112,3 +112,38 @@ def sweep_feeds(model: onnx.ModelProto, seed: int) -> dict[str, np.ndarray]:
         scale = 1.0 / np.sqrt(9 * dims[1]) if vi.name.startswith("w") else 2.0
         feeds[vi.name] = rng.uniform(-scale, scale, dims).astype(np.float32)
     return feeds
+
+
+def check_builtin_epilogue(
+    model: onnx.ModelProto, shape: tuple[int, int, int, int], lo: float, fn: str, seed: int,
+    threads: int,
+) -> None:  # fmt: skip
+    """``model`` (input ``x`` of ``shape``, output ``y``) compiled at ``threads`` threads:
+    every fused epilogue is the runtime's built-in ``fn`` (model.c holds no generated one),
+    and ``y`` matches onnxruntime on uniform inputs in [lo, -lo) holding a NaN, +-inf and
+    -0.0, NaN kept. The ONNX-level check of test_runtime_epi_clamp and test_runtime_silu."""
+    from pathlib import Path
+
+    import onnxruntime as ort
+
+    import autofusion
+    from autofusion.testing import assert_close
+
+    x = np.random.default_rng(seed).uniform(lo, -lo, shape).astype(np.float32)
+    x[0, 3, 4, 5] = np.nan
+    x[1, 7, 0, 0] = np.inf
+    x[1, 9, -1, -1] = -np.inf
+    x[0, 11, 2, 2] = -0.0
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    ref = sess.run(None, {"x": x})[0]
+    m = autofusion.compile(model, threads=threads)
+    try:
+        text = (Path(m.directory) / "model.c").read_text()
+        assert text.count(f"(afrt_epilogue){{{fn}, ") >= 2
+        assert "_epilogue(void" not in text
+        got = m.run({"x": x})["y"]
+    finally:
+        m.close()
+    assert np.isnan(ref).any()
+    assert np.isnan(got).any()
+    assert_close(got, ref, "y")

@@ -15,10 +15,9 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from conv_epilogues import check_builtin_epilogue
 from onnx import TensorProto, helper, numpy_helper
 from runtime_drivers import ISA_FLAGS, RUNTIME_C, build_driver
-
-from autofusion.testing import assert_close
 
 DRIVER_SRC = RUNTIME_C / "afrt_silu_driver.c"
 
@@ -82,25 +81,4 @@ def _silu_block() -> onnx.ModelProto:
 def test_silu_epilogues_match_onnxruntime(threads: int) -> None:
     """The compiled block calls afrt_epi_silu_fn for both epilogues (no generated one) and
     matches onnxruntime, NaN and +-inf included."""
-    import onnxruntime as ort
-
-    import autofusion
-
-    model = _silu_block()
-    x = np.random.default_rng(6).uniform(-3, 3, (2, 16, 13, 11)).astype(np.float32)
-    x[0, 3, 4, 5] = np.nan
-    x[1, 7, 0, 0] = np.inf
-    x[1, 9, 12, 10] = -np.inf
-    x[0, 11, 2, 2] = -0.0
-    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    ref = sess.run(None, {"x": x})[0]
-    m = autofusion.compile(model, threads=threads)
-    try:
-        text = (Path(m.directory) / "model.c").read_text()
-        assert text.count("(afrt_epilogue){afrt_epi_silu_fn, ") >= 2
-        assert "_epilogue(void" not in text
-        got = m.run({"x": x})["y"]
-    finally:
-        m.close()
-    assert np.isnan(ref).any()
-    assert_close(got, ref, "y")
+    check_builtin_epilogue(_silu_block(), (2, 16, 13, 11), -3.0, "afrt_epi_silu_fn", 6, threads)
