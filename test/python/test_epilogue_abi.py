@@ -51,19 +51,20 @@ def test_printed_epilogue_signature_follows_the_definition() -> None:
     )
 
 
-def _conv_sigmoid_relu() -> onnx.ModelProto:
-    """Conv -> Sigmoid and Conv -> Relu: a generated epilogue and afrt.h's built-in one."""
+def _conv_tanh_relu() -> onnx.ModelProto:
+    """Conv -> Tanh and Conv -> Relu: a generated epilogue and afrt.h's built-in one (Sigmoid
+    no longer serves: it is afrt.h's built-in SiLU/sigmoid epilogue since 2026-12-05)."""
     rng = np.random.default_rng(0)
     w = numpy_helper.from_array(rng.uniform(-0.3, 0.3, (8, 3, 3, 3)).astype(np.float32), "w")
     nodes = [
         helper.make_node("Conv", ["x", "w"], ["c1"], pads=[1, 1, 1, 1]),
-        helper.make_node("Sigmoid", ["c1"], ["y1"]),
+        helper.make_node("Tanh", ["c1"], ["y1"]),
         helper.make_node("Conv", ["x", "w"], ["c2"], pads=[1, 1, 1, 1]),
         helper.make_node("Relu", ["c2"], ["y2"]),
     ]
     g = helper.make_graph(
         nodes,
-        "conv_sigmoid_relu",
+        "conv_tanh_relu",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
         [helper.make_tensor_value_info(y, TensorProto.FLOAT, [1, 8, 8, 8]) for y in ("y1", "y2")],
         [w],
@@ -72,16 +73,16 @@ def _conv_sigmoid_relu() -> onnx.ModelProto:
 
 
 def test_a_generated_epilogue_compiles_against_afrt_h(tmp_path: Path) -> None:
-    """A fused Conv + Sigmoid has a generated epilogue: its printed signature follows the
+    """A fused Conv + Tanh has a generated epilogue: its printed signature follows the
     definition, and the C passes gcc's checks (-Werror: a function whose type is not
     ``afrt_epilogue.fn``'s would be an incompatible-pointer error) against afrt.h; the fused
     Conv + Relu passes afrt.h's built-in ``afrt_epi_clamp_fn`` instead (same check)."""
     from autofusion.lowering.c.testing import compile_onnx, emit_lowered
 
-    emit_lowered(compile_onnx(_conv_sigmoid_relu()), tmp_path)
+    emit_lowered(compile_onnx(_conv_tanh_relu()), tmp_path)
     text = (tmp_path / "model.c").read_text()
     sigs = re.findall(r"static AFRT_WIDE_VEC void (\w+_epilogue)\(([^)]*)\)", text)
-    assert len(sigs) == 1, "only the Conv + Sigmoid kernel should have a generated epilogue"
+    assert len(sigs) == 1, "only the Conv + Tanh kernel should have a generated epilogue"
     assert text.count("(afrt_epilogue){afrt_epi_clamp_fn, ") >= 1
     for _, params in sigs:
         types = [re.sub(r"\w+$", "", p.strip()).strip() for p in params.split(",")]
@@ -112,7 +113,7 @@ def test_a_generated_epilogue_uses_64_byte_vectors_with_avx512(tmp_path: Path) -
     32-byte ones; without AVX-512 (x86-64-v3) the macro is empty: no 64-byte vectors."""
     from autofusion.lowering.c.testing import compile_onnx, emit_lowered
 
-    emit_lowered(compile_onnx(_conv_sigmoid_relu()), tmp_path)
+    emit_lowered(compile_onnx(_conv_tanh_relu()), tmp_path)
     model_c = tmp_path / "model.c"
     lines = model_c.read_text().splitlines()
     first = next(i for i, t in enumerate(lines, 1) if re.match(r"static .*_epilogue\(", t))
