@@ -18,16 +18,11 @@
 #include <string.h>
 
 #include "afrt.h"
+#include "driver_util.h"
 
 static void plain_clamp(void *ctx, float *out, int64_t batch, int64_t r0, int64_t r1, int64_t c0,
                         int64_t c1, int64_t ld) {
     afrt_epi_clamp_fn(ctx, out, batch, r0, r1, c0, c1, ld);
-}
-
-static uint32_t rng_ = 777u;
-static float frand_(void) {
-    rng_ = rng_ * 1664525u + 1013904223u;
-    return (float)((rng_ >> 8) & 0xffff) / 16384.0f - 2.0f;
 }
 
 /* ref = conv + bias (double), mag = sum |w x| + |bias| per output. */
@@ -76,10 +71,10 @@ static int check_(int64_t N, int64_t C, int64_t H, int64_t W, int64_t R, int64_t
     float *x = malloc(nx * 4), *w = malloc(nw * 4), *b = malloc((size_t)C * 4);
     float *y = malloc(ny * 4), *y2 = malloc(ny * 4), *res = malloc(ny * 4);
     double *ref = malloc(ny * 8), *mag = malloc(ny * 8);
-    for (size_t i = 0; i < nx; ++i) x[i] = frand_();
-    for (size_t i = 0; i < nw; ++i) w[i] = frand_() / (float)(R * S);
-    for (int64_t i = 0; i < C; ++i) b[i] = frand_();
-    for (size_t i = 0; i < ny; ++i) res[i] = frand_();
+    drv_fill(x, nx, 4.0f);
+    for (size_t i = 0; i < nw; ++i) w[i] = 4.0f * drv_frand() / (float)(R * S);
+    drv_fill(b, (size_t)C, 4.0f);
+    drv_fill(res, ny, 4.0f);
     if (specials && nx > 8) {
         x[nx / 3] = NAN;
         x[nx / 2] = INFINITY;
@@ -146,6 +141,7 @@ static int check_(int64_t N, int64_t C, int64_t H, int64_t W, int64_t R, int64_t
 }
 
 int main(int argc, char **argv) {
+    drv_seed(777u);
     afrt_set_num_threads(argc > 1 ? atoi(argv[1]) : 1);
     const int every = argc > 2 ? atoi(argv[2]) : 1;
     int seen = 0;

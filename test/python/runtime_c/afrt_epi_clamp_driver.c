@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "afrt.h"
+#include "driver_util.h"
 
 /* The same computation as afrt_epi_clamp_fn, by a function the GEMM core does not know. */
 static void plain_clamp(void *ctx, float *out, int64_t batch, int64_t r0, int64_t r1, int64_t c0,
@@ -23,39 +24,14 @@ static void plain_clamp(void *ctx, float *out, int64_t batch, int64_t r0, int64_
     afrt_epi_clamp_fn(ctx, out, batch, r0, r1, c0, c1, ld);
 }
 
-static uint32_t rng_ = 12345u;
-static float frand_(void) {
-    rng_ = rng_ * 1664525u + 1013904223u;
-    return (float)((rng_ >> 8) & 0xffff) / 65536.0f - 0.5f;
-}
-
 static void fill_(float *p, size_t n, int specials) {
-    for (size_t i = 0; i < n; ++i) p[i] = frand_();
+    drv_fill(p, n, 1.0f);
     if (specials && n > 40) {
         p[3] = NAN;
         p[17] = INFINITY;
         p[29] = -INFINITY;
         p[n - 2] = -0.0f;
     }
-}
-
-/* Bit for bit, except that two NaNs match whatever their signs: where a NaN meets a NaN (a
- * NaN input reaching a NaN bias or residual), IEEE 754 leaves which one propagates to the
- * implementation, and GCC swaps the operands of a + b freely, so the sign of such a NaN
- * can differ between two compilations of one sum (the GEMM core's two paths differ so on a
- * grouped im2col conv with a NaN bias). */
-static int same_(const float *a, const float *b, size_t n, const char *what) {
-    if (memcmp(a, b, n * sizeof(float)) == 0) return 1;
-    for (size_t i = 0; i < n; ++i) {
-        uint32_t x, y;
-        memcpy(&x, a + i, 4);
-        memcpy(&y, b + i, 4);
-        if (x != y && !(a[i] != a[i] && b[i] != b[i])) {
-            printf("%s: element %zu differs: %a vs %a\n", what, i, (double)a[i], (double)b[i]);
-            return 0;
-        }
-    }
-    return 1;
 }
 
 static const float BOUNDS_[][2] = {{0.0f, INFINITY}, {0.0f, 6.0f}, {-INFINITY, INFINITY},
@@ -113,7 +89,7 @@ static int check_conv_(int kind, const afrt_conv_params *p) {
                 memset(y1, 0, ny * 4);
                 const int ran0 = run_conv_(kind, x, w, bias, y0, p, slow);
                 const int ran1 = run_conv_(kind, x, w, bias, y1, p, fast);
-                if (!ran0 || !ran1 || !same_(y0, y1, ny, KIND_NAMES_[kind])) {
+                if (!ran0 || !ran1 || !drv_same(y0, y1, ny, KIND_NAMES_[kind])) {
                     printf("%s: ran %d %d, bounds %zu res %d bias %d\n", KIND_NAMES_[kind], ran0,
                            ran1, bi, with_res, with_bias);
                     cases = -1;
@@ -154,7 +130,7 @@ static int check_inplace_conv_(const afrt_conv_params *p) {
             memcpy(y1, res, ny * 4);
             afrt_conv2d_f32(x, w, bias, y0, p, NULL, slow);
             afrt_conv2d_f32(x, w, bias, y1, p, NULL, fast);
-            if (!same_(y0, y1, ny, "conv2d in place")) {
+            if (!drv_same(y0, y1, ny, "conv2d in place")) {
                 printf("conv2d in place: bounds %zu bias %d\n", bi, with_bias);
                 cases = -1;
                 goto done;
@@ -184,7 +160,7 @@ static int check_inplace_matmul_(int64_t B, int64_t M, int64_t N, int64_t K, flo
         memcpy(c1, res, nc * 4);
         afrt_matmul_f32(B, M, N, K, alpha, a, K, M * K, 0, bm, N, K * N, 0, 0.0f, c0, N, M * N, slow);
         afrt_matmul_f32(B, M, N, K, alpha, a, K, M * K, 0, bm, N, K * N, 0, 0.0f, c1, N, M * N, fast);
-        if (!same_(c0, c1, nc, "matmul in place")) {
+        if (!drv_same(c0, c1, nc, "matmul in place")) {
             printf("matmul in place: %lld x %lld x %lld, bounds %zu\n", (long long)M, (long long)N,
                    (long long)K, bi);
             cases = -1;
@@ -197,6 +173,7 @@ static int check_inplace_matmul_(int64_t B, int64_t M, int64_t N, int64_t K, flo
 }
 
 int main(int argc, char **argv) {
+    drv_seed(12345u);
     afrt_set_num_threads(argc > 1 ? atoi(argv[1]) : 1);
     int cases = 0;
     /* N, C, H, W, K, R, S, OH, OW, sh, sw, pt, pl, pb, pr, dh, dw, group */
@@ -273,7 +250,7 @@ int main(int argc, char **argv) {
                             mms[mi].tb, mms[mi].beta, c0, N, M * N, slow);
             afrt_matmul_f32(B, M, N, K, mms[mi].alpha, a, lda, M * K, mms[mi].ta, bm, ldb, K * N,
                             mms[mi].tb, mms[mi].beta, c1, N, M * N, fast);
-            if (!same_(c0, c1, nc, "matmul")) {
+            if (!drv_same(c0, c1, nc, "matmul")) {
                 printf("matmul case %zu bounds %zu\n", mi, bi);
                 return 1;
             }

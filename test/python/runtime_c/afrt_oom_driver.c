@@ -26,16 +26,11 @@
 #include <string.h>
 
 #include "afrt.h"
-
-static uint32_t rng_ = 4242u;
-static float frand_(void) {
-    rng_ = rng_ * 1664525u + 1013904223u;
-    return (float)((rng_ >> 8) & 0xffff) / 65536.0f - 0.5f;
-}
+#include "driver_util.h"
 
 static float *filled_(size_t n) {
     float *p = malloc(n * sizeof(float));
-    for (size_t i = 0; i < n; ++i) p[i] = frand_();
+    drv_fill(p, n, 1.0f);
     return p;
 }
 
@@ -256,7 +251,7 @@ static int faults_only_(void) {
     float *x = filled_(2 * 3 * 9 * 10), *y = malloc(2 * 3 * 16 * 4);
     pool_case_ mp = {pp, x, 0}, ap = {pp, x, 1};
     uint16_t w[24 * 16];
-    for (int i = 0; i < 24 * 16; ++i) w[i] = afrt_f32_to_bf16_(frand_());
+    for (int i = 0; i < 24 * 16; ++i) w[i] = afrt_f32_to_bf16_(drv_frand());
     float *a = filled_(8 * 24), *c = malloc(8 * 16 * 4);
     lp_case_ lp = {w, a};
     const int ok = must_fault_(run_pool_, &mp, y, "afrt_maxpool2d_f32") &&
@@ -267,6 +262,7 @@ static int faults_only_(void) {
 }
 
 int main(int argc, char **argv) {
+    drv_seed(4242u);
     threads_ = argc > 1 ? atoi(argv[1]) : 1;
     afrt_set_num_threads(threads_);
     /* N C H W K R S OH OW sh sw pt pl pb pr dh dw group */

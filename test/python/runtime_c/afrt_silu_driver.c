@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "afrt.h"
+#include "driver_util.h"
 
 static double exact_(double v, int gate) {
     const double s = 1.0 / (1.0 + exp(-v));
@@ -78,30 +79,6 @@ static void plain_silu(void *ctx, float *out, int64_t batch, int64_t r0, int64_t
     afrt_epi_silu_fn(ctx, out, batch, r0, r1, c0, c1, ld);
 }
 
-static uint32_t rng_ = 12345u;
-static float frand_(void) {
-    rng_ = rng_ * 1664525u + 1013904223u;
-    return (float)((rng_ >> 8) & 0xffff) / 65536.0f - 0.5f;
-}
-
-static void fill_(float *p, size_t n, float scale) {
-    for (size_t i = 0; i < n; ++i) p[i] = scale * frand_();
-}
-
-/* Bits equal; two NaNs match whatever their payloads. */
-static int same_(const float *a, const float *b, size_t n, const char *what) {
-    for (size_t i = 0; i < n; ++i) {
-        uint32_t x, y;
-        memcpy(&x, a + i, 4);
-        memcpy(&y, b + i, 4);
-        if (x != y && !(a[i] != a[i] && b[i] != b[i])) {
-            printf("%s: element %zu differs: %a vs %a\n", what, i, (double)a[i], (double)b[i]);
-            return 0;
-        }
-    }
-    return 1;
-}
-
 enum { K_CONV2D, K_DW, K_WINOGRAD, K_NCHWC };
 static const char *const KIND_NAMES_[] = {"conv2d", "dwconv", "winograd", "nchwc"};
 
@@ -124,9 +101,9 @@ static int check_conv_(int kind, const afrt_conv_params *p) {
     const size_t ny = (size_t)(p->N * p->K * ohw);
     float *x = malloc(nx * 4), *w = malloc(nw * 4), *b = malloc((size_t)p->K * 4);
     float *y0 = malloc(ny * 4), *y1 = malloc(ny * 4);
-    fill_(x, nx, 8.0f);
-    fill_(w, nw, 2.0f);
-    fill_(b, (size_t)p->K, 4.0f);
+    drv_fill(x, nx, 8.0f);
+    drv_fill(w, nw, 2.0f);
+    drv_fill(b, (size_t)p->K, 4.0f);
     if (kind != K_WINOGRAD) x[nx / 3] = NAN, x[nx / 2] = INFINITY; /* Winograd declines them */
     int cases = 0;
     for (int gate = 0; gate < 2; ++gate) {
@@ -137,7 +114,7 @@ static int check_conv_(int kind, const afrt_conv_params *p) {
         const afrt_epilogue slow = {plain_silu, (void *)&d};
         const int ran0 = run_conv_(kind, x, w, b, y0, p, slow);
         const int ran1 = run_conv_(kind, x, w, b, y1, p, fast);
-        if (!ran0 || !ran1 || !same_(y0, y1, ny, KIND_NAMES_[kind])) {
+        if (!ran0 || !ran1 || !drv_same(y0, y1, ny, KIND_NAMES_[kind])) {
             printf("%s: ran %d %d gate %d\n", KIND_NAMES_[kind], ran0, ran1, gate);
             cases = -1;
             break;
@@ -149,6 +126,7 @@ static int check_conv_(int kind, const afrt_conv_params *p) {
 }
 
 int main(int argc, char **argv) {
+    drv_seed(12345u);
     if (argc > 1 && strcmp(argv[1], "sweep") == 0) return sweep_();
     afrt_set_num_threads(argc > 1 ? atoi(argv[1]) : 1);
     int cases = 0;
@@ -180,8 +158,8 @@ int main(int argc, char **argv) {
         const int64_t B = mms[mi][0], M = mms[mi][1], N = mms[mi][2], K = mms[mi][3];
         const size_t na = (size_t)(B * M * K), nb = (size_t)(B * K * N), nc = (size_t)(B * M * N);
         float *a = malloc(na * 4), *bm = malloc(nb * 4), *c0 = malloc(nc * 4), *c1 = malloc(nc * 4);
-        fill_(a, na, 4.0f);
-        fill_(bm, nb, 2.0f);
+        drv_fill(a, na, 4.0f);
+        drv_fill(bm, nb, 2.0f);
         a[5] = NAN;
         for (int gate = 0; gate < 2; ++gate) {
             const afrt_epi_silu d = {gate};
@@ -191,7 +169,7 @@ int main(int argc, char **argv) {
                             slow);
             afrt_matmul_f32(B, M, N, K, 1.0f, a, K, M * K, 0, bm, N, K * N, 0, 0.0f, c1, N, M * N,
                             fast);
-            if (!same_(c0, c1, nc, "matmul")) {
+            if (!drv_same(c0, c1, nc, "matmul")) {
                 printf("matmul case %zu gate %d\n", mi, gate);
                 return 1;
             }
