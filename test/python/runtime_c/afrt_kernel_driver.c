@@ -19,46 +19,10 @@
  * DIR/y.bin. The test picks shapes that reach every edge tile of the micro-kernel.
  */
 #include "afrt.h"
-
-#include <stdio.h>
-
-typedef struct {
-    int32_t *count;
-    int64_t rows, cols; /* per-batch matrix shape in the count array */
-} counter;
-
-static void epi_fn(void *ctx, float *out, int64_t batch, int64_t r0, int64_t r1, int64_t c0,
-                   int64_t c1, int64_t ld) {
-    counter *k = (counter *)ctx;
-    for (int64_t r = r0; r < r1; ++r)
-        for (int64_t c = c0; c < c1; ++c) {
-            out[r * ld + c] = 0.5f * out[r * ld + c] - 1.0f;
-            k->count[(batch * k->rows + r) * k->cols + c] += 1;
-        }
-}
+#include "driver_util.h"
 
 static float *load(const char *dir, const char *name, size_t n) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    float *buf = (float *)malloc(n * sizeof(float) + 1);
-    FILE *f = fopen(path, "rb");
-    if (!f || !buf || fread(buf, sizeof(float), n, f) != n) {
-        fprintf(stderr, "cannot read %s\n", path);
-        exit(2);
-    }
-    fclose(f);
-    return buf;
-}
-
-static void save(const char *dir, const char *name, const void *data, size_t bytes) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "wb");
-    if (!f || fwrite(data, 1, bytes, f) != bytes) {
-        fprintf(stderr, "cannot write %s\n", path);
-        exit(2);
-    }
-    fclose(f);
+    return (float *)drv_load(dir, name, n, sizeof(float));
 }
 
 int main(int argc, char **argv) {
@@ -84,23 +48,23 @@ int main(int argc, char **argv) {
         if (reg) afrt_register_constant_region(w, nw * sizeof(float));
         float *y = (float *)malloc(ny * sizeof(float));
         for (size_t i = 0; i < ny; ++i) y[i] = NAN; /* must all be overwritten */
-        counter k = {(int32_t *)calloc(ny, sizeof(int32_t)), p.K, p.OH * p.OW};
-        afrt_epilogue e = {epi_fn, &k};
+        drv_counter k = {(int32_t *)calloc(ny, sizeof(int32_t)), p.K, p.OH * p.OW};
+        afrt_epilogue e = {drv_count_epi, &k};
         const size_t sb = afrt_conv2d_scratch_bytes(&p);
         void *scratch = sb ? malloc(sb) : NULL;
         afrt_conv2d_f32(x, w, b, y, &p, scratch, e);
         /* a second call with scratch == NULL must give the same result (epilogue again) */
         float *y2 = (float *)malloc(ny * sizeof(float));
-        counter k2 = {(int32_t *)calloc(ny, sizeof(int32_t)), p.K, p.OH * p.OW};
-        afrt_epilogue e2 = {epi_fn, &k2};
+        drv_counter k2 = {(int32_t *)calloc(ny, sizeof(int32_t)), p.K, p.OH * p.OW};
+        afrt_epilogue e2 = {drv_count_epi, &k2};
         afrt_conv2d_f32(x, w, b, y2, &p, NULL, e2);
         if (memcmp(y, y2, ny * sizeof(float)) != 0 || memcmp(k.count, k2.count, ny * 4) != 0) {
             fprintf(stderr, "scratch == NULL gave a different result\n");
             return 3;
         }
         if (reg) afrt_unregister_constant_region(w);
-        save(dir, "y.bin", y, ny * sizeof(float));
-        save(dir, "count.bin", k.count, ny * sizeof(int32_t));
+        drv_save(dir, "y.bin", y, ny * sizeof(float));
+        drv_save(dir, "count.bin", k.count, ny * sizeof(int32_t));
         free(x), free(w), free(b), free(y), free(y2), free(k.count), free(k2.count), free(scratch);
         return 0;
     }
@@ -119,16 +83,16 @@ int main(int argc, char **argv) {
             afrt_register_constant_region(a, (size_t)((bca ? 1 : batch) * sa) * sizeof(float));
             afrt_register_constant_region(b, (size_t)((bcb ? 1 : batch) * sb2) * sizeof(float));
         }
-        counter k = {(int32_t *)calloc((size_t)(batch * M * ldc), sizeof(int32_t)), M, ldc};
-        afrt_epilogue e = {epi_fn, &k};
+        drv_counter k = {(int32_t *)calloc((size_t)(batch * M * ldc), sizeof(int32_t)), M, ldc};
+        afrt_epilogue e = {drv_count_epi, &k};
         afrt_matmul_f32(batch, M, N, K, alpha, a, lda, bca ? 0 : sa, ta, b, ldb, bcb ? 0 : sb2,
                         tb, beta, c, ldc, sc, e);
         if (reg) {
             afrt_unregister_constant_region(a);
             afrt_unregister_constant_region(b);
         }
-        save(dir, "y.bin", c, (size_t)(batch * sc) * sizeof(float));
-        save(dir, "count.bin", k.count, (size_t)(batch * M * ldc) * sizeof(int32_t));
+        drv_save(dir, "y.bin", c, (size_t)(batch * sc) * sizeof(float));
+        drv_save(dir, "count.bin", k.count, (size_t)(batch * M * ldc) * sizeof(int32_t));
         free(a), free(b), free(c), free(k.count);
         return 0;
     }
@@ -160,7 +124,7 @@ int main(int argc, char **argv) {
                             afrt_no_epilogue());
             o += M * N;
         }
-        save(dir, "y.bin", y, (size_t)total * sizeof(float));
+        drv_save(dir, "y.bin", y, (size_t)total * sizeof(float));
         free(a), free(b), free(y), free(shapes);
         return 0;
     }
@@ -172,7 +136,7 @@ int main(int argc, char **argv) {
         float *x = load(dir, "x.bin", nx), *y = (float *)malloc(ny * sizeof(float));
         if (strcmp(argv[5], "max") == 0) afrt_maxpool2d_f32(x, y, &p);
         else afrt_avgpool2d_f32(x, y, &p);
-        save(dir, "y.bin", y, ny * sizeof(float));
+        drv_save(dir, "y.bin", y, ny * sizeof(float));
         free(x), free(y);
         return 0;
     }

@@ -6,50 +6,10 @@
  * LP: 1 fp16, 2 bf16 (AFRT_LP_*). An operand flagged 16-bit (a16, b16, w16) is read from its
  * .bin file as uint16 and registered as a constant region (how a model's stored weights reach
  * the kernel); fp32 operands are not, so they are packed (and rounded) per call. Files and the
- * epilogue (v -> 0.5*v - 1, counted) as afrt_kernel_driver.c.
+ * epilogue (v -> 0.5*v - 1, counted) as afrt_kernel_driver.c: driver_util.h.
  */
 #include "afrt.h"
-
-#include <stdio.h>
-
-typedef struct {
-    int32_t *count;
-    int64_t rows, cols;
-} counter;
-
-static void epi_fn(void *ctx, float *out, int64_t batch, int64_t r0, int64_t r1, int64_t c0,
-                   int64_t c1, int64_t ld) {
-    counter *k = (counter *)ctx;
-    for (int64_t r = r0; r < r1; ++r)
-        for (int64_t c = c0; c < c1; ++c) {
-            out[r * ld + c] = 0.5f * out[r * ld + c] - 1.0f;
-            k->count[(batch * k->rows + r) * k->cols + c] += 1;
-        }
-}
-
-static void *load(const char *dir, const char *name, size_t n, size_t elem) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    void *buf = malloc(n * elem + 1);
-    FILE *f = fopen(path, "rb");
-    if (!f || !buf || fread(buf, elem, n, f) != n) {
-        fprintf(stderr, "cannot read %s\n", path);
-        exit(2);
-    }
-    fclose(f);
-    return buf;
-}
-
-static void save(const char *dir, const char *name, const void *data, size_t bytes) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "wb");
-    if (!f || fwrite(data, 1, bytes, f) != bytes) {
-        fprintf(stderr, "cannot write %s\n", path);
-        exit(2);
-    }
-    fclose(f);
-}
+#include "driver_util.h"
 
 int main(int argc, char **argv) {
     if (argc < 5) return 2;
@@ -67,18 +27,18 @@ int main(int argc, char **argv) {
         const int64_t lda = (ta ? M : K) + 3, ldb = (tb ? K : N) + 2, ldc = N + 5;
         const int64_t sa = (ta ? K : M) * lda, sb = (tb ? N : K) * ldb, sc = M * ldc;
         const size_t na = (size_t)((bca ? 1 : batch) * sa), nb = (size_t)((bcb ? 1 : batch) * sb);
-        void *a = load(dir, "a.bin", na, a16 ? 2 : 4), *b = load(dir, "b.bin", nb, b16 ? 2 : 4);
-        float *c = (float *)load(dir, "c.bin", (size_t)(batch * sc), 4);
+        void *a = drv_load(dir, "a.bin", na, a16 ? 2 : 4), *b = drv_load(dir, "b.bin", nb, b16 ? 2 : 4);
+        float *c = (float *)drv_load(dir, "c.bin", (size_t)(batch * sc), 4);
         if (a16) afrt_register_constant_region(a, na * 2);
         if (b16) afrt_register_constant_region(b, nb * 2);
-        counter k = {(int32_t *)calloc((size_t)(batch * M * ldc), sizeof(int32_t)), M, ldc};
-        afrt_epilogue e = {epi_fn, &k};
+        drv_counter k = {(int32_t *)calloc((size_t)(batch * M * ldc), sizeof(int32_t)), M, ldc};
+        afrt_epilogue e = {drv_count_epi, &k};
         afrt_matmul_lp(lp, batch, M, N, K, alpha, a, a16, lda, bca ? 0 : sa, ta, b, b16, ldb,
                        bcb ? 0 : sb, tb, beta, c, ldc, sc, e);
         if (a16) afrt_unregister_constant_region(a);
         if (b16) afrt_unregister_constant_region(b);
-        save(dir, "y.bin", c, (size_t)(batch * sc) * sizeof(float));
-        save(dir, "count.bin", k.count, (size_t)(batch * M * ldc) * sizeof(int32_t));
+        drv_save(dir, "y.bin", c, (size_t)(batch * sc) * sizeof(float));
+        drv_save(dir, "count.bin", k.count, (size_t)(batch * M * ldc) * sizeof(int32_t));
         free(a), free(b), free(c), free(k.count);
         return 0;
     }
@@ -92,27 +52,27 @@ int main(int argc, char **argv) {
         const size_t nx = (size_t)(p.N * p.C * p.H * p.W);
         const size_t nw = (size_t)(p.K * (p.C / p.group) * p.R * p.S);
         const size_t ny = (size_t)(p.N * p.K * p.OH * p.OW);
-        float *x = (float *)load(dir, "x.bin", nx, 4);
-        void *w = load(dir, "w.bin", nw, w16 ? 2 : 4);
-        float *bias = v[16] ? (float *)load(dir, "b.bin", (size_t)p.K, 4) : NULL;
+        float *x = (float *)drv_load(dir, "x.bin", nx, 4);
+        void *w = drv_load(dir, "w.bin", nw, w16 ? 2 : 4);
+        float *bias = v[16] ? (float *)drv_load(dir, "b.bin", (size_t)p.K, 4) : NULL;
         if (w16) afrt_register_constant_region(w, nw * 2);
         float *y = (float *)malloc(ny * sizeof(float));
         for (size_t i = 0; i < ny; ++i) y[i] = NAN; /* must all be overwritten */
-        counter k = {(int32_t *)calloc(ny, sizeof(int32_t)), p.K, p.OH * p.OW};
-        afrt_epilogue e = {epi_fn, &k};
+        drv_counter k = {(int32_t *)calloc(ny, sizeof(int32_t)), p.K, p.OH * p.OW};
+        afrt_epilogue e = {drv_count_epi, &k};
         afrt_conv2d_lp(lp, x, w, w16, bias, y, &p, NULL, e);
         /* a second call (cached packed weights) must give the same result */
         float *y2 = (float *)malloc(ny * sizeof(float));
-        counter k2 = {(int32_t *)calloc(ny, sizeof(int32_t)), p.K, p.OH * p.OW};
-        afrt_epilogue e2 = {epi_fn, &k2};
+        drv_counter k2 = {(int32_t *)calloc(ny, sizeof(int32_t)), p.K, p.OH * p.OW};
+        afrt_epilogue e2 = {drv_count_epi, &k2};
         afrt_conv2d_lp(lp, x, w, w16, bias, y2, &p, NULL, e2);
         if (memcmp(y, y2, ny * sizeof(float)) != 0) {
             fprintf(stderr, "the second call gave a different result\n");
             return 3;
         }
         if (w16) afrt_unregister_constant_region(w);
-        save(dir, "y.bin", y, ny * sizeof(float));
-        save(dir, "count.bin", k.count, ny * sizeof(int32_t));
+        drv_save(dir, "y.bin", y, ny * sizeof(float));
+        drv_save(dir, "count.bin", k.count, ny * sizeof(int32_t));
         free(x), free(w), free(bias), free(y), free(y2), free(k.count), free(k2.count);
         return 0;
     }

@@ -1,11 +1,13 @@
-/* What the C test drivers of this directory share: a seeded LCG for their inputs, and the
- * bit-for-bit comparison of two outputs. Each driver seeds once at the top of main, so its
- * inputs are the same on every build and every run. */
+/* What the C test drivers of this directory share: a seeded LCG for their inputs, the
+ * bit-for-bit comparison of two outputs, and (for the drivers a Python test feeds through
+ * files) reading and writing DIR/NAME.bin and the counting epilogue. Each driver seeds once
+ * at the top of main, so its inputs are the same on every build and every run. */
 #ifndef DRIVER_UTIL_H
 #define DRIVER_UTIL_H
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static uint32_t drv_rng_ = 12345u;
@@ -41,6 +43,50 @@ static inline int drv_same(const float *a, const float *b, size_t n, const char 
         }
     }
     return 1;
+}
+
+/* The epilogue the file-fed drivers pass: v -> 0.5 * v - 1, counting the calls per element
+ * (count is batch x rows x cols int32), so the test sees it ran exactly once per element and
+ * after the element's final value was stored. */
+typedef struct {
+    int32_t *count;
+    int64_t rows, cols; /* per-batch matrix shape in the count array */
+} drv_counter;
+
+static inline void drv_count_epi(void *ctx, float *out, int64_t batch, int64_t r0, int64_t r1,
+                                 int64_t c0, int64_t c1, int64_t ld) {
+    drv_counter *k = (drv_counter *)ctx;
+    for (int64_t r = r0; r < r1; ++r)
+        for (int64_t c = c0; c < c1; ++c) {
+            out[r * ld + c] = 0.5f * out[r * ld + c] - 1.0f;
+            k->count[(batch * k->rows + r) * k->cols + c] += 1;
+        }
+}
+
+/* n elements of elem bytes from DIR/NAME (exit 2 if it cannot be read); the caller frees. */
+static inline void *drv_load(const char *dir, const char *name, size_t n, size_t elem) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    void *buf = malloc(n * elem + 1);
+    FILE *f = fopen(path, "rb");
+    if (!f || !buf || fread(buf, elem, n, f) != n) {
+        fprintf(stderr, "cannot read %s\n", path);
+        exit(2);
+    }
+    fclose(f);
+    return buf;
+}
+
+/* bytes from data to DIR/NAME (exit 2 if it cannot be written). */
+static inline void drv_save(const char *dir, const char *name, const void *data, size_t bytes) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(data, 1, bytes, f) != bytes) {
+        fprintf(stderr, "cannot write %s\n", path);
+        exit(2);
+    }
+    fclose(f);
 }
 
 #endif
