@@ -9,40 +9,20 @@ a wrong buffer hand-off around the empty steps is visible. Fused and unfused.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from graph_builders import float_model as _model
+from graph_builders import node as _n
+from onnx import TensorProto
 
 import autofusion
 from autofusion.lowering.c.testing import assert_close, onnxruntime_outputs
 
 F = TensorProto.FLOAT
 RNG = np.random.default_rng(5)
-
-
-def _model(
-    nodes: Sequence[onnx.NodeProto],
-    inputs: dict[str, Sequence[int]],
-    outputs: Sequence[str],
-    inits: dict[str, np.ndarray] | None = None,
-) -> onnx.ModelProto:
-    graph = helper.make_graph(
-        list(nodes),
-        "empty",
-        [helper.make_tensor_value_info(n, F, list(s)) for n, s in inputs.items()],
-        [helper.make_tensor_value_info(n, F, None) for n in outputs],
-        initializer=[numpy_helper.from_array(v, k) for k, v in (inits or {}).items()],
-    )
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 8
-    return m
-
-
-def _n(op: str, ins: Sequence[str], outs: Sequence[str], **attrs: object) -> onnx.NodeProto:
-    return helper.make_node(op, list(ins), list(outs), **attrs)
 
 
 def elementwise_chain() -> onnx.ModelProto:

@@ -12,12 +12,14 @@ Every model runs fused and with ``fusion=False``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from graph_builders import float_model as _model
+from graph_builders import node as _n
+from onnx import TensorProto
 from xdsl.parser import Parser
 
 import autofusion
@@ -32,28 +34,6 @@ RNG = np.random.default_rng(11)
 
 def _weight(*shape: int) -> np.ndarray:
     return (RNG.standard_normal(shape) * 0.5).astype(np.float32)
-
-
-def _model(
-    nodes: Sequence[onnx.NodeProto],
-    inputs: dict[str, Sequence[int]],
-    outputs: Sequence[str],
-    inits: dict[str, np.ndarray] | None = None,
-) -> onnx.ModelProto:
-    graph = helper.make_graph(
-        list(nodes),
-        "views",
-        [helper.make_tensor_value_info(n, F, list(s)) for n, s in inputs.items()],
-        [helper.make_tensor_value_info(n, F, None) for n in outputs],
-        initializer=[numpy_helper.from_array(v, k) for k, v in (inits or {}).items()],
-    )
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 8
-    return m
-
-
-def _n(op: str, ins: Sequence[str], outs: Sequence[str], **attrs: object) -> onnx.NodeProto:
-    return helper.make_node(op, list(ins), list(outs), **attrs)
 
 
 def _tail(src: str, prefix: str, count: int = 5) -> list[onnx.NodeProto]:
