@@ -4,6 +4,7 @@ names (their shapes left to inference), initializers from numpy arrays. Opset 17
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import onnx
@@ -32,6 +33,6 @@ def float_model(
     return m
 
 
-def node(op: str, ins: Sequence[str], outs: Sequence[str], **attrs: object) -> onnx.NodeProto:
+def node(op: str, ins: Sequence[str], outs: Sequence[str], **attrs: Any) -> onnx.NodeProto:
     """``helper.make_node`` with list arguments."""
     return helper.make_node(op, list(ins), list(outs), **attrs)
