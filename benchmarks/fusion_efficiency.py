@@ -7,11 +7,15 @@ of each build. From those:
 
 - **R**, the removable time: the unfused kernels the fused build removes or absorbs. Every
   unfused kernel is matched by its ONNX origins to the fused kernel that computes them; of the
-  unfused kernels one fused kernel covers, the slowest is its anchor (the conv / GEMM / the
-  one kernel that stays) and the others were absorbed into it; an unfused kernel no fused kernel
-  covers was removed outright. In a conv chain (``fuse-conv-chain``'s ``chain_*`` kernels)
-  both convs stay anchors: the chain removes their intermediate's memory round trip, which
-  is inside the two conv kernels' measured times (no profile separates it), not a conv.
+  unfused kernels one fused kernel covers, its contractions (Conv, MatMul, Gemm, Attention:
+  the work that stays) are its anchors, or the slowest one where it has none, and the others
+  were absorbed into them; an unfused kernel no fused kernel covers was removed outright. So
+  an attention group keeps both its MatMuls and counts its scale, mask and Softmax as
+  removable (taking the slowest member as the one anchor, as before, made Swin's Softmax
+  over 49 x 49 windows the anchor and put the MatMuls in R). In a conv chain
+  (``fuse-conv-chain``'s ``chain_*`` kernels) both convs stay anchors too: the chain removes
+  their intermediate's memory round trip, which is inside the two conv kernels' measured
+  times (no profile separates it), not a conv.
   R is their share of the unfused profile times the unfused
   end-to-end time (the profile's own timer overhead, larger for the build with more kernels,
   so cancels out of the share).
@@ -104,8 +108,7 @@ def split_profile(unfused: Sequence[Any], fused: Sequence[Any]) -> Split:
     removed = sum(k.seconds for k in eliminated)
     absorbed = 0
     for i, members in groups.items():
-        chain = str(fused[i].pattern).startswith("chain_")
-        anchors = [k for k in members if chain and _contraction(k)]
+        anchors = [k for k in members if _contraction(k)]
         anchors = anchors or [max(members, key=lambda k: k.seconds)]
         for k in members:
             if all(k is not a for a in anchors):
