@@ -138,18 +138,23 @@ def _assert_elementwise_rows(got: np.ndarray, ref: np.ndarray, what: str) -> Non
 
 
 def test_ascendc_erf_uses_the_c_runtime_constants() -> None:
-    """The Ascend C vector erf is af_erff of afrt.h (A-S 7.1.26) rebuilt from vector calls:
-    the same p and a1..a5, read from the header."""
+    """The Ascend C vector erf is af_erff of afrt.h rebuilt from vector calls: the same clamp
+    and the same P and Q coefficients, read from the header (whose Horner forms list them
+    from the highest degree down)."""
     import re
 
     from autofusion.lowering.ascendc import vector
     from autofusion.runtime import toolchain
 
     header = (toolchain.INCLUDE_DIR / "afrt.h").read_text()
-    body = header[header.index("static inline float af_erff") :]
-    body = body[: body.index("\n}\n")]
-    nums = [float(v) for v in re.findall(r"(\d+\.\d+)f", body)]
-    p, a5, a4, a3, a2, a1 = nums[2], *nums[3:8]  # after "1.0f / (1.0f + "
-    assert p == vector._AS_P
-    signs = (1, -1, 1, -1, 1)  # poly = (((a5 t - |a4|) t + a3) t - |a2|) t + a1
-    assert tuple(s * v for s, v in zip(signs, (a1, a2, a3, a4, a5))) == vector._AS_A
+
+    def body(name: str) -> str:
+        text = header[header.index(f"static inline float {name}(") :]
+        return text[: text.index("\n}\n")]
+
+    nums = [float(v) for v in re.findall(r"(\d+\.\d+(?:e[+-]\d+)?)f", body("af_erff_rational_"))]
+    assert len(nums) == 12
+    assert tuple(np.float32(v) for v in nums[5::-1]) == tuple(np.float32(vector.ERF_P))
+    assert tuple(np.float32(v) for v in nums[11:5:-1]) == tuple(np.float32(vector.ERF_Q))
+    generic = header[header.index("#else\nstatic inline float af_erff(") :]
+    assert f"ax > {vector.ERF_CLAMP}f ? {vector.ERF_CLAMP}f" in generic[: generic.index("\n}\n")]

@@ -11,6 +11,7 @@ conv, matmul and pooling cases of test_runtime_kernels.py run on the NEON build 
 
 from __future__ import annotations
 
+import math
 import subprocess
 from pathlib import Path
 
@@ -133,9 +134,10 @@ def test_pool_neon(drivers: dict[str, Path], tmp_path: Path) -> None:
 
 
 def test_vector_math_matches_portable_bit_for_bit(tmp_path: Path) -> None:
-    """af_expf/af_tanhf/af_erff on aarch64: the NEON build's af_expf makes its choices with
-    integer masks so loops calling it vectorise; results must equal the portable C's bit for
-    bit (both builds compute in loops over arrays, as generated code does), and match numpy."""
+    """af_expf/af_tanhf/af_erff on aarch64: the NEON builds of af_expf and af_erff make their
+    choices with integer masks (and FMINNM/FMAXNM) so loops calling them vectorise; results
+    must equal the portable C's bit for bit (both builds compute in loops over arrays, as
+    generated code does), and match numpy / math.erf."""
     _need_cross_tools()
     special = [0.0, -0.0, 1e-8, -1e-8, 1e-30, np.inf, -np.inf, np.nan, -np.nan, -100.0, 100.0,
                88.72, 88.7228391, 88.7229, -87.0, -87.5, 3.4e38, -3.4e38]  # fmt: skip
@@ -151,7 +153,7 @@ def test_vector_math_matches_portable_bit_for_bit(tmp_path: Path) -> None:
                         "-lm"], check=True)  # fmt: skip
         raw = subprocess.run(["qemu-aarch64", "-L", QEMU_SYSROOT, str(exe)], input=x.tobytes(),
                              capture_output=True, check=True).stdout  # fmt: skip
-        outs[variant] = np.frombuffer(raw, np.float32).reshape(-1, 4)
+        outs[variant] = np.frombuffer(raw, np.float32).reshape(-1, 3)
     np.testing.assert_array_equal(outs["neon"].view(np.uint32), outs["portable"].view(np.uint32))
     x64 = x.astype(np.float64)
     with np.errstate(over="ignore"):
@@ -159,6 +161,8 @@ def test_vector_math_matches_portable_bit_for_bit(tmp_path: Path) -> None:
     ok = (ref_exp > 2.4e-38) & (ref_exp < 3.4e38)  # af_expf flushes results below 2^-125 to 0
     np.testing.assert_allclose(outs["neon"][ok, 0], ref_exp[ok], rtol=5e-7)
     np.testing.assert_allclose(outs["neon"][:, 1], np.tanh(x64), rtol=1e-6, atol=3e-7)
+    ref_erf = np.array([math.erf(v) for v in x64])
+    np.testing.assert_allclose(outs["neon"][:, 2], ref_erf, rtol=0, atol=4e-7)
     tail = outs["neon"][-len(special) :, 0]
     assert list(tail[5:7]) == [np.inf, 0.0]
     assert np.isnan(tail[7:9]).all()

@@ -8,8 +8,8 @@ of ``Adds``/``Muls``/``Maxs``/``Mins``; small broadcast operands are loaded once
 expanded per tile (``ascendc.broadcast``).
 
 Ops with no single Ascend C vector call are composed from documented basic calls:
-sigmoid = 1/(1+exp(-x)); tanh = 2/(1+exp(-2x)) - 1; erf by Abramowitz-Stegun 7.1.26
-(|error| <= 1.5e-7); GELU from erf or tanh as its ``approximate`` says.
+sigmoid = 1/(1+exp(-x)); tanh = 2/(1+exp(-2x)) - 1; erf by af_erff's rational function
+(absolute error < 3.5e-7, relative < 4e-7); GELU from erf or tanh as its ``approximate`` says.
 """
 
 from __future__ import annotations
@@ -80,12 +80,14 @@ class Window:
 
 Val = Scalar | Tile | Bcast | Window
 
-# Abramowitz & Stegun 7.1.26: the same erf, with the same constants, as af_erff in the C
-# runtime (autofusion/runtime/include/afrt.h; a test checks they agree). It is composed here
-# from Ascend C vector calls (Abs, Muls, Adds, Reciprocal, Exp, ...) because Ascend C kernels
-# cannot include a host C header of scalar functions.
-_AS_P = 0.3275911
-_AS_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
+# erf(x) ~ a P(a^2) / Q(a^2), a = x clamped to [-ERF_CLAMP, ERF_CLAMP], the result clamped to
+# [-1, 1]: the same function, with the same coefficients (lowest degree first), as af_erff in
+# the C runtime (autofusion/runtime/include/afrt.h; a test checks they agree; fitted by
+# benchmarks/fit_erf.py). It is composed here from Ascend C vector calls (Mins, Maxs, Mul,
+# Muls, Adds, Div) because Ascend C kernels cannot include a host C header of scalar functions.
+ERF_CLAMP = 3.92
+ERF_P = (1.12837902, 1.92759485e-01, 5.30598761e-02, 3.86812830e-03, 2.87474387e-04, 2.03476506e-06)
+ERF_Q = (1.0, 5.04160314e-01, 1.15082727e-01, 1.51719020e-02, 1.18806563e-03, 3.80706872e-05)
 
 
 @dataclass
@@ -300,28 +302,26 @@ class VectorBuilder:
 
     def _erf(self, d: Tile, x: Tile) -> None:
         a = self.temp()
-        t = self.temp()
-        self.u("Abs", a, x)
-        self.s("Muls", t, a, _AS_P)
-        self.s("Adds", t, t, 1.0)
-        self.u("Reciprocal", t, t)
-        a1, a2, a3, a4, a5 = _AS_A
-        self.s("Muls", d, t, a5)
-        for c in (a4, a3, a2, a1):
-            self.s("Adds", d, d, c)
-            self.b("Mul", d, d, t)
-        self.b("Mul", a, a, a)
-        self.s("Muls", a, a, -1.0)
-        self.u("Exp", a, a)
-        self.b("Mul", d, d, a)
-        self.s("Muls", d, d, -1.0)
-        self.s("Adds", d, d, 1.0)  # erf(|x|)
-        self.u("Abs", a, x)
-        self.s("Maxs", a, a, 1e-30)
-        self.b("Div", t, x, a)  # sign(x), 0 at 0
-        self.b("Mul", d, d, t)
+        z = self.temp()
+        self.s("Mins", a, x, ERF_CLAMP)
+        self.s("Maxs", a, a, -ERF_CLAMP)
+        self.b("Mul", z, a, a)
+        self._horner(d, z, ERF_P)
+        self.b("Mul", d, d, a)  # a P(z); x (maybe d itself) is not read again
+        self._horner(a, z, ERF_Q)
+        self.b("Div", d, d, a)
+        self.s("Mins", d, d, 1.0)
+        self.s("Maxs", d, d, -1.0)
         self.release(a)
-        self.release(t)
+        self.release(z)
+
+    def _horner(self, d: Tile, z: Tile, coeffs: tuple[float, ...]) -> None:
+        """d = sum(coeffs[i] * z**i), by Horner's rule from the highest degree."""
+        self.s("Muls", d, z, coeffs[-1])
+        for c in coeffs[-2:0:-1]:
+            self.s("Adds", d, d, c)
+            self.b("Mul", d, d, z)
+        self.s("Adds", d, d, coeffs[0])
 
     def _gelu(self, d: Tile, x: Tile, approximate: str) -> None:
         if approximate == "tanh":
