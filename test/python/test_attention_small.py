@@ -170,3 +170,43 @@ def test_small_limit_matches_the_runtime() -> None:
 
     text = (toolchain.INCLUDE_DIR / "afrt.h").read_text()
     assert f"#define AFRT_ATTN_SMALL_T {clib.ATTN_SMALL_T}\n" in text
+
+
+def test_transpose_loop_order() -> None:
+    """A short outermost output loop gives way to the dim holding the input's outermost one
+    (Swin's qkv split); a long one, or a dim that is the innermost, leaves the order alone."""
+    from autofusion.lowering.c.ops import transpose_loop_order
+
+    qkv = transpose_loop_order([3, 64, 3, 49, 32], [64, 49, 3, 3, 32], (2, 0, 3, 1, 4))
+    assert qkv == [1, 0, 2, 3, 4]
+    last = transpose_loop_order([3, 1, 24, 49, 32], [1, 49, 3, 24, 32], (2, 0, 3, 1, 4))
+    assert last == [3, 0, 1, 2, 4]
+    assert transpose_loop_order([64, 3, 49, 32], [64, 49, 3, 32], (0, 2, 1, 3)) == [0, 1, 2, 3]
+    assert transpose_loop_order([2, 50], [50, 2], (1, 0)) == [0, 1]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_reordered_transposes_match_onnxruntime(tmp_path: Path, threads: int) -> None:
+    """Transposes whose loops the lowering reorders (Swin's qkv split at two window counts)
+    and one it leaves alone, through the generated C against onnxruntime."""
+    f = TensorProto.FLOAT
+    cases = {
+        "qkv": ([4, 49, 3, 3, 32], [2, 0, 3, 1, 4]),
+        "qkv1": ([1, 49, 3, 5, 8], [2, 0, 3, 1, 4]),
+        "swap": ([3, 40], [1, 0]),
+    }
+    nodes = [h.make_node("Transpose", [n + "_x"], [n], perm=p) for n, (_, p) in cases.items()]
+    inputs = [h.make_tensor_value_info(n + "_x", f, s) for n, (s, _) in cases.items()]
+    outputs = [h.make_tensor_value_info(n, f, None) for n in cases]
+    model = h.make_model(h.make_graph(nodes, "tr", inputs, outputs),
+                         opset_imports=[h.make_opsetid("", 17)])  # fmt: skip
+    feeds = _feeds(model, seed=3)
+    ref = onnxruntime_outputs(model, feeds)
+    emit_lowered(compile_onnx(model), tmp_path)
+    lib = ModelLibrary(build_shared(tmp_path, BuildOptions()), tmp_path / "weights.bin", threads)
+    try:
+        got = lib.run(feeds)
+    finally:
+        lib.close()
+    for name, r in ref.items():
+        np.testing.assert_array_equal(got[name], r, err_msg=name)
