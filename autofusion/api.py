@@ -422,7 +422,7 @@ def build_model_dir(
     convs = conv_algo_rows(module)
     if convs:
         report["conv_algo"] = convs
-    attention = attention_algo_rows(module, cpu_has_avx512(opts.cpu))
+    attention = attention_algo_rows(module, opts.target == "c" and cpu_has_avx512(opts.cpu))
     if attention:
         report["attention_algo"] = attention
     if layout is not None:
