@@ -4029,8 +4029,9 @@ static inline void afrt_attn_small_pack_kt_(const float *k, int64_t D, int64_t T
 /* Exponentials of AFRT_ATTN_SRB query rows (q0 + r * D, D long) against kt's NV * 16
  * columns: x = scale * q_r . k_c + mask_r[c] (mr[r] NULL: none), -inf for c >= T;
  * s[r * AFRT_ATTN_SLD + c] = exp(x - max_c x) and linv[r] = 1 / sum_c of them; a row with a
- * NaN score, every score -inf or an infinite one gets s = 0 and linv NaN. NV is a constant
- * at each call. */
+ * NaN score, every score -inf or an infinite one gets s = 0 and linv NaN. NV (score vectors)
+ * and NF (those by FMAs over kt; the keys of the others, at most AFRT_ATTN_SDOTS, by dot
+ * products with k's rows) are constants at each call. */
 static inline __attribute__((always_inline)) void afrt_attn_small_exps_(
     const float *q0, int64_t D, const float *kt, const float *k, int64_t T, const int NV,
     const int NF, float scale, const float *const *mr, float *s, float *linv) {
