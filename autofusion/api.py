@@ -389,7 +389,8 @@ def build_model_dir(
     is 0 (``autofusion-compile --threads``)."""
     from autofusion.lowering.backend import RunnableBackend
     from autofusion.pipeline import backend_of
-    from autofusion.policy.report import conv_algo_rows, layout_summary
+    from autofusion.policy.report import attention_algo_rows, conv_algo_rows, layout_summary
+    from autofusion.runtime.toolchain import cpu_has_avx512
 
     t0 = time.perf_counter()
     backend = backend_of(opts)
@@ -421,6 +422,9 @@ def build_model_dir(
     convs = conv_algo_rows(module)
     if convs:
         report["conv_algo"] = convs
+    attention = attention_algo_rows(module, opts.target == "c" and cpu_has_avx512(opts.cpu))
+    if attention:
+        report["attention_algo"] = attention
     if layout is not None:
         report["layout"] = layout
     from autofusion.lowering.c.convert_nn_to_buffers import work_table

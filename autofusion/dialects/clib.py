@@ -1056,6 +1056,26 @@ ATTN_FIELDS = (
 )
 
 
+#: T (keys) up to which ``afrt_attention_f32`` takes its small-sequence path on AVX-512 builds
+#: (``AFRT_ATTN_SMALL_T``; a test compares the two): measured faster than the streaming core
+#: from T = 1 to 64 (docs/c-backend.md, "Attention").
+ATTN_SMALL_T = 64
+ATTN_ALGOS = ("small", "streamed", "run_time")
+
+
+def attention_algo(params: Sequence[int], has_mask: bool, avx512: bool) -> str:
+    """Which ``afrt_attention_f32`` path a call with ``params`` (``ATTN_FIELDS`` order) runs
+    (``afrt_attn_small_applies_``): ``small`` on an AVX-512 build when T <= ``ATTN_SMALL_T``
+    and the mask, if any, is contiguous along the keys (``mask_t`` 1); else ``streamed``; a
+    run-time T (``DYNAMIC``): ``run_time`` (the C chooses per call)."""
+    f = dict(zip(ATTN_FIELDS, params, strict=True))
+    if avx512 and DYNAMIC in (f["T"], f["mask_t"]):
+        return "run_time"
+    if avx512 and 1 <= f["T"] <= ATTN_SMALL_T and (not has_mask or f["mask_t"] == 1):
+        return "small"
+    return "streamed"
+
+
 @irdl_op_definition
 class AttentionOp(_LibOp):
     """``afrt_attention_f32(q, k, v, mask|NULL, out, scale, &params)``: streamed attention

@@ -252,6 +252,28 @@ def layout_summary(module: ModuleOp) -> dict[str, int] | None:
     return None
 
 
+def attention_algo_rows(module: ModuleOp, avx512: bool) -> list[dict[str, object]]:
+    """One row per attention library call of a lowered C module, in module order: the
+    kernel function, its ONNX nodes, the path ``afrt_attention_f32`` takes
+    (``clib.attention_algo``: ``small`` or ``streamed``; ``avx512``: the build has AVX-512)
+    and the shape it was chosen from."""
+    from autofusion.dialects import clib
+
+    rows: list[dict[str, object]] = []
+    for fn in _funcs(module):
+        names = origin_names(fn)
+        for op in fn.walk():
+            if isinstance(op, clib.AttentionOp):
+                values = op.param_values()
+                f = {k: "?" if v == clib.DYNAMIC else v
+                     for k, v in zip(clib.ATTN_FIELDS, values, strict=True)}  # fmt: skip
+                shape = f"batch {f['batch']} S {f['S']} T {f['T']} D {f['D']} E {f['E']}"
+                algo = clib.attention_algo(values, op.mask is not None, avx512)
+                rows.append({"kernel": fn.sym_name.data, "origins": names,
+                             "attention_algo": algo, "shape": shape})  # fmt: skip
+    return rows
+
+
 def conv_algo_rows(module: ModuleOp) -> list[dict[str, object]]:
     """One row per convolution library call of a lowered C module, in module order: the
     kernel function, its ONNX nodes, the algorithm chosen at lowering (``clib.conv_algo``:

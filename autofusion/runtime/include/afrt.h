@@ -3980,11 +3980,243 @@ static inline int afrt_attention_task_avx512_(const float *q, const float *k, co
     }
     return 1;
 }
+
+/* ---------------------------------------------------------------------------------------------
+ * Attention over short key sequences (AVX-512; afrt_attention_f32 takes it when
+ * afrt_attn_small_applies_: T <= AFRT_ATTN_SMALL_T and the mask, if any, contiguous along t),
+ * e.g. Swin's windows (S = T = 49, D = E = 32, windows x heads batch indices). The streaming
+ * core's online softmax, per-row rescaling and [rows, E] accumulator buy nothing when a whole
+ * score row fits in four vectors, so per batch index (one task; the batch split over the
+ * threads) k is transposed once, 16 x 16 in registers, into kt[D][64] (zero past T); then per
+ * tile of AFRT_ATTN_SRB (7) query rows: the scores from q's rows (broadcast) and kt in 7 x (up
+ * to) 4 registers (a last single key, T % 16 == 1, as dot products along d instead of a
+ * vector of padding); scale, mask, row max, exp and row sum in those registers, the exponentials
+ * stored once to a 7 x 64 strip in L1; p @ v straight into out's rows, 7 rows x 32 columns in
+ * registers, each row times 1 / its sum on the way out. Same semantics as the streaming core:
+ * a NaN score gives a NaN row, a row whose every score is -inf gives NaN, or 0 with
+ * nan_to_zero (those rows are written whole, as the streaming core does). No online rescaling
+ * and the dot products sum in another order, so results can differ from the streaming core's
+ * in the last bits.
+ * ------------------------------------------------------------------------------------------- */
+#ifndef AFRT_ATTN_SMALL_T
+#define AFRT_ATTN_SMALL_T 64
+#endif
+#define AFRT_ATTN_SRB 7
+/* Keys past the last whole 16 (T % 16 of them) up to which the scores are dot products along d
+ * instead of one more vector of FMAs that is mostly padding: T = 49 (one key) measured 3-7%
+ * faster that way; two or three keys no faster. */
+#ifndef AFRT_ATTN_SDOTS
+#define AFRT_ATTN_SDOTS 1
+#endif
+#define AFRT_ATTN_SLD 64 /* floats per row of kt and of the strip (AFRT_ATTN_SMALL_T <= 64) */
+
+static inline int afrt_attn_small_applies_(const afrt_attn_params *p, const float *mask) {
+    return p->T >= 1 && p->T <= AFRT_ATTN_SMALL_T && p->T <= AFRT_ATTN_SLD &&
+           (!mask || p->mask_t == 1);
+}
+
+/* kt[d * AFRT_ATTN_SLD + c] = k[c * D + d] for c < T, 0 for T <= c < round_up(T, 16): per
+ * block of 16 keys x 16 d, 16 loads, the 64-shuffle transpose, 16 stores. */
+static inline void afrt_attn_small_pack_kt_(const float *k, int64_t D, int64_t T, float *kt) {
+    for (int64_t c0 = 0; c0 < T; c0 += 16)
+        for (int64_t d0 = 0; d0 < D; d0 += 16) {
+            const int64_t nd = afrt_min_(16, D - d0);
+            const __mmask16 ok = afrt_lanes_(nd);
+            __m512 r[16], t[16];
+            for (int i = 0; i < 16; ++i)
+                r[i] = c0 + i < T ? _mm512_maskz_loadu_ps(ok, k + (c0 + i) * D + d0)
+                                  : _mm512_setzero_ps();
+            for (int i = 0; i < 8; ++i) {
+                t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+                t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+            }
+            for (int i = 0; i < 4; ++i) { /* r[4i + j], lane L: column 4L + j of rows 4i.. */
+                r[4 * i] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+                r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+                r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+                r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+            }
+            for (int j = 0; j < 4; ++j) { /* column 4L + j: lane L of r[j], r[4+j], ... */
+                const __m512 x0 = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x44);
+                const __m512 x1 = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xEE);
+                const __m512 y0 = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x44);
+                const __m512 y1 = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xEE);
+                t[j] = _mm512_shuffle_f32x4(x0, y0, 0x88);
+                t[4 + j] = _mm512_shuffle_f32x4(x0, y0, 0xDD);
+                t[8 + j] = _mm512_shuffle_f32x4(x1, y1, 0x88);
+                t[12 + j] = _mm512_shuffle_f32x4(x1, y1, 0xDD);
+            }
+            for (int64_t j = 0; j < nd; ++j) _mm512_storeu_ps(kt + (d0 + j) * AFRT_ATTN_SLD + c0, t[j]);
+        }
+}
+
+/* Exponentials of AFRT_ATTN_SRB query rows (q0 + r * D, D long) against kt's NV * 16
+ * columns: x = scale * q_r . k_c + mask_r[c] (mr[r] NULL: none), -inf for c >= T;
+ * s[r * AFRT_ATTN_SLD + c] = exp(x - max_c x) and linv[r] = 1 / sum_c of them; a row with a
+ * NaN score, every score -inf or an infinite one gets s = 0 and linv NaN. NV (score vectors)
+ * and NF (those by FMAs over kt; the keys of the others, at most AFRT_ATTN_SDOTS, by dot
+ * products with k's rows) are constants at each call. */
+static inline __attribute__((always_inline)) void afrt_attn_small_exps_(
+    const float *q0, int64_t D, const float *kt, const float *k, int64_t T, const int NV,
+    const int NF, float scale, const float *const *mr, float *s, float *linv) {
+    __m512 acc[AFRT_ATTN_SRB][4];
+    for (int r = 0; r < AFRT_ATTN_SRB; ++r)
+        for (int u = 0; u < NF; ++u) acc[r][u] = _mm512_setzero_ps();
+    for (int64_t d = 0; d < D; ++d) {
+        __m512 b[4];
+        for (int u = 0; u < NF; ++u) b[u] = _mm512_loadu_ps(kt + d * AFRT_ATTN_SLD + 16 * u);
+        for (int r = 0; r < AFRT_ATTN_SRB; ++r) {
+            const __m512 a = _mm512_set1_ps(q0[r * D + d]);
+            for (int u = 0; u < NF; ++u) acc[r][u] = _mm512_fmadd_ps(a, b[u], acc[r][u]);
+        }
+    }
+    if (NF < NV) /* the last T % 16 <= AFRT_ATTN_SDOTS keys: dot products along d */
+        for (int r = 0; r < AFRT_ATTN_SRB; ++r) {
+            float dots[16] = {0};
+            for (int64_t c = 16 * NF; c < T; ++c) {
+                __m512 sum = _mm512_setzero_ps();
+                for (int64_t d = 0; d < D; d += 16) {
+                    const __mmask16 ok = afrt_lanes_(D - d);
+                    sum = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(ok, q0 + r * D + d),
+                                          _mm512_maskz_loadu_ps(ok, k + c * D + d), sum);
+                }
+                dots[c - 16 * NF] = _mm512_reduce_add_ps(sum);
+            }
+            acc[r][NF] = _mm512_loadu_ps(dots);
+        }
+    const __m512 vs = _mm512_set1_ps(scale), ninf = _mm512_set1_ps(-INFINITY);
+    for (int r = 0; r < AFRT_ATTN_SRB; ++r) {
+        __m512 mx = ninf;
+        __mmask16 nan = 0;
+        for (int u = 0; u < NV; ++u) {
+            const __mmask16 ok = afrt_lanes_(T - 16 * u);
+            __m512 x = _mm512_mul_ps(acc[r][u], vs);
+            if (mr[r]) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(ok, mr[r] + 16 * u));
+            x = _mm512_mask_blend_ps(ok, ninf, x);
+            nan |= _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+            mx = _mm512_max_ps(mx, x);
+            acc[r][u] = x;
+        }
+        const float m = _mm512_reduce_max_ps(mx);
+        float *sr = s + r * AFRT_ATTN_SLD;
+        float total = 0.0f;
+        if (!nan && m != -INFINITY) {
+            const __m512 vm = _mm512_set1_ps(m);
+            __m512 sum = _mm512_setzero_ps();
+            for (int u = 0; u < NV; ++u) { /* lanes past T hold -inf: exp gives 0 */
+                const __m512 e = afrt_exp512_(_mm512_sub_ps(acc[r][u], vm));
+                _mm512_storeu_ps(sr + 16 * u, e);
+                sum = _mm512_add_ps(sum, e);
+            }
+            total = _mm512_reduce_add_ps(sum);
+        }
+        if (!(total > 0.0f)) { /* NaN, all -inf, or an infinite score (inf - inf is NaN) */
+            for (int u = 0; u < NV; ++u) _mm512_storeu_ps(sr + 16 * u, _mm512_setzero_ps());
+            linv[r] = NAN;
+        } else {
+            linv[r] = 1.0f / total;
+        }
+    }
+}
+
+/* o[r * E + e] = linv[r] * sum_{t < T} s[r * AFRT_ATTN_SLD + t] * v[t * E + e] for the
+ * AFRT_ATTN_SRB rows (rows >= `rows` not stored; a row with linv NaN: 0 with nan_to_zero,
+ * else NaN) and the 32 columns e0.. (lanes past E masked). */
+static inline void afrt_attn_small_pv32_(const float *s, const float *linv, int64_t T,
+                                         const float *v, int64_t E, int64_t e0, float *o,
+                                         int64_t rows, int64_t nan_to_zero) {
+    const __mmask16 k0 = afrt_lanes_(E - e0), k1 = afrt_lanes_(E - e0 - 16);
+    __m512 acc[AFRT_ATTN_SRB][2];
+    for (int r = 0; r < AFRT_ATTN_SRB; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+    for (int64_t t = 0; t < T; ++t) {
+        const __m512 b0 = _mm512_maskz_loadu_ps(k0, v + t * E + e0);
+        const __m512 b1 = _mm512_maskz_loadu_ps(k1, v + t * E + e0 + 16);
+        for (int r = 0; r < AFRT_ATTN_SRB; ++r) {
+            const __m512 a = _mm512_set1_ps(s[r * AFRT_ATTN_SLD + t]);
+            acc[r][0] = _mm512_fmadd_ps(a, b0, acc[r][0]);
+            acc[r][1] = _mm512_fmadd_ps(a, b1, acc[r][1]);
+        }
+    }
+    /* masked stores, no early exit: a loop that can leave early keeps acc in memory */
+    const __m512 fill = _mm512_set1_ps(nan_to_zero ? 0.0f : NAN);
+    for (int r = 0; r < AFRT_ATTN_SRB; ++r) {
+        const __mmask16 live = r < rows ? 0xffffu : 0u;
+        const __m512 f = _mm512_set1_ps(linv[r]);
+        const __mmask16 bad = _mm512_cmp_ps_mask(f, f, _CMP_UNORD_Q);
+        float *orow = o + r * E + e0;
+        _mm512_mask_storeu_ps(orow, k0 & live, _mm512_mask_blend_ps(bad, _mm512_mul_ps(acc[r][0], f), fill));
+        _mm512_mask_storeu_ps(orow + 16, k1 & live, _mm512_mask_blend_ps(bad, _mm512_mul_ps(acc[r][1], f), fill));
+    }
+}
+
+/* One batch index of the small path. Scratch: kt (D x 64), the strip (7 x 64), a zero-padded
+ * copy of the last query rows (7 x D). Returns 0 if the scratch cannot be had. */
+static inline int afrt_attention_small_task_(const float *q, const float *k, const float *v,
+                                             const float *mask, float *out, float scale,
+                                             const afrt_attn_params *p, int64_t b) {
+    const int64_t S = p->S, T = p->T, D = p->D, E = p->E, RB = AFRT_ATTN_SRB;
+    const int64_t ld = AFRT_ATTN_SLD;
+    const size_t floats = (size_t)(D * ld + RB * ld + RB * D);
+    float *kt = (float *)afrt_thread_scratch(2, floats * sizeof(float));
+    if (!kt) return 0;
+    float *sc = kt + D * ld, *qtail = sc + RB * ld;
+    const float *qb = q + b * p->q_bstride, *vb = v + b * p->v_bstride;
+    const float *mbase = mask ? mask + afrt_attn_mask_offset_(p, b) : NULL;
+    float *ob = out + b * S * E;
+    const float *kb = k + b * p->k_bstride;
+    afrt_attn_small_pack_kt_(kb, D, T, kt);
+    const int nv = (int)afrt_cdiv_(T, 16), dots = T > 16 && T % 16 != 0 && T % 16 <= AFRT_ATTN_SDOTS;
+    for (int64_t g = 0; g < S; g += RB) {
+        const int64_t rows = afrt_min_(RB, S - g);
+        const float *q0 = qb + g * D, *mr[AFRT_ATTN_SRB];
+        float linv[AFRT_ATTN_SRB];
+        if (rows < RB) { /* the last rows, zero padded to a whole tile */
+            memset(qtail, 0, (size_t)(RB * D) * sizeof(float));
+            memcpy(qtail, q0, (size_t)(rows * D) * sizeof(float));
+            q0 = qtail;
+        }
+        for (int64_t r = 0; r < RB; ++r) mr[r] = mbase && r < rows ? mbase + (g + r) * p->mask_s : NULL;
+        switch (nv + 4 * dots) { /* each a copy with its vector counts constants */
+        case 1: afrt_attn_small_exps_(q0, D, kt, kb, T, 1, 1, scale, mr, sc, linv); break;
+        case 2: afrt_attn_small_exps_(q0, D, kt, kb, T, 2, 2, scale, mr, sc, linv); break;
+        case 3: afrt_attn_small_exps_(q0, D, kt, kb, T, 3, 3, scale, mr, sc, linv); break;
+        case 4: afrt_attn_small_exps_(q0, D, kt, kb, T, 4, 4, scale, mr, sc, linv); break;
+        case 6: afrt_attn_small_exps_(q0, D, kt, kb, T, 2, 1, scale, mr, sc, linv); break;
+        case 7: afrt_attn_small_exps_(q0, D, kt, kb, T, 3, 2, scale, mr, sc, linv); break;
+        default: afrt_attn_small_exps_(q0, D, kt, kb, T, 4, 3, scale, mr, sc, linv); break;
+        }
+        for (int64_t e0 = 0; e0 < E; e0 += 32)
+            afrt_attn_small_pv32_(sc, linv, T, vb, E, e0, ob + g * E, rows, p->nan_to_zero);
+    }
+    return 1;
+}
+
+/* The small path over every batch index; 1 when it ran (afrt_attn_small_applies_ true and an
+ * AVX-512 build), else 0 and nothing written. */
+static inline int afrt_attention_small_f32(const float *q, const float *k, const float *v,
+                                           const float *mask, float *out, float scale,
+                                           const afrt_attn_params *p) {
+    if (!afrt_attn_small_applies_(p, mask) || p->batch <= 0 || p->S <= 0 || p->E <= 0) return 0;
+    afrt_init_once_();
+    const double work = (double)p->batch * p->S * p->T * (p->D + p->E);
+    int failed = 0;
+    (void)work; /* read only by the OpenMP clause */
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (p->batch > 1 && afrt_gemm_strategy_ != AFRT_GEMM_WHOLE && afrt_worth_threads_(work)))
+    for (int64_t b = 0; b < p->batch; ++b)
+        if (!afrt_attention_small_task_(q, k, v, mask, out, scale, p, b)) afrt_flag_set_(&failed);
+    if (failed) {
+        for (int64_t i = 0; i < p->batch * p->S * p->E; ++i) out[i] = NAN;
+        afrt_nomem_("afrt_attention_f32");
+    }
+    return 1;
+}
 #endif /* __AVX512F__ */
 
-static inline void afrt_attention_f32(const float *q, const float *k, const float *v,
-                                     const float *mask, float *out, float scale,
-                                     const afrt_attn_params *p) {
+/* The streaming core alone (afrt_attention_f32 without the small path; benchmarks compare
+ * the two). */
+static inline void afrt_attention_streamed_f32(const float *q, const float *k, const float *v,
+                                               const float *mask, float *out, float scale,
+                                               const afrt_attn_params *p) {
     const int64_t S = p->S, T = p->T, D = p->D, E = p->E;
     if (p->batch <= 0 || S <= 0 || E <= 0) return;
     if (T <= 0) { /* no keys: p @ v sums nothing */
@@ -4083,6 +4315,15 @@ static inline void afrt_attention_f32(const float *q, const float *k, const floa
         for (int64_t i = 0; i < p->batch * S * E; ++i) out[i] = NAN;
         afrt_nomem_("afrt_attention_f32");
     }
+}
+
+static inline void afrt_attention_f32(const float *q, const float *k, const float *v,
+                                     const float *mask, float *out, float scale,
+                                     const afrt_attn_params *p) {
+#if defined(__AVX512F__)
+    if (afrt_attention_small_f32(q, k, v, mask, out, scale, p)) return;
+#endif
+    afrt_attention_streamed_f32(q, k, v, mask, out, scale, p);
 }
 
 
