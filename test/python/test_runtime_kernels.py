@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from autofusion.dialects import clib
 from autofusion.runtime import toolchain
 from autofusion.testing import assert_close
 
@@ -232,6 +233,39 @@ def test_matmul_direct_a(driver: Path, tmp_path: Path, case, threads: int, strat
         assert np.isnan(ref[0, 3]).all()
         assert np.isinf(ref[0, m - 1]).all()
     close(y[:, :, :n], 0.5 * ref - 1.0)
+
+
+_DIRECT_A_RULE = r"""
+#include "afrt.h"
+#include <stdio.h>
+int main(void) {
+    long m, n, k;
+#if !defined(AFRT_UK_EPI_)
+    return 3; /* no AVX-512 here: no direct A */
+#endif
+    while (scanf("%ld %ld %ld", &m, &n, &k) == 3) printf("%d\n", afrt_gemm_direct_a_(m, n, k));
+    return 0;
+}
+"""
+
+
+def test_direct_a_rule_matches_the_runtime(tmp_path: Path) -> None:
+    """clib.gemm_direct_a_applies says what an AVX-512 build's afrt_gemm_direct_a_ decides."""
+    src, exe = tmp_path / "rule.c", tmp_path / "rule"
+    src.write_text(_DIRECT_A_RULE)
+    subprocess.run([toolchain.c_compiler(), "-O1", "-std=c11", "-march=native",
+                    *toolchain.include_flags(), str(src), "-o", str(exe), "-lm"],
+                   check=True)  # fmt: skip
+    shapes = [(m, n, k) for m in (1, 197, 3136) for n in (1, 96, 1535, 1536, 1537, 3072)
+              for k in (96, 3072)]  # fmt: skip
+    stdin = "".join(f"{m} {n} {k}\n" for m, n, k in shapes)
+    out = subprocess.run([str(exe)], input=stdin, capture_output=True, text=True)
+    if out.returncode == 3:
+        pytest.skip("this CPU has no AVX-512: the runtime has no direct A")
+    got = [line == "1" for line in out.stdout.split()]
+    assert got == [clib.gemm_direct_a_applies(n) for _, n, _ in shapes]
+    assert any(got)
+    assert not all(got)
 
 
 def pool_out(size, k, stride, pad0, pad1, dil, ceil):

@@ -1629,15 +1629,21 @@ static inline void afrt_gemm_tile_(const float *pa, int64_t M, int64_t N, int64_
 /* Whether afrt_matmul_own_ reads a row-major, non-constant A unpacked (direct A) rather than
  * packing it: packing A costs a pass over A (read, scattered write, read back) that is shared
  * by the ceil(N / NR) column panels each A panel serves, so it pays only when N is large.
+ * Measured (benchmarks/gemm_direct_a.py, one core): direct A 1.05-1.5x faster up to N = 1024
+ * whatever M and K (most at small N or small K: 3136x576x64 1.5x, 197x768x192 1.17x), even
+ * around N = 1536, 1-2% slower from N = 2048. The same rule as clib.gemm_direct_a_applies.
  * afrt_direct_a_: -1 this rule, 0 never, 1 always (where direct A can run at all), for
  * benchmarks and tests comparing the two paths. */
+#ifndef AFRT_DIRECT_A_MAX_N
+#define AFRT_DIRECT_A_MAX_N 1536
+#endif
 static int afrt_direct_a_ = -1;
 static inline int afrt_gemm_direct_a_(int64_t M, int64_t N, int64_t K) {
 #if defined(AFRT_UK_EPI_)
     if (afrt_direct_a_ >= 0) return afrt_direct_a_;
     (void)M;
     (void)K;
-    return N <= 1536;
+    return N <= AFRT_DIRECT_A_MAX_N;
 #else
     (void)M;
     (void)N;
