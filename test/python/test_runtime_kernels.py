@@ -194,6 +194,7 @@ DIRECT_A_CASES = [
     (1, 36, 1100, 300, 2.0, -0.5, 0, 0, False),  # N over several column blocks, whole tiles
     (1, 64, 48, 20, 1.0, 0.0, 0, 0, False),  # 8-row tiles (afrt_choose_mr_), a 16-column edge
     (1, 1, 32, 7, 1.0, 0.0, 1, 0, False),  # one row
+    (2, 23, 96, 300, 1.0, 0.5, 0, 0, False),  # an 11-row edge (12-row tile), 2 k blocks
     (1, 30, 70, 40, 1.0, 0.0, 0, 0, True),  # NaN in a whole tile's row, inf in an edge row
 ]
 

@@ -1036,6 +1036,24 @@ AFRT_DEFINE_UKERNEL(afrt_ukernel7_, 7)
     }
 AFRT_DEFINE_UKERNEL_HALF(afrt_ukernel12h_, 12)
 AFRT_DEFINE_UKERNEL_HALF(afrt_ukernel8h_, 8)
+/* The edge rows of C (M mod MR: ViT's 197 tokens leave 5) with whole 32-column panels: the
+ * full kernel, storing only the first mr rows straight into C (adding C's when acc), instead
+ * of the whole tile through a copy in and out of a scratch tile every k block. */
+#define AFRT_DEFINE_UKERNEL_ROWS(NAME, MRV)                                                    \
+    static inline void NAME(int64_t kc, const float *restrict a, const float *restrict b,      \
+                            float *restrict c, int64_t ldc, int acc, int64_t mr) {             \
+        AFRT_UK_ZMM_ZERO_(MRV);                                                                \
+        AFRT_UK_ZMM_KLOOP_(MRV);                                                               \
+        for (int i = 0; i < MRV; ++i) {                                                        \
+            if (i >= mr) break;                                                                \
+            float *ci = c + i * ldc;                                                           \
+            AFRT_UK_ZMM_ACC_(i, ci);                                                           \
+            _mm512_storeu_ps(ci, c0[i]);                                                       \
+            _mm512_storeu_ps(ci + 16, c1[i]);                                                  \
+        }                                                                                      \
+    }
+AFRT_DEFINE_UKERNEL_ROWS(afrt_ukernel12r_, 12)
+AFRT_DEFINE_UKERNEL_ROWS(afrt_ukernel8r_, 8)
 #endif
 static inline void afrt_ukernel_(int64_t mr, int64_t kc, const float *restrict a,
                                  const float *restrict b, float *restrict c, int64_t ldc, int acc) {
@@ -1527,16 +1545,19 @@ static inline void afrt_gemm_tile_a_(const float *pa, const float *ra, int64_t l
             const float *ap = pa ? pa + pc * Mp : NULL;
             for (int64_t ic = i0; ic < i1; ic += MR) {
                 const int64_t mr = afrt_min_(MR, i1 - ic);
-                /* direct A: the whole tile's rows (ar), or this edge panel packed (a) */
+                /* direct A: the whole tile's rows (ar), or this edge panel packed (a) of er
+                 * rows: 8 when at most 8 are left (fewer FMAs), else MR */
                 const float *a = ap ? ap + ic * kc : NULL;
 #if defined(AFRT_UK_EPI_)
                 const float *ar = !ap && mr == MR ? ra + ic * lda + pc : NULL;
+                const int64_t er = !ap && mr <= 8 ? 8 : MR;
                 float apanel[AFRT_MR * AFRT_KC];
 #define AFRT_TILE_A_()                                                                         \
-    (a ? a : (afrt_pack_rows_n_(ra + ic * lda + pc, lda, mr, MR, kc, apanel), a = apanel))
+    (a ? a : (afrt_pack_rows_n_(ra + ic * lda + pc, lda, mr, er, kc, apanel), a = apanel))
 #else
                 (void)ra;
                 (void)lda;
+                const int64_t er = MR;
 #define AFRT_TILE_A_() a
 #endif
                 const int last = fin && pc + kc >= K;
@@ -1599,14 +1620,17 @@ static inline void afrt_gemm_tile_a_(const float *pa, const float *ra, int64_t l
 #if defined(__AVX512F__) && !defined(AFRT_NEON_)
                     } else if (nr <= 16 && (MR == 12 || MR == 8)) {
                         const __mmask16 m = (__mmask16)((1u << nr) - 1u);
-                        if (MR == 12) afrt_ukernel12h_(kc, AFRT_TILE_A_(), bp + jr * kc, c, ldc, acc, mr, m);
+                        if (er == 12) afrt_ukernel12h_(kc, AFRT_TILE_A_(), bp + jr * kc, c, ldc, acc, mr, m);
                         else afrt_ukernel8h_(kc, AFRT_TILE_A_(), bp + jr * kc, c, ldc, acc, mr, m);
+                    } else if (nr == AFRT_NR && (MR == 12 || MR == 8)) {
+                        if (er == 12) afrt_ukernel12r_(kc, AFRT_TILE_A_(), bp + jr * kc, c, ldc, acc, mr);
+                        else afrt_ukernel8r_(kc, AFRT_TILE_A_(), bp + jr * kc, c, ldc, acc, mr);
 #endif
                     } else {
                         if (acc)
                             for (int64_t i = 0; i < mr; ++i)
                                 for (int64_t j = 0; j < nr; ++j) tmp[i * AFRT_NR + j] = c[i * ldc + j];
-                        afrt_ukernel_(MR, kc, AFRT_TILE_A_(), bp + jr * kc, tmp, AFRT_NR, acc);
+                        afrt_ukernel_(er, kc, AFRT_TILE_A_(), bp + jr * kc, tmp, AFRT_NR, acc);
                         for (int64_t i = 0; i < mr; ++i)
                             for (int64_t j = 0; j < nr; ++j) c[i * ldc + j] = tmp[i * AFRT_NR + j];
                     }
@@ -1645,6 +1669,7 @@ static inline int afrt_gemm_direct_a_(int64_t M, int64_t N, int64_t K) {
     (void)K;
     return N <= AFRT_DIRECT_A_MAX_N;
 #else
+    (void)afrt_direct_a_;
     (void)M;
     (void)N;
     (void)K;
