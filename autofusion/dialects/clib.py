@@ -629,18 +629,6 @@ def gemm_1x1_t_applies(f: dict[str, int]) -> bool:
     return swapped < direct
 
 
-GEMM_DIRECT_A_MAX_N = 1536  # AFRT_DIRECT_A_MAX_N
-
-
-def gemm_direct_a_applies(n: int) -> bool:
-    """Whether afrt's GEMM core, in an AVX-512 build, reads a matmul's A unpacked for ``n``
-    output columns (``afrt_gemm_direct_a_``; direct A): the micro-kernel broadcasts A straight
-    from its rows instead of packing A first, which pays while each packed A panel would serve
-    few column panels. Only for a row-major A that is not a constant (constants are packed
-    once and cached) and an output not computed in place over its residual."""
-    return n <= GEMM_DIRECT_A_MAX_N
-
-
 def conv_algo(params: Sequence[int], precision: str | None = None, blocked: bool = False) -> str:
     """The convolution algorithm for ``params`` (``CONV_FIELDS`` order, a run-time size at
     its upper bound) and the call's 16-bit ``precision`` (None: fp32), from the shapes;

@@ -1008,6 +1008,8 @@ static inline void afrt_ukernel_(int64_t mr, int64_t kc, const float *restrict a
 #if defined(__AVX512F__)
 /* 7 rows: maps of 7 or 14 output positions are whole tiles in gemm_1x1_t (afrt_conv1x1t_mr_) */
 AFRT_DEFINE_UKERNEL(afrt_ukernel7_, 7)
+/* 4 rows: the last <= 4 rows of a direct-A GEMM (afrt_gemm_tile_a_), e.g. Swin's 49 tokens */
+AFRT_DEFINE_UKERNEL(afrt_ukernel4_, 4)
 /* The edge of C where at most 16 columns are left (N mod 32 in 1..16: 196 positions of a
  * 14x14 map end in 4, 784 of 28x28 in 16, 169 of 13x13 in 9): half the full tile's FMAs
  * (the left half of the packed B panel) and masked loads/stores of the first mr rows and
@@ -1036,6 +1038,7 @@ AFRT_DEFINE_UKERNEL(afrt_ukernel7_, 7)
     }
 AFRT_DEFINE_UKERNEL_HALF(afrt_ukernel12h_, 12)
 AFRT_DEFINE_UKERNEL_HALF(afrt_ukernel8h_, 8)
+AFRT_DEFINE_UKERNEL_HALF(afrt_ukernel4h_, 4)
 /* The edge rows of C (M mod MR: ViT's 197 tokens leave 5) with whole 32-column panels: the
  * full kernel, storing only the first mr rows straight into C (adding C's when acc), instead
  * of the whole tile through a copy in and out of a scratch tile every k block. */
@@ -1054,12 +1057,14 @@ AFRT_DEFINE_UKERNEL_HALF(afrt_ukernel8h_, 8)
     }
 AFRT_DEFINE_UKERNEL_ROWS(afrt_ukernel12r_, 12)
 AFRT_DEFINE_UKERNEL_ROWS(afrt_ukernel8r_, 8)
+AFRT_DEFINE_UKERNEL_ROWS(afrt_ukernel4r_, 4)
 #endif
 static inline void afrt_ukernel_(int64_t mr, int64_t kc, const float *restrict a,
                                  const float *restrict b, float *restrict c, int64_t ldc, int acc) {
     if (mr == 12) afrt_ukernel12_(kc, a, b, c, ldc, acc);
 #if defined(__AVX512F__)
     else if (mr == 7) afrt_ukernel7_(kc, a, b, c, ldc, acc);
+    else if (mr == 4) afrt_ukernel4_(kc, a, b, c, ldc, acc);
 #endif
     else afrt_ukernel8_(kc, a, b, c, ldc, acc);
 }
@@ -1482,7 +1487,8 @@ static inline void afrt_gemm_tile_a_(const float *pa, const float *ra, int64_t l
                                      int64_t N, int64_t K, const afrt_bsrc_ *bs, float *C,
                                      int64_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1,
                                      float *kbuf, int acc0, const afrt_tile_finish_ *fin) {
-    const int64_t MR = afrt_choose_mr_(M);
+    /* direct A has no panel layout to match: 12-row tiles whatever M, the rest in 4 or 8 */
+    const int64_t MR = pa ? afrt_choose_mr_(M) : 12;
     const int64_t Mp = afrt_round_up_(M, MR), Np = afrt_round_up_(N, AFRT_NR);
     float tmp[AFRT_MR * AFRT_NR];
     const int inpl = !acc0 && afrt_tile_inplace_(fin, C, ldc);
@@ -1546,11 +1552,11 @@ static inline void afrt_gemm_tile_a_(const float *pa, const float *ra, int64_t l
             for (int64_t ic = i0; ic < i1; ic += MR) {
                 const int64_t mr = afrt_min_(MR, i1 - ic);
                 /* direct A: the whole tile's rows (ar), or this edge panel packed (a) of er
-                 * rows: 8 when at most 8 are left (fewer FMAs), else MR */
+                 * rows: 4 or 8 when at most that many are left (fewer FMAs), else MR */
                 const float *a = ap ? ap + ic * kc : NULL;
 #if defined(AFRT_UK_EPI_)
                 const float *ar = !ap && mr == MR ? ra + ic * lda + pc : NULL;
-                const int64_t er = !ap && mr <= 8 ? 8 : MR;
+                const int64_t er = ap || mr > 8 ? MR : mr > 4 ? 8 : 4;
                 float apanel[AFRT_MR * AFRT_KC];
 #define AFRT_TILE_A_()                                                                         \
     (a ? a : (afrt_pack_rows_n_(ra + ic * lda + pc, lda, mr, er, kc, apanel), a = apanel))
@@ -1621,10 +1627,12 @@ static inline void afrt_gemm_tile_a_(const float *pa, const float *ra, int64_t l
                     } else if (nr <= 16 && (MR == 12 || MR == 8)) {
                         const __mmask16 m = (__mmask16)((1u << nr) - 1u);
                         if (er == 12) afrt_ukernel12h_(kc, AFRT_TILE_A_(), bp + jr * kc, c, ldc, acc, mr, m);
-                        else afrt_ukernel8h_(kc, AFRT_TILE_A_(), bp + jr * kc, c, ldc, acc, mr, m);
+                        else if (er == 8) afrt_ukernel8h_(kc, AFRT_TILE_A_(), bp + jr * kc, c, ldc, acc, mr, m);
+                        else afrt_ukernel4h_(kc, AFRT_TILE_A_(), bp + jr * kc, c, ldc, acc, mr, m);
                     } else if (nr == AFRT_NR && (MR == 12 || MR == 8)) {
                         if (er == 12) afrt_ukernel12r_(kc, AFRT_TILE_A_(), bp + jr * kc, c, ldc, acc, mr);
-                        else afrt_ukernel8r_(kc, AFRT_TILE_A_(), bp + jr * kc, c, ldc, acc, mr);
+                        else if (er == 8) afrt_ukernel8r_(kc, AFRT_TILE_A_(), bp + jr * kc, c, ldc, acc, mr);
+                        else afrt_ukernel4r_(kc, AFRT_TILE_A_(), bp + jr * kc, c, ldc, acc, mr);
 #endif
                     } else {
                         if (acc)
@@ -1651,28 +1659,19 @@ static inline void afrt_gemm_tile_(const float *pa, int64_t M, int64_t N, int64_
 }
 
 /* Whether afrt_matmul_own_ reads a row-major, non-constant A unpacked (direct A) rather than
- * packing it: packing A costs a pass over A (read, scattered write, read back) that is shared
- * by the ceil(N / NR) column panels each A panel serves, so it pays only when N is large.
- * Measured (benchmarks/gemm_direct_a.py, one core): direct A 1.05-1.5x faster up to N = 1024
- * whatever M and K (most at small N or small K: 3136x576x64 1.5x, 197x768x192 1.17x), even
- * around N = 1536, 1-2% slower from N = 2048. The same rule as clib.gemm_direct_a_applies.
- * afrt_direct_a_: -1 this rule, 0 never, 1 always (where direct A can run at all), for
- * benchmarks and tests comparing the two paths. */
-#ifndef AFRT_DIRECT_A_MAX_N
-#define AFRT_DIRECT_A_MAX_N 1536
-#endif
+ * packing it. Packing costs a pass over A (read, scattered write, read back) shared by the
+ * ceil(N / NR) column panels each A panel serves, and direct A's edge rows take 4-, 8- or
+ * 12-row tiles where packed panels pad to MR: measured (benchmarks/gemm_direct_a.py, one
+ * core, warm and cold) direct A is 1.0-1.45x faster on every shape tried, from 1x2048x1000 to
+ * 256x1024x8192, most at small N or K (3136x96x96 1.45x, 197x768x192 1.25x), so with AVX-512
+ * it is always taken. afrt_direct_a_: -1 that, 0 never, 1 always (where it can run at all),
+ * for benchmarks and tests comparing the two paths. */
 static int afrt_direct_a_ = -1;
-static inline int afrt_gemm_direct_a_(int64_t M, int64_t N, int64_t K) {
+static inline int afrt_gemm_direct_a_(void) {
 #if defined(AFRT_UK_EPI_)
-    if (afrt_direct_a_ >= 0) return afrt_direct_a_;
-    (void)M;
-    (void)K;
-    return N <= AFRT_DIRECT_A_MAX_N;
+    return afrt_direct_a_ != 0;
 #else
     (void)afrt_direct_a_;
-    (void)M;
-    (void)N;
-    (void)K;
     return 0;
 #endif
 }
@@ -1724,7 +1723,7 @@ static inline int afrt_matmul_own_(int64_t batch, int64_t M, int64_t N, int64_t 
         pbs[b] = afrt_packed_const_(B + b * stride_b, K, N, ldb, trans_b, 1);
     /* direct A (pas[i] NULL: A read unpacked), unless A is constant (packed once, cached) or
      * the output is a residual computed in place (afrt_gemm_tile_a_ needs A packed there) */
-    int direct = !trans_a && afrt_gemm_direct_a_(M, N, K) && !afrt_epi_aliases_(epi, C, stride_c, ldc);
+    int direct = !trans_a && afrt_gemm_direct_a_() && !afrt_epi_aliases_(epi, C, stride_c, ldc);
     for (int64_t i = 0; i < na && direct; ++i)
         direct = afrt_packed_const_(A + i * stride_a, M, K, lda, trans_a, 0) == NULL;
     if (direct) {
