@@ -706,6 +706,8 @@ static inline int afrt_in_region_(const void *p, size_t bytes) {
  *   panel ic at + ic * kc.
  * Packed B (K x N): for each k block, ceil(N/NR) panels of [kc][NR] (columns past N zero);
  *   block pc starts at pc * Np, the panel of columns j.. at + j * kc.
+ * Direct A (AVX-512, afrt_gemm_direct_a_): a row-major, non-constant A is not packed; the
+ *   micro-kernel reads MR rows lda apart (afrt_gemm_tile_a_).
  * Measured on this machine (AVX-512, one core): ~190 GFLOP/s on ResNet/BERT shapes with warm
  * panels, against ~137 for OpenBLAS sgemm; see docs/runtime.md.
  * ------------------------------------------------------------------------------------------- */
