@@ -1724,8 +1724,13 @@ static inline int afrt_matmul_own_(int64_t batch, int64_t M, int64_t N, int64_t 
     for (int64_t b = 0; b < nb; ++b)
         pbs[b] = afrt_packed_const_(B + b * stride_b, K, N, ldb, trans_b, 1);
     /* direct A (pas[i] NULL: A read unpacked), unless A is constant (packed once, cached) or
-     * the output is a residual computed in place (afrt_gemm_tile_a_ needs A packed there) */
-    int direct = !trans_a && afrt_gemm_direct_a_() && !afrt_epi_aliases_(epi, C, stride_c, ldc);
+     * some batch item's output is its residual, computed in place (afrt_tile_inplace_, as the
+     * tiles below will see it: afrt_gemm_tile_a_ needs A packed there) */
+    int direct = !trans_a && afrt_gemm_direct_a_();
+    for (int64_t b = 0; b < batch && direct && beta == 0.0f && epi.fn == afrt_epi_clamp_fn; ++b) {
+        const afrt_tile_finish_ fin = {C + b * stride_c, NULL, alpha, b, 0, 0, epi};
+        direct = !afrt_tile_inplace_(&fin, C + b * stride_c, ldc);
+    }
     for (int64_t i = 0; i < na && direct; ++i)
         direct = afrt_packed_const_(A + i * stride_a, M, K, lda, trans_a, 0) == NULL;
     if (direct) {
