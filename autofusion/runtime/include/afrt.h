@@ -810,7 +810,6 @@ static inline int afrt_in_region_(const void *p, size_t bytes) {
 #define AFRT_DEFINE_UKERNEL(NAME, MRV)                                                         \
     AFRT_DEFINE_UKERNEL_(NAME, MRV, AFRT_UK_A_PACKED_, AFRT_UK_ZMM_KLOOP_)
 AFRT_DEFINE_UKERNEL_(afrt_ukernel12_ra_, 12, AFRT_UK_A_ROWS_, AFRT_UK_ZMM_KLOOP_RA_)
-AFRT_DEFINE_UKERNEL_(afrt_ukernel8_ra_, 8, AFRT_UK_A_ROWS_, AFRT_UK_ZMM_KLOOP_RA_)
 /* The same kernel finishing the tile before its store (afrt_epi_clamp in registers): v =
  * clamp(((acc ? s : 0) + a @ b) * alpha + bias[i] (+ res)), with alpha, bias and res as in
  * afrt_tile_finish_ and the order of operations of the plain kernel plus afrt_finish_block_.
@@ -866,7 +865,6 @@ typedef struct {
 AFRT_DEFINE_UKERNEL_EPI(afrt_ukernel12_epi_, 12)
 AFRT_DEFINE_UKERNEL_EPI(afrt_ukernel8_epi_, 8)
 AFRT_DEFINE_UKERNEL_EPI_(afrt_ukernel12_ra_epi_, 12, AFRT_UK_A_ROWS_, AFRT_UK_ZMM_KLOOP_RA_)
-AFRT_DEFINE_UKERNEL_EPI_(afrt_ukernel8_ra_epi_, 8, AFRT_UK_A_ROWS_, AFRT_UK_ZMM_KLOOP_RA_)
 #define AFRT_UK_EPI_ 1
 #else
 /* Portable C (x86-64-v2, aarch64): passes of AFRT_UK_ROWS rows x 32 columns over the packed
@@ -1611,17 +1609,14 @@ static inline void afrt_gemm_tile_a_(const float *pa, const float *ra, int64_t l
                                                           r * clamp->res_ld + col
                                                     : NULL,
                                 clamp ? clamp->res_ld : 0, silu ? 1 + silu->gate : 0};
-                            if (ar && MR == 12)
+                            if (ar) /* direct A: MR is 12 */
                                 afrt_ukernel12_ra_epi_(kc, ar, lda, bp + jr * kc, c, ldc, acc, c, ldc, &e);
-                            else if (ar)
-                                afrt_ukernel8_ra_epi_(kc, ar, lda, bp + jr * kc, c, ldc, acc, c, ldc, &e);
                             else if (MR == 12)
                                 afrt_ukernel12_epi_(kc, a, bp + jr * kc, c, ldc, acc, c, ldc, &e);
                             else afrt_ukernel8_epi_(kc, a, bp + jr * kc, c, ldc, acc, c, ldc, &e);
                             continue;
                         }
-                        if (ar && MR == 12) afrt_ukernel12_ra_(kc, ar, lda, bp + jr * kc, c, ldc, acc);
-                        else if (ar) afrt_ukernel8_ra_(kc, ar, lda, bp + jr * kc, c, ldc, acc);
+                        if (ar) afrt_ukernel12_ra_(kc, ar, lda, bp + jr * kc, c, ldc, acc);
                         else
 #endif
                         afrt_ukernel_(MR, kc, a, bp + jr * kc, c, ldc, acc);
