@@ -2,7 +2,8 @@
 
 Covers groups, depthwise, padding (asymmetric), strides, dilation, 1x1 and im2col paths,
 transposes, broadcast batch strides, alpha/beta, every GEMM strategy (OpenBLAS tiles, one
-OpenBLAS call, afrt's own packed core with and without cached constant weights), 1 and 2
+OpenBLAS call, afrt's own packed core with and without cached constant weights, with A read
+unpacked (direct A) and packed), 1 and 2
 threads, and that the epilogue sees every output element exactly once after its final value.
 """
 
