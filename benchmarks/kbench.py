@@ -1,6 +1,6 @@
 """The Python side of the kernel benchmarks (winograd_conv, conv1x1_small, nchwc_conv, pool2d,
-dwpw_chain): their common options, and building and running a ``*.c`` harness (``kbench.h``)
-against ``afrt.h``.
+dwpw_chain, gemm_direct_a): their common options, and building and running a ``*.c`` harness
+(``kbench.h``) against ``afrt.h``.
 
     ap = kbench.parser(__doc__, cases_help="comma-separated CxKxH", cold=True)
     args = ap.parse_args()

@@ -2,7 +2,8 @@
 
 Covers groups, depthwise, padding (asymmetric), strides, dilation, 1x1 and im2col paths,
 transposes, broadcast batch strides, alpha/beta, every GEMM strategy (OpenBLAS tiles, one
-OpenBLAS call, afrt's own packed core with and without cached constant weights), 1 and 2
+OpenBLAS call, afrt's own packed core with and without cached constant weights, with A read
+unpacked (direct A) and packed), 1 and 2
 threads, and that the epilogue sees every output element exactly once after its final value.
 """
 
@@ -180,6 +181,60 @@ def test_matmul(driver: Path, tmp_path: Path, case, threads: int, strategy: int)
     assert np.all(count[:, :, :n] == 1), "epilogue must see each element exactly once"
     assert np.all(count[:, :, n:] == 0), "epilogue touched padding beyond N"
     np.testing.assert_array_equal(y[:, :, n:], c[:, :, n:])  # padding left alone
+    close(y[:, :, :n], 0.5 * ref - 1.0)
+
+
+DIRECT_A_CASES = [
+    # batch, M, N, K, alpha, beta, trans_b, bcast_a, non-finite A: the GEMM core reading a
+    # row-major A unpacked (driver strategy 4) or packed (5); lda = K + 3. Direct A's edge
+    # rows run as 4-, 8- or 12-row tiles; its edge columns as half tiles (<= 16 columns) or
+    # through the scratch tile (17..31)
+    (1, 197, 192, 768, 1.0, 0.0, 0, 0, False),  # ViT fc2: 5 edge rows, K in 3 blocks
+    (1, 5, 40, 96, 1.0, 0.0, 0, 0, False),  # edge rows only; an 8-column edge (half tile)
+    (2, 25, 200, 257, 0.5, 1.0, 1, 0, False),  # 1 edge row, 8 edge columns, a 1-deep k block
+    (3, 13, 60, 33, 1.0, 0.0, 0, 1, False),  # one A broadcast over the batch; 4-row x 28
+    (1, 36, 1100, 300, 2.0, -0.5, 0, 0, False),  # N over several column blocks, whole tiles
+    (1, 64, 48, 20, 1.0, 0.0, 0, 0, False),  # 8-row tiles (afrt_choose_mr_), a 16-column edge
+    (1, 1, 32, 7, 1.0, 0.0, 1, 0, False),  # one row
+    (2, 23, 96, 300, 1.0, 0.5, 0, 0, False),  # an 11-row edge (12-row tile), 2 k blocks
+    (1, 30, 90, 40, 1.0, 0.0, 0, 0, True),  # NaN in a whole tile's row, inf in an edge row
+]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("strategy", [4, 5])
+@pytest.mark.parametrize("case", DIRECT_A_CASES, ids=[str(i) for i in range(len(DIRECT_A_CASES))])
+def test_matmul_direct_a(driver: Path, tmp_path: Path, case, threads: int, strategy: int) -> None:
+    """Direct A against numpy over the micro-kernel's edges: partial row tiles, short column
+    tiles, k blocks, lda != K, alpha/beta, a broadcast A, NaN/inf propagation; the same cases
+    with A packed. Only AVX-512 builds have direct A (elsewhere 4 runs the packed path)."""
+    batch, m, n, k, alpha, beta, tb, bca, special = case
+    rng = np.random.default_rng(hash(case) % 2**32)
+    lda, ldb, ldc = k + 3, (k if tb else n) + 2, n + 5
+    # A scaled by 1/sqrt(K): outputs of ordinary size
+    a = rng.standard_normal(((1 if bca else batch), m, lda), dtype=np.float32) / float(np.sqrt(k))
+    b = rng.standard_normal((batch, n if tb else k, ldb), dtype=np.float32)
+    c = rng.standard_normal((batch, m, ldc), dtype=np.float32)
+    if special:
+        a[0, 3, 5] = np.nan  # row 3: in the first 12-row tile, read unpacked
+        a[0, m - 1, 0] = np.inf  # the last row: in the packed edge panel
+    for arr, name in ((a, "a"), (b, "b"), (c, "c")):
+        arr.tofile(tmp_path / f"{name}.bin")
+    subprocess.run(
+        [str(driver), str(threads), str(strategy), "matmul", str(tmp_path),
+         *map(str, (batch, m, n, k, alpha, beta, 0, tb, bca, 0))],
+        check=True,
+    )  # fmt: skip
+    opb = b[:, :n, :k].transpose(0, 2, 1) if tb else b[:, :k, :n]
+    ref = alpha * np.matmul(a[:, :m, :k].astype(np.float64), opb.astype(np.float64))
+    ref = ref + beta * c[:, :, :n]
+    y = np.fromfile(tmp_path / "y.bin", dtype=np.float32).reshape(batch, m, ldc)
+    count = np.fromfile(tmp_path / "count.bin", dtype=np.int32).reshape(batch, m, ldc)
+    assert np.all(count[:, :, :n] == 1), "epilogue must see each element exactly once"
+    np.testing.assert_array_equal(y[:, :, n:], c[:, :, n:])  # padding left alone
+    if special:
+        assert np.isnan(ref[0, 3]).all()
+        assert np.isinf(ref[0, m - 1]).all()
     close(y[:, :, :n], 0.5 * ref - 1.0)
 
 

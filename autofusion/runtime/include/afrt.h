@@ -706,6 +706,8 @@ static inline int afrt_in_region_(const void *p, size_t bytes) {
  *   panel ic at + ic * kc.
  * Packed B (K x N): for each k block, ceil(N/NR) panels of [kc][NR] (columns past N zero);
  *   block pc starts at pc * Np, the panel of columns j.. at + j * kc.
+ * Direct A (AVX-512, afrt_gemm_direct_a_): a row-major, non-constant A is not packed; the
+ *   micro-kernel reads MR rows lda apart (afrt_gemm_tile_a_).
  * Measured on this machine (AVX-512, one core): ~190 GFLOP/s on ResNet/BERT shapes with warm
  * panels, against ~137 for OpenBLAS sgemm; see docs/runtime.md.
  * ------------------------------------------------------------------------------------------- */
@@ -778,13 +780,36 @@ static inline int afrt_in_region_(const void *p, size_t bytes) {
         b += AFRT_NR;                                                                          \
     }                                                                                          \
     (void)0
-#define AFRT_DEFINE_UKERNEL(NAME, MRV)                                                         \
-    static inline void NAME(int64_t kc, const float *restrict a, const float *restrict b,      \
-                            float *restrict c, int64_t ldc, int acc) {                         \
+/* The same k loop reading A unpacked: row i of the tile at a + i * lda (row-major op(A), k
+ * contiguous), so a GEMM whose A panels would serve few B panels skips packing A
+ * (afrt_gemm_direct_a_). The rows are 12 sequential streams the hardware prefetcher follows;
+ * the tile's kc x MRV block of A stays in L1 for the next column panels. */
+#define AFRT_UK_ZMM_KLOOP_RA_(MRV)                                                             \
+    for (int64_t k = 0; k < kc; ++k) {                                                         \
+        _mm_prefetch(AFRT_PF_ADDR(b, AFRT_NR * AFRT_PF_K), AFRT_PF_HINT);                      \
+        _mm_prefetch(AFRT_PF_ADDR(b, AFRT_NR * AFRT_PF_K + 16), AFRT_PF_HINT);                 \
+        const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);                    \
+        for (int i = 0; i < MRV; ++i) {                                                        \
+            const __m512 ai = _mm512_set1_ps(a[i * lda + k]);                                  \
+            c0[i] = _mm512_fmadd_ps(ai, b0, c0[i]);                                            \
+            c1[i] = _mm512_fmadd_ps(ai, b1, c1[i]);                                            \
+        }                                                                                      \
+        b += AFRT_NR;                                                                          \
+    }                                                                                          \
+    (void)0
+/* A's parameters: packed panel ([kc][MRV]) or unpacked rows (lda apart) */
+#define AFRT_UK_A_PACKED_ const float *restrict a
+#define AFRT_UK_A_ROWS_ const float *restrict a, int64_t lda
+#define AFRT_DEFINE_UKERNEL_(NAME, MRV, APARAMS, KLOOP)                                        \
+    static inline void NAME(int64_t kc, APARAMS, const float *restrict b, float *restrict c,   \
+                            int64_t ldc, int acc) {                                            \
         AFRT_UK_ZMM_ZERO_(MRV);                                                                \
-        AFRT_UK_ZMM_KLOOP_(MRV);                                                               \
+        KLOOP(MRV);                                                                            \
         AFRT_UK_ZMM_STORE_(MRV);                                                               \
     }
+#define AFRT_DEFINE_UKERNEL(NAME, MRV)                                                         \
+    AFRT_DEFINE_UKERNEL_(NAME, MRV, AFRT_UK_A_PACKED_, AFRT_UK_ZMM_KLOOP_)
+AFRT_DEFINE_UKERNEL_(afrt_ukernel12_ra_, 12, AFRT_UK_A_ROWS_, AFRT_UK_ZMM_KLOOP_RA_)
 /* The same kernel finishing the tile before its store (afrt_epi_clamp in registers): v =
  * clamp(((acc ? s : 0) + a @ b) * alpha + bias[i] (+ res)), with alpha, bias and res as in
  * afrt_tile_finish_ and the order of operations of the plain kernel plus afrt_finish_block_.
@@ -800,12 +825,12 @@ typedef struct {
 #define AFRT_UK_ZMM_CLAMP_(V)                                                                  \
     V = _mm512_mask_mov_ps(lo, _mm512_cmp_ps_mask(V, lo, _CMP_NLE_UQ), V);                     \
     V = _mm512_mask_mov_ps(hi, _mm512_cmp_ps_mask(V, hi, _CMP_NGE_UQ), V)
-#define AFRT_DEFINE_UKERNEL_EPI(NAME, MRV)                                                     \
-    static inline void NAME(int64_t kc, const float *restrict a, const float *restrict b,      \
-                            float *c, int64_t ldc, int acc, const float *s, int64_t lds,       \
+#define AFRT_DEFINE_UKERNEL_EPI_(NAME, MRV, APARAMS, KLOOP)                                    \
+    static inline void NAME(int64_t kc, APARAMS, const float *restrict b, float *c,            \
+                            int64_t ldc, int acc, const float *s, int64_t lds,                 \
                             const afrt_uk_epi_ *e) {                                           \
         AFRT_UK_ZMM_ZERO_(MRV);                                                                \
-        AFRT_UK_ZMM_KLOOP_(MRV);                                                               \
+        KLOOP(MRV);                                                                            \
         const __m512 al = _mm512_set1_ps(e->alpha);                                            \
         const __m512 lo = _mm512_set1_ps(e->lo), hi = _mm512_set1_ps(e->hi);                   \
         for (int i = 0; i < MRV; ++i) {                                                        \
@@ -835,8 +860,11 @@ typedef struct {
             _mm512_storeu_ps(ci + 16, c1[i]);                                                  \
         }                                                                                      \
     }
+#define AFRT_DEFINE_UKERNEL_EPI(NAME, MRV)                                                     \
+    AFRT_DEFINE_UKERNEL_EPI_(NAME, MRV, AFRT_UK_A_PACKED_, AFRT_UK_ZMM_KLOOP_)
 AFRT_DEFINE_UKERNEL_EPI(afrt_ukernel12_epi_, 12)
 AFRT_DEFINE_UKERNEL_EPI(afrt_ukernel8_epi_, 8)
+AFRT_DEFINE_UKERNEL_EPI_(afrt_ukernel12_ra_epi_, 12, AFRT_UK_A_ROWS_, AFRT_UK_ZMM_KLOOP_RA_)
 #define AFRT_UK_EPI_ 1
 #else
 /* Portable C (x86-64-v2, aarch64): passes of AFRT_UK_ROWS rows x 32 columns over the packed
@@ -980,6 +1008,8 @@ static inline void afrt_ukernel_(int64_t mr, int64_t kc, const float *restrict a
 #if defined(__AVX512F__)
 /* 7 rows: maps of 7 or 14 output positions are whole tiles in gemm_1x1_t (afrt_conv1x1t_mr_) */
 AFRT_DEFINE_UKERNEL(afrt_ukernel7_, 7)
+/* 4 rows: the last <= 4 rows of a direct-A GEMM (afrt_gemm_tile_a_), e.g. Swin's 49 tokens */
+AFRT_DEFINE_UKERNEL(afrt_ukernel4_, 4)
 /* The edge of C where at most 16 columns are left (N mod 32 in 1..16: 196 positions of a
  * 14x14 map end in 4, 784 of 28x28 in 16, 169 of 13x13 in 9): half the full tile's FMAs
  * (the left half of the packed B panel) and masked loads/stores of the first mr rows and
@@ -1008,12 +1038,33 @@ AFRT_DEFINE_UKERNEL(afrt_ukernel7_, 7)
     }
 AFRT_DEFINE_UKERNEL_HALF(afrt_ukernel12h_, 12)
 AFRT_DEFINE_UKERNEL_HALF(afrt_ukernel8h_, 8)
+AFRT_DEFINE_UKERNEL_HALF(afrt_ukernel4h_, 4)
+/* The edge rows of C (M mod MR: ViT's 197 tokens leave 5) with whole 32-column panels: the
+ * full kernel, storing only the first mr rows straight into C (adding C's when acc), instead
+ * of the whole tile through a copy in and out of a scratch tile every k block. */
+#define AFRT_DEFINE_UKERNEL_ROWS(NAME, MRV)                                                    \
+    static inline void NAME(int64_t kc, const float *restrict a, const float *restrict b,      \
+                            float *restrict c, int64_t ldc, int acc, int64_t mr) {             \
+        AFRT_UK_ZMM_ZERO_(MRV);                                                                \
+        AFRT_UK_ZMM_KLOOP_(MRV);                                                               \
+        for (int i = 0; i < MRV; ++i) {                                                        \
+            if (i >= mr) break;                                                                \
+            float *ci = c + i * ldc;                                                           \
+            AFRT_UK_ZMM_ACC_(i, ci);                                                           \
+            _mm512_storeu_ps(ci, c0[i]);                                                       \
+            _mm512_storeu_ps(ci + 16, c1[i]);                                                  \
+        }                                                                                      \
+    }
+AFRT_DEFINE_UKERNEL_ROWS(afrt_ukernel12r_, 12)
+AFRT_DEFINE_UKERNEL_ROWS(afrt_ukernel8r_, 8)
+AFRT_DEFINE_UKERNEL_ROWS(afrt_ukernel4r_, 4)
 #endif
 static inline void afrt_ukernel_(int64_t mr, int64_t kc, const float *restrict a,
                                  const float *restrict b, float *restrict c, int64_t ldc, int acc) {
     if (mr == 12) afrt_ukernel12_(kc, a, b, c, ldc, acc);
 #if defined(__AVX512F__)
     else if (mr == 7) afrt_ukernel7_(kc, a, b, c, ldc, acc);
+    else if (mr == 4) afrt_ukernel4_(kc, a, b, c, ldc, acc);
 #endif
     else afrt_ukernel8_(kc, a, b, c, ldc, acc);
 }
@@ -1415,11 +1466,29 @@ static inline void afrt_finish_store_inplace_(const afrt_tile_finish_ *fin, floa
 #ifndef AFRT_LEAN_KS
 #define AFRT_LEAN_KS 16 /* k rows of B per stack panel on the out-of-memory path: 2 KiB */
 #endif
-static inline void afrt_gemm_tile_(const float *pa, int64_t M, int64_t N, int64_t K,
-                                  const afrt_bsrc_ *bs, float *C, int64_t ldc, int64_t i0,
-                                  int64_t i1, int64_t j0, int64_t j1, float *kbuf, int acc0,
-                                  const afrt_tile_finish_ *fin) {
-    const int64_t MR = afrt_choose_mr_(M);
+/* One edge panel of row-major A for the direct-A path: o[k*mr + i] = src[i*lda + k] for
+ * i < nrow, zero for nrow <= i < mr, k < kc (afrt_pack_a_panels_'s layout). */
+static inline void afrt_pack_rows_n_(const float *restrict src, int64_t lda, int64_t nrow,
+                                     int64_t mr, int64_t kc, float *restrict o) {
+    for (int64_t i = 0; i < mr; ++i) {
+        const float *si = src + i * lda;
+        if (i < nrow)
+            for (int64_t k = 0; k < kc; ++k) o[k * mr + i] = si[k];
+        else
+            for (int64_t k = 0; k < kc; ++k) o[k * mr + i] = 0.0f;
+    }
+}
+
+/* afrt_gemm_tile_ with A packed (pa) or, pa == NULL, unpacked (direct A: row-major op(A) at
+ * ra, ld lda; only where AFRT_UK_EPI_ has the direct-A kernels, never in place). Direct A:
+ * whole MR-row tiles read the rows straight from ra; the edge rows (M mod MR) and tiles
+ * with fewer than NR columns pack their rows' kc block into a panel on the stack first. */
+static inline void afrt_gemm_tile_a_(const float *pa, const float *ra, int64_t lda, int64_t M,
+                                     int64_t N, int64_t K, const afrt_bsrc_ *bs, float *C,
+                                     int64_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1,
+                                     float *kbuf, int acc0, const afrt_tile_finish_ *fin) {
+    /* direct A has no panel layout to match: 12-row tiles whatever M, the rest in 4 or 8 */
+    const int64_t MR = pa ? afrt_choose_mr_(M) : 12;
     const int64_t Mp = afrt_round_up_(M, MR), Np = afrt_round_up_(N, AFRT_NR);
     float tmp[AFRT_MR * AFRT_NR];
     const int inpl = !acc0 && afrt_tile_inplace_(fin, C, ldc);
@@ -1479,10 +1548,24 @@ static inline void afrt_gemm_tile_(const float *pa, int64_t M, int64_t N, int64_
                 afrt_pack_b_block_(bs->B, bs->ldb, bs->trans, N, pc, kc, jc, ncp, kbuf);
                 bp = kbuf;
             }
-            const float *ap = pa + pc * Mp;
+            const float *ap = pa ? pa + pc * Mp : NULL;
             for (int64_t ic = i0; ic < i1; ic += MR) {
-                const float *a = ap + ic * kc;
                 const int64_t mr = afrt_min_(MR, i1 - ic);
+                /* direct A: the whole tile's rows (ar), or this edge panel packed (a) of er
+                 * rows: 4 or 8 when at most that many are left (fewer FMAs), else MR */
+                const float *a = ap ? ap + ic * kc : NULL;
+#if defined(AFRT_UK_EPI_)
+                const float *ar = !ap && mr == MR ? ra + ic * lda + pc : NULL;
+                const int64_t er = ap || mr > 8 ? MR : mr > 4 ? 8 : 4;
+                float apanel[AFRT_MR * AFRT_KC];
+#define AFRT_TILE_A_()                                                                         \
+    (a ? a : (afrt_pack_rows_n_(ra + ic * lda + pc, lda, mr, er, kc, apanel), a = apanel))
+#else
+                (void)ra;
+                (void)lda;
+                const int64_t er = MR;
+#define AFRT_TILE_A_() a
+#endif
                 const int last = fin && pc + kc >= K;
                 if (inpl) {
                     for (int64_t jr = 0; jr < nc; jr += AFRT_NR) {
@@ -1526,24 +1609,33 @@ static inline void afrt_gemm_tile_(const float *pa, int64_t M, int64_t N, int64_
                                                           r * clamp->res_ld + col
                                                     : NULL,
                                 clamp ? clamp->res_ld : 0, silu ? 1 + silu->gate : 0};
-                            if (MR == 12)
+                            if (ar) /* direct A: MR is 12 */
+                                afrt_ukernel12_ra_epi_(kc, ar, lda, bp + jr * kc, c, ldc, acc, c, ldc, &e);
+                            else if (MR == 12)
                                 afrt_ukernel12_epi_(kc, a, bp + jr * kc, c, ldc, acc, c, ldc, &e);
                             else afrt_ukernel8_epi_(kc, a, bp + jr * kc, c, ldc, acc, c, ldc, &e);
                             continue;
                         }
+                        if (ar) afrt_ukernel12_ra_(kc, ar, lda, bp + jr * kc, c, ldc, acc);
+                        else
 #endif
                         afrt_ukernel_(MR, kc, a, bp + jr * kc, c, ldc, acc);
 #if defined(__AVX512F__) && !defined(AFRT_NEON_)
                     } else if (nr <= 16 && (MR == 12 || MR == 8)) {
                         const __mmask16 m = (__mmask16)((1u << nr) - 1u);
-                        if (MR == 12) afrt_ukernel12h_(kc, a, bp + jr * kc, c, ldc, acc, mr, m);
-                        else afrt_ukernel8h_(kc, a, bp + jr * kc, c, ldc, acc, mr, m);
+                        if (er == 12) afrt_ukernel12h_(kc, AFRT_TILE_A_(), bp + jr * kc, c, ldc, acc, mr, m);
+                        else if (er == 8) afrt_ukernel8h_(kc, AFRT_TILE_A_(), bp + jr * kc, c, ldc, acc, mr, m);
+                        else afrt_ukernel4h_(kc, AFRT_TILE_A_(), bp + jr * kc, c, ldc, acc, mr, m);
+                    } else if (nr == AFRT_NR && (MR == 12 || MR == 8)) {
+                        if (er == 12) afrt_ukernel12r_(kc, AFRT_TILE_A_(), bp + jr * kc, c, ldc, acc, mr);
+                        else if (er == 8) afrt_ukernel8r_(kc, AFRT_TILE_A_(), bp + jr * kc, c, ldc, acc, mr);
+                        else afrt_ukernel4r_(kc, AFRT_TILE_A_(), bp + jr * kc, c, ldc, acc, mr);
 #endif
                     } else {
                         if (acc)
                             for (int64_t i = 0; i < mr; ++i)
                                 for (int64_t j = 0; j < nr; ++j) tmp[i * AFRT_NR + j] = c[i * ldc + j];
-                        afrt_ukernel_(MR, kc, a, bp + jr * kc, tmp, AFRT_NR, acc);
+                        afrt_ukernel_(er, kc, AFRT_TILE_A_(), bp + jr * kc, tmp, AFRT_NR, acc);
                         for (int64_t i = 0; i < mr; ++i)
                             for (int64_t j = 0; j < nr; ++j) c[i * ldc + j] = tmp[i * AFRT_NR + j];
                     }
@@ -1553,6 +1645,32 @@ static inline void afrt_gemm_tile_(const float *pa, int64_t M, int64_t N, int64_
             }
         }
     }
+#undef AFRT_TILE_A_
+}
+
+static inline void afrt_gemm_tile_(const float *pa, int64_t M, int64_t N, int64_t K,
+                                  const afrt_bsrc_ *bs, float *C, int64_t ldc, int64_t i0,
+                                  int64_t i1, int64_t j0, int64_t j1, float *kbuf, int acc0,
+                                  const afrt_tile_finish_ *fin) {
+    afrt_gemm_tile_a_(pa, NULL, 0, M, N, K, bs, C, ldc, i0, i1, j0, j1, kbuf, acc0, fin);
+}
+
+/* Whether afrt_matmul_own_ reads a row-major, non-constant A unpacked (direct A) rather than
+ * packing it. Packing costs a pass over A (read, scattered write, read back) shared by the
+ * ceil(N / NR) column panels each A panel serves, and direct A's edge rows take 4-, 8- or
+ * 12-row tiles where packed panels pad to MR: measured (benchmarks/gemm_direct_a.py, one
+ * core, warm and cold) direct A is 1.0-1.45x faster on every shape tried, from 1x2048x1000 to
+ * 256x1024x8192, most at small N or K (3136x96x96 1.45x, 197x768x192 1.25x), so with AVX-512
+ * it is always taken. afrt_direct_a_: -1 that, 0 never, 1 always (where it can run at all),
+ * for benchmarks and tests comparing the two paths. */
+static int afrt_direct_a_ = -1;
+static inline int afrt_gemm_direct_a_(void) {
+#if defined(AFRT_UK_EPI_)
+    return afrt_direct_a_ != 0;
+#else
+    (void)afrt_direct_a_;
+    return 0;
+#endif
 }
 
 /* Row/column split of an M x N output into tasks: row blocks of MR multiples, column blocks
@@ -1600,7 +1718,19 @@ static inline int afrt_matmul_own_(int64_t batch, int64_t M, int64_t N, int64_t 
     const float **pbs = pas + na;
     for (int64_t b = 0; b < nb; ++b)
         pbs[b] = afrt_packed_const_(B + b * stride_b, K, N, ldb, trans_b, 1);
-    if (!afrt_pack_a_all_(A, stride_a, na, M, K, lda, trans_a, pas)) {
+    /* direct A (pas[i] NULL: A read unpacked), unless A is constant (packed once, cached) or
+     * some batch item's output is its residual, computed in place (afrt_tile_inplace_, as the
+     * tiles below will see it: afrt_gemm_tile_a_ needs A packed there) */
+    int direct = !trans_a && afrt_gemm_direct_a_();
+    for (int64_t b = 0; b < batch && direct && beta == 0.0f && epi.fn == afrt_epi_clamp_fn; ++b) {
+        const afrt_tile_finish_ fin = {C + b * stride_c, NULL, alpha, b, 0, 0, epi};
+        direct = !afrt_tile_inplace_(&fin, C + b * stride_c, ldc);
+    }
+    for (int64_t i = 0; i < na && direct; ++i)
+        direct = afrt_packed_const_(A + i * stride_a, M, K, lda, trans_a, 0) == NULL;
+    if (direct) {
+        for (int64_t i = 0; i < na; ++i) pas[i] = NULL;
+    } else if (!afrt_pack_a_all_(A, stride_a, na, M, K, lda, trans_a, pas)) {
         free(pas);
         return 0;
     }
@@ -1629,8 +1759,8 @@ static inline int afrt_matmul_own_(int64_t batch, int64_t M, int64_t N, int64_t 
             if (beta != 0.0f && beta != alpha) /* alpha * (AB + (beta/alpha) C) */
                 for (int64_t i = i0; i < i1; ++i)
                     for (int64_t j = j0; j < j1; ++j) Cb[i * ldc + j] *= beta / alpha;
-            afrt_gemm_tile_(pas[stride_a == 0 ? 0 : b], M, N, K, &bs, Cb, ldc, i0, i1, j0, j1,
-                            kbuf, beta != 0.0f, &fin);
+            afrt_gemm_tile_a_(pas[stride_a == 0 ? 0 : b], A + b * stride_a, lda, M, N, K, &bs, Cb,
+                              ldc, i0, i1, j0, j1, kbuf, beta != 0.0f, &fin);
             continue;
         }
         if (epi.fn) epi.fn(epi.ctx, Cb, b, i0, i1, j0, j1, ldc);

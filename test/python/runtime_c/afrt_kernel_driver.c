@@ -11,7 +11,8 @@
  * DIR/count.bin (int32). The epilogue maps v -> 0.5*v - 1 so the test can see it ran after the
  * final value was stored. STRATEGY is an AFRT_GEMM_* value, or 3: AFRT_GEMM_OWN with the
  * weights (conv w; matmul a and b) registered as constant, so the packed-operand cache is used
- * (the conv's second call hits it).
+ * (the conv's second call hits it); 4 or 5: AFRT_GEMM_OWN with direct A (the core reading
+ * a row-major A unpacked, afrt_gemm_direct_a_) forced on (4) or off (5) instead of the rule.
  * sweep: for each (M, N, K) in DIR/shapes.bin (int64 triples), C = op(A)[:M, :K] @
  * op(B)[:K, :N] from DIR/a.bin (op(A) is MMAX x KMAX, stored transposed when ta) and
  * DIR/b.bin (op(B) KMAX x NMAX, transposed when tb), read through their full leading
@@ -28,8 +29,9 @@ static float *load(const char *dir, const char *name, size_t n) {
 int main(int argc, char **argv) {
     if (argc < 5) return 2;
     afrt_set_num_threads(atoi(argv[1]));
-    const int reg = atoi(argv[2]) == 3;
-    afrt_set_gemm_strategy(reg ? AFRT_GEMM_OWN : atoi(argv[2]));
+    const int strategy = atoi(argv[2]), reg = strategy == 3;
+    if (strategy >= 4) afrt_direct_a_ = strategy == 4; /* direct A forced on (4) or off (5) */
+    afrt_set_gemm_strategy(reg || strategy >= 4 ? AFRT_GEMM_OWN : strategy);
     const char *op = argv[3], *dir = argv[4];
     int64_t v[32] = {0};
     const int first = strcmp(op, "pool") == 0 ? 6 : 5;
