@@ -476,12 +476,13 @@ static int afrt_threads_applied_ = 0;
  * Every parallel loop is an OpenMP region with static shares and a closing barrier: the
  * caller cannot finish a region before every worker has run its share. When another process
  * holds a core, a worker the scheduler has not run yet delays each of a model's 50-300
- * regions by up to a scheduling slice; two threads then ran MobileNet-V2 15-20x slower than
- * one (docs/runtime.md, "Threads on a busy machine"). So the runtime watches how late the
+ * regions by ~110 us to a few ms; two threads then ran MobileNet-V2 9-27x slower than one
+ * (docs/runtime.md, "Threads on a busy machine"). So the runtime watches how late the
  * workers start. afrt_threads_now() is every region's num_threads: it judges the previous
  * region (each thread stamps its arrival, afrt_arrive_, at the top of the loop body), and
  * when a worker started more than afrt_lag_limit_ seconds after the caller entered the
- * region, later regions use only the threads that were on time (at least the caller). A
+ * region and waited longer than it then worked (two threads then lose to one), later
+ * regions use only the threads that were on time (at least the caller). A
  * probe region with all afrt_num_threads_ threads follows after a wait that doubles while
  * probes find late workers (AFRT_PROBE_MIN_MS .. AFRT_PROBE_MAX_MS) and starts again from
  * the minimum once the threads have kept time for a while; a probe whose workers are on time
