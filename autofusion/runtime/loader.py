@@ -152,6 +152,9 @@ def _bind(lib: ctypes.CDLL, path: Path) -> None:
         "af_profile_origins": (ctypes.c_char_p, [ctypes.c_int]),
         "af_profile_seconds": (ctypes.c_double, [ctypes.c_int]),
         "af_profile_calls": (ctypes.c_longlong, [ctypes.c_int]),
+        # threads on a busy machine (libraries built before it lack these)
+        "af_threads_active": (ctypes.c_int, []),
+        "af_set_thread_lag_us": (None, [ctypes.c_double]),
         # run-time batch (libraries built before it lack these)
         "af_batch_symbol": (ctypes.c_char_p, []),
         "af_batch_min": (ctypes.c_int64, []),
@@ -535,6 +538,24 @@ class ModelLibrary:
                 raise AutofusionError(f"run: {err}")
             raise AutofusionError(f"{self.path}: af_run failed ({rc}): {err or 'unknown error'}")
         return {s.name: o for s, o in zip(self.outputs, outs)}
+
+    def threads_active(self) -> int:
+        """How many threads the library's parallel regions use now: ``num_threads``, or fewer
+        while other work keeps its workers from starting (docs/runtime.md, "Threads on a
+        busy machine")."""
+        return int(self._threads_api().af_threads_active())
+
+    def set_thread_lag_us(self, microseconds: float) -> None:
+        """How late a worker may start a parallel region before later regions run without
+        it (default 50 us); negative: every worker counts as late (a test hook). The setting
+        belongs to the loaded library, like the thread count."""
+        self._threads_api().af_set_thread_lag_us(float(microseconds))
+
+    def _threads_api(self) -> ctypes.CDLL:
+        if not hasattr(self._lib, "af_threads_active"):
+            raise AutofusionError(f"{self.path}: this library does not adapt its thread count "
+                                  "(built before af_threads_active)")  # fmt: skip
+        return self._lib
 
     def _profiling(self) -> ctypes.CDLL:
         if not hasattr(self._lib, "af_profile_count"):

@@ -43,6 +43,8 @@ int af_output_dtype(int i);
 af_model *af_create(const char *weights_path, int num_threads);
 int af_default_threads(void);  /* the count af_create uses for num_threads <= 0 (0: all cores) */
 int af_num_threads(void);      /* the thread count the library currently runs with */
+int af_threads_active(void);  /* how many of them regions use now: fewer while workers start late */
+void af_set_thread_lag_us(double microseconds); /* the lateness that drops a worker (default 50) */
 const char *af_last_error(void);
 int af_run(af_model *m, const void *const *inputs, void *const *outputs);
 void af_destroy(af_model *m);

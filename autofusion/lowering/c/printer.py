@@ -955,6 +955,8 @@ void af_destroy(af_model *m) {
 #endif
 int af_default_threads(void) { return AF_DEFAULT_THREADS; }
 int af_num_threads(void) { return afrt_get_num_threads(); }
+int af_threads_active(void) { return afrt_threads_active(); }
+void af_set_thread_lag_us(double microseconds) { afrt_set_thread_lag_us(microseconds); }
 
 af_model *af_create(const char *weights_path, int num_threads) {
   af_error[0] = 0;
@@ -1487,6 +1489,19 @@ class _FuncPrinter:
         return f"(afrt_epilogue){{{self.ref(fn)}, (void *){self.ref(ctx) if ctx else 'NULL'}}}"
 
     def _for(self, op: scf.ForOp, d: int) -> None:
+        if C_PARALLEL not in op.attributes or op.iter_args:  # carried values: sequential
+            self._loop(op, d, None)
+            return
+        # One region whose threads stamp their arrival before sharing the loop: afrt.h's
+        # afrt_threads_now() judges from those stamps how many threads the next region gets
+        # (docs/runtime.md, "Threads on a busy machine").
+        self.emit(d, "AFRT_OMP(parallel num_threads(afrt_threads_now()))")
+        self.emit(d, "{")
+        self.emit(d + 1, "afrt_arrive_();")
+        self._loop(op, d + 1, "AFRT_OMP(for schedule(static))")
+        self.emit(d, "}")
+
+    def _loop(self, op: scf.ForOp, d: int, pragma: str | None) -> None:
         r = self.ref
         body = op.body.block
         iv = body.args[0]
@@ -1499,8 +1514,8 @@ class _FuncPrinter:
             res_names.append(nm)
             self.emit(d, f"{ctype(res.type)} {nm} = {r(init)};")
         ivn = self.bind(iv)
-        if C_PARALLEL in op.attributes:
-            self.emit(d, "AFRT_OMP(parallel for schedule(static))")
+        if pragma is not None:
+            self.emit(d, pragma)
         elif _is_float_sum(op):
             self.emit(d, f"AF_SIMD_SUM({res_names[0]})")
         step = r(op.step)

@@ -470,6 +470,128 @@ static int afrt_num_threads_ = 1;
 static int afrt_gemm_strategy_ = AFRT_GEMM_OWN;
 static int afrt_threads_applied_ = 0;
 
+/* ---------------------------------------------------------------------------------------------
+ * Threads under contention.
+ *
+ * Every parallel loop is an OpenMP region with static shares and a closing barrier: the
+ * caller cannot finish a region before every worker has run its share. When another process
+ * holds a core, a worker the scheduler has not run yet delays each of a model's 50-300
+ * regions by ~110 us to a few ms; two threads then ran MobileNet-V2 9-27x slower than one
+ * (docs/runtime.md, "Threads on a busy machine"). So the runtime watches how late the
+ * workers start. afrt_threads_now() is every region's num_threads: it judges the previous
+ * region (each thread stamps its arrival, afrt_arrive_, at the top of the loop body), and
+ * when a worker started more than afrt_lag_limit_ seconds after the caller entered the
+ * region and waited longer than it then worked (two threads then lose to one), later
+ * regions use only the threads that were on time (at least the caller). A
+ * probe region with all afrt_num_threads_ threads follows after a wait that doubles while
+ * probes find late workers (AFRT_PROBE_MIN_MS .. AFRT_PROBE_MAX_MS) and starts again from
+ * the minimum once the threads have kept time for a while; a probe whose workers are on time
+ * restores the full count. Work is still split for afrt_num_threads_ threads (tiles, scratch
+ * indexed by omp_get_thread_num()), so outputs do not depend on how many threads ran.
+ * Concurrent runs of one library on several caller threads share this estimate.
+ * ------------------------------------------------------------------------------------------- */
+#ifndef AFRT_LAG_LIMIT_US
+#define AFRT_LAG_LIMIT_US 50.0
+#endif
+#ifndef AFRT_PROBE_MIN_MS
+#define AFRT_PROBE_MIN_MS 5.0
+#endif
+#ifndef AFRT_PROBE_MAX_MS
+#define AFRT_PROBE_MAX_MS 320.0
+#endif
+#define AFRT_TRACKED_THREADS_ 64
+
+typedef struct {
+    int epoch;
+    double at;
+    char pad_[48]; /* one cache line per thread */
+} afrt_arrival_;
+
+static afrt_arrival_ afrt_arrivals_[AFRT_TRACKED_THREADS_];
+static int afrt_threads_cur_ = 1;        /* threads the next region uses, 1..afrt_num_threads_ */
+static double afrt_lag_limit_ = AFRT_LAG_LIMIT_US * 1e-6;
+static int afrt_epoch_;                  /* bumped per region */
+static double afrt_region_t0_;           /* when the caller entered it */
+static int afrt_region_team_;            /* its team size (thread 0 records it), 0: unknown */
+static double afrt_probe_at_;            /* no probe with the full count before this time */
+static double afrt_probe_wait_;          /* the wait after the last cut */
+static double afrt_last_cut_ = -1e30;    /* when threads were last found late */
+static long long afrt_cuts_;             /* regions that found late workers, for tests */
+
+/* Called first in every iteration of a parallel loop; does work once per thread and region. */
+static inline void afrt_arrive_(void) {
+#ifdef _OPENMP
+    const int tid = omp_get_thread_num();
+    if (tid >= AFRT_TRACKED_THREADS_ || afrt_arrivals_[tid].epoch == afrt_epoch_) return;
+    afrt_arrivals_[tid].epoch = afrt_epoch_;
+    if (tid == 0)
+        afrt_region_team_ = omp_get_num_threads();
+    else
+        afrt_arrivals_[tid].at = omp_get_wtime();
+#endif
+}
+
+/* The last region's verdict: cut the thread count to the workers that were on time, or
+ * restore it after a probe that found them all on time. */
+static inline void afrt_judge_region_(double now) {
+    const int team = afrt_region_team_;
+    afrt_region_team_ = 0;
+    if (team < 2) return; /* serial (its `if` was false) or never entered */
+    int late = 0;
+    for (int t = 1; t < team && t < AFRT_TRACKED_THREADS_; ++t) {
+        if (afrt_arrivals_[t].epoch != afrt_epoch_) continue; /* had no iteration */
+        /* Late: it started over the limit after the caller and spent less time working
+         * than waiting to start (with two threads, one thread alone is then faster). */
+        const double lag = afrt_arrivals_[t].at - afrt_region_t0_;
+        if (afrt_lag_limit_ < 0.0 || (lag > afrt_lag_limit_ && lag > now - afrt_arrivals_[t].at))
+            ++late;
+    }
+    if (late) {
+        const double lo = AFRT_PROBE_MIN_MS * 1e-3, hi = AFRT_PROBE_MAX_MS * 1e-3;
+        const double w = 2.0 * afrt_probe_wait_;
+        afrt_probe_wait_ = now - afrt_last_cut_ > 4.0 * hi || w < lo ? lo : w > hi ? hi : w;
+        afrt_last_cut_ = now;
+        afrt_probe_at_ = now + afrt_probe_wait_;
+        afrt_threads_cur_ = team - late;
+        ++afrt_cuts_;
+    } else if (team > afrt_threads_cur_) {
+        afrt_threads_cur_ = team;
+    }
+}
+
+/* The thread count of the region about to start (every num_threads clause calls it). */
+static inline int afrt_threads_now(void) {
+#ifdef _OPENMP
+    if (afrt_num_threads_ <= 1) return 1;
+    const double now = omp_get_wtime();
+    afrt_judge_region_(now);
+    int n = afrt_threads_cur_;
+    if (n < afrt_num_threads_ && now >= afrt_probe_at_) n = afrt_num_threads_;
+    afrt_region_t0_ = now;
+    ++afrt_epoch_;
+    return n;
+#else
+    return afrt_num_threads_;
+#endif
+}
+
+/* The threads parallel regions use now (a probe region may use all afrt_num_threads_). */
+static inline int afrt_threads_active(void) { return afrt_threads_cur_; }
+
+/* How late (microseconds after the caller) a worker may start a region before later regions
+ * run without it (default AFRT_LAG_LIMIT_US); a negative value counts every worker of every
+ * region as late (a test hook for the contended path), a huge one never cuts. */
+static inline void afrt_set_thread_lag_us(double us) { afrt_lag_limit_ = us * 1e-6; }
+
+/* A new thread count (afrt_set_num_threads): all of them, no probe pending. */
+static inline void afrt_threads_reset_(void) {
+    afrt_threads_cur_ = afrt_num_threads_;
+    afrt_probe_wait_ = 0.0;
+    afrt_probe_at_ = 0.0;
+    afrt_last_cut_ = -1e30;
+    afrt_region_team_ = 0;
+}
+
 static inline void afrt_apply_threads_(void) {
     afrt_threads_applied_ = 1;
 #ifdef AFRT_OPENBLAS
@@ -491,6 +613,7 @@ static inline void afrt_set_num_threads(int n) {
 #endif
     }
     afrt_num_threads_ = n;
+    afrt_threads_reset_();
     afrt_apply_threads_();
 }
 
@@ -1355,18 +1478,22 @@ static inline int afrt_pack_a_all_(const float *A, int64_t stride, int64_t n, in
          * threads. Packed on the calling thread alone, a 128 x 3072 A took 180 us of a 1.9 ms
          * two-thread GEMM, and the idle worker went to sleep meanwhile (docs/runtime.md) */
         const int64_t mr = afrt_choose_mr_(M), np = Mp / mr;
-        AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (np > 1 && afrt_worth_threads_(AFRT_PACK_WORK * (double)M * K)))
-        for (int64_t q = 0; q < np; ++q)
+        AFRT_OMP(parallel for schedule(static) num_threads(afrt_threads_now()) if (np > 1 && afrt_worth_threads_(AFRT_PACK_WORK * (double)M * K)))
+        for (int64_t q = 0; q < np; ++q) {
+            afrt_arrive_();
             afrt_pack_a_panels_(A, lda, trans, M, K, abuf, q * mr, (q + 1) * mr);
+        }
         pas[0] = abuf;
         return 1;
     }
-    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_))
-    for (int64_t i = 0; i < n; ++i)
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_threads_now()))
+    for (int64_t i = 0; i < n; ++i) {
+        afrt_arrive_();
         if (!pas[i]) {
             afrt_pack_a_(A + i * stride, lda, trans, M, K, abuf + i * Mp * K);
             pas[i] = abuf + i * Mp * K;
         }
+    }
     return 1;
 }
 
@@ -1738,8 +1865,9 @@ static inline int afrt_matmul_own_(int64_t batch, int64_t M, int64_t N, int64_t 
     afrt_gemm_split_(M, N, batch, &mb, &nbk);
     const int64_t nmb = afrt_nblocks_(M, mb), nnb = afrt_nblocks_(N, nbk);
     const int64_t ntiles = batch * nmb * nnb;
-    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (ntiles > 1 && afrt_worth_threads_((double)batch * M * N * K)))
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_threads_now()) if (ntiles > 1 && afrt_worth_threads_((double)batch * M * N * K)))
     for (int64_t t = 0; t < ntiles; ++t) {
+        afrt_arrive_();
         const int64_t b = t / (nmb * nnb), rest = t % (nmb * nnb);
         const int64_t i0 = (rest / nnb) * mb, j0 = (rest % nnb) * nbk;
         const int64_t i1 = afrt_min_(M, i0 + mb), j1 = afrt_min_(N, j0 + nbk);
@@ -1820,8 +1948,9 @@ static inline void afrt_matmul_any_f32_(int64_t batch, int64_t M, int64_t N, int
         if (epi.fn) {
             const int64_t rb = afrt_max_(1, afrt_min_(M, 16));
             const int64_t nrb = afrt_nblocks_(M, rb);
-            AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_))
+            AFRT_OMP(parallel for schedule(static) num_threads(afrt_threads_now()))
             for (int64_t t = 0; t < batch * nrb; ++t) {
+                afrt_arrive_();
                 const int64_t b = t / nrb, r0 = (t % nrb) * rb;
                 epi.fn(epi.ctx, C + b * stride_c, b, r0, afrt_min_(M, r0 + rb), 0, N, ldc);
             }
@@ -1842,8 +1971,9 @@ static inline void afrt_matmul_any_f32_(int64_t batch, int64_t M, int64_t N, int
     if (nb < N) nb = afrt_min_(N, afrt_cdiv_(nb, 16) * 16);
     const int64_t nmb = afrt_nblocks_(M, mb), nnb = afrt_nblocks_(N, nb);
     const int64_t ntiles = batch * nmb * nnb;
-    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (ntiles > 1))
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_threads_now()) if (ntiles > 1))
     for (int64_t t = 0; t < ntiles; ++t) {
+        afrt_arrive_();
         const int64_t b = t / (nmb * nnb), rest = t % (nmb * nnb);
         const int64_t i0 = (rest / nnb) * mb, j0 = (rest % nnb) * nb;
         const int64_t i1 = afrt_min_(M, i0 + mb), j1 = afrt_min_(N, j0 + nb);
@@ -2336,11 +2466,13 @@ static inline int afrt_conv_1x1_strided_(const afrt_conv_params *p, const afrt_c
 static inline void afrt_gather_1x1_strided_(const float *x, const afrt_conv_params *p,
                                             float *xs) {
     const int64_t rows = p->N * p->C, ohw = p->OH * p->OW, hw = p->H * p->W;
-    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (rows > 1 && rows * ohw >= 65536))
-    for (int64_t rc = 0; rc < rows; ++rc)
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_threads_now()) if (rows > 1 && rows * ohw >= 65536))
+    for (int64_t rc = 0; rc < rows; ++rc) {
+        afrt_arrive_();
         for (int64_t oh = 0; oh < p->OH; ++oh)
             afrt_im2col_seg_(xs + rc * ohw + oh * p->OW, x + rc * hw + oh * p->stride_h * p->W, 0,
                              p->OW, p->stride_w, p->W);
+    }
 }
 
 /* The afrt core for kinds 1 (1x1) and 2 (im2col, fused into B packing; a strided 1x1 conv
@@ -2373,8 +2505,9 @@ static inline int afrt_conv_own_(const float *x, const float *w, const float *bi
     const int64_t nmb = afrt_nblocks_(Kg, mb), nnb = afrt_nblocks_(ohw, nb);
     const int64_t per_img = G * nmb * nnb, ntiles = p->N * per_img;
     int failed = 0;
-    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (ntiles > 1 && afrt_worth_threads_((double)p->N * p->K * ohw * crs)))
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_threads_now()) if (ntiles > 1 && afrt_worth_threads_((double)p->N * p->K * ohw * crs)))
     for (int64_t t = 0; t < ntiles; ++t) {
+        afrt_arrive_();
         const int64_t n = t / per_img, rest = t % per_img;
         const int64_t g = rest / (nmb * nnb), tile = rest % (nmb * nnb);
         const int64_t i0 = (tile / nnb) * mb, j0 = (tile % nnb) * nb;
@@ -2520,8 +2653,9 @@ static inline int afrt_conv1x1t_f32(const float *x, const float *w, const float 
     const int64_t nmb = afrt_nblocks_(hw, mb), nnb = afrt_nblocks_(kg, nb);
     const int64_t per_img = G * nmb * nnb, ntiles = p->N * per_img;
     int failed = 0;
-    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (ntiles > 1 && afrt_worth_threads_((double)p->N * p->K * hw * cg)))
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_threads_now()) if (ntiles > 1 && afrt_worth_threads_((double)p->N * p->K * hw * cg)))
     for (int64_t t = 0; t < ntiles; ++t) {
+        afrt_arrive_();
         const int64_t n = t / per_img, rest = t % per_img;
         const int64_t g = rest / (nmb * nnb), tile = rest % (nmb * nnb);
         const int64_t i0 = (tile / nnb) * mb, j0 = (tile % nnb) * nb;
@@ -2582,8 +2716,9 @@ static inline void afrt_conv2d_any_f32_(const float *x, const float *w, const fl
     if (q.kind == 0) {
         if (afrt_dwconv2d_f32(x, w, bias, y, p, epi)) return;
         const int64_t tasks = p->N * p->K;
-        AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (tasks > 1 && afrt_worth_threads_(AFRT_SLOW_WORK * (double)tasks * ohw * p->R * p->S)))
+        AFRT_OMP(parallel for schedule(static) num_threads(afrt_threads_now()) if (tasks > 1 && afrt_worth_threads_(AFRT_SLOW_WORK * (double)tasks * ohw * p->R * p->S)))
         for (int64_t t = 0; t < tasks; ++t) {
+            afrt_arrive_();
             const int64_t n = t / p->K, k = t % p->K;
             afrt_conv_dw_channel_(x, w, y, p, q.kg, n, k);
             afrt_finish_block_(y + n * p->K * ohw, bias, n, k, k + 1, 0, ohw, ohw, epi);
@@ -2625,16 +2760,19 @@ static inline void afrt_conv2d_any_f32_(const float *x, const float *w, const fl
                             0.0f, y + (n * p->K + g * q.kg) * ohw, ohw);
             }
             const int64_t rb = 8, nrb = afrt_nblocks_(p->K, rb);
-            AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_))
-            for (int64_t t = 0; t < nrb; ++t)
+            AFRT_OMP(parallel for schedule(static) num_threads(afrt_threads_now()))
+            for (int64_t t = 0; t < nrb; ++t) {
+                afrt_arrive_();
                 afrt_finish_block_(y + n * p->K * ohw, bias, n, t * rb,
                                    afrt_min_(p->K, t * rb + rb), 0, ohw, ohw, epi);
+            }
         }
         return;
     }
     const int64_t tasks = p->N * G * q.npb * q.nkb;
-    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (tasks > 1))
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_threads_now()) if (tasks > 1))
     for (int64_t t = 0; t < tasks; ++t) {
+        afrt_arrive_();
         const int64_t kb_i = t % q.nkb;
         const int64_t pb_i = (t / q.nkb) % q.npb;
         const int64_t g = (t / (q.nkb * q.npb)) % G;
@@ -3184,8 +3322,9 @@ static inline int afrt_matmul_lp_own_(int lp, int64_t batch, int64_t M, int64_t 
     afrt_gemm_split_(M, N, batch, &mb, &nbk);
     const int64_t nmb = afrt_nblocks_(M, mb), nnb = afrt_nblocks_(N, nbk);
     const int64_t ntiles = batch * nmb * nnb;
-    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (ntiles > 1 && afrt_worth_threads_((double)batch * M * N * K)))
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_threads_now()) if (ntiles > 1 && afrt_worth_threads_((double)batch * M * N * K)))
     for (int64_t t = 0; t < ntiles; ++t) {
+        afrt_arrive_();
         const int64_t b = t / (nmb * nnb), rest = t % (nmb * nnb);
         const int64_t i0 = (rest / nnb) * mb, j0 = (rest % nnb) * nbk;
         const int64_t i1 = afrt_min_(M, i0 + mb), j1 = afrt_min_(N, j0 + nbk);
@@ -3264,8 +3403,9 @@ static inline void afrt_conv2d_lp(int lp, const float *x, const void *w, int w16
         afrt_gemm_split_(Kg, ohw, p->N * G, &mb, &nb);
         const int64_t nmb = afrt_nblocks_(Kg, mb), nnb = afrt_nblocks_(ohw, nb);
         const int64_t per_img = G * nmb * nnb, ntiles = p->N * per_img;
-        AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (ntiles > 1 && afrt_worth_threads_((double)p->N * p->K * ohw * crs)))
+        AFRT_OMP(parallel for schedule(static) num_threads(afrt_threads_now()) if (ntiles > 1 && afrt_worth_threads_((double)p->N * p->K * ohw * crs)))
         for (int64_t t = 0; t < ntiles; ++t) {
+            afrt_arrive_();
             const int64_t n = t / per_img, rest = t % per_img;
             const int64_t g = rest / (nmb * nnb), tile = rest % (nmb * nnb);
             const int64_t i0 = (tile / nnb) * mb, j0 = (tile % nnb) * nb;
@@ -3490,8 +3630,9 @@ static inline void afrt_maxpool2d_f32(const float *x, float *y, const afrt_pool_
     const int64_t nc = g.c1 - g.c0;
     const int flat = afrt_pool_flat_(p, &g);
     int failed = 0;
-    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (g.tasks > 1 && afrt_worth_threads_(afrt_pool_work_(p))))
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_threads_now()) if (g.tasks > 1 && afrt_worth_threads_(afrt_pool_work_(p))))
     for (int64_t t = 0; t < g.tasks; ++t) {
+        afrt_arrive_();
         float *restrict tp = (float *)afrt_thread_scratch(0, (size_t)(flat ? H * W : g.L) * sizeof(float));
         if (!tp) {
             afrt_flag_set_(&failed);
@@ -3568,8 +3709,9 @@ static inline void afrt_avgpool2d_f32(const float *x, float *y, const afrt_pool_
     float *inv2 = afrt_pool_flat_(p, &g) ? (float *)afrt_malloc_((size_t)(OH * OW) * sizeof(float)) : NULL;
     for (int64_t i = 0; inv2 && i < OH * OW; ++i) inv2[i] = inv[rg[3 * (i / OW) + 2] * OW + i % OW];
     int failed = 0;
-    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (g.tasks > 1 && afrt_worth_threads_(afrt_pool_work_(p))))
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_threads_now()) if (g.tasks > 1 && afrt_worth_threads_(afrt_pool_work_(p))))
     for (int64_t t = 0; t < g.tasks; ++t) {
+        afrt_arrive_();
         float *restrict tp = (float *)afrt_thread_scratch(0, (size_t)(inv2 ? H * W : g.L) * sizeof(float));
         if (!tp) {
             afrt_flag_set_(&failed);
@@ -4363,8 +4505,9 @@ static inline void afrt_attention_streamed_f32(const float *q, const float *k, c
         const double work = (double)p->batch * S * T * (D + E);
         int failed = 0;
         (void)work; /* read only by the OpenMP clause */
-        AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (ntv > 1 && afrt_gemm_strategy_ != AFRT_GEMM_WHOLE && afrt_worth_threads_(work)))
+        AFRT_OMP(parallel for schedule(static) num_threads(afrt_threads_now()) if (ntv > 1 && afrt_gemm_strategy_ != AFRT_GEMM_WHOLE && afrt_worth_threads_(work)))
         for (int64_t task = 0; task < ntv; ++task) {
+            afrt_arrive_();
             const int64_t b = task / nqv, i0 = (task % nqv) * bqv;
             if (!afrt_attention_task_avx512_(q, k, v, mask, out, scale, p, b, i0,
                                              afrt_min_(bqv, S - i0), kb))
@@ -4384,8 +4527,9 @@ static inline void afrt_attention_streamed_f32(const float *q, const float *k, c
     const double work = (double)p->batch * S * afrt_max_(T, 1) * (D + E);
     int failed = 0;
     (void)work; /* read only by the OpenMP clause */
-    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (ntask > 1 && afrt_gemm_strategy_ != AFRT_GEMM_WHOLE && afrt_worth_threads_(work)))
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_threads_now()) if (ntask > 1 && afrt_gemm_strategy_ != AFRT_GEMM_WHOLE && afrt_worth_threads_(work)))
     for (int64_t task = 0; task < ntask; ++task) {
+        afrt_arrive_();
         const int64_t b = task / nqb, i0 = (task % nqb) * bq, rows = afrt_min_(bq, S - i0);
         float *sc = (float *)afrt_thread_scratch(2, bytes);
         if (!sc) {

@@ -148,8 +148,9 @@ static inline int afrt_dwpw_f32(const float *x, const float *wd, const float *bd
     const int64_t tf = (C * th * pd->OW + 15) / 16 * 16;
     const size_t need = (size_t)(dwf + tf + (int64_t)AFRT_KC * AFRT_NC) * sizeof(float);
     int failed = 0;
-    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (par && tasks > 1))
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_threads_now()) if (par && tasks > 1))
     for (int64_t task = 0; task < tasks; ++task) {
+        afrt_arrive_();
         float *xp = (float *)afrt_thread_scratch(0, need);
         if (!xp) {
             afrt_flag_set_(&failed);

@@ -730,8 +730,9 @@ static inline int afrt_dwl_f32_(const float *x, const float *w, const float *bia
     const int clamp = ce && !ce->res; /* a residual: the epilogue runs on the stored rows */
     const float lo = clamp ? ce->lo : 0.0f, hi = clamp ? ce->hi : 0.0f;
     int failed = 0;
-    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (par && tasks > 1))
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_threads_now()) if (par && tasks > 1))
     for (int64_t task = 0; task < tasks; ++task) {
+        afrt_arrive_();
         float *s = (float *)afrt_thread_scratch(0, (size_t)g.floats * sizeof(float));
         if (!s) {
             afrt_flag_set_(&failed);
@@ -764,8 +765,9 @@ static inline int afrt_dw_phase_f32_(const float *x, const float *w, const float
     const int64_t wide_at = g.total + 16;
     const size_t need = (size_t)(wide_at + g.nqv) * sizeof(float);
     int failed = 0;
-    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (par && tasks > 1))
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_threads_now()) if (par && tasks > 1))
     for (int64_t t = 0; t < tasks; ++t) {
+        afrt_arrive_();
         const int64_t n = t / nkb, k0 = (t % nkb) * cb, k1 = afrt_min_(p->K, k0 + cb);
         float *xp = (float *)afrt_thread_scratch(0, need);
         if (!xp) {
@@ -970,8 +972,9 @@ static inline int afrt_dconv_smallc_f32(const float *x, const float *w, const fl
     for (int64_t n = 0; n < p->N; ++n) {
         for (int64_t c = 0; c < C; ++c) afrt_dw_fill_(x + (n * C + c) * hw, p, &g, planes + c * cstride);
         float *yn = y + n * K * ohw;
-        AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (par))
+        AFRT_OMP(parallel for schedule(static) num_threads(afrt_threads_now()) if (par))
         for (int64_t b = 0; b < nband; ++b) {
+            afrt_arrive_();
             const int64_t oh0 = b * rows, oh1 = afrt_min_(p->OH, oh0 + rows);
 #if defined(__AVX512F__)
             const float *zn = cl && cl->res ? cl->res + n * cl->res_stride : NULL;

@@ -405,8 +405,9 @@ AFRT_NC_INLINE_ int afrt_nchwc_body_(const float *x, const float *w, const float
     const int threads = afrt_worth_threads_(work);
     (void)threads; /* without OpenMP */
     const int64_t rows = p->N * Cb * Hp;
-    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (threads && rows > 1))
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_threads_now()) if (threads && rows > 1))
     for (int64_t q = 0; q < rows; ++q) {
+        afrt_arrive_();
         const int64_t n = q / (Cb * Hp), cb = (q / Hp) % Cb, i = q % Hp;
         float *xr = xb + n * imgf + cb * planef + i * rowf;
         if (xblk)
@@ -417,8 +418,9 @@ AFRT_NC_INLINE_ int afrt_nchwc_body_(const float *x, const float *w, const float
     const int64_t tasks = p->N * Kp * nrb;
     /* the built-in clamp epilogue: on each row as it is stored (afrt_nc_store_*) */
     const afrt_epi_clamp *cl = afrt_epi_builtin_clamp_(epi);
-    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (threads && tasks > 1))
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_threads_now()) if (threads && tasks > 1))
     for (int64_t task = 0; task < tasks; ++task) {
+        afrt_arrive_();
         const int64_t n = task / (Kp * nrb), kp = (task / nrb) % Kp, oh0 = (task % nrb) * nr;
         const int64_t k0 = kp * AFRT_NC_KT, kn = afrt_min_(AFRT_NC_KT, K - k0);
         const int64_t rows = afrt_min_(nr, OH - oh0);

@@ -380,8 +380,9 @@ static inline int afrt_winograd_f32(const float *x, const float *w, const float 
     const afrt_epi_clamp *cl = afrt_epi_builtin_clamp_(epi);
     const size_t vfl = (size_t)(AFRT_WG_X * C * np), mfl = (size_t)(AFRT_WG_X * K * np);
     int failed = 0;
-    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (ntasks > 1 && afrt_worth_threads_((double)p->N * K * ohw * C * 4)))
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_threads_now()) if (ntasks > 1 && afrt_worth_threads_((double)p->N * K * ohw * C * 4)))
     for (int64_t task = 0; task < ntasks; ++task) {
+        afrt_arrive_();
         const int64_t n = task / (ntb * nkb), rest = task % (ntb * nkb);
         const int64_t t0 = (rest / nkb) * np, k0 = (rest % nkb) * kb;
         const int64_t nt = afrt_min_(np, T - t0), k1 = afrt_min_(K, k0 + kb);

@@ -21,16 +21,24 @@ func.func @main(%x: tensor<64x1024xf32> {onnx.name = "in\"put; system(\"x\"); //
 // CHECK:       #define AF_WEIGHTS_BYTES ((size_t)4096)
 // CHECK:       /* ew: a'; system('x'); // */
 // CHECK-NEXT:  static void k1_ew(const unsigned char *restrict af_w, void *af_s, size_t af_sb, const float *restrict [[X:v[0-9]+]], const float *restrict [[W:v[0-9]+]], const bool *restrict [[M:v[0-9]+]], float *restrict [[Y:v[0-9]+]]) {
-// CHECK:         AFRT_OMP(parallel for schedule(static))
-// CHECK-NEXT:    for (int64_t [[I:v[0-9]+]] = 0; [[I]] < 64; ++[[I]]) {
-// CHECK-NEXT:      for (int64_t [[J:v[0-9]+]] = 0; [[J]] < 1024; ++[[J]]) {
-// CHECK-NEXT:        const bool [[C:v[0-9]+]] = [[M]][[[I]] * 1024 + [[J]]];
-// CHECK-NEXT:        const float [[A:v[0-9]+]] = [[X]][[[I]] * 1024 + [[J]]];
-// CHECK-NEXT:        const float [[B:v[0-9]+]] = {{v[0-9]+}}[[[J]]];
-// CHECK-NEXT:        const float [[P:v[0-9]+]] = [[A]] * [[B]];
-// CHECK-NEXT:        const float [[R:v[0-9]+]] = ([[P]] > 0x0.0p+0f || [[P]] != [[P]]) ? [[P]] : 0x0.0p+0f;
-// CHECK-NEXT:        const float [[Z:v[0-9]+]] = [[C]] ? [[R]] : [[A]];
-// CHECK-NEXT:        [[Y]][[[I]] * 1024 + [[J]]] = [[Z]];
+// The region asks afrt_threads_now() for its thread count and each thread stamps its
+// arrival (afrt_arrive_) before the shared loop: fewer threads while workers start late.
+// CHECK:         AFRT_OMP(parallel num_threads(afrt_threads_now()))
+// CHECK-NEXT:    {
+// CHECK-NEXT:      afrt_arrive_();
+// CHECK-NEXT:      AFRT_OMP(for schedule(static))
+// CHECK-NEXT:      for (int64_t [[I:v[0-9]+]] = 0; [[I]] < 64; ++[[I]]) {
+// CHECK-NEXT:        for (int64_t [[J:v[0-9]+]] = 0; [[J]] < 1024; ++[[J]]) {
+// CHECK-NEXT:          const bool [[C:v[0-9]+]] = [[M]][[[I]] * 1024 + [[J]]];
+// CHECK-NEXT:          const float [[A:v[0-9]+]] = [[X]][[[I]] * 1024 + [[J]]];
+// CHECK-NEXT:          const float [[B:v[0-9]+]] = {{v[0-9]+}}[[[J]]];
+// CHECK-NEXT:          const float [[P:v[0-9]+]] = [[A]] * [[B]];
+// CHECK-NEXT:          const float [[R:v[0-9]+]] = ([[P]] > 0x0.0p+0f || [[P]] != [[P]]) ? [[P]] : 0x0.0p+0f;
+// CHECK-NEXT:          const float [[Z:v[0-9]+]] = [[C]] ? [[R]] : [[A]];
+// CHECK-NEXT:          [[Y]][[[I]] * 1024 + [[J]]] = [[Z]];
+// CHECK-NEXT:        }
+// CHECK-NEXT:      }
+// CHECK-NEXT:    }
 // CHECK:       static void op2_cast(const unsigned char *restrict af_w, void *af_s, size_t af_sb, const bool *restrict {{v[0-9]+}}, int64_t *restrict {{v[0-9]+}}) {
 // CHECK:           const int64_t {{v[0-9]+}} = {{v[0-9]+}} ? INT64_C(1) : INT64_C(0);
 // One profiling slot per kernel call of @main, named after the kernel:
