@@ -4473,9 +4473,11 @@ static inline int afrt_attention_small_f32(const float *q, const float *k, const
     const double work = (double)p->batch * p->S * p->T * (p->D + p->E);
     int failed = 0;
     (void)work; /* read only by the OpenMP clause */
-    AFRT_OMP(parallel for schedule(static) num_threads(afrt_num_threads_) if (p->batch > 1 && afrt_gemm_strategy_ != AFRT_GEMM_WHOLE && afrt_worth_threads_(work)))
-    for (int64_t b = 0; b < p->batch; ++b)
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_threads_now()) if (p->batch > 1 && afrt_gemm_strategy_ != AFRT_GEMM_WHOLE && afrt_worth_threads_(work)))
+    for (int64_t b = 0; b < p->batch; ++b) {
+        afrt_arrive_();
         if (!afrt_attention_small_task_(q, k, v, mask, out, scale, p, b)) afrt_flag_set_(&failed);
+    }
     if (failed) {
         for (int64_t i = 0; i < p->batch * p->S * p->E; ++i) out[i] = NAN;
         afrt_nomem_("afrt_attention_f32");
