@@ -106,3 +106,17 @@ def test_late_workers_drop_threads_and_outputs_match(
             assert_close(got[name], ref[name], f"{name} at {threads} threads, recovered")
     finally:
         lib.close()
+
+
+def test_every_runtime_region_asks_for_its_threads() -> None:
+    """Every parallel region of the runtime headers takes its thread count from
+    afrt_threads_now() and stamps arrivals, so the lateness rule sees (and steers) all of
+    them: a region that used afrt_num_threads_ directly would wait for a late worker again."""
+    from autofusion.runtime import toolchain
+
+    for header in sorted(toolchain.INCLUDE_DIR.glob("afrt*.h")):
+        text = header.read_text()
+        regions = [s for s in text.splitlines() if s.lstrip().startswith("AFRT_OMP(parallel")]
+        for line in regions:
+            assert "num_threads(afrt_threads_now())" in line, f"{header.name}: {line.strip()}"
+        assert text.count("afrt_arrive_();") >= len(regions), header.name
