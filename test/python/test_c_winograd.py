@@ -35,6 +35,8 @@ CASES: list[tuple[int, int, int, int, tuple[int, int, int, int], str]] = [
     (80, 13, 19, 23, (0, 1, 2, 0), "none"),
     (6, 5, 28, 28, (1, 1, 1, 1), "bias"),
     (48, 96, 15, 29, (1, 0, 0, 1), "bias_add_relu"),
+    # Inception's 47x47 map: 144 tiles, at two threads 5 tasks of 32 tiles, the last 16
+    (32, 64, 47, 47, (1, 1, 1, 1), "relu"),
 ]
 EPILOGUES = ("none", "bias", "relu", "relu6", "silu", "bias_add_relu")
 

@@ -311,6 +311,8 @@ POOL_CASES = [
     ("avg", 2, 3, 12, 12, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 0),
     # one plane: at 2 threads the rows are split into bands
     ("max", 1, 1, 30, 31, 3, 3, (2, 2), (1, 1, 1, 1), (1, 1), 0),
+    # an input of AFRT_POOL_PF_MIN (2 MiB): the row pass prefetches ahead, up to the end
+    ("max", 1, 32, 128, 128, 3, 3, (2, 2), (1, 1, 1, 1), (1, 1), 0),
     ("avg", 1, 1, 30, 31, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 0),
 ]
 

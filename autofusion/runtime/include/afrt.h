@@ -3609,6 +3609,27 @@ static inline void afrt_pool_flat_avg_(const float *restrict x, float *restrict 
     }
 }
 
+/* Software prefetch for max pooling's row pass, on inputs of at least AFRT_POOL_PF_MIN
+ * bytes (more than this core's L2 holds of them once the producing conv is done: they come
+ * from L3 or DRAM, where the hardware prefetcher fell behind the three-row pattern; smaller
+ * inputs are still in L2, where the extra instructions cost 5-10%): per output row, the
+ * bytes the pass advances per output row (step floats), AFRT_POOL_PF_BYTES ahead of row
+ * pointer a, up to the input's end (no prefetch when end is NULL). Measured with
+ * benchmarks/pool2d.py --cold (docs/runtime.md, "Pooling"). */
+#ifndef AFRT_POOL_PF_BYTES
+#define AFRT_POOL_PF_BYTES 8192
+#endif
+#ifndef AFRT_POOL_PF_MIN
+#define AFRT_POOL_PF_MIN (2 << 20)
+#endif
+static inline void afrt_pool_prefetch_(const float *a, int64_t step, const char *end) {
+    if (!end) return;
+    const uintptr_t lo = (uintptr_t)a + AFRT_POOL_PF_BYTES;
+    uintptr_t hi = lo + (uintptr_t)step * sizeof(float);
+    if (hi > (uintptr_t)end) hi = (uintptr_t)end;
+    for (uintptr_t q = lo & ~(uintptr_t)63; q < hi; q += 64) __builtin_prefetch((const void *)q, 0, 3);
+}
+
 /* Out of memory for a row buffer in some task: a NaN output rather than stale data. */
 static inline void afrt_pool_failed_(float *y, int64_t n, const char *kernel) {
     for (int64_t i = 0; i < n; ++i) y[i] = NAN;
@@ -3629,6 +3650,8 @@ static inline void afrt_maxpool2d_f32(const float *x, float *y, const afrt_pool_
     const afrt_pool_geom_ g = afrt_pool_geom_of_(p, planes);
     const int64_t nc = g.c1 - g.c0;
     const int flat = afrt_pool_flat_(p, &g);
+    const int64_t in_bytes = planes * H * W * (int64_t)sizeof(float);
+    const char *pf_end = in_bytes >= AFRT_POOL_PF_MIN ? (const char *)(x + planes * H * W) : NULL;
     int failed = 0;
     AFRT_OMP(parallel for schedule(static) num_threads(afrt_threads_now()) if (g.tasks > 1 && afrt_worth_threads_(afrt_pool_work_(p))))
     for (int64_t t = 0; t < g.tasks; ++t) {
@@ -3655,6 +3678,7 @@ static inline void afrt_maxpool2d_f32(const float *x, float *y, const afrt_pool_
                 continue;
             }
             const float *a = xc + (oh * p->stride_h - p->pad_top + r_lo * dh) * W;
+            afrt_pool_prefetch_(a, p->stride_h * W, pf_end);
             if (n == 1) {
                 for (int64_t i = 0; i < nc; ++i) d[i] = a[i];
             } else if (n == 2) {

@@ -404,8 +404,15 @@ AFRT_NC_INLINE_ int afrt_nchwc_body_(const float *x, const float *w, const float
     const double work = (double)p->N * K * ohw * C * R * S;
     const int threads = afrt_worth_threads_(work);
     (void)threads; /* without OpenMP */
-    const int64_t rows = p->N * Cb * Hp;
-    AFRT_OMP(parallel for schedule(static) num_threads(afrt_threads_now()) if (threads && rows > 1))
+    const int64_t rows = p->N * Cb * Hp, tasks = p->N * Kp * nrb;
+    /* the built-in clamp epilogue: on each row as it is stored (afrt_nc_store_*) */
+    const afrt_epi_clamp *cl = afrt_epi_builtin_clamp_(epi);
+    /* One parallel region for both loops (the reorder, then the tiles after the loop's
+     * barrier): each region is a fork and a join, and on a shared machine a thread that
+     * has lost its core stalls every one of them. */
+    AFRT_OMP(parallel num_threads(afrt_threads_now()) if (threads && (rows > 1 || tasks > 1)))
+    {
+    AFRT_OMP(for schedule(static))
     for (int64_t q = 0; q < rows; ++q) {
         afrt_arrive_();
         const int64_t n = q / (Cb * Hp), cb = (q / Hp) % Cb, i = q % Hp;
@@ -415,10 +422,7 @@ AFRT_NC_INLINE_ int afrt_nchwc_body_(const float *x, const float *w, const float
         else
             afrt_nc_reorder_row_(x + n * C * hw, p, cb, i, Wp, xr);
     }
-    const int64_t tasks = p->N * Kp * nrb;
-    /* the built-in clamp epilogue: on each row as it is stored (afrt_nc_store_*) */
-    const afrt_epi_clamp *cl = afrt_epi_builtin_clamp_(epi);
-    AFRT_OMP(parallel for schedule(static) num_threads(afrt_threads_now()) if (threads && tasks > 1))
+    AFRT_OMP(for schedule(static))
     for (int64_t task = 0; task < tasks; ++task) {
         afrt_arrive_();
         const int64_t n = task / (Kp * nrb), kp = (task / nrb) % Kp, oh0 = (task % nrb) * nr;
@@ -459,6 +463,7 @@ AFRT_NC_INLINE_ int afrt_nchwc_body_(const float *x, const float *w, const float
             epi.fn(epi.ctx, yn, n, k0, k0 + kn, oh0 * OW, (oh0 + rows) * OW, ohw);
         }
     }
+    } /* the parallel region */
     return 1;
 }
 

@@ -19,8 +19,8 @@
  *   the GEMM core's A panels (36 packed matrices). A constant w (inside a registered
  *   region: the weights blob) is transformed once, on the first call, and kept in the
  *   packed-operand cache (side 2); any other w is transformed per call into scratch slot 1.
- * - Tasks (image, block of nt consecutive tiles, block of output channels) run under OpenMP
- *   like the GEMM tiles of afrt_conv_own_. A task transforms its tiles' inputs straight into
+ * - Tasks (image, block of nt consecutive tiles, block of output channels) run under OpenMP,
+ *   dealt to the threads round-robin. A task transforms its tiles' inputs straight into
  *   packed B panels (V_xi, 16 tiles per vector, zeros outside the input: the padding and the
  *   edge tiles), runs the 36 GEMMs with afrt_gemm_tile_ (the same micro-kernels as
  *   im2col_gemm), then the output transform adds the bias, writes the outputs inside
@@ -376,11 +376,15 @@ static inline int afrt_winograd_f32(const float *x, const float *w, const float 
     if (p->N * ntb < nth && K >= 2 * MR)
         kb = afrt_round_up_(afrt_cdiv_(K, afrt_min_(afrt_cdiv_(nth, p->N * ntb), K / MR)), MR);
     const int64_t nkb = afrt_nblocks_(K, kb), ntasks = p->N * ntb * nkb;
+    /* Tasks go out round-robin (schedule(static, 1)): the last tile block is usually short
+     * (144 tiles = 4 x 32 + 16), and contiguous runs gave one thread 3 whole blocks and the
+     * other 2 blocks, one of them that short one (two threads at most 1.6x one); dealt in
+     * turn, the short block goes to the thread with more blocks. Same tasks, same sums. */
     /* the built-in clamp epilogue: in the output transform, before each output's store */
     const afrt_epi_clamp *cl = afrt_epi_builtin_clamp_(epi);
     const size_t vfl = (size_t)(AFRT_WG_X * C * np), mfl = (size_t)(AFRT_WG_X * K * np);
     int failed = 0;
-    AFRT_OMP(parallel for schedule(static) num_threads(afrt_threads_now()) if (ntasks > 1 && afrt_worth_threads_((double)p->N * K * ohw * C * 4)))
+    AFRT_OMP(parallel for schedule(static, 1) num_threads(afrt_threads_now()) if (ntasks > 1 && afrt_worth_threads_((double)p->N * K * ohw * C * 4)))
     for (int64_t task = 0; task < ntasks; ++task) {
         afrt_arrive_();
         const int64_t n = task / (ntb * nkb), rest = task % (ntb * nkb);
