@@ -8,13 +8,6 @@ for a 2-d ``nn.matmul`` with a constant B the result is ``matmul(A, B') + b'`` (
 ``nn.add`` that ``fuse`` later takes as an epilogue). The BN's channel axis (dim 1) must be
 the contraction op's output-channel axis, so MatMul/Gemm outputs must be 2-d.
 
-A BatchNormalization with constant statistics that no contraction produces (DenseNet's
-pre-activation ``BN -> ReLU -> Conv`` on a Concat, a BN after a pool or an input) becomes
-``x * s + shift`` (``nn.mul``, ``nn.add`` with ``[C, 1, ...]`` constants, float64 math as
-above), so ``fuse`` puts it in one elementwise kernel with the activation that follows
-instead of a BN kernel and a second pass over the tensor. A BN produced by a Conv / Gemm /
-MatMul that cannot be folded is left for ``fuse-conv-bn-relu``.
-
 Refusals (in ``fusion.refusals``): ``not-a-constant`` when the BN statistics, the weights
 or the bias are computed (or elided); ``multi-consumer`` when the conv output has other
 readers; ``shape-mismatch`` when dim 1 is not the output-channel axis; plus the policy
@@ -247,38 +240,6 @@ class FoldBatchNormIntoProducer(RewritePattern):
         replace_pair(rewriter, mm, bn, (wc, bc), [new_mm, add], origins)
 
 
-@dataclass
-class BatchNormToScaleShift(RewritePattern):
-    """bn(x) -> x * s + shift, when no contraction produces x (nothing to fold into)."""
-
-    policy: FusionPolicy
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, bn: nn.BatchNormOp, rewriter: PatternRewriter) -> None:
-        if isinstance(bn.x.owner, nn.ConvOp | nn.GemmOp | nn.MatMulOp):
-            return  # FoldBatchNormIntoProducer's case, or fuse-conv-bn-relu's if it refused
-        if self.policy.family_refusal(FAMILY, [bn]) is not None:
-            return
-        stats = [const_value(v) for v in (bn.scale, bn.bias, bn.mean, bn.var)]
-        if any(s is None for s in stats):
-            return
-        scale, beta, mean, var = (np.asarray(s, dtype=np.float64) for s in stats)
-        s = scale / np.sqrt(var + bn.epsilon)
-        shift = beta - mean * s
-        bcast = (-1,) + (1,) * (len(shape_of(bn.x)) - 2)
-        origins = origins_of(bn)
-        sc = make_constant(s.reshape(bcast), origins)
-        sh = make_constant(shift.reshape(bcast), origins)
-        mul = nn.MulOp.build(operands=[bn.x, sc.y], result_types=[bn.y.type])
-        add = nn.AddOp.build(operands=[mul.out, sh.y], result_types=[bn.y.type])
-        for new in (mul, add):
-            set_origins(new, origins)
-        old = constant_operands(bn)
-        rewriter.insert([sc, sh], InsertPoint.before(bn))
-        rewriter.replace(bn, [mul, add], [add.out])
-        erase_dead(rewriter, [], root_constants=old)
-
-
 @dataclass(frozen=True)
 class FoldBatchNorm(PolicyPass):
     """Fold BatchNormalization into Conv / Gemm / MatMul with constant weights."""
@@ -290,9 +251,7 @@ class FoldBatchNorm(PolicyPass):
         policy = self.fusion_policy()
         pattern = FoldBatchNormIntoProducer(policy)
         PatternRewriteWalker(
-            GreedyRewritePatternApplier(
-                [pattern, BatchNormToScaleShift(policy)], dce_enabled=False
-            ),
+            GreedyRewritePatternApplier([pattern], dce_enabled=False),
             apply_recursively=False,
         ).rewrite_module(op)
         pattern.log.flush(op)

@@ -199,55 +199,6 @@ def test_two_constant_masks_become_one_attention() -> None:
     assert_close(built.run(feeds), ref, "two masks, C")
 
 
-def test_batchnorm_without_producer_fuses_with_its_relu() -> None:
-    """DenseNet's pre-activation (torchvision export): Concat -> BN -> Relu -> Conv, and a
-    BatchNorm1d after Flatten. Neither BN has a Conv to fold into; each becomes x*s + shift,
-    the first in one elementwise kernel with its Relu; the generated C matches onnxruntime."""
-    import autofusion
-
-    rng = np.random.default_rng(3)
-
-    def bn(name: str, x: str, c: int) -> tuple[onnx.NodeProto, list[onnx.TensorProto]]:
-        stats = [rng.uniform(0.7, 1.3, c), rng.uniform(-0.2, 0.2, c),
-                 rng.uniform(-0.5, 0.5, c), rng.uniform(0.5, 1.5, c)]  # fmt: skip
-        names = [f"{name}.{k}" for k in ("scale", "bias", "mean", "var")]
-        inits = [
-            onnx.numpy_helper.from_array(a.astype(np.float32), n) for a, n in zip(stats, names)
-        ]
-        return onnx.helper.make_node("BatchNormalization", [x, *names], [name], name=name), inits
-
-    h = onnx.helper
-    n1, i1 = bn("norm1", "cat", 16)
-    n2, i2 = bn("norm2", "flat", 8)
-    w = onnx.numpy_helper.from_array(
-        (rng.standard_normal((8, 16, 1, 1)) * 0.3).astype(np.float32), "w"
-    )
-    nodes = [
-        h.make_node("Concat", ["x", "y"], ["cat"], name="cat", axis=1),
-        n1,
-        h.make_node("Relu", ["norm1"], ["relu1"], name="relu1"),
-        h.make_node("Conv", ["relu1", "w"], ["conv"], name="conv"),
-        h.make_node("GlobalAveragePool", ["conv"], ["pool"], name="pool"),
-        h.make_node("Flatten", ["pool"], ["flat"], name="flat"),
-        n2,
-    ]
-    f32 = onnx.TensorProto.FLOAT
-    graph = h.make_graph(
-        nodes, "densenet_preact",
-        [h.make_tensor_value_info(n, f32, [1, 8, 6, 6]) for n in ("x", "y")],
-        [h.make_tensor_value_info("norm2", f32, [1, 8])], [w, *i1, *i2],
-    )  # fmt: skip
-    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
-    feeds = {n: rng.standard_normal((1, 8, 6, 6)).astype(np.float32) for n in ("x", "y")}
-    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    ref = {"norm2": sess.run(None, feeds)[0]}
-    compiled = autofusion.compile(model, threads=1)
-    assert_close(compiled.run(feeds), ref, "BN without producer, generated C")
-    patterns = [g["pattern"] for g in compiled.report["groups"]]
-    assert "ew_mul_add_relu" in patterns, patterns
-    assert not any("batch_norm" in k for k in compiled.report["kernel_work"])
-
-
 def test_swin_shifted_window_mask_through_reshape_is_attention() -> None:
     """torchvision swin_t's shifted-window block (TorchScript export): q scaled, scores plus
     the position bias, then Reshape [nW,H,N,N] -> [1,nW,H,N,N], the window mask added,
