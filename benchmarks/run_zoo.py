@@ -1,8 +1,12 @@
-"""Run autofusion-bench over zoo models with 1 and 2 threads; write a markdown table.
+"""Run autofusion-bench over zoo models (or .onnx files) with 1 and 2 threads; write a table.
 
     python benchmarks/run_zoo.py [--models a,b,...] [--threads 1,2] [--runs N]
                                  [--no-fusion] [--out FILE.md] [--json FILE.json]
                                  [--against onnxruntime,openvino [--rounds N]]
+
+``--models`` takes zoo names and paths to ``.onnx`` files, mixed (an entry ending in
+``.onnx`` is a file; e.g. the real exports of ``benchmarks/export_full_models.py`` beside
+the zoo models they imitate, measured in the same run).
 
 Each (model, threads) pair runs in its own `autofusion-bench --json` process, so one
 model's failure is reported in its row and the rest go on. The ratio columns are
@@ -31,9 +35,19 @@ DEFAULT_MODELS = (
 )  # fmt: skip
 
 
+def model_spec(model: str) -> str:
+    """``zoo:NAME`` for a zoo name; an entry ending in ``.onnx`` is a file, passed as is."""
+    return model if model.endswith(".onnx") else f"zoo:{model}"
+
+
+def label(model: object) -> str:
+    """A table row's model name: the zoo name, or the file's name without its directory."""
+    return Path(str(model)).name.removeprefix("zoo:")
+
+
 def bench_one(model: str, threads: int, runs: int, extra: list[str]) -> dict[str, object]:
     exe = Path(sys.executable).with_name("autofusion-bench")
-    cmd = [str(exe), f"zoo:{model}", "--threads", str(threads), "--runs", str(runs), "--json",
+    cmd = [str(exe), model_spec(model), "--threads", str(threads), "--runs", str(runs), "--json",
            *extra]  # fmt: skip
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -47,13 +61,13 @@ def bench_one(model: str, threads: int, runs: int, extra: list[str]) -> dict[str
 
 def fmt_row(r: dict[str, object]) -> str:
     if "error" in r:
-        return f"| {r['model']} | {r['threads']} | error: {r['error']} | | | | | | |"
+        return f"| {label(r['model'])} | {r['threads']} | error: {r['error']} | | | | | | |"
     lat = r["latency_ms"]
     k = r["kernels"]
     arena = r.get("arena_bytes")
     arena_s = f"{arena / 2**20:.1f}" if isinstance(arena, (int, float)) else "n/a"
     return (
-        f"| {r['model'].removeprefix('zoo:')} | {r['threads']} | {lat['autofusion']:.2f} | "
+        f"| {label(r['model'])} | {r['threads']} | {lat['autofusion']:.2f} | "
         f"{lat['onnxruntime']:.2f} | **{r['ratio']:.2f}** | {r['cpu_ratio']:.2f} | "
         f"{'yes' if r['match'] else 'NO'} ({r['max_abs_err']:.1e}) | "
         f"{k['autofusion']} / {k['onnxruntime']} | {arena_s} |"
@@ -62,7 +76,7 @@ def fmt_row(r: dict[str, object]) -> str:
 
 def fmt_peer_row(r: dict[str, object], peers: list[str]) -> str:
     if "error" in r:
-        return f"| {r['model']} | {r['threads']} | error: {r['error']} |" + " |" * (
+        return f"| {label(r['model'])} | {r['threads']} | error: {r['error']} |" + " |" * (
             2 * len(peers) + 4
         )
     p = r["peers"]
@@ -74,9 +88,7 @@ def fmt_peer_row(r: dict[str, object], peers: list[str]) -> str:
     cells += [f"**{lat['autofusion'] / fastest:.3f}**", "yes" if all(p["match"].values()) else "NO"]
     cells += [f"{a.get('gflops_per_s', 0):.1f} ({100 * a.get('roof_fraction', 0):.0f}%)",
               f"{100 * a.get('conv_gemm_share', 0):.1f}%"]  # fmt: skip
-    return (
-        f"| {str(r['model']).removeprefix('zoo:')} | {r['threads']} | " + " | ".join(cells) + " |"
-    )
+    return f"| {label(r['model'])} | {r['threads']} | " + " | ".join(cells) + " |"
 
 
 def peer_header(peers: list[str]) -> str:
@@ -95,7 +107,8 @@ HEADER = (
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--models", default=",".join(DEFAULT_MODELS))
+    ap.add_argument("--models", default=",".join(DEFAULT_MODELS),
+                    help="comma-separated zoo names and/or .onnx files")  # fmt: skip
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--no-fusion", action="store_true")

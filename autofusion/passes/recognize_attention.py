@@ -25,6 +25,15 @@ Also the form torch's exporters write for ``scaled_dot_product_attention``::
     o = matmul(p, v)
 
 which becomes ``nn.attention {scale, nan_to_zero = 1}``.
+
+torchvision's shifted-window attention (``swin_t`` and its kin) adds its window mask
+through a view that splits the windows from the batch::
+
+    s5 = reshape(s, [B, nW, H, N, N]);  s5 = s5 + mask;  s = reshape(s5, [B*nW, H, N, N])
+
+``FoldMaskThroughReshape`` first rewrites such a sandwich to ``s + mask'`` (the constant
+mask broadcast over the two split dims and merged like them, at compile time), so the
+shifted blocks become one ``nn.attention`` like the others.
 """
 
 from __future__ import annotations
@@ -148,6 +157,48 @@ def _fold_masks(masks: list[SSAValue], adds: list[Operation]) -> nn.ConstantOp:
     return c
 
 
+def _static(v: SSAValue) -> tuple[int, ...] | None:
+    dims = shape_of(v)
+    return tuple(dims) if all(isinstance(d, int) for d in dims) else None  # type: ignore[arg-type]
+
+
+class FoldMaskThroughReshape(RewritePattern):
+    """``reshape(reshape(x, [a, b, *r]) + C, [a*b, *r])`` -> ``x + C'`` for a constant ``C``
+    that broadcasts into ``[a, b, *r]``; ``C'`` is ``C`` broadcast over ``a`` and ``b`` and
+    reshaped to ``[a*b, *C's other dims]``. Only the sole-reader chain is rewritten."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, outer: nn.ReshapeOp, rewriter: PatternRewriter) -> None:
+        add = outer.x.owner
+        if not isinstance(add, nn.AddOp) or not outer.x.has_one_use():
+            return
+        for inner_v, c in ((add.lhs, add.rhs), (add.rhs, add.lhs)):
+            if isinstance(inner_v.owner, nn.ReshapeOp) and inner_v.has_one_use():
+                break
+        else:
+            return
+        inner = inner_v.owner
+        assert isinstance(inner, nn.ReshapeOp)
+        mask = const_value(c)
+        s5, s4 = _static(inner.y), _static(inner.x)
+        if mask is None or mask.dtype.kind != "f" or s5 is None or s4 is None:
+            return
+        # the outer reshape undoes the inner one, which splits the leading dim in two
+        if inner.x.type != outer.y.type or add.out.type != inner.y.type or len(s5) < 3:
+            return
+        if s4 != (s5[0] * s5[1], *s5[2:]) or mask.ndim > len(s5):
+            return
+        m = mask.reshape((1,) * (len(s5) - mask.ndim) + mask.shape)
+        m = np.broadcast_to(m, (*s5[:2], *m.shape[2:])).reshape((s4[0], *m.shape[2:]))
+        if m.size > FOLD_LIMIT:
+            return
+        const = nn.ConstantOp(dense_from_numpy(np.ascontiguousarray(m, dtype=mask.dtype)))
+        set_merged_origins(const, [add])
+        new = nn.AddOp.build(operands=[inner.x, const.y], result_types=[outer.y.type])
+        rewriter.insert(const, InsertPoint.before(outer))
+        replace_match(rewriter, outer, new, [inner, add, outer])
+
+
 @dataclass
 class RecognizeScaledDotProductAttention(RewritePattern):
     @op_type_rewrite_pattern
@@ -224,4 +275,5 @@ class RecognizeAttention(CheckedPass):
     config: str = ""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        rewrite_if_enabled(op, self.config, "attention", [FoldMaskThroughReshape()])
         rewrite_if_enabled(op, self.config, "attention", [RecognizeScaledDotProductAttention()])

@@ -197,3 +197,54 @@ def test_two_constant_masks_become_one_attention() -> None:
     assert_close(run_module(module, feeds), ref, "two masks, interpreter")
     built = autofusion.compile(model, threads=1)
     assert_close(built.run(feeds), ref, "two masks, C")
+
+
+def test_swin_shifted_window_mask_through_reshape_is_attention() -> None:
+    """torchvision swin_t's shifted-window block (TorchScript export): q scaled, scores plus
+    the position bias, then Reshape [nW,H,N,N] -> [1,nW,H,N,N], the window mask added,
+    Reshape back, Softmax, MatMul. The mask moves through the reshapes and the block becomes
+    one nn.attention; the generated C matches onnxruntime."""
+    import autofusion
+
+    rng = np.random.default_rng(4)
+    nw, heads, n, d = 4, 2, 9, 8
+    h = onnx.helper
+    f32 = onnx.TensorProto.FLOAT
+    mask = np.where(rng.random((1, nw, 1, n, n)) < 0.3, -100.0, 0.0)
+    consts = {
+        "scale": np.array(d**-0.5),
+        "bias": rng.uniform(-0.5, 0.5, (heads, n, n)),
+        "mask": mask,
+        "s5": np.array([1, nw, heads, n, n], np.int64),
+        "s4": np.array([nw, heads, n, n], np.int64),
+    }
+    inits = [
+        onnx.numpy_helper.from_array(v if v.dtype == np.int64 else v.astype(np.float32), k)
+        for k, v in consts.items()
+    ]
+    nodes = [
+        h.make_node("Mul", ["q", "scale"], ["qs"], name="attn/Mul"),
+        h.make_node("Transpose", ["k"], ["kt"], name="attn/Transpose", perm=[0, 1, 3, 2]),
+        h.make_node("MatMul", ["qs", "kt"], ["s"], name="attn/MatMul"),
+        h.make_node("Add", ["s", "bias"], ["sb"], name="attn/Add"),
+        h.make_node("Reshape", ["sb", "s5"], ["r5"], name="attn/Reshape_16"),
+        h.make_node("Add", ["r5", "mask"], ["m5"], name="attn/Add_11"),
+        h.make_node("Reshape", ["m5", "s4"], ["r4"], name="attn/Reshape_17"),
+        h.make_node("Softmax", ["r4"], ["p"], name="attn/Softmax", axis=-1),
+        h.make_node("MatMul", ["p", "v"], ["o"], name="attn/MatMul_2"),
+    ]
+    shape = [nw, heads, n, d]
+    graph = h.make_graph(
+        nodes, "swin_shifted",
+        [h.make_tensor_value_info(x, f32, shape) for x in ("q", "k", "v")],
+        [h.make_tensor_value_info("o", f32, shape)], inits,
+    )  # fmt: skip
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
+    feeds = {x: rng.standard_normal(shape).astype(np.float32) for x in ("q", "k", "v")}
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    ref = {"o": sess.run(None, feeds)[0]}
+    compiled = autofusion.compile(model, threads=1)
+    assert_close(compiled.run(feeds), ref, "swin shifted-window attention, generated C")
+    kernels = list(compiled.report["kernel_work"])
+    assert any("attention" in k for k in kernels), kernels
+    assert not any("softmax" in k or "reshape" in k for k in kernels), kernels

@@ -143,3 +143,40 @@ func.func @two_masks_one_input(%q: tensor<1x2x4x8xf32>, %kt: tensor<1x2x8x4xf32>
 // CHECK:         nn.add
 // CHECK-NEXT:    nn.add
 // CHECK-NEXT:    nn.softmax
+
+// -----
+
+// Positive (torchvision swin_t, shifted window): the window mask is added through a view
+// [2,1,2,2] -> [1,2,1,2,2]; it moves to the 4-d scores as a [2,1,2,2] constant, and with
+// it the block is one nn.attention.
+func.func @swin_mask_through_reshape(%q: tensor<2x1x2x4xf32>, %k: tensor<2x1x2x4xf32>, %v: tensor<2x1x2x4xf32>) -> tensor<2x1x2x4xf32> {
+  %kt = nn.transpose %k {perm = array<i64: 0, 1, 3, 2>} : (tensor<2x1x2x4xf32>) -> tensor<2x1x4x2xf32>
+  %s = nn.matmul %q, %kt : (tensor<2x1x2x4xf32>, tensor<2x1x4x2xf32>) -> tensor<2x1x2x2xf32>
+  %r5 = nn.reshape %s {onnx.origins = ["Reshape_16"]} : (tensor<2x1x2x2xf32>) -> tensor<1x2x1x2x2xf32>
+  %m = nn.constant dense<[[[[[0.0, -100.0], [0.0, 0.0]]], [[[1.0, 2.0], [3.0, 4.0]]]]]> : tensor<1x2x1x2x2xf32>
+  %a5 = nn.add %r5, %m {onnx.origins = ["Add_11"]} : (tensor<1x2x1x2x2xf32>, tensor<1x2x1x2x2xf32>) -> tensor<1x2x1x2x2xf32>
+  %r4 = nn.reshape %a5 {onnx.origins = ["Reshape_17"]} : (tensor<1x2x1x2x2xf32>) -> tensor<2x1x2x2xf32>
+  %p = nn.softmax %r4 {axis = 3 : i64} : (tensor<2x1x2x2xf32>) -> tensor<2x1x2x2xf32>
+  %o = nn.matmul %p, %v : (tensor<2x1x2x2xf32>, tensor<2x1x2x4xf32>) -> tensor<2x1x2x4xf32>
+  func.return %o : tensor<2x1x2x4xf32>
+}
+// CHECK-LABEL: func.func @swin_mask_through_reshape
+// CHECK-NEXT:    %[[M:.*]] = nn.constant dense<{{\[\[\[\[}}0.000000e+00, -1.000000e+02], [0.000000e+00, 0.000000e+00]]], {{\[\[\[}}1.000000e+00, 2.000000e+00], [3.000000e+00, 4.000000e+00]]]]> : tensor<2x1x2x2xf32> {onnx.origins = ["Add_11"]}
+// CHECK-NEXT:    %{{.*}} = nn.attention %q, %k, %v, %[[M]]
+// CHECK-NOT:     nn.reshape
+// CHECK-NOT:     nn.softmax
+
+// -----
+
+// Must not fire: the outer reshape does not undo the inner one (it merges other dims).
+func.func @reshape_not_undone(%x: tensor<2x1x2x2xf32>) -> tensor<2x4xf32> {
+  %r5 = nn.reshape %x : (tensor<2x1x2x2xf32>) -> tensor<1x2x1x2x2xf32>
+  %m = nn.constant dense<1.0> : tensor<1x2x1x2x2xf32>
+  %a5 = nn.add %r5, %m : (tensor<1x2x1x2x2xf32>, tensor<1x2x1x2x2xf32>) -> tensor<1x2x1x2x2xf32>
+  %r2 = nn.reshape %a5 : (tensor<1x2x1x2x2xf32>) -> tensor<2x4xf32>
+  func.return %r2 : tensor<2x4xf32>
+}
+// CHECK-LABEL: func.func @reshape_not_undone
+// CHECK-NEXT:    %r5 = nn.reshape %x
+// CHECK:         %a5 = nn.add %r5, %m
+// CHECK-NEXT:    %r2 = nn.reshape %a5

@@ -1,0 +1,221 @@
+"""Export issue 14's full-size models with the TorchScript exporter, as real exporters write them.
+
+The zoo builders (``autofusion/zoo/``) imitate these graphs; this script writes the graphs
+themselves, so ``autofusion-compile`` / ``autofusion-bench`` / ``benchmarks/run_zoo.py`` can
+check that real exports take the same fast paths as the zoo models. The files are 10-450 MB
+and are not committed; no test reads them. Needs the torch venv of
+``benchmarks/export_torch_models.py`` plus torchvision and timm (no weights are downloaded;
+random init, seeded):
+
+    /work/torchvenv/bin/pip install torchvision timm
+    HF_HUB_OFFLINE=1 /work/torchvenv/bin/python benchmarks/export_full_models.py \\
+        --out /work/scratch/heldout [--models resnet50,bert_base]
+
+Models (batch 1, TorchScript exporter ``dynamo=False``, opset 17, constant folding on, so
+BatchNorm is folded into Conv): torchvision ``resnet50``, ``mobilenet_v2``, ``googlenet``
+(aux heads off, ``transform_input=False``), ``squeezenet1_1``, ``densenet121``,
+``efficientnet_b0``, ``swin_t``, all [1,3,224,224] -> logits [1,1000]; ``vit_tiny`` (timm
+``vit_tiny_patch16_224``, or transformers ``ViTModel`` with the same config if timm is
+missing); ``bert_base`` (transformers ``BertModel`` from ``BertConfig()``, seq 128, int64
+``input_ids`` and ``attention_mask`` -> ``last_hidden_state``, ``pooler_output``). Each file
+is ``NAME.onnx``, beside a ``manifest.json`` that names the zoo model it corresponds to.
+
+Random init is made non-degenerate (outputs of ordinary size, no saturated softmax): zero
+parameters get small seeded values, norm weights U(0.7, 1.3), BatchNorm statistics are
+measured on a seeded batch, and the last layer is scaled so the output's standard deviation
+is about 2. The BERT file carries ``autofusion.input_range.input_ids`` metadata so
+``autofusion.zoo.sample_inputs`` draws ids from the vocabulary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+import torch
+from torch import nn
+
+
+def _import_torchvision() -> Any:
+    """torchvision, importable even where its C ops fail to load (NOTES.md: a CUDA
+    torchvision beside CPU torch): declaring the two schemas its import needs is enough for
+    the pure-Python model code."""
+    try:
+        import torchvision
+    except (RuntimeError, OSError):
+        lib = torch.library.Library("torchvision", "DEF")
+        lib.define("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+        lib.define("qnms(Tensor qdets, Tensor qscores, float iou_threshold) -> Tensor")
+        globals()["_TV_LIB"] = lib  # keep the definitions alive
+        import torchvision
+    return torchvision
+
+
+SEQ = 128
+IMAGE = (1, 3, 224, 224)
+
+# name -> (builder returning the model, zoo model it corresponds to)
+Builder = Callable[[], nn.Module]
+
+
+def _tv(name: str, **kw: Any) -> Builder:
+    def build() -> nn.Module:
+        return getattr(_import_torchvision().models, name)(weights=None, **kw)
+
+    return build
+
+
+def _vit() -> nn.Module:
+    try:
+        import timm
+    except ImportError:
+        from transformers import ViTConfig, ViTModel
+
+        cfg = ViTConfig(hidden_size=192, num_hidden_layers=12, num_attention_heads=3,
+                        intermediate_size=768, image_size=224, patch_size=16)  # fmt: skip
+        return _HFOut(ViTModel(cfg, add_pooling_layer=False), "last_hidden_state")
+    return timm.create_model("vit_tiny_patch16_224", pretrained=False)
+
+
+class _HFOut(nn.Module):
+    """A transformers model called with positional tensors, returning plain tensors."""
+
+    def __init__(self, model: nn.Module, *outs: str, keys: tuple[str, ...] = ()) -> None:
+        super().__init__()
+        self.model, self.outs, self.keys = model, outs, keys
+
+    def forward(self, *args: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        kw = dict(zip(self.keys, args)) if self.keys else {"pixel_values": args[0]}
+        res = self.model(**kw, return_dict=True)
+        return tuple(getattr(res, k) for k in self.outs)
+
+
+def _bert() -> nn.Module:
+    from transformers import BertConfig, BertModel
+
+    return _HFOut(BertModel(BertConfig()), "last_hidden_state", "pooler_output",
+                  keys=("input_ids", "attention_mask"))  # fmt: skip
+
+
+MODELS: dict[str, tuple[Builder, str]] = {
+    "resnet50": (_tv("resnet50"), "resnet50"),
+    "mobilenet_v2": (_tv("mobilenet_v2"), "mobilenet"),
+    "googlenet": (
+        _tv("googlenet", aux_logits=False, transform_input=False, init_weights=True),
+        "inception",
+    ),
+    "squeezenet1_1": (_tv("squeezenet1_1"), "squeezenet"),
+    "densenet121": (_tv("densenet121"), "densenet121"),
+    "efficientnet_b0": (_tv("efficientnet_b0"), "efficientnet_b0"),
+    "swin_t": (_tv("swin_t"), "swin_tiny"),
+    "vit_tiny": (_vit, "vit_tiny"),
+    "bert_base": (_bert, "bert_base"),
+}
+
+
+def _inputs(name: str) -> tuple[tuple[torch.Tensor, ...], list[str], list[str]]:
+    if name == "bert_base":
+        ids = torch.randint(0, 30522, (1, SEQ), generator=torch.Generator().manual_seed(2))
+        mask = torch.ones(1, SEQ, dtype=torch.int64)
+        mask[0, SEQ - 16 :] = 0  # padded tail, so the mask matters
+        return (ids, mask), ["input_ids", "attention_mask"], ["last_hidden_state",
+                                                               "pooler_output"]  # fmt: skip
+    x = torch.randn(*IMAGE, generator=torch.Generator().manual_seed(2))
+    return (x,), ["input"], ["logits"]
+
+
+NORMS = (nn.BatchNorm2d, nn.LayerNorm, nn.GroupNorm)
+
+
+def _non_degenerate(model: nn.Module, args: tuple[torch.Tensor, ...]) -> None:
+    """Seeded, ordinary-size parameters and statistics (see the module doc)."""
+    gen = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, NORMS) and m.weight is not None:
+                m.weight.uniform_(0.7, 1.3, generator=gen)
+                m.bias.uniform_(-0.1, 0.1, generator=gen)
+        for p in model.parameters():
+            if not p.abs().max() > 0:
+                p.uniform_(-0.02, 0.02, generator=gen)
+        bns = [m for m in model.modules() if isinstance(m, nn.BatchNorm2d)]
+        if bns:  # cumulative statistics of one seeded batch, through the model in order
+            for m in bns:
+                m.reset_running_stats()
+                m.momentum = None
+            model.train()
+            batch = torch.randn(4, *IMAGE[1:], generator=gen)
+            model(batch)
+        model.eval()
+        out = model(*args)
+        first = out[0] if isinstance(out, tuple) else out
+        std = float(first.std())
+        last = [m for m in model.modules() if isinstance(m, (nn.Linear, nn.Conv2d))][-1]
+        if not isinstance(first, torch.Tensor) or first.dim() != 2 or std == 0:
+            return
+        # classifier logits: bring their spread to ~2 (fresh heads give ~0.01-0.3)
+        last.weight.mul_(2.0 / std)
+        if last.bias is not None:
+            last.bias.mul_(2.0 / std)
+
+
+def export_one(name: str, out_dir: Path) -> dict[str, Any]:
+    torch.manual_seed(0)
+    build, zoo = MODELS[name]
+    model = build()
+    args, in_names, out_names = _inputs(name)
+    _non_degenerate(model, args)
+    path = out_dir / f"{name}.onnx"
+    t0 = time.perf_counter()
+    with torch.no_grad():
+        outs = model(*args)
+        torch.onnx.export(model, args, str(path), dynamo=False, opset_version=17,
+                          input_names=in_names, output_names=out_names,
+                          do_constant_folding=True)  # fmt: skip
+    if name == "bert_base":
+        import onnx
+
+        m = onnx.load(str(path))
+        onnx.helper.set_model_props(m, {"autofusion.input_range.input_ids": "0,30522"})
+        onnx.save(m, str(path))
+    outs = outs if isinstance(outs, tuple) else (outs,)
+    stats = {n: [round(float(o.abs().max()), 3), round(float(o.std()), 3)]
+             for n, o in zip(out_names, outs)}  # fmt: skip
+    mb = path.stat().st_size / 2**20
+    print(f"{path.name}: {mb:.1f} MB in {time.perf_counter() - t0:.1f} s; "
+          f"output max|y|, std: {stats}", flush=True)  # fmt: skip
+    return {"file": path.name, "zoo": zoo, "inputs": in_names, "outputs": out_names,
+            "output_max_std": stats}  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", type=Path, required=True, help="directory for the .onnx files")
+    ap.add_argument("--models", default=",".join(MODELS), help="comma-separated subset")
+    a = ap.parse_args(argv)
+    a.out.mkdir(parents=True, exist_ok=True)
+    manifest_path = a.out / "manifest.json"
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
+    status = 0
+    for name in a.models.split(","):
+        try:
+            manifest[name] = export_one(name, a.out)
+        except Exception as e:  # report and go on with the next model
+            print(f"{name}: EXPORT FAILED: {type(e).__name__}: {str(e)[:300]}", file=sys.stderr)
+            status = 1
+            continue
+        manifest_path.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
