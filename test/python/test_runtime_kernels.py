@@ -159,12 +159,32 @@ MATMUL_CASES = [
 @pytest.mark.parametrize("strategy", STRATEGIES)
 @pytest.mark.parametrize("case", MATMUL_CASES, ids=[str(i) for i in range(len(MATMUL_CASES))])
 def test_matmul(driver: Path, tmp_path: Path, case, threads: int, strategy: int) -> None:
-    batch, m, n, k, alpha, beta, ta, tb, bca, bcb = case
+    batch, m, n, k, _, _, ta, tb, bca, bcb = case
     rng = np.random.default_rng(hash(case) % 2**32)
     lda, ldb, ldc = (m if ta else k) + 3, (k if tb else n) + 2, n + 5
     a = rng.standard_normal(((1 if bca else batch), k if ta else m, lda), dtype=np.float32)
     b = rng.standard_normal(((1 if bcb else batch), n if tb else k, ldb), dtype=np.float32)
     c = rng.standard_normal((batch, m, ldc), dtype=np.float32)
+    ref, y = _run_matmul(driver, tmp_path, threads, strategy, a, b, c, case)
+    close(y[:, :, :n], 0.5 * ref - 1.0)
+
+
+def _run_matmul(
+    driver: Path,
+    tmp_path: Path,
+    threads: int,
+    strategy: int,
+    a: np.ndarray,
+    b: np.ndarray,
+    c: np.ndarray,
+    case: tuple,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The driver's matmul on a, b, c (batch, M, N, K, alpha, beta, ta, tb, bcast_a, bcast_b
+    of ``case``): the float64 reference alpha op(A) op(B) + beta C and the driver's output
+    (ldc wide), after checking that the counting epilogue saw every element of C once and
+    nothing past N, and that the padding past N was left alone."""
+    batch, m, n, k, alpha, beta, ta, tb, bca, bcb = case
+    ldc = c.shape[2]
     for arr, name in ((a, "a"), (b, "b"), (c, "c")):
         arr.tofile(tmp_path / f"{name}.bin")
     subprocess.run(
@@ -181,7 +201,7 @@ def test_matmul(driver: Path, tmp_path: Path, case, threads: int, strategy: int)
     assert np.all(count[:, :, :n] == 1), "epilogue must see each element exactly once"
     assert np.all(count[:, :, n:] == 0), "epilogue touched padding beyond N"
     np.testing.assert_array_equal(y[:, :, n:], c[:, :, n:])  # padding left alone
-    close(y[:, :, :n], 0.5 * ref - 1.0)
+    return ref, y
 
 
 DIRECT_A_CASES = [
@@ -218,20 +238,8 @@ def test_matmul_direct_a(driver: Path, tmp_path: Path, case, threads: int, strat
     if special:
         a[0, 3, 5] = np.nan  # row 3: in the first 12-row tile, read unpacked
         a[0, m - 1, 0] = np.inf  # the last row: in the packed edge panel
-    for arr, name in ((a, "a"), (b, "b"), (c, "c")):
-        arr.tofile(tmp_path / f"{name}.bin")
-    subprocess.run(
-        [str(driver), str(threads), str(strategy), "matmul", str(tmp_path),
-         *map(str, (batch, m, n, k, alpha, beta, 0, tb, bca, 0))],
-        check=True,
-    )  # fmt: skip
-    opb = b[:, :n, :k].transpose(0, 2, 1) if tb else b[:, :k, :n]
-    ref = alpha * np.matmul(a[:, :m, :k].astype(np.float64), opb.astype(np.float64))
-    ref = ref + beta * c[:, :, :n]
-    y = np.fromfile(tmp_path / "y.bin", dtype=np.float32).reshape(batch, m, ldc)
-    count = np.fromfile(tmp_path / "count.bin", dtype=np.int32).reshape(batch, m, ldc)
-    assert np.all(count[:, :, :n] == 1), "epilogue must see each element exactly once"
-    np.testing.assert_array_equal(y[:, :, n:], c[:, :, n:])  # padding left alone
+    params = (batch, m, n, k, alpha, beta, 0, tb, bca, 0)
+    ref, y = _run_matmul(driver, tmp_path, threads, strategy, a, b, c, params)
     if special:
         assert np.isnan(ref[0, 3]).all()
         assert np.isinf(ref[0, m - 1]).all()
