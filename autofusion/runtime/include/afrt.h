@@ -3839,20 +3839,30 @@ static inline float af_expf_core_(float xc) {
  * default), so loops calling it stayed scalar on aarch64; this way they vectorise to NEON.
  * Results are bit-identical to the generic version (NaN: x itself; x > 88.7228391f: inf;
  * the clamp only differs for NaN, whose result is x either way). */
+/* r, or x itself where x is NaN: the NaN choice of the NEON forms, made on the bit pattern. */
+static inline float af_nan_or_(float x, float r) {
+    uint32_t ux, ur;
+    memcpy(&ux, &x, sizeof ux);
+    memcpy(&ur, &r, sizeof ur);
+    const uint32_t is_nan = 0u - (uint32_t)((ux & 0x7fffffffu) > 0x7f800000u);
+    ur = (ur & ~is_nan) | (ux & is_nan);
+    float res;
+    memcpy(&res, &ur, sizeof res);
+    return res;
+}
+
 static inline float af_expf(float x) {
     uint32_t ux;
     memcpy(&ux, &x, sizeof ux);
-    const uint32_t is_nan = 0u - (uint32_t)((ux & 0x7fffffffu) > 0x7f800000u);
     const uint32_t is_big = 0u - (uint32_t)((int32_t)ux > 0x42b17218); /* x > 88.7228391f */
     const float xc = fminf(fmaxf(x, -87.0f), 88.7228391f);
     const float out = af_expf_core_(xc);
     uint32_t uo;
     memcpy(&uo, &out, sizeof uo);
     uo = (uo & ~is_big) | (0x7f800000u & is_big);
-    uo = (uo & ~is_nan) | (ux & is_nan);
-    float res;
-    memcpy(&res, &uo, sizeof res);
-    return res;
+    float big;
+    memcpy(&big, &uo, sizeof big);
+    return af_nan_or_(x, big);
 }
 #else
 static inline float af_expf(float x) {
@@ -3879,16 +3889,7 @@ static inline float af_erff_rational_(float a) {
 /* aarch64: the clamps by fminf (FMINNM) and NaN restored from the bit pattern,
  * as af_expf does there, so loops calling it vectorise; bit-identical to the generic form. */
 static inline float af_erff(float x) {
-    uint32_t ux;
-    memcpy(&ux, &x, sizeof ux);
-    const uint32_t is_nan = 0u - (uint32_t)((ux & 0x7fffffffu) > 0x7f800000u);
-    const float r = copysignf(fminf(af_erff_rational_(fminf(fabsf(x), 3.92f)), 1.0f), x);
-    uint32_t ur;
-    memcpy(&ur, &r, sizeof ur);
-    ur = (ur & ~is_nan) | (ux & is_nan);
-    float res;
-    memcpy(&res, &ur, sizeof res);
-    return res;
+    return af_nan_or_(x, copysignf(fminf(af_erff_rational_(fminf(fabsf(x), 3.92f)), 1.0f), x));
 }
 #else
 static inline float af_erff(float x) {
