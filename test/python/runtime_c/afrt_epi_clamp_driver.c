@@ -37,21 +37,6 @@ static void fill_(float *p, size_t n, int specials) {
 static const float BOUNDS_[][2] = {{0.0f, INFINITY}, {0.0f, 6.0f}, {-INFINITY, INFINITY},
                                    {-0.25f, 0.25f}};
 
-/* The conv kernels that finish their outputs with the built-in clamp at the store. */
-enum { K_CONV2D, K_WINOGRAD, K_NCHWC, K_NCHWC_BLOCKED_OUT };
-static const char *const KIND_NAMES_[] = {"conv2d", "winograd", "nchwc", "nchwc_blocked_out"};
-
-/* One call of kernel `kind`; 0 if it declined (then the case would check nothing). */
-static int run_conv_(int kind, const float *x, const float *w, const float *b, float *y,
-                     const afrt_conv_params *p, afrt_epilogue e) {
-    switch (kind) {
-    case K_WINOGRAD: return afrt_winograd_f32(x, w, b, y, p, e);
-    case K_NCHWC: return afrt_nchwc_f32(x, w, b, y, p, e);
-    case K_NCHWC_BLOCKED_OUT: return afrt_nchwc_ex_f32(x, w, b, y, p, e, AFRT_NC_OUT_BLOCKED);
-    default: afrt_conv2d_f32(x, w, b, y, p, NULL, e); return 1;
-    }
-}
-
 /* Every bound and residual (none, per image, broadcast over the batch) of one conv on one
  * kernel with the plain bias, and with the Relu6 bounds also no bias and a bias holding NaN,
  * -inf and -0.0; both epilogues. Returns the cases checked, or -1 after printing the first
@@ -59,14 +44,14 @@ static int run_conv_(int kind, const float *x, const float *w, const float *b, f
 static int check_conv_(int kind, const afrt_conv_params *p) {
     const int64_t ohw = p->OH * p->OW;
     /* a blocked output (and its residual, in the same layout) is [N][K/16][OH][OW][16] */
-    const int64_t Ky = kind == K_NCHWC_BLOCKED_OUT ? afrt_round_up_(p->K, AFRT_NC_L) : p->K;
+    const int64_t Ky = kind == DRV_NCHWC_BLOCKED_OUT ? afrt_round_up_(p->K, AFRT_NC_L) : p->K;
     const size_t nx = (size_t)(p->N * p->C * p->H * p->W);
     const size_t nw = (size_t)(p->K * (p->C / p->group) * p->R * p->S);
     const size_t ny = (size_t)(p->N * Ky * ohw);
     float *x = malloc(nx * 4), *w = malloc(nw * 4), *b = malloc((size_t)p->K * 4);
     float *bs = malloc((size_t)p->K * 4);
     float *res = malloc(ny * 4), *y0 = malloc(ny * 4), *y1 = malloc(ny * 4);
-    fill_(x, nx, kind != K_WINOGRAD); /* Winograd declines non-finite inputs */
+    fill_(x, nx, kind != DRV_WINOGRAD); /* Winograd declines non-finite inputs */
     fill_(w, nw, 0);
     fill_(b, (size_t)p->K, 0);
     memcpy(bs, b, (size_t)p->K * 4);
@@ -78,7 +63,7 @@ static int check_conv_(int kind, const afrt_conv_params *p) {
     for (size_t bi = 0; bi < sizeof BOUNDS_ / sizeof BOUNDS_[0]; ++bi)
         for (int with_res = 0; with_res < 3; ++with_res)
             for (int with_bias = 0; with_bias < 3; ++with_bias) {
-                if (with_res == 2 && (p->N < 2 || kind == K_NCHWC_BLOCKED_OUT)) continue;
+                if (with_res == 2 && (p->N < 2 || kind == DRV_NCHWC_BLOCKED_OUT)) continue;
                 if (with_bias != 1 && bi != 1) continue;
                 const float *bias = with_bias == 0 ? NULL : with_bias == 1 ? b : bs;
                 const afrt_epi_clamp d = {with_res ? res : NULL, with_res == 2 ? 0 : Ky * ohw,
@@ -87,10 +72,10 @@ static int check_conv_(int kind, const afrt_conv_params *p) {
                 const afrt_epilogue slow = {plain_clamp, (void *)&d};
                 memset(y0, 0, ny * 4);
                 memset(y1, 0, ny * 4);
-                const int ran0 = run_conv_(kind, x, w, bias, y0, p, slow);
-                const int ran1 = run_conv_(kind, x, w, bias, y1, p, fast);
-                if (!ran0 || !ran1 || !drv_same(y0, y1, ny, KIND_NAMES_[kind])) {
-                    printf("%s: ran %d %d, bounds %zu res %d bias %d\n", KIND_NAMES_[kind], ran0,
+                const int ran0 = drv_run_conv(kind, x, w, bias, y0, p, slow);
+                const int ran1 = drv_run_conv(kind, x, w, bias, y1, p, fast);
+                if (!ran0 || !ran1 || !drv_same(y0, y1, ny, DRV_CONV_NAMES[kind])) {
+                    printf("%s: ran %d %d, bounds %zu res %d bias %d\n", DRV_CONV_NAMES[kind], ran0,
                            ran1, bi, with_res, with_bias);
                     cases = -1;
                     goto done;
@@ -189,21 +174,21 @@ int main(int argc, char **argv) {
         afrt_conv_params p;
     } kconvs[] = {
         /* cut edge tiles (10 x 11 outputs), K off the micro-tile rows */
-        {K_WINOGRAD, {1, 16, 10, 11, 20, 3, 3, 10, 11, 1, 1, 1, 1, 1, 1, 1, 1, 1}},
+        {DRV_WINOGRAD, {1, 16, 10, 11, 20, 3, 3, 10, 11, 1, 1, 1, 1, 1, 1, 1, 1, 1}},
         /* batch 2, no padding, 25 tiles per image */
-        {K_WINOGRAD, {2, 24, 21, 19, 40, 3, 3, 19, 17, 1, 1, 0, 0, 0, 0, 1, 1, 1}},
+        {DRV_WINOGRAD, {2, 24, 21, 19, 40, 3, 3, 19, 17, 1, 1, 0, 0, 0, 0, 1, 1, 1}},
         /* 144 tiles: two tile blocks of one image, the second not a multiple of 16 */
-        {K_WINOGRAD, {1, 8, 48, 46, 12, 3, 3, 48, 46, 1, 1, 1, 1, 1, 1, 1, 1, 1}},
-        {K_NCHWC, {1, 16, 14, 14, 32, 3, 3, 14, 14, 1, 1, 1, 1, 1, 1, 1, 1, 1}},  /* width 14 */
-        {K_NCHWC, {2, 20, 13, 13, 40, 3, 3, 13, 13, 1, 1, 1, 1, 1, 1, 1, 1, 1}},  /* 13, C, K off */
-        {K_NCHWC, {1, 32, 7, 7, 48, 3, 3, 7, 7, 1, 1, 1, 1, 1, 1, 1, 1, 1}},      /* row pairs */
-        {K_NCHWC, {1, 16, 20, 10, 32, 3, 3, 10, 5, 2, 2, 1, 1, 1, 1, 1, 1, 1}},   /* stride 2 */
-        {K_NCHWC, {2, 16, 9, 30, 36, 1, 1, 9, 30, 1, 1, 0, 0, 0, 0, 1, 1, 1}},    /* 1x1, 14+14+2 */
-        {K_NCHWC_BLOCKED_OUT, {1, 16, 13, 13, 40, 3, 3, 13, 13, 1, 1, 1, 1, 1, 1, 1, 1, 1}},
-        {K_NCHWC_BLOCKED_OUT, {2, 32, 7, 7, 32, 3, 3, 7, 7, 1, 1, 1, 1, 1, 1, 1, 1, 1}},
+        {DRV_WINOGRAD, {1, 8, 48, 46, 12, 3, 3, 48, 46, 1, 1, 1, 1, 1, 1, 1, 1, 1}},
+        {DRV_NCHWC, {1, 16, 14, 14, 32, 3, 3, 14, 14, 1, 1, 1, 1, 1, 1, 1, 1, 1}},  /* width 14 */
+        {DRV_NCHWC, {2, 20, 13, 13, 40, 3, 3, 13, 13, 1, 1, 1, 1, 1, 1, 1, 1, 1}},  /* 13, C, K off */
+        {DRV_NCHWC, {1, 32, 7, 7, 48, 3, 3, 7, 7, 1, 1, 1, 1, 1, 1, 1, 1, 1}},      /* row pairs */
+        {DRV_NCHWC, {1, 16, 20, 10, 32, 3, 3, 10, 5, 2, 2, 1, 1, 1, 1, 1, 1, 1}},   /* stride 2 */
+        {DRV_NCHWC, {2, 16, 9, 30, 36, 1, 1, 9, 30, 1, 1, 0, 0, 0, 0, 1, 1, 1}},    /* 1x1, 14+14+2 */
+        {DRV_NCHWC_BLOCKED_OUT, {1, 16, 13, 13, 40, 3, 3, 13, 13, 1, 1, 1, 1, 1, 1, 1, 1, 1}},
+        {DRV_NCHWC_BLOCKED_OUT, {2, 32, 7, 7, 32, 3, 3, 7, 7, 1, 1, 1, 1, 1, 1, 1, 1, 1}},
     };
     for (size_t ci = 0; ci < sizeof convs / sizeof convs[0]; ++ci) {
-        const int got = check_conv_(K_CONV2D, &convs[ci]);
+        const int got = check_conv_(DRV_CONV2D, &convs[ci]);
         if (got < 0) {
             printf("conv case %zu\n", ci);
             return 1;

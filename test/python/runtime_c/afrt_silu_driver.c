@@ -79,19 +79,6 @@ static void plain_silu(void *ctx, float *out, int64_t batch, int64_t r0, int64_t
     afrt_epi_silu_fn(ctx, out, batch, r0, r1, c0, c1, ld);
 }
 
-enum { K_CONV2D, K_DW, K_WINOGRAD, K_NCHWC };
-static const char *const KIND_NAMES_[] = {"conv2d", "dwconv", "winograd", "nchwc"};
-
-static int run_conv_(int kind, const float *x, const float *w, const float *b, float *y,
-                     const afrt_conv_params *p, afrt_epilogue e) {
-    switch (kind) {
-    case K_DW: return afrt_dwconv2d_f32(x, w, b, y, p, e);
-    case K_WINOGRAD: return afrt_winograd_f32(x, w, b, y, p, e);
-    case K_NCHWC: return afrt_nchwc_f32(x, w, b, y, p, e);
-    default: afrt_conv2d_f32(x, w, b, y, p, NULL, e); return 1;
-    }
-}
-
 /* Both gates of one conv; returns the cases checked or -1. Inputs of scale 8 reach the
  * exponential's whole useful range; one input holds NaN, one +inf (conv outputs NaN / inf). */
 static int check_conv_(int kind, const afrt_conv_params *p) {
@@ -104,7 +91,7 @@ static int check_conv_(int kind, const afrt_conv_params *p) {
     drv_fill(x, nx, 8.0f);
     drv_fill(w, nw, 2.0f);
     drv_fill(b, (size_t)p->K, 4.0f);
-    if (kind != K_WINOGRAD) x[nx / 3] = NAN, x[nx / 2] = INFINITY; /* Winograd declines them */
+    if (kind != DRV_WINOGRAD) x[nx / 3] = NAN, x[nx / 2] = INFINITY; /* Winograd declines them */
     int cases = 0;
     for (int gate = 0; gate < 2; ++gate) {
         const afrt_epi_silu d = {gate};
@@ -112,10 +99,10 @@ static int check_conv_(int kind, const afrt_conv_params *p) {
         memset(y0, 0, ny * 4);
         memset(y1, 0, ny * 4);
         const afrt_epilogue slow = {plain_silu, (void *)&d};
-        const int ran0 = run_conv_(kind, x, w, b, y0, p, slow);
-        const int ran1 = run_conv_(kind, x, w, b, y1, p, fast);
-        if (!ran0 || !ran1 || !drv_same(y0, y1, ny, KIND_NAMES_[kind])) {
-            printf("%s: ran %d %d gate %d\n", KIND_NAMES_[kind], ran0, ran1, gate);
+        const int ran0 = drv_run_conv(kind, x, w, b, y0, p, slow);
+        const int ran1 = drv_run_conv(kind, x, w, b, y1, p, fast);
+        if (!ran0 || !ran1 || !drv_same(y0, y1, ny, DRV_CONV_NAMES[kind])) {
+            printf("%s: ran %d %d gate %d\n", DRV_CONV_NAMES[kind], ran0, ran1, gate);
             cases = -1;
             break;
         }
@@ -135,14 +122,14 @@ int main(int argc, char **argv) {
         int kind;
         afrt_conv_params p;
     } convs[] = {
-        {K_CONV2D, {2, 24, 9, 11, 40, 1, 1, 9, 11, 1, 1, 0, 0, 0, 0, 1, 1, 1}},   /* 1x1, edges */
-        {K_CONV2D, {1, 64, 20, 20, 96, 1, 1, 20, 20, 1, 1, 0, 0, 0, 0, 1, 1, 1}}, /* full tiles */
-        {K_CONV2D, {1, 300, 6, 6, 20, 3, 3, 6, 6, 1, 1, 1, 1, 1, 1, 2, 2, 1}},    /* K > KC */
-        {K_CONV2D, {2, 8, 13, 13, 36, 3, 3, 7, 7, 2, 2, 1, 1, 1, 1, 1, 1, 2}},    /* groups */
-        {K_DW, {1, 40, 17, 19, 40, 3, 3, 17, 19, 1, 1, 1, 1, 1, 1, 1, 1, 40}},
-        {K_DW, {2, 24, 16, 16, 24, 5, 5, 8, 8, 2, 2, 2, 2, 2, 2, 1, 1, 24}},
-        {K_WINOGRAD, {1, 16, 10, 11, 20, 3, 3, 10, 11, 1, 1, 1, 1, 1, 1, 1, 1, 1}},
-        {K_NCHWC, {1, 16, 14, 14, 32, 3, 3, 14, 14, 1, 1, 1, 1, 1, 1, 1, 1, 1}},
+        {DRV_CONV2D, {2, 24, 9, 11, 40, 1, 1, 9, 11, 1, 1, 0, 0, 0, 0, 1, 1, 1}},   /* 1x1, edges */
+        {DRV_CONV2D, {1, 64, 20, 20, 96, 1, 1, 20, 20, 1, 1, 0, 0, 0, 0, 1, 1, 1}}, /* full tiles */
+        {DRV_CONV2D, {1, 300, 6, 6, 20, 3, 3, 6, 6, 1, 1, 1, 1, 1, 1, 2, 2, 1}},    /* K > KC */
+        {DRV_CONV2D, {2, 8, 13, 13, 36, 3, 3, 7, 7, 2, 2, 1, 1, 1, 1, 1, 1, 2}},    /* groups */
+        {DRV_DW, {1, 40, 17, 19, 40, 3, 3, 17, 19, 1, 1, 1, 1, 1, 1, 1, 1, 40}},
+        {DRV_DW, {2, 24, 16, 16, 24, 5, 5, 8, 8, 2, 2, 2, 2, 2, 2, 1, 1, 24}},
+        {DRV_WINOGRAD, {1, 16, 10, 11, 20, 3, 3, 10, 11, 1, 1, 1, 1, 1, 1, 1, 1, 1}},
+        {DRV_NCHWC, {1, 16, 14, 14, 32, 3, 3, 14, 14, 1, 1, 1, 1, 1, 1, 1, 1, 1}},
     };
     for (size_t ci = 0; ci < sizeof convs / sizeof convs[0]; ++ci) {
         const int got = check_conv_(convs[ci].kind, &convs[ci].p);

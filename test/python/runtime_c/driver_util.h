@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "afrt.h"
+
 static uint32_t drv_rng_ = 12345u;
 
 static inline void drv_seed(uint32_t seed) { drv_rng_ = seed; }
@@ -87,6 +89,24 @@ static inline void drv_save(const char *dir, const char *name, const void *data,
         exit(2);
     }
     fclose(f);
+}
+
+/* The conv kernels the epilogue drivers run one case on (the SiLU and clamp drivers compare a
+ * built-in epilogue with the same function passed as one no kernel recognises). */
+enum { DRV_CONV2D, DRV_DW, DRV_WINOGRAD, DRV_NCHWC, DRV_NCHWC_BLOCKED_OUT };
+static const char *const DRV_CONV_NAMES[] = {"conv2d", "dwconv", "winograd", "nchwc",
+                                             "nchwc_blocked_out"};
+
+/* One call of conv kernel `kind`; 0 if it declined (then the case would check nothing). */
+static inline int drv_run_conv(int kind, const float *x, const float *w, const float *b,
+                               float *y, const afrt_conv_params *p, afrt_epilogue e) {
+    switch (kind) {
+    case DRV_DW: return afrt_dwconv2d_f32(x, w, b, y, p, e);
+    case DRV_WINOGRAD: return afrt_winograd_f32(x, w, b, y, p, e);
+    case DRV_NCHWC: return afrt_nchwc_f32(x, w, b, y, p, e);
+    case DRV_NCHWC_BLOCKED_OUT: return afrt_nchwc_ex_f32(x, w, b, y, p, e, AFRT_NC_OUT_BLOCKED);
+    default: afrt_conv2d_f32(x, w, b, y, p, NULL, e); return 1;
+    }
 }
 
 #endif
