@@ -11,6 +11,7 @@ No timings are asserted.
 
 from __future__ import annotations
 
+import subprocess
 import time
 from pathlib import Path
 
@@ -120,3 +121,44 @@ def test_every_runtime_region_asks_for_its_threads() -> None:
         for line in regions:
             assert "num_threads(afrt_threads_now())" in line, f"{header.name}: {line.strip()}"
         assert text.count("afrt_arrive_();") >= len(regions), header.name
+
+
+@pytest.fixture(scope="module")
+def lag_driver(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from autofusion.runtime import toolchain
+
+    src = Path(__file__).parent / "runtime_c" / "afrt_lag_driver.c"
+    out = tmp_path_factory.mktemp("lag") / "afrt_lag_driver"
+    cmd = [
+        toolchain.c_compiler(), "-std=c11", "-O1", "-fopenmp", *toolchain.WERROR_FLAGS,
+        *toolchain.include_flags(), str(src), "-o", str(out), *toolchain.link_flags(),
+    ]  # fmt: skip
+    subprocess.run(cmd, check=True)
+    return out
+
+
+@pytest.mark.parametrize(
+    ("pattern", "threads"),
+    [
+        ("oo", "22"),
+        # One late region alone (a worker waking from sleep after a serial stretch) keeps
+        # both threads, however often it recurs between on-time regions.
+        ("Lo", "22"),
+        ("LoLoLo", "222222"),
+        # Two late regions in a row are contention: the regions after them run on one
+        # thread (the third letter's region: the cut is judged when the next one starts).
+        ("LLo", "221"),
+        ("LoLLoo", "222211"),
+        # A first late region, then one on time, then late again: no cut.
+        ("LoL" + "o", "2222"),
+    ],
+)
+def test_only_a_second_late_region_in_a_row_cuts(
+    lag_driver: Path, pattern: str, threads: str
+) -> None:
+    """The streak rule of afrt_judge_region_, on made-up times (docs/runtime.md, "Threads on
+    a busy machine"): the thread count of each region of a two-thread library."""
+    got = subprocess.run(
+        [str(lag_driver), pattern], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    assert got == threads

@@ -567,17 +567,22 @@ static inline void afrt_judge_region_(double now) {
     }
 }
 
-/* The thread count of the region about to start (every num_threads clause calls it). */
-static inline int afrt_threads_now(void) {
-#ifdef _OPENMP
+/* The thread count of a region starting at time `now` (seconds, omp_get_wtime's clock):
+ * judges the last region, then starts a new epoch. Tests drive it with made-up times. */
+static inline int afrt_threads_at_(double now) {
     if (afrt_num_threads_ <= 1) return 1;
-    const double now = omp_get_wtime();
     afrt_judge_region_(now);
     int n = afrt_threads_cur_;
     if (n < afrt_num_threads_ && now >= afrt_probe_at_) n = afrt_num_threads_;
     afrt_region_t0_ = now;
     ++afrt_epoch_;
     return n;
+}
+
+/* The thread count of the region about to start (every num_threads clause calls it). */
+static inline int afrt_threads_now(void) {
+#ifdef _OPENMP
+    return afrt_threads_at_(omp_get_wtime());
 #else
     return afrt_num_threads_;
 #endif
