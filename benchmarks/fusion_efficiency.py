@@ -31,8 +31,9 @@ of each build. From those:
   between rounds, which is Inception's whole R (BN + ReLU, ~4% of its time); the minima hold
   still to about a percent, so this column says what fusion saves when the load does not.
 
-Each model is ``NAME`` of the zoo, ``NAME@SEQ`` for a zoo BERT at sequence length SEQ, or
-``mobilenet@224`` (MobileNet-V2 at 224 x 224, where ``fuse-conv-chain`` forms chains).
+Each model is ``NAME`` of the zoo, ``NAME@SEQ`` for a zoo BERT at sequence length SEQ,
+``mobilenet@224`` (MobileNet-V2 at 224 x 224, where ``fuse-conv-chain`` forms chains), or the
+path of an ``.onnx`` file (e.g. the real exports of ``benchmarks/export_full_models.py``).
 Every build is checked against the other (the project's correctness bar). Not a test: nothing
 here asserts a time.
 
@@ -62,10 +63,13 @@ DEFAULT_MODELS = "resnet50,mobilenet,inception,bert_base@128,bert_base@512,swin_
 
 
 def build(spec: str) -> onnx.ModelProto:
-    """The zoo model ``NAME``, a zoo BERT ``NAME@SEQ`` at sequence length ``SEQ``, or
-    ``mobilenet@SIZE`` (MobileNet-V2 at SIZE x SIZE)."""
+    """The zoo model ``NAME``, a zoo BERT ``NAME@SEQ`` at sequence length ``SEQ``,
+    ``mobilenet@SIZE`` (MobileNet-V2 at SIZE x SIZE) or an ``.onnx`` file."""
     from autofusion.zoo import get_model
     from autofusion.zoo.transformer import bert
+
+    if spec.endswith(".onnx"):
+        return onnx.load(spec)
 
     name, _, seq = spec.partition("@")
     if name == "mobilenet" and seq:  # mobilenet@224: the published resolution
@@ -178,7 +182,7 @@ def measure(
     min_unf, min_fus = (sum(k.seconds for k in mins[f]) for f in (False, True))
     min_r = split_profile(mins[False], mins[True]).removed_share * min_unf
     return {
-        "model": spec,
+        "model": os.path.basename(spec) if spec.endswith(".onnx") else spec,
         "threads": threads,
         "unfused_ms": 1e3 * unf,
         "fused_ms": 1e3 * fus,
@@ -226,7 +230,9 @@ def table(rows: Sequence[Mapping[str, Any]]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    ap.add_argument("--models", default=DEFAULT_MODELS, help="comma-separated NAME or NAME@SEQ")
+    ap.add_argument(
+        "--models", default=DEFAULT_MODELS, help="comma-separated NAME, NAME@SEQ or FILE.onnx"
+    )
     ap.add_argument("--threads", default="1,2", help="comma-separated thread counts")
     ap.add_argument("--runs", type=int, default=10, help="timed runs per round and build")
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds")
