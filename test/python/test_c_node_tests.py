@@ -2,15 +2,14 @@
 
 Each supported case is imported, lowered, printed, built with -Wall -Wextra -Werror and run;
 outputs must match the case's expected outputs at rtol=1e-3, atol=1e-4*max(1,max|ref|).
-The runtime is compiled once per session and linked into every case
-(:mod:`autofusion.runtime.prebuilt`); ``AUTOFUSION_TEST_INLINE_RUNTIME=1`` compiles it into
+The runtime is compiled once per process and linked into every case (the test builds of
+:mod:`autofusion.lowering.c.testing`); ``AUTOFUSION_TEST_INLINE_RUNTIME=1`` compiles it into
 each case's model.c instead, as a model build does.
 ``python test/python/test_c_node_tests.py`` prints the pass counts.
 """
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -18,17 +17,12 @@ import onnx_node_cases as cases
 import pytest
 
 from autofusion.lowering.c.testing import build_and_run
-from autofusion.runtime.build import BuildOptions
-from autofusion.runtime.prebuilt import build_prebuilt_runtime
 
 # The 1,300 cases are small graphs of edge-case semantics, built one library each: at -O2 (the
 # last -O wins) gcc takes about 35% less time than at -O3 (9.6 -> 6.2 s CPU for 8 cases), a
 # third of CI's time. -O2 keeps strict aliasing and gcc 12's cheap vectoriser, so restrict or
 # aliasing mistakes still show; the zoo, exported-model and kernel tests build at -O3.
 CFLAGS = ("-O2",)
-# "1": every case compiles the kernels it calls itself (the model build's way) rather than
-# linking the session's prebuilt runtime; for when a change needs warnings from inlined kernels.
-INLINE_RUNTIME = os.environ.get("AUTOFUSION_TEST_INLINE_RUNTIME", "") == "1"
 
 # name -> reason. Cases the C backend refuses or cannot match; strict: they must still fail.
 XFAIL: dict[str, str] = {}
@@ -50,32 +44,19 @@ def _param(name: str):
     return name
 
 
-def case_cflags(runtime_dir: Path) -> tuple[str, ...]:
-    """The flags each case is built with; builds the prebuilt runtime in ``runtime_dir``."""
-    if INLINE_RUNTIME:
-        return CFLAGS
-    runtime = build_prebuilt_runtime(runtime_dir, BuildOptions(extra_cflags=CFLAGS))
-    return runtime.build_options().extra_cflags
-
-
-@pytest.fixture(scope="session")
-def cflags(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, ...]:
-    return case_cflags(tmp_path_factory.mktemp("afrt_prebuilt"))
-
-
-def run_case(name: str, work: Path, cflags: tuple[str, ...]) -> None:
+def run_case(name: str, work: Path) -> None:
     case = cases.get_case(name)
     # A fresh import: lowering rewrites the module in place.
     imp = cases.import_case(case)
     assert imp.module is not None
-    out = build_and_run(imp.module, imp.feeds(case), work, extra_cflags=cflags)
+    out = build_and_run(imp.module, imp.feeds(case), work, extra_cflags=CFLAGS)
     for out_name, ref in zip(case.output_names, case.outputs):
         cases.assert_close(out[out_name], ref, f"{name}: output {out_name!r}")
 
 
 @pytest.mark.parametrize("name", [_param(n) for n in SUPPORTED])
-def test_node_case_in_c(name: str, tmp_path: Path, cflags: tuple[str, ...]) -> None:
-    run_case(name, tmp_path, cflags)
+def test_node_case_in_c(name: str, tmp_path: Path) -> None:
+    run_case(name, tmp_path)
 
 
 def test_xfail_entries_are_supported_cases() -> None:
@@ -87,10 +68,9 @@ if __name__ == "__main__":
 
     passed = failed = 0
     with tempfile.TemporaryDirectory() as d:
-        flags = case_cflags(Path(d) / "afrt_prebuilt")
         for n in SUPPORTED:
             try:
-                run_case(n, Path(d) / n, flags)
+                run_case(n, Path(d) / n)
                 passed += 1
             except Exception as e:
                 failed += 1

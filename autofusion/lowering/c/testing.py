@@ -5,10 +5,22 @@ lowering passes (:func:`autofusion.pipeline.lower`), emits model.c/model.h/weigh
 ``libmodel.so`` with the runtime's build (``-Wall -Wextra -Werror``), runs it once through the
 ctypes loader and returns outputs by ONNX name. ``close`` / ``assert_close`` / ``compare`` are
 re-exported from :mod:`autofusion.testing`, the project's one correctness bar.
+
+Builds link the runtime compiled once per process and set of flags
+(:mod:`autofusion.runtime.prebuilt`) instead of compiling the kernels a model calls into its
+``model.c``: a test model with a convolution otherwise spends most of its build compiling the
+conv kernels, and hundreds of tests build one. The kernels are the same functions with the same
+flags, called instead of inlined. ``inline_runtime=True`` (the zoo and exported-model tests)
+or ``AUTOFUSION_TEST_INLINE_RUNTIME=1`` (every test) builds the usual way, as
+``autofusion-compile`` does, for the warnings only an inlined kernel shows.
 """
 
 from __future__ import annotations
 
+import atexit
+import os
+import shutil
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import cast
@@ -43,10 +55,38 @@ def emit_lowered(module: ModuleOp, work_dir: Path) -> None:
     emit_model(module, work_dir)
 
 
-def build(module: ModuleOp, work_dir: Path, extra_cflags: tuple[str, ...] = ()) -> Path:
+# Prebuilt runtimes of this process, by the flags they were compiled with.
+_PREBUILT: dict[tuple[str, ...], tuple[str, ...]] = {}
+
+
+def _prebuilt_cflags(extra_cflags: tuple[str, ...]) -> tuple[str, ...]:
+    """``extra_cflags`` plus the flags linking a runtime prebuilt with them (built on first use
+    in a directory removed when the process exits)."""
+    from autofusion.runtime.build import BuildOptions
+    from autofusion.runtime.prebuilt import build_prebuilt_runtime
+
+    if extra_cflags not in _PREBUILT:
+        where = tempfile.mkdtemp(prefix="afrt-prebuilt-")
+        atexit.register(shutil.rmtree, where, True)
+        runtime = build_prebuilt_runtime(where, BuildOptions(extra_cflags=extra_cflags))
+        _PREBUILT[extra_cflags] = runtime.build_options().extra_cflags
+    return _PREBUILT[extra_cflags]
+
+
+def build(
+    module: ModuleOp,
+    work_dir: Path,
+    extra_cflags: tuple[str, ...] = (),
+    inline_runtime: bool = False,
+) -> Path:
+    """Lower and print ``module`` into ``work_dir`` and build ``libmodel.so`` (``-Wall -Wextra
+    -Werror``, ``extra_cflags`` last) against the process's prebuilt runtime, or with the
+    kernels compiled into ``model.c`` if ``inline_runtime`` (see the module docstring)."""
     from autofusion.runtime.build import BuildOptions, build_shared
 
     emit_lowered(module, work_dir)
+    if not (inline_runtime or os.environ.get("AUTOFUSION_TEST_INLINE_RUNTIME", "") == "1"):
+        extra_cflags = _prebuilt_cflags(extra_cflags)
     return build_shared(work_dir, BuildOptions(extra_cflags=extra_cflags))
 
 
@@ -56,11 +96,12 @@ def build_and_run(
     work_dir: Path,
     threads: int = 1,
     extra_cflags: tuple[str, ...] = (),
+    inline_runtime: bool = False,
 ) -> dict[str, np.ndarray]:
-    """Lower, print, build (``extra_cflags`` after the usual flags) and run once."""
+    """Lower, print, build (:func:`build`) and run once."""
     from autofusion.runtime.loader import ModelLibrary
 
-    lib = build(module, work_dir, extra_cflags)
+    lib = build(module, work_dir, extra_cflags, inline_runtime)
     ml = ModelLibrary(lib, work_dir / "weights.bin", threads)
     try:
         return ml.run(feeds)
