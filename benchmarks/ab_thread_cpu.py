@@ -11,7 +11,14 @@ threads is hopeless on a shared machine (a thread that loses its core stalls eve
 these are not. Prints per build the medians over rounds (ms per run) and the median of the
 per-round ratios B / A of the busiest thread. Linux only (schedstat).
 
+Both libraries run on all their threads: the runtime's thread-count adaptation (a worker
+that starts late is dropped for a while, docs/runtime.md) is turned off, since on a busy
+machine it cut the two builds to one thread for different shares of their regions (ResNet-50,
+load average 12: "speed-up allowed" 1.17 for one build and 1.41 for the other, same kernels
+mostly), and then B / A measured the cuts. ``--adapt`` keeps it.
+
     .venv/bin/python benchmarks/ab_thread_cpu.py A B [--threads 2] [--rounds 11] [--runs 10]
+        [--adapt]
 """
 
 from __future__ import annotations
@@ -44,12 +51,15 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=11)
     ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--adapt", action="store_true", help="keep the thread-count adaptation on")
     args = ap.parse_args()
     if os.environ.get("OMP_WAIT_POLICY") != "passive":
         os.environ["OMP_WAIT_POLICY"] = "passive"
         os.execv(sys.executable, [sys.executable, *sys.argv])
     libs, feeds = load_pair(args.a, args.b, args.threads)
     for lib in libs:
+        if not args.adapt:
+            lib.set_thread_lag_us(1e12)
         lib.run(feeds)
     busiest: list[list[float]] = [[], []]
     total: list[list[float]] = [[], []]

@@ -40,7 +40,15 @@ here asserts a time.
 ``--clock cpu`` times each run by the process's CPU time instead of the wall clock: on a
 shared machine a 1-thread run's wall time counts whatever else ran on its core (rounds of one
 build were seen 2x apart), its CPU time does not. Only for 1 thread (more threads' CPU time
-counts OpenMP's spinning), so the thread counts must then be ``1``.
+counts OpenMP's spinning), so the thread counts must then be ``1``. ``--clock threads`` times
+each run by the on-CPU time of its busiest thread (``/proc/self/task/*/schedstat``, Linux),
+with ``OMP_WAIT_POLICY=passive`` (the script re-executes itself with it) so that a thread
+waiting for the others sleeps, and with the runtime's thread-count adaptation off in both
+builds: a run's latency on an idle machine, fork and join waits aside, at any thread count.
+At two threads on the shared machine the wall clock measures the load, and the adaptation
+can leave one build on one thread and the other on two (seen: the unfused ResNet-50 build
+cut to one thread while the fused one kept two), so the two builds were not compared at the
+same thread count.
 
     python benchmarks/fusion_efficiency.py --models resnet50,mobilenet,inception,bert_base@128,\
 bert_base@512,swin_tiny --threads 1,2 --runs 10 --rounds 3
@@ -138,6 +146,32 @@ def bytes_per_run(profile: Sequence[Any], runs: int) -> float:
     return sum((k.bytes_moved or 0) * k.calls for k in profile) / runs
 
 
+def on_cpu_ns() -> dict[str, int]:
+    """Each thread of this process: nanoseconds on a CPU so far (Linux schedstat)."""
+    out: dict[str, int] = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                out[tid] = int(f.read().split()[0])
+        except OSError:  # the thread has exited
+            continue
+    return out
+
+
+def timed(m: Any, feeds: Any, clock: str) -> float:
+    """Seconds of one run of ``m`` by ``clock``: wall, process CPU time, or the on-CPU time of
+    its busiest thread."""
+    if clock == "threads":
+        t0 = on_cpu_ns()
+        m.run(feeds)
+        t1 = on_cpu_ns()
+        return max(t1[k] - t0.get(k, 0) for k in t1) / 1e9
+    now = time.process_time if clock == "cpu" else time.perf_counter
+    t = now()
+    m.run(feeds)
+    return now() - t
+
+
 def measure(
     spec: str, threads: int, runs: int, rounds: int, say: Any, clock: str = "wall"
 ) -> dict[str, Any]:
@@ -158,18 +192,17 @@ def measure(
         got = builds[True].run(feeds)
         bad = [n for n in ref if not compare(got[n], ref[n]).match]
         times: dict[bool, list[float]] = {False: [], True: []}
-        now = time.process_time if clock == "cpu" else time.perf_counter
+        if clock == "threads":
+            # both builds on all their threads: the count the runtime drops to when a worker
+            # starts late (docs/runtime.md) would differ between them on a busy machine
+            for m in builds.values():
+                m._lib.set_thread_lag_us(1e12)  # pyright: ignore[reportPrivateUsage]
         for r in range(rounds):
             order = (False, True) if r % 2 == 0 else (True, False)
             for fusion in order:
                 m = builds[fusion]
                 m.run(feeds)  # warm
-                ts = []
-                for _ in range(runs):
-                    t0 = now()
-                    m.run(feeds)
-                    ts.append(now() - t0)
-                times[fusion].append(statistics.median(ts))
+                times[fusion].append(statistics.median(timed(m, feeds, clock) for _ in range(runs)))
         prof = {f: builds[f].profile(feeds, runs) for f in (False, True)}
         mins = min_profiles(builds, feeds, runs * rounds)
     finally:
@@ -239,13 +272,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
     ap.add_argument(
         "--clock",
-        choices=("wall", "cpu"),
+        choices=("wall", "cpu", "threads"),
         default="wall",
-        help="time runs by the wall clock or by process CPU time (1 thread only)",
+        help="time runs by the wall clock, by process CPU time (1 thread only) or by the "
+        "busiest thread's on-CPU time",
     )
     args = ap.parse_args(argv)
     if args.clock == "cpu" and args.threads != "1":
         ap.error("--clock cpu needs --threads 1 (CPU time of several threads counts spinning)")
+    if args.clock == "threads" and os.environ.get("OMP_WAIT_POLICY") != "passive":
+        # libgomp reads it once: a waiting thread must sleep, not spin, for its CPU time to
+        # be its own work
+        os.environ["OMP_WAIT_POLICY"] = "passive"
+        os.execv(sys.executable, [sys.executable, *sys.argv])
 
     def say(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)

@@ -1,17 +1,29 @@
-"""How evenly the threads of a conv share its work: per-thread CPU time, robust to load.
+"""How evenly the threads of a conv share its work, and how much faster they make it:
+per-thread CPU time, robust to load.
 
-Builds ``thread_balance.c`` against this checkout's ``afrt.h`` and runs each conv
-(``afrt_conv2d_f32``, the path the runtime picks: Winograd, im2col_gemm, gemm_1x1, ...) with
+Builds ``thread_balance.c`` against this checkout's ``afrt.h`` and runs each conv with
 ``OMP_WAIT_POLICY=passive``, so that a thread with nothing left to do sleeps rather than
-spins and its CPU time is its share of the call. Prints per conv the medians over ``--reps``
-calls of the busiest thread's CPU time (the call's time on an idle machine), of all threads'
-(the work) and their ratio, the speed-up the split allows (at most ``--threads``). Wall time
-at two threads is hopeless on a shared machine (a thread that loses its core stalls the
-call); CPU time per thread is not. For an A/B, run it on both checkouts. The default cases
-are the Winograd convs of the zoo's Inception, ResNet-50 and DenseNet-121.
+spins and its CPU time is its share of the call; each call at ``--threads`` threads is
+followed by the same call on one thread (rounds interleaved). Prints per conv the medians over
+``--reps`` calls of the busiest thread's CPU time (the call's time on an idle machine), of all
+threads' (the work), of the one-thread call, and three ratios: "balance" (all threads / the
+busiest: the speed-up the split allows, at most ``--threads``), "work" (all threads / one
+thread: what splitting adds, duplicated packing or memory stalls) and "speed-up" (one thread /
+the busiest). Wall time at two threads is hopeless on a shared machine (a thread that loses
+its core stalls the call); CPU time per thread is not. ``--cold`` streams 64 MiB through the
+caches before every call, so weights and activations come from memory as in a whole model.
+For an A/B, run it on both checkouts.
+
+A case is ``CxKxHxRxstride`` (pad R // 2; the path ``afrt_conv2d_f32`` picks, no epilogue) or
+``CxKxHxRxstridexKINDxEPI``: KIND ``wg`` (Winograd), ``nchwc`` (the blocked direct conv),
+``1x1t`` (gemm_1x1_t), ``auto``; EPI ``none``, ``relu``, ``add`` (residual add + Relu, the
+residual in its own buffer), ``inplace`` (the same written over the residual, as
+``memory.residual_inplace`` plans it). ``--model resnet50`` runs ResNet-50's convs with the
+kernels and epilogues its fused build uses at two threads. The default cases are the
+Winograd convs of the zoo's Inception, ResNet-50 and DenseNet-121.
 
     .venv/bin/python benchmarks/thread_balance.py [--threads 2] [--reps 15]
-        [--cases 32x64x47x3x1,...]    # CxKxHxRxstride, pad R // 2
+        [--cold] [--cases 32x64x47x3x1,256x1024x14x1x1xautoxinplace,...] [--model resnet50]
 """
 
 from __future__ import annotations
@@ -25,33 +37,68 @@ import kbench
 from autofusion.dialects import clib
 
 SRC = Path(__file__).with_name("thread_balance.c")
+KINDS = {"wg": 0, "nchwc": 1, "1x1t": 2, "auto": 3}
+EPIS = {"none": -1, "relu": 0, "add": 1, "inplace": 2}
 CASES = [
-    (32, 64, 47, 3, 1), (64, 96, 23, 3, 1), (96, 96, 23, 3, 1),  # Inception (96x96 input)
-    (64, 64, 56, 3, 1), (128, 128, 28, 3, 1),  # ResNet-50
-    (128, 32, 56, 3, 1), (128, 32, 28, 3, 1),  # DenseNet-121 growth convs
+    "32x64x47x3x1", "64x96x23x3x1", "96x96x23x3x1",  # Inception (96x96 input)
+    "64x64x56x3x1", "128x128x28x3x1",  # ResNet-50
+    "128x32x56x3x1", "128x32x28x3x1",  # DenseNet-121 growth convs
 ]  # fmt: skip
+# ResNet-50 (torchvision), one case per distinct conv, as its fused build runs them at two
+# threads (report.json's conv_algo): the stem, Winograd and blocked direct 3x3s, gemm_1x1
+# with Relu, the residual 1x1s in place, the strided 1x1 downsamples.
+RESNET50 = [
+    "3x64x224x7x2xautoxrelu", "64x64x56x1x1xautoxrelu", "64x64x56x3x1xwgxrelu",
+    "64x256x56x1x1xautoxnone", "64x256x56x1x1xautoxinplace", "256x64x56x1x1xautoxrelu",
+    "256x128x56x1x1xautoxrelu", "128x128x56x3x2xnchwcxrelu", "256x512x56x1x2xautoxnone",
+    "128x512x28x1x1xautoxinplace", "512x128x28x1x1xautoxrelu", "128x128x28x3x1xwgxrelu",
+    "512x256x28x1x1xautoxrelu", "256x256x28x3x2xnchwcxrelu", "512x1024x28x1x2xautoxnone",
+    "256x1024x14x1x1xautoxinplace", "1024x256x14x1x1xautoxrelu", "256x256x14x3x1xnchwcxrelu",
+    "1024x512x14x1x1xautoxrelu", "512x512x14x3x2xnchwcxrelu", "1024x2048x14x1x2xautoxnone",
+    "512x2048x7x1x1xautoxinplace", "2048x512x7x1x1xautoxrelu", "512x512x7x3x1xnchwcxrelu",
+]  # fmt: skip
+MODELS = {"resnet50": RESNET50}
+
+
+def parse_case(text: str) -> tuple[int, ...]:
+    """``CxKxHxRxstride[xKINDxEPI]`` as the seven numbers the C driver reads."""
+    parts = text.split("x")
+    if len(parts) == 5:
+        parts += ["auto", "none"]
+    if len(parts) != 7 or parts[5] not in KINDS or parts[6] not in EPIS:
+        raise SystemExit(f"thread_balance.py: bad case {text!r} (CxKxHxRxstride[xKINDxEPI])")
+    return (*(int(v) for v in parts[:5]), KINDS[parts[5]], EPIS[parts[6]])
 
 
 def main() -> int:
-    ap = kbench.parser(__doc__, "comma-separated CxKxHxRxstride", reps=15, cold=False)
+    ap = kbench.parser(__doc__, "comma-separated CxKxHxRxstride[xKINDxEPI]", reps=15)
+    ap.add_argument("--model", choices=list(MODELS), help="that model's convs as the cases")
     ap.set_defaults(threads=2)
     args = ap.parse_args()
+    texts = args.cases.split(",") if args.cases else MODELS.get(args.model or "", CASES)
     os.environ["OMP_WAIT_POLICY"] = "passive"
-    out = kbench.run(SRC, [args.threads, args.reps], kbench.cases(args, CASES))
-    columns = ["C -> K, map, kernel/stride", "algo", "busiest thread us", "all threads us",
-               "speed-up allowed"]  # fmt: skip
-    print(f"{args.threads} thread(s), per-thread CPU time, medians of {args.reps} calls\n")
+    out = kbench.run(SRC, [args.threads, args.reps, int(args.cold)], [parse_case(t) for t in texts])
+    columns = ["C -> K, map, kernel/stride", "algo", "epilogue", "busiest thread us",
+               "all threads us", "one thread us", "balance", "work", "speed-up"]  # fmt: skip
+    state = "cold" if args.cold else "warm"
+    print(f"{args.threads} thread(s) against one, per-thread CPU time, {state} caches, "
+          f"medians of {args.reps} calls\n")  # fmt: skip
     print("| " + " | ".join(columns) + " |")
     print("|" + "---|" * len(columns))
+    kind_names = {v: k for k, v in KINDS.items()}
+    epi_names = {v: k for k, v in EPIS.items()}
     for line in out:
-        c, k, h, r, s, longest, total = line.split()
+        c, k, h, r, s, kind, epi, longest, total, one = line.split()
         ci, ki, hi, ri, si = int(c), int(k), int(h), int(r), int(s)
         oh = (hi + 2 * (ri // 2) - ri) // si + 1
-        algo = clib.conv_algo([1, ci, hi, hi, ki, ri, ri, oh, oh, si, si, ri // 2, ri // 2,
-                               ri // 2, ri // 2, 1, 1, 1])  # fmt: skip
+        algo = kind_names[int(kind)]
+        if algo == "auto":
+            algo = clib.conv_algo([1, ci, hi, hi, ki, ri, ri, oh, oh, si, si, ri // 2, ri // 2,
+                                   ri // 2, ri // 2, 1, 1, 1])  # fmt: skip
+        t_long, t_sum, t_one = float(longest), float(total), float(one)
         print(
-            f"| {c} -> {k}, {h}x{h}, {r}x{r}/{s} | {algo} | {longest} | {total} | "
-            f"{float(total) / float(longest):.2f} |"
+            f"| {c} -> {k}, {h}x{h}, {r}x{r}/{s} | {algo} | {epi_names[int(epi)]} | {longest} | "
+            f"{total} | {one} | {t_sum / t_long:.2f} | {t_sum / t_one:.2f} | {t_one / t_long:.2f} |"
         )
     return 0
 

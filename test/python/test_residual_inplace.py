@@ -126,3 +126,68 @@ def test_in_place_is_bit_identical_and_matches_onnxruntime(
     )
     assert got.view(np.uint32).tobytes() == base.view(np.uint32).tobytes()
     assert_close(got, _reference(model, x), "y")
+
+
+def _small_map_blocks() -> onnx.ModelProto:
+    """Batch 1 on 9x9 and 5x5 maps, where two or three threads split a conv's output channels
+    and share one packed B (afrt_shared_b_): Add + Relu over a graph input (its own buffer),
+    Add alone in place after a 3x3 (two k blocks), Add + Relu in place, a strided 1x1."""
+    rng = np.random.default_rng(7)
+    inits: list[onnx.TensorProto] = []
+    nodes: list[onnx.NodeProto] = []
+
+    def conv(x: str, cin: int, cout: int, k: int = 1, stride: int = 1) -> str:
+        name = f"c{len(nodes)}"
+        w = rng.uniform(-1.0, 1.0, (cout, cin, k, k)) * (1.5 / np.sqrt(cin * k * k))
+        inits.append(numpy_helper.from_array(w.astype(np.float32), f"{name}_w"))
+        b = rng.uniform(-0.2, 0.2, cout)
+        inits.append(numpy_helper.from_array(b.astype(np.float32), f"{name}_b"))
+        ins = [x, f"{name}_w", f"{name}_b"]
+        pads, strides = [k // 2] * 4, [stride] * 2
+        nodes.append(helper.make_node("Conv", ins, [name], pads=pads, strides=strides))
+        return name
+
+    def op(kind: str, *args: str) -> str:
+        name = f"{kind.lower()}{len(nodes)}"
+        nodes.append(helper.make_node(kind, list(args), [name]))
+        return name
+
+    a = op("Relu", conv("x", 48, 300))  # 300 output channels split over the threads
+    b = op("Relu", op("Add", conv(a, 300, 48), "x"))  # two k blocks; x is not overwritten
+    c = op("Add", conv(op("Relu", conv(b, 48, 40)), 40, 48, k=3), b)  # in place, no Relu
+    d = op("Relu", op("Add", conv(op("Relu", conv(c, 48, 32)), 32, 48), c))  # in place, Relu
+    y = conv(d, 48, 64, stride=2)  # 5x5: gathered, then the GEMM
+    g = helper.make_graph(
+        nodes,
+        "small_map_blocks",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 48, 9, 9])],
+        [helper.make_tensor_value_info(y, TensorProto.FLOAT, [1, 64, 5, 5])],
+        inits,
+    )
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("cpu", ["native", "x86-64-v2"])
+def test_shared_b_at_one_to_three_threads(cpu: str) -> None:
+    """One build loaded at 1, 2 and 3 threads: the same bits whatever the split (the shared
+    B is a copy of what each tile packed), and within tolerance of onnxruntime."""
+    from autofusion.runtime.loader import ModelLibrary
+
+    model = _small_map_blocks()
+    x = np.random.default_rng(8).uniform(-1.0, 1.0, (1, 48, 9, 9)).astype(np.float32)
+    m = autofusion.compile(model, threads=1, cpu=cpu)
+    try:
+        assert m.report["residual_inplace"] == 2
+        outs = []
+        built = Path(m.directory)
+        for threads in (1, 2, 3):
+            lib = ModelLibrary(built / "libmodel.so", built / "weights.bin", threads)
+            try:
+                outs.append(next(iter(lib.run({"x": x}).values())))
+            finally:
+                lib.close()
+    finally:
+        m.close()
+    assert_close(outs[0], _reference(model, x), "y")
+    for got in outs[1:]:
+        assert got.view(np.uint32).tobytes() == outs[0].view(np.uint32).tobytes()

@@ -139,6 +139,25 @@ def test_conv(driver: Path, tmp_path: Path, case, threads: int, strategy: int) -
     close(y, 0.5 * ref - 1.0)
 
 
+# One image and group on a small map: two or three threads split the output channels (row
+# blocks), and the conv packs B once for all of them (afrt_shared_b_): a 1x1 with two k blocks
+# and an odd map, an im2col 3x3 with two k blocks and a 17-column edge panel, a strided 1x1
+# (gathered first), and a 3x3 /2 reading its padding.
+SHARED_B_CASES = [
+    (1, 300, 7, 7, 40, 1, 1, (1, 1), (0, 0, 0, 0), (1, 1), 1, True),
+    (1, 37, 9, 9, 50, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 1, False),
+    (1, 24, 11, 9, 64, 1, 1, (2, 2), (0, 0, 0, 0), (1, 1), 1, True),
+    (1, 20, 10, 13, 36, 3, 3, (2, 2), (1, 1, 1, 1), (1, 1), 1, True),
+]
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("strategy", [2, 3])  # afrt's core; with cached constant weights
+@pytest.mark.parametrize("case", SHARED_B_CASES, ids=[str(i) for i in range(len(SHARED_B_CASES))])
+def test_conv_shared_b(driver: Path, tmp_path: Path, case, threads: int, strategy: int) -> None:
+    test_conv(driver, tmp_path, case, threads, strategy)
+
+
 MATMUL_CASES = [
     # batch, M, N, K, alpha, beta, trans_a, trans_b, bcast_a, bcast_b
     (1, 7, 5, 3, 1.0, 0.0, 0, 0, 0, 0),

@@ -734,7 +734,7 @@ static inline void afrt_finish_block_(float *out, const float *bias, int64_t bat
  * free for generated code. A buffer stays valid until the next call with the same slot on the same thread.
  * Returns NULL if the allocation fails.
  * ------------------------------------------------------------------------------------------- */
-#define AFRT_SCRATCH_SLOTS 13 /* 4, 5: afrt_sgemm_ without OpenBLAS; 6-8: 16-bit core; 9, 10: gemm_1x1_t; 11: strided 1x1 conv; 12: in-place partial sums */
+#define AFRT_SCRATCH_SLOTS 14 /* 4, 5: afrt_sgemm_ without OpenBLAS; 6-8: 16-bit core; 9, 10: gemm_1x1_t; 11: strided 1x1 conv; 12: in-place partial sums; 13: a conv's shared packed B */
 static AFRT_THREAD_LOCAL void *afrt_tls_buf_[AFRT_SCRATCH_SLOTS];
 static AFRT_THREAD_LOCAL size_t afrt_tls_cap_[AFRT_SCRATCH_SLOTS];
 
@@ -2489,6 +2489,22 @@ static inline void afrt_gather_1x1_strided_(const float *x, const afrt_conv_para
     }
 }
 
+/* Bytes a conv's B may take to be packed once and shared by its tiles (afrt_conv_own_): within
+ * the tile budget, so the packed B stays in L2 while the tiles read it. */
+#ifndef AFRT_SHARED_B_BYTES
+#define AFRT_SHARED_B_BYTES AFRT_TILE_BYTES
+#endif
+/* afrt_shared_b_dis_: 1 turns the shared B off (every tile packs its own), for benchmarks and
+ * tests comparing the two. */
+static int afrt_shared_b_dis_ = 0;
+/* Whether afrt_conv_own_ packs B once for all its tiles: several row blocks (nmb) share B,
+ * one B matrix (one image and group: tasks == 1) and K x Np floats within
+ * AFRT_SHARED_B_BYTES. */
+static inline int afrt_shared_b_(int64_t nmb, int64_t tasks, int64_t K, int64_t Np) {
+    return !afrt_shared_b_dis_ && nmb > 1 && tasks == 1 &&
+           (double)K * (double)Np * sizeof(float) <= (double)AFRT_SHARED_B_BYTES;
+}
+
 /* The afrt core for kinds 1 (1x1) and 2 (im2col, fused into B packing; a strided 1x1 conv
  * gathers its input first and is then kind 1's GEMM); 0 if out of memory. */
 static inline int afrt_conv_own_(const float *x, const float *w, const float *bias, float *y,
@@ -2518,29 +2534,55 @@ static inline int afrt_conv_own_(const float *x, const float *w, const float *bi
     afrt_gemm_split_(Kg, ohw, p->N * G, &mb, &nb);
     const int64_t nmb = afrt_nblocks_(Kg, mb), nnb = afrt_nblocks_(ohw, nb);
     const int64_t per_img = G * nmb * nnb, ntiles = p->N * per_img;
+    /* B shared: with the output split into row blocks (nmb > 1: output channels, which is
+     * how two threads share a conv on a small map, e.g. ResNet-50's 14x14 and 7x7 1x1 convs)
+     * every row block's tile packed the same B, so each thread packed all of it. Then B is
+     * packed once, its (k block, panel) pieces split over the threads, before the tiles in
+     * the same parallel region (afrt_shared_b_: one image and group, at most
+     * AFRT_SHARED_B_BYTES); out of memory, each tile packs its own as before. */
+    const int64_t Np = afrt_round_up_(ohw, AFRT_NR), npan = Np / AFRT_NR;
+    float *bsh = afrt_shared_b_(nmb, p->N * G, crs, Np)
+                     ? (float *)afrt_thread_scratch(13, (size_t)(crs * Np) * sizeof(float))
+                     : NULL;
+    const int64_t units = bsh ? afrt_cdiv_(crs, AFRT_KC) * npan : 0;
     int failed = 0;
-    AFRT_OMP(parallel for schedule(static) num_threads(afrt_threads_now()) if (ntiles > 1 && afrt_worth_threads_((double)p->N * p->K * ohw * crs)))
+    AFRT_OMP(parallel num_threads(afrt_threads_now()) if (ntiles > 1 && afrt_worth_threads_((double)p->N * p->K * ohw * crs)))
+    {
+    if (units) {
+        AFRT_OMP(for schedule(static))
+        for (int64_t u = 0; u < units; ++u) {
+            afrt_arrive_();
+            const int64_t pc = (u / npan) * AFRT_KC, kc = afrt_min_(AFRT_KC, crs - pc);
+            const int64_t jc = (u % npan) * AFRT_NR;
+            float *dst = bsh + pc * Np + jc * kc;
+            if (im2col) afrt_pack_b_conv_(p, x, ohw, pc, kc, jc, AFRT_NR, dst);
+            else afrt_pack_b_block_(x, hw, 0, ohw, pc, kc, jc, AFRT_NR, dst);
+        }
+    }
+    AFRT_OMP(for schedule(static))
     for (int64_t t = 0; t < ntiles; ++t) {
         afrt_arrive_();
         const int64_t n = t / per_img, rest = t % per_img;
         const int64_t g = rest / (nmb * nnb), tile = rest % (nmb * nnb);
         const int64_t i0 = (tile / nnb) * mb, j0 = (tile % nnb) * nb;
         const int64_t i1 = afrt_min_(Kg, i0 + mb), j1 = afrt_min_(ohw, j0 + nb);
-        float *kbuf = (float *)afrt_thread_scratch(0, (size_t)AFRT_KC * AFRT_NC * sizeof(float));
+        float *kbuf = bsh ? NULL
+                          : (float *)afrt_thread_scratch(0, (size_t)AFRT_KC * AFRT_NC * sizeof(float));
         const float *xg = x + (n * p->C + g * q->cg) * hw;
-        afrt_bsrc_ bs = {NULL, xg, hw, 0, im2col ? p : NULL, xg};
+        afrt_bsrc_ bs = {bsh, xg, hw, 0, im2col ? p : NULL, xg};
         float *yn = y + n * p->K * ohw;
         const afrt_tile_finish_ fin = {yn, bias, 1.0f, n, g * Kg, 0, epi};
         /* Out of memory for packing: the caller computes the conv another way, unless y
          * holds the residual (tiles already stored have consumed theirs, so no other way
          * could start over): then afrt_gemm_tile_'s in-place path, which needs no kbuf. */
-        if (!kbuf && !afrt_tile_inplace_(&fin, yn + g * Kg * ohw, ohw)) {
+        if (!kbuf && !bsh && !afrt_tile_inplace_(&fin, yn + g * Kg * ohw, ohw)) {
             afrt_flag_set_(&failed);
             continue;
         }
         afrt_gemm_tile_(pas[g], Kg, ohw, crs, &bs, yn + g * Kg * ohw, ohw, i0, i1, j0, j1, kbuf, 0,
                         &fin);
     }
+    } /* the parallel region */
     free(pas);
     return !failed;
 }
