@@ -29,19 +29,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from libpair import load_pair
-
-
-def on_cpu_ns() -> dict[str, int]:
-    """Each thread of this process: nanoseconds on a CPU so far."""
-    out: dict[str, int] = {}
-    for tid in os.listdir("/proc/self/task"):
-        try:
-            with open(f"/proc/self/task/{tid}/schedstat") as f:
-                out[tid] = int(f.read().split()[0])
-        except OSError:  # the thread has exited
-            continue
-    return out
+from libpair import load_pair, on_cpu_ns
 
 
 def main() -> int:

@@ -66,6 +66,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import onnx
+from libpair import on_cpu_ns
 
 DEFAULT_MODELS = "resnet50,mobilenet,inception,bert_base@128,bert_base@512,swin_tiny"
 
@@ -144,18 +145,6 @@ def min_profiles(builds: Mapping[bool, Any], feeds: Any, n: int) -> dict[bool, l
 
 def bytes_per_run(profile: Sequence[Any], runs: int) -> float:
     return sum((k.bytes_moved or 0) * k.calls for k in profile) / runs
-
-
-def on_cpu_ns() -> dict[str, int]:
-    """Each thread of this process: nanoseconds on a CPU so far (Linux schedstat)."""
-    out: dict[str, int] = {}
-    for tid in os.listdir("/proc/self/task"):
-        try:
-            with open(f"/proc/self/task/{tid}/schedstat") as f:
-                out[tid] = int(f.read().split()[0])
-        except OSError:  # the thread has exited
-            continue
-    return out
 
 
 def timed(m: Any, feeds: Any, clock: str) -> float:

@@ -1,9 +1,11 @@
 """Two builds of one model loaded side by side, for the A/B scripts (``ab_libraries.py``,
 ``kernel_ab.py``, ``nchwc_models.py``): ``A/libmodel.so`` and ``B/libmodel.so`` from
-``autofusion-compile`` folders, and seeded inputs in [-1, 1) for them."""
+``autofusion-compile`` folders, and seeded inputs in [-1, 1) for them; and each thread's
+on-CPU time (``on_cpu_ns``) for the scripts that time by the busiest thread."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -29,3 +31,15 @@ def load_pair(
             lib.run(feeds)
             lib.profile_enable(True)
     return libs, feeds
+
+
+def on_cpu_ns() -> dict[str, int]:
+    """Each thread of this process: nanoseconds on a CPU so far (Linux schedstat)."""
+    out: dict[str, int] = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                out[tid] = int(f.read().split()[0])
+        except OSError:  # the thread has exited
+            continue
+    return out
