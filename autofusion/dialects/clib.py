@@ -545,6 +545,10 @@ NC_KTILE = 32  # AFRT_NC_KT: output channels per register tile
 # positions stay on im2col_gemm (AFRT_NC_NARROW_C / _HW; benchmarks/nchwc_conv.py --cold).
 NC_NARROW_C = 32
 NC_NARROW_HW = 1024
+# So do stride-1 convs with at least NC_WIDE_K output channels on maps of at least NC_WIDE_HW
+# positions (AFRT_NC_WIDE_K / _HW; the same benchmark, docs/runtime.md).
+NC_WIDE_K = 192
+NC_WIDE_HW = 100
 
 
 #: Physical layouts of a conv's activations (``assign-layout``): plain NCHW, or NCHW16c --
@@ -574,8 +578,10 @@ def nchwc_applies(f: dict[str, int]) -> bool:
     benchmarks/nchwc_conv.py, docs/runtime.md): 3x3, equal strides 1 or 2, dilation 1,
     group 1, pads in [0, 3), not Winograd, C a multiple of 16 and K >= 32, and not a narrow
     stride-1 conv on a large map (C < ``NC_NARROW_C``, at least ``NC_NARROW_HW`` output
-    positions: im2col_gemm measured faster)."""
+    positions) nor a wide one on a map of at least ``NC_WIDE_HW`` positions (K >=
+    ``NC_WIDE_K``): im2col_gemm measured faster on both."""
     narrow_big = f["stride_h"] == 1 and f["C"] < NC_NARROW_C and f["OH"] * f["OW"] >= NC_NARROW_HW
+    wide_big = f["stride_h"] == 1 and f["K"] >= NC_WIDE_K and f["OH"] * f["OW"] >= NC_WIDE_HW
     return (
         max(1, f["group"]) == 1
         and (f["R"], f["S"]) == (3, 3)
@@ -589,6 +595,7 @@ def nchwc_applies(f: dict[str, int]) -> bool:
         and f["C"] % NC_BLOCK == 0
         and f["K"] >= NC_KTILE
         and not narrow_big
+        and not wide_big
         and not winograd_applies(f)
     )
 

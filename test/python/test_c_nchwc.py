@@ -142,7 +142,7 @@ def test_nchwc_rule_matches_the_runtime(tmp_path: Path) -> None:
                     str(exe), "-lm"], check=True)  # fmt: skip
     shapes = []
     maps = (7, 14, 28, 32, 56)
-    for c, k, r, s, p, h, g in itertools.product((8, 16, 48), (16, 32, 64), (1, 3), (1, 2, 3),
+    for c, k, r, s, p, h, g in itertools.product((8, 16, 48), (16, 32, 64, 256), (1, 3), (1, 2, 3),
                                                  (0, 1, 3), maps, (1, 2)):  # fmt: skip
         oh = (h + 2 * p - r) // s + 1
         shapes.append([1, c, h, h, k, r, r, oh, oh, s, s, p, p, p, p, 1, 1, g])
@@ -158,6 +158,10 @@ def test_nchwc_rule_matches_the_runtime(tmp_path: Path) -> None:
     by_shape = {tuple(v): w for v, w in zip(shapes, want, strict=True)}
     assert by_shape[(1, 16, 28, 28, 32, 3, 3, 28, 28, 1, 1, 1, 1, 1, 1, 1, 1, 1)]
     assert not by_shape[(1, 16, 32, 32, 32, 3, 3, 32, 32, 1, 1, 1, 1, 1, 1, 1, 1, 1)]
+    # ... and the wide one: K = 256 at 7x7 blocked, at 14x14 not, at 14x14 stride 2 blocked
+    assert by_shape[(1, 48, 7, 7, 256, 3, 3, 7, 7, 1, 1, 1, 1, 1, 1, 1, 1, 1)]
+    assert not by_shape[(1, 48, 14, 14, 256, 3, 3, 14, 14, 1, 1, 1, 1, 1, 1, 1, 1, 1)]
+    assert by_shape[(1, 48, 28, 28, 256, 3, 3, 14, 14, 2, 2, 1, 1, 1, 1, 1, 1, 1)]
     assert by_shape[(1, 48, 32, 32, 32, 3, 3, 16, 16, 2, 2, 1, 1, 1, 1, 1, 1, 1)]
 
 

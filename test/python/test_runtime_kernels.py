@@ -107,6 +107,11 @@ CONV_CASES = [
     (1, 12, 9, 14, 20, 3, 3, (2, 1), (1, 2, 0, 1), (1, 2), 1, True),  # stride (2, 1), dilated
     # a last panel of <= 16 columns (169 = 5 x 32 + 9) over a row edge (20 = 12 + 8 rows)
     (1, 40, 13, 13, 20, 1, 1, (1, 1), (0, 0, 0, 0), (1, 1), 1, True),
+    # 172 = 14 x 12 + 4 rows: the packed weights' last panel by the 4-row kernels, reading 4 of
+    # its 12 rows a k step; 45 = 32 + 13 columns (whole and half panels), 63 = 32 + 31 (the
+    # copied edge tile)
+    (1, 24, 9, 5, 172, 1, 1, (1, 1), (0, 0, 0, 0), (1, 1), 1, True),
+    (1, 24, 7, 9, 172, 3, 3, (2, 2), (1, 1, 1, 1), (1, 1), 1, False),
 ]
 
 

@@ -1152,18 +1152,18 @@ AFRT_DEFINE_UKERNEL(afrt_ukernel4_, 4)
  * (the left half of the packed B panel) and masked loads/stores of the first mr rows and
  * the mask's columns straight into C, instead of a whole 32-column tile through a copy. */
 #define AFRT_DEFINE_UKERNEL_HALF(NAME, MRV)                                                    \
-    static inline void NAME(int64_t kc, const float *restrict a, const float *restrict b,      \
-                            float *restrict c, int64_t ldc, int acc, int64_t mr,               \
-                            __mmask16 m) {                                                     \
+    static inline void NAME(int64_t kc, const float *restrict a, int64_t as,                   \
+                            const float *restrict b, float *restrict c, int64_t ldc, int acc,  \
+                            int64_t mr, __mmask16 m) {                                         \
         __m512 c0[MRV];                                                                        \
         for (int i = 0; i < MRV; ++i) c0[i] = _mm512_setzero_ps();                             \
         for (int64_t k = 0; k < kc; ++k) {                                                     \
-            _mm_prefetch(AFRT_PF_ADDR(a, MRV * AFRT_PF_K), AFRT_PF_HINT);                      \
+            _mm_prefetch(AFRT_PF_ADDR(a, as * AFRT_PF_K), AFRT_PF_HINT);                       \
             _mm_prefetch(AFRT_PF_ADDR(b, AFRT_NR * AFRT_PF_K), AFRT_PF_HINT);                  \
             const __m512 b0 = _mm512_loadu_ps(b);                                              \
             for (int i = 0; i < MRV; ++i)                                                      \
                 c0[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[i]), b0, c0[i]);                      \
-            a += MRV;                                                                          \
+            a += as;                                                                           \
             b += AFRT_NR;                                                                      \
         }                                                                                      \
         for (int i = 0; i < MRV; ++i) {                                                        \
@@ -1176,14 +1176,29 @@ AFRT_DEFINE_UKERNEL(afrt_ukernel4_, 4)
 AFRT_DEFINE_UKERNEL_HALF(afrt_ukernel12h_, 12)
 AFRT_DEFINE_UKERNEL_HALF(afrt_ukernel8h_, 8)
 AFRT_DEFINE_UKERNEL_HALF(afrt_ukernel4h_, 4)
-/* The edge rows of C (M mod MR: ViT's 197 tokens leave 5) with whole 32-column panels: the
- * full kernel, storing only the first mr rows straight into C (adding C's when acc), instead
- * of the whole tile through a copy in and out of a scratch tile every k block. */
+/* The edge rows of C (M mod MR: ViT's 197 tokens leave 5; a conv's 64 output channels 4)
+ * with whole 32-column panels: a kernel of MRV >= mr rows, storing only the first mr rows
+ * straight into C (adding C's when acc), instead of the whole tile through a copy in and out
+ * of a scratch tile every k block. A's step per k is as: MRV in a panel packed for this
+ * kernel, AFRT_MR in the zero-padded last panel of a packed constant (only its first MRV
+ * rows are read, so a 4-row edge costs 4 rows' FMAs, not 12). */
+#define AFRT_UK_ZMM_KLOOP_AS_(MRV)                                                             \
+    for (int64_t k = 0; k < kc; ++k) {                                                         \
+        _mm_prefetch(AFRT_PF_ADDR(a, as * AFRT_PF_K), AFRT_PF_HINT);                           \
+        _mm_prefetch(AFRT_PF_ADDR(b, AFRT_NR * AFRT_PF_K), AFRT_PF_HINT);                      \
+        _mm_prefetch(AFRT_PF_ADDR(b, AFRT_NR * AFRT_PF_K + 16), AFRT_PF_HINT);                 \
+        const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);                    \
+        AFRT_UK_ZMM_RANK1_(MRV, a, b0, b1);                                                    \
+        a += as;                                                                               \
+        b += AFRT_NR;                                                                          \
+    }                                                                                          \
+    (void)0
 #define AFRT_DEFINE_UKERNEL_ROWS(NAME, MRV)                                                    \
-    static inline void NAME(int64_t kc, const float *restrict a, const float *restrict b,      \
-                            float *restrict c, int64_t ldc, int acc, int64_t mr) {             \
+    static inline void NAME(int64_t kc, const float *restrict a, int64_t as,                   \
+                            const float *restrict b, float *restrict c, int64_t ldc, int acc,  \
+                            int64_t mr) {                                                      \
         AFRT_UK_ZMM_ZERO_(MRV);                                                                \
-        AFRT_UK_ZMM_KLOOP_(MRV);                                                               \
+        AFRT_UK_ZMM_KLOOP_AS_(MRV);                                                            \
         for (int i = 0; i < MRV; ++i) {                                                        \
             if (i >= mr) break;                                                                \
             float *ci = c + i * ldc;                                                           \
@@ -1697,14 +1712,18 @@ static inline void afrt_gemm_tile_a_(const float *pa, const float *ra, int64_t l
                 const float *a = ap ? ap + ic * kc : NULL;
 #if defined(AFRT_UK_EPI_)
                 const float *ar = !ap && mr == MR ? ra + ic * lda + pc : NULL;
-                const int64_t er = ap || mr > 8 ? MR : mr > 4 ? 8 : 4;
+                /* edge rows: a 4-, 8- or MR-row kernel, whichever is the least that covers
+                 * them; A's step per k (as) is er in a panel packed here, MR in a packed
+                 * constant's zero-padded last panel (4 of 64 conv channels: 4 rows of FMAs) */
+                const int64_t er = mr > 8 ? MR : mr > 4 ? 8 : 4;
+                const int64_t as = ap ? MR : er;
                 float apanel[AFRT_MR * AFRT_KC];
 #define AFRT_TILE_A_()                                                                         \
     (a ? a : (afrt_pack_rows_n_(ra + ic * lda + pc, lda, mr, er, kc, apanel), a = apanel))
 #else
                 (void)ra;
                 (void)lda;
-                const int64_t er = MR;
+                const int64_t as = MR;
 #define AFRT_TILE_A_() a
 #endif
                 const int last = fin && pc + kc >= K;
@@ -1764,19 +1783,19 @@ static inline void afrt_gemm_tile_a_(const float *pa, const float *ra, int64_t l
 #if defined(__AVX512F__) && !defined(AFRT_NEON_)
                     } else if (nr <= 16 && (MR == 12 || MR == 8)) {
                         const __mmask16 m = (__mmask16)((1u << nr) - 1u);
-                        if (er == 12) afrt_ukernel12h_(kc, AFRT_TILE_A_(), bp + jr * kc, c, ldc, acc, mr, m);
-                        else if (er == 8) afrt_ukernel8h_(kc, AFRT_TILE_A_(), bp + jr * kc, c, ldc, acc, mr, m);
-                        else afrt_ukernel4h_(kc, AFRT_TILE_A_(), bp + jr * kc, c, ldc, acc, mr, m);
+                        if (er == 12) afrt_ukernel12h_(kc, AFRT_TILE_A_(), as, bp + jr * kc, c, ldc, acc, mr, m);
+                        else if (er == 8) afrt_ukernel8h_(kc, AFRT_TILE_A_(), as, bp + jr * kc, c, ldc, acc, mr, m);
+                        else afrt_ukernel4h_(kc, AFRT_TILE_A_(), as, bp + jr * kc, c, ldc, acc, mr, m);
                     } else if (nr == AFRT_NR && (MR == 12 || MR == 8)) {
-                        if (er == 12) afrt_ukernel12r_(kc, AFRT_TILE_A_(), bp + jr * kc, c, ldc, acc, mr);
-                        else if (er == 8) afrt_ukernel8r_(kc, AFRT_TILE_A_(), bp + jr * kc, c, ldc, acc, mr);
-                        else afrt_ukernel4r_(kc, AFRT_TILE_A_(), bp + jr * kc, c, ldc, acc, mr);
+                        if (er == 12) afrt_ukernel12r_(kc, AFRT_TILE_A_(), as, bp + jr * kc, c, ldc, acc, mr);
+                        else if (er == 8) afrt_ukernel8r_(kc, AFRT_TILE_A_(), as, bp + jr * kc, c, ldc, acc, mr);
+                        else afrt_ukernel4r_(kc, AFRT_TILE_A_(), as, bp + jr * kc, c, ldc, acc, mr);
 #endif
                     } else {
                         if (acc)
                             for (int64_t i = 0; i < mr; ++i)
                                 for (int64_t j = 0; j < nr; ++j) tmp[i * AFRT_NR + j] = c[i * ldc + j];
-                        afrt_ukernel_(er, kc, AFRT_TILE_A_(), bp + jr * kc, tmp, AFRT_NR, acc);
+                        afrt_ukernel_(as, kc, AFRT_TILE_A_(), bp + jr * kc, tmp, AFRT_NR, acc);
                         for (int64_t i = 0; i < mr; ++i)
                             for (int64_t j = 0; j < nr; ++j) c[i * ldc + j] = tmp[i * AFRT_NR + j];
                     }

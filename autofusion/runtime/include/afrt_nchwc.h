@@ -70,19 +70,31 @@ static inline int afrt_nchwc_fits(const afrt_conv_params *p) {
  * K = 48 (a third of the 32-channel tile idle) (benchmarks/nchwc_conv.py, docs/runtime.md). */
 #define AFRT_NC_NARROW_C 32
 #define AFRT_NC_NARROW_HW 1024
+/* Wide stride-1 convs (at least AFRT_NC_WIDE_K output channels) on maps of at least
+ * AFRT_NC_WIDE_HW positions stay on im2col_gemm too: there the GEMM core's 12 x 32 tiles over
+ * the positions beat the 32-channel x 14-column tiles by 3-10% cold on 13x13 and 14x14 maps
+ * (SqueezeNet's 48 -> 192 and 64 -> 256, Inception's 96 -> 208 ... 160 -> 320, ResNet-50's
+ * 256 -> 256) and by 26-32% on 10x10 and 12x12 maps (rows that fill a 14-wide tile badly),
+ * while 128 output channels are even and 32 or 64 are faster blocked (0.85-0.94), and so
+ * are 7x7 maps (0.86-0.90) and stride 2 (0.80) (benchmarks/nchwc_conv.py --cold, 2026-12-05,
+ * docs/runtime.md). */
+#define AFRT_NC_WIDE_K 192
+#define AFRT_NC_WIDE_HW 100
 
 /* Whether the lowering calls it (algo "direct_nchwc", clib.nchwc_applies, on AVX-512 builds
  * whose config leaves conv_layout "auto"): the measured rule (benchmarks/nchwc_conv.py,
  * docs/runtime.md): 3x3 convs that do not take Winograd, whose input channels fill the
  * 16-channel blocks and whose output channels fill a 32-channel register tile, except narrow
- * stride-1 convs on large maps (above). 1x1 convs lose to gemm_1x1 while x and y are
+ * and wide stride-1 convs on large maps (above). 1x1 convs lose to gemm_1x1 while x and y are
  * reordered per call (1.1-1.6x), so they stay there. afrt_conv2d_f32 never takes this path
  * itself (the lowering's choice is the switch). */
 static inline int afrt_nchwc_applies(const afrt_conv_params *p) {
     const int narrow_big = p->stride_h == 1 && p->C < AFRT_NC_NARROW_C &&
                            p->OH * p->OW >= AFRT_NC_NARROW_HW;
+    const int wide_big = p->stride_h == 1 && p->K >= AFRT_NC_WIDE_K &&
+                         p->OH * p->OW >= AFRT_NC_WIDE_HW;
     return afrt_nchwc_fits(p) && p->R == 3 && p->C % AFRT_NC_L == 0 && p->K >= AFRT_NC_KT &&
-           !narrow_big && !afrt_winograd_applies(p);
+           !narrow_big && !wide_big && !afrt_winograd_applies(p);
 }
 
 /* w [K][C][R*S] reordered to [K/32][C/16][R*S][16][32] (zeros past K and C) into dst. */
