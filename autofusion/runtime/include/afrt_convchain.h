@@ -281,7 +281,8 @@ static inline int afrt_dwpw_f32(const float *x, const float *wd, const float *bd
         const double work = (double)pd->N * (double)ohw *
                             ((double)C * (double)K + AFRT_SLOW_WORK * (double)C * pd->R * pd->S);
         const int par = nth > 1 && afrt_worth_threads_(work);
-        /* bands of equal height: a short last band would read every B panel for few rows */
+        /* bands of (nearly) equal height, band b rows [b*OH/nb, (b+1)*OH/nb): a short last
+         * band would read every B panel for few rows, and the threads get even shares */
         const int64_t nbands = afrt_cdiv_(pd->OH, afrt_cc_band_rows_(pd, par ? nth : 1));
         const int64_t th = afrt_cdiv_(pd->OH, nbands), tasks = pd->N * nbands;
         const size_t need = (size_t)afrt_cc_blocked_floats_(pd, pp, th) * sizeof(float);
@@ -294,9 +295,9 @@ static inline int afrt_dwpw_f32(const float *x, const float *wd, const float *bd
                 afrt_flag_set_(&failed);
                 continue;
             }
-            const int64_t n = task / nbands, oh0 = (task % nbands) * th;
-            afrt_cc_blocked_band_(x, wd, bd, lo, hi, pbt, bp, y, pd, pp, th, n, oh0,
-                                  afrt_min_(pd->OH, oh0 + th), s, epi);
+            const int64_t n = task / nbands, b = task % nbands;
+            afrt_cc_blocked_band_(x, wd, bd, lo, hi, pbt, bp, y, pd, pp, th, n,
+                                  b * pd->OH / nbands, (b + 1) * pd->OH / nbands, s, epi);
         }
         if (!failed) return 1;
     }
