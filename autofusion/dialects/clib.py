@@ -941,8 +941,8 @@ CC_BLOCKED_MIN_K = 16
 #: ``fuse-conv-chain`` forms a chain on the blocked band when the pointwise conv has at most
 #: this many output channels per depthwise tap (K <= 16 * R * S: 144 for 3x3), i.e. when the
 #: depthwise conv is at least 1/16 of the pair's multiply-adds. Measured on MobileNet-V2 at
-#: 224 (benchmarks/kernel_ab.py, docs/runtime.md): K 24-96 gain 2-25% against the two
-#: kernels apart, K 160 and 320 on 7x7 maps lose 2-10%.
+#: 224 (docs/fusion.md, fuse-conv-chain): K 32-96 took 0.83-1.00x the two kernels apart,
+#: K 160 and 320 on 7x7 maps 1.05-1.15x.
 CC_BLOCKED_K_PER_TAP = 16
 
 
