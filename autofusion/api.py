@@ -419,10 +419,11 @@ def build_model_dir(
         after_passes(module)
     layout = layout_summary(module)
     pipeline.lowering().run(module, progress=say)
-    convs = conv_algo_rows(module)
+    avx512 = opts.target == "c" and cpu_has_avx512(opts.cpu)
+    convs = conv_algo_rows(module, avx512)
     if convs:
         report["conv_algo"] = convs
-    attention = attention_algo_rows(module, opts.target == "c" and cpu_has_avx512(opts.cpu))
+    attention = attention_algo_rows(module, avx512)
     if attention:
         report["attention_algo"] = attention
     if layout is not None:

@@ -941,6 +941,42 @@ def dwpw_applies(dw: Sequence[Param], pw: Sequence[Param]) -> bool:
     )
 
 
+#: ``afrt_dwpw_f32``'s blocked band (AVX-512) takes pointwise convs with more than this many
+#: output channels (AFRT_CC_BLOCKED_MIN_K in afrt_convchain.h): 16 would leave half of every
+#: 32-wide register tile empty.
+CC_BLOCKED_MIN_K = 16
+#: ``fuse-conv-chain`` forms a chain on the blocked band when the pointwise conv has at most
+#: this many output channels per depthwise tap (K <= 16 * R * S: 144 for 3x3), i.e. when the
+#: depthwise conv is at least 1/16 of the pair's multiply-adds. Measured on MobileNet-V2 at
+#: 224 (docs/fusion.md, fuse-conv-chain): K 32-96 took 0.83-1.00x the two kernels apart,
+#: K 160 and 320 on 7x7 maps 1.05-1.15x.
+CC_BLOCKED_K_PER_TAP = 16
+
+
+def dwpw_algo(dw: Sequence[Param], pw: Sequence[Param], avx512: bool) -> str:
+    """How ``afrt_dwpw_f32`` runs a pair ``dwpw_applies`` takes (``afrt_cc_blocked_applies``):
+    ``dwpw_blocked`` -- AVX-512, the depthwise conv on ``direct_dw_lanes`` and more than
+    ``CC_BLOCKED_MIN_K`` pointwise output channels: the depthwise output stays in 16-channel
+    blocks and the pointwise conv reads it transposed (no transposes of the C channels);
+    ``dwpw`` -- the depthwise rows transposed back to a channel-major tile for the GEMM."""
+    # the channels and the dilation decide; a run-time spatial size plays no part
+    d = {k: v if isinstance(v, int) else 1 for k, v in zip(CONV_FIELDS, dw, strict=True)}
+    k = pw[CONV_FIELDS.index("K")]
+    blocked = avx512 and dw_lanes_applies(d) and isinstance(k, int) and k > CC_BLOCKED_MIN_K
+    return "dwpw_blocked" if blocked else "dwpw"
+
+
+def dwpw_blocked_pays(dw: Sequence[Param], pw: Sequence[Param], avx512: bool) -> bool:
+    """Whether a pair on the blocked band is worth a chain whatever its memory traffic: the
+    measured rule ``CC_BLOCKED_K_PER_TAP`` (``fuse-conv-chain``)."""
+    if dwpw_algo(dw, pw, avx512) != "dwpw_blocked":
+        return False
+    r, s, k = dw[CONV_FIELDS.index("R")], dw[CONV_FIELDS.index("S")], pw[CONV_FIELDS.index("K")]
+    if not (isinstance(r, int) and isinstance(s, int) and isinstance(k, int)):
+        return False
+    return k <= CC_BLOCKED_K_PER_TAP * r * s
+
+
 @irdl_op_definition
 class DwPwOp(_LibOp):
     """A depthwise conv, its output clamped to ``[lo, hi]``, then a 1x1 conv on it, in row

@@ -36,7 +36,7 @@ from xdsl.ir import Operation, SSAValue
 from autofusion.analysis import predict
 from autofusion.analysis.conv_chain import CLAMPS, conv_fields, is_dwpw
 from autofusion.analysis.hardware import hardware_for
-from autofusion.dialects import nn
+from autofusion.dialects import clib, nn
 from autofusion.dialects.fusion import KernelOp, YieldOp
 from autofusion.passes.fuse import main_funcs, outline, short_name
 from autofusion.passes.options import PolicyPass
@@ -95,11 +95,16 @@ def _consumer(op: Operation, v: SSAValue) -> nn.ConvOp | None:
 
 
 class _ChainFinder:
-    def __init__(self, policy: FusionPolicy, log: RefusalLog) -> None:
+    def __init__(self, policy: FusionPolicy, log: RefusalLog, blocked: bool = False) -> None:
         self.policy = policy
         self.log = log
+        self.blocked = blocked
         self.hw = hardware_for(policy.config.hardware)
         self.roofs = predict.Roofs.of(self.hw)
+
+    def blocked_pays(self, dw: nn.ConvOp, pw: nn.ConvOp) -> bool:
+        d, p = conv_fields(dw), conv_fields(pw)
+        return d is not None and p is not None and clib.dwpw_blocked_pays(d, p, self.blocked)
 
     def decide(self, prod: Operation, cons: Operation) -> str | None:
         """``decided_by`` of a legal pair, or None (refusal logged)."""
@@ -125,7 +130,8 @@ class _ChainFinder:
         paths = [(*p_ops, conv)]
         r = self.policy.check(p_ops[-1], conv, FAMILY, p_ops, paths)
         applies = r is None and self.policy.cost_applies(conv, p_ops, paths)
-        if applies:
+        # on the blocked band the chain saves the depthwise output's transposes, not traffic
+        if applies and not self.blocked_pays(dw, conv):
             t = predict.conv_chain_times(p_ops, c_ops, self.hw, self.roofs)
             if t.mem_saved <= 0:
                 r = Refusal("cost", f"the intermediate ({t.mid_bytes // 1024} KiB) stays in L2 "
@@ -141,14 +147,15 @@ class _ChainFinder:
         return self.policy.approver(applies)
 
 
-def fuse_dwpw_chains(module: ModuleOp, policy: FusionPolicy) -> int:
-    """Form the chain kernels; returns how many were formed."""
+def fuse_dwpw_chains(module: ModuleOp, policy: FusionPolicy, blocked: bool = False) -> int:
+    """Form the chain kernels; returns how many were formed. ``blocked``: the C build has
+    ``afrt_dwpw_f32``'s blocked band (AVX-512; ``clib.dwpw_blocked_pays``)."""
     log = RefusalLog()
     formed = 0
     for f in main_funcs(module):
         block = f.body.block
         pairs: list[tuple[Operation, Operation, str]] = []
-        finder = _ChainFinder(policy, log)
+        finder = _ChainFinder(policy, log, blocked)
         used: set[Operation] = set()
         for op in list(block.ops):
             if op in used or _producer(op) is None or len(op.results) != 1:
@@ -197,6 +204,10 @@ class FuseConvChain(PolicyPass):
     symbolic: ClassVar[bool] = True  # docs/dynamic.md, "Symbolic import"
 
     policy: str = ""
+    #: the build has AVX-512 and the config's ``conv_layout`` is ``auto`` (the pipeline sets
+    #: it, as for ``lower-nn-to-loops``): pairs on the blocked band chain by the measured
+    #: rule ``clib.dwpw_blocked_pays`` instead of the memory-traffic model
+    blocked_convs: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        fuse_dwpw_chains(op, self.fusion_policy())
+        fuse_dwpw_chains(op, self.fusion_policy(), self.blocked_convs)

@@ -8,6 +8,7 @@ for people (``autofusion-opt --fusion-summary``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from xdsl.dialects import func
@@ -274,11 +275,23 @@ def attention_algo_rows(module: ModuleOp, avx512: bool) -> list[dict[str, object
     return rows
 
 
-def conv_algo_rows(module: ModuleOp) -> list[dict[str, object]]:
+def _conv_shape(values: Sequence[int]) -> str:
+    from autofusion.dialects import clib
+
+    # a run-time size (clib.DYNAMIC) shows as "?"
+    f = {k: "?" if v == clib.DYNAMIC else v
+         for k, v in zip(clib.CONV_FIELDS, values, strict=True)}  # fmt: skip
+    return (f"C{f['C']} K{f['K']} {f['H']}x{f['W']} -> {f['OH']}x{f['OW']} "
+            f"k{f['R']}x{f['S']} s{f['stride_h']} g{f['group']}")  # fmt: skip
+
+
+def conv_algo_rows(module: ModuleOp, avx512: bool = False) -> list[dict[str, object]]:
     """One row per convolution library call of a lowered C module, in module order: the
     kernel function, its ONNX nodes, the algorithm chosen at lowering (``clib.conv_algo``:
     one of ``clib.CONV_ALGOS`` or ``lp_gemm``), the shape it was chosen from and the layouts
-    of its input and output (``assign-layout``: ``nchw->nchw16c`` etc.)."""
+    of its input and output (``assign-layout``: ``nchw->nchw16c`` etc.). A conv chain
+    (``clib.dwpw``) is one row: ``dwpw_blocked`` or ``dwpw`` (``clib.dwpw_algo``; ``avx512``:
+    the build has AVX-512), the depthwise shape then ``+ 1x1 -> K``."""
     from autofusion.dialects import clib
 
     rows: list[dict[str, object]] = []
@@ -286,12 +299,14 @@ def conv_algo_rows(module: ModuleOp) -> list[dict[str, object]]:
         names = origin_names(fn)
         for op in fn.walk():
             if isinstance(op, clib.Conv2DOp):
-                # a run-time size (clib.DYNAMIC) shows as "?"
-                f = {k: "?" if v == clib.DYNAMIC else v
-                     for k, v in zip(clib.CONV_FIELDS, op.param_values(), strict=True)}  # fmt: skip
-                shape = (f"C{f['C']} K{f['K']} {f['H']}x{f['W']} -> {f['OH']}x{f['OW']} "
-                         f"k{f['R']}x{f['S']} s{f['stride_h']} g{f['group']}")  # fmt: skip
                 rows.append({"kernel": fn.sym_name.data, "origins": names,
-                             "conv_algo": op.algo.data, "shape": shape,
+                             "conv_algo": op.algo.data, "shape": _conv_shape(op.param_values()),
                              "layout": "->".join(op.layouts())})  # fmt: skip
+            elif isinstance(op, clib.DwPwOp):
+                dw, pw = op.params_pair()
+                k = pw[clib.CONV_FIELDS.index("K")]
+                rows.append({"kernel": fn.sym_name.data, "origins": names,
+                             "conv_algo": clib.dwpw_algo(dw, pw, avx512),
+                             "shape": f"{_conv_shape(op.param_values())} + 1x1 -> K{k}",
+                             "layout": "nchw->nchw"})  # fmt: skip
     return rows

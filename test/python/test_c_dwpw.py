@@ -4,9 +4,11 @@ onnxruntime.
 Odd shapes -- H/W not multiples of the row band, stride 2, asymmetric and zero padding,
 channel counts not multiples of 16, a channel multiplier, dilation 2, batch 3, with and
 without biases, with the depthwise clamp (none, Relu, Relu6) and the pointwise epilogue
-(none, Relu6, SiLU, residual Add + Relu) -- are forced into chain kernels with
-``aggressiveness: 3`` (which bypasses the cost model) so every case runs the fused kernel,
-on AVX-512 and the portable path, one and two threads. The cost model's decision (fuse a
+(none, Relu6, SiLU, residual Add + Relu), channels past one GEMM k block -- are forced into
+chain kernels with ``aggressiveness: 3`` (which bypasses the cost model) so every case runs
+the fused kernel, on AVX-512 (the blocked band where it applies, else the channel-major one)
+and AVX2, one, two and three threads; the blocked band's rule is compared with the
+runtime's. The cost model's decision (fuse a
 big intermediate, refuse one that stays in L2), the ``patterns: {conv_chain: false}``
 switch, black/whitelists, NaN propagation, the interpreter before and after the pass and an
 ASan/UBSan build are checked on their own.
@@ -37,7 +39,16 @@ CASES: list[dict[str, object]] = [
     {"c": 33, "h": 64, "w": 17, "stride": 1, "k": 3, "pads": (0, 0, 0, 0), "kout": 16},
     {"c": 12, "h": 19, "w": 21, "n": 3, "dil": 2, "pads": (2, 2, 2, 2), "act": "relu",
      "epi": "bias_add_relu", "kout": 9},
+    # afrt_dwpw_f32's blocked band (AVX-512, more than 16 pointwise output channels; the
+    # first and fourth cases take it too): channels past one k block (AFRT_KC = 256), no
+    # clamp, 5x5 without biases, residual Add + Relu, Relu6, SiLU
+    {"c": 300, "h": 9, "w": 7, "act": "relu6", "epi": "bias_add_relu", "kout": 40},
+    {"c": 50, "h": 15, "w": 13, "stride": 2, "act": "relu", "epi": "relu6", "kout": 33},
+    {"c": 96, "h": 14, "w": 14, "act": "none", "epi": "silu", "kout": 64},
+    {"c": 20, "h": 23, "w": 5, "k": 5, "pads": (2, 2, 2, 2), "kout": 17, "bias": False},
 ]  # fmt: skip
+# the cases on the blocked band where the build has AVX-512 (clib.dwpw_algo)
+BLOCKED = {0, 3, 7, 8, 9, 10}
 
 
 def _feeds(model: onnx.ModelProto, seed: int) -> dict[str, np.ndarray]:
@@ -74,14 +85,74 @@ def _chains(report: dict[str, object]) -> list[dict[str, object]]:
     return [g for g in groups if str(g["pattern"]).startswith("chain_")]
 
 
-@pytest.mark.parametrize(("cpu", "threads"), [("native", 1), ("native", 2), ("x86-64-v3", 1)])
+@pytest.mark.parametrize(("cpu", "threads"), [("native", 1), ("native", 3), ("x86-64-v3", 2)])
 def test_forced_chains_match_onnxruntime(tmp_path: Path, cpu: str, threads: int) -> None:
+    """Every case as a chain matches onnxruntime; the report names the band each one runs
+    (``clib.dwpw_algo``): blocked where the build has AVX-512, else channel-major."""
+    from autofusion.runtime.toolchain import cpu_has_avx512
+
     model = chain_model(CASES, seed=1)
     report = _run(model, _feeds(model, 1), _config(tmp_path, {"aggressiveness": 3}), cpu,
                   threads)  # fmt: skip
     chains = _chains(report)
     assert len(chains) == len(CASES), [g["pattern"] for g in chains]
     assert {g["decided_by"] for g in chains} == {"rules"}  # level 3 skips the cost model
+    rows = report["conv_algo"]
+    assert isinstance(rows, list)
+    algo = {o: r["conv_algo"] for r in rows for o in r["origins"] if str(o).startswith("dw")}
+    avx512 = cpu_has_avx512(cpu)
+    assert [algo[f"dw{i}"] for i in range(len(CASES))] == [
+        "dwpw_blocked" if avx512 and i in BLOCKED else "dwpw" for i in range(len(CASES))
+    ]
+
+
+_RULE_DRIVER = r"""
+#include "afrt.h"
+#include <stdio.h>
+int main(void) {
+    afrt_conv_params p[2];
+    while (1) {
+        for (int j = 0; j < 2; ++j)
+            for (int i = 0; i < 18; ++i)
+                if (scanf("%ld", (long *)&(&p[j].N)[i]) != 1) return 0;
+        printf("%d\n", afrt_cc_blocked_applies(&p[0], &p[1]));
+    }
+}
+"""
+
+
+@pytest.mark.parametrize("cpu", ["native", "x86-64-v3"])
+def test_blocked_rule_matches_the_runtime(tmp_path: Path, cpu: str) -> None:
+    """``clib.dwpw_algo`` (the report's and ``fuse-conv-chain``'s rule) says ``dwpw_blocked``
+    exactly where ``afrt_cc_blocked_applies`` takes the blocked band, on builds with and
+    without AVX-512: channel multipliers, dilation, K around 16."""
+    import itertools
+    import subprocess
+
+    from autofusion.dialects import clib
+    from autofusion.runtime import toolchain
+
+    src = tmp_path / "rule.c"
+    src.write_text(_RULE_DRIVER)
+    exe = tmp_path / "rule"
+    march = "native" if cpu == "native" else cpu
+    subprocess.run(["cc", "-O1", "-std=c11", f"-march={march}", f"-I{toolchain.INCLUDE_DIR}",
+                    str(src), "-o", str(exe), "-lm"], check=True)  # fmt: skip
+    pairs = []
+    for c, mult, dil, kout, s in itertools.product((8, 17, 300), (1, 2), (1, 2), (8, 16, 17, 64),
+                                                   (1, 2)):  # fmt: skip
+        h, r = 9, 3
+        oh = (h + 2 - dil * (r - 1) - 1) // s + 1
+        dw = [1, c, h, h, c * mult, r, r, oh, oh, s, s, 1, 1, 1, 1, dil, dil, c]
+        pw = [1, c * mult, oh, oh, kout, 1, 1, oh, oh, 1, 1, 0, 0, 0, 0, 1, 1, 1]
+        pairs.append((dw, pw))
+    text = "".join(" ".join(map(str, [*d, *p])) + "\n" for d, p in pairs)
+    out = subprocess.run([str(exe)], input=text, capture_output=True, text=True, check=True)
+    got = [int(v) for v in out.stdout.split()]
+    want = [int(clib.dwpw_algo(d, p, toolchain.cpu_has_avx512(cpu)) == "dwpw_blocked")
+            for d, p in pairs]  # fmt: skip
+    assert got == want
+    assert 0 < sum(want) < len(want) or not toolchain.cpu_has_avx512(cpu)
 
 
 def test_cost_model_decides_and_the_switch_turns_it_off(tmp_path: Path) -> None:

@@ -127,6 +127,144 @@ static inline int afrt_dwpw_apart_(const float *x, const float *wd, const float 
     return 1;
 }
 
+/* Pointwise output channels the blocked band needs more than (clib.CC_BLOCKED_MIN_K). */
+#define AFRT_CC_BLOCKED_MIN_K 16
+/* Whether afrt_dwpw_f32 takes the blocked band (below; clib.dwpw_algo mirrors it): an
+ * AVX-512 build, channel lanes for the depthwise conv (afrt_dwl_applies) and more than 16
+ * pointwise output channels (16 would leave half of every 32-wide register tile empty:
+ * MobileNet-V2's 32 -> 16 at 112x112 measured 1.05-1.16x the NCHW band). */
+static inline int afrt_cc_blocked_applies(const afrt_conv_params *pd, const afrt_conv_params *pp) {
+#if defined(__AVX512F__)
+    return afrt_dwl_applies(pd) && pp->K > AFRT_CC_BLOCKED_MIN_K;
+#else
+    (void)pd, (void)pp;
+    return 0;
+#endif
+}
+
+#if defined(__AVX512F__)
+/* ---------------------------------------------------------------------------------------------
+ * The blocked band (AVX-512, afrt_dwl_applies): the depthwise output is never transposed.
+ * Per band the channel-lane kernel's output tiles O[n][16] (16 channels in the lanes, one
+ * tile per block of 16 channels, ldo floats apart) are kept as they are, and the pointwise
+ * conv is computed transposed, Y^T[positions x K] = D^T[positions x C] . Wp^T[C x K]: the
+ * rows of D^T are read straight from the tiles (row i of block b at o + b * ldo + i * 16,
+ * a broadcast per row and k step), Wp^T is the packed-operand cache's B panels. Only the
+ * pointwise output (K channels, 6x fewer than C in MobileNet-V2's blocks) is transposed, on
+ * its way into y, where the bias and the epilogue are applied as in gemm_1x1_t.
+ * ------------------------------------------------------------------------------------------- */
+/* The k loop of a 12 x 32 tile with A in 16-channel blocks: a(i, k) at
+ * a + (k / 16) * lda + i * 16 + k % 16 (lda: floats between blocks; a at a block's first
+ * channel, so AFRT_KC must be a multiple of 16). */
+#if AFRT_KC % 16
+#error "the blocked band starts k blocks at 16-channel block boundaries: AFRT_KC % 16 == 0"
+#endif
+#define AFRT_UK_ZMM_KLOOP_BA_(MRV)                                                             \
+    for (int64_t k = 0; k < kc; ++k) {                                                         \
+        _mm_prefetch(AFRT_PF_ADDR(b, AFRT_NR * AFRT_PF_K), AFRT_PF_HINT);                      \
+        _mm_prefetch(AFRT_PF_ADDR(b, AFRT_NR * AFRT_PF_K + 16), AFRT_PF_HINT);                 \
+        const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);                    \
+        const float *ak = a + (k >> 4) * lda + (k & 15);                                       \
+        AFRT_UK_ZMM_RANK1_ROWS_(MRV, ak, b0, b1);                                              \
+        b += AFRT_NR;                                                                          \
+    }                                                                                          \
+    (void)0
+#define AFRT_UK_ZMM_RANK1_ROWS_(MRV, AK, B0, B1)                                               \
+    for (int i = 0; i < MRV; ++i) {                                                            \
+        const __m512 ai = _mm512_set1_ps((AK)[i * AFRT_DWL_L]);                                \
+        c0[i] = _mm512_fmadd_ps(ai, B0, c0[i]);                                                \
+        c1[i] = _mm512_fmadd_ps(ai, B1, c1[i]);                                                \
+    }                                                                                          \
+    (void)0
+AFRT_DEFINE_UKERNEL_(afrt_ukernel12_ba_, 12, AFRT_UK_A_ROWS_, AFRT_UK_ZMM_KLOOP_BA_)
+
+/* y[j*ld + i] = t[i*ldt + j] (+ bias[j]) for i < m, j < n: the band's Y^T tile into the NCHW
+ * rows, 16 positions x 16 channels per in-register transpose (t has whole 16-row blocks
+ * readable up to m rounded up to 12 and whole 32-column panels: rows past that are zero
+ * vectors here, and the masked stores drop them). */
+static inline void afrt_cc_store_t_(const float *restrict t, int64_t ldt, int64_t m, int64_t n,
+                                    const float *bias, float *restrict y, int64_t ld) {
+    const int64_t mr = afrt_round_up_(m, 12);
+    for (int64_t i0 = 0; i0 < m; i0 += 16) {
+        const int64_t mi = afrt_min_(16, m - i0);
+        const __mmask16 km = (__mmask16)((1u << mi) - 1u);
+        for (int64_t j0 = 0; j0 < n; j0 += 16) {
+            __m512 r[16];
+            for (int64_t i = 0; i < 16; ++i)
+                r[i] = i0 + i < mr ? _mm512_loadu_ps(t + (i0 + i) * ldt + j0) : _mm512_setzero_ps();
+            afrt_dwl_transpose16_(r);
+            const int64_t nj = afrt_min_(16, n - j0);
+            for (int64_t j = 0; j < nj; ++j) {
+                __m512 v = r[j];
+                if (bias) v = _mm512_add_ps(v, _mm512_set1_ps(bias[j0 + j]));
+                _mm512_mask_storeu_ps(y + (j0 + j) * ld + i0, km, v);
+            }
+        }
+    }
+}
+
+/* Positions of a band's tiles: the band's rows x OW rounded up to whole 12-row tiles. */
+static inline int64_t afrt_cc_rows_pad_(const afrt_conv_params *pd, int64_t th) {
+    return afrt_round_up_(th * pd->OW, 12);
+}
+
+/* Scratch floats of the blocked band: the lane kernel's tile T, its weights and bias, the
+ * depthwise output blocks O (ceil(C/16) x npad x 16) and the pointwise output tile
+ * (npad x K rounded up to 32). */
+static inline int64_t afrt_cc_blocked_floats_(const afrt_conv_params *pd,
+                                              const afrt_conv_params *pp, int64_t th) {
+    const afrt_dwl_geom_ g = afrt_dwl_geom_init_(pd, th);
+    const int64_t npad = afrt_cc_rows_pad_(pd, th), nblk = afrt_cdiv_(pd->K, AFRT_DWL_L);
+    const int64_t tw = (g.tile_rows * g.pitch + AFRT_DWL_L * (pd->R * pd->S + 1) + 15) / 16 * 16;
+    return tw + nblk * npad * AFRT_DWL_L + npad * afrt_round_up_(pp->K, AFRT_NR);
+}
+
+/* One band [oh0, oh1) of image n through the blocked path (pb: Wp^T's packed B panels). */
+static inline void afrt_cc_blocked_band_(const float *x, const float *wd, const float *bd,
+                                         float lo, float hi, const float *pb, const float *bp,
+                                         float *y, const afrt_conv_params *pd,
+                                         const afrt_conv_params *pp, int64_t th, int64_t n,
+                                         int64_t oh0, int64_t oh1, float *s, afrt_epilogue epi) {
+    const afrt_dwl_geom_ g = afrt_dwl_geom_init_(pd, th);
+    const int64_t C = pd->K, K = pp->K, L = AFRT_DWL_L, taps = pd->R * pd->S;
+    const int64_t nrow = oh1 - oh0, cols = nrow * pd->OW, ohw = pd->OH * pd->OW;
+    const int64_t npad = afrt_cc_rows_pad_(pd, th), ldo = npad * L, mt = afrt_round_up_(cols, 12);
+    const int64_t Np = afrt_round_up_(K, AFRT_NR), nblk = afrt_cdiv_(C, L);
+    float *t = s, *wv = t + g.tile_rows * g.pitch, *bv = wv + L * taps;
+    float *o = s + (g.tile_rows * g.pitch + L * (taps + 1) + 15) / 16 * 16;
+    float *tmp = o + nblk * ldo;
+    const int64_t rows = (nrow - 1) * pd->stride_h + pd->R;
+    for (int64_t b = 0; b < nblk; ++b) {
+        const int64_t k0 = b * L, nc = afrt_min_(L, C - k0);
+        for (int64_t i = 0; i < taps; ++i)
+            for (int64_t l = 0; l < L; ++l) wv[i * L + l] = l < nc ? wd[(k0 + l) * taps + i] : 0.0f;
+        for (int64_t l = 0; l < L; ++l) bv[l] = bd && l < nc ? bd[k0 + l] : 0.0f;
+        afrt_dwl_fill_(x + (n * pd->C + k0) * pd->H * pd->W, nc, pd, &g, oh0 * pd->stride_h,
+                       rows, t);
+        float *ob = o + b * ldo;
+        afrt_dwl_rows_(t, pd, &g, nrow, wv, bv, 1, lo, hi, ob);
+        /* the last row tile's rows past the band: zeros (their outputs are dropped) */
+        for (int64_t i = cols * L; i < mt * L; ++i) ob[i] = 0.0f;
+    }
+    /* Y^T (mt x Np) = D^T (mt x C) . Wp^T, k blocks of AFRT_KC as the B panels are packed
+     * (the lanes of channels past C are never read: k stops at C). Each row tile reads a
+     * whole k block of its B panel: splitting it into 32-step segments, as gemm_1x1_t does
+     * for cold weights, measured 5% slower here (the accumulators reload per segment). */
+    for (int64_t pc = 0; pc < C; pc += AFRT_KC) {
+        const int64_t kc = afrt_min_(AFRT_KC, C - pc);
+        const float *ak = o + (pc / L) * ldo;
+        for (int64_t jr = 0; jr < Np; jr += AFRT_NR)
+            for (int64_t ic = 0; ic < mt; ic += 12)
+                afrt_ukernel12_ba_(kc, ak + ic * L, ldo, pb + pc * Np + jr * kc,
+                                   tmp + ic * Np + jr, Np, pc > 0);
+    }
+    float *yn = y + n * K * ohw;
+    const int64_t c0 = oh0 * pd->OW;
+    afrt_cc_store_t_(tmp, Np, cols, K, bp, yn + c0, ohw);
+    afrt_finish_block_(yn, NULL, n, 0, K, c0, c0 + cols, ohw, epi);
+}
+#endif
+
 static inline int afrt_dwpw_f32(const float *x, const float *wd, const float *bd, float lo,
                                 float hi, const float *wp, const float *bp, float *y,
                                 const afrt_conv_params *pd, const afrt_conv_params *pp,
@@ -135,6 +273,35 @@ static inline int afrt_dwpw_f32(const float *x, const float *wd, const float *bd
     if (pd->N <= 0 || pp->K <= 0 || pd->OH <= 0 || pd->OW <= 0) return 1;
     afrt_init_once_();
     const int64_t C = pd->K, K = pp->K, ohw = pd->OH * pd->OW;
+#if defined(__AVX512F__)
+    /* Wp^T (C x K; element (c, k) = wp[k * C + c]) as cached B panels: constant weights only */
+    const float *pbt = afrt_cc_blocked_applies(pd, pp) ? afrt_packed_const_(wp, C, K, C, 1, 1) : NULL;
+    if (pbt) {
+        const int nth = afrt_num_threads_;
+        const double work = (double)pd->N * (double)ohw *
+                            ((double)C * (double)K + AFRT_SLOW_WORK * (double)C * pd->R * pd->S);
+        const int par = nth > 1 && afrt_worth_threads_(work);
+        /* bands of (nearly) equal height, band b rows [b*OH/nb, (b+1)*OH/nb): a short last
+         * band would read every B panel for few rows, and the threads get even shares */
+        const int64_t nbands = afrt_cdiv_(pd->OH, afrt_cc_band_rows_(pd, par ? nth : 1));
+        const int64_t th = afrt_cdiv_(pd->OH, nbands), tasks = pd->N * nbands;
+        const size_t need = (size_t)afrt_cc_blocked_floats_(pd, pp, th) * sizeof(float);
+        int failed = 0;
+        AFRT_OMP(parallel for schedule(static) num_threads(afrt_threads_now()) if (par && tasks > 1))
+        for (int64_t task = 0; task < tasks; ++task) {
+            afrt_arrive_();
+            float *s = (float *)afrt_thread_scratch(0, need);
+            if (!s) {
+                afrt_flag_set_(&failed);
+                continue;
+            }
+            const int64_t n = task / nbands, b = task % nbands;
+            afrt_cc_blocked_band_(x, wd, bd, lo, hi, pbt, bp, y, pd, pp, th, n,
+                                  b * pd->OH / nbands, (b + 1) * pd->OH / nbands, s, epi);
+        }
+        if (!failed) return 1;
+    }
+#endif
     const float *pa = NULL;
     if (!afrt_pack_a_all_(wp, 0, 1, K, C, C, 0, &pa))
         return afrt_dwpw_apart_(x, wd, bd, lo, hi, wp, bp, y, pd, pp, epi);
