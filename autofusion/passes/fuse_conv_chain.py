@@ -38,6 +38,7 @@ from autofusion.analysis.conv_chain import CLAMPS, conv_fields, is_dwpw
 from autofusion.analysis.hardware import hardware_for
 from autofusion.dialects import clib, nn
 from autofusion.dialects.fusion import KernelOp, YieldOp
+from autofusion.passes.assign_precision import precision_of
 from autofusion.passes.fuse import main_funcs, outline, short_name
 from autofusion.passes.options import PolicyPass
 from autofusion.passes.validate_precision import unfuse
@@ -116,6 +117,11 @@ class _ChainFinder:
         readers = [u.operation for u in v.uses]
         conv = _consumer(cons, v)
         if conv is None or not is_dwpw(dw, conv):
+            return None
+        low = [c for c in (dw, conv) if precision_of(c) != "fp32"]
+        if low:
+            self.log.add("dtype", f"a conv computes in {precision_of(low[0])} (config "
+                         "precision); the chain kernel computes in fp32", [dw, conv])  # fmt: skip
             return None
         if len(readers) != 1:
             self.log.add("multi-consumer", f"the depthwise output has {len(readers)} readers; "

@@ -36,7 +36,9 @@ def _fused(name: str) -> tuple[onnx.ModelProto, onnx.ModelProto, FusedSummary, i
 def test_fused_model_runs_in_onnxruntime_and_matches(name: str) -> None:
     model, fused, summary, _ = _fused(name)
     onnx.checker.check_model(fused)
-    assert summary.functions >= 5, summary.as_dict()
+    # tiny_cnn: stem, two block convs, the head; its depthwise + 1x1 are one chain kernel
+    # where the build has the blocked chain band (AVX-512), two kernels elsewhere
+    assert summary.functions >= 4, summary.as_dict()
     assert len(fused.functions) == summary.functions
     calls = [n for n in fused.graph.node if n.domain == DOMAIN]
     assert len(calls) == summary.functions
