@@ -24,7 +24,8 @@ Input: the live intervals of ``autofusion.analysis.liveness``. Steps:
    Several orders are tried -- size descending, lifetime order, longest lifetime first,
    TFLite-style "greedy by breadth" (busiest step first) -- and the smallest arena wins.
    If it is above the lower bound, ``promote`` improves the best few orders by iterated
-   greedy (move a buffer that ends above the bound to the front, place again).
+   greedy (move a buffer that ends above the bound earlier in the order -- just before a
+   conflicting buffer placed before it, or to the front -- and place again).
 3. **Report.** ``naive_bytes`` is the sum of all (aligned) intermediates, as if none were
    reused; ``lower_bound_bytes`` is the maximum over steps of the aligned bytes of the
    buffers live at that step (an aliased concat operand is inside its concat's buffer,
@@ -497,6 +498,21 @@ def _arena(buffers: Sequence[Buffer], offsets: Sequence[int]) -> int:
     return max((o + b.size for o, b in zip(offsets, buffers)), default=0)
 
 
+def _excess(buffers: Sequence[Buffer], offsets: Sequence[int], target: int) -> int:
+    """Bytes placed above ``target``, summed over buffers: a move that lowers one of several
+    buffers sticking out does not shrink the arena yet but is progress."""
+    return sum(max(0, o + b.size - target) for o, b in zip(offsets, buffers))
+
+
+def _earlier_slots(order: Sequence[int], i: int, conflict: list[list[int]]) -> list[int]:
+    """Where ``promote`` tries to reinsert buffer ``i``: the front, then just before each
+    buffer it conflicts with that is placed before it, nearest first (the smaller changes of
+    the order: ``i`` claims its space before that neighbour does, the rest keeps its turn)."""
+    pos = {j: k for k, j in enumerate(order)}
+    slots = sorted({pos[j] for j in conflict[i] if pos[j] < pos[i]}, reverse=True)
+    return [0, *(s for s in slots if s != 0)]
+
+
 def promote(
     buffers: Sequence[Buffer],
     order: Sequence[int],
@@ -506,37 +522,50 @@ def promote(
     budget: int,
 ) -> tuple[list[int], int, int]:
     """Iterated greedy on a placement order: while the arena is above ``target`` (the lower
-    bound), move a buffer that ends above the target to the front of the order and place
-    again; keep the move if the arena shrinks. Buffers are tried from the highest top down;
-    the search stops at the target, when no move helps, or after ``budget`` placements.
+    bound), move a buffer that ends above the target earlier in the order -- to the front,
+    else to just before one of the conflicting buffers placed before it, nearest first --
+    and place again; keep the move if it lowers (arena, bytes above the target). Buffers are
+    tried from the highest top down; the search stops at the target, when no move helps, or
+    after ``budget`` placements.
 
     A greedy order fails when a buffer that the tight step needs low is placed late, after
     shorter-lived ones have taken the bottom around it (DenseNet's growing concats with
-    copies: 1.11x the bound by size order, the bound itself after three moves). Returns
-    (offsets, arena, placements used).
+    copies: 1.11x the bound by size order). Moving it to the front fixes some cases but can
+    displace the big buffers it was sharing the bottom with; moving it just ahead of the
+    neighbour that took its place is the smaller step (DenseNet with its pre-activation
+    BatchNorms as scale/shift kernels: 1.056x with front moves only, the bound with both).
+    Counting the bytes above the target accepts a move that lowers one of several buffers
+    sticking out. On 400 random lifetime sets (20-80 buffers) this reaches the bound in 301
+    instead of 288 and averages 1.0061x instead of 1.0074x (``docs/memory.md``).
+    Returns (offsets, arena, placements used).
     """
     order = list(order)
     offsets = place(buffers, order, best_fit, conflict)
-    best = _arena(buffers, offsets)
+    best = (_arena(buffers, offsets), _excess(buffers, offsets, target))
     used = 1
-    while best > target and used < budget:
+    while best[0] > target and used < budget:
         tops = sorted(
             (i for i, b in enumerate(buffers) if offsets[i] + b.size > target),
             key=lambda i: -(offsets[i] + buffers[i].size),
         )
+        moved = False
         for i in tops:
-            if used >= budget:
+            rest = [j for j in order if j != i]
+            for at in _earlier_slots(order, i, conflict):
+                if used >= budget:
+                    break
+                trial = [*rest[:at], i, *rest[at:]]
+                trial_offsets = place(buffers, trial, best_fit, conflict)
+                used += 1
+                score = (_arena(buffers, trial_offsets), _excess(buffers, trial_offsets, target))
+                if score < best:
+                    order, offsets, best, moved = trial, trial_offsets, score, True
+                    break
+            if moved or used >= budget:
                 break
-            trial = [i, *(j for j in order if j != i)]
-            trial_offsets = place(buffers, trial, best_fit, conflict)
-            used += 1
-            arena = _arena(buffers, trial_offsets)
-            if arena < best:
-                order, offsets, best = trial, trial_offsets, arena
-                break
-        else:
-            break  # no move helps
-    return offsets, best, used
+        if not moved:
+            break  # no move helps, or the budget is spent
+    return offsets, best[0], used
 
 
 def live_bytes(buffers: Sequence[Buffer]) -> list[int]:

@@ -69,6 +69,7 @@ C_ALIAS_ARGS = "c.alias_args"
 C_WORK = "c.work"
 C_EPILOGUE = "c.epilogue"
 C_PARALLEL = "c.parallel"
+C_SIMD = "c.simd"  # an innermost loop printed under `omp simd` (lowering/c/builder.py, nest)
 C_BATCH = "c.batch"
 ASCENDC_FALLBACK = "ascendc.fallback"
 

@@ -8,6 +8,14 @@ for a 2-d ``nn.matmul`` with a constant B the result is ``matmul(A, B') + b'`` (
 ``nn.add`` that ``fuse`` later takes as an epilogue). The BN's channel axis (dim 1) must be
 the contraction op's output-channel axis, so MatMul/Gemm outputs must be 2-d.
 
+A BatchNormalization with constant statistics that no contraction produces (DenseNet's
+pre-activation ``BN -> ReLU -> Conv`` on a Concat, a BN after a pool or an input) becomes
+``x * s + shift`` (``nn.mul``, ``nn.add`` with ``[C, 1, ...]`` constants, float64 math as
+above), so ``fuse`` puts it in one elementwise kernel with the activation that follows
+instead of a BN kernel and a second pass over the tensor (f32 only; its ``not-a-constant``
+refusal names the BN alone). A BN produced by a Conv / Gemm / MatMul that cannot be folded
+is left for ``fuse-conv-bn-relu``.
+
 Refusals (in ``fusion.refusals``): ``not-a-constant`` when the BN statistics, the weights
 or the bias are computed (or elided); ``multi-consumer`` when the conv output has other
 readers; ``shape-mismatch`` when dim 1 is not the output-channel axis; plus the policy
@@ -24,7 +32,7 @@ from typing import ClassVar
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, TensorType, f32
 from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -240,9 +248,54 @@ class FoldBatchNormIntoProducer(RewritePattern):
         replace_pair(rewriter, mm, bn, (wc, bc), [new_mm, add], origins)
 
 
+@dataclass
+class BatchNormToScaleShift(RewritePattern):
+    """bn(x) -> x * s + shift, when no contraction produces x (nothing to fold into).
+
+    Only for f32 tensors (the constants are f32; other types keep the BN op)."""
+
+    policy: FusionPolicy
+    log: RefusalLog = field(default_factory=RefusalLog)
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, bn: nn.BatchNormOp, rewriter: PatternRewriter) -> None:
+        if isinstance(bn.x.owner, nn.ConvOp | nn.GemmOp | nn.MatMulOp):
+            return  # FoldBatchNormIntoProducer's case, or fuse-conv-bn-relu's if it refused
+        xt = bn.x.type
+        if not isinstance(xt, TensorType) or xt.element_type != f32:
+            return
+        if (r := self.policy.family_refusal(FAMILY, [bn])) is not None:
+            self.log.add_refusal(r)
+            return
+        stats = [const_value(v) for v in (bn.scale, bn.bias, bn.mean, bn.var)]
+        if any(s is None for s in stats):
+            self.log.add(
+                "not-a-constant",
+                "BatchNormalization scale/bias/mean/var are not all constants",
+                [bn],
+            )
+            return
+        scale, beta, mean, var = (np.asarray(s, dtype=np.float64) for s in stats)
+        s = scale / np.sqrt(var + bn.epsilon)
+        shift = beta - mean * s
+        bcast = (-1,) + (1,) * (len(shape_of(bn.x)) - 2)
+        origins = origins_of(bn)
+        sc = make_constant(s.reshape(bcast), origins)
+        sh = make_constant(shift.reshape(bcast), origins)
+        mul = nn.MulOp.build(operands=[bn.x, sc.y], result_types=[bn.y.type])
+        add = nn.AddOp.build(operands=[mul.out, sh.y], result_types=[bn.y.type])
+        for new in (mul, add):
+            set_origins(new, origins)
+        old = constant_operands(bn)
+        rewriter.insert([sc, sh], InsertPoint.before(bn))
+        rewriter.replace(bn, [mul, add], [add.out])
+        erase_dead(rewriter, [], root_constants=old)
+
+
 @dataclass(frozen=True)
 class FoldBatchNorm(PolicyPass):
-    """Fold BatchNormalization into Conv / Gemm / MatMul with constant weights."""
+    """Fold BatchNormalization into Conv / Gemm / MatMul with constant weights; turn one
+    with nothing to fold into into ``x * s + shift``."""
 
     name: ClassVar[str] = "fold-batchnorm"
     symbolic: ClassVar[bool] = True  # docs/dynamic.md, "Symbolic import"
@@ -250,8 +303,9 @@ class FoldBatchNorm(PolicyPass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         policy = self.fusion_policy()
         pattern = FoldBatchNormIntoProducer(policy)
+        scale_shift = BatchNormToScaleShift(policy, pattern.log)
         PatternRewriteWalker(
-            GreedyRewritePatternApplier([pattern], dce_enabled=False),
+            GreedyRewritePatternApplier([pattern, scale_shift], dce_enabled=False),
             apply_recursively=False,
         ).rewrite_module(op)
         pattern.log.flush(op)

@@ -95,6 +95,12 @@ CASES: dict[str, list[str]] = {
         f"%0 = nn.mul %a, %s : ({T}, tensor<7x1xf32>) -> {T}",
         f"%r = nn.sub %0, %s : ({T}, tensor<7x1xf32>) -> {T}",
     ],
+    # fold-batchnorm's BN with nothing to fold into (DenseNet's pre-activation): x*s + t, Relu
+    "scale_shift_relu": [
+        f"%0 = nn.mul %a, %s : ({T}, tensor<7x1xf32>) -> {T}",
+        f"%1 = nn.add %0, %s : ({T}, tensor<7x1xf32>) -> {T}",
+        f"%r = nn.relu %1 : ({T}) -> {T}",
+    ],
     "sigmoid_tanh": [
         f"%0 = nn.sigmoid %a : ({T}) -> {T}",
         f"%1 = nn.tanh %b : ({T}) -> {T}",

@@ -199,6 +199,70 @@ def test_two_constant_masks_become_one_attention() -> None:
     assert_close(built.run(feeds), ref, "two masks, C")
 
 
+def test_batchnorm_without_producer_becomes_scale_shift() -> None:
+    """DenseNet's pre-activation (torchvision export): Concat -> BN -> Relu -> 1x1 Conv, and a
+    BatchNorm1d after Flatten. No BN here has a Conv to fold into; each becomes x*s + shift,
+    in one elementwise kernel with its Relu (``a``), alone (``b``, no Relu), in a kernel that
+    still yields the BN value when that is also a graph output (``c``), or alone after the
+    Flatten. 20 channels (not a multiple of 16); one compile; the C matches onnxruntime."""
+    import autofusion
+
+    rng = np.random.default_rng(3)
+    h = onnx.helper
+    inits: list[onnx.TensorProto] = []
+
+    def const(name: str, a: np.ndarray) -> str:
+        inits.append(onnx.numpy_helper.from_array(a.astype(np.float32), name))
+        return name
+
+    def bn(name: str, x: str, c: int) -> onnx.NodeProto:
+        stats = [rng.uniform(0.7, 1.3, c), rng.uniform(-0.2, 0.2, c),
+                 rng.uniform(-0.5, 0.5, c), rng.uniform(0.5, 1.5, c)]  # fmt: skip
+        names = [const(f"{name}.{k}", a) for k, a in zip(("scale", "bias", "mean", "var"), stats)]
+        return h.make_node("BatchNormalization", [x, *names], [name], name=name)
+
+    nodes = [h.make_node("Concat", ["x", "y"], ["cat"], name="cat", axis=1)]
+    convs: list[str] = []
+    for branch in "abc":
+        nodes.append(bn(f"norm_{branch}", "cat", 20))
+        act = f"norm_{branch}"
+        if branch != "b":
+            nodes.append(h.make_node("Relu", [act], [f"relu_{branch}"], name=f"relu_{branch}"))
+            act = f"relu_{branch}"
+        w = const(f"w_{branch}", rng.standard_normal((8, 20, 1, 1)) * 0.3)
+        nodes.append(h.make_node("Conv", [act, w], [f"conv_{branch}"], name=f"conv_{branch}"))
+        convs.append(f"conv_{branch}")
+    nodes += [
+        h.make_node("Sum", convs, ["sum"], name="sum"),
+        h.make_node("GlobalAveragePool", ["sum"], ["pool"], name="pool"),
+        h.make_node("Flatten", ["pool"], ["flat"], name="flat"),
+        bn("norm_d", "flat", 8),
+    ]
+    f32 = onnx.TensorProto.FLOAT
+    ins = (("x", 9), ("y", 11))
+    outputs = ["norm_d", "norm_c"]
+    graph = h.make_graph(
+        nodes, "densenet_preact",
+        [h.make_tensor_value_info(n, f32, [1, c, 6, 6]) for n, c in ins],
+        [h.make_tensor_value_info(n, f32, None) for n in outputs], inits,
+    )  # fmt: skip
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
+    feeds = {n: rng.standard_normal((1, c, 6, 6)).astype(np.float32) for n, c in ins}
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    ref = dict(zip(outputs, sess.run(None, feeds)))
+    assert_close(run_module(import_onnx(model), feeds), ref, "BN without producer, interpreter")
+    compiled = autofusion.compile(model, threads=1)
+    assert_close(compiled.run(feeds), ref, "BN without producer, generated C")
+    groups = {tuple(g["origins"]): g["pattern"] for g in compiled.report["groups"]}
+    assert {k: v for k, v in groups.items() if k[0].startswith("norm")} == {
+        ("norm_a", "relu_a"): "ew_mul_add_relu",
+        ("norm_b",): "ew_mul_add",
+        ("norm_c", "relu_c"): "ew_mul_add_relu",
+        ("norm_d",): "ew_mul_add",
+    }, groups
+    assert not any("batch_norm" in k for k in compiled.report["kernel_work"])
+
+
 def test_swin_shifted_window_mask_through_reshape_is_attention() -> None:
     """torchvision swin_t's shifted-window block (TorchScript export): q scaled, scores plus
     the position bias, then Reshape [nW,H,N,N] -> [1,nW,H,N,N], the window mask added,

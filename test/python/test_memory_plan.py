@@ -12,7 +12,15 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 
 from autofusion.analysis.liveness import find_main
-from autofusion.analysis.memory_plan import Buffer, check_plan, lower_bound, place, plan_memory
+from autofusion.analysis.memory_plan import (
+    Buffer,
+    check_plan,
+    conflicts,
+    lower_bound,
+    place,
+    plan_memory,
+    promote,
+)
 from autofusion.errors import AutofusionError
 from autofusion.pipeline import make_context
 from autofusion.testing import assert_close
@@ -50,6 +58,27 @@ def test_placement_never_overlaps_live_buffers(bufs: list[Buffer], best_fit: boo
     for i, a in enumerate(bufs):
         assert offsets[i] >= 0
         assert offsets[i] % 64 == 0
+        for j in range(i + 1, len(bufs)):
+            b = bufs[j]
+            if a.overlaps(b):
+                assert offsets[i] + a.size <= offsets[j] or offsets[j] + b.size <= offsets[i]
+
+
+@settings(max_examples=100, deadline=None)
+@given(buffers(), st.booleans(), st.randoms(use_true_random=False))
+def test_promote_never_worsens_and_never_overlaps(bufs: list[Buffer], best_fit: bool, rnd) -> None:
+    """Iterated greedy from any order: sound offsets, between the bound and the arena of the
+    order it started from."""
+    order = list(range(len(bufs)))
+    rnd.shuffle(order)
+    conflict = conflicts(bufs)
+    start = max(o + b.size for o, b in zip(place(bufs, order, best_fit, conflict), bufs))
+    bound = lower_bound(bufs)
+    offsets, arena, used = promote(bufs, order, best_fit, conflict, bound, 64)
+    assert bound <= arena <= start
+    assert 1 <= used <= 64
+    assert arena == max(o + b.size for o, b in zip(offsets, bufs))
+    for i, a in enumerate(bufs):
         for j in range(i + 1, len(bufs)):
             b = bufs[j]
             if a.overlaps(b):

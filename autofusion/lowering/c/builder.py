@@ -38,7 +38,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from autofusion import symbolic
 from autofusion.dialects import dtypes
-from autofusion.dialects.attrs import C_PARALLEL
+from autofusion.dialects.attrs import C_PARALLEL, C_SIMD
 from autofusion.dialects.base import type_dims
 from autofusion.dialects.clib import ViewOp
 from autofusion.dialects.shapes import numel
@@ -49,6 +49,12 @@ INDEX = IndexType()
 
 # Loops whose nest covers at least this many elements get `#pragma omp parallel for`.
 PARALLEL_MIN_WORK = 1 << 15
+
+# An elementwise nest's innermost loop shorter than this is printed under `omp simd`: gcc
+# unrolls such a loop completely and its straight-line vectoriser then leaves a select (the
+# NaN-propagating Relu) scalar; per-channel x*s+t+Relu over 3x3 maps ran 4-5x slower than
+# with the pragma (docs/c-backend.md, "Short inner loops").
+SIMD_MAX_TRIP = 16
 
 
 @dataclass
@@ -286,6 +292,7 @@ class Emitter:
         inits: Sequence[SSAValue] = (),
         step: int = 1,
         parallel: bool = False,
+        simd: bool = False,
     ) -> list[SSAValue]:
         blk = Block(arg_types=[INDEX, *[v.type for v in inits]])
         inner = Emitter(blk, self.frame)
@@ -294,6 +301,8 @@ class Emitter:
         op = scf.ForOp(self.index(lb), self.index(ub), self.index(step), list(inits), Region(blk))
         if parallel:
             op.attributes[C_PARALLEL] = UnitAttr()
+        if simd:
+            op.attributes[C_SIMD] = UnitAttr()
         self.block.add_op(op)
         return list(op.results)
 
@@ -302,8 +311,12 @@ class Emitter:
         shape: Sequence[int],
         body: Callable[[Emitter, list[Index]], None],
         parallel: bool | None = None,
+        simd_short: bool = False,
     ) -> None:
-        """Loops over every index of ``shape`` (row-major; size-1 dims get no loop)."""
+        """Loops over every index of ``shape`` (row-major; size-1 dims get no loop). With
+        ``simd_short`` (independent iterations, e.g. an elementwise body) an innermost loop
+        of a constant trip count below ``SIMD_MAX_TRIP`` under an outer loop is marked
+        ``omp simd``."""
         total = 1
         for d in shape:
             total *= d
@@ -324,8 +337,11 @@ class Emitter:
                 rec(e2, k + 1, idx, False)
                 return None
 
+            n = shape[d]
+            short = isinstance(n, int) and n < SIMD_MAX_TRIP
+            simd = simd_short and short and k == len(dims) - 1 > 0
             # Parallelise the outermost loop only if it has enough iterations to share.
-            e.loop(0, shape[d], inner, parallel=par and parallel_worth(shape[d], 2))
+            e.loop(0, n, inner, parallel=par and parallel_worth(n, 2), simd=simd)
 
         rec(self, 0, [0] * len(shape), parallel)
 

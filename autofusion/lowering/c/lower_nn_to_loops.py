@@ -371,7 +371,7 @@ class FunctionLowering:
             value = self._eval(e, root, memo, leaf)
             e.store(value, out_view, idx)
 
-        self.e.nest(new_shape, body)
+        self.e.nest(new_shape, body, simd_short=True)
 
     def _eval(self, e: Emitter, op: Operation, memo: dict[SSAValue, SSAValue], leaf) -> SSAValue:
         args = []

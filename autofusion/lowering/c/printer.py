@@ -52,6 +52,7 @@ from autofusion.dialects.attrs import (
     C_PATTERN,
     C_ROLE,
     C_SHAPE,
+    C_SIMD,
     C_SYMBOL,
     ONNX_NAME,
     ORIGINS,
@@ -840,8 +841,10 @@ _HELPERS = r"""
 #ifdef _OPENMP
 #define AF_PRAGMA_(x) _Pragma(#x)
 #define AF_SIMD_SUM(v) AF_PRAGMA_(omp simd reduction(+ : v))
+#define AF_SIMD AF_PRAGMA_(omp simd)
 #else
 #define AF_SIMD_SUM(v)
+#define AF_SIMD
 #endif
 static inline void *af_alloc_tmp(size_t bytes) {
   return aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
@@ -1518,6 +1521,8 @@ class _FuncPrinter:
             self.emit(d, pragma)
         elif _is_float_sum(op):
             self.emit(d, f"AF_SIMD_SUM({res_names[0]})")
+        elif C_SIMD in op.attributes:
+            self.emit(d, "AF_SIMD")
         step = r(op.step)
         inc = f"++{ivn}" if step == "1" else f"{ivn} += {step}"
         self.emit(d, f"for (int64_t {ivn} = {r(op.lb)}; {ivn} < {r(op.ub)}; {inc}) {{")

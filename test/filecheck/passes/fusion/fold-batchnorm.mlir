@@ -84,3 +84,41 @@ func.func @matmul_bn(%a: tensor<1x2xf32>) -> tensor<1x2xf32> {
 // CHECK-NEXT:    %[[M:.*]] = nn.matmul %a, %[[W]] {onnx.origins = ["mm", "bn"]}
 // CHECK-NEXT:    %[[R:.*]] = nn.add %[[M]], %[[S]] {onnx.origins = ["mm", "bn"]}
 // CHECK-NEXT:    func.return %[[R]]
+
+// -----
+
+// Positive (no producer to fold into: DenseNet's BN on a Concat): x * s + shift with
+// s = scale/sqrt(var+eps) = [2, 0.5] and shift = bias - mean*s = [-1, 0.5], as [C,1,1].
+func.func @bn_on_concat(%x: tensor<1x1x2x2xf32>, %y: tensor<1x1x2x2xf32>) -> tensor<1x2x2x2xf32> {
+  %c = nn.concat %x, %y {axis = 1 : i64} : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x2x2x2xf32>
+  %s = nn.constant dense<[2.0, 1.0]> : tensor<2xf32>
+  %b = nn.constant dense<[1.0, 0.5]> : tensor<2xf32>
+  %m = nn.constant dense<[1.0, 0.0]> : tensor<2xf32>
+  %v = nn.constant dense<[1.0, 4.0]> : tensor<2xf32>
+  %0 = nn.batch_norm %c, %s, %b, %m, %v {epsilon = 0.0 : f64, onnx.origins = ["norm1"]} : (tensor<1x2x2x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<1x2x2x2xf32>
+  func.return %0 : tensor<1x2x2x2xf32>
+}
+// CHECK-LABEL: func.func @bn_on_concat
+// CHECK-NEXT:    %[[C:.*]] = nn.concat %x, %y
+// CHECK-NEXT:    %[[S:.*]] = nn.constant dense<{{\[\[\[}}2.000000e+00]], {{\[\[}}5.000000e-01]]]> : tensor<2x1x1xf32> {onnx.origins = ["norm1"]}
+// CHECK-NEXT:    %[[T:.*]] = nn.constant dense<{{\[\[\[}}-1.000000e+00]], {{\[\[}}5.000000e-01]]]> : tensor<2x1x1xf32> {onnx.origins = ["norm1"]}
+// CHECK-NEXT:    %[[M:.*]] = nn.mul %[[C]], %[[S]] {onnx.origins = ["norm1"]}
+// CHECK-NEXT:    %[[A:.*]] = nn.add %[[M]], %[[T]] {onnx.origins = ["norm1"]}
+// CHECK-NEXT:    func.return %[[A]]
+// CHECK-NOT:   nn.batch_norm
+
+// -----
+
+// Must not fire: a BN on a Concat whose statistics are arguments stays, with a refusal
+// that names the BN alone.
+func.func @bn_on_concat_stats_not_constant(%x: tensor<1x1x2x2xf32>, %y: tensor<1x1x2x2xf32>, %s: tensor<2xf32>) -> tensor<1x2x2x2xf32> {
+  %c = nn.concat %x, %y {axis = 1 : i64} : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x2x2x2xf32>
+  %b = nn.constant dense<[1.0, 0.5]> : tensor<2xf32>
+  %0 = nn.batch_norm %c, %s, %b, %b, %s {epsilon = 1.0e-05 : f64, onnx.origins = ["norm1"]} : (tensor<1x2x2x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<1x2x2x2xf32>
+  func.return %0 : tensor<1x2x2x2xf32>
+}
+// CHECK:       builtin.module attributes {fusion.refusals = [{code = "not-a-constant", reason = "BatchNormalization scale/bias/mean/var are not all constants", nodes = ["norm1"], decided_by = "structure"}]}
+// CHECK-LABEL: func.func @bn_on_concat_stats_not_constant
+// CHECK:         %[[C:.*]] = nn.concat %x, %y
+// CHECK:         %{{.*}} = nn.batch_norm %[[C]]
+// CHECK-NOT:     nn.mul
