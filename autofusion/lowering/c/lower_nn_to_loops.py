@@ -67,7 +67,7 @@ from autofusion.lowering.c.builder import INDEX, Emitter, Frame, Index, frame, s
 from autofusion.lowering.c.convert_nn_to_buffers import memref_of
 from autofusion.lowering.c.legalize_contractions import CONTRACTIONS, needs_f32_compute
 from autofusion.lowering.c.names import NameTable
-from autofusion.lowering.c.ops import contraction_call, lower_op
+from autofusion.lowering.c.ops import contraction_call, lower_op, matmul_rows_fold
 from autofusion.lowering.c.scalar import emit_scalar
 from autofusion.passes.options import CheckedPass
 
@@ -731,6 +731,8 @@ def contraction_groups(head: Operation) -> tuple[str, int, int]:
         return "matmul", len(s) - 1, 0
     if b1:
         return "matmul", len(s) - 1, 1
+    if matmul_rows_fold(shape(head.a), shape(head.b)):
+        return "matmul", 0, len(s) - 1
     return "matmul", len(s) - 2, 1
 
 

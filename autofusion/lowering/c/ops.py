@@ -538,6 +538,16 @@ def precision_of_call(props: dict[str, Attribute]) -> str | None:
     return prec.data if isinstance(prec, StringAttr) else None
 
 
+def matmul_rows_fold(sa: tuple[int, ...], sb: tuple[int, ...]) -> bool:
+    """Whether a MatMul of A ``[*batch, m, k]`` by one matrix B (``[k, n]``, or with leading
+    1s only) runs as one GEMM of ``prod(batch) * m`` rows: A's and C's rows are contiguous, so
+    the batch is more rows of the same B. A batched call would stream B once per batch index
+    in short row blocks: Swin's MLPs on ``[1, 7, 7, 768]`` tokens were 7 GEMMs of 7 rows, each
+    reading the 9 MB weight matrix again, at under half the GEMM core's rate. The epilogue
+    (``contraction_groups``) sees the same rows."""
+    return 3 <= len(sa) and 2 <= len(sb) <= len(sa) and all(d == 1 for d in sb[:-2])
+
+
 def _batch_stride(bshape: tuple[int, ...], full: tuple[int, ...], mat: int, op: Operation) -> int:
     """Stride of one operand over the output batch: full batch or broadcast."""
     padded = (1,) * (len(full) - len(bshape)) + bshape
@@ -634,6 +644,13 @@ def contraction_call(
     a2 = sa if len(sa) > 1 else (1, *sa)
     b2 = sb if len(sb) > 1 else (*sb, 1)
     m, k, n = a2[-2], a2[-1], b2[-1]
+    if matmul_rows_fold(sa, sb):
+        rows = prod(list(sa[:-1]))
+        _matmul_call(
+            L, L.buffer_of(op.a), L.buffer_of(op.b), out, 1, rows, n, k, 0, 0, False, False,
+            1.0, 0.0, ep, ctx, _lp_props(op),
+        )  # fmt: skip
+        return
     from autofusion.dialects import shapes
 
     batch_shape = shapes.broadcast(a2[:-2], b2[:-2])

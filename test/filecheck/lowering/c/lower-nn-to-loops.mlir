@@ -61,6 +61,36 @@ func.func @main(%x: tensor<8x16xf32>, %w: tensor<16x32xf32>, %b: tensor<32xf32>)
 
 // -----
 
+// A batch of rows times one weight matrix (Swin's MLP on [1, H, W, C] tokens) is one GEMM of
+// all the rows: batch 1, M = 2 * 3 * 8, the epilogue's blocks [1, 48, 32] over the same rows.
+func.func @main(%x: tensor<2x3x8x16xf32>, %w: tensor<16x32xf32>, %r: tensor<2x3x8x32xf32>) -> tensor<2x3x8x32xf32> {
+  %0 = fusion.kernel "matmul_add" ["mm", "add"] (%x, %w, %r) : (tensor<2x3x8x16xf32>, tensor<16x32xf32>, tensor<2x3x8x32xf32>) -> tensor<2x3x8x32xf32> {
+  ^bb0(%a: tensor<2x3x8x16xf32>, %k: tensor<16x32xf32>, %c: tensor<2x3x8x32xf32>):
+    %m = nn.matmul %a, %k : (tensor<2x3x8x16xf32>, tensor<16x32xf32>) -> tensor<2x3x8x32xf32>
+    %s = nn.add %m, %c : (tensor<2x3x8x32xf32>, tensor<2x3x8x32xf32>) -> tensor<2x3x8x32xf32>
+    fusion.yield %s : tensor<2x3x8x32xf32>
+  }
+  func.return %0 : tensor<2x3x8x32xf32>
+}
+// CHECK-LABEL: func.func private @k0_matmul_add(
+// CHECK:         "clib.matmul"(%{{.*}}) <{params = array<i64: 1, 48, 32, 16, 16, 0, 0, 32, 0, 0, 32, 1536>
+
+// -----
+
+// Must not fold the batch into rows: each batch index has its own B.
+func.func @main(%x: tensor<2x8x16xf32>, %w: tensor<2x16x32xf32>) -> tensor<2x8x32xf32> {
+  %0 = fusion.kernel "matmul" ["mm"] (%x, %w) : (tensor<2x8x16xf32>, tensor<2x16x32xf32>) -> tensor<2x8x32xf32> {
+  ^bb0(%a: tensor<2x8x16xf32>, %k: tensor<2x16x32xf32>):
+    %m = nn.matmul %a, %k : (tensor<2x8x16xf32>, tensor<2x16x32xf32>) -> tensor<2x8x32xf32>
+    fusion.yield %m : tensor<2x8x32xf32>
+  }
+  func.return %0 : tensor<2x8x32xf32>
+}
+// CHECK-LABEL: func.func private @k0_matmul(
+// CHECK:         "clib.matmul"(%{{.*}}) <{params = array<i64: 2, 8, 32, 16, 16, 128, 0, 32, 512, 0, 32, 256>
+
+// -----
+
 // Must not fuse the epilogue: the matmul result is also a kernel output, so the library call
 // writes it and ReLU is its own (flat) loop.
 func.func @main(%x: tensor<8x16xf32>, %w: tensor<16x32xf32>) -> (tensor<8x32xf32>, tensor<8x32xf32>) {
