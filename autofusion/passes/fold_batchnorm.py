@@ -76,6 +76,21 @@ def folded_constants(
     return wc, bc
 
 
+def scale_shift(
+    bn: nn.BatchNormOp, log: RefusalLog, ops: list[Operation]
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """The per-channel ``(s, shift)`` with ``bn(x) = x * s + shift`` (float64), or None (a
+    ``not-a-constant`` refusal on ``ops`` logged) when a statistic is not a constant."""
+    stats = [const_value(v) for v in (bn.scale, bn.bias, bn.mean, bn.var)]
+    if any(st is None for st in stats):
+        log.add("not-a-constant", "BatchNormalization scale/bias/mean/var are not all constants",
+                ops)  # fmt: skip
+        return None
+    scale, beta, mean, var = (np.asarray(st, dtype=np.float64) for st in stats)
+    s = scale / np.sqrt(var + bn.epsilon)
+    return s, beta - mean * s
+
+
 def replace_pair(
     rewriter: PatternRewriter,
     prod: Operation,
@@ -118,17 +133,10 @@ class FoldBatchNormIntoProducer(RewritePattern):
                 pair,
             )
             return
-        stats = [const_value(v) for v in (bn.scale, bn.bias, bn.mean, bn.var)]
-        if any(s is None for s in stats):
-            self.log.add(
-                "not-a-constant",
-                "BatchNormalization scale/bias/mean/var are not all constants",
-                pair,
-            )
+        got = scale_shift(bn, self.log, pair)
+        if got is None:
             return
-        scale, beta, mean, var = (np.asarray(s, dtype=np.float64) for s in stats)
-        s = scale / np.sqrt(var + bn.epsilon)
-        shift = beta - mean * s
+        s, shift = got
         origins = merge_origins(pair)
         if isinstance(prod, nn.ConvOp):
             self.fold_conv(prod, bn, s, shift, origins, rewriter)
@@ -267,17 +275,10 @@ class BatchNormToScaleShift(RewritePattern):
         if (r := self.policy.family_refusal(FAMILY, [bn])) is not None:
             self.log.add_refusal(r)
             return
-        stats = [const_value(v) for v in (bn.scale, bn.bias, bn.mean, bn.var)]
-        if any(s is None for s in stats):
-            self.log.add(
-                "not-a-constant",
-                "BatchNormalization scale/bias/mean/var are not all constants",
-                [bn],
-            )
+        got = scale_shift(bn, self.log, [bn])
+        if got is None:
             return
-        scale, beta, mean, var = (np.asarray(s, dtype=np.float64) for s in stats)
-        s = scale / np.sqrt(var + bn.epsilon)
-        shift = beta - mean * s
+        s, shift = got
         bcast = (-1,) + (1,) * (len(shape_of(bn.x)) - 2)
         origins = origins_of(bn)
         sc = make_constant(s.reshape(bcast), origins)
