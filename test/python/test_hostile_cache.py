@@ -5,10 +5,15 @@ manifest, a file where the entry's folder should be) is detected on the next hit
 rebuilt: the compile succeeds with correct outputs, never a SIGBUS or a permanent failure.
 Build folders go when their model or process does. A cache folder that cannot be used is one
 clear error naming it and AUTOFUSION_CACHE_DIR.
+
+The model is a small elementwise graph with constants (so the entry has a real weights.bin):
+these tests are about the cache and build folders, not kernels, and each one builds at least
+once, so a model whose C compiles in well under a second keeps the file cheap.
 """
 
 from __future__ import annotations
 
+import atexit
 import gc
 import json
 import os
@@ -16,28 +21,60 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import onnx
 import onnxruntime as ort
 import pytest
 from hostile import assert_clean_api_error, assert_clean_cli_error, assert_nothing_written, run_tool
+from onnx import TensorProto, helper, numpy_helper
 
 import autofusion
 from autofusion.errors import AutofusionError
 from autofusion.lowering.c.testing import assert_close
 from autofusion.runtime import cache
-from autofusion.zoo import get_model, sample_inputs
+from autofusion.zoo import sample_inputs
 
-MODEL = "tiny_cnn"
+
+def _small_model() -> onnx.ModelProto:
+    """y = tanh(x * scale + shift) * 2 over [1, 4, 8, 8]: outputs of ordinary size. ``shift`` is
+    big enough to go to weights.bin (small constants are printed into model.c)."""
+    rng = np.random.default_rng(11)
+    scale = numpy_helper.from_array(rng.uniform(0.5, 1.5, (4, 1, 1)).astype(np.float32), "scale")
+    shift = numpy_helper.from_array(rng.uniform(-1, 1, (4, 8, 8)).astype(np.float32), "shift")
+    two = numpy_helper.from_array(np.array(2.0, np.float32), "two")
+    graph = helper.make_graph(
+        [
+            helper.make_node("Mul", ["x", "scale"], ["a"]),
+            helper.make_node("Add", ["a", "shift"], ["b"]),
+            helper.make_node("Tanh", ["b"], ["c"]),
+            helper.make_node("Mul", ["c", "two"], ["y"]),
+        ],
+        "hostile_cache",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])],
+        [scale, shift, two],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+_MODEL_DIR = Path(tempfile.mkdtemp(prefix="af-hostile-cache-"))
+atexit.register(shutil.rmtree, _MODEL_DIR, ignore_errors=True)
+MODEL = str(_MODEL_DIR / "small.onnx")  # what every compile here (and its subprocesses) loads
+onnx.save(_small_model(), MODEL)
+
+
+def get_model(path: str) -> onnx.ModelProto:
+    return onnx.load(path)
 
 
 def _reference(feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    sess = ort.InferenceSession(get_model(MODEL).SerializeToString(),
-                                providers=["CPUExecutionProvider"])  # fmt: skip
+    sess = ort.InferenceSession(MODEL, providers=["CPUExecutionProvider"])
     names = [o.name for o in sess.get_outputs()]
     return dict(zip(names, sess.run(names, feeds)))
 
@@ -53,11 +90,11 @@ def _assert_correct(model: autofusion.CompiledModel) -> None:
 
 @pytest.fixture(scope="module")
 def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A cache holding one good tiny_cnn entry, built once and copied by each test."""
+    """A cache holding one good entry for the model, built once and copied by each test."""
     d = tmp_path_factory.mktemp("template")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(cache.ENV_CACHE_DIR, str(d))
-        autofusion.compile(f"zoo:{MODEL}", threads=1).close()
+        autofusion.compile(MODEL, threads=1).close()
     return d
 
 
@@ -121,17 +158,17 @@ FAULTS: dict[str, Callable[[Path], None]] = {
 @pytest.mark.parametrize("fault", FAULTS)
 def test_damaged_entry_is_rebuilt(cache_dir: Path, fault: str) -> None:
     entry = _entry(cache_dir)
-    good = autofusion.compile(f"zoo:{MODEL}", threads=1)
+    good = autofusion.compile(MODEL, threads=1)
     assert good.report.get("cached") is True  # the template's entry is a hit while intact
     good.close()
     FAULTS[fault](entry)
     said: list[str] = []
-    again = autofusion.compile(f"zoo:{MODEL}", threads=1, progress=said.append)
+    again = autofusion.compile(MODEL, threads=1, progress=said.append)
     assert again.report.get("cached") is not True  # rebuilt, not loaded
     assert any("damaged build" in s and entry.name in s for s in said), said
     _assert_correct(again)
     assert cache.check_entry(entry, cache.ENTRY_FILES) is None
-    third = autofusion.compile(f"zoo:{MODEL}", threads=1)  # the rebuilt entry is a hit
+    third = autofusion.compile(MODEL, threads=1)  # the rebuilt entry is a hit
     assert third.report.get("cached") is True
     _assert_correct(third)
     leftovers = [p.name for p in cache_dir.iterdir() if p.name.startswith(".")]
@@ -143,7 +180,7 @@ def test_bit_flip_is_caught_in_a_fresh_process(cache_dir: Path) -> None:
     _flip_bit(_entry(cache_dir) / "weights.bin")
     script = textwrap.dedent(f"""
         import autofusion
-        m = autofusion.compile("zoo:{MODEL}", threads=1, progress=True)
+        m = autofusion.compile({MODEL!r}, threads=1, progress=True)
         print("cached" if m.report.get("cached") else "rebuilt")
     """)
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
@@ -160,9 +197,10 @@ def test_files_damaged_while_loaded_do_not_crash(cache_dir: Path) -> None:
         import os
         import numpy as np
         import autofusion
-        from autofusion.zoo import get_model, sample_inputs
-        m = autofusion.compile("zoo:{MODEL}", threads=1)
-        feeds = sample_inputs(get_model("{MODEL}"), seed=3)
+        import onnx
+        from autofusion.zoo import sample_inputs
+        m = autofusion.compile({MODEL!r}, threads=1)
+        feeds = sample_inputs(onnx.load({MODEL!r}), seed=3)
         before = m.run(feeds)
         for name in ("libmodel.so", "weights.bin"):
             with open(m.directory / name, "r+b") as f:
@@ -170,7 +208,7 @@ def test_files_damaged_while_loaded_do_not_crash(cache_dir: Path) -> None:
                 f.write(b"garbage" * 1000)
         after = m.run(feeds)
         assert all(np.array_equal(before[k], after[k]) for k in before)
-        m2 = autofusion.compile("zoo:{MODEL}", threads=1)  # detects the damage, rebuilds
+        m2 = autofusion.compile({MODEL!r}, threads=1)  # detects the damage, rebuilds
         assert m2.report.get("cached") is not True
         assert all(np.array_equal(before[k], m2.run(feeds)[k]) for k in before)
         print("ok")
@@ -197,8 +235,8 @@ def test_truncated_library_outside_the_cache_is_an_error(tmp_path: Path, cache_d
 def test_two_models_from_one_entry_are_independent(cache_dir: Path) -> None:
     """Private copies of one library must not alias each other (glibc matches loaded
     libraries by name, and /proc/self/fd/N names are reused)."""
-    a = autofusion.compile(f"zoo:{MODEL}", threads=1)
-    b = autofusion.compile(f"zoo:{MODEL}", threads=1)
+    a = autofusion.compile(MODEL, threads=1)
+    b = autofusion.compile(MODEL, threads=1)
     a.close()
     _assert_correct(b)
 
@@ -208,11 +246,11 @@ def test_two_models_from_one_entry_are_independent(cache_dir: Path) -> None:
 _COMPILE_AND_CHECK = textwrap.dedent(f"""
     import numpy as np, onnxruntime as ort
     import autofusion
-    from autofusion.zoo import get_model, sample_inputs
-    m = autofusion.compile("zoo:{MODEL}", threads=2)
-    feeds = sample_inputs(get_model("{MODEL}"), seed=4)
-    sess = ort.InferenceSession(get_model("{MODEL}").SerializeToString(),
-                                providers=["CPUExecutionProvider"])
+    import onnx
+    from autofusion.zoo import sample_inputs
+    m = autofusion.compile({MODEL!r}, threads=2)
+    feeds = sample_inputs(onnx.load({MODEL!r}), seed=4)
+    sess = ort.InferenceSession({MODEL!r}, providers=["CPUExecutionProvider"])
     ref = sess.run(None, feeds)[0]
     got = next(iter(m.run(feeds).values()))
     assert np.allclose(got, ref, rtol=1e-3, atol=1e-4 * max(1, np.abs(ref).max()))
@@ -238,7 +276,7 @@ def test_racing_compiles_both_end_correct(tmp_path: Path, monkeypatch: pytest.Mo
 
 
 def test_uncached_build_folder_goes_with_its_model(cache_dir: Path) -> None:
-    m = autofusion.compile(f"zoo:{MODEL}", threads=1, cache=False)
+    m = autofusion.compile(MODEL, threads=1, cache=False)
     directory = m.directory
     _assert_correct(m)
     assert directory.is_dir()
@@ -250,7 +288,7 @@ def test_uncached_build_folder_goes_with_its_model(cache_dir: Path) -> None:
 def test_uncached_build_folder_goes_at_exit(cache_dir: Path) -> None:
     script = textwrap.dedent(f"""
         import autofusion
-        m = autofusion.compile("zoo:{MODEL}", threads=1, cache=False)
+        m = autofusion.compile({MODEL!r}, threads=1, cache=False)
         print(m.directory)
         import builtins; builtins.keep = m  # alive until the interpreter exits
     """)
@@ -264,7 +302,7 @@ def test_uncached_build_folder_goes_at_exit(cache_dir: Path) -> None:
 
 def test_a_live_uncached_model_keeps_its_folder(cache_dir: Path) -> None:
     """Another process's sweep must not take the folder of a model still in use."""
-    m = autofusion.compile(f"zoo:{MODEL}", threads=1, cache=False)
+    m = autofusion.compile(MODEL, threads=1, cache=False)
     proc = subprocess.run([sys.executable, "-c",
                            "from autofusion.runtime import cache; print(cache.prune(0))"],
                           capture_output=True, text=True, timeout=600)  # fmt: skip
@@ -297,20 +335,20 @@ def _kill_once_staging_appears(cmd: list[str], tmp: Path, cwd: Path | None = Non
 
 
 def test_killed_build_folder_is_reclaimed_by_the_next_compile(cache_dir: Path) -> None:
-    script = f"import autofusion; autofusion.compile('zoo:{MODEL}', threads=3)"
+    script = f"import autofusion; autofusion.compile({MODEL!r}, threads=3)"
     killed = _kill_once_staging_appears([sys.executable, "-c", script], cache_dir / "tmp")
     assert killed.is_dir()
-    m = autofusion.compile(f"zoo:{MODEL}", threads=3)  # a miss: builds, and reclaims
+    m = autofusion.compile(MODEL, threads=3)  # a miss: builds, and reclaims
     assert not killed.exists()
     _assert_correct(m)
 
 
 def test_killed_cli_writes_nothing_and_is_reclaimed(cache_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "autofusion.tools.compile", f"zoo:{MODEL}", "-o", str(out)]
+    cmd = [sys.executable, "-m", "autofusion.tools.compile", MODEL, "-o", str(out)]
     killed = _kill_once_staging_appears(cmd, cache_dir / "tmp")
     assert_nothing_written(out)
-    proc = run_tool("compile", [f"zoo:{MODEL}", "-o", str(out)])
+    proc = run_tool("compile", [MODEL, "-o", str(out)])
     assert proc.returncode == 0, proc.stderr.decode()
     assert not killed.exists()
     assert list((cache_dir / "tmp").iterdir()) == []
@@ -343,9 +381,9 @@ def test_unusable_cache_folder_is_one_clear_error(tmp_path: Path, monkeypatch: p
     path, why = _unusable_paths(tmp_path)[case]
     monkeypatch.setenv(cache.ENV_CACHE_DIR, str(path))
     with pytest.raises(AutofusionError) as ei:
-        autofusion.compile(f"zoo:{MODEL}", threads=1)
+        autofusion.compile(MODEL, threads=1)
     assert_clean_api_error(ei, str(path), cache.ENV_CACHE_DIR, why)
     out = tmp_path / "out"
-    proc = run_tool("compile", [f"zoo:{MODEL}", "-o", str(out)])
+    proc = run_tool("compile", [MODEL, "-o", str(out)])
     assert_clean_cli_error(proc, str(path), cache.ENV_CACHE_DIR, why)
     assert_nothing_written(out)
