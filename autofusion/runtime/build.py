@@ -9,6 +9,10 @@ environment) and runs the C compiler (``aarch64-linux-gnu-gcc`` for ``cpu="aarch
     cc -O3 -fopenmp -fPIC -std=c11 -ffp-contract=fast -march=<cpu> [-Wall -Wextra -Werror] -I. \\
        -shared model.c af_build.c -o libmodel.so -lm
 
+Given a prebuilt runtime (:mod:`autofusion.runtime.prebuilt`, as ``autofusion-compile`` passes
+from the runtime cache), the command adds ``-include afrt_prebuilt.h -Winvalid-pch
+afrt_prebuilt.o`` from the runtime's folder: the kernels are linked, not compiled again.
+
 ``build_sanitizer_driver(dir)`` builds an *executable* instead (ASan in a dlopen'ed .so
 inside Python is unreliable): ``model.c`` plus a generated ``sanitize_main.c`` that reads each input
 from ``input_<i>.bin``, runs once, and writes ``output_<j>.bin``, compiled with
@@ -26,14 +30,18 @@ import shlex
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from autofusion.errors import AutofusionError
 from autofusion.runtime import package, toolchain
+
+if TYPE_CHECKING:
+    from autofusion.runtime.prebuilt import PrebuiltRuntime
 
 LIB_NAME = "libmodel.so"
 DRIVER_NAME = "model_driver"
@@ -142,11 +150,29 @@ def _run(cmd: list[str], cwd: Path, what: str) -> None:
         )
 
 
-def build_shared(out_dir: str | os.PathLike[str], options: BuildOptions = BuildOptions()) -> Path:
-    """Compile ``out_dir/model.c`` into ``out_dir/libmodel.so``; returns the library path."""
+def build_shared(
+    out_dir: str | os.PathLike[str],
+    options: BuildOptions = BuildOptions(),
+    runtime: PrebuiltRuntime | None = None,
+    say: Callable[[str], None] | None = None,
+) -> Path:
+    """Compile ``out_dir/model.c`` into ``out_dir/libmodel.so``; returns the library path.
+
+    With ``runtime`` (a prebuilt runtime compiled with the same ``options``, see
+    :func:`autofusion.runtime.prebuilt.cached_runtime`) the library links it instead of
+    compiling the kernels into model.c; if that build fails, the usual one runs (``say`` is
+    told). The folder's Makefile is the usual build either way."""
     out = Path(out_dir)
     _check_sources(out, ("model.c", "model.h"))
     write_package(out, options)
+    if runtime is not None:
+        try:
+            _run(shared_command(runtime.build_options()), out, "compiling model.c")
+            return out / LIB_NAME
+        except AutofusionError as e:
+            if say is not None:
+                say(f"building against the prebuilt runtime failed ({e}); "
+                    "compiling the kernels into model.c")  # fmt: skip
     _run(shared_command(options), out, "compiling model.c")
     return out / LIB_NAME
 

@@ -1,4 +1,4 @@
-"""The runtime compiled once for many small test models (a test-build speed-up).
+"""The runtime compiled once and linked by many model builds (a build-time speed-up).
 
 A generated ``model.c`` includes ``afrt.h``, whose functions are all ``static inline``: every
 model build parses the runtime's ~7,000 lines and compiles each kernel the model calls. For
@@ -20,16 +20,33 @@ the object) after the same ``options``. The generated code and the kernels are u
 same functions compiled with the same flags, called instead of inlined. Every function is
 redirected, the runtime's own ones too, so the runtime's static state (thread count, constant
 regions, scratch buffers) stays in one copy per library as before. What it gives up: warnings
-that only show after a kernel is inlined into a particular model (the zoo, exported-model and
-kernel tests still build the usual way).
+that only show after a kernel is inlined into a particular model (the folder's Makefile still
+builds the usual way, and the kernel tests do).
+
+The runtime cache (:func:`cached_runtime`): ``libmodel.so`` builds of ``autofusion-compile``
+and ``autofusion.compile`` link a prebuilt runtime kept in ``$AUTOFUSION_RUNTIME_DIR``
+(default ``<compile cache>/runtime``), one folder per key: the sha256 of the runtime's
+headers, this module, the compiler, its version, the flags and the macros they predefine (so
+``-march=native`` on another CPU is another key). The runtime's ~7,000 lines cost ~10 s of
+gcc for a conv model, each time; the model's own code costs 0.4-3 s. The first build with
+given flags compiles the runtime (~10 s), every later one links it. A folder is built under a
+private ``.build-*`` name and renamed into place when complete, with a manifest that is
+checked on every use (a damaged folder is removed and rebuilt, as the compile cache does);
+the ``KEEP_RUNTIMES`` most recently used folders are kept. ``AUTOFUSION_RUNTIME_CACHE=0``
+compiles the kernels into each ``model.c`` instead; if the runtime folder cannot be made or
+the build against it fails, the build does that too.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
 import subprocess
+import tempfile
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -128,3 +145,112 @@ def build_prebuilt_runtime(
     except AutofusionError:
         gch.unlink(missing_ok=True)
     return PrebuiltRuntime(out / HEADER, out / OBJECT, functions, options)
+
+
+# --- the runtime cache ---------------------------------------------------------------------
+
+ENV_RUNTIME_DIR = "AUTOFUSION_RUNTIME_DIR"
+ENV_RUNTIME_CACHE = "AUTOFUSION_RUNTIME_CACHE"
+KEEP_RUNTIMES = 6  # folders kept (most recently used first): a few CPUs and compilers
+USED_MARKER = ".last_used"
+_BUILD_PREFIX = ".build-"
+_STALE_BUILD_SECONDS = 3600  # a runtime build takes under a minute; older ones were killed
+_REQUIRED = (OBJECT, HEADER)
+
+
+def runtime_cache_enabled() -> bool:
+    return os.environ.get(ENV_RUNTIME_CACHE, "").strip() != "0"
+
+
+def runtime_root() -> Path:
+    """Where cached runtimes live: ``$AUTOFUSION_RUNTIME_DIR`` or ``<compile cache>/runtime``."""
+    from autofusion.runtime import cache
+
+    env = os.environ.get(ENV_RUNTIME_DIR, "").strip()
+    return Path(env) if env else cache.cache_root() / "runtime"
+
+
+def runtime_key(options: BuildOptions) -> str:
+    """The folder name for a runtime compiled with ``options`` (see the module docstring)."""
+    cc = toolchain.compiler_for(options.cpu)
+    flags = compile_flags(options)
+    h = hashlib.sha256()
+    for name in toolchain.RUNTIME_HEADERS:
+        h.update(name.encode())
+        h.update((toolchain.INCLUDE_DIR / name).read_bytes())
+    h.update(Path(__file__).read_bytes())
+    h.update("\0".join([cc, *flags]).encode())
+    for cmd in ([cc, "--version"], [cc, *flags, "-dM", "-E", "-x", "c", os.devnull]):
+        h.update(_run(cmd, Path.cwd()).encode())
+    return h.hexdigest()[:32]
+
+
+def _load(entry: Path, options: BuildOptions) -> PrebuiltRuntime:
+    return PrebuiltRuntime(entry / HEADER, entry / OBJECT, (), options)
+
+
+def _sweep(root: Path, keep: Path) -> None:
+    """Remove killed builds' folders and all but the ``KEEP_RUNTIMES`` most recently used
+    runtimes (never ``keep``)."""
+    from autofusion.runtime import cache
+
+    now = time.time()
+    found: list[tuple[float, Path]] = []
+    for child in root.iterdir():
+        try:
+            if child.name.startswith(_BUILD_PREFIX):
+                if now - child.stat().st_mtime > _STALE_BUILD_SECONDS:
+                    shutil.rmtree(child, ignore_errors=True)
+            elif child.is_dir() and child != keep and (child / OBJECT).exists():
+                used = child / USED_MARKER
+                found.append((used.stat().st_mtime if used.exists() else 0.0, child))
+        except OSError:
+            continue
+    found.sort(reverse=True)
+    for _, old in found[KEEP_RUNTIMES - 1 :]:
+        cache._remove(old)  # renamed away first: a build linking it sees it or nothing
+
+
+def cached_runtime(
+    options: BuildOptions = BuildOptions(), say: Callable[[str], None] | None = None
+) -> PrebuiltRuntime | None:
+    """The runtime compiled with ``options`` from the runtime cache, compiled into it first
+    if it is not there; None when the cache is turned off or cannot be used (then the caller
+    compiles the kernels into ``model.c``, as before). See the module docstring."""
+    from autofusion.runtime import cache
+
+    if not runtime_cache_enabled():
+        return None
+    tell = say or (lambda _msg: None)
+    try:
+        root = runtime_root()
+        root.mkdir(parents=True, exist_ok=True)
+        entry = root / runtime_key(options)
+        if entry.exists() or entry.is_symlink():
+            problem = cache.check_entry(entry, _REQUIRED)
+            if problem is None:
+                (entry / USED_MARKER).touch()
+                return _load(entry, options)
+            if cache._remove(entry):
+                tell(f"runtime cache: damaged {entry} removed ({problem}); rebuilding")
+        tell(f"compiling the runtime for these flags once (kept in {root})")
+        staged = Path(tempfile.mkdtemp(prefix=_BUILD_PREFIX, dir=root))
+        try:
+            build_prebuilt_runtime(staged, options)
+            for name in ("afrt_all.c", "afrt_prebuilt.c"):
+                (staged / name).unlink(missing_ok=True)
+            cache.write_manifest(staged)
+            try:
+                os.rename(staged, entry)
+            except OSError:  # another process published it first: use theirs if intact
+                if cache.check_entry(entry, _REQUIRED) is not None:
+                    return None
+        finally:
+            shutil.rmtree(staged, ignore_errors=True)
+        (entry / USED_MARKER).touch()
+        _sweep(root, entry)
+        return _load(entry, options)
+    except (OSError, AutofusionError) as e:
+        tell(f"runtime cache not used ({str(e).splitlines()[0]}); compiling the kernels "
+             "into model.c")  # fmt: skip
+        return None

@@ -86,7 +86,7 @@ class Built:
             before = count_unfused_ops(module)
             run_tensor_passes(module)
             self.report = build_report(module, kernels_before=before)
-            self.run = lambda feeds: build_and_run(module, feeds, tmp, inline_runtime=True)
+            self.run = lambda feeds: build_and_run(module, feeds, tmp)
 
 
 class BuiltCache(dict[str, Built]):

@@ -6,13 +6,21 @@ what the same model built the usual way computes, at one and at two threads (the
 count lives in the runtime's static state, which must be the object's one copy). The
 function list comes from the preprocessed header; an unparseable header is an error, not an
 empty list.
+
+The runtime cache (``cached_runtime``, what ``autofusion-compile`` links): compiled once per
+set of flags and reused, a damaged folder rebuilt, old folders swept, turned off or unusable
+falling back to kernels compiled into model.c; the output folder's Makefile still builds
+alone.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +30,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from autofusion.errors import AutofusionError
 from autofusion.lowering.c.testing import compile_onnx, emit_lowered, onnxruntime_outputs
-from autofusion.runtime import build
+from autofusion.runtime import build, cache, prebuilt
 from autofusion.runtime.loader import ModelLibrary
 from autofusion.runtime.prebuilt import (
     ALIAS_PREFIX,
@@ -57,6 +65,26 @@ def _conv_matmul_model() -> onnx.ModelProto:
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 6, 6])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 5])],
         [numpy_helper.from_array(w, "w"), numpy_helper.from_array(m, "m")],
+    )  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def _tanh_model() -> onnx.ModelProto:
+    """y = tanh(x * 0.7 + 0.2) * 3 on [1, 3, 6, 6]: no conv or GEMM, so a build that compiles
+    the kernels into model.c is cheap (the tests below build two that way)."""
+    nodes = [
+        helper.make_node("Mul", ["x", "a"], ["p"]),
+        helper.make_node("Add", ["p", "b"], ["q"]),
+        helper.make_node("Tanh", ["q"], ["t"]),
+        helper.make_node("Mul", ["t", "c"], ["y"]),
+    ]
+    consts = [numpy_helper.from_array(np.array(v, np.float32), n)
+              for n, v in (("a", 0.7), ("b", 0.2), ("c", 3.0))]  # fmt: skip
+    graph = helper.make_graph(
+        nodes, "tanh",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 6, 6])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 6, 6])],
+        consts,
     )  # fmt: skip
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
@@ -133,3 +161,124 @@ static void afrt_helper_(int n) { (void)n; }
     assert runtime_functions(text) == ("afrt_conv2d_f32", "afrt_helper_")
     with pytest.raises(AutofusionError, match="afrt_conv2d_f32"):
         runtime_functions("static int afrt_other(void) { return 0; }")
+
+
+# ---- the runtime cache (autofusion-compile's builds) -------------------------------------
+
+CHEAP = build.BuildOptions(extra_cflags=("-O0",))  # the cheapest runtime to compile afresh
+
+
+@pytest.fixture
+def runtime_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    d = tmp_path / "runtimes"
+    monkeypatch.setenv(prebuilt.ENV_RUNTIME_DIR, str(d))
+    return d
+
+
+def test_cached_runtime_is_compiled_once_then_linked(runtime_dir: Path) -> None:
+    said: list[str] = []
+    first = prebuilt.cached_runtime(CHEAP, said.append)
+    assert first is not None
+    assert any("compiling the runtime" in s for s in said), said
+    assert first.header.parent.parent == runtime_dir
+    assert cache.check_entry(first.header.parent, (prebuilt.OBJECT, HEADER)) is None
+    said.clear()
+    again = prebuilt.cached_runtime(CHEAP, said.append)
+    assert again is not None
+    assert again.header == first.header
+    assert said == []  # a hit says nothing and compiles nothing
+    assert [p.name for p in runtime_dir.iterdir()] == [first.header.parent.name]  # no .build-*
+    other = prebuilt.cached_runtime(build.BuildOptions(extra_cflags=("-O0", "-DAFRT_X=1")))
+    assert other is not None
+    assert other.header.parent != first.header.parent  # other flags: another key
+
+
+def test_damaged_cached_runtime_is_removed_and_rebuilt(runtime_dir: Path) -> None:
+    rt = prebuilt.cached_runtime(CHEAP)
+    assert rt is not None
+    data = bytearray(rt.object.read_bytes())
+    data[len(data) // 2] ^= 0x10
+    rt.object.write_bytes(bytes(data))
+    said: list[str] = []
+    again = prebuilt.cached_runtime(CHEAP, said.append)
+    assert again is not None
+    assert again.object == rt.object
+    assert any("damaged" in s and "afrt_prebuilt.o" in s for s in said), said
+    assert cache.check_entry(rt.object.parent, (prebuilt.OBJECT, HEADER)) is None
+
+
+def test_only_the_most_recently_used_runtimes_are_kept(tmp_path: Path) -> None:
+    now = time.time()
+    made = []
+    for i in range(prebuilt.KEEP_RUNTIMES + 2):
+        d = tmp_path / f"{i:032x}"
+        d.mkdir()
+        (d / prebuilt.OBJECT).write_bytes(b"x")
+        (d / prebuilt.USED_MARKER).touch()
+        os.utime(d / prebuilt.USED_MARKER, (now - 100 * i, now - 100 * i))
+        made.append(d)
+    killed = tmp_path / ".build-killed"
+    killed.mkdir()
+    os.utime(killed, (now - 7200, now - 7200))
+    running = tmp_path / ".build-running"
+    running.mkdir()
+    keep = made[-1]  # the oldest, but the one being used now
+    prebuilt._sweep(tmp_path, keep)
+    left = sorted(p.name for p in tmp_path.iterdir())
+    expected = [*(d.name for d in made[: prebuilt.KEEP_RUNTIMES - 1]), keep.name]
+    assert left == sorted([".build-running", *expected])
+
+
+def test_compile_falls_back_when_the_runtime_cache_is_off_or_unusable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import autofusion
+
+    model = tmp_path / "m.onnx"
+    onnx.save(_tanh_model(), model)
+    feeds = {"x": np.random.default_rng(6).uniform(-2, 2, (1, 3, 6, 6)).astype(np.float32)}
+    ref = onnxruntime_outputs(_tanh_model(), feeds)["y"]
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    for env, value, why in [
+        (prebuilt.ENV_RUNTIME_CACHE, "0", None),
+        (prebuilt.ENV_RUNTIME_DIR, str(a_file), "runtime cache not used"),
+    ]:
+        with monkeypatch.context() as mp:
+            mp.setenv(env, value)
+            said: list[str] = []
+            m = autofusion.compile(model, threads=1, cache=False, progress=said.append)
+            assert not any("against the cached runtime" in s for s in said), said
+            if why is not None:
+                assert any(why in s and str(a_file) in s for s in said), said
+            symbols = subprocess.run(["nm", str(m.directory / build.LIB_NAME)],
+                                     capture_output=True, text=True, check=True).stdout  # fmt: skip
+            assert ALIAS_PREFIX not in symbols  # the kernels were compiled into model.c
+            assert_close(m.run(feeds)["y"], ref, f"{env}={value}")
+            m.close()
+
+
+def test_compile_links_the_cached_runtime_and_the_folder_builds_alone(tmp_path: Path) -> None:
+    """``autofusion-compile -o`` links the session's cached runtime; the folder's Makefile
+    compiles the kernels into model.c and gives the same outputs."""
+    model = tmp_path / "m.onnx"
+    onnx.save(_tanh_model(), model)
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "autofusion.tools.compile", str(model), "-o",
+                           str(out), "--threads", "1"], capture_output=True, text=True)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "against the cached runtime" in proc.stderr
+    lib = out / build.LIB_NAME
+    assert f"{ALIAS_PREFIX}afrt_set_num_threads" in subprocess.run(
+        ["nm", str(lib)], capture_output=True, text=True, check=True).stdout  # fmt: skip
+    makefile = (out / "Makefile").read_text()
+    assert "prebuilt" not in makefile
+    assert "/" not in makefile.split("CFLAGS =")[1].split("\n")[0]  # no path out of the folder
+    feeds = {"x": np.random.default_rng(7).uniform(-2, 2, (1, 3, 6, 6)).astype(np.float32)}
+    linked = _run(lib, out / "weights.bin", feeds, 1)
+    lib.unlink()
+    subprocess.run(["make", "-s"], cwd=out, check=True, capture_output=True)
+    assert ALIAS_PREFIX not in subprocess.run(["nm", str(lib)], capture_output=True, text=True,
+                                              check=True).stdout  # fmt: skip
+    assert_close(_run(lib, out / "weights.bin", feeds, 1), linked, "make vs linked runtime")
+    assert_close(linked, onnxruntime_outputs(_tanh_model(), feeds)["y"], "linked")

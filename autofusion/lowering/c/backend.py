@@ -57,12 +57,16 @@ class CBackend:
     ) -> None:
         from autofusion.lowering.c.emit import bake_default_threads
         from autofusion.runtime.build import BuildOptions, build_shared
+        from autofusion.runtime.prebuilt import cached_runtime
 
         if default_threads is not None:
             bake_default_threads(out_dir / "model.c", default_threads)
+        options = BuildOptions(cpu=opts.cpu)
+        runtime = cached_runtime(options, say)
         if say is not None:
-            say(f"compiling libmodel.so (--cpu {opts.cpu})")
-        build_shared(out_dir, BuildOptions(cpu=opts.cpu))
+            linked = " against the cached runtime" if runtime is not None else ""
+            say(f"compiling libmodel.so (--cpu {opts.cpu}){linked}")
+        build_shared(out_dir, options, runtime, say)
 
     def load(self, out_dir: Path, threads: int | None) -> Any:
         from autofusion.runtime.loader import ModelLibrary

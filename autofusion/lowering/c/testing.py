@@ -6,21 +6,18 @@ lowering passes (:func:`autofusion.pipeline.lower`), emits model.c/model.h/weigh
 ctypes loader and returns outputs by ONNX name. ``close`` / ``assert_close`` / ``compare`` are
 re-exported from :mod:`autofusion.testing`, the project's one correctness bar.
 
-Builds link the runtime compiled once per process and set of flags
-(:mod:`autofusion.runtime.prebuilt`) instead of compiling the kernels a model calls into its
-``model.c``: a test model with a convolution otherwise spends most of its build compiling the
-conv kernels, and hundreds of tests build one. The kernels are the same functions with the same
-flags, called instead of inlined. ``inline_runtime=True`` (the zoo and exported-model tests)
-or ``AUTOFUSION_TEST_INLINE_RUNTIME=1`` (every test) builds the usual way, as
-``autofusion-compile`` does, for the warnings only an inlined kernel shows.
+Builds link the runtime compiled once per set of flags (the runtime cache of
+:mod:`autofusion.runtime.prebuilt`, as ``autofusion-compile`` does) instead of compiling the
+kernels a model calls into its ``model.c``: a test model with a convolution otherwise spends
+most of its build compiling the conv kernels, and hundreds of tests build one. The kernels are
+the same functions with the same flags, called instead of inlined. ``inline_runtime=True`` or
+``AUTOFUSION_TEST_INLINE_RUNTIME=1`` (every test) compiles the kernels into ``model.c``, as the
+folder's Makefile does, for the warnings only an inlined kernel shows.
 """
 
 from __future__ import annotations
 
-import atexit
 import os
-import shutil
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import cast
@@ -55,22 +52,16 @@ def emit_lowered(module: ModuleOp, work_dir: Path) -> None:
     emit_model(module, work_dir)
 
 
-# Prebuilt runtimes of this process, by the flags they were compiled with.
-_PREBUILT: dict[tuple[str, ...], tuple[str, ...]] = {}
-
-
 def _prebuilt_cflags(extra_cflags: tuple[str, ...]) -> tuple[str, ...]:
-    """``extra_cflags`` plus the flags linking a runtime prebuilt with them (built on first use
-    in a directory removed when the process exits)."""
+    """``extra_cflags`` plus the flags linking the runtime prebuilt with them, from the
+    runtime cache (:func:`autofusion.runtime.prebuilt.cached_runtime`: compiled once per set
+    of flags, shared by a test session's workers); just ``extra_cflags`` (kernels compiled
+    into model.c) when that cache is off."""
     from autofusion.runtime.build import BuildOptions
-    from autofusion.runtime.prebuilt import build_prebuilt_runtime
+    from autofusion.runtime.prebuilt import cached_runtime
 
-    if extra_cflags not in _PREBUILT:
-        where = tempfile.mkdtemp(prefix="afrt-prebuilt-")
-        atexit.register(shutil.rmtree, where, True)
-        runtime = build_prebuilt_runtime(where, BuildOptions(extra_cflags=extra_cflags))
-        _PREBUILT[extra_cflags] = runtime.build_options().extra_cflags
-    return _PREBUILT[extra_cflags]
+    runtime = cached_runtime(BuildOptions(extra_cflags=extra_cflags))
+    return extra_cflags if runtime is None else runtime.build_options().extra_cflags
 
 
 def build(
