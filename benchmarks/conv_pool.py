@@ -7,7 +7,9 @@ epilogue writing its whole output followed by ``afrt_maxpool2d_f32``, in one pro
 interleaved. One thread: process CPU time; more: wall time. Prints a markdown table of the
 medians (us), the median of the per-round ratios (fused / apart; < 1: fusion wins) and the
 largest difference of the two outputs (0: the same bits). The default cases are the stems of
-SqueezeNet 1.1, GoogLeNet and ResNet-50 at 224 x 224.
+SqueezeNet 1.1, GoogLeNet and ResNet-50 at 224 x 224 and GoogLeNet's conv3 -> maxpool2.
+The fused kernel lives in ``conv_pool.c`` only: it measured slower (docs/runtime.md,
+"Conv -> MaxPool in row bands").
 
     .venv/bin/python benchmarks/conv_pool.py [--threads 1] [--reps 9] [--cold]
         [--cases 3x224x64x3x2x0x3x2x0x1,...]    # CxHxKxRxsxpadxPRxpsxppadxceil
