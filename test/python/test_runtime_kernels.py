@@ -346,6 +346,13 @@ POOL_CASES = [
     # an input of AFRT_POOL_PF_MIN (2 MiB): the row pass prefetches ahead, up to the end
     ("max", 1, 32, 128, 128, 3, 3, (2, 2), (1, 1, 1, 1), (1, 1), 0),
     ("avg", 1, 1, 30, 31, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 0),
+    # 3x3/2 max rows without the row buffer (AVX-512): 16-wide blocks, the last one
+    # overlapping (18 outputs), exactly 16, one masked block (15: 31 columns), windows in the
+    # left padding and past the row's end (ceil mode) done one by one
+    ("max", 1, 3, 21, 38, 3, 3, (2, 2), (0, 0, 0, 0), (1, 1), 0, True),
+    ("max", 1, 2, 9, 33, 3, 3, (2, 2), (0, 0, 0, 0), (1, 1), 0),
+    ("max", 1, 2, 7, 31, 3, 3, (2, 2), (0, 0, 0, 0), (1, 1), 0),
+    ("max", 1, 2, 9, 31, 3, 3, (2, 2), (1, 1, 1, 1), (1, 1), 0),
 ]
 
 

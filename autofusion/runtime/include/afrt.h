@@ -3600,6 +3600,85 @@ static inline void afrt_pool_pad_fill_(float *tp, const afrt_pool_geom_ *g, floa
     for (int64_t j = g->c1; j < g->L; ++j) tp[j] = v;
 }
 
+#if defined(__AVX512F__)
+/* afrt_nanmax_v_ on 16 lanes: (v > m | v != v) ? v : m. */
+static inline __m512 afrt_nanmax16_(__m512 m, __m512 v) {
+    const __mmask16 k = _mm512_cmp_ps_mask(v, m, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    return _mm512_mask_blend_ps(k, m, v);
+}
+
+/* Outputs [0, m) of a 3x3 stride-2 max pool row whose windows all lie inside the three input
+ * rows a, b, c (tap s of output o at column 2 * o + s): the row max and the column max in
+ * registers, no row buffer. 16 outputs from 33 columns: the evens and odds of the first 32 by
+ * two permutes, the +2 taps the evens moved down one lane with column 32 in the last; the
+ * last block ends at m (recomputing up to 15 outputs, the same values); m < 16: one block of
+ * masked loads and a masked store. */
+static inline void afrt_pool_max3s2_run_(const float *restrict a, const float *restrict b,
+                                         const float *restrict c, float *restrict yr, int64_t m) {
+    const __m512i ie = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i io = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    if (m < 16) {
+        const int64_t cols = 2 * m + 1; /* <= 31 */
+        const __mmask16 k0 = (__mmask16)(cols >= 16 ? 0xFFFFu : (1u << cols) - 1u);
+        const __mmask16 k1 = (__mmask16)(cols > 16 ? (1u << (cols - 16)) - 1u : 0u);
+        const __m512 r0 = afrt_nanmax16_(afrt_nanmax16_(_mm512_maskz_loadu_ps(k0, a), _mm512_maskz_loadu_ps(k0, b)),
+                                         _mm512_maskz_loadu_ps(k0, c));
+        const __m512 r1 = afrt_nanmax16_(afrt_nanmax16_(_mm512_maskz_loadu_ps(k1, a + 16), _mm512_maskz_loadu_ps(k1, b + 16)),
+                                         _mm512_maskz_loadu_ps(k1, c + 16));
+        const __m512 e = _mm512_permutex2var_ps(r0, ie, r1), o = _mm512_permutex2var_ps(r0, io, r1);
+        const __m512 e2 = _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(e), _mm512_castps_si512(e), 1));
+        _mm512_mask_storeu_ps(yr, (__mmask16)((1u << m) - 1u), afrt_nanmax16_(afrt_nanmax16_(e, o), e2));
+        return;
+    }
+    for (int64_t ow = 0;; ow += 16) {
+        if (ow + 16 > m) ow = m - 16;
+        const int64_t i = 2 * ow;
+        const __m512 r0 = afrt_nanmax16_(afrt_nanmax16_(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i)),
+                                         _mm512_loadu_ps(c + i));
+        const __m512 r1 = afrt_nanmax16_(afrt_nanmax16_(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16)),
+                                         _mm512_loadu_ps(c + i + 16));
+        const float r32 = afrt_nanmax_v_(afrt_nanmax_v_(a[i + 32], b[i + 32]), c[i + 32]);
+        const __m512 e = _mm512_permutex2var_ps(r0, ie, r1), o = _mm512_permutex2var_ps(r0, io, r1);
+        const __m512 e2 = _mm512_castsi512_ps(_mm512_alignr_epi32(
+            _mm512_castps_si512(_mm512_set1_ps(r32)), _mm512_castps_si512(e), 1));
+        _mm512_storeu_ps(yr + ow, afrt_nanmax16_(afrt_nanmax16_(e, o), e2));
+        if (ow + 16 >= m) break;
+    }
+}
+#endif
+
+/* One output row of a 3x3 stride-2 (dilation 1) max pool from its three input rows a, b, c
+ * (W columns, pl columns of padding on the left): the outputs whose windows lie inside the
+ * row by afrt_pool_max3s2_run_ (AVX-512), those reaching into the padding or past the row's
+ * end one by one, a tap outside the row being -inf as in the row buffer. The same operations
+ * in the same order as the row pass then afrt_pool_cols_max_, so the same bits. Returns 0
+ * (nothing written) without AVX-512. */
+static inline int afrt_pool_max3s2_row_(const float *a, const float *b, const float *c,
+                                        float *yr, int64_t OW, int64_t W, int64_t pl) {
+#if defined(__AVX512F__)
+    const int64_t lo = afrt_min_(OW, (pl + 1) / 2);
+    const int64_t hi = afrt_max_(lo, afrt_min_(OW, W + pl >= 3 ? (W + pl - 3) / 2 + 1 : 0));
+    if (hi > lo) {
+        const int64_t i = 2 * lo - pl;
+        afrt_pool_max3s2_run_(a + i, b + i, c + i, yr + lo, hi - lo);
+    }
+    for (int64_t ow = 0; ow < OW; ++ow) {
+        if (ow == lo) ow = hi;
+        if (ow >= OW) break;
+        float t[3];
+        for (int64_t s = 0; s < 3; ++s) {
+            const int64_t col = 2 * ow - pl + s;
+            t[s] = col >= 0 && col < W ? afrt_nanmax_v_(afrt_nanmax_v_(a[col], b[col]), c[col]) : -INFINITY;
+        }
+        yr[ow] = afrt_nanmax_v_(afrt_nanmax_v_(t[0], t[1]), t[2]);
+    }
+    return 1;
+#else
+    (void)a, (void)b, (void)c, (void)yr, (void)OW, (void)W, (void)pl;
+    return 0;
+#endif
+}
+
 /* y[ow] = max over the taps tp[ow * sw + s * dw], s in [0, S). */
 static inline void afrt_pool_cols_max_(const float *restrict tp, float *restrict yr, int64_t OW,
                                        int64_t S, int64_t sw, int64_t dw) {
@@ -3725,6 +3804,8 @@ static inline void afrt_maxpool2d_f32(const float *x, float *y, const afrt_pool_
     const afrt_pool_geom_ g = afrt_pool_geom_of_(p, planes);
     const int64_t nc = g.c1 - g.c0;
     const int flat = afrt_pool_flat_(p, &g);
+    /* 3x3 stride 2: rows whose three taps are all inside skip the row buffer */
+    const int s2 = p->R == 3 && S == 3 && p->stride_h == 2 && sw == 2 && dh == 1 && dw == 1;
     const int64_t in_bytes = planes * H * W * (int64_t)sizeof(float);
     const char *pf_end = in_bytes >= AFRT_POOL_PF_MIN ? (const char *)(x + planes * H * W) : NULL;
     int failed = 0;
@@ -3754,6 +3835,8 @@ static inline void afrt_maxpool2d_f32(const float *x, float *y, const afrt_pool_
             }
             const float *a = xc + (oh * p->stride_h - p->pad_top + r_lo * dh) * W;
             afrt_pool_prefetch_(a, p->stride_h * W, pf_end);
+            if (n == 3 && s2 && afrt_pool_max3s2_row_(a, a + W, a + 2 * W, yr, OW, W, p->pad_left))
+                continue;
             if (n == 1) {
                 for (int64_t i = 0; i < nc; ++i) d[i] = a[i];
             } else if (n == 2) {
