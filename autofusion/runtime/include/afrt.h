@@ -958,6 +958,8 @@ typedef struct {
     const float *res;   /* row i at res + i * res_ld, or NULL */
     int64_t res_ld;
     int act;            /* then 1: SiLU, 2: sigmoid (afrt_epi_silu); 0: nothing */
+    __mmask16 skip1;    /* columns 16 + t of the tile not stored (nor res read): an edge of
+                         * 17-31 columns; 0 for a whole tile. Then s must hold whole rows. */
 } afrt_uk_epi_;
 /* The finish is unrolled row by row with every field of e read once before it: a loop over
  * the rows indexing c0[i] / c1[i] made GCC spill all 24 accumulators to the stack (zeroing them
@@ -975,6 +977,8 @@ typedef struct {
         const float alpha = e->alpha, *const bias = e->bias, *const res = e->res;              \
         const int64_t res_ld = e->res_ld;                                                      \
         const int act = e->act, scale = alpha != 1.0f, top = !(e->hi == INFINITY);             \
+        const __mmask16 m1 = (__mmask16)~e->skip1;                                             \
+        const int cut = e->skip1 != 0;                                                         \
         const __m512 al = _mm512_set1_ps(alpha);                                               \
         const __m512 lo = _mm512_set1_ps(e->lo), hi = _mm512_set1_ps(e->hi);                   \
         _Pragma("GCC unroll 16") for (int i = 0; i < MRV; ++i) {                               \
@@ -992,7 +996,8 @@ typedef struct {
             if (res) {                                                                         \
                 const float *ri = res + i * res_ld;                                            \
                 c0[i] = _mm512_add_ps(c0[i], _mm512_loadu_ps(ri));                             \
-                c1[i] = _mm512_add_ps(c1[i], _mm512_loadu_ps(ri + 16));                        \
+                c1[i] = _mm512_add_ps(c1[i], cut ? _mm512_maskz_loadu_ps(m1, ri + 16)           \
+                                                 : _mm512_loadu_ps(ri + 16));                  \
             }                                                                                  \
             c0[i] = _mm512_mask_mov_ps(lo, _mm512_cmp_ps_mask(c0[i], lo, _CMP_NLE_UQ), c0[i]); \
             c1[i] = _mm512_mask_mov_ps(lo, _mm512_cmp_ps_mask(c1[i], lo, _CMP_NLE_UQ), c1[i]); \
@@ -1003,13 +1008,16 @@ typedef struct {
                                            c1[i]);                                             \
             }                                                                                  \
             _mm512_storeu_ps(ci, c0[i]);                                                       \
-            _mm512_storeu_ps(ci + 16, c1[i]);                                                  \
+            if (cut) _mm512_mask_storeu_ps(ci + 16, m1, c1[i]);                                \
+            else _mm512_storeu_ps(ci + 16, c1[i]);                                             \
         }                                                                                      \
         if (act) {                                                                             \
             for (int i = 0; i < MRV; ++i) {                                                    \
                 float *ci = c + i * ldc;                                                       \
                 _mm512_storeu_ps(ci, afrt_silu16_(_mm512_loadu_ps(ci), act == 2));             \
-                _mm512_storeu_ps(ci + 16, afrt_silu16_(_mm512_loadu_ps(ci + 16), act == 2));   \
+                _mm512_mask_storeu_ps(ci + 16, m1,                                             \
+                                      afrt_silu16_(_mm512_maskz_loadu_ps(m1, ci + 16),         \
+                                                   act == 2));                                 \
             }                                                                                  \
         }                                                                                      \
     }
@@ -1775,10 +1783,11 @@ static inline void afrt_gemm_tile_a_(const float *pa, const float *ra, int64_t l
                             continue;
                         }
 #if defined(AFRT_UK_EPI_)
-                        if (mr == MR && nr == AFRT_NR) {
+                        if (mr == MR && nr > 16) { /* whole rows; 17-31 columns masked */
                             const int64_t r = fin->row0 + ic;
                             const afrt_uk_epi_ e = {fin->alpha, clamp->lo, clamp->hi,
-                                                    fin->bias ? fin->bias + r : NULL, c, ldc, 0};
+                                                    fin->bias ? fin->bias + r : NULL, c, ldc, 0,
+                                                    (__mmask16)~((1u << (nr - 16)) - 1u)};
                             if (MR == 12)
                                 afrt_ukernel12_epi_(kc, a, bp + jr * kc, c, ldc, pc > 0, pt, ldt, &e);
                             else afrt_ukernel8_epi_(kc, a, bp + jr * kc, c, ldc, pc > 0, pt, ldt, &e);
@@ -1804,7 +1813,7 @@ static inline void afrt_gemm_tile_a_(const float *pa, const float *ra, int64_t l
                                 clamp && clamp->res ? clamp->res + fin->batch * clamp->res_stride +
                                                           r * clamp->res_ld + col
                                                     : NULL,
-                                clamp ? clamp->res_ld : 0, silu ? 1 + silu->gate : 0};
+                                clamp ? clamp->res_ld : 0, silu ? 1 + silu->gate : 0, 0};
                             if (ar) /* direct A: MR is 12 */
                                 afrt_ukernel12_ra_epi_(kc, ar, lda, bp + jr * kc, c, ldc, acc, c, ldc, &e);
                             else if (MR == 12)
