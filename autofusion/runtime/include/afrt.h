@@ -958,43 +958,67 @@ typedef struct {
     const float *res;   /* row i at res + i * res_ld, or NULL */
     int64_t res_ld;
     int act;            /* then 1: SiLU, 2: sigmoid (afrt_epi_silu); 0: nothing */
+    __mmask16 skip1;    /* columns 16 + t of the tile not stored (nor res read): an edge of
+                         * 17-31 columns; 0 for a whole tile. Then s must hold whole rows. */
 } afrt_uk_epi_;
-#define AFRT_UK_ZMM_CLAMP_(V)                                                                  \
-    V = _mm512_mask_mov_ps(lo, _mm512_cmp_ps_mask(V, lo, _CMP_NLE_UQ), V);                     \
-    V = _mm512_mask_mov_ps(hi, _mm512_cmp_ps_mask(V, hi, _CMP_NGE_UQ), V)
+/* The finish is unrolled row by row with every field of e read once before it: a loop over
+ * the rows indexing c0[i] / c1[i] made GCC spill all 24 accumulators to the stack (zeroing them
+ * there with memset first) and re-read e after each store (c may alias it), ~30 instructions a
+ * row; unrolled, the accumulators stay in registers (issue 16: the fused 1x1s of ResNet-50,
+ * K = 64-512, spent more in this finish than the separate Relu / Add passes it replaces). The
+ * SiLU / sigmoid activation is a second pass over the stored rows (still in L1), so the
+ * unrolled body stays small; the values and the order of operations are those of one pass. */
 #define AFRT_DEFINE_UKERNEL_EPI_(NAME, MRV, APARAMS, KLOOP)                                    \
     static inline void NAME(int64_t kc, APARAMS, const float *restrict b, float *c,            \
                             int64_t ldc, int acc, const float *s, int64_t lds,                 \
                             const afrt_uk_epi_ *e) {                                           \
         AFRT_UK_ZMM_ZERO_(MRV);                                                                \
         KLOOP(MRV);                                                                            \
-        const __m512 al = _mm512_set1_ps(e->alpha);                                            \
+        const float alpha = e->alpha, *const bias = e->bias, *const res = e->res;              \
+        const int64_t res_ld = e->res_ld;                                                      \
+        const int act = e->act, scale = alpha != 1.0f, top = !(e->hi == INFINITY);             \
+        const __mmask16 m1 = (__mmask16)~e->skip1;                                             \
+        const int cut = e->skip1 != 0;                                                         \
+        const __m512 al = _mm512_set1_ps(alpha);                                               \
         const __m512 lo = _mm512_set1_ps(e->lo), hi = _mm512_set1_ps(e->hi);                   \
-        for (int i = 0; i < MRV; ++i) {                                                        \
+        _Pragma("GCC unroll 16") for (int i = 0; i < MRV; ++i) {                               \
             float *ci = c + i * ldc;                                                           \
             AFRT_UK_ZMM_ACC_(i, s + i * lds);                                                  \
-            if (e->alpha != 1.0f) {                                                            \
+            if (scale) {                                                                       \
                 c0[i] = _mm512_mul_ps(c0[i], al);                                              \
                 c1[i] = _mm512_mul_ps(c1[i], al);                                              \
             }                                                                                  \
-            if (e->bias) {                                                                     \
-                const __m512 bv = _mm512_set1_ps(e->bias[i]);                                  \
+            if (bias) {                                                                        \
+                const __m512 bv = _mm512_set1_ps(bias[i]);                                     \
                 c0[i] = _mm512_add_ps(c0[i], bv);                                              \
                 c1[i] = _mm512_add_ps(c1[i], bv);                                              \
             }                                                                                  \
-            if (e->res) {                                                                      \
-                const float *ri = e->res + i * e->res_ld;                                      \
+            if (res) {                                                                         \
+                const float *ri = res + i * res_ld;                                            \
                 c0[i] = _mm512_add_ps(c0[i], _mm512_loadu_ps(ri));                             \
-                c1[i] = _mm512_add_ps(c1[i], _mm512_loadu_ps(ri + 16));                        \
+                c1[i] = _mm512_add_ps(c1[i], cut ? _mm512_maskz_loadu_ps(m1, ri + 16)           \
+                                                 : _mm512_loadu_ps(ri + 16));                  \
             }                                                                                  \
-            AFRT_UK_ZMM_CLAMP_(c0[i]);                                                         \
-            AFRT_UK_ZMM_CLAMP_(c1[i]);                                                         \
-            if (e->act) {                                                                      \
-                c0[i] = afrt_silu16_(c0[i], e->act == 2);                                      \
-                c1[i] = afrt_silu16_(c1[i], e->act == 2);                                      \
+            c0[i] = _mm512_mask_mov_ps(lo, _mm512_cmp_ps_mask(c0[i], lo, _CMP_NLE_UQ), c0[i]); \
+            c1[i] = _mm512_mask_mov_ps(lo, _mm512_cmp_ps_mask(c1[i], lo, _CMP_NLE_UQ), c1[i]); \
+            if (top) { /* hi = +inf: the upper bound keeps every value, NaN included */        \
+                c0[i] = _mm512_mask_mov_ps(hi, _mm512_cmp_ps_mask(c0[i], hi, _CMP_NGE_UQ),     \
+                                           c0[i]);                                             \
+                c1[i] = _mm512_mask_mov_ps(hi, _mm512_cmp_ps_mask(c1[i], hi, _CMP_NGE_UQ),     \
+                                           c1[i]);                                             \
             }                                                                                  \
             _mm512_storeu_ps(ci, c0[i]);                                                       \
-            _mm512_storeu_ps(ci + 16, c1[i]);                                                  \
+            if (cut) _mm512_mask_storeu_ps(ci + 16, m1, c1[i]);                                \
+            else _mm512_storeu_ps(ci + 16, c1[i]);                                             \
+        }                                                                                      \
+        if (act) {                                                                             \
+            for (int i = 0; i < MRV; ++i) {                                                    \
+                float *ci = c + i * ldc;                                                       \
+                _mm512_storeu_ps(ci, afrt_silu16_(_mm512_loadu_ps(ci), act == 2));             \
+                _mm512_mask_storeu_ps(ci + 16, m1,                                             \
+                                      afrt_silu16_(_mm512_maskz_loadu_ps(m1, ci + 16),         \
+                                                   act == 2));                                 \
+            }                                                                                  \
         }                                                                                      \
     }
 #define AFRT_DEFINE_UKERNEL_EPI(NAME, MRV)                                                     \
@@ -1622,6 +1646,26 @@ static inline void afrt_finish_store_inplace_(const afrt_tile_finish_ *fin, floa
 #ifndef AFRT_LEAN_KS
 #define AFRT_LEAN_KS 16 /* k rows of B per stack panel on the out-of-memory path: 2 KiB */
 #endif
+/* afrt_ukernel_ for the in-place path's micro-tiles (whole MR x NR tiles in a scratch, c):
+ * where at most 16 columns are real (the N mod 32 edge of 28x28 and 14x14 maps: 784 and 196
+ * positions), the half kernel, half the FMAs, storing only those columns; the in-place
+ * finish reads no others. The products and their order are the full kernel's. */
+static inline void afrt_ukernel_cols_(int64_t mr, int64_t kc, const float *restrict a,
+                                      const float *restrict b, float *restrict c, int64_t ldc,
+                                      int acc, int64_t nr) {
+#if defined(__AVX512F__) && !defined(AFRT_NEON_)
+    if (nr <= 16 && (mr == 12 || mr == 8)) {
+        const __mmask16 m = (__mmask16)((1u << nr) - 1u);
+        if (mr == 12) afrt_ukernel12h_(kc, a, 12, b, c, ldc, acc, 12, m);
+        else afrt_ukernel8h_(kc, a, 8, b, c, ldc, acc, 8, m);
+        return;
+    }
+#else
+    (void)nr;
+#endif
+    afrt_ukernel_(mr, kc, a, b, c, ldc, acc);
+}
+
 /* One edge panel of row-major A for the direct-A path: o[k*mr + i] = src[i*lda + k] for
  * i < nrow, zero for nrow <= i < mr, k < kc (afrt_pack_a_panels_'s layout). */
 static inline void afrt_pack_rows_n_(const float *restrict src, int64_t lda, int64_t nrow,
@@ -1735,21 +1779,22 @@ static inline void afrt_gemm_tile_a_(const float *pa, const float *ra, int64_t l
                         float *pt = part ? part + (ic - i0) * ldp + jr : tmp;
                         const int64_t ldt = part ? ldp : AFRT_NR;
                         if (!last) {
-                            afrt_ukernel_(MR, kc, a, bp + jr * kc, pt, ldt, pc > 0);
+                            afrt_ukernel_cols_(MR, kc, a, bp + jr * kc, pt, ldt, pc > 0, nr);
                             continue;
                         }
 #if defined(AFRT_UK_EPI_)
-                        if (mr == MR && nr == AFRT_NR) {
+                        if (mr == MR && nr > 16) { /* whole rows; 17-31 columns masked */
                             const int64_t r = fin->row0 + ic;
                             const afrt_uk_epi_ e = {fin->alpha, clamp->lo, clamp->hi,
-                                                    fin->bias ? fin->bias + r : NULL, c, ldc, 0};
+                                                    fin->bias ? fin->bias + r : NULL, c, ldc, 0,
+                                                    (__mmask16)~((1u << (nr - 16)) - 1u)};
                             if (MR == 12)
                                 afrt_ukernel12_epi_(kc, a, bp + jr * kc, c, ldc, pc > 0, pt, ldt, &e);
                             else afrt_ukernel8_epi_(kc, a, bp + jr * kc, c, ldc, pc > 0, pt, ldt, &e);
                             continue;
                         }
 #endif
-                        afrt_ukernel_(MR, kc, a, bp + jr * kc, pt, ldt, pc > 0);
+                        afrt_ukernel_cols_(MR, kc, a, bp + jr * kc, pt, ldt, pc > 0, nr);
                         afrt_finish_store_inplace_(fin, c, ldc, pt, ldt, fin->row0 + ic, mr, nr);
                     }
                     continue;
@@ -1768,7 +1813,7 @@ static inline void afrt_gemm_tile_a_(const float *pa, const float *ra, int64_t l
                                 clamp && clamp->res ? clamp->res + fin->batch * clamp->res_stride +
                                                           r * clamp->res_ld + col
                                                     : NULL,
-                                clamp ? clamp->res_ld : 0, silu ? 1 + silu->gate : 0};
+                                clamp ? clamp->res_ld : 0, silu ? 1 + silu->gate : 0, 0};
                             if (ar) /* direct A: MR is 12 */
                                 afrt_ukernel12_ra_epi_(kc, ar, lda, bp + jr * kc, c, ldc, acc, c, ldc, &e);
                             else if (MR == 12)
