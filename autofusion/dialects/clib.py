@@ -946,11 +946,12 @@ def dwpw_applies(dw: Sequence[Param], pw: Sequence[Param]) -> bool:
 #: 32-wide register tile empty.
 CC_BLOCKED_MIN_K = 16
 #: ``fuse-conv-chain`` forms a chain on the blocked band when the pointwise conv has at most
-#: this many output channels per depthwise tap (K <= 16 * R * S: 144 for 3x3), i.e. when the
-#: depthwise conv is at least 1/16 of the pair's multiply-adds. Measured on MobileNet-V2 at
-#: 224 (docs/fusion.md, fuse-conv-chain): K 32-96 took 0.83-1.00x the two kernels apart,
-#: K 160 and 320 on 7x7 maps 1.05-1.15x.
-CC_BLOCKED_K_PER_TAP = 16
+#: this many output channels per depthwise tap (K <= 20 * R * S: 180 for 3x3), i.e. when the
+#: depthwise conv is at least 1/20 of the pair's multiply-adds. Measured on MobileNet-V2 at
+#: 224 (docs/fusion.md, fuse-conv-chain): K 32-96 took 0.83-1.00x the two kernels apart;
+#: on its 7x7 maps, since the band's 7-row tiles (afrt_cc_mr_), K 160 0.87-0.93x and K 320
+#: 1.03x (with 12-row tiles: 1.05-1.15x).
+CC_BLOCKED_K_PER_TAP = 20
 
 
 def dwpw_algo(dw: Sequence[Param], pw: Sequence[Param], avx512: bool) -> str:

@@ -2618,7 +2618,7 @@ static inline int afrt_conv_own_(const float *x, const float *w, const float *bi
  * its own padded scratch (whole MR x NR register tiles, no edge handling), transposes it into
  * the NCHW output adding the bias, and then runs the epilogue on that finished block (rows =
  * channels, cols = positions, ld = OH*OW: the epilogue contract is unchanged), the built-in
- * clamp epilogue too (in the transposing store it was slower: scalar, see below).
+ * clamp epilogue too (in the transposing store, when it was scalar, it was slower: below).
  *
  * The rule (clib.conv_algo holds the same; a test compares them): a 1x1 stride-1 unpadded
  * conv with at least AFRT_1X1T_MIN_C input and AFRT_1X1T_MIN_K output channels per group,
@@ -2794,9 +2794,10 @@ static inline int afrt_conv1x1t_f32(const float *x, const float *w, const float 
         float *yn = y + n * p->K * hw;
         const int64_t k0 = g * kg + j0;
         /* the bias on the way into y, then the epilogue on the stored block (in L1): the
-         * built-in clamp applied in this transposing store instead (scalar, the residual
-         * read across its rows) measured 9-17% slower on 3x3 and 4x4 maps
-         * (benchmarks/conv_epilogue.py, docs/runtime.md) */
+         * built-in clamp applied in this transposing store instead (then scalar, the
+         * residual read across its rows) measured 9-17% slower on 3x3 and 4x4 maps
+         * (benchmarks/conv_epilogue.py, docs/runtime.md); the store is 16x16 in-register
+         * transposes on AVX-512 since, the clamp not re-measured there */
         afrt_store_transposed_(tmp, ldt, i1 - i0, mt, j1 - j0, bias ? bias + k0 : NULL,
                                yn + k0 * hw + i0, hw);
         afrt_finish_block_(yn, NULL, n, k0, g * kg + j1, i0, i1, hw, epi);
