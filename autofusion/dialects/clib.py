@@ -969,11 +969,18 @@ def dwpw_algo(dw: Sequence[Param], pw: Sequence[Param], avx512: bool) -> str:
 
 def dwpw_blocked_pays(dw: Sequence[Param], pw: Sequence[Param], avx512: bool) -> bool:
     """Whether a pair on the blocked band is worth a chain whatever its memory traffic: the
-    measured rule ``CC_BLOCKED_K_PER_TAP`` (``fuse-conv-chain``)."""
+    measured rule ``CC_BLOCKED_K_PER_TAP`` (``fuse-conv-chain``), except where the pointwise
+    conv alone takes ``gemm_1x1_t``."""
     if dwpw_algo(dw, pw, avx512) != "dwpw_blocked":
         return False
     r, s, k = dw[CONV_FIELDS.index("R")], dw[CONV_FIELDS.index("S")], pw[CONV_FIELDS.index("K")]
     if not (isinstance(r, int) and isinstance(s, int) and isinstance(k, int)):
+        return False
+    # a pointwise conv that alone runs gemm_1x1_t (maps of <= 16 positions) stays apart: it
+    # streams its cold weights in k segments, and the zoo MobileNet-V2's 4x4 pairs with
+    # K = 160 measured 1.10-1.15x slower as chains
+    f = {n: v for n, v in zip(CONV_FIELDS, pw, strict=True) if isinstance(v, int)}
+    if len(f) == len(CONV_FIELDS) and gemm_1x1_t_applies(f):
         return False
     return k <= CC_BLOCKED_K_PER_TAP * r * s
 

@@ -177,20 +177,26 @@ static inline int afrt_cc_blocked_applies(const afrt_conv_params *pd, const afrt
     }                                                                                          \
     (void)0
 AFRT_DEFINE_UKERNEL_(afrt_ukernel12_ba_, 12, AFRT_UK_A_ROWS_, AFRT_UK_ZMM_KLOOP_BA_)
+AFRT_DEFINE_UKERNEL_(afrt_ukernel8_ba_, 8, AFRT_UK_A_ROWS_, AFRT_UK_ZMM_KLOOP_BA_)
 AFRT_DEFINE_UKERNEL_(afrt_ukernel7_ba_, 7, AFRT_UK_A_ROWS_, AFRT_UK_ZMM_KLOOP_BA_)
 
-/* Row-tile height for a band of `cols` positions: 7 where 12-row tiles would compute more
- * than 8% more rows (a 7x7 map's 49 positions: 7 tiles, not 60 rows of which 11 are zeros;
- * bands of 7 rows of 14), else 12: a 7-row tile does fewer FMAs per load and store, and
- * measured 4-6% slower on MobileNet-V2's 56x56 bands of 448 positions, which it pads 2% less. */
+/* Row-tile height for a band of `cols` positions: 12 unless 8- or 7-row tiles (whichever pads
+ * less, 8 on a tie) would compute more than 8% fewer rows: a 7x7 map's 49 positions in 7
+ * tiles of 7, not 60 rows of which 11 are zeros; a 4x4 map's 16 in 2 of 8, not 24; bands of 7
+ * rows of 14 in 7-row tiles. A smaller tile does fewer FMAs per load and store of its
+ * accumulators: 7 rows measured 4-6% slower on MobileNet-V2's 56x56 bands of 448 positions,
+ * which they pad 2% less than 12. */
 static inline int64_t afrt_cc_mr_(int64_t cols) {
-    return 25 * afrt_round_up_(cols, 12) > 27 * afrt_round_up_(cols, 7) ? 7 : 12;
+    const int64_t r7 = afrt_round_up_(cols, 7), r8 = afrt_round_up_(cols, 8);
+    const int64_t mr = r7 < r8 ? 7 : 8;
+    return 25 * afrt_round_up_(cols, 12) > 27 * afrt_min_(r7, r8) ? mr : 12;
 }
 
 /* Positions of a band's tiles: the band's rows x OW rounded up to whole row tiles of either
  * height (a band of fewer rows may take the other one, afrt_cc_mr_). */
 static inline int64_t afrt_cc_rows_pad_(const afrt_conv_params *pd, int64_t th) {
-    return afrt_max_(afrt_round_up_(th * pd->OW, 12), afrt_round_up_(th * pd->OW, 7));
+    const int64_t n = th * pd->OW;
+    return afrt_max_(afrt_round_up_(n, 12), afrt_max_(afrt_round_up_(n, 8), afrt_round_up_(n, 7)));
 }
 
 /* Scratch floats of the blocked band: the lane kernel's tile T, its weights and bias, the
@@ -244,6 +250,8 @@ static inline void afrt_cc_blocked_band_(const float *x, const float *wd, const 
                 const float *bj = pb + pc * Np + jr * kc;
                 if (mr == 7)
                     afrt_ukernel7_ba_(kc, ak + ic * L, ldo, bj, tmp + ic * Np + jr, Np, pc > 0);
+                else if (mr == 8)
+                    afrt_ukernel8_ba_(kc, ak + ic * L, ldo, bj, tmp + ic * Np + jr, Np, pc > 0);
                 else
                     afrt_ukernel12_ba_(kc, ak + ic * L, ldo, bj, tmp + ic * Np + jr, Np, pc > 0);
             }

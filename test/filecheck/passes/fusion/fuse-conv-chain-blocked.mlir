@@ -54,3 +54,20 @@ func.func @k160(%x: tensor<1x96x7x7xf32>, %wd: tensor<96x1x3x3xf32>, %wp: tensor
 // NCHW-NEXT:     %[[K:.*]] = fusion.kernel "conv_relu6" ["dw", "clip"]
 // NCHW:          %[[P:.*]] = nn.conv %[[K]], %wp
 // NCHW-NEXT:     func.return %[[P]]
+
+// -----
+
+// Must not fire with blocked_convs: K = 160 <= 20 * 9, but the pointwise conv alone takes
+// gemm_1x1_t (a 4x4 map, 576 input channels), which measured faster than the chain there.
+func.func @small_map_1x1t(%x: tensor<1x576x4x4xf32>, %wd: tensor<576x1x3x3xf32>, %wp: tensor<160x576x1x1xf32>) -> tensor<1x160x4x4xf32> {
+  %0 = nn.conv %x, %wd {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 576 : i64, onnx.origins = ["dw"]} : (tensor<1x576x4x4xf32>, tensor<576x1x3x3xf32>) -> tensor<1x576x4x4xf32>
+  %1 = nn.clip %0 {min = 0.0 : f64, max = 6.0 : f64, onnx.origins = ["clip"]} : (tensor<1x576x4x4xf32>) -> tensor<1x576x4x4xf32>
+  %2 = nn.conv %1, %wp {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64, onnx.origins = ["pw"]} : (tensor<1x576x4x4xf32>, tensor<160x576x1x1xf32>) -> tensor<1x160x4x4xf32>
+  func.return %2 : tensor<1x160x4x4xf32>
+}
+// CHECK-LABEL: func.func @small_map_1x1t
+// CHECK-NEXT:    %[[K:.*]] = fusion.kernel "conv_relu6" ["dw", "clip"]
+// CHECK:         %[[P:.*]] = nn.conv %[[K]], %wp
+// CHECK-NEXT:    func.return %[[P]]
+// NCHW-LABEL:  func.func @small_map_1x1t
+// NCHW-NEXT:     %[[K:.*]] = fusion.kernel "conv_relu6" ["dw", "clip"]
