@@ -946,11 +946,12 @@ def dwpw_applies(dw: Sequence[Param], pw: Sequence[Param]) -> bool:
 #: 32-wide register tile empty.
 CC_BLOCKED_MIN_K = 16
 #: ``fuse-conv-chain`` forms a chain on the blocked band when the pointwise conv has at most
-#: this many output channels per depthwise tap (K <= 16 * R * S: 144 for 3x3), i.e. when the
-#: depthwise conv is at least 1/16 of the pair's multiply-adds. Measured on MobileNet-V2 at
-#: 224 (docs/fusion.md, fuse-conv-chain): K 32-96 took 0.83-1.00x the two kernels apart,
-#: K 160 and 320 on 7x7 maps 1.05-1.15x.
-CC_BLOCKED_K_PER_TAP = 16
+#: this many output channels per depthwise tap (K <= 20 * R * S: 180 for 3x3), i.e. when the
+#: depthwise conv is at least 1/20 of the pair's multiply-adds. Measured on MobileNet-V2 at
+#: 224 (docs/fusion.md, fuse-conv-chain): K 32-96 took 0.83-1.00x the two kernels apart;
+#: on its 7x7 maps, since the band's 7-row tiles (afrt_cc_mr_), K 160 0.87-0.93x and K 320
+#: 1.03x (with 12-row tiles: 1.05-1.15x).
+CC_BLOCKED_K_PER_TAP = 20
 
 
 def dwpw_algo(dw: Sequence[Param], pw: Sequence[Param], avx512: bool) -> str:
@@ -968,11 +969,18 @@ def dwpw_algo(dw: Sequence[Param], pw: Sequence[Param], avx512: bool) -> str:
 
 def dwpw_blocked_pays(dw: Sequence[Param], pw: Sequence[Param], avx512: bool) -> bool:
     """Whether a pair on the blocked band is worth a chain whatever its memory traffic: the
-    measured rule ``CC_BLOCKED_K_PER_TAP`` (``fuse-conv-chain``)."""
+    measured rule ``CC_BLOCKED_K_PER_TAP`` (``fuse-conv-chain``), except where the pointwise
+    conv alone takes ``gemm_1x1_t``."""
     if dwpw_algo(dw, pw, avx512) != "dwpw_blocked":
         return False
     r, s, k = dw[CONV_FIELDS.index("R")], dw[CONV_FIELDS.index("S")], pw[CONV_FIELDS.index("K")]
     if not (isinstance(r, int) and isinstance(s, int) and isinstance(k, int)):
+        return False
+    # a pointwise conv that alone runs gemm_1x1_t (maps of <= 16 positions) stays apart: it
+    # streams its cold weights in k segments, and the zoo MobileNet-V2's 4x4 pairs with
+    # K = 160 measured 1.10-1.15x slower as chains
+    f = {n: v for n, v in zip(CONV_FIELDS, pw, strict=True) if isinstance(v, int)}
+    if len(f) == len(CONV_FIELDS) and gemm_1x1_t_applies(f):
         return False
     return k <= CC_BLOCKED_K_PER_TAP * r * s
 

@@ -2663,7 +2663,7 @@ static inline int afrt_conv_own_(const float *x, const float *w, const float *bi
  * its own padded scratch (whole MR x NR register tiles, no edge handling), transposes it into
  * the NCHW output adding the bias, and then runs the epilogue on that finished block (rows =
  * channels, cols = positions, ld = OH*OW: the epilogue contract is unchanged), the built-in
- * clamp epilogue too (in the transposing store it was slower: scalar, see below).
+ * clamp epilogue too (in the transposing store, when it was scalar, it was slower: below).
  *
  * The rule (clib.conv_algo holds the same; a test compares them): a 1x1 stride-1 unpadded
  * conv with at least AFRT_1X1T_MIN_C input and AFRT_1X1T_MIN_K output channels per group,
@@ -2723,11 +2723,35 @@ static inline int afrt_conv1x1t_applies(const afrt_conv_params *p) {
     return swapped < direct;
 }
 
-/* y[j*ld + i] = t[i*ldt + j] (+ bias[j]) for i < m, j < n: a tile of the transposed GEMM's
- * output into the NCHW rows it belongs to, 16 channels at a time (the tile is still in L1/L2). */
+/* y[j*ld + i] = t[i*ldt + j] (+ bias[j]) for i < m, j < n: a tile of a transposed GEMM's
+ * output (positions x channels) into the NCHW rows it belongs to (the tile is still in
+ * L1/L2). t has mr >= m rows readable and its rows are readable up to n rounded up to 16.
+ * AVX-512: 16 positions x 16 channels per in-register transpose (afrt_dwl_transpose16_),
+ * masked stores for the tails (rows past mr are zero vectors, dropped by the mask); used by
+ * gemm_1x1_t and the conv chain's blocked band (afrt_convchain.h). Elsewhere scalar loops,
+ * 16 channels at a time. */
 static inline void afrt_store_transposed_(const float *restrict t, int64_t ldt, int64_t m,
-                                          int64_t n, const float *bias, float *restrict y,
-                                          int64_t ld) {
+                                          int64_t mr, int64_t n, const float *bias,
+                                          float *restrict y, int64_t ld) {
+#if defined(__AVX512F__)
+    for (int64_t i0 = 0; i0 < m; i0 += 16) {
+        const int64_t mi = afrt_min_(16, m - i0);
+        const __mmask16 km = (__mmask16)((1u << mi) - 1u);
+        for (int64_t j0 = 0; j0 < n; j0 += 16) {
+            __m512 r[16];
+            for (int64_t i = 0; i < 16; ++i)
+                r[i] = i0 + i < mr ? _mm512_loadu_ps(t + (i0 + i) * ldt + j0) : _mm512_setzero_ps();
+            afrt_dwl_transpose16_(r);
+            const int64_t nj = afrt_min_(16, n - j0);
+            for (int64_t j = 0; j < nj; ++j) {
+                __m512 v = r[j];
+                if (bias) v = _mm512_add_ps(v, _mm512_set1_ps(bias[j0 + j]));
+                _mm512_mask_storeu_ps(y + (j0 + j) * ld + i0, km, v);
+            }
+        }
+    }
+#else
+    (void)mr;
     for (int64_t j0 = 0; j0 < n; j0 += 16) {
         const int64_t j1 = afrt_min_(n, j0 + 16);
         for (int64_t i = 0; i < m; ++i) {
@@ -2739,6 +2763,7 @@ static inline void afrt_store_transposed_(const float *restrict t, int64_t ldt, 
             }
         }
     }
+#endif
 }
 
 /* The gemm_1x1_t path (above); 0 if out of memory (the caller falls back). */
@@ -2814,10 +2839,11 @@ static inline int afrt_conv1x1t_f32(const float *x, const float *w, const float 
         float *yn = y + n * p->K * hw;
         const int64_t k0 = g * kg + j0;
         /* the bias on the way into y, then the epilogue on the stored block (in L1): the
-         * built-in clamp applied in this transposing store instead (scalar, the residual
-         * read across its rows) measured 9-17% slower on 3x3 and 4x4 maps
-         * (benchmarks/conv_epilogue.py, docs/runtime.md) */
-        afrt_store_transposed_(tmp, ldt, i1 - i0, j1 - j0, bias ? bias + k0 : NULL,
+         * built-in clamp applied in this transposing store instead (then scalar, the
+         * residual read across its rows) measured 9-17% slower on 3x3 and 4x4 maps
+         * (benchmarks/conv_epilogue.py, docs/runtime.md); the store is 16x16 in-register
+         * transposes on AVX-512 since, the clamp not re-measured there */
+        afrt_store_transposed_(tmp, ldt, i1 - i0, mt, j1 - j0, bias ? bias + k0 : NULL,
                                yn + k0 * hw + i0, hw);
         afrt_finish_block_(yn, NULL, n, k0, g * kg + j1, i0, i1, hw, epi);
     }
