@@ -295,3 +295,86 @@ def test_a_limit_that_only_copies_meet_gives_the_aliasing_back_before_tiling() -
     plan = apply_memory_limit(module, inplace.arena_bytes / MIB)
     assert plan.arena_bytes == inplace.arena_bytes
     assert len(plan.concat_aliases) == 12
+
+
+def dense_block_model(layers: int = 8) -> onnx.ModelProto:
+    """torchvision's DenseNet block: layer k concatenates *every* earlier feature map again
+    (``Concat(f0, ..., f_{k-1})``, not a chain of two-operand concats), then a 1x1 and a
+    3x3 conv (with Relu) give its 8 new channels; odd sizes (13x11). Each feature map feeds
+    every later concat, so it is in place only in the first: the in-place plan keeps those
+    big first slots alive and copies anyway. ``input`` [1,3,13,11]."""
+    nodes: list = []
+    inits: list = []
+    feats = [_conv(nodes, inits, "input", 3, 8, "stem", 3)]
+    for k in range(1, layers + 1):
+        cat = _concat(nodes, list(feats), f"cat{k}")
+        mid = _conv(nodes, inits, cat, 8 * k, 16, f"l{k}/conv1")
+        feats.append(_conv(nodes, inits, mid, 16, 8, f"l{k}/conv2", 3))
+    out = _concat(nodes, list(feats), "cat_out")
+    nodes.append(helper.make_node("GlobalAveragePool", [out], ["y"], name="gap"))
+    graph = helper.make_graph(
+        nodes,
+        "dense_block",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, 13, 11])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8 * (layers + 1), 1, 1])],
+        inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def test_the_concat_plan_is_chosen_per_model_by_the_arena_ratio() -> None:
+    """plan-buffers' default: copies where the in-place arena is over
+    CONCAT_COPIES_ARENA_RATIO times theirs (torchvision's dense block), in place elsewhere
+    (the chain of two-operand concats, the fire modules), recorded on ``@main``."""
+    from autofusion.analysis.memory_plan import (
+        CONCAT_COPIES_ARENA_RATIO,
+        plan_memory_choosing_concats,
+    )
+    from autofusion.passes.plan_buffers import plan_module
+
+    for model, expect in [
+        (dense_block_model(), "copies"),
+        (concat_model(), "in-place"),
+        (fire_model(), "in-place"),
+    ]:
+        main = find_main(_fused(model))
+        placed = plan_memory(main)
+        copies = plan_memory(main, concat_inplace=False)
+        ratio = placed.arena_bytes / copies.arena_bytes
+        assert (ratio > CONCAT_COPIES_ARENA_RATIO) == (expect == "copies"), ratio
+        chosen = plan_memory_choosing_concats(main)
+        assert chosen.concat_plan == expect
+        assert chosen.arena_bytes == min(placed.arena_bytes, copies.arena_bytes) or expect == (
+            "in-place"
+        )
+        assert check_plan(chosen) == []
+        module = _fused(model)
+        plan_module(module, concat_auto=True)
+        assert str(find_main(module).attributes["memory.concat_plan"]) == f'"{expect}"'
+        plan_module(module)  # concat_auto off (the function's default): always in place
+        assert "memory.concat_plan" not in find_main(module).attributes
+
+
+@pytest.mark.parametrize(("cpu", "threads"), [("native", 1), ("native", 2), ("x86-64-v2", 3)])
+def test_dense_block_with_the_copies_plan_matches_onnxruntime(
+    tmp_path: Path, cpu: str, threads: int
+) -> None:
+    """The chosen copies plan (the default) and the forced in-place one (config
+    ``concat_inplace: true``) both compute the dense block; the report names the choice."""
+    model = dense_block_model()
+    feeds = {"input": np.random.default_rng(2).standard_normal((1, 3, 13, 11), np.float32)}
+    ref = onnxruntime_outputs(model, feeds)
+    assert all(0.1 < np.abs(r).max() < 10 for r in ref.values())
+    chosen = autofusion.compile(model, threads=threads, cpu=cpu)
+    assert chosen.report["concat_plan"] == "copies"
+    assert chosen.report["concat_copies_removed"] == 0
+    assert_close(chosen.run(feeds)["y"], ref["y"], f"y (copies, {cpu}, {threads} threads)")
+    if threads != 2 or cpu != "native":
+        return
+    forced = autofusion.compile(model, threads=threads, config=_write_config(tmp_path, True))
+    assert "concat_plan" not in forced.report
+    assert forced.report["concat_copies_removed"] > 0
+    assert forced.report["arena_bytes"] > chosen.report["arena_bytes"]
+    assert_close(forced.run(feeds)["y"], ref["y"], "y (in place)")
