@@ -176,8 +176,11 @@ def _option_values(opts: PipelineOptions) -> dict[str, object]:
     if opts.config:
         from autofusion.policy.config import load_config
 
-        if not load_config(opts.config).concat_inplace:
+        concat = load_config(opts.config).concat_inplace
+        if concat is False:
             values["concat_inplace"] = False  # plan-buffers and tile-fusion
+        elif concat is True:
+            values["concat_auto"] = False  # plan-buffers: always in place, no choice
         if not load_config(opts.config).residual_inplace:
             values["residual_inplace"] = False  # plan-buffers
     if opts.target == "c":

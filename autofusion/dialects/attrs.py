@@ -10,6 +10,7 @@ an attribute name spelled out anywhere else in ``autofusion/`` fails it). Who wr
 | ``memory.offsets`` | ops with results | plan-buffers | arena byte offset per result (-1: none) |
 | ``memory.arena_bytes`` ... | module | plan-buffers | arena size, naive and lower-bound bytes |
 | ``memory.heuristic`` | module | plan-buffers | the placement heuristic that won |
+| ``memory.concat_plan`` | module | plan-buffers | concat plan chosen: in-place or copies |
 | ``memory.tile`` | fusion.kernel | tile-fusion | the tiling record of a split kernel |
 | ``memory.concat_inplace`` | nn.concat | plan-buffers | per operand, 1 if written in place |
 | ``memory.residual_inplace`` | fusion.kernel | plan-buffers | the operand its result overwrites |
@@ -47,6 +48,7 @@ MEMORY_ARENA_BYTES = "memory.arena_bytes"
 MEMORY_NAIVE_BYTES = "memory.naive_bytes"
 MEMORY_LOWER_BOUND_BYTES = "memory.lower_bound_bytes"
 MEMORY_HEURISTIC = "memory.heuristic"
+MEMORY_CONCAT_PLAN = "memory.concat_plan"
 MEMORY_TILE = "memory.tile"
 MEMORY_CONCAT_INPLACE = "memory.concat_inplace"
 MEMORY_RESIDUAL_INPLACE = "memory.residual_inplace"

@@ -2,6 +2,10 @@
 
 - ``reshape(reshape(x))`` -> ``reshape(x)``; a reshape to its input's own type disappears
   (also ``transpose`` with the identity permutation).
+- ``concat(a, b, c, d)`` where ``concat(a, b, c)`` (same axis) was computed before becomes
+  ``concat(concat(a, b, c), d)``: torchvision's DenseNet concatenates every earlier feature
+  map again in each layer; as a chain, ``plan-buffers`` writes each map once, in place, and
+  every layer's concat is the prefix of the next (docs/memory.md, "Concat in place").
 - Elementwise ``add/sub/mul/div`` (and ``neg/sqrt/reciprocal``) of constants with at most
   ``fold_limit`` result elements are evaluated (numpy, in the constants' dtype) into one
   ``nn.constant``.
@@ -64,6 +68,36 @@ class DropIdentityTranspose(RewritePattern):
             rewriter.replace(op, [], [op.x])
 
 
+class ReuseConcatPrefix(RewritePattern):
+    """``concat(xs + ys)`` -> ``concat(concat(xs), ys)`` when ``concat(xs)`` (at least two
+    operands, same axis) is computed earlier in the same block; the longest such prefix."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nn.ConcatOp, rewriter: PatternRewriter) -> None:
+        ins = list(op.inputs)
+        if len(ins) < 3:
+            return
+        best: nn.ConcatOp | None = None
+        for use in ins[0].uses:
+            c = use.operation
+            if (
+                isinstance(c, nn.ConcatOp)
+                and c is not op
+                and c.axis == op.axis
+                and 2 <= len(c.inputs) < len(ins)
+                and list(c.inputs) == ins[: len(c.inputs)]
+                and c.parent_block() is op.parent_block()
+                and c.is_before_in_block(op)
+                and (best is None or len(c.inputs) > len(best.inputs))
+            ):
+                best = c
+        if best is None:
+            return
+        new = nn.ConcatOp([best.y, *ins[len(best.inputs) :]], axis=op.axis, result_type=op.y.type)
+        set_merged_origins(new, [op])
+        rewriter.replace(op, new)
+
+
 @dataclass
 class FoldConstantArithmetic(RewritePattern):
     limit: int
@@ -94,6 +128,11 @@ class CanonicalizeNN(CheckedPass):
     fold_limit: int = 65536
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        # last concat first: each one finds the earlier ones still flat, so it takes the
+        # longest prefix (walking forward, the earlier ones are already chains)
+        PatternRewriteWalker(
+            ReuseConcatPrefix(), apply_recursively=False, walk_reverse=True
+        ).rewrite_module(op)
         PatternRewriteWalker(
             GreedyRewritePatternApplier(
                 [

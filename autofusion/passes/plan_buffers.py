@@ -13,7 +13,10 @@ A result computed in place over a dying operand has that operand's offset. A top
 long as the view is read). A top-level ``nn.concat`` whose operands' slices are contiguous
 in its result (every dim before the axis is 1) gets ``memory.concat_inplace = array<i64:
 ...>``, 1 per operand written in place: that operand's offset is the concat's offset plus
-its slice's byte offset, and the lowering copies only the operands marked 0. A
+its slice's byte offset, and the lowering copies only the operands marked 0. By default
+(``concat-auto``) the pass plans with concats in place and with copies and keeps the copies
+plan when the in-place arena is more than ``CONCAT_COPIES_ARENA_RATIO`` times larger; the
+choice goes on ``@main`` as ``memory.concat_plan`` (``in-place`` / ``copies``). A
 ``fusion.kernel`` computing a Conv/MatMul/Gemm plus a residual Add (and at most one Relu/Clip)
 whose residual dies there gets ``memory.residual_inplace = array<i64: I>``: its result has
 the offset of its operand ``I`` and overwrites it (the C backend reads each residual element
@@ -33,11 +36,17 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, i64
 
 from autofusion import symbolic
 from autofusion.analysis.liveness import find_main, schedule
-from autofusion.analysis.memory_plan import DEFAULT_ALIGNMENT, MemoryPlan, plan_memory
+from autofusion.analysis.memory_plan import (
+    DEFAULT_ALIGNMENT,
+    MemoryPlan,
+    plan_memory,
+    plan_memory_choosing_concats,
+)
 from autofusion.analysis.static_shapes import check_static_shapes
 from autofusion.dialects.attrs import (
     MEMORY_ARENA_BYTES,
     MEMORY_CONCAT_INPLACE,
+    MEMORY_CONCAT_PLAN,
     MEMORY_HEURISTIC,
     MEMORY_LOWER_BOUND_BYTES,
     MEMORY_NAIVE_BYTES,
@@ -72,6 +81,9 @@ def annotate(main: func.FuncOp, plan: MemoryPlan) -> None:
     main.attributes[NAIVE] = IntegerAttr(plan.naive_bytes, i64)
     main.attributes[LOWER_BOUND] = IntegerAttr(plan.lower_bound_bytes, i64)
     main.attributes[HEURISTIC] = StringAttr(plan.heuristic or "none")
+    main.attributes.pop(MEMORY_CONCAT_PLAN, None)
+    if plan.concat_plan:
+        main.attributes[MEMORY_CONCAT_PLAN] = StringAttr(plan.concat_plan)
 
 
 def plan_module(
@@ -80,8 +92,12 @@ def plan_module(
     inplace: bool = True,
     concat_inplace: bool = True,
     residual_inplace: bool = True,
+    concat_auto: bool = False,
 ) -> MemoryPlan:
     """Plan and annotate ``module``'s ``@main``; returns the plan.
+
+    With ``concat_auto`` (and ``concat_inplace``), concats are in place or copies as
+    ``plan_memory_choosing_concats`` decides.
 
     Refuses (``AutofusionError``) a dynamic dimension or a tensor over the byte limit of
     ``autofusion.analysis.static_shapes``: byte sizes and offsets would be meaningless. A
@@ -92,13 +108,18 @@ def plan_module(
     main = find_main(module)
     check_static_shapes(main, "plan-buffers", symbolic=True)
     with symbolic.scope(symbol_ranges(module)):  # upper bounds need the declared ranges
-        plan = plan_memory(
-            main,
-            alignment=alignment,
-            inplace=inplace,
-            concat_inplace=concat_inplace,
-            residual_inplace=residual_inplace,
-        )
+        if concat_auto and concat_inplace:
+            plan = plan_memory_choosing_concats(
+                main, alignment=alignment, inplace=inplace, residual_inplace=residual_inplace
+            )
+        else:
+            plan = plan_memory(
+                main,
+                alignment=alignment,
+                inplace=inplace,
+                concat_inplace=concat_inplace,
+                residual_inplace=residual_inplace,
+            )
     annotate(main, plan)
     return plan
 
@@ -134,6 +155,7 @@ class PlanBuffers(CheckedPass):
     alignment: int = DEFAULT_ALIGNMENT
     inplace: bool = True
     concat_inplace: bool = True
+    concat_auto: bool = True
     residual_inplace: bool = True
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
@@ -143,4 +165,11 @@ class PlanBuffers(CheckedPass):
             raise PassFailedException(
                 f"plan-buffers: alignment must be a power of two, got {self.alignment}"
             )
-        plan_module(op, self.alignment, self.inplace, self.concat_inplace, self.residual_inplace)
+        plan_module(
+            op,
+            self.alignment,
+            self.inplace,
+            self.concat_inplace,
+            self.residual_inplace,
+            concat_auto=self.concat_auto,
+        )

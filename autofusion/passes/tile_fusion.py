@@ -47,6 +47,7 @@ from autofusion.analysis.memory_plan import (
     live_bytes,
     lower_bound,
     plan_memory,
+    plan_memory_choosing_concats,
 )
 from autofusion.analysis.memory_tiling import (
     TILE_ATTR,
@@ -279,14 +280,21 @@ def tile_to_limit(
     alignment: int = DEFAULT_ALIGNMENT,
     limit_mb: float | None = None,
     concat_inplace: bool = True,
+    concat_auto: bool = False,
 ) -> MemoryPlan:
     """Tile ``module`` in place until its arena fits ``limit_bytes``; plan and annotate it.
+
+    With ``concat_auto``, a model whose concats ``plan_memory_choosing_concats`` would copy
+    is planned and tiled with concat copies.
 
     Concats written in place reserve their whole output from the first operand on, which
     can cost memory; a copy is much cheaper than tiling, so when the plan with concats in
     place does not fit but the plan with concat copies does, that one is taken, untiled.
     Otherwise tiling proceeds with concats in place (in the tiles too)."""
     main = find_main(module)
+    if concat_inplace and concat_auto:
+        auto = plan_memory_choosing_concats(main, alignment=alignment)
+        concat_inplace = auto.concat_plan != "copies"
     plan = plan_memory(main, alignment=alignment, concat_inplace=concat_inplace)
     if concat_inplace and plan.arena_bytes > limit_bytes:
         copies = plan_memory(main, alignment=alignment, concat_inplace=False)
@@ -356,7 +364,10 @@ def tile_to_limit(
 
 
 def apply_memory_limit(
-    module: ModuleOp, limit_mb: float | None, concat_inplace: bool = True
+    module: ModuleOp,
+    limit_mb: float | None,
+    concat_inplace: bool = True,
+    concat_auto: bool = False,
 ) -> MemoryPlan:
     """Plan ``module`` (tiling it first when ``limit_mb`` is a positive number of MiB).
 
@@ -368,14 +379,21 @@ def apply_memory_limit(
     check_static_shapes(find_main(module), "plan-buffers" if unlimited else "tile-fusion")
     if unlimited:
         main = find_main(module)
-        plan = plan_memory(main, concat_inplace=concat_inplace)
+        if concat_inplace and concat_auto:
+            plan = plan_memory_choosing_concats(main)
+        else:
+            plan = plan_memory(main, concat_inplace=concat_inplace)
         annotate(main, plan)
         return plan
     assert limit_mb is not None  # None is unlimited
     if limit_mb < 0 or not math.isfinite(limit_mb):
         raise AutofusionError(f"memory limit must be a positive number of MB, got {limit_mb}")
     return tile_to_limit(
-        module, int(limit_mb * MIB), limit_mb=limit_mb, concat_inplace=concat_inplace
+        module,
+        int(limit_mb * MIB),
+        limit_mb=limit_mb,
+        concat_inplace=concat_inplace,
+        concat_auto=concat_auto,
     )
 
 
@@ -383,12 +401,13 @@ def apply_memory_limit(
 class TileFusion(CheckedPass):
     """Tile fused regions so the arena fits ``memory-limit-mb`` MiB (0: just plan).
 
-    ``concat-inplace`` (default true) is ``plan-buffers``' option of that name, for the
-    plans made while tiling and the final one."""
+    ``concat-inplace`` and ``concat-auto`` (default true) are ``plan-buffers``' options of
+    those names, for the plans made while tiling and the final one."""
 
     name: ClassVar[str] = "tile-fusion"
     memory_limit_mb: float | int = 0.0
     concat_inplace: bool = True
+    concat_auto: bool = True
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        apply_memory_limit(op, self.memory_limit_mb, self.concat_inplace)
+        apply_memory_limit(op, self.memory_limit_mb, self.concat_inplace, self.concat_auto)

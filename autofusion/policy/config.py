@@ -7,7 +7,9 @@ Keys (unknown keys are errors naming the key and the file)::
     whitelist: ["MatMul->Add"]   # fuse these chains even when the cost model says no
     patterns: {conv_bn_relu: true, elementwise: false}         # per-family switches
     memory_limit_mb: 512         # tile fused groups so the arena fits (finite, > 0)
-    concat_inplace: true         # concat operands written straight into their slice (no copy)
+    concat_inplace: auto         # true: concat operands written straight into their slice
+                                 # (no copy); false: copied; auto: in place unless copies
+                                 # shrink the arena a lot (docs/memory.md)
     residual_inplace: true       # a fused conv/matmul written over the residual it adds
     conv_layout: auto            # auto: 3x3 convs the measured rule picks run on the blocked
                                  # direct kernel (NCHW16c, AVX-512 builds); nchw: never
@@ -118,8 +120,9 @@ class FusionConfig:
     whitelist: tuple[tuple[str, ...], ...] = ()
     patterns: dict[str, bool] = field(default_factory=dict)
     memory_limit_mb: float | None = None
-    #: plan-buffers / tile-fusion write concat operands into their slice (docs/memory.md)
-    concat_inplace: bool = True
+    #: plan-buffers / tile-fusion write concat operands into their slice (docs/memory.md);
+    #: "auto": plan-buffers picks in place or copies per model
+    concat_inplace: bool | str = "auto"
     #: plan-buffers writes a fused conv/matmul over the residual it adds (docs/memory.md)
     residual_inplace: bool = True
     #: ``conv_layout`` (CONV_LAYOUTS; docs/fusion.md)
@@ -269,10 +272,10 @@ def config_from_dict(data: Any, source: str = "<dict>") -> FusionConfig:
             f"{source}: 'memory_limit_mb' must be a positive number (finite, MiB), got {limit!r}"
         )
 
-    concat_inplace = data.get("concat_inplace", True)
-    if not isinstance(concat_inplace, bool):
+    concat_inplace = data.get("concat_inplace", "auto")
+    if not isinstance(concat_inplace, bool) and concat_inplace != "auto":
         raise AutofusionError(
-            f"{source}: 'concat_inplace' must be true or false, got {concat_inplace!r}"
+            f"{source}: 'concat_inplace' must be true, false or auto, got {concat_inplace!r}"
         )
 
     residual_inplace = data.get("residual_inplace", True)

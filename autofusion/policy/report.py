@@ -28,6 +28,7 @@ from autofusion.dialects.attrs import (
     FUSION_DECIDED_BY,
     FUSION_POLICY,
     MEMORY_CONCAT_INPLACE,
+    MEMORY_CONCAT_PLAN,
     MEMORY_RESIDUAL_INPLACE,
     PRECISION_GROUPS,
     origin_names,
@@ -150,6 +151,9 @@ def _build_report(module: ModuleOp, kernels_before: int | None) -> dict[str, Any
                 report[key] = int(attr.value.data)
         if "arena_bytes" in report:
             report["concat_copies_removed"] = concat_copies_removed(mains[0])
+            choice = mains[0].attributes.get(MEMORY_CONCAT_PLAN)
+            if isinstance(choice, StringAttr):  # plan-buffers chose between two plans
+                report["concat_plan"] = choice.data
             report["residual_inplace"] = sum(
                 MEMORY_RESIDUAL_INPLACE in op.attributes for op in mains[0].body.block.ops
             )

@@ -9,6 +9,7 @@ lower bound counting aliased bytes once.
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -295,3 +296,97 @@ def test_a_limit_that_only_copies_meet_gives_the_aliasing_back_before_tiling() -
     plan = apply_memory_limit(module, inplace.arena_bytes / MIB)
     assert plan.arena_bytes == inplace.arena_bytes
     assert len(plan.concat_aliases) == 12
+
+
+def dense_block_model(layers: int = 8, newest_first: bool = False) -> onnx.ModelProto:
+    """torchvision's DenseNet block: layer k concatenates *every* earlier feature map again
+    (``Concat(f0, ..., f_{k-1})``, not a chain of two-operand concats), then a 1x1 and a
+    3x3 conv (with Relu) give its 8 new channels; odd sizes (13x11). ``canonicalize-nn``
+    makes each concat the previous one plus the new map (a chain, all in place). With
+    ``newest_first`` the maps go in reverse order (``Concat(f_{k-1}, ..., f0)``): no concat
+    is a prefix of the next, each map feeds every later concat and is in place only in the
+    first, so the in-place plan keeps those big first slots alive and copies anyway.
+    ``input`` [1,3,13,11]."""
+    nodes: list = []
+    inits: list = []
+    feats = [_conv(nodes, inits, "input", 3, 8, "stem", 3)]
+    for k in range(1, layers + 1):
+        cat = _concat(nodes, feats[::-1] if newest_first else list(feats), f"cat{k}")
+        mid = _conv(nodes, inits, cat, 8 * k, 16, f"l{k}/conv1")
+        feats.append(_conv(nodes, inits, mid, 16, 8, f"l{k}/conv2", 3))
+    out = _concat(nodes, feats[::-1] if newest_first else list(feats), "cat_out")
+    nodes.append(helper.make_node("GlobalAveragePool", [out], ["y"], name="gap"))
+    graph = helper.make_graph(
+        nodes,
+        "dense_block",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, 13, 11])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8 * (layers + 1), 1, 1])],
+        inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def test_the_concat_plan_is_chosen_per_model_by_the_arena_ratio() -> None:
+    """plan-buffers' default: copies where the in-place arena is over
+    CONCAT_COPIES_ARENA_RATIO times theirs (the dense block with its maps newest first), in
+    place elsewhere (the same block oldest first, a chain after canonicalize-nn; the
+    concat cases; the fire modules), recorded on ``@main``."""
+    from autofusion.analysis.memory_plan import (
+        CONCAT_COPIES_ARENA_RATIO,
+        plan_memory_choosing_concats,
+    )
+    from autofusion.passes.plan_buffers import plan_module
+
+    for model, expect in [
+        (dense_block_model(newest_first=True), "copies"),
+        (dense_block_model(), "in-place"),
+        (concat_model(), "in-place"),
+        (fire_model(), "in-place"),
+    ]:
+        main = find_main(_fused(model))
+        placed = plan_memory(main)
+        copies = plan_memory(main, concat_inplace=False)
+        ratio = placed.arena_bytes / copies.arena_bytes
+        assert (ratio > CONCAT_COPIES_ARENA_RATIO) == (expect == "copies"), ratio
+        chosen = plan_memory_choosing_concats(main)
+        assert chosen.concat_plan == expect
+        assert chosen.arena_bytes == (copies if expect == "copies" else placed).arena_bytes
+        assert check_plan(chosen) == []
+        module = _fused(model)
+        plan_module(module, concat_auto=True)
+        assert str(find_main(module).attributes["memory.concat_plan"]) == f'"{expect}"'
+        plan_module(module)  # concat_auto off (the function's default): always in place
+        assert "memory.concat_plan" not in find_main(module).attributes
+
+
+def test_a_concat_of_an_earlier_concats_operands_becomes_a_chain() -> None:
+    """canonicalize-nn: every layer's concat of the dense block (oldest first) reads the
+    previous layer's concat plus one map, so every operand is written in place; newest
+    first, no concat is a prefix of another and they stay flat."""
+    chain = [op for op in find_main(_fused(dense_block_model())).body.block.ops
+             if op.name == "nn.concat"]  # fmt: skip
+    assert [len(op.operands) for op in chain] == [2] * 8  # layer 1's one-map concat is no op
+    assert all(op.operands[0].owner is prev for prev, op in itertools.pairwise(chain))
+    flat = [op for op in find_main(_fused(dense_block_model(newest_first=True))).body.block.ops
+            if op.name == "nn.concat"]  # fmt: skip
+    assert [len(op.operands) for op in flat] == list(range(2, 10))
+
+
+@pytest.mark.parametrize(
+    ("cpu", "threads", "newest_first"),
+    [("native", 1, True), ("native", 2, False), ("x86-64-v2", 3, True), ("x86-64-v2", 2, False)],
+)
+def test_dense_blocks_match_onnxruntime(cpu: str, threads: int, newest_first: bool) -> None:
+    """Newest first, the chosen copies plan; oldest first, the chain with every concat in
+    place: both compute the block; the report names the choice."""
+    feeds = {"input": np.random.default_rng(2).standard_normal((1, 3, 13, 11), np.float32)}
+    plan = "copies" if newest_first else "in-place"
+    model = dense_block_model(newest_first=newest_first)
+    ref = onnxruntime_outputs(model, feeds)
+    assert all(0.1 < np.abs(r).max() < 10 for r in ref.values())
+    compiled = autofusion.compile(model, threads=threads, cpu=cpu)
+    assert compiled.report["concat_plan"] == plan
+    assert (compiled.report["concat_copies_removed"] == 0) == (plan == "copies")
+    assert_close(compiled.run(feeds)["y"], ref["y"], f"y ({plan}, {cpu}, {threads} threads)")

@@ -54,6 +54,17 @@ def test_unknown_key_names_key_and_file(tmp_path: Path) -> None:
         load_config(path)
 
 
+def test_concat_inplace_takes_true_false_or_auto(tmp_path: Path) -> None:
+    assert load_config(write(tmp_path, "d.json", {})).concat_inplace == "auto"
+    for value in (True, False, "auto"):
+        assert load_config(write(tmp_path, "c.json", {"concat_inplace": value})).concat_inplace == (
+            value
+        )
+    path = write(tmp_path, "bad.json", {"concat_inplace": "sometimes"})
+    with pytest.raises(AutofusionError, match=r"bad\.json: 'concat_inplace' must be true, false"):
+        load_config(path)
+
+
 def test_yaml_config(tmp_path: Path) -> None:
     path = write(
         tmp_path,
