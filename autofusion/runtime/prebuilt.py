@@ -8,20 +8,21 @@ spends about 1.5 s of its 1.7 s compiling ``afrt_conv2d_f32`` and what it calls.
 ``build_prebuilt_runtime(dir, options)`` compiles the runtime once, with the flags ``options``
 gives a model build, into ``dir``:
 
-* ``afrt_prebuilt.o``: every runtime function, each also under an external alias
-  ``afrt_prebuilt__<name>`` (hidden visibility, so two loaded libraries never share one);
+* ``afrt_prebuilt.o``: every runtime function; those generated code calls
+  (:func:`model_calls`) also under an external alias ``afrt_prebuilt__<name>`` (hidden
+  visibility, so two loaded libraries never share one);
 * ``afrt_prebuilt.h``: includes ``afrt.h``, declares the aliases and ``#define``\\ s each
-  runtime function name to its alias, so a ``model.c`` compiled after it calls the object's
+  of those names to its alias, so a ``model.c`` compiled after it calls the object's
   copies (``afrt.h``'s include guard makes ``model.c``'s own ``#include "afrt.h"`` a no-op);
 * ``afrt_prebuilt.h.gch``: that header precompiled (gcc), so a model build does not parse it.
 
 A model build adds :meth:`PrebuiltRuntime.cflags` (``-include`` the header, ``-Winvalid-pch``,
 the object) after the same ``options``. The generated code and the kernels are unchanged: the
-same functions compiled with the same flags, called instead of inlined. Every function is
-redirected, the runtime's own ones too, so the runtime's static state (thread count, constant
-regions, scratch buffers) stays in one copy per library as before. What it gives up: warnings
-that only show after a kernel is inlined into a particular model (the folder's Makefile still
-builds the usual way, and the kernel tests do).
+same functions compiled with the same flags, called instead of inlined. Every function model.c
+calls is redirected (the thread-count ones too), so the runtime's static state (thread count,
+constant regions, scratch buffers) stays in one copy per library as before. What it gives up:
+warnings that only show after a kernel is inlined into a particular model (the folder's
+Makefile still builds the usual way, and the kernel tests do).
 
 The runtime cache (:func:`cached_runtime`): ``libmodel.so`` builds of ``autofusion-compile``
 and ``autofusion.compile`` link a prebuilt runtime kept in ``$AUTOFUSION_RUNTIME_DIR``
@@ -39,6 +40,7 @@ the build against it fails, the build does that too.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -108,6 +110,25 @@ def runtime_functions(preprocessed: str) -> tuple[str, ...]:
     return tuple(sorted(names))
 
 
+@functools.cache
+def model_calls() -> frozenset[str]:
+    """Every ``afrt_*`` name autofusion's Python sources mention: a superset of the runtime
+    functions generated code calls (the emitter prints them from these sources).
+
+    Only these get an alias and a ``#define``. An aliased function is externally visible, so
+    gcc must keep its body and stops inlining it as a function called once, or cloning it
+    with its arguments' constants; aliasing all ~230 functions made EfficientNet-B0's
+    depthwise kernels 1.1-1.2x slower than the same build with the kernels inlined. The
+    object still holds one copy of everything, so the runtime's static state stays one copy
+    as long as model.c calls nothing else; ``autofusion.lowering.c.testing`` checks that on
+    every test build (no ``afrt_*`` function defined twice in a library)."""
+    pkg = Path(__file__).resolve().parent.parent
+    names: set[str] = set()
+    for path in sorted(pkg.rglob("*.py")):
+        names.update(re.findall(r"\bafrt_\w+", path.read_text()))
+    return frozenset(names)
+
+
 def build_prebuilt_runtime(
     out_dir: str | os.PathLike[str], options: BuildOptions = BuildOptions()
 ) -> PrebuiltRuntime:
@@ -119,7 +140,9 @@ def build_prebuilt_runtime(
     cc = toolchain.compiler_for(options.cpu)
     flags = compile_flags(options)
     (out / "afrt_all.c").write_text('#include "afrt.h"\n')
-    functions = runtime_functions(_run([cc, *flags, "-E", "-P", "afrt_all.c"], out))
+    calls = model_calls()
+    defined = runtime_functions(_run([cc, *flags, "-E", "-P", "afrt_all.c"], out))
+    functions = tuple(f for f in defined if f in calls)
 
     hidden = '__attribute__((visibility("hidden")))'
     decls = [f"extern __typeof__({f}) {ALIAS_PREFIX}{f} {hidden};" for f in functions]
@@ -179,6 +202,7 @@ def runtime_key(options: BuildOptions) -> str:
         h.update(name.encode())
         h.update((toolchain.INCLUDE_DIR / name).read_bytes())
     h.update(Path(__file__).read_bytes())
+    h.update(" ".join(sorted(model_calls())).encode())
     h.update("\0".join([cc, *flags]).encode())
     for cmd in ([cc, "--version"], [cc, *flags, "-dM", "-E", "-x", "c", os.devnull]):
         h.update(_run(cmd, Path.cwd()).encode())

@@ -29,7 +29,12 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from autofusion.errors import AutofusionError
-from autofusion.lowering.c.testing import compile_onnx, emit_lowered, onnxruntime_outputs
+from autofusion.lowering.c.testing import (
+    assert_one_runtime_copy,
+    compile_onnx,
+    emit_lowered,
+    onnxruntime_outputs,
+)
 from autofusion.runtime import build, cache, prebuilt
 from autofusion.runtime.loader import ModelLibrary
 from autofusion.runtime.prebuilt import (
@@ -138,13 +143,29 @@ def test_model_c_calls_out_to_the_object(runtime: PrebuiltRuntime, tmp_path: Pat
     assert f"undefined reference to `{ALIAS_PREFIX}afrt_conv2d_f32'" in Path(log[1]).read_text()
 
 
-def test_header_is_precompiled_and_redirects_every_function(runtime: PrebuiltRuntime) -> None:
+def test_header_is_precompiled_and_redirects_what_models_call(runtime: PrebuiltRuntime) -> None:
+    """The functions generated code calls are redirected; internal helpers are not, so gcc
+    optimises them inside the object as it does when they are compiled into model.c."""
     assert (runtime.header.parent / f"{HEADER}.gch").is_file()
     text = runtime.header.read_text()
-    assert len(runtime.functions) > 50
-    for fn in ("afrt_conv2d_f32", "afrt_set_num_threads", "afrt_thread_scratch"):
+    assert len(runtime.functions) > 20
+    for fn in ("afrt_conv2d_f32", "afrt_set_num_threads", "afrt_dwconv2d_f32", "afrt_epi_silu_fn"):
         assert fn in runtime.functions
         assert f"#define {fn} {ALIAS_PREFIX}{fn}\n" in text
+    assert "afrt_thread_scratch" not in runtime.functions  # internal: called by the kernels
+    assert set(runtime.functions) <= prebuilt.model_calls()
+
+
+def test_a_second_runtime_copy_is_caught(runtime: PrebuiltRuntime, tmp_path: Path) -> None:
+    """A model.c calling a runtime function that is not redirected compiles its own copy (a
+    second thread count, scratch buffer...): the check every test build runs finds it."""
+    emit_lowered(compile_onnx(_conv_matmul_model(), fusion=False), tmp_path)
+    model_c = tmp_path / "model.c"
+    model_c.write_text(model_c.read_text() + "\nint af_extra_(void) { return "
+                       "(int)(afrt_thread_scratch(0, 1) != 0); }\n")  # fmt: skip
+    lib = build.build_shared(tmp_path, runtime.build_options())
+    with pytest.raises(AssertionError, match=r"compiled into model\.c as well: .*afrt_tls_buf_"):
+        assert_one_runtime_copy(lib)
 
 
 def test_runtime_functions_reads_definitions_only() -> None:

@@ -76,9 +76,30 @@ def build(
     from autofusion.runtime.build import BuildOptions, build_shared
 
     emit_lowered(module, work_dir)
-    if not (inline_runtime or os.environ.get("AUTOFUSION_TEST_INLINE_RUNTIME", "") == "1"):
+    prebuilt = not (inline_runtime or os.environ.get("AUTOFUSION_TEST_INLINE_RUNTIME", "") == "1")
+    if prebuilt:
         extra_cflags = _prebuilt_cflags(extra_cflags)
-    return build_shared(work_dir, BuildOptions(extra_cflags=extra_cflags))
+    lib = build_shared(work_dir, BuildOptions(extra_cflags=extra_cflags))
+    if prebuilt:
+        assert_one_runtime_copy(lib)
+    return lib
+
+
+def assert_one_runtime_copy(lib: Path) -> None:
+    """No ``afrt_*`` function is defined twice in ``lib``: a model.c built against the
+    prebuilt runtime called only aliased functions and compiled no runtime code of its own
+    (whose static state, e.g. the thread count, would be a second copy)."""
+    import subprocess
+    from collections import Counter
+
+    out = subprocess.run(["nm", "--defined-only", str(lib)], capture_output=True, text=True,
+                         check=True).stdout  # fmt: skip
+    names = Counter(
+        parts[2] for parts in (line.split() for line in out.splitlines())
+        if len(parts) == 3 and parts[1] in "tTbBdD" and parts[2].startswith("afrt_")
+    )  # fmt: skip
+    twice = sorted(n for n, k in names.items() if k > 1)
+    assert not twice, f"{lib}: runtime code compiled into model.c as well: {twice}"
 
 
 def build_and_run(
