@@ -12,6 +12,11 @@ rule (``clib.conv_algo``) picks. The default cases are the 1x1 layers of ResNet-
 and 4), MobileNet-V2 (at 224x224, and the zoo's 112x112 with 4x4 maps), EfficientNet-B0
 (including its squeeze-excite convs on 1x1 maps) and SqueezeNet.
 
+It is a first filter, not the judge: on 7x7 projections (960 -> 160, 1152 -> 192) it reads
+gemm_1x1_t 2-14% ahead (cold or warm) while the same convs inside EfficientNet-B0 and
+MobileNet-V2 ran 1-12% slower on it (docs/runtime.md, "Rechecked inside models"); confirm a
+rule change with ``kernel_ab.py`` on whole-model builds.
+
     .venv/bin/python benchmarks/conv1x1_small.py [--threads 1] [--reps 9] [--cold]
         [--cases 2048x512x7,...]    # CxKxH
 """
