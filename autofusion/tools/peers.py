@@ -10,10 +10,10 @@ ratio autofusion / peer; the result gives, per peer, the median ratio over round
 so a noisy machine shows up as a wide range instead of a wrong number. Each run is timed twice:
 wall time, and the worker's process CPU time (every thread of the engine's process). With one
 thread the CPU-time ratio is the one to read on a shared machine: a run that is preempted
-waits in wall time but not in CPU time (SqueezeNet-1.1 against OpenVINO under load 4-5: wall
-rounds 0.88-1.01, CPU rounds within 0.07 of each other). With more threads CPU time sums the
-threads, and engines whose pools spin between runs bill the spinning, so only wall time is
-compared.
+waits in wall time but not in CPU time (SqueezeNet-1.1 against OpenVINO, load average 4-5,
+5 rounds: wall ratios 0.37-2.27, CPU ratios of the same runs 0.94-1.08). With more threads
+CPU time sums the threads, and engines whose pools spin between runs bill the spinning, so
+only wall time is compared.
 
 Engine settings: onnxruntime as in ``autofusion-bench`` (all graph optimisations,
 ``intra_op_num_threads = threads``, sequential); OpenVINO's CPU plugin with
