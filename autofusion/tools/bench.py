@@ -20,6 +20,9 @@ bool outputs; NaN and infinities must match exactly; see ``autofusion.testing``)
 onnxruntime}, ratio, threads, runs, kernels (ours / ORT's optimised node count), arena_bytes,
 report, outputs (per-output errors).
 
+With ``--against ENGINES`` each engine (ours included) runs in a worker process of its own,
+in interleaved rounds (``autofusion.tools.peers``); the ratios are per round, over wall time
+and, with one thread, over process CPU time too (the steadier figure on a shared machine).
 With ``--against`` (or ``--profile``) it also profiles the kernels over ``--runs`` more runs
 and adds ``achieved``: the model's FLOPs per run (the cost model's per-kernel figures times
 the calls), achieved GFLOP/s (those FLOPs over autofusion's median latency) and its fraction
@@ -502,6 +505,12 @@ def _peer_rows(r: Mapping[str, Any]) -> list[tuple[str, str]]:
     for peer, q in p["ratios"].items():
         rows.append((f"ratio autofusion/{peer}",
                      f"{q['median']:.3f}  (rounds: {q['min']:.3f} to {q['max']:.3f})"))  # fmt: skip
+    for peer, q in p.get("cpu_ratios", {}).items():  # one thread only (peers.py)
+        if q["median"] is not None:
+            rows.append((f"CPU ratio autofusion/{peer}",
+                         f"{q['median']:.3f}  (rounds: {q['min']:.3f} to {q['max']:.3f}; "
+                         f"process CPU time, {p['cpu_ms']['autofusion']:.3f} / "
+                         f"{p['cpu_ms'][peer]:.3f} ms)"))  # fmt: skip
     return rows
 
 

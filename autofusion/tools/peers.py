@@ -7,7 +7,13 @@ outputs once for the numerics, then times in *rounds*: in each round every worke
 that rotates from round to round, runs ``warmup`` untimed and ``runs`` timed inferences while
 the others wait, and reports its times. Per round the parent takes each engine's median and the
 ratio autofusion / peer; the result gives, per peer, the median ratio over rounds and its range,
-so a noisy machine shows up as a wide range instead of a wrong number.
+so a noisy machine shows up as a wide range instead of a wrong number. Each run is timed twice:
+wall time, and the worker's process CPU time (every thread of the engine's process). With one
+thread the CPU-time ratio is the one to read on a shared machine: a run that is preempted
+waits in wall time but not in CPU time (SqueezeNet-1.1 against OpenVINO, load average 4-5,
+5 rounds: wall ratios 0.37-2.27, CPU ratios of the same runs 0.94-1.08). With more threads
+CPU time sums the threads, and engines whose pools spin between runs bill the spinning, so
+only wall time is compared.
 
 Engine settings: onnxruntime as in ``autofusion-bench`` (all graph optimisations,
 ``intra_op_num_threads = threads``, sequential); OpenVINO's CPU plugin with
@@ -18,7 +24,8 @@ which is not the comparison we want). OpenVINO is the optional extra ``.[bench]`
 Worker protocol (stdin/stdout, one JSON object per line): on start the worker loads its
 engine, runs the inputs once, writes its outputs to ``OUT.npz`` and prints ``{"ready": true}``
 (or ``{"error": "..."}`` and exits 1); then ``{"warmup": W, "runs": R}`` answers
-``{"seconds": [...]}``; end of input ends it.
+``{"seconds": [...], "cpu_seconds": [...]}`` (wall and process CPU time per run); end of input
+ends it.
 """
 
 from __future__ import annotations
@@ -148,12 +155,13 @@ def worker(engine: str, model: Path, library: Path | None, feeds_path: Path, out
         cmd = json.loads(line)
         for _ in range(int(cmd["warmup"])):
             run(feeds)
-        seconds = []
+        seconds, cpu_seconds = [], []
         for _ in range(int(cmd["runs"])):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             run(feeds)
+            cpu_seconds.append(time.process_time() - c0)
             seconds.append(time.perf_counter() - t0)
-        send({"seconds": seconds})
+        send({"seconds": seconds, "cpu_seconds": cpu_seconds})
     return 0
 
 
@@ -180,11 +188,13 @@ class _Worker:
             raise AutofusionError(f"{self.engine}: {msg['error']}")
         return msg
 
-    def time(self, warmup: int, runs: int) -> list[float]:
+    def time(self, warmup: int, runs: int) -> tuple[list[float], list[float]]:
+        """Wall and process CPU seconds of each of ``runs`` runs."""
         assert self.proc.stdin is not None
         self.proc.stdin.write(json.dumps({"warmup": warmup, "runs": runs}) + "\n")
         self.proc.stdin.flush()
-        return [float(s) for s in self.receive()["seconds"]]
+        msg = self.receive()
+        return [float(s) for s in msg["seconds"]], [float(s) for s in msg["cpu_seconds"]]
 
     def close(self) -> None:
         if self.proc.stdin is not None:
@@ -215,7 +225,8 @@ def compare_engines(
     ``model`` (an .onnx file), each in its own process. Returns ``outputs`` (engine -> output
     arrays), ``latency_ms`` (engine -> median over rounds of the per-round medians),
     ``rounds_ms`` (engine -> per-round medians) and ``ratios`` (peer -> {median, min, max} of
-    the per-round autofusion/peer ratios)."""
+    the per-round autofusion/peer ratios); with one thread also ``cpu_ms`` and ``cpu_ratios``,
+    the same figures from process CPU time (module docstring)."""
     feeds_path = work / "feeds.npz"
     np.savez(feeds_path, **dict(feeds))  # pyright: ignore[reportArgumentType]
     engines = ["autofusion", *peers]
@@ -234,25 +245,41 @@ def compare_engines(
             with np.load(work / f"{engine}.npz") as data:
                 outputs[engine] = {k: data[k] for k in data.files}
         per_round: dict[str, list[float]] = {e: [] for e in engines}
+        cpu_round: dict[str, list[float]] = {e: [] for e in engines}
         for r in range(rounds):
             say(f"round {r + 1}/{rounds}: {runs} runs per engine ({warmup} warm-up)")
             order = workers[r % len(workers) :] + workers[: r % len(workers)]
             for w in order:
-                per_round[w.engine].append(statistics.median(w.time(warmup, runs)) * 1e3)
+                wall, cpu = w.time(warmup, runs)
+                per_round[w.engine].append(statistics.median(wall) * 1e3)
+                cpu_round[w.engine].append(statistics.median(cpu) * 1e3)
     finally:
         for w in workers:
             w.close()
-    ratios = {}
-    for peer in peers:
-        rs = [a / p for a, p in zip(per_round["autofusion"], per_round[peer]) if p > 0]
-        ratios[peer] = {"median": round(statistics.median(rs), 4), "min": round(min(rs), 4),
-                        "max": round(max(rs), 4)}  # fmt: skip
-    return {
+    result: dict[str, Any] = {
         "outputs": outputs,
         "latency_ms": {e: round(statistics.median(v), 4) for e, v in per_round.items()},
         "rounds_ms": {e: [round(x, 4) for x in v] for e, v in per_round.items()},
-        "ratios": ratios,
+        "ratios": _ratios(per_round, peers),
     }
+    if threads == 1:
+        result["cpu_ms"] = {e: round(statistics.median(v), 4) for e, v in cpu_round.items()}
+        result["cpu_rounds_ms"] = {e: [round(x, 4) for x in v] for e, v in cpu_round.items()}
+        result["cpu_ratios"] = _ratios(cpu_round, peers)
+    return result
+
+
+def _ratios(per_round: Mapping[str, list[float]], peers: Sequence[str]) -> dict[str, Any]:
+    """Per peer: median, min and max over rounds of autofusion's median / the peer's."""
+    ratios = {}
+    for peer in peers:
+        rs = [a / p for a, p in zip(per_round["autofusion"], per_round[peer]) if p > 0]
+        if not rs:  # a peer too fast for the clock (CPU time ticks in ms on some systems)
+            ratios[peer] = {"median": None, "min": None, "max": None}
+            continue
+        ratios[peer] = {"median": round(statistics.median(rs), 4), "min": round(min(rs), 4),
+                        "max": round(max(rs), 4)}  # fmt: skip
+    return ratios
 
 
 def _main(argv: Sequence[str] | None = None) -> int:

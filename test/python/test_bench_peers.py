@@ -36,9 +36,27 @@ def test_against_both_peers_reports_every_engine_and_per_round_ratios() -> None:
     assert r["ratio"] == pytest.approx(
         p["latency_ms"]["autofusion"] / p["latency_ms"]["onnxruntime"], rel=1e-3
     )
+    # one thread: the same per-round ratios over process CPU time (the engine's own threads)
+    assert set(p["cpu_ms"]) == {"autofusion", "onnxruntime", "openvino"}
+    for peer in ("onnxruntime", "openvino"):
+        q = p["cpu_ratios"][peer]
+        cpu = [a / b for a, b in zip(p["cpu_rounds_ms"]["autofusion"], p["cpu_rounds_ms"][peer])]
+        assert len(cpu) == 3
+        assert q["min"] <= q["median"] <= q["max"]
+        assert q["median"] == pytest.approx(float(np.median(cpu)), rel=1e-2)
     text = bench_cli.format_table(r)
     assert "ratio autofusion/openvino" in text
+    assert "CPU ratio autofusion/openvino" in text
     assert "own process" in text
+
+
+def test_against_with_two_threads_compares_wall_time_only() -> None:
+    """CPU time sums the threads (and a spinning pool's idle turns): not a latency."""
+    r = bench_cli.bench("zoo:tiny_cnn", threads=2, runs=1, warmup=1, progress=False,
+                        against=["onnxruntime"], rounds=1)  # fmt: skip
+    assert "cpu_ratios" not in r["peers"]
+    assert set(r["peers"]["ratios"]) == {"onnxruntime"}
+    assert "CPU ratio" not in bench_cli.format_table(r)
 
 
 def test_against_reports_achieved_gflops_and_conv_gemm_share() -> None:
@@ -114,3 +132,38 @@ def test_a_worker_that_cannot_load_its_engine_says_so(tmp_path) -> None:
     msg = json.loads(out.getvalue())
     assert "error" in msg
     assert not os.path.exists(tmp_path / "o.npz")
+
+
+def test_cpu_ratios_come_from_cpu_time_and_wall_ratios_from_wall_time(
+    tmp_path, monkeypatch
+) -> None:
+    """compare_engines with stand-in workers: ours waits (wall 4 ms) but computes 1 ms, the
+    peer 2 ms of each; the wall ratio is 2, the CPU ratio 0.5, only with one thread."""
+    times = {"autofusion": ([4e-3, 4e-3], [1e-3, 1e-3]), "openvino": ([2e-3], [2e-3])}
+
+    class FakeWorker:
+        def __init__(self, engine: str, args: list[str]) -> None:
+            self.engine = engine
+            np.savez(args[args.index("--out") + 1], y=np.zeros(1, np.float32))
+
+        def receive(self) -> dict[str, object]:
+            return {"ready": True}
+
+        def time(self, warmup: int, runs: int) -> tuple[list[float], list[float]]:
+            return times[self.engine]
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(peers, "_Worker", FakeWorker)
+    feeds = {"x": np.zeros(1, np.float32)}
+    for threads in (1, 2):
+        r = peers.compare_engines(tmp_path / "m.onnx", tmp_path, feeds, ["openvino"], threads,
+                                  runs=2, warmup=0, rounds=3, work=tmp_path)  # fmt: skip
+        assert r["ratios"]["openvino"] == {"median": 2.0, "min": 2.0, "max": 2.0}
+        assert r["latency_ms"] == {"autofusion": 4.0, "openvino": 2.0}
+        if threads == 1:
+            assert r["cpu_ratios"]["openvino"] == {"median": 0.5, "min": 0.5, "max": 0.5}
+            assert r["cpu_ms"] == {"autofusion": 1.0, "openvino": 2.0}
+        else:
+            assert "cpu_ratios" not in r
