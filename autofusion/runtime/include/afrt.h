@@ -3834,6 +3834,31 @@ static inline void afrt_pool_flat_avg_(const float *restrict x, float *restrict 
     }
 }
 
+/* 2x2, stride 2, no padding, even H and W (the output exactly half the input: DenseNet's and
+ * GoogLeNet's 2x2/2 pools): the row pairs never straddle a plane, so the column pass runs
+ * over a whole plane as one flat loop (on 14x14 and 7x7 maps the per-row passes were mostly
+ * loop overhead: 7 outputs per row). Same conditions on the buffer as afrt_pool_flat_. */
+static inline int afrt_pool_flat2_(const afrt_pool_params *p, const afrt_pool_geom_ *g) {
+    return p->R == 2 && p->S == 2 && p->stride_h == 2 && p->stride_w == 2 && p->dil_h == 1 &&
+           p->dil_w == 1 && p->pad_top == 0 && p->pad_left == 0 && p->pad_bottom == 0 &&
+           p->pad_right == 0 && p->H % 2 == 0 && p->W % 2 == 0 && p->OH == p->H / 2 &&
+           p->OW == p->W / 2 && p->H * p->W <= AFRT_POOL_FLAT_MAX && g->bands == 1;
+}
+
+/* One plane of a flat 2x2/2 max: v = the max of each row pair (OH rows of W), then y = the
+ * max of v's column pairs, one flat pass (W even: a pair never crosses a row). The same
+ * operations in the same order as the row-buffer path, so the same bits. */
+static inline void afrt_pool_flat2_max_(const float *restrict x, float *restrict v,
+                                        float *restrict y, int64_t H, int64_t W) {
+    const int64_t OH = H / 2, n = OH * (W / 2);
+    for (int64_t r = 0; r < OH; ++r) {
+        const float *restrict a = x + 2 * r * W, *restrict b = a + W;
+        float *restrict vr = v + r * W;
+        for (int64_t c = 0; c < W; ++c) vr[c] = afrt_nanmax_v_(a[c], b[c]);
+    }
+    for (int64_t k = 0; k < n; ++k) y[k] = afrt_nanmax_v_(v[2 * k], v[2 * k + 1]);
+}
+
 /* Software prefetch for max pooling's row pass, on inputs of at least AFRT_POOL_PF_MIN
  * bytes (more than this core's L2 holds of them once the producing conv is done: they come
  * from L3 or DRAM, where the hardware prefetcher fell behind the three-row pattern; smaller
@@ -3874,7 +3899,7 @@ static inline void afrt_maxpool2d_f32(const float *x, float *y, const afrt_pool_
         afrt_tap_range_(oh, p->stride_h, p->pad_top, dh, p->R, H, &rg[2 * oh], &rg[2 * oh + 1]);
     const afrt_pool_geom_ g = afrt_pool_geom_of_(p, planes);
     const int64_t nc = g.c1 - g.c0;
-    const int flat = afrt_pool_flat_(p, &g);
+    const int flat = afrt_pool_flat_(p, &g), flat2 = !flat && afrt_pool_flat2_(p, &g);
     /* 3x3 stride 2: rows whose three taps are all inside skip the row buffer */
     const int s2 = p->R == 3 && S == 3 && p->stride_h == 2 && sw == 2 && dh == 1 && dw == 1;
     const int64_t in_bytes = planes * H * W * (int64_t)sizeof(float);
@@ -3883,13 +3908,17 @@ static inline void afrt_maxpool2d_f32(const float *x, float *y, const afrt_pool_
     AFRT_OMP(parallel for schedule(static) num_threads(afrt_threads_now()) if (g.tasks > 1 && afrt_worth_threads_(afrt_pool_work_(p))))
     for (int64_t t = 0; t < g.tasks; ++t) {
         afrt_arrive_();
-        float *restrict tp = (float *)afrt_thread_scratch(0, (size_t)(flat ? H * W : g.L) * sizeof(float));
+        float *restrict tp = (float *)afrt_thread_scratch(0, (size_t)(flat || flat2 ? H * W : g.L) * sizeof(float));
         if (!tp) {
             afrt_flag_set_(&failed);
             continue;
         }
         if (flat) {
             afrt_pool_flat_max_(x + t * H * W, tp, y + t * H * W, H, W);
+            continue;
+        }
+        if (flat2) {
+            afrt_pool_flat2_max_(x + t * H * W, tp, y + t * OH * OW, H, W);
             continue;
         }
         afrt_pool_pad_fill_(tp, &g, -INFINITY);
