@@ -76,6 +76,10 @@
  * model's small constant weight array on a path the run-time dispatch never takes and reports
  * -Warray-bounds, which -Werror turns into a failed build (a 2x3x1x1 conv's 6 weights seen
  * through the 3x3 Winograd packer; found by the differential fuzzer). */
+/* Pooling's per-plane and per-row max loops stay out of line: inlined into the kernel's
+ * OpenMP body they ran 1.2-1.6x slower (GoogLeNet's, SqueezeNet's, ResNet-50's and
+ * DenseNet-121's max pools; why is not known, docs/runtime.md "Pooling"). */
+#define AFRT_NOINLINE_ __attribute__((noinline, unused))
 #if defined(__GNUC__) && !defined(__clang__)
 #define AFRT_NOIPA_ __attribute__((noipa, unused))
 #else
@@ -3724,7 +3728,7 @@ static inline void afrt_pool_max3s2_run_(const float *restrict a, const float *r
  * end one by one, a tap outside the row being -inf as in the row buffer. The same operations
  * in the same order as the row pass then afrt_pool_cols_max_, so the same bits. Returns 0
  * (nothing written) without AVX-512. */
-static inline int afrt_pool_max3s2_row_(const float *a, const float *b, const float *c,
+static AFRT_NOINLINE_ int afrt_pool_max3s2_row_(const float *a, const float *b, const float *c,
                                         float *yr, int64_t OW, int64_t W, int64_t pl) {
 #if defined(__AVX512F__)
     const int64_t lo = afrt_min_(OW, (pl + 1) / 2);
@@ -3751,8 +3755,8 @@ static inline int afrt_pool_max3s2_row_(const float *a, const float *b, const fl
 }
 
 /* y[ow] = max over the taps tp[ow * sw + s * dw], s in [0, S). */
-static inline void afrt_pool_cols_max_(const float *restrict tp, float *restrict yr, int64_t OW,
-                                       int64_t S, int64_t sw, int64_t dw) {
+static AFRT_NOINLINE_ void afrt_pool_cols_max_(const float *restrict tp, float *restrict yr,
+                                               int64_t OW, int64_t S, int64_t sw, int64_t dw) {
     if (S == 3 && dw == 1 && sw == 2) {
         for (int64_t ow = 0; ow < OW; ++ow)
             yr[ow] = afrt_nanmax_v_(afrt_nanmax_v_(tp[2 * ow], tp[2 * ow + 1]), tp[2 * ow + 2]);
@@ -3805,7 +3809,7 @@ static inline int afrt_pool_flat_(const afrt_pool_params *p, const afrt_pool_geo
  * and below are -W and +W away), then y = the max over v's columns, the first and last
  * column of each row redone without the neighbour across the row's end. The same operations
  * in the same order as the row-buffer path. */
-static inline void afrt_pool_flat_max_(const float *restrict x, float *restrict v,
+static AFRT_NOINLINE_ void afrt_pool_flat_max_(const float *restrict x, float *restrict v,
                                        float *restrict y, int64_t H, int64_t W) {
     const int64_t n = H * W;
     for (int64_t k = 0; k < W; ++k) v[k] = afrt_nanmax_v_(x[k], x[k + W]);
@@ -3820,7 +3824,7 @@ static inline void afrt_pool_flat_max_(const float *restrict x, float *restrict 
 }
 
 /* The same for average: sums from +0.0, times the reciprocal count of each position. */
-static inline void afrt_pool_flat_avg_(const float *restrict x, float *restrict v,
+static AFRT_NOINLINE_ void afrt_pool_flat_avg_(const float *restrict x, float *restrict v,
                                        const float *restrict inv, float *restrict y, int64_t H,
                                        int64_t W) {
     const int64_t n = H * W;
@@ -3848,7 +3852,7 @@ static inline int afrt_pool_flat2_(const afrt_pool_params *p, const afrt_pool_ge
 /* One plane of a flat 2x2/2 max: v = the max of each row pair (OH rows of W), then y = the
  * max of v's column pairs, one flat pass (W even: a pair never crosses a row). The same
  * operations in the same order as the row-buffer path, so the same bits. */
-static inline void afrt_pool_flat2_max_(const float *restrict x, float *restrict v,
+static AFRT_NOINLINE_ void afrt_pool_flat2_max_(const float *restrict x, float *restrict v,
                                         float *restrict y, int64_t H, int64_t W) {
     const int64_t OH = H / 2, n = OH * (W / 2);
     for (int64_t r = 0; r < OH; ++r) {
