@@ -622,3 +622,22 @@ def test_f16_conv_with_fused_tail(tmp_path: Path) -> None:
     assert any(o.name == "fusion.kernel" for o in module.walk()), "expected a fused kernel"
     got = build_and_run(module, feeds, tmp_path)
     assert_close(got["y"], ref["y"], "conv_f16_tail")
+
+
+@pytest.mark.parametrize(("cpu", "threads"), [("native", 1), ("native", 2), ("x86-64-v2", 3)])
+@pytest.mark.parametrize(("h", "w", "ceil"), [(14, 10, 1), (13, 15, 1), (12, 6, 0)])
+def test_max_pool_2x2(tmp_path: Path, cpu: str, threads: int, h: int, w: int, ceil: int) -> None:
+    """2x2/2 max pools (GoogLeNet's 14x14, DenseNet-style even maps take afrt's whole-plane
+    path, 16 planes: enough for 3 threads without row bands; odd maps in ceil mode the row
+    buffer) against onnxruntime. (NaN: onnxruntime's MaxPool
+    drops it, ours propagates it like the interpreter; test_runtime_kernels checks that.)"""
+    import autofusion
+
+    attrs = {"kernel_shape": [2, 2], "strides": [2, 2], "ceil_mode": ceil}
+    model = _model("MaxPool", [("x", (2, 8, h, w), F)], [("y", (), F)], attrs)
+    x = RNG.standard_normal((2, 8, h, w)).astype(np.float32)
+    ref = onnxruntime_outputs(model, {"x": x})
+    m = autofusion.compile(model, threads=threads, cpu=cpu)
+    got = m.run({"x": x})
+    for name, r in ref.items():
+        assert_close(got[name], r, f"max_pool_2x2 {h}x{w}")

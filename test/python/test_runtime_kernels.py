@@ -353,6 +353,13 @@ POOL_CASES = [
     ("max", 1, 2, 9, 33, 3, 3, (2, 2), (0, 0, 0, 0), (1, 1), 0),
     ("max", 1, 2, 7, 31, 3, 3, (2, 2), (0, 0, 0, 0), (1, 1), 0),
     ("max", 1, 2, 9, 31, 3, 3, (2, 2), (1, 1, 1, 1), (1, 1), 0),
+    # 2x2/2 max on even maps, whole planes at once (the flat2 path; planes enough for 3
+    # threads without row bands), ceil mode or not, down to 2x2; odd maps in ceil mode and
+    # padded ones keep the row buffer
+    ("max", 2, 7, 14, 10, 2, 2, (2, 2), (0, 0, 0, 0), (1, 1), 0, True),
+    ("max", 1, 13, 2, 6, 2, 2, (2, 2), (0, 0, 0, 0), (1, 1), 0),
+    ("max", 1, 3, 14, 15, 2, 2, (2, 2), (0, 0, 0, 0), (1, 1), 0, True),
+    ("max", 1, 3, 8, 8, 2, 2, (2, 2), (0, 0, 1, 1), (1, 1), 0),
 ]
 
 
@@ -360,6 +367,12 @@ POOL_CASES = [
 @pytest.mark.parametrize("case", POOL_CASES, ids=[str(i) for i in range(len(POOL_CASES))])
 def test_pool(driver: Path, tmp_path: Path, case, threads: int) -> None:
     check_pool(driver, tmp_path, case, threads)
+
+
+@pytest.mark.parametrize("case", [c for c in POOL_CASES if c[5:8] == (2, 2, (2, 2))])
+def test_pool_2x2_three_threads(driver: Path, tmp_path: Path, case) -> None:
+    """The 2x2/2 max pools at 3 threads: planes not a multiple of the threads."""
+    check_pool(driver, tmp_path, case, 3)
 
 
 @pytest.fixture(scope="module")

@@ -76,6 +76,10 @@
  * model's small constant weight array on a path the run-time dispatch never takes and reports
  * -Warray-bounds, which -Werror turns into a failed build (a 2x3x1x1 conv's 6 weights seen
  * through the 3x3 Winograd packer; found by the differential fuzzer). */
+/* Pooling's per-plane and per-row max loops stay out of line: inlined into the kernel's
+ * OpenMP body they ran 1.2-1.6x slower (GoogLeNet's, SqueezeNet's, ResNet-50's and
+ * DenseNet-121's max pools; why is not known, docs/runtime.md "Pooling"). */
+#define AFRT_NOINLINE_ __attribute__((noinline, unused))
 #if defined(__GNUC__) && !defined(__clang__)
 #define AFRT_NOIPA_ __attribute__((noipa, unused))
 #else
@@ -3724,7 +3728,7 @@ static inline void afrt_pool_max3s2_run_(const float *restrict a, const float *r
  * end one by one, a tap outside the row being -inf as in the row buffer. The same operations
  * in the same order as the row pass then afrt_pool_cols_max_, so the same bits. Returns 0
  * (nothing written) without AVX-512. */
-static inline int afrt_pool_max3s2_row_(const float *a, const float *b, const float *c,
+static AFRT_NOINLINE_ int afrt_pool_max3s2_row_(const float *a, const float *b, const float *c,
                                         float *yr, int64_t OW, int64_t W, int64_t pl) {
 #if defined(__AVX512F__)
     const int64_t lo = afrt_min_(OW, (pl + 1) / 2);
@@ -3751,8 +3755,8 @@ static inline int afrt_pool_max3s2_row_(const float *a, const float *b, const fl
 }
 
 /* y[ow] = max over the taps tp[ow * sw + s * dw], s in [0, S). */
-static inline void afrt_pool_cols_max_(const float *restrict tp, float *restrict yr, int64_t OW,
-                                       int64_t S, int64_t sw, int64_t dw) {
+static AFRT_NOINLINE_ void afrt_pool_cols_max_(const float *restrict tp, float *restrict yr,
+                                               int64_t OW, int64_t S, int64_t sw, int64_t dw) {
     if (S == 3 && dw == 1 && sw == 2) {
         for (int64_t ow = 0; ow < OW; ++ow)
             yr[ow] = afrt_nanmax_v_(afrt_nanmax_v_(tp[2 * ow], tp[2 * ow + 1]), tp[2 * ow + 2]);
@@ -3805,7 +3809,7 @@ static inline int afrt_pool_flat_(const afrt_pool_params *p, const afrt_pool_geo
  * and below are -W and +W away), then y = the max over v's columns, the first and last
  * column of each row redone without the neighbour across the row's end. The same operations
  * in the same order as the row-buffer path. */
-static inline void afrt_pool_flat_max_(const float *restrict x, float *restrict v,
+static AFRT_NOINLINE_ void afrt_pool_flat_max_(const float *restrict x, float *restrict v,
                                        float *restrict y, int64_t H, int64_t W) {
     const int64_t n = H * W;
     for (int64_t k = 0; k < W; ++k) v[k] = afrt_nanmax_v_(x[k], x[k + W]);
@@ -3820,7 +3824,7 @@ static inline void afrt_pool_flat_max_(const float *restrict x, float *restrict 
 }
 
 /* The same for average: sums from +0.0, times the reciprocal count of each position. */
-static inline void afrt_pool_flat_avg_(const float *restrict x, float *restrict v,
+static AFRT_NOINLINE_ void afrt_pool_flat_avg_(const float *restrict x, float *restrict v,
                                        const float *restrict inv, float *restrict y, int64_t H,
                                        int64_t W) {
     const int64_t n = H * W;
@@ -3832,6 +3836,31 @@ static inline void afrt_pool_flat_avg_(const float *restrict x, float *restrict 
         y[k] = (0.0f + v[k] + v[k + 1]) * inv[k];
         y[k + W - 1] = (v[k + W - 2] + v[k + W - 1] + 0.0f) * inv[k + W - 1];
     }
+}
+
+/* 2x2, stride 2, no padding, even H and W (the output exactly half the input: DenseNet's and
+ * GoogLeNet's 2x2/2 pools): the row pairs never straddle a plane, so the column pass runs
+ * over a whole plane as one flat loop (on 14x14 and 7x7 maps the per-row passes were mostly
+ * loop overhead: 7 outputs per row). Same conditions on the buffer as afrt_pool_flat_. */
+static inline int afrt_pool_flat2_(const afrt_pool_params *p, const afrt_pool_geom_ *g) {
+    return p->R == 2 && p->S == 2 && p->stride_h == 2 && p->stride_w == 2 && p->dil_h == 1 &&
+           p->dil_w == 1 && p->pad_top == 0 && p->pad_left == 0 && p->pad_bottom == 0 &&
+           p->pad_right == 0 && p->H % 2 == 0 && p->W % 2 == 0 && p->OH == p->H / 2 &&
+           p->OW == p->W / 2 && p->H * p->W <= AFRT_POOL_FLAT_MAX && g->bands == 1;
+}
+
+/* One plane of a flat 2x2/2 max: v = the max of each row pair (OH rows of W), then y = the
+ * max of v's column pairs, one flat pass (W even: a pair never crosses a row). The same
+ * operations in the same order as the row-buffer path, so the same bits. */
+static AFRT_NOINLINE_ void afrt_pool_flat2_max_(const float *restrict x, float *restrict v,
+                                        float *restrict y, int64_t H, int64_t W) {
+    const int64_t OH = H / 2, n = OH * (W / 2);
+    for (int64_t r = 0; r < OH; ++r) {
+        const float *restrict a = x + 2 * r * W, *restrict b = a + W;
+        float *restrict vr = v + r * W;
+        for (int64_t c = 0; c < W; ++c) vr[c] = afrt_nanmax_v_(a[c], b[c]);
+    }
+    for (int64_t k = 0; k < n; ++k) y[k] = afrt_nanmax_v_(v[2 * k], v[2 * k + 1]);
 }
 
 /* Software prefetch for max pooling's row pass, on inputs of at least AFRT_POOL_PF_MIN
@@ -3874,7 +3903,7 @@ static inline void afrt_maxpool2d_f32(const float *x, float *y, const afrt_pool_
         afrt_tap_range_(oh, p->stride_h, p->pad_top, dh, p->R, H, &rg[2 * oh], &rg[2 * oh + 1]);
     const afrt_pool_geom_ g = afrt_pool_geom_of_(p, planes);
     const int64_t nc = g.c1 - g.c0;
-    const int flat = afrt_pool_flat_(p, &g);
+    const int flat = afrt_pool_flat_(p, &g), flat2 = !flat && afrt_pool_flat2_(p, &g);
     /* 3x3 stride 2: rows whose three taps are all inside skip the row buffer */
     const int s2 = p->R == 3 && S == 3 && p->stride_h == 2 && sw == 2 && dh == 1 && dw == 1;
     const int64_t in_bytes = planes * H * W * (int64_t)sizeof(float);
@@ -3883,13 +3912,17 @@ static inline void afrt_maxpool2d_f32(const float *x, float *y, const afrt_pool_
     AFRT_OMP(parallel for schedule(static) num_threads(afrt_threads_now()) if (g.tasks > 1 && afrt_worth_threads_(afrt_pool_work_(p))))
     for (int64_t t = 0; t < g.tasks; ++t) {
         afrt_arrive_();
-        float *restrict tp = (float *)afrt_thread_scratch(0, (size_t)(flat ? H * W : g.L) * sizeof(float));
+        float *restrict tp = (float *)afrt_thread_scratch(0, (size_t)(flat || flat2 ? H * W : g.L) * sizeof(float));
         if (!tp) {
             afrt_flag_set_(&failed);
             continue;
         }
         if (flat) {
             afrt_pool_flat_max_(x + t * H * W, tp, y + t * H * W, H, W);
+            continue;
+        }
+        if (flat2) {
+            afrt_pool_flat2_max_(x + t * H * W, tp, y + t * OH * OW, H, W);
             continue;
         }
         afrt_pool_pad_fill_(tp, &g, -INFINITY);
