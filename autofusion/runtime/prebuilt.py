@@ -175,7 +175,6 @@ def build_prebuilt_runtime(
 ENV_RUNTIME_DIR = "AUTOFUSION_RUNTIME_DIR"
 ENV_RUNTIME_CACHE = "AUTOFUSION_RUNTIME_CACHE"
 KEEP_RUNTIMES = 6  # folders kept (most recently used first): a few CPUs and compilers
-USED_MARKER = ".last_used"
 _BUILD_PREFIX = ".build-"
 _STALE_BUILD_SECONDS = 3600  # a runtime build takes under a minute; older ones were killed
 _REQUIRED = (OBJECT, HEADER)
@@ -193,8 +192,10 @@ def runtime_root() -> Path:
     return Path(env) if env else cache.cache_root() / "runtime"
 
 
+@functools.cache
 def runtime_key(options: BuildOptions) -> str:
-    """The folder name for a runtime compiled with ``options`` (see the module docstring)."""
+    """The folder name for a runtime compiled with ``options`` (see the module docstring),
+    computed once per process (it runs the compiler twice)."""
     cc = toolchain.compiler_for(options.cpu)
     flags = compile_flags(options)
     h = hashlib.sha256()
@@ -210,7 +211,10 @@ def runtime_key(options: BuildOptions) -> str:
 
 
 def _load(entry: Path, options: BuildOptions) -> PrebuiltRuntime:
-    return PrebuiltRuntime(entry / HEADER, entry / OBJECT, (), options)
+    """The runtime in a cache folder; its functions are the ones its header redirects."""
+    header = entry / HEADER
+    functions = re.findall(rf"^#define (\w+) {ALIAS_PREFIX}", header.read_text(), re.M)
+    return PrebuiltRuntime(header, entry / OBJECT, tuple(functions), options)
 
 
 def _sweep(root: Path, keep: Path) -> None:
@@ -226,7 +230,7 @@ def _sweep(root: Path, keep: Path) -> None:
                 if now - child.stat().st_mtime > _STALE_BUILD_SECONDS:
                     shutil.rmtree(child, ignore_errors=True)
             elif child.is_dir() and child != keep and (child / OBJECT).exists():
-                used = child / USED_MARKER
+                used = child / cache.USED_MARKER
                 found.append((used.stat().st_mtime if used.exists() else 0.0, child))
         except OSError:
             continue
@@ -252,10 +256,9 @@ def cached_runtime(
         entry = root / runtime_key(options)
         if entry.exists() or entry.is_symlink():
             problem = cache.check_entry(entry, _REQUIRED)
-            if problem is None:
-                (entry / USED_MARKER).touch()
+            if problem is None and cache.touch(entry):
                 return _load(entry, options)
-            if cache._remove(entry):
+            if problem is not None and cache._remove(entry):
                 tell(f"runtime cache: damaged {entry} removed ({problem}); rebuilding")
         tell(f"compiling the runtime for these flags once (kept in {root})")
         staged = Path(tempfile.mkdtemp(prefix=_BUILD_PREFIX, dir=root))
@@ -271,7 +274,7 @@ def cached_runtime(
                     return None
         finally:
             shutil.rmtree(staged, ignore_errors=True)
-        (entry / USED_MARKER).touch()
+        cache.touch(entry)
         _sweep(root, entry)
         return _load(entry, options)
     except (OSError, AutofusionError) as e:

@@ -208,6 +208,8 @@ def test_cached_runtime_is_compiled_once_then_linked(runtime_dir: Path) -> None:
     assert again is not None
     assert again.header == first.header
     assert said == []  # a hit says nothing and compiles nothing
+    assert "afrt_conv2d_f32" in again.functions  # read back from the cached header
+    assert "afrt_thread_scratch" not in again.functions
     assert [p.name for p in runtime_dir.iterdir()] == [first.header.parent.name]  # no .build-*
     other = prebuilt.cached_runtime(build.BuildOptions(extra_cflags=("-O0", "-DAFRT_X=1")))
     assert other is not None
@@ -235,8 +237,8 @@ def test_only_the_most_recently_used_runtimes_are_kept(tmp_path: Path) -> None:
         d = tmp_path / f"{i:032x}"
         d.mkdir()
         (d / prebuilt.OBJECT).write_bytes(b"x")
-        (d / prebuilt.USED_MARKER).touch()
-        os.utime(d / prebuilt.USED_MARKER, (now - 100 * i, now - 100 * i))
+        (d / cache.USED_MARKER).touch()
+        os.utime(d / cache.USED_MARKER, (now - 100 * i, now - 100 * i))
         made.append(d)
     killed = tmp_path / ".build-killed"
     killed.mkdir()
