@@ -965,6 +965,26 @@ typedef struct {
     __mmask16 skip1;    /* columns 16 + t of the tile not stored (nor res read): an edge of
                          * 17-31 columns; 0 for a whole tile. Then s must hold whole rows. */
 } afrt_uk_epi_;
+/* The residual rows of the tile are prefetched before its k loop: the finish reads them
+ * right after the last rank-1 update, and a residual written several kernels earlier has
+ * left L2 (12 rows ld apart: 12 streams the hardware prefetcher picks up too late). The k loop
+ * (>= 64 steps of 24 FMAs) covers the misses. benchmarks/conv_epilogue.py --against none
+ * --cold, the residual conv 64 -> 256 on 56x56: 1.32x the conv without epilogue -> 1.18x; in
+ * place 1.00 -> 0.94 (docs/runtime.md, "The register epilogue's own cost"). 0 turns it off.
+ * Addresses are formed as integers (AFRT_PF_ADDR): rows past the tile's mr lie outside C. */
+#ifndef AFRT_EPI_PF_RES
+#define AFRT_EPI_PF_RES 1
+#endif
+#define AFRT_UK_EPI_PREFETCH_(MRV, E)                                                          \
+    do {                                                                                       \
+        if (AFRT_EPI_PF_RES && (E)->res)                                                       \
+            for (int i_ = 0; i_ < MRV; ++i_) {                                                 \
+                const int64_t r_ = i_ * (E)->res_ld; /* past mr rows: never faults */        \
+                _mm_prefetch(AFRT_PF_ADDR((E)->res, r_), _MM_HINT_T0);                         \
+                _mm_prefetch(AFRT_PF_ADDR((E)->res, r_ + 16), _MM_HINT_T0);                    \
+                _mm_prefetch(AFRT_PF_ADDR((E)->res, r_ + 31), _MM_HINT_T0);                    \
+            }                                                                                  \
+    } while (0)
 /* The finish is unrolled row by row with every field of e read once before it: a loop over
  * the rows indexing c0[i] / c1[i] made GCC spill all 24 accumulators to the stack (zeroing them
  * there with memset first) and re-read e after each store (c may alias it), ~30 instructions a
@@ -976,6 +996,7 @@ typedef struct {
     static inline void NAME(int64_t kc, APARAMS, const float *restrict b, float *c,            \
                             int64_t ldc, int acc, const float *s, int64_t lds,                 \
                             const afrt_uk_epi_ *e) {                                           \
+        AFRT_UK_EPI_PREFETCH_(MRV, e);                                                         \
         AFRT_UK_ZMM_ZERO_(MRV);                                                                \
         KLOOP(MRV);                                                                            \
         const float alpha = e->alpha, *const bias = e->bias, *const res = e->res;              \
