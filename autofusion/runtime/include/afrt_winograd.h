@@ -241,25 +241,129 @@ static inline void afrt_wg_input_(const float *restrict xn, const afrt_conv_para
     }
 }
 
-/* afrt_epi_clamp1_ on the 16 lanes of every output of a tile group (AVX-512: two masked
- * moves per bound and vector, as the GEMM core's epilogue kernel does; GCC vectorised the
- * scalar form 4 lanes at a time, which cost more than the pass over y it replaces). */
-static inline void afrt_wg_clamp_(float o[4][4][AFRT_WG_L], float lo, float hi) {
 #if defined(__AVX512F__)
-    const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
-    const int up = hi != INFINITY; /* an infinite upper bound changes nothing */
-    for (int i = 0; i < 4; ++i)
-        for (int j = 0; j < 4; ++j) {
-            __m512 v = _mm512_loadu_ps(o[i][j]); /* kept where v > lo or NaN, then v < hi or NaN */
-            v = _mm512_mask_mov_ps(vlo, _mm512_cmp_ps_mask(v, vlo, _CMP_NLE_UQ), v);
-            if (up) v = _mm512_mask_mov_ps(vhi, _mm512_cmp_ps_mask(v, vhi, _CMP_NGE_UQ), v);
-            _mm512_storeu_ps(o[i][j], v);
+/* Row i of 16 tiles' 4 x 4 outputs (o0..o3: columns 0-3, lane l: tile l) as 64 floats in tile
+ * order, tile l's 4 columns at 4l..4l+3: a 4-way interleave in 16 shuffles (GCC made 48 of
+ * 128-bit ones from the scalar transposition). */
+static inline void afrt_wg_interleave4_(__m512 o0, __m512 o1, __m512 o2, __m512 o3, float *r) {
+    const __m512 t0 = _mm512_unpacklo_ps(o0, o1), t1 = _mm512_unpackhi_ps(o0, o1);
+    const __m512 t2 = _mm512_unpacklo_ps(o2, o3), t3 = _mm512_unpackhi_ps(o2, o3);
+    /* in each 128-bit lane q: tiles 4q, 4q + 1, 4q + 2, 4q + 3 */
+    const __m512 u0 = _mm512_shuffle_ps(t0, t2, 0x44), u1 = _mm512_shuffle_ps(t0, t2, 0xEE);
+    const __m512 u2 = _mm512_shuffle_ps(t1, t3, 0x44), u3 = _mm512_shuffle_ps(t1, t3, 0xEE);
+    const __m512 v0 = _mm512_shuffle_f32x4(u0, u1, 0x44), v1 = _mm512_shuffle_f32x4(u2, u3, 0x44);
+    const __m512 v2 = _mm512_shuffle_f32x4(u0, u1, 0xEE), v3 = _mm512_shuffle_f32x4(u2, u3, 0xEE);
+    _mm512_storeu_ps(r, _mm512_shuffle_f32x4(v0, v1, 0x88));      /* tiles 0-3 */
+    _mm512_storeu_ps(r + 16, _mm512_shuffle_f32x4(v0, v1, 0xDD)); /* tiles 4-7 */
+    _mm512_storeu_ps(r + 32, _mm512_shuffle_f32x4(v2, v3, 0x88)); /* tiles 8-11 */
+    _mm512_storeu_ps(r + 48, _mm512_shuffle_f32x4(v2, v3, 0xDD)); /* tiles 12-15 */
+}
+
+/* dst[0..n) = src[0..n), n <= 64: whole vectors, then one masked one. */
+static inline void afrt_wg_copy_(float *dst, const float *src, int64_t n) {
+    int64_t j = 0;
+    for (; j + 16 <= n; j += 16) _mm512_storeu_ps(dst + j, _mm512_loadu_ps(src + j));
+    if (j < n) {
+        const __mmask16 m = (__mmask16)((1u << (n - j)) - 1u);
+        _mm512_mask_storeu_ps(dst + j, m, _mm512_maskz_loadu_ps(m, src + j));
+    }
+}
+
+/* Output transform of rows [k0, k1) of M (row k of matrix xi at M + (k * 36 + xi) * np) for
+ * tiles [t0, t0 + nt) of image n: bias added, outputs inside OH x OW written to yn. With cl
+ * (the built-in clamp epilogue, afrt_epi_builtin_clamp_), each output is finished before its
+ * store: + its residual element (zn: image n's residual, or NULL), then clamped.
+ *
+ * AVX-512: the transform on 16 tiles at once in registers (the arithmetic of the portable
+ * form below, operation for operation: the same values), each output row of the 16 tiles
+ * interleaved into tile order (afrt_wg_interleave4_), and stored per run of tiles in one
+ * tile row (up to 64 contiguous floats) instead of 4 floats per tile. The portable form,
+ * compiled by GCC, spent ~30% of a 56x56 64 -> 64 conv here (perf), mostly in 128-bit
+ * shuffles and 16-byte copies. */
+static inline void afrt_wg_output_(const float *restrict M, const float *bias,
+                                   const afrt_conv_params *p, int64_t TW, int64_t t0, int64_t nt,
+                                   int64_t np, int64_t k0, int64_t k1, float *restrict yn,
+                                   const afrt_epi_clamp *cl, const float *zn) {
+    const int64_t OH = p->OH, OW = p->OW, ohw = OH * OW;
+    const float lo = cl ? cl->lo : 0.0f, hi = cl ? cl->hi : 0.0f;
+    const __m512 two = _mm512_set1_ps(2.0f), four = _mm512_set1_ps(4.0f);
+    const __m512 eight = _mm512_set1_ps(8.0f);
+    for (int64_t g0 = 0; g0 < nt; g0 += AFRT_WG_L) {
+        const int64_t gl = afrt_min_(AFRT_WG_L, nt - g0);
+        /* runs of consecutive tiles in one tile row: first lane, output offset, rows, width */
+        int nrun = 0, rl[AFRT_WG_L], rh[AFRT_WG_L];
+        int64_t roff[AFRT_WG_L], rw[AFRT_WG_L];
+        for (int64_t l = 0; l < gl; ++l) {
+            const int64_t t = t0 + g0 + l, oh0 = (t / TW) * 4, ow0 = (t % TW) * 4;
+            if (l == 0 || ow0 == 0) {
+                rl[nrun] = (int)l;
+                rh[nrun] = (int)afrt_min_(4, OH - oh0);
+                roff[nrun] = oh0 * OW + ow0;
+                rw[nrun] = 0;
+                ++nrun;
+            }
+            rw[nrun - 1] = ow0 + afrt_min_(4, OW - ow0) - roff[nrun - 1] % OW;
         }
+        for (int64_t k = k0; k < k1; ++k) {
+            const float *restrict m = M + k * AFRT_WG_X * np + g0;
+            const __m512 bv = _mm512_set1_ps(bias ? bias[k] : 0.0f);
+            __m512 f[4][6];
+            for (int b = 0; b < 6; ++b) {
+                const __m512 m0 = _mm512_loadu_ps(m + b * np);
+                const __m512 m1 = _mm512_loadu_ps(m + (6 + b) * np);
+                const __m512 m2 = _mm512_loadu_ps(m + (12 + b) * np);
+                const __m512 m3 = _mm512_loadu_ps(m + (18 + b) * np);
+                const __m512 m4 = _mm512_loadu_ps(m + (24 + b) * np);
+                const __m512 m5 = _mm512_loadu_ps(m + (30 + b) * np);
+                const __m512 s12 = _mm512_add_ps(m1, m2), d12 = _mm512_sub_ps(m1, m2);
+                const __m512 s34 = _mm512_add_ps(m3, m4), d34 = _mm512_sub_ps(m3, m4);
+                f[0][b] = _mm512_add_ps(_mm512_add_ps(m0, s12), s34);
+                f[1][b] = _mm512_fmadd_ps(two, d34, d12);
+                f[2][b] = _mm512_fmadd_ps(four, s34, s12);
+                f[3][b] = _mm512_add_ps(_mm512_fmadd_ps(eight, d34, d12), m5);
+            }
+            float ob[4][4 * AFRT_WG_L];
+            for (int i = 0; i < 4; ++i) {
+                const __m512 s12 = _mm512_add_ps(f[i][1], f[i][2]);
+                const __m512 d12 = _mm512_sub_ps(f[i][1], f[i][2]);
+                const __m512 s34 = _mm512_add_ps(f[i][3], f[i][4]);
+                const __m512 d34 = _mm512_sub_ps(f[i][3], f[i][4]);
+                __m512 o[4];
+                o[0] = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(f[i][0], s12), s34), bv);
+                o[1] = _mm512_add_ps(_mm512_fmadd_ps(two, d34, d12), bv);
+                o[2] = _mm512_add_ps(_mm512_fmadd_ps(four, s34, s12), bv);
+                o[3] = _mm512_add_ps(_mm512_add_ps(_mm512_fmadd_ps(eight, d34, d12), f[i][5]), bv);
+                if (cl && !zn) { /* no residual: clamp here (NaN kept, as afrt_epi_clamp1_) */
+                    const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+                    for (int j = 0; j < 4; ++j) {
+                        const __mmask16 keep = _mm512_cmp_ps_mask(o[j], vlo, _CMP_NLE_UQ);
+                        o[j] = _mm512_mask_mov_ps(vlo, keep, o[j]);
+                        if (hi != INFINITY) /* an infinite upper bound changes nothing */
+                            o[j] = _mm512_mask_mov_ps(
+                                vhi, _mm512_cmp_ps_mask(o[j], vhi, _CMP_NGE_UQ), o[j]);
+                    }
+                }
+                afrt_wg_interleave4_(o[0], o[1], o[2], o[3], ob[i]);
+            }
+            float *restrict yk = yn + k * ohw;
+            const float *zk = zn ? zn + k * cl->res_ld : NULL;
+            for (int r = 0; r < nrun; ++r) {
+                for (int i = 0; i < rh[r]; ++i) {
+                    const int64_t at = roff[r] + i * OW;
+                    const float *src = &ob[i][4 * rl[r]];
+                    if (zk) afrt_epi_clamp_store_(yk + at, src, zk + at, rw[r], lo, hi);
+                    else afrt_wg_copy_(yk + at, src, rw[r]);
+                }
+            }
+        }
+    }
+}
 #else
+/* afrt_epi_clamp1_ on the 16 lanes of every output of a tile group. */
+static inline void afrt_wg_clamp_(float o[4][4][AFRT_WG_L], float lo, float hi) {
     for (int i = 0; i < 4; ++i)
         for (int j = 0; j < 4; ++j)
             for (int l = 0; l < AFRT_WG_L; ++l) o[i][j][l] = afrt_epi_clamp1_(o[i][j][l], lo, hi);
-#endif
 }
 
 /* Output transform of rows [k0, k1) of M (row k of matrix xi at M + (k * 36 + xi) * np) for
@@ -320,6 +424,7 @@ static inline void afrt_wg_output_(const float *restrict M, const float *bias,
         }
     }
 }
+#endif /* __AVX512F__ */
 
 /* The epilogue on rows [k0, k1) of the outputs of tiles [t0, t0 + nt) of image n: one call
  * per output row segment (each output is passed exactly once). */
