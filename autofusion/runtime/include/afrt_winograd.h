@@ -46,15 +46,26 @@
 #define AFRT_WG_BYTES (768 * 1024)
 #endif
 /* The measured rule (benchmarks/winograd_conv.py --cold, docs/runtime.md): Winograd beats
- * im2col_gemm on maps of at least AFRT_WG_MIN_TILES 4x4 tiles per image (16 tiles lose:
- * the GEMMs have half-empty column panels and the 4x larger transformed weights come from
- * memory for few tiles; 25 win) when AFRT_WG_CK / C - AFRT_WG_CK / K <= 1: per tile,
- * Winograd pays the input transform per input channel and a round trip of the 36 GEMM
- * outputs through L2 plus the output transform per output channel, and saves im2col's 144
- * multiplies per channel pair, so it loses when C is small against K (8 -> 16, 16 -> 32)
- * and gains most when K is small (im2col's GEMM then has few rows). */
+ * im2col_gemm on maps of at least AFRT_WG_MIN_TILES 4x4 tiles per image (25 win; the GEMMs of
+ * fewer tiles have half-empty column panels and the 4x larger transformed weights come from
+ * memory for few tiles) when AFRT_WG_CK / C - AFRT_WG_CK / K <= 1: per tile, Winograd pays
+ * the input transform per input channel and a round trip of the 36 GEMM outputs through L2
+ * plus the output transform per output channel, and saves im2col's 144 multiplies per
+ * channel pair, so it loses when C is small against K (8 -> 16, 16 -> 32) and gains most
+ * when K is small (im2col's GEMM then has few rows). Since the output transform runs in
+ * registers (session 18), 16 tiles (14x14, 16x16 maps) win too against im2col_gemm
+ * (256 -> 256 at 14x14: 0.88-0.94) but lose to the blocked direct conv, which takes those
+ * convs on AVX-512 (nchwc / winograd 0.62 at 32 -> 64, 0.89 at 128 -> 128), except the
+ * wide ones (K >= AFRT_NC_WIDE_K, afrt_nchwc.h, where im2col_gemm is the alternative): so
+ * from AFRT_WG_MIN_TILES_WIDE tiles when K >= AFRT_WG_WIDE_K. */
 #ifndef AFRT_WG_MIN_TILES
 #define AFRT_WG_MIN_TILES 25
+#endif
+#ifndef AFRT_WG_MIN_TILES_WIDE
+#define AFRT_WG_MIN_TILES_WIDE 16
+#endif
+#ifndef AFRT_WG_WIDE_K
+#define AFRT_WG_WIDE_K 192
 #endif
 #ifndef AFRT_WG_CK
 #define AFRT_WG_CK 64
@@ -70,7 +81,9 @@ static inline int afrt_winograd_fits(const afrt_conv_params *p) {
 /* Whether afrt_conv2d_f32 takes it (and the lowering records algo "winograd"). */
 static inline int afrt_winograd_applies(const afrt_conv_params *p) {
     return afrt_winograd_fits(p) && AFRT_WG_CK * (p->K - p->C) <= p->C * p->K &&
-           afrt_cdiv_(p->OH, 4) * afrt_cdiv_(p->OW, 4) >= AFRT_WG_MIN_TILES;
+           (afrt_cdiv_(p->OH, 4) * afrt_cdiv_(p->OW, 4) >= AFRT_WG_MIN_TILES ||
+            (afrt_cdiv_(p->OH, 4) * afrt_cdiv_(p->OW, 4) >= AFRT_WG_MIN_TILES_WIDE &&
+             p->K >= AFRT_WG_WIDE_K));
 }
 
 /* U = G g G^T for one 3x3 kernel g, in double, into u[36]. */
