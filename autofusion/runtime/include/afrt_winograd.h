@@ -187,6 +187,22 @@ static inline void afrt_wg_bt_(const float d[6][6][AFRT_WG_L], float v[6][6][AFR
         }
 }
 
+#if defined(__AVX512F__)
+/* o = B^T d of one column of 16 tiles' 6x6 input blocks (d[i]: element i of each), the
+ * arithmetic of afrt_wg_bt_ in zmm registers. */
+static inline void afrt_wg_bt6_(const __m512 d[6], __m512 o[6]) {
+    const __m512 two = _mm512_set1_ps(2.0f), four = _mm512_set1_ps(4.0f);
+    const __m512 five = _mm512_set1_ps(5.0f);
+    const __m512 d42 = _mm512_sub_ps(d[4], d[2]);
+    o[0] = _mm512_fmadd_ps(four, d[0], _mm512_fnmadd_ps(five, d[2], d[4]));
+    o[1] = _mm512_fnmadd_ps(four, _mm512_add_ps(d[1], d[2]), _mm512_add_ps(d[3], d[4]));
+    o[2] = _mm512_fmadd_ps(four, _mm512_sub_ps(d[1], d[2]), _mm512_sub_ps(d[4], d[3]));
+    o[3] = _mm512_fmadd_ps(two, _mm512_sub_ps(d[3], d[1]), d42);
+    o[4] = _mm512_fmadd_ps(two, _mm512_sub_ps(d[1], d[3]), d42);
+    o[5] = _mm512_fmadd_ps(four, d[1], _mm512_fnmadd_ps(five, d[3], d[5]));
+}
+#endif
+
 /* Input transform of tiles [t0, t0 + np) of image xn (tiles past t0 + nt are zero) into the
  * packed B panels of V (36 matrices C x np, vstride floats apart). */
 static inline void afrt_wg_input_(const float *restrict xn, const afrt_conv_params *p,
@@ -222,13 +238,28 @@ static inline void afrt_wg_input_(const float *restrict xn, const afrt_conv_para
             float d[6][6][AFRT_WG_L], v[6][6][AFRT_WG_L];
 #if defined(__AVX512F__)
             if (gather) { /* one masked gather per tile element: lanes outside are zero */
-                for (int i = 0; i < 6; ++i)
-                    for (int j = 0; j < 6; ++j) {
-                        const __m512i idx = _mm512_add_epi32(vbase, _mm512_set1_epi32((int)(i * W + j)));
-                        _mm512_storeu_ps(d[i][j], _mm512_mask_i32gather_ps(_mm512_setzero_ps(),
-                                         (__mmask16)(rmask[i] & cmask[j]), idx, xc, 4));
+                /* B^T d down each column j of the 6x6 blocks, then along each row a of that,
+                 * in registers, each result stored once into its packed panel */
+                float *restrict o = V + afrt_wg_boff_(C, np, c, g0);
+                __m512 e[6][6];
+                for (int j = 0; j < 6; ++j) {
+                    __m512 dc[6], ec[6];
+                    for (int i = 0; i < 6; ++i) {
+                        const __m512i at = _mm512_set1_epi32((int)(i * W + j));
+                        const __mmask16 in = (__mmask16)(rmask[i] & cmask[j]);
+                        dc[i] = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), in,
+                                                         _mm512_add_epi32(vbase, at), xc, 4);
                     }
-            } else
+                    afrt_wg_bt6_(dc, ec);
+                    for (int a = 0; a < 6; ++a) e[a][j] = ec[a];
+                }
+                for (int a = 0; a < 6; ++a) {
+                    __m512 va[6];
+                    afrt_wg_bt6_(e[a], va);
+                    for (int b = 0; b < 6; ++b) _mm512_storeu_ps(o + (a * 6 + b) * vstride, va[b]);
+                }
+                continue;
+            }
 #endif
             for (int l = 0; l < AFRT_WG_L; ++l) {
                 if (kind[l] == 1) {
