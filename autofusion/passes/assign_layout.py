@@ -38,8 +38,19 @@ conv join where both its edges are blocked -- for measuring a faster 1x1 kernel,
 tests. Dropping a conv can break its edges, which can drop a neighbour: iterated to a
 fixed point.
 
+Expand chains (MobileNet-V2's inverted-residual blocks): a 1x1 unit the rule leaves on
+NCHW whose every reader is a ``fuse-conv-chain`` kernel on the blocked band
+(``clib.dwpw_algo``) reading it as its depthwise input writes NCHW16c (``layout.y``; the
+lowering's ``gemm_1x1_b``) and those depthwise convs read it so (``layout.x``;
+``afrt_dwpw_ex_f32``'s blocked input): the expand's output channels go along the vector
+lanes (every lane full on a 7x7 map) and the chain copies block rows instead of transposing
+16 channel rows. Conditions: K a multiple of 16, an elementwise epilogue without residual,
+at most ``EXPAND_MAX_HW`` positions (measured on MobileNet-V2: 7x7 and 14x14 gain, 28x28 is
+even, 56x56 loses; docs/c-backend.md, "Expand chains").
+
 Decisions: the marks on each conv, and on each function ``layout.summary`` = ``{blocked
-convs, reorders (boundary reorders left), cancelled (reorder pairs cancelled)}``, which the
+convs, reorders (boundary reorders left), cancelled (reorder pairs cancelled), expand
+chains}``, which the
 compile report copies (``report["layout"]``; per conv ``conv_algo[i].layout``).
 
 Place: target c, fusion on, and only where the blocked kernel is on (the pipeline's
