@@ -8,7 +8,8 @@ channel counts that are not multiples of 16, depthwise stride 1 and 2, the expan
 Relu6, Relu or no activation, Relu6 / none after the depthwise conv, a residual Add, and
 two branches the rule leaves on NCHW (expand channels not a multiple of 16; a 16x16 map,
 more than ``EXPAND_MAX_HW`` positions). It runs at one, two and three threads on the native
-CPU and on ``x86-64-v2`` (no AVX-512: no blocked expand may be chosen). The kernels'
+CPU and on ``x86-64-v2`` (no AVX-512: no blocked expand may be chosen), and under
+ASan/UBSan at two threads (slow). The kernels'
 epilogue and fallback paths (a generated epilogue, the clamp with a blocked residual,
 weights fed at run time, the chain's NCHW fallback for a blocked x) are checked in C
 against the NCHW paths.
@@ -139,6 +140,32 @@ def test_expand_chains_match_onnxruntime(cpu: str, threads: int) -> None:
         assert chain["layout"] == ("nchw16c->nchw" if chosen else "nchw->nchw"), (i, chain)
     layout = report.get("layout") or {}
     assert layout.get("expand_chains", 0) == (len(CHOSEN) if avx512 else 0)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not toolchain.cpu_has_avx512("native"), reason="expand chains are chosen on AVX-512 only"
+)
+def test_expand_chains_under_sanitizers(tmp_path: Path) -> None:
+    """The model's blocked expands and chains (whole-vector blocked stores, block-row copies
+    into the lane tiles, batch 2) under ASan/UBSan at two threads."""
+    from autofusion.lowering.c.testing import compile_onnx, emit_lowered
+    from autofusion.runtime import build
+
+    m = expand_model()
+    rng = np.random.default_rng(3)
+    feeds = [rng.uniform(-2, 2, [d.dim_value for d in vi.type.tensor_type.shape.dim]).astype(
+        np.float32) for vi in m.graph.input]  # fmt: skip
+    ref = onnxruntime_outputs(m, {vi.name: f for vi, f in zip(m.graph.input, feeds, strict=True)})
+    emit_lowered(compile_onnx(m), tmp_path)
+    text = (tmp_path / "model.c").read_text()
+    assert text.count("afrt_conv1x1b_f32(") == text.count("afrt_dwpw_ex_f32(") == len(CHOSEN)
+    exe = build.build_sanitizer_driver(tmp_path)
+    got = build.run_driver(exe, tmp_path / "weights.bin", feeds,
+                           [(r.shape, r.dtype) for r in ref.values()], tmp_path / "io",
+                           threads=2)  # fmt: skip
+    for (name, r), g in zip(ref.items(), got, strict=True):
+        assert_close(g, r, f"{name} under ASan/UBSan")
 
 
 _DRIVER = r"""
