@@ -501,6 +501,7 @@ CONV_ALGOS = (
     "direct_smallc",
     "winograd",
     "direct_nchwc",
+    "gemm_1x1_b",
     "gemm_1x1_t",
     "gemm_1x1",
     "im2col_gemm",
@@ -559,6 +560,19 @@ NC_WIDE_HW = 100
 #: Physical layouts of a conv's activations (``assign-layout``): plain NCHW, or NCHW16c --
 #: [N][ceil(C/16)][H][W][16], channels past C zero (afrt_nchwc.h).
 LAYOUTS = ("nchw", "nchw16c")
+
+
+def gemm_1x1_b_fits(f: dict[str, int]) -> bool:
+    """Whether ``afrt_conv1x1b_f32`` (``gemm_1x1_b``: NCHW x, NCHW16c y) runs a conv
+    (``CONV_FIELDS`` by name; ``afrt_conv1x1b_fits``): 1x1, stride 1, dilation 1, no
+    padding, group 1. Only ``assign-layout`` chooses it (an expand conv whose reader, a conv
+    chain, takes its input in blocks)."""
+    return (
+        (f["R"], f["S"], f["stride_h"], f["stride_w"], f["dil_h"], f["dil_w"]) == (1,) * 6
+        and (f["pad_top"], f["pad_left"], f["pad_bottom"], f["pad_right"]) == (0, 0, 0, 0)
+        and (f["OH"], f["OW"]) == (f["H"], f["W"])
+        and max(1, f["group"]) == 1
+    )
 
 
 def nchwc_fits(f: dict[str, int]) -> bool:
@@ -897,8 +911,18 @@ class Conv2DOp(_ContractionOp):
                     f"'clib.conv2d': {role}_layout {lay!r} is not one of {', '.join(LAYOUTS)}"
                 )
         want = conv_algo(values, self.lp())
-        if self.blocked_flags():  # assign-layout's choice: the blocked kernel, any fitting conv
-            f: dict[str, int] = dict(zip(CONV_FIELDS, values, strict=True))
+        f: dict[str, int] = dict(zip(CONV_FIELDS, values, strict=True))
+        if self.algo.data == "gemm_1x1_b":  # assign-layout's expand conv into a blocked chain
+            if self.lp() is not None or self.layouts() != ("nchw", "nchw16c"):
+                raise VerifyException(
+                    "'clib.conv2d': gemm_1x1_b is an fp32 conv from NCHW x into NCHW16c y"
+                )
+            if not gemm_1x1_b_fits(f):
+                raise VerifyException(
+                    "'clib.conv2d': gemm_1x1_b needs a 1x1 stride-1 unpadded group-1 conv"
+                )
+            want = "gemm_1x1_b"
+        elif self.blocked_flags():  # assign-layout's choice: the blocked kernel, any fitting conv
             if self.lp() is not None or not nchwc_fits(f):
                 raise VerifyException(
                     "'clib.conv2d': a blocked x or y needs an fp32 conv the blocked kernel "
@@ -1014,7 +1038,14 @@ class DwPwOp(_LibOp):
     pw_params = prop_def(DenseArrayBase)
     lo = prop_def(FloatAttr)
     hi = prop_def(FloatAttr)
+    #: ``assign-layout``'s layout of x (``LAYOUTS``; absent: ``nchw``); ``nchw16c`` prints
+    #: ``afrt_dwpw_ex_f32(..., AFRT_NC_IN_BLOCKED)``
+    x_layout = opt_prop_def(StringAttr)
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def x_blocked(self) -> bool:
+        """Whether x is NCHW16c (``gemm_1x1_b``'s output)."""
+        return self.x_layout is not None and self.x_layout.data == "nchw16c"
 
     def pw_values(self) -> list[int]:
         attr = self.properties["pw_params"]
@@ -1039,6 +1070,10 @@ class DwPwOp(_LibOp):
             )
         if not self.lo.value.data <= self.hi.value.data:
             raise VerifyException("'clib.dwpw': lo must not exceed hi")
+        if self.x_layout is not None and self.x_layout.data not in LAYOUTS:
+            raise VerifyException(
+                f"'clib.dwpw': x_layout {self.x_layout.data!r} is not one of {', '.join(LAYOUTS)}"
+            )
 
 
 @irdl_op_definition

@@ -38,8 +38,19 @@ conv join where both its edges are blocked -- for measuring a faster 1x1 kernel,
 tests. Dropping a conv can break its edges, which can drop a neighbour: iterated to a
 fixed point.
 
+Expand chains (MobileNet-V2's inverted-residual blocks): a 1x1 unit the rule leaves on
+NCHW whose every reader is a ``fuse-conv-chain`` kernel on the blocked band
+(``clib.dwpw_algo``) reading it as its depthwise input writes NCHW16c (``layout.y``; the
+lowering's ``gemm_1x1_b``) and those depthwise convs read it so (``layout.x``;
+``afrt_dwpw_ex_f32``'s blocked input): the expand's output channels go along the vector
+lanes (every lane full on a 7x7 map) and the chain copies block rows instead of transposing
+16 channel rows. Conditions: K a multiple of 16, an elementwise epilogue without residual,
+at most ``EXPAND_MAX_HW`` positions (measured on MobileNet-V2: 7x7 and 14x14 gain, 28x28 is
+even, 56x56 loses; docs/c-backend.md, "Expand chains").
+
 Decisions: the marks on each conv, and on each function ``layout.summary`` = ``{blocked
-convs, reorders (boundary reorders left), cancelled (reorder pairs cancelled)}``, which the
+convs, reorders (boundary reorders left), cancelled (reorder pairs cancelled), expand
+chains}``, which the
 compile report copies (``report["layout"]``; per conv ``conv_algo[i].layout``).
 
 Place: target c, fusion on, and only where the blocked kernel is on (the pipeline's
@@ -59,7 +70,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp, StringAttr, TensorType
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
-from autofusion.analysis.conv_chain import conv_fields
+from autofusion.analysis.conv_chain import body_chain, conv_fields
 from autofusion.dialects import clib, nn
 from autofusion.dialects.attrs import LAYOUT_SUMMARY, LAYOUT_X, LAYOUT_Y
 from autofusion.dialects.fusion import KernelOp, YieldOp
@@ -176,6 +187,10 @@ class _Layouts:
                     u.blocked = False
                     changed = True
 
+    @property
+    def convs(self) -> set[nn.ConvOp]:
+        return {u.conv for u in self.units.values()}
+
     def of(self, v: SSAValue) -> bool:
         return self.blocked.get(v, False)
 
@@ -202,10 +217,64 @@ class _Layouts:
         return True
 
 
+#: Expand convs write blocks for their conv chain on maps of at most this many positions
+#: (14x14); measured on MobileNet-V2 (module doc, docs/c-backend.md).
+EXPAND_MAX_HW = 196
+
+
+def _chain_dw(op: Operation, v: SSAValue) -> nn.ConvOp | None:
+    """The depthwise conv of ``op`` when ``op`` is a conv-chain kernel on the blocked band
+    (``clib.dwpw_algo``) that reads ``v`` only as that conv's x."""
+    if not isinstance(op, KernelOp):
+        return None
+    body = [o for o in op.body.block.ops if not isinstance(o, nn.ConstantOp | YieldOp)]
+    got = body_chain(body)
+    if got is None:
+        return None
+    dw, _, pw = got
+    d, p = conv_fields(dw), conv_fields(pw)
+    if d is None or p is None or clib.dwpw_algo(d, p, True) != "dwpw_blocked":
+        return None
+    if precision_of(dw) != "fp32" or precision_of(pw) != "fp32":
+        return None
+    arg = dw.x
+    if not isinstance(arg, BlockArgument) or op.operands[arg.index] is not v:
+        return None
+    if any(u.operation is not dw for u in arg.uses):
+        return None
+    if sum(o is v for o in op.operands) != 1:
+        return None
+    return dw
+
+
+def expand_chains(lay: _Layouts) -> list[tuple[ConvUnit, list[nn.ConvOp]]]:
+    """The expand convs that write NCHW16c for their conv chains (``gemm_1x1_b`` into
+    ``afrt_dwpw_ex_f32``'s blocked input): a 1x1 stride-1 unit left on NCHW by the 3x3 rule,
+    its epilogue elementwise with no residual, K a multiple of 16, a map of at most
+    ``EXPAND_MAX_HW`` positions, and every reader of y a chain on the blocked band reading
+    it as its depthwise input."""
+    found: list[tuple[ConvUnit, list[nn.ConvOp]]] = []
+    for u in lay.units.values():
+        f = u.fields
+        if u.blocked or lay.of(u.x) or not u.flat or u.others or not clib.gemm_1x1_b_fits(f):
+            continue
+        if f["K"] % clib.NC_BLOCK or f["OH"] * f["OW"] > EXPAND_MAX_HW or not u.y.uses:
+            continue
+        dws = [_chain_dw(use.operation, u.y) for use in u.y.uses]
+        if all(dws):
+            found.append((u, [d for d in dws if d is not None]))
+    return found
+
+
 def assign(fn: func.FuncOp, pointwise: bool = False) -> dict[str, int]:
     """Mark ``fn``'s convs (see module doc); returns the summary numbers."""
     lay = _Layouts(fn, pointwise)
     blocked_convs = reorders = cancelled = 0
+    for op in fn.body.block.ops:  # marks of an earlier run on chain kernels
+        if isinstance(op, KernelOp):
+            for inner in op.body.block.ops:
+                if isinstance(inner, nn.ConvOp) and inner not in lay.convs:
+                    inner.attributes.pop(LAYOUT_X, None)
     for u in lay.units.values():
         for key in (LAYOUT_X, LAYOUT_Y):
             u.conv.attributes.pop(key, None)
@@ -221,7 +290,19 @@ def assign(fn: func.FuncOp, pointwise: bool = False) -> dict[str, int]:
             cancelled += u.y.uses.get_length()
         else:
             reorders += 1
-    return {"blocked_convs": blocked_convs, "reorders": reorders, "cancelled": cancelled}
+    expand = 0
+    for u, dws in expand_chains(lay):
+        expand += 1
+        u.conv.attributes[LAYOUT_Y] = StringAttr(BLOCKED)
+        for dw in dws:
+            dw.attributes[LAYOUT_X] = StringAttr(BLOCKED)
+        cancelled += len(dws)
+    return {
+        "blocked_convs": blocked_convs,
+        "reorders": reorders,
+        "cancelled": cancelled,
+        "expand_chains": expand,
+    }
 
 
 @dataclass(frozen=True)
@@ -239,7 +320,7 @@ class AssignLayout(CheckedPass):
             if not isinstance(fn, func.FuncOp) or fn.is_declaration:
                 continue
             summary = assign(fn, self.pointwise)
-            if summary["blocked_convs"]:
+            if summary["blocked_convs"] or summary["expand_chains"]:
                 fn.attributes[LAYOUT_SUMMARY] = DictionaryAttr(
                     {k: IntegerAttr(v, 64) for k, v in summary.items()}
                 )

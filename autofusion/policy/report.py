@@ -309,8 +309,9 @@ def conv_algo_rows(module: ModuleOp, avx512: bool = False) -> list[dict[str, obj
             elif isinstance(op, clib.DwPwOp):
                 dw, pw = op.params_pair()
                 k = pw[clib.CONV_FIELDS.index("K")]
+                x_lay = "nchw16c" if op.x_blocked() else "nchw"
                 rows.append({"kernel": fn.sym_name.data, "origins": names,
                              "conv_algo": clib.dwpw_algo(dw, pw, avx512),
                              "shape": f"{_conv_shape(op.param_values())} + 1x1 -> K{k}",
-                             "layout": "nchw->nchw"})  # fmt: skip
+                             "layout": f"{x_lay}->nchw"})  # fmt: skip
     return rows

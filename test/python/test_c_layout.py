@@ -138,8 +138,10 @@ def test_default_rule_blocks_the_3x3_chain() -> None:
     assert algos["b"] == algos["d"] == "gemm_1x1"
     assert {rows[k] for k in ("stem", "b", "c", "d", "e", "f", "g", "h")} == {"nchw->nchw"}
     # blocked kernel: a a2 a3 c e f g; boundaries: all but a.y, a2.x, a2.y, a3.x;
-    # cancelled: a-a2 (x and residual: one kernel operand), a2-a3
-    assert summary == {"blocked_convs": 7, "reorders": 10, "cancelled": 2}, summary
+    # cancelled: a-a2 (x and residual: one kernel operand), a2-a3; no conv chain to expand
+    assert summary == {"blocked_convs": 7, "reorders": 10, "cancelled": 2, "expand_chains": 0}, (
+        summary
+    )
     for name, r in ref.items():
         assert_close(got[name], r, f"{name} (assign-layout)")
 

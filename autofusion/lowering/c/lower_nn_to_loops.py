@@ -61,7 +61,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import PassFailedException
 
 from autofusion.dialects import clib, dtypes, fusion, nn
-from autofusion.dialects.attrs import C_ALIAS_ARGS, C_SYMBOL
+from autofusion.dialects.attrs import C_ALIAS_ARGS, C_SYMBOL, LAYOUT_X
 from autofusion.dialects.fusion import FAST_MATH_ATTR
 from autofusion.lowering.c.builder import INDEX, Emitter, Frame, Index, frame, shape, unravel
 from autofusion.lowering.c.convert_nn_to_buffers import memref_of
@@ -444,6 +444,11 @@ class FunctionLowering:
                     "pw_params": DenseArrayBase.from_list(i64, params[nd:]),
                     "lo": FloatAttr(lo, f64),
                     "hi": FloatAttr(hi, f64),
+                    **(
+                        {"x_layout": mark}
+                        if isinstance(mark := dw.attributes.get(LAYOUT_X), StringAttr)
+                        else {}
+                    ),
                 },
             )
         )

@@ -569,6 +569,16 @@ def conv_layouts(op: nn.ConvOp) -> dict[str, Attribute]:
     return out
 
 
+def _layout_algo(params: list[int], layouts: dict[str, Attribute]) -> str:
+    """The algorithm of a conv with a blocked side (``assign-layout``): ``gemm_1x1_b`` for a
+    1x1 conv writing blocks from NCHW x (an expand conv feeding a blocked conv chain), else
+    the blocked direct kernel."""
+    f: dict[str, int] = dict(zip(clib.CONV_FIELDS, params, strict=True))
+    if set(layouts) == {"y_layout"} and clib.gemm_1x1_b_fits(f):
+        return "gemm_1x1_b"
+    return "direct_nchwc"
+
+
 def contraction_call(
     L: Lowering, op: Operation, out: SSAValue, ep: SSAValue | None, ctx: SSAValue | None
 ) -> None:
@@ -598,7 +608,7 @@ def contraction_call(
                 properties={
                     "params": props,
                     **_bounds(params),
-                    "algo": StringAttr("direct_nchwc" if layouts else algo),
+                    "algo": StringAttr(_layout_algo(params, layouts) if layouts else algo),
                     **layouts,
                     **lp,
                 },

@@ -1402,6 +1402,10 @@ class _FuncPrinter:
                         f"  afrt_conv2d_lp({clib.LP_KINDS[lp]}, {r(op.x)}, {r(op.w)}, {w16}, "
                         f"{bias}, {r(op.y)}, &p_, s_, {epi}); }}",
                     )
+                elif op.algo.data == "gemm_1x1_b":
+                    # assign-layout's expand conv writing NCHW16c for a blocked conv chain
+                    self.emit(d, f"  if (!afrt_conv1x1b_f32({args}, {epi}))")
+                    self.emit(d, f"    afrt_nchwc_naive_f32({args}, {epi}, 2); }}")
                 elif flags := op.blocked_flags():
                     # assign-layout's blocked x and/or y: only the blocked kernels know them
                     self.emit(d, f"  if (!afrt_nchwc_ex_f32({args}, {epi}, {flags}))")
@@ -1425,11 +1429,13 @@ class _FuncPrinter:
                 lo, hi = (_clamp_literal(a.value.data) for a in (op.lo, op.hi))
                 self.emit(d, f"{{ const afrt_conv_params pd_ = {{{pd}}};")
                 self.emit(d, f"  const afrt_conv_params pp_ = {{{pp}}};")
+                call = "afrt_dwpw_ex_f32" if op.x_blocked() else "afrt_dwpw_f32"
+                flags = ", AFRT_NC_IN_BLOCKED" if op.x_blocked() else ""
                 self.emit(
                     d,
-                    f"  (void)afrt_dwpw_f32({r(op.x)}, {r(op.wd)}, {bd}, {lo}, {hi}, "
+                    f"  (void){call}({r(op.x)}, {r(op.wd)}, {bd}, {lo}, {hi}, "
                     f"{r(op.wp)}, {bp}, {r(op.y)}, &pd_, &pp_, "
-                    f"{self._epi(op.epilogue, op.ctx)}); }}",
+                    f"{self._epi(op.epilogue, op.ctx)}{flags}); }}",
                 )
             case clib.MatmulOp():
                 f = dict(zip(clib.MATMUL_FIELDS, self._params(op, op.param_values(), op.dyn)))

@@ -2876,6 +2876,140 @@ static inline int afrt_conv1x1t_f32(const float *x, const float *w, const float 
     return !failed;
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * gemm_1x1_b: a 1x1 stride-1 unpadded group-1 conv from NCHW x into NCHW16c y
+ * ([N][ceil(K/16)][OH][OW][16], channels past K zero): the expand conv of an inverted
+ * residual block whose reader, the conv chain (afrt_dwpw_ex_f32 with AFRT_NC_IN_BLOCKED),
+ * takes its depthwise input in blocks (assign-layout chooses it; docs/c-backend.md).
+ * gemm_1x1_t's transposed GEMM, Y^T[HW x K] = X^T[HW x C] . W^T[C x K]: the output channels
+ * along the 32-wide B panels, so every vector lane is full at any map size (a 7x7 map fills
+ * 49 of gemm_1x1's 64 lanes), and a 32-channel row of Y^T is two blocked vectors. Per thread
+ * tile (positions x channels) X^T is packed whole (all k blocks: at most ~200 KiB on the maps
+ * assign-layout sends here), then for each 32-channel B panel and each row tile the whole
+ * k loop runs into a row tile in L1, which is stored at once as whole vectors into its two
+ * blocks with the bias (and the built-in clamp without a residual) -- no transposes, no
+ * output tile in L2. Any other epilogue runs in its flat form on the thread's finished
+ * blocks (afrt_nc_epilogue_blocked_). Row tiles: afrt_conv1x1b_mr_.
+ * ------------------------------------------------------------------------------------------- */
+/* Row-tile height for a map of hw positions: 12 unless 8- or 7-row tiles (whichever pads less)
+ * compute more than 8% fewer rows -- the conv chain's blocked band's rule (afrt_cc_mr_): a 7x7
+ * map in 7 tiles of 7, a 14x14 map in 17 tiles of 12. */
+static inline int afrt_conv1x1b_mr_(int64_t hw) {
+#if defined(__AVX512F__)
+    const int64_t r7 = afrt_round_up_(hw, 7), r8 = afrt_round_up_(hw, 8);
+    const int mr = r7 < r8 ? 7 : 8;
+    return 25 * afrt_round_up_(hw, 12) > 27 * afrt_min_(r7, r8) ? mr : 12;
+#else
+    return afrt_choose_mr_(hw);
+#endif
+}
+
+/* y := t (m positions x n <= 32 channels, ldt apart; + bias[j]) into NCHW16c storage: y at
+ * the block of the tile's first channel and its first position, blocks plane floats apart.
+ * Lanes past n (the zero columns of the padded B panel) are stored as zeros, so a block's
+ * channel padding stays zero. cl (the built-in clamp without a residual, or NULL) is applied
+ * before the only store, in afrt_epi_clamp1_'s order (NaN kept). */
+static inline void afrt_store_blocked_(const float *restrict t, int64_t ldt, int64_t m,
+                                       int64_t n, const float *bias, float *restrict y,
+                                       int64_t plane, const afrt_epi_clamp *cl) {
+    for (int64_t j0 = 0; j0 < n; j0 += 16) {
+        const int64_t nj = afrt_min_(16, n - j0);
+        float *yb = y + (j0 / 16) * plane;
+#if defined(__AVX512F__)
+        const __mmask16 km = (__mmask16)((1u << nj) - 1u);
+        const __m512 bv = bias ? _mm512_maskz_loadu_ps(km, bias + j0) : _mm512_setzero_ps();
+        const __m512 lo = _mm512_set1_ps(cl ? cl->lo : 0.0f);
+        const __m512 hi = _mm512_set1_ps(cl ? cl->hi : 0.0f);
+        for (int64_t i = 0; i < m; ++i) {
+            __m512 v = _mm512_add_ps(_mm512_maskz_loadu_ps(km, t + i * ldt + j0), bv);
+            if (cl) { /* an unordered compare is false: NaN stays */
+                v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, lo, _CMP_LT_OQ), v, lo);
+                v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, hi, _CMP_GT_OQ), v, hi);
+            }
+            _mm512_storeu_ps(yb + i * 16, v);
+        }
+#else
+        for (int64_t i = 0; i < m; ++i)
+            for (int64_t l = 0; l < 16; ++l) {
+                float v = l < nj ? t[i * ldt + j0 + l] + (bias ? bias[j0 + l] : 0.0f) : 0.0f;
+                if (cl && l < nj) v = afrt_epi_clamp1_(v, cl->lo, cl->hi);
+                yb[i * 16 + l] = v;
+            }
+#endif
+    }
+}
+
+static inline int afrt_conv1x1b_fits(const afrt_conv_params *p) {
+    return p->R == 1 && p->S == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
+           p->pad_left == 0 && p->pad_bottom == 0 && p->pad_right == 0 && p->OH == p->H &&
+           p->OW == p->W && p->group <= 1 && p->dil_h == 1 && p->dil_w == 1;
+}
+
+/* The gemm_1x1_b conv (above). Returns 0 without a complete y if the conv does not fit or
+ * memory runs out (the generated code then runs afrt_nchwc_naive_f32, AFRT_NC_OUT_BLOCKED). */
+static inline int afrt_conv1x1b_f32(const float *x, const float *w, const float *bias, float *y,
+                                    const afrt_conv_params *p, afrt_epilogue epi) {
+    if (!afrt_conv1x1b_fits(p)) return 0;
+    if (p->N <= 0 || p->K <= 0 || p->OH * p->OW <= 0) return 1;
+    afrt_init_once_();
+    const int64_t hw = p->OH * p->OW, K = p->K, C = p->C, kb = afrt_cdiv_(K, 16);
+    const int64_t MR = afrt_conv1x1b_mr_(hw), Np = afrt_round_up_(K, AFRT_NR), plane = hw * 16;
+    /* W^T (C x K): element (c, k) = w[k*C + c]; constant weights are packed once */
+    const float *pb = afrt_packed_const_(w, C, K, C, 1, 1);
+    if (!pb) {
+        float *bbuf = (float *)afrt_thread_scratch(9, (size_t)(C * Np) * sizeof(float));
+        if (!bbuf) return 0;
+        afrt_pack_b_full_(w, C, 1, C, K, bbuf);
+        pb = bbuf;
+    }
+    const afrt_epi_clamp *cl = afrt_epi_builtin_clamp_(epi);
+    if (cl && cl->res) cl = NULL; /* a residual: the flat form after the store */
+    int64_t mb, nb;
+    afrt_gemm_split_(hw, K, p->N, &mb, &nb);
+    const int64_t nmb = afrt_nblocks_(hw, mb), nnb = afrt_nblocks_(K, nb);
+    const int64_t per_img = nmb * nnb, ntiles = p->N * per_img;
+    int failed = 0;
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_threads_now()) if (ntiles > 1 && afrt_worth_threads_((double)p->N * K * hw * C)))
+    for (int64_t t = 0; t < ntiles; ++t) {
+        afrt_arrive_();
+        const int64_t n = t / per_img, tile = t % per_img;
+        const int64_t i0 = (tile / nnb) * mb, j0 = (tile % nnb) * nb;
+        const int64_t i1 = afrt_min_(hw, i0 + mb), j1 = afrt_min_(K, j0 + nb);
+        const int64_t mt = afrt_round_up_(i1 - i0, MR), jp1 = afrt_round_up_(j1, AFRT_NR);
+        /* this thread's packed X^T (k block pc at abuf + pc * mt) and one register tile */
+        float *abuf = (float *)afrt_thread_scratch(10, (size_t)(mt * C + MR * AFRT_NR) * sizeof(float));
+        if (!abuf) {
+            afrt_flag_set_(&failed);
+            continue;
+        }
+        float *ct = abuf + mt * C;
+        const float *xn = x + n * C * hw;
+        for (int64_t pc = 0; pc < C; pc += AFRT_KC) {
+            const int64_t kc = afrt_min_(AFRT_KC, C - pc);
+            for (int64_t ic = i0; ic < i0 + mt; ic += MR)
+                afrt_pack_rows_t_(xn + pc * hw + ic, hw, afrt_min_(MR, hw - ic), MR, kc,
+                                  abuf + pc * mt + (ic - i0) * kc);
+        }
+        float *yn = y + n * kb * plane;
+        for (int64_t jr = j0; jr < jp1; jr += AFRT_NR)
+            for (int64_t ic = i0; ic < i0 + mt; ic += MR) {
+                for (int64_t pc = 0; pc < C; pc += AFRT_KC) {
+                    const int64_t kc = afrt_min_(AFRT_KC, C - pc);
+                    afrt_ukernel_(MR, kc, abuf + pc * mt + (ic - i0) * kc, pb + pc * Np + jr * kc,
+                                  ct, AFRT_NR, pc > 0);
+                }
+                afrt_store_blocked_(ct, AFRT_NR, afrt_min_(MR, i1 - ic), afrt_min_(AFRT_NR, j1 - jr),
+                                    bias ? bias + jr : NULL, yn + (jr / 16) * plane + ic * 16,
+                                    plane, cl);
+            }
+        if (!cl && epi.fn) /* the epilogue's flat form on each finished block */
+            for (int64_t b = j0 / 16; b < afrt_cdiv_(j1, 16); ++b)
+                afrt_nc_epilogue_blocked_(epi, y, (n * kb + b) * plane + i0 * 16,
+                                          (n * kb + b) * plane + i1 * 16, hw);
+    }
+    return !failed;
+}
+
 static inline void afrt_conv2d_any_f32_(const float *x, const float *w, const float *bias,
                                         float *y, const afrt_conv_params *p, void *scratch,
                                         afrt_epilogue epi) {

@@ -215,7 +215,8 @@ static inline void afrt_cc_blocked_band_(const float *x, const float *wd, const 
                                          float lo, float hi, const float *pb, const float *bp,
                                          float *y, const afrt_conv_params *pd,
                                          const afrt_conv_params *pp, int64_t th, int64_t n,
-                                         int64_t oh0, int64_t oh1, float *s, afrt_epilogue epi) {
+                                         int64_t oh0, int64_t oh1, float *s, afrt_epilogue epi,
+                                         int xblk) {
     const afrt_dwl_geom_ g = afrt_dwl_geom_init_(pd, th);
     const int64_t C = pd->K, K = pp->K, L = AFRT_DWL_L, taps = pd->R * pd->S;
     const int64_t nrow = oh1 - oh0, cols = nrow * pd->OW, ohw = pd->OH * pd->OW;
@@ -231,8 +232,12 @@ static inline void afrt_cc_blocked_band_(const float *x, const float *wd, const 
         for (int64_t i = 0; i < taps; ++i)
             for (int64_t l = 0; l < L; ++l) wv[i * L + l] = l < nc ? wd[(k0 + l) * taps + i] : 0.0f;
         for (int64_t l = 0; l < L; ++l) bv[l] = bd && l < nc ? bd[k0 + l] : 0.0f;
-        afrt_dwl_fill_(x + (n * pd->C + k0) * pd->H * pd->W, nc, pd, &g, oh0 * pd->stride_h,
-                       rows, t);
+        if (xblk) /* x in NCHW16c: block b of image n is one [H][W][16] plane */
+            afrt_dwl_fill_blocked_(x + (n * nblk + b) * pd->H * pd->W * L, pd, &g,
+                                   oh0 * pd->stride_h, rows, t);
+        else
+            afrt_dwl_fill_(x + (n * pd->C + k0) * pd->H * pd->W, nc, pd, &g, oh0 * pd->stride_h,
+                           rows, t);
         float *ob = o + b * ldo;
         afrt_dwl_rows_(t, pd, &g, nrow, wv, bv, 1, lo, hi, ob);
         /* the last row tile's rows past the band: zeros (their outputs are dropped) */
@@ -264,14 +269,46 @@ static inline void afrt_cc_blocked_band_(const float *x, const float *wd, const 
 }
 #endif
 
-static inline int afrt_dwpw_f32(const float *x, const float *wd, const float *bd, float lo,
-                                float hi, const float *wp, const float *bp, float *y,
-                                const afrt_conv_params *pd, const afrt_conv_params *pp,
-                                afrt_epilogue epi) {
+static inline int afrt_dwpw_ex_f32(const float *x, const float *wd, const float *bd, float lo,
+                                   float hi, const float *wp, const float *bp, float *y,
+                                   const afrt_conv_params *pd, const afrt_conv_params *pp,
+                                   afrt_epilogue epi, int flags);
+
+/* x in NCHW16c (pd->C channels) reordered into a malloc'd NCHW copy, then the NCHW paths:
+ * the fallback of a blocked input where the blocked band does not run (no AVX-512, weights
+ * fed at run time, out of scratch). Returns 0 if even the copy cannot be had. */
+static inline int afrt_dwpw_unblocked_(const float *x, const float *wd, const float *bd, float lo,
+                                       float hi, const float *wp, const float *bp, float *y,
+                                       const afrt_conv_params *pd, const afrt_conv_params *pp,
+                                       afrt_epilogue epi) {
+    const int64_t C = pd->C, hw = pd->H * pd->W, L = AFRT_NC_L, Cb = afrt_cdiv_(C, L);
+    float *xn = (float *)afrt_malloc_((size_t)(pd->N * C * hw) * sizeof(float));
+    if (!xn) {
+        afrt_nomem_("afrt_dwpw_ex_f32");
+        return 0;
+    }
+    for (int64_t n = 0; n < pd->N; ++n)
+        for (int64_t c = 0; c < C; ++c)
+            for (int64_t q = 0; q < hw; ++q)
+                xn[(n * C + c) * hw + q] = x[((n * Cb + c / L) * hw + q) * L + c % L];
+    const int ok = afrt_dwpw_ex_f32(xn, wd, bd, lo, hi, wp, bp, y, pd, pp, epi, 0);
+    free(xn);
+    return ok;
+}
+
+/* afrt_dwpw_f32 with flags: AFRT_NC_IN_BLOCKED -- x is NCHW16c (afrt_nchwc.h's layout, as
+ * gemm_1x1_b writes it): the blocked band copies each input row of a block into its lane
+ * tile instead of transposing 16 channel rows (afrt_dwl_fill_blocked_); elsewhere x is
+ * reordered to NCHW first (afrt_dwpw_unblocked_). */
+static inline int afrt_dwpw_ex_f32(const float *x, const float *wd, const float *bd, float lo,
+                                   float hi, const float *wp, const float *bp, float *y,
+                                   const afrt_conv_params *pd, const afrt_conv_params *pp,
+                                   afrt_epilogue epi, int flags) {
     if (!afrt_dwpw_applies(pd, pp)) return 0;
     if (pd->N <= 0 || pp->K <= 0 || pd->OH <= 0 || pd->OW <= 0) return 1;
     afrt_init_once_();
     const int64_t C = pd->K, K = pp->K, ohw = pd->OH * pd->OW;
+    const int xblk = (flags & AFRT_NC_IN_BLOCKED) != 0;
 #if defined(__AVX512F__)
     /* Wp^T (C x K; element (c, k) = wp[k * C + c]) as cached B panels: constant weights only */
     const float *pbt = afrt_cc_blocked_applies(pd, pp) ? afrt_packed_const_(wp, C, K, C, 1, 1) : NULL;
@@ -296,11 +333,12 @@ static inline int afrt_dwpw_f32(const float *x, const float *wd, const float *bd
             }
             const int64_t n = task / nbands, b = task % nbands;
             afrt_cc_blocked_band_(x, wd, bd, lo, hi, pbt, bp, y, pd, pp, th, n,
-                                  b * pd->OH / nbands, (b + 1) * pd->OH / nbands, s, epi);
+                                  b * pd->OH / nbands, (b + 1) * pd->OH / nbands, s, epi, xblk);
         }
         if (!failed) return 1;
     }
 #endif
+    if (xblk) return afrt_dwpw_unblocked_(x, wd, bd, lo, hi, wp, bp, y, pd, pp, epi);
     const float *pa = NULL;
     if (!afrt_pack_a_all_(wp, 0, 1, K, C, C, 0, &pa))
         return afrt_dwpw_apart_(x, wd, bd, lo, hi, wp, bp, y, pd, pp, epi);
@@ -333,6 +371,13 @@ static inline int afrt_dwpw_f32(const float *x, const float *wd, const float *bd
         afrt_gemm_tile_(pa, K, cols, C, &bs, yn + c0, ohw, 0, K, 0, cols, kbuf, 0, &fin);
     }
     return failed ? afrt_dwpw_apart_(x, wd, bd, lo, hi, wp, bp, y, pd, pp, epi) : 1;
+}
+
+static inline int afrt_dwpw_f32(const float *x, const float *wd, const float *bd, float lo,
+                                float hi, const float *wp, const float *bp, float *y,
+                                const afrt_conv_params *pd, const afrt_conv_params *pp,
+                                afrt_epilogue epi) {
+    return afrt_dwpw_ex_f32(x, wd, bd, lo, hi, wp, bp, y, pd, pp, epi, 0);
 }
 
 #endif /* AFRT_CONVCHAIN_H */

@@ -15,12 +15,12 @@ func.func @chain(%x: tensor<1x32x14x14xf32>, %w3: tensor<32x32x3x3xf32>, %w1: te
   func.return %c : tensor<1x32x14x14xf32>
 }
 // CHECK-LABEL: func.func @chain(
-// CHECK-SAME:    layout.summary = {blocked_convs = 2 : i64, reorders = 4 : i64, cancelled = 0 : i64}
+// CHECK-SAME:    layout.summary = {blocked_convs = 2 : i64, reorders = 4 : i64, cancelled = 0 : i64, expand_chains = 0 : i64}
 // CHECK-NOT:     layout.x
 // CHECK-NOT:     layout.y
 // CHECK:         func.return
 // PW-LABEL: func.func @chain(
-// PW-SAME:    layout.summary = {blocked_convs = 3 : i64, reorders = 2 : i64, cancelled = 2 : i64}
+// PW-SAME:    layout.summary = {blocked_convs = 3 : i64, reorders = 2 : i64, cancelled = 2 : i64, expand_chains = 0 : i64}
 // PW:         nn.conv %{{.*}} {layout.y = "nchw16c", strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>
 // PW:         nn.conv %{{.*}} {layout.x = "nchw16c", layout.y = "nchw16c", strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>
 // PW:         nn.conv %{{.*}} {layout.x = "nchw16c", strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>
@@ -40,7 +40,7 @@ func.func @residual(%x: tensor<1x32x7x7xf32>, %w3: tensor<32x32x3x3xf32>) -> ten
   func.return %c : tensor<1x32x7x7xf32>
 }
 // CHECK-LABEL: func.func @residual(
-// CHECK-SAME:    layout.summary = {blocked_convs = 3 : i64, reorders = 2 : i64, cancelled = 2 : i64}
+// CHECK-SAME:    layout.summary = {blocked_convs = 3 : i64, reorders = 2 : i64, cancelled = 2 : i64, expand_chains = 0 : i64}
 // CHECK:         %[[A:.*]] = nn.conv %x, %w3 {layout.y = "nchw16c"
 // CHECK:         fusion.kernel "conv_add_relu" [] (%[[A]], %w3)
 // CHECK:           nn.conv %{{.*}} {layout.x = "nchw16c", layout.y = "nchw16c"
@@ -60,12 +60,12 @@ func.func @boundaries(%x: tensor<1x32x14x14xf32>, %w3: tensor<32x32x3x3xf32>, %w
   func.return %p, %c : tensor<1x32x7x7xf32>, tensor<1x32x14x14xf32>
 }
 // CHECK-LABEL: func.func @boundaries(
-// CHECK-SAME:    layout.summary = {blocked_convs = 2 : i64, reorders = 4 : i64, cancelled = 0 : i64}
+// CHECK-SAME:    layout.summary = {blocked_convs = 2 : i64, reorders = 4 : i64, cancelled = 0 : i64, expand_chains = 0 : i64}
 // CHECK-NOT:     layout.x
 // CHECK-NOT:     layout.y
 // CHECK:         func.return
 // PW-LABEL: func.func @boundaries(
-// PW-SAME:    layout.summary = {blocked_convs = 2 : i64, reorders = 4 : i64, cancelled = 0 : i64}
+// PW-SAME:    layout.summary = {blocked_convs = 2 : i64, reorders = 4 : i64, cancelled = 0 : i64, expand_chains = 0 : i64}
 // PW-NOT:     layout.x
 // PW-NOT:     layout.y
 // PW:         func.return
@@ -89,7 +89,7 @@ func.func @refused(%x: tensor<1x32x14x14xf32>, %w24: tensor<24x32x3x3xf32>, %w3:
   func.return %b, %d : tensor<1x32x14x14xf32>, tensor<1x32x14x14xf32>
 }
 // CHECK-LABEL: func.func @refused(
-// CHECK-SAME:    layout.summary = {blocked_convs = 2 : i64, reorders = 4 : i64, cancelled = 0 : i64}
+// CHECK-SAME:    layout.summary = {blocked_convs = 2 : i64, reorders = 4 : i64, cancelled = 0 : i64, expand_chains = 0 : i64}
 // CHECK-NOT:     layout.x
 // CHECK-NOT:     layout.y
 // CHECK:         func.return
@@ -104,7 +104,44 @@ func.func @lowp(%x: tensor<1x32x7x7xf32>, %w3: tensor<32x32x3x3xf32>) -> tensor<
   func.return %b : tensor<1x32x7x7xf32>
 }
 // CHECK-LABEL: func.func @lowp(
-// CHECK-SAME:    layout.summary = {blocked_convs = 1 : i64, reorders = 2 : i64, cancelled = 0 : i64}
+// CHECK-SAME:    layout.summary = {blocked_convs = 1 : i64, reorders = 2 : i64, cancelled = 0 : i64, expand_chains = 0 : i64}
 // CHECK-NOT:     layout.x
 // CHECK-NOT:     layout.y
+// CHECK:         func.return
+
+// -----
+
+// Expand chains: an expand 1x1 conv + Relu6 on a 7x7 map whose only reader is a conv-chain
+// kernel (depthwise 3x3 -> Relu6 -> 1x1, on the blocked band: more than 16 output channels)
+// writes NCHW16c (gemm_1x1_b) and the chain's depthwise conv reads it so. Must not fire on
+// the second block: 40 expand channels are not whole 16-channel blocks.
+func.func @expand(%x: tensor<1x24x7x7xf32>, %we: tensor<32x24x1x1xf32>, %wd: tensor<32x1x3x3xf32>, %wp: tensor<24x32x1x1xf32>, %we2: tensor<40x24x1x1xf32>, %wd2: tensor<40x1x3x3xf32>, %wp2: tensor<24x40x1x1xf32>) -> (tensor<1x24x7x7xf32>, tensor<1x24x7x7xf32>) {
+  %e = nn.conv %x, %we {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x24x7x7xf32>, tensor<32x24x1x1xf32>) -> tensor<1x32x7x7xf32>
+  %er = nn.clip %e {min = 0.0 : f64, max = 6.0 : f64} : (tensor<1x32x7x7xf32>) -> tensor<1x32x7x7xf32>
+  %k = fusion.kernel "chain_conv_relu6_conv" ["dw", "act", "pw"] (%er, %wd, %wp) : (tensor<1x32x7x7xf32>, tensor<32x1x3x3xf32>, tensor<24x32x1x1xf32>) -> tensor<1x24x7x7xf32> {
+  ^bb0(%a: tensor<1x32x7x7xf32>, %b: tensor<32x1x3x3xf32>, %c: tensor<24x32x1x1xf32>):
+    %d = nn.conv %a, %b {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 32 : i64} : (tensor<1x32x7x7xf32>, tensor<32x1x3x3xf32>) -> tensor<1x32x7x7xf32>
+    %m = nn.clip %d {min = 0.0 : f64, max = 6.0 : f64} : (tensor<1x32x7x7xf32>) -> tensor<1x32x7x7xf32>
+    %p = nn.conv %m, %c {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x32x7x7xf32>, tensor<24x32x1x1xf32>) -> tensor<1x24x7x7xf32>
+    fusion.yield %p : tensor<1x24x7x7xf32>
+  }
+  %e2 = nn.conv %x, %we2 {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x24x7x7xf32>, tensor<40x24x1x1xf32>) -> tensor<1x40x7x7xf32>
+  %k2 = fusion.kernel "chain_conv_relu6_conv" ["dw2", "act2", "pw2"] (%e2, %wd2, %wp2) : (tensor<1x40x7x7xf32>, tensor<40x1x3x3xf32>, tensor<24x40x1x1xf32>) -> tensor<1x24x7x7xf32> {
+  ^bb0(%a: tensor<1x40x7x7xf32>, %b: tensor<40x1x3x3xf32>, %c: tensor<24x40x1x1xf32>):
+    %d = nn.conv %a, %b {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 40 : i64} : (tensor<1x40x7x7xf32>, tensor<40x1x3x3xf32>) -> tensor<1x40x7x7xf32>
+    %m = nn.clip %d {min = 0.0 : f64, max = 6.0 : f64} : (tensor<1x40x7x7xf32>) -> tensor<1x40x7x7xf32>
+    %p = nn.conv %m, %c {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x40x7x7xf32>, tensor<24x40x1x1xf32>) -> tensor<1x24x7x7xf32>
+    fusion.yield %p : tensor<1x24x7x7xf32>
+  }
+  func.return %k, %k2 : tensor<1x24x7x7xf32>, tensor<1x24x7x7xf32>
+}
+// CHECK-LABEL: func.func @expand(
+// CHECK-SAME:    layout.summary = {blocked_convs = 0 : i64, reorders = 0 : i64, cancelled = 1 : i64, expand_chains = 1 : i64}
+// CHECK:         fusion.kernel "conv_relu6" [] (%x, %we)
+// CHECK-NEXT:    ^{{.*}}
+// CHECK-NEXT:      nn.conv %{{.*}} {layout.y = "nchw16c"
+// CHECK:         fusion.kernel "chain_conv_relu6_conv" ["dw", "act", "pw"]
+// CHECK-NEXT:    ^{{.*}}
+// CHECK-NEXT:      nn.conv %{{.*}} {layout.x = "nchw16c", strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>
+// CHECK-NOT:     layout.
 // CHECK:         func.return
