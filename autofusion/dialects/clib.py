@@ -513,11 +513,12 @@ SMALLC_MAX_C = 4  # AFRT_DC_MAX_C in afrt_dwconv.h
 # The measured rule of afrt_winograd_applies (afrt_winograd.h; benchmarks/winograd_conv.py
 # --cold, docs/runtime.md): Winograd F(4x4, 3x3) beats im2col_gemm on maps of at least
 # WG_MIN_TILES 4x4 output tiles per image when WG_CK / C - WG_CK / K <= 1, and on maps of at
-# least WG_MIN_TILES_WIDE tiles when K >= WG_WIDE_K (narrower convs there take the blocked
-# direct conv, which beats both).
+# least WG_MIN_TILES_WIDE tiles when K >= WG_WIDE_K and C >= WG_WIDE_C (narrower convs there
+# take the blocked direct conv, which beats both; fewer input channels lose to im2col_gemm).
 WG_MIN_TILES = 25  # AFRT_WG_MIN_TILES
 WG_MIN_TILES_WIDE = 16  # AFRT_WG_MIN_TILES_WIDE
 WG_WIDE_K = 192  # AFRT_WG_WIDE_K
+WG_WIDE_C = 96  # AFRT_WG_WIDE_C
 WG_CK = 64  # AFRT_WG_CK
 
 
@@ -541,7 +542,8 @@ def winograd_applies(f: dict[str, int]) -> bool:
     )
     tiles = ((f["OH"] + 3) // 4) * ((f["OW"] + 3) // 4)
     wins = WG_CK * (f["K"] - f["C"]) <= f["C"] * f["K"]  # WG_CK / C - WG_CK / K <= 1
-    enough = tiles >= WG_MIN_TILES or (tiles >= WG_MIN_TILES_WIDE and f["K"] >= WG_WIDE_K)
+    wide = f["K"] >= WG_WIDE_K and f["C"] >= WG_WIDE_C
+    enough = tiles >= WG_MIN_TILES or (tiles >= WG_MIN_TILES_WIDE and wide)
     return fits and f["C"] >= 1 and wins and enough
 
 

@@ -299,9 +299,9 @@ def test_conv_algo_matches_the_runtime(tmp_path: Path) -> None:
         if c % group == 0 and k % group == 0:
             shapes.append([1, c, h, w, k, 1, 1, h, w, 1, 1, 0, 0, 0, 0, 1, 1, group])
     # 3x3 convs around Winograd's tile rule: 9, 16 and 25 tiles (12x12 to 20x20 maps), with
-    # output channels either side of AFRT_WG_WIDE_K
-    for h, k in itertools.product((12, 13, 16, 17, 20), (128, 191, 192, 256)):
-        shapes.append([1, 160, h, h, k, 3, 3, h, h, 1, 1, 1, 1, 1, 1, 1, 1, 1])
+    # output and input channels either side of AFRT_WG_WIDE_K and AFRT_WG_WIDE_C
+    for h, c, k in itertools.product((12, 13, 16, 17, 20), (64, 95, 96, 160), (128, 191, 192, 256)):
+        shapes.append([1, c, h, h, k, 3, 3, h, h, 1, 1, 1, 1, 1, 1, 1, 1, 1])
     text = "\n".join(" ".join(map(str, v)) for v in shapes) + "\n"
     out = subprocess.run([str(exe)], input=text, capture_output=True, text=True, check=True)
     kinds = {0: "direct_dw", 1: "gemm_1x1", 2: "im2col_gemm"}

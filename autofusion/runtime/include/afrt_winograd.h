@@ -57,7 +57,10 @@
  * (256 -> 256 at 14x14: 0.88-0.94) but lose to the blocked direct conv, which takes those
  * convs on AVX-512 (nchwc / winograd 0.62 at 32 -> 64, 0.89 at 128 -> 128), except the
  * wide ones (K >= AFRT_NC_WIDE_K, afrt_nchwc.h, where im2col_gemm is the alternative): so
- * from AFRT_WG_MIN_TILES_WIDE tiles when K >= AFRT_WG_WIDE_K. */
+ * from AFRT_WG_MIN_TILES_WIDE tiles when K >= AFRT_WG_WIDE_K and C >= AFRT_WG_WIDE_C (with
+ * fewer input channels the 4x larger transformed weights, cold, cost more than the GEMM
+ * saves: SqueezeNet's 48 -> 192 and 64 -> 256 at 13x13 1.12-1.44, GoogLeNet's 96 -> 208
+ * and 128 -> 256 at 14x14 0.80-0.93). */
 #ifndef AFRT_WG_MIN_TILES
 #define AFRT_WG_MIN_TILES 25
 #endif
@@ -66,6 +69,9 @@
 #endif
 #ifndef AFRT_WG_WIDE_K
 #define AFRT_WG_WIDE_K 192
+#endif
+#ifndef AFRT_WG_WIDE_C
+#define AFRT_WG_WIDE_C 96
 #endif
 #ifndef AFRT_WG_CK
 #define AFRT_WG_CK 64
@@ -83,7 +89,7 @@ static inline int afrt_winograd_applies(const afrt_conv_params *p) {
     return afrt_winograd_fits(p) && AFRT_WG_CK * (p->K - p->C) <= p->C * p->K &&
            (afrt_cdiv_(p->OH, 4) * afrt_cdiv_(p->OW, 4) >= AFRT_WG_MIN_TILES ||
             (afrt_cdiv_(p->OH, 4) * afrt_cdiv_(p->OW, 4) >= AFRT_WG_MIN_TILES_WIDE &&
-             p->K >= AFRT_WG_WIDE_K));
+             p->K >= AFRT_WG_WIDE_K && p->C >= AFRT_WG_WIDE_C));
 }
 
 /* U = G g G^T for one 3x3 kernel g, in double, into u[36]. */
