@@ -19,11 +19,13 @@ A case is ``CxKxHxRxstride`` (pad R // 2; the path ``afrt_conv2d_f32`` picks, no
 ``1x1t`` (gemm_1x1_t), ``auto``; EPI ``none``, ``relu``, ``add`` (residual add + Relu, the
 residual in its own buffer), ``inplace`` (the same written over the residual, as
 ``memory.residual_inplace`` plans it). ``--model resnet50`` runs ResNet-50's convs with the
-kernels and epilogues its fused build uses at two threads. The default cases are the
+kernels and epilogues its fused build uses at two threads, ``--model googlenet-1x1``
+GoogLeNet's 1x1 convs (gemm_1x1 with Relu). The default cases are the
 Winograd convs of the zoo's Inception, ResNet-50 and DenseNet-121.
 
     .venv/bin/python benchmarks/thread_balance.py [--threads 2] [--reps 15]
-        [--cold] [--cases 32x64x47x3x1,256x1024x14x1x1xautoxinplace,...] [--model resnet50]
+        [--cold] [--cases 32x64x47x3x1,256x1024x14x1x1xautoxinplace,...]
+        [--model resnet50|googlenet-1x1]
 """
 
 from __future__ import annotations
@@ -57,7 +59,20 @@ RESNET50 = [
     "1024x512x14x1x1xautoxrelu", "512x512x14x3x2xnchwcxrelu", "1024x2048x14x1x2xautoxnone",
     "512x2048x7x1x1xautoxinplace", "2048x512x7x1x1xautoxrelu", "512x512x7x3x1xnchwcxrelu",
 ]  # fmt: skip
-MODELS = {"resnet50": RESNET50}
+# GoogLeNet (torchvision), its 1x1 convs with their built-in Relu (all gemm_1x1 at two threads)
+GOOGLENET_1X1 = [
+    "192x64x28x1x1xautoxrelu", "192x96x28x1x1xautoxrelu", "192x16x28x1x1xautoxrelu",
+    "192x32x28x1x1xautoxrelu", "256x128x28x1x1xautoxrelu", "256x32x28x1x1xautoxrelu",
+    "256x64x28x1x1xautoxrelu", "480x192x14x1x1xautoxrelu", "480x96x14x1x1xautoxrelu",
+    "480x16x14x1x1xautoxrelu", "480x64x14x1x1xautoxrelu", "512x160x14x1x1xautoxrelu",
+    "512x112x14x1x1xautoxrelu", "512x24x14x1x1xautoxrelu", "512x64x14x1x1xautoxrelu",
+    "512x128x14x1x1xautoxrelu", "512x144x14x1x1xautoxrelu", "512x32x14x1x1xautoxrelu",
+    "528x256x14x1x1xautoxrelu", "528x160x14x1x1xautoxrelu", "528x32x14x1x1xautoxrelu",
+    "528x128x14x1x1xautoxrelu", "832x256x7x1x1xautoxrelu", "832x160x7x1x1xautoxrelu",
+    "832x32x7x1x1xautoxrelu", "832x128x7x1x1xautoxrelu", "832x384x7x1x1xautoxrelu",
+    "832x192x7x1x1xautoxrelu", "832x48x7x1x1xautoxrelu",
+]  # fmt: skip
+MODELS = {"resnet50": RESNET50, "googlenet-1x1": GOOGLENET_1X1}
 
 
 def parse_case(text: str) -> tuple[int, ...]:

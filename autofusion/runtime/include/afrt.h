@@ -1923,6 +1923,75 @@ static inline void afrt_gemm_split_(int64_t M, int64_t N, int64_t batch_tasks, i
     *nb = n;
 }
 
+/* Micro-kernel work of [i0, i1) along a dimension of `total` in units of u (a row panel of MR
+ * rows, a column panel of 32): whole units, and a last partial unit of the dimension as the
+ * kernel that runs it (`small` rows or columns: the 4- and 8-row kernels for rows, the
+ * half-width kernel for at most 16 columns with AVX-512; else a whole unit). */
+static inline int64_t afrt_split_work_(int64_t total, int64_t u, int small, int64_t i0,
+                                       int64_t i1) {
+    const int64_t part = (i1 - i0) % u;
+    int64_t w = (i1 - i0) - part;
+    if (part) {
+        if (i1 != total) w += u;
+        else if (small == 2) w += part <= 4 ? 4 : part <= 8 ? 8 : u; /* rows */
+        else if (small == 1) w += part <= 16 ? 16 : u;                 /* AVX-512 columns */
+        else w += u;
+    }
+    return w;
+}
+
+/* Block size for `count` blocks of [0, total) in units of u, the last block taking the rest:
+ * of the cdiv-based size (blk, what the halving gave) and the sizes around total / count,
+ * the one whose largest block has least micro-kernel work (ties keep blk). */
+static inline int64_t afrt_split_even_(int64_t total, int64_t u, int small, int64_t count,
+                                       int64_t blk) {
+    int64_t best = blk, best_w = 0;
+    const int64_t down = (total / count) / u * u, up = afrt_round_up_(afrt_cdiv_(total, count), u);
+    const int64_t cand[3] = {blk, up, down};
+    for (int c = 0; c < 3; ++c) {
+        const int64_t b = cand[c];
+        if (b < u || (count - 1) * b >= total) continue;
+        const int64_t last = afrt_split_work_(total, u, small, (count - 1) * b, total);
+        const int64_t w = afrt_max_(b, last);
+        if (c == 0 || w < best_w) best = b, best_w = w;
+    }
+    return best;
+}
+
+/* afrt_split_balance_: 0 keeps the thread split as it was before the blocks were evened out
+ * (afrt_gemm_split_even_: cdiv blocks; afrt_conv_own_: the shared B packed in whole k
+ * blocks), for benchmarks comparing the two. */
+static int afrt_split_balance_ = 1;
+
+/* afrt_gemm_split_ and the block counts, for one task (one image and group, batch_tasks 1)
+ * split among the threads with one block per thread: then the blocks are evened out, the
+ * last taking the rest (block b of nm covers [b*mb, b + 1 == nm ? M : (b + 1)*mb)). Halving
+ * alone left one thread most of the work: 128 output channels in 12-row panels as 72 rows
+ * against 56 (now 60 and 68), 784 positions as 416 columns against 368 (now 384 and 400).
+ * The split keeps its direction and its count of blocks, so the threads share the same data
+ * as before; any split gives the same bits (each output element is one tile's). */
+static inline void afrt_gemm_split_even_(int64_t M, int64_t N, int64_t batch_tasks, int64_t *mb,
+                                         int64_t *nb, int64_t *nm, int64_t *nn) {
+    afrt_gemm_split_(M, N, batch_tasks, mb, nb);
+    *nm = afrt_nblocks_(M, *mb);
+    *nn = afrt_nblocks_(N, *nb);
+    if (!afrt_split_balance_ || batch_tasks != 1 || *nm * *nn != afrt_num_threads_ ||
+        *nm * *nn < 2)
+        return;
+#if defined(__AVX512F__)
+    const int cols_small = 1;
+#else
+    const int cols_small = 0;
+#endif
+    if (*nm > 1) *mb = afrt_split_even_(M, afrt_choose_mr_(M), 2, *nm, *mb);
+    if (*nn > 1) *nb = afrt_split_even_(N, AFRT_NR, cols_small, *nn, *nb);
+}
+
+/* afrt_gemm_split_even_'s block b of nblk blocks of size blk over [0, total): its end. */
+static inline int64_t afrt_split_end_(int64_t b, int64_t nblk, int64_t blk, int64_t total) {
+    return b + 1 == nblk ? total : afrt_min_(total, (b + 1) * blk);
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Matmul.
  *
@@ -2583,6 +2652,11 @@ static inline void afrt_gather_1x1_strided_(const float *x, const afrt_conv_para
 #ifndef AFRT_SHARED_B_BYTES
 #define AFRT_SHARED_B_BYTES AFRT_TILE_BYTES
 #endif
+/* k rows of one panel the threads pack at a time into the shared B (a divisor of AFRT_KC,
+ * else whole k blocks) */
+#ifndef AFRT_SHARED_B_ROWS
+#define AFRT_SHARED_B_ROWS 64
+#endif
 /* afrt_shared_b_dis_: 1 turns the shared B off (every tile packs its own), for benchmarks and
  * tests comparing the two. */
 static int afrt_shared_b_dis_ = 0;
@@ -2619,9 +2693,8 @@ static inline int afrt_conv_own_(const float *x, const float *w, const float *bi
         free(pas);
         return 0;
     }
-    int64_t mb, nb;
-    afrt_gemm_split_(Kg, ohw, p->N * G, &mb, &nb);
-    const int64_t nmb = afrt_nblocks_(Kg, mb), nnb = afrt_nblocks_(ohw, nb);
+    int64_t mb, nb, nmb, nnb;
+    afrt_gemm_split_even_(Kg, ohw, p->N * G, &mb, &nb, &nmb, &nnb);
     const int64_t per_img = G * nmb * nnb, ntiles = p->N * per_img;
     /* B shared: with the output split into row blocks (nmb > 1: output channels, which is
      * how two threads share a conv on a small map, e.g. ResNet-50's 14x14 and 7x7 1x1 convs)
@@ -2633,7 +2706,11 @@ static inline int afrt_conv_own_(const float *x, const float *w, const float *bi
     float *bsh = afrt_shared_b_(nmb, p->N * G, crs, Np)
                      ? (float *)afrt_thread_scratch(13, (size_t)(crs * Np) * sizeof(float))
                      : NULL;
-    const int64_t units = bsh ? afrt_cdiv_(crs, AFRT_KC) * npan : 0;
+    /* pieces of up to AFRT_SHARED_B_ROWS k rows of one panel, inside one k block: packing
+     * by whole k blocks split K = 528 as 11 blocks of 256 rows against 3 of 256 and 7 of 16 */
+    const int64_t sub = AFRT_KC % AFRT_SHARED_B_ROWS == 0 && afrt_split_balance_
+                            ? AFRT_SHARED_B_ROWS : AFRT_KC;
+    const int64_t units = bsh ? afrt_cdiv_(crs, sub) * npan : 0;
     int failed = 0;
     AFRT_OMP(parallel num_threads(afrt_threads_now()) if (ntiles > 1 && afrt_worth_threads_((double)p->N * p->K * ohw * crs)))
     {
@@ -2641,11 +2718,12 @@ static inline int afrt_conv_own_(const float *x, const float *w, const float *bi
         AFRT_OMP(for schedule(static))
         for (int64_t u = 0; u < units; ++u) {
             afrt_arrive_();
-            const int64_t pc = (u / npan) * AFRT_KC, kc = afrt_min_(AFRT_KC, crs - pc);
+            const int64_t ps = (u / npan) * sub, ks = afrt_min_(sub, crs - ps);
+            const int64_t pc = ps / AFRT_KC * AFRT_KC, kc = afrt_min_(AFRT_KC, crs - pc);
             const int64_t jc = (u % npan) * AFRT_NR;
-            float *dst = bsh + pc * Np + jc * kc;
-            if (im2col) afrt_pack_b_conv_(p, x, ohw, pc, kc, jc, AFRT_NR, dst);
-            else afrt_pack_b_block_(x, hw, 0, ohw, pc, kc, jc, AFRT_NR, dst);
+            float *dst = bsh + pc * Np + jc * kc + (ps - pc) * AFRT_NR;
+            if (im2col) afrt_pack_b_conv_(p, x, ohw, ps, ks, jc, AFRT_NR, dst);
+            else afrt_pack_b_block_(x, hw, 0, ohw, ps, ks, jc, AFRT_NR, dst);
         }
     }
     AFRT_OMP(for schedule(static))
@@ -2654,7 +2732,8 @@ static inline int afrt_conv_own_(const float *x, const float *w, const float *bi
         const int64_t n = t / per_img, rest = t % per_img;
         const int64_t g = rest / (nmb * nnb), tile = rest % (nmb * nnb);
         const int64_t i0 = (tile / nnb) * mb, j0 = (tile % nnb) * nb;
-        const int64_t i1 = afrt_min_(Kg, i0 + mb), j1 = afrt_min_(ohw, j0 + nb);
+        const int64_t i1 = afrt_split_end_(tile / nnb, nmb, mb, Kg);
+        const int64_t j1 = afrt_split_end_(tile % nnb, nnb, nb, ohw);
         float *kbuf = bsh ? NULL
                           : (float *)afrt_thread_scratch(0, (size_t)AFRT_KC * AFRT_NC * sizeof(float));
         const float *xg = x + (n * p->C + g * q->cg) * hw;
