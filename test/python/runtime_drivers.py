@@ -11,6 +11,19 @@ from autofusion.runtime import toolchain
 
 RUNTIME_C = Path(__file__).parent / "runtime_c"
 
+#: C for the drivers that feed the blocked (NCHW16c) kernels: ``to_blocked(x, xb, N, C, hw)``
+#: writes NCHW ``x`` as NCHW16c ``xb``, the channels past C zero.
+TO_BLOCKED_C = r"""
+static void to_blocked(const float *x, float *xb, int64_t N, int64_t C, int64_t hw) {
+    const int64_t Cb = (C + 15) / 16;
+    memset(xb, 0, (size_t)(N * Cb * 16 * hw) * 4);
+    for (int64_t n = 0; n < N; ++n)
+        for (int64_t c = 0; c < C; ++c)
+            for (int64_t q = 0; q < hw; ++q)
+                xb[((n * Cb + c / 16) * hw + q) * 16 + c % 16] = x[(n * C + c) * hw + q];
+}
+"""
+
 #: compile flags per build: portable micro-kernels, and ASan/UBSan for the buffers
 ISA_FLAGS = {
     "native": ["-march=native", "-O2"],

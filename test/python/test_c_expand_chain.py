@@ -24,6 +24,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from runtime_drivers import TO_BLOCKED_C
 
 import autofusion
 from autofusion.lowering.c.testing import onnxruntime_outputs
@@ -168,7 +169,8 @@ def test_expand_chains_under_sanitizers(tmp_path: Path) -> None:
         assert_close(g, r, f"{name} under ASan/UBSan")
 
 
-_DRIVER = r"""
+_DRIVER = (
+    r"""
 #include "afrt.h"
 #include <stdio.h>
 /* gemm_1x1_b and the chain's blocked input against the NCHW paths at batch 2, weights fed
@@ -176,14 +178,9 @@ _DRIVER = r"""
  * with (0) no epilogue, (1) Relu6, (2) a generated (non-clamp) epilogue, (3) the clamp with
  * a blocked residual, and (4) afrt_dwpw_ex_f32 on a blocked x: the largest difference, the
  * largest reference value and the largest |value| in the blocks' padding (must be 0). */
-static void to_blocked(const float *x, float *xb, int64_t N, int64_t C, int64_t hw) {
-    const int64_t Cb = (C + 15) / 16;
-    memset(xb, 0, (size_t)(N * Cb * 16 * hw) * 4);
-    for (int64_t n = 0; n < N; ++n)
-        for (int64_t c = 0; c < C; ++c)
-            for (int64_t q = 0; q < hw; ++q)
-                xb[((n * Cb + c / 16) * hw + q) * 16 + c % 16] = x[(n * C + c) * hw + q];
-}
+"""
+    + TO_BLOCKED_C
+    + r"""
 static void halve(void *ctx, float *out, int64_t batch, int64_t r0, int64_t r1, int64_t c0,
                   int64_t c1, int64_t ld) {
     (void)ctx, (void)batch;
@@ -268,6 +265,7 @@ int main(void) {
     return 0;
 }
 """
+)
 
 
 @pytest.mark.parametrize("cpu", ["native", "x86-64-v2"])

@@ -22,6 +22,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from runtime_drivers import TO_BLOCKED_C
 from xdsl.dialects.builtin import ModuleOp
 
 import autofusion
@@ -204,21 +205,17 @@ def test_blocked_edges_under_sanitizers(tmp_path: Path) -> None:
         assert_close(g, r, f"{name} under ASan/UBSan")
 
 
-_KERNEL_DRIVER = r"""
+_KERNEL_DRIVER = (
+    r"""
 #include "afrt.h"
 #include <stdio.h>
 /* afrt_nchwc_ex_f32 in its four layout modes (0-3) and afrt_nchwc_naive_f32 in the same
  * four (4-7) against afrt_conv2d_f32 on seeded data at batch 2. Per case and mode: the
  * largest difference, the largest output, and the largest |value| in the blocks' padding
  * channels of a blocked y (must be 0). y starts as NaN: every element must be written. */
-static void to_blocked(const float *x, float *xb, int64_t N, int64_t C, int64_t hw) {
-    const int64_t Cb = (C + 15) / 16;
-    memset(xb, 0, (size_t)(N * Cb * 16 * hw) * 4);
-    for (int64_t n = 0; n < N; ++n)
-        for (int64_t c = 0; c < C; ++c)
-            for (int64_t q = 0; q < hw; ++q)
-                xb[((n * Cb + c / 16) * hw + q) * 16 + c % 16] = x[(n * C + c) * hw + q];
-}
+"""
+    + TO_BLOCKED_C
+    + r"""
 static float blocked_at(const float *yb, int64_t C, int64_t hw, int64_t n, int64_t c, int64_t q) {
     return yb[((n * ((C + 15) / 16) + c / 16) * hw + q) * 16 + c % 16];
 }
@@ -276,6 +273,7 @@ int main(void) {
     return 0;
 }
 """
+)
 
 
 @pytest.mark.parametrize("cpu", ["native", "x86-64-v3"])
