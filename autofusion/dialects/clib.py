@@ -206,10 +206,16 @@ class ClampEpilogueOp(IRDLOperation):
         lo = 0.0 : f32, hi = 0x7F800000 : f32}> : (memref<1x1x3136xf32>) -> (!clib.ptr, !clib.ptr)
     ```
     C: ``afrt_epi_clamp d[1] = {{res, INT64_C(3136), INT64_C(3136), 0.0f, INFINITY}};``, then
-    ``{afrt_epi_clamp_fn, (void *)d}`` as the call's epilogue."""
+    ``{afrt_epi_clamp_fn, (void *)d}`` as the call's epilogue.
+
+    With ``col_bias`` (a MatMul / Gemm's bias along its output's columns: element c of the
+    columns of a row), ``out = min(max(out + col_bias[c] + residual, lo), hi)``: C
+    ``afrt_epi_bias_clamp d[1] = {{{res, ...}, cbias}};`` and ``afrt_epi_bias_clamp_fn``, which
+    only the GEMM core applies in registers (every other kernel calls it)."""
 
     name = "clib.clamp_epilogue"
     residual = opt_operand_def(MemRefType)
+    col_bias = opt_operand_def(MemRefType)
     dyn = var_operand_def(IndexType)
     res_stride = prop_def(IntegerAttr)
     res_ld = prop_def(IntegerAttr)
@@ -221,11 +227,21 @@ class ClampEpilogueOp(IRDLOperation):
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
     def __init__(
-        self, residual: SSAValue | None, res_stride: Param, res_ld: Param, lo: float, hi: float
+        self,
+        residual: SSAValue | None,
+        res_stride: Param,
+        res_ld: Param,
+        lo: float,
+        hi: float,
+        col_bias: SSAValue | None = None,
     ):
         (stride, ld), dyn = split_params((res_stride, res_ld))
         super().__init__(
-            operands=[[residual] if residual is not None else [], dyn],
+            operands=[
+                [residual] if residual is not None else [],
+                [col_bias] if col_bias is not None else [],
+                dyn,
+            ],
             properties={
                 "res_stride": IntegerAttr(stride, i64),
                 "res_ld": IntegerAttr(ld, i64),
@@ -241,12 +257,14 @@ class ClampEpilogueOp(IRDLOperation):
         lo, hi = self.lo.value.data, self.hi.value.data
         if lo != lo or hi != hi:  # the register path would not give the C form's NaN
             raise VerifyException("'clib.clamp_epilogue': a bound is NaN")
-        if self.residual is not None:
-            t = self.residual.type
+        for what, v in (("residual", self.residual), ("col_bias", self.col_bias)):
+            if v is None:
+                continue
+            t = v.type
             assert isinstance(t, MemRefType)
             if t.element_type != f32:
                 raise VerifyException(
-                    f"'clib.clamp_epilogue': residual must be f32, not {t.element_type}"
+                    f"'clib.clamp_epilogue': {what} must be f32, not {t.element_type}"
                 )
 
 

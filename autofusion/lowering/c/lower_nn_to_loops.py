@@ -54,6 +54,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
     UnitAttr,
+    f32,
     f64,
     i64,
 )
@@ -527,7 +528,10 @@ class FunctionLowering:
     ) -> tuple[SSAValue, SSAValue] | None:
         """afrt.h's built-in epilogue when the chain is ``[Add(head, r)]`` then at most one
         Relu or Clip (float bounds), ``r`` a buffer of the output's shape (or broadcast over
-        the batch dims only): the GEMM core applies it in registers (docs/runtime.md)."""
+        the batch dims only): the GEMM core applies it in registers (docs/runtime.md). A
+        MatMul / Gemm head may first add a bias along its columns (``Add(head, b)``, ``b``
+        a buffer of the column dims, broadcast over the rows and batch dims: a Linear layer's
+        bias), then the rest: ``afrt_epi_bias_clamp``."""
         lo, hi = -pymath.inf, pymath.inf
         ops: list[Operation] = [final]
         v = final.results[0]
@@ -537,16 +541,33 @@ class FunctionLowering:
             lo, hi, v = final.min, final.max, final.x
         hv = head.results[0]
         res: SSAValue | None = None
+        cbias: SSAValue | None = None
         if v is not hv:
             add = v.owner
             if not isinstance(add, nn.AddOp) or (add is not final and add not in self.inline):
                 return None
             if add is not final:
                 ops.append(add)
-            res = add.rhs if add.lhs is hv else add.lhs if add.rhs is hv else None
-            if res is None or res is hv or (res in self.scalars and res not in self.buf):
+            other = add.rhs if add.lhs is hv else add.lhs if add.rhs is hv else None
+            if other is not None and self._col_bias(head, other, c):
+                cbias = other
+            elif other is not None:
+                res = other
+            else:  # Add(Add(head, b), r): b the column bias, r the residual
+                for inner, res in ((add.lhs, add.rhs), (add.rhs, add.lhs)):
+                    ia = inner.owner
+                    if isinstance(ia, nn.AddOp) and ia in self.inline and hv in (ia.lhs, ia.rhs):
+                        b = ia.rhs if ia.lhs is hv else ia.lhs
+                        if b is not hv and self._col_bias(head, b, c):
+                            ops.append(ia)
+                            cbias = b
+                            break
+                else:
+                    return None
+            if res is not None and (res is hv or (res in self.scalars and res not in self.buf)):
                 return None
-        if pymath.isnan(lo) or pymath.isnan(hi) or (res is None and lo == -hi == -pymath.inf):
+        nobound = lo == -hi == -pymath.inf
+        if pymath.isnan(lo) or pymath.isnan(hi) or (res is None and cbias is None and nobound):
             return None
         if len(ops) != len(self._chain_ops(head, final)):
             return None
@@ -563,11 +584,31 @@ class FunctionLowering:
         stride_p, ld_p = (v if isinstance(v, int) else self.e.index(v) for v in (stride, c))
         ep = self.e.add(
             clib.ClampEpilogueOp(
-                self.buffer_of(res) if res is not None else None, stride_p, ld_p, lo, hi
+                self.buffer_of(res) if res is not None else None,
+                stride_p,
+                ld_p,
+                lo,
+                hi,
+                self.buffer_of(cbias) if cbias is not None else None,
             )
         )
         assert isinstance(ep.owner, clib.ClampEpilogueOp)
         return ep.owner.fn, ep.owner.ctx
+
+    def _col_bias(self, head: Operation, b: SSAValue, c: int) -> bool:
+        """Whether ``b`` is a bias along a MatMul / Gemm output's columns: f32, static, its
+        dims (leading 1s dropped) the output's trailing dims and ``c`` elements in all."""
+        if not isinstance(head, nn.MatMulOp | nn.GemmOp) or elem(b) != f32:
+            return False
+        if b in self.scalars and b not in self.buf:
+            return False
+        bs = shape(b)
+        if not all(isinstance(d, int) for d in bs):
+            return False
+        while bs and bs[0] == 1:
+            bs = bs[1:]
+        out = shape(head.results[0])
+        return bool(bs) and out[len(out) - len(bs) :] == bs and prod(bs) == c
 
     def _silu_epilogue(self, head: Operation, final: Operation) -> tuple[SSAValue, SSAValue] | None:
         """afrt.h's built-in SiLU epilogue when the chain is ``Mul(Sigmoid(head), head)`` (either

@@ -1188,7 +1188,7 @@ class _FuncPrinter:
         if isinstance(owner, clib.FuncRefOp):
             return self.top.sym[owner.callee.string_value()]
         if isinstance(owner, clib.ClampEpilogueOp) and v is owner.fn:
-            return "afrt_epi_clamp_fn"
+            return "afrt_epi_bias_clamp_fn" if owner.col_bias is not None else "afrt_epi_clamp_fn"
         if isinstance(owner, clib.SiluEpilogueOp) and v is owner.fn:
             return "afrt_epi_silu_fn"
         if v not in self.names:
@@ -1355,7 +1355,12 @@ class _FuncPrinter:
                 stride, ld = self._params(
                     op, [op.res_stride.value.data, op.res_ld.value.data], op.dyn
                 )
-                self.emit(d, f"afrt_epi_clamp {nm}[1] = {{{{{res}, {stride}, {ld}, {lo}, {hi}}}}};")
+                fields = f"{res}, {stride}, {ld}, {lo}, {hi}"
+                if op.col_bias is None:
+                    self.emit(d, f"afrt_epi_clamp {nm}[1] = {{{{{fields}}}}};")
+                else:
+                    cb = r(op.col_bias)
+                    self.emit(d, f"afrt_epi_bias_clamp {nm}[1] = {{{{{{{fields}}}, {cb}}}}};")
             case clib.SiluEpilogueOp():
                 nm = self.bind(op.ctx)
                 self.emit(d, f"afrt_epi_silu {nm}[1] = {{{{{int(op.gate.value.data != 0)}}}}};")

@@ -290,6 +290,32 @@ static inline void afrt_epi_clamp_fn(void *ctx, float *out, int64_t batch, int64
     }
 }
 
+/* The built-in clamp epilogue after a bias along the output's columns (a MatMul / Gemm's bias
+ * over its last dimension): out = clamp(out + cbias[c] (+ res)), the operations and their
+ * order of the generated Add (+ Add) (+ Relu / Clip) loop. The GEMM core applies it in its
+ * registers (afrt_uk_epi_.cbias); every other kernel calls it as an ordinary epilogue. */
+typedef struct {
+    afrt_epi_clamp cl;
+    const float *cbias; /* element c of the columns [c0, c1) of every row */
+} afrt_epi_bias_clamp;
+
+static inline void afrt_epi_bias_clamp_fn(void *ctx, float *out, int64_t batch, int64_t r0,
+                                          int64_t r1, int64_t c0, int64_t c1, int64_t ld) {
+    const afrt_epi_bias_clamp *e = (const afrt_epi_bias_clamp *)ctx;
+    const float lo = e->cl.lo, hi = e->cl.hi;
+    const float *restrict cb = e->cbias;
+    for (int64_t r = r0; r < r1; ++r) {
+        float *restrict y = out + r * ld;
+        const float *restrict z =
+            e->cl.res ? e->cl.res + batch * e->cl.res_stride + r * e->cl.res_ld : NULL;
+        if (z) {
+            for (int64_t c = c0; c < c1; ++c) y[c] = afrt_epi_clamp1_((y[c] + cb[c]) + z[c], lo, hi);
+        } else {
+            for (int64_t c = c0; c < c1; ++c) y[c] = afrt_epi_clamp1_(y[c] + cb[c], lo, hi);
+        }
+    }
+}
+
 /* The descriptor of the built-in clamp epilogue when epi is it, else NULL: kernels that know it
  * apply it to their values before the only store instead of calling it on the stored output. */
 static inline const afrt_epi_clamp *afrt_epi_builtin_clamp_(afrt_epilogue epi) {
@@ -964,6 +990,8 @@ typedef struct {
     int act;            /* then 1: SiLU, 2: sigmoid (afrt_epi_silu); 0: nothing */
     __mmask16 skip1;    /* columns 16 + t of the tile not stored (nor res read): an edge of
                          * 17-31 columns; 0 for a whole tile. Then s must hold whole rows. */
+    const float *cbias; /* the tile's 32 columns' bias (afrt_epi_bias_clamp), or NULL; added
+                         * after bias, before res */
 } afrt_uk_epi_;
 /* The residual rows of the tile are prefetched before its k loop: the finish reads them
  * right after the last rank-1 update, and a residual written several kernels earlier has
@@ -1004,6 +1032,9 @@ typedef struct {
         const int act = e->act, scale = alpha != 1.0f, top = !(e->hi == INFINITY);             \
         const __mmask16 m1 = (__mmask16)~e->skip1;                                             \
         const int cut = e->skip1 != 0;                                                         \
+        const float *const cbias = e->cbias;                                                   \
+        const __m512 cb0 = cbias ? _mm512_loadu_ps(cbias) : _mm512_setzero_ps();               \
+        const __m512 cb1 = cbias ? _mm512_maskz_loadu_ps(m1, cbias + 16) : _mm512_setzero_ps(); \
         const __m512 al = _mm512_set1_ps(alpha);                                               \
         const __m512 lo = _mm512_set1_ps(e->lo), hi = _mm512_set1_ps(e->hi);                   \
         _Pragma("GCC unroll 16") for (int i = 0; i < MRV; ++i) {                               \
@@ -1017,6 +1048,10 @@ typedef struct {
                 const __m512 bv = _mm512_set1_ps(bias[i]);                                     \
                 c0[i] = _mm512_add_ps(c0[i], bv);                                              \
                 c1[i] = _mm512_add_ps(c1[i], bv);                                              \
+            }                                                                                  \
+            if (cbias) {                                                                       \
+                c0[i] = _mm512_add_ps(c0[i], cb0);                                             \
+                c1[i] = _mm512_add_ps(c1[i], cb1);                                             \
             }                                                                                  \
             if (res) {                                                                         \
                 const float *ri = res + i * res_ld;                                            \
@@ -1751,8 +1786,13 @@ static inline void afrt_gemm_tile_a_(const float *pa, const float *ra, int64_t l
     /* the built-in clamp and SiLU epilogues: in the micro-kernel's registers (edge tiles:
      * right after their store); other epilogues (and every epilogue without AFRT_UK_EPI_)
      * once per piece */
-    const afrt_epi_clamp *clamp =
-        fin && fin->epi.fn == afrt_epi_clamp_fn ? (const afrt_epi_clamp *)fin->epi.ctx : NULL;
+    const afrt_epi_bias_clamp *bclamp = fin && fin->epi.fn == afrt_epi_bias_clamp_fn
+                                            ? (const afrt_epi_bias_clamp *)fin->epi.ctx
+                                            : NULL;
+    const afrt_epi_clamp *clamp = bclamp ? &bclamp->cl
+                                  : fin && fin->epi.fn == afrt_epi_clamp_fn
+                                      ? (const afrt_epi_clamp *)fin->epi.ctx
+                                      : NULL;
     const afrt_epi_silu *silu = fin ? afrt_epi_builtin_silu_(fin->epi) : NULL;
     const int reg = clamp || silu;
 #else
@@ -1812,7 +1852,7 @@ static inline void afrt_gemm_tile_a_(const float *pa, const float *ra, int64_t l
                             const int64_t r = fin->row0 + ic;
                             const afrt_uk_epi_ e = {fin->alpha, clamp->lo, clamp->hi,
                                                     fin->bias ? fin->bias + r : NULL, c, ldc, 0,
-                                                    (__mmask16)~((1u << (nr - 16)) - 1u)};
+                                                    (__mmask16)~((1u << (nr - 16)) - 1u), NULL};
                             if (MR == 12)
                                 afrt_ukernel12_epi_(kc, a, bp + jr * kc, c, ldc, pc > 0, pt, ldt, &e);
                             else afrt_ukernel8_epi_(kc, a, bp + jr * kc, c, ldc, pc > 0, pt, ldt, &e);
@@ -1838,7 +1878,8 @@ static inline void afrt_gemm_tile_a_(const float *pa, const float *ra, int64_t l
                                 clamp && clamp->res ? clamp->res + fin->batch * clamp->res_stride +
                                                           r * clamp->res_ld + col
                                                     : NULL,
-                                clamp ? clamp->res_ld : 0, silu ? 1 + silu->gate : 0, 0};
+                                clamp ? clamp->res_ld : 0, silu ? 1 + silu->gate : 0, 0,
+                                bclamp ? bclamp->cbias + col : NULL};
                             if (ar) /* direct A: MR is 12 */
                                 afrt_ukernel12_ra_epi_(kc, ar, lda, bp + jr * kc, c, ldc, acc, c, ldc, &e);
                             else if (MR == 12)

@@ -15,7 +15,7 @@ func.func @main(%x: tensor<1x8x6x6xf32>, %w: tensor<16x8x1x1xf32>, %r: tensor<1x
 }
 // CHECK-NOT:     _epilogue(
 // CHECK-LABEL: func.func private @k0_conv_add_relu(
-// CHECK:         %[[FN:.*]], %[[CTX:.*]] = "clib.clamp_epilogue"(%2) <{res_stride = 576 : i64, res_ld = 36 : i64, lo = 0.000000e+00 : f32, hi = 0x7f800000 : f32, operandSegmentSizes = array<i32: 1, 0>}>
+// CHECK:         %[[FN:.*]], %[[CTX:.*]] = "clib.clamp_epilogue"(%2) <{res_stride = 576 : i64, res_ld = 36 : i64, lo = 0.000000e+00 : f32, hi = 0x7f800000 : f32, operandSegmentSizes = array<i32: 1, 0, 0>}>
 // CHECK-NEXT:    "clib.conv2d"(%0, %1, %3, %[[FN]], %[[CTX]])
 
 // C-NOT:     _epilogue(
@@ -38,7 +38,7 @@ func.func @main(%a: tensor<2x4x8xf32>, %b: tensor<2x8x32xf32>, %r: tensor<4x32xf
 }
 // CHECK-NOT:     _epilogue(
 // CHECK-LABEL: func.func private @k0_matmul_add_clip(
-// CHECK:         "clib.clamp_epilogue"(%2) <{res_stride = 0 : i64, res_ld = 32 : i64, lo = 0.000000e+00 : f32, hi = 6.000000e+00 : f32, operandSegmentSizes = array<i32: 1, 0>}>
+// CHECK:         "clib.clamp_epilogue"(%2) <{res_stride = 0 : i64, res_ld = 32 : i64, lo = 0.000000e+00 : f32, hi = 6.000000e+00 : f32, operandSegmentSizes = array<i32: 1, 0, 0>}>
 
 // C-NOT:     _epilogue(
 // C-LABEL: static void k0_matmul_add_clip(

@@ -20,7 +20,7 @@ func.func @main(%x: tensor<1x8x7x5xf32>, %wd: tensor<8x1x3x3xf32>, %wp: tensor<4
 // CHECK-NOT: _epilogue(
 // CHECK-LABEL: func.func private @k0_chain_conv_relu_conv_add(
 // CHECK-NOT:     memref.alloc
-// CHECK:         %[[FN:.*]], %[[CTX:.*]] = "clib.clamp_epilogue"(%3) <{res_stride = 48 : i64, res_ld = 12 : i64, lo = 0xff800000 : f32, hi = 0x7f800000 : f32, operandSegmentSizes = array<i32: 1, 0>}>
+// CHECK:         %[[FN:.*]], %[[CTX:.*]] = "clib.clamp_epilogue"(%3) <{res_stride = 48 : i64, res_ld = 12 : i64, lo = 0xff800000 : f32, hi = 0x7f800000 : f32, operandSegmentSizes = array<i32: 1, 0, 0>}>
 // CHECK-NEXT:    "clib.dwpw"(%0, %1, %2, %4, %[[FN]], %[[CTX]]) <{params = array<i64: 1, 8, 7, 5, 8, 3, 3, 4, 3, 2, 2, 1, 1, 1, 1, 1, 1, 8>, pw_params = array<i64: 1, 8, 4, 3, 4, 1, 1, 4, 3, 1, 1, 0, 0, 0, 0, 1, 1, 1>, lo = 0.000000e+00 : f64, hi = 0x7ff0000000000000 : f64
 // CHECK-NOT:     clib.conv2d
 // CHECK:         func.return

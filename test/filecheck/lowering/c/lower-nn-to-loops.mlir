@@ -30,8 +30,9 @@ func.func @main(%x: tensor<2x4x3x3xf32>, %b: tensor<1x4x1x1xf32>) -> tensor<2x4x
 
 // -----
 
-// MatMul + bias + ReLU: one library call whose epilogue applies bias and ReLU in place on
-// each finished block; the bias and the output travel in the epilogue's context.
+// MatMul + bias + ReLU: one library call with the built-in clamp epilogue and the bias as its
+// column bias (afrt_epi_bias_clamp: the GEMM core adds it and clamps in registers); no
+// generated epilogue function.
 func.func @main(%x: tensor<8x16xf32>, %w: tensor<16x32xf32>, %b: tensor<32xf32>) -> tensor<8x32xf32> {
   %0 = fusion.kernel "matmul_add_relu" ["mm", "add", "relu"] (%x, %w, %b) : (tensor<8x16xf32>, tensor<16x32xf32>, tensor<32xf32>) -> tensor<8x32xf32> {
   ^bb0(%a: tensor<8x16xf32>, %k: tensor<16x32xf32>, %c: tensor<32xf32>):
@@ -42,22 +43,12 @@ func.func @main(%x: tensor<8x16xf32>, %w: tensor<16x32xf32>, %b: tensor<32xf32>)
   }
   func.return %0 : tensor<8x32xf32>
 }
-// CHECK-LABEL: func.func private @k0_matmul_add_relu_epilogue(%0: !clib.ptr, %1: !clib.ptr, %2: i64, %3: i64, %4: i64, %5: i64, %6: i64, %7: i64) attributes {c.epilogue} {
-// CHECK:         %[[Y:.*]] = clib.unpack %0[0 : i64] : memref<1x8x32xf32>
-// CHECK-NEXT:    %[[B:.*]] = clib.unpack %0[1 : i64] : memref<1x1x32xf32>
-// CHECK:         scf.for %[[R:.*]] = %{{.*}} to %{{.*}} step
-// CHECK:           scf.for %[[C:.*]] = %{{.*}} to %{{.*}} step
-// CHECK-NEXT:        %[[V:.*]] = memref.load %[[Y]][%{{.*}}, %[[R]], %[[C]]]
-// CHECK:             %[[BV:.*]] = memref.load %[[B]]
-// CHECK-NEXT:        %[[S:.*]] = arith.addf %[[V]], %[[BV]] : f32
-// CHECK:             %[[RV:.*]] = arith.maximumf %[[S]], %{{.*}} : f32
-// CHECK-NEXT:        memref.store %[[RV]], %[[Y]][%{{.*}}, %[[R]], %[[C]]]
 // CHECK-LABEL: func.func private @k0_matmul_add_relu(
-// CHECK:         %[[CTX:.*]] = clib.pack %{{.*}}, %{{.*}} : memref<1x8x32xf32>, memref<1x1x32xf32>
-// CHECK-NEXT:    %[[F:.*]] = clib.func_ref @k0_matmul_add_relu_epilogue
-// CHECK-NEXT:    "clib.matmul"(%0, %1, %3, %[[F]], %[[CTX]]) <{params = array<i64: 1, 8, 32, 16, 16, 128, 0, 32, 512, 0, 32, 256>
+// CHECK-NEXT:    %[[FN:.*]], %[[CTX:.*]] = "clib.clamp_epilogue"(%2) <{res_stride = 256 : i64, res_ld = 32 : i64, lo = 0.000000e+00 : f32, hi = 0x7f800000 : f32, operandSegmentSizes = array<i32: 0, 1, 0>}> : (memref<32xf32>) -> (!clib.ptr, !clib.ptr)
+// CHECK-NEXT:    "clib.matmul"(%0, %1, %3, %[[FN]], %[[CTX]]) <{params = array<i64: 1, 8, 32, 16, 16, 128, 0, 32, 512, 0, 32, 256>
 // CHECK-NOT:     scf.for
 // CHECK:         func.return
+// CHECK-NOT:     _epilogue(
 
 // -----
 

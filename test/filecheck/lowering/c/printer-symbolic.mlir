@@ -31,7 +31,7 @@ builtin.module attributes {nn.symbols = {batch = [#builtin.int<1>, #builtin.int<
     %m = arith.muli %b, %s : index
     %c32 = arith.constant 32 : index
     %mc = arith.muli %m, %c32 : index
-    %fn, %ctx = "clib.clamp_epilogue"(%x2, %mc) <{res_stride = -9223372036854775808 : i64, res_ld = 32 : i64, lo = 0.000000e+00 : f32, hi = 0x7f800000 : f32, operandSegmentSizes = array<i32: 1, 1>}> : (memref<?x32xf32>, index) -> (!clib.ptr, !clib.ptr)
+    %fn, %ctx = "clib.clamp_epilogue"(%x2, %mc) <{res_stride = -9223372036854775808 : i64, res_ld = 32 : i64, lo = 0.000000e+00 : f32, hi = 0x7f800000 : f32, operandSegmentSizes = array<i32: 1, 0, 1>}> : (memref<?x32xf32>, index) -> (!clib.ptr, !clib.ptr)
     "clib.matmul"(%x2, %w, %u, %fn, %ctx, %m, %mc) <{params = array<i64: 1, -9223372036854775808, 32, 32, 32, 0, 0, 32, 0, 0, 32, -9223372036854775808>, alpha = 1.000000e+00 : f32, beta = 0.000000e+00 : f32, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 2>}> : (memref<?x32xf32>, memref<32x32xf32>, memref<?x32xf32>, !clib.ptr, !clib.ptr, index, index) -> ()
     func.return
   }
