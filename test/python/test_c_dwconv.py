@@ -317,8 +317,9 @@ def test_conv_algo_matches_the_runtime(tmp_path: Path) -> None:
     assert len(got) == len(shapes)
     want = [clib.conv_algo(v) for v in shapes]
     assert got == want
-    # direct_nchwc is the lowering's call, never afrt_conv2d_f32's (test_c_nchwc.py)
-    assert set(clib.CONV_ALGOS) - {"direct_nchwc"} == set(want)
+    # direct_nchwc and direct_1x1 are the lowering's calls, never afrt_conv2d_f32's
+    # (test_c_nchwc.py, test_c_conv1x1d.py)
+    assert set(clib.CONV_ALGOS) - {"direct_nchwc", "direct_1x1"} == set(want)
 
 
 def test_direct_kernels_sanitizer_clean(tmp_path: Path) -> None:
