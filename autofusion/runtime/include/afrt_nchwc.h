@@ -225,10 +225,16 @@ static inline void afrt_nc_tile_(const float *restrict xt, const float *restrict
 #if defined(__AVX512F__) && (defined(__GNUC__) || defined(__clang__))
 #define AFRT_NC_CASE_(r, n)                                                                \
     case r * 16 + n:                                                                       \
-        afrt_nc_tile512_(xt, wk, Cb, R, S, sx, rowf, rstep, planef, bb, t, r * n, n);      \
+        if (sx == AFRT_NC_L) /* stride 1: the columns' inputs at immediate offsets */      \
+            afrt_nc_tile512_(xt, wk, Cb, R, S, AFRT_NC_L, rowf, rstep, planef, bb, t, r * n, n); \
+        else                                                                               \
+            afrt_nc_tile512_(xt, wk, Cb, R, S, sx, rowf, rstep, planef, bb, t, r * n, n);  \
         return;
-    /* the tile shapes afrt_nchwc_f32 uses (afrt_nc_width_): each copy costs ~0.035 s of
-     * compile time (GCC 13 here); a model that calls the kernel pays ~0.4 s in all */
+    /* the tile shapes afrt_nchwc_f32 uses (afrt_nc_width_), each for stride 1 (the column
+     * step a constant: the 14 broadcasts take immediate offsets from one pointer; with the
+     * step a variable GCC kept 14 column offsets in registers and spilled three, and stride
+     * 1 convs ran 6-17% slower, benchmarks/nchwc_conv.py, docs/runtime.md) and any stride:
+     * each copy costs ~0.035 s of compile time (GCC 13 here) */
     switch (nr * 16 + ncol) {
         AFRT_NC_CASE_(1, 14) AFRT_NC_CASE_(1, 13) AFRT_NC_CASE_(1, 7) AFRT_NC_CASE_(2, 7)
         default: break;
