@@ -578,7 +578,7 @@ def nchwc_fits(f: dict[str, int]) -> bool:
 # at most D1X1_MAX_K output channels on a map of at least D1X1_MIN_HW positions reads its
 # input in place (8 channels x 48 positions in registers) instead of packing it for the GEMM.
 D1X1_MAX_K = 32  # AFRT_1X1D_MAX_K
-D1X1_MIN_HW = 196  # AFRT_1X1D_MIN_HW
+D1X1_MIN_HW = 512  # AFRT_1X1D_MIN_HW
 D1X1_MIN_C = 16  # AFRT_1X1D_MIN_C
 
 

@@ -33,14 +33,15 @@ needs_avx512 = pytest.mark.skipif(
     not toolchain.cpu_has_avx512("native"), reason="direct_1x1 is chosen on AVX-512 only"
 )
 
-# c, k, h, w, epilogue: 15x15 = 4 tiles + 33, 14x14 = 4 + 4, 17x23 = 8 + 7, 16x24 = 8 exactly
+# c, k, h, w, epilogue: 23x23 = 11 tiles + 1 position, 24x24 = 12 exactly, 17x31 = 10 + 47,
+# 32x17 = 11 + 16, 25x21 = 10 + 45
 CASES: list[tuple[int, int, int, int, str]] = [
-    (32, 16, 15, 15, "relu"),
-    (17, 5, 14, 14, "bias"),
-    (72, 32, 17, 23, "bias_add_relu"),
-    (130, 24, 16, 24, "relu6"),
-    (16, 9, 15, 15, "silu"),
-    (64, 32, 14, 14, "none"),
+    (32, 16, 23, 23, "relu"),
+    (17, 5, 24, 24, "bias"),
+    (72, 32, 17, 31, "bias_add_relu"),
+    (130, 24, 32, 17, "relu6"),
+    (16, 9, 25, 21, "silu"),
+    (64, 32, 23, 23, "none"),
 ]
 
 
@@ -71,8 +72,8 @@ def sweep_model() -> onnx.ModelProto:
     cases: list[dict[str, object]] = [
         {"c": c, "k": k, "h": h, "w": w, "epi": e} for c, k, h, w, e in CASES
     ]
-    cases.append({"c": 112, "k": 12, "h": 15, "w": 15, "epi": "relu", "batch": 2})
-    cases.append({"c": 16, "k": 32, "h": 14, "w": 15, "epi": "bias", "w_input": True})
+    cases.append({"c": 56, "k": 12, "h": 23, "w": 23, "epi": "relu", "batch": 2})
+    cases.append({"c": 16, "k": 32, "h": 24, "w": 23, "epi": "bias", "w_input": True})
     return branches_model(conv1x1_branch, cases, 5, "conv1x1d_sweep")
 
 
@@ -86,7 +87,7 @@ def sweep() -> Sweep:
     m = sweep_model()
     feeds = sweep_feeds(m, 5)
     feeds["x0"][0, 3, 4, 4] = np.nan
-    feeds["x0"][0, 20, 14, 2] = np.inf
+    feeds["x0"][0, 20, 22, 2] = np.inf
     ref = onnxruntime_outputs(m, feeds)
     assert all(0.1 < np.abs(r[np.isfinite(r)]).max() < 10 for r in ref.values())  # ordinary size
     assert np.isnan(ref["y0"]).any()
@@ -147,7 +148,7 @@ def test_direct_1x1_rule_matches_the_runtime(tmp_path: Path) -> None:
                     str(exe), "-lm"], check=True)  # fmt: skip
     shapes = []
     for c, k, h, r, s, p, g in itertools.product((8, 15, 16, 64), (1, 16, 32, 33, 48),
-                                                 (13, 14, 28), (1, 3), (1, 2), (0, 1),
+                                                 (22, 23, 28), (1, 3), (1, 2), (0, 1),
                                                  (1, 2)):  # fmt: skip
         oh = (h + 2 * p - r) // s + 1
         shapes.append([1, c, h, h, k, r, r, oh, oh, s, s, p, p, p, p, 1, 1, g])
@@ -158,13 +159,13 @@ def test_direct_1x1_rule_matches_the_runtime(tmp_path: Path) -> None:
     assert len(got) == len(shapes)
     assert got == want
     by_shape = {tuple(v): w for v, w in zip(shapes, want, strict=True)}
-    assert by_shape[(1, 16, 14, 14, 32, 1, 1, 14, 14, 1, 1, 0, 0, 0, 0, 1, 1, 1)]
-    assert not by_shape[(1, 15, 14, 14, 32, 1, 1, 14, 14, 1, 1, 0, 0, 0, 0, 1, 1, 1)]  # C
-    assert not by_shape[(1, 16, 14, 14, 33, 1, 1, 14, 14, 1, 1, 0, 0, 0, 0, 1, 1, 1)]  # K
-    assert not by_shape[(1, 16, 13, 13, 32, 1, 1, 13, 13, 1, 1, 0, 0, 0, 0, 1, 1, 1)]  # map
-    assert not by_shape[(1, 16, 14, 14, 32, 1, 1, 14, 14, 1, 1, 0, 0, 0, 0, 1, 1, 2)]  # group
+    assert by_shape[(1, 16, 23, 23, 32, 1, 1, 23, 23, 1, 1, 0, 0, 0, 0, 1, 1, 1)]
+    assert not by_shape[(1, 15, 23, 23, 32, 1, 1, 23, 23, 1, 1, 0, 0, 0, 0, 1, 1, 1)]  # C
+    assert not by_shape[(1, 16, 23, 23, 33, 1, 1, 23, 23, 1, 1, 0, 0, 0, 0, 1, 1, 1)]  # K
+    assert not by_shape[(1, 16, 22, 22, 32, 1, 1, 22, 22, 1, 1, 0, 0, 0, 0, 1, 1, 1)]  # map
+    assert not by_shape[(1, 16, 23, 23, 32, 1, 1, 23, 23, 1, 1, 0, 0, 0, 0, 1, 1, 2)]  # group
     # the lowering picks it only where the AVX-512 kernels are allowed (``blocked``)
-    f = dict(zip(clib.CONV_FIELDS, (1, 16, 14, 14, 32, 1, 1, 14, 14, 1, 1, 0, 0, 0, 0, 1, 1, 1),
+    f = dict(zip(clib.CONV_FIELDS, (1, 16, 23, 23, 32, 1, 1, 23, 23, 1, 1, 0, 0, 0, 0, 1, 1, 1),
                  strict=True))  # fmt: skip
     assert clib.conv_algo(list(f.values()), blocked=True) == "direct_1x1"
     assert clib.conv_algo(list(f.values())) == "gemm_1x1"

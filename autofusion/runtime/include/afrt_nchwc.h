@@ -526,9 +526,12 @@ static inline int afrt_nchwc_ex_f32(const float *x, const float *w, const float 
  *
  * The rule (afrt_conv1x1d_applies, clib.direct_1x1_applies): 1x1, stride 1, no padding,
  * group 1, AFRT_1X1D_MIN_C to any input channels, at most AFRT_1X1D_MAX_K output channels,
- * at least AFRT_1X1D_MIN_HW positions (benchmarks/conv1x1_direct.py, docs/runtime.md:
- * 0.69-0.96 of gemm_1x1's time on 14x14 to 112x112 maps with 16-32 output channels; 48 and
- * more output channels are even, 7x7 maps (a 48-wide tile and a tail of 1) 1.35x slower).
+ * at least AFRT_1X1D_MIN_HW positions (docs/runtime.md). Alone (benchmarks/conv1x1_direct.py,
+ * warm) 0.66-0.95 of gemm_1x1's time with 16-32 output channels on 14x14 to 55x55 maps,
+ * even with 48-64, 1.3-1.4x on 7x7 maps (a 48-wide tile and a tail of 1); inside models
+ * (kernel_ab.py) 0.74-0.90 on SqueezeNet's 55x55 and 27x27 and Inception's 28x28 layers but
+ * 1.08-1.16 on Inception's 14x14 ones (480-528 input channels: a tile's input outgrows L1),
+ * hence the map threshold.
  * ------------------------------------------------------------------------------------------- */
 #define AFRT_1X1D_MR 8  /* output channels per register tile */
 #define AFRT_1X1D_NV 3  /* vectors of 16 positions per register tile */
@@ -537,8 +540,12 @@ static inline int afrt_nchwc_ex_f32(const float *x, const float *w, const float 
 #define AFRT_1X1D_MAX_K 32
 #endif
 #ifndef AFRT_1X1D_MIN_HW
-#define AFRT_1X1D_MIN_HW 196
+#define AFRT_1X1D_MIN_HW 512
 #endif
+/* The input lines of the tile this many tiles ahead are prefetched while the first channel
+ * block runs (0: none). Inside SqueezeNet (kernel_ab.py) 1 made its squeezes 0.89-0.93 of
+ * no prefetch (C streams of one channel row each defeat the hardware prefetcher); 6 was
+ * even there and 1.03-1.11 on Inception's 5x5 reductions. */
 #ifndef AFRT_1X1D_PF
 #define AFRT_1X1D_PF 1
 #endif
@@ -610,9 +617,10 @@ static inline void afrt_1x1d_block_(const float *restrict xq, int64_t ld, const 
         const float *xs = xq + c * ld, *ws = wk + c * AFRT_1X1D_MR;
         __m512 xv[AFRT_1X1D_NV];
         for (int v = 0; v < AFRT_1X1D_NV; ++v) xv[v] = _mm512_loadu_ps(xs + 16 * v);
-        if (pf) /* the next tile's three lines of this channel */
+        if (pf) /* this channel's three lines AFRT_1X1D_PF tiles ahead */
             for (int v = 0; v < AFRT_1X1D_NV; ++v)
-                _mm_prefetch((const char *)(xs + AFRT_1X1D_NT + 16 * v), _MM_HINT_T0);
+                _mm_prefetch((const char *)(xs + AFRT_1X1D_PF * AFRT_1X1D_NT + 16 * v),
+                             _MM_HINT_T0);
         for (int k = 0; k < AFRT_1X1D_MR; ++k) {
             const __m512 wv = _mm512_set1_ps(ws[k]);
             for (int v = 0; v < AFRT_1X1D_NV; ++v) acc[k][v] = _mm512_fmadd_ps(wv, xv[v], acc[k][v]);
@@ -684,7 +692,8 @@ static inline int afrt_conv1x1d_f32(const float *x, const float *w, const float 
             const float *zk = cl && cl->res ? afrt_epi_clamp_res_(cl, n, k0) + q0 : NULL;
             afrt_1x1d_block_(xq, ld, wb + kb * C * AFRT_1X1D_MR, C, bb, kn, nq,
                              yn + k0 * hw + q0, hw, cl, zk,
-                             AFRT_1X1D_PF && kb == 0 && q0 + 2 * AFRT_1X1D_NT <= hw);
+                             AFRT_1X1D_PF && kb == 0 &&
+                                 q0 + (AFRT_1X1D_PF + 1) * AFRT_1X1D_NT <= hw);
             if (!cl && epi.fn) epi.fn(epi.ctx, yn, n, k0, k0 + kn, q0, q0 + nq, hw);
         }
     }
