@@ -169,3 +169,66 @@ def test_direct_1x1_rule_matches_the_runtime(tmp_path: Path) -> None:
                  strict=True))  # fmt: skip
     assert clib.conv_algo(list(f.values()), blocked=True) == "direct_1x1"
     assert clib.conv_algo(list(f.values())) == "gemm_1x1"
+
+
+def _residual_block() -> onnx.ModelProto:
+    """A ResNet-style block on a 23x23 map whose last 1x1 conv (16 -> 32, direct_1x1) adds
+    the block's input and a Relu, then a 1x1 conv so the sum is an intermediate."""
+    rng = np.random.default_rng(23)
+    inits: list[onnx.TensorProto] = []
+    nodes: list[onnx.NodeProto] = []
+
+    def conv(x: str, cin: int, cout: int, relu: bool = True) -> str:
+        name = f"c{len(nodes)}"
+        w = rng.uniform(-1.5, 1.5, (cout, cin, 1, 1)) / np.sqrt(cin)
+        inits.append(numpy_helper.from_array(w.astype(np.float32), f"{name}_w"))
+        inits.append(numpy_helper.from_array(rng.uniform(-0.2, 0.2, cout).astype(np.float32),
+                                             f"{name}_b"))  # fmt: skip
+        nodes.append(helper.make_node("Conv", [x, f"{name}_w", f"{name}_b"], [name]))
+        if not relu:
+            return name
+        nodes.append(helper.make_node("Relu", [name], [f"{name}_r"]))
+        return f"{name}_r"
+
+    a = conv("x", 24, 32)
+    nodes.append(helper.make_node("Add", [conv(conv(a, 32, 16), 16, 32, relu=False), a], ["s"]))
+    nodes.append(helper.make_node("Relu", ["s"], ["s_r"]))
+    y = conv("s_r", 32, 8, relu=False)
+    g = helper.make_graph(
+        nodes, "residual_1x1",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 24, 23, 23])],
+        [helper.make_tensor_value_info(y, TensorProto.FLOAT, [1, 8, 23, 23])], inits,
+    )  # fmt: skip
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@needs_avx512
+def test_direct_1x1_writes_over_its_residual(tmp_path: Path) -> None:
+    """plan-buffers writes the block's last conv over its shortcut (residual_inplace) and the
+    kernel computes it in place at two threads: the same bits as the build with the option
+    off, within tolerance of onnxruntime, and no copy of the residual in model.c."""
+    m = _residual_block()
+    x = np.random.default_rng(3).uniform(-1, 1, (1, 24, 23, 23)).astype(np.float32)
+    ref = onnxruntime_outputs(m, {"x": x})
+    off = tmp_path / "off.json"
+    off.write_text('{"residual_inplace": false}')
+    outs, reports = [], []
+    for config in (None, str(off)):
+        c = autofusion.compile(m, threads=2, cache=False, config=config)
+        try:
+            outs.append(next(iter(c.run({"x": x}).values())))
+            reports.append(dict(c.report))
+            text = (Path(c.directory) / "model.c").read_text()
+        finally:
+            c.close()
+        kernels = text.split("\nstatic void ")
+        assert any("afrt_conv1x1d_f32(" in k for k in kernels)
+        assert not any("afrt_conv1x1d_f32(" in k and "af_copy_const_(" in k for k in kernels)
+    algos = [str(r["conv_algo"]) for r in reports[0]["conv_algo"]]
+    assert algos == ["direct_1x1"] * 4, algos
+    assert reports[0]["residual_inplace"] == 1
+    assert reports[1]["residual_inplace"] == 0
+    assert outs[0].view(np.uint32).tobytes() == outs[1].view(np.uint32).tobytes()
+    got, want = outs[0], next(iter(ref.values()))
+    assert 0.1 < np.abs(want).max() < 10
+    assert_close(got, want, "y (direct_1x1 in place)")

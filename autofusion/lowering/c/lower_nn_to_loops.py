@@ -261,7 +261,7 @@ class FunctionLowering:
             if conv_layouts(head):
                 return False
             algo = clib.conv_algo(conv_params(head), None, self.blocked_convs)
-            return algo in ("gemm_1x1", "gemm_1x1_t", "im2col_gemm")
+            return algo in ("gemm_1x1", "gemm_1x1_t", "im2col_gemm", "direct_1x1")
         if isinstance(head, nn.GemmOp):
             return head.c is None or head.beta == 0.0
         return isinstance(head, nn.MatMulOp)

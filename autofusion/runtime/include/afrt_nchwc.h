@@ -515,8 +515,8 @@ static inline int afrt_nchwc_ex_f32(const float *x, const float *w, const float 
  * register tile is 8 output channels x 48 positions (three vectors of consecutive positions
  * of the flat map, 24 accumulators); per input channel three vectors are loaded straight from
  * x and each of the 8 weights is broadcast (weights reordered once to [K/8][C][8], zero past
- * K, cached as constant operands are). A map's last tile of fewer than 48 positions is copied
- * into a zero-padded [C][48] buffer first. The bias is the accumulators' start value; the
+ * K, cached as constant operands are). A map's last tile of fewer than 48 positions loads
+ * its lanes masked. The bias is the accumulators' start value; the
  * built-in clamp epilogue (residual add, Relu / Clip) is applied in registers before the only
  * store; any other epilogue runs on each finished 8-channel x 48-position block (the GEMM
  * path's contract: rows = channels, cols = positions, ld = OH*OW). Tasks are (image, tile of
@@ -606,17 +606,25 @@ static inline const float *afrt_1x1d_weights_(const float *w, int64_t K, int64_t
  * block's reordered weights, bb its 8 biases; kn channels and the first nq positions stored
  * at yk (channels hw apart), finished with cl (NULL: none; its residual at zk, channels
  * res_ld apart). */
-static inline void afrt_1x1d_block_(const float *restrict xq, int64_t ld, const float *restrict wk,
-                                    int64_t C, const float *bb, int64_t kn, int64_t nq,
-                                    float *restrict yk, int64_t hw, const afrt_epi_clamp *cl,
-                                    const float *zk, int pf) {
+static inline __attribute__((always_inline)) void afrt_1x1d_block_(
+    const float *xq, int64_t ld, const float *restrict wk, int64_t C, const float *bb, int64_t kn,
+    int64_t nq, float *yk, int64_t hw, const afrt_epi_clamp *cl, const float *zk, int pf,
+    const int tail) {
+    __mmask16 lm[AFRT_1X1D_NV]; /* the lanes inside the map (all of them but in the tail) */
+    for (int v = 0; v < AFRT_1X1D_NV; ++v) {
+        const int64_t left = nq - 16 * v;
+        lm[v] = left >= 16 ? (__mmask16)0xffff
+                : left > 0 ? (__mmask16)((1u << left) - 1u)
+                           : (__mmask16)0;
+    }
     __m512 acc[AFRT_1X1D_MR][AFRT_1X1D_NV];
     for (int k = 0; k < AFRT_1X1D_MR; ++k)
         for (int v = 0; v < AFRT_1X1D_NV; ++v) acc[k][v] = _mm512_set1_ps(bb[k]);
     for (int64_t c = 0; c < C; ++c) {
         const float *xs = xq + c * ld, *ws = wk + c * AFRT_1X1D_MR;
         __m512 xv[AFRT_1X1D_NV];
-        for (int v = 0; v < AFRT_1X1D_NV; ++v) xv[v] = _mm512_loadu_ps(xs + 16 * v);
+        for (int v = 0; v < AFRT_1X1D_NV; ++v)
+            xv[v] = tail ? _mm512_maskz_loadu_ps(lm[v], xs + 16 * v) : _mm512_loadu_ps(xs + 16 * v);
         if (pf) /* this channel's three lines AFRT_1X1D_PF tiles ahead */
             for (int v = 0; v < AFRT_1X1D_NV; ++v)
                 _mm_prefetch((const char *)(xs + AFRT_1X1D_PF * AFRT_1X1D_NT + 16 * v),
@@ -629,9 +637,8 @@ static inline void afrt_1x1d_block_(const float *restrict xq, int64_t ld, const 
     const __m512 lo = _mm512_set1_ps(cl ? cl->lo : 0.0f), hi = _mm512_set1_ps(cl ? cl->hi : 0.0f);
     const int up = cl && cl->hi != INFINITY; /* an infinite upper bound changes nothing */
     for (int v = 0; v < AFRT_1X1D_NV; ++v) {
-        const int64_t left = nq - 16 * v;
-        if (left <= 0) break;
-        const __mmask16 m = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u);
+        const __mmask16 m = lm[v];
+        if (!m) break;
         for (int k = 0; k < kn; ++k) {
             __m512 o = acc[k][v];
             if (cl) { /* afrt_epi_clamp1_ on (o + residual), as afrt_nc_store_ does */
@@ -646,15 +653,17 @@ static inline void afrt_1x1d_block_(const float *restrict xq, int64_t ld, const 
 #endif
 
 /* Direct 1x1 conv (above), x and y NCHW. Returns 0 when the conv is not one it takes
- * (afrt_conv1x1d_applies), the build has no AVX-512, the epilogue's residual is y itself,
- * or memory is short: then nothing is written and the caller runs afrt_conv2d_f32. */
+ * (afrt_conv1x1d_applies), the build has no AVX-512 or memory for the reordered weights is
+ * short: then nothing is written and the caller runs afrt_conv2d_f32. The built-in clamp's
+ * residual may be y itself (plan-buffers' in-place residual): each element's residual is
+ * read by the block that stores it, just before the store, and nothing is allocated once
+ * the first store is made. */
 static inline int afrt_conv1x1d_f32(const float *x, const float *w, const float *bias, float *y,
                                     const afrt_conv_params *p, afrt_epilogue epi) {
 #if defined(__AVX512F__) && (defined(__GNUC__) || defined(__clang__))
     if (!afrt_conv1x1d_applies(p)) return 0;
     if (p->N <= 0) return 1;
     const int64_t C = p->C, K = p->K, hw = p->OH * p->OW;
-    if (afrt_epi_aliases_(epi, y, K * hw, hw)) return 0;
     afrt_init_once_();
     const float *wb = afrt_1x1d_weights_(w, K, C);
     if (!wb) return 0;
@@ -663,41 +672,28 @@ static inline int afrt_conv1x1d_f32(const float *x, const float *w, const float 
     const afrt_epi_clamp *cl = afrt_epi_builtin_clamp_(epi);
     const int threads = afrt_worth_threads_((double)p->N * K * hw * C);
     (void)threads; /* without OpenMP */
-    int failed = 0;
     AFRT_OMP(parallel for schedule(static) num_threads(afrt_threads_now()) if (threads && tasks > 1))
     for (int64_t t = 0; t < tasks; ++t) {
         afrt_arrive_();
         const int64_t n = t / ntile, q0 = (t % ntile) * AFRT_1X1D_NT;
         const int64_t nq = afrt_min_(AFRT_1X1D_NT, hw - q0);
         const float *xq = x + n * C * hw + q0;
-        int64_t ld = hw;
-        if (nq < AFRT_1X1D_NT) { /* the map's last, short tile: zero-padded copy */
-            float *tail = (float *)afrt_thread_scratch(14, (size_t)(C * AFRT_1X1D_NT) * sizeof(float));
-            if (!tail) {
-                afrt_flag_set_(&failed);
-                continue;
-            }
-            for (int64_t c = 0; c < C; ++c) {
-                memcpy(tail + c * AFRT_1X1D_NT, xq + c * hw, (size_t)nq * sizeof(float));
-                memset(tail + c * AFRT_1X1D_NT + nq, 0, (size_t)(AFRT_1X1D_NT - nq) * sizeof(float));
-            }
-            xq = tail;
-            ld = AFRT_1X1D_NT;
-        }
         float *yn = y + n * K * hw;
         for (int64_t kb = 0; kb < Kb; ++kb) {
             const int64_t k0 = kb * AFRT_1X1D_MR, kn = afrt_min_(AFRT_1X1D_MR, K - k0);
             float bb[AFRT_1X1D_MR];
             for (int64_t k = 0; k < AFRT_1X1D_MR; ++k) bb[k] = bias && k < kn ? bias[k0 + k] : 0.0f;
             const float *zk = cl && cl->res ? afrt_epi_clamp_res_(cl, n, k0) + q0 : NULL;
-            afrt_1x1d_block_(xq, ld, wb + kb * C * AFRT_1X1D_MR, C, bb, kn, nq,
-                             yn + k0 * hw + q0, hw, cl, zk,
-                             AFRT_1X1D_PF && kb == 0 &&
-                                 q0 + (AFRT_1X1D_PF + 1) * AFRT_1X1D_NT <= hw);
+            const float *wk = wb + kb * C * AFRT_1X1D_MR;
+            const int pf = AFRT_1X1D_PF && kb == 0 && q0 + (AFRT_1X1D_PF + 1) * AFRT_1X1D_NT <= hw;
+            if (nq == AFRT_1X1D_NT)
+                afrt_1x1d_block_(xq, hw, wk, C, bb, kn, nq, yn + k0 * hw + q0, hw, cl, zk, pf, 0);
+            else /* the map's last, short tile: masked loads */
+                afrt_1x1d_block_(xq, hw, wk, C, bb, kn, nq, yn + k0 * hw + q0, hw, cl, zk, 0, 1);
             if (!cl && epi.fn) epi.fn(epi.ctx, yn, n, k0, k0 + kn, q0, q0 + nq, hw);
         }
     }
-    return !failed;
+    return 1;
 #else
     (void)x, (void)w, (void)bias, (void)y, (void)p, (void)epi;
     return 0;
