@@ -189,7 +189,8 @@ def _option_values(opts: PipelineOptions) -> dict[str, object]:
 
 
 def blocked_convs(opts: PipelineOptions) -> bool:
-    """Whether the C lowering may put convs on the blocked direct kernel (``direct_nchwc``):
+    """Whether the C lowering may put convs on the AVX-512 direct kernels (``direct_nchwc``,
+    ``direct_1x1``):
     the config's ``conv_layout`` is ``auto`` (the default) and the build for ``opts.cpu``
     has AVX-512 (elsewhere the kernel's portable loops lose to the GEMM paths)."""
     from autofusion.runtime.toolchain import cpu_has_avx512

@@ -520,6 +520,7 @@ CONV_ALGOS = (
     "winograd",
     "direct_nchwc",
     "gemm_1x1_b",
+    "direct_1x1",
     "gemm_1x1_t",
     "gemm_1x1",
     "im2col_gemm",
@@ -611,6 +612,31 @@ def nchwc_fits(f: dict[str, int]) -> bool:
     )
 
 
+# The measured rule of afrt_conv1x1d_applies (afrt_nchwc.h; benchmarks/conv1x1_direct.py,
+# docs/runtime.md): a 1x1 stride-1 unpadded group-1 conv with at least D1X1_MIN_C input and
+# at most D1X1_MAX_K output channels on a map of at least D1X1_MIN_HW positions reads its
+# input in place (8 channels x 48 positions in registers) instead of packing it for the GEMM.
+D1X1_MAX_K = 32  # AFRT_1X1D_MAX_K
+D1X1_MIN_HW = 512  # AFRT_1X1D_MIN_HW
+D1X1_MIN_C = 16  # AFRT_1X1D_MIN_C
+
+
+def direct_1x1_applies(f: dict[str, int]) -> bool:
+    """Whether a conv (``CONV_FIELDS`` by name) takes ``direct_1x1`` where the AVX-512
+    kernels are available (``afrt_conv1x1d_applies``): 1x1, stride 1, dilation 1, no
+    padding, group 1, at least ``D1X1_MIN_C`` input and at most ``D1X1_MAX_K`` output
+    channels, at least ``D1X1_MIN_HW`` positions."""
+    return (
+        (f["R"], f["S"], f["stride_h"], f["stride_w"], f["dil_h"], f["dil_w"]) == (1,) * 6
+        and (f["pad_top"], f["pad_left"], f["pad_bottom"], f["pad_right"]) == (0, 0, 0, 0)
+        and (f["OH"], f["OW"]) == (f["H"], f["W"])
+        and max(1, f["group"]) == 1
+        and f["C"] >= D1X1_MIN_C
+        and 1 <= f["K"] <= D1X1_MAX_K
+        and f["OH"] * f["OW"] >= D1X1_MIN_HW
+    )
+
+
 def nchwc_applies(f: dict[str, int]) -> bool:
     """Whether a conv (``CONV_FIELDS`` by name) takes ``direct_nchwc`` where the blocked
     kernel is available: the measured rule of ``afrt_nchwc_applies`` (afrt_nchwc.h;
@@ -696,6 +722,9 @@ def conv_algo(params: Sequence[int], precision: str | None = None, blocked: bool
     - ``direct_nchwc``: only when ``blocked``, where :func:`nchwc_applies`:
       ``afrt_nchwc_f32``, a direct conv on input reordered to 16-channel blocks (NCHW16c)
       per call, 32 output channels x up to 14 columns in registers;
+    - ``direct_1x1``: only when ``blocked``, where :func:`direct_1x1_applies`:
+      ``afrt_conv1x1d_f32``, a 1x1 conv with few output channels reading its NCHW input in
+      place, 8 output channels x 48 positions in registers;
     - ``gemm_1x1_t``: 1x1, stride 1, no padding, on a small map where the transposed GEMM
       pads less (:func:`gemm_1x1_t_applies`): ``afrt_conv1x1t_f32``, output channels along
       the 32-wide panels;
@@ -705,8 +734,8 @@ def conv_algo(params: Sequence[int], precision: str | None = None, blocked: bool
     The same rules as ``afrt_conv_plan`` / ``afrt_dwconv_applies`` / ``afrt_dwl_applies`` /
     ``afrt_dconv_smallc_applies`` / ``afrt_winograd_applies`` / ``afrt_conv1x1t_applies`` in
     the runtime (a test compiles both and compares them over a sweep of shapes;
-    ``afrt_conv2d_f32`` never takes ``direct_nchwc`` itself: the lowering calls
-    ``afrt_nchwc_f32``)."""
+    ``afrt_conv2d_f32`` never takes ``direct_nchwc`` or ``direct_1x1`` itself: the lowering
+    calls ``afrt_nchwc_f32`` / ``afrt_conv1x1d_f32``)."""
     if precision is not None:
         return LP_CONV_ALGO
     # A run-time size (``symbolic.Size``) counts at its upper bound: every kernel below checks
@@ -724,6 +753,8 @@ def conv_algo(params: Sequence[int], precision: str | None = None, blocked: bool
         return "winograd"
     if blocked and nchwc_applies(f):
         return "direct_nchwc"
+    if blocked and direct_1x1_applies(f):
+        return "direct_1x1"
     if (f["R"] == 1 and f["S"] == 1 and f["stride_h"] == 1 and f["stride_w"] == 1
             and f["pad_top"] == 0 and f["pad_left"] == 0 and f["OH"] == f["H"]
             and f["OW"] == f["W"]):  # fmt: skip
@@ -872,7 +903,8 @@ class Conv2DOp(_ContractionOp):
     ``algo = "direct_dw"`` or ``"direct_dw_lanes"`` ``afrt_dwconv2d_f32(x, w, bias, y,
     &params, {epilogue, ctx})``
     (``direct_smallc``: ``afrt_dconv_smallc_f32``, ``winograd``: ``afrt_winograd_f32``,
-    ``direct_nchwc``: ``afrt_nchwc_f32``, same arguments); with ``precision``
+    ``direct_nchwc``: ``afrt_nchwc_f32``, ``direct_1x1``: ``afrt_conv1x1d_f32``, same
+    arguments); with ``precision``
     (``algo = "lp_gemm"``): ``afrt_conv2d_lp(AFRT_LP_BF16, x, w, w_stored, bias, ...)``.
     ``algo`` records the algorithm chosen at lowering and must be :func:`conv_algo` of
     ``params`` and ``precision``, with or without ``blocked`` (the runtime follows the same
@@ -949,7 +981,7 @@ class Conv2DOp(_ContractionOp):
                     "fits (group 1, 1x1 or 3x3, strides 1 or 2, dilation 1, pads below R)"
                 )
             want = "direct_nchwc"
-        elif self.algo.data == "direct_nchwc":  # the lowering's choice when blocked is allowed
+        elif self.algo.data in ("direct_nchwc", "direct_1x1"):  # chosen when blocked is allowed
             want = conv_algo(values, self.lp(), blocked=True)
         if self.algo.data != want:
             raise VerifyException(

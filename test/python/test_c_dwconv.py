@@ -321,9 +321,10 @@ def test_conv_algo_matches_the_runtime(tmp_path: Path) -> None:
     assert len(got) == len(shapes)
     want = [clib.conv_algo(v) for v in shapes]
     assert got == want
-    # direct_nchwc and gemm_1x1_b are assign-layout's calls, never afrt_conv2d_f32's
-    # (test_c_nchwc.py, test_c_expand_chain.py)
-    assert set(clib.CONV_ALGOS) - {"direct_nchwc", "gemm_1x1_b"} == set(want)
+    # direct_nchwc, gemm_1x1_b and direct_1x1 are the lowering's calls (assign-layout's
+    # and the conv rule's), never afrt_conv2d_f32's (test_c_nchwc.py, test_c_expand_chain.py,
+    # test_c_conv1x1d.py)
+    assert set(clib.CONV_ALGOS) - {"direct_nchwc", "gemm_1x1_b", "direct_1x1"} == set(want)
 
 
 def test_direct_kernels_sanitizer_clean(tmp_path: Path) -> None:

@@ -94,8 +94,9 @@ class LowerNNToLoops(CheckedPass):
     """Apply a kernel's elementwise tail inside the Conv/MatMul/Gemm call (else separate loops)."""
 
     blocked_convs: bool = False
-    """Convs the measured rule picks (``clib.nchwc_applies``) call the blocked direct kernel
-    ``afrt_nchwc_f32`` (algo ``direct_nchwc``); the pipeline sets it for AVX-512 builds
+    """Convs the measured rules pick (``clib.nchwc_applies``, ``clib.direct_1x1_applies``)
+    call the blocked direct kernel ``afrt_nchwc_f32`` (algo ``direct_nchwc``) or the direct
+    1x1 kernel ``afrt_conv1x1d_f32`` (``direct_1x1``); the pipeline sets it for AVX-512 builds
     whose config leaves ``conv_layout`` at ``auto``."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
@@ -261,7 +262,7 @@ class FunctionLowering:
             if conv_layouts(head):
                 return False
             algo = clib.conv_algo(conv_params(head), None, self.blocked_convs)
-            return algo in ("gemm_1x1", "gemm_1x1_t", "im2col_gemm")
+            return algo in ("gemm_1x1", "gemm_1x1_t", "im2col_gemm", "direct_1x1")
         if isinstance(head, nn.GemmOp):
             return head.c is None or head.beta == 0.0
         return isinstance(head, nn.MatMulOp)

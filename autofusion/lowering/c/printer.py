@@ -1395,6 +1395,7 @@ class _FuncPrinter:
                     "direct_smallc": "afrt_dconv_smallc_f32",
                     "winograd": "afrt_winograd_f32",
                     "direct_nchwc": "afrt_nchwc_f32",
+                    "direct_1x1": "afrt_conv1x1d_f32",
                 }
                 if (lp := op.lp()) is not None:  # 16-bit core: w stored 16-bit or cast
                     self.top.conv_params.setdefault(pb, None)

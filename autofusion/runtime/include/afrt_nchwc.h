@@ -6,6 +6,8 @@
  *
  *   afrt_nchwc_f32(x, w, bias, y, &p, epi)            x, y NCHW; blocked inside
  *   afrt_nchwc_ex_f32(x, w, bias, y, &p, epi, flags)  x and/or y already NCHW16c
+ *   afrt_conv1x1d_f32(x, w, bias, y, &p, epi)         1x1, few output channels, NCHW (the
+ *                                                     lowering's direct_1x1; end of file)
  *
  * NCHW16c (the `assign-layout` pass's "nchw16c", docs/c-backend.md): [N][ceil(C/16)][H][W][16],
  * channels past C zero. flags: AFRT_NC_IN_BLOCKED (x is NCHW16c: each padded row is one
@@ -223,10 +225,16 @@ static inline void afrt_nc_tile_(const float *restrict xt, const float *restrict
 #if defined(__AVX512F__) && (defined(__GNUC__) || defined(__clang__))
 #define AFRT_NC_CASE_(r, n)                                                                \
     case r * 16 + n:                                                                       \
-        afrt_nc_tile512_(xt, wk, Cb, R, S, sx, rowf, rstep, planef, bb, t, r * n, n);      \
+        if (sx == AFRT_NC_L) /* stride 1: the columns' inputs at immediate offsets */      \
+            afrt_nc_tile512_(xt, wk, Cb, R, S, AFRT_NC_L, rowf, rstep, planef, bb, t, r * n, n); \
+        else                                                                               \
+            afrt_nc_tile512_(xt, wk, Cb, R, S, sx, rowf, rstep, planef, bb, t, r * n, n);  \
         return;
-    /* the tile shapes afrt_nchwc_f32 uses (afrt_nc_width_): each copy costs ~0.035 s of
-     * compile time (GCC 13 here); a model that calls the kernel pays ~0.4 s in all */
+    /* the tile shapes afrt_nchwc_f32 uses (afrt_nc_width_), each for stride 1 (the column
+     * step a constant: the 14 broadcasts take immediate offsets from one pointer; with the
+     * step a variable GCC kept 14 column offsets in registers and spilled three, and stride
+     * 1 convs ran 6-17% slower, benchmarks/nchwc_conv.py, docs/runtime.md) and any stride:
+     * each copy costs ~0.035 s of compile time (GCC 13 here) */
     switch (nr * 16 + ncol) {
         AFRT_NC_CASE_(1, 14) AFRT_NC_CASE_(1, 13) AFRT_NC_CASE_(1, 7) AFRT_NC_CASE_(2, 7)
         default: break;
@@ -495,6 +503,201 @@ static inline int afrt_nchwc_ex_f32(const float *x, const float *w, const float 
                                     const afrt_conv_params *p, afrt_epilogue epi, int flags) {
     if (!flags) return afrt_nchwc_f32(x, w, bias, y, p, epi);
     return afrt_nchwc_body_(x, w, bias, y, p, epi, flags);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Direct 1x1 convolution with few output channels (afrt_conv1x1d_f32, the lowering's
+ * `direct_1x1`, AVX-512 builds whose config leaves conv_layout "auto", like direct_nchwc).
+ *
+ * gemm_1x1 packs the whole NCHW input into 32-wide B panels per call: on a conv with few
+ * output channels (SqueezeNet's squeezes, 64 -> 16 and 128 -> 16 at 55x55; Inception's 5x5
+ * reductions) the packing is as much work as the GEMM. Here the input is read in place: a
+ * register tile is 8 output channels x 48 positions (three vectors of consecutive positions
+ * of the flat map, 24 accumulators); per input channel three vectors are loaded straight from
+ * x and each of the 8 weights is broadcast (weights reordered once to [K/8][C][8], zero past
+ * K, cached as constant operands are). A map's last tile of fewer than 48 positions loads
+ * its lanes masked. The bias is the accumulators' start value; the
+ * built-in clamp epilogue (residual add, Relu / Clip) is applied in registers before the only
+ * store; any other epilogue runs on each finished 8-channel x 48-position block (the GEMM
+ * path's contract: rows = channels, cols = positions, ld = OH*OW). Tasks are (image, tile of
+ * 48 positions), each through all output channels (its input tile stays in L1), static
+ * over OpenMP threads. Sums run over the input channels in order from the bias, as
+ * gemm_1x1's k loop does, but are not split into k blocks: results differ in rounding only.
+ *
+ * The rule (afrt_conv1x1d_applies, clib.direct_1x1_applies): 1x1, stride 1, no padding,
+ * group 1, AFRT_1X1D_MIN_C to any input channels, at most AFRT_1X1D_MAX_K output channels,
+ * at least AFRT_1X1D_MIN_HW positions (docs/runtime.md). Alone (benchmarks/conv1x1_direct.py,
+ * warm) 0.66-0.95 of gemm_1x1's time with 16-32 output channels on 14x14 to 55x55 maps,
+ * even with 48-64, 1.3-1.4x on 7x7 maps (a 48-wide tile and a tail of 1); inside models
+ * (kernel_ab.py) 0.74-0.90 on SqueezeNet's 55x55 and 27x27 and Inception's 28x28 layers but
+ * 1.08-1.16 on Inception's 14x14 ones (480-528 input channels: a tile's input outgrows L1),
+ * hence the map threshold.
+ * ------------------------------------------------------------------------------------------- */
+#define AFRT_1X1D_MR 8  /* output channels per register tile */
+#define AFRT_1X1D_NV 3  /* vectors of 16 positions per register tile */
+#define AFRT_1X1D_NT (16 * AFRT_1X1D_NV)
+#ifndef AFRT_1X1D_MAX_K
+#define AFRT_1X1D_MAX_K 32
+#endif
+#ifndef AFRT_1X1D_MIN_HW
+#define AFRT_1X1D_MIN_HW 512
+#endif
+/* The input lines of the tile this many tiles ahead are prefetched while the first channel
+ * block runs (0: none). Inside SqueezeNet (kernel_ab.py) 1 made its squeezes 0.89-0.93 of
+ * no prefetch (C streams of one channel row each defeat the hardware prefetcher); 6 was
+ * even there and 1.03-1.11 on Inception's 5x5 reductions. */
+#ifndef AFRT_1X1D_PF
+#define AFRT_1X1D_PF 1
+#endif
+#ifndef AFRT_1X1D_MIN_C
+#define AFRT_1X1D_MIN_C 16
+#endif
+
+static inline int afrt_conv1x1d_applies(const afrt_conv_params *p) {
+    return p->R == 1 && p->S == 1 && p->stride_h == 1 && p->stride_w == 1 && p->dil_h == 1 &&
+           p->dil_w == 1 && p->pad_top == 0 && p->pad_left == 0 && p->pad_bottom == 0 &&
+           p->pad_right == 0 && p->OH == p->H && p->OW == p->W && p->group <= 1 &&
+           p->C >= AFRT_1X1D_MIN_C && p->K >= 1 && p->K <= AFRT_1X1D_MAX_K &&
+           p->OH * p->OW >= AFRT_1X1D_MIN_HW;
+}
+
+/* w [K][C] reordered to [K/8][C][8] (zeros past K) into dst. */
+static inline void afrt_1x1d_pack_(const float *w, int64_t K, int64_t C, float *dst) {
+    for (int64_t kb = 0; kb < afrt_cdiv_(K, AFRT_1X1D_MR); ++kb)
+        for (int64_t c = 0; c < C; ++c)
+            for (int64_t k = 0; k < AFRT_1X1D_MR; ++k) {
+                const int64_t kk = kb * AFRT_1X1D_MR + k;
+                dst[(kb * C + c) * AFRT_1X1D_MR + k] = kk < K ? w[kk * C + c] : 0.0f;
+            }
+}
+
+/* The reordered w: cached when w is constant (side 4), else into scratch slot 1 of the
+ * calling thread. NULL if memory is short. */
+static inline const float *afrt_1x1d_weights_(const float *w, int64_t K, int64_t C) {
+    const size_t n = (size_t)(afrt_round_up_(K, AFRT_1X1D_MR) * C);
+    const float *found = NULL;
+    AFRT_OMP(critical(afrt_cache))
+    {
+        if (afrt_in_region_(w, (size_t)(K * C) * sizeof(float))) {
+            for (int e = 0; e < afrt_n_packed_ && !found; ++e) {
+                const afrt_packed_entry_ *q = &afrt_packed_[e];
+                if (q->src == w && q->rows == K && q->cols == C && q->side == 4 && q->lp == 0)
+                    found = (const float *)q->packed;
+            }
+            if (!found && afrt_n_packed_ < AFRT_MAX_PACKED) {
+                float *buf = (float *)afrt_alloc_pack_(n * sizeof(float));
+                if (buf) {
+                    afrt_1x1d_pack_(w, K, C, buf);
+                    afrt_packed_entry_ e = {w, K, C, 1, 0, 4, 0, buf};
+                    afrt_packed_[afrt_n_packed_++] = e;
+                    found = buf;
+                }
+            }
+        }
+    }
+    if (found) return found;
+    float *buf = (float *)afrt_thread_scratch(1, n * sizeof(float));
+    if (buf) afrt_1x1d_pack_(w, K, C, buf);
+    return buf;
+}
+
+#if defined(__AVX512F__) && (defined(__GNUC__) || defined(__clang__))
+/* One 8-channel block of one tile: xq the tile's first position (channels ld apart), wk the
+ * block's reordered weights, bb its 8 biases; kn channels and the first nq positions stored
+ * at yk (channels hw apart), finished with cl (NULL: none; its residual at zk, channels
+ * res_ld apart). */
+static inline __attribute__((always_inline)) void afrt_1x1d_block_(
+    const float *xq, int64_t ld, const float *restrict wk, int64_t C, const float *bb, int64_t kn,
+    int64_t nq, float *yk, int64_t hw, const afrt_epi_clamp *cl, const float *zk, int pf,
+    const int tail) {
+    __mmask16 lm[AFRT_1X1D_NV]; /* the lanes inside the map (all of them but in the tail) */
+    for (int v = 0; v < AFRT_1X1D_NV; ++v) {
+        const int64_t left = nq - 16 * v;
+        lm[v] = left >= 16 ? (__mmask16)0xffff
+                : left > 0 ? (__mmask16)((1u << left) - 1u)
+                           : (__mmask16)0;
+    }
+    __m512 acc[AFRT_1X1D_MR][AFRT_1X1D_NV];
+    for (int k = 0; k < AFRT_1X1D_MR; ++k)
+        for (int v = 0; v < AFRT_1X1D_NV; ++v) acc[k][v] = _mm512_set1_ps(bb[k]);
+    for (int64_t c = 0; c < C; ++c) {
+        const float *xs = xq + c * ld, *ws = wk + c * AFRT_1X1D_MR;
+        __m512 xv[AFRT_1X1D_NV];
+        for (int v = 0; v < AFRT_1X1D_NV; ++v)
+            xv[v] = tail ? _mm512_maskz_loadu_ps(lm[v], xs + 16 * v) : _mm512_loadu_ps(xs + 16 * v);
+        if (pf) /* this channel's three lines AFRT_1X1D_PF tiles ahead */
+            for (int v = 0; v < AFRT_1X1D_NV; ++v)
+                _mm_prefetch((const char *)(xs + AFRT_1X1D_PF * AFRT_1X1D_NT + 16 * v),
+                             _MM_HINT_T0);
+        for (int k = 0; k < AFRT_1X1D_MR; ++k) {
+            const __m512 wv = _mm512_set1_ps(ws[k]);
+            for (int v = 0; v < AFRT_1X1D_NV; ++v) acc[k][v] = _mm512_fmadd_ps(wv, xv[v], acc[k][v]);
+        }
+    }
+    const __m512 lo = _mm512_set1_ps(cl ? cl->lo : 0.0f), hi = _mm512_set1_ps(cl ? cl->hi : 0.0f);
+    const int up = cl && cl->hi != INFINITY; /* an infinite upper bound changes nothing */
+    for (int v = 0; v < AFRT_1X1D_NV; ++v) {
+        const __mmask16 m = lm[v];
+        if (!m) break;
+        for (int k = 0; k < kn; ++k) {
+            __m512 o = acc[k][v];
+            if (cl) { /* afrt_epi_clamp1_ on (o + residual), as afrt_nc_store_ does */
+                if (zk) o = _mm512_add_ps(o, _mm512_maskz_loadu_ps(m, zk + k * cl->res_ld + 16 * v));
+                o = _mm512_mask_mov_ps(lo, _mm512_cmp_ps_mask(o, lo, _CMP_NLE_UQ), o);
+                if (up) o = _mm512_mask_mov_ps(hi, _mm512_cmp_ps_mask(o, hi, _CMP_NGE_UQ), o);
+            }
+            _mm512_mask_storeu_ps(yk + k * hw + 16 * v, m, o);
+        }
+    }
+}
+#endif
+
+/* Direct 1x1 conv (above), x and y NCHW. Returns 0 when the conv is not one it takes
+ * (afrt_conv1x1d_applies), the build has no AVX-512 or memory for the reordered weights is
+ * short: then nothing is written and the caller runs afrt_conv2d_f32. The built-in clamp's
+ * residual may be y itself (plan-buffers' in-place residual): each element's residual is
+ * read by the block that stores it, just before the store, and nothing is allocated once
+ * the first store is made. */
+static inline int afrt_conv1x1d_f32(const float *x, const float *w, const float *bias, float *y,
+                                    const afrt_conv_params *p, afrt_epilogue epi) {
+#if defined(__AVX512F__) && (defined(__GNUC__) || defined(__clang__))
+    if (!afrt_conv1x1d_applies(p)) return 0;
+    if (p->N <= 0) return 1;
+    const int64_t C = p->C, K = p->K, hw = p->OH * p->OW;
+    afrt_init_once_();
+    const float *wb = afrt_1x1d_weights_(w, K, C);
+    if (!wb) return 0;
+    const int64_t ntile = afrt_cdiv_(hw, AFRT_1X1D_NT), tasks = p->N * ntile;
+    const int64_t Kb = afrt_cdiv_(K, AFRT_1X1D_MR);
+    const afrt_epi_clamp *cl = afrt_epi_builtin_clamp_(epi);
+    const int threads = afrt_worth_threads_((double)p->N * K * hw * C);
+    (void)threads; /* without OpenMP */
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_threads_now()) if (threads && tasks > 1))
+    for (int64_t t = 0; t < tasks; ++t) {
+        afrt_arrive_();
+        const int64_t n = t / ntile, q0 = (t % ntile) * AFRT_1X1D_NT;
+        const int64_t nq = afrt_min_(AFRT_1X1D_NT, hw - q0);
+        const float *xq = x + n * C * hw + q0;
+        float *yn = y + n * K * hw;
+        for (int64_t kb = 0; kb < Kb; ++kb) {
+            const int64_t k0 = kb * AFRT_1X1D_MR, kn = afrt_min_(AFRT_1X1D_MR, K - k0);
+            float bb[AFRT_1X1D_MR];
+            for (int64_t k = 0; k < AFRT_1X1D_MR; ++k) bb[k] = bias && k < kn ? bias[k0 + k] : 0.0f;
+            const float *zk = cl && cl->res ? afrt_epi_clamp_res_(cl, n, k0) + q0 : NULL;
+            const float *wk = wb + kb * C * AFRT_1X1D_MR;
+            const int pf = AFRT_1X1D_PF && kb == 0 && q0 + (AFRT_1X1D_PF + 1) * AFRT_1X1D_NT <= hw;
+            if (nq == AFRT_1X1D_NT)
+                afrt_1x1d_block_(xq, hw, wk, C, bb, kn, nq, yn + k0 * hw + q0, hw, cl, zk, pf, 0);
+            else /* the map's last, short tile: masked loads */
+                afrt_1x1d_block_(xq, hw, wk, C, bb, kn, nq, yn + k0 * hw + q0, hw, cl, zk, 0, 1);
+            if (!cl && epi.fn) epi.fn(epi.ctx, yn, n, k0, k0 + kn, q0, q0 + nq, hw);
+        }
+    }
+    return 1;
+#else
+    (void)x, (void)w, (void)bias, (void)y, (void)p, (void)epi;
+    return 0;
+#endif
 }
 
 #endif /* AFRT_NCHWC_H */
