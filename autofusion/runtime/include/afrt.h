@@ -1255,18 +1255,14 @@ static inline __m512 afrt_load_rows_(const float *a, int n) {
             a += as;                                                                           \
             b += AFRT_NR;                                                                      \
         }                                                                                      \
-        /* column 16 of rows [0, mr): lanes of cx, gathered and scattered ldc apart */          \
-        const __mmask16 mm = (__mmask16)((1u << (mr < MRV ? mr : MRV)) - 1u);                 \
-        const __m512i rows = _mm512_mullo_epi32(                                               \
-            _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),           \
-            _mm512_set1_epi32((int)ldc));                                                      \
-        if (acc) cx = _mm512_add_ps(cx, _mm512_mask_i32gather_ps(cx, mm, rows, c + 16, 4));    \
-        _mm512_mask_i32scatter_ps(c + 16, mm, rows, cx, 4);                                    \
+        float col[16]; /* column 16: lane i is row i's */                                      \
+        _mm512_storeu_ps(col, cx);                                                             \
         for (int i = 0; i < MRV; ++i) {                                                        \
             if (i >= mr) break;                                                                \
             float *ci = c + i * ldc;                                                           \
             if (acc) c0[i] = _mm512_add_ps(c0[i], _mm512_loadu_ps(ci));                        \
             _mm512_storeu_ps(ci, c0[i]);                                                       \
+            ci[16] = acc ? col[i] + ci[16] : col[i];                                           \
         }                                                                                      \
     }
 AFRT_DEFINE_UKERNEL_HALF1(afrt_ukernel12h1_, 12)
