@@ -41,13 +41,13 @@ def _model() -> onnx.ModelProto:
         nodes.append(helper.make_node("Relu", [name], [f"{name}_r"]))
         return f"{name}_r"
 
-    a = conv("x", 24, 32)  # 28x28: columns 384 + 400
+    a = conv("x", 12, 32)  # 28x28: columns 384 + 400 (12 channels: not direct_1x1)
     b = conv(a, 32, 128, stride=2)  # 14x14 (gathered): rows 60 + 68
     y = conv(b, 128, 50, relu=False)  # rows 24 + 26
     g = helper.make_graph(
         nodes,
         "even_split",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 24, 28, 28])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 12, 28, 28])],
         [helper.make_tensor_value_info(y, TensorProto.FLOAT, [1, 50, 14, 14])],
         inits,
     )
@@ -61,7 +61,7 @@ def test_even_split_at_one_to_three_threads(cpu: str) -> None:
     from autofusion.runtime.loader import ModelLibrary
 
     model = _model()
-    x = np.random.default_rng(12).uniform(-1.0, 1.0, (1, 24, 28, 28)).astype(np.float32)
+    x = np.random.default_rng(12).uniform(-1.0, 1.0, (1, 12, 28, 28)).astype(np.float32)
     m = autofusion.compile(model, threads=2, cpu=cpu)
     try:
         algos = [c["conv_algo"] for c in m.report["conv_algo"]]
