@@ -33,6 +33,38 @@ ISA_FLAGS = {
 }
 
 
+_RULE_DRIVER = r"""
+#include "afrt.h"
+#include <stdio.h>
+int main(void) {
+    afrt_conv_params p;
+    int64_t *f = &p.N;
+    while (1) {
+        for (int i = 0; i < 18; ++i)
+            if (scanf("%ld", (long *)&f[i]) != 1) return 0;
+        PRINT
+    }
+}
+"""
+
+
+def conv_rule_outputs(
+    tmp_path: Path, print_stmt: str, shapes: Sequence[Sequence[int]]
+) -> list[str]:
+    """What ``print_stmt`` (C statements using ``afrt_conv_params p``) prints for each conv of
+    ``shapes`` (the 18 fields of ``afrt_conv_params`` each): the rule tests compare afrt.h's
+    run-time choices with the lowering's Python rules through it."""
+    src = tmp_path / "rule.c"
+    src.write_text(_RULE_DRIVER.replace("PRINT", print_stmt))
+    exe = tmp_path / "rule"
+    cmd = [toolchain.c_compiler(), "-O1", "-std=c11", *toolchain.include_flags(), str(src),
+           "-o", str(exe), "-lm"]  # fmt: skip
+    subprocess.run(cmd, check=True)
+    text = "\n".join(" ".join(map(str, v)) for v in shapes) + "\n"
+    out = subprocess.run([str(exe)], input=text, capture_output=True, text=True, check=True)
+    return out.stdout.splitlines()
+
+
 def build_driver(src: Path, out: Path, isa: str, defines: Sequence[str] = ()) -> Path:
     """Compile the driver ``src`` to ``out`` for ``isa`` (a key of :data:`ISA_FLAGS`), with
     ``-D`` ``defines``; small shapes take the multi-thread paths (AFRT_PARALLEL_MIN_WORK=0)."""

@@ -14,7 +14,6 @@ for ``--cpu x86-64-v2`` the same model takes ``gemm_1x1`` and matches too.
 from __future__ import annotations
 
 import itertools
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +21,7 @@ import onnx
 import pytest
 from conv_epilogues import Built, branches_model, epilogue_nodes, sweep_feeds
 from onnx import TensorProto, helper, numpy_helper
+from runtime_drivers import conv_rule_outputs
 
 import autofusion
 from autofusion.dialects import clib
@@ -122,39 +122,18 @@ def test_direct_1x1_sweep_without_avx512(sweep: Sweep) -> None:
     _check(sweep, 2, "x86-64-v2", "gemm_1x1")
 
 
-_RULE_DRIVER = r"""
-#include "afrt.h"
-#include <stdio.h>
-int main(void) {
-    afrt_conv_params p;
-    int64_t *f = &p.N;
-    while (1) {
-        for (int i = 0; i < 18; ++i)
-            if (scanf("%ld", (long *)&f[i]) != 1) return 0;
-        printf("%d\n", afrt_conv1x1d_applies(&p));
-    }
-}
-"""
-
-
 def test_direct_1x1_rule_matches_the_runtime(tmp_path: Path) -> None:
     """clib.direct_1x1_applies (the lowering's rule) equals afrt_conv1x1d_applies over a
     sweep that crosses each threshold (channels, output channels, positions, group, stride,
     padding, kernel size)."""
-    src = tmp_path / "rule.c"
-    src.write_text(_RULE_DRIVER)
-    exe = tmp_path / "rule"
-    subprocess.run(["cc", "-O1", "-std=c11", f"-I{toolchain.INCLUDE_DIR}", str(src), "-o",
-                    str(exe), "-lm"], check=True)  # fmt: skip
     shapes = []
     for c, k, h, r, s, p, g in itertools.product((8, 15, 16, 64), (1, 16, 32, 33, 48),
                                                  (22, 23, 28), (1, 3), (1, 2), (0, 1),
                                                  (1, 2)):  # fmt: skip
         oh = (h + 2 * p - r) // s + 1
         shapes.append([1, c, h, h, k, r, r, oh, oh, s, s, p, p, p, p, 1, 1, g])
-    text = "\n".join(" ".join(map(str, v)) for v in shapes) + "\n"
-    out = subprocess.run([str(exe)], input=text, capture_output=True, text=True, check=True)
-    got = [line == "1" for line in out.stdout.split()]
+    outs = conv_rule_outputs(tmp_path, 'printf("%d\\n", afrt_conv1x1d_applies(&p));', shapes)
+    got = [line == "1" for line in outs]
     want = [clib.direct_1x1_applies(dict(zip(clib.CONV_FIELDS, v, strict=True))) for v in shapes]
     assert len(got) == len(shapes)
     assert got == want

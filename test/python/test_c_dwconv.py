@@ -15,7 +15,6 @@ small C program.
 from __future__ import annotations
 
 import itertools
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -23,11 +22,11 @@ import onnx
 import pytest
 from conv_epilogues import EPILOGUES, branches_model, epilogue_nodes
 from onnx import TensorProto, helper, numpy_helper
+from runtime_drivers import conv_rule_outputs
 
 import autofusion
 from autofusion.dialects import clib
 from autofusion.lowering.c.testing import onnxruntime_outputs
-from autofusion.runtime import toolchain
 from autofusion.testing import assert_close
 
 
@@ -257,31 +256,15 @@ def test_small_channel_nan_and_inf_propagate(cpu: str) -> None:
     assert [r["conv_algo"] for r in report["conv_algo"]] == ["direct_smallc"] * 3  # type: ignore[index]
 
 
-_PLAN_DRIVER = r"""
-#include "afrt.h"
-#include <stdio.h>
-int main(void) {
-    afrt_conv_params p;
-    int64_t *f = &p.N;
-    while (1) {
-        for (int i = 0; i < 18; ++i)
-            if (scanf("%ld", (long *)&f[i]) != 1) return 0;
-        const afrt_conv_plan_ q = afrt_conv_plan(&p);
+#: afrt_conv2d_f32's choices for one conv: its plan's kind and each kernel's applies rule
+_PLAN_PRINT = r"""const afrt_conv_plan_ q = afrt_conv_plan(&p);
         printf("%d %d %d %d %d %d\n", q.kind, afrt_dwconv_applies(&p),
                afrt_dconv_smallc_applies(&p), afrt_winograd_applies(&p),
-               afrt_conv1x1t_applies(&p), afrt_dwl_applies(&p));
-    }
-}
-"""
+               afrt_conv1x1t_applies(&p), afrt_dwl_applies(&p));"""
 
 
 def test_conv_algo_matches_the_runtime(tmp_path: Path) -> None:
     """clib.conv_algo (the lowering's choice) names the path afrt_conv2d_f32 itself takes."""
-    src = tmp_path / "plan.c"
-    src.write_text(_PLAN_DRIVER)
-    exe = tmp_path / "plan"
-    subprocess.run(["cc", "-O1", "-std=c11", f"-I{toolchain.INCLUDE_DIR}", str(src), "-o", str(exe),
-                    "-lm"], check=True)  # fmt: skip
     shapes = []
     # g_div: group = C / g_div (1: depthwise), 0: group 1 (dense)
     grid = itertools.product((4, 16), (1, 2, 4, 0), (4, 16), (1, 2), (0, 1), (1, 3, 9), (8, 17),
@@ -302,11 +285,11 @@ def test_conv_algo_matches_the_runtime(tmp_path: Path) -> None:
     # output and input channels either side of AFRT_WG_WIDE_K and AFRT_WG_WIDE_C
     for h, c, k in itertools.product((12, 13, 16, 17, 20), (64, 95, 96, 160), (128, 191, 192, 256)):
         shapes.append([1, c, h, h, k, 3, 3, h, h, 1, 1, 1, 1, 1, 1, 1, 1, 1])
-    text = "\n".join(" ".join(map(str, v)) for v in shapes) + "\n"
-    out = subprocess.run([str(exe)], input=text, capture_output=True, text=True, check=True)
     kinds = {0: "direct_dw", 1: "gemm_1x1", 2: "im2col_gemm"}
     got = []
-    for line in out.stdout.splitlines():  # afrt_conv2d_f32's order: kind 0, small C, Winograd, 1/2
+    for line in conv_rule_outputs(
+        tmp_path, _PLAN_PRINT, shapes
+    ):  # afrt_conv2d_f32's order: kind 0, small C, Winograd, 1/2
         kind, dw, smallc, wino, t1x1, lanes = (int(v) for v in line.split())
         assert dw == (kind == 0)
         assert not lanes or dw

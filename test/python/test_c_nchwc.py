@@ -22,6 +22,7 @@ import numpy as np
 import onnx
 import pytest
 from conv_epilogues import conv3x3_sweep, sweep_feeds
+from runtime_drivers import conv_rule_outputs
 
 import autofusion
 from autofusion.dialects import clib
@@ -118,37 +119,16 @@ def test_conv_layout_nchw_keeps_convs_off_the_kernel(tmp_path: Path) -> None:
         load_config(str(bad))
 
 
-_RULE_DRIVER = r"""
-#include "afrt.h"
-#include <stdio.h>
-int main(void) {
-    afrt_conv_params p;
-    int64_t *f = &p.N;
-    while (1) {
-        for (int i = 0; i < 18; ++i)
-            if (scanf("%ld", (long *)&f[i]) != 1) return 0;
-        printf("%d\n", afrt_nchwc_applies(&p));
-    }
-}
-"""
-
-
 def test_nchwc_rule_matches_the_runtime(tmp_path: Path) -> None:
     """clib.nchwc_applies (the lowering's rule) equals afrt_nchwc_applies over a sweep."""
-    src = tmp_path / "rule.c"
-    src.write_text(_RULE_DRIVER)
-    exe = tmp_path / "rule"
-    subprocess.run(["cc", "-O1", "-std=c11", f"-I{toolchain.INCLUDE_DIR}", str(src), "-o",
-                    str(exe), "-lm"], check=True)  # fmt: skip
     shapes = []
     maps = (7, 14, 28, 32, 56)
     for c, k, r, s, p, h, g in itertools.product((8, 16, 48), (16, 32, 64, 256), (1, 3), (1, 2, 3),
                                                  (0, 1, 3), maps, (1, 2)):  # fmt: skip
         oh = (h + 2 * p - r) // s + 1
         shapes.append([1, c, h, h, k, r, r, oh, oh, s, s, p, p, p, p, 1, 1, g])
-    text = "\n".join(" ".join(map(str, v)) for v in shapes) + "\n"
-    out = subprocess.run([str(exe)], input=text, capture_output=True, text=True, check=True)
-    got = [line == "1" for line in out.stdout.split()]
+    outs = conv_rule_outputs(tmp_path, 'printf("%d\\n", afrt_nchwc_applies(&p));', shapes)
+    got = [line == "1" for line in outs]
     want = [clib.nchwc_applies(dict(zip(clib.CONV_FIELDS, v, strict=True))) for v in shapes]
     assert len(got) == len(shapes)
     assert got == want
