@@ -48,17 +48,18 @@ Built = tuple[list[onnx.NodeProto], list[onnx.TensorProto], list[onnx.ValueInfoP
               onnx.ValueInfoProto]  # fmt: skip
 
 
-def conv3x3_branch(rng: np.random.Generator, i: int, c: int, k: int, h: int, w: int,
-                   pads: tuple[int, int, int, int], epi: str, stride: int = 1, batch: int = 1,
-                   w_input: bool = False) -> Built:  # fmt: skip
-    """One 3x3 Conv (+ epilogue) on input ``x{i}``, output ``y{i}``; ``w_input``: the
-    weights are a graph input (not a constant), so the kernel transforms them per call."""
+def conv_branch(rng: np.random.Generator, i: int, c: int, k: int, h: int, w: int,
+                pads: tuple[int, int, int, int], epi: str, *, r: int, stride: int = 1,
+                batch: int = 1, w_input: bool = False, w_scale: float = 1.0) -> Built:  # fmt: skip
+    """One r x r Conv (+ epilogue) on input ``x{i}``, output ``y{i}``, weights uniform in
+    +-``w_scale`` over sqrt(r * r * c); ``w_input``: the weights are a graph input (not a
+    constant), so the kernel transforms or reorders them per call."""
     x, y = f"x{i}", f"y{i}"
-    wt = (rng.uniform(-1, 1, (k, c, 3, 3)) / np.sqrt(9 * c)).astype(np.float32)
+    wt = (rng.uniform(-w_scale, w_scale, (k, c, r, r)) / np.sqrt(r * r * c)).astype(np.float32)
     inits: list[onnx.TensorProto] = []
     ins = [helper.make_tensor_value_info(x, TensorProto.FLOAT, [batch, c, h, w])]
     if w_input:
-        ins.append(helper.make_tensor_value_info(f"w{i}", TensorProto.FLOAT, [k, c, 3, 3]))
+        ins.append(helper.make_tensor_value_info(f"w{i}", TensorProto.FLOAT, [k, c, r, r]))
     else:
         inits.append(numpy_helper.from_array(wt, f"w{i}"))
     conv_in = [x, f"w{i}"]
@@ -66,13 +67,21 @@ def conv3x3_branch(rng: np.random.Generator, i: int, c: int, k: int, h: int, w: 
         inits.append(numpy_helper.from_array(rng.uniform(-1, 1, k).astype(np.float32), f"b{i}"))
         conv_in.append(f"b{i}")
     conv_out = y if epi in ("none", "bias") else f"c{i}"
-    nodes = [helper.make_node("Conv", conv_in, [conv_out], name=f"conv{i}", kernel_shape=[3, 3],
+    nodes = [helper.make_node("Conv", conv_in, [conv_out], name=f"conv{i}", kernel_shape=[r, r],
                               pads=list(pads), strides=[stride, stride])]  # fmt: skip
-    oh = (h + pads[0] + pads[2] - 3) // stride + 1
-    ow = (w + pads[1] + pads[3] - 3) // stride + 1
+    oh = (h + pads[0] + pads[2] - r) // stride + 1
+    ow = (w + pads[1] + pads[3] - r) // stride + 1
     epi_nodes, epi_inits = epilogue_nodes(rng, i, epi, conv_out, y, (batch, k, oh, ow))
     vi_y = helper.make_tensor_value_info(y, TensorProto.FLOAT, [batch, k, oh, ow])
     return nodes + epi_nodes, inits + epi_inits, ins, vi_y
+
+
+def conv3x3_branch(rng: np.random.Generator, i: int, c: int, k: int, h: int, w: int,
+                   pads: tuple[int, int, int, int], epi: str, stride: int = 1, batch: int = 1,
+                   w_input: bool = False) -> Built:  # fmt: skip
+    """One 3x3 Conv (+ epilogue): ``conv_branch`` with r = 3."""
+    return conv_branch(rng, i, c, k, h, w, pads, epi, r=3, stride=stride, batch=batch,
+                       w_input=w_input)  # fmt: skip
 
 
 def branches_model(

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from conv_epilogues import Built, branches_model, epilogue_nodes, sweep_feeds
+from conv_epilogues import Built, branches_model, conv_branch, sweep_feeds
 from onnx import TensorProto, helper, numpy_helper
 from runtime_drivers import conv_rule_outputs
 
@@ -49,23 +49,8 @@ def conv1x1_branch(rng: np.random.Generator, i: int, c: int, k: int, h: int, w: 
                    batch: int = 1, w_input: bool = False) -> Built:  # fmt: skip
     """One 1x1 Conv (+ epilogue) on input ``x{i}``, output ``y{i}``; ``w_input``: the weights
     are a graph input (reordered per call)."""
-    x, y = f"x{i}", f"y{i}"
-    wt = (rng.uniform(-2, 2, (k, c, 1, 1)) / np.sqrt(c)).astype(np.float32)
-    inits: list[onnx.TensorProto] = []
-    ins = [helper.make_tensor_value_info(x, TensorProto.FLOAT, [batch, c, h, w])]
-    if w_input:
-        ins.append(helper.make_tensor_value_info(f"w{i}", TensorProto.FLOAT, [k, c, 1, 1]))
-    else:
-        inits.append(numpy_helper.from_array(wt, f"w{i}"))
-    conv_in = [x, f"w{i}"]
-    if epi.startswith("bias"):
-        inits.append(numpy_helper.from_array(rng.uniform(-1, 1, k).astype(np.float32), f"b{i}"))
-        conv_in.append(f"b{i}")
-    conv_out = y if epi in ("none", "bias") else f"c{i}"
-    nodes = [helper.make_node("Conv", conv_in, [conv_out], name=f"conv{i}", kernel_shape=[1, 1])]
-    epi_nodes, epi_inits = epilogue_nodes(rng, i, epi, conv_out, y, (batch, k, h, w))
-    vi_y = helper.make_tensor_value_info(y, TensorProto.FLOAT, [batch, k, h, w])
-    return nodes + epi_nodes, inits + epi_inits, ins, vi_y
+    return conv_branch(rng, i, c, k, h, w, (0, 0, 0, 0), epi, r=1, batch=batch,
+                       w_input=w_input, w_scale=2.0)  # fmt: skip
 
 
 def sweep_model() -> onnx.ModelProto:
