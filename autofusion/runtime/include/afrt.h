@@ -1264,8 +1264,7 @@ AFRT_DEFINE_UKERNEL_HALF(afrt_ukernel4h_, 4)
  * ResNet-50's layer4 and MobileNet's and EfficientNet's last stages): the half kernel's 16
  * columns and the 17th in one more accumulator holding the tile's rows in its lanes (A's k
  * column, its MRV rows loaded plainly, times b[16] broadcast), instead of a whole 32-column
- * tile: MRV + 1 FMAs
- * per k where the full tile has 2 * MRV. Each element's products are summed in the same
+ * tile: MRV + 1 FMAs per k where the full tile has 2 * MRV. Each element's products are summed in the same
  * order (one fmadd per k from zero, then C's added when acc), as in the half kernel. */
 /* a[0, n) (n = 4, 8 or 12) in the low lanes, the others zero. Plain loads, not a masked
  * one: GCC keeps the half kernel's accumulators in memory around a masked load (12 stores
