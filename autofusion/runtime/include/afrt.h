@@ -1235,11 +1235,15 @@ AFRT_DEFINE_UKERNEL(afrt_ukernel4_, 4)
  * 14x14 map end in 4, 784 of 28x28 in 16, 169 of 13x13 in 9): half the full tile's FMAs
  * (the left half of the packed B panel) and masked loads/stores of the first mr rows and
  * the mask's columns straight into C, instead of a whole 32-column tile through a copy. */
-#define AFRT_DEFINE_UKERNEL_HALF(NAME, MRV)                                                    \
+/* The half kernel (COL16 0): MRV rows x the first 16 columns of a tile, the columns past the
+ * edge masked off by m. With COL16 1 (the 17-column edge, below) it also computes column 16
+ * and stores the 16 columns whole (m unused); COL16 is a constant, so each kernel's code is
+ * that of its own loop. */
+#define AFRT_DEFINE_UKERNEL_HALF_(NAME, MRV, COL16)                                            \
     static inline void NAME(int64_t kc, const float *restrict a, int64_t as,                   \
                             const float *restrict b, float *restrict c, int64_t ldc, int acc,  \
                             int64_t mr, __mmask16 m) {                                         \
-        __m512 c0[MRV];                                                                        \
+        __m512 c0[MRV], cx = _mm512_setzero_ps();                                              \
         for (int i = 0; i < MRV; ++i) c0[i] = _mm512_setzero_ps();                             \
         for (int64_t k = 0; k < kc; ++k) {                                                     \
             _mm_prefetch(AFRT_PF_ADDR(a, as * AFRT_PF_K), AFRT_PF_HINT);                       \
@@ -1247,19 +1251,25 @@ AFRT_DEFINE_UKERNEL(afrt_ukernel4_, 4)
             const __m512 b0 = _mm512_loadu_ps(b);                                              \
             for (int i = 0; i < MRV; ++i)                                                      \
                 c0[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[i]), b0, c0[i]);                      \
+            if (COL16) cx = _mm512_fmadd_ps(afrt_load_rows_(a, MRV), _mm512_set1_ps(b[16]), cx); \
             a += as;                                                                           \
             b += AFRT_NR;                                                                      \
         }                                                                                      \
+        float col[16]; /* column 16: lane i is row i's */                                      \
+        if (COL16) _mm512_storeu_ps(col, cx);                                                  \
         for (int i = 0; i < MRV; ++i) {                                                        \
             if (i >= mr) break;                                                                \
             float *ci = c + i * ldc;                                                           \
-            if (acc) c0[i] = _mm512_add_ps(c0[i], _mm512_maskz_loadu_ps(m, ci));               \
-            _mm512_mask_storeu_ps(ci, m, c0[i]);                                               \
+            if (COL16) {                                                                       \
+                if (acc) c0[i] = _mm512_add_ps(c0[i], _mm512_loadu_ps(ci));                    \
+                _mm512_storeu_ps(ci, c0[i]);                                                   \
+                ci[16] = acc ? col[i] + ci[16] : col[i];                                       \
+            } else {                                                                           \
+                if (acc) c0[i] = _mm512_add_ps(c0[i], _mm512_maskz_loadu_ps(m, ci));           \
+                _mm512_mask_storeu_ps(ci, m, c0[i]);                                           \
+            }                                                                                  \
         }                                                                                      \
     }
-AFRT_DEFINE_UKERNEL_HALF(afrt_ukernel12h_, 12)
-AFRT_DEFINE_UKERNEL_HALF(afrt_ukernel8h_, 8)
-AFRT_DEFINE_UKERNEL_HALF(afrt_ukernel4h_, 4)
 /* The edge of C where 17 columns are left (N mod 32 = 17: the 49 positions of a 7x7 map,
  * ResNet-50's layer4 and MobileNet's and EfficientNet's last stages): the half kernel's 16
  * columns and the 17th in one more accumulator holding the tile's rows in its lanes (A's k
@@ -1274,35 +1284,12 @@ static inline __m512 afrt_load_rows_(const float *a, int n) {
     const __m512 v = _mm512_zextps256_ps512(_mm256_loadu_ps(a));
     return n == 8 ? v : _mm512_insertf32x4(v, _mm_loadu_ps(a + 8), 2);
 }
-#define AFRT_DEFINE_UKERNEL_HALF1(NAME, MRV)                                                   \
-    static inline void NAME(int64_t kc, const float *restrict a, int64_t as,                   \
-                            const float *restrict b, float *restrict c, int64_t ldc, int acc,  \
-                            int64_t mr) {                                                      \
-        __m512 c0[MRV], cx = _mm512_setzero_ps();                                              \
-        for (int i = 0; i < MRV; ++i) c0[i] = _mm512_setzero_ps();                             \
-        for (int64_t k = 0; k < kc; ++k) {                                                     \
-            _mm_prefetch(AFRT_PF_ADDR(a, as * AFRT_PF_K), AFRT_PF_HINT);                       \
-            _mm_prefetch(AFRT_PF_ADDR(b, AFRT_NR * AFRT_PF_K), AFRT_PF_HINT);                  \
-            const __m512 b0 = _mm512_loadu_ps(b);                                              \
-            for (int i = 0; i < MRV; ++i)                                                      \
-                c0[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[i]), b0, c0[i]);                      \
-            cx = _mm512_fmadd_ps(afrt_load_rows_(a, MRV), _mm512_set1_ps(b[16]), cx);         \
-            a += as;                                                                           \
-            b += AFRT_NR;                                                                      \
-        }                                                                                      \
-        float col[16]; /* column 16: lane i is row i's */                                      \
-        _mm512_storeu_ps(col, cx);                                                             \
-        for (int i = 0; i < MRV; ++i) {                                                        \
-            if (i >= mr) break;                                                                \
-            float *ci = c + i * ldc;                                                           \
-            if (acc) c0[i] = _mm512_add_ps(c0[i], _mm512_loadu_ps(ci));                        \
-            _mm512_storeu_ps(ci, c0[i]);                                                       \
-            ci[16] = acc ? col[i] + ci[16] : col[i];                                           \
-        }                                                                                      \
-    }
-AFRT_DEFINE_UKERNEL_HALF1(afrt_ukernel12h1_, 12)
-AFRT_DEFINE_UKERNEL_HALF1(afrt_ukernel8h1_, 8)
-AFRT_DEFINE_UKERNEL_HALF1(afrt_ukernel4h1_, 4)
+AFRT_DEFINE_UKERNEL_HALF_(afrt_ukernel12h_, 12, 0)
+AFRT_DEFINE_UKERNEL_HALF_(afrt_ukernel8h_, 8, 0)
+AFRT_DEFINE_UKERNEL_HALF_(afrt_ukernel4h_, 4, 0)
+AFRT_DEFINE_UKERNEL_HALF_(afrt_ukernel12h1_, 12, 1)
+AFRT_DEFINE_UKERNEL_HALF_(afrt_ukernel8h1_, 8, 1)
+AFRT_DEFINE_UKERNEL_HALF_(afrt_ukernel4h1_, 4, 1)
 /* The edge rows of C (M mod MR: ViT's 197 tokens leave 5; a conv's 64 output channels 4)
  * with whole 32-column panels: a kernel of MRV >= mr rows, storing only the first mr rows
  * straight into C (adding C's when acc), instead of the whole tile through a copy in and out
@@ -1764,8 +1751,8 @@ static inline void afrt_ukernel_cols_(int64_t mr, int64_t kc, const float *restr
         return;
     }
     if (nr == 17 && (mr == 12 || mr == 8)) { /* 16 columns and one (afrt_ukernel12h1_) */
-        if (mr == 12) afrt_ukernel12h1_(kc, a, 12, b, c, ldc, acc, 12);
-        else afrt_ukernel8h1_(kc, a, 8, b, c, ldc, acc, 8);
+        if (mr == 12) afrt_ukernel12h1_(kc, a, 12, b, c, ldc, acc, 12, (__mmask16)0xffff);
+        else afrt_ukernel8h1_(kc, a, 8, b, c, ldc, acc, 8, (__mmask16)0xffff);
         return;
     }
 #else
@@ -1946,9 +1933,9 @@ static inline void afrt_gemm_tile_a_(const float *pa, const float *ra, int64_t l
                         else if (er == 8) afrt_ukernel8h_(kc, AFRT_TILE_A_(), as, bp + jr * kc, c, ldc, acc, mr, m);
                         else afrt_ukernel4h_(kc, AFRT_TILE_A_(), as, bp + jr * kc, c, ldc, acc, mr, m);
                     } else if (nr == 17 && (MR == 12 || MR == 8)) { /* 16 columns and one */
-                        if (er == 12) afrt_ukernel12h1_(kc, AFRT_TILE_A_(), as, bp + jr * kc, c, ldc, acc, mr);
-                        else if (er == 8) afrt_ukernel8h1_(kc, AFRT_TILE_A_(), as, bp + jr * kc, c, ldc, acc, mr);
-                        else afrt_ukernel4h1_(kc, AFRT_TILE_A_(), as, bp + jr * kc, c, ldc, acc, mr);
+                        if (er == 12) afrt_ukernel12h1_(kc, AFRT_TILE_A_(), as, bp + jr * kc, c, ldc, acc, mr, (__mmask16)0xffff);
+                        else if (er == 8) afrt_ukernel8h1_(kc, AFRT_TILE_A_(), as, bp + jr * kc, c, ldc, acc, mr, (__mmask16)0xffff);
+                        else afrt_ukernel4h1_(kc, AFRT_TILE_A_(), as, bp + jr * kc, c, ldc, acc, mr, (__mmask16)0xffff);
                     } else if (nr == AFRT_NR && (MR == 12 || MR == 8)) {
                         if (er == 12) afrt_ukernel12r_(kc, AFRT_TILE_A_(), as, bp + jr * kc, c, ldc, acc, mr);
                         else if (er == 8) afrt_ukernel8r_(kc, AFRT_TILE_A_(), as, bp + jr * kc, c, ldc, acc, mr);
