@@ -515,16 +515,19 @@ class CompiledModel:
         """Run on ``feeds`` (input name -> array of the declared dtype and shape)."""
         return self._lib.run(feeds)
 
-    def profile(self, feeds: Mapping[str, np.ndarray], runs: int = 10) -> list[Any]:
+    def profile(
+        self, feeds: Mapping[str, np.ndarray], runs: int = 10, clock: str = "wall"
+    ) -> list[Any]:
         """Run ``runs`` times with per-kernel timing on and return one
         :class:`autofusion.runtime.loader.KernelTime` per kernel call site (kernel, pattern,
         ONNX origins, total seconds, calls, and the FLOPs and bytes of one call recorded at
         compile time, which give ``gflops_per_s``, ``gb_per_s`` and ``flops_per_byte``),
-        slowest first. Timing stays off for ``run``."""
+        slowest first. ``clock``: ``"wall"``, or ``"thread"`` (the calling thread's on-CPU
+        time, Linux). Timing stays off for ``run``."""
         if runs < 1:
             raise AutofusionError(f"profile: runs must be >= 1, got {runs}")
         self._lib.profile_reset()
-        self._lib.profile_enable(True)
+        self._lib.profile_enable(True, clock)
         try:
             for _ in range(runs):
                 self._lib.run(feeds)

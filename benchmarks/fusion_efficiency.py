@@ -45,6 +45,11 @@ each run by the on-CPU time of its busiest thread (``/proc/self/task/*/schedstat
 with ``OMP_WAIT_POLICY=passive`` (the script re-executes itself with it) so that a thread
 waiting for the others sleeps, and with the runtime's thread-count adaptation off in both
 builds: a run's latency on an idle machine, fork and join waits aside, at any thread count.
+The per-kernel profiles (R's share and the kernel minima) are then timed by the on-CPU time
+of the thread that runs the model (``profile(..., clock="thread")``), which is the busiest
+one: by the wall clock each kernel also counted the wake-up of the sleeping thread, which the
+run's time leaves out, and the unfused build has ~3x the kernels (ResNet-50 at two threads:
+R 8.09 ms that way against 3.64 ms by the wall clock on a quiet machine).
 At two threads on the shared machine the wall clock measures the load, and the adaptation
 can leave one build on one thread and the other on two (seen: the unfused ResNet-50 build
 cut to one thread while the fused one kept two), so the two builds were not compared at the
@@ -131,12 +136,15 @@ def split_profile(unfused: Sequence[Any], fused: Sequence[Any]) -> Split:
     return Split(removed / total if total > 0 else 0.0, absorbed, len(eliminated), len(groups))
 
 
-def min_profiles(builds: Mapping[bool, Any], feeds: Any, n: int) -> dict[bool, list[Any]]:
-    """Each build's kernels, each with its fastest of ``n`` single-run profiles (interleaved)."""
+def min_profiles(
+    builds: Mapping[bool, Any], feeds: Any, n: int, clock: str = "wall"
+) -> dict[bool, list[Any]]:
+    """Each build's kernels, each with its fastest of ``n`` single-run profiles (interleaved),
+    timed by ``clock`` (``CompiledModel.profile``'s)."""
     best: dict[bool, dict[str, Any]] = {False: {}, True: {}}
     for r in range(n):
         for fusion in (False, True) if r % 2 == 0 else (True, False):
-            for k in builds[fusion].profile(feeds, 1):
+            for k in builds[fusion].profile(feeds, 1, clock):
                 seen = best[fusion].get(k.kernel)
                 if seen is None or k.seconds < seen.seconds:
                     best[fusion][k.kernel] = k
@@ -192,8 +200,14 @@ def measure(
                 m = builds[fusion]
                 m.run(feeds)  # warm
                 times[fusion].append(statistics.median(timed(m, feeds, clock) for _ in range(runs)))
-        prof = {f: builds[f].profile(feeds, runs) for f in (False, True)}
-        mins = min_profiles(builds, feeds, runs * rounds)
+        # the profiles on the run's own clock: with --clock threads each kernel's time on the
+        # calling thread, so the removable share leaves out the waits the run's time does not
+        # count (by the wall clock, each of the unfused build's ~3x more kernels also paid a
+        # passive wake-up: ResNet-50's R at two threads read 8.09 ms against 3.64 by the wall
+        # clock on a quiet machine)
+        pclock = "thread" if clock == "threads" else "wall"
+        prof = {f: builds[f].profile(feeds, runs, pclock) for f in (False, True)}
+        mins = min_profiles(builds, feeds, runs * rounds, pclock)
     finally:
         for m in builds.values():
             m.close()

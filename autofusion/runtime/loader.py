@@ -91,6 +91,9 @@ AF_ERR_INDEX = 2
 AF_ERR_DIVZERO = 3
 AF_ERR_NOMEM = 4
 
+#: af_profile_enable's argument per profile clock (``ModelLibrary.profile_enable``)
+PROFILE_CLOCKS = {"wall": 1, "thread": 2}
+
 
 def _dtype_name(dt: np.dtype) -> str:
     """``float32``, or ``float32 (big-endian)`` when the byte order is not the machine's:
@@ -563,10 +566,16 @@ class ModelLibrary:
                                   "(not built by this autofusion's C backend)")  # fmt: skip
         return self._lib
 
-    def profile_enable(self, on: bool = True) -> None:
+    def profile_enable(self, on: bool = True, clock: str = "wall") -> None:
         """Time every kernel call from now on (``on``) or stop timing. The counters belong to
-        the loaded library, shared by every model created from it."""
-        self._profiling().af_profile_enable(1 if on else 0)
+        the loaded library, shared by every model created from it. ``clock``: ``"wall"``, or
+        ``"thread"``, the on-CPU time of the thread that called ``run`` (Linux; elsewhere
+        the wall clock): with ``OMP_WAIT_POLICY=passive`` a kernel's time then leaves out
+        the waits for the other threads (``benchmarks/fusion_efficiency.py --clock threads``)."""
+        if clock not in PROFILE_CLOCKS:
+            raise AutofusionError(f"profile: clock must be one of {', '.join(PROFILE_CLOCKS)}, "
+                                  f"not {clock!r}")  # fmt: skip
+        self._profiling().af_profile_enable(PROFILE_CLOCKS[clock] if on else 0)
 
     def profile_reset(self) -> None:
         self._profiling().af_profile_reset()

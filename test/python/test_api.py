@@ -82,6 +82,23 @@ def test_profile_times_every_kernel_call(tiny_cnn: autofusion.CompiledModel) -> 
         tiny_cnn.profile(feeds, runs=0)
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="the thread clock is Linux's")
+def test_profile_by_the_calling_threads_cpu_time(tiny_cnn: autofusion.CompiledModel) -> None:
+    """clock="thread" times each kernel by the on-CPU time of the thread that runs the model
+    (fusion_efficiency.py --clock threads): the kernels' times are disjoint pieces of that
+    thread's CPU time, so they sum to at most what the thread spent in the call."""
+    import time
+
+    feeds = sample_inputs(get_model("tiny_cnn"), seed=1)
+    t0 = time.thread_time()
+    prof = tiny_cnn.profile(feeds, runs=20, clock="thread")
+    spent = time.thread_time() - t0
+    assert all(k.calls == 20 and k.seconds > 0 for k in prof)
+    assert 0 < sum(k.seconds for k in prof) <= spent
+    with pytest.raises(AutofusionError, match="clock must be one of wall, thread"):
+        tiny_cnn.profile(feeds, runs=1, clock="cpu")
+
+
 def test_report_fields(tiny_cnn: autofusion.CompiledModel) -> None:
     rep = tiny_cnn.report
     for key in ("kernels_before", "kernels_after", "groups", "refusals", "arena_bytes",

@@ -87,7 +87,10 @@ int af_run_sym(af_model *m, const int64_t *symbols, const void *const *inputs,
                void *const *outputs);
 
 /* Per-kernel profiling, off by default. The counters belong to the library (shared by every
- * model created from it): af_profile_enable(1), run, then read one slot per kernel call. */
+ * model created from it): af_profile_enable(1), run, then read one slot per kernel call.
+ * af_profile_enable(2) times the calling thread's on-CPU time instead of the wall clock
+ * (Linux; elsewhere wall time): with OpenMP's passive wait policy, a kernel's share of the
+ * run time that its thread spends computing, not waiting for the others. */
 void af_profile_enable(int on);
 void af_profile_reset(void);
 int af_profile_count(void);            /* kernel calls per run (slots) */
