@@ -3191,9 +3191,17 @@ static inline int afrt_conv1x1b_f32(const float *x, const float *w, const float 
  * such a conv is below the parallel threshold): 28 us for 1152 -> 48, slower at two threads
  * than at one (docs/runtime.md, "Squeeze-excite convs as matrix-vector products"). Here
  * four rows at a time share each load of x, 16 lanes of partial sums per row, summed in a
- * fixed order, so each output has the same bits at any thread count. Threads split the
- * rows of calls above the parallel threshold; the epilogue runs on each finished row block.
+ * fixed order, so each output has the same bits at any thread count. Above the parallel
+ * threshold (work scaled by AFRT_GEMV_WORK) each thread takes one block of rows (a multiple
+ * of 4) per image; the epilogue runs on each finished block.
  * ------------------------------------------------------------------------------------------- */
+/* A matrix-vector multiply-add streams its weight from memory (a model's weights are not in
+ * cache): about 16 GEMM multiply-adds of time (1152 -> 48 in a model, 221 KB of weights: 16
+ * us on one thread, ~3.5 G multiply-adds/s against the core's ~50), so EfficientNet-B0's
+ * 1152-channel SE convs split over two threads and its 672-channel ones do not. */
+#ifndef AFRT_GEMV_WORK
+#define AFRT_GEMV_WORK 16.0
+#endif
 static inline int afrt_conv_gemv_applies(const afrt_conv_params *p) {
     return (p->group <= 1) && p->R == 1 && p->S == 1 && p->H == 1 && p->W == 1 && p->OH == 1 &&
            p->OW == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
@@ -3251,8 +3259,12 @@ static inline void afrt_gemv_rows_(const float *restrict w, const float *restric
  * residual: afrt_conv2d_f32 detaches one first). */
 static inline void afrt_conv_gemv_f32_(const float *x, const float *w, const float *bias, float *y,
                                        const afrt_conv_params *p, afrt_epilogue epi) {
-    const int64_t C = p->C, K = p->K, rb = 16, nrb = afrt_cdiv_(K, rb), tasks = p->N * nrb;
-    AFRT_OMP(parallel for schedule(static) num_threads(afrt_threads_now()) if (tasks > 1 && afrt_worth_threads_((double)p->N * K * C)))
+    const int64_t C = p->C, K = p->K;
+    const int par = afrt_num_threads_ > 1 && afrt_worth_threads_(AFRT_GEMV_WORK * (double)p->N * K * C);
+    /* one block of rows (a multiple of 4) per thread and image */
+    const int64_t rb = par ? 4 * afrt_cdiv_(afrt_cdiv_(K, 4), afrt_num_threads_) : K;
+    const int64_t nrb = afrt_cdiv_(K, rb), tasks = p->N * nrb;
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_threads_now()) if (par && tasks > 1))
     for (int64_t t = 0; t < tasks; ++t) {
         afrt_arrive_();
         const int64_t n = t / nrb, k0 = (t % nrb) * rb, k1 = afrt_min_(K, k0 + rb);
