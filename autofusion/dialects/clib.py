@@ -728,7 +728,9 @@ def conv_algo(params: Sequence[int], precision: str | None = None, blocked: bool
     - ``gemm_1x1_t``: 1x1, stride 1, no padding, on a small map where the transposed GEMM
       pads less (:func:`gemm_1x1_t_applies`): ``afrt_conv1x1t_f32``, output channels along
       the 32-wide panels;
-    - ``gemm_1x1``: 1x1, stride 1, no padding: the NCHW input is the GEMM's B operand as is;
+    - ``gemm_1x1``: 1x1, stride 1, no padding: the NCHW input is the GEMM's B operand as is
+      (on a one-position map, a squeeze-excite block's convs, ``afrt_conv2d_f32`` computes
+      the matrix-vector product instead);
     - ``im2col_gemm``: everything else, im2col fused into the GEMM's B packing.
 
     The same rules as ``afrt_conv_plan`` / ``afrt_dwconv_applies`` / ``afrt_dwl_applies`` /

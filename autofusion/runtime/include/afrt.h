@@ -3169,6 +3169,97 @@ static inline int afrt_conv1x1b_f32(const float *x, const float *w, const float 
     return !failed;
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * A 1x1 conv on a one-position map (group 1, stride 1, no padding: a squeeze-excite block's
+ * two convs after its global pool, e.g. EfficientNet-B0's 1152 -> 48 -> 1152) is a
+ * matrix-vector product, y[n][k] = bias[k] + sum_c w[k][c] x[n][c]: OIHW weights are its rows
+ * as they lie. The GEMM core ran it as a 12 x 32 tile with one useful column of the 32 and
+ * packed x into a panel first (at two threads twice, once per row block, on one thread since
+ * such a conv is below the parallel threshold): 28 us for 1152 -> 48, slower at two threads
+ * than at one (docs/runtime.md, "Squeeze-excite convs as matrix-vector products"). Here
+ * four rows at a time share each load of x, 16 lanes of partial sums per row, summed in a
+ * fixed order, so each output has the same bits at any thread count. Above the parallel
+ * threshold (work scaled by AFRT_GEMV_WORK) each thread takes one block of rows (a multiple
+ * of 4) per image; the epilogue runs on each finished block.
+ * ------------------------------------------------------------------------------------------- */
+/* A matrix-vector multiply-add streams its weight from memory (a model's weights are not in
+ * cache): about 16 GEMM multiply-adds of time (1152 -> 48 in a model, 221 KB of weights: 16
+ * us on one thread, ~3.5 G multiply-adds/s against the core's ~50), so EfficientNet-B0's
+ * 1152-channel SE convs split over two threads and its 672-channel ones do not. */
+#ifndef AFRT_GEMV_WORK
+#define AFRT_GEMV_WORK 16.0
+#endif
+static inline int afrt_conv_gemv_applies(const afrt_conv_params *p) {
+    return (p->group <= 1) && p->R == 1 && p->S == 1 && p->H == 1 && p->W == 1 && p->OH == 1 &&
+           p->OW == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
+           p->pad_left == 0 && p->pad_bottom == 0 && p->pad_right == 0 && p->C >= 1;
+}
+
+/* y[k] = sum_c w[k * C + c] x[c] for the rows k of [k0, k1) (no bias). */
+static inline void afrt_gemv_rows_(const float *restrict w, const float *restrict x, int64_t C,
+                                   int64_t k0, int64_t k1, float *restrict y) {
+    int64_t k = k0;
+#if defined(__AVX512F__)
+    for (; k + 4 <= k1; k += 4) {
+        const float *w0 = w + k * C, *w1 = w0 + C, *w2 = w1 + C, *w3 = w2 + C;
+        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        for (int64_t c = 0; c < C; c += 16) {
+            const __mmask16 m = C - c >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (C - c)) - 1u);
+            const __m512 xv = _mm512_maskz_loadu_ps(m, x + c);
+            a0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, w0 + c), xv, a0);
+            a1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, w1 + c), xv, a1);
+            a2 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, w2 + c), xv, a2);
+            a3 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, w3 + c), xv, a3);
+        }
+        y[k] = _mm512_reduce_add_ps(a0);
+        y[k + 1] = _mm512_reduce_add_ps(a1);
+        y[k + 2] = _mm512_reduce_add_ps(a2);
+        y[k + 3] = _mm512_reduce_add_ps(a3);
+    }
+    for (; k < k1; ++k) {
+        const float *wk = w + k * C;
+        __m512 a = _mm512_setzero_ps();
+        for (int64_t c = 0; c < C; c += 16) {
+            const __mmask16 m = C - c >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (C - c)) - 1u);
+            a = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, wk + c), _mm512_maskz_loadu_ps(m, x + c), a);
+        }
+        y[k] = _mm512_reduce_add_ps(a);
+    }
+#else
+    /* 16 lanes of partial sums per row (a loop the compiler can vectorise without
+     * reassociating), then the lanes summed in order */
+    for (; k < k1; ++k) {
+        const float *wk = w + k * C;
+        float a[16] = {0};
+        int64_t c = 0;
+        for (; c + 16 <= C; c += 16)
+            for (int l = 0; l < 16; ++l) a[l] += wk[c + l] * x[c + l];
+        for (int l = 0; c + l < C; ++l) a[l] += wk[c + l] * x[c + l];
+        float s = 0.0f;
+        for (int l = 0; l < 16; ++l) s += a[l];
+        y[k] = s;
+    }
+#endif
+}
+
+/* The conv afrt_conv_gemv_applies takes; y must not be read by the epilogue (no in-place
+ * residual: afrt_conv2d_f32 detaches one first). */
+static inline void afrt_conv_gemv_f32_(const float *x, const float *w, const float *bias, float *y,
+                                       const afrt_conv_params *p, afrt_epilogue epi) {
+    const int64_t C = p->C, K = p->K;
+    const int par = afrt_num_threads_ > 1 && afrt_worth_threads_(AFRT_GEMV_WORK * (double)p->N * K * C);
+    /* one block of rows (a multiple of 4) per thread and image */
+    const int64_t rb = par ? 4 * afrt_cdiv_(afrt_cdiv_(K, 4), afrt_num_threads_) : K;
+    const int64_t nrb = afrt_cdiv_(K, rb), tasks = p->N * nrb;
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_threads_now()) if (par && tasks > 1))
+    for (int64_t t = 0; t < tasks; ++t) {
+        afrt_arrive_();
+        const int64_t n = t / nrb, k0 = (t % nrb) * rb, k1 = afrt_min_(K, k0 + rb);
+        afrt_gemv_rows_(w, x + n * C, C, k0, k1, y + n * K);
+        afrt_finish_block_(y + n * K, bias, n, k0, k1, 0, 1, 1, epi);
+    }
+}
+
 static inline void afrt_conv2d_any_f32_(const float *x, const float *w, const float *bias,
                                         float *y, const afrt_conv_params *p, void *scratch,
                                         afrt_epilogue epi) {
@@ -3190,6 +3281,10 @@ static inline void afrt_conv2d_any_f32_(const float *x, const float *w, const fl
         return;
     }
     if (afrt_dconv_smallc_applies(p) && afrt_dconv_smallc_f32(x, w, bias, y, p, epi)) return;
+    if (afrt_conv_gemv_applies(p)) {
+        afrt_conv_gemv_f32_(x, w, bias, y, p, epi);
+        return;
+    }
     if (!afrt_dconv_smallc_applies(p) && afrt_winograd_applies(p) &&
         afrt_winograd_f32(x, w, bias, y, p, epi))
         return;
@@ -3275,7 +3370,8 @@ static inline void afrt_conv2d_f32(const float *x, const float *w, const float *
         const afrt_conv_plan_ q = afrt_conv_plan(p);
         if (q.kind != 0 && q.crs > 0 && afrt_gemm_strategy_ == AFRT_GEMM_OWN &&
             !afrt_dconv_smallc_applies(p) && !afrt_winograd_applies(p) &&
-            !(q.kind == 1 && afrt_conv1x1t_applies(p)) && afrt_conv_own_(x, w, bias, y, p, &q, epi))
+            !afrt_conv_gemv_applies(p) && !(q.kind == 1 && afrt_conv1x1t_applies(p)) &&
+            afrt_conv_own_(x, w, bias, y, p, &q, epi))
             return;
         afrt_epi_clamp local;
         float *copy;
