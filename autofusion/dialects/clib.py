@@ -297,6 +297,45 @@ class SiluEpilogueOp(IRDLOperation):
 
 
 @irdl_op_definition
+class GeluEpilogueOp(IRDLOperation):
+    """afrt.h's built-in GELU epilogue (erf form): with ``y = out + col_bias[c]`` (``col_bias``
+    optional: a MatMul / Gemm's bias along its output's columns, element c of a row's
+    columns), ``out = 0.5 y (1 + erf(y / sqrt 2))`` as ``h + |h| r``, ``h = 0.5 y``, ``r =
+    erf(|y| / sqrt 2)`` by ``af_erff``'s rational function: within an ulp or two of the
+    generated loop for ``nn.gelu`` (``approximate = "none"``), in 20 vector operations where
+    that loop takes 23; as an epilogue function ``fn`` (``afrt_epi_gelu_fn``) and its context
+    ``ctx``. The AVX-512 GEMM core adds the bias in registers and runs the GELU over each
+    tile's rows while they are in L1; every other kernel calls ``fn``.
+
+    ```mlir
+    %fn, %ctx = "clib.gelu_epilogue"(%b) : (memref<384xf32>) -> (!clib.ptr, !clib.ptr)
+    ```
+    C: ``afrt_epi_gelu d[1] = {{b}};`` (``{{NULL}}`` without a bias), then
+    ``{afrt_epi_gelu_fn, (void *)d}`` as the call's epilogue."""
+
+    name = "clib.gelu_epilogue"
+    col_bias = opt_operand_def(MemRefType)
+    fn = result_def(PtrType)
+    ctx = result_def(PtrType)
+    traits = traits_def(Pure())
+
+    def __init__(self, col_bias: SSAValue | None = None):
+        super().__init__(
+            operands=[[col_bias] if col_bias is not None else []],
+            result_types=[PtrType(), PtrType()],
+        )
+
+    def verify_(self) -> None:
+        if self.col_bias is not None:
+            t = self.col_bias.type
+            assert isinstance(t, MemRefType)
+            if t.element_type != f32:
+                raise VerifyException(
+                    f"'clib.gelu_epilogue': col_bias must be f32, not {t.element_type}"
+                )
+
+
+@irdl_op_definition
 class PackOp(IRDLOperation):
     """An array of buffer pointers (an epilogue's context); an ``index`` value (a run-time
     size the epilogue needs) is stored in a slot as an integer."""
@@ -1250,6 +1289,7 @@ CLib = Dialect(
         FuncRefOp,
         ClampEpilogueOp,
         SiluEpilogueOp,
+        GeluEpilogueOp,
         PackOp,
         UnpackOp,
         ViewOp,

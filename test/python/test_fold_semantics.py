@@ -148,13 +148,20 @@ def test_ascendc_erf_uses_the_c_runtime_constants() -> None:
 
     header = (toolchain.INCLUDE_DIR / "afrt.h").read_text()
 
-    def body(name: str) -> str:
-        text = header[header.index(f"static inline float {name}(") :]
+    def body(name: str) -> str:  # the definition, not a forward declaration
+        start = re.search(rf"static inline float {name}\([^)]*\) {{\n", header)
+        assert start is not None, name
+        text = header[start.start() :]
         return text[: text.index("\n}\n")]
 
-    nums = [float(v) for v in re.findall(r"(\d+\.\d+(?:e[+-]\d+)?)f", body("af_erff_rational_"))]
-    assert len(nums) == 12
-    assert tuple(np.float32(v) for v in nums[5::-1]) == tuple(np.float32(vector.ERF_P))
-    assert tuple(np.float32(v) for v in nums[11:5:-1]) == tuple(np.float32(vector.ERF_Q))
+    # the rational function's Horner forms use AFRT_ERF_P5..P0 and Q5..Q0, defined once
+    rational = body("af_erff_rational_")
+    coef = dict(re.findall(r"#define AFRT_ERF_([PQC]\w*) (\S+?)f?\n", header))
+    for name in ("P", "Q"):
+        order = [f"AFRT_ERF_{name}{d}" for d in range(5, -1, -1)]
+        assert [m for m in re.findall(rf"AFRT_ERF_{name}\d", rational)] == order
+        got = tuple(np.float32(float(coef[f"{name}{d}"])) for d in range(6))
+        assert got == tuple(np.float32(getattr(vector, f"ERF_{name}")))
+    assert float(coef["CLAMP"]) == vector.ERF_CLAMP
     generic = header[header.index("#else\nstatic inline float af_erff(") :]
-    assert f"ax > {vector.ERF_CLAMP}f ? {vector.ERF_CLAMP}f" in generic[: generic.index("\n}\n")]
+    assert "ax > AFRT_ERF_CLAMP ? AFRT_ERF_CLAMP" in generic[: generic.index("\n}\n")]

@@ -632,6 +632,37 @@ class FunctionLowering:
         assert isinstance(ep.owner, clib.SiluEpilogueOp)
         return ep.owner.fn, ep.owner.ctx
 
+    def _gelu_epilogue(
+        self, head: Operation, final: Operation, c: int
+    ) -> tuple[SSAValue, SSAValue] | None:
+        """afrt.h's built-in GELU epilogue when the chain is ``Gelu(head)`` or, for a MatMul /
+        Gemm head, ``Gelu(Add(head, b))`` with ``b`` a bias along its columns (a transformer
+        MLP's fc1): ``erf`` form only, not in a fast-math kernel (whose generated loop uses
+        the cheaper ``af_fast_erff``). Within an ulp or two of the generated loop, fewer
+        operations; the GEMM core adds the bias in registers and runs the GELU on each tile
+        while it is in L1 (docs/runtime.md, "Built-in GELU epilogue")."""
+        if not isinstance(final, nn.GeluOp) or final.approximate != "none":
+            return None
+        if FAST_MATH_ATTR in self.fn.attributes:
+            return None
+        hv = head.results[0]
+        ops: list[Operation] = [final]
+        cbias: SSAValue | None = None
+        if final.x is not hv:
+            add = final.x.owner
+            if not isinstance(add, nn.AddOp) or add not in self.inline:
+                return None
+            b = add.rhs if add.lhs is hv else add.lhs if add.rhs is hv else None
+            if b is None or b is hv or not self._col_bias(head, b, c):
+                return None
+            ops.append(add)
+            cbias = b
+        if len(ops) != len(self._chain_ops(head, final)):
+            return None
+        ep = self.e.add(clib.GeluEpilogueOp(self.buffer_of(cbias) if cbias is not None else None))
+        assert isinstance(ep.owner, clib.GeluEpilogueOp)
+        return ep.owner.fn, ep.owner.ctx
+
     def _chain_ops(self, head: Operation, final: Operation) -> list[Operation]:
         """The ops between ``head`` and ``final`` (final included) that the epilogue computes."""
         seen: list[Operation] = []
@@ -667,6 +698,9 @@ class FunctionLowering:
         silu = self._silu_epilogue(head, final) if self.alias_res is None else None
         if silu is not None:
             return silu
+        gelu = self._gelu_epilogue(head, final, C) if self.alias_res is None else None
+        if gelu is not None:
+            return gelu
         if self.alias_res is not None:
             raise PassFailedException(
                 f"{PASS}: {self.fn.sym_name.data} writes its output over its residual but its "

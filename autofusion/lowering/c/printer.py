@@ -1211,6 +1211,8 @@ class _FuncPrinter:
             return "afrt_epi_bias_clamp_fn" if owner.col_bias is not None else "afrt_epi_clamp_fn"
         if isinstance(owner, clib.SiluEpilogueOp) and v is owner.fn:
             return "afrt_epi_silu_fn"
+        if isinstance(owner, clib.GeluEpilogueOp) and v is owner.fn:
+            return "afrt_epi_gelu_fn"
         if v not in self.names:
             raise CPrintError(f"c target: value used before definition in {self.f.sym_name.data}")
         return self.names[v]
@@ -1384,6 +1386,10 @@ class _FuncPrinter:
             case clib.SiluEpilogueOp():
                 nm = self.bind(op.ctx)
                 self.emit(d, f"afrt_epi_silu {nm}[1] = {{{{{int(op.gate.value.data != 0)}}}}};")
+            case clib.GeluEpilogueOp():
+                nm = self.bind(op.ctx)
+                cb = r(op.col_bias) if op.col_bias is not None else "NULL"
+                self.emit(d, f"afrt_epi_gelu {nm}[1] = {{{{{cb}}}}};")
             case clib.UnpackOp() if isinstance(op.res.type, IndexType):
                 nm = self.bind(op.res)
                 self.emit(

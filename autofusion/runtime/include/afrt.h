@@ -488,6 +488,106 @@ static inline const afrt_epi_silu *afrt_epi_builtin_silu_(afrt_epilogue epi) {
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * The built-in GELU epilogue (erf form, a transformer MLP's fc1 + GELU): with y = out +
+ * cbias[c] (a Linear layer's bias along the columns; none when cbias is NULL),
+ * out = gelu(y) = 0.5 y (1 + erf(y / sqrt 2)), computed as h + |h| r with h = 0.5 y and
+ * r = erf(|y| / sqrt 2) by af_erff's rational function (its clamp, coefficients and bound):
+ * erf is odd, so y erf(y / sqrt 2) = |y| r, and the sign handling, the add of 1 and one
+ * multiply of the generated loop (0.5 y (1 + af_erff(y / sqrt 2))) fold into one FMA. Within
+ * an ulp or two of that loop; -inf and NaN give NaN as it does, large negative y +0.0 where
+ * it gives -0.0. The AVX-512 GEMM core adds the bias in its registers and runs the GELU over
+ * each tile's rows right after their store (still in L1; in the unrolled store loop itself
+ * the accumulators spilled, 1.45x the bare MatMul against 1.26x); every other kernel and ISA
+ * calls {afrt_epi_gelu_fn, &desc} as an ordinary epilogue. Before, a generated epilogue
+ * function ran the loop above over each finished block; benchmarks/gelu_epilogue.py and
+ * docs/runtime.md, "Built-in GELU epilogue", have the figures.
+ * ------------------------------------------------------------------------------------------- */
+typedef struct {
+    const float *cbias; /* element c of the columns [c0, c1) of every row, or NULL */
+} afrt_epi_gelu;
+
+/* af_erff's coefficients (its rational function a P(a^2) / Q(a^2), highest degree first) and
+ * clamp, in one place for it and the GELU below */
+#define AFRT_ERF_P5 2.03476506e-06f
+#define AFRT_ERF_P4 2.87474387e-04f
+#define AFRT_ERF_P3 3.86812830e-03f
+#define AFRT_ERF_P2 5.30598761e-02f
+#define AFRT_ERF_P1 1.92759485e-01f
+#define AFRT_ERF_P0 1.12837902e+00f
+#define AFRT_ERF_Q5 3.80706872e-05f
+#define AFRT_ERF_Q4 1.18806563e-03f
+#define AFRT_ERF_Q3 1.51719020e-02f
+#define AFRT_ERF_Q2 1.15082727e-01f
+#define AFRT_ERF_Q1 5.04160314e-01f
+#define AFRT_ERF_Q0 1.00000000e+00f
+#define AFRT_ERF_CLAMP 3.92f
+#define AFRT_GELU_INV_SQRT2 0x1.6a09e6p-1f
+
+static inline float af_erff_rational_(float a); /* defined last, with af_erff */
+
+/* Scalar form (the portable loop and other ISAs): the same operations as afrt_gelu16_. */
+static inline float afrt_gelu1_(float y) {
+    const float h = 0.5f * y, ay = fabsf(y), at = ay * AFRT_GELU_INV_SQRT2;
+    /* compares false for NaN, so NaN runs through */
+    const float r = af_erff_rational_(at > AFRT_ERF_CLAMP ? AFRT_ERF_CLAMP : at);
+    return fmaf(fabsf(h), r > 1.0f ? 1.0f : r, h);
+}
+
+#if defined(__AVX512F__) && !defined(AFRT_NEON_)
+/* 20 operations per 16 values (the generated loop: 23); min returns its second operand when
+ * either is NaN, so the constant comes first and NaN runs through. */
+static inline __m512 afrt_gelu16_(__m512 y) {
+    const __m512 sign = _mm512_set1_ps(-0.0f);
+    const __m512 h = _mm512_mul_ps(_mm512_set1_ps(0.5f), y);
+    const __m512 at = _mm512_mul_ps(_mm512_andnot_ps(sign, y), _mm512_set1_ps(AFRT_GELU_INV_SQRT2));
+    const __m512 a = _mm512_min_ps(_mm512_set1_ps(AFRT_ERF_CLAMP), at);
+    const __m512 z = _mm512_mul_ps(a, a);
+    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(AFRT_ERF_P5), z, _mm512_set1_ps(AFRT_ERF_P4));
+    p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(AFRT_ERF_P3));
+    p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(AFRT_ERF_P2));
+    p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(AFRT_ERF_P1));
+    p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(AFRT_ERF_P0));
+    __m512 q = _mm512_fmadd_ps(_mm512_set1_ps(AFRT_ERF_Q5), z, _mm512_set1_ps(AFRT_ERF_Q4));
+    q = _mm512_fmadd_ps(q, z, _mm512_set1_ps(AFRT_ERF_Q3));
+    q = _mm512_fmadd_ps(q, z, _mm512_set1_ps(AFRT_ERF_Q2));
+    q = _mm512_fmadd_ps(q, z, _mm512_set1_ps(AFRT_ERF_Q1));
+    q = _mm512_fmadd_ps(q, z, _mm512_set1_ps(AFRT_ERF_Q0));
+    const __m512 r = _mm512_min_ps(_mm512_set1_ps(1.0f), _mm512_div_ps(_mm512_mul_ps(a, p), q));
+    return _mm512_fmadd_ps(_mm512_andnot_ps(sign, h), r, h);
+}
+#endif
+
+/* y[j] = gelu(y[j] + cb[j]) for j < n (cb NULL: no bias). */
+static inline void afrt_gelu_row_(float *y, const float *cb, int64_t n) {
+    int64_t j = 0;
+#if defined(__AVX512F__) && !defined(AFRT_NEON_)
+    for (; j < n; j += 16) {
+        const __mmask16 m = n - j >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - j)) - 1u);
+        __m512 v = _mm512_maskz_loadu_ps(m, y + j);
+        if (cb) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, cb + j));
+        _mm512_mask_storeu_ps(y + j, m, afrt_gelu16_(v));
+    }
+#endif
+    for (; j < n; ++j) y[j] = afrt_gelu1_(cb ? y[j] + cb[j] : y[j]);
+}
+
+static inline void afrt_epi_gelu_fn(void *ctx, float *out, int64_t batch, int64_t r0, int64_t r1,
+                                    int64_t c0, int64_t c1, int64_t ld) {
+    (void)batch;
+    const float *cb = ((const afrt_epi_gelu *)ctx)->cbias;
+    if (!cb && c0 == 0 && c1 == ld) { /* whole rows: one run */
+        afrt_gelu_row_(out + r0 * ld, NULL, (r1 - r0) * ld);
+        return;
+    }
+    for (int64_t r = r0; r < r1; ++r) afrt_gelu_row_(out + r * ld + c0, cb ? cb + c0 : NULL, c1 - c0);
+}
+
+/* The descriptor of the built-in GELU epilogue when epi is it, else NULL. */
+static inline const afrt_epi_gelu *afrt_epi_builtin_gelu_(afrt_epilogue epi) {
+    return epi.fn == afrt_epi_gelu_fn ? (const afrt_epi_gelu *)epi.ctx : NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------
  * Threads and strategy.
  * ------------------------------------------------------------------------------------------- */
 enum {
@@ -987,7 +1087,8 @@ typedef struct {
     const float *bias;  /* MRV rows, or NULL */
     const float *res;   /* row i at res + i * res_ld, or NULL */
     int64_t res_ld;
-    int act;            /* then 1: SiLU, 2: sigmoid (afrt_epi_silu); 0: nothing */
+    int act;            /* then 1: SiLU, 2: sigmoid (afrt_epi_silu), 3: GELU (afrt_epi_gelu);
+                         * 0: nothing */
     __mmask16 skip1;    /* columns 16 + t of the tile not stored (nor res read): an edge of
                          * 17-31 columns; 0 for a whole tile. Then s must hold whole rows. */
     const float *cbias; /* the tile's 32 columns' bias (afrt_epi_bias_clamp), or NULL; added
@@ -1018,7 +1119,7 @@ typedef struct {
  * there with memset first) and re-read e after each store (c may alias it), ~30 instructions a
  * row; unrolled, the accumulators stay in registers (issue 16: the fused 1x1s of ResNet-50,
  * K = 64-512, spent more in this finish than the separate Relu / Add passes it replaces). The
- * SiLU / sigmoid activation is a second pass over the stored rows (still in L1), so the
+ * SiLU / sigmoid / GELU activation is a second pass over the stored rows (still in L1), so the
  * unrolled body stays small; the values and the order of operations are those of one pass. */
 #define AFRT_DEFINE_UKERNEL_EPI_(NAME, MRV, APARAMS, KLOOP)                                    \
     static inline void NAME(int64_t kc, APARAMS, const float *restrict b, float *c,            \
@@ -1071,7 +1172,14 @@ typedef struct {
             if (cut) _mm512_mask_storeu_ps(ci + 16, m1, c1[i]);                                \
             else _mm512_storeu_ps(ci + 16, c1[i]);                                             \
         }                                                                                      \
-        if (act) {                                                                             \
+        if (act == 3) {                                                                        \
+            for (int i = 0; i < MRV; ++i) {                                                    \
+                float *ci = c + i * ldc;                                                       \
+                _mm512_storeu_ps(ci, afrt_gelu16_(_mm512_loadu_ps(ci)));                       \
+                _mm512_mask_storeu_ps(ci + 16, m1,                                             \
+                                      afrt_gelu16_(_mm512_maskz_loadu_ps(m1, ci + 16)));       \
+            }                                                                                  \
+        } else if (act) {                                                                      \
             for (int i = 0; i < MRV; ++i) {                                                    \
                 float *ci = c + i * ldc;                                                       \
                 _mm512_storeu_ps(ci, afrt_silu16_(_mm512_loadu_ps(ci), act == 2));             \
@@ -1818,7 +1926,7 @@ static inline void afrt_gemm_tile_a_(const float *pa, const float *ra, int64_t l
         return;
     }
 #if defined(AFRT_UK_EPI_)
-    /* the built-in clamp and SiLU epilogues: in the micro-kernel's registers (edge tiles:
+    /* the built-in clamp, SiLU and GELU epilogues: in the micro-kernel's registers (edge tiles:
      * right after their store); other epilogues (and every epilogue without AFRT_UK_EPI_)
      * once per piece */
     const afrt_epi_bias_clamp *bclamp = fin && fin->epi.fn == afrt_epi_bias_clamp_fn
@@ -1829,7 +1937,8 @@ static inline void afrt_gemm_tile_a_(const float *pa, const float *ra, int64_t l
                                       ? (const afrt_epi_clamp *)fin->epi.ctx
                                       : NULL;
     const afrt_epi_silu *silu = fin ? afrt_epi_builtin_silu_(fin->epi) : NULL;
-    const int reg = clamp || silu;
+    const afrt_epi_gelu *gelu = fin ? afrt_epi_builtin_gelu_(fin->epi) : NULL;
+    const int reg = clamp || silu || gelu;
 #else
     const int reg = 0;
 #endif
@@ -1913,8 +2022,10 @@ static inline void afrt_gemm_tile_a_(const float *pa, const float *ra, int64_t l
                                 clamp && clamp->res ? clamp->res + fin->batch * clamp->res_stride +
                                                           r * clamp->res_ld + col
                                                     : NULL,
-                                clamp ? clamp->res_ld : 0, silu ? 1 + silu->gate : 0, 0,
-                                bclamp ? bclamp->cbias + col : NULL};
+                                clamp ? clamp->res_ld : 0, silu ? 1 + silu->gate : gelu ? 3 : 0, 0,
+                                bclamp ? bclamp->cbias + col
+                                : gelu && gelu->cbias ? gelu->cbias + col
+                                                      : NULL};
                             if (ar) /* direct A: MR is 12 */
                                 afrt_ukernel12_ra_epi_(kc, ar, lda, bp + jr * kc, c, ldc, acc, c, ldc, &e);
                             else if (MR == 12)
@@ -4535,16 +4646,17 @@ static inline float af_expf(float x) {
 }
 #endif /* AFRT_NEON_ */
 
-/* af_erff's rational function of a = x clamped to [-3.92, 3.92] (the coefficients in one
- * place; the Ascend C lowering reads the same ones, a test checks): a P(a^2) / Q(a^2). */
+/* af_erff's rational function of a = x clamped to [-3.92, 3.92]: a P(a^2) / Q(a^2), the
+ * coefficients AFRT_ERF_* (defined with the GELU epilogue, which computes the same function on
+ * 16 lanes; the Ascend C lowering reads the same ones, a test checks). */
 static inline float af_erff_rational_(float a) {
     const float z = a * a;
     const float p =
-        ((((2.03476506e-06f * z + 2.87474387e-04f) * z + 3.86812830e-03f) * z + 5.30598761e-02f) * z +
-         1.92759485e-01f) * z + 1.12837902e+00f;
+        ((((AFRT_ERF_P5 * z + AFRT_ERF_P4) * z + AFRT_ERF_P3) * z + AFRT_ERF_P2) * z + AFRT_ERF_P1) * z +
+        AFRT_ERF_P0;
     const float q =
-        ((((3.80706872e-05f * z + 1.18806563e-03f) * z + 1.51719020e-02f) * z + 1.15082727e-01f) * z +
-         5.04160314e-01f) * z + 1.00000000e+00f;
+        ((((AFRT_ERF_Q5 * z + AFRT_ERF_Q4) * z + AFRT_ERF_Q3) * z + AFRT_ERF_Q2) * z + AFRT_ERF_Q1) * z +
+        AFRT_ERF_Q0;
     return a * p / q;
 }
 
@@ -4552,13 +4664,13 @@ static inline float af_erff_rational_(float a) {
 /* aarch64: the clamps by fminf (FMINNM) and NaN restored from the bit pattern,
  * as af_expf does there, so loops calling it vectorise; bit-identical to the generic form. */
 static inline float af_erff(float x) {
-    return af_nan_or_(x, copysignf(fminf(af_erff_rational_(fminf(fabsf(x), 3.92f)), 1.0f), x));
+    return af_nan_or_(x, copysignf(fminf(af_erff_rational_(fminf(fabsf(x), AFRT_ERF_CLAMP)), 1.0f), x));
 }
 #else
 static inline float af_erff(float x) {
     /* on |x|, with compares that are false for NaN, so NaN runs through the arithmetic */
     const float ax = fabsf(x);
-    const float r = af_erff_rational_(ax > 3.92f ? 3.92f : ax);
+    const float r = af_erff_rational_(ax > AFRT_ERF_CLAMP ? AFRT_ERF_CLAMP : ax);
     return copysignf(r > 1.0f ? 1.0f : r, x);
 }
 #endif /* AFRT_NEON_ */
