@@ -9,10 +9,13 @@ register tiles) -> max pool 3x3/2 with ceil_mode -> fire B (64 -> 32 -> 16 + 16,
 two-block tiles) -> max pool 2x2/2 ceil_mode -> fire C, whose concat is the output (so it
 stays NCHW and its squeeze reads blocks into NCHW), and beside it a fire with a 24-channel
 expand (not whole blocks: must stay NCHW). Every conv has a bias and Relu. At one, two and
-three threads on the native CPU and on ``x86-64-v2`` (no AVX-512: nothing may be blocked).
+three threads on the native CPU and on ``x86-64-v2`` (no AVX-512: nothing may be blocked),
+and under ASan/UBSan at two threads (slow).
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -110,3 +113,29 @@ def test_fire_blocks_match_onnxruntime(cpu: str, threads: int) -> None:
     layout = report.get("layout") or {}
     want = (2, 2) if avx512 else (0, 0)
     assert (layout.get("fires", 0), layout.get("blocked_pools", 0)) == want, layout
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not toolchain.cpu_has_avx512("native"), reason="fire modules are blocked on AVX-512 only"
+)
+def test_fire_blocks_under_sanitizers(tmp_path: Path) -> None:
+    """The blocked squeezes, expands and pools (in-place broadcasts from both layouts, the
+    short last tiles of odd maps, ceil-mode windows at the border, batch 2) under ASan/UBSan
+    at two threads."""
+    from autofusion.lowering.c.testing import compile_onnx, emit_lowered
+    from autofusion.runtime import build
+
+    m = fire_model()
+    x = np.random.default_rng(3).uniform(-2, 2, (2, 32, 15, 15)).astype(np.float32)
+    ref = onnxruntime_outputs(m, {"x": x})
+    emit_lowered(compile_onnx(m), tmp_path)
+    text = (tmp_path / "model.c").read_text()
+    assert text.count("afrt_conv1x1nb_f32(") == 4  # fires a and b: squeeze, expand 1x1
+    assert text.count("afrt_maxpool2d_nc_f32(") == 2
+    exe = build.build_sanitizer_driver(tmp_path)
+    got = build.run_driver(exe, tmp_path / "weights.bin", [x],
+                           [(r.shape, r.dtype) for r in ref.values()], tmp_path / "io",
+                           threads=2)  # fmt: skip
+    for (name, r), g in zip(ref.items(), got, strict=True):
+        assert_close(g, r, f"{name} under ASan/UBSan")
