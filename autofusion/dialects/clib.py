@@ -559,6 +559,7 @@ CONV_ALGOS = (
     "winograd",
     "direct_nchwc",
     "gemm_1x1_b",
+    "direct_1x1_b",
     "direct_1x1",
     "gemm_1x1_t",
     "gemm_1x1",
@@ -658,6 +659,11 @@ def nchwc_fits(f: dict[str, int]) -> bool:
 D1X1_MAX_K = 32  # AFRT_1X1D_MAX_K
 D1X1_MIN_HW = 512  # AFRT_1X1D_MIN_HW
 D1X1_MIN_C = 16  # AFRT_1X1D_MIN_C
+# direct_1x1_b (afrt_conv1x1nb_f32): assign-layout's 1x1 convs writing blocks from NCHW x
+# take it up to this many output channels (one block: SqueezeNet's first squeeze, where
+# gemm_1x1_b's 32-wide panels are half empty and took 2.2x its time); more take gemm_1x1_b
+# (measured on MobileNet-V2's expand chains). From blocked x any 1x1 conv takes it.
+D1X1B_MAX_K = 16
 
 
 def direct_1x1_applies(f: dict[str, int]) -> bool:
@@ -1015,6 +1021,14 @@ class Conv2DOp(_ContractionOp):
                     "'clib.conv2d': gemm_1x1_b needs a 1x1 stride-1 unpadded group-1 conv"
                 )
             want = "gemm_1x1_b"
+        elif self.algo.data == "direct_1x1_b":  # assign-layout's 1x1 conv into blocks
+            if self.lp() is not None or self.layouts()[1] != "nchw16c":
+                raise VerifyException("'clib.conv2d': direct_1x1_b is an fp32 conv into NCHW16c y")
+            if not gemm_1x1_b_fits(f):
+                raise VerifyException(
+                    "'clib.conv2d': direct_1x1_b needs a 1x1 stride-1 unpadded group-1 conv"
+                )
+            want = "direct_1x1_b"
         elif self.blocked_flags():  # assign-layout's choice: the blocked kernel, any fitting conv
             if self.lp() is not None or not nchwc_fits(f):
                 raise VerifyException(
@@ -1199,7 +1213,8 @@ class MatmulOp(_ContractionOp):
 
 @irdl_op_definition
 class Pool2DOp(_LibOp):
-    """``afrt_maxpool2d_f32`` / ``afrt_avgpool2d_f32(x, y, &params)`` (NCHW, f32)."""
+    """``afrt_maxpool2d_f32`` / ``afrt_avgpool2d_f32(x, y, &params)`` (NCHW, f32), or
+    ``afrt_maxpool2d_nc_f32`` with ``layout = "nchw16c"`` (``assign-layout``'s blocked pools)."""
 
     name = "clib.pool2d"
     x = operand_def(MemRefType)
@@ -1207,10 +1222,23 @@ class Pool2DOp(_LibOp):
     dyn = var_operand_def(IndexType)
     kind = prop_def(StringAttr)
     params = prop_def(DenseArrayBase)
+    #: ``assign-layout``'s layout of x and y (``LAYOUTS``; absent: ``nchw``); ``nchw16c``
+    #: (max pools only) prints ``afrt_maxpool2d_nc_f32``
+    layout = opt_prop_def(StringAttr)
+
+    def blocked(self) -> bool:
+        """Whether x and y are NCHW16c."""
+        return self.layout is not None and self.layout.data == "nchw16c"
 
     def verify_(self) -> None:
         if self.kind.data not in ("max", "avg"):
             raise VerifyException("'clib.pool2d': kind must be max or avg")
+        if self.layout is not None and self.layout.data not in LAYOUTS:
+            raise VerifyException(
+                f"'clib.pool2d': layout {self.layout.data!r} is not one of {', '.join(LAYOUTS)}"
+            )
+        if self.blocked() and self.kind.data != "max":
+            raise VerifyException("'clib.pool2d': only max pools run on NCHW16c")
         values = self.param_values()
         if len(values) != len(POOL_FIELDS):
             raise VerifyException(f"'clib.pool2d': params needs {len(POOL_FIELDS)} values")

@@ -48,10 +48,21 @@ lanes (every lane full on a 7x7 map) and the chain copies block rows instead of 
 at most ``EXPAND_MAX_HW`` positions (measured on MobileNet-V2: 7x7 and 14x14 gain, 28x28 is
 even, 56x56 loses; docs/c-backend.md, "Expand chains").
 
-Decisions: the marks on each conv, and on each function ``layout.summary`` = ``{blocked
-convs, reorders (boundary reorders left), cancelled (reorder pairs cancelled), expand
-chains}``, which the
-compile report copies (``report["layout"]``; per conv ``conv_algo[i].layout``).
+Fire modules (SqueezeNet): a 1x1 squeeze (at most ``FIRE_MAX_SQUEEZE`` output channels, a
+multiple of 16) read only by expand convs reading it as their x, whose outputs (multiples of
+16 channels, elementwise epilogues without residual) only a channel concat reads. A fire's
+concat and every 4-d f32 max pool start blocked and are demoted unless every reader is a
+fire's squeeze reading it as x or a blocked pool (a pool's input blocked too). A fire whose
+concat stays blocked is blocked throughout: squeeze ``layout.y`` (``direct_1x1_b``), expands
+both marks, and they write their halves of the concat in place as before (a slice of whole
+16-channel blocks is the same byte range in both layouts); the pool gets ``layout.x`` (x and
+y, ``afrt_maxpool2d_nc_f32``); a squeeze reading blocks into an NCHW fire is the exit
+(``layout.x`` only). Measured on SqueezeNet-1.1 (docs/runtime.md: 0.95 of main's time).
+
+Decisions: the marks on each conv (and max pool), and on each function ``layout.summary`` =
+``{blocked convs, reorders (boundary reorders left), cancelled (reorder pairs cancelled),
+expand chains, fires, blocked pools}``, which the compile report copies
+(``report["layout"]``; per conv ``conv_algo[i].layout``).
 
 Place: target c, fusion on, and only where the blocked kernel is on (the pipeline's
 ``blocked_convs``: AVX-512 builds whose config leaves ``conv_layout: auto``) and no memory
@@ -67,7 +78,14 @@ from typing import ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp, StringAttr, TensorType
+from xdsl.dialects.builtin import (
+    DictionaryAttr,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    f32,
+)
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from autofusion.analysis.conv_chain import body_chain, conv_fields
@@ -266,6 +284,132 @@ def expand_chains(lay: _Layouts) -> list[tuple[ConvUnit, list[nn.ConvOp]]]:
     return found
 
 
+#: A fire module's squeeze has at most this many output channels (SqueezeNet's 16-64): the
+#: range measured on ``direct_1x1_b`` (docs/runtime.md).
+FIRE_MAX_SQUEEZE = 64
+
+
+@dataclass
+class Fire:
+    """A fire module: a 1x1 squeeze whose readers are exactly the expand convs, each reading
+    it as its x only, whose outputs only a concat along channels reads."""
+
+    squeeze: ConvUnit
+    expands: list[ConvUnit]
+    concat: nn.ConcatOp
+
+
+def _is_f32_4d(v: SSAValue) -> bool:
+    t = v.type
+    return isinstance(t, TensorType) and len(t.get_shape()) == 4 and t.element_type == f32
+
+
+def _reads_x_only(u: ConvUnit, v: SSAValue) -> bool:
+    """``u`` reads ``v`` as its conv's x and nowhere else (one operand, no residual)."""
+    return u.x is v and u.x_only and v not in u.others and sum(o is v for o in u.top.operands) == 1
+
+
+def _fire(lay: _Layouts, cat: nn.ConcatOp) -> Fire | None:
+    """``cat`` as a fire module's concat (``Fire``): every part a conv unit with a multiple of
+    16 output channels and an elementwise epilogue without residual, all reading one value
+    that a 1x1 unit (``gemm_1x1_b_fits``, at most ``FIRE_MAX_SQUEEZE`` output channels, a
+    multiple of 16) writes for them alone."""
+    if cat.axis != 1 or not _is_f32_4d(cat.y):
+        return None
+    expands: list[ConvUnit] = []
+    for v in cat.inputs:
+        u = lay.units.get(v.owner) if isinstance(v.owner, Operation) else None
+        if u is None or u.y is not v or not v.has_one_use() or not u.flat or u.others:
+            return None
+        if u.fields["K"] % clib.NC_BLOCK or any(e.top is u.top for e in expands):
+            return None
+        expands.append(u)
+    s = expands[0].x if expands else None
+    if s is None or not all(_reads_x_only(u, s) for u in expands):
+        return None
+    q = lay.units.get(s.owner) if isinstance(s.owner, Operation) else None
+    if q is None or not q.flat or q.others or not clib.gemm_1x1_b_fits(q.fields):
+        return None
+    if q.fields["K"] % clib.NC_BLOCK or q.fields["K"] > FIRE_MAX_SQUEEZE:
+        return None
+    if s.uses.get_length() != len(expands):
+        return None
+    return Fire(q, expands, cat)
+
+
+class _Fires:
+    """Which fire concats and max pools keep NCHW16c: every fire concat and 4-d f32 max pool
+    output starts blocked and is demoted unless every reader is a fire's squeeze reading it as
+    its x only or a blocked max pool, and (a pool) its input is blocked too."""
+
+    def __init__(self, fn: func.FuncOp, lay: _Layouts) -> None:
+        self.fires: dict[SSAValue, Fire] = {}
+        self.pools: dict[SSAValue, nn.MaxPoolOp] = {}
+        for op in fn.body.block.ops:
+            if isinstance(op, nn.ConcatOp) and (f := _fire(lay, op)) is not None:
+                self.fires[op.y] = f
+            elif isinstance(op, nn.MaxPoolOp) and _is_f32_4d(op.x) and _is_f32_4d(op.y):
+                self.pools[op.y] = op
+        self.squeezes = {f.squeeze.top: f.squeeze for f in self.fires.values()}
+        self.blocked = {v: True for v in (*self.fires, *self.pools)}
+        changed = True
+        while changed:
+            changed = False
+            for v, b in self.blocked.items():
+                if b and not self._legal(v):
+                    self.blocked[v] = False
+                    changed = True
+
+    def of(self, v: SSAValue) -> bool:
+        return self.blocked.get(v, False)
+
+    def _legal(self, v: SSAValue) -> bool:
+        pool = self.pools.get(v)
+        if pool is not None and not self.of(pool.x):
+            return False
+        if not v.uses:
+            return False
+        for use in v.uses:
+            r = use.operation
+            q = self.squeezes.get(r)
+            if q is not None and _reads_x_only(q, v):
+                continue
+            if isinstance(r, nn.MaxPoolOp) and r.x is v and self.of(r.y):
+                continue
+            return False
+        return True
+
+
+def fire_layouts(fn: func.FuncOp, lay: _Layouts) -> tuple[int, int, int, set[nn.ConvOp]]:
+    """Mark the fire modules between blocked pools and concats (module doc): the number of
+    blocked fires, of blocked pools and of exits (a squeeze reading blocks into an NCHW
+    fire: the region's reorder back), and the convs marked."""
+    fl = _Fires(fn, lay)
+    marked: set[nn.ConvOp] = set()
+    fires = exits = 0
+    for v, f in fl.fires.items():
+        if fl.of(f.squeeze.x):
+            f.squeeze.conv.attributes[LAYOUT_X] = StringAttr(BLOCKED)
+            marked.add(f.squeeze.conv)
+        if not fl.of(v):
+            exits += fl.of(f.squeeze.x)
+            continue
+        fires += 1
+        f.squeeze.conv.attributes[LAYOUT_Y] = StringAttr(BLOCKED)
+        marked.add(f.squeeze.conv)
+        for u in f.expands:
+            u.conv.attributes[LAYOUT_X] = StringAttr(BLOCKED)
+            u.conv.attributes[LAYOUT_Y] = StringAttr(BLOCKED)
+            marked.add(u.conv)
+    pools = 0
+    for v, pool in fl.pools.items():
+        pool.attributes.pop(LAYOUT_X, None)
+        if fl.of(v):
+            pool.attributes[LAYOUT_X] = StringAttr(BLOCKED)
+            pools += 1
+    return fires, pools, exits, marked
+
+
 def assign(fn: func.FuncOp, pointwise: bool = False) -> dict[str, int]:
     """Mark ``fn``'s convs (see module doc); returns the summary numbers."""
     lay = _Layouts(fn, pointwise)
@@ -297,11 +441,16 @@ def assign(fn: func.FuncOp, pointwise: bool = False) -> dict[str, int]:
         for dw in dws:
             dw.attributes[LAYOUT_X] = StringAttr(BLOCKED)
         cancelled += len(dws)
+    fires, pools, exits, marked = fire_layouts(fn, lay)
+    blocked_convs += len(marked - {u.conv for u in lay.units.values() if u.blocked})
+    reorders += exits
     return {
         "blocked_convs": blocked_convs,
         "reorders": reorders,
         "cancelled": cancelled,
         "expand_chains": expand,
+        "fires": fires,
+        "blocked_pools": pools,
     }
 
 
@@ -320,7 +469,7 @@ class AssignLayout(CheckedPass):
             if not isinstance(fn, func.FuncOp) or fn.is_declaration:
                 continue
             summary = assign(fn, self.pointwise)
-            if summary["blocked_convs"] or summary["expand_chains"]:
+            if summary["blocked_convs"] or summary["expand_chains"] or summary["fires"]:
                 fn.attributes[LAYOUT_SUMMARY] = DictionaryAttr(
                     {k: IntegerAttr(v, 64) for k, v in summary.items()}
                 )

@@ -140,9 +140,14 @@ def test_default_rule_blocks_the_3x3_chain() -> None:
     assert {rows[k] for k in ("stem", "b", "c", "d", "e", "f", "g", "h")} == {"nchw->nchw"}
     # blocked kernel: a a2 a3 c e f g; boundaries: all but a.y, a2.x, a2.y, a3.x;
     # cancelled: a-a2 (x and residual: one kernel operand), a2-a3; no conv chain to expand
-    assert summary == {"blocked_convs": 7, "reorders": 10, "cancelled": 2, "expand_chains": 0}, (
-        summary
-    )
+    assert summary == {
+        "blocked_convs": 7,
+        "reorders": 10,
+        "cancelled": 2,
+        "expand_chains": 0,
+        "fires": 0,
+        "blocked_pools": 0,
+    }, summary
     for name, r in ref.items():
         assert_close(got[name], r, f"{name} (assign-layout)")
 
@@ -160,7 +165,7 @@ def test_pointwise_blocked_edges_match_onnxruntime(tmp_path: Path) -> None:
     assert rows["a"] == "nchw->nchw16c"
     assert rows["a2"] == rows["a3"] == "nchw16c->nchw16c"
     assert rows["b"] == rows["d"] == "nchw16c->nchw16c"
-    assert algos["b"] == algos["d"] == "direct_nchwc"  # 1x1 convs on the blocked kernel
+    assert algos["b"] == algos["d"] == "direct_1x1_b"  # 1x1 convs between blocked edges
     assert rows["c"] == "nchw16c->nchw16c"  # stride 2
     assert rows["e"] == "nchw16c->nchw16c"  # its residual d blocked with it
     assert rows["f"] == "nchw16c->nchw"  # read by the concat and the pool: a boundary

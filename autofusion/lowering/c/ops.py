@@ -570,10 +570,14 @@ def conv_layouts(op: nn.ConvOp) -> dict[str, Attribute]:
 
 
 def _layout_algo(params: list[int], layouts: dict[str, Attribute]) -> str:
-    """The algorithm of a conv with a blocked side (``assign-layout``): ``gemm_1x1_b`` for a
-    1x1 conv writing blocks from NCHW x (an expand conv feeding a blocked conv chain), else
-    the blocked direct kernel."""
+    """The algorithm of a conv with a blocked side (``assign-layout``): for a 1x1 conv writing
+    blocks ``direct_1x1_b`` from blocked x or with at most ``clib.D1X1B_MAX_K`` output
+    channels (a fire module's squeeze and expands), else ``gemm_1x1_b`` (an expand conv
+    feeding a blocked conv chain); any other conv the blocked direct kernel."""
     f: dict[str, int] = dict(zip(clib.CONV_FIELDS, params, strict=True))
+    if "y_layout" in layouts and clib.gemm_1x1_b_fits(f):
+        if "x_layout" in layouts or f["K"] <= clib.D1X1B_MAX_K:
+            return "direct_1x1_b"
     if set(layouts) == {"y_layout"} and clib.gemm_1x1_b_fits(f):
         return "gemm_1x1_b"
     return "direct_nchwc"
@@ -809,9 +813,18 @@ def lower_pool(L: Lowering, op: nn.PoolOp, outs: list[SSAValue]) -> None:
     L.e.add(
         clib.Pool2DOp.build(
             operands=[L.buffer_of(op.x), outs[0], dyn],
-            properties={"kind": StringAttr(kind), "params": props},
+            properties={"kind": StringAttr(kind), "params": props, **pool_layout(op)},
         )
     )
+
+
+def pool_layout(op: nn.PoolOp) -> dict[str, Attribute]:
+    """``clib.pool2d``'s ``layout`` from ``assign-layout``'s mark on a max pool
+    (``layout.x``: x and y NCHW16c); empty when NCHW."""
+    a = op.attributes.get(LAYOUT_X)
+    if isinstance(op, nn.MaxPoolOp) and isinstance(a, StringAttr) and a.data == "nchw16c":
+        return {"layout": a}
+    return {}
 
 
 def _pool_loops(L: Lowering, op: nn.PoolOp, out: SSAValue) -> None:

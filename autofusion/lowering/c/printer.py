@@ -1438,6 +1438,11 @@ class _FuncPrinter:
                     # assign-layout's expand conv writing NCHW16c for a blocked conv chain
                     self.emit(d, f"  if (!afrt_conv1x1b_f32({args}, {epi}))")
                     self.emit(d, f"    afrt_nchwc_naive_f32({args}, {epi}, 2); }}")
+                elif op.algo.data == "direct_1x1_b":
+                    # assign-layout's 1x1 conv into NCHW16c from either layout
+                    flags = op.blocked_flags()
+                    self.emit(d, f"  if (!afrt_conv1x1nb_f32({args}, {epi}, {flags}))")
+                    self.emit(d, f"    afrt_nchwc_naive_f32({args}, {epi}, {flags}); }}")
                 elif flags := op.blocked_flags():
                     # assign-layout's blocked x and/or y: only the blocked kernels know them
                     self.emit(d, f"  if (!afrt_nchwc_ex_f32({args}, {epi}, {flags}))")
@@ -1491,6 +1496,8 @@ class _FuncPrinter:
                 vals = self._params(op, op.param_values(), op.dyn)
                 p = ", ".join([*vals[:-1], str(op.param_values()[-1])])  # int count_include_pad
                 fn = "afrt_maxpool2d_f32" if op.kind.data == "max" else "afrt_avgpool2d_f32"
+                if op.blocked():  # assign-layout's pool between blocked fire modules
+                    fn = "afrt_maxpool2d_nc_f32"
                 self.emit(d, f"{{ const afrt_pool_params p_ = {{{p}}};")
                 self.emit(d, f"  {fn}({r(op.x)}, {r(op.y)}, &p_); }}")
             case clib.AttentionOp():

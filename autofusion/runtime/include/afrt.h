@@ -17,6 +17,7 @@
  *   - afrt_matmul_lp / afrt_conv2d_lp   the same with bf16 or fp16 operands (16-bit weights
  *                       kept 16-bit, activations rounded while packing), fp32 accumulation.
  *   - afrt_maxpool2d_f32 / afrt_avgpool2d_f32   NCHW pooling with pads, strides, dilations.
+ *   - afrt_maxpool2d_nc_f32                     the same max pool on NCHW16c (assign-layout).
  *   - af_expf / af_erff / af_tanhf   vectorisable f32 math that generated loops call.
  *   - afrt_set_num_threads / afrt_get_num_threads.
  *   - afrt_nomem_clear / afrt_nomem_kernel   the out-of-memory fault of the calling thread: a
@@ -4480,6 +4481,55 @@ static inline void afrt_maxpool2d_f32(const float *x, float *y, const afrt_pool_
     }
     free(rg);
     if (failed) afrt_pool_failed_(y, planes * OH * OW, "afrt_maxpool2d_f32");
+}
+
+/* afrt_maxpool2d_f32 on NCHW16c x and y ([N][ceil(C/16)][H][W][16], assign-layout's blocked
+ * pools between SqueezeNet's fire modules, docs/c-backend.md): each output position is the
+ * max of its window's whole 16-channel vectors (taps outside the map skipped, NaN propagated
+ * as afrt_nanmax_ does), so no row buffer and no gather. Channels past C max their zero
+ * padding, which stays zero. Threads over (image, block, output row). */
+static inline void afrt_maxpool2d_nc_f32(const float *x, float *y, const afrt_pool_params *p) {
+    const int64_t Cb = afrt_cdiv_(p->C, 16), H = p->H, W = p->W, OH = p->OH, OW = p->OW;
+    const int64_t rows = p->N * Cb * OH;
+    if (rows <= 0 || OW <= 0) return;
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_threads_now()) if (rows > 1 && afrt_worth_threads_(afrt_pool_work_(p))))
+    for (int64_t t = 0; t < rows; ++t) {
+        afrt_arrive_();
+        const int64_t nb = t / OH, oh = t % OH;
+        int64_t r0, r1;
+        afrt_tap_range_(oh, p->stride_h, p->pad_top, p->dil_h, p->R, H, &r0, &r1);
+        const float *xp = x + nb * H * W * 16;
+        float *yr = y + (nb * OH + oh) * OW * 16;
+        const int64_t ih0 = oh * p->stride_h - p->pad_top;
+        for (int64_t ow = 0; ow < OW; ++ow) {
+            const int64_t iw0 = ow * p->stride_w - p->pad_left;
+            int64_t s0 = 0, s1 = p->S;
+            if (iw0 < 0 || iw0 + (p->S - 1) * p->dil_w >= W)
+                afrt_tap_range_(ow, p->stride_w, p->pad_left, p->dil_w, p->S, W, &s0, &s1);
+#if defined(__AVX512F__)
+            __m512 m = _mm512_set1_ps(-INFINITY);
+            for (int64_t r = r0; r < r1; ++r) {
+                const float *xr = xp + ((ih0 + r * p->dil_h) * W + iw0) * 16;
+                for (int64_t s = s0; s < s1; ++s) { /* afrt_nanmax_v_ on 16 lanes */
+                    const __m512 v = _mm512_loadu_ps(xr + s * p->dil_w * 16);
+                    const __mmask16 k = _mm512_cmp_ps_mask(v, m, _CMP_GT_OQ) |
+                                        _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+                    m = _mm512_mask_mov_ps(m, k, v);
+                }
+            }
+            _mm512_storeu_ps(yr + ow * 16, m);
+#else
+            float m[16];
+            for (int l = 0; l < 16; ++l) m[l] = -INFINITY;
+            for (int64_t r = r0; r < r1; ++r)
+                for (int64_t s = s0; s < s1; ++s) {
+                    const float *v = xp + ((ih0 + r * p->dil_h) * W + iw0 + s * p->dil_w) * 16;
+                    for (int l = 0; l < 16; ++l) m[l] = afrt_nanmax_v_(m[l], v[l]);
+                }
+            for (int l = 0; l < 16; ++l) yr[ow * 16 + l] = m[l];
+#endif
+        }
+    }
 }
 
 static inline void afrt_avgpool2d_f32(const float *x, float *y, const afrt_pool_params *p) {

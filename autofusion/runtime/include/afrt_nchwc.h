@@ -700,4 +700,205 @@ static inline int afrt_conv1x1d_f32(const float *x, const float *w, const float 
 #endif
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * direct_1x1_b (afrt_conv1x1nb_f32): a 1x1 stride-1 unpadded group-1 conv into NCHW16c y from
+ * NCHW x or, with AFRT_NC_IN_BLOCKED, NCHW16c x: assign-layout's fire modules (a squeeze
+ * writing 16-64 channels in blocks for its expands, an expand writing its half of a blocked
+ * concat; docs/c-backend.md). afrt_nchwc_f32 on such a conv computes a 32-channel tile for
+ * 16 channels and copies the whole input into its padded scratch (2.5x gemm_1x1's time on
+ * 128 -> 16 at 55x55); gemm_1x1_b's 32-wide B panels are half empty there too. Here the output
+ * channels go along the lanes and the input is read in place: a register tile is one 16-channel
+ * block x 28 consecutive positions of the flat map (K <= 16) or two blocks x 14 (28
+ * accumulators); per input channel one or two weight vectors are loaded and each position's
+ * input is broadcast straight from x -- consecutive floats of one channel row in NCHW, 16
+ * floats apart in NCHW16c, immediate offsets either way (a map's positions are the same flat
+ * sequence in both layouts, so there is nothing to copy or transpose). The next tile's lines
+ * are prefetched (C channel rows at once defeat the hardware prefetcher). Weights as
+ * afrt_nchwc_f32 reorders them ([K/32][C/16][16][32], cached). The bias is the accumulators'
+ * start; the built-in clamp (its residual in y's layout, possibly y itself) is applied before
+ * the only store, any other epilogue in its flat form on each finished tile. Channels past K are stored as zeros. Tasks
+ * are (image, position tile), each through all output channels (its input tile stays in L1).
+ * ------------------------------------------------------------------------------------------- */
+#define AFRT_1X1B_NP1 28 /* positions per register tile of one block (K <= 16) */
+#define AFRT_1X1B_NP2 14 /* positions per register tile of two blocks */
+
+static inline int afrt_conv1x1nb_fits(const afrt_conv_params *p) {
+    return p->R == 1 && p->S == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
+           p->pad_left == 0 && p->pad_bottom == 0 && p->pad_right == 0 && p->OH == p->H &&
+           p->OW == p->W && p->group <= 1 && p->dil_h == 1 && p->dil_w == 1;
+}
+
+#if defined(__AVX512F__) && (defined(__GNUC__) || defined(__clang__))
+/* GCC unrolls at most 16 iterations by itself: a 28-position tile kept its accumulators in
+ * memory (2.8x the time) until told */
+#if defined(__clang__)
+#define AFRT_1X1B_UNROLL_ _Pragma("unroll")
+#else
+#define AFRT_1X1B_UNROLL_ _Pragma("GCC unroll 28")
+#endif
+/* One register tile: kt (1, 2) blocks of wk ([Cb][16][32], the pair's reordered weights; the
+ * second half of each 32 for the second block) x np positions (the first nq stored), from xq
+ * (the tile's first position of channel 0; channel c at (c / 16) * bstep + (c % 16) * cstep,
+ * position j at j * ps), bias bb[32] as the start; block h of the tile stored at
+ * yq + h * plane, kn[h] of its lanes kept. Always inlined: np, ps and kt are constants in the
+ * full tiles' copies, so the accumulators stay in registers. */
+static inline __attribute__((always_inline)) void afrt_1x1nb_tile_(
+    const float *restrict xq, int64_t C, int64_t bstep, int64_t cstep, const int ps,
+    const float *restrict wk, const float *bb, float *restrict yq, int64_t plane,
+    const __mmask16 km0, const __mmask16 km1, const afrt_epi_clamp *cl, const float *zq,
+    const int kt, const int np, int64_t nq, const int pf) {
+    __m512 a0[AFRT_1X1B_NP1], a1[AFRT_1X1B_NP2];
+    AFRT_1X1B_UNROLL_
+    for (int j = 0; j < np; ++j) a0[j] = _mm512_loadu_ps(bb);
+    if (kt == 2)
+        for (int j = 0; j < np; ++j) a1[j] = _mm512_loadu_ps(bb + AFRT_NC_L);
+    for (int64_t cb = 0; cb * AFRT_NC_L < C; ++cb) {
+        const int64_t cn = afrt_min_(AFRT_NC_L, C - cb * AFRT_NC_L);
+        for (int64_t c = 0; c < cn; ++c) {
+            const float *xs = xq + cb * bstep + c * cstep;
+            const float *ws = wk + (cb * AFRT_NC_L + c) * AFRT_NC_KT;
+            if (pf) { /* the next tile's lines of this channel (NCHW) / of this block (NCHW16c) */
+                if (ps == 1) {
+                    _mm_prefetch((const char *)(xs + np), _MM_HINT_T0);
+                    _mm_prefetch((const char *)(xs + np + 16), _MM_HINT_T0);
+                } else {
+                    _mm_prefetch((const char *)(xq + cb * bstep + (np + c) * ps), _MM_HINT_T0);
+                    if (c + 16 < np)
+                        _mm_prefetch((const char *)(xq + cb * bstep + (np + c + 16) * ps),
+                                     _MM_HINT_T0);
+                }
+            }
+            const __m512 w0 = _mm512_loadu_ps(ws);
+            if (kt == 2) {
+                const __m512 w1 = _mm512_loadu_ps(ws + AFRT_NC_L);
+                AFRT_1X1B_UNROLL_
+                for (int j = 0; j < np; ++j) {
+                    const __m512 xv = _mm512_set1_ps(xs[j * ps]);
+                    a0[j] = _mm512_fmadd_ps(w0, xv, a0[j]);
+                    a1[j] = _mm512_fmadd_ps(w1, xv, a1[j]);
+                }
+            } else {
+                AFRT_1X1B_UNROLL_
+                for (int j = 0; j < np; ++j)
+                    a0[j] = _mm512_fmadd_ps(w0, _mm512_set1_ps(xs[j * ps]), a0[j]);
+            }
+        }
+    }
+    const __m512 lo = _mm512_set1_ps(cl ? cl->lo : 0.0f), hi = _mm512_set1_ps(cl ? cl->hi : 0.0f);
+    const int up = cl && cl->hi != INFINITY; /* an infinite upper bound changes nothing */
+    for (int h = 0; h < kt; ++h) {
+        const __mmask16 km = h ? km1 : km0;
+        for (int j = 0; j < np && j < nq; ++j) {
+            __m512 o = h ? a1[j] : a0[j];
+            if (cl) { /* afrt_epi_clamp1_ on (o + residual), NaN kept */
+                if (zq) o = _mm512_add_ps(o, _mm512_loadu_ps(zq + h * plane + j * AFRT_NC_L));
+                o = _mm512_mask_mov_ps(lo, _mm512_cmp_ps_mask(o, lo, _CMP_NLE_UQ), o);
+                if (up) o = _mm512_mask_mov_ps(hi, _mm512_cmp_ps_mask(o, hi, _CMP_NGE_UQ), o);
+            }
+            _mm512_storeu_ps(yq + h * plane + j * AFRT_NC_L, _mm512_maskz_mov_ps(km, o));
+        }
+    }
+}
+
+/* Each tile shape compiled on its own (np, ps and kt constants; one function per shape keeps
+ * GCC's register allocation to the one tile) */
+#define AFRT_1X1B_SHAPE_(name, PS, KT, NP)                                                        \
+    static void name(const float *restrict xq, int64_t C, int64_t bstep, int64_t cstep,          \
+                     const float *restrict wk, const float *bb, float *restrict yq,              \
+                     int64_t plane, __mmask16 km0, __mmask16 km1, const afrt_epi_clamp *cl,      \
+                     const float *zq) {                                                          \
+        afrt_1x1nb_tile_(xq, C, bstep, cstep, PS, wk, bb, yq, plane, km0, km1, cl, zq, KT, NP,   \
+                         NP, 1);                                                                 \
+    }
+AFRT_1X1B_SHAPE_(afrt_1x1nb_n1_, 1, 1, AFRT_1X1B_NP1)
+AFRT_1X1B_SHAPE_(afrt_1x1nb_n2_, 1, 2, AFRT_1X1B_NP2)
+AFRT_1X1B_SHAPE_(afrt_1x1nb_n3_, 1, 1, AFRT_1X1B_NP2)
+AFRT_1X1B_SHAPE_(afrt_1x1nb_b1_, AFRT_NC_L, 1, AFRT_1X1B_NP1)
+AFRT_1X1B_SHAPE_(afrt_1x1nb_b2_, AFRT_NC_L, 2, AFRT_1X1B_NP2)
+AFRT_1X1B_SHAPE_(afrt_1x1nb_b3_, AFRT_NC_L, 1, AFRT_1X1B_NP2)
+#undef AFRT_1X1B_SHAPE_
+
+/* The tile for ps (1: NCHW x, 16: NCHW16c x): a full one of np positions (28 with kt 1 for
+ * K <= 16, else 14) or the map's last, short tile (then np is the loop bound: slower, once
+ * per map). */
+static void afrt_1x1nb_tiles_(const float *restrict xq, int64_t C, int64_t bstep, int64_t cstep,
+                              int ps, const float *restrict wk, const float *bb,
+                              float *restrict yq, int64_t plane, __mmask16 km0, __mmask16 km1,
+                              const afrt_epi_clamp *cl, const float *zq, int kt, int64_t np,
+                              int64_t nq) {
+    if (nq == np) {
+        const int shape = (kt == 2) + 2 * (kt == 1 && np != AFRT_1X1B_NP1);
+        static void (*const fns[2][3])(const float *, int64_t, int64_t, int64_t, const float *,
+                                       const float *, float *, int64_t, __mmask16, __mmask16,
+                                       const afrt_epi_clamp *, const float *) = {
+            {afrt_1x1nb_n1_, afrt_1x1nb_n2_, afrt_1x1nb_n3_},
+            {afrt_1x1nb_b1_, afrt_1x1nb_b2_, afrt_1x1nb_b3_}};
+        fns[ps != 1][shape](xq, C, bstep, cstep, wk, bb, yq, plane, km0, km1, cl, zq);
+    } else if (ps == 1) {
+        afrt_1x1nb_tile_(xq, C, bstep, cstep, 1, wk, bb, yq, plane, km0, km1, cl, zq, kt,
+                         (int)nq, nq, 0);
+    } else {
+        afrt_1x1nb_tile_(xq, C, bstep, cstep, AFRT_NC_L, wk, bb, yq, plane, km0, km1, cl, zq,
+                         kt, (int)nq, nq, 0);
+    }
+}
+#endif
+
+/* direct_1x1_b (above): x NCHW or (flags AFRT_NC_IN_BLOCKED) NCHW16c, y NCHW16c. Returns 0
+ * when the conv does not fit (afrt_conv1x1nb_fits), the build has no AVX-512 or memory for
+ * the reordered weights is short: then nothing is written and the caller runs
+ * afrt_nchwc_naive_f32. */
+static inline int afrt_conv1x1nb_f32(const float *x, const float *w, const float *bias, float *y,
+                                     const afrt_conv_params *p, afrt_epilogue epi, int flags) {
+#if defined(__AVX512F__) && (defined(__GNUC__) || defined(__clang__))
+    if (!afrt_conv1x1nb_fits(p)) return 0;
+    if (p->N <= 0 || p->K <= 0 || p->OH * p->OW <= 0) return 1;
+    afrt_init_once_();
+    const int64_t C = p->C, K = p->K, hw = p->OH * p->OW, plane = hw * AFRT_NC_L;
+    const int64_t Cb = afrt_cdiv_(C, AFRT_NC_L), Kb = afrt_cdiv_(K, AFRT_NC_L);
+    const float *wb = afrt_nc_weights_(w, K, C, 1);
+    if (!wb) return 0;
+    const int xblk = flags & AFRT_NC_IN_BLOCKED;
+    const int64_t np = K <= AFRT_NC_L ? AFRT_1X1B_NP1 : AFRT_1X1B_NP2;
+    const int64_t ntile = afrt_cdiv_(hw, np), tasks = p->N * ntile;
+    const int64_t ximg = xblk ? Cb * plane : C * hw, yimg = Kb * plane;
+    const int64_t bstep = xblk ? plane : AFRT_NC_L * hw, cstep = xblk ? 1 : hw;
+    /* the built-in clamp with its residual at the same flat offset as y (same layout), read
+     * just before each store: the residual may be y itself (plan-buffers' in-place residual) */
+    const afrt_epi_clamp *cl = afrt_epi_builtin_clamp_(epi);
+    const int threads = afrt_worth_threads_((double)p->N * K * hw * C);
+    (void)threads; /* without OpenMP */
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_threads_now()) if (threads && tasks > 1))
+    for (int64_t t = 0; t < tasks; ++t) {
+        afrt_arrive_();
+        const int64_t n = t / ntile, q0 = (t % ntile) * np, nq = afrt_min_(np, hw - q0);
+        const float *xq = x + n * ximg + q0 * (xblk ? AFRT_NC_L : 1);
+        float *yn = y + n * yimg;
+        for (int64_t kb = 0; kb < Kb; kb += 2) {
+            const int kt = kb + 1 < Kb ? 2 : 1;
+            const int64_t k0 = kb * AFRT_NC_L, kn = afrt_min_(AFRT_NC_KT, K - k0);
+            float bb[AFRT_NC_KT];
+            for (int64_t k = 0; k < AFRT_NC_KT; ++k) bb[k] = bias && k < kn ? bias[k0 + k] : 0.0f;
+            const int64_t kn0 = afrt_min_(AFRT_NC_L, kn), kn1 = kn - kn0;
+            const __mmask16 km0 = (__mmask16)((1u << kn0) - 1u);
+            const __mmask16 km1 = (__mmask16)(kn1 > 0 ? (1u << kn1) - 1u : 0u);
+            const float *wk = wb + (kb / 2) * Cb * AFRT_NC_L * AFRT_NC_KT;
+            float *yq = yn + kb * plane + q0 * AFRT_NC_L;
+            const float *zq = cl && cl->res ? cl->res + (yq - y) : NULL;
+            afrt_1x1nb_tiles_(xq, C, bstep, cstep, xblk ? AFRT_NC_L : 1, wk, bb, yq, plane, km0,
+                              km1, cl, zq, kt, np, nq);
+            if (!cl && epi.fn)
+                for (int h = 0; h < kt; ++h) {
+                    const int64_t f0 = (yq - y) + h * plane;
+                    afrt_nc_epilogue_blocked_(epi, y, f0, f0 + nq * AFRT_NC_L, hw);
+                }
+        }
+    }
+    return 1;
+#else
+    (void)x, (void)w, (void)bias, (void)y, (void)p, (void)epi, (void)flags;
+    return 0;
+#endif
+}
+
 #endif /* AFRT_NCHWC_H */

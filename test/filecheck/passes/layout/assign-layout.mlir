@@ -15,12 +15,12 @@ func.func @chain(%x: tensor<1x32x14x14xf32>, %w3: tensor<32x32x3x3xf32>, %w1: te
   func.return %c : tensor<1x32x14x14xf32>
 }
 // CHECK-LABEL: func.func @chain(
-// CHECK-SAME:    layout.summary = {blocked_convs = 2 : i64, reorders = 4 : i64, cancelled = 0 : i64, expand_chains = 0 : i64}
+// CHECK-SAME:    layout.summary = {blocked_convs = 2 : i64, reorders = 4 : i64, cancelled = 0 : i64, expand_chains = 0 : i64, fires = 0 : i64, blocked_pools = 0 : i64}
 // CHECK-NOT:     layout.x
 // CHECK-NOT:     layout.y
 // CHECK:         func.return
 // PW-LABEL: func.func @chain(
-// PW-SAME:    layout.summary = {blocked_convs = 3 : i64, reorders = 2 : i64, cancelled = 2 : i64, expand_chains = 0 : i64}
+// PW-SAME:    layout.summary = {blocked_convs = 3 : i64, reorders = 2 : i64, cancelled = 2 : i64, expand_chains = 0 : i64, fires = 0 : i64, blocked_pools = 0 : i64}
 // PW:         nn.conv %{{.*}} {layout.y = "nchw16c", strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>
 // PW:         nn.conv %{{.*}} {layout.x = "nchw16c", layout.y = "nchw16c", strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>
 // PW:         nn.conv %{{.*}} {layout.x = "nchw16c", strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>
@@ -40,7 +40,7 @@ func.func @residual(%x: tensor<1x32x7x7xf32>, %w3: tensor<32x32x3x3xf32>) -> ten
   func.return %c : tensor<1x32x7x7xf32>
 }
 // CHECK-LABEL: func.func @residual(
-// CHECK-SAME:    layout.summary = {blocked_convs = 3 : i64, reorders = 2 : i64, cancelled = 2 : i64, expand_chains = 0 : i64}
+// CHECK-SAME:    layout.summary = {blocked_convs = 3 : i64, reorders = 2 : i64, cancelled = 2 : i64, expand_chains = 0 : i64, fires = 0 : i64, blocked_pools = 0 : i64}
 // CHECK:         %[[A:.*]] = nn.conv %x, %w3 {layout.y = "nchw16c"
 // CHECK:         fusion.kernel "conv_add_relu" [] (%[[A]], %w3)
 // CHECK:           nn.conv %{{.*}} {layout.x = "nchw16c", layout.y = "nchw16c"
@@ -60,12 +60,12 @@ func.func @boundaries(%x: tensor<1x32x14x14xf32>, %w3: tensor<32x32x3x3xf32>, %w
   func.return %p, %c : tensor<1x32x7x7xf32>, tensor<1x32x14x14xf32>
 }
 // CHECK-LABEL: func.func @boundaries(
-// CHECK-SAME:    layout.summary = {blocked_convs = 2 : i64, reorders = 4 : i64, cancelled = 0 : i64, expand_chains = 0 : i64}
+// CHECK-SAME:    layout.summary = {blocked_convs = 2 : i64, reorders = 4 : i64, cancelled = 0 : i64, expand_chains = 0 : i64, fires = 0 : i64, blocked_pools = 0 : i64}
 // CHECK-NOT:     layout.x
 // CHECK-NOT:     layout.y
 // CHECK:         func.return
 // PW-LABEL: func.func @boundaries(
-// PW-SAME:    layout.summary = {blocked_convs = 2 : i64, reorders = 4 : i64, cancelled = 0 : i64, expand_chains = 0 : i64}
+// PW-SAME:    layout.summary = {blocked_convs = 2 : i64, reorders = 4 : i64, cancelled = 0 : i64, expand_chains = 0 : i64, fires = 0 : i64, blocked_pools = 0 : i64}
 // PW-NOT:     layout.x
 // PW-NOT:     layout.y
 // PW:         func.return
@@ -89,7 +89,7 @@ func.func @refused(%x: tensor<1x32x14x14xf32>, %w24: tensor<24x32x3x3xf32>, %w3:
   func.return %b, %d : tensor<1x32x14x14xf32>, tensor<1x32x14x14xf32>
 }
 // CHECK-LABEL: func.func @refused(
-// CHECK-SAME:    layout.summary = {blocked_convs = 2 : i64, reorders = 4 : i64, cancelled = 0 : i64, expand_chains = 0 : i64}
+// CHECK-SAME:    layout.summary = {blocked_convs = 2 : i64, reorders = 4 : i64, cancelled = 0 : i64, expand_chains = 0 : i64, fires = 0 : i64, blocked_pools = 0 : i64}
 // CHECK-NOT:     layout.x
 // CHECK-NOT:     layout.y
 // CHECK:         func.return
@@ -104,7 +104,7 @@ func.func @lowp(%x: tensor<1x32x7x7xf32>, %w3: tensor<32x32x3x3xf32>) -> tensor<
   func.return %b : tensor<1x32x7x7xf32>
 }
 // CHECK-LABEL: func.func @lowp(
-// CHECK-SAME:    layout.summary = {blocked_convs = 1 : i64, reorders = 2 : i64, cancelled = 0 : i64, expand_chains = 0 : i64}
+// CHECK-SAME:    layout.summary = {blocked_convs = 1 : i64, reorders = 2 : i64, cancelled = 0 : i64, expand_chains = 0 : i64, fires = 0 : i64, blocked_pools = 0 : i64}
 // CHECK-NOT:     layout.x
 // CHECK-NOT:     layout.y
 // CHECK:         func.return
@@ -136,12 +136,63 @@ func.func @expand(%x: tensor<1x24x7x7xf32>, %we: tensor<32x24x1x1xf32>, %wd: ten
   func.return %k, %k2 : tensor<1x24x7x7xf32>, tensor<1x24x7x7xf32>
 }
 // CHECK-LABEL: func.func @expand(
-// CHECK-SAME:    layout.summary = {blocked_convs = 0 : i64, reorders = 0 : i64, cancelled = 1 : i64, expand_chains = 1 : i64}
+// CHECK-SAME:    layout.summary = {blocked_convs = 0 : i64, reorders = 0 : i64, cancelled = 1 : i64, expand_chains = 1 : i64, fires = 0 : i64, blocked_pools = 0 : i64}
 // CHECK:         fusion.kernel "conv_relu6" [] (%x, %we)
 // CHECK-NEXT:    ^{{.*}}
 // CHECK-NEXT:      nn.conv %{{.*}} {layout.y = "nchw16c"
 // CHECK:         fusion.kernel "chain_conv_relu6_conv" ["dw", "act", "pw"]
 // CHECK-NEXT:    ^{{.*}}
 // CHECK-NEXT:      nn.conv %{{.*}} {layout.x = "nchw16c", strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>
+// CHECK-NOT:     layout.
+// CHECK:         func.return
+// -----
+
+// Fire modules (SqueezeNet): a 1x1 squeeze whose only readers are the two expand convs,
+// their outputs concatenated along channels in 16-channel multiples. The first fire's concat
+// feeds a max pool (ceil_mode, odd 9x9 map) that feeds the second fire's squeeze, so the
+// first fire, its concat and the pool stay NCHW16c: the squeeze writes blocks from the NCHW
+// input, the expands read and write blocks, the pool runs on blocks, the second squeeze reads
+// them. The second fire's concat is the function's result (a non-blocked reader), so that
+// fire stays NCHW and its squeeze is the region's exit (x blocked, y NCHW).
+func.func @fires(%x: tensor<1x32x9x9xf32>, %ws: tensor<16x32x1x1xf32>, %we1: tensor<16x16x1x1xf32>, %we3: tensor<16x16x3x3xf32>) -> tensor<1x32x4x4xf32> {
+  %s = nn.conv %x, %ws {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x32x9x9xf32>, tensor<16x32x1x1xf32>) -> tensor<1x16x9x9xf32>
+  %e1 = nn.conv %s, %we1 {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x16x9x9xf32>, tensor<16x16x1x1xf32>) -> tensor<1x16x9x9xf32>
+  %e3 = nn.conv %s, %we3 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x16x9x9xf32>, tensor<16x16x3x3xf32>) -> tensor<1x16x9x9xf32>
+  %c = nn.concat %e1, %e3 {axis = 1 : i64} : (tensor<1x16x9x9xf32>, tensor<1x16x9x9xf32>) -> tensor<1x32x9x9xf32>
+  %p = nn.max_pool %c {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, ceil_mode = 1 : i64} : (tensor<1x32x9x9xf32>) -> tensor<1x32x4x4xf32>
+  %s2 = nn.conv %p, %ws {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x32x4x4xf32>, tensor<16x32x1x1xf32>) -> tensor<1x16x4x4xf32>
+  %f1 = nn.conv %s2, %we1 {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x16x4x4xf32>, tensor<16x16x1x1xf32>) -> tensor<1x16x4x4xf32>
+  %f3 = nn.conv %s2, %we3 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x16x4x4xf32>, tensor<16x16x3x3xf32>) -> tensor<1x16x4x4xf32>
+  %c2 = nn.concat %f1, %f3 {axis = 1 : i64} : (tensor<1x16x4x4xf32>, tensor<1x16x4x4xf32>) -> tensor<1x32x4x4xf32>
+  func.return %c2 : tensor<1x32x4x4xf32>
+}
+
+// CHECK-LABEL: func.func @fires(
+// CHECK-SAME:    layout.summary = {blocked_convs = 4 : i64, reorders = 1 : i64, cancelled = 0 : i64, expand_chains = 0 : i64, fires = 1 : i64, blocked_pools = 1 : i64}
+// CHECK-NEXT:    %s = nn.conv %x, %ws {layout.y = "nchw16c", strides
+// CHECK-NEXT:    %e1 = nn.conv %s, %we1 {layout.x = "nchw16c", layout.y = "nchw16c", strides
+// CHECK-NEXT:    %e3 = nn.conv %s, %we3 {layout.x = "nchw16c", layout.y = "nchw16c", strides
+// CHECK-NEXT:    %c = nn.concat %e1, %e3 {axis = 1 : i64}
+// CHECK-NEXT:    %p = nn.max_pool %c {layout.x = "nchw16c", kernel
+// CHECK-NEXT:    %s2 = nn.conv %p, %ws {layout.x = "nchw16c", strides
+// CHECK-NEXT:    %f1 = nn.conv %s2, %we1 {strides
+// CHECK-NEXT:    %f3 = nn.conv %s2, %we3 {strides
+// CHECK-NEXT:    %c2 = nn.concat %f1, %f3 {axis = 1 : i64}
+// CHECK-NEXT:    func.return %c2
+
+// -----
+
+// Must not fire: a 24-channel expand (its half of the concat is not whole 16-channel blocks,
+// so a blocked concat would not be a slice), so the fire and its pool stay NCHW.
+func.func @fire_refused(%x: tensor<1x32x9x9xf32>, %ws: tensor<16x32x1x1xf32>, %we1: tensor<24x16x1x1xf32>, %we3: tensor<16x16x3x3xf32>, %ws2: tensor<16x40x1x1xf32>) -> tensor<1x16x4x4xf32> {
+  %s = nn.conv %x, %ws {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x32x9x9xf32>, tensor<16x32x1x1xf32>) -> tensor<1x16x9x9xf32>
+  %e1 = nn.conv %s, %we1 {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x16x9x9xf32>, tensor<24x16x1x1xf32>) -> tensor<1x24x9x9xf32>
+  %e3 = nn.conv %s, %we3 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x16x9x9xf32>, tensor<16x16x3x3xf32>) -> tensor<1x16x9x9xf32>
+  %c = nn.concat %e1, %e3 {axis = 1 : i64} : (tensor<1x24x9x9xf32>, tensor<1x16x9x9xf32>) -> tensor<1x40x9x9xf32>
+  %p = nn.max_pool %c {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, ceil_mode = 1 : i64} : (tensor<1x40x9x9xf32>) -> tensor<1x40x4x4xf32>
+  %s2 = nn.conv %p, %ws2 {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x40x4x4xf32>, tensor<16x40x1x1xf32>) -> tensor<1x16x4x4xf32>
+  func.return %s2 : tensor<1x16x4x4xf32>
+}
+// CHECK-LABEL: func.func @fire_refused(
 // CHECK-NOT:     layout.
 // CHECK:         func.return
