@@ -1439,7 +1439,8 @@ class _FuncPrinter:
                 if ex is not None and op.we is not None:
                     be = r(op.be) if op.be is not None else "NULL"
                     elo, ehi = (_clamp_literal(v) for v in op.ex_clamp())
-                    self.emit(d, f"  const afrt_conv_params pe_ = {{{', '.join(map(str, ex))}}};")
+                    pe = ", ".join(f"INT64_C({v})" for v in ex)
+                    self.emit(d, f"  const afrt_conv_params pe_ = {{{pe}}};")
                     self.emit(
                         d,
                         f"  (void)afrt_edwpw_f32({r(op.x)}, {r(op.we)}, {be}, {elo}, {ehi}, "
