@@ -54,3 +54,35 @@ def body_chain(ops: Sequence[Operation]) -> tuple[nn.ConvOp, Operation | None, n
     if pw.x is not mid or not mid.has_one_use() or (act is not None and not dw.y.has_one_use()):
         return None
     return (dw, act, pw) if is_dwpw(dw, pw) else None
+
+
+def is_expand(ex: nn.ConvOp, dw: nn.ConvOp, pw: nn.ConvOp) -> bool:
+    """Whether ``afrt_edwpw_f32`` takes ``ex`` in front of the pair (``clib.edwpw_applies``)."""
+    e, d, p = conv_fields(ex), conv_fields(dw), conv_fields(pw)
+    return e is not None and d is not None and p is not None and clib.edwpw_applies(e, d, p)
+
+
+ExpandChain = tuple[nn.ConvOp | None, Operation | None, nn.ConvOp, Operation | None, nn.ConvOp]
+
+
+def body_expand_chain(ops: Sequence[Operation]) -> ExpandChain | None:
+    """(expand conv or None, its clamp or None, depthwise conv, clamp, pointwise conv) when a
+    kernel body starts with a chain (``body_chain``) or with an expand 1x1 conv (+ clamp)
+    whose output only that chain's depthwise conv reads (``fuse-conv-chain``'s three-conv
+    kernels)."""
+    got = body_chain(ops)
+    if got is not None:
+        return (None, None, *got)
+    if len(ops) < 3 or not isinstance(ops[0], nn.ConvOp):
+        return None
+    ex = ops[0]
+    eact = ops[1] if isinstance(ops[1], CLAMPS) and ops[1].operands[0] is ex.y else None
+    i = 2 if eact is not None else 1
+    got = body_chain(ops[i:])
+    if got is None:
+        return None
+    dw, act, pw = got
+    mid = eact.results[0] if eact is not None else ex.y
+    if dw.x is not mid or not mid.has_one_use() or (eact is not None and not ex.y.has_one_use()):
+        return None
+    return (ex, eact, dw, act, pw) if is_expand(ex, dw, pw) else None

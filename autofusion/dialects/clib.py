@@ -44,6 +44,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import ClassVar, NamedTuple
 
@@ -1121,6 +1122,46 @@ def dwpw_blocked_pays(dw: Sequence[Param], pw: Sequence[Param], avx512: bool) ->
     return k <= CC_BLOCKED_K_PER_TAP * r * s
 
 
+#: ``afrt_edwpw_f32`` computes the expand inside the blocked band for at most this many expand
+#: input channels (AFRT_EDWPW_MAX_C in afrt_convchain.h): each 16-channel block of the expand
+#: re-reads the band's input rows of all of them.
+EDWPW_MAX_C = 32
+
+
+def edwpw_applies(ex: Sequence[Param], dw: Sequence[Param], pw: Sequence[Param]) -> bool:
+    """Whether ``afrt_edwpw_f32`` takes an expand conv (``ex``), then a pair ``dwpw_applies``
+    takes over its output: ``ex`` a 1x1 stride-1 unpadded group-1 conv with exactly the
+    depthwise conv's input as output (``afrt_edwpw_applies``). Every field of ``ex`` must be
+    a number."""
+    e = {k: v for k, v in zip(CONV_FIELDS, ex, strict=True) if isinstance(v, int)}
+    d = dict(zip(CONV_FIELDS, dw, strict=True))
+    if len(e) != len(CONV_FIELDS) or not dwpw_applies(dw, pw):
+        return False
+    return (
+        (e["N"], e["K"], e["OH"], e["OW"]) == (d["N"], d["C"], d["H"], d["W"])
+        and (e["H"], e["W"]) == (e["OH"], e["OW"])
+        and (e["R"], e["S"], e["stride_h"], e["stride_w"]) == (1, 1, 1, 1)
+        and (e["pad_top"], e["pad_left"], e["pad_bottom"], e["pad_right"]) == (0, 0, 0, 0)
+        and e["group"] <= 1
+        and e["C"] >= 1
+    )
+
+
+def edwpw_algo(ex: Sequence[Param], dw: Sequence[Param], pw: Sequence[Param], avx512: bool) -> str:
+    """How ``afrt_edwpw_f32`` runs a triple ``edwpw_applies`` takes (``afrt_edwpw_banded``):
+    ``expand_dwpw_blocked`` -- the pair on the blocked band (``dwpw_algo``) and at most
+    ``EDWPW_MAX_C`` expand input channels: each band computes the expand's rows into the
+    depthwise lane tiles, the expand's output never exists whole; ``expand_dwpw`` -- the
+    expand apart into a whole intermediate, then ``afrt_dwpw_f32``."""
+    c = ex[CONV_FIELDS.index("C")]
+    banded = dwpw_algo(dw, pw, avx512) == "dwpw_blocked"
+    return (
+        "expand_dwpw_blocked"
+        if banded and isinstance(c, int) and c <= EDWPW_MAX_C
+        else "expand_dwpw"
+    )
+
+
 @irdl_op_definition
 class DwPwOp(_LibOp):
     """A depthwise conv, its output clamped to ``[lo, hi]``, then a 1x1 conv on it, in row
@@ -1128,7 +1169,11 @@ class DwPwOp(_LibOp):
     ``afrt_dwpw_f32(x, wd, bd, lo, hi, wp, bp, y, &pd, &pp, {epilogue, ctx})``
     (afrt_convchain.h). ``params`` are the depthwise conv's ``CONV_FIELDS``, ``pw_params``
     the pointwise conv's; the epilogue runs on the pointwise output (the conv contract).
-    ``lo``/``hi`` may be infinite (no clamp on that side)."""
+    ``lo``/``hi`` may be infinite (no clamp on that side). With ``we`` (an expand conv in
+    front, ``fuse-conv-chain``'s three-conv kernels): x is the expand's input and the call is
+    ``afrt_edwpw_f32(x, we, be, elo, ehi, wd, bd, lo, hi, wp, bp, y, &pe, &pd, &pp, ...)``,
+    ``ex_params`` the expand's ``CONV_FIELDS`` (numbers only), its output clamped to
+    ``[elo, ehi]``."""
 
     name = "clib.dwpw"
     x = operand_def(MemRefType)
@@ -1139,12 +1184,17 @@ class DwPwOp(_LibOp):
     bp = opt_operand_def(MemRefType)
     epilogue = opt_operand_def(PtrType)
     ctx = opt_operand_def(PtrType)
+    we = opt_operand_def(MemRefType)
+    be = opt_operand_def(MemRefType)
     #: run-time params of ``params``, then of ``pw_params`` (:data:`DYNAMIC` entries)
     dyn = var_operand_def(IndexType)
     params = prop_def(DenseArrayBase)
     pw_params = prop_def(DenseArrayBase)
     lo = prop_def(FloatAttr)
     hi = prop_def(FloatAttr)
+    ex_params = opt_prop_def(DenseArrayBase)
+    elo = opt_prop_def(FloatAttr)
+    ehi = opt_prop_def(FloatAttr)
     #: ``assign-layout``'s layout of x (``LAYOUTS``; absent: ``nchw``); ``nchw16c`` prints
     #: ``afrt_dwpw_ex_f32(..., AFRT_NC_IN_BLOCKED)``
     x_layout = opt_prop_def(StringAttr)
@@ -1158,6 +1208,20 @@ class DwPwOp(_LibOp):
         attr = self.properties["pw_params"]
         assert isinstance(attr, DenseArrayBase)
         return [int(v) for v in attr.get_values()]
+
+    def ex_values(self) -> list[int] | None:
+        """The expand conv's ``CONV_FIELDS`` (``we`` present), else None."""
+        attr = self.properties.get("ex_params")
+        if attr is None:
+            return None
+        assert isinstance(attr, DenseArrayBase)
+        return [int(v) for v in attr.get_values()]
+
+    def ex_clamp(self) -> tuple[float, float]:
+        """The expand output's clamp ``(elo, ehi)`` (absent: unbounded)."""
+        lo = self.elo.value.data if self.elo is not None else -math.inf
+        hi = self.ehi.value.data if self.ehi is not None else math.inf
+        return lo, hi
 
     def params_pair(self) -> tuple[list[Param], list[Param]]:
         """``params`` and ``pw_params``, each :data:`DYNAMIC` entry its ``dyn`` operand."""
@@ -1177,6 +1241,23 @@ class DwPwOp(_LibOp):
             )
         if not self.lo.value.data <= self.hi.value.data:
             raise VerifyException("'clib.dwpw': lo must not exceed hi")
+        ex = self.ex_values()
+        if (ex is None) != (self.we is None) or (ex is None and self.be is not None):
+            raise VerifyException("'clib.dwpw': we and ex_params go together (be needs both)")
+        if ex is not None:
+            if len(ex) != len(CONV_FIELDS) or DYNAMIC in ex:
+                raise VerifyException(
+                    f"'clib.dwpw': ex_params need {len(CONV_FIELDS)} numbers (no run-time size)"
+                )
+            if not edwpw_applies(ex, *self.params_pair()):
+                raise VerifyException(
+                    "'clib.dwpw': ex_params are not a 1x1 conv producing the depthwise input"
+                )
+            elo, ehi = self.ex_clamp()
+            if not elo <= ehi:
+                raise VerifyException("'clib.dwpw': elo must not exceed ehi")
+            if self.x_blocked():
+                raise VerifyException("'clib.dwpw': with an expand, x is NCHW")
         if self.x_layout is not None and self.x_layout.data not in LAYOUTS:
             raise VerifyException(
                 f"'clib.dwpw': x_layout {self.x_layout.data!r} is not one of {', '.join(LAYOUTS)}"

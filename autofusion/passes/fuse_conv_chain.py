@@ -10,6 +10,16 @@ depthwise rows go to a per-thread tile that stays in L2 and the pointwise GEMM r
 once, so the depthwise output (4.8 MB for MobileNet-V2's 96 x 112 x 112) never goes to
 memory. A 1x1 reader needs no halo: no row is computed twice.
 
+In front of a chain on the blocked band (AVX-512), an expand 1x1 conv (+ one Relu / Clip)
+whose output only the chain's depthwise conv reads joins the kernel too when it has at most
+``clib.EDWPW_MAX_C`` input channels (``clib.edwpw_algo``: ``expand_dwpw_blocked``) on a map
+of more than ``assign_layout.EXPAND_MAX_HW`` positions (smaller maps are ``assign-layout``'s
+expand chains: ``gemm_1x1_b`` writing blocks). MobileNet-V2's 16 -> 96 at 112x112, 24 ->
+144 at 56x56 and 32 -> 192 at 28x28 join; the C backend
+runs the three as ``afrt_edwpw_f32``, each band computing the expand's rows straight into
+the depthwise conv's lane tiles, so the expand's output (the model's largest tensor) never
+exists whole. Measured, not modelled (docs/runtime.md, "The expand inside the conv chain").
+
 The decision is the cost model's (``predict.conv_chain_times``): the join must save memory
 traffic -- the intermediate round-trips memory when apart, i.e. it does not fit in L2 with
 as much traffic again around it (``2·bytes > L2``) -- and the fused kernel's predicted time
@@ -38,6 +48,7 @@ from autofusion.analysis.conv_chain import CLAMPS, conv_fields, is_dwpw
 from autofusion.analysis.hardware import hardware_for
 from autofusion.dialects import clib, nn
 from autofusion.dialects.fusion import KernelOp, YieldOp
+from autofusion.passes.assign_layout import EXPAND_MAX_HW
 from autofusion.passes.assign_precision import precision_of
 from autofusion.passes.fuse import main_funcs, outline, short_name
 from autofusion.passes.options import PolicyPass
@@ -107,6 +118,49 @@ class _ChainFinder:
         d, p = conv_fields(dw), conv_fields(pw)
         return d is not None and p is not None and clib.dwpw_blocked_pays(d, p, self.blocked)
 
+    def expand_of(self, prod: Operation, cons: Operation, used: set[Operation]) -> Operation | None:
+        """The unit (an expand 1x1 conv, + one clamp) whose output only the chain's depthwise
+        conv reads, to join in front of it: where ``clib.edwpw_algo`` computes it inside the
+        blocked band (``expand_dwpw_blocked``: AVX-512, at most ``clib.EDWPW_MAX_C`` input
+        channels) and the policy allows the join; else None."""
+        got = _producer(prod)
+        if got is None:
+            return None
+        dw = got[0]
+        v: SSAValue = dw.x
+        if isinstance(prod, KernelOp):
+            args = list(prod.body.block.args)
+            if v not in args:
+                return None
+            v = prod.inputs[args.index(v)]  # type: ignore[arg-type]
+        eop = v.owner
+        if not isinstance(eop, Operation) or eop in used or len(eop.results) != 1:
+            return None
+        if eop.parent_block() is not prod.parent_block() or not v.has_one_use():
+            return None
+        ops = list(Unit.of(eop).ops)
+        if not ops or not isinstance(ops[0], nn.ConvOp) or len(ops) > 2:
+            return None
+        ex, act = ops[0], (ops[1] if len(ops) == 2 else None)
+        if act is not None and (not isinstance(act, CLAMPS) or act.operands[0] is not ex.y):
+            return None
+        pw = _consumer(cons, prod.results[0])
+        e, d = conv_fields(ex), conv_fields(dw)
+        p = conv_fields(pw) if pw is not None else None
+        if e is None or d is None or p is None or precision_of(ex) != "fp32":
+            return None
+        if not clib.edwpw_applies(e, d, p):
+            return None
+        if clib.edwpw_algo(e, d, p, self.blocked) != "expand_dwpw_blocked":
+            return None
+        if e[clib.CONV_FIELDS.index("OH")] * e[clib.CONV_FIELDS.index("OW")] <= EXPAND_MAX_HW:
+            return None  # assign-layout's gemm_1x1_b writes it in blocks for the chain
+        r = self.policy.check(ops[-1], dw, FAMILY, [*ops, dw], [(*ops, dw)])
+        if r is not None:
+            self.log.add_refusal(r)
+            return None
+        return eop
+
     def decide(self, prod: Operation, cons: Operation) -> str | None:
         """``decided_by`` of a legal pair, or None (refusal logged)."""
         got = _producer(prod)
@@ -160,7 +214,7 @@ def fuse_dwpw_chains(module: ModuleOp, policy: FusionPolicy, blocked: bool = Fal
     formed = 0
     for f in main_funcs(module):
         block = f.body.block
-        pairs: list[tuple[Operation, Operation, str]] = []
+        pairs: list[tuple[tuple[Operation, ...], str]] = []
         finder = _ChainFinder(policy, log, blocked)
         used: set[Operation] = set()
         for op in list(block.ops):
@@ -181,13 +235,15 @@ def fuse_dwpw_chains(module: ModuleOp, policy: FusionPolicy, blocked: bool = Fal
                 continue
             layer = finder.decide(op, cons)
             if layer is not None:
-                pairs.append((op, cons, layer))
-                used.update((op, cons))
+                ex = finder.expand_of(op, cons, used)
+                tops = (op, cons) if ex is None else (ex, op, cons)
+                pairs.append((tops, layer))
+                used.update(tops)
         groups = []
         layers = []
-        for prod, cons, layer in pairs:
+        for tops, layer in pairs:
             members: list[Operation] = []
-            for top in (prod, cons):
+            for top in tops:
                 if isinstance(top, KernelOp):
                     before = set(block.ops)
                     unfuse(top)

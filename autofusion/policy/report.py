@@ -295,7 +295,9 @@ def conv_algo_rows(module: ModuleOp, avx512: bool = False) -> list[dict[str, obj
     one of ``clib.CONV_ALGOS`` or ``lp_gemm``), the shape it was chosen from and the layouts
     of its input and output (``assign-layout``: ``nchw->nchw16c`` etc.). A conv chain
     (``clib.dwpw``) is one row: ``dwpw_blocked`` or ``dwpw`` (``clib.dwpw_algo``; ``avx512``:
-    the build has AVX-512), the depthwise shape then ``+ 1x1 -> K``."""
+    the build has AVX-512), the depthwise shape then ``+ 1x1 -> K``; with an expand conv in
+    front ``expand_dwpw_blocked`` or ``expand_dwpw`` (``clib.edwpw_algo``), the shape
+    starting ``1x1 C -> K +``."""
     from autofusion.dialects import clib
 
     rows: list[dict[str, object]] = []
@@ -310,8 +312,12 @@ def conv_algo_rows(module: ModuleOp, avx512: bool = False) -> list[dict[str, obj
                 dw, pw = op.params_pair()
                 k = pw[clib.CONV_FIELDS.index("K")]
                 x_lay = "nchw16c" if op.x_blocked() else "nchw"
-                rows.append({"kernel": fn.sym_name.data, "origins": names,
-                             "conv_algo": clib.dwpw_algo(dw, pw, avx512),
-                             "shape": f"{_conv_shape(op.param_values())} + 1x1 -> K{k}",
+                algo, head = clib.dwpw_algo(dw, pw, avx512), ""
+                if (ex := op.ex_values()) is not None:
+                    algo = clib.edwpw_algo(ex, dw, pw, avx512)
+                    e = dict(zip(clib.CONV_FIELDS, ex, strict=True))
+                    head = f"1x1 C{e['C']} -> K{e['K']} + "
+                rows.append({"kernel": fn.sym_name.data, "origins": names, "conv_algo": algo,
+                             "shape": f"{head}{_conv_shape(op.param_values())} + 1x1 -> K{k}",
                              "layout": f"{x_lay}->nchw"})  # fmt: skip
     return rows

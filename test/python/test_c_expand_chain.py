@@ -27,6 +27,7 @@ from onnx import TensorProto, helper, numpy_helper
 from runtime_drivers import TO_BLOCKED_C
 
 import autofusion
+from autofusion.dialects import clib
 from autofusion.lowering.c.testing import onnxruntime_outputs
 from autofusion.passes.assign_layout import EXPAND_MAX_HW
 from autofusion.runtime import toolchain
@@ -40,9 +41,16 @@ CASES: list[dict[str, object]] = [
     {"c": 16, "e": 64, "k": 33, "h": 9, "w": 9, "act": "none", "dact": "none"},
     {"c": 24, "e": 40, "k": 24, "h": 7, "w": 7, "act": "relu6", "res": True},  # e % 16
     {"c": 16, "e": 32, "k": 24, "h": 16, "w": 16, "act": "relu6"},  # 256 positions
+    # past EXPAND_MAX_HW: the expand joins the chain (afrt_edwpw_f32) with <= 32 inputs
+    {"c": 24, "e": 72, "k": 24, "h": 15, "w": 17, "act": "relu6", "res": True},
+    {"c": 20, "e": 48, "k": 40, "h": 21, "w": 19, "stride": 2, "act": "relu", "dact": "none"},
+    {"c": 32, "e": 64, "k": 33, "h": 17, "w": 15, "act": "none"},
+    {"c": 40, "e": 64, "k": 24, "h": 15, "w": 15, "act": "relu6"},  # 40 inputs: apart
 ]  # fmt: skip
 # the cases whose expand conv writes blocks on an AVX-512 build
 CHOSEN = {0, 1, 2}
+# the cases whose expand conv joins its chain on an AVX-512 build (expand_dwpw_blocked)
+JOINED = {4, 5, 6, 7}
 
 
 def _clip(nodes: list[onnx.NodeProto], inits: list[onnx.TensorProto], x: str, y: str) -> None:
@@ -101,8 +109,10 @@ def expand_model(batch: int = 2, seed: int = 0) -> onnx.ModelProto:
 
 def test_the_cases_straddle_the_rule() -> None:
     """The rule's limits are where the cases say: the largest chosen map is within
-    ``EXPAND_MAX_HW``, the 16x16 one past it."""
-    assert 13 * 11 <= EXPAND_MAX_HW < 16 * 16
+    ``EXPAND_MAX_HW``, the 16x16 one past it; the joined expands have at most
+    ``clib.EDWPW_MAX_C`` input channels, the last case more."""
+    assert 13 * 11 <= EXPAND_MAX_HW < 15 * 15
+    assert max(int(CASES[i]["c"]) for i in JOINED) <= clib.EDWPW_MAX_C < int(CASES[8]["c"])  # type: ignore[call-overload]
 
 
 @pytest.mark.parametrize(
@@ -136,6 +146,9 @@ def test_expand_chains_match_onnxruntime(cpu: str, threads: int) -> None:
     for i in range(len(CASES)):
         chosen = avx512 and i in CHOSEN
         expand, chain = by_origin[f"expand{i}"], by_origin[f"dw{i}"]
+        joined = avx512 and i in JOINED
+        assert (expand is chain) == joined, (i, expand, chain)
+        assert (chain["conv_algo"] == "expand_dwpw_blocked") == joined, (i, chain)
         assert (expand["conv_algo"] == "gemm_1x1_b") == chosen, (i, expand)
         assert expand["layout"] == ("nchw->nchw16c" if chosen else "nchw->nchw"), (i, expand)
         assert chain["layout"] == ("nchw16c->nchw" if chosen else "nchw->nchw"), (i, chain)
@@ -286,3 +299,148 @@ def test_kernels_match_the_nchw_paths(cpu: str, tmp_path: Path) -> None:
         assert 0.1 < float(big) < 1e3, (i, mode, big)
         assert float(diff) <= 2e-5 * float(big), (i, mode, diff, big)
         assert float(pad) == 0.0, (i, mode, pad)
+
+
+_EDWPW_DRIVER = r"""
+#include "afrt.h"
+#include <stdio.h>
+/* afrt_edwpw_f32 against the three convs apart (afrt_conv2d_f32, clamps between) at batch 2,
+ * on maps of several bands, with (0) weights in a registered constant region (the blocked
+ * band where afrt_edwpw_banded holds) and (1) weights fed at run time (the expand apart, then
+ * afrt_dwpw_f32), the pointwise output through a generated epilogue. Per case and mode: the
+ * largest difference and the largest reference value. */
+static void halve(void *ctx, float *out, int64_t batch, int64_t r0, int64_t r1, int64_t c0,
+                  int64_t c1, int64_t ld) {
+    (void)ctx, (void)batch;
+    for (int64_t r = r0; r < r1; ++r)
+        for (int64_t c = c0; c < c1; ++c) {
+            const float v = out[r * ld + c];
+            out[r * ld + c] = 0.5f * v + 0.1f * v * fabsf(v);
+        }
+}
+static void clampv(float *v, size_t n, float lo, float hi) {
+    for (size_t i = 0; i < n; ++i) v[i] = v[i] < lo ? lo : (v[i] > hi ? hi : v[i]);
+}
+int main(void) {
+    static const int64_t cases[][7] = {/* C E H W stride K threads */
+        {16, 96, 57, 45, 2, 24, 1}, {24, 72, 45, 41, 1, 24, 2}, {32, 48, 30, 23, 1, 33, 1},
+        {20, 40, 33, 31, 2, 17, 3}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+        const int64_t C = cases[i][0], E = cases[i][1], H = cases[i][2], W = cases[i][3];
+        const int64_t s = cases[i][4], K = cases[i][5], N = 2;
+        const int64_t OH = (H - 1) / s + 1, OW = (W - 1) / s + 1, hw = H * W, ohw = OH * OW;
+        afrt_set_num_threads((int)cases[i][6]);
+        const afrt_conv_params pe = {N, C, H, W, E, 1, 1, H, W, 1, 1, 0, 0, 0, 0, 1, 1, 1};
+        const afrt_conv_params pd = {N, E, H, W, E, 3, 3, OH, OW, s, s, 1, 1, 1, 1, 1, 1, E};
+        const afrt_conv_params pp = {N, E, OH, OW, K, 1, 1, OH, OW, 1, 1, 0, 0, 0, 0, 1, 1, 1};
+        const size_t nwt = (size_t)(E * C + E + E * 9 + E + K * E + K);
+        float *wts = malloc(nwt * 4), *x = malloc((size_t)(N * C * hw) * 4);
+        float *we = wts, *be = we + E * C, *wd = be + E, *bd = wd + E * 9, *wp = bd + E;
+        float *bp = wp + K * E;
+        for (size_t j = 0; j < nwt; ++j) wts[j] = (float)((j * 40503u) % 1000) / 500.0f - 1.0f;
+        for (int64_t j = 0; j < E * C; ++j) we[j] *= 1.7f / sqrtf((float)C);
+        for (int64_t j = 0; j < K * E; ++j) wp[j] *= 1.7f / sqrtf((float)E);
+        for (int64_t j = 0; j < N * C * hw; ++j)
+            x[j] = (float)((j * 2654435761u) % 1000) / 250.0f - 2.0f;
+        float *mid = malloc((size_t)(N * E * hw) * 4), *d = malloc((size_t)(N * E * ohw) * 4);
+        float *y0 = malloc((size_t)(N * K * ohw) * 4), *y1 = malloc((size_t)(N * K * ohw) * 4);
+        const afrt_epilogue epi = {halve, NULL};
+        afrt_conv2d_f32(x, we, be, mid, &pe, NULL, afrt_no_epilogue());
+        clampv(mid, (size_t)(N * E * hw), 0.0f, 6.0f);
+        afrt_conv2d_f32(mid, wd, bd, d, &pd, NULL, afrt_no_epilogue());
+        clampv(d, (size_t)(N * E * ohw), -1.0f, 6.0f);
+        afrt_conv2d_f32(d, wp, bp, y0, &pp, NULL, epi);
+        for (int m = 0; m < 2; ++m) {
+            if (m == 0) afrt_register_constant_region(wts, nwt * 4);
+            memset(y1, 0xff, (size_t)(N * K * ohw) * 4);
+            if (!afrt_edwpw_f32(x, we, be, 0.0f, 6.0f, wd, bd, -1.0f, 6.0f, wp, bp, y1, &pe, &pd,
+                                &pp, epi))
+                return 3;
+            if (m == 0) afrt_unregister_constant_region(wts);
+            float diff = 0.0f, big = 0.0f;
+            for (int64_t j = 0; j < N * K * ohw; ++j) {
+                diff = fmaxf(diff, y1[j] == y1[j] ? fabsf(y1[j] - y0[j]) : INFINITY);
+                big = fmaxf(big, fabsf(y0[j]));
+            }
+            printf("%d %d %g %g\n", m, afrt_edwpw_banded(&pe, &pd, &pp), (double)diff,
+                   (double)big);
+        }
+        free(wts); free(x); free(mid); free(d); free(y0); free(y1);
+    }
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("cpu", ["native", "x86-64-v2"])
+def test_edwpw_matches_the_convs_apart(cpu: str, tmp_path: Path) -> None:
+    """``afrt_edwpw_f32`` (odd maps of several bands, strides 1 and 2, expand and output
+    channels not multiples of 16, 1-3 threads, a generated epilogue) matches the three convs
+    apart, with constant weights (the blocked band on AVX-512) and weights fed at run time
+    (the expand apart); built with -Werror natively and for x86-64-v2 (no banded path)."""
+    src = tmp_path / "edwpw.c"
+    src.write_text(_EDWPW_DRIVER)
+    exe = tmp_path / "edwpw"
+    subprocess.run([toolchain.c_compiler(), *toolchain.BASE_FLAGS, *toolchain.cpu_flags(cpu),
+                    *toolchain.WERROR_FLAGS, *toolchain.include_flags(), str(src), "-o",
+                    str(exe), "-lm"], check=True)  # fmt: skip
+    out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
+    rows = [line.split() for line in out.splitlines()]
+    assert len(rows) == 4 * 2
+    for i, (_, banded, diff, big) in enumerate(rows):
+        assert banded == str(int(toolchain.cpu_has_avx512(cpu))), (i, banded)
+        assert 0.1 < float(big) < 1e3, (i, big)
+        assert float(diff) <= 2e-5 * float(big), (i, diff, big)
+
+
+_EDWPW_RULE_DRIVER = r"""
+#include "afrt.h"
+#include <stdio.h>
+int main(void) {
+    afrt_conv_params p[3];
+    while (1) {
+        for (int j = 0; j < 3; ++j)
+            for (int i = 0; i < 18; ++i)
+                if (scanf("%ld", (long *)&(&p[j].N)[i]) != 1) return 0;
+        printf("%d %d\n", afrt_edwpw_applies(&p[0], &p[1], &p[2]),
+               afrt_edwpw_banded(&p[0], &p[1], &p[2]));
+    }
+}
+"""
+
+
+@pytest.mark.parametrize("cpu", ["native", "x86-64-v3"])
+def test_edwpw_rule_matches_the_runtime(tmp_path: Path, cpu: str) -> None:
+    """``clib.edwpw_applies`` and ``clib.edwpw_algo`` (the report's and ``fuse-conv-chain``'s
+    rule) agree with ``afrt_edwpw_applies`` / ``afrt_edwpw_banded`` on builds with and
+    without AVX-512: expand input channels around ``EDWPW_MAX_C``, a 3x3 or strided
+    "expand", an expand whose K is not the depthwise C, pointwise K around 16."""
+    import itertools
+
+    src = tmp_path / "rule.c"
+    src.write_text(_EDWPW_RULE_DRIVER)
+    exe = tmp_path / "rule"
+    subprocess.run([toolchain.c_compiler(), "-O1", "-std=c11", *toolchain.cpu_flags(cpu),
+                    *toolchain.include_flags(), str(src), "-o", str(exe), "-lm"],
+                   check=True)  # fmt: skip
+    triples = []
+    for c, (r, s), ek, kout in itertools.product((8, 32, 33), ((1, 1), (3, 1), (1, 2)),
+                                                 (48, 40), (16, 17)):  # fmt: skip
+        h, e = 18, 48
+        oh, pad = (h - 1) // s + 1, (r - 1) // 2
+        ex = [1, c, h, h, ek, r, r, oh, oh, s, s, pad, pad, pad, pad, 1, 1, 1]
+        dw = [1, e, oh, oh, e, 3, 3, oh, oh, 1, 1, 1, 1, 1, 1, 1, 1, e]
+        pw = [1, e, oh, oh, kout, 1, 1, oh, oh, 1, 1, 0, 0, 0, 0, 1, 1, 1]
+        triples.append((ex, dw, pw))
+    text = "".join(" ".join(map(str, [*e, *d, *p])) + "\n" for e, d, p in triples)
+    out = subprocess.run([str(exe)], input=text, capture_output=True, text=True, check=True)
+    got = [tuple(int(v) for v in line.split()) for line in out.stdout.splitlines()]
+    avx512 = toolchain.cpu_has_avx512(cpu)
+    want = [(int(clib.edwpw_applies(e, d, p)),
+             int(clib.edwpw_algo(e, d, p, avx512) == "expand_dwpw_blocked"))
+            for e, d, p in triples]  # fmt: skip
+    assert [g[0] for g in got] == [w[0] for w in want]
+    # where the triple qualifies the C side's banded choice is the report's
+    assert [g[1] for g, w in zip(got, want, strict=True) if w[0]] == [w[1] for w in want if w[0]]
+    assert 0 < sum(w[0] for w in want) < len(want)
+    assert 0 < sum(w[1] for w in want if w[0]) or not avx512

@@ -61,6 +61,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import PassFailedException
 
+from autofusion.analysis.conv_chain import ExpandChain
 from autofusion.dialects import clib, dtypes, fusion, nn
 from autofusion.dialects.attrs import C_ALIAS_ARGS, C_SYMBOL, LAYOUT_X
 from autofusion.dialects.fusion import FAST_MATH_ATTR
@@ -175,7 +176,7 @@ class FunctionLowering:
                 self.dests.setdefault(op.source, []).append(dest)
         self._classify(ops)
         chain = self._chain_plan(ops)
-        skip: set[Operation] = set() if chain is None else {o for o in chain[:2] if o}
+        skip: set[Operation] = set() if chain is None else {o for o in chain[:4] if o}
         plan_ops = [o for o in ops if o not in skip]
         epi = self._epilogue_plan(plan_ops) if self.fuse_epilogues else None
         self._detach_aliased(ops, new, epi if chain is None else None)
@@ -188,7 +189,7 @@ class FunctionLowering:
                 continue
             if epi is not None and op in epi[1]:
                 continue
-            if chain is not None and op is chain[2]:
+            if chain is not None and op is chain[4]:
                 self._dwpw(chain, epi)
             elif epi is not None and op is epi[0]:
                 self._fused_contraction(epi[0], epi[1], epi[2])
@@ -393,31 +394,30 @@ class FunctionLowering:
         return emit_scalar(e, op, args)
 
     # ---- depthwise -> pointwise chain (fuse-conv-chain kernels) -------------------------
-    def _chain_plan(
-        self, ops: list[Operation]
-    ) -> tuple[nn.ConvOp, Operation | None, nn.ConvOp] | None:
-        """(depthwise conv, clamp, pointwise conv) when the function starts with a chain
-        kernel's pair and its intermediate is private to it."""
-        from autofusion.analysis.conv_chain import body_chain
+    def _chain_plan(self, ops: list[Operation]) -> ExpandChain | None:
+        """(expand conv, its clamp, depthwise conv, clamp, pointwise conv) when the function
+        starts with a chain kernel's convs (the expand None for a pair) and its
+        intermediates are private to it."""
+        from autofusion.analysis.conv_chain import body_expand_chain
 
         body = [o for o in ops if isinstance(o, nn.TensorOp) and not isinstance(o, nn.ConstantOp)]
-        got = body_chain(body)
+        got = body_expand_chain(body)
         if got is None:
             return None
-        dw, act, _ = got
-        if dw.y in self.dests or (act is not None and act.results[0] in self.dests):
+        mids = [o.results[0] for o in got[:4] if o is not None]
+        if any(v in self.dests for v in mids):
             return None
         return got
 
     def _dwpw(
         self,
-        chain: tuple[nn.ConvOp, Operation | None, nn.ConvOp],
+        chain: ExpandChain,
         epi: tuple[Operation, set[Operation], Operation] | None,
     ) -> None:
         from autofusion.analysis.conv_chain import clamp_of
         from autofusion.lowering.c.ops import conv_params, split_sizes
 
-        dw, act, pw = chain
+        ex, eact, dw, act, pw = chain
         ep = ctx = None
         if epi is not None and epi[0] is pw:
             out = self.out_buffer(epi[2].results[0])
@@ -428,10 +428,18 @@ class FunctionLowering:
         lo, hi = clamp_of(act)
         nd = len(clib.CONV_FIELDS)
         params, dyn = split_sizes(self.e, [*conv_params(dw), *conv_params(pw)])
+        expand: dict[str, Attribute] = {}
+        if ex is not None:
+            elo, ehi = clamp_of(eact)
+            expand = {
+                "ex_params": DenseArrayBase.from_list(i64, [int(v) for v in conv_params(ex)]),
+                "elo": FloatAttr(elo, f64),
+                "ehi": FloatAttr(ehi, f64),
+            }
         self.e.add(
             clib.DwPwOp.build(
                 operands=[
-                    self.buffer_of(dw.x),
+                    self.buffer_of(dw.x if ex is None else ex.x),
                     self.buffer_of(dw.w),
                     self.buffer_of(pw.w),
                     out,
@@ -439,9 +447,12 @@ class FunctionLowering:
                     [self.buffer_of(pw.bias)] if pw.bias is not None else [],
                     [ep] if ep else [],
                     [ctx] if ctx else [],
+                    [self.buffer_of(ex.w)] if ex is not None else [],
+                    [self.buffer_of(ex.bias)] if ex is not None and ex.bias is not None else [],
                     dyn,
                 ],
                 properties={
+                    **expand,
                     "params": DenseArrayBase.from_list(i64, params[:nd]),
                     "pw_params": DenseArrayBase.from_list(i64, params[nd:]),
                     "lo": FloatAttr(lo, f64),

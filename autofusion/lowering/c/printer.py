@@ -1466,14 +1466,27 @@ class _FuncPrinter:
                 lo, hi = (_clamp_literal(a.value.data) for a in (op.lo, op.hi))
                 self.emit(d, f"{{ const afrt_conv_params pd_ = {{{pd}}};")
                 self.emit(d, f"  const afrt_conv_params pp_ = {{{pp}}};")
-                call = "afrt_dwpw_ex_f32" if op.x_blocked() else "afrt_dwpw_f32"
-                flags = ", AFRT_NC_IN_BLOCKED" if op.x_blocked() else ""
-                self.emit(
-                    d,
-                    f"  (void){call}({r(op.x)}, {r(op.wd)}, {bd}, {lo}, {hi}, "
-                    f"{r(op.wp)}, {bp}, {r(op.y)}, &pd_, &pp_, "
-                    f"{self._epi(op.epilogue, op.ctx)}{flags}); }}",
-                )
+                ex = op.ex_values()
+                if ex is not None and op.we is not None:
+                    be = r(op.be) if op.be is not None else "NULL"
+                    elo, ehi = (_clamp_literal(v) for v in op.ex_clamp())
+                    pe = ", ".join(f"INT64_C({v})" for v in ex)
+                    self.emit(d, f"  const afrt_conv_params pe_ = {{{pe}}};")
+                    self.emit(
+                        d,
+                        f"  (void)afrt_edwpw_f32({r(op.x)}, {r(op.we)}, {be}, {elo}, {ehi}, "
+                        f"{r(op.wd)}, {bd}, {lo}, {hi}, {r(op.wp)}, {bp}, {r(op.y)}, "
+                        f"&pe_, &pd_, &pp_, {self._epi(op.epilogue, op.ctx)}); }}",
+                    )
+                else:
+                    call = "afrt_dwpw_ex_f32" if op.x_blocked() else "afrt_dwpw_f32"
+                    flags = ", AFRT_NC_IN_BLOCKED" if op.x_blocked() else ""
+                    self.emit(
+                        d,
+                        f"  (void){call}({r(op.x)}, {r(op.wd)}, {bd}, {lo}, {hi}, "
+                        f"{r(op.wp)}, {bp}, {r(op.y)}, &pd_, &pp_, "
+                        f"{self._epi(op.epilogue, op.ctx)}{flags}); }}",
+                    )
             case clib.MatmulOp():
                 f = dict(zip(clib.MATMUL_FIELDS, self._params(op, op.param_values(), op.dyn)))
                 alpha = float_literal(op.alpha.value.data, dtypes.f32)

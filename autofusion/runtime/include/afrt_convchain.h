@@ -210,13 +210,83 @@ static inline int64_t afrt_cc_blocked_floats_(const afrt_conv_params *pd,
     return tw + nblk * npad * AFRT_DWL_L + npad * afrt_round_up_(pp->K, AFRT_NR);
 }
 
+/* The expand 1x1 conv in front of a chain (afrt_edwpw_f32): p a 1x1 stride-1 unpadded
+ * group-1 conv from NCHW x (p->C channels) into the depthwise conv's input, bias b (or NULL),
+ * its output clamped to [lo, hi]. */
+typedef struct {
+    const float *w, *b;
+    float lo, hi;
+    const afrt_conv_params *p;
+} afrt_cc_expand_;
+
+/* NB consecutive positions of one input row (xr: channel 0 at xr, channel c at xr + c * hw)
+ * through one 16-channel block of the expand (wpk[ci][16], bias b) into d[NB][16]: per input
+ * channel one weight vector and NB broadcast FMAs (ci is small: 16-32). */
+static inline __attribute__((always_inline)) void afrt_cc_expand_run_(
+    const float *restrict xr, int64_t hw, int64_t ci, const float *restrict wpk, __m512 b,
+    __m512 lov, __m512 hiv, float *restrict d, const int NB) {
+    __m512 a[16];
+    AFRT_DWL_UNROLL_(GCC unroll 16)
+    for (int j = 0; j < NB; ++j) a[j] = b;
+    for (int64_t c = 0; c < ci; ++c) {
+        const __m512 w = _mm512_loadu_ps(wpk + c * AFRT_DWL_L);
+        const float *xc = xr + c * hw;
+        AFRT_DWL_UNROLL_(GCC unroll 16)
+        for (int j = 0; j < NB; ++j) a[j] = _mm512_fmadd_ps(_mm512_set1_ps(xc[j]), w, a[j]);
+    }
+    AFRT_DWL_UNROLL_(GCC unroll 16)
+    for (int j = 0; j < NB; ++j) {
+        __m512 v = a[j]; /* NaN passes through, as in afrt_dwl_block_ */
+        v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, lov, _CMP_NLE_UQ), lov, v);
+        v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, hiv, _CMP_NGE_UQ), hiv, v);
+        _mm512_storeu_ps(d + j * AFRT_DWL_L, v);
+    }
+}
+
+/* afrt_dwl_fill_'s tile of one 16-channel block, computed by the expand instead of read: xn
+ * the expand's input image (ci channels of p->H x p->W), wpk[ci][16] and bpk[16] the block's
+ * weights and bias (zero past the channel count). Pad rows and columns stay zero (the
+ * depthwise conv pads the clamped expand output). */
+static inline void afrt_cc_fill_expand_(const float *restrict xn, int64_t ci,
+                                        const float *restrict wpk, const float *restrict bpk,
+                                        float lo, float hi, const afrt_conv_params *p,
+                                        const afrt_dwl_geom_ *g, int64_t r0, int64_t rows,
+                                        float *restrict t) {
+    const int64_t H = p->H, W = p->W, hw = H * W, pl = p->pad_left, wt = g->wt, L = AFRT_DWL_L;
+    const __m512 b = _mm512_loadu_ps(bpk), lov = _mm512_set1_ps(lo), hiv = _mm512_set1_ps(hi);
+    for (int64_t u = 0; u < rows; ++u) {
+        float *tr = t + u * g->pitch;
+        const int64_t ih = r0 + u - p->pad_top;
+        if (ih < 0 || ih >= H) {
+            memset(tr, 0, (size_t)(wt * L) * sizeof(float));
+            continue;
+        }
+        if (pl > 0) memset(tr, 0, (size_t)(pl * L) * sizeof(float));
+        if (wt > pl + W) memset(tr + (pl + W) * L, 0, (size_t)((wt - pl - W) * L) * sizeof(float));
+        const float *xr = xn + ih * W;
+        float *d = tr + pl * L;
+        int64_t iw = 0;
+        for (; iw + 16 <= W; iw += 16)
+            afrt_cc_expand_run_(xr + iw, hw, ci, wpk, b, lov, hiv, d + iw * L, 16);
+        if (iw + 8 <= W) {
+            afrt_cc_expand_run_(xr + iw, hw, ci, wpk, b, lov, hiv, d + iw * L, 8);
+            iw += 8;
+        }
+        if (iw + 4 <= W) {
+            afrt_cc_expand_run_(xr + iw, hw, ci, wpk, b, lov, hiv, d + iw * L, 4);
+            iw += 4;
+        }
+        for (; iw < W; ++iw) afrt_cc_expand_run_(xr + iw, hw, ci, wpk, b, lov, hiv, d + iw * L, 1);
+    }
+}
+
 /* One band [oh0, oh1) of image n through the blocked path (pb: Wp^T's packed B panels). */
 static inline void afrt_cc_blocked_band_(const float *x, const float *wd, const float *bd,
                                          float lo, float hi, const float *pb, const float *bp,
                                          float *y, const afrt_conv_params *pd,
                                          const afrt_conv_params *pp, int64_t th, int64_t n,
                                          int64_t oh0, int64_t oh1, float *s, afrt_epilogue epi,
-                                         int xblk) {
+                                         int xblk, const afrt_cc_expand_ *ex) {
     const afrt_dwl_geom_ g = afrt_dwl_geom_init_(pd, th);
     const int64_t C = pd->K, K = pp->K, L = AFRT_DWL_L, taps = pd->R * pd->S;
     const int64_t nrow = oh1 - oh0, cols = nrow * pd->OW, ohw = pd->OH * pd->OW;
@@ -227,12 +297,20 @@ static inline void afrt_cc_blocked_band_(const float *x, const float *wd, const 
     float *o = s + (g.tile_rows * g.pitch + L * (taps + 1) + 15) / 16 * 16;
     float *tmp = o + nblk * ldo;
     const int64_t rows = (nrow - 1) * pd->stride_h + pd->R;
+    const int64_t ci = ex ? ex->p->C : 0;
+    float *ew = tmp + npad * Np, *eb = ew + ci * L; /* the expand's block weights W^T, bias */
     for (int64_t b = 0; b < nblk; ++b) {
         const int64_t k0 = b * L, nc = afrt_min_(L, C - k0);
         for (int64_t i = 0; i < taps; ++i)
             for (int64_t l = 0; l < L; ++l) wv[i * L + l] = l < nc ? wd[(k0 + l) * taps + i] : 0.0f;
         for (int64_t l = 0; l < L; ++l) bv[l] = bd && l < nc ? bd[k0 + l] : 0.0f;
-        if (xblk) /* x in NCHW16c: block b of image n is one [H][W][16] plane */
+        if (ex) { /* the expand's channels [k0, k0 + nc) of the band's input rows, computed */
+            for (int64_t c = 0; c < ci; ++c)
+                for (int64_t l = 0; l < L; ++l) ew[c * L + l] = l < nc ? ex->w[(k0 + l) * ci + c] : 0.0f;
+            for (int64_t l = 0; l < L; ++l) eb[l] = ex->b && l < nc ? ex->b[k0 + l] : 0.0f;
+            afrt_cc_fill_expand_(x + n * ci * pd->H * pd->W, ci, ew, eb, ex->lo, ex->hi, pd, &g,
+                                 oh0 * pd->stride_h, rows, t);
+        } else if (xblk) /* x in NCHW16c: block b of image n is one [H][W][16] plane */
             afrt_dwl_fill_blocked_(x + (n * nblk + b) * pd->H * pd->W * L, pd, &g,
                                    oh0 * pd->stride_h, rows, t);
         else
@@ -333,7 +411,8 @@ static inline int afrt_dwpw_ex_f32(const float *x, const float *wd, const float 
             }
             const int64_t n = task / nbands, b = task % nbands;
             afrt_cc_blocked_band_(x, wd, bd, lo, hi, pbt, bp, y, pd, pp, th, n,
-                                  b * pd->OH / nbands, (b + 1) * pd->OH / nbands, s, epi, xblk);
+                                  b * pd->OH / nbands, (b + 1) * pd->OH / nbands, s, epi, xblk,
+                                  NULL);
         }
         if (!failed) return 1;
     }
@@ -378,6 +457,97 @@ static inline int afrt_dwpw_f32(const float *x, const float *wd, const float *bd
                                 const afrt_conv_params *pd, const afrt_conv_params *pp,
                                 afrt_epilogue epi) {
     return afrt_dwpw_ex_f32(x, wd, bd, lo, hi, wp, bp, y, pd, pp, epi, 0);
+}
+
+/* Input channels of the expand afrt_edwpw_f32 computes in the band at most
+ * (clib.EDWPW_MAX_C): each 16-channel block of the expand re-reads the band's input rows of
+ * all of them. */
+#define AFRT_EDWPW_MAX_C 32
+
+/* Whether afrt_edwpw_f32 takes the triple: pe a 1x1 stride-1 unpadded group-1 conv producing
+ * exactly the depthwise conv pd's input, pd and pp a pair afrt_dwpw_f32 takes. */
+static inline int afrt_edwpw_applies(const afrt_conv_params *pe, const afrt_conv_params *pd,
+                                     const afrt_conv_params *pp) {
+    return afrt_dwpw_applies(pd, pp) && pe->N == pd->N && pe->K == pd->C && pe->OH == pd->H &&
+           pe->OW == pd->W && pe->H == pe->OH && pe->W == pe->OW && pe->R == 1 && pe->S == 1 &&
+           pe->stride_h == 1 && pe->stride_w == 1 && pe->pad_top == 0 && pe->pad_left == 0 &&
+           pe->pad_bottom == 0 && pe->pad_right == 0 && pe->group <= 1 && pe->C >= 1;
+}
+
+/* Whether afrt_edwpw_f32 runs the expand inside the blocked band (clib.edwpw_algo mirrors
+ * it): the pair on the blocked band (afrt_cc_blocked_applies) and at most AFRT_EDWPW_MAX_C
+ * expand input channels. Elsewhere the expand runs apart into a whole intermediate. */
+static inline int afrt_edwpw_banded(const afrt_conv_params *pe, const afrt_conv_params *pd,
+                                    const afrt_conv_params *pp) {
+    return afrt_cc_blocked_applies(pd, pp) && pe->C <= AFRT_EDWPW_MAX_C;
+}
+
+/*   afrt_edwpw_f32(x, we, be, elo, ehi, wd, bd, lo, hi, wp, bp, y, &pe, &pd, &pp, epi)
+ *
+ * MobileNet-V2's whole inverted-residual block: an expand 1x1 conv (pe; weights we [K][C],
+ * bias be or NULL) clamped to [elo, ehi], the depthwise conv (pd) clamped to [lo, hi], the
+ * projecting 1x1 conv (pp) and its epilogue, as afrt_dwpw_f32 with x the expand's input.
+ * Where afrt_edwpw_banded holds the expand's output (96 x 112 x 112 = 4.8 MB, the largest
+ * tensor of MobileNet-V2) never exists whole: the blocked band computes each 16-channel
+ * block of the rows its depthwise conv reads straight into its lane tile (the rows two
+ * bands share, (R - stride) per band, computed by both). Elsewhere the expand runs apart
+ * through afrt_conv2d_f32 into a malloc'd intermediate. Returns 0 (nothing written) if the
+ * triple does not qualify or memory runs out. */
+static inline int afrt_edwpw_f32(const float *x, const float *we, const float *be, float elo,
+                                 float ehi, const float *wd, const float *bd, float lo, float hi,
+                                 const float *wp, const float *bp, float *y,
+                                 const afrt_conv_params *pe, const afrt_conv_params *pd,
+                                 const afrt_conv_params *pp, afrt_epilogue epi) {
+    if (!afrt_edwpw_applies(pe, pd, pp)) return 0;
+    if (pd->N <= 0 || pp->K <= 0 || pd->OH <= 0 || pd->OW <= 0) return 1;
+    afrt_init_once_();
+#if defined(__AVX512F__)
+    const int64_t C = pd->K, K = pp->K, ohw = pd->OH * pd->OW;
+    const float *pbt =
+        afrt_edwpw_banded(pe, pd, pp) ? afrt_packed_const_(wp, C, K, C, 1, 1) : NULL;
+    if (pbt) {
+        const afrt_cc_expand_ ex = {we, be, elo, ehi, pe};
+        const int nth = afrt_num_threads_;
+        const double work =
+            (double)pd->N * (double)ohw *
+                ((double)C * (double)K + AFRT_SLOW_WORK * (double)C * pd->R * pd->S) +
+            (double)pe->N * (double)pe->OH * pe->OW * (double)pe->C * (double)pe->K;
+        const int par = nth > 1 && afrt_worth_threads_(work);
+        const int64_t nbands = afrt_cdiv_(pd->OH, afrt_cc_band_rows_(pd, par ? nth : 1));
+        const int64_t th = afrt_cdiv_(pd->OH, nbands), tasks = pd->N * nbands;
+        const size_t need = (size_t)(afrt_cc_blocked_floats_(pd, pp, th) +
+                                     (pe->C + 1) * AFRT_DWL_L) * sizeof(float);
+        int failed = 0;
+        AFRT_OMP(parallel for schedule(static) num_threads(afrt_threads_now()) if (par && tasks > 1))
+        for (int64_t task = 0; task < tasks; ++task) {
+            afrt_arrive_();
+            float *s = (float *)afrt_thread_scratch(0, need);
+            if (!s) {
+                afrt_flag_set_(&failed);
+                continue;
+            }
+            const int64_t n = task / nbands, b = task % nbands;
+            afrt_cc_blocked_band_(x, wd, bd, lo, hi, pbt, bp, y, pd, pp, th, n,
+                                  b * pd->OH / nbands, (b + 1) * pd->OH / nbands, s, epi, 0,
+                                  &ex);
+        }
+        if (!failed) return 1;
+    }
+#endif
+    const size_t n = (size_t)(pe->N * pe->K * pe->OH * pe->OW);
+    float *mid = (float *)afrt_malloc_(n * sizeof(float));
+    if (!mid) {
+        afrt_nomem_("afrt_edwpw_f32");
+        return 0;
+    }
+    afrt_conv2d_f32(x, we, be, mid, pe, NULL, afrt_no_epilogue());
+    for (size_t i = 0; i < n; ++i) {
+        const float v = mid[i];
+        mid[i] = v < elo ? elo : (v > ehi ? ehi : v);
+    }
+    const int ok = afrt_dwpw_f32(mid, wd, bd, lo, hi, wp, bp, y, pd, pp, epi);
+    free(mid);
+    return ok;
 }
 
 #endif /* AFRT_CONVCHAIN_H */

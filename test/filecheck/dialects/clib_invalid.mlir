@@ -120,7 +120,25 @@ func.func @f(%x: memref<?x8x6x6xf32>, %y: memref<?x8x3x3xf32>, %n: index) {
 // A depthwise -> pointwise chain whose pointwise batch is another run-time value than the
 // depthwise one's is not a chain afrt_dwpw_f32 takes.
 func.func @f(%x: memref<?x8x6x6xf32>, %wd: memref<8x1x3x3xf32>, %wp: memref<4x8x1x1xf32>, %y: memref<?x4x6x6xf32>, %n: index, %m: index) {
-  "clib.dwpw"(%x, %wd, %wp, %y, %n, %m) <{params = array<i64: -9223372036854775808, 8, 6, 6, 8, 3, 3, 6, 6, 1, 1, 1, 1, 1, 1, 1, 1, 8>, pw_params = array<i64: -9223372036854775808, 8, 6, 6, 4, 1, 1, 6, 6, 1, 1, 0, 0, 0, 0, 1, 1, 1>, lo = 0.0 : f64, hi = 6.0 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 0, 0, 2>}> : (memref<?x8x6x6xf32>, memref<8x1x3x3xf32>, memref<4x8x1x1xf32>, memref<?x4x6x6xf32>, index, index) -> ()
+  "clib.dwpw"(%x, %wd, %wp, %y, %n, %m) <{params = array<i64: -9223372036854775808, 8, 6, 6, 8, 3, 3, 6, 6, 1, 1, 1, 1, 1, 1, 1, 1, 8>, pw_params = array<i64: -9223372036854775808, 8, 6, 6, 4, 1, 1, 6, 6, 1, 1, 0, 0, 0, 0, 1, 1, 1>, lo = 0.0 : f64, hi = 6.0 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 2>}> : (memref<?x8x6x6xf32>, memref<8x1x3x3xf32>, memref<4x8x1x1xf32>, memref<?x4x6x6xf32>, index, index) -> ()
   func.return
 }
 // CHECK: 'clib.dwpw': params are not a depthwise conv followed by a 1x1 conv over its output
+
+// -----
+
+// An expand in front of the chain needs its weights (we) with its params.
+func.func @f(%x: memref<1x8x6x6xf32>, %wd: memref<8x1x3x3xf32>, %wp: memref<4x8x1x1xf32>, %y: memref<1x4x6x6xf32>) {
+  "clib.dwpw"(%x, %wd, %wp, %y) <{params = array<i64: 1, 8, 6, 6, 8, 3, 3, 6, 6, 1, 1, 1, 1, 1, 1, 1, 1, 8>, pw_params = array<i64: 1, 8, 6, 6, 4, 1, 1, 6, 6, 1, 1, 0, 0, 0, 0, 1, 1, 1>, ex_params = array<i64: 1, 2, 6, 6, 8, 1, 1, 6, 6, 1, 1, 0, 0, 0, 0, 1, 1, 1>, lo = 0.0 : f64, hi = 6.0 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0>}> : (memref<1x8x6x6xf32>, memref<8x1x3x3xf32>, memref<4x8x1x1xf32>, memref<1x4x6x6xf32>) -> ()
+  func.return
+}
+// CHECK: 'clib.dwpw': we and ex_params go together (be needs both)
+
+// -----
+
+// The expand must produce exactly the depthwise conv's input: 7 channels, not 8.
+func.func @f(%x: memref<1x2x6x6xf32>, %wd: memref<8x1x3x3xf32>, %wp: memref<4x8x1x1xf32>, %y: memref<1x4x6x6xf32>, %we: memref<7x2x1x1xf32>) {
+  "clib.dwpw"(%x, %wd, %wp, %y, %we) <{params = array<i64: 1, 8, 6, 6, 8, 3, 3, 6, 6, 1, 1, 1, 1, 1, 1, 1, 1, 8>, pw_params = array<i64: 1, 8, 6, 6, 4, 1, 1, 6, 6, 1, 1, 0, 0, 0, 0, 1, 1, 1>, ex_params = array<i64: 1, 2, 6, 6, 7, 1, 1, 6, 6, 1, 1, 0, 0, 0, 0, 1, 1, 1>, lo = 0.0 : f64, hi = 6.0 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 0>}> : (memref<1x2x6x6xf32>, memref<8x1x3x3xf32>, memref<4x8x1x1xf32>, memref<1x4x6x6xf32>, memref<7x2x1x1xf32>) -> ()
+  func.return
+}
+// CHECK: 'clib.dwpw': ex_params are not a 1x1 conv producing the depthwise input
