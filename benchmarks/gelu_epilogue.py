@@ -36,11 +36,8 @@ def main() -> int:
     ap = kbench.parser(__doc__, "comma-separated MxKxN")
     ap.add_argument("--against", choices=list(AGAINST), default="generated")
     args = ap.parse_args()
-    cases = GRID
-    if args.cases:
-        cases = [tuple(int(v) for v in c.split("x")) for c in args.cases.split(",")]
     head = [args.threads, args.reps, int(args.cold), AGAINST[args.against]]
-    out = kbench.run(SRC, head, cases)
+    out = kbench.run(SRC, head, kbench.cases(args, GRID))
     kbench.print_heading(args, ["M", "K", "N", "built-in us", f"{args.against} us", "ratio"])
     for line in out:
         print("| " + " | ".join(line.split()) + " |")

@@ -39,11 +39,8 @@ def main() -> int:
     ap = kbench.parser(__doc__, "comma-separated CxKxHxRxSTRIDExGROUPxGATE")
     ap.add_argument("--against", choices=list(AGAINST), default="generated")
     args = ap.parse_args()
-    cases = GRID
-    if args.cases:
-        cases = [tuple(int(v) for v in c.split("x")) for c in args.cases.split(",")]
     head = [args.threads, args.reps, int(args.cold), AGAINST[args.against]]
-    out = kbench.run(SRC, head, cases)
+    out = kbench.run(SRC, head, kbench.cases(args, GRID))
     cols = ["C", "K", "map", "RxR/s", "group", "op"]
     kbench.print_heading(args, [*cols, "built-in us", f"{args.against} us", "ratio"])
     for line in out:

@@ -73,6 +73,7 @@ limit is set (``tile-fusion`` would cut marked convs into pieces that read NCHW 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -96,6 +97,17 @@ from autofusion.passes.assign_precision import precision_of
 from autofusion.passes.options import CheckedPass
 
 BLOCKED = "nchw16c"
+
+
+def _unblock_illegal(blocked: dict[SSAValue, bool], legal: Callable[[SSAValue], bool]) -> bool:
+    """One sweep of a fixed point: every blocked value ``legal`` now refuses is unblocked;
+    whether any was (a refusal can make a neighbour illegal, so callers sweep again)."""
+    changed = False
+    for v, b in blocked.items():
+        if b and not legal(v):
+            blocked[v] = False
+            changed = True
+    return changed
 
 
 @dataclass
@@ -195,11 +207,7 @@ class _Layouts:
         }
         changed = True
         while changed:
-            changed = False
-            for v, b in self.blocked.items():
-                if b and not self._legal(v):
-                    self.blocked[v] = False
-                    changed = True
+            changed = _unblock_illegal(self.blocked, self._legal)
             for u in self.units.values():
                 if u.blocked and not u.rule(self.of(u.x), self.of(u.y), pointwise):
                     u.blocked = False
@@ -352,13 +360,8 @@ class _Fires:
                 self.pools[op.y] = op
         self.squeezes = {f.squeeze.top: f.squeeze for f in self.fires.values()}
         self.blocked = {v: True for v in (*self.fires, *self.pools)}
-        changed = True
-        while changed:
-            changed = False
-            for v, b in self.blocked.items():
-                if b and not self._legal(v):
-                    self.blocked[v] = False
-                    changed = True
+        while _unblock_illegal(self.blocked, self._legal):
+            pass
 
     def of(self, v: SSAValue) -> bool:
         return self.blocked.get(v, False)

@@ -156,3 +156,25 @@ def check_builtin_epilogue(
     assert np.isnan(ref).any()
     assert np.isnan(got).any()
     assert_close(got, ref, "y")
+
+
+def checked_conv_algos(
+    model: onnx.ModelProto, feeds: dict[str, np.ndarray], cpu: str, threads: int
+) -> dict[str, str]:
+    """``model`` compiled for ``cpu`` at ``threads`` threads (no cache): every output
+    matched against onnxruntime at the project's bar, then each conv's ``conv_algo`` from the
+    report, by its first ONNX origin."""
+    import autofusion
+    from autofusion.lowering.c.testing import onnxruntime_outputs
+    from autofusion.testing import assert_close
+
+    ref = onnxruntime_outputs(model, feeds)
+    m = autofusion.compile(model, cpu=cpu, threads=threads, cache=False)
+    try:
+        got = m.run(feeds)
+        for name, r in ref.items():
+            assert_close(got[name], r, f"{name} ({cpu}, {threads} thread(s))")
+        rows = m.report["conv_algo"]
+    finally:
+        m.close()
+    return {r["origins"][0]: r["conv_algo"] for r in rows}  # type: ignore[index]

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from conv_epilogues import epilogue_nodes
+from conv_epilogues import checked_conv_algos, epilogue_nodes
 from onnx import TensorProto, helper, numpy_helper
 
 import autofusion
@@ -83,16 +83,7 @@ def _model(seed: int) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
 @pytest.mark.parametrize(("cpu", "threads"), [("native", 1), ("native", 2), ("x86-64-v3", 1)])
 def test_small_map_1x1_matches_onnxruntime(cpu: str, threads: int) -> None:
     model, feeds = _model(seed=threads)
-    ref = onnxruntime_outputs(model, feeds)
-    m = autofusion.compile(model, cpu=cpu, threads=threads, cache=False)
-    try:
-        got = m.run(feeds)
-        for name, r in ref.items():
-            assert_close(got[name], r, f"{name} ({cpu}, {threads} thread(s))")
-        rows = m.report["conv_algo"]
-    finally:
-        m.close()
-    by_origin = {r["origins"][0]: r["conv_algo"] for r in rows}  # type: ignore[index]
+    by_origin = checked_conv_algos(model, feeds, cpu, threads)
     assert [by_origin[f"conv{i}"] for i in range(len(CASES))] == WANT
 
 

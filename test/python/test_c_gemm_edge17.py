@@ -15,11 +15,10 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
+from conv_epilogues import checked_conv_algos
 from onnx import TensorProto, helper, numpy_helper
 
-import autofusion
 from autofusion.lowering.c.testing import onnxruntime_outputs
-from autofusion.testing import assert_close
 
 F = TensorProto.FLOAT
 
@@ -81,13 +80,5 @@ def test_17_column_edge_matches_onnxruntime(cpu: str, threads: int) -> None:
     model, feeds = _model(seed=threads)
     ref = onnxruntime_outputs(model, feeds)
     assert all(0.1 < np.abs(r).max() < 10 for r in ref.values())  # ordinary size
-    m = autofusion.compile(model, cpu=cpu, threads=threads, cache=False)
-    try:
-        got = m.run(feeds)
-        for name, r in ref.items():
-            assert_close(got[name], r, f"{name} ({cpu}, {threads} thread(s))")
-        rows = m.report["conv_algo"]
-    finally:
-        m.close()
-    algos = {r["origins"][0]: r["conv_algo"] for r in rows}  # type: ignore[index]
+    algos = checked_conv_algos(model, feeds, cpu, threads)
     assert [algos[f"conv{i}"] for i in range(len(CASES))] == ["gemm_1x1"] * len(CASES)
