@@ -2,6 +2,11 @@
 
 - ``reshape(reshape(x))`` -> ``reshape(x)``; a reshape to its input's own type disappears
   (also ``transpose`` with the identity permutation).
+- ``reshape(transpose(reshape(x)))`` -> ``transpose(reshape(x))`` (one transpose, its
+  reshape gone when it would not change x's shape) where the last reshape splits each
+  transposed dim into a run of dims: the dynamo exporter writes attention's K^T so, [B, H,
+  T, D] -> [B*H, T, D] -> [B*H, D, T] -> [B, H, D, T], which is ``transpose(k, [0, 1, 3,
+  2])``, the form ``recognize-attention`` reads K from without a copy.
 - ``concat(a, b, c, d)`` where ``concat(a, b, c)`` (same axis) was computed before becomes
   ``concat(concat(a, b, c), d)``: torchvision's DenseNet concatenates every earlier feature
   map again in each layer; as a chain, ``plan-buffers`` writes each map once, in place, and
@@ -31,12 +36,13 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
     op_type_rewrite_pattern,
 )
-from xdsl.rewriter import Rewriter
+from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import Pure
 
 from autofusion.analysis.cost import numel
 from autofusion.dialects import nn
-from autofusion.dialects.dtypes import dense_from_numpy
+from autofusion.dialects.base import shape_of, tensor_of
+from autofusion.dialects.dtypes import dense_from_numpy, tensor_type
 from autofusion.interpreter import elementwise as interp
 from autofusion.passes._match import const_value, set_merged_origins
 from autofusion.passes.options import CheckedPass
@@ -59,6 +65,86 @@ class CollapseReshapes(RewritePattern):
             rewriter.replace(op, new)
             if not inner.y.uses:
                 rewriter.erase(inner)
+
+
+def _merged_runs(src: list[int], dst: list[int]) -> list[list[int]] | None:
+    """How a reshape from ``src`` to ``dst`` merges runs of consecutive dims: for each dst dim
+    the src dims it is the product of (a run of 1-dims for a dst 1; size-1 src dims left at
+    the end join the last run), or None if some dst dim is not such a product."""
+    runs: list[list[int]] = []
+    i = 0
+    for m in dst:
+        run: list[int] = []
+        if m == 1:
+            while i < len(src) and src[i] == 1:
+                run.append(i)
+                i += 1
+        else:
+            prod = 1
+            while i < len(src) and prod < m:
+                prod *= src[i]
+                run.append(i)
+                i += 1
+            if prod != m:
+                return None
+        runs.append(run)
+    rest = list(range(i, len(src)))
+    if any(src[j] != 1 for j in rest) or (rest and not runs):
+        return None
+    if rest:
+        runs[-1].extend(rest)
+    return runs
+
+
+class TransposeThroughReshapes(RewritePattern):
+    """``reshape(transpose(reshape(x, M), p), O)`` -> ``transpose(reshape(x, Y), q)`` (the
+    reshape left out when ``Y`` is x's own shape) when O splits each dim of the transposed
+    ``M`` into a run of dims: Y is O's runs in M's order and q moves them as blocks, the
+    same element order (static shapes; the transpose read only here). The dynamo
+    exporter's K^T, [B, H, T, D] -> [B*H, T, D] -> [B*H, D, T] -> [B, H, D, T], becomes
+    ``transpose(k, [0, 1, 3, 2])``."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nn.ReshapeOp, rewriter: PatternRewriter) -> None:
+        t = op.x.owner
+        if not isinstance(t, nn.TransposeOp) or not t.y.has_one_use():
+            return
+        inner = t.x.owner
+        if not isinstance(inner, nn.ReshapeOp):
+            return
+        dims = [shape_of(v) for v in (inner.x, t.y, op.y)]
+        if not all(isinstance(d, int) for ds in dims for d in ds):
+            return
+        src, moved, out = ([int(d) for d in ds] for ds in dims)
+        runs = _merged_runs(out, moved)  # runs[j]: the dims of O that moved dim j splits into
+        if runs is None:
+            return
+        block = {k: runs[j] for j, k in enumerate(t.perm)}  # M's dim k -> its run of O
+        y_dims = [out[o] for k in range(len(t.perm)) for o in block[k]]
+        first: dict[int, int] = {}
+        for k in range(len(t.perm)):
+            first[k] = sum(len(block[i]) for i in range(k))
+        perm = [first[k] + n for k in t.perm for n in range(len(block[k]))]
+        ops: list[Operation] = []
+        y = inner.x
+        if y_dims != src:
+            r = nn.ReshapeOp.build(
+                operands=[inner.x],
+                result_types=[tensor_type(tensor_of(inner.x).element_type, y_dims)],
+            )
+            set_merged_origins(r, [inner])
+            ops.append(r)
+            y = r.y
+        new = nn.TransposeOp(y, perm=perm)
+        if new.y.type != op.y.type:
+            return
+        set_merged_origins(new, [inner, t, op])
+        for o in ops:
+            rewriter.insert(o, InsertPoint.before(op))
+        rewriter.replace(op, new)
+        rewriter.erase(t)
+        if not inner.y.uses:
+            rewriter.erase(inner)
 
 
 class DropIdentityTranspose(RewritePattern):
@@ -137,6 +223,7 @@ class CanonicalizeNN(CheckedPass):
             GreedyRewritePatternApplier(
                 [
                     CollapseReshapes(),
+                    TransposeThroughReshapes(),
                     DropIdentityTranspose(),
                     FoldConstantArithmetic(self.fold_limit),
                 ],

@@ -199,6 +199,124 @@ def test_two_constant_masks_become_one_attention() -> None:
     assert_close(built.run(feeds), ref, "two masks, C")
 
 
+@pytest.mark.parametrize(
+    ("x", "mid", "perm", "out", "fires"),
+    [
+        ((1, 2, 5, 4), (2, 5, 4), (0, 2, 1), (1, 2, 4, 5), True),  # dynamo K^T
+        ((1, 1, 2, 5, 4), (2, 5, 4), (0, 2, 1), (1, 2, 4, 5), True),  # timm's squeezed K
+        ((2, 3, 4), (6, 4), (1, 0), (4, 3, 2), True),
+        ((2, 3, 4, 5), (6, 20), (1, 0), (4, 5, 2, 3), True),
+        ((2, 3, 4, 5), (2, 12, 5), (2, 0, 1), (5, 2, 3, 4), True),
+        ((2, 3, 4), (6, 4), (1, 0), (8, 3), False),  # no run of dims per moved dim
+        ((2, 3, 4), (2, 12), (1, 0), (12, 2), True),  # no split: a 2-d transpose of a view
+    ],
+)
+def test_transpose_through_reshapes_keeps_the_values(
+    x: tuple[int, ...],
+    mid: tuple[int, ...],
+    perm: tuple[int, ...],
+    out: tuple[int, ...],
+    fires: bool,
+) -> None:
+    """canonicalize-nn's reshape-transpose-reshape rewrite, run by the interpreter before and
+    after on seeded inputs: the same values, and one transpose and no trailing reshape where
+    it fires."""
+    h = onnx.helper
+    f32 = onnx.TensorProto.FLOAT
+    graph = h.make_graph(
+        [
+            h.make_node("Reshape", ["x", "m"], ["a"]),
+            h.make_node("Transpose", ["a"], ["b"], perm=list(perm)),
+            h.make_node("Reshape", ["b", "o"], ["y"]),
+        ],
+        "rtr",
+        [h.make_tensor_value_info("x", f32, list(x))],
+        [h.make_tensor_value_info("y", f32, list(out))],
+        [
+            onnx.numpy_helper.from_array(np.array(mid, np.int64), "m"),
+            onnx.numpy_helper.from_array(np.array(out, np.int64), "o"),
+        ],
+    )
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
+    feeds = {"x": np.random.default_rng(2).uniform(-2, 2, x).astype(np.float32)}
+    want = np.transpose(feeds["x"].reshape(mid), perm).reshape(out)
+    module = import_onnx(model)
+    apply(module, "canonicalize-nn")
+    kinds = [op.name for op in module.walk()]
+    last = [op for op in module.walk() if op.name.startswith("nn.")][-1].name
+    assert (last == "nn.transpose") == fires, kinds
+    assert kinds.count("nn.transpose") == 1, kinds
+    testing.assert_close(run_module(module, feeds)["y"], want, f"{x} -> {out}")
+
+
+def _dynamo_attention() -> onnx.ModelProto:
+    """Scaled dot-product attention as torch's dynamo exporter writes it (torch 2.14,
+    transformers' BertSelfAttention): sqrt(scale) on Q and on K^T, K^T as reshape [B*H, T,
+    D] -> transpose [0, 2, 1] -> reshape [B, H, D, T], an additive mask, Softmax, then the
+    IsNaN guard."""
+    h = onnx.helper
+    b, heads, t, d = 2, 3, 7, 8
+    c = np.array((1.0 / np.sqrt(d)) ** 0.5, np.float32)
+    nodes = [
+        h.make_node("Mul", ["q", "c"], ["qs"]),
+        h.make_node("Reshape", ["k", "s3"], ["k3"]),
+        h.make_node("Transpose", ["k3"], ["k3t"], perm=[0, 2, 1]),
+        h.make_node("Reshape", ["k3t", "s4"], ["kt"]),
+        h.make_node("Mul", ["kt", "c"], ["kts"]),
+        h.make_node("MatMul", ["qs", "kts"], ["s"]),
+        h.make_node("Add", ["s", "mask"], ["sm"]),
+        h.make_node("Softmax", ["sm"], ["p"], axis=-1),
+        h.make_node("IsNaN", ["p"], ["nan"]),
+        h.make_node("Where", ["nan", "zero", "p"], ["pg"]),
+        h.make_node("MatMul", ["pg", "v"], ["o"]),
+    ]
+    x4 = [b, heads, t, d]
+    f32 = onnx.TensorProto.FLOAT
+    graph = h.make_graph(
+        nodes,
+        "dynamo_attention",
+        [h.make_tensor_value_info(n, f32, x4) for n in ("q", "k", "v")]
+        + [h.make_tensor_value_info("mask", f32, [b, 1, t, t])],
+        [h.make_tensor_value_info("o", f32, x4)],
+        [
+            onnx.numpy_helper.from_array(c, "c"),
+            onnx.numpy_helper.from_array(np.array(0.0, np.float32), "zero"),
+            onnx.numpy_helper.from_array(np.array([b * heads, t, d], np.int64), "s3"),
+            onnx.numpy_helper.from_array(np.array([b, heads, d, t], np.int64), "s4"),
+        ],
+    )
+    return h.make_model(graph, opset_imports=[h.make_opsetid("", 20)])
+
+
+def test_dynamo_exporters_attention_reads_k_without_a_transpose() -> None:
+    """The dynamo form becomes one nn.attention reading K as it is: canonicalize-nn turns
+    the reshape-transpose-reshape into transpose(k, [0, 1, 3, 2]), which recognize-attention
+    takes as K^T (no nn.transpose left; before, two: the exporter's and one put back to
+    undo it). The interpreter and the C build match onnxruntime."""
+    import autofusion
+
+    model = _dynamo_attention()
+    rng = np.random.default_rng(5)
+    feeds = {n: rng.uniform(-2.0, 2.0, (2, 3, 7, 8)).astype(np.float32) for n in "qkv"}
+    feeds["mask"] = np.where(rng.random((2, 1, 7, 7)) < 0.3, -1e4, 0.0).astype(np.float32)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    ref = {"o": sess.run(None, feeds)[0]}
+    assert 0.1 < float(np.abs(ref["o"]).mean()) < 10.0
+    module = import_onnx(model)
+    for name in PIPELINE:
+        apply(module, name)
+    kinds = [op.name for op in module.walk()]
+    assert kinds.count("nn.attention") == 1
+    assert "nn.transpose" not in kinds, kinds
+    assert "nn.softmax" not in kinds, kinds
+    assert_close(run_module(module, feeds), ref, "dynamo attention, interpreter")
+    built = autofusion.compile(model, threads=1)
+    try:
+        assert_close(built.run(feeds), ref, "dynamo attention, C")
+    finally:
+        built.close()
+
+
 def test_batchnorm_without_producer_becomes_scale_shift() -> None:
     """DenseNet's pre-activation (torchvision export): Concat -> BN -> Relu -> 1x1 Conv, and a
     BatchNorm1d after Flatten. No BN here has a Conv to fold into; each becomes x*s + shift,

@@ -65,3 +65,57 @@ func.func @concat_no_prefix(%x: tensor<1x2x4xf32>) -> (tensor<1x6x4xf32>, tensor
 // CHECK:         %c2 = nn.concat %a, %b, %a {axis = 1 : i64}
 // CHECK-NEXT:    %w = nn.concat %a, %b {axis = 2 : i64}
 // CHECK-NEXT:    %c1 = nn.concat %a, %b {axis = 1 : i64}
+
+// -----
+
+// Positive: the dynamo exporter's K^T, [B, H, T, D] -> [B*H, T, D] -> [B*H, D, T] ->
+// [B, H, D, T], is one transpose of the 4-d tensor; a permutation of whole runs ([2, 3, 4]
+// -> [6, 4] -> [4, 6] -> [4, 2, 3]); timm's K (a squeezed slice of the fused qkv, [1, 1, H,
+// T, D]) is reshaped to [1, H, T, D] and transposed; [6, 4] -> [4, 6] -> [4, 3, 2] is
+// [3, 2, 4] transposed.
+func.func @transpose_through_reshapes(%k: tensor<1x2x5x4xf32>, %x: tensor<2x3x4xf32>, %s: tensor<1x1x2x5x4xf32>) -> (tensor<1x2x4x5xf32>, tensor<4x2x3xf32>, tensor<1x2x4x5xf32>, tensor<4x3x2xf32>) {
+  %a = nn.reshape %k {onnx.origins = ["r1"]} : (tensor<1x2x5x4xf32>) -> tensor<2x5x4xf32>
+  %b = nn.transpose %a {perm = array<i64: 0, 2, 1>, onnx.origins = ["t"]} : (tensor<2x5x4xf32>) -> tensor<2x4x5xf32>
+  %c = nn.reshape %b {onnx.origins = ["r2"]} : (tensor<2x4x5xf32>) -> tensor<1x2x4x5xf32>
+  %d = nn.reshape %x : (tensor<2x3x4xf32>) -> tensor<6x4xf32>
+  %e = nn.transpose %d {perm = array<i64: 1, 0>} : (tensor<6x4xf32>) -> tensor<4x6xf32>
+  %f = nn.reshape %e : (tensor<4x6xf32>) -> tensor<4x2x3xf32>
+  %g = nn.reshape %s : (tensor<1x1x2x5x4xf32>) -> tensor<2x5x4xf32>
+  %h = nn.transpose %g {perm = array<i64: 0, 2, 1>} : (tensor<2x5x4xf32>) -> tensor<2x4x5xf32>
+  %i = nn.reshape %h : (tensor<2x4x5xf32>) -> tensor<1x2x4x5xf32>
+  %j = nn.reshape %x : (tensor<2x3x4xf32>) -> tensor<6x4xf32>
+  %l = nn.transpose %j {perm = array<i64: 1, 0>} : (tensor<6x4xf32>) -> tensor<4x6xf32>
+  %m = nn.reshape %l : (tensor<4x6xf32>) -> tensor<4x3x2xf32>
+  func.return %c, %f, %i, %m : tensor<1x2x4x5xf32>, tensor<4x2x3xf32>, tensor<1x2x4x5xf32>, tensor<4x3x2xf32>
+}
+// CHECK-LABEL: func.func @transpose_through_reshapes
+// CHECK-NEXT:    %[[T:.*]] = nn.transpose %k {onnx.origins = ["r1", "t", "r2"], perm = array<i64: 0, 1, 3, 2>} : (tensor<1x2x5x4xf32>) -> tensor<1x2x4x5xf32>
+// CHECK-NEXT:    %[[U:.*]] = nn.transpose %x {perm = array<i64: 2, 0, 1>} : (tensor<2x3x4xf32>) -> tensor<4x2x3xf32>
+// CHECK-NEXT:    %[[R:.*]] = nn.reshape %s : (tensor<1x1x2x5x4xf32>) -> tensor<1x2x5x4xf32>
+// CHECK-NEXT:    %[[V:.*]] = nn.transpose %[[R]] {perm = array<i64: 0, 1, 3, 2>} : (tensor<1x2x5x4xf32>) -> tensor<1x2x4x5xf32>
+// CHECK-NEXT:    %[[S:.*]] = nn.reshape %x : (tensor<2x3x4xf32>) -> tensor<3x2x4xf32>
+// CHECK-NEXT:    %[[W:.*]] = nn.transpose %[[S]] {perm = array<i64: 2, 0, 1>} : (tensor<3x2x4xf32>) -> tensor<4x3x2xf32>
+// CHECK-NEXT:    func.return %[[T]], %[[U]], %[[V]], %[[W]]
+
+// -----
+
+// Must not fire: the last reshape does not split the transposed dims into runs ([4, 6] ->
+// [8, 3]), the transpose has another reader, and a transpose with no reshape before it.
+func.func @transpose_not_through_reshapes(%x: tensor<2x3x4xf32>) -> (tensor<8x3xf32>, tensor<4x6xf32>, tensor<4x2x3xf32>, tensor<3x8xf32>) {
+  %d = nn.reshape %x : (tensor<2x3x4xf32>) -> tensor<6x4xf32>
+  %e = nn.transpose %d {perm = array<i64: 1, 0>} : (tensor<6x4xf32>) -> tensor<4x6xf32>
+  %f = nn.reshape %e : (tensor<4x6xf32>) -> tensor<8x3xf32>
+  %g = nn.reshape %x : (tensor<2x3x4xf32>) -> tensor<6x4xf32>
+  %h = nn.transpose %g {perm = array<i64: 1, 0>} : (tensor<6x4xf32>) -> tensor<4x6xf32>
+  %i = nn.reshape %h : (tensor<4x6xf32>) -> tensor<4x2x3xf32>
+  %j = nn.transpose %x {perm = array<i64: 1, 0, 2>} : (tensor<2x3x4xf32>) -> tensor<3x2x4xf32>
+  %l = nn.reshape %j : (tensor<3x2x4xf32>) -> tensor<3x8xf32>
+  func.return %f, %h, %i, %l : tensor<8x3xf32>, tensor<4x6xf32>, tensor<4x2x3xf32>, tensor<3x8xf32>
+}
+// CHECK-LABEL: func.func @transpose_not_through_reshapes
+// CHECK:         %e = nn.transpose %d {perm = array<i64: 1, 0>}
+// CHECK-NEXT:    %f = nn.reshape %e
+// CHECK:         %h = nn.transpose %g {perm = array<i64: 1, 0>}
+// CHECK-NEXT:    %i = nn.reshape %h
+// CHECK:         %j = nn.transpose %x {perm = array<i64: 1, 0, 2>}
+// CHECK-NEXT:    %l = nn.reshape %j
