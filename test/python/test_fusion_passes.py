@@ -177,26 +177,38 @@ def _two_mask_attention() -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
-def test_two_constant_masks_become_one_attention() -> None:
-    """A position bias and a window mask in a row are folded into one constant mask: one
-    nn.attention, no softmax left, and the interpreter and the C build match onnxruntime."""
+def one_attention_checked(
+    model: onnx.ModelProto, feeds: Mapping[str, np.ndarray], what: str
+) -> list[str]:
+    """``model`` (one attention block, output ``o``) through the pipeline up to fusion: one
+    nn.attention and no softmax left, the interpreter and the C build matching onnxruntime
+    on ``feeds`` (outputs of ordinary size). Returns the op names left."""
     import autofusion
 
-    model = _two_mask_attention()
-    rng = np.random.default_rng(4)
-    feeds = {n: rng.uniform(-2.0, 2.0, (3, 2, 5, 8)).astype(np.float32) for n in "qkv"}
     sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    ref = {"o": sess.run(None, feeds)[0]}
+    ref = {"o": sess.run(None, dict(feeds))[0]}
     assert 0.1 < float(np.abs(ref["o"]).mean()) < 10.0
     module = import_onnx(model)
     for name in PIPELINE:
         apply(module, name)
     kinds = [op.name for op in module.walk()]
-    assert kinds.count("nn.attention") == 1
-    assert "nn.softmax" not in kinds
-    assert_close(run_module(module, feeds), ref, "two masks, interpreter")
+    assert kinds.count("nn.attention") == 1, kinds
+    assert "nn.softmax" not in kinds, kinds
+    assert_close(run_module(module, feeds), ref, f"{what}, interpreter")
     built = autofusion.compile(model, threads=1)
-    assert_close(built.run(feeds), ref, "two masks, C")
+    try:
+        assert_close(built.run(feeds), ref, f"{what}, C")
+    finally:
+        built.close()
+    return kinds
+
+
+def test_two_constant_masks_become_one_attention() -> None:
+    """A position bias and a window mask in a row are folded into one constant mask: one
+    nn.attention, no softmax left, and the interpreter and the C build match onnxruntime."""
+    rng = np.random.default_rng(4)
+    feeds = {n: rng.uniform(-2.0, 2.0, (3, 2, 5, 8)).astype(np.float32) for n in "qkv"}
+    one_attention_checked(_two_mask_attention(), feeds, "two masks")
 
 
 @pytest.mark.parametrize(
@@ -293,28 +305,11 @@ def test_dynamo_exporters_attention_reads_k_without_a_transpose() -> None:
     the reshape-transpose-reshape into transpose(k, [0, 1, 3, 2]), which recognize-attention
     takes as K^T (no nn.transpose left; before, two: the exporter's and one put back to
     undo it). The interpreter and the C build match onnxruntime."""
-    import autofusion
-
-    model = _dynamo_attention()
     rng = np.random.default_rng(5)
     feeds = {n: rng.uniform(-2.0, 2.0, (2, 3, 7, 8)).astype(np.float32) for n in "qkv"}
     feeds["mask"] = np.where(rng.random((2, 1, 7, 7)) < 0.3, -1e4, 0.0).astype(np.float32)
-    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    ref = {"o": sess.run(None, feeds)[0]}
-    assert 0.1 < float(np.abs(ref["o"]).mean()) < 10.0
-    module = import_onnx(model)
-    for name in PIPELINE:
-        apply(module, name)
-    kinds = [op.name for op in module.walk()]
-    assert kinds.count("nn.attention") == 1
+    kinds = one_attention_checked(_dynamo_attention(), feeds, "dynamo attention")
     assert "nn.transpose" not in kinds, kinds
-    assert "nn.softmax" not in kinds, kinds
-    assert_close(run_module(module, feeds), ref, "dynamo attention, interpreter")
-    built = autofusion.compile(model, threads=1)
-    try:
-        assert_close(built.run(feeds), ref, "dynamo attention, C")
-    finally:
-        built.close()
 
 
 def test_batchnorm_without_producer_becomes_scale_shift() -> None:
