@@ -59,9 +59,18 @@ both marks, and they write their halves of the concat in place as before (a slic
 y, ``afrt_maxpool2d_nc_f32``); a squeeze reading blocks into an NCHW fire is the exit
 (``layout.x`` only). Measured on SqueezeNet-1.1 (docs/runtime.md: 0.95 of main's time).
 
+Stems (SqueezeNet's 3 -> 64, 3x3/2): a unit ``clib.smallc_b_fits`` takes (at most 4 input
+channels, whole 16-channel blocks out) with an elementwise epilogue and no residual starts
+blocked with the fire concats and pools and is demoted the same way (every reader a blocked
+pool or a fire's squeeze reading it as x); one that stays gets ``layout.y``
+(``direct_smallc_b``: the image read as NCHW, the output channels along the lanes), so the
+first pool runs on blocks. Measured 0.85 of ``direct_smallc``'s time in SqueezeNet-1.1;
+the 7x7/2 stems of ResNet-50, GoogLeNet and DenseNet-121 only even (docs/runtime.md), and
+their pools feed NCHW convs anyway.
+
 Decisions: the marks on each conv (and max pool), and on each function ``layout.summary`` =
 ``{blocked convs, reorders (boundary reorders left), cancelled (reorder pairs cancelled),
-expand chains, fires, blocked pools}``, which the compile report copies
+expand chains, fires, blocked pools, blocked stems}``, which the compile report copies
 (``report["layout"]``; per conv ``conv_algo[i].layout``).
 
 Place: target c, fusion on, and only where the blocked kernel is on (the pipeline's
