@@ -557,6 +557,7 @@ CONV_ALGOS = (
     "direct_dw_lanes",
     "direct_dw",
     "direct_smallc",
+    "direct_smallc_b",
     "winograd",
     "direct_nchwc",
     "gemm_1x1_b",
@@ -634,6 +635,25 @@ def gemm_1x1_b_fits(f: dict[str, int]) -> bool:
         and (f["pad_top"], f["pad_left"], f["pad_bottom"], f["pad_right"]) == (0, 0, 0, 0)
         and (f["OH"], f["OW"]) == (f["H"], f["W"])
         and max(1, f["group"]) == 1
+    )
+
+
+def smallc_b_fits(f: dict[str, int]) -> bool:
+    """Whether ``afrt_dconv_smallcb_f32`` (``direct_smallc_b``: a stem conv from the NCHW
+    image into NCHW16c y) runs a conv (``CONV_FIELDS`` by name; ``afrt_dconv_smallcb_fits``):
+    group 1, 1 to ``SMALLC_MAX_C`` input channels, a multiple of 16 output channels, 2 to
+    ``DW_MAX_TAPS`` taps, column stride 1 or 2, dilation 1, non-negative pads. Only
+    ``assign-layout`` chooses it (a stem whose readers take blocks)."""
+    return (
+        max(1, f["group"]) == 1
+        and 1 <= f["C"] <= SMALLC_MAX_C
+        and f["K"] >= NC_BLOCK
+        and f["K"] % NC_BLOCK == 0
+        and 1 < f["R"] * f["S"] <= DW_MAX_TAPS
+        and f["stride_w"] in (1, 2)
+        and f["stride_h"] >= 1
+        and (f["dil_h"], f["dil_w"]) == (1, 1)
+        and min(f["pad_top"], f["pad_left"], f["pad_bottom"], f["pad_right"]) >= 0
     )
 
 
@@ -952,7 +972,8 @@ class Conv2DOp(_ContractionOp):
     &params, {epilogue, ctx})``
     (``direct_smallc``: ``afrt_dconv_smallc_f32``, ``winograd``: ``afrt_winograd_f32``,
     ``direct_nchwc``: ``afrt_nchwc_f32``, ``direct_1x1``: ``afrt_conv1x1d_f32``, same
-    arguments); with ``precision``
+    arguments; ``direct_smallc_b``: ``afrt_dconv_smallcb_f32``, NCHW16c y); with
+    ``precision``
     (``algo = "lp_gemm"``): ``afrt_conv2d_lp(AFRT_LP_BF16, x, w, w_stored, bias, ...)``.
     ``algo`` records the algorithm chosen at lowering and must be :func:`conv_algo` of
     ``params`` and ``precision``, with or without ``blocked`` (the runtime follows the same
@@ -1030,6 +1051,18 @@ class Conv2DOp(_ContractionOp):
                     "'clib.conv2d': direct_1x1_b needs a 1x1 stride-1 unpadded group-1 conv"
                 )
             want = "direct_1x1_b"
+        elif self.algo.data == "direct_smallc_b":  # assign-layout's stem writing blocks
+            if self.lp() is not None or self.layouts() != ("nchw", "nchw16c"):
+                raise VerifyException(
+                    "'clib.conv2d': direct_smallc_b is an fp32 conv from NCHW x into NCHW16c y"
+                )
+            if not smallc_b_fits(f):
+                raise VerifyException(
+                    "'clib.conv2d': direct_smallc_b needs a group-1 conv with at most "
+                    f"{SMALLC_MAX_C} input and a multiple of {NC_BLOCK} output channels, "
+                    "column stride 1 or 2, dilation 1"
+                )
+            want = "direct_smallc_b"
         elif self.blocked_flags():  # assign-layout's choice: the blocked kernel, any fitting conv
             if self.lp() is not None or not nchwc_fits(f):
                 raise VerifyException(

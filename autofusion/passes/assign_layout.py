@@ -59,9 +59,18 @@ both marks, and they write their halves of the concat in place as before (a slic
 y, ``afrt_maxpool2d_nc_f32``); a squeeze reading blocks into an NCHW fire is the exit
 (``layout.x`` only). Measured on SqueezeNet-1.1 (docs/runtime.md: 0.95 of main's time).
 
+Stems (SqueezeNet's 3 -> 64, 3x3/2): a unit ``clib.smallc_b_fits`` takes (at most 4 input
+channels, whole 16-channel blocks out) with an elementwise epilogue and no residual starts
+blocked with the fire concats and pools and is demoted the same way (every reader a blocked
+pool or a fire's squeeze reading it as x); one that stays gets ``layout.y``
+(``direct_smallc_b``: the image read as NCHW, the output channels along the lanes), so the
+first pool runs on blocks. Measured 0.85 of ``direct_smallc``'s time in SqueezeNet-1.1;
+the 7x7/2 stems of ResNet-50, GoogLeNet and DenseNet-121 only even (docs/runtime.md), and
+their pools feed NCHW convs anyway.
+
 Decisions: the marks on each conv (and max pool), and on each function ``layout.summary`` =
 ``{blocked convs, reorders (boundary reorders left), cancelled (reorder pairs cancelled),
-expand chains, fires, blocked pools}``, which the compile report copies
+expand chains, fires, blocked pools, blocked stems}``, which the compile report copies
 (``report["layout"]``; per conv ``conv_algo[i].layout``).
 
 Place: target c, fusion on, and only where the blocked kernel is on (the pipeline's
@@ -129,6 +138,8 @@ class ConvUnit:
 
     def rule(self, x_blocked: bool, y_blocked: bool, pointwise: bool) -> bool:
         """Whether this conv is worth the blocked kernel with these edges (module doc)."""
+        if not clib.nchwc_fits(self.fields):  # a stem: only _Fires blocks it
+            return False
         if (self.fields["R"], self.fields["S"]) == (1, 1):
             return pointwise and x_blocked and y_blocked
         return clib.nchwc_applies(self.fields)
@@ -161,13 +172,14 @@ def _epilogue_reads(body: list[Operation], conv: nn.ConvOp) -> list[BlockArgumen
 
 
 def _fits(conv: nn.ConvOp) -> dict[str, int] | None:
-    """The conv's ``CONV_FIELDS`` when the blocked kernel can run it: a 2-d f32 conv that
-    ``assign-precision`` left fp32 and ``clib.nchwc_fits`` takes."""
+    """The conv's ``CONV_FIELDS`` when a blocked kernel can run it: a 2-d f32 conv that
+    ``assign-precision`` left fp32 and ``clib.nchwc_fits`` or (a stem writing blocks)
+    ``clib.smallc_b_fits`` takes."""
     f = conv_fields(conv)
     if f is None or precision_of(conv) != "fp32":
         return None
     fields: dict[str, int] = dict(zip(clib.CONV_FIELDS, f, strict=True))
-    return fields if clib.nchwc_fits(fields) else None
+    return fields if clib.nchwc_fits(fields) or clib.smallc_b_fits(fields) else None
 
 
 def conv_unit(op: Operation) -> ConvUnit | None:
@@ -345,21 +357,29 @@ def _fire(lay: _Layouts, cat: nn.ConcatOp) -> Fire | None:
     return Fire(q, expands, cat)
 
 
+def _is_stem(u: ConvUnit) -> bool:
+    """``u`` can write blocks from the NCHW image (``direct_smallc_b``): ``clib.smallc_b_fits``
+    and an elementwise epilogue without residual."""
+    return clib.smallc_b_fits(u.fields) and u.flat and not u.others
+
+
 class _Fires:
-    """Which fire concats and max pools keep NCHW16c: every fire concat and 4-d f32 max pool
-    output starts blocked and is demoted unless every reader is a fire's squeeze reading it as
-    its x only or a blocked max pool, and (a pool) its input is blocked too."""
+    """Which fire concats, max pools and stems keep NCHW16c: every fire concat, 4-d f32 max
+    pool and stem (``_is_stem``) output starts blocked and is demoted unless every reader is a
+    fire's squeeze reading it as its x only or a blocked max pool, and (a pool) its input is
+    blocked too."""
 
     def __init__(self, fn: func.FuncOp, lay: _Layouts) -> None:
         self.fires: dict[SSAValue, Fire] = {}
         self.pools: dict[SSAValue, nn.MaxPoolOp] = {}
+        self.stems = {u.y: u for u in lay.units.values() if _is_stem(u)}
         for op in fn.body.block.ops:
             if isinstance(op, nn.ConcatOp) and (f := _fire(lay, op)) is not None:
                 self.fires[op.y] = f
             elif isinstance(op, nn.MaxPoolOp) and _is_f32_4d(op.x) and _is_f32_4d(op.y):
                 self.pools[op.y] = op
         self.squeezes = {f.squeeze.top: f.squeeze for f in self.fires.values()}
-        self.blocked = {v: True for v in (*self.fires, *self.pools)}
+        self.blocked = {v: True for v in (*self.fires, *self.pools, *self.stems)}
         while _unblock_illegal(self.blocked, self._legal):
             pass
 
@@ -383,13 +403,17 @@ class _Fires:
         return True
 
 
-def fire_layouts(fn: func.FuncOp, lay: _Layouts) -> tuple[int, int, int, set[nn.ConvOp]]:
-    """Mark the fire modules between blocked pools and concats (module doc): the number of
-    blocked fires, of blocked pools and of exits (a squeeze reading blocks into an NCHW
-    fire: the region's reorder back), and the convs marked."""
+def fire_layouts(fn: func.FuncOp, lay: _Layouts) -> tuple[int, int, int, int, set[nn.ConvOp]]:
+    """Mark the fire modules between blocked stems, pools and concats (module doc): the
+    number of blocked fires, of blocked pools, of blocked stems and of exits (a squeeze
+    reading blocks into an NCHW fire: the region's reorder back), and the convs marked."""
     fl = _Fires(fn, lay)
     marked: set[nn.ConvOp] = set()
     fires = exits = 0
+    stems = [u for v, u in fl.stems.items() if fl.of(v)]
+    for u in stems:
+        u.conv.attributes[LAYOUT_Y] = StringAttr(BLOCKED)
+        marked.add(u.conv)
     for v, f in fl.fires.items():
         if fl.of(f.squeeze.x):
             f.squeeze.conv.attributes[LAYOUT_X] = StringAttr(BLOCKED)
@@ -410,7 +434,7 @@ def fire_layouts(fn: func.FuncOp, lay: _Layouts) -> tuple[int, int, int, set[nn.
         if fl.of(v):
             pool.attributes[LAYOUT_X] = StringAttr(BLOCKED)
             pools += 1
-    return fires, pools, exits, marked
+    return fires, pools, len(stems), exits, marked
 
 
 def assign(fn: func.FuncOp, pointwise: bool = False) -> dict[str, int]:
@@ -444,7 +468,7 @@ def assign(fn: func.FuncOp, pointwise: bool = False) -> dict[str, int]:
         for dw in dws:
             dw.attributes[LAYOUT_X] = StringAttr(BLOCKED)
         cancelled += len(dws)
-    fires, pools, exits, marked = fire_layouts(fn, lay)
+    fires, pools, stems, exits, marked = fire_layouts(fn, lay)
     blocked_convs += len(marked - {u.conv for u in lay.units.values() if u.blocked})
     reorders += exits
     return {
@@ -454,6 +478,7 @@ def assign(fn: func.FuncOp, pointwise: bool = False) -> dict[str, int]:
         "expand_chains": expand,
         "fires": fires,
         "blocked_pools": pools,
+        "blocked_stems": stems,
     }
 
 

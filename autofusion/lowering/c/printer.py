@@ -1438,6 +1438,10 @@ class _FuncPrinter:
                     # assign-layout's expand conv writing NCHW16c for a blocked conv chain
                     self.emit(d, f"  if (!afrt_conv1x1b_f32({args}, {epi}))")
                     self.emit(d, f"    afrt_nchwc_naive_f32({args}, {epi}, 2); }}")
+                elif op.algo.data == "direct_smallc_b":
+                    # assign-layout's stem writing NCHW16c from the NCHW image
+                    self.emit(d, f"  if (!afrt_dconv_smallcb_f32({args}, {epi}))")
+                    self.emit(d, f"    afrt_nchwc_naive_f32({args}, {epi}, 2); }}")
                 elif op.algo.data == "direct_1x1_b":
                     # assign-layout's 1x1 conv into NCHW16c from either layout
                     flags = op.blocked_flags()

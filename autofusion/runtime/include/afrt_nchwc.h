@@ -115,25 +115,29 @@ static inline void afrt_nc_pack_weights_(const float *w, int64_t K, int64_t C, i
             }
 }
 
-/* The reordered w: cached when w is constant, else reordered now into scratch slot 1 of the
- * calling thread. NULL if memory is short. */
-static inline const float *afrt_nc_weights_(const float *w, int64_t K, int64_t C, int64_t RS) {
-    const size_t n = (size_t)(afrt_round_up_(K, AFRT_NC_KT) * afrt_round_up_(C, AFRT_NC_L) * RS);
+/* A reorder of w [K][C][RS] into n floats (pack): the blocked kernels' weights. */
+typedef void (*afrt_nc_pack_fn_)(const float *w, int64_t K, int64_t C, int64_t RS, float *dst);
+
+/* w reordered by pack: cached when w is constant (packed-operand cache side `side`: 3
+ * afrt_nchwc_f32's, 4 direct_1x1's, 5 direct_smallc_b's), else reordered now into scratch
+ * slot 1 of the calling thread. NULL if memory is short. */
+static inline const float *afrt_nc_cached_(const float *w, int64_t K, int64_t C, int64_t RS,
+                                           int side, size_t n, afrt_nc_pack_fn_ pack) {
     const float *found = NULL;
     AFRT_OMP(critical(afrt_cache))
     {
         if (afrt_in_region_(w, (size_t)(K * C * RS) * sizeof(float))) {
             for (int e = 0; e < afrt_n_packed_ && !found; ++e) {
                 const afrt_packed_entry_ *q = &afrt_packed_[e];
-                if (q->src == w && q->rows == K && q->cols == C && q->ld == RS && q->side == 3 &&
-                    q->lp == 0)
+                if (q->src == w && q->rows == K && q->cols == C && q->ld == RS &&
+                    q->side == side && q->lp == 0)
                     found = (const float *)q->packed;
             }
             if (!found && afrt_n_packed_ < AFRT_MAX_PACKED) {
                 float *buf = (float *)afrt_alloc_pack_(n * sizeof(float));
                 if (buf) {
-                    afrt_nc_pack_weights_(w, K, C, RS, buf);
-                    afrt_packed_entry_ e = {w, K, C, RS, 0, 3, 0, buf};
+                    pack(w, K, C, RS, buf);
+                    afrt_packed_entry_ e = {w, K, C, RS, 0, side, 0, buf};
                     afrt_packed_[afrt_n_packed_++] = e;
                     found = buf;
                 }
@@ -142,8 +146,14 @@ static inline const float *afrt_nc_weights_(const float *w, int64_t K, int64_t C
     }
     if (found) return found;
     float *buf = (float *)afrt_thread_scratch(1, n * sizeof(float));
-    if (buf) afrt_nc_pack_weights_(w, K, C, RS, buf);
+    if (buf) pack(w, K, C, RS, buf);
     return buf;
+}
+
+/* afrt_nc_pack_weights_'s reorder of w (cached, side 3). */
+static inline const float *afrt_nc_weights_(const float *w, int64_t K, int64_t C, int64_t RS) {
+    const size_t n = (size_t)(afrt_round_up_(K, AFRT_NC_KT) * afrt_round_up_(C, AFRT_NC_L) * RS);
+    return afrt_nc_cached_(w, K, C, RS, 3, n, afrt_nc_pack_weights_);
 }
 
 /* Row i of block cb of image xn, zero-padded, into xr ([Wp][16]). */
@@ -561,8 +571,9 @@ static inline int afrt_conv1x1d_applies(const afrt_conv_params *p) {
            p->OH * p->OW >= AFRT_1X1D_MIN_HW;
 }
 
-/* w [K][C] reordered to [K/8][C][8] (zeros past K) into dst. */
-static inline void afrt_1x1d_pack_(const float *w, int64_t K, int64_t C, float *dst) {
+/* w [K][C] reordered to [K/8][C][8] (zeros past K) into dst (RS is 1). */
+static inline void afrt_1x1d_pack_(const float *w, int64_t K, int64_t C, int64_t RS, float *dst) {
+    (void)RS;
     for (int64_t kb = 0; kb < afrt_cdiv_(K, AFRT_1X1D_MR); ++kb)
         for (int64_t c = 0; c < C; ++c)
             for (int64_t k = 0; k < AFRT_1X1D_MR; ++k) {
@@ -571,34 +582,10 @@ static inline void afrt_1x1d_pack_(const float *w, int64_t K, int64_t C, float *
             }
 }
 
-/* The reordered w: cached when w is constant (side 4), else into scratch slot 1 of the
- * calling thread. NULL if memory is short. */
+/* The reordered w (cached, side 4). NULL if memory is short. */
 static inline const float *afrt_1x1d_weights_(const float *w, int64_t K, int64_t C) {
     const size_t n = (size_t)(afrt_round_up_(K, AFRT_1X1D_MR) * C);
-    const float *found = NULL;
-    AFRT_OMP(critical(afrt_cache))
-    {
-        if (afrt_in_region_(w, (size_t)(K * C) * sizeof(float))) {
-            for (int e = 0; e < afrt_n_packed_ && !found; ++e) {
-                const afrt_packed_entry_ *q = &afrt_packed_[e];
-                if (q->src == w && q->rows == K && q->cols == C && q->side == 4 && q->lp == 0)
-                    found = (const float *)q->packed;
-            }
-            if (!found && afrt_n_packed_ < AFRT_MAX_PACKED) {
-                float *buf = (float *)afrt_alloc_pack_(n * sizeof(float));
-                if (buf) {
-                    afrt_1x1d_pack_(w, K, C, buf);
-                    afrt_packed_entry_ e = {w, K, C, 1, 0, 4, 0, buf};
-                    afrt_packed_[afrt_n_packed_++] = e;
-                    found = buf;
-                }
-            }
-        }
-    }
-    if (found) return found;
-    float *buf = (float *)afrt_thread_scratch(1, n * sizeof(float));
-    if (buf) afrt_1x1d_pack_(w, K, C, buf);
-    return buf;
+    return afrt_nc_cached_(w, K, C, 1, 4, n, afrt_1x1d_pack_);
 }
 
 #if defined(__AVX512F__) && (defined(__GNUC__) || defined(__clang__))
@@ -897,6 +884,196 @@ static inline int afrt_conv1x1nb_f32(const float *x, const float *w, const float
     return 1;
 #else
     (void)x, (void)w, (void)bias, (void)y, (void)p, (void)epi, (void)flags;
+    return 0;
+#endif
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * direct_smallc_b (afrt_dconv_smallcb_f32): a stem conv -- at most AFRT_DC_MAX_C input
+ * channels (the image), any R x S up to AFRT_DW_MAX_TAPS taps, stride 1 or 2 along rows, any
+ * along columns, dilation 1, K a multiple of 16 -- from NCHW x into NCHW16c y: assign-layout's
+ * stem in front of blocked pools and fire modules (SqueezeNet-1.1's 3 -> 64, 3x3/2 at 224x224,
+ * docs/c-backend.md). afrt_dconv_smallc_f32 puts positions along the lanes and so needs phase
+ * planes for strides; here the output channels go along the lanes, as onnxruntime's NCHWc
+ * stem does: a register tile is 4 blocks (64 channels) x 6 consecutive positions of one output
+ * row (24 accumulators); per tap (c, r, s) four weight vectors are loaded and each position's
+ * input is broadcast straight from the image (stride_w floats apart: immediate offsets), so
+ * nothing is copied unless the conv pads (then the image, zero-padded, into scratch slot 0).
+ * Weights reordered to [K/64][C*R*S][64] (zeros past K; cached, side 5). The bias is the
+ * accumulators' start; the built-in clamp (Relu; its residual in y's layout) is applied before
+ * the only store, whole 64-byte lines; any other epilogue in its flat form on each finished
+ * row of a block. Short tiles at a row's end are their own compiled shapes. Tasks are (image,
+ * output row), static over OpenMP threads.
+ * ------------------------------------------------------------------------------------------- */
+#define AFRT_SCB_NB 4 /* 16-channel blocks per register tile */
+#define AFRT_SCB_NT 6 /* positions of one output row per register tile */
+
+/* Whether afrt_dconv_smallcb_f32 runs this conv (clib.smallc_b_fits). */
+static inline int afrt_dconv_smallcb_fits(const afrt_conv_params *p) {
+    return p->group <= 1 && p->C >= 1 && p->C <= AFRT_DC_MAX_C && p->K >= AFRT_NC_L &&
+           p->K % AFRT_NC_L == 0 && p->R * p->S > 1 && p->R * p->S <= AFRT_DW_MAX_TAPS &&
+           (p->stride_w == 1 || p->stride_w == 2) && p->stride_h >= 1 && p->dil_h == 1 &&
+           p->dil_w == 1 && p->pad_top >= 0 && p->pad_left >= 0 && p->pad_bottom >= 0 &&
+           p->pad_right >= 0;
+}
+
+/* w [K][C*RS] reordered to [K/64][C*RS][64] (zeros past K) into dst. */
+static inline void afrt_scb_pack_(const float *w, int64_t K, int64_t C, int64_t RS, float *dst) {
+    const int64_t G = AFRT_SCB_NB * AFRT_NC_L, T = C * RS;
+    for (int64_t g = 0; g < afrt_cdiv_(K, G); ++g)
+        for (int64_t t = 0; t < T; ++t)
+            for (int64_t k = 0; k < G; ++k) {
+                const int64_t kk = g * G + k;
+                dst[(g * T + t) * G + k] = kk < K ? w[kk * T + t] : 0.0f;
+            }
+}
+
+#if defined(__AVX512F__) && (defined(__GNUC__) || defined(__clang__))
+/* One register tile: 4 blocks x nt positions (a constant in every copy) of one output row,
+ * from xq (the tile's first position's input at tap (0, 0, 0); channels cstep, rows rstep,
+ * positions SW floats apart) and wk (the group's [C*R*S][64] weights), the biases bb[64] as
+ * the start; block h stored at yq + h * plane for h < nb. */
+static inline __attribute__((always_inline)) void afrt_scb_tile_(
+    const float *restrict xq, int64_t C, int64_t cstep, int64_t R, int64_t S, int64_t rstep,
+    const int SW, const float *restrict wk, const float *bb, float *restrict yq, int64_t plane,
+    int64_t nb, const afrt_epi_clamp *cl, const float *zq, const int nt) {
+    __m512 a[AFRT_SCB_NB][AFRT_SCB_NT];
+    for (int h = 0; h < AFRT_SCB_NB; ++h) {
+        const __m512 bv = _mm512_loadu_ps(bb + h * AFRT_NC_L);
+        for (int j = 0; j < nt; ++j) a[h][j] = bv;
+    }
+    for (int64_t c = 0; c < C; ++c)
+        for (int64_t r = 0; r < R; ++r) {
+            const float *xr = xq + c * cstep + r * rstep;
+            for (int64_t s = 0; s < S; ++s, wk += AFRT_SCB_NB * AFRT_NC_L) {
+                __m512 wv[AFRT_SCB_NB];
+                for (int h = 0; h < AFRT_SCB_NB; ++h) wv[h] = _mm512_loadu_ps(wk + h * AFRT_NC_L);
+                for (int j = 0; j < nt; ++j) {
+                    const __m512 xv = _mm512_set1_ps(xr[s + j * SW]);
+                    for (int h = 0; h < AFRT_SCB_NB; ++h)
+                        a[h][j] = _mm512_fmadd_ps(wv[h], xv, a[h][j]);
+                }
+            }
+        }
+    const __m512 lo = _mm512_set1_ps(cl ? cl->lo : 0.0f), hi = _mm512_set1_ps(cl ? cl->hi : 0.0f);
+    const int up = cl && cl->hi != INFINITY; /* an infinite upper bound changes nothing */
+    for (int h = 0; h < AFRT_SCB_NB && h < nb; ++h)
+        for (int j = 0; j < nt; ++j) {
+            __m512 o = a[h][j];
+            if (cl) { /* afrt_epi_clamp1_ on (o + residual), NaN kept */
+                if (zq) o = _mm512_add_ps(o, _mm512_loadu_ps(zq + h * plane + j * AFRT_NC_L));
+                o = _mm512_mask_mov_ps(lo, _mm512_cmp_ps_mask(o, lo, _CMP_NLE_UQ), o);
+                if (up) o = _mm512_mask_mov_ps(hi, _mm512_cmp_ps_mask(o, hi, _CMP_NGE_UQ), o);
+            }
+            _mm512_storeu_ps(yq + h * plane + j * AFRT_NC_L, o);
+        }
+}
+
+/* Each tile width compiled on its own (SW and nt constants) */
+#define AFRT_SCB_SHAPE_(name, SW, NT)                                                             \
+    static void name(const float *restrict xq, int64_t C, int64_t cstep, int64_t R, int64_t S,   \
+                     int64_t rstep, const float *restrict wk, const float *bb,                   \
+                     float *restrict yq, int64_t plane, int64_t nb, const afrt_epi_clamp *cl,    \
+                     const float *zq) {                                                          \
+        afrt_scb_tile_(xq, C, cstep, R, S, rstep, SW, wk, bb, yq, plane, nb, cl, zq, NT);        \
+    }
+AFRT_SCB_SHAPE_(afrt_scb_s1n1_, 1, 1)
+AFRT_SCB_SHAPE_(afrt_scb_s1n2_, 1, 2)
+AFRT_SCB_SHAPE_(afrt_scb_s1n3_, 1, 3)
+AFRT_SCB_SHAPE_(afrt_scb_s1n4_, 1, 4)
+AFRT_SCB_SHAPE_(afrt_scb_s1n5_, 1, 5)
+AFRT_SCB_SHAPE_(afrt_scb_s1n6_, 1, 6)
+AFRT_SCB_SHAPE_(afrt_scb_s2n1_, 2, 1)
+AFRT_SCB_SHAPE_(afrt_scb_s2n2_, 2, 2)
+AFRT_SCB_SHAPE_(afrt_scb_s2n3_, 2, 3)
+AFRT_SCB_SHAPE_(afrt_scb_s2n4_, 2, 4)
+AFRT_SCB_SHAPE_(afrt_scb_s2n5_, 2, 5)
+AFRT_SCB_SHAPE_(afrt_scb_s2n6_, 2, 6)
+#undef AFRT_SCB_SHAPE_
+typedef void (*afrt_scb_fn_)(const float *, int64_t, int64_t, int64_t, int64_t, int64_t,
+                             const float *, const float *, float *, int64_t, int64_t,
+                             const afrt_epi_clamp *, const float *);
+static afrt_scb_fn_ const afrt_scb_fns_[2][AFRT_SCB_NT] = {
+    {afrt_scb_s1n1_, afrt_scb_s1n2_, afrt_scb_s1n3_, afrt_scb_s1n4_, afrt_scb_s1n5_,
+     afrt_scb_s1n6_},
+    {afrt_scb_s2n1_, afrt_scb_s2n2_, afrt_scb_s2n3_, afrt_scb_s2n4_, afrt_scb_s2n5_,
+     afrt_scb_s2n6_}};
+#endif
+
+/* direct_smallc_b (above): x NCHW, y NCHW16c. Returns 0 when the conv does not fit
+ * (afrt_dconv_smallcb_fits), the build has no AVX-512 or memory is short: then nothing is
+ * written and the caller runs afrt_nchwc_naive_f32. */
+static inline int afrt_dconv_smallcb_f32(const float *x, const float *w, const float *bias,
+                                         float *y, const afrt_conv_params *p, afrt_epilogue epi) {
+#if defined(__AVX512F__) && (defined(__GNUC__) || defined(__clang__))
+    if (!afrt_dconv_smallcb_fits(p)) return 0;
+    if (p->N <= 0 || p->OH <= 0 || p->OW <= 0) return 1;
+    afrt_init_once_();
+    const int64_t C = p->C, K = p->K, R = p->R, S = p->S, OH = p->OH, OW = p->OW;
+    const int64_t G = AFRT_SCB_NB * AFRT_NC_L, Kb = K / AFRT_NC_L, ohw = OH * OW;
+    const int64_t plane = ohw * AFRT_NC_L, T = C * R * S;
+    const float *wb = afrt_nc_cached_(w, K, C, R * S, 5, (size_t)(afrt_round_up_(K, G) * T),
+                                      afrt_scb_pack_);
+    if (!wb) return 0;
+    /* the rows and columns the taps read; the image itself when the conv does not pad */
+    const int64_t Hp = (OH - 1) * p->stride_h + R, Wp = (OW - 1) * p->stride_w + S;
+    const int inplace = p->pad_top == 0 && p->pad_left == 0 && Hp <= p->H && Wp <= p->W;
+    float *xp = NULL;
+    if (!inplace) {
+        xp = (float *)afrt_thread_scratch(0, (size_t)(C * Hp * Wp) * sizeof(float));
+        if (!xp) return 0;
+    }
+    const int64_t rstep = inplace ? p->W : Wp, cstep = inplace ? p->H * p->W : Hp * Wp;
+    const afrt_epi_clamp *cl = afrt_epi_builtin_clamp_(epi);
+    const int64_t ng = afrt_cdiv_(K, G);
+    const int par = afrt_num_threads_ > 1 && OH > 1 && afrt_worth_threads_((double)p->N * K * ohw * T);
+    (void)par; /* unused without OpenMP */
+    for (int64_t n = 0; n < p->N; ++n) {
+        const float *xn = x + n * C * p->H * p->W;
+        if (!inplace) { /* the zero-padded image */
+            for (int64_t c = 0; c < C; ++c)
+                for (int64_t i = 0; i < Hp; ++i)
+                    for (int64_t j = 0; j < Wp; ++j) {
+                        const int64_t ih = i - p->pad_top, iw = j - p->pad_left;
+                        xp[(c * Hp + i) * Wp + j] = ih >= 0 && ih < p->H && iw >= 0 && iw < p->W
+                                                        ? xn[(c * p->H + ih) * p->W + iw]
+                                                        : 0.0f;
+                    }
+            xn = xp;
+        }
+        float *yn = y + n * Kb * plane;
+        AFRT_OMP(parallel for schedule(static) num_threads(afrt_threads_now()) if (par))
+        for (int64_t oh = 0; oh < OH; ++oh) {
+            afrt_arrive_();
+            const float *xr = xn + oh * p->stride_h * rstep;
+            for (int64_t g = 0; g < ng; ++g) {
+                float gb[AFRT_SCB_NB * AFRT_NC_L];
+                for (int64_t k = 0; k < G; ++k) gb[k] = bias && g * G + k < K ? bias[g * G + k] : 0.0f;
+                const int64_t nb = afrt_min_(AFRT_SCB_NB, Kb - g * AFRT_SCB_NB);
+                const float *wg = wb + g * T * G;
+                float *yg = yn + g * AFRT_SCB_NB * plane + oh * OW * AFRT_NC_L;
+                for (int64_t ow = 0; ow < OW; ow += AFRT_SCB_NT) {
+                    const int64_t nq = afrt_min_(AFRT_SCB_NT, OW - ow);
+                    float *yq = yg + ow * AFRT_NC_L;
+                    const float *zq = cl && cl->res ? cl->res + (yq - y) : NULL;
+                    if (oh + 1 < OH)
+                        for (int64_t h = 0; h < nb; ++h)
+                            for (int64_t j = 0; j < nq; ++j)
+                                _mm_prefetch((const char *)(yq + h * plane + (OW + j) * AFRT_NC_L), _MM_HINT_ET0);
+                    afrt_scb_fns_[p->stride_w == 2][nq - 1](xr + ow * p->stride_w, C, cstep, R, S,
+                                                           rstep, wg, gb, yq, plane, nb, cl, zq);
+                }
+                if (!cl && epi.fn)
+                    for (int64_t h = 0; h < nb; ++h) {
+                        const int64_t f0 = (yg - y) + h * plane;
+                        afrt_nc_epilogue_blocked_(epi, y, f0, f0 + OW * AFRT_NC_L, ohw);
+                    }
+            }
+        }
+    }
+    return 1;
+#else
+    (void)x, (void)w, (void)bias, (void)y, (void)p, (void)epi;
     return 0;
 #endif
 }

@@ -15,12 +15,12 @@ func.func @chain(%x: tensor<1x32x14x14xf32>, %w3: tensor<32x32x3x3xf32>, %w1: te
   func.return %c : tensor<1x32x14x14xf32>
 }
 // CHECK-LABEL: func.func @chain(
-// CHECK-SAME:    layout.summary = {blocked_convs = 2 : i64, reorders = 4 : i64, cancelled = 0 : i64, expand_chains = 0 : i64, fires = 0 : i64, blocked_pools = 0 : i64}
+// CHECK-SAME:    layout.summary = {blocked_convs = 2 : i64, reorders = 4 : i64, cancelled = 0 : i64, expand_chains = 0 : i64, fires = 0 : i64, blocked_pools = 0 : i64, blocked_stems = 0 : i64}
 // CHECK-NOT:     layout.x
 // CHECK-NOT:     layout.y
 // CHECK:         func.return
 // PW-LABEL: func.func @chain(
-// PW-SAME:    layout.summary = {blocked_convs = 3 : i64, reorders = 2 : i64, cancelled = 2 : i64, expand_chains = 0 : i64, fires = 0 : i64, blocked_pools = 0 : i64}
+// PW-SAME:    layout.summary = {blocked_convs = 3 : i64, reorders = 2 : i64, cancelled = 2 : i64, expand_chains = 0 : i64, fires = 0 : i64, blocked_pools = 0 : i64, blocked_stems = 0 : i64}
 // PW:         nn.conv %{{.*}} {layout.y = "nchw16c", strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>
 // PW:         nn.conv %{{.*}} {layout.x = "nchw16c", layout.y = "nchw16c", strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>
 // PW:         nn.conv %{{.*}} {layout.x = "nchw16c", strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>
@@ -40,7 +40,7 @@ func.func @residual(%x: tensor<1x32x7x7xf32>, %w3: tensor<32x32x3x3xf32>) -> ten
   func.return %c : tensor<1x32x7x7xf32>
 }
 // CHECK-LABEL: func.func @residual(
-// CHECK-SAME:    layout.summary = {blocked_convs = 3 : i64, reorders = 2 : i64, cancelled = 2 : i64, expand_chains = 0 : i64, fires = 0 : i64, blocked_pools = 0 : i64}
+// CHECK-SAME:    layout.summary = {blocked_convs = 3 : i64, reorders = 2 : i64, cancelled = 2 : i64, expand_chains = 0 : i64, fires = 0 : i64, blocked_pools = 0 : i64, blocked_stems = 0 : i64}
 // CHECK:         %[[A:.*]] = nn.conv %x, %w3 {layout.y = "nchw16c"
 // CHECK:         fusion.kernel "conv_add_relu" [] (%[[A]], %w3)
 // CHECK:           nn.conv %{{.*}} {layout.x = "nchw16c", layout.y = "nchw16c"
@@ -60,12 +60,12 @@ func.func @boundaries(%x: tensor<1x32x14x14xf32>, %w3: tensor<32x32x3x3xf32>, %w
   func.return %p, %c : tensor<1x32x7x7xf32>, tensor<1x32x14x14xf32>
 }
 // CHECK-LABEL: func.func @boundaries(
-// CHECK-SAME:    layout.summary = {blocked_convs = 2 : i64, reorders = 4 : i64, cancelled = 0 : i64, expand_chains = 0 : i64, fires = 0 : i64, blocked_pools = 0 : i64}
+// CHECK-SAME:    layout.summary = {blocked_convs = 2 : i64, reorders = 4 : i64, cancelled = 0 : i64, expand_chains = 0 : i64, fires = 0 : i64, blocked_pools = 0 : i64, blocked_stems = 0 : i64}
 // CHECK-NOT:     layout.x
 // CHECK-NOT:     layout.y
 // CHECK:         func.return
 // PW-LABEL: func.func @boundaries(
-// PW-SAME:    layout.summary = {blocked_convs = 2 : i64, reorders = 4 : i64, cancelled = 0 : i64, expand_chains = 0 : i64, fires = 0 : i64, blocked_pools = 0 : i64}
+// PW-SAME:    layout.summary = {blocked_convs = 2 : i64, reorders = 4 : i64, cancelled = 0 : i64, expand_chains = 0 : i64, fires = 0 : i64, blocked_pools = 0 : i64, blocked_stems = 0 : i64}
 // PW-NOT:     layout.x
 // PW-NOT:     layout.y
 // PW:         func.return
@@ -89,7 +89,7 @@ func.func @refused(%x: tensor<1x32x14x14xf32>, %w24: tensor<24x32x3x3xf32>, %w3:
   func.return %b, %d : tensor<1x32x14x14xf32>, tensor<1x32x14x14xf32>
 }
 // CHECK-LABEL: func.func @refused(
-// CHECK-SAME:    layout.summary = {blocked_convs = 2 : i64, reorders = 4 : i64, cancelled = 0 : i64, expand_chains = 0 : i64, fires = 0 : i64, blocked_pools = 0 : i64}
+// CHECK-SAME:    layout.summary = {blocked_convs = 2 : i64, reorders = 4 : i64, cancelled = 0 : i64, expand_chains = 0 : i64, fires = 0 : i64, blocked_pools = 0 : i64, blocked_stems = 0 : i64}
 // CHECK-NOT:     layout.x
 // CHECK-NOT:     layout.y
 // CHECK:         func.return
@@ -104,7 +104,7 @@ func.func @lowp(%x: tensor<1x32x7x7xf32>, %w3: tensor<32x32x3x3xf32>) -> tensor<
   func.return %b : tensor<1x32x7x7xf32>
 }
 // CHECK-LABEL: func.func @lowp(
-// CHECK-SAME:    layout.summary = {blocked_convs = 1 : i64, reorders = 2 : i64, cancelled = 0 : i64, expand_chains = 0 : i64, fires = 0 : i64, blocked_pools = 0 : i64}
+// CHECK-SAME:    layout.summary = {blocked_convs = 1 : i64, reorders = 2 : i64, cancelled = 0 : i64, expand_chains = 0 : i64, fires = 0 : i64, blocked_pools = 0 : i64, blocked_stems = 0 : i64}
 // CHECK-NOT:     layout.x
 // CHECK-NOT:     layout.y
 // CHECK:         func.return
@@ -136,7 +136,7 @@ func.func @expand(%x: tensor<1x24x7x7xf32>, %we: tensor<32x24x1x1xf32>, %wd: ten
   func.return %k, %k2 : tensor<1x24x7x7xf32>, tensor<1x24x7x7xf32>
 }
 // CHECK-LABEL: func.func @expand(
-// CHECK-SAME:    layout.summary = {blocked_convs = 0 : i64, reorders = 0 : i64, cancelled = 1 : i64, expand_chains = 1 : i64, fires = 0 : i64, blocked_pools = 0 : i64}
+// CHECK-SAME:    layout.summary = {blocked_convs = 0 : i64, reorders = 0 : i64, cancelled = 1 : i64, expand_chains = 1 : i64, fires = 0 : i64, blocked_pools = 0 : i64, blocked_stems = 0 : i64}
 // CHECK:         fusion.kernel "conv_relu6" [] (%x, %we)
 // CHECK-NEXT:    ^{{.*}}
 // CHECK-NEXT:      nn.conv %{{.*}} {layout.y = "nchw16c"
@@ -168,7 +168,7 @@ func.func @fires(%x: tensor<1x32x9x9xf32>, %ws: tensor<16x32x1x1xf32>, %we1: ten
 }
 
 // CHECK-LABEL: func.func @fires(
-// CHECK-SAME:    layout.summary = {blocked_convs = 4 : i64, reorders = 1 : i64, cancelled = 0 : i64, expand_chains = 0 : i64, fires = 1 : i64, blocked_pools = 1 : i64}
+// CHECK-SAME:    layout.summary = {blocked_convs = 4 : i64, reorders = 1 : i64, cancelled = 0 : i64, expand_chains = 0 : i64, fires = 1 : i64, blocked_pools = 1 : i64, blocked_stems = 0 : i64}
 // CHECK-NEXT:    %s = nn.conv %x, %ws {layout.y = "nchw16c", strides
 // CHECK-NEXT:    %e1 = nn.conv %s, %we1 {layout.x = "nchw16c", layout.y = "nchw16c", strides
 // CHECK-NEXT:    %e3 = nn.conv %s, %we3 {layout.x = "nchw16c", layout.y = "nchw16c", strides
@@ -196,3 +196,37 @@ func.func @fire_refused(%x: tensor<1x32x9x9xf32>, %ws: tensor<16x32x1x1xf32>, %w
 // CHECK-LABEL: func.func @fire_refused(
 // CHECK-NOT:     layout.
 // CHECK:         func.return
+
+// -----
+
+// Stems (SqueezeNet's 3 -> 64, 3x3/2): a conv with at most 4 input channels and whole
+// 16-channel blocks of output whose only reader is a max pool that feeds a fire's squeeze
+// writes NCHW16c from the NCHW image (direct_smallc_b), the pool runs on blocks and the
+// squeeze reads them (here the exit: the fire's concat is the result). Must not fire on the
+// second stem: its pool feeds a plain 3x3 conv, so stem and pool stay NCHW.
+func.func @stems(%x: tensor<1x3x19x19xf32>, %w: tensor<32x3x3x3xf32>, %ws: tensor<16x32x1x1xf32>, %we1: tensor<16x16x1x1xf32>, %we3: tensor<16x16x3x3xf32>, %w3: tensor<32x32x3x3xf32>) -> (tensor<1x32x4x4xf32>, tensor<1x32x4x4xf32>) {
+  %a = nn.conv %x, %w {strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x3x19x19xf32>, tensor<32x3x3x3xf32>) -> tensor<1x32x9x9xf32>
+  %ar = nn.relu %a : (tensor<1x32x9x9xf32>) -> tensor<1x32x9x9xf32>
+  %p = nn.max_pool %ar {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, ceil_mode = 1 : i64} : (tensor<1x32x9x9xf32>) -> tensor<1x32x4x4xf32>
+  %s = nn.conv %p, %ws {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x32x4x4xf32>, tensor<16x32x1x1xf32>) -> tensor<1x16x4x4xf32>
+  %e1 = nn.conv %s, %we1 {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x16x4x4xf32>, tensor<16x16x1x1xf32>) -> tensor<1x16x4x4xf32>
+  %e3 = nn.conv %s, %we3 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x16x4x4xf32>, tensor<16x16x3x3xf32>) -> tensor<1x16x4x4xf32>
+  %c = nn.concat %e1, %e3 {axis = 1 : i64} : (tensor<1x16x4x4xf32>, tensor<1x16x4x4xf32>) -> tensor<1x32x4x4xf32>
+  %b = nn.conv %x, %w {strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x3x19x19xf32>, tensor<32x3x3x3xf32>) -> tensor<1x32x9x9xf32>
+  %q = nn.max_pool %b {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, ceil_mode = 1 : i64} : (tensor<1x32x9x9xf32>) -> tensor<1x32x4x4xf32>
+  %d = nn.conv %q, %w3 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x32x4x4xf32>, tensor<32x32x3x3xf32>) -> tensor<1x32x4x4xf32>
+  func.return %c, %d : tensor<1x32x4x4xf32>, tensor<1x32x4x4xf32>
+}
+// CHECK-LABEL: func.func @stems(
+// CHECK-SAME:    layout.summary = {blocked_convs = 3 : i64, reorders = 3 : i64, cancelled = 0 : i64, expand_chains = 0 : i64, fires = 0 : i64, blocked_pools = 1 : i64, blocked_stems = 1 : i64}
+// CHECK-NEXT:    %ar = fusion.kernel "conv_relu" [] (%x, %w)
+// CHECK-NEXT:    ^{{.*}}
+// CHECK-NEXT:      nn.conv %{{.*}} {layout.y = "nchw16c", strides = array<i64: 2, 2>
+// CHECK:         %p = nn.max_pool %ar {layout.x = "nchw16c", kernel
+// CHECK-NEXT:    %s = nn.conv %p, %ws {layout.x = "nchw16c", strides
+// CHECK-NEXT:    %e1 = nn.conv %s, %we1 {strides
+// CHECK-NEXT:    %e3 = nn.conv %s, %we3 {strides
+// CHECK-NEXT:    %c = nn.concat %e1, %e3 {axis = 1 : i64}
+// CHECK-NEXT:    %b = nn.conv %x, %w {strides
+// CHECK-NEXT:    %q = nn.max_pool %b {kernel
+// CHECK-NEXT:    %d = nn.conv %q, %w3 {strides
