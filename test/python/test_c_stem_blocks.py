@@ -26,14 +26,12 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from conv_epilogues import checked_report
 from onnx import TensorProto, helper, numpy_helper
 from runtime_drivers import conv_rule_outputs
 
-import autofusion
 from autofusion.dialects import clib
-from autofusion.lowering.c.testing import onnxruntime_outputs
 from autofusion.runtime import toolchain
-from autofusion.testing import assert_close
 
 # stem name -> (input channels, output channels, image side, kernel, stride, pad)
 STEMS = {"s": (3, 64, 39, 3, 2, 0), "t": (3, 48, 23, 5, 2, 2), "u": (1, 16, 9, 3, 1, 1)}
@@ -102,19 +100,7 @@ def test_stem_blocks_match_onnxruntime(cpu: str, threads: int) -> None:
     (``direct_smallc_b``, ``nchw->nchw16c``) and their pools run on blocks, stem v stays
     ``direct_smallc`` on NCHW; elsewhere nothing is blocked."""
     model = stem_model()
-    feeds = _feeds(model, 7)
-    ref = onnxruntime_outputs(model, feeds)
-    m = autofusion.compile(model, cpu=cpu, threads=threads, cache=False)
-    try:
-        got = m.run(feeds)
-        for name, r in ref.items():
-            assert_close(got[name], r, f"{name} ({cpu}, {threads} thread(s))")
-        report = m.report
-    finally:
-        m.close()
-    rows = report["conv_algo"]
-    assert isinstance(rows, list)
-    by_origin = {str(o): r for r in rows for o in r["origins"]}
+    report, by_origin = checked_report(model, _feeds(model, 7), cpu, threads)
     avx512 = toolchain.cpu_has_avx512(cpu)
     for n in (*STEMS, "v"):
         row = by_origin[f"{n}_stem"]
@@ -157,18 +143,8 @@ def test_stem_blocks_under_sanitizers(tmp_path: Path) -> None:
     """The blocked stems (reads in place up to the image's last column and row, the padded
     copy, short tiles, a group with an idle block, batch 2) under ASan/UBSan at two
     threads."""
-    from autofusion.lowering.c.testing import compile_onnx, emit_lowered
-    from autofusion.runtime import build
+    from autofusion.lowering.c.testing import sanitized_model_c
 
     m = stem_model()
-    feeds = _feeds(m, 3)
-    ref = onnxruntime_outputs(m, feeds)
-    emit_lowered(compile_onnx(m), tmp_path)
-    assert (tmp_path / "model.c").read_text().count("afrt_dconv_smallcb_f32(") == 3
-    exe = build.build_sanitizer_driver(tmp_path)
-    inputs = [feeds[i.name] for i in m.graph.input]
-    got = build.run_driver(exe, tmp_path / "weights.bin", inputs,
-                           [(r.shape, r.dtype) for r in ref.values()], tmp_path / "io",
-                           threads=2)  # fmt: skip
-    for (name, r), g in zip(ref.items(), got, strict=True):
-        assert_close(g, r, f"{name} under ASan/UBSan")
+    text = sanitized_model_c(m, _feeds(m, 3), tmp_path)
+    assert text.count("afrt_dconv_smallcb_f32(") == 3
