@@ -1,0 +1,78 @@
+"""How threads share a Winograd conv (``afrt_wg_split_k_`` and the shared V, afrt_winograd.h).
+
+Where the tile blocks do not share out evenly between the threads (fewer blocks than threads,
+or a short last block: 49 tiles as 32 + 17), the output channels are split as well and the
+transformed input V that those tasks all read is made once, its (tile block, input-channel
+chunk) pieces spread over the threads, instead of by every task. One build loaded at 1, 2 and
+3 threads must give the same bits (each output is still one task's, the same sums) and match
+onnxruntime. The convs: a 13x13 map (16 tiles, one block of 32 with an empty 16-tile group,
+200 output channels: 108 + 92 rows at two threads, 72 + 72 + 56 at three, 128 input channels in
+chunks of 64 and of 43, 43, 42) and a 27x27 map (49 tiles: 32 + 17), each with bias and Relu.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import autofusion
+from autofusion.testing import assert_close
+
+
+def _model(hw: int, cin: int, cout: int, seed: int) -> onnx.ModelProto:
+    rng = np.random.default_rng(seed)
+    w = rng.uniform(-1.0, 1.0, (cout, cin, 3, 3)) * (1.5 / np.sqrt(9 * cin))
+    b = rng.uniform(-0.2, 0.2, cout)
+    inits = [
+        numpy_helper.from_array(w.astype(np.float32), "w"),
+        numpy_helper.from_array(b.astype(np.float32), "b"),
+    ]
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c"], ["y"]),
+    ]
+    g = helper.make_graph(
+        nodes,
+        "winograd_split",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, cin, hw, hw])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, cout, hw, hw])],
+        inits,
+    )
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("cpu", ["native", "x86-64-v2"])
+@pytest.mark.parametrize(("hw", "cin", "cout"), [(13, 128, 200), (27, 48, 40)])
+def test_winograd_split_at_one_to_three_threads(cpu: str, hw: int, cin: int, cout: int) -> None:
+    import onnxruntime as ort
+
+    from autofusion.runtime.loader import ModelLibrary
+
+    model = _model(hw, cin, cout, seed=hw)
+    x = np.random.default_rng(hw + 1).uniform(-1.0, 1.0, (1, cin, hw, hw)).astype(np.float32)
+    m = autofusion.compile(model, threads=2, cpu=cpu)
+    try:
+        algos = [c["conv_algo"] for c in m.report["conv_algo"]]
+        assert algos == ["winograd"], algos
+        built = Path(m.directory)
+        outs = []
+        for threads in (1, 2, 3):
+            lib = ModelLibrary(built / "libmodel.so", built / "weights.bin", threads)
+            try:
+                for _ in range(2):  # the second run: the cached weights, the scratch reused
+                    got = next(iter(lib.run({"x": x}).values()))
+                outs.append(got)
+            finally:
+                lib.close()
+    finally:
+        m.close()
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    (ref,) = sess.run(None, {"x": x})
+    assert 0.1 < float(np.abs(ref).max()) < 10.0
+    for got in outs:
+        assert_close(got, ref, "y")
+        assert got.view(np.uint32).tobytes() == outs[0].view(np.uint32).tobytes()
