@@ -577,10 +577,13 @@ static inline int afrt_winograd_f32(const float *x, const float *w, const float 
      * chunk) pieces split over the threads in the same parallel region before the tasks,
      * where each task transformed its own V, so every thread transformed all of it. */
     const int64_t nth = afrt_num_threads_, tt = p->N * ntb;
-    int64_t kb = K;
-    if (afrt_wg_split_k_(p->N, T, np, nth, K, MR))
+    int64_t kb = K, nkb = 1;
+    if (afrt_wg_split_k_(p->N, T, np, nth, K, MR)) { /* evened out as afrt_gemm_split_even_ */
         kb = afrt_round_up_(afrt_cdiv_(K, afrt_min_(nth, K / MR)), MR);
-    const int64_t nkb = afrt_nblocks_(K, kb), ntasks = tt * nkb;
+        nkb = afrt_nblocks_(K, kb);
+        kb = afrt_split_even_(K, MR, 2, nkb, kb); /* 128 rows: 60 + 68, not 72 + 56 */
+    }
+    const int64_t ntasks = tt * nkb;
     /* Tasks go out round-robin (schedule(static, 1)): the last tile block is usually short
      * (144 tiles = 4 x 32 + 16), and contiguous runs gave one thread 3 whole blocks and the
      * other 2 blocks, one of them that short one (two threads at most 1.6x one); dealt in
@@ -612,7 +615,7 @@ static inline int afrt_winograd_f32(const float *x, const float *w, const float 
         afrt_arrive_();
         const int64_t n = task / (ntb * nkb), rest = task % (ntb * nkb);
         const int64_t t0 = (rest / nkb) * np, k0 = (rest % nkb) * kb;
-        const int64_t nt = afrt_min_(np, T - t0), k1 = afrt_min_(K, k0 + kb);
+        const int64_t nt = afrt_min_(np, T - t0), k1 = afrt_split_end_(rest % nkb, nkb, kb, K);
         const int64_t npb = afrt_round_up_(nt, AFRT_NR);
         float *V = (float *)afrt_thread_scratch(0, ((vsh ? 0 : vfl) + mfl) * sizeof(float));
         if (!V) {
