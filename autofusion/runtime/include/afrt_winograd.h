@@ -525,8 +525,14 @@ static inline int afrt_wg_all_finite_(const float *x, int64_t n) {
 #ifndef AFRT_WG_UNEVEN_PCT
 #define AFRT_WG_UNEVEN_PCT 125
 #endif
+/* Output channels per thread below which an uneven tile split is kept (the split reads all
+ * of V once per channel block: DenseNet-121's 128 -> 32 at 28x28, 16 rows a thread, did
+ * more work split, thread_balance.py work 1.17-1.21 -> 1.24-1.27, and was no faster). */
+#ifndef AFRT_WG_SPLIT_MIN_ROWS
+#define AFRT_WG_SPLIT_MIN_ROWS 48
+#endif
 /* afrt_wg_shared_v_dis_: 1 makes every task transform its own V (the old way), for A/B runs
- * and the tests that compare the two (the bits are the same). */
+ * from C drivers (the bits are the same). */
 static int afrt_wg_shared_v_dis_ = 0;
 
 /* Whether nth threads split the conv's output channels into nth blocks (of MR rows; each
@@ -534,12 +540,14 @@ static int afrt_wg_shared_v_dis_ = 0;
  * T tiles in blocks of np): when there are fewer tile blocks than threads, or when dealt
  * round-robin they give the busiest thread more than AFRT_WG_UNEVEN_PCT percent of an even
  * share of the tiles (ResNet-50's 28x28 map: 49 tiles in blocks of 32 and 17, so one thread
- * had 32 where 24.5 is even). A run-time choice (the thread count is af_create's). */
+ * had 32 where 24.5 is even) and each thread gets AFRT_WG_SPLIT_MIN_ROWS channels or more.
+ * A run-time choice (the thread count is af_create's). */
 static inline int afrt_wg_split_k_(int64_t N, int64_t T, int64_t np, int64_t nth, int64_t K,
                                    int64_t MR) {
     if (nth <= 1 || K < 2 * MR || N <= 0 || T <= 0) return 0;
     const int64_t ntb = afrt_nblocks_(T, np), tt = N * ntb;
-    if (tt < nth) return 1;
+    if (tt < nth) return 1; /* a thread would have nothing */
+    if (K < nth * AFRT_WG_SPLIT_MIN_ROWS) return 0;
     int64_t busiest = 0;
     for (int64_t j = 0; j < nth; ++j) { /* thread j: blocks j, j + nth, ... */
         int64_t tiles = 0;
