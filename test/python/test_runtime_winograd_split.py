@@ -10,7 +10,9 @@ onnxruntime. The convs: a 13x13 map (16 tiles, one block of 32 with an empty 16-
 chunks of 64 and of 43, 43, 42) and a 27x27 map (49 tiles: 32 + 17; 112 channels, 56 + 56),
 each with bias and Relu. A conv with fewer channels than ``AFRT_WG_SPLIT_MIN_ROWS`` per
 thread keeps the uneven split at two threads and must match as well (48 -> 40 at 27x27; at
-three threads its two tile blocks are split, a thread would have none).
+three threads its two tile blocks are split, a thread would have none). A 35x35 map (81 tiles:
+32 + 32 + 17) at two threads deals its first two blocks whole and splits the third's 112
+channels, 56 + 56 (the last round's block).
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ def _model(hw: int, cin: int, cout: int, seed: int) -> onnx.ModelProto:
 
 
 @pytest.mark.parametrize("cpu", ["native", "x86-64-v2"])
-@pytest.mark.parametrize(("hw", "cin", "cout"), [(13, 128, 200), (27, 48, 112), (27, 48, 40)])
+@pytest.mark.parametrize(("hw", "cin", "cout"), [(13, 128, 200), (27, 48, 112), (27, 48, 40), (35, 48, 112)])
 def test_winograd_split_at_one_to_three_threads(cpu: str, hw: int, cin: int, cout: int) -> None:
     import onnxruntime as ort
 

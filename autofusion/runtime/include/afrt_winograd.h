@@ -557,6 +557,16 @@ static inline int afrt_wg_split_k_(int64_t N, int64_t T, int64_t np, int64_t nth
     return 100 * busiest * nth > AFRT_WG_UNEVEN_PCT * N * T;
 }
 
+/* Blocks of output channels for nth threads: min(nth, K / MR) blocks of MR rows, evened out
+ * as afrt_gemm_split_even_ does (128 rows: 60 + 68, not 72 + 56; the last takes the rest).
+ * Their count; the block size in *kb. */
+static inline int64_t afrt_wg_kblocks_(int64_t K, int64_t MR, int64_t nth, int64_t *kb) {
+    const int64_t blk = afrt_round_up_(afrt_cdiv_(K, afrt_min_(nth, K / MR)), MR);
+    const int64_t nkb = afrt_nblocks_(K, blk);
+    *kb = afrt_split_even_(K, MR, 2, nkb, blk);
+    return nkb;
+}
+
 /* Winograd F(4x4, 3x3) convolution (see the top of this file). Returns 0 if the conv does not
  * fit (afrt_winograd_fits), memory cannot be had, or the input holds a NaN or an inf; then
  * some outputs may be written and the caller computes them all again (afrt_conv2d_f32).
@@ -586,16 +596,23 @@ static inline int afrt_winograd_f32(const float *x, const float *w, const float 
      * where each task transformed its own V, so every thread transformed all of it. */
     const int64_t nth = afrt_num_threads_, tt = p->N * ntb;
     int64_t kb = K, nkb = 1;
-    if (afrt_wg_split_k_(p->N, T, np, nth, K, MR)) { /* evened out as afrt_gemm_split_even_ */
-        kb = afrt_round_up_(afrt_cdiv_(K, afrt_min_(nth, K / MR)), MR);
-        nkb = afrt_nblocks_(K, kb);
-        kb = afrt_split_even_(K, MR, 2, nkb, kb); /* 128 rows: 60 + 68, not 72 + 56 */
-    }
-    const int64_t ntasks = tt * nkb;
+    if (afrt_wg_split_k_(p->N, T, np, nth, K, MR)) nkb = afrt_wg_kblocks_(K, MR, nth, &kb);
     /* Tasks go out round-robin (schedule(static, 1)): the last tile block is usually short
      * (144 tiles = 4 x 32 + 16), and contiguous runs gave one thread 3 whole blocks and the
      * other 2 blocks, one of them that short one (two threads at most 1.6x one); dealt in
-     * turn, the short block goes to the thread with more blocks. Same tasks, same sums. */
+     * turn, the short block goes to the thread with more blocks. Same tasks, same sums.
+     * Not split by channels, the last round's tt % nth blocks (the short one among them)
+     * are (tail tasks after the head's whole blocks) where each thread gets
+     * AFRT_WG_SPLIT_MIN_ROWS channels or more: one channel block of each per thread, each
+     * task transforming its block's V (GoogLeNet's 64 -> 192 at 56x56: 196 tiles = 6 x 32
+     * + 4, and the thread with the 4-tile block had 3.5 blocks' work against 3; with fewer
+     * channels the transform done twice cost more than the balance gained). */
+    int64_t tail = 0, kbt = K, nkt = 1;
+    if (nkb == 1 && nth > 1 && tt % nth && K >= nth * AFRT_WG_SPLIT_MIN_ROWS) {
+        tail = tt % nth;
+        nkt = afrt_wg_kblocks_(K, MR, nth, &kbt);
+    }
+    const int64_t head = (tt - tail) * nkb, ntasks = head + tail * nkt;
     /* the built-in clamp epilogue: in the output transform, before each output's store */
     const afrt_epi_clamp *cl = afrt_epi_builtin_clamp_(epi);
     const size_t vfl = (size_t)(AFRT_WG_X * C * np), mfl = (size_t)(AFRT_WG_X * K * np);
@@ -621,9 +638,13 @@ static inline int afrt_winograd_f32(const float *x, const float *w, const float 
     AFRT_OMP(for schedule(static, 1))
     for (int64_t task = 0; task < ntasks; ++task) {
         afrt_arrive_();
-        const int64_t n = task / (ntb * nkb), rest = task % (ntb * nkb);
-        const int64_t t0 = (rest / nkb) * np, k0 = (rest % nkb) * kb;
-        const int64_t nt = afrt_min_(np, T - t0), k1 = afrt_split_end_(rest % nkb, nkb, kb, K);
+        /* tile block b (of image b / ntb), channel block j of nk blocks of bk */
+        const int in_head = task < head;
+        const int64_t nk = in_head ? nkb : nkt, bk = in_head ? kb : kbt;
+        const int64_t b = in_head ? task / nkb : tt - tail + (task - head) / nkt;
+        const int64_t j = in_head ? task % nkb : (task - head) % nkt;
+        const int64_t n = b / ntb, t0 = (b % ntb) * np, k0 = j * bk;
+        const int64_t nt = afrt_min_(np, T - t0), k1 = afrt_split_end_(j, nk, bk, K);
         const int64_t npb = afrt_round_up_(nt, AFRT_NR);
         float *V = (float *)afrt_thread_scratch(0, ((vsh ? 0 : vfl) + mfl) * sizeof(float));
         if (!V) {
@@ -633,7 +654,7 @@ static inline int afrt_winograd_f32(const float *x, const float *w, const float 
         float *M = vsh ? V : V + vfl;
         const float *xn = x + n * C * hw;
         float *yn = y + n * K * ohw;
-        if (vsh) V = vsh + (n * ntb + rest / nkb) * vfl;
+        if (vsh) V = vsh + b * vfl;
         else afrt_wg_input_(xn, p, TW, t0, nt, npb, V, C * npb, 0, C);
         const afrt_bsrc_ none = {NULL, NULL, 0, 0, NULL, NULL};
         for (int xi = 0; xi < AFRT_WG_X; ++xi) {
