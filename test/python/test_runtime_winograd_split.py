@@ -51,7 +51,9 @@ def _model(hw: int, cin: int, cout: int, seed: int) -> onnx.ModelProto:
 
 
 @pytest.mark.parametrize("cpu", ["native", "x86-64-v2"])
-@pytest.mark.parametrize(("hw", "cin", "cout"), [(13, 128, 200), (27, 48, 112), (27, 48, 40), (35, 48, 112)])
+@pytest.mark.parametrize(
+    ("hw", "cin", "cout"), [(13, 128, 200), (27, 48, 112), (27, 48, 40), (35, 48, 112)]
+)
 def test_winograd_split_at_one_to_three_threads(cpu: str, hw: int, cin: int, cout: int) -> None:
     import onnxruntime as ort
 
