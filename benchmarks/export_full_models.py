@@ -20,6 +20,16 @@ missing); ``bert_base`` (transformers ``BertModel`` from ``BertConfig()``, seq 1
 ``input_ids`` and ``attention_mask`` -> ``last_hidden_state``, ``pooler_output``). Each file
 is ``NAME.onnx``, beside a ``manifest.json`` that names the zoo model it corresponds to.
 
+``--exporter dynamo`` writes ``NAME_dynamo.onnx`` with ``torch.onnx.export(dynamo=True)``
+(torch.export, then onnxscript at its default opset, 20 with torch 2.14), the exporter
+torch uses by default since 2.9, with the weights beside it in ``NAME_dynamo.onnx.data``
+as that exporter writes them: attention as ``Mul`` by the square root of the scale on
+each side, ``K^T`` through a reshape-transpose-reshape, an ``IsNaN`` guard after the
+softmax, ``Gelu`` and ``LayerNormalization`` as single ops, BatchNorm folded. ``--models
+extra`` exports torchvision families beyond the nine (``EXTRA``: ResNet-18,
+MobileNet-V3-Large, ShuffleNet-V2, RegNetY-400MF, EfficientNet-B1, ConvNeXt-Tiny,
+Inception-v3 at 299 x 299, MnasNet-1.0), whose manifest entries name no zoo model.
+
 Random init is made non-degenerate (outputs of ordinary size, no saturated softmax): zero
 parameters get small seeded values, norm weights U(0.7, 1.3), BatchNorm statistics are
 measured on a seeded batch, and the last layer is scaled so the output's standard deviation
@@ -121,6 +131,20 @@ MODELS: dict[str, tuple[Builder, str]] = {
     "bert_base": (_bert, "bert_base"),
 }
 
+# Beyond the nine (--models extra): torchvision families the zoo does not imitate, to
+# see that the fast paths are general (SE blocks and hardswish, channel shuffle, 5x5
+# depthwise, grouped convs, ConvNeXt's LayerNorm over channels, 299x299 Inception-v3).
+EXTRA: dict[str, tuple[Builder, str]] = {
+    "resnet18": (_tv("resnet18"), ""),
+    "mobilenet_v3_large": (_tv("mobilenet_v3_large"), ""),
+    "shufflenet_v2_x1_0": (_tv("shufflenet_v2_x1_0"), ""),
+    "regnet_y_400mf": (_tv("regnet_y_400mf"), ""),
+    "efficientnet_b1": (_tv("efficientnet_b1"), ""),
+    "convnext_tiny": (_tv("convnext_tiny"), ""),
+    "inception_v3": (_tv("inception_v3", aux_logits=False, init_weights=True), ""),
+    "mnasnet1_0": (_tv("mnasnet1_0"), ""),
+}
+
 
 def _inputs(name: str) -> tuple[tuple[torch.Tensor, ...], list[str], list[str]]:
     if name == "bert_base":
@@ -129,7 +153,8 @@ def _inputs(name: str) -> tuple[tuple[torch.Tensor, ...], list[str], list[str]]:
         mask[0, SEQ - 16 :] = 0  # padded tail, so the mask matters
         return (ids, mask), ["input_ids", "attention_mask"], ["last_hidden_state",
                                                                "pooler_output"]  # fmt: skip
-    x = torch.randn(*IMAGE, generator=torch.Generator().manual_seed(2))
+    side = 299 if name == "inception_v3" else IMAGE[-1]
+    x = torch.randn(*IMAGE[:2], side, side, generator=torch.Generator().manual_seed(2))
     return (x,), ["input"], ["logits"]
 
 
@@ -168,47 +193,63 @@ def _non_degenerate(model: nn.Module, args: tuple[torch.Tensor, ...]) -> None:
             last.bias.mul_(2.0 / std)
 
 
-def export_one(name: str, out_dir: Path) -> dict[str, Any]:
+def export_one(name: str, out_dir: Path, exporter: str = "torchscript") -> dict[str, Any]:
     torch.manual_seed(0)
-    build, zoo = MODELS[name]
+    build, zoo = {**MODELS, **EXTRA}[name]
     model = build()
     args, in_names, out_names = _inputs(name)
     _non_degenerate(model, args)
-    path = out_dir / f"{name}.onnx"
+    dynamo = exporter == "dynamo"
+    path = out_dir / f"{name}{'_dynamo' if dynamo else ''}.onnx"
     t0 = time.perf_counter()
     with torch.no_grad():
         outs = model(*args)
-        torch.onnx.export(model, args, str(path), dynamo=False, opset_version=17,
-                          input_names=in_names, output_names=out_names,
-                          do_constant_folding=True)  # fmt: skip
+        if dynamo:  # torch.export + onnxscript, the default of torch.onnx.export since 2.9
+            torch.onnx.export(model, args, str(path), dynamo=True, input_names=in_names,
+                              output_names=out_names, verbose=False)  # fmt: skip
+        else:
+            torch.onnx.export(model, args, str(path), dynamo=False, opset_version=17,
+                              input_names=in_names, output_names=out_names,
+                              do_constant_folding=True)  # fmt: skip
     if name == "bert_base":
         import onnx
 
-        m = onnx.load(str(path))
+        m = onnx.load(str(path), load_external_data=False)  # .data (dynamo) stays as is
         onnx.helper.set_model_props(m, {"autofusion.input_range.input_ids": "0,30522"})
         onnx.save(m, str(path))
     outs = outs if isinstance(outs, tuple) else (outs,)
     stats = {n: [round(float(o.abs().max()), 3), round(float(o.std()), 3)]
              for n, o in zip(out_names, outs)}  # fmt: skip
-    mb = path.stat().st_size / 2**20
+    data = path.with_name(path.name + ".data")  # the dynamo exporter's external weights
+    mb = (path.stat().st_size + (data.stat().st_size if data.exists() else 0)) / 2**20
     print(f"{path.name}: {mb:.1f} MB in {time.perf_counter() - t0:.1f} s; "
           f"output max|y|, std: {stats}", flush=True)  # fmt: skip
-    return {"file": path.name, "zoo": zoo, "inputs": in_names, "outputs": out_names,
-            "output_max_std": stats}  # fmt: skip
+    return {"file": path.name, "zoo": zoo or None, "exporter": exporter, "inputs": in_names,
+            "outputs": out_names, "output_max_std": stats}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, required=True, help="directory for the .onnx files")
-    ap.add_argument("--models", default=",".join(MODELS), help="comma-separated subset")
+    ap.add_argument("--models", default=",".join(MODELS),
+                    help="comma-separated names of the nine or of the extras; 'extra': all "
+                    f"the extras ({', '.join(EXTRA)})")  # fmt: skip
+    ap.add_argument("--exporter", choices=("torchscript", "dynamo"), default="torchscript",
+                    help="TorchScript (opset 17, NAME.onnx) or torch.export via onnxscript "
+                    "(its default opset, NAME_dynamo.onnx)")  # fmt: skip
     a = ap.parse_args(argv)
+    names = [n for m in a.models.split(",") for n in (EXTRA if m == "extra" else [m])]
+    unknown = [n for n in names if n not in MODELS and n not in EXTRA]
+    if unknown:
+        ap.error(f"unknown model(s): {', '.join(unknown)}")
     a.out.mkdir(parents=True, exist_ok=True)
     manifest_path = a.out / "manifest.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
     status = 0
-    for name in a.models.split(","):
+    for name in names:
         try:
-            manifest[name] = export_one(name, a.out)
+            entry = export_one(name, a.out, a.exporter)
+            manifest[entry["file"].removesuffix(".onnx")] = entry
         except Exception as e:  # report and go on with the next model
             print(f"{name}: EXPORT FAILED: {type(e).__name__}: {str(e)[:300]}", file=sys.stderr)
             status = 1

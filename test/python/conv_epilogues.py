@@ -158,12 +158,12 @@ def check_builtin_epilogue(
     assert_close(got, ref, "y")
 
 
-def checked_conv_algos(
+def checked_report(
     model: onnx.ModelProto, feeds: dict[str, np.ndarray], cpu: str, threads: int
-) -> dict[str, str]:
-    """``model`` compiled for ``cpu`` at ``threads`` threads (no cache): every output
-    matched against onnxruntime at the project's bar, then each conv's ``conv_algo`` from the
-    report, by its first ONNX origin."""
+) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """``model`` compiled for ``cpu`` at ``threads`` threads (no cache), every output matched
+    against onnxruntime at the project's bar: the compile report and its ``conv_algo`` rows by
+    each of their ONNX origins (a fused chain's row under every conv it holds)."""
     import autofusion
     from autofusion.lowering.c.testing import onnxruntime_outputs
     from autofusion.testing import assert_close
@@ -174,7 +174,17 @@ def checked_conv_algos(
         got = m.run(feeds)
         for name, r in ref.items():
             assert_close(got[name], r, f"{name} ({cpu}, {threads} thread(s))")
-        rows = m.report["conv_algo"]
+        report = m.report
     finally:
         m.close()
-    return {r["origins"][0]: r["conv_algo"] for r in rows}  # type: ignore[index]
+    rows = report["conv_algo"]
+    assert isinstance(rows, list)
+    return report, {str(o): r for r in rows for o in r["origins"]}
+
+
+def checked_conv_algos(
+    model: onnx.ModelProto, feeds: dict[str, np.ndarray], cpu: str, threads: int
+) -> dict[str, str]:
+    """``checked_report``'s ``conv_algo`` choice of each conv, by its first ONNX origin."""
+    _, by_origin = checked_report(model, feeds, cpu, threads)
+    return {str(r["origins"][0]): r["conv_algo"] for r in by_origin.values()}

@@ -106,19 +106,11 @@ def test_small_map_1x1_nan_propagates() -> None:
 def test_small_map_1x1_sanitizer_clean(tmp_path: Path) -> None:
     """The swapped path (masked packing of X^T, 7-row tiles, transposed stores, two threads)
     under ASan/UBSan."""
-    from autofusion.lowering.c.testing import compile_onnx, emit_lowered
+    from autofusion.lowering.c.testing import compile_onnx, sanitized_model_c
     from autofusion.policy.report import conv_algo_rows
-    from autofusion.runtime.build import build_sanitizer_driver, run_driver
 
     model, feeds = _model(seed=11)
-    ref = onnxruntime_outputs(model, feeds)
     module = compile_onnx(model, fusion=True)
-    emit_lowered(module, tmp_path)  # lowers the module in place
+    sanitized_model_c(model, feeds, tmp_path, module)  # lowers the module in place
     algos = [r["conv_algo"] for r in conv_algo_rows(module)]
     assert algos.count("gemm_1x1_t") == 7, algos
-    exe = build_sanitizer_driver(tmp_path)
-    inputs = [feeds[i.name] for i in model.graph.input]
-    outs = [(r.shape, r.dtype) for r in ref.values()]
-    got = run_driver(exe, tmp_path / "weights.bin", inputs, outs, tmp_path / "run", threads=2)
-    for (name, r), g in zip(ref.items(), got, strict=True):
-        assert_close(g, r, f"{name} under ASan/UBSan")

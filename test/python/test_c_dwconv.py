@@ -314,20 +314,11 @@ def test_conv_algo_matches_the_runtime(tmp_path: Path) -> None:
 def test_direct_kernels_sanitizer_clean(tmp_path: Path) -> None:
     """Both direct kernels (whole-vector fills that spill into slack, reads past the last
     output, tiny-plane permute tables) under ASan/UBSan, two threads."""
-    from autofusion.lowering.c.testing import compile_onnx, emit_lowered
-    from autofusion.runtime.build import build_sanitizer_driver, run_driver
+    from autofusion.lowering.c.testing import sanitized_model_c
 
     model = _model(
         [*EXTRA[:3], EXTRA[5], _sweep(0)[0], SMALL_C[0], SMALL_C[3], SMALL_C[6]], seed=17
     )
-    feeds = _feeds(model, 17)
-    ref = onnxruntime_outputs(model, feeds)
-    emit_lowered(compile_onnx(model, fusion=True), tmp_path)
-    assert "afrt_dwconv2d_f32" in (tmp_path / "model.c").read_text()
-    assert "afrt_dconv_smallc_f32" in (tmp_path / "model.c").read_text()
-    exe = build_sanitizer_driver(tmp_path)
-    inputs = [feeds[i.name] for i in model.graph.input]
-    outs = [(r.shape, r.dtype) for r in ref.values()]
-    got = run_driver(exe, tmp_path / "weights.bin", inputs, outs, tmp_path / "run", threads=2)
-    for (name, r), g in zip(ref.items(), got, strict=True):
-        assert_close(g, r, f"{name} under ASan/UBSan")
+    text = sanitized_model_c(model, _feeds(model, 17), tmp_path)
+    assert "afrt_dwconv2d_f32" in text
+    assert "afrt_dconv_smallc_f32" in text

@@ -23,15 +23,13 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from conv_epilogues import checked_report
 from onnx import TensorProto, helper, numpy_helper
 from runtime_drivers import TO_BLOCKED_C
 
-import autofusion
 from autofusion.dialects import clib
-from autofusion.lowering.c.testing import onnxruntime_outputs
 from autofusion.passes.assign_layout import EXPAND_MAX_HW
 from autofusion.runtime import toolchain
-from autofusion.testing import assert_close
 
 # c: block input channels, e: expanded, k: output; act: after the expand conv; dact: after
 # the depthwise conv; res: Add the block input (stride 1, k == c)
@@ -130,18 +128,7 @@ def test_expand_chains_match_onnxruntime(cpu: str, threads: int) -> None:
         )
         for vi in model.graph.input
     }
-    ref = onnxruntime_outputs(model, feeds)
-    m = autofusion.compile(model, cpu=cpu, threads=threads, cache=False)
-    try:
-        got = m.run(feeds)
-        for name, r in ref.items():
-            assert_close(got[name], r, f"{name} ({cpu}, {threads} thread(s))")
-        report = m.report
-    finally:
-        m.close()
-    rows = report["conv_algo"]
-    assert isinstance(rows, list)
-    by_origin = {str(o): r for r in rows for o in r["origins"]}
+    report, by_origin = checked_report(model, feeds, cpu, threads)
     avx512 = toolchain.cpu_has_avx512(cpu)
     for i in range(len(CASES)):
         chosen = avx512 and i in CHOSEN
@@ -163,23 +150,14 @@ def test_expand_chains_match_onnxruntime(cpu: str, threads: int) -> None:
 def test_expand_chains_under_sanitizers(tmp_path: Path) -> None:
     """The model's blocked expands and chains (whole-vector blocked stores, block-row copies
     into the lane tiles, batch 2) under ASan/UBSan at two threads."""
-    from autofusion.lowering.c.testing import compile_onnx, emit_lowered
-    from autofusion.runtime import build
+    from autofusion.lowering.c.testing import sanitized_model_c
 
     m = expand_model()
     rng = np.random.default_rng(3)
-    feeds = [rng.uniform(-2, 2, [d.dim_value for d in vi.type.tensor_type.shape.dim]).astype(
-        np.float32) for vi in m.graph.input]  # fmt: skip
-    ref = onnxruntime_outputs(m, {vi.name: f for vi, f in zip(m.graph.input, feeds, strict=True)})
-    emit_lowered(compile_onnx(m), tmp_path)
-    text = (tmp_path / "model.c").read_text()
+    feeds = {vi.name: rng.uniform(-2, 2, [d.dim_value for d in vi.type.tensor_type.shape.dim]
+             ).astype(np.float32) for vi in m.graph.input}  # fmt: skip
+    text = sanitized_model_c(m, feeds, tmp_path)
     assert text.count("afrt_conv1x1b_f32(") == text.count("afrt_dwpw_ex_f32(") == len(CHOSEN)
-    exe = build.build_sanitizer_driver(tmp_path)
-    got = build.run_driver(exe, tmp_path / "weights.bin", feeds,
-                           [(r.shape, r.dtype) for r in ref.values()], tmp_path / "io",
-                           threads=2)  # fmt: skip
-    for (name, r), g in zip(ref.items(), got, strict=True):
-        assert_close(g, r, f"{name} under ASan/UBSan")
 
 
 _DRIVER = (

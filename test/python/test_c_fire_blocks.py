@@ -20,12 +20,10 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from conv_epilogues import checked_report
 from onnx import TensorProto, helper, numpy_helper
 
-import autofusion
-from autofusion.lowering.c.testing import onnxruntime_outputs
 from autofusion.runtime import toolchain
-from autofusion.testing import assert_close
 
 
 def fire_model(batch: int = 2, seed: int = 0) -> onnx.ModelProto:
@@ -89,18 +87,7 @@ def test_fire_blocks_match_onnxruntime(cpu: str, threads: int) -> None:
     fire c's squeeze is the exit and the rest (fire n included) NCHW; elsewhere nothing."""
     model = fire_model()
     feeds = {"x": np.random.default_rng(7).uniform(-2, 2, (2, 32, 15, 15)).astype(np.float32)}
-    ref = onnxruntime_outputs(model, feeds)
-    m = autofusion.compile(model, cpu=cpu, threads=threads, cache=False)
-    try:
-        got = m.run(feeds)
-        for name, r in ref.items():
-            assert_close(got[name], r, f"{name} ({cpu}, {threads} thread(s))")
-        report = m.report
-    finally:
-        m.close()
-    rows = report["conv_algo"]
-    assert isinstance(rows, list)
-    by_origin = {str(o): r for r in rows for o in r["origins"]}
+    report, by_origin = checked_report(model, feeds, cpu, threads)
     avx512 = toolchain.cpu_has_avx512(cpu)
     for fire in "abcn":
         for part in ("squeeze", "expand1x1", "expand3x3"):
@@ -123,19 +110,9 @@ def test_fire_blocks_under_sanitizers(tmp_path: Path) -> None:
     """The blocked squeezes, expands and pools (in-place broadcasts from both layouts, the
     short last tiles of odd maps, ceil-mode windows at the border, batch 2) under ASan/UBSan
     at two threads."""
-    from autofusion.lowering.c.testing import compile_onnx, emit_lowered
-    from autofusion.runtime import build
+    from autofusion.lowering.c.testing import sanitized_model_c
 
-    m = fire_model()
     x = np.random.default_rng(3).uniform(-2, 2, (2, 32, 15, 15)).astype(np.float32)
-    ref = onnxruntime_outputs(m, {"x": x})
-    emit_lowered(compile_onnx(m), tmp_path)
-    text = (tmp_path / "model.c").read_text()
+    text = sanitized_model_c(fire_model(), {"x": x}, tmp_path)
     assert text.count("afrt_conv1x1nb_f32(") == 4  # fires a and b: squeeze, expand 1x1
     assert text.count("afrt_maxpool2d_nc_f32(") == 2
-    exe = build.build_sanitizer_driver(tmp_path)
-    got = build.run_driver(exe, tmp_path / "weights.bin", [x],
-                           [(r.shape, r.dtype) for r in ref.values()], tmp_path / "io",
-                           threads=2)  # fmt: skip
-    for (name, r), g in zip(ref.items(), got, strict=True):
-        assert_close(g, r, f"{name} under ASan/UBSan")

@@ -29,13 +29,13 @@ import autofusion
 from autofusion.lowering.c.testing import (
     build_and_run,
     compile_onnx,
-    emit_lowered,
     onnxruntime_outputs,
+    sanitized_model_c,
 )
 from autofusion.passes.assign_layout import AssignLayout
 from autofusion.pipeline import lower, make_context
 from autofusion.policy.report import conv_algo_rows
-from autofusion.runtime import build, toolchain
+from autofusion.runtime import toolchain
 from autofusion.testing import assert_close
 
 needs_avx512 = pytest.mark.skipif(
@@ -196,18 +196,7 @@ def test_conv_layout_nchw_turns_the_pass_off(tmp_path: Path) -> None:
 def test_blocked_edges_under_sanitizers(tmp_path: Path) -> None:
     """The pointwise build (every kind of blocked edge) under ASan/UBSan at two threads."""
     m = layout_cnn()
-    feeds = _feeds()
-    ref = onnxruntime_outputs(m, feeds)
-    emit_lowered(_pointwise(m), tmp_path)
-    text = (tmp_path / "model.c").read_text()
-    assert "afrt_nchwc_ex_f32" in text
-    exe = build.build_sanitizer_driver(tmp_path)
-    got = build.run_driver(
-        exe, tmp_path / "weights.bin", [feeds["x"]],
-        [(r.shape, r.dtype) for r in ref.values()], tmp_path / "io", threads=2,
-    )  # fmt: skip
-    for (name, r), g in zip(ref.items(), got, strict=True):
-        assert_close(g, r, f"{name} under ASan/UBSan")
+    assert "afrt_nchwc_ex_f32" in sanitized_model_c(m, _feeds(), tmp_path, _pointwise(m))
 
 
 _KERNEL_DRIVER = (

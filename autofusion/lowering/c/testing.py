@@ -38,6 +38,7 @@ __all__ = [
     "compile_onnx",
     "emit_lowered",
     "onnxruntime_outputs",
+    "sanitized_model_c",
 ]
 
 
@@ -143,3 +144,28 @@ def compile_onnx(model: onnx.ModelProto, fusion: bool = True) -> ModuleOp:
 
         run_tensor_passes(module)
     return module
+
+
+def sanitized_model_c(
+    model: onnx.ModelProto,
+    feeds: Mapping[str, np.ndarray],
+    work_dir: Path,
+    module: ModuleOp | None = None,
+    threads: int = 2,
+) -> str:
+    """``model`` (or its tensor-level ``module``, default: :func:`compile_onnx` with fusion)
+    emitted into ``work_dir``, built with ASan/UBSan as a standalone driver and run at
+    ``threads`` threads: every output matches onnxruntime at the project's bar (a sanitizer
+    report fails the run). Returns the emitted ``model.c``, for the caller to check that the
+    kernels under test were called."""
+    from autofusion.runtime.build import build_sanitizer_driver, run_driver
+
+    ref = onnxruntime_outputs(model, feeds)
+    emit_lowered(compile_onnx(model) if module is None else module, work_dir)
+    exe = build_sanitizer_driver(work_dir)
+    inputs = [feeds[i.name] for i in model.graph.input]
+    outs = [(r.shape, r.dtype) for r in ref.values()]
+    got = run_driver(exe, work_dir / "weights.bin", inputs, outs, work_dir / "io", threads=threads)
+    for (name, r), g in zip(ref.items(), got, strict=True):
+        assert_close(g, r, f"{name} under ASan/UBSan")
+    return (work_dir / "model.c").read_text()

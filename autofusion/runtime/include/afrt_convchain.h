@@ -252,17 +252,12 @@ static inline void afrt_cc_fill_expand_(const float *restrict xn, int64_t ci,
                                         float lo, float hi, const afrt_conv_params *p,
                                         const afrt_dwl_geom_ *g, int64_t r0, int64_t rows,
                                         float *restrict t) {
-    const int64_t H = p->H, W = p->W, hw = H * W, pl = p->pad_left, wt = g->wt, L = AFRT_DWL_L;
+    const int64_t W = p->W, hw = p->H * W, pl = p->pad_left, L = AFRT_DWL_L;
     const __m512 b = _mm512_loadu_ps(bpk), lov = _mm512_set1_ps(lo), hiv = _mm512_set1_ps(hi);
     for (int64_t u = 0; u < rows; ++u) {
         float *tr = t + u * g->pitch;
         const int64_t ih = r0 + u - p->pad_top;
-        if (ih < 0 || ih >= H) {
-            memset(tr, 0, (size_t)(wt * L) * sizeof(float));
-            continue;
-        }
-        if (pl > 0) memset(tr, 0, (size_t)(pl * L) * sizeof(float));
-        if (wt > pl + W) memset(tr + (pl + W) * L, 0, (size_t)((wt - pl - W) * L) * sizeof(float));
+        if (!afrt_dwl_pad_row_(tr, ih, p, g)) continue;
         const float *xr = xn + ih * W;
         float *d = tr + pl * L;
         int64_t iw = 0;
@@ -345,6 +340,46 @@ static inline void afrt_cc_blocked_band_(const float *x, const float *wd, const 
     afrt_store_transposed_(tmp, Np, cols, mt, K, bp, yn + c0, ohw);
     afrt_finish_block_(yn, NULL, n, 0, K, c0, c0 + cols, ohw, epi);
 }
+
+/* Runs the blocked band (afrt_cc_blocked_band_) over every image and band of rows: bands of
+ * (nearly) equal height, band b rows [b*OH/nb, (b+1)*OH/nb), since a short last band would
+ * read every B panel (pb, Wp^T packed) for few rows, and the threads get even shares. With
+ * ex the expand 1x1 runs inside each band (its work counts toward threading, its input rows
+ * take per-thread scratch). Returns 1 when done, 0 when a thread's scratch ran out (the caller
+ * then takes another path, which rewrites all of y). */
+static inline int afrt_cc_blocked_run_(const float *x, const float *wd, const float *bd,
+                                       float lo, float hi, const float *pb, const float *bp,
+                                       float *y, const afrt_conv_params *pd,
+                                       const afrt_conv_params *pp, afrt_epilogue epi, int xblk,
+                                       const afrt_cc_expand_ *ex) {
+    const int64_t C = pd->K, K = pp->K, ohw = pd->OH * pd->OW;
+    double work = (double)pd->N * (double)ohw *
+                  ((double)C * (double)K + AFRT_SLOW_WORK * (double)C * pd->R * pd->S);
+    size_t extra = 0;
+    if (ex) {
+        const afrt_conv_params *pe = ex->p;
+        work += (double)pe->N * (double)pe->OH * pe->OW * (double)pe->C * (double)pe->K;
+        extra = (size_t)((pe->C + 1) * AFRT_DWL_L);
+    }
+    const int par = afrt_num_threads_ > 1 && afrt_worth_threads_(work);
+    const int64_t nbands = afrt_cdiv_(pd->OH, afrt_cc_band_rows_(pd, par ? afrt_num_threads_ : 1));
+    const int64_t th = afrt_cdiv_(pd->OH, nbands), tasks = pd->N * nbands;
+    const size_t need = ((size_t)afrt_cc_blocked_floats_(pd, pp, th) + extra) * sizeof(float);
+    int failed = 0;
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_threads_now()) if (par && tasks > 1))
+    for (int64_t task = 0; task < tasks; ++task) {
+        afrt_arrive_();
+        float *s = (float *)afrt_thread_scratch(0, need);
+        if (!s) {
+            afrt_flag_set_(&failed);
+            continue;
+        }
+        const int64_t n = task / nbands, b = task % nbands;
+        afrt_cc_blocked_band_(x, wd, bd, lo, hi, pb, bp, y, pd, pp, th, n, b * pd->OH / nbands,
+                              (b + 1) * pd->OH / nbands, s, epi, xblk, ex);
+    }
+    return !failed;
+}
 #endif
 
 static inline int afrt_dwpw_ex_f32(const float *x, const float *wd, const float *bd, float lo,
@@ -390,32 +425,8 @@ static inline int afrt_dwpw_ex_f32(const float *x, const float *wd, const float 
 #if defined(__AVX512F__)
     /* Wp^T (C x K; element (c, k) = wp[k * C + c]) as cached B panels: constant weights only */
     const float *pbt = afrt_cc_blocked_applies(pd, pp) ? afrt_packed_const_(wp, C, K, C, 1, 1) : NULL;
-    if (pbt) {
-        const int nth = afrt_num_threads_;
-        const double work = (double)pd->N * (double)ohw *
-                            ((double)C * (double)K + AFRT_SLOW_WORK * (double)C * pd->R * pd->S);
-        const int par = nth > 1 && afrt_worth_threads_(work);
-        /* bands of (nearly) equal height, band b rows [b*OH/nb, (b+1)*OH/nb): a short last
-         * band would read every B panel for few rows, and the threads get even shares */
-        const int64_t nbands = afrt_cdiv_(pd->OH, afrt_cc_band_rows_(pd, par ? nth : 1));
-        const int64_t th = afrt_cdiv_(pd->OH, nbands), tasks = pd->N * nbands;
-        const size_t need = (size_t)afrt_cc_blocked_floats_(pd, pp, th) * sizeof(float);
-        int failed = 0;
-        AFRT_OMP(parallel for schedule(static) num_threads(afrt_threads_now()) if (par && tasks > 1))
-        for (int64_t task = 0; task < tasks; ++task) {
-            afrt_arrive_();
-            float *s = (float *)afrt_thread_scratch(0, need);
-            if (!s) {
-                afrt_flag_set_(&failed);
-                continue;
-            }
-            const int64_t n = task / nbands, b = task % nbands;
-            afrt_cc_blocked_band_(x, wd, bd, lo, hi, pbt, bp, y, pd, pp, th, n,
-                                  b * pd->OH / nbands, (b + 1) * pd->OH / nbands, s, epi, xblk,
-                                  NULL);
-        }
-        if (!failed) return 1;
-    }
+    if (pbt && afrt_cc_blocked_run_(x, wd, bd, lo, hi, pbt, bp, y, pd, pp, epi, xblk, NULL))
+        return 1;
 #endif
     if (xblk) return afrt_dwpw_unblocked_(x, wd, bd, lo, hi, wp, bp, y, pd, pp, epi);
     const float *pa = NULL;
@@ -502,36 +513,12 @@ static inline int afrt_edwpw_f32(const float *x, const float *we, const float *b
     if (pd->N <= 0 || pp->K <= 0 || pd->OH <= 0 || pd->OW <= 0) return 1;
     afrt_init_once_();
 #if defined(__AVX512F__)
-    const int64_t C = pd->K, K = pp->K, ohw = pd->OH * pd->OW;
+    const int64_t C = pd->K, K = pp->K;
     const float *pbt =
         afrt_edwpw_banded(pe, pd, pp) ? afrt_packed_const_(wp, C, K, C, 1, 1) : NULL;
     if (pbt) {
         const afrt_cc_expand_ ex = {we, be, elo, ehi, pe};
-        const int nth = afrt_num_threads_;
-        const double work =
-            (double)pd->N * (double)ohw *
-                ((double)C * (double)K + AFRT_SLOW_WORK * (double)C * pd->R * pd->S) +
-            (double)pe->N * (double)pe->OH * pe->OW * (double)pe->C * (double)pe->K;
-        const int par = nth > 1 && afrt_worth_threads_(work);
-        const int64_t nbands = afrt_cdiv_(pd->OH, afrt_cc_band_rows_(pd, par ? nth : 1));
-        const int64_t th = afrt_cdiv_(pd->OH, nbands), tasks = pd->N * nbands;
-        const size_t need = (size_t)(afrt_cc_blocked_floats_(pd, pp, th) +
-                                     (pe->C + 1) * AFRT_DWL_L) * sizeof(float);
-        int failed = 0;
-        AFRT_OMP(parallel for schedule(static) num_threads(afrt_threads_now()) if (par && tasks > 1))
-        for (int64_t task = 0; task < tasks; ++task) {
-            afrt_arrive_();
-            float *s = (float *)afrt_thread_scratch(0, need);
-            if (!s) {
-                afrt_flag_set_(&failed);
-                continue;
-            }
-            const int64_t n = task / nbands, b = task % nbands;
-            afrt_cc_blocked_band_(x, wd, bd, lo, hi, pbt, bp, y, pd, pp, th, n,
-                                  b * pd->OH / nbands, (b + 1) * pd->OH / nbands, s, epi, 0,
-                                  &ex);
-        }
-        if (!failed) return 1;
+        if (afrt_cc_blocked_run_(x, wd, bd, lo, hi, pbt, bp, y, pd, pp, epi, 0, &ex)) return 1;
     }
 #endif
     const size_t n = (size_t)(pe->N * pe->K * pe->OH * pe->OW);

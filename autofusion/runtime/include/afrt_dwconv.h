@@ -513,23 +513,33 @@ static inline void afrt_dwl_fill_(const float *restrict xb, int64_t nc, const af
 #endif
 }
 
+/* Zeroes the padding of one tile row (tr, g->wt lanes-wide columns) for input row ih: the
+ * whole row if ih is outside the image (returns 0), else the pad_left columns before and the
+ * columns past the image's W (returns 1; the caller fills the W columns from pad_left). */
+static inline int afrt_dwl_pad_row_(float *restrict tr, int64_t ih, const afrt_conv_params *p,
+                                    const afrt_dwl_geom_ *g) {
+    const int64_t W = p->W, pl = p->pad_left, wt = g->wt, L = AFRT_DWL_L;
+    if (ih < 0 || ih >= p->H) {
+        memset(tr, 0, (size_t)(wt * L) * sizeof(float));
+        return 0;
+    }
+    if (pl > 0) memset(tr, 0, (size_t)(pl * L) * sizeof(float));
+    if (wt > pl + W) memset(tr + (pl + W) * L, 0, (size_t)((wt - pl - W) * L) * sizeof(float));
+    return 1;
+}
+
 /* afrt_dwl_fill_ from a 16-channel block already in lanes (NCHW16c: xbl = [H][W][16] of the
  * block, lanes past the channel count zero): the same tile, each input row one contiguous
  * copy instead of 16-way transposes (the conv chain reading gemm_1x1_b's output). */
 static inline void afrt_dwl_fill_blocked_(const float *restrict xbl, const afrt_conv_params *p,
                                           const afrt_dwl_geom_ *g, int64_t r0, int64_t rows,
                                           float *restrict t) {
-    const int64_t H = p->H, W = p->W, pl = p->pad_left, wt = g->wt, L = AFRT_DWL_L;
+    const int64_t W = p->W, L = AFRT_DWL_L;
     for (int64_t u = 0; u < rows; ++u) {
         float *tr = t + u * g->pitch;
         const int64_t ih = r0 + u - p->pad_top;
-        if (ih < 0 || ih >= H) {
-            memset(tr, 0, (size_t)(wt * L) * sizeof(float));
-            continue;
-        }
-        if (pl > 0) memset(tr, 0, (size_t)(pl * L) * sizeof(float));
-        memcpy(tr + pl * L, xbl + ih * W * L, (size_t)(W * L) * sizeof(float));
-        if (wt > pl + W) memset(tr + (pl + W) * L, 0, (size_t)((wt - pl - W) * L) * sizeof(float));
+        if (afrt_dwl_pad_row_(tr, ih, p, g))
+            memcpy(tr + p->pad_left * L, xbl + ih * W * L, (size_t)(W * L) * sizeof(float));
     }
 }
 
