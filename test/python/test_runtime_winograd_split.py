@@ -12,7 +12,8 @@ each with bias and Relu. A conv with fewer channels than ``AFRT_WG_SPLIT_MIN_ROW
 thread keeps the uneven split at two threads and must match as well (48 -> 40 at 27x27; at
 three threads its two tile blocks are split, a thread would have none). A 35x35 map (81 tiles:
 32 + 32 + 17) at two threads deals its first two blocks whole and splits the third's 112
-channels, 56 + 56 (the last round's block).
+channels, 56 + 56 (the last round's block). Two images of the 13x13 map: one block each, dealt
+whole at two threads, split with a shared V of both images at three.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import autofusion
 from autofusion.testing import assert_close
 
 
-def _model(hw: int, cin: int, cout: int, seed: int) -> onnx.ModelProto:
+def _model(hw: int, cin: int, cout: int, seed: int, batch: int) -> onnx.ModelProto:
     rng = np.random.default_rng(seed)
     w = rng.uniform(-1.0, 1.0, (cout, cin, 3, 3)) * (1.5 / np.sqrt(9 * cin))
     b = rng.uniform(-0.2, 0.2, cout)
@@ -43,8 +44,8 @@ def _model(hw: int, cin: int, cout: int, seed: int) -> onnx.ModelProto:
     g = helper.make_graph(
         nodes,
         "winograd_split",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, cin, hw, hw])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, cout, hw, hw])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, cin, hw, hw])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, cout, hw, hw])],
         inits,
     )
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
@@ -52,15 +53,19 @@ def _model(hw: int, cin: int, cout: int, seed: int) -> onnx.ModelProto:
 
 @pytest.mark.parametrize("cpu", ["native", "x86-64-v2"])
 @pytest.mark.parametrize(
-    ("hw", "cin", "cout"), [(13, 128, 200), (27, 48, 112), (27, 48, 40), (35, 48, 112)]
+    ("hw", "cin", "cout", "batch"),
+    [(13, 128, 200, 1), (27, 48, 112, 1), (27, 48, 40, 1), (35, 48, 112, 1), (13, 128, 200, 2)],
 )
-def test_winograd_split_at_one_to_three_threads(cpu: str, hw: int, cin: int, cout: int) -> None:
+def test_winograd_split_at_one_to_three_threads(
+    cpu: str, hw: int, cin: int, cout: int, batch: int
+) -> None:
     import onnxruntime as ort
 
     from autofusion.runtime.loader import ModelLibrary
 
-    model = _model(hw, cin, cout, seed=hw)
-    x = np.random.default_rng(hw + 1).uniform(-1.0, 1.0, (1, cin, hw, hw)).astype(np.float32)
+    model = _model(hw, cin, cout, seed=hw, batch=batch)
+    shape = (batch, cin, hw, hw)
+    x = np.random.default_rng(hw + 1).uniform(-1.0, 1.0, shape).astype(np.float32)
     m = autofusion.compile(model, threads=2, cpu=cpu)
     try:
         algos = [c["conv_algo"] for c in m.report["conv_algo"]]
