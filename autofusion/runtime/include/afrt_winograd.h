@@ -27,7 +27,9 @@
  *   OH x OW (edge tiles are cut) and runs the epilogue on each finished row segment; the
  *   built-in clamp epilogue (afrt_epi_clamp_fn: residual add, Relu / Clip) is instead
  *   applied in the output transform, before each output's only store.
- *   nt is chosen so V and M of one task stay in L2 (AFRT_WG_BYTES).
+ *   nt is chosen so V and M of one task stay in L2 (AFRT_WG_BYTES). Where the tile blocks
+ *   do not share out evenly (afrt_wg_split_k_), the output channels are split as well, and
+ *   the V that those tasks share is transformed once, before them, by all threads.
  *
  * Error: the transforms' constants (1/4, 1/6, 1/24; 8, 5) grow fp32 rounding error by about
  * an order of magnitude over the direct sum; test_c_winograd.py checks it against
@@ -209,13 +211,23 @@ static inline void afrt_wg_bt6_(const __m512 d[6], __m512 o[6]) {
 }
 #endif
 
-/* Input transform of tiles [t0, t0 + np) of image xn (tiles past t0 + nt are zero) into the
- * packed B panels of V (36 matrices C x np, vstride floats apart). */
+/* Input transform of channels [c0, c1) of tiles [t0, t0 + np) of image xn (tiles past t0 + nt
+ * are zero) into the packed B panels of V (36 matrices C x np, vstride floats apart). Each
+ * channel's values depend on that channel alone, so a channel range gives the same bits. */
 static inline void afrt_wg_input_(const float *restrict xn, const afrt_conv_params *p,
                                   int64_t TW, int64_t t0, int64_t nt, int64_t np,
-                                  float *restrict V, int64_t vstride) {
+                                  float *restrict V, int64_t vstride, int64_t c0, int64_t c1) {
     const int64_t H = p->H, W = p->W, C = p->C, hw = H * W;
     for (int64_t g0 = 0; g0 < np; g0 += AFRT_WG_L) {
+        if (g0 >= nt) { /* a group past the tiles (16 of a 14x14 map's 32): the zeros its
+                         * transform gives, without the gathers and arithmetic */
+            for (int64_t c = c0; c < c1; ++c) {
+                float *restrict o = V + afrt_wg_boff_(C, np, c, g0);
+                for (int xi = 0; xi < AFRT_WG_X; ++xi)
+                    memset(o + xi * vstride, 0, AFRT_WG_L * sizeof(float));
+            }
+            continue;
+        }
         int64_t ih0[AFRT_WG_L], iw0[AFRT_WG_L];
         int kind[AFRT_WG_L]; /* 0: past the tiles, 1: inside the input, 2: at an edge */
         for (int l = 0; l < AFRT_WG_L; ++l) {
@@ -239,7 +251,7 @@ static inline void afrt_wg_input_(const float *restrict xn, const afrt_conv_para
         }
         const __m512i vbase = _mm512_loadu_si512(base);
 #endif
-        for (int64_t c = 0; c < C; ++c) {
+        for (int64_t c = c0; c < c1; ++c) {
             const float *restrict xc = xn + c * hw;
             float d[6][6][AFRT_WG_L], v[6][6][AFRT_WG_L];
 #if defined(__AVX512F__)
@@ -503,6 +515,58 @@ static inline int afrt_wg_all_finite_(const float *x, int64_t n) {
     return !bad;
 }
 
+/* Bytes of the shared V (all tile blocks of all images) above which each task transforms
+ * its own tiles' V, as before the sharing. */
+#ifndef AFRT_WG_SHARED_V_BYTES
+#define AFRT_WG_SHARED_V_BYTES AFRT_TILE_BYTES
+#endif
+/* Percent of an even share of tiles that the busiest thread may get from the tile blocks
+ * dealt round-robin before the conv is split by output channels instead (afrt_wg_split_k_). */
+#ifndef AFRT_WG_UNEVEN_PCT
+#define AFRT_WG_UNEVEN_PCT 125
+#endif
+/* Output channels per thread below which an uneven tile split is kept (the split reads all
+ * of V once per channel block: DenseNet-121's 128 -> 32 at 28x28, 16 rows a thread, did
+ * more work split, thread_balance.py work 1.17-1.21 -> 1.24-1.27, and was no faster). */
+#ifndef AFRT_WG_SPLIT_MIN_ROWS
+#define AFRT_WG_SPLIT_MIN_ROWS 48
+#endif
+/* afrt_wg_shared_v_dis_: 1 makes every task transform its own V (the old way), for A/B runs
+ * from C drivers (the bits are the same). */
+static int afrt_wg_shared_v_dis_ = 0;
+
+/* Whether nth threads split the conv's output channels into nth blocks (of MR rows; each
+ * thread one block of every tile block) rather than deal out whole tile blocks (N images of
+ * T tiles in blocks of np): when there are fewer tile blocks than threads, or when dealt
+ * round-robin they give the busiest thread more than AFRT_WG_UNEVEN_PCT percent of an even
+ * share of the tiles (ResNet-50's 28x28 map: 49 tiles in blocks of 32 and 17, so one thread
+ * had 32 where 24.5 is even) and each thread gets AFRT_WG_SPLIT_MIN_ROWS channels or more.
+ * A run-time choice (the thread count is af_create's). */
+static inline int afrt_wg_split_k_(int64_t N, int64_t T, int64_t np, int64_t nth, int64_t K,
+                                   int64_t MR) {
+    if (nth <= 1 || K < 2 * MR || N <= 0 || T <= 0) return 0;
+    const int64_t ntb = afrt_nblocks_(T, np), tt = N * ntb;
+    if (tt < nth) return 1; /* a thread would have nothing */
+    if (K < nth * AFRT_WG_SPLIT_MIN_ROWS) return 0;
+    int64_t busiest = 0;
+    for (int64_t j = 0; j < nth; ++j) { /* thread j: blocks j, j + nth, ... */
+        int64_t tiles = 0;
+        for (int64_t b = j; b < tt; b += nth) tiles += afrt_min_(np, T - (b % ntb) * np);
+        busiest = afrt_max_(busiest, tiles);
+    }
+    return 100 * busiest * nth > AFRT_WG_UNEVEN_PCT * N * T;
+}
+
+/* Blocks of output channels for nth threads: min(nth, K / MR) blocks of MR rows, evened out
+ * as afrt_gemm_split_even_ does (128 rows: 60 + 68, not 72 + 56; the last takes the rest).
+ * Their count; the block size in *kb. */
+static inline int64_t afrt_wg_kblocks_(int64_t K, int64_t MR, int64_t nth, int64_t *kb) {
+    const int64_t blk = afrt_round_up_(afrt_cdiv_(K, afrt_min_(nth, K / MR)), MR);
+    const int64_t nkb = afrt_nblocks_(K, blk);
+    *kb = afrt_split_even_(K, MR, 2, nkb, blk);
+    return nkb;
+}
+
 /* Winograd F(4x4, 3x3) convolution (see the top of this file). Returns 0 if the conv does not
  * fit (afrt_winograd_fits), memory cannot be had, or the input holds a NaN or an inf; then
  * some outputs may be written and the caller computes them all again (afrt_conv2d_f32).
@@ -525,36 +589,73 @@ static inline int afrt_winograd_f32(const float *x, const float *w, const float 
     np = afrt_max_(AFRT_NR, afrt_min_(4 * AFRT_NR, np / AFRT_NR * AFRT_NR));
     np = afrt_min_(np, afrt_round_up_(T, AFRT_NR));
     const int64_t ntb = afrt_nblocks_(T, np);
-    /* channel blocks only when there are fewer tile tasks than threads */
-    int64_t kb = K;
-    const int64_t nth = afrt_num_threads_;
-    if (p->N * ntb < nth && K >= 2 * MR)
-        kb = afrt_round_up_(afrt_cdiv_(K, afrt_min_(afrt_cdiv_(nth, p->N * ntb), K / MR)), MR);
-    const int64_t nkb = afrt_nblocks_(K, kb), ntasks = p->N * ntb * nkb;
+    /* Output-channel blocks (afrt_wg_split_k_): each thread then takes one block of every
+     * tile block; and the tile blocks' V, which every channel block reads, is transformed
+     * once into the calling thread's scratch (slot 13), its (tile block, input-channel
+     * chunk) pieces split over the threads in the same parallel region before the tasks,
+     * where each task transformed its own V, so every thread transformed all of it. */
+    const int64_t nth = afrt_num_threads_, tt = p->N * ntb;
+    int64_t kb = K, nkb = 1;
+    if (afrt_wg_split_k_(p->N, T, np, nth, K, MR)) nkb = afrt_wg_kblocks_(K, MR, nth, &kb);
     /* Tasks go out round-robin (schedule(static, 1)): the last tile block is usually short
      * (144 tiles = 4 x 32 + 16), and contiguous runs gave one thread 3 whole blocks and the
      * other 2 blocks, one of them that short one (two threads at most 1.6x one); dealt in
-     * turn, the short block goes to the thread with more blocks. Same tasks, same sums. */
+     * turn, the short block goes to the thread with more blocks. Same tasks, same sums.
+     * Not split by channels, the last round's tt % nth blocks (the short one among them)
+     * are (tail tasks after the head's whole blocks) where each thread gets
+     * AFRT_WG_SPLIT_MIN_ROWS channels or more: one channel block of each per thread, each
+     * task transforming its block's V (GoogLeNet's 64 -> 192 at 56x56: 196 tiles = 6 x 32
+     * + 4, and the thread with the 4-tile block had 3.5 blocks' work against 3; with fewer
+     * channels the transform done twice cost more than the balance gained). */
+    int64_t tail = 0, kbt = K, nkt = 1;
+    if (nkb == 1 && nth > 1 && tt % nth && K >= nth * AFRT_WG_SPLIT_MIN_ROWS) {
+        tail = tt % nth;
+        nkt = afrt_wg_kblocks_(K, MR, nth, &kbt);
+    }
+    const int64_t head = (tt - tail) * nkb, ntasks = head + tail * nkt;
     /* the built-in clamp epilogue: in the output transform, before each output's store */
     const afrt_epi_clamp *cl = afrt_epi_builtin_clamp_(epi);
     const size_t vfl = (size_t)(AFRT_WG_X * C * np), mfl = (size_t)(AFRT_WG_X * K * np);
+    float *vsh = nkb > 1 && !afrt_wg_shared_v_dis_ &&
+                         (double)tt * (double)vfl * sizeof(float) <= (double)AFRT_WG_SHARED_V_BYTES
+                     ? (float *)afrt_thread_scratch(13, (size_t)tt * vfl * sizeof(float))
+                     : NULL;
+    const int64_t nch = vsh ? afrt_min_(nth, C) : 0, cch = vsh ? afrt_cdiv_(C, nch) : 0;
     int failed = 0;
-    AFRT_OMP(parallel for schedule(static, 1) num_threads(afrt_threads_now()) if (ntasks > 1 && afrt_worth_threads_((double)p->N * K * ohw * C * 4)))
+    AFRT_OMP(parallel num_threads(afrt_threads_now()) if (ntasks > 1 && afrt_worth_threads_((double)p->N * K * ohw * C * 4)))
+    {
+    if (vsh) { /* chunk q of every tile block to thread q: the same channels per thread */
+        AFRT_OMP(for schedule(static, 1))
+        for (int64_t u = 0; u < tt * nch; ++u) {
+            afrt_arrive_();
+            const int64_t b = u / nch, c0 = (u % nch) * cch, c1 = afrt_min_(C, c0 + cch);
+            const int64_t t0 = (b % ntb) * np, nt = afrt_min_(np, T - t0);
+            const int64_t npb = afrt_round_up_(nt, AFRT_NR);
+            afrt_wg_input_(x + (b / ntb) * C * hw, p, TW, t0, nt, npb, vsh + b * vfl, C * npb,
+                           c0, c1);
+        }
+    }
+    AFRT_OMP(for schedule(static, 1))
     for (int64_t task = 0; task < ntasks; ++task) {
         afrt_arrive_();
-        const int64_t n = task / (ntb * nkb), rest = task % (ntb * nkb);
-        const int64_t t0 = (rest / nkb) * np, k0 = (rest % nkb) * kb;
-        const int64_t nt = afrt_min_(np, T - t0), k1 = afrt_min_(K, k0 + kb);
+        /* tile block b (of image b / ntb), channel block j of nk blocks of bk */
+        const int in_head = task < head;
+        const int64_t nk = in_head ? nkb : nkt, bk = in_head ? kb : kbt;
+        const int64_t b = in_head ? task / nkb : tt - tail + (task - head) / nkt;
+        const int64_t j = in_head ? task % nkb : (task - head) % nkt;
+        const int64_t n = b / ntb, t0 = (b % ntb) * np, k0 = j * bk;
+        const int64_t nt = afrt_min_(np, T - t0), k1 = afrt_split_end_(j, nk, bk, K);
         const int64_t npb = afrt_round_up_(nt, AFRT_NR);
-        float *V = (float *)afrt_thread_scratch(0, (vfl + mfl) * sizeof(float));
+        float *V = (float *)afrt_thread_scratch(0, ((vsh ? 0 : vfl) + mfl) * sizeof(float));
         if (!V) {
             afrt_flag_set_(&failed);
             continue;
         }
-        float *M = V + vfl;
+        float *M = vsh ? V : V + vfl;
         const float *xn = x + n * C * hw;
         float *yn = y + n * K * ohw;
-        afrt_wg_input_(xn, p, TW, t0, nt, npb, V, C * npb);
+        if (vsh) V = vsh + b * vfl;
+        else afrt_wg_input_(xn, p, TW, t0, nt, npb, V, C * npb, 0, C);
         const afrt_bsrc_ none = {NULL, NULL, 0, 0, NULL, NULL};
         for (int xi = 0; xi < AFRT_WG_X; ++xi) {
             afrt_bsrc_ bs = none;
@@ -566,6 +667,7 @@ static inline int afrt_winograd_f32(const float *x, const float *w, const float 
                         cl ? afrt_epi_clamp_res_(cl, n, 0) : NULL);
         if (epi.fn && !cl) afrt_wg_epilogue_(p, TW, t0, nt, n, k0, k1, yn, epi);
     }
+    } /* the parallel region */
     return !failed;
 }
 
