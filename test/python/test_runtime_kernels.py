@@ -289,8 +289,9 @@ def test_matmul_pf_next_same_bits(driver: Path, tmp_path: Path, case, threads: i
     params = (batch, m, n, k, alpha, beta, 0, tb, bca, 0)
     runs = []
     for strategy in (6, 7):
-        (tmp_path / str(strategy)).mkdir()
-        runs.append(_run_matmul(driver, tmp_path / str(strategy), threads, strategy, a, b, c, params))
+        out = tmp_path / str(strategy)
+        out.mkdir()
+        runs.append(_run_matmul(driver, out, threads, strategy, a, b, c, params))
     np.testing.assert_array_equal(runs[0][1], runs[1][1])
     close(runs[0][1][:, :, :n], 0.5 * runs[0][0] - 1.0)
 
