@@ -11,9 +11,11 @@ markdown table of the medians (us), GFLOP/s of both against the machine's measur
 < 1: direct A wins; an AVX-512 build always takes direct A). The default cases
 are the dense layers of the zoo's ViT-Tiny (197 tokens), Swin-Tiny (stages 1-4: 3136, 784,
 196 and 49 tokens; qkv, proj, fc1, fc2, patch merging) and BERT-base (128 tokens).
+``--against no-prefetch`` times direct A with its prefetch of the next packed B block
+(``afrt_pf_next_``) against direct A without it instead.
 
     .venv/bin/python benchmarks/gemm_direct_a.py [--threads 1] [--reps 9] [--cold]
-        [--cases 197x768x192,...]    # MxKxN
+        [--cases 197x768x192,...] [--against packed|no-prefetch]    # MxKxN
 """
 
 from __future__ import annotations
@@ -34,14 +36,18 @@ CASES = [
     (49, 1536, 768), (49, 768, 2304), (49, 768, 768), (49, 768, 3072), (49, 3072, 768),  # 4
     (128, 768, 2304), (128, 768, 768), (128, 768, 3072), (128, 3072, 768),  # BERT-base
 ]  # fmt: skip
+AGAINST = ("packed", "no-prefetch")  # the C driver's mode is the index
 
 
 def main() -> int:
     ap = kbench.parser(__doc__, "comma-separated MxKxN (default: model layers)")
+    ap.add_argument("--against", choices=AGAINST, default="packed", help="what B is")
     args = ap.parse_args()
     peak = roofs.machine_roofs(args.threads).peak_gflops
-    out = kbench.run(SRC, [args.threads, args.reps, int(args.cold)], kbench.cases(args, CASES))
-    columns = ["M", "K", "N", "direct us", "packed us", "GFLOP/s direct / packed", "ratio"]
+    head = [args.threads, args.reps, int(args.cold), AGAINST.index(args.against)]
+    out = kbench.run(SRC, head, kbench.cases(args, CASES))
+    a, b = ("direct", "packed") if args.against == "packed" else ("prefetch", "none")
+    columns = ["M", "K", "N", f"{a} us", f"{b} us", f"GFLOP/s {a} / {b}", "ratio"]
     kbench.print_heading(args, columns, f", sgemm roof {peak:.0f} GFLOP/s")
     for line in out:
         m, k, n, td, tp, ratio = line.split()

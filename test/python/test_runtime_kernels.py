@@ -242,16 +242,22 @@ DIRECT_A_CASES = [
     (1, 1, 32, 7, 1.0, 0.0, 1, 0, False),  # one row
     (2, 23, 96, 300, 1.0, 0.5, 0, 0, False),  # an 11-row edge (12-row tile), 2 k blocks
     (1, 30, 90, 40, 1.0, 0.0, 0, 0, True),  # NaN in a whole tile's row, inf in an edge row
+    # with b registered (6, 7): the next-block prefetch's shares (afrt_next_b_)
+    (1, 37, 600, 520, 1.0, 0.0, 0, 0, False),  # 3 k blocks (the last 8 deep), 512 + 88 columns
+    (2, 24, 1030, 300, 1.0, 0.0, 0, 0, False),  # two full row tiles; a 6-column last block
+    (1, 131, 96, 1000, 1.0, 0.0, 0, 0, False),  # 10 row tiles + 11 rows, 4 k blocks, 3 panels
 ]
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize("strategy", [4, 5])
+@pytest.mark.parametrize("strategy", [4, 5, 6, 7])
 @pytest.mark.parametrize("case", DIRECT_A_CASES, ids=[str(i) for i in range(len(DIRECT_A_CASES))])
 def test_matmul_direct_a(driver: Path, tmp_path: Path, case, threads: int, strategy: int) -> None:
     """Direct A against numpy over the micro-kernel's edges: partial row tiles, short column
     tiles, k blocks, lda != K, alpha/beta, a broadcast A, NaN/inf propagation; the same cases
-    with A packed. Only AVX-512 builds have direct A (elsewhere 4 runs the packed path)."""
+    with A packed (5), and with B a registered constant, prepacked, with and without the
+    prefetch of its next block (6, 7). Only AVX-512 builds have direct A (elsewhere 4, 6 and
+    7 run the packed path)."""
     batch, m, n, k, alpha, beta, tb, bca, special = case
     rng = np.random.default_rng(hash(case) % 2**32)
     lda, ldb, ldc = k + 3, (k if tb else n) + 2, n + 5
@@ -268,6 +274,26 @@ def test_matmul_direct_a(driver: Path, tmp_path: Path, case, threads: int, strat
         assert np.isnan(ref[0, 3]).all()
         assert np.isinf(ref[0, m - 1]).all()
     close(y[:, :, :n], 0.5 * ref - 1.0)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("case", DIRECT_A_CASES[-3:], ids=["0", "1", "2"])
+def test_matmul_pf_next_same_bits(driver: Path, tmp_path: Path, case, threads: int) -> None:
+    """The prefetch of the next packed B block changes where the core reads ahead, never a
+    product or its order: the outputs with it (strategy 6) and without (7) are the same bits."""
+    batch, m, n, k, alpha, beta, tb, bca, _ = case
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((batch, m, k + 3), dtype=np.float32) / float(np.sqrt(k))
+    b = rng.standard_normal((batch, n if tb else k, (k if tb else n) + 2), dtype=np.float32)
+    c = rng.standard_normal((batch, m, n + 5), dtype=np.float32)
+    params = (batch, m, n, k, alpha, beta, 0, tb, bca, 0)
+    runs = []
+    for strategy in (6, 7):
+        out = tmp_path / str(strategy)
+        out.mkdir()
+        runs.append(_run_matmul(driver, out, threads, strategy, a, b, c, params))
+    np.testing.assert_array_equal(runs[0][1], runs[1][1])
+    close(runs[0][1][:, :, :n], 0.5 * runs[0][0] - 1.0)
 
 
 def pool_out(size, k, stride, pad0, pad1, dil, ceil):

@@ -1051,11 +1051,15 @@ static inline int afrt_in_region_(const void *p, size_t bytes) {
 /* The same k loop reading A unpacked: row i of the tile at a + i * lda (row-major op(A), k
  * contiguous), so a GEMM whose A panels would serve few B panels skips packing A
  * (afrt_gemm_direct_a_). The rows are 12 sequential streams the hardware prefetcher follows;
- * the tile's kc x MRV block of A stays in L1 for the next column panels. */
+ * the tile's kc x MRV block of A stays in L1 for the next column panels. Each k step also
+ * prefetches into L2 one address of the tile's share of the next packed B block, pf + k * pfs
+ * bytes (afrt_next_b_; pfs = 0 with pf = b when there is none): a model's weights come from
+ * DRAM, and without it the first row tile of every (k block, column block) waited on them. */
 #define AFRT_UK_ZMM_KLOOP_RA_(MRV)                                                             \
     for (int64_t k = 0; k < kc; ++k) {                                                         \
         _mm_prefetch(AFRT_PF_ADDR(b, AFRT_NR * AFRT_PF_K), AFRT_PF_HINT);                      \
         _mm_prefetch(AFRT_PF_ADDR(b, AFRT_NR * AFRT_PF_K + 16), AFRT_PF_HINT);                 \
+        _mm_prefetch((const char *)((uintptr_t)pf + (uintptr_t)(k * pfs)), _MM_HINT_T1);       \
         const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);                    \
         for (int i = 0; i < MRV; ++i) {                                                        \
             const __m512 ai = _mm512_set1_ps(a[i * lda + k]);                                  \
@@ -1068,6 +1072,8 @@ static inline int afrt_in_region_(const void *p, size_t bytes) {
 /* A's parameters: packed panel ([kc][MRV]) or unpacked rows (lda apart) */
 #define AFRT_UK_A_PACKED_ const float *restrict a
 #define AFRT_UK_A_ROWS_ const float *restrict a, int64_t lda
+/* unpacked rows, and where each k step prefetches (AFRT_UK_ZMM_KLOOP_RA_) */
+#define AFRT_UK_A_ROWS_PF_ const float *restrict a, int64_t lda, const char *pf, int64_t pfs
 #define AFRT_DEFINE_UKERNEL_(NAME, MRV, APARAMS, KLOOP)                                        \
     static inline void NAME(int64_t kc, APARAMS, const float *restrict b, float *restrict c,   \
                             int64_t ldc, int acc) {                                            \
@@ -1077,7 +1083,7 @@ static inline int afrt_in_region_(const void *p, size_t bytes) {
     }
 #define AFRT_DEFINE_UKERNEL(NAME, MRV)                                                         \
     AFRT_DEFINE_UKERNEL_(NAME, MRV, AFRT_UK_A_PACKED_, AFRT_UK_ZMM_KLOOP_)
-AFRT_DEFINE_UKERNEL_(afrt_ukernel12_ra_, 12, AFRT_UK_A_ROWS_, AFRT_UK_ZMM_KLOOP_RA_)
+AFRT_DEFINE_UKERNEL_(afrt_ukernel12_ra_, 12, AFRT_UK_A_ROWS_PF_, AFRT_UK_ZMM_KLOOP_RA_)
 /* The same kernel finishing the tile before its store (afrt_epi_clamp in registers): v =
  * clamp(((acc ? s : 0) + a @ b) * alpha + bias[i] (+ res)), with alpha, bias and res as in
  * afrt_tile_finish_ and the order of operations of the plain kernel plus afrt_finish_block_.
@@ -1194,7 +1200,7 @@ typedef struct {
     AFRT_DEFINE_UKERNEL_EPI_(NAME, MRV, AFRT_UK_A_PACKED_, AFRT_UK_ZMM_KLOOP_)
 AFRT_DEFINE_UKERNEL_EPI(afrt_ukernel12_epi_, 12)
 AFRT_DEFINE_UKERNEL_EPI(afrt_ukernel8_epi_, 8)
-AFRT_DEFINE_UKERNEL_EPI_(afrt_ukernel12_ra_epi_, 12, AFRT_UK_A_ROWS_, AFRT_UK_ZMM_KLOOP_RA_)
+AFRT_DEFINE_UKERNEL_EPI_(afrt_ukernel12_ra_epi_, 12, AFRT_UK_A_ROWS_PF_, AFRT_UK_ZMM_KLOOP_RA_)
 #define AFRT_UK_EPI_ 1
 #else
 /* Portable C (x86-64-v2, aarch64): passes of AFRT_UK_ROWS rows x 32 columns over the packed
@@ -1883,6 +1889,38 @@ static inline void afrt_pack_rows_n_(const float *restrict src, int64_t lda, int
     }
 }
 
+/* afrt_pf_next_: 1 (default) has the direct-A micro-kernels prefetch the next block of a
+ * prepacked B (below), 0 not (benchmarks/gemm_pf_next.py compares the two in one binary). */
+static int afrt_pf_next_ = 1;
+
+/* Where the direct-A micro-kernel of full row tile t (from the tile's first, 0) and 32-column
+ * panel p of a (k block, column block) prefetches (*pf, step *pfs bytes per k step, kc steps):
+ * its share of the next block of prepacked B (bs->packed) in afrt_gemm_tile_a_'s order over
+ * the tile's columns [jc, j1) and K, split over the row tiles after the first (nt full ones)
+ * and the block's np whole panels. The first row tile reads the current block from DRAM at the
+ * bandwidth it can draw; the others run from L2 and leave the memory idle: a 128 x 3072 x 768
+ * GEMM (BERT's fc2) with its weights cold took 1.13x its warm time. No next block, the first
+ * tile, or off: *pf = b, *pfs = 0 (one prefetch of a line already in L1). */
+static inline void afrt_next_b_(const afrt_bsrc_ *bs, int64_t Np, int64_t K, int64_t jc,
+                                int64_t j1, int64_t pc, int64_t kc, int64_t nt, int64_t np,
+                                int64_t t, int64_t p, const float *b, const char **pf,
+                                int64_t *pfs) {
+    *pf = (const char *)b;
+    *pfs = 0;
+    int64_t npc = pc + AFRT_KC, njc = jc;
+    if (npc >= K) {
+        npc = 0;
+        njc = jc + AFRT_NC;
+    }
+    if (!afrt_pf_next_ || !bs->packed || t < 1 || nt < 2 || np < 1 || njc >= j1) return;
+    const int64_t nkc = afrt_min_(AFRT_KC, K - npc);
+    const int64_t bytes = nkc * afrt_round_up_(afrt_min_(AFRT_NC, j1 - njc), AFRT_NR) *
+                          (int64_t)sizeof(float);
+    const int64_t share = (bytes + (nt - 1) * np - 1) / ((nt - 1) * np);
+    *pf = (const char *)(bs->packed + npc * Np + njc * nkc) + ((t - 1) * np + p) * share;
+    *pfs = afrt_min_((share + kc - 1) / kc, 64); /* at most one step per cache line */
+}
+
 /* afrt_gemm_tile_ with A packed (pa) or, pa == NULL, unpacked (direct A: row-major op(A) at
  * ra, ld lda; only where AFRT_UK_EPI_ has the direct-A kernels, never in place). Direct A:
  * whole MR-row tiles read the rows straight from ra; the edge rows (M mod MR) and tiles
@@ -1959,6 +1997,8 @@ static inline void afrt_gemm_tile_a_(const float *pa, const float *ra, int64_t l
                 bp = kbuf;
             }
             const float *ap = pa ? pa + pc * Mp : NULL;
+            /* direct A's full row tiles and whole panels, which prefetch the next B block */
+            const int64_t nt = (i1 - i0) / MR, np = nc / AFRT_NR;
             for (int64_t ic = i0; ic < i1; ic += MR) {
                 const int64_t mr = afrt_min_(MR, i1 - ic);
                 /* direct A: the whole tile's rows (ar), or this edge panel packed (a) of er
@@ -1977,6 +2017,8 @@ static inline void afrt_gemm_tile_a_(const float *pa, const float *ra, int64_t l
 #else
                 (void)ra;
                 (void)lda;
+                (void)nt;
+                (void)np;
                 const int64_t as = MR;
 #define AFRT_TILE_A_() a
 #endif
@@ -2027,15 +2069,26 @@ static inline void afrt_gemm_tile_a_(const float *pa, const float *ra, int64_t l
                                 bclamp ? bclamp->cbias + col
                                 : gelu && gelu->cbias ? gelu->cbias + col
                                                       : NULL};
-                            if (ar) /* direct A: MR is 12 */
-                                afrt_ukernel12_ra_epi_(kc, ar, lda, bp + jr * kc, c, ldc, acc, c, ldc, &e);
+                            if (ar) { /* direct A: MR is 12 */
+                                const char *pf;
+                                int64_t pfs;
+                                afrt_next_b_(bs, Np, K, jc, j1, pc, kc, nt, np, (ic - i0) / MR,
+                                             jr / AFRT_NR, bp + jr * kc, &pf, &pfs);
+                                afrt_ukernel12_ra_epi_(kc, ar, lda, pf, pfs, bp + jr * kc, c, ldc,
+                                                       acc, c, ldc, &e);
+                            }
                             else if (MR == 12)
                                 afrt_ukernel12_epi_(kc, a, bp + jr * kc, c, ldc, acc, c, ldc, &e);
                             else afrt_ukernel8_epi_(kc, a, bp + jr * kc, c, ldc, acc, c, ldc, &e);
                             continue;
                         }
-                        if (ar) afrt_ukernel12_ra_(kc, ar, lda, bp + jr * kc, c, ldc, acc);
-                        else
+                        if (ar) {
+                            const char *pf;
+                            int64_t pfs;
+                            afrt_next_b_(bs, Np, K, jc, j1, pc, kc, nt, np, (ic - i0) / MR,
+                                         jr / AFRT_NR, bp + jr * kc, &pf, &pfs);
+                            afrt_ukernel12_ra_(kc, ar, lda, pf, pfs, bp + jr * kc, c, ldc, acc);
+                        } else
 #endif
                         afrt_ukernel_(MR, kc, a, bp + jr * kc, c, ldc, acc);
 #if defined(__AVX512F__) && !defined(AFRT_NEON_)

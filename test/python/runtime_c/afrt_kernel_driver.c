@@ -12,7 +12,9 @@
  * final value was stored. STRATEGY is an AFRT_GEMM_* value, or 3: AFRT_GEMM_OWN with the
  * weights (conv w; matmul a and b) registered as constant, so the packed-operand cache is used
  * (the conv's second call hits it); 4 or 5: AFRT_GEMM_OWN with direct A (the core reading
- * a row-major A unpacked, afrt_gemm_direct_a_) forced on (4) or off (5) instead of the rule.
+ * a row-major A unpacked, afrt_gemm_direct_a_) forced on (4) or off (5) instead of the rule;
+ * 6 or 7: direct A on with matmul's b registered (packed once, as a model's weights), with
+ * (6) and without (7) the micro-kernel's prefetch of the next packed B block (afrt_pf_next_).
  * sweep: for each (M, N, K) in DIR/shapes.bin (int64 triples), C = op(A)[:M, :K] @
  * op(B)[:K, :N] from DIR/a.bin (op(A) is MMAX x KMAX, stored transposed when ta) and
  * DIR/b.bin (op(B) KMAX x NMAX, transposed when tb), read through their full leading
@@ -29,8 +31,9 @@ static float *load(const char *dir, const char *name, size_t n) {
 int main(int argc, char **argv) {
     if (argc < 5) return 2;
     afrt_set_num_threads(atoi(argv[1]));
-    const int strategy = atoi(argv[2]), reg = strategy == 3;
-    if (strategy >= 4) afrt_direct_a_ = strategy == 4; /* direct A forced on (4) or off (5) */
+    const int strategy = atoi(argv[2]), reg = strategy == 3, regb = strategy >= 6;
+    if (strategy >= 4) afrt_direct_a_ = strategy != 5; /* direct A forced on, or off (5) */
+    afrt_pf_next_ = strategy != 7;
     afrt_set_gemm_strategy(reg || strategy >= 4 ? AFRT_GEMM_OWN : strategy);
     const char *op = argv[3], *dir = argv[4];
     int64_t v[32] = {0};
@@ -81,18 +84,15 @@ int main(int argc, char **argv) {
         float *a = load(dir, "a.bin", (size_t)((bca ? 1 : batch) * sa));
         float *b = load(dir, "b.bin", (size_t)((bcb ? 1 : batch) * sb2));
         float *c = load(dir, "c.bin", (size_t)(batch * sc));
-        if (reg) {
-            afrt_register_constant_region(a, (size_t)((bca ? 1 : batch) * sa) * sizeof(float));
+        if (reg) afrt_register_constant_region(a, (size_t)((bca ? 1 : batch) * sa) * sizeof(float));
+        if (reg || regb)
             afrt_register_constant_region(b, (size_t)((bcb ? 1 : batch) * sb2) * sizeof(float));
-        }
         drv_counter k = {(int32_t *)calloc((size_t)(batch * M * ldc), sizeof(int32_t)), M, ldc};
         afrt_epilogue e = {drv_count_epi, &k};
         afrt_matmul_f32(batch, M, N, K, alpha, a, lda, bca ? 0 : sa, ta, b, ldb, bcb ? 0 : sb2,
                         tb, beta, c, ldc, sc, e);
-        if (reg) {
-            afrt_unregister_constant_region(a);
-            afrt_unregister_constant_region(b);
-        }
+        if (reg) afrt_unregister_constant_region(a);
+        if (reg || regb) afrt_unregister_constant_region(b);
         drv_save(dir, "y.bin", c, (size_t)(batch * sc) * sizeof(float));
         drv_save(dir, "count.bin", k.count, (size_t)(batch * M * ldc) * sizeof(int32_t));
         free(a), free(b), free(c), free(k.count);
