@@ -998,10 +998,12 @@ static inline int afrt_in_region_(const void *p, size_t bytes) {
 #ifndef AFRT_PF_HINT
 #define AFRT_PF_HINT _MM_HINT_T0
 #endif
-/* The address OFF floats past P, computed as an integer: near the end of the packed buffer
- * it lies past the array, where forming it by pointer arithmetic would be undefined
- * behaviour (a prefetch itself never faults). Same instructions as `P + OFF`. */
-#define AFRT_PF_ADDR(P, OFF) ((const char *)((uintptr_t)(P) + (uintptr_t)(OFF) * sizeof(float)))
+/* The address OFF floats (AFRT_PF_ADDR) or OFF bytes (AFRT_PF_ADDR_BYTES) past P, computed
+ * as an integer: near the end of the packed buffer it lies past the array, where forming it
+ * by pointer arithmetic would be undefined behaviour (a prefetch itself never faults). Same
+ * instructions as `P + OFF`. */
+#define AFRT_PF_ADDR_BYTES(P, OFF) ((const char *)((uintptr_t)(P) + (uintptr_t)(OFF)))
+#define AFRT_PF_ADDR(P, OFF) AFRT_PF_ADDR_BYTES(P, (uintptr_t)(OFF) * sizeof(float))
 
 /* c[mr x NR] (ldc) = (acc ? c : 0) + a_panel @ b_panel over kc; one function per mr. */
 #if defined(__AVX512F__)
@@ -1059,7 +1061,7 @@ static inline int afrt_in_region_(const void *p, size_t bytes) {
     for (int64_t k = 0; k < kc; ++k) {                                                         \
         _mm_prefetch(AFRT_PF_ADDR(b, AFRT_NR * AFRT_PF_K), AFRT_PF_HINT);                      \
         _mm_prefetch(AFRT_PF_ADDR(b, AFRT_NR * AFRT_PF_K + 16), AFRT_PF_HINT);                 \
-        _mm_prefetch((const char *)((uintptr_t)pf + (uintptr_t)(k * pfs)), _MM_HINT_T1);       \
+        _mm_prefetch(AFRT_PF_ADDR_BYTES(pf, k * pfs), _MM_HINT_T1);                             \
         const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);                    \
         for (int i = 0; i < MRV; ++i) {                                                        \
             const __m512 ai = _mm512_set1_ps(a[i * lda + k]);                                  \
