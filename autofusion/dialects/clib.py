@@ -75,6 +75,7 @@ from xdsl.ir import (
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     IRDLOperation,
+    ParsePropInAttrDict,
     irdl_attr_definition,
     irdl_op_definition,
     operand_def,
@@ -103,19 +104,41 @@ class PtrType(ParametrizedAttribute, TypeAttribute):
 
 @irdl_op_definition
 class CallOp(IRDLOperation):
-    """A call into the runtime library; operands are passed in order."""
+    """A call into the runtime library; operands are passed in order. ``writes``: the
+    positions of the memref operands the call writes (the printer keeps those arguments of
+    the enclosing function non-const)."""
 
     name = "clib.call"
     callee = prop_def(StringAttr)
+    writes = prop_def(DenseArrayBase)
     args = var_operand_def()
     assembly_format = "$callee `(` $args `)` attr-dict `:` type($args)"
+    irdl_options = (ParsePropInAttrDict(),)
 
-    def __init__(self, callee: str, args: list[SSAValue]):
-        super().__init__(operands=[args], properties={"callee": StringAttr(callee)})
+    def __init__(self, callee: str, args: Sequence[SSAValue], writes: Sequence[int]):
+        super().__init__(
+            operands=[args],
+            properties={
+                "callee": StringAttr(callee),
+                "writes": DenseArrayBase.from_list(i64, list(writes)),
+            },
+        )
+
+    def write_positions(self) -> list[int]:
+        attr = self.properties["writes"]
+        assert isinstance(attr, DenseArrayBase)
+        return [int(v) for v in attr.get_values()]
+
+    def written(self) -> list[SSAValue]:
+        """The operands the call writes."""
+        return [self.args[i] for i in self.write_positions()]
 
     def verify_(self) -> None:
         if not self.callee.data.replace("_", "a").isalnum():
             raise VerifyException(f"'clib.call': callee {self.callee.data!r} is not a C name")
+        for i in self.write_positions():
+            if not 0 <= i < len(self.args) or not isinstance(self.args[i].type, MemRefType):
+                raise VerifyException(f"'clib.call': writes {i} is not a memref operand")
 
 
 #: The discardable attribute that marks a ``func.func`` as an epilogue.

@@ -533,7 +533,7 @@ def _copy_op(
         return
     assert isinstance(t, TensorType)
     e = Emitter(block, Frame(symbols=symbols))
-    e.add(CallOp("memcpy", [dst, src, e.index(n * element_bytes(t.element_type))]))
+    e.add(CallOp("memcpy", [dst, src, e.index(n * element_bytes(t.element_type))], writes=[0]))
 
 
 def _is_symbolic_op(op: Operation) -> bool:

@@ -347,12 +347,22 @@ def _row_norm(
 
 
 def lower_layer_norm(L: Lowering, op: nn.LayerNormOp, outs: list[SSAValue]) -> None:
+    """f32: one ``afrt_layernorm_f32`` call (its sums in several vector accumulators; the
+    row loop's single accumulator was a serial chain of adds); other types: the row loop."""
     need_float(op, op.x)
     xs = shape(op.x)
     axis = op.axis
     rows, cols = prod(xs[:axis]), prod(xs[axis:])
     sv = _param_view(L, op, op.scale, cols)
     bv = _param_view(L, op, op.bias, cols)
+    if elem(op.x) == dtypes.f32:
+        e = L.e
+        x = L.buffer_of(op.x)
+        # each parameter and its count: cols, 1 (broadcast) or 0 (none; the pointer unread)
+        sb = [a for v in (sv, bv) for a in ((v, e.index(shape(v)[0])) if v else (x, e.index(0)))]
+        args = [x, *sb, outs[0], e.index(rows), e.index(cols), e.const(op.epsilon, dtypes.f32)]
+        e.add(clib.CallOp("afrt_layernorm_f32", args, writes=[5]))
+        return
 
     def by_col(v: SSAValue | None) -> Callable[[Emitter, SSAValue, SSAValue], SSAValue] | None:
         if v is None:

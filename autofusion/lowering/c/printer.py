@@ -378,6 +378,8 @@ class CPrinter:
                 targets = [op.out]
             elif isinstance(op, clib.PackOp):
                 targets = list(op.values[:1])
+            elif isinstance(op, clib.CallOp):
+                targets = op.written()
             elif isinstance(op, func.CallOp):
                 callee = self.written_args.get(op.callee.string_value(), set())
                 targets = [a for i, a in enumerate(op.arguments) if i in callee]

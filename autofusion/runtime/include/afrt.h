@@ -4916,6 +4916,81 @@ static inline float afrt_row_sum_(const float *x, int64_t n) {
 }
 #endif /* AFRT_NEON_ */
 
+/* ---------------------------------------------------------------------------------------------
+ * LayerNorm over rows (the C lowering of nn.layer_norm, f32): each row of `cols` values,
+ *   y = (x - mean) * (1 / sqrt(var + eps)) * scale + bias,
+ * mean and the two-pass variance (the mean of (x - mean)^2) as the generated row loop computed
+ * them. scale and bias hold `cols` values or 1 (broadcast); 0 for none. The generated loop had
+ * one accumulator per sum, a serial chain of adds (34 us for BERT-base's 128 x 768 rows against
+ * 17 here, docs/runtime.md "LayerNorm rows"); here the sums run in four vectors (AVX-512) or in
+ * AFRT_LANES_ lanes (elsewhere). */
+#ifndef AFRT_ROW_WORK
+/* afrt_worth_threads_ work per element of a row loop: 32768 elements (as the generated loops'
+ * PARALLEL_MIN_WORK) split over the threads. */
+#define AFRT_ROW_WORK 16.0
+#endif
+#if defined(__AVX512F__)
+static inline __mmask16 afrt_tail_mask_(int64_t n) {
+    return n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1u);
+}
+/* sum over x[0, n) of x - m, squared when `sq` (m 0: the plain sum), in four vectors */
+static inline float afrt_row_moment_(const float *x, int64_t n, float m, int sq) {
+    const __m512 mv = _mm512_set1_ps(m);
+    __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                   _mm512_setzero_ps()};
+    int64_t c = 0;
+    for (; c + 64 <= n; c += 64)
+        for (int u = 0; u < 4; ++u) {
+            const __m512 d = _mm512_sub_ps(_mm512_loadu_ps(x + c + 16 * u), mv);
+            a[u] = sq ? _mm512_fmadd_ps(d, d, a[u]) : _mm512_add_ps(a[u], d);
+        }
+    for (int u = 0; c < n; c += 16, ++u) { /* at most three whole vectors and a tail */
+        const __mmask16 k = afrt_tail_mask_(n - c);
+        const __m512 d = _mm512_maskz_sub_ps(k, _mm512_maskz_loadu_ps(k, x + c), mv);
+        a[u] = sq ? _mm512_fmadd_ps(d, d, a[u]) : _mm512_add_ps(a[u], d);
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a[0], a[1]), _mm512_add_ps(a[2], a[3])));
+}
+#else
+static inline float afrt_row_moment_(const float *x, int64_t n, float m, int sq) {
+    if (!sq) return afrt_row_sum_(x, n); /* m is 0 */
+    float acc[AFRT_LANES_] = {0};
+    int64_t c = 0;
+    for (; c + AFRT_LANES_ <= n; c += AFRT_LANES_)
+        for (int u = 0; u < AFRT_LANES_; ++u) {
+            const float d = x[c + u] - m;
+            acc[u] += d * d;
+        }
+    float s = 0.0f;
+    for (; c < n; ++c) s += (x[c] - m) * (x[c] - m);
+    for (int u = 0; u < AFRT_LANES_; ++u) s += acc[u];
+    return s;
+}
+#endif
+
+static inline void afrt_layernorm_f32(const float *x, const float *scale, int64_t scale_n,
+                                      const float *bias, int64_t bias_n, float *y, int64_t rows,
+                                      int64_t cols, float eps) {
+    const float inv_n = 1.0f / (float)cols;
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_threads_now()) if (rows > 1 && afrt_worth_threads_(AFRT_ROW_WORK * (double)rows * cols)))
+    for (int64_t r = 0; r < rows; ++r) {
+        const float *xr = x + r * cols;
+        float *yr = y + r * cols;
+        const float mean = afrt_row_moment_(xr, cols, 0.0f, 0) * inv_n;
+        const float inv = 1.0f / sqrtf(afrt_row_moment_(xr, cols, mean, 1) * inv_n + eps);
+        const float s0 = scale_n == 1 ? scale[0] : 1.0f, b0 = bias_n == 1 ? bias[0] : 0.0f;
+        if (scale_n > 1 && bias_n > 1) {
+            for (int64_t c = 0; c < cols; ++c) yr[c] = (xr[c] - mean) * inv * scale[c] + bias[c];
+        } else if (scale_n > 1) {
+            for (int64_t c = 0; c < cols; ++c) yr[c] = (xr[c] - mean) * inv * scale[c] + b0;
+        } else if (bias_n > 1) {
+            for (int64_t c = 0; c < cols; ++c) yr[c] = (xr[c] - mean) * inv * s0 + bias[c];
+        } else {
+            for (int64_t c = 0; c < cols; ++c) yr[c] = (xr[c] - mean) * inv * s0 + b0;
+        }
+    }
+}
+
 #ifndef AFRT_ATTN_BQ_MAX
 #define AFRT_ATTN_BQ_MAX 256
 #endif
