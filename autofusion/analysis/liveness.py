@@ -12,7 +12,9 @@ Intermediates are results of top-level ops that are neither function results nor
 ``nn.constant`` results. Function arguments, outputs and weights stay outside the arena
 (``docs/internals.md``, "Memory plan").
 
-A top-level ``nn.reshape`` is a *view*: the C lowering gives it its operand's bytes. The
+A top-level ``nn.reshape`` is a *view*: the C lowering gives it its operand's bytes; so is
+a slice, split piece or one-index gather that is one contiguous run of its operand
+(:func:`view_offset`), at an offset into them. The
 bytes are therefore in use for as long as any view of them (or a view of a view) is read,
 and up to the end of the schedule when a view is a function result (the result is copied
 out after the last kernel). The intervals include this: an intermediate's end is the
@@ -26,12 +28,12 @@ from collections.abc import Container, Iterator, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, TensorType
 from xdsl.ir import Attribute, Operation, OpResult, SSAValue
 
 from autofusion.dialects import dtypes
-from autofusion.dialects.base import bound_dims
-from autofusion.dialects.nn import ConstantOp, ReshapeOp
+from autofusion.dialects.base import bound_dims, type_dims
+from autofusion.dialects.nn import ConstantOp, GatherOp, ReshapeOp, SliceOp, SplitOp
 from autofusion.dialects.shapes import numel
 from autofusion.errors import AutofusionError
 
@@ -103,10 +105,79 @@ def is_planned_op(op: Operation) -> bool:
     return not isinstance(op, ConstantOp)
 
 
+#: A sub-block view starts at a multiple of this many bytes of its operand (the arena's slot
+#: alignment, ``memory_plan.DEFAULT_ALIGNMENT``), so a kernel reading it sees what it would
+#: see in a slot of its own.
+VIEW_ALIGN = 64
+
+
+def _static(t: Attribute) -> tuple[int, ...] | None:
+    if not isinstance(t, TensorType):
+        return None
+    dims = bound_dims(t)
+    return dims if dims == tuple(type_dims(t)) else None  # symbolic dims: no sub-block views
+
+
+def _block_offset(xs: Sequence[int], starts: Sequence[int], ys: Sequence[int]) -> int | None:
+    """The element offset of the block ``starts`` + ``ys`` (step 1) of a row-major ``xs``
+    tensor when the block is one contiguous run of it: past its last cut dim (the last where
+    ``ys`` differs from ``xs``) every dim is whole, and before that dim the block is one
+    index wide."""
+    cut = max((d for d in range(len(xs)) if ys[d] != xs[d]), default=-1)
+    if any(ys[d] != 1 for d in range(cut)):
+        return None
+    off, stride = 0, 1
+    for d in reversed(range(len(xs))):
+        off += starts[d] * stride
+        stride *= xs[d]
+    return off
+
+
+def view_offset(op: Operation, result: SSAValue) -> int | None:
+    """The byte offset at which ``result`` of the top-level ``op`` can be a view of its
+    (first) operand's bytes, or None: a reshape (0, any shape); static shapes only: a slice
+    of step 1, a split piece, a gather of one constant index, when the result is one
+    contiguous run of the operand (``_block_offset``) starting at a multiple of
+    :data:`VIEW_ALIGN` bytes. Swin's and ViT's q / k / v picked out of the fused qkv tensor
+    are such runs. The C lowering gives these results no kernel (``clib.view``)."""
+    if isinstance(op, ReshapeOp):
+        return 0
+    if not isinstance(op, SliceOp | SplitOp | GatherOp) or not op.operands:
+        return None
+    xs, ys = _static(op.operands[0].type), _static(result.type)
+    if xs is None or ys is None:
+        return None
+    if isinstance(op, SliceOp):
+        if any(st != 1 for st in op.steps):
+            return None
+        off = _block_offset(xs, op.starts, ys)
+    elif isinstance(op, SplitOp):
+        a = op.axis
+        pieces = list(op.outputs)
+        before = sum(type_dims(r.type)[a] for r in pieces[: pieces.index(result)])  # type: ignore[arg-type]
+        off = _block_offset(xs, [before if d == a else 0 for d in range(len(xs))], ys)
+    else:
+        idx = op.indices.owner
+        if not (isinstance(idx, ConstantOp) and isinstance(idx.value, DenseIntOrFPElementsAttr)):
+            return None
+        values = dtypes.numpy_from_dense(idx.value).reshape(-1)
+        a = op.axis
+        if values.size != 1 or not -xs[a] <= int(values[0]) < xs[a]:
+            return None
+        i = int(values[0]) % xs[a]
+        picked = [1 if d == a else n for d, n in enumerate(xs)]
+        off = _block_offset(xs, [i if d == a else 0 for d in range(len(xs))], picked)
+    if off is None:
+        return None
+    assert isinstance(result.type, TensorType)
+    nbytes = off * element_bytes(result.type.element_type)
+    return nbytes if nbytes % VIEW_ALIGN == 0 else None
+
+
 def is_view_op(op: Operation) -> bool:
-    """A top-level op whose result aliases its operand's bytes (the C lowering makes a
-    top-level ``nn.reshape`` a view; every ONNX reshape-like op imports as one)."""
-    return isinstance(op, ReshapeOp)
+    """A top-level op whose results alias its operand's bytes (:func:`view_offset`): the C
+    lowering makes them views, and every ONNX reshape-like op imports as a reshape."""
+    return bool(op.results) and all(view_offset(op, r) is not None for r in op.results)
 
 
 def extend_through_views(
@@ -125,9 +196,10 @@ def extend_through_views(
         if not is_view_op(op):
             continue
         source = rename.get(op.operands[0], op.operands[0])
-        view_end = last.get(op.results[0])
-        if source in last and view_end is not None:
-            last[source] = max(last[source], view_end)
+        for r in op.results:
+            view_end = last.get(r)
+            if source in last and view_end is not None:
+                last[source] = max(last[source], view_end)
     return last
 
 

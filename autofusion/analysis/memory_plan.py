@@ -46,7 +46,14 @@ from xdsl.dialects.builtin import TensorType, f32
 from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
 
 from autofusion import symbolic
-from autofusion.analysis.liveness import Interval, element_bytes, liveness, tensor_bytes
+from autofusion.analysis.liveness import (
+    Interval,
+    element_bytes,
+    is_view_op,
+    liveness,
+    tensor_bytes,
+    view_offset,
+)
 from autofusion.dialects import nn
 from autofusion.dialects.base import type_dims
 from autofusion.dialects.fusion import KernelOp, YieldOp
@@ -272,11 +279,13 @@ def build_buffers(
     concat_inplace: bool = True,
     residual_inplace: bool = True,
 ) -> Buffers:
-    """Group intervals into buffers: in-place chains, reshape views and in-place concats
-    share one buffer.
+    """Group intervals into buffers: in-place chains, views and in-place concats share one
+    buffer.
 
     A top-level ``nn.reshape`` is a view (the C lowering makes it one when it carries no
-    offset): its result joins its operand's buffer, which then lives as long as either.
+    offset), and so is a slice, split piece or gather that is one contiguous run of its
+    operand (``liveness.view_offset``): its result joins its operand's buffer at that offset,
+    and the buffer then lives as long as any of them.
     A reshape of a value outside the arena (argument, weight) is a view of that value and
     is dropped from the plan. A top-level ``nn.concat`` whose operand slices are contiguous
     absorbs the buffers of the operands that qualify (``_concat_in_place``): they become
@@ -318,14 +327,17 @@ def build_buffers(
     for iv in intervals:
         target: Buffer | None = None
         res_index = residual_operand(iv.op) if inplace and residual_inplace else None
-        if isinstance(iv.op, nn.ReshapeOp):
-            source = rename.get(iv.op.x, iv.op.x)
+        at = view_offset(iv.op, iv.value) if is_view_op(iv.op) else None
+        if at is not None and all(
+            (view_offset(iv.op, r) or 0) % alignment == 0 for r in iv.op.results
+        ):
+            source = rename.get(iv.op.operands[0], iv.op.operands[0])
             if source not in buffer_of:
                 continue
             target = buffer_of[source]
             views[iv.value] = source
-            if source in target.rel:
-                target.rel[iv.value] = target.rel[source]
+            if source in target.rel or at:
+                target.rel[iv.value] = target.rel.get(source, 0) + at
         elif inplace and is_inplace_capable(iv.op):
             for operand in iv.op.operands:
                 operand = rename.get(operand, operand)

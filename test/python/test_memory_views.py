@@ -2,7 +2,9 @@
 
 A top-level reshape (Reshape, Flatten, Squeeze, Unsqueeze all import as ``nn.reshape``) is a
 view of its operand's arena bytes; a view that is a graph output is copied out after the
-last kernel. Its bytes must therefore stay reserved to the end, through any chain of views,
+last kernel. A slice, split piece or one-index gather that is one contiguous run of its
+operand (at a multiple of 64 bytes) is a view of those bytes too, at an offset; the cases
+that are not runs stay copies. The bytes must stay reserved to the end, through any chain of views,
 and no kernel may reuse them or compute in place over them before the copy. Each model
 below has later kernels of the same size as the viewed tensor, so a slot freed too early is
 overwritten and the output comes back wrong. The neighbouring cases (an output that is a
@@ -12,7 +14,9 @@ Every model runs fused and with ``fusion=False``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -146,6 +150,77 @@ def view_of_output_then_inplace() -> onnx.ModelProto:
     return _model(nodes, {"x": [4, 8]}, ["s", "q4"])
 
 
+def _i64(*v: int) -> np.ndarray:
+    """A 1-d int64 initializer (Slice's starts, ends, axes, steps; Split's sizes)."""
+    return np.array(v, np.int64)
+
+
+def _index(v: int) -> np.ndarray:
+    """A scalar gather index."""
+    return np.array(v, np.int64)
+
+
+def gather_views_then_inplace() -> onnx.ModelProto:
+    """Gathers of one index along the leading axis are runs of their operand: views at 256
+    and 512 bytes (one of them an output, one read after the operand's last direct reader,
+    an elementwise step that would run in place over it), a negative index among them."""
+    nodes = [
+        _n("Tanh", ["x"], ["t"]),
+        _n("Gather", ["t", "one"], ["g1"], axis=0),
+        _n("Gather", ["t", "minus1"], ["g2"], axis=0),
+        _n("Sigmoid", ["t"], ["s"]),
+        *_tail("s", "f"),
+        _n("Gather", ["f4", "one"], ["h"], axis=0),
+        _n("Add", ["h", "g2"], ["out"]),
+    ]
+    inits = {"one": _index(1), "minus1": _index(-1)}
+    return _model(nodes, {"x": [3, 4, 16]}, ["g1", "out"], inits)
+
+
+def split_and_slice_views() -> onnx.ModelProto:
+    """Split pieces along the leading axis (at 0 and 128 bytes) and a slice of rows 2..4
+    (at 128 bytes) are views; the operand's own last reader is elementwise."""
+    nodes = [
+        _n("Tanh", ["x"], ["t"]),
+        _n("Split", ["t", "sizes"], ["p1", "p2"], axis=0),
+        _n("Slice", ["t", "starts", "ends", "axes"], ["sl"]),
+        _n("Neg", ["t"], ["n"]),
+        *_tail("n", "m"),
+        _n("Sigmoid", ["p2"], ["q"]),
+        _n("Mul", ["sl", "sl"], ["sq"]),
+    ]
+    inits = {"sizes": _i64(1, 5), "starts": _i64(2), "ends": _i64(4), "axes": _i64(0)}
+    return _model(nodes, {"x": [6, 32]}, ["p1", "q", "sq", "m4"], inits)
+
+
+def strided_and_misaligned_not_views() -> onnx.ModelProto:
+    """Not runs, or not at a multiple of 64 bytes: a gather along the second axis, a slice
+    of step 2, a gather at 12 bytes, a slice of columns; each must stay a copy."""
+    nodes = [
+        _n("Tanh", ["x"], ["t"]),
+        _n("Gather", ["t", "one"], ["ga"], axis=1),
+        _n("Slice", ["t", "s0", "e0", "a0", "st2"], ["stride2"]),
+        _n("Slice", ["t", "s0", "e1", "a1"], ["cols"]),
+        _n("Gather", ["y", "one"], ["odd"], axis=0),
+        _n("Sigmoid", ["t"], ["s"]),
+        *_tail("s", "k"),
+    ]
+    inits = {
+        "one": _index(1), "s0": _i64(0), "e0": _i64(6), "a0": _i64(0), "st2": _i64(2),
+        "e1": _i64(8), "a1": _i64(1),
+    }  # fmt: skip
+    return _model(nodes, {"x": [6, 32], "y": [5, 3]}, ["ga", "stride2", "cols", "odd", "k4"], inits)
+
+
+def gather_of_input() -> onnx.ModelProto:
+    """A run of a graph input: a view of the input's buffer, itself an output (copied)."""
+    nodes = [
+        _n("Gather", ["x", "two"], ["g"], axis=0),
+        _n("Sigmoid", ["g"], ["s"]),
+    ]
+    return _model(nodes, {"x": [4, 2, 8]}, ["g", "s"], {"two": _index(2)})
+
+
 CASES: dict[str, Callable[[], onnx.ModelProto]] = {
     f.__name__: f
     for f in (
@@ -156,7 +231,19 @@ CASES: dict[str, Callable[[], onnx.ModelProto]] = {
         identity_of_view,
         input_weight_and_twice,
         view_of_output_then_inplace,
+        gather_views_then_inplace,
+        split_and_slice_views,
+        strided_and_misaligned_not_views,
+        gather_of_input,
     )
+}
+
+#: per case, how many gather / split / slice kernels the C keeps (the rest are views)
+KEPT = {
+    "gather_views_then_inplace": 0,
+    "split_and_slice_views": 0,
+    "strided_and_misaligned_not_views": 4,
+    "gather_of_input": 0,
 }
 
 
@@ -171,6 +258,10 @@ def test_aliased_outputs_match_onnxruntime(case: str, fusion: bool) -> None:
     ref = onnxruntime_outputs(model, feeds)
     compiled = autofusion.compile(model, fusion=fusion, threads=1, cache=False)
     got = compiled.run(feeds)
+    if case in KEPT:
+        src = (Path(compiled.directory) / "model.c").read_text()
+        copies = re.findall(r"^static void op\d+_(?:gather|split|slice)\(", src, re.M)
+        assert len(copies) == KEPT[case], copies
     assert set(got) == set(ref)
     for name, want in ref.items():
         assert 0.1 <= float(np.abs(want).max()) <= 10, f"{name}: test output not ordinary"

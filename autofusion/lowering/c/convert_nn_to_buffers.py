@@ -14,7 +14,8 @@ Effect on ``@main`` (tensor level, possibly fused and memory-planned):
   ``fusion.fast_math`` when the kernel has it. ``@main`` calls it.
 - ``nn.constant`` becomes a ``memref.global`` (the weights) read with ``memref.get_global``.
 - A top-level ``nn.reshape`` without a planned offset is a view of its input (``clib.view`` at
-  offset 0): no copy.
+  offset 0): no copy. So is a slice, split piece or one-index gather that is one contiguous
+  run of its input (``liveness.view_offset``), a ``clib.view`` at the run's byte offset.
 - A top-level ``nn.concat`` with ``memory.concat_inplace`` (``plan-buffers``) becomes no call:
   its result is a ``clib.view`` of its arena slot, the operands marked 1 were written into
   their slices by their producers (checked: their slots must be exactly those slices), and
@@ -66,7 +67,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from autofusion import symbolic
 from autofusion.analysis.cost import kernel_work
-from autofusion.analysis.liveness import element_bytes, tensor_bytes
+from autofusion.analysis.liveness import element_bytes, is_view_op, tensor_bytes, view_offset
 from autofusion.analysis.memory_plan import concat_slices, is_inplace_capable
 from autofusion.analysis.static_shapes import check_static_shapes
 from autofusion.dialects import fusion, nn
@@ -135,15 +136,27 @@ def _planned_offset(value: SSAValue) -> int | None:
     return int(attr.get_values()[list(owner.results).index(value)])  # type: ignore[arg-type]
 
 
-def _is_view_reshape(op: Operation) -> bool:
-    """A top-level reshape that can alias its input: unplanned, or planned (as plan-buffers
-    does for reshape views) at the same arena offset as its input."""
-    if not isinstance(op, nn.ReshapeOp):
-        return False
+def _only_view_index(op: nn.ConstantOp) -> bool:
+    """A constant read only as the index of gathers that are views: no weights for it."""
+    uses = list(op.y.uses)
+    return bool(uses) and all(u.index != 0 and _view_offsets(u.operation) is not None for u in uses)
+
+
+def _view_offsets(op: Operation) -> list[int] | None:
+    """The byte offsets into its operand at which the top-level ``op``'s results are views
+    (``liveness.view_offset``: a reshape, a contiguous slice, split piece or one-index
+    gather), when plan-buffers made them views (no offsets of their own) or did not run;
+    else None (the op is a kernel)."""
+    if not is_view_op(op):
+        return None
+    offsets = [view_offset(op, r) for r in op.results]
     if MEMORY_OFFSETS not in op.attributes:
-        return True
-    mine = _planned_offset(op.y)
-    return mine is not None and mine == _planned_offset(op.x)
+        return offsets  # type: ignore[return-value]
+    src = _planned_offset(op.operands[0])
+    mine = [_planned_offset(r) for r in op.results]
+    if src is None or any(m != src + (o or 0) for m, o in zip(mine, offsets, strict=True)):
+        return None
+    return offsets  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
@@ -201,7 +214,7 @@ class _Converter:
             if (
                 isinstance(owner, Operation)
                 and not isinstance(owner, nn.ConstantOp)
-                and not _is_view_reshape(owner)
+                and _view_offsets(owner) is None
                 and val not in direct
             ):
                 direct[val] = out
@@ -217,14 +230,10 @@ class _Converter:
             if op is ret:
                 continue
             if isinstance(op, nn.ConstantOp):
-                self._constant(op, index)
-            elif _is_view_reshape(op):
-                assert isinstance(op, nn.ReshapeOp)
-                view = ViewOp(self.buf[op.x], 0, memref_of(op.y.type))
-                block.add_op(view)
-                self.buf[op.y] = view.res
-                if self.buf[op.x] in self.arena_range:
-                    self.arena_range[view.res] = self.arena_range[self.buf[op.x]]
+                if not _only_view_index(op):
+                    self._constant(op, index)
+            elif (offsets := _view_offsets(op)) is not None:
+                self._views(op, offsets)
             elif isinstance(op, nn.ConcatOp) and MEMORY_CONCAT_INPLACE in op.attributes:
                 self._concat_in_place(op, index, direct, arena)
             elif isinstance(op, fusion.KernelOp | nn.TensorOp):
@@ -357,6 +366,20 @@ class _Converter:
             fn.attributes[C_ALIAS_ARGS] = DenseArrayBase.from_list(i64, [residual, len(ins)])
         syms = self.sym_args if _is_symbolic_op(op) else []
         self.block.add_op(func.CallOp(fn.sym_name.data, [*ins, *outs, *syms], []))
+
+    def _views(self, op: Operation, offsets: list[int]) -> None:
+        """``op``'s results as views of its operand's buffer at ``offsets`` (bytes): no
+        kernel, no copy."""
+        src = self.buf[op.operands[0]]
+        for r, at in zip(op.results, offsets, strict=True):
+            view = ViewOp(src, at, memref_of(r.type))
+            self.block.add_op(view)
+            self.buf[r] = view.res
+            if src in self.arena_range:
+                base, size = self.arena_range[src]
+                if not isinstance(op, nn.ReshapeOp):  # a part of the operand's bytes
+                    base, size = base + at, tensor_bytes(r.type)
+                self.arena_range[view.res] = (base, size)
 
     def _concat_in_place(
         self,

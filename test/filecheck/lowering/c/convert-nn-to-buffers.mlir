@@ -95,3 +95,28 @@ func.func @main(%x: tensor<4xf32>) -> (tensor<2x2xf32>, tensor<2x2xf32>) attribu
 // CHECK-NEXT:    func.call @op2_reshape(%[[A]], %[[B]])
 // CHECK-NEXT:    func.call @op3_exp(%[[V]], %1)
 // CHECK-NEXT:    func.call @op4_exp(%[[B]], %2)
+
+// -----
+
+// q, k and v picked out of a [3, ...] tensor by one-index gathers are views of its bytes at
+// their offsets (2 x 16 x 4 bytes apart), no kernels; the index constant is not emitted. A
+// gather along the second axis is a copy (its kernel reads the index).
+func.func @main(%x: tensor<3x2x16xf32> {onnx.name = "x"}) -> (tensor<2x16xf32> {onnx.name = "y"}, tensor<3x16xf32> {onnx.name = "z"}) {
+  %i1 = nn.constant dense<1> : tensor<i64> {onnx.origins = ["one"]}
+  %i2 = nn.constant dense<-1> : tensor<i64> {onnx.origins = ["last"]}
+  %t = nn.tanh %x {onnx.origins = ["/tanh"]} : (tensor<3x2x16xf32>) -> tensor<3x2x16xf32>
+  %k = nn.gather %t, %i1 {axis = 0 : i64} : (tensor<3x2x16xf32>, tensor<i64>) -> tensor<2x16xf32>
+  %v = nn.gather %t, %i2 {axis = 0 : i64} : (tensor<3x2x16xf32>, tensor<i64>) -> tensor<2x16xf32>
+  %s = nn.add %k, %v {onnx.origins = ["/add"]} : (tensor<2x16xf32>, tensor<2x16xf32>) -> tensor<2x16xf32>
+  %c = nn.gather %t, %i1 {axis = 1 : i64, onnx.origins = ["/col"]} : (tensor<3x2x16xf32>, tensor<i64>) -> tensor<3x16xf32>
+  func.return %s, %c : tensor<2x16xf32>, tensor<3x16xf32>
+}
+// CHECK-NOT:   sym_name = "w_last"
+// CHECK:       sym_name = "w_one"
+// CHECK-NOT:   sym_name = "w_last"
+// CHECK-LABEL: func.func @main(
+// CHECK:         func.call @op2_tanh(%0, %[[T:[0-9]+]])
+// CHECK-NEXT:    %[[K:[0-9]+]] = clib.view %[[T]][128 : i64] : memref<3x2x16xf32> -> memref<2x16xf32>
+// CHECK-NEXT:    %[[V:[0-9]+]] = clib.view %[[T]][256 : i64] : memref<3x2x16xf32> -> memref<2x16xf32>
+// CHECK-NEXT:    func.call @op5_add(%[[K]], %[[V]], %1)
+// CHECK-NEXT:    func.call @op6_gather(%[[T]], %{{.*}}, %2)

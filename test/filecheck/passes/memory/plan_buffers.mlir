@@ -115,3 +115,36 @@ func.func @main(%x: tensor<4x16xf32>) -> tensor<64xf32> {
   %e = nn.add %d, %v : (tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32>
   func.return %e : tensor<64xf32>
 }
+
+// -----
+
+// Runs of an operand are views at an offset (no offsets of their own): the gather of row 1
+// (256 bytes in), the split pieces (at 0 and 256), the slice of rows 2..4 (at 512). The
+// sigmoid, %a's last direct reader, may not run in place over %a while the views are read;
+// the gather along the second axis and the strided slice are copies with slots of their own.
+// CHECK-LABEL: func.func @main
+// CHECK:      %a = nn.tanh %x {memory.offsets = array<i64: 0>}
+// CHECK-NEXT: %g = nn.gather %a, %one {axis = 0 : i64} :
+// CHECK-NEXT: %p, %q = nn.split %a {axis = 0 : i64} :
+// CHECK-NEXT: %r = nn.slice %a {starts = array<i64: 2, 0>, ends = array<i64: 4, 64>, steps = array<i64: 1, 1>} :
+// CHECK-NEXT: %s = nn.sigmoid %a {memory.offsets = array<i64: {{[1-9][0-9]*}}>}
+// CHECK-NEXT: %c = nn.gather %a, %one {memory.offsets = array<i64: {{[0-9]+}}>, axis = 1 : i64}
+// CHECK-NEXT: %e = nn.slice %a {memory.offsets = array<i64: {{[0-9]+}}>, starts
+func.func @main(%x: tensor<4x64xf32>) -> (tensor<64xf32>, tensor<1x64xf32>, tensor<3x64xf32>, tensor<2x64xf32>, tensor<4x64xf32>, tensor<4xf32>, tensor<2x64xf32>) {
+  %one = nn.constant dense<1> : tensor<i64>
+  %a = nn.tanh %x : (tensor<4x64xf32>) -> tensor<4x64xf32>
+  %g = nn.gather %a, %one {axis = 0 : i64} : (tensor<4x64xf32>, tensor<i64>) -> tensor<64xf32>
+  %p, %q = nn.split %a {axis = 0 : i64} : (tensor<4x64xf32>) -> (tensor<1x64xf32>, tensor<3x64xf32>)
+  %r = nn.slice %a {starts = array<i64: 2, 0>, ends = array<i64: 4, 64>, steps = array<i64: 1, 1>} : (tensor<4x64xf32>) -> tensor<2x64xf32>
+  %s = nn.sigmoid %a : (tensor<4x64xf32>) -> tensor<4x64xf32>
+  %c = nn.gather %a, %one {axis = 1 : i64} : (tensor<4x64xf32>, tensor<i64>) -> tensor<4xf32>
+  %e = nn.slice %a {starts = array<i64: 0, 0>, ends = array<i64: 4, 64>, steps = array<i64: 2, 1>} : (tensor<4x64xf32>) -> tensor<2x64xf32>
+  %g2 = nn.relu %g : (tensor<64xf32>) -> tensor<64xf32>
+  %p2 = nn.relu %p : (tensor<1x64xf32>) -> tensor<1x64xf32>
+  %q2 = nn.relu %q : (tensor<3x64xf32>) -> tensor<3x64xf32>
+  %r2 = nn.relu %r : (tensor<2x64xf32>) -> tensor<2x64xf32>
+  %s2 = nn.relu %s : (tensor<4x64xf32>) -> tensor<4x64xf32>
+  %c2 = nn.relu %c : (tensor<4xf32>) -> tensor<4xf32>
+  %e2 = nn.relu %e : (tensor<2x64xf32>) -> tensor<2x64xf32>
+  func.return %g2, %p2, %q2, %r2, %s2, %c2, %e2 : tensor<64xf32>, tensor<1x64xf32>, tensor<3x64xf32>, tensor<2x64xf32>, tensor<4x64xf32>, tensor<4xf32>, tensor<2x64xf32>
+}
