@@ -229,3 +229,112 @@ def test_gemm_1x1_xb_matches_the_nchw_conv(cpu: str, tmp_path: Path) -> None:
     for i, (mode, diff, big) in enumerate(rows):
         assert 0.1 < float(big) < 1e3, (i, mode, big)
         assert float(diff) <= 2e-5 * float(big), (i, mode, diff, big)
+
+
+_NB_DRIVER = (
+    r"""
+#include "afrt.h"
+#include <stdio.h>
+/* afrt_conv1x1nb_f32 (NCHW16c y, x NCHW or NCHW16c) against afrt_conv2d_f32 at batch 2,
+ * weights fed at run time, with the four-block tiles on and off, one and two threads. Per
+ * case, x layout and mode -- (0) no epilogue, (1) Relu, (2) a generated (non-clamp) epilogue,
+ * (3) the clamp with its blocked residual in y itself -- the largest difference, the largest
+ * reference value and the largest |value| in y's padding channels (must be 0). */
+"""
+    + TO_BLOCKED_C
+    + r"""
+static void halve(void *ctx, float *out, int64_t batch, int64_t r0, int64_t r1, int64_t c0,
+                  int64_t c1, int64_t ld) {
+    (void)ctx, (void)batch;
+    for (int64_t r = r0; r < r1; ++r)
+        for (int64_t c = c0; c < c1; ++c) { /* 0 stays 0: the blocks' padding too */
+            const float v = out[r * ld + c];
+            out[r * ld + c] = 0.5f * v + 0.1f * v * fabsf(v);
+        }
+}
+int main(void) {
+    static const int64_t cases[][4] = {/* C K H W */
+        {16, 64, 9, 7}, {32, 144, 5, 5}, {48, 100, 13, 13}, {20, 80, 3, 11}, {64, 16, 7, 9}};
+    for (int run = 0; run < 4; ++run) {
+        afrt_set_num_threads(1 + run % 2);
+        afrt_1x1b_four_ = run < 2;
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+            const int64_t C = cases[i][0], K = cases[i][1], H = cases[i][2], W = cases[i][3];
+            const int64_t N = 2, hw = H * W, Cb = (C + 15) / 16, Kb = (K + 15) / 16;
+            const afrt_conv_params p = {N, C, H, W, K, 1, 1, H, W, 1, 1, 0, 0, 0, 0, 1, 1, 1};
+            const size_t nx = (size_t)(N * C * hw), nw = (size_t)(K * C), ny = (size_t)(N * K * hw);
+            const size_t nyb = (size_t)(N * Kb * 16 * hw);
+            float *x = malloc(nx * 4), *xb = malloc((size_t)(N * Cb * 16 * hw) * 4);
+            float *w = malloc(nw * 4), *b = malloc((size_t)K * 4), *y0 = malloc(ny * 4);
+            float *y0b = malloc(nyb * 4), *y1 = malloc(nyb * 4), *res = malloc(ny * 4);
+            float *resb = malloc(nyb * 4);
+            for (size_t j = 0; j < nx; ++j)
+                x[j] = (float)((j * 2654435761u) % 1000) / 250.0f - 2.0f;
+            for (size_t j = 0; j < nw; ++j)
+                w[j] = ((float)((j * 40503u) % 1000) / 500.0f - 1.0f) / sqrtf((float)C);
+            for (int64_t j = 0; j < K; ++j) b[j] = 0.01f * (float)(j % 50) - 0.2f;
+            for (size_t j = 0; j < ny; ++j) res[j] = (float)((j * 977u) % 100) / 50.0f - 1.0f;
+            to_blocked(x, xb, N, C, hw);
+            to_blocked(res, resb, N, K, hw);
+            for (int xl = 0; xl < 2; ++xl)
+                for (int m = 0; m < 4; ++m) {
+                    afrt_epi_clamp relu = {NULL, 0, 0, 0.0f, INFINITY};
+                    afrt_epi_clamp add0 = {res, K * hw, hw, -1.0f, 1.5f};
+                    afrt_epi_clamp add1 = {y1, 0, 0, -1.0f, 1.5f};
+                    afrt_epilogue e0 = afrt_no_epilogue(), e1 = e0;
+                    if (m == 1) e0.fn = e1.fn = afrt_epi_clamp_fn, e0.ctx = e1.ctx = &relu;
+                    if (m == 2) e0.fn = e1.fn = halve;
+                    if (m == 3) e0.fn = e1.fn = afrt_epi_clamp_fn, e0.ctx = &add0, e1.ctx = &add1;
+                    afrt_conv2d_f32(x, w, b, y0, &p, NULL, e0);
+                    to_blocked(y0, y0b, N, K, hw);
+                    if (m == 3) memcpy(y1, resb, nyb * 4);
+                    else memset(y1, 0xff, nyb * 4);
+                    if (!afrt_conv1x1nb_f32(xl ? xb : x, w, b, y1, &p, e1, xl)) return 3;
+                    float diff = 0.0f, big = 0.0f, pad = 0.0f;
+                    for (int64_t n = 0; n < N; ++n)
+                        for (int64_t k = 0; k < Kb * 16; ++k)
+                            for (int64_t q = 0; q < hw; ++q) {
+                                const size_t o =
+                                    (size_t)(((n * Kb + k / 16) * hw + q) * 16 + k % 16);
+                                const float v = y1[o];
+                                if (k >= K) {
+                                    pad = fmaxf(pad, v == v ? fabsf(v) : INFINITY);
+                                    continue;
+                                }
+                                diff = fmaxf(diff, v == v ? fabsf(v - y0b[o]) : INFINITY);
+                                big = fmaxf(big, fabsf(y0b[o]));
+                            }
+                    printf("%d %g %g %g\n", m, (double)diff, (double)big, (double)pad);
+                }
+            free(x); free(xb); free(w); free(b); free(y0); free(y0b); free(y1); free(res);
+            free(resb);
+        }
+    }
+    return 0;
+}
+"""
+)
+
+
+@pytest.mark.skipif(
+    not toolchain.cpu_has_avx512("native"), reason="direct_1x1_b is an AVX-512 kernel"
+)
+def test_direct_1x1_b_matches_the_nchw_conv(tmp_path: Path) -> None:
+    """``afrt_conv1x1nb_f32``: four-block tiles (K = 64, 80, 100, 144: whole groups of four
+    blocks, then pairs and a masked last block) on and off, one-block tiles (K = 16), maps
+    that are not whole register tiles, x in either layout, each with no epilogue, Relu, a
+    generated epilogue and the clamp reading its blocked residual from y, at one and two
+    threads, built with -Werror."""
+    src = tmp_path / "nb.c"
+    src.write_text(_NB_DRIVER)
+    exe = tmp_path / "nb"
+    subprocess.run([toolchain.c_compiler(), *toolchain.BASE_FLAGS, *toolchain.cpu_flags("native"),
+                    *toolchain.WERROR_FLAGS, *toolchain.include_flags(), str(src), "-o",
+                    str(exe), "-lm"], check=True)  # fmt: skip
+    out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
+    rows = [line.split() for line in out.splitlines()]
+    assert len(rows) == 4 * 5 * 2 * 4
+    for i, (mode, diff, big, pad) in enumerate(rows):
+        assert 0.1 < float(big) < 1e3, (i, mode, big)
+        assert float(diff) <= 2e-5 * float(big), (i, mode, diff, big)
+        assert float(pad) == 0.0, (i, mode, pad)
