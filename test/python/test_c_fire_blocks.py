@@ -338,3 +338,66 @@ def test_direct_1x1_b_matches_the_nchw_conv(tmp_path: Path) -> None:
         assert 0.1 < float(big) < 1e3, (i, mode, big)
         assert float(diff) <= 2e-5 * float(big), (i, mode, diff, big)
         assert float(pad) == 0.0, (i, mode, pad)
+
+
+_POOL_DRIVER = (
+    r"""
+#include "afrt.h"
+#include <stdio.h>
+/* afrt_maxpool2d_nc_f32 (NCHW16c) against afrt_maxpool2d_f32 (NCHW) at batch 2, with the
+ * next rows' prefetch on and off, one and two threads; NaN in the input. Per case: the
+ * number of outputs that differ (bit patterns; NaN == NaN). */
+"""
+    + TO_BLOCKED_C
+    + r"""
+int main(void) {
+    static const int64_t cases[][8] = {/* C H W R stride pad OH OW */
+        {64, 23, 23, 3, 2, 0, 11, 11}, {20, 9, 11, 3, 1, 1, 9, 11}, {32, 15, 15, 3, 2, 0, 7, 7},
+        {16, 8, 9, 2, 2, 0, 4, 5}, {48, 13, 13, 3, 3, 1, 5, 5}, {32, 15, 15, 3, 2, 0, 8, 8}};
+    for (int run = 0; run < 4; ++run) {
+        afrt_set_num_threads(1 + run % 2);
+        afrt_pool_pf_ = run < 2;
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+            const int64_t *c = cases[i], N = 2, C = c[0], H = c[1], W = c[2], R = c[3];
+            const int64_t st = c[4], pd = c[5], OH = c[6], OW = c[7], Cb = (C + 15) / 16;
+            /* the last case is ceil mode: windows past the bottom and right edges */
+            const int64_t pe = (OH - 1) * st + R - H - pd;
+            const afrt_pool_params p = {N, C, H, W, R, R, OH, OW, st, st, pd, pd,
+                                        pe > pd ? pe : pd, pe > pd ? pe : pd, 1, 1, 0};
+            const size_t nx = (size_t)(N * C * H * W), ny = (size_t)(N * C * OH * OW);
+            const size_t nyb = (size_t)(N * Cb * 16 * OH * OW);
+            float *x = malloc(nx * 4), *xb = malloc((size_t)(N * Cb * 16 * H * W) * 4);
+            float *y0 = malloc(ny * 4), *y0b = malloc(nyb * 4), *y1 = malloc(nyb * 4);
+            for (size_t j = 0; j < nx; ++j)
+                x[j] = j % 97 == 5 ? NAN : (float)((j * 2654435761u) % 1000) / 250.0f - 2.0f;
+            to_blocked(x, xb, N, C, H * W);
+            afrt_maxpool2d_f32(x, y0, &p);
+            to_blocked(y0, y0b, N, C, OH * OW);
+            memset(y1, 0xff, nyb * 4);
+            afrt_maxpool2d_nc_f32(xb, y1, &p);
+            int bad = 0;
+            for (size_t j = 0; j < nyb; ++j)
+                bad += !(y1[j] == y0b[j] || (y1[j] != y1[j] && y0b[j] != y0b[j]));
+            printf("%d\n", bad);
+            free(x); free(xb); free(y0); free(y0b); free(y1);
+        }
+    }
+    return 0;
+}
+"""
+)
+
+
+@pytest.mark.parametrize("cpu", ["native", "x86-64-v2"])
+def test_blocked_max_pool_matches_the_nchw_pool(cpu: str, tmp_path: Path) -> None:
+    """``afrt_maxpool2d_nc_f32`` with its next-rows prefetch on and off: 3x3/2 (SqueezeNet's),
+    3x3/1 padded, 2x2/2, 3x3/3 padded and a ceil-mode 3x3/2, channels not a multiple of 16,
+    NaN propagated, at one and two threads, built with -Werror natively and for x86-64-v2."""
+    src = tmp_path / "pool.c"
+    src.write_text(_POOL_DRIVER)
+    exe = tmp_path / "pool"
+    subprocess.run([toolchain.c_compiler(), *toolchain.BASE_FLAGS, *toolchain.cpu_flags(cpu),
+                    *toolchain.WERROR_FLAGS, *toolchain.include_flags(), str(src), "-o",
+                    str(exe), "-lm"], check=True)  # fmt: skip
+    out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["0"] * (4 * 6), out

@@ -4633,6 +4633,9 @@ static inline void afrt_maxpool2d_f32(const float *x, float *y, const afrt_pool_
  * max of its window's whole 16-channel vectors (taps outside the map skipped, NaN propagated
  * as afrt_nanmax_ does), so no row buffer and no gather. Channels past C max their zero
  * padding, which stays zero. Threads over (image, block, output row). */
+/* 1: afrt_maxpool2d_nc_f32 prefetches the next output row's new input rows; 0 not (for
+ * benchmarks and tests comparing the two). */
+static int afrt_pool_pf_ = 1;
 static inline void afrt_maxpool2d_nc_f32(const float *x, float *y, const afrt_pool_params *p) {
     const int64_t Cb = afrt_cdiv_(p->C, 16), H = p->H, W = p->W, OH = p->OH, OW = p->OW;
     const int64_t rows = p->N * Cb * OH;
@@ -4646,12 +4649,31 @@ static inline void afrt_maxpool2d_nc_f32(const float *x, float *y, const afrt_po
         const float *xp = x + nb * H * W * 16;
         float *yr = y + (nb * OH + oh) * OW * 16;
         const int64_t ih0 = oh * p->stride_h - p->pad_top;
+        /* rows the next output row reads and this one does not (stride rows past the
+         * window's last; at most two, inside the map), prefetched along this row: the stem's
+         * output that SqueezeNet's first pool reads comes from L3 (0.75-0.92 of the time
+         * without, docs/runtime.md). pf0: the first one's offset in floats from xp. */
+        const int64_t nx0 = ih0 + (p->R - 1) * p->dil_h + 1;
+        const int64_t pf_rows = afrt_pool_pf_ && oh + 1 < OH && nx0 >= 0
+                                    ? afrt_max_(0, afrt_min_(afrt_min_(2, p->stride_h), H - nx0))
+                                    : 0;
+        const int64_t pf0 = nx0 * W * 16;
+        (void)pf_rows, (void)pf0; /* without AVX-512 */
         for (int64_t ow = 0; ow < OW; ++ow) {
             const int64_t iw0 = ow * p->stride_w - p->pad_left;
             int64_t s0 = 0, s1 = p->S;
             if (iw0 < 0 || iw0 + (p->S - 1) * p->dil_w >= W)
                 afrt_tap_range_(ow, p->stride_w, p->pad_left, p->dil_w, p->S, W, &s0, &s1);
 #if defined(__AVX512F__)
+            if (pf_rows) { /* the next output row's new input rows, as far along */
+                const int64_t f = pf0 + afrt_max_(0, iw0) * 16;
+                _mm_prefetch(AFRT_PF_ADDR(xp, f), _MM_HINT_T0);
+                _mm_prefetch(AFRT_PF_ADDR(xp, f + 16), _MM_HINT_T0);
+                if (pf_rows > 1) {
+                    _mm_prefetch(AFRT_PF_ADDR(xp, f + W * 16), _MM_HINT_T0);
+                    _mm_prefetch(AFRT_PF_ADDR(xp, f + W * 16 + 16), _MM_HINT_T0);
+                }
+            }
             __m512 m = _mm512_set1_ps(-INFINITY);
             for (int64_t r = r0; r < r1; ++r) {
                 const float *xr = xp + ((ih0 + r * p->dil_h) * W + iw0) * 16;
