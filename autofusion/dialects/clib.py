@@ -584,6 +584,7 @@ CONV_ALGOS = (
     "winograd",
     "direct_nchwc",
     "gemm_1x1_b",
+    "gemm_1x1_xb",
     "direct_1x1_b",
     "direct_1x1",
     "gemm_1x1_t",
@@ -1066,6 +1067,16 @@ class Conv2DOp(_ContractionOp):
                     "'clib.conv2d': gemm_1x1_b needs a 1x1 stride-1 unpadded group-1 conv"
                 )
             want = "gemm_1x1_b"
+        elif self.algo.data == "gemm_1x1_xb":  # assign-layout's 1x1 conv out of blocks
+            if self.lp() is not None or self.layouts() != ("nchw16c", "nchw"):
+                raise VerifyException(
+                    "'clib.conv2d': gemm_1x1_xb is an fp32 conv from NCHW16c x into NCHW y"
+                )
+            if not gemm_1x1_b_fits(f):
+                raise VerifyException(
+                    "'clib.conv2d': gemm_1x1_xb needs a 1x1 stride-1 unpadded group-1 conv"
+                )
+            want = "gemm_1x1_xb"
         elif self.algo.data == "direct_1x1_b":  # assign-layout's 1x1 conv into blocks
             if self.lp() is not None or self.layouts()[1] != "nchw16c":
                 raise VerifyException("'clib.conv2d': direct_1x1_b is an fp32 conv into NCHW16c y")

@@ -58,6 +58,9 @@ both marks, and they write their halves of the concat in place as before (a slic
 16-channel blocks is the same byte range in both layouts); the pool gets ``layout.x`` (x and
 y, ``afrt_maxpool2d_nc_f32``); a squeeze reading blocks into an NCHW fire is the exit
 (``layout.x`` only). Measured on SqueezeNet-1.1 (docs/runtime.md: 0.95 of main's time).
+A fire's concat may also be read by a 1x1 unit into NCHW (``_is_gemm_reader``: SqueezeNet's
+classifier): it gets ``layout.x`` only and runs ``gemm_1x1_xb`` (gemm_1x1 with its B panels
+packed from the blocks, no reorder), so the last fire is blocked too (``gemm_readers``).
 
 Stems (SqueezeNet's 3 -> 64, 3x3/2): a unit ``clib.smallc_b_fits`` takes (at most 4 input
 channels, whole 16-channel blocks out) with an elementwise epilogue and no residual starts
@@ -70,7 +73,7 @@ their pools feed NCHW convs anyway.
 
 Decisions: the marks on each conv (and max pool), and on each function ``layout.summary`` =
 ``{blocked convs, reorders (boundary reorders left), cancelled (reorder pairs cancelled),
-expand chains, fires, blocked pools, blocked stems}``, which the compile report copies
+expand chains, fires, blocked pools, blocked stems, gemm readers}``, which the compile report copies
 (``report["layout"]``; per conv ``conv_algo[i].layout``).
 
 Place: target c, fusion on, and only where the blocked kernel is on (the pipeline's
@@ -357,6 +360,14 @@ def _fire(lay: _Layouts, cat: nn.ConcatOp) -> Fire | None:
     return Fire(q, expands, cat)
 
 
+def _is_gemm_reader(u: ConvUnit) -> bool:
+    """``u`` can read a fire's blocked concat into NCHW y (``gemm_1x1_xb``: gemm_1x1 with its
+    B panels packed from the blocks): a 1x1 stride-1 unpadded group-1 unit
+    (``clib.gemm_1x1_b_fits``) the rule leaves on NCHW, with an elementwise epilogue and no
+    residual (SqueezeNet's classifier)."""
+    return not u.blocked and clib.gemm_1x1_b_fits(u.fields) and u.flat and not u.others
+
+
 def _is_stem(u: ConvUnit) -> bool:
     """``u`` can write blocks from the NCHW image (``direct_smallc_b``): ``clib.smallc_b_fits``
     and an elementwise epilogue without residual."""
@@ -366,8 +377,9 @@ def _is_stem(u: ConvUnit) -> bool:
 class _Fires:
     """Which fire concats, max pools and stems keep NCHW16c: every fire concat, 4-d f32 max
     pool and stem (``_is_stem``) output starts blocked and is demoted unless every reader is a
-    fire's squeeze reading it as its x only or a blocked max pool, and (a pool) its input is
-    blocked too."""
+    fire's squeeze reading it as its x only or a blocked max pool, or (a fire's concat) a
+    1x1 unit reading it as its x only into NCHW (``_is_gemm_reader``), and (a pool) its
+    input is blocked too."""
 
     def __init__(self, fn: func.FuncOp, lay: _Layouts) -> None:
         self.fires: dict[SSAValue, Fire] = {}
@@ -379,6 +391,11 @@ class _Fires:
             elif isinstance(op, nn.MaxPoolOp) and _is_f32_4d(op.x) and _is_f32_4d(op.y):
                 self.pools[op.y] = op
         self.squeezes = {f.squeeze.top: f.squeeze for f in self.fires.values()}
+        self.readers = {
+            u.top: u
+            for u in lay.units.values()
+            if _is_gemm_reader(u) and u.top not in self.squeezes
+        }
         self.blocked = {v: True for v in (*self.fires, *self.pools, *self.stems)}
         while _unblock_illegal(self.blocked, self._legal):
             pass
@@ -399,14 +416,22 @@ class _Fires:
                 continue
             if isinstance(r, nn.MaxPoolOp) and r.x is v and self.of(r.y):
                 continue
+            g = self.readers.get(r)
+            if v in self.fires and g is not None and _reads_x_only(g, v):
+                continue
             return False
         return True
 
+    def gemm_readers(self) -> list[ConvUnit]:
+        """The 1x1 units reading a blocked fire concat (``_is_gemm_reader``)."""
+        return [u for u in self.readers.values() if u.x in self.fires and self.of(u.x)]
 
-def fire_layouts(fn: func.FuncOp, lay: _Layouts) -> tuple[int, int, int, int, set[nn.ConvOp]]:
+
+def fire_layouts(fn: func.FuncOp, lay: _Layouts) -> tuple[int, int, int, int, int, set[nn.ConvOp]]:
     """Mark the fire modules between blocked stems, pools and concats (module doc): the
-    number of blocked fires, of blocked pools, of blocked stems and of exits (a squeeze
-    reading blocks into an NCHW fire: the region's reorder back), and the convs marked."""
+    number of blocked fires, of blocked pools, of blocked stems, of exits (a squeeze
+    reading blocks into an NCHW fire: the region's reorder back) and of 1x1 convs reading
+    a blocked concat through the GEMM's packing (no reorder), and the convs marked."""
     fl = _Fires(fn, lay)
     marked: set[nn.ConvOp] = set()
     fires = exits = 0
@@ -414,6 +439,9 @@ def fire_layouts(fn: func.FuncOp, lay: _Layouts) -> tuple[int, int, int, int, se
     for u in stems:
         u.conv.attributes[LAYOUT_Y] = StringAttr(BLOCKED)
         marked.add(u.conv)
+    readers = fl.gemm_readers()
+    for u in readers:
+        u.conv.attributes[LAYOUT_X] = StringAttr(BLOCKED)
     for v, f in fl.fires.items():
         if fl.of(f.squeeze.x):
             f.squeeze.conv.attributes[LAYOUT_X] = StringAttr(BLOCKED)
@@ -434,7 +462,7 @@ def fire_layouts(fn: func.FuncOp, lay: _Layouts) -> tuple[int, int, int, int, se
         if fl.of(v):
             pool.attributes[LAYOUT_X] = StringAttr(BLOCKED)
             pools += 1
-    return fires, pools, len(stems), exits, marked
+    return fires, pools, len(stems), exits, len(readers), marked
 
 
 def assign(fn: func.FuncOp, pointwise: bool = False) -> dict[str, int]:
@@ -468,7 +496,7 @@ def assign(fn: func.FuncOp, pointwise: bool = False) -> dict[str, int]:
         for dw in dws:
             dw.attributes[LAYOUT_X] = StringAttr(BLOCKED)
         cancelled += len(dws)
-    fires, pools, stems, exits, marked = fire_layouts(fn, lay)
+    fires, pools, stems, exits, readers, marked = fire_layouts(fn, lay)
     blocked_convs += len(marked - {u.conv for u in lay.units.values() if u.blocked})
     reorders += exits
     return {
@@ -479,6 +507,7 @@ def assign(fn: func.FuncOp, pointwise: bool = False) -> dict[str, int]:
         "fires": fires,
         "blocked_pools": pools,
         "blocked_stems": stems,
+        "gemm_readers": readers,
     }
 
 

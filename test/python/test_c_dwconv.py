@@ -295,11 +295,18 @@ def test_conv_algo_matches_the_runtime(tmp_path: Path) -> None:
     assert len(got) == len(shapes)
     want = [clib.conv_algo(v) for v in shapes]
     assert got == want
-    # direct_nchwc, gemm_1x1_b, direct_1x1_b, direct_smallc_b and direct_1x1 are the
+    # direct_nchwc, gemm_1x1_b, gemm_1x1_xb, direct_1x1_b, direct_smallc_b and direct_1x1 are the
     # lowering's calls (assign-layout's and the conv rule's), never afrt_conv2d_f32's
     # (test_c_nchwc.py, test_c_expand_chain.py, test_c_fire_blocks.py, test_c_stem_blocks.py,
     # test_c_conv1x1d.py)
-    lowering_only = {"direct_nchwc", "gemm_1x1_b", "direct_1x1_b", "direct_1x1", "direct_smallc_b"}
+    lowering_only = {
+        "direct_nchwc",
+        "gemm_1x1_b",
+        "gemm_1x1_xb",
+        "direct_1x1_b",
+        "direct_1x1",
+        "direct_smallc_b",
+    }
     assert set(clib.CONV_ALGOS) - lowering_only == set(want)
 
 

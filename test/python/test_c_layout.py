@@ -148,6 +148,7 @@ def test_default_rule_blocks_the_3x3_chain() -> None:
         "fires": 0,
         "blocked_pools": 0,
         "blocked_stems": 0,
+        "gemm_readers": 0,
     }, summary
     for name, r in ref.items():
         assert_close(got[name], r, f"{name} (assign-layout)")

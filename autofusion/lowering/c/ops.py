@@ -583,11 +583,14 @@ def _layout_algo(params: list[int], layouts: dict[str, Attribute]) -> str:
     """The algorithm of a conv with a blocked side (``assign-layout``): for a 1x1 conv writing
     blocks ``direct_1x1_b`` from blocked x or with at most ``clib.D1X1B_MAX_K`` output
     channels (a fire module's squeeze and expands), else ``gemm_1x1_b`` (an expand conv
-    feeding a blocked conv chain); a stem writing blocks (``clib.smallc_b_fits``)
-    ``direct_smallc_b``; any other conv the blocked direct kernel."""
+    feeding a blocked conv chain); a 1x1 conv from blocks into NCHW ``gemm_1x1_xb`` (the
+    classifier after the last fire, a squeeze into an NCHW fire); a stem writing blocks
+    (``clib.smallc_b_fits``) ``direct_smallc_b``; any other conv the blocked direct kernel."""
     f: dict[str, int] = dict(zip(clib.CONV_FIELDS, params, strict=True))
     if set(layouts) == {"y_layout"} and clib.smallc_b_fits(f):
         return "direct_smallc_b"
+    if set(layouts) == {"x_layout"} and clib.gemm_1x1_b_fits(f):
+        return "gemm_1x1_xb"
     if "y_layout" in layouts and clib.gemm_1x1_b_fits(f):
         if "x_layout" in layouts or f["K"] <= clib.D1X1B_MAX_K:
             return "direct_1x1_b"

@@ -1440,6 +1440,10 @@ class _FuncPrinter:
                     # assign-layout's expand conv writing NCHW16c for a blocked conv chain
                     self.emit(d, f"  if (!afrt_conv1x1b_f32({args}, {epi}))")
                     self.emit(d, f"    afrt_nchwc_naive_f32({args}, {epi}, 2); }}")
+                elif op.algo.data == "gemm_1x1_xb":
+                    # assign-layout's 1x1 conv reading NCHW16c x into NCHW y
+                    self.emit(d, f"  if (!afrt_conv1x1xb_f32({args}, {epi}))")
+                    self.emit(d, f"    afrt_nchwc_naive_f32({args}, {epi}, 1); }}")
                 elif op.algo.data == "direct_smallc_b":
                     # assign-layout's stem writing NCHW16c from the NCHW image
                     self.emit(d, f"  if (!afrt_dconv_smallcb_f32({args}, {epi}))")

@@ -1766,11 +1766,24 @@ typedef struct {
     int trans;
     const struct afrt_conv_params_s *conv; /* im2col source: x of one image/group */
     const float *conv_x;
+    int blocked; /* B (not transposed) in 16-row blocks, NCHW16c: element (p, j) at
+                  * B[(p / 16) * ldb * 16 + j * 16 + p % 16] (afrt_pack_b_nc_) */
 } afrt_bsrc_;
 
 static inline void afrt_pack_b_conv_(const struct afrt_conv_params_s *p, const float *xg,
                                      int64_t N, int64_t pc, int64_t kc, int64_t j0, int64_t nc,
                                      float *dst);
+static inline void afrt_pack_b_nc_(const float *B, int64_t ld, int64_t N, int64_t pc, int64_t kc,
+                                   int64_t j0, int64_t nc, float *dst);
+
+/* Packs the k block [pc, pc+kc) x columns [j0, j0+nc) of an unpacked B source (bs->packed
+ * is NULL) into nc/NR panels of [kc][NR] at dst, whichever view it is. */
+static inline void afrt_pack_b_src_(const afrt_bsrc_ *bs, int64_t N, int64_t pc, int64_t kc,
+                                    int64_t j0, int64_t nc, float *dst) {
+    if (bs->conv) afrt_pack_b_conv_(bs->conv, bs->conv_x, N, pc, kc, j0, nc, dst);
+    else if (bs->blocked) afrt_pack_b_nc_(bs->B, bs->ldb, N, pc, kc, j0, nc, dst);
+    else afrt_pack_b_block_(bs->B, bs->ldb, bs->trans, N, pc, kc, j0, nc, dst);
+}
 
 /* What afrt_gemm_tile_ does to each piece of C as soon as its last k block is stored: C *=
  * alpha, then bias and the epilogue (afrt_finish_block_) in the epilogue's coordinates, where
@@ -1954,9 +1967,7 @@ static inline void afrt_gemm_tile_a_(const float *pa, const float *ra, int64_t l
                         const int64_t ks = afrt_min_(AFRT_LEAN_KS, kc - k0);
                         const float *bp = panel;
                         if (bs->packed) bp = bs->packed + pc * Np + jc * kc + k0 * AFRT_NR;
-                        else if (bs->conv)
-                            afrt_pack_b_conv_(bs->conv, bs->conv_x, N, pc + k0, ks, jc, AFRT_NR, panel);
-                        else afrt_pack_b_block_(bs->B, bs->ldb, bs->trans, N, pc + k0, ks, jc, AFRT_NR, panel);
+                        else afrt_pack_b_src_(bs, N, pc + k0, ks, jc, AFRT_NR, panel);
                         afrt_ukernel_(MR, ks, pa + pc * Mp + ic * kc + k0 * MR, bp, tmp, AFRT_NR,
                                       pc > 0 || k0 > 0);
                     }
@@ -1991,11 +2002,8 @@ static inline void afrt_gemm_tile_a_(const float *pa, const float *ra, int64_t l
             const float *bp;
             if (bs->packed) {
                 bp = bs->packed + pc * Np + jc * kc;
-            } else if (bs->conv) {
-                afrt_pack_b_conv_(bs->conv, bs->conv_x, N, pc, kc, jc, ncp, kbuf);
-                bp = kbuf;
             } else {
-                afrt_pack_b_block_(bs->B, bs->ldb, bs->trans, N, pc, kc, jc, ncp, kbuf);
+                afrt_pack_b_src_(bs, N, pc, kc, jc, ncp, kbuf);
                 bp = kbuf;
             }
             const float *ap = pa ? pa + pc * Mp : NULL;
@@ -2302,7 +2310,7 @@ static inline int afrt_matmul_own_(int64_t batch, int64_t M, int64_t N, int64_t 
                         trans_a ? Ab + i0 : Ab + i0 * lda, lda,
                         trans_b ? Bb + j0 * ldb : Bb + j0, ldb, beta, Cb + i0 * ldc + j0, ldc);
         } else {
-            afrt_bsrc_ bs = {pbs[stride_b == 0 ? 0 : b], B + b * stride_b, ldb, trans_b, NULL, NULL};
+            afrt_bsrc_ bs = {pbs[stride_b == 0 ? 0 : b], B + b * stride_b, ldb, trans_b, NULL, NULL, 0};
             if (beta != 0.0f && beta != alpha) /* alpha * (AB + (beta/alpha) C) */
                 for (int64_t i = i0; i < i1; ++i)
                     for (int64_t j = j0; j < j1; ++j) Cb[i * ldc + j] *= beta / alpha;
@@ -2341,7 +2349,7 @@ static inline void afrt_sgemm_own_(int ta, int tb, int64_t m, int64_t n, int64_t
     if (beta != 0.0f && beta != alpha) /* alpha * (AB + (beta/alpha) C), as afrt_matmul_own_ */
         for (int64_t i = 0; i < m; ++i)
             for (int64_t j = 0; j < n; ++j) c[i * ldc + j] *= beta / alpha;
-    afrt_bsrc_ bs = {NULL, b, ldb, tb, NULL, NULL};
+    afrt_bsrc_ bs = {NULL, b, ldb, tb, NULL, NULL, 0};
     afrt_gemm_tile_(pa, m, n, k, &bs, c, ldc, 0, m, 0, n, kbuf, beta != 0.0f, NULL);
     if (alpha != 1.0f)
         for (int64_t i = 0; i < m; ++i)
@@ -2524,6 +2532,43 @@ static inline size_t afrt_conv2d_scratch_bytes(const afrt_conv_params *p) {
 #include "afrt_winograd.h"
 /* Direct 1x1 / 3x3 convolution in blocked channels (afrt_nchwc_f32): likewise. */
 #include "afrt_nchwc.h"
+
+/* Packs the k block [pc, pc+kc) x columns [j0, j0+nc) of a B held in 16-row blocks (a 1x1
+ * conv's NCHW16c input: element (p, j) at B[(p / 16) * ld * 16 + j * 16 + p % 16], the rows
+ * of the last block past the matrix zero) into nc/NR panels of [kc][NR], as
+ * afrt_pack_b_block_ packs a dense one. AVX-512, k blocks starting on a block: per 16 rows
+ * and 16 columns, 16 position vectors loaded whole and transposed in registers
+ * (afrt_dwl_transpose16_), so the panel's rows are whole vector stores; elsewhere scalar. */
+static inline void afrt_pack_b_nc_(const float *B, int64_t ld, int64_t N, int64_t pc, int64_t kc,
+                                   int64_t j0, int64_t nc, float *dst) {
+    for (int64_t jr = 0; jr < nc; jr += AFRT_NR) {
+        float *panel = dst + jr * kc;
+        const int64_t j = j0 + jr, cnt = afrt_max_(0, afrt_min_(AFRT_NR, N - j));
+#if defined(__AVX512F__)
+        if (pc % 16 == 0) {
+            for (int64_t k0 = 0; k0 < kc; k0 += 16) {
+                const int64_t kk = afrt_min_(16, kc - k0);
+                const float *blk = B + ((pc + k0) / 16) * ld * 16;
+                for (int64_t h = 0; h < AFRT_NR; h += 16) {
+                    const int64_t ch = afrt_max_(0, afrt_min_(16, cnt - h));
+                    __m512 r[16];
+                    for (int64_t t = 0; t < 16; ++t)
+                        r[t] = t < ch ? _mm512_loadu_ps(blk + (j + h + t) * 16) : _mm512_setzero_ps();
+                    afrt_dwl_transpose16_(r);
+                    for (int64_t i = 0; i < kk; ++i) _mm512_storeu_ps(panel + (k0 + i) * AFRT_NR + h, r[i]);
+                }
+            }
+            continue;
+        }
+#endif
+        for (int64_t k = 0; k < kc; ++k) {
+            const int64_t row = pc + k;
+            const float *src = B + (row / 16) * ld * 16 + row % 16;
+            for (int64_t t = 0; t < AFRT_NR; ++t)
+                panel[k * AFRT_NR + t] = t < cnt ? src[(j + t) * 16] : 0.0f;
+        }
+    }
+}
 
 /* Fills col[crs, pcount] with the im2col matrix of positions [p0, p0+pcount) of one image and
  * group (xg points at its first channel). */
@@ -2916,15 +2961,17 @@ static inline int afrt_shared_b_(int64_t nmb, int64_t tasks, int64_t K, int64_t 
 }
 
 /* The afrt core for kinds 1 (1x1) and 2 (im2col, fused into B packing; a strided 1x1 conv
- * gathers its input first and is then kind 1's GEMM); 0 if out of memory. */
+ * gathers its input first and is then kind 1's GEMM); 0 if out of memory. xb: x is NCHW16c
+ * (kind 1, group 1 only: gemm_1x1_xb, afrt_conv1x1xb_f32), B packed from its blocks. */
 static inline int afrt_conv_own_(const float *x, const float *w, const float *bias, float *y,
                                  const afrt_conv_params *p, const afrt_conv_plan_ *q,
-                                 afrt_epilogue epi) {
+                                 afrt_epilogue epi, int xb) {
     const int64_t G = p->group > 0 ? p->group : 1;
     const int64_t ohw = p->OH * p->OW;
     const int64_t Kg = q->kg, crs = q->crs;
     int64_t hw = p->H * p->W; /* per-channel plane of the B source */
     int im2col = q->kind == 2;
+    if (xb && (im2col || G != 1)) return 0;
     if (afrt_conv_1x1_strided_(p, q)) {
         float *xs = (float *)afrt_thread_scratch(11, (size_t)(p->N * p->C * ohw) * sizeof(float));
         if (xs) { /* else packed through im2col, which needs no memory */
@@ -2934,6 +2981,9 @@ static inline int afrt_conv_own_(const float *x, const float *w, const float *bi
             im2col = 0;
         }
     }
+    /* floats per image of x (after a gather): blocked, the last block's channels past C
+     * are padding */
+    const int64_t xn = xb ? afrt_round_up_(p->C, 16) * hw : p->C * hw;
     const float **pas = (const float **)afrt_malloc_((size_t)G * sizeof(float *));
     if (!pas) return 0;
     if (!afrt_pack_a_all_(w, Kg * crs, G, Kg, crs, crs, 0, pas)) {
@@ -2970,6 +3020,7 @@ static inline int afrt_conv_own_(const float *x, const float *w, const float *bi
             const int64_t jc = (u % npan) * AFRT_NR;
             float *dst = bsh + pc * Np + jc * kc + (ps - pc) * AFRT_NR;
             if (im2col) afrt_pack_b_conv_(p, x, ohw, ps, ks, jc, AFRT_NR, dst);
+            else if (xb) afrt_pack_b_nc_(x, hw, ohw, ps, ks, jc, AFRT_NR, dst);
             else afrt_pack_b_block_(x, hw, 0, ohw, ps, ks, jc, AFRT_NR, dst);
         }
     }
@@ -2983,8 +3034,8 @@ static inline int afrt_conv_own_(const float *x, const float *w, const float *bi
         const int64_t j1 = afrt_split_end_(tile % nnb, nnb, nb, ohw);
         float *kbuf = bsh ? NULL
                           : (float *)afrt_thread_scratch(0, (size_t)AFRT_KC * AFRT_NC * sizeof(float));
-        const float *xg = x + (n * p->C + g * q->cg) * hw;
-        afrt_bsrc_ bs = {bsh, xg, hw, 0, im2col ? p : NULL, xg};
+        const float *xg = x + n * xn + g * q->cg * hw;
+        afrt_bsrc_ bs = {bsh, xg, hw, 0, im2col ? p : NULL, xg, xb};
         float *yn = y + n * p->K * ohw;
         const afrt_tile_finish_ fin = {yn, bias, 1.0f, n, g * Kg, 0, epi};
         /* Out of memory for packing: the caller computes the conv another way, unless y
@@ -3456,7 +3507,7 @@ static inline void afrt_conv2d_any_f32_(const float *x, const float *w, const fl
         afrt_winograd_f32(x, w, bias, y, p, epi))
         return;
     if (q.kind == 1 && afrt_conv1x1t_applies(p) && afrt_conv1x1t_f32(x, w, bias, y, p, epi)) return;
-    if (afrt_gemm_strategy_ == AFRT_GEMM_OWN && q.crs > 0 && afrt_conv_own_(x, w, bias, y, p, &q, epi))
+    if (afrt_gemm_strategy_ == AFRT_GEMM_OWN && q.crs > 0 && afrt_conv_own_(x, w, bias, y, p, &q, epi, 0))
         return;
     float *buf = NULL;
     if (q.kind == 2) {
@@ -3538,7 +3589,7 @@ static inline void afrt_conv2d_f32(const float *x, const float *w, const float *
         if (q.kind != 0 && q.crs > 0 && afrt_gemm_strategy_ == AFRT_GEMM_OWN &&
             !afrt_dconv_smallc_applies(p) && !afrt_winograd_applies(p) &&
             !afrt_conv_gemv_applies(p) && !(q.kind == 1 && afrt_conv1x1t_applies(p)) &&
-            afrt_conv_own_(x, w, bias, y, p, &q, epi))
+            afrt_conv_own_(x, w, bias, y, p, &q, epi, 0))
             return;
         afrt_epi_clamp local;
         float *copy;
@@ -3552,6 +3603,45 @@ static inline void afrt_conv2d_f32(const float *x, const float *w, const float *
         return;
     }
     afrt_conv2d_any_f32_(x, w, bias, y, p, scratch, epi);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * gemm_1x1_xb: a 1x1 stride-1 unpadded group-1 conv from NCHW16c x into NCHW y
+ * ([N][ceil(C/16)][H][W][16] in, channels past C zero): a conv reading a blocked region's
+ * output where its own output leaves the region (assign-layout: SqueezeNet's classifier,
+ * 512 -> 1000 at 13x13, after the last fire's blocked concat; a fire's squeeze into an NCHW
+ * fire). gemm_1x1's GEMM, Y[K x HW] = W[K x C] . X[C x HW], with its B panels packed from the
+ * blocks (afrt_pack_b_nc_: a 16 x 16 transpose per block and half panel, where NCHW's packing
+ * copies rows): the same tiles, shared B, epilogue in registers and output as gemm_1x1, so no
+ * reorder to NCHW is paid and the classifier keeps the GEMM core's rate, which the blocked
+ * direct kernel did not reach on it (1.145x gemm_1x1's time, docs/runtime.md). Where
+ * afrt_conv2d_f32 would not take afrt's own GEMM core for this conv (a one-position map, the
+ * small-map gemm_1x1_t, another GEMM strategy) or y is the epilogue's residual, x is
+ * reordered to NCHW and afrt_conv2d_f32 runs it. Returns 0 without a complete y if the conv
+ * does not fit or memory runs out (the generated code then runs afrt_nchwc_naive_f32, flags 1).
+ * ------------------------------------------------------------------------------------------- */
+static inline int afrt_conv1x1xb_f32(const float *x, const float *w, const float *bias, float *y,
+                                     const afrt_conv_params *p, afrt_epilogue epi) {
+    if (!afrt_conv1x1b_fits(p)) return 0;
+    if (p->N <= 0 || p->K <= 0 || p->OH * p->OW <= 0) return 1;
+    afrt_init_once_();
+    const int64_t hw = p->H * p->W, C = p->C, cb = afrt_cdiv_(C, 16);
+    const afrt_conv_plan_ q = afrt_conv_plan(p);
+    if (q.kind == 1 && q.crs > 0 && afrt_gemm_strategy_ == AFRT_GEMM_OWN &&
+        !afrt_conv_gemv_applies(p) && !afrt_conv1x1t_applies(p) &&
+        !afrt_epi_aliases_(epi, y, p->K * hw, hw) && afrt_conv_own_(x, w, bias, y, p, &q, epi, 1))
+        return 1;
+    float *t = (float *)afrt_malloc_((size_t)(p->N * C * hw) * sizeof(float));
+    if (!t) return 0;
+    for (int64_t n = 0; n < p->N; ++n)
+        for (int64_t c = 0; c < C; ++c) {
+            const float *src = x + ((n * cb + c / 16) * hw) * 16 + c % 16;
+            float *dst = t + (n * C + c) * hw;
+            for (int64_t i = 0; i < hw; ++i) dst[i] = src[i * 16];
+        }
+    afrt_conv2d_f32(t, w, bias, y, p, NULL, epi);
+    free(t);
+    return 1;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -4063,7 +4153,7 @@ static inline int afrt_matmul_lp_own_(int lp, int64_t batch, int64_t M, int64_t 
                 for (int64_t j = j0; j < j1; ++j) Cb[i * ldc + j] *= beta / alpha;
         if (afrt_lp_kbufs_(&kbuf, &kbuf16)) {
             const float *Bf = b16 ? NULL : (const float *)B + b * stride_b;
-            afrt_bsrc_lp_ bs = {pbs[stride_b == 0 ? 0 : b], {NULL, Bf, ldb, trans_b, NULL, NULL}};
+            afrt_bsrc_lp_ bs = {pbs[stride_b == 0 ? 0 : b], {NULL, Bf, ldb, trans_b, NULL, NULL, 0}};
             afrt_gemm_tile_lp_(lp, pas[stride_a == 0 ? 0 : b], M, N, K, &bs, Cb, ldc, i0, i1, j0,
                                j1, kbuf, kbuf16, beta != 0.0f);
         } else { /* no buffers on this thread: the same products, one element at a time */
@@ -4142,7 +4232,7 @@ static inline void afrt_conv2d_lp(int lp, const float *x, const void *w, int w16
             const float *xg = x + (n * p->C + g * q.cg) * hw;
             float *yn = y + n * p->K * ohw;
             if (afrt_lp_kbufs_(&kbuf, &kbuf16)) {
-                afrt_bsrc_lp_ bs = {NULL, {NULL, xg, hw, 0, q.kind == 2 ? p : NULL, xg}};
+                afrt_bsrc_lp_ bs = {NULL, {NULL, xg, hw, 0, q.kind == 2 ? p : NULL, xg, 0}};
                 afrt_gemm_tile_lp_(lp, pas[g], Kg, ohw, crs, &bs, yn + g * Kg * ohw, ohw, i0, i1,
                                    j0, j1, kbuf, kbuf16, 0);
             } else { /* no buffers on this thread: the same products, one output at a time */
@@ -4543,6 +4633,9 @@ static inline void afrt_maxpool2d_f32(const float *x, float *y, const afrt_pool_
  * max of its window's whole 16-channel vectors (taps outside the map skipped, NaN propagated
  * as afrt_nanmax_ does), so no row buffer and no gather. Channels past C max their zero
  * padding, which stays zero. Threads over (image, block, output row). */
+/* 1: afrt_maxpool2d_nc_f32 prefetches the next output row's new input rows; 0 not (for
+ * benchmarks and tests comparing the two). */
+static int afrt_pool_pf_ = 1;
 static inline void afrt_maxpool2d_nc_f32(const float *x, float *y, const afrt_pool_params *p) {
     const int64_t Cb = afrt_cdiv_(p->C, 16), H = p->H, W = p->W, OH = p->OH, OW = p->OW;
     const int64_t rows = p->N * Cb * OH;
@@ -4556,12 +4649,31 @@ static inline void afrt_maxpool2d_nc_f32(const float *x, float *y, const afrt_po
         const float *xp = x + nb * H * W * 16;
         float *yr = y + (nb * OH + oh) * OW * 16;
         const int64_t ih0 = oh * p->stride_h - p->pad_top;
+        /* rows the next output row reads and this one does not (stride rows past the
+         * window's last; at most two, inside the map), prefetched along this row: the stem's
+         * output that SqueezeNet's first pool reads comes from L3 (0.75-0.92 of the time
+         * without, docs/runtime.md). pf0: the first one's offset in floats from xp. */
+        const int64_t nx0 = ih0 + (p->R - 1) * p->dil_h + 1;
+        const int64_t pf_rows = afrt_pool_pf_ && oh + 1 < OH && nx0 >= 0
+                                    ? afrt_max_(0, afrt_min_(afrt_min_(2, p->stride_h), H - nx0))
+                                    : 0;
+        const int64_t pf0 = nx0 * W * 16;
+        (void)pf_rows, (void)pf0; /* without AVX-512 */
         for (int64_t ow = 0; ow < OW; ++ow) {
             const int64_t iw0 = ow * p->stride_w - p->pad_left;
             int64_t s0 = 0, s1 = p->S;
             if (iw0 < 0 || iw0 + (p->S - 1) * p->dil_w >= W)
                 afrt_tap_range_(ow, p->stride_w, p->pad_left, p->dil_w, p->S, W, &s0, &s1);
 #if defined(__AVX512F__)
+            if (pf_rows) { /* the next output row's new input rows, as far along */
+                const int64_t f = pf0 + afrt_max_(0, iw0) * 16;
+                _mm_prefetch(AFRT_PF_ADDR(xp, f), _MM_HINT_T0);
+                _mm_prefetch(AFRT_PF_ADDR(xp, f + 16), _MM_HINT_T0);
+                if (pf_rows > 1) {
+                    _mm_prefetch(AFRT_PF_ADDR(xp, f + W * 16), _MM_HINT_T0);
+                    _mm_prefetch(AFRT_PF_ADDR(xp, f + W * 16 + 16), _MM_HINT_T0);
+                }
+            }
             __m512 m = _mm512_set1_ps(-INFINITY);
             for (int64_t r = r0; r < r1; ++r) {
                 const float *xr = xp + ((ih0 + r * p->dil_h) * W + iw0) * 16;

@@ -695,8 +695,10 @@ static inline int afrt_conv1x1d_f32(const float *x, const float *w, const float 
  * 16 channels and copies the whole input into its padded scratch (2.5x gemm_1x1's time on
  * 128 -> 16 at 55x55); gemm_1x1_b's 32-wide B panels are half empty there too. Here the output
  * channels go along the lanes and the input is read in place: a register tile is one 16-channel
- * block x 28 consecutive positions of the flat map (K <= 16) or two blocks x 14 (28
- * accumulators); per input channel one or two weight vectors are loaded and each position's
+ * block x 28 consecutive positions of the flat map (K <= 16), four blocks x 7 where 64 whole
+ * channels remain (the input broadcast once for all 64: SqueezeNet's expands 0.85-0.93 of the
+ * two-block tiles' time, docs/runtime.md) or two blocks x 14 (28 accumulators each); per
+ * input channel one, two or four weight vectors are loaded and each position's
  * input is broadcast straight from x -- consecutive floats of one channel row in NCHW, 16
  * floats apart in NCHW16c, immediate offsets either way (a map's positions are the same flat
  * sequence in both layouts, so there is nothing to copy or transpose). The next tile's lines
@@ -708,6 +710,7 @@ static inline int afrt_conv1x1d_f32(const float *x, const float *w, const float 
  * ------------------------------------------------------------------------------------------- */
 #define AFRT_1X1B_NP1 28 /* positions per register tile of one block (K <= 16) */
 #define AFRT_1X1B_NP2 14 /* positions per register tile of two blocks */
+#define AFRT_1X1B_NP4 7  /* positions per register tile of four blocks (64 whole channels) */
 
 static inline int afrt_conv1x1nb_fits(const afrt_conv_params *p) {
     return p->R == 1 && p->S == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
@@ -716,6 +719,10 @@ static inline int afrt_conv1x1nb_fits(const afrt_conv_params *p) {
 }
 
 #if defined(__AVX512F__) && (defined(__GNUC__) || defined(__clang__))
+/* 1: four-block register tiles (4 x 7) where 64 whole channels remain; 0: pairs only, for
+ * benchmarks and tests comparing the two. */
+static int afrt_1x1b_four_ = 1;
+
 /* GCC unrolls at most 16 iterations by itself: a 28-position tile kept its accumulators in
  * memory (2.8x the time) until told */
 #if defined(__clang__)
@@ -734,11 +741,19 @@ static inline __attribute__((always_inline)) void afrt_1x1nb_tile_(
     const float *restrict wk, const float *bb, float *restrict yq, int64_t plane,
     const __mmask16 km0, const __mmask16 km1, const afrt_epi_clamp *cl, const float *zq,
     const int kt, const int np, int64_t nq, const int pf) {
-    __m512 a0[AFRT_1X1B_NP1], a1[AFRT_1X1B_NP2];
+    __m512 a0[AFRT_1X1B_NP1], a1[AFRT_1X1B_NP2], a2[AFRT_1X1B_NP4], a3[AFRT_1X1B_NP4];
+    /* four blocks: the second pair's weights, one pair's reordered weights further on */
+    const int64_t wp2 = afrt_cdiv_(C, AFRT_NC_L) * AFRT_NC_L * AFRT_NC_KT;
     AFRT_1X1B_UNROLL_
     for (int j = 0; j < np; ++j) a0[j] = _mm512_loadu_ps(bb);
-    if (kt == 2)
+    if (kt >= 2)
         for (int j = 0; j < np; ++j) a1[j] = _mm512_loadu_ps(bb + AFRT_NC_L);
+    /* (zeros where kt < 4: never stored, dead in the constant-kt copies, and GCC cannot see
+     * that in the short tiles' copy) */
+    for (int j = 0; j < np && j < AFRT_1X1B_NP4; ++j) {
+        a2[j] = kt == 4 ? _mm512_loadu_ps(bb + 2 * AFRT_NC_L) : _mm512_setzero_ps();
+        a3[j] = kt == 4 ? _mm512_loadu_ps(bb + 3 * AFRT_NC_L) : _mm512_setzero_ps();
+    }
     for (int64_t cb = 0; cb * AFRT_NC_L < C; ++cb) {
         const int64_t cn = afrt_min_(AFRT_NC_L, C - cb * AFRT_NC_L);
         for (int64_t c = 0; c < cn; ++c) {
@@ -756,7 +771,19 @@ static inline __attribute__((always_inline)) void afrt_1x1nb_tile_(
                 }
             }
             const __m512 w0 = _mm512_loadu_ps(ws);
-            if (kt == 2) {
+            if (kt == 4) {
+                const __m512 w1 = _mm512_loadu_ps(ws + AFRT_NC_L);
+                const __m512 w2 = _mm512_loadu_ps(ws + wp2);
+                const __m512 w3 = _mm512_loadu_ps(ws + wp2 + AFRT_NC_L);
+                AFRT_1X1B_UNROLL_
+                for (int j = 0; j < np; ++j) {
+                    const __m512 xv = _mm512_set1_ps(xs[j * ps]);
+                    a0[j] = _mm512_fmadd_ps(w0, xv, a0[j]);
+                    a1[j] = _mm512_fmadd_ps(w1, xv, a1[j]);
+                    a2[j] = _mm512_fmadd_ps(w2, xv, a2[j]);
+                    a3[j] = _mm512_fmadd_ps(w3, xv, a3[j]);
+                }
+            } else if (kt == 2) {
                 const __m512 w1 = _mm512_loadu_ps(ws + AFRT_NC_L);
                 AFRT_1X1B_UNROLL_
                 for (int j = 0; j < np; ++j) {
@@ -774,9 +801,9 @@ static inline __attribute__((always_inline)) void afrt_1x1nb_tile_(
     const __m512 lo = _mm512_set1_ps(cl ? cl->lo : 0.0f), hi = _mm512_set1_ps(cl ? cl->hi : 0.0f);
     const int up = cl && cl->hi != INFINITY; /* an infinite upper bound changes nothing */
     for (int h = 0; h < kt; ++h) {
-        const __mmask16 km = h ? km1 : km0;
+        const __mmask16 km = h == 0 ? km0 : h == 1 ? km1 : (__mmask16)0xffff;
         for (int j = 0; j < np && j < nq; ++j) {
-            __m512 o = h ? a1[j] : a0[j];
+            __m512 o = h == 0 ? a0[j] : h == 1 ? a1[j] : h == 2 ? a2[j] : a3[j];
             if (cl) { /* afrt_epi_clamp1_ on (o + residual), NaN kept */
                 if (zq) o = _mm512_add_ps(o, _mm512_loadu_ps(zq + h * plane + j * AFRT_NC_L));
                 o = _mm512_mask_mov_ps(lo, _mm512_cmp_ps_mask(o, lo, _CMP_NLE_UQ), o);
@@ -803,6 +830,8 @@ AFRT_1X1B_SHAPE_(afrt_1x1nb_n3_, 1, 1, AFRT_1X1B_NP2)
 AFRT_1X1B_SHAPE_(afrt_1x1nb_b1_, AFRT_NC_L, 1, AFRT_1X1B_NP1)
 AFRT_1X1B_SHAPE_(afrt_1x1nb_b2_, AFRT_NC_L, 2, AFRT_1X1B_NP2)
 AFRT_1X1B_SHAPE_(afrt_1x1nb_b3_, AFRT_NC_L, 1, AFRT_1X1B_NP2)
+AFRT_1X1B_SHAPE_(afrt_1x1nb_n4_, 1, 4, AFRT_1X1B_NP4)
+AFRT_1X1B_SHAPE_(afrt_1x1nb_b4_, AFRT_NC_L, 4, AFRT_1X1B_NP4)
 #undef AFRT_1X1B_SHAPE_
 
 /* The tile for ps (1: NCHW x, 16: NCHW16c x): a full one of np positions (28 with kt 1 for
@@ -813,6 +842,24 @@ static void afrt_1x1nb_tiles_(const float *restrict xq, int64_t C, int64_t bstep
                               float *restrict yq, int64_t plane, __mmask16 km0, __mmask16 km1,
                               const afrt_epi_clamp *cl, const float *zq, int kt, int64_t np,
                               int64_t nq) {
+    if (kt == 4) { /* 64 whole channels: the np positions as register tiles of NP4 */
+        for (int64_t o = 0; o < nq; o += AFRT_1X1B_NP4) {
+            const int64_t n = afrt_min_(AFRT_1X1B_NP4, nq - o);
+            const float *xo = xq + o * ps;
+            float *yo = yq + o * AFRT_NC_L;
+            const float *zo = zq ? zq + o * AFRT_NC_L : NULL;
+            if (n == AFRT_1X1B_NP4)
+                (ps == 1 ? afrt_1x1nb_n4_ : afrt_1x1nb_b4_)(xo, C, bstep, cstep, wk, bb, yo, plane,
+                                                           km0, km1, cl, zo);
+            else if (ps == 1)
+                afrt_1x1nb_tile_(xo, C, bstep, cstep, 1, wk, bb, yo, plane, km0, km1, cl, zo, 4,
+                                 (int)n, n, 0);
+            else
+                afrt_1x1nb_tile_(xo, C, bstep, cstep, AFRT_NC_L, wk, bb, yo, plane, km0, km1, cl,
+                                 zo, 4, (int)n, n, 0);
+        }
+        return;
+    }
     if (nq == np) {
         const int shape = (kt == 2) + 2 * (kt == 1 && np != AFRT_1X1B_NP1);
         static void (*const fns[2][3])(const float *, int64_t, int64_t, int64_t, const float *,
@@ -861,11 +908,16 @@ static inline int afrt_conv1x1nb_f32(const float *x, const float *w, const float
         const int64_t n = t / ntile, q0 = (t % ntile) * np, nq = afrt_min_(np, hw - q0);
         const float *xq = x + n * ximg + q0 * (xblk ? AFRT_NC_L : 1);
         float *yn = y + n * yimg;
-        for (int64_t kb = 0; kb < Kb; kb += 2) {
-            const int kt = kb + 1 < Kb ? 2 : 1;
-            const int64_t k0 = kb * AFRT_NC_L, kn = afrt_min_(AFRT_NC_KT, K - k0);
-            float bb[AFRT_NC_KT];
-            for (int64_t k = 0; k < AFRT_NC_KT; ++k) bb[k] = bias && k < kn ? bias[k0 + k] : 0.0f;
+        for (int64_t kb = 0; kb < Kb;) {
+            const int64_t k0 = kb * AFRT_NC_L;
+            /* four whole blocks at once where the map's tiles are two-block ones (K > 16) */
+            const int kt = afrt_1x1b_four_ && np == AFRT_1X1B_NP2 && k0 + 4 * AFRT_NC_L <= K ? 4
+                           : kb + 1 < Kb                                                   ? 2
+                                                                                           : 1;
+            const int64_t kn = afrt_min_(AFRT_NC_KT, K - k0);
+            float bb[4 * AFRT_NC_L];
+            for (int64_t k = 0; k < kt * AFRT_NC_L; ++k)
+                bb[k] = bias && k0 + k < K ? bias[k0 + k] : 0.0f;
             const int64_t kn0 = afrt_min_(AFRT_NC_L, kn), kn1 = kn - kn0;
             const __mmask16 km0 = (__mmask16)((1u << kn0) - 1u);
             const __mmask16 km1 = (__mmask16)(kn1 > 0 ? (1u << kn1) - 1u : 0u);
@@ -879,6 +931,7 @@ static inline int afrt_conv1x1nb_f32(const float *x, const float *w, const float
                     const int64_t f0 = (yq - y) + h * plane;
                     afrt_nc_epilogue_blocked_(epi, y, f0, f0 + nq * AFRT_NC_L, hw);
                 }
+            kb += kt;
         }
     }
     return 1;

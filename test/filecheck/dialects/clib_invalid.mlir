@@ -142,3 +142,21 @@ func.func @f(%x: memref<1x2x6x6xf32>, %wd: memref<8x1x3x3xf32>, %wp: memref<4x8x
   func.return
 }
 // CHECK: 'clib.dwpw': ex_params are not a 1x1 conv producing the depthwise input
+
+// -----
+
+// gemm_1x1_xb reads blocks into NCHW y only (a blocked y is direct_1x1_b's or gemm_1x1_b's).
+func.func @f(%x: memref<1x32x6x6xf32>, %w: memref<16x32x1x1xf32>, %y: memref<1x16x6x6xf32>) {
+  "clib.conv2d"(%x, %w, %y) <{params = array<i64: 1, 32, 6, 6, 16, 1, 1, 6, 6, 1, 1, 0, 0, 0, 0, 1, 1, 1>, algo = "gemm_1x1_xb", x_layout = "nchw16c", y_layout = "nchw16c", operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0>}> : (memref<1x32x6x6xf32>, memref<16x32x1x1xf32>, memref<1x16x6x6xf32>) -> ()
+  func.return
+}
+// CHECK: 'clib.conv2d': gemm_1x1_xb is an fp32 conv from NCHW16c x into NCHW y
+
+// -----
+
+// gemm_1x1_xb is a 1x1 stride-1 conv's GEMM: a strided one is refused.
+func.func @f(%x: memref<1x32x6x6xf32>, %w: memref<16x32x1x1xf32>, %y: memref<1x16x3x3xf32>) {
+  "clib.conv2d"(%x, %w, %y) <{params = array<i64: 1, 32, 6, 6, 16, 1, 1, 3, 3, 2, 2, 0, 0, 0, 0, 1, 1, 1>, algo = "gemm_1x1_xb", x_layout = "nchw16c", operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0>}> : (memref<1x32x6x6xf32>, memref<16x32x1x1xf32>, memref<1x16x3x3xf32>) -> ()
+  func.return
+}
+// CHECK: 'clib.conv2d': gemm_1x1_xb needs a 1x1 stride-1 unpadded group-1 conv

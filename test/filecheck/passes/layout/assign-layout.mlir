@@ -15,12 +15,12 @@ func.func @chain(%x: tensor<1x32x14x14xf32>, %w3: tensor<32x32x3x3xf32>, %w1: te
   func.return %c : tensor<1x32x14x14xf32>
 }
 // CHECK-LABEL: func.func @chain(
-// CHECK-SAME:    layout.summary = {blocked_convs = 2 : i64, reorders = 4 : i64, cancelled = 0 : i64, expand_chains = 0 : i64, fires = 0 : i64, blocked_pools = 0 : i64, blocked_stems = 0 : i64}
+// CHECK-SAME:    layout.summary = {blocked_convs = 2 : i64, reorders = 4 : i64, cancelled = 0 : i64, expand_chains = 0 : i64, fires = 0 : i64, blocked_pools = 0 : i64, blocked_stems = 0 : i64, gemm_readers = 0 : i64}
 // CHECK-NOT:     layout.x
 // CHECK-NOT:     layout.y
 // CHECK:         func.return
 // PW-LABEL: func.func @chain(
-// PW-SAME:    layout.summary = {blocked_convs = 3 : i64, reorders = 2 : i64, cancelled = 2 : i64, expand_chains = 0 : i64, fires = 0 : i64, blocked_pools = 0 : i64, blocked_stems = 0 : i64}
+// PW-SAME:    layout.summary = {blocked_convs = 3 : i64, reorders = 2 : i64, cancelled = 2 : i64, expand_chains = 0 : i64, fires = 0 : i64, blocked_pools = 0 : i64, blocked_stems = 0 : i64, gemm_readers = 0 : i64}
 // PW:         nn.conv %{{.*}} {layout.y = "nchw16c", strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>
 // PW:         nn.conv %{{.*}} {layout.x = "nchw16c", layout.y = "nchw16c", strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>
 // PW:         nn.conv %{{.*}} {layout.x = "nchw16c", strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>
@@ -40,7 +40,7 @@ func.func @residual(%x: tensor<1x32x7x7xf32>, %w3: tensor<32x32x3x3xf32>) -> ten
   func.return %c : tensor<1x32x7x7xf32>
 }
 // CHECK-LABEL: func.func @residual(
-// CHECK-SAME:    layout.summary = {blocked_convs = 3 : i64, reorders = 2 : i64, cancelled = 2 : i64, expand_chains = 0 : i64, fires = 0 : i64, blocked_pools = 0 : i64, blocked_stems = 0 : i64}
+// CHECK-SAME:    layout.summary = {blocked_convs = 3 : i64, reorders = 2 : i64, cancelled = 2 : i64, expand_chains = 0 : i64, fires = 0 : i64, blocked_pools = 0 : i64, blocked_stems = 0 : i64, gemm_readers = 0 : i64}
 // CHECK:         %[[A:.*]] = nn.conv %x, %w3 {layout.y = "nchw16c"
 // CHECK:         fusion.kernel "conv_add_relu" [] (%[[A]], %w3)
 // CHECK:           nn.conv %{{.*}} {layout.x = "nchw16c", layout.y = "nchw16c"
@@ -60,12 +60,12 @@ func.func @boundaries(%x: tensor<1x32x14x14xf32>, %w3: tensor<32x32x3x3xf32>, %w
   func.return %p, %c : tensor<1x32x7x7xf32>, tensor<1x32x14x14xf32>
 }
 // CHECK-LABEL: func.func @boundaries(
-// CHECK-SAME:    layout.summary = {blocked_convs = 2 : i64, reorders = 4 : i64, cancelled = 0 : i64, expand_chains = 0 : i64, fires = 0 : i64, blocked_pools = 0 : i64, blocked_stems = 0 : i64}
+// CHECK-SAME:    layout.summary = {blocked_convs = 2 : i64, reorders = 4 : i64, cancelled = 0 : i64, expand_chains = 0 : i64, fires = 0 : i64, blocked_pools = 0 : i64, blocked_stems = 0 : i64, gemm_readers = 0 : i64}
 // CHECK-NOT:     layout.x
 // CHECK-NOT:     layout.y
 // CHECK:         func.return
 // PW-LABEL: func.func @boundaries(
-// PW-SAME:    layout.summary = {blocked_convs = 2 : i64, reorders = 4 : i64, cancelled = 0 : i64, expand_chains = 0 : i64, fires = 0 : i64, blocked_pools = 0 : i64, blocked_stems = 0 : i64}
+// PW-SAME:    layout.summary = {blocked_convs = 2 : i64, reorders = 4 : i64, cancelled = 0 : i64, expand_chains = 0 : i64, fires = 0 : i64, blocked_pools = 0 : i64, blocked_stems = 0 : i64, gemm_readers = 0 : i64}
 // PW-NOT:     layout.x
 // PW-NOT:     layout.y
 // PW:         func.return
@@ -89,7 +89,7 @@ func.func @refused(%x: tensor<1x32x14x14xf32>, %w24: tensor<24x32x3x3xf32>, %w3:
   func.return %b, %d : tensor<1x32x14x14xf32>, tensor<1x32x14x14xf32>
 }
 // CHECK-LABEL: func.func @refused(
-// CHECK-SAME:    layout.summary = {blocked_convs = 2 : i64, reorders = 4 : i64, cancelled = 0 : i64, expand_chains = 0 : i64, fires = 0 : i64, blocked_pools = 0 : i64, blocked_stems = 0 : i64}
+// CHECK-SAME:    layout.summary = {blocked_convs = 2 : i64, reorders = 4 : i64, cancelled = 0 : i64, expand_chains = 0 : i64, fires = 0 : i64, blocked_pools = 0 : i64, blocked_stems = 0 : i64, gemm_readers = 0 : i64}
 // CHECK-NOT:     layout.x
 // CHECK-NOT:     layout.y
 // CHECK:         func.return
@@ -104,7 +104,7 @@ func.func @lowp(%x: tensor<1x32x7x7xf32>, %w3: tensor<32x32x3x3xf32>) -> tensor<
   func.return %b : tensor<1x32x7x7xf32>
 }
 // CHECK-LABEL: func.func @lowp(
-// CHECK-SAME:    layout.summary = {blocked_convs = 1 : i64, reorders = 2 : i64, cancelled = 0 : i64, expand_chains = 0 : i64, fires = 0 : i64, blocked_pools = 0 : i64, blocked_stems = 0 : i64}
+// CHECK-SAME:    layout.summary = {blocked_convs = 1 : i64, reorders = 2 : i64, cancelled = 0 : i64, expand_chains = 0 : i64, fires = 0 : i64, blocked_pools = 0 : i64, blocked_stems = 0 : i64, gemm_readers = 0 : i64}
 // CHECK-NOT:     layout.x
 // CHECK-NOT:     layout.y
 // CHECK:         func.return
@@ -136,7 +136,7 @@ func.func @expand(%x: tensor<1x24x7x7xf32>, %we: tensor<32x24x1x1xf32>, %wd: ten
   func.return %k, %k2 : tensor<1x24x7x7xf32>, tensor<1x24x7x7xf32>
 }
 // CHECK-LABEL: func.func @expand(
-// CHECK-SAME:    layout.summary = {blocked_convs = 0 : i64, reorders = 0 : i64, cancelled = 1 : i64, expand_chains = 1 : i64, fires = 0 : i64, blocked_pools = 0 : i64, blocked_stems = 0 : i64}
+// CHECK-SAME:    layout.summary = {blocked_convs = 0 : i64, reorders = 0 : i64, cancelled = 1 : i64, expand_chains = 1 : i64, fires = 0 : i64, blocked_pools = 0 : i64, blocked_stems = 0 : i64, gemm_readers = 0 : i64}
 // CHECK:         fusion.kernel "conv_relu6" [] (%x, %we)
 // CHECK-NEXT:    ^{{.*}}
 // CHECK-NEXT:      nn.conv %{{.*}} {layout.y = "nchw16c"
@@ -168,7 +168,7 @@ func.func @fires(%x: tensor<1x32x9x9xf32>, %ws: tensor<16x32x1x1xf32>, %we1: ten
 }
 
 // CHECK-LABEL: func.func @fires(
-// CHECK-SAME:    layout.summary = {blocked_convs = 4 : i64, reorders = 1 : i64, cancelled = 0 : i64, expand_chains = 0 : i64, fires = 1 : i64, blocked_pools = 1 : i64, blocked_stems = 0 : i64}
+// CHECK-SAME:    layout.summary = {blocked_convs = 4 : i64, reorders = 1 : i64, cancelled = 0 : i64, expand_chains = 0 : i64, fires = 1 : i64, blocked_pools = 1 : i64, blocked_stems = 0 : i64, gemm_readers = 0 : i64}
 // CHECK-NEXT:    %s = nn.conv %x, %ws {layout.y = "nchw16c", strides
 // CHECK-NEXT:    %e1 = nn.conv %s, %we1 {layout.x = "nchw16c", layout.y = "nchw16c", strides
 // CHECK-NEXT:    %e3 = nn.conv %s, %we3 {layout.x = "nchw16c", layout.y = "nchw16c", strides
@@ -179,6 +179,44 @@ func.func @fires(%x: tensor<1x32x9x9xf32>, %ws: tensor<16x32x1x1xf32>, %we1: ten
 // CHECK-NEXT:    %f3 = nn.conv %s2, %we3 {strides
 // CHECK-NEXT:    %c2 = nn.concat %f1, %f3 {axis = 1 : i64}
 // CHECK-NEXT:    func.return %c2
+
+// -----
+
+// A fire's concat read by a 1x1 conv into NCHW (SqueezeNet's classifier, 512 -> 1000 before
+// the global pool): the concat stays blocked, the fire is blocked throughout and the
+// classifier reads the blocks through gemm_1x1's B packing (layout.x only, no reorder:
+// gemm_readers = 1). Must not fire on the second fire: its concat is also read by a 3x3
+// conv the rule leaves on NCHW, so that fire, and its classifier, stay NCHW.
+func.func @fire_classifier(%x: tensor<1x32x9x9xf32>, %ws: tensor<16x32x1x1xf32>, %we1: tensor<16x16x1x1xf32>, %we3: tensor<16x16x3x3xf32>, %wc: tensor<10x32x1x1xf32>, %w3: tensor<8x32x3x3xf32>) -> (tensor<1x10x9x9xf32>, tensor<1x10x9x9xf32>, tensor<1x8x9x9xf32>) {
+  %s = nn.conv %x, %ws {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x32x9x9xf32>, tensor<16x32x1x1xf32>) -> tensor<1x16x9x9xf32>
+  %e1 = nn.conv %s, %we1 {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x16x9x9xf32>, tensor<16x16x1x1xf32>) -> tensor<1x16x9x9xf32>
+  %e3 = nn.conv %s, %we3 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x16x9x9xf32>, tensor<16x16x3x3xf32>) -> tensor<1x16x9x9xf32>
+  %c = nn.concat %e1, %e3 {axis = 1 : i64} : (tensor<1x16x9x9xf32>, tensor<1x16x9x9xf32>) -> tensor<1x32x9x9xf32>
+  %k = nn.conv %c, %wc {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x32x9x9xf32>, tensor<10x32x1x1xf32>) -> tensor<1x10x9x9xf32>
+  %kr = nn.relu %k : (tensor<1x10x9x9xf32>) -> tensor<1x10x9x9xf32>
+  %t = nn.conv %x, %ws {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x32x9x9xf32>, tensor<16x32x1x1xf32>) -> tensor<1x16x9x9xf32>
+  %f1 = nn.conv %t, %we1 {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x16x9x9xf32>, tensor<16x16x1x1xf32>) -> tensor<1x16x9x9xf32>
+  %f3 = nn.conv %t, %we3 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x16x9x9xf32>, tensor<16x16x3x3xf32>) -> tensor<1x16x9x9xf32>
+  %d = nn.concat %f1, %f3 {axis = 1 : i64} : (tensor<1x16x9x9xf32>, tensor<1x16x9x9xf32>) -> tensor<1x32x9x9xf32>
+  %l = nn.conv %d, %wc {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x32x9x9xf32>, tensor<10x32x1x1xf32>) -> tensor<1x10x9x9xf32>
+  %m = nn.conv %d, %w3 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x32x9x9xf32>, tensor<8x32x3x3xf32>) -> tensor<1x8x9x9xf32>
+  func.return %kr, %l, %m : tensor<1x10x9x9xf32>, tensor<1x10x9x9xf32>, tensor<1x8x9x9xf32>
+}
+// CHECK-LABEL: func.func @fire_classifier(
+// CHECK-SAME:    fires = 1 : i64, blocked_pools = 0 : i64, blocked_stems = 0 : i64, gemm_readers = 1 : i64}
+// CHECK-NEXT:    %s = nn.conv %x, %ws {layout.y = "nchw16c", strides
+// CHECK-NEXT:    %e1 = nn.conv %s, %we1 {layout.x = "nchw16c", layout.y = "nchw16c", strides
+// CHECK-NEXT:    %e3 = nn.conv %s, %we3 {layout.x = "nchw16c", layout.y = "nchw16c", strides
+// CHECK-NEXT:    %c = nn.concat %e1, %e3 {axis = 1 : i64}
+// CHECK-NEXT:    %kr = fusion.kernel "conv_relu" [] (%c, %wc)
+// CHECK-NEXT:    ^{{.*}}
+// CHECK-NEXT:      nn.conv %{{.*}} {layout.x = "nchw16c", strides
+// CHECK:         %t = nn.conv %x, %ws {strides
+// CHECK-NEXT:    %f1 = nn.conv %t, %we1 {strides
+// CHECK-NEXT:    %f3 = nn.conv %t, %we3 {strides
+// CHECK-NEXT:    %d = nn.concat %f1, %f3 {axis = 1 : i64}
+// CHECK-NEXT:    %l = nn.conv %d, %wc {strides
+// CHECK-NEXT:    %m = nn.conv %d, %w3 {strides
 
 // -----
 
@@ -218,7 +256,7 @@ func.func @stems(%x: tensor<1x3x19x19xf32>, %w: tensor<32x3x3x3xf32>, %ws: tenso
   func.return %c, %d : tensor<1x32x4x4xf32>, tensor<1x32x4x4xf32>
 }
 // CHECK-LABEL: func.func @stems(
-// CHECK-SAME:    layout.summary = {blocked_convs = 3 : i64, reorders = 3 : i64, cancelled = 0 : i64, expand_chains = 0 : i64, fires = 0 : i64, blocked_pools = 1 : i64, blocked_stems = 1 : i64}
+// CHECK-SAME:    layout.summary = {blocked_convs = 3 : i64, reorders = 3 : i64, cancelled = 0 : i64, expand_chains = 0 : i64, fires = 0 : i64, blocked_pools = 1 : i64, blocked_stems = 1 : i64, gemm_readers = 0 : i64}
 // CHECK-NEXT:    %ar = fusion.kernel "conv_relu" [] (%x, %w)
 // CHECK-NEXT:    ^{{.*}}
 // CHECK-NEXT:      nn.conv %{{.*}} {layout.y = "nchw16c", strides = array<i64: 2, 2>
