@@ -1129,7 +1129,51 @@ typedef struct {
  * row; unrolled, the accumulators stay in registers (issue 16: the fused 1x1s of ResNet-50,
  * K = 64-512, spent more in this finish than the separate Relu / Add passes it replaces). The
  * SiLU / sigmoid / GELU activation is a second pass over the stored rows (still in L1), so the
- * unrolled body stays small; the values and the order of operations are those of one pass. */
+ * unrolled body stays small; the values and the order of operations are those of one pass.
+ * AFRT_UK_EPI_ROWS_'s flags say which steps run (SCALE: alpha != 1, BIAS, CBIAS, RES, BOT: lo >
+ * -inf, TOP: hi < +inf, CUT: a column mask); the finish expands it with literal flags for the
+ * forms ResNet-style convs take (bias + Relu, bias + residual + Relu, the bias alone), so those
+ * rows carry no tests of the flags: with the flags read per row (GCC does not unswitch an
+ * unrolled body) the tests were ~11 of the ~20 instructions a row, ~5% of a 64-channel 1x1
+ * conv's time (issue 16, session 21). lo = -inf skips the lower bound, as hi = +inf the
+ * upper: either keeps every value, NaN and the infinities included. */
+#define AFRT_UK_EPI_ROWS_(MRV, SCALE, BIAS, CBIAS, RES, BOT, TOP, CUT)                         \
+    do {                                                                                       \
+    _Pragma("GCC unroll 16") for (int i = 0; i < MRV; ++i) {                                   \
+        float *ci = c + i * ldc;                                                               \
+        AFRT_UK_ZMM_ACC_(i, s + i * lds);                                                      \
+        if (SCALE) {                                                                           \
+            c0[i] = _mm512_mul_ps(c0[i], al);                                                  \
+            c1[i] = _mm512_mul_ps(c1[i], al);                                                  \
+        }                                                                                      \
+        if (BIAS) {                                                                            \
+            const __m512 bv = _mm512_set1_ps(bias[i]);                                         \
+            c0[i] = _mm512_add_ps(c0[i], bv);                                                  \
+            c1[i] = _mm512_add_ps(c1[i], bv);                                                  \
+        }                                                                                      \
+        if (CBIAS) {                                                                           \
+            c0[i] = _mm512_add_ps(c0[i], cb0);                                                 \
+            c1[i] = _mm512_add_ps(c1[i], cb1);                                                 \
+        }                                                                                      \
+        if (RES) {                                                                             \
+            const float *ri = res + i * res_ld;                                                \
+            c0[i] = _mm512_add_ps(c0[i], _mm512_loadu_ps(ri));                                 \
+            c1[i] = _mm512_add_ps(c1[i], (CUT) ? _mm512_maskz_loadu_ps(m1, ri + 16)            \
+                                               : _mm512_loadu_ps(ri + 16));                    \
+        }                                                                                      \
+        if (BOT) {                                                                             \
+            c0[i] = _mm512_mask_mov_ps(lo, _mm512_cmp_ps_mask(c0[i], lo, _CMP_NLE_UQ), c0[i]); \
+            c1[i] = _mm512_mask_mov_ps(lo, _mm512_cmp_ps_mask(c1[i], lo, _CMP_NLE_UQ), c1[i]); \
+        }                                                                                      \
+        if (TOP) {                                                                             \
+            c0[i] = _mm512_mask_mov_ps(hi, _mm512_cmp_ps_mask(c0[i], hi, _CMP_NGE_UQ), c0[i]); \
+            c1[i] = _mm512_mask_mov_ps(hi, _mm512_cmp_ps_mask(c1[i], hi, _CMP_NGE_UQ), c1[i]); \
+        }                                                                                      \
+        _mm512_storeu_ps(ci, c0[i]);                                                           \
+        if (CUT) _mm512_mask_storeu_ps(ci + 16, m1, c1[i]);                                    \
+        else _mm512_storeu_ps(ci + 16, c1[i]);                                                 \
+    }                                                                                          \
+    } while (0)
 #define AFRT_DEFINE_UKERNEL_EPI_(NAME, MRV, APARAMS, KLOOP)                                    \
     static inline void NAME(int64_t kc, APARAMS, const float *restrict b, float *c,            \
                             int64_t ldc, int acc, const float *s, int64_t lds,                 \
@@ -1140,6 +1184,7 @@ typedef struct {
         const float alpha = e->alpha, *const bias = e->bias, *const res = e->res;              \
         const int64_t res_ld = e->res_ld;                                                      \
         const int act = e->act, scale = alpha != 1.0f, top = !(e->hi == INFINITY);             \
+        const int bot = !(e->lo == -INFINITY);                                                 \
         const __mmask16 m1 = (__mmask16)~e->skip1;                                             \
         const int cut = e->skip1 != 0;                                                         \
         const float *const cbias = e->cbias;                                                   \
@@ -1147,40 +1192,14 @@ typedef struct {
         const __m512 cb1 = cbias ? _mm512_maskz_loadu_ps(m1, cbias + 16) : _mm512_setzero_ps(); \
         const __m512 al = _mm512_set1_ps(alpha);                                               \
         const __m512 lo = _mm512_set1_ps(e->lo), hi = _mm512_set1_ps(e->hi);                   \
-        _Pragma("GCC unroll 16") for (int i = 0; i < MRV; ++i) {                               \
-            float *ci = c + i * ldc;                                                           \
-            AFRT_UK_ZMM_ACC_(i, s + i * lds);                                                  \
-            if (scale) {                                                                       \
-                c0[i] = _mm512_mul_ps(c0[i], al);                                              \
-                c1[i] = _mm512_mul_ps(c1[i], al);                                              \
-            }                                                                                  \
-            if (bias) {                                                                        \
-                const __m512 bv = _mm512_set1_ps(bias[i]);                                     \
-                c0[i] = _mm512_add_ps(c0[i], bv);                                              \
-                c1[i] = _mm512_add_ps(c1[i], bv);                                              \
-            }                                                                                  \
-            if (cbias) {                                                                       \
-                c0[i] = _mm512_add_ps(c0[i], cb0);                                             \
-                c1[i] = _mm512_add_ps(c1[i], cb1);                                             \
-            }                                                                                  \
-            if (res) {                                                                         \
-                const float *ri = res + i * res_ld;                                            \
-                c0[i] = _mm512_add_ps(c0[i], _mm512_loadu_ps(ri));                             \
-                c1[i] = _mm512_add_ps(c1[i], cut ? _mm512_maskz_loadu_ps(m1, ri + 16)           \
-                                                 : _mm512_loadu_ps(ri + 16));                  \
-            }                                                                                  \
-            c0[i] = _mm512_mask_mov_ps(lo, _mm512_cmp_ps_mask(c0[i], lo, _CMP_NLE_UQ), c0[i]); \
-            c1[i] = _mm512_mask_mov_ps(lo, _mm512_cmp_ps_mask(c1[i], lo, _CMP_NLE_UQ), c1[i]); \
-            if (top) { /* hi = +inf: the upper bound keeps every value, NaN included */        \
-                c0[i] = _mm512_mask_mov_ps(hi, _mm512_cmp_ps_mask(c0[i], hi, _CMP_NGE_UQ),     \
-                                           c0[i]);                                             \
-                c1[i] = _mm512_mask_mov_ps(hi, _mm512_cmp_ps_mask(c1[i], hi, _CMP_NGE_UQ),     \
-                                           c1[i]);                                             \
-            }                                                                                  \
-            _mm512_storeu_ps(ci, c0[i]);                                                       \
-            if (cut) _mm512_mask_storeu_ps(ci + 16, m1, c1[i]);                                \
-            else _mm512_storeu_ps(ci + 16, c1[i]);                                             \
-        }                                                                                      \
+        if (scale || cbias || top || cut || !bias || (res && !bot))                            \
+            AFRT_UK_EPI_ROWS_(MRV, scale, bias, cbias, res, bot, top, cut);                    \
+        else if (res) /* Add + Relu */                                                         \
+            AFRT_UK_EPI_ROWS_(MRV, 0, 1, 0, 1, 1, 0, 0);                                       \
+        else if (bot) /* Relu */                                                               \
+            AFRT_UK_EPI_ROWS_(MRV, 0, 1, 0, 0, 1, 0, 0);                                       \
+        else /* the bias alone */                                                              \
+            AFRT_UK_EPI_ROWS_(MRV, 0, 1, 0, 0, 0, 0, 0);                                       \
         if (act == 3) {                                                                        \
             for (int i = 0; i < MRV; ++i) {                                                    \
                 float *ci = c + i * ldc;                                                       \
@@ -1979,7 +1998,11 @@ static inline void afrt_gemm_tile_a_(const float *pa, const float *ra, int64_t l
                                       : NULL;
     const afrt_epi_silu *silu = fin ? afrt_epi_builtin_silu_(fin->epi) : NULL;
     const afrt_epi_gelu *gelu = fin ? afrt_epi_builtin_gelu_(fin->epi) : NULL;
-    const int reg = clamp || silu || gelu;
+    /* a bias with no epilogue (a conv whose BatchNorm was folded, nothing else fused) also
+     * finishes in the registers: as a pass over each stored row panel it cost a 64 -> 256 1x1
+     * conv on 56x56 ~10% over the conv without bias (benchmarks/conv_epilogue.py --against
+     * bare), where the unfused build's BatchNorm is a kernel of its own */
+    const int reg = clamp || silu || gelu || (fin && fin->bias && !fin->epi.fn);
 #else
     const int reg = 0;
 #endif
