@@ -526,35 +526,58 @@ typedef struct {
 
 static inline float af_erff_rational_(float a); /* defined last, with af_erff */
 
+/* The GELU's own copy of af_erff's rational function, on ay = |y| rather than |y| / sqrt 2,
+ * returning r / 2: its coefficients are af_erff's scaled once, P_k / sqrt 2 / 2^(k+1) and
+ * Q_k / 2^k (the powers of two exactly), and its clamp 3.92 sqrt 2. Then GELU = h + |h| r =
+ * 0.5 y + ay (r / 2), the same final FMA of the same product (ay (r / 2) = |h| r exactly), and
+ * the |y| / sqrt 2 multiply and the |h| of the form on af_erff's own coefficients are gone:
+ * 18 operations per 16 values instead of 20 (issue 16, session 21). r / 2 is the same rational
+ * function within an ulp (the P_k / sqrt 2 rounding); it still exceeds 1/2 by a few ulps near
+ * the clamp, so the bound stays. */
+#define AFRT_GELU_P_(P, K) ((P) * AFRT_GELU_INV_SQRT2 * (1.0f / (float)(2 << (K))))
+#define AFRT_GELU_Q_(Q, K) ((Q) * (1.0f / (float)(1 << (K))))
+#define AFRT_GELU_CLAMP (AFRT_ERF_CLAMP / AFRT_GELU_INV_SQRT2)
+
 /* Scalar form (the portable loop and other ISAs): the same operations as afrt_gelu16_. */
 static inline float afrt_gelu1_(float y) {
-    const float h = 0.5f * y, ay = fabsf(y), at = ay * AFRT_GELU_INV_SQRT2;
+    const float ay = fabsf(y);
     /* compares false for NaN, so NaN runs through */
-    const float r = af_erff_rational_(at > AFRT_ERF_CLAMP ? AFRT_ERF_CLAMP : at);
-    return fmaf(fabsf(h), r > 1.0f ? 1.0f : r, h);
+    const float a = ay > AFRT_GELU_CLAMP ? AFRT_GELU_CLAMP : ay, z = a * a;
+    const float p =
+        ((((AFRT_GELU_P_(AFRT_ERF_P5, 5) * z + AFRT_GELU_P_(AFRT_ERF_P4, 4)) * z +
+           AFRT_GELU_P_(AFRT_ERF_P3, 3)) * z + AFRT_GELU_P_(AFRT_ERF_P2, 2)) * z +
+         AFRT_GELU_P_(AFRT_ERF_P1, 1)) * z + AFRT_GELU_P_(AFRT_ERF_P0, 0);
+    const float q =
+        ((((AFRT_GELU_Q_(AFRT_ERF_Q5, 5) * z + AFRT_GELU_Q_(AFRT_ERF_Q4, 4)) * z +
+           AFRT_GELU_Q_(AFRT_ERF_Q3, 3)) * z + AFRT_GELU_Q_(AFRT_ERF_Q2, 2)) * z +
+         AFRT_GELU_Q_(AFRT_ERF_Q1, 1)) * z + AFRT_GELU_Q_(AFRT_ERF_Q0, 0);
+    const float r2 = a * p / q;
+    return fmaf(ay, r2 > 0.5f ? 0.5f : r2, 0.5f * y);
 }
 
 #if defined(__AVX512F__) && !defined(AFRT_NEON_)
-/* 20 operations per 16 values (the generated loop: 23); min returns its second operand when
+/* 18 operations per 16 values (the generated loop: 23); min returns its second operand when
  * either is NaN, so the constant comes first and NaN runs through. */
 static inline __m512 afrt_gelu16_(__m512 y) {
-    const __m512 sign = _mm512_set1_ps(-0.0f);
-    const __m512 h = _mm512_mul_ps(_mm512_set1_ps(0.5f), y);
-    const __m512 at = _mm512_mul_ps(_mm512_andnot_ps(sign, y), _mm512_set1_ps(AFRT_GELU_INV_SQRT2));
-    const __m512 a = _mm512_min_ps(_mm512_set1_ps(AFRT_ERF_CLAMP), at);
+#define AFRT_GELU_PK_(K) _mm512_set1_ps(AFRT_GELU_P_(AFRT_ERF_P##K, K))
+#define AFRT_GELU_QK_(K) _mm512_set1_ps(AFRT_GELU_Q_(AFRT_ERF_Q##K, K))
+    const __m512 ay = _mm512_andnot_ps(_mm512_set1_ps(-0.0f), y);
+    const __m512 a = _mm512_min_ps(_mm512_set1_ps(AFRT_GELU_CLAMP), ay);
     const __m512 z = _mm512_mul_ps(a, a);
-    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(AFRT_ERF_P5), z, _mm512_set1_ps(AFRT_ERF_P4));
-    p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(AFRT_ERF_P3));
-    p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(AFRT_ERF_P2));
-    p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(AFRT_ERF_P1));
-    p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(AFRT_ERF_P0));
-    __m512 q = _mm512_fmadd_ps(_mm512_set1_ps(AFRT_ERF_Q5), z, _mm512_set1_ps(AFRT_ERF_Q4));
-    q = _mm512_fmadd_ps(q, z, _mm512_set1_ps(AFRT_ERF_Q3));
-    q = _mm512_fmadd_ps(q, z, _mm512_set1_ps(AFRT_ERF_Q2));
-    q = _mm512_fmadd_ps(q, z, _mm512_set1_ps(AFRT_ERF_Q1));
-    q = _mm512_fmadd_ps(q, z, _mm512_set1_ps(AFRT_ERF_Q0));
-    const __m512 r = _mm512_min_ps(_mm512_set1_ps(1.0f), _mm512_div_ps(_mm512_mul_ps(a, p), q));
-    return _mm512_fmadd_ps(_mm512_andnot_ps(sign, h), r, h);
+    __m512 p = _mm512_fmadd_ps(AFRT_GELU_PK_(5), z, AFRT_GELU_PK_(4));
+    p = _mm512_fmadd_ps(p, z, AFRT_GELU_PK_(3));
+    p = _mm512_fmadd_ps(p, z, AFRT_GELU_PK_(2));
+    p = _mm512_fmadd_ps(p, z, AFRT_GELU_PK_(1));
+    p = _mm512_fmadd_ps(p, z, AFRT_GELU_PK_(0));
+    __m512 q = _mm512_fmadd_ps(AFRT_GELU_QK_(5), z, AFRT_GELU_QK_(4));
+    q = _mm512_fmadd_ps(q, z, AFRT_GELU_QK_(3));
+    q = _mm512_fmadd_ps(q, z, AFRT_GELU_QK_(2));
+    q = _mm512_fmadd_ps(q, z, AFRT_GELU_QK_(1));
+    q = _mm512_fmadd_ps(q, z, AFRT_GELU_QK_(0));
+#undef AFRT_GELU_PK_
+#undef AFRT_GELU_QK_
+    const __m512 r2 = _mm512_min_ps(_mm512_set1_ps(0.5f), _mm512_div_ps(_mm512_mul_ps(a, p), q));
+    return _mm512_fmadd_ps(ay, r2, _mm512_mul_ps(_mm512_set1_ps(0.5f), y));
 }
 #endif
 
