@@ -6,9 +6,12 @@ epilogue (``afrt_epi_clamp_fn``, lo 0: Relu, with or without a residual) against
 ``--against``: ``callback``, the same epilogue through a function no kernel recognises (the pass
 over each finished block the kernels ran before they applied the built-in one at the store);
 ``none``, no epilogue (the fused epilogue's own cost); ``pass``, no epilogue and then one pass of
-the epilogue over the whole output (a separate Relu / Add kernel, as in the unfused build).
-A case's residual flag is 0 (none), 1 (a buffer of its own) or 2 (the output itself: the
-residual written over in place, plan-buffers' ``memory.residual_inplace``).
+the epilogue over the whole output (a separate Relu / Add kernel, as in the unfused build);
+``bare``, no bias and no epilogue (the unfused build's conv, whose BatchNorm is a kernel of its
+own: the ratio is what the fused conv pays for all it absorbed).
+A case's residual flag is 0 (none), 1 (a buffer of its own), 2 (the output itself: the
+residual written over in place, plan-buffers' ``memory.residual_inplace``) or 3 (no epilogue at
+all, the bias alone: a conv with its BatchNorm folded and nothing else fused; for ``bare``).
 Rounds interleaved, constant weights registered as a model's are; ``--cold`` streams 64 MiB
 through the caches before each call. One thread: process CPU time; more: wall time. Prints a
 markdown table of the medians (us) and the median of the per-round ratios (< 1: the built-in
@@ -17,7 +20,8 @@ Winograd (3x3 on 56x56 and 28x28), the blocked direct conv (the other 3x3s), gem
 GEMM core (the 1x1s, residual ones included), and gemm_1x1_t on a 4x4 map.
 
     .venv/bin/python benchmarks/conv_epilogue.py [--threads 1] [--reps 9] [--cold]
-        [--against callback|none|pass] [--cases wg:64x64x56x3x1x0,...]  # kind:CxKxHxRxstridexres
+        [--against callback|none|pass|bare] [--cases wg:64x64x56x3x1x0,...]
+        # KIND:CxKxHxRxSTRIDExRES
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ import kbench
 
 SRC = Path(__file__).with_name("conv_epilogue.c")
 KINDS = {"wg": 0, "nchwc": 1, "1x1t": 2, "conv2d": 3}
-AGAINST = {"callback": 0, "none": 1, "pass": 2}
+AGAINST = {"callback": 0, "none": 1, "pass": 2, "bare": 3}
 # kind, C, K, H, R, stride, residual
 GRID = [
     (0, 64, 64, 56, 3, 1, 0), (0, 128, 128, 28, 3, 1, 0),
@@ -57,7 +61,7 @@ def main() -> int:
     kbench.print_heading(args, [*cols, "built-in us", f"{args.against} us", "ratio"])
     for line in out:
         kind, c, k, h, r, s, res, t0, t1, ratio = line.split()
-        shown = {"0": "no", "1": "yes", "2": "in place"}[res]
+        shown = {"0": "no", "1": "yes", "2": "in place", "3": "bias only"}[res]
         row = [names[int(kind)], c, k, f"{h}x{h}", f"{r}x{r}/{s}", shown]
         print("| " + " | ".join([*row, t0, t1, ratio]) + " |")
     return 0

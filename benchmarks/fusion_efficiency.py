@@ -55,8 +55,13 @@ can leave one build on one thread and the other on two (seen: the unfused ResNet
 cut to one thread while the fused one kept two), so the two builds were not compared at the
 same thread count.
 
+``--detail`` adds, per row, where the fused kernels still pay for what they absorbed, by
+kernel minima: per kind of fused kernel (pattern, and for convs the algorithm and output map),
+the unfused time of its anchors, its share of R, and ``kept``, the fused kernels' minima minus
+their anchors' (``kept_by_kind``; kept / R is the share of R fusion did not save there).
+
     python benchmarks/fusion_efficiency.py --models resnet50,mobilenet,inception,bert_base@128,\
-bert_base@512,swin_tiny --threads 1,2 --runs 10 --rounds 3
+bert_base@512,swin_tiny --threads 1,2 --runs 10 --rounds 3 [--detail]
 """
 
 from __future__ import annotations
@@ -109,8 +114,9 @@ def _contraction(k: Any) -> bool:
     return op in ("conv", "matmul", "gemm", "attention")
 
 
-def split_profile(unfused: Sequence[Any], fused: Sequence[Any]) -> Split:
-    """Match unfused to fused kernels by ONNX origins (see the module doc)."""
+def _match(unfused: Sequence[Any], fused: Sequence[Any]) -> tuple[dict[int, list[Any]], list[Any]]:
+    """The unfused kernels each fused kernel (by index) covers, matched by ONNX origins, and
+    the unfused kernels none covers."""
     owner: dict[str, int] = {}
     for i, k in enumerate(fused):
         for o in k.origins:
@@ -123,17 +129,65 @@ def split_profile(unfused: Sequence[Any], fused: Sequence[Any]) -> Split:
             groups.setdefault(min(hits), []).append(k)
         else:
             eliminated.append(k)
+    return groups, eliminated
+
+
+def _anchors(members: Sequence[Any]) -> list[Any]:
+    """The members whose work stays in the fused kernel (see the module doc)."""
+    return [k for k in members if _contraction(k)] or [max(members, key=lambda k: k.seconds)]
+
+
+def split_profile(unfused: Sequence[Any], fused: Sequence[Any]) -> Split:
+    """Match unfused to fused kernels by ONNX origins (see the module doc)."""
+    groups, eliminated = _match(unfused, fused)
     removed = sum(k.seconds for k in eliminated)
     absorbed = 0
-    for i, members in groups.items():
-        anchors = [k for k in members if _contraction(k)]
-        anchors = anchors or [max(members, key=lambda k: k.seconds)]
+    for members in groups.values():
+        anchors = _anchors(members)
         for k in members:
             if all(k is not a for a in anchors):
                 removed += k.seconds
                 absorbed += 1
     total = sum(k.seconds for k in unfused)
     return Split(removed / total if total > 0 else 0.0, absorbed, len(eliminated), len(groups))
+
+
+def kept_by_kind(
+    unfused: Sequence[Any], fused: Sequence[Any], algos: Mapping[str, str]
+) -> list[dict[str, Any]]:
+    """Per kind of fused kernel (its pattern, and for convs the algorithm and output map from
+    the report's ``conv_algo``): how many, the unfused time of their anchors and of what they
+    absorbed (their share of R), and ``kept``, the fused kernels' time minus their anchors':
+    what the fused kernels still pay for what they absorbed (all of it is saved at kept 0).
+    Sorted by kept - R, the kinds that lose most first."""
+    groups, _ = _match(unfused, fused)
+    rows: dict[str, dict[str, Any]] = {}
+    for i, k in enumerate(fused):
+        members = groups.get(i, [])
+        anchors = _anchors(members) if members else []
+        a = sum(x.seconds for x in anchors)
+        kind = " ".join(filter(None, [str(k.kernel).split("_", 1)[-1], algos.get(k.kernel)]))
+        row = rows.setdefault(kind, {"kind": kind, "n": 0, "anchors_ms": 0.0, "R_ms": 0.0,
+                                     "kept_ms": 0.0})  # fmt: skip
+        row["n"] += 1
+        row["anchors_ms"] += 1e3 * a
+        row["R_ms"] += 1e3 * (sum(x.seconds for x in members) - a)
+        row["kept_ms"] += 1e3 * (k.seconds - a)
+    return sorted(rows.values(), key=lambda r: r["R_ms"] - r["kept_ms"])
+
+
+def detail_table(rows: Sequence[Mapping[str, Any]]) -> str:
+    out = [
+        "| kind | n | anchors ms | R ms | kept ms | kept / R |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        share = f"{r['kept_ms'] / r['R_ms']:.2f}" if r["R_ms"] > 0 else "-"
+        out.append(
+            f"| {r['kind']} | {r['n']} | {r['anchors_ms']:.3f} | {r['R_ms']:.3f} "
+            f"| {r['kept_ms']:+.3f} | {share} |"
+        )
+    return "\n".join(out)
 
 
 def min_profiles(
@@ -208,6 +262,10 @@ def measure(
         pclock = "thread" if clock == "threads" else "wall"
         prof = {f: builds[f].profile(feeds, runs, pclock) for f in (False, True)}
         mins = min_profiles(builds, feeds, runs * rounds, pclock)
+        algos = {
+            r["kernel"]: f"{r['conv_algo']} {r['shape'].split('->')[1].split()[0]}"
+            for r in builds[True].report.get("conv_algo", [])
+        }
     finally:
         for m in builds.values():
             m.close()
@@ -241,6 +299,7 @@ def measure(
             "fused": [round(1e3 * t, 3) for t in times[True]],
         },
         "mismatch": bad,
+        "kept_by_kind": kept_by_kind(mins[False], mins[True], algos),
     }
 
 
@@ -274,6 +333,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds")
     ap.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
     ap.add_argument(
+        "--detail",
+        action="store_true",
+        help="per model and thread count, a table of what each kind of fused kernel still "
+        "pays for what it absorbed, by kernel minima (kept_by_kind)",
+    )
+    ap.add_argument(
         "--clock",
         choices=("wall", "cpu", "threads"),
         default="wall",
@@ -305,6 +370,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 say(f"  OUTPUTS DIFFER between the builds: {row['mismatch']}")
             rows.append(row)
     print(table(rows))
+    if args.detail:
+        for r in rows:
+            print(f"\n{r['model']}, {r['threads']} thread(s), kernel minima:\n")
+            print(detail_table(r["kept_by_kind"]))
     print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
     if args.json:
         import json

@@ -3,17 +3,19 @@
 Loads ``A/libmodel.so`` and ``B/libmodel.so`` (``autofusion-compile`` folders of the same
 model, e.g. before and after a runtime change) side by side, runs them alternately
 (``--rounds`` rounds of ``--runs`` runs) on the same seeded inputs with the per-kernel
-profile on (``af_profile_*``, wall time per call, one thread), and prints for the kernels
-whose name contains ``--match`` (all by default) the median time per call in A and in B, the
+profile on (``af_profile_*``, wall time per call, or with ``--clock thread`` the calling
+thread's on-CPU time; one thread), and prints for the kernels whose name contains ``--match``
+(all by default) the median (``--stat min``: fastest) time per call in A and in B, the
 median of the per-round ratios B / A and, where B's report has one, the conv algorithm. With
 more than ``2 * --top`` kernels only the ``--top`` that moved most each way are listed; the
-sums of the medians follow. Where ``ab_libraries.py`` gives the whole run's ratio, this says
-which kernels moved. Kernels only one build has are listed with the other side empty.
+sums of the medians (minima) follow. Where ``ab_libraries.py`` gives the whole run's ratio,
+this says which kernels moved. Kernels only one build has are listed with the other side
+empty.
 
     autofusion-compile zoo:inception -o A --threads 1     # with the old runtime
     autofusion-compile zoo:inception -o B --threads 1     # with the new one
     .venv/bin/python benchmarks/kernel_ab.py A B [--match pool] [--rounds 15] [--runs 3]
-        [--top 4]
+        [--top 4] [--clock wall|thread] [--stat median|min]
 """
 
 from __future__ import annotations
@@ -35,6 +37,19 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--runs", type=int, default=3, help="runs per round")
     ap.add_argument("--top", type=int, default=4, help="kernels shown at each end")
+    ap.add_argument(
+        "--clock",
+        choices=("wall", "thread"),
+        default="wall",
+        help="time each kernel by the wall clock or by the calling thread's on-CPU time (which "
+        "leaves out the time the thread waits for a core on a loaded machine)",
+    )
+    ap.add_argument(
+        "--stat",
+        choices=("median", "min"),
+        default="median",
+        help="each kernel's median or fastest round",
+    )
     args = ap.parse_args()
     algos: dict[str, str] = {}
     report = args.b / "report.json"
@@ -42,6 +57,8 @@ def main() -> int:
         for r in json.loads(report.read_text()).get("conv_algo", []):
             algos[r["kernel"]] = f"{r['conv_algo']} {r['shape']}"
     libs, feeds = load_pair(args.a, args.b, profile=True)
+    for lib in libs:
+        lib.profile_enable(True, args.clock)
     # times[side][kernel]: seconds per call, one entry per round
     times: list[dict[str, list[float]]] = [{}, {}]
     for r in range(args.rounds):
@@ -52,7 +69,8 @@ def main() -> int:
             for k in libs[i].profile():
                 if args.match in k.kernel and k.calls:
                     times[i].setdefault(k.kernel, []).append(k.seconds / k.calls)
-    med = [{k: statistics.median(v) for k, v in t.items()} for t in times]
+    stat = statistics.median if args.stat == "median" else min
+    med = [{k: stat(v) for k, v in t.items()} for t in times]
     rows = []
     for k in sorted(set(med[0]) | set(med[1])):
         a, b = med[0].get(k), med[1].get(k)
@@ -64,14 +82,15 @@ def main() -> int:
         rows.append(((b or 0.0) - (a or 0.0), k, a, b, ratio))
     rows.sort()
     shown = rows if len(rows) <= 2 * args.top else rows[: args.top] + rows[-args.top :]
-    print(f"1 thread, wall time per call, medians of {args.rounds} rounds of {args.runs} runs\n")
+    what = f"{'wall' if args.clock == 'wall' else 'thread CPU'} time per call"
+    print(f"1 thread, {what}, {args.stat}s of {args.rounds} rounds of {args.runs} runs\n")
     print("| kernel | A ms | B ms | B / A | algo (B) |")
     print("|---|---|---|---|---|")
     for _, k, a, b, ratio in shown:
         cells = [f"{x * 1e3:.3f}" if x is not None else "" for x in (a, b)]
         rt = f"{ratio:.2f}" if ratio is not None else ""
         print(f"| {k} | {cells[0]} | {cells[1]} | {rt} | {algos.get(k, '')} |")
-    # the sums of the medians (a sum per round would take every round's worst outlier)
+    # the sums of the medians / minima (a sum per round would take every round's worst outlier)
     sums = [sum(m.values()) * 1e3 for m in med]
     print(f"\nall {len(rows)} kernels: A {sums[0]:.3f} ms  B {sums[1]:.3f} ms  ", end="")
     print(f"B/A {sums[1] / sums[0]:.3f}")

@@ -24,6 +24,13 @@ static void plain_clamp(void *ctx, float *out, int64_t batch, int64_t r0, int64_
     afrt_epi_clamp_fn(ctx, out, batch, r0, r1, c0, c1, ld);
 }
 
+/* Does nothing: with it a kernel adds the bias as a pass over its stored values (the way a
+ * bias with no epilogue was finished before the GEMM core applied it in its registers). */
+static void noop_epilogue(void *ctx, float *out, int64_t batch, int64_t r0, int64_t r1,
+                          int64_t c0, int64_t c1, int64_t ld) {
+    (void)ctx, (void)out, (void)batch, (void)r0, (void)r1, (void)c0, (void)c1, (void)ld;
+}
+
 static void fill_(float *p, size_t n, int specials) {
     drv_fill(p, n, 1.0f);
     if (specials && n > 40) {
@@ -82,6 +89,22 @@ static int check_conv_(int kind, const afrt_conv_params *p) {
                 }
                 ++cases;
             }
+    /* the bias alone (no epilogue: a conv with its BatchNorm folded and nothing else fused)
+     * against the same bias added as a pass, plain and with NaN, -inf and -0.0 */
+    for (int with_bias = 1; with_bias < 3; ++with_bias) {
+        const float *bias = with_bias == 1 ? b : bs;
+        memset(y0, 0, ny * 4);
+        memset(y1, 0, ny * 4);
+        const int ran0 = drv_run_conv(kind, x, w, bias, y0, p, (afrt_epilogue){noop_epilogue, NULL});
+        const int ran1 = drv_run_conv(kind, x, w, bias, y1, p, afrt_no_epilogue());
+        if (!ran0 || !ran1 || !drv_same(y0, y1, ny, DRV_CONV_NAMES[kind])) {
+            printf("%s: ran %d %d, bias %d, no epilogue\n", DRV_CONV_NAMES[kind], ran0, ran1,
+                   with_bias);
+            cases = -1;
+            goto done;
+        }
+        ++cases;
+    }
 done:
     free(x), free(w), free(b), free(bs), free(res), free(y0), free(y1);
     return cases;

@@ -1,0 +1,63 @@
+"""benchmarks/fusion_efficiency.py's accounting on made-up profiles: R counts what a fused
+kernel absorbed beside its anchors (contractions) and what no fused kernel covers, and
+``kept_by_kind`` says, per kind of fused kernel, what it still pays for what it absorbed."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import NamedTuple
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+import fusion_efficiency as fe
+
+
+class K(NamedTuple):
+    kernel: str
+    origins: tuple[str, ...]
+    seconds: float
+
+
+UNFUSED = [
+    K("op1_conv", ("c1",), 1.0e-3),
+    K("op2_batch_norm", ("bn1",), 0.2e-3),
+    K("op3_relu", ("r1",), 0.1e-3),
+    K("op4_conv", ("c2",), 2.0e-3),
+    K("op5_add", ("a2",), 0.3e-3),
+    K("op6_relu", ("r2",), 0.1e-3),
+    K("op7_conv", ("c3",), 1.5e-3),
+    K("op8_relu", ("r3",), 0.1e-3),
+    K("op9_reshape", ("s",), 0.05e-3),
+]
+FUSED = [
+    K("k1_conv_relu", ("c1", "bn1", "r1"), 1.05e-3),
+    K("k4_conv_add_relu", ("c2", "a2", "r2"), 2.25e-3),
+    K("k7_conv_relu", ("c3", "r3"), 1.45e-3),
+]
+
+
+def test_split_counts_absorbed_and_removed() -> None:
+    split = fe.split_profile(UNFUSED, FUSED)
+    r = 0.2 + 0.1 + 0.3 + 0.1 + 0.1 + 0.05
+    assert split.removed_share == pytest.approx(r / sum(1e3 * k.seconds for k in UNFUSED))
+    assert (split.absorbed, split.eliminated, split.kept) == (5, 1, 3)
+
+
+def test_kept_by_kind() -> None:
+    algos = {"k1_conv_relu": "winograd 56x56", "k7_conv_relu": "winograd 56x56"}
+    rows = fe.kept_by_kind(UNFUSED, FUSED, algos)
+    by = {r["kind"]: r for r in rows}
+    assert set(by) == {"conv_relu winograd 56x56", "conv_add_relu"}
+    wg = by["conv_relu winograd 56x56"]
+    assert wg["n"] == 2
+    assert wg["anchors_ms"] == pytest.approx(2.5)
+    assert wg["R_ms"] == pytest.approx(0.4)
+    assert wg["kept_ms"] == pytest.approx(0.0)  # +0.05 and -0.05
+    add = by["conv_add_relu"]
+    assert (add["R_ms"], add["kept_ms"]) == (pytest.approx(0.4), pytest.approx(0.25))
+    # the kind that saves least of its R first
+    assert [r["kind"] for r in rows] == ["conv_add_relu", "conv_relu winograd 56x56"]
+    table = fe.detail_table(rows)
+    assert "| conv_add_relu | 1 | 2.000 | 0.400 | +0.250 | 0.62 |" in table
