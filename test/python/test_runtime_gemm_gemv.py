@@ -37,9 +37,7 @@ def _model() -> onnx.ModelProto:
         c_shape = (1, cout) if len(nodes) % 2 else (cout,)
         c = const(f"{name}_c", rng.uniform(-0.5, 0.5, c_shape))
         nodes.append(
-            helper.make_node(
-                "Gemm", [x, const(f"{name}_w", w), c], [name], transB=trans_b, **attrs
-            )
+            helper.make_node("Gemm", [x, const(f"{name}_w", w), c], [name], transB=trans_b, **attrs)
         )
         return name
 

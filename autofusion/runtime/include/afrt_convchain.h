@@ -341,6 +341,22 @@ static inline void afrt_cc_blocked_band_(const float *x, const float *wd, const 
     afrt_finish_block_(yn, NULL, n, 0, K, c0, c0 + cols, ohw, epi);
 }
 
+/* Bands of the blocked run: as many as one thread's tile budget needs (afrt_cc_band_rows_),
+ * then with nth threads the fewest at or above that whose tasks (images x bands) deal evenly
+ * over the threads (at most one band per output row; if none does, afrt_cc_band_rows_' two
+ * tasks a thread). Every band reads all of Wp^T, so more bands than the threads need read it
+ * again for fewer rows: the two-tasks-a-thread rule cut a 7x7 map into 4 bands (1 + 2 rows
+ * against 2 + 2) and a 14x14 one into 4, and left 7 bands of a 56x56 map as 4 + 3 per thread
+ * (docs/runtime.md, "MobileNet-V2 at two threads (session 21)"). */
+static inline int64_t afrt_cc_blocked_bands_(const afrt_conv_params *pd, int nth) {
+    const int64_t oh = afrt_max_(1, pd->OH), n = afrt_max_(1, pd->N);
+    const int64_t nb = afrt_cdiv_(oh, afrt_cc_band_rows_(pd, 1));
+    if (nth <= 1) return nb;
+    for (int64_t e = nb; e <= oh; ++e)
+        if ((n * e) % nth == 0) return e;
+    return afrt_cdiv_(oh, afrt_cc_band_rows_(pd, nth));
+}
+
 /* Runs the blocked band (afrt_cc_blocked_band_) over every image and band of rows: bands of
  * (nearly) equal height, band b rows [b*OH/nb, (b+1)*OH/nb), since a short last band would
  * read every B panel (pb, Wp^T packed) for few rows, and the threads get even shares. With
@@ -362,7 +378,7 @@ static inline int afrt_cc_blocked_run_(const float *x, const float *wd, const fl
         extra = (size_t)((pe->C + 1) * AFRT_DWL_L);
     }
     const int par = afrt_num_threads_ > 1 && afrt_worth_threads_(work);
-    const int64_t nbands = afrt_cdiv_(pd->OH, afrt_cc_band_rows_(pd, par ? afrt_num_threads_ : 1));
+    const int64_t nbands = afrt_cc_blocked_bands_(pd, par ? afrt_num_threads_ : 1);
     const int64_t th = afrt_cdiv_(pd->OH, nbands), tasks = pd->N * nbands;
     const size_t need = ((size_t)afrt_cc_blocked_floats_(pd, pp, th) + extra) * sizeof(float);
     int failed = 0;
