@@ -1,11 +1,16 @@
 """Building the C test drivers of ``runtime_c/`` against afrt*.h, shared by the runtime tests
-(test_runtime_epi_clamp.py, test_runtime_oom.py): one flag set per ISA, strict warnings."""
+(test_runtime_epi_clamp.py, test_runtime_oom.py): one flag set per ISA, strict warnings; and
+:func:`same_bits_at_thread_counts`, one build loaded at several thread counts."""
 
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
 
 from autofusion.runtime import toolchain
 
@@ -76,3 +81,45 @@ def build_driver(src: Path, out: Path, isa: str, defines: Sequence[str] = ()) ->
     ]  # fmt: skip
     subprocess.run(cmd, check=True)
     return out
+
+
+def same_bits_at_thread_counts(
+    model: onnx.ModelProto,
+    feeds: Mapping[str, np.ndarray],
+    cpu: str,
+    counts: Sequence[int] = (1, 2, 3),
+    runs: int = 1,
+    compile_threads: int = 2,
+) -> dict[str, Any]:
+    """``model`` compiled once for ``cpu``, its library loaded at each of ``counts`` threads
+    and run ``runs`` times (later runs: cached weights, reused scratch). Every output of the
+    last run at every count must match onnxruntime at the project's bar (reference outputs of
+    ordinary size) and have the same bits as at ``counts[0]``: a work split must not change
+    the sums. Returns the compile report."""
+    import autofusion
+    from autofusion.lowering.c.testing import onnxruntime_outputs
+    from autofusion.runtime.loader import ModelLibrary
+    from autofusion.testing import assert_close
+
+    m = autofusion.compile(model, threads=compile_threads, cpu=cpu)
+    try:
+        report = m.report
+        built = Path(m.directory)
+        outs: list[dict[str, np.ndarray]] = []
+        for threads in counts:
+            lib = ModelLibrary(built / "libmodel.so", built / "weights.bin", threads)
+            try:
+                for _ in range(runs):
+                    got = lib.run(dict(feeds))
+                outs.append(got)
+            finally:
+                lib.close()
+    finally:
+        m.close()
+    refs = onnxruntime_outputs(model, feeds)
+    for name, ref in refs.items():
+        assert 0.1 < float(np.abs(ref).max()) < 10.0, name
+        for threads, got in zip(counts, outs, strict=True):
+            assert_close(got[name], ref, f"{name} ({cpu}, {threads} thread(s))")
+            assert got[name].view(np.uint32).tobytes() == outs[0][name].view(np.uint32).tobytes()
+    return report

@@ -16,18 +16,17 @@ from __future__ import annotations
 
 import itertools
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
 import pytest
-from conv_epilogues import EPILOGUES, branches_model, epilogue_nodes
+from conv_epilogues import EPILOGUES, branches_model, checked_report, epilogue_nodes
 from onnx import TensorProto, helper, numpy_helper
 from runtime_drivers import conv_rule_outputs
 
-import autofusion
 from autofusion.dialects import clib
 from autofusion.lowering.c.testing import onnxruntime_outputs
-from autofusion.testing import assert_close
 
 
 def _dw_case(rng: np.random.Generator, i: int, c: int, h: int, w: int, k: int, stride: int,
@@ -176,16 +175,8 @@ def _feeds(model: onnx.ModelProto, seed: int) -> dict[str, np.ndarray]:
 
 
 def _check(model: onnx.ModelProto, feeds: dict[str, np.ndarray], cpu: str = "native",
-           threads: int = 1) -> dict[str, object]:  # fmt: skip
-    ref = onnxruntime_outputs(model, feeds)
-    m = autofusion.compile(model, cpu=cpu, threads=threads, cache=False)
-    try:
-        got = m.run(feeds)
-        for name, r in ref.items():
-            assert_close(got[name], r, f"{name} ({cpu}, {threads} thread(s))")
-        return m.report
-    finally:
-        m.close()
+           threads: int = 1) -> dict[str, Any]:  # fmt: skip
+    return checked_report(model, feeds, cpu, threads)[0]
 
 
 @pytest.mark.parametrize("part", range(4))

@@ -17,6 +17,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from runtime_drivers import same_bits_at_thread_counts
 
 import autofusion
 from autofusion.testing import assert_close
@@ -171,23 +172,7 @@ def _small_map_blocks() -> onnx.ModelProto:
 def test_shared_b_at_one_to_three_threads(cpu: str) -> None:
     """One build loaded at 1, 2 and 3 threads: the same bits whatever the split (the shared
     B is a copy of what each tile packed), and within tolerance of onnxruntime."""
-    from autofusion.runtime.loader import ModelLibrary
-
     model = _small_map_blocks()
     x = np.random.default_rng(8).uniform(-1.0, 1.0, (1, 48, 9, 9)).astype(np.float32)
-    m = autofusion.compile(model, threads=1, cpu=cpu)
-    try:
-        assert m.report["residual_inplace"] == 2
-        outs = []
-        built = Path(m.directory)
-        for threads in (1, 2, 3):
-            lib = ModelLibrary(built / "libmodel.so", built / "weights.bin", threads)
-            try:
-                outs.append(next(iter(lib.run({"x": x}).values())))
-            finally:
-                lib.close()
-    finally:
-        m.close()
-    assert_close(outs[0], _reference(model, x), "y")
-    for got in outs[1:]:
-        assert got.view(np.uint32).tobytes() == outs[0].view(np.uint32).tobytes()
+    report = same_bits_at_thread_counts(model, {"x": x}, cpu, compile_threads=1)
+    assert report["residual_inplace"] == 2

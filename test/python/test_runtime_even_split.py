@@ -12,15 +12,11 @@ strided 1x1, and 50 output channels in 8-row panels (24 + 26).
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-
-import autofusion
-from autofusion.testing import assert_close
+from runtime_drivers import same_bits_at_thread_counts
 
 
 def _model() -> onnx.ModelProto:
@@ -56,29 +52,8 @@ def _model() -> onnx.ModelProto:
 
 @pytest.mark.parametrize("cpu", ["native", "x86-64-v2"])
 def test_even_split_at_one_to_three_threads(cpu: str) -> None:
-    import onnxruntime as ort
-
-    from autofusion.runtime.loader import ModelLibrary
-
     model = _model()
     x = np.random.default_rng(12).uniform(-1.0, 1.0, (1, 12, 28, 28)).astype(np.float32)
-    m = autofusion.compile(model, threads=2, cpu=cpu)
-    try:
-        algos = [c["conv_algo"] for c in m.report["conv_algo"]]
-        assert algos == ["gemm_1x1", "im2col_gemm", "gemm_1x1"], algos  # all afrt_conv_own_
-        built = Path(m.directory)
-        outs = []
-        for threads in (1, 2, 3):
-            lib = ModelLibrary(built / "libmodel.so", built / "weights.bin", threads)
-            try:
-                outs.append(next(iter(lib.run({"x": x}).values())))
-            finally:
-                lib.close()
-    finally:
-        m.close()
-    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    (ref,) = sess.run(None, {"x": x})
-    assert 0.1 < float(np.abs(ref).max()) < 10.0
-    for got in outs:
-        assert_close(got, ref, "y")
-        assert got.view(np.uint32).tobytes() == outs[0].view(np.uint32).tobytes()
+    report = same_bits_at_thread_counts(model, {"x": x}, cpu)
+    algos = [c["conv_algo"] for c in report["conv_algo"]]
+    assert algos == ["gemm_1x1", "im2col_gemm", "gemm_1x1"], algos  # all afrt_conv_own_

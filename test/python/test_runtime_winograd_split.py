@@ -18,15 +18,11 @@ whole at two threads, split with a shared V of both images at three.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-
-import autofusion
-from autofusion.testing import assert_close
+from runtime_drivers import same_bits_at_thread_counts
 
 
 def _model(hw: int, cin: int, cout: int, seed: int, batch: int) -> onnx.ModelProto:
@@ -59,32 +55,10 @@ def _model(hw: int, cin: int, cout: int, seed: int, batch: int) -> onnx.ModelPro
 def test_winograd_split_at_one_to_three_threads(
     cpu: str, hw: int, cin: int, cout: int, batch: int
 ) -> None:
-    import onnxruntime as ort
-
-    from autofusion.runtime.loader import ModelLibrary
-
     model = _model(hw, cin, cout, seed=hw, batch=batch)
     shape = (batch, cin, hw, hw)
     x = np.random.default_rng(hw + 1).uniform(-1.0, 1.0, shape).astype(np.float32)
-    m = autofusion.compile(model, threads=2, cpu=cpu)
-    try:
-        algos = [c["conv_algo"] for c in m.report["conv_algo"]]
-        assert algos == ["winograd"], algos
-        built = Path(m.directory)
-        outs = []
-        for threads in (1, 2, 3):
-            lib = ModelLibrary(built / "libmodel.so", built / "weights.bin", threads)
-            try:
-                for _ in range(2):  # the second run: the cached weights, the scratch reused
-                    got = next(iter(lib.run({"x": x}).values()))
-                outs.append(got)
-            finally:
-                lib.close()
-    finally:
-        m.close()
-    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    (ref,) = sess.run(None, {"x": x})
-    assert 0.1 < float(np.abs(ref).max()) < 10.0
-    for got in outs:
-        assert_close(got, ref, "y")
-        assert got.view(np.uint32).tobytes() == outs[0].view(np.uint32).tobytes()
+    # the second run: the cached weights, the scratch reused
+    report = same_bits_at_thread_counts(model, {"x": x}, cpu, runs=2)
+    algos = [c["conv_algo"] for c in report["conv_algo"]]
+    assert algos == ["winograd"], algos
