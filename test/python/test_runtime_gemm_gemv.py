@@ -11,15 +11,11 @@ build loaded at 1, 2 and 3 threads gives the same bits and matches onnxruntime.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-
-import autofusion
-from autofusion.testing import assert_close
+from runtime_drivers import same_bits_at_thread_counts
 
 
 def _model() -> onnx.ModelProto:
@@ -69,10 +65,6 @@ def _model() -> onnx.ModelProto:
 
 @pytest.mark.parametrize("cpu", ["native", "x86-64-v2"])
 def test_gemm_gemv_at_one_to_three_threads(cpu: str) -> None:
-    import onnxruntime as ort
-
-    from autofusion.runtime.loader import ModelLibrary
-
     model = _model()
     rng = np.random.default_rng(32)
     feeds = {
@@ -80,22 +72,4 @@ def test_gemm_gemv_at_one_to_three_threads(cpu: str) -> None:
         "w": rng.uniform(-1.0, 1.0, (1, 1031)).astype(np.float32),
         "r": rng.uniform(-1.0, 1.0, (1, 1003)).astype(np.float32),
     }
-    m = autofusion.compile(model, threads=2, cpu=cpu)
-    try:
-        built = Path(m.directory)
-        outs = []
-        for threads in (1, 2, 3):
-            lib = ModelLibrary(built / "libmodel.so", built / "weights.bin", threads)
-            try:
-                outs.append(list(lib.run(feeds).values()))
-            finally:
-                lib.close()
-    finally:
-        m.close()
-    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    refs = sess.run(None, feeds)
-    for i, ref in enumerate(refs):
-        assert 0.1 < float(np.abs(ref).max()) < 10.0, (i, float(np.abs(ref).max()))
-        for got in outs:
-            assert_close(got[i], ref, f"output {i}")
-            assert got[i].view(np.uint32).tobytes() == outs[0][i].view(np.uint32).tobytes()
+    same_bits_at_thread_counts(model, feeds, cpu)
