@@ -51,8 +51,9 @@ CASES: list[dict[str, object]] = [
     # tiles), 12 rows here (8x6 -> 48), 8 rows on a 4x4 map (16)
     {"c": 40, "h": 8, "w": 6, "act": "relu6", "epi": "bias_add_relu", "kout": 48},
     {"c": 36, "h": 4, "w": 4, "act": "relu6", "epi": "bias_add_relu", "kout": 40},
-    # a 7x7 map (MobileNet-V2's last stage, smaller): one band a thread at two and three
-    # threads (afrt_cc_blocked_bands_), 3 + 4 and 2 + 2 + 3 rows
+    # a 7x7 map (MobileNet-V2's last stage, smaller) with one k block of channels: one band a
+    # thread at two and three threads (afrt_cc_blocked_bands_), 3 + 4 and 2 + 2 + 3 rows; the
+    # 9x7 map of 300 channels above is split by channels (afrt_cc_ksplit_, 256 + 44)
     {"c": 200, "h": 7, "w": 7, "act": "relu6", "epi": "bias_add_relu", "kout": 40},
 ]  # fmt: skip
 # the cases on the blocked band where the build has AVX-512 (clib.dwpw_algo)
@@ -218,6 +219,25 @@ def test_blocked_bands_deal_evenly() -> None:
             assert (n * many) % nth == 0
             assert all((n * e) % nth for e in range(one, many))
     assert [m for _, m in got] == [2, 2, 2, 8, 3, 1, 9, 1, 3], got
+
+
+def test_small_map_split_same_bits_at_thread_counts(tmp_path: Path) -> None:
+    """``afrt_cc_ksplit_``: a small map in one band with more than one k block of channels
+    runs as two parts by channel blocks (whole k blocks nearest half, then the rest), summed,
+    at any thread count: one build at 1, 2 and 3 threads gives the same bits and matches
+    onnxruntime. 520 channels (256 + 264) at 7x7 with the residual, 300 (256 + 44, a part
+    block) at 9x7, 260 (256 + 4) at 4x4 with SiLU; 200 at 7x7 (one k block) keeps its rows."""
+    from runtime_drivers import same_bits_at_thread_counts
+
+    cases = [{"c": 520, "h": 7, "w": 7, "act": "relu6", "epi": "bias_add_relu", "kout": 40},
+             {"c": 300, "h": 9, "w": 7, "act": "relu6", "kout": 33},
+             {"c": 260, "h": 4, "w": 4, "epi": "silu", "kout": 24},
+             {"c": 200, "h": 7, "w": 7, "act": "relu", "kout": 40}]  # fmt: skip
+    model = chain_model(cases, seed=5)
+    report = same_bits_at_thread_counts(
+        model, _feeds(model, 5), "native", config=_config(tmp_path, {"aggressiveness": 3})
+    )
+    assert len(_chains(report)) == len(cases)
 
 
 def test_cost_model_decides_and_the_switch_turns_it_off(tmp_path: Path) -> None:

@@ -865,7 +865,7 @@ static inline void afrt_finish_block_(float *out, const float *bias, int64_t bat
  * free for generated code. A buffer stays valid until the next call with the same slot on the same thread.
  * Returns NULL if the allocation fails.
  * ------------------------------------------------------------------------------------------- */
-#define AFRT_SCRATCH_SLOTS 14 /* 4, 5: afrt_sgemm_ without OpenBLAS; 6-8: 16-bit core; 9, 10: gemm_1x1_t; 11: strided 1x1 conv; 12: in-place partial sums; 13: a conv's shared packed B or Winograd's shared V */
+#define AFRT_SCRATCH_SLOTS 15 /* 4, 5: afrt_sgemm_ without OpenBLAS; 6-8: 16-bit core; 9, 10: gemm_1x1_t; 11: strided 1x1 conv; 12: in-place partial sums; 13: a conv's shared packed B or Winograd's shared V; 14: the second part of a small-map conv chain (afrt_cc_ksplit_run_) */
 static AFRT_THREAD_LOCAL void *afrt_tls_buf_[AFRT_SCRATCH_SLOTS];
 static AFRT_THREAD_LOCAL size_t afrt_tls_cap_[AFRT_SCRATCH_SLOTS];
 
