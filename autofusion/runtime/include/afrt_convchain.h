@@ -394,6 +394,7 @@ static inline int afrt_cc_ksplit_run_(const float *x, const float *wd, const flo
     const int64_t C = pd->K, K = pp->K, ohw = pd->OH * pd->OW, nblk = afrt_cdiv_(C, AFRT_DWL_L);
     const int64_t Np = afrt_round_up_(K, AFRT_NR), mt = afrt_round_up_(ohw, afrt_cc_mr_(ohw));
     const int par = afrt_num_threads_ > 1 && afrt_worth_threads_(work);
+    (void)par; /* unused without OpenMP */
     const size_t need = (size_t)afrt_cc_blocked_floats_(pd, pp, pd->OH) * sizeof(float);
     const int64_t kb = AFRT_KC / AFRT_DWL_L, mid = afrt_max_(1, (nblk / 2 + kb / 2) / kb) * kb;
     float *part[2] = {NULL, NULL};
