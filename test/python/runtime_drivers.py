@@ -90,18 +90,19 @@ def same_bits_at_thread_counts(
     counts: Sequence[int] = (1, 2, 3),
     runs: int = 1,
     compile_threads: int = 2,
+    config: str | None = None,
 ) -> dict[str, Any]:
     """``model`` compiled once for ``cpu``, its library loaded at each of ``counts`` threads
     and run ``runs`` times (later runs: cached weights, reused scratch). Every output of the
     last run at every count must match onnxruntime at the project's bar (reference outputs of
     ordinary size) and have the same bits as at ``counts[0]``: a work split must not change
-    the sums. Returns the compile report."""
+    the sums. ``config``: a fusion config file for the compile. Returns the compile report."""
     import autofusion
     from autofusion.lowering.c.testing import onnxruntime_outputs
     from autofusion.runtime.loader import ModelLibrary
     from autofusion.testing import assert_close
 
-    m = autofusion.compile(model, threads=compile_threads, cpu=cpu)
+    m = autofusion.compile(model, threads=compile_threads, cpu=cpu, config=config)
     try:
         report = m.report
         built = Path(m.directory)

@@ -51,9 +51,13 @@ CASES: list[dict[str, object]] = [
     # tiles), 12 rows here (8x6 -> 48), 8 rows on a 4x4 map (16)
     {"c": 40, "h": 8, "w": 6, "act": "relu6", "epi": "bias_add_relu", "kout": 48},
     {"c": 36, "h": 4, "w": 4, "act": "relu6", "epi": "bias_add_relu", "kout": 40},
+    # a 7x7 map (MobileNet-V2's last stage, smaller) with one k block of channels: one band a
+    # thread at two and three threads (afrt_cc_blocked_bands_), 3 + 4 and 2 + 2 + 3 rows; the
+    # 9x7 map of 300 channels above is split by channels (afrt_cc_ksplit_, 256 + 44)
+    {"c": 200, "h": 7, "w": 7, "act": "relu6", "epi": "bias_add_relu", "kout": 40},
 ]  # fmt: skip
 # the cases on the blocked band where the build has AVX-512 (clib.dwpw_algo)
-BLOCKED = {0, 3, 7, 8, 9, 10, 11, 12}
+BLOCKED = {0, 3, 7, 8, 9, 10, 11, 12, 13}
 
 
 def _feeds(model: onnx.ModelProto, seed: int) -> dict[str, np.ndarray]:
@@ -90,7 +94,9 @@ def _chains(report: dict[str, object]) -> list[dict[str, object]]:
     return [g for g in groups if str(g["pattern"]).startswith("chain_")]
 
 
-@pytest.mark.parametrize(("cpu", "threads"), [("native", 1), ("native", 3), ("x86-64-v3", 2)])
+@pytest.mark.parametrize(
+    ("cpu", "threads"), [("native", 1), ("native", 2), ("native", 3), ("x86-64-v3", 2)]
+)
 def test_forced_chains_match_onnxruntime(tmp_path: Path, cpu: str, threads: int) -> None:
     """Every case as a chain matches onnxruntime; the report names the band each one runs
     (``clib.dwpw_algo``): blocked where the build has AVX-512, else channel-major."""
@@ -158,6 +164,80 @@ def test_blocked_rule_matches_the_runtime(tmp_path: Path, cpu: str) -> None:
             for d, p in pairs]  # fmt: skip
     assert got == want
     assert 0 < sum(want) < len(want) or not toolchain.cpu_has_avx512(cpu)
+
+
+_BANDS_DRIVER = r"""
+#include "afrt.h"
+#include <stdio.h>
+int main(void) {
+    afrt_conv_params p;
+    int nth;
+    while (scanf("%d", &nth) == 1) {
+        for (int i = 0; i < 18; ++i)
+            if (scanf("%ld", (long *)&(&p.N)[i]) != 1) return 1;
+        printf("%ld %ld\n", (long)afrt_cc_blocked_bands_(&p, 1),
+               (long)afrt_cc_blocked_bands_(&p, nth));
+    }
+    return 0;
+}
+"""
+
+
+def test_blocked_bands_deal_evenly() -> None:
+    """``afrt_cc_blocked_bands_``: at one thread the tile budget's bands; with threads the
+    fewest at or above that whose tasks (images x bands) deal evenly over the threads, at
+    most one band a row (else the old rule: a 3-row map at four threads, one band a row):
+    MobileNet-V2's 7x7 and 14x14 maps one band a thread at two threads (the
+    two-tasks-a-thread rule made four), its 56x56 map 8 bands, not 7."""
+    import subprocess
+    import tempfile
+
+    from autofusion.runtime import toolchain
+
+    with tempfile.TemporaryDirectory() as tmp:
+        src, exe = Path(tmp) / "bands.c", Path(tmp) / "bands"
+        src.write_text(_BANDS_DRIVER)
+        subprocess.run(["cc", "-O1", "-std=c11", "-march=native", f"-I{toolchain.INCLUDE_DIR}",
+                        str(src), "-o", str(exe), "-lm"], check=True)  # fmt: skip
+        # (threads, images, channels, map, kernel/stride) -> the depthwise conv's params
+        cases = [(2, 1, 960, 7, 1), (2, 1, 576, 14, 2), (2, 1, 576, 14, 1), (2, 1, 144, 56, 1),
+                 (3, 1, 960, 7, 1), (2, 2, 960, 7, 1), (3, 2, 144, 56, 1), (2, 1, 64, 1, 1),
+                 (4, 1, 960, 3, 1)]  # fmt: skip
+        text = ""
+        for nth, n, c, h, s in cases:
+            oh = (h + 2 - 3) // s + 1
+            text += " ".join(
+                map(str, [nth, n, c, h, h, c, 3, 3, oh, oh, s, s, 1, 1, 1, 1, 1, 1, c])
+            )
+            text += "\n"
+        out = subprocess.run([str(exe)], input=text, capture_output=True, text=True, check=True)
+    got = [tuple(int(v) for v in line.split()) for line in out.stdout.splitlines()]
+    for (nth, n, _c, h, s), (one, many) in zip(cases, got, strict=True):
+        oh = (h + 2 - 3) // s + 1
+        assert one <= many <= oh, (nth, n, h, one, many)
+        if any((n * e) % nth == 0 for e in range(one, oh + 1)):  # the fewest that deal evenly
+            assert (n * many) % nth == 0
+            assert all((n * e) % nth for e in range(one, many))
+    assert [m for _, m in got] == [2, 2, 2, 8, 3, 1, 9, 1, 3], got
+
+
+def test_small_map_split_same_bits_at_thread_counts(tmp_path: Path) -> None:
+    """``afrt_cc_ksplit_``: a small map in one band with more than one k block of channels
+    runs as two parts by channel blocks (whole k blocks nearest half, then the rest), summed,
+    at any thread count: one build at 1, 2 and 3 threads gives the same bits and matches
+    onnxruntime. 520 channels (256 + 264) at 7x7 with the residual, 300 (256 + 44, a part
+    block) at 9x7, 260 (256 + 4) at 4x4 with SiLU; 200 at 7x7 (one k block) keeps its rows."""
+    from runtime_drivers import same_bits_at_thread_counts
+
+    cases = [{"c": 520, "h": 7, "w": 7, "act": "relu6", "epi": "bias_add_relu", "kout": 40},
+             {"c": 300, "h": 9, "w": 7, "act": "relu6", "kout": 33},
+             {"c": 260, "h": 4, "w": 4, "epi": "silu", "kout": 24},
+             {"c": 200, "h": 7, "w": 7, "act": "relu", "kout": 40}]  # fmt: skip
+    model = chain_model(cases, seed=5)
+    report = same_bits_at_thread_counts(
+        model, _feeds(model, 5), "native", config=_config(tmp_path, {"aggressiveness": 3})
+    )
+    assert len(_chains(report)) == len(cases)
 
 
 def test_cost_model_decides_and_the_switch_turns_it_off(tmp_path: Path) -> None:

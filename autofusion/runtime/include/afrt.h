@@ -888,7 +888,7 @@ static inline void afrt_finish_block_(float *out, const float *bias, int64_t bat
  * free for generated code. A buffer stays valid until the next call with the same slot on the same thread.
  * Returns NULL if the allocation fails.
  * ------------------------------------------------------------------------------------------- */
-#define AFRT_SCRATCH_SLOTS 14 /* 4, 5: afrt_sgemm_ without OpenBLAS; 6-8: 16-bit core; 9, 10: gemm_1x1_t; 11: strided 1x1 conv; 12: in-place partial sums; 13: a conv's shared packed B or Winograd's shared V */
+#define AFRT_SCRATCH_SLOTS 15 /* 4, 5: afrt_sgemm_ without OpenBLAS; 6-8: 16-bit core; 9, 10: gemm_1x1_t; 11: strided 1x1 conv; 12: in-place partial sums; 13: a conv's shared packed B or Winograd's shared V; 14: the second part of a small-map conv chain (afrt_cc_ksplit_run_) */
 static AFRT_THREAD_LOCAL void *afrt_tls_buf_[AFRT_SCRATCH_SLOTS];
 static AFRT_THREAD_LOCAL size_t afrt_tls_cap_[AFRT_SCRATCH_SLOTS];
 
@@ -2296,6 +2296,66 @@ static inline int64_t afrt_split_end_(int64_t b, int64_t nblk, int64_t blk, int6
     return b + 1 == nblk ? total : afrt_min_(total, (b + 1) * blk);
 }
 
+/* A matrix-vector multiply-add streams its weight from memory (a model's weights are not in
+ * cache): about 16 GEMM multiply-adds of time (1152 -> 48 in a model, 221 KB of weights: 16
+ * us on one thread, ~3.5 G multiply-adds/s against the core's ~50), so EfficientNet-B0's
+ * 1152-channel SE convs split over two threads and its 672-channel ones do not. */
+#ifndef AFRT_GEMV_WORK
+#define AFRT_GEMV_WORK 16.0
+#endif
+/* y[k] = sum_c w[k * ldw + c] x[c] for the rows k of [k0, k1) (no bias): four rows share
+ * each load of x, 16 lanes of partial sums per row, summed in a fixed order (the same bits
+ * for a row whichever block it is in). Used by the 1x1 conv on a one-position map
+ * (afrt_conv_gemv_f32_) and by a one-row matmul against a transposed B (afrt_matmul_gemv_). */
+static inline void afrt_gemv_rows_(const float *restrict w, int64_t ldw, const float *restrict x,
+                                   int64_t C, int64_t k0, int64_t k1, float *restrict y) {
+    int64_t k = k0;
+#if defined(__AVX512F__)
+    for (; k + 4 <= k1; k += 4) {
+        const float *w0 = w + k * ldw, *w1 = w0 + ldw, *w2 = w1 + ldw, *w3 = w2 + ldw;
+        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        for (int64_t c = 0; c < C; c += 16) {
+            const __mmask16 m = C - c >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (C - c)) - 1u);
+            const __m512 xv = _mm512_maskz_loadu_ps(m, x + c);
+            /* the next four rows' line at c: the rows stream from memory, and the hardware
+             * prefetcher alone left ~10% of the bandwidth unused (1000 x 1280 cold) */
+            for (int r = 4; r < 8; ++r) _mm_prefetch(AFRT_PF_ADDR(w0, r * ldw + c), _MM_HINT_T0);
+            a0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, w0 + c), xv, a0);
+            a1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, w1 + c), xv, a1);
+            a2 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, w2 + c), xv, a2);
+            a3 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, w3 + c), xv, a3);
+        }
+        y[k] = _mm512_reduce_add_ps(a0);
+        y[k + 1] = _mm512_reduce_add_ps(a1);
+        y[k + 2] = _mm512_reduce_add_ps(a2);
+        y[k + 3] = _mm512_reduce_add_ps(a3);
+    }
+    for (; k < k1; ++k) {
+        const float *wk = w + k * ldw;
+        __m512 a = _mm512_setzero_ps();
+        for (int64_t c = 0; c < C; c += 16) {
+            const __mmask16 m = C - c >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (C - c)) - 1u);
+            a = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, wk + c), _mm512_maskz_loadu_ps(m, x + c), a);
+        }
+        y[k] = _mm512_reduce_add_ps(a);
+    }
+#else
+    /* 16 lanes of partial sums per row (a loop the compiler can vectorise without
+     * reassociating), then the lanes summed in order */
+    for (; k < k1; ++k) {
+        const float *wk = w + k * ldw;
+        float a[16] = {0};
+        int64_t c = 0;
+        for (; c + 16 <= C; c += 16)
+            for (int l = 0; l < 16; ++l) a[l] += wk[c + l] * x[c + l];
+        for (int l = 0; c + l < C; ++l) a[l] += wk[c + l] * x[c + l];
+        float s = 0.0f;
+        for (int l = 0; l < 16; ++l) s += a[l];
+        y[k] = s;
+    }
+#endif
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Matmul.
  *
@@ -2308,6 +2368,44 @@ static inline int64_t afrt_split_end_(int64_t b, int64_t nblk, int64_t blk, int6
  * stride_a / stride_b may be 0 (broadcast one matrix over the batch). With beta == 0, C is
  * write-only (may hold garbage/NaN). Used for nn.matmul, nn.gemm and attention pieces.
  * ------------------------------------------------------------------------------------------- */
+/* One row of A against a transposed B (a classifier's Gemm at batch 1: x [1, K] times its
+ * weight [N, K] as it lies) is N dot products. The GEMM core ran it as one row of an MR-row
+ * tile over B packed into NR-wide panels: MobileNet-V2's 1280 -> 1000 took 0.38 ms on one
+ * thread (5 MB of weights read once, ~13 GB/s) against OpenVINO's 0.20 (docs/runtime.md,
+ * "MobileNet-V2 at two threads (session 21)"). Here afrt_gemv_rows_ reads the rows in place,
+ * 64 at a time into a local buffer, then C = alpha * dot + beta * C (C not read when beta is
+ * 0) and the epilogue on each finished block. Above the parallel threshold (AFRT_GEMV_WORK)
+ * each thread takes one block of columns (a multiple of 16) per batch item; every output has
+ * the same bits at any thread count. */
+static inline int afrt_matmul_gemv_applies(int64_t M, int64_t K, int trans_a, int trans_b) {
+    return M == 1 && K > 0 && !trans_a && trans_b;
+}
+
+static inline void afrt_matmul_gemv_(int64_t batch, int64_t N, int64_t K, float alpha,
+                                     const float *A, int64_t stride_a, const float *B,
+                                     int64_t ldb, int64_t stride_b, float beta, float *C,
+                                     int64_t ldc, int64_t stride_c, afrt_epilogue epi) {
+    const int par = afrt_num_threads_ > 1 &&
+                    afrt_worth_threads_(AFRT_GEMV_WORK * (double)batch * N * K);
+    const int64_t cb = par ? 16 * afrt_cdiv_(afrt_cdiv_(N, 16), afrt_num_threads_) : N;
+    const int64_t ncb = afrt_cdiv_(N, cb), tasks = batch * ncb;
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_threads_now()) if (par && tasks > 1))
+    for (int64_t t = 0; t < tasks; ++t) {
+        afrt_arrive_();
+        const int64_t b = t / ncb, j0 = (t % ncb) * cb, j1 = afrt_min_(N, j0 + cb);
+        const float *Ab = A + b * stride_a, *Bb = B + b * stride_b;
+        float *Cb = C + b * stride_c;
+        float dots[64];
+        for (int64_t j = j0; j < j1; j += 64) {
+            const int64_t n = afrt_min_(64, j1 - j);
+            afrt_gemv_rows_(Bb + j * ldb, ldb, Ab, K, 0, n, dots);
+            for (int64_t i = 0; i < n; ++i)
+                Cb[j + i] = beta == 0.0f ? alpha * dots[i] : alpha * dots[i] + beta * Cb[j + i];
+        }
+        if (epi.fn) epi.fn(epi.ctx, Cb, b, 0, 1, j0, j1, ldc);
+    }
+}
+
 /* The afrt core for afrt_matmul_f32 (alpha != 0); returns 0 (caller falls back to
  * OpenBLAS) if it cannot get memory. */
 static inline int afrt_matmul_own_(int64_t batch, int64_t M, int64_t N, int64_t K, float alpha,
@@ -2413,6 +2511,11 @@ static inline void afrt_matmul_any_f32_(int64_t batch, int64_t M, int64_t N, int
                                         int64_t stride_c, afrt_epilogue epi) {
     if (batch <= 0 || M <= 0 || N <= 0) return;
     afrt_init_once_();
+    if (afrt_matmul_gemv_applies(M, K, trans_a, trans_b)) {
+        afrt_matmul_gemv_(batch, N, K, alpha, A, stride_a, B, ldb, stride_b, beta, C, ldc,
+                          stride_c, epi);
+        return;
+    }
     if (afrt_gemm_strategy_ == AFRT_GEMM_OWN && alpha != 0.0f && K > 0 &&
         afrt_matmul_own_(batch, M, N, K, alpha, A, lda, stride_a, trans_a, B, ldb, stride_b,
                          trans_b, beta, C, ldc, stride_c, epi))
@@ -2472,7 +2575,9 @@ static inline void afrt_matmul_f32(int64_t batch, int64_t M, int64_t N, int64_t 
                                    afrt_epilogue epi) {
     if (batch > 0 && M > 0 && N > 0 && afrt_epi_aliases_(epi, C, stride_c, ldc)) {
         afrt_init_once_();
+        /* (a one-row product against a transposed B takes afrt_matmul_gemv_ on a copy) */
         if (afrt_gemm_strategy_ == AFRT_GEMM_OWN && alpha != 0.0f && K > 0 && beta == 0.0f &&
+            !afrt_matmul_gemv_applies(M, K, trans_a, trans_b) &&
             afrt_matmul_own_(batch, M, N, K, alpha, A, lda, stride_a, trans_a, B, ldb, stride_b,
                              trans_b, beta, C, ldc, stride_c, epi))
             return;
@@ -3449,64 +3554,10 @@ static inline int afrt_conv1x1b_f32(const float *x, const float *w, const float 
  * threshold (work scaled by AFRT_GEMV_WORK) each thread takes one block of rows (a multiple
  * of 4) per image; the epilogue runs on each finished block.
  * ------------------------------------------------------------------------------------------- */
-/* A matrix-vector multiply-add streams its weight from memory (a model's weights are not in
- * cache): about 16 GEMM multiply-adds of time (1152 -> 48 in a model, 221 KB of weights: 16
- * us on one thread, ~3.5 G multiply-adds/s against the core's ~50), so EfficientNet-B0's
- * 1152-channel SE convs split over two threads and its 672-channel ones do not. */
-#ifndef AFRT_GEMV_WORK
-#define AFRT_GEMV_WORK 16.0
-#endif
 static inline int afrt_conv_gemv_applies(const afrt_conv_params *p) {
     return (p->group <= 1) && p->R == 1 && p->S == 1 && p->H == 1 && p->W == 1 && p->OH == 1 &&
            p->OW == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
            p->pad_left == 0 && p->pad_bottom == 0 && p->pad_right == 0 && p->C >= 1;
-}
-
-/* y[k] = sum_c w[k * C + c] x[c] for the rows k of [k0, k1) (no bias). */
-static inline void afrt_gemv_rows_(const float *restrict w, const float *restrict x, int64_t C,
-                                   int64_t k0, int64_t k1, float *restrict y) {
-    int64_t k = k0;
-#if defined(__AVX512F__)
-    for (; k + 4 <= k1; k += 4) {
-        const float *w0 = w + k * C, *w1 = w0 + C, *w2 = w1 + C, *w3 = w2 + C;
-        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-        for (int64_t c = 0; c < C; c += 16) {
-            const __mmask16 m = C - c >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (C - c)) - 1u);
-            const __m512 xv = _mm512_maskz_loadu_ps(m, x + c);
-            a0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, w0 + c), xv, a0);
-            a1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, w1 + c), xv, a1);
-            a2 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, w2 + c), xv, a2);
-            a3 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, w3 + c), xv, a3);
-        }
-        y[k] = _mm512_reduce_add_ps(a0);
-        y[k + 1] = _mm512_reduce_add_ps(a1);
-        y[k + 2] = _mm512_reduce_add_ps(a2);
-        y[k + 3] = _mm512_reduce_add_ps(a3);
-    }
-    for (; k < k1; ++k) {
-        const float *wk = w + k * C;
-        __m512 a = _mm512_setzero_ps();
-        for (int64_t c = 0; c < C; c += 16) {
-            const __mmask16 m = C - c >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (C - c)) - 1u);
-            a = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, wk + c), _mm512_maskz_loadu_ps(m, x + c), a);
-        }
-        y[k] = _mm512_reduce_add_ps(a);
-    }
-#else
-    /* 16 lanes of partial sums per row (a loop the compiler can vectorise without
-     * reassociating), then the lanes summed in order */
-    for (; k < k1; ++k) {
-        const float *wk = w + k * C;
-        float a[16] = {0};
-        int64_t c = 0;
-        for (; c + 16 <= C; c += 16)
-            for (int l = 0; l < 16; ++l) a[l] += wk[c + l] * x[c + l];
-        for (int l = 0; c + l < C; ++l) a[l] += wk[c + l] * x[c + l];
-        float s = 0.0f;
-        for (int l = 0; l < 16; ++l) s += a[l];
-        y[k] = s;
-    }
-#endif
 }
 
 /* The conv afrt_conv_gemv_applies takes; y must not be read by the epilogue (no in-place
@@ -3522,7 +3573,7 @@ static inline void afrt_conv_gemv_f32_(const float *x, const float *w, const flo
     for (int64_t t = 0; t < tasks; ++t) {
         afrt_arrive_();
         const int64_t n = t / nrb, k0 = (t % nrb) * rb, k1 = afrt_min_(K, k0 + rb);
-        afrt_gemv_rows_(w, x + n * C, C, k0, k1, y + n * K);
+        afrt_gemv_rows_(w, C, x + n * C, C, k0, k1, y + n * K);
         afrt_finish_block_(y + n * K, bias, n, k0, k1, 0, 1, 1, epi);
     }
 }

@@ -275,13 +275,18 @@ static inline void afrt_cc_fill_expand_(const float *restrict xn, int64_t ci,
     }
 }
 
-/* One band [oh0, oh1) of image n through the blocked path (pb: Wp^T's packed B panels). */
-static inline void afrt_cc_blocked_band_(const float *x, const float *wd, const float *bd,
-                                         float lo, float hi, const float *pb, const float *bp,
-                                         float *y, const afrt_conv_params *pd,
-                                         const afrt_conv_params *pp, int64_t th, int64_t n,
-                                         int64_t oh0, int64_t oh1, float *s, afrt_epilogue epi,
-                                         int xblk, const afrt_cc_expand_ *ex) {
+/* One band [oh0, oh1) of image n through the blocked path (pb: Wp^T's packed B panels), over
+ * the depthwise channel blocks [b0, b1) (all: nblk blocks; fewer: the small-map split,
+ * afrt_cc_ksplit_). With store the band's Y^T goes into y with the bias and the epilogue;
+ * without, it stays in the returned tile (positions x Np, Np = K rounded up to AFRT_NR), the
+ * sum over the blocks' channels only. */
+static inline float *afrt_cc_blocked_band_(const float *x, const float *wd, const float *bd,
+                                           float lo, float hi, const float *pb, const float *bp,
+                                           float *y, const afrt_conv_params *pd,
+                                           const afrt_conv_params *pp, int64_t th, int64_t n,
+                                           int64_t oh0, int64_t oh1, float *s, afrt_epilogue epi,
+                                           int xblk, const afrt_cc_expand_ *ex, int64_t b0,
+                                           int64_t b1, int store) {
     const afrt_dwl_geom_ g = afrt_dwl_geom_init_(pd, th);
     const int64_t C = pd->K, K = pp->K, L = AFRT_DWL_L, taps = pd->R * pd->S;
     const int64_t nrow = oh1 - oh0, cols = nrow * pd->OW, ohw = pd->OH * pd->OW;
@@ -294,7 +299,7 @@ static inline void afrt_cc_blocked_band_(const float *x, const float *wd, const 
     const int64_t rows = (nrow - 1) * pd->stride_h + pd->R;
     const int64_t ci = ex ? ex->p->C : 0;
     float *ew = tmp + npad * Np, *eb = ew + ci * L; /* the expand's block weights W^T, bias */
-    for (int64_t b = 0; b < nblk; ++b) {
+    for (int64_t b = b0; b < b1; ++b) {
         const int64_t k0 = b * L, nc = afrt_min_(L, C - k0);
         for (int64_t i = 0; i < taps; ++i)
             for (int64_t l = 0; l < L; ++l) wv[i * L + l] = l < nc ? wd[(k0 + l) * taps + i] : 0.0f;
@@ -311,7 +316,7 @@ static inline void afrt_cc_blocked_band_(const float *x, const float *wd, const 
         else
             afrt_dwl_fill_(x + (n * pd->C + k0) * pd->H * pd->W, nc, pd, &g, oh0 * pd->stride_h,
                            rows, t);
-        float *ob = o + b * ldo;
+        float *ob = o + (b - b0) * ldo;
         afrt_dwl_rows_(t, pd, &g, nrow, wv, bv, 1, lo, hi, ob);
         /* the last row tile's rows past the band: zeros (their outputs are dropped) */
         for (int64_t i = cols * L; i < mt * L; ++i) ob[i] = 0.0f;
@@ -320,25 +325,112 @@ static inline void afrt_cc_blocked_band_(const float *x, const float *wd, const 
      * (the lanes of channels past C are never read: k stops at C). Each row tile reads a
      * whole k block of its B panel: splitting it into 32-step segments, as gemm_1x1_t does
      * for cold weights, measured 5% slower here (the accumulators reload per segment). */
-    for (int64_t pc = 0; pc < C; pc += AFRT_KC) {
+    const int64_t c0 = b0 * L, c1 = afrt_min_(C, b1 * L);
+    for (int64_t pc = c0 / AFRT_KC * AFRT_KC; pc < c1; pc += AFRT_KC) {
+        /* the channels [ka, kb) of this k block that the blocks hold: rows ka - pc on of
+         * each of its B panels (kc x AFRT_NR, row-major) */
         const int64_t kc = afrt_min_(AFRT_KC, C - pc);
-        const float *ak = o + (pc / L) * ldo;
+        const int64_t ka = afrt_max_(pc, c0), kn = afrt_min_(pc + kc, c1) - ka;
+        const float *ak = o + ((ka - c0) / L) * ldo;
         for (int64_t jr = 0; jr < Np; jr += AFRT_NR)
             for (int64_t ic = 0; ic < mt; ic += mr) {
-                const float *bj = pb + pc * Np + jr * kc;
+                const float *bj = pb + pc * Np + jr * kc + (ka - pc) * AFRT_NR;
+                float *cj = tmp + ic * Np + jr;
                 if (mr == 7)
-                    afrt_ukernel7_ba_(kc, ak + ic * L, ldo, bj, tmp + ic * Np + jr, Np, pc > 0);
+                    afrt_ukernel7_ba_(kn, ak + ic * L, ldo, bj, cj, Np, ka > c0);
                 else if (mr == 8)
-                    afrt_ukernel8_ba_(kc, ak + ic * L, ldo, bj, tmp + ic * Np + jr, Np, pc > 0);
+                    afrt_ukernel8_ba_(kn, ak + ic * L, ldo, bj, cj, Np, ka > c0);
                 else
-                    afrt_ukernel12_ba_(kc, ak + ic * L, ldo, bj, tmp + ic * Np + jr, Np, pc > 0);
+                    afrt_ukernel12_ba_(kn, ak + ic * L, ldo, bj, cj, Np, ka > c0);
             }
     }
+    if (!store) return tmp;
     float *yn = y + n * K * ohw;
-    const int64_t c0 = oh0 * pd->OW;
+    const int64_t q0 = oh0 * pd->OW;
     /* the band's Y^T tile into the NCHW rows (afrt.h's transposing store) */
-    afrt_store_transposed_(tmp, Np, cols, mt, K, bp, yn + c0, ohw);
-    afrt_finish_block_(yn, NULL, n, 0, K, c0, c0 + cols, ohw, epi);
+    afrt_store_transposed_(tmp, Np, cols, mt, K, bp, yn + q0, ohw);
+    afrt_finish_block_(yn, NULL, n, 0, K, q0, q0 + cols, ohw, epi);
+    return tmp;
+}
+
+/* Bands of the blocked run: as many as one thread's tile budget needs (afrt_cc_band_rows_),
+ * then with nth threads the fewest at or above that whose tasks (images x bands) deal evenly
+ * over the threads (at most one band per output row; if none does, afrt_cc_band_rows_' two
+ * tasks a thread). Every band reads all of Wp^T, so more bands than the threads need read it
+ * again for fewer rows: the two-tasks-a-thread rule cut a 7x7 map into 4 bands (1 + 2 rows
+ * against 2 + 2) and a 14x14 one into 4, and left 7 bands of a 56x56 map as 4 + 3 per thread
+ * (docs/runtime.md, "MobileNet-V2 at two threads (session 21)"). */
+static inline int64_t afrt_cc_blocked_bands_(const afrt_conv_params *pd, int nth) {
+    const int64_t oh = afrt_max_(1, pd->OH), n = afrt_max_(1, pd->N);
+    const int64_t nb = afrt_cdiv_(oh, afrt_cc_band_rows_(pd, 1));
+    if (nth <= 1) return nb;
+    for (int64_t e = nb; e <= oh; ++e)
+        if ((n * e) % nth == 0) return e;
+    return afrt_cdiv_(oh, afrt_cc_band_rows_(pd, nth));
+}
+
+/* A small map in one band (one image, at most AFRT_CC_KSPLIT_POS positions: MobileNet-V2's
+ * 7x7 maps) with more than one k block of channels (AFRT_KC) is split by its depthwise
+ * channels, not its rows: part 0 takes the whole k blocks nearest half the channels, part 1
+ * the rest, each its blocks' depthwise output and its share of the pointwise sums (and of
+ * Wp^T); the output is part 0 + part 1, then the bias, the transposing store and the
+ * epilogue, 16 output channels a task. Rows split a 7x7 map 3 + 4 at two threads, each thread
+ * reading all of Wp^T (960 x 160: 614 KB): the busiest of two threads took 0.100-0.116 ms of
+ * 0.150 on one; halves not on a k block boundary (480 + 480) cost a short k segment and
+ * were ~10% slower on one thread (docs/runtime.md, "MobileNet-V2 at two threads (session
+ * 21)"). The parts are the same at any thread count (one thread runs both), so the bits are. */
+#ifndef AFRT_CC_KSPLIT_POS
+#define AFRT_CC_KSPLIT_POS 64
+#endif
+static inline int afrt_cc_ksplit_(const afrt_conv_params *pd, const afrt_cc_expand_ *ex) {
+    return !ex && pd->N == 1 && pd->OH * pd->OW <= AFRT_CC_KSPLIT_POS &&
+           afrt_cc_blocked_bands_(pd, 1) == 1 && pd->K > AFRT_KC;
+}
+
+static inline int afrt_cc_ksplit_run_(const float *x, const float *wd, const float *bd, float lo,
+                                      float hi, const float *pb, const float *bp, float *y,
+                                      const afrt_conv_params *pd, const afrt_conv_params *pp,
+                                      afrt_epilogue epi, int xblk, double work) {
+    const int64_t C = pd->K, K = pp->K, ohw = pd->OH * pd->OW, nblk = afrt_cdiv_(C, AFRT_DWL_L);
+    const int64_t Np = afrt_round_up_(K, AFRT_NR), mt = afrt_round_up_(ohw, afrt_cc_mr_(ohw));
+    const int par = afrt_num_threads_ > 1 && afrt_worth_threads_(work);
+    (void)par; /* unused without OpenMP */
+    const size_t need = (size_t)afrt_cc_blocked_floats_(pd, pp, pd->OH) * sizeof(float);
+    const int64_t kb = AFRT_KC / AFRT_DWL_L, mid = afrt_max_(1, (nblk / 2 + kb / 2) / kb) * kb;
+    float *part[2] = {NULL, NULL};
+    int failed = 0;
+    AFRT_OMP(parallel num_threads(afrt_threads_now()) if (par))
+    {
+        AFRT_OMP(for schedule(static))
+        for (int64_t q = 0; q < 2; ++q) {
+            afrt_arrive_();
+            /* part 1 in its own slot: on one thread part 0's sums must outlive it */
+            float *s = (float *)afrt_thread_scratch(q == 0 ? 0 : 14, need);
+            if (!s) {
+                afrt_flag_set_(&failed);
+                continue;
+            }
+            part[q] = afrt_cc_blocked_band_(x, wd, bd, lo, hi, pb, bp, y, pd, pp, pd->OH, 0, 0,
+                                            pd->OH, s, epi, xblk, NULL, q ? mid : 0,
+                                            q ? nblk : mid, 0);
+        }
+        if (!failed) {
+            AFRT_OMP(for schedule(static))
+            for (int64_t k0 = 0; k0 < K; k0 += 16) {
+                afrt_arrive_();
+                const int64_t k1 = afrt_min_(K, k0 + 16);
+                float *t0 = part[0] + k0;
+                const float *t1 = part[1] + k0;
+                for (int64_t i = 0; i < ohw; ++i)
+                    _mm512_storeu_ps(t0 + i * Np, _mm512_add_ps(_mm512_loadu_ps(t0 + i * Np),
+                                                               _mm512_loadu_ps(t1 + i * Np)));
+                afrt_store_transposed_(t0, Np, ohw, mt, k1 - k0, bp ? bp + k0 : NULL,
+                                       y + k0 * ohw, ohw);
+                afrt_finish_block_(y, NULL, 0, k0, k1, 0, ohw, ohw, epi);
+            }
+        }
+    }
+    return !failed;
 }
 
 /* Runs the blocked band (afrt_cc_blocked_band_) over every image and band of rows: bands of
@@ -361,8 +453,10 @@ static inline int afrt_cc_blocked_run_(const float *x, const float *wd, const fl
         work += (double)pe->N * (double)pe->OH * pe->OW * (double)pe->C * (double)pe->K;
         extra = (size_t)((pe->C + 1) * AFRT_DWL_L);
     }
+    if (afrt_cc_ksplit_(pd, ex))
+        return afrt_cc_ksplit_run_(x, wd, bd, lo, hi, pb, bp, y, pd, pp, epi, xblk, work);
     const int par = afrt_num_threads_ > 1 && afrt_worth_threads_(work);
-    const int64_t nbands = afrt_cdiv_(pd->OH, afrt_cc_band_rows_(pd, par ? afrt_num_threads_ : 1));
+    const int64_t nbands = afrt_cc_blocked_bands_(pd, par ? afrt_num_threads_ : 1);
     const int64_t th = afrt_cdiv_(pd->OH, nbands), tasks = pd->N * nbands;
     const size_t need = ((size_t)afrt_cc_blocked_floats_(pd, pp, th) + extra) * sizeof(float);
     int failed = 0;
@@ -376,7 +470,8 @@ static inline int afrt_cc_blocked_run_(const float *x, const float *wd, const fl
         }
         const int64_t n = task / nbands, b = task % nbands;
         afrt_cc_blocked_band_(x, wd, bd, lo, hi, pb, bp, y, pd, pp, th, n, b * pd->OH / nbands,
-                              (b + 1) * pd->OH / nbands, s, epi, xblk, ex);
+                              (b + 1) * pd->OH / nbands, s, epi, xblk, ex, 0,
+                              afrt_cdiv_(pd->K, AFRT_DWL_L), 1);
     }
     return !failed;
 }

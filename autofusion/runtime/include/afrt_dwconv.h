@@ -1000,7 +1000,14 @@ static inline int afrt_dconv_smallc_f32(const float *x, const float *w, const fl
     (void)par; /* unused without OpenMP */
     int failed = 0;
     for (int64_t n = 0; n < p->N; ++n) {
-        for (int64_t c = 0; c < C; ++c) afrt_dw_fill_(x + (n * C + c) * hw, p, &g, planes + c * cstride);
+        /* the phase planes, a channel a task (a stem's 3: 2 + 1 at two threads): filled on
+         * the calling thread alone they took ~0.03 ms of MobileNet-V2's stem at two threads
+         * (docs/runtime.md, "MobileNet-V2 at two threads (session 21)") */
+        AFRT_OMP(parallel for schedule(static) num_threads(afrt_threads_now()) if (par && C > 1))
+        for (int64_t c = 0; c < C; ++c) {
+            afrt_arrive_();
+            afrt_dw_fill_(x + (n * C + c) * hw, p, &g, planes + c * cstride);
+        }
         float *yn = y + n * K * ohw;
         AFRT_OMP(parallel for schedule(static) num_threads(afrt_threads_now()) if (par))
         for (int64_t b = 0; b < nband; ++b) {
