@@ -25,7 +25,7 @@ import onnx
 import pytest
 from conv_epilogues import checked_report
 from onnx import TensorProto, helper, numpy_helper
-from runtime_drivers import TO_BLOCKED_C
+from runtime_drivers import HALVE_EPILOGUE_C, TO_BLOCKED_C
 
 from autofusion.dialects import clib
 from autofusion.passes.assign_layout import EXPAND_MAX_HW
@@ -171,16 +171,8 @@ _DRIVER = (
  * largest reference value and the largest |value| in the blocks' padding (must be 0). */
 """
     + TO_BLOCKED_C
+    + HALVE_EPILOGUE_C
     + r"""
-static void halve(void *ctx, float *out, int64_t batch, int64_t r0, int64_t r1, int64_t c0,
-                  int64_t c1, int64_t ld) {
-    (void)ctx, (void)batch;
-    for (int64_t r = r0; r < r1; ++r)
-        for (int64_t c = c0; c < c1; ++c) { /* 0 stays 0: the blocks' padding too */
-            const float v = out[r * ld + c];
-            out[r * ld + c] = 0.5f * v + 0.1f * v * fabsf(v);
-        }
-}
 static void report(const float *ref, const float *yb, int64_t N, int64_t K, int64_t hw, int m) {
     const int64_t Kb = (K + 15) / 16;
     float diff = 0.0f, big = 0.0f, pad = 0.0f;
@@ -279,7 +271,8 @@ def test_kernels_match_the_nchw_paths(cpu: str, tmp_path: Path) -> None:
         assert float(pad) == 0.0, (i, mode, pad)
 
 
-_EDWPW_DRIVER = r"""
+_EDWPW_DRIVER = (
+    r"""
 #include "afrt.h"
 #include <stdio.h>
 /* afrt_edwpw_f32 against the three convs apart (afrt_conv2d_f32, clamps between) at batch 2,
@@ -287,15 +280,9 @@ _EDWPW_DRIVER = r"""
  * band where afrt_edwpw_banded holds) and (1) weights fed at run time (the expand apart, then
  * afrt_dwpw_f32), the pointwise output through a generated epilogue. Per case and mode: the
  * largest difference and the largest reference value. */
-static void halve(void *ctx, float *out, int64_t batch, int64_t r0, int64_t r1, int64_t c0,
-                  int64_t c1, int64_t ld) {
-    (void)ctx, (void)batch;
-    for (int64_t r = r0; r < r1; ++r)
-        for (int64_t c = c0; c < c1; ++c) {
-            const float v = out[r * ld + c];
-            out[r * ld + c] = 0.5f * v + 0.1f * v * fabsf(v);
-        }
-}
+"""
+    + HALVE_EPILOGUE_C
+    + r"""
 static void clampv(float *v, size_t n, float lo, float hi) {
     for (size_t i = 0; i < n; ++i) v[i] = v[i] < lo ? lo : (v[i] > hi ? hi : v[i]);
 }
@@ -348,6 +335,7 @@ int main(void) {
     return 0;
 }
 """
+)
 
 
 @pytest.mark.parametrize("cpu", ["native", "x86-64-v2"])

@@ -29,7 +29,7 @@ import onnx
 import pytest
 from conv_epilogues import checked_report
 from onnx import TensorProto, helper, numpy_helper
-from runtime_drivers import TO_BLOCKED_C
+from runtime_drivers import HALVE_EPILOGUE_C, TO_BLOCKED_C
 
 from autofusion.runtime import toolchain
 
@@ -146,16 +146,8 @@ _XB_DRIVER = (
  * largest difference and the largest reference value. */
 """
     + TO_BLOCKED_C
+    + HALVE_EPILOGUE_C
     + r"""
-static void halve(void *ctx, float *out, int64_t batch, int64_t r0, int64_t r1, int64_t c0,
-                  int64_t c1, int64_t ld) {
-    (void)ctx, (void)batch;
-    for (int64_t r = r0; r < r1; ++r)
-        for (int64_t c = c0; c < c1; ++c) {
-            const float v = out[r * ld + c];
-            out[r * ld + c] = 0.5f * v + 0.1f * v * fabsf(v);
-        }
-}
 int main(void) {
     static const int64_t cases[][4] = {/* C K H W */
         {272, 20, 15, 15}, {512, 1000, 13, 13}, {40, 33, 7, 9}, {512, 64, 4, 4}, {48, 24, 1, 1}};
@@ -242,16 +234,8 @@ _NB_DRIVER = (
  * reference value and the largest |value| in y's padding channels (must be 0). */
 """
     + TO_BLOCKED_C
+    + HALVE_EPILOGUE_C
     + r"""
-static void halve(void *ctx, float *out, int64_t batch, int64_t r0, int64_t r1, int64_t c0,
-                  int64_t c1, int64_t ld) {
-    (void)ctx, (void)batch;
-    for (int64_t r = r0; r < r1; ++r)
-        for (int64_t c = c0; c < c1; ++c) { /* 0 stays 0: the blocks' padding too */
-            const float v = out[r * ld + c];
-            out[r * ld + c] = 0.5f * v + 0.1f * v * fabsf(v);
-        }
-}
 int main(void) {
     static const int64_t cases[][4] = {/* C K H W */
         {16, 64, 9, 7}, {32, 144, 5, 5}, {48, 100, 13, 13}, {20, 80, 3, 11}, {64, 16, 7, 9}};
