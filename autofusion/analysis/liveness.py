@@ -174,10 +174,21 @@ def view_offset(op: Operation, result: SSAValue) -> int | None:
     return nbytes if nbytes % VIEW_ALIGN == 0 else None
 
 
+def view_offsets(op: Operation) -> list[int] | None:
+    """The byte offsets (:func:`view_offset`) of each of the top-level ``op``'s results into
+    its operand, or None unless every result is a view."""
+    offsets: list[int] = []
+    for r in op.results:
+        if (at := view_offset(op, r)) is None:
+            return None
+        offsets.append(at)
+    return offsets or None
+
+
 def is_view_op(op: Operation) -> bool:
-    """A top-level op whose results alias its operand's bytes (:func:`view_offset`): the C
+    """A top-level op whose results alias its operand's bytes (:func:`view_offsets`): the C
     lowering makes them views, and every ONNX reshape-like op imports as a reshape."""
-    return bool(op.results) and all(view_offset(op, r) is not None for r in op.results)
+    return view_offsets(op) is not None
 
 
 def extend_through_views(

@@ -49,10 +49,9 @@ from autofusion import symbolic
 from autofusion.analysis.liveness import (
     Interval,
     element_bytes,
-    is_view_op,
     liveness,
     tensor_bytes,
-    view_offset,
+    view_offsets,
 )
 from autofusion.dialects import nn
 from autofusion.dialects.base import type_dims
@@ -327,10 +326,9 @@ def build_buffers(
     for iv in intervals:
         target: Buffer | None = None
         res_index = residual_operand(iv.op) if inplace and residual_inplace else None
-        at = view_offset(iv.op, iv.value) if is_view_op(iv.op) else None
-        if at is not None and all(
-            (view_offset(iv.op, r) or 0) % alignment == 0 for r in iv.op.results
-        ):
+        offsets = view_offsets(iv.op)
+        if offsets is not None and all(o % alignment == 0 for o in offsets):
+            at = offsets[list(iv.op.results).index(iv.value)]  # type: ignore[arg-type]
             source = rename.get(iv.op.operands[0], iv.op.operands[0])
             if source not in buffer_of:
                 continue

@@ -67,7 +67,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from autofusion import symbolic
 from autofusion.analysis.cost import kernel_work
-from autofusion.analysis.liveness import element_bytes, is_view_op, tensor_bytes, view_offset
+from autofusion.analysis.liveness import element_bytes, tensor_bytes, view_offsets
 from autofusion.analysis.memory_plan import concat_slices, is_inplace_capable
 from autofusion.analysis.static_shapes import check_static_shapes
 from autofusion.dialects import fusion, nn
@@ -147,16 +147,14 @@ def _view_offsets(op: Operation) -> list[int] | None:
     (``liveness.view_offset``: a reshape, a contiguous slice, split piece or one-index
     gather), when plan-buffers made them views (no offsets of their own) or did not run;
     else None (the op is a kernel)."""
-    if not is_view_op(op):
-        return None
-    offsets = [view_offset(op, r) for r in op.results]
-    if MEMORY_OFFSETS not in op.attributes:
-        return offsets  # type: ignore[return-value]
+    offsets = view_offsets(op)
+    if offsets is None or MEMORY_OFFSETS not in op.attributes:
+        return offsets
     src = _planned_offset(op.operands[0])
     mine = [_planned_offset(r) for r in op.results]
-    if src is None or any(m != src + (o or 0) for m, o in zip(mine, offsets, strict=True)):
+    if src is None or any(m != src + o for m, o in zip(mine, offsets, strict=True)):
         return None
-    return offsets  # type: ignore[return-value]
+    return offsets
 
 
 @dataclass(frozen=True)

@@ -361,7 +361,7 @@ def lower_layer_norm(L: Lowering, op: nn.LayerNormOp, outs: list[SSAValue]) -> N
         # each parameter and its count: cols, 1 (broadcast) or 0 (none; the pointer unread)
         sb = [a for v in (sv, bv) for a in ((v, e.index(shape(v)[0])) if v else (x, e.index(0)))]
         args = [x, *sb, outs[0], e.index(rows), e.index(cols), e.const(op.epsilon, dtypes.f32)]
-        e.add(clib.CallOp("afrt_layernorm_f32", args, writes=[5]))
+        e.add(clib.CallOp("afrt_layernorm_f32", args, writes=[1 + len(sb)]))  # y
         return
 
     def by_col(v: SSAValue | None) -> Callable[[Emitter, SSAValue, SSAValue], SSAValue] | None:
