@@ -482,6 +482,11 @@ def test_streamed_attention_blocks(tmp_path: Path, qs, ks, vs, ms) -> None:
         ((1, 3, 13, 40), (1, 3, 150, 40), (1, 3, 150, 80), (1, 3, 13, 1)),
         # a [S, T] mask, 7 query rows (one row group and a padded one), two key blocks
         ((2, 7, 24), (2, 530, 24), (2, 530, 16), (7, 530)),
+        # ViT's T = 197: three 64-key chunks and one of a single vector (5 keys)
+        ((1, 3, 197, 64), (1, 3, 197, 64), (1, 3, 197, 64), (1, 1, 1, 197)),
+        # the chunk sizes on both sides of 48: 64 + 48 keys (three vectors), 64 + 49 (four)
+        ((2, 9, 32), (2, 112, 32), (2, 112, 32), (9, 112)),
+        ((2, 9, 32), (2, 113, 32), (2, 113, 32), (9, 113)),
     ],
 )
 def test_attention_kernel_paths(tmp_path: Path, cpu: str, threads: int, qs, ks, vs, ms) -> None:

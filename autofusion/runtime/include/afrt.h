@@ -5280,9 +5280,44 @@ static inline void afrt_attn_pack_kt_(const float *k, int64_t D, int64_t j0, int
         for (int64_t d = 0; d < D; ++d) kt[d * kbp + c] = k[(j0 + c) * D + d];
 }
 
-/* Scores of AFRT_ATTN_RB rows (q rows qr[r], D long) against kt's columns [0, kbp):
+/* Scores of AFRT_ATTN_RB rows against kt's columns [c, c + 16 nv) (nv = 1..4 vectors of 16,
+ * a constant where inlined, so the accumulators stay in registers): stored to s with scale and
+ * mask (mr[r] + c, read for the lanes < cols only), -inf past cols, folded into mx / nan. */
+static inline __attribute__((always_inline)) void afrt_attn_score_cols_(
+    const float *const *qr, const float *kt, int64_t D, int64_t kbp, int64_t c, int64_t cols,
+    __m512 vs, const float *const *mr, float *s, __m512 *mx, __mmask16 *nan, const int nv) {
+    __m512 acc[AFRT_ATTN_RB][4];
+    for (int r = 0; r < AFRT_ATTN_RB; ++r)
+        for (int u = 0; u < nv; ++u) acc[r][u] = _mm512_setzero_ps();
+    const float *kc = kt + c;
+    for (int64_t d = 0; d < D; ++d) {
+        __m512 b[4];
+        for (int u = 0; u < nv; ++u) b[u] = _mm512_loadu_ps(kc + d * kbp + 16 * u);
+        for (int r = 0; r < AFRT_ATTN_RB; ++r) {
+            const __m512 a = _mm512_set1_ps(qr[r][d]);
+            for (int u = 0; u < nv; ++u) acc[r][u] = _mm512_fmadd_ps(a, b[u], acc[r][u]);
+        }
+    }
+    const __m512 ninf = _mm512_set1_ps(-INFINITY);
+    for (int u = 0; u < nv; ++u) {
+        const int64_t c0 = c + 16 * u;
+        const __mmask16 ok = afrt_lanes_(cols - c0);
+        for (int r = 0; r < AFRT_ATTN_RB; ++r) {
+            __m512 x = _mm512_mul_ps(acc[r][u], vs);
+            if (mr[r]) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(ok, mr[r] + c0));
+            x = _mm512_mask_blend_ps(ok, ninf, x);
+            nan[r] |= _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+            mx[r] = _mm512_max_ps(mx[r], x);
+            _mm512_storeu_ps(s + r * kbp + c0, x);
+        }
+    }
+}
+
+/* Scores of AFRT_ATTN_RB rows (q rows qr[r], D long) against kt's columns [0, cols):
  * s[r * kbp + c] = scale * q_r . k_c + mask_r[c] (mask_r NULL: none; read only for c < cols,
- * contiguous), -inf for c >= cols; rmax[r] = max over c < cols, NaN if any score is NaN. */
+ * contiguous), -inf for c >= cols up to cols rounded up to 16 (no further: the last 64-column
+ * chunk computes only the vectors that hold keys, e.g. 13 of 16 for ViT's T = 197);
+ * rmax[r] = max over c < cols, NaN if any score is NaN. */
 static inline void afrt_attn_scores_(const float *const *qr, const float *kt, int64_t D,
                                      int64_t kbp, int64_t cols, float scale,
                                      const float *const *mr, float *s, float *rmax) {
@@ -5292,35 +5327,14 @@ static inline void afrt_attn_scores_(const float *const *qr, const float *kt, in
         mx[r] = _mm512_set1_ps(-INFINITY);
         nan[r] = 0;
     }
-    const __m512 vs = _mm512_set1_ps(scale), ninf = _mm512_set1_ps(-INFINITY);
-    for (int64_t c = 0; c < kbp; c += 64) {
-        __m512 acc[AFRT_ATTN_RB][4];
-        for (int r = 0; r < AFRT_ATTN_RB; ++r)
-            for (int u = 0; u < 4; ++u) acc[r][u] = _mm512_setzero_ps();
-        const float *kc = kt + c;
-        for (int64_t d = 0; d < D; ++d) {
-            const __m512 b0 = _mm512_loadu_ps(kc + d * kbp), b1 = _mm512_loadu_ps(kc + d * kbp + 16);
-            const __m512 b2 = _mm512_loadu_ps(kc + d * kbp + 32), b3 = _mm512_loadu_ps(kc + d * kbp + 48);
-            for (int r = 0; r < AFRT_ATTN_RB; ++r) {
-                const __m512 a = _mm512_set1_ps(qr[r][d]);
-                acc[r][0] = _mm512_fmadd_ps(a, b0, acc[r][0]);
-                acc[r][1] = _mm512_fmadd_ps(a, b1, acc[r][1]);
-                acc[r][2] = _mm512_fmadd_ps(a, b2, acc[r][2]);
-                acc[r][3] = _mm512_fmadd_ps(a, b3, acc[r][3]);
-            }
-        }
-        for (int u = 0; u < 4; ++u) {
-            const int64_t c0 = c + 16 * u;
-            const __mmask16 ok = afrt_lanes_(cols - c0);
-            for (int r = 0; r < AFRT_ATTN_RB; ++r) {
-                __m512 x = _mm512_mul_ps(acc[r][u], vs);
-                if (mr[r]) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(ok, mr[r] + c0));
-                x = _mm512_mask_blend_ps(ok, ninf, x);
-                nan[r] |= _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
-                mx[r] = _mm512_max_ps(mx[r], x);
-                _mm512_storeu_ps(s + r * kbp + c0, x);
-            }
-        }
+    const __m512 vs = _mm512_set1_ps(scale);
+    int64_t c = 0;
+    for (; c + 48 < cols; c += 64) afrt_attn_score_cols_(qr, kt, D, kbp, c, cols, vs, mr, s, mx, nan, 4);
+    switch (afrt_cdiv_(cols - c, 16)) {
+    case 3: afrt_attn_score_cols_(qr, kt, D, kbp, c, cols, vs, mr, s, mx, nan, 3); break;
+    case 2: afrt_attn_score_cols_(qr, kt, D, kbp, c, cols, vs, mr, s, mx, nan, 2); break;
+    case 1: afrt_attn_score_cols_(qr, kt, D, kbp, c, cols, vs, mr, s, mx, nan, 1); break;
+    default: break;
     }
     for (int r = 0; r < AFRT_ATTN_RB; ++r) rmax[r] = nan[r] ? NAN : _mm512_reduce_max_ps(mx[r]);
 }
@@ -5430,7 +5444,7 @@ static inline int afrt_attention_task_avx512_(const float *q, const float *k, co
                     _mm512_mask_storeu_ps(s + c, ok, e);
                     sum = _mm512_add_ps(sum, _mm512_maskz_mov_ps(ok, e));
                 }
-                if (alpha != 1.0f) {
+                if (alpha != 1.0f && m[row] != -INFINITY) { /* else o is still 0 (or NaN) */
                     float *o = ob + row * E;
                     for (int64_t c = 0; c < E; ++c) o[c] *= alpha;
                 }
