@@ -28,7 +28,10 @@ each side, ``K^T`` through a reshape-transpose-reshape, an ``IsNaN`` guard after
 softmax, ``Gelu`` and ``LayerNormalization`` as single ops, BatchNorm folded. ``--models
 extra`` exports torchvision families beyond the nine (``EXTRA``: ResNet-18,
 MobileNet-V3-Large, ShuffleNet-V2, RegNetY-400MF, EfficientNet-B1, ConvNeXt-Tiny,
-Inception-v3 at 299 x 299, MnasNet-1.0), whose manifest entries name no zoo model.
+Inception-v3 at 299 x 299, MnasNet-1.0), whose manifest entries name no zoo model;
+``--models variants`` the nine families as timm and transformers build them (``VARIANTS``:
+timm ResNet-50, MobileNet-V2, EfficientNet-B0, Inception-v3, DenseNet-121, Swin-Tiny,
+DeiT-Small; transformers ViT-Base, Swin-Tiny and DistilBERT from their default configs).
 
 Random init is made non-degenerate (outputs of ordinary size, no saturated softmax): zero
 parameters get small seeded values, norm weights U(0.7, 1.3), BatchNorm statistics are
@@ -146,16 +149,60 @@ EXTRA: dict[str, tuple[Builder, str]] = {
 }
 
 
+def _timm(name: str) -> Builder:
+    def build() -> nn.Module:
+        import timm
+
+        return timm.create_model(name, pretrained=False)
+
+    return build
+
+
+def _hf(kind: str) -> Builder:
+    """A transformers model from its default config: ViT-Base, Swin-Tiny, DistilBERT."""
+
+    def build() -> nn.Module:
+        import transformers as tf
+
+        if kind == "distilbert":
+            model = tf.DistilBertModel(tf.DistilBertConfig())
+            return _HFOut(model, "last_hidden_state", keys=("input_ids", "attention_mask"))
+        if kind == "vit":
+            return _HFOut(tf.ViTModel(tf.ViTConfig(), add_pooling_layer=False), "last_hidden_state")
+        return _HFOut(tf.SwinModel(tf.SwinConfig()), "last_hidden_state")
+
+    return build
+
+
+# The nine families as other model sources write them (--models variants): timm's and
+# transformers' graphs for the same architectures (other stems, attention forms, LayerNorm
+# and GELU spellings), to see that a user's own export takes the same paths. The zoo model
+# named is the one the family corresponds to.
+VARIANTS: dict[str, tuple[Builder, str]] = {
+    "timm_resnet50": (_timm("resnet50"), "resnet50"),
+    "timm_mobilenetv2_100": (_timm("mobilenetv2_100"), "mobilenet"),
+    "timm_efficientnet_b0": (_timm("efficientnet_b0"), "efficientnet_b0"),
+    "timm_inception_v3": (_timm("inception_v3"), ""),
+    "timm_densenet121": (_timm("densenet121"), "densenet121"),
+    "timm_swin_tiny": (_timm("swin_tiny_patch4_window7_224"), "swin_tiny"),
+    "timm_deit_small": (_timm("deit_small_patch16_224"), ""),
+    "hf_vit_base": (_hf("vit"), ""),
+    "hf_swin_tiny": (_hf("swin"), "swin_tiny"),
+    "hf_distilbert": (_hf("distilbert"), ""),
+}
+SETS = {"extra": EXTRA, "variants": VARIANTS}
+
+
 def _inputs(name: str) -> tuple[tuple[torch.Tensor, ...], list[str], list[str]]:
-    if name == "bert_base":
+    if name in ("bert_base", "hf_distilbert"):
         ids = torch.randint(0, 30522, (1, SEQ), generator=torch.Generator().manual_seed(2))
         mask = torch.ones(1, SEQ, dtype=torch.int64)
         mask[0, SEQ - 16 :] = 0  # padded tail, so the mask matters
-        return (ids, mask), ["input_ids", "attention_mask"], ["last_hidden_state",
-                                                               "pooler_output"]  # fmt: skip
-    side = 299 if name == "inception_v3" else IMAGE[-1]
+        outs = ["last_hidden_state"] + (["pooler_output"] if name == "bert_base" else [])
+        return (ids, mask), ["input_ids", "attention_mask"], outs
+    side = 299 if name.endswith("inception_v3") else IMAGE[-1]
     x = torch.randn(*IMAGE[:2], side, side, generator=torch.Generator().manual_seed(2))
-    return (x,), ["input"], ["logits"]
+    return (x,), ["input"], ["last_hidden_state" if name.startswith("hf_") else "logits"]
 
 
 NORMS = (nn.BatchNorm2d, nn.LayerNorm, nn.GroupNorm)
@@ -195,7 +242,7 @@ def _non_degenerate(model: nn.Module, args: tuple[torch.Tensor, ...]) -> None:
 
 def export_one(name: str, out_dir: Path, exporter: str = "torchscript") -> dict[str, Any]:
     torch.manual_seed(0)
-    build, zoo = {**MODELS, **EXTRA}[name]
+    build, zoo = {**MODELS, **EXTRA, **VARIANTS}[name]
     model = build()
     args, in_names, out_names = _inputs(name)
     _non_degenerate(model, args)
@@ -211,7 +258,7 @@ def export_one(name: str, out_dir: Path, exporter: str = "torchscript") -> dict[
             torch.onnx.export(model, args, str(path), dynamo=False, opset_version=17,
                               input_names=in_names, output_names=out_names,
                               do_constant_folding=True)  # fmt: skip
-    if name == "bert_base":
+    if name in ("bert_base", "hf_distilbert"):
         import onnx
 
         m = onnx.load(str(path), load_external_data=False)  # .data (dynamo) stays as is
@@ -232,14 +279,15 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, required=True, help="directory for the .onnx files")
     ap.add_argument("--models", default=",".join(MODELS),
-                    help="comma-separated names of the nine or of the extras; 'extra': all "
-                    f"the extras ({', '.join(EXTRA)})")  # fmt: skip
+                    help="comma-separated names of the nine, the extras or the variants; "
+                    f"'extra': all the extras ({', '.join(EXTRA)}); 'variants': all the "
+                    f"variants ({', '.join(VARIANTS)})")  # fmt: skip
     ap.add_argument("--exporter", choices=("torchscript", "dynamo"), default="torchscript",
                     help="TorchScript (opset 17, NAME.onnx) or torch.export via onnxscript "
                     "(its default opset, NAME_dynamo.onnx)")  # fmt: skip
     a = ap.parse_args(argv)
-    names = [n for m in a.models.split(",") for n in (EXTRA if m == "extra" else [m])]
-    unknown = [n for n in names if n not in MODELS and n not in EXTRA]
+    names = [n for m in a.models.split(",") for n in SETS.get(m, [m])]
+    unknown = [n for n in names if n not in MODELS and n not in EXTRA and n not in VARIANTS]
     if unknown:
         ap.error(f"unknown model(s): {', '.join(unknown)}")
     a.out.mkdir(parents=True, exist_ok=True)
