@@ -18,7 +18,7 @@ static void run_(void *ctx, int algo) {
     kb_conv *c = ctx;
     const afrt_epilogue e = {afrt_epi_clamp_fn, &relu_};
     if (algo == 0) (void)afrt_conv1x1d_f32(c->x, c->w, c->b, c->y, &c->p, e);
-    else afrt_conv_own_(c->x, c->w, c->b, c->y, &c->p, &c->q, e);
+    else afrt_conv_own_(c->x, c->w, c->b, c->y, &c->p, &c->q, e, 0);
 }
 
 int main(int argc, char **argv) { return kb_square_conv_main(argc, argv, 1, run_); }

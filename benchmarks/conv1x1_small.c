@@ -10,7 +10,7 @@
 static void run_(void *ctx, int algo) {
     kb_conv *c = ctx;
     if (algo == 0) (void)afrt_conv1x1t_f32(c->x, c->w, c->b, c->y, &c->p, afrt_no_epilogue());
-    else afrt_conv_own_(c->x, c->w, c->b, c->y, &c->p, &c->q, afrt_no_epilogue());
+    else afrt_conv_own_(c->x, c->w, c->b, c->y, &c->p, &c->q, afrt_no_epilogue(), 0);
 }
 
 int main(int argc, char **argv) { return kb_square_conv_main(argc, argv, 1, run_); }

@@ -16,7 +16,7 @@ static void base_(const kb_conv *c, float *y) {
     const afrt_conv_params *p = &c->p;
     if (afrt_winograd_applies(p) && afrt_winograd_f32(c->x, c->w, c->b, y, p, afrt_no_epilogue()))
         return;
-    afrt_conv_own_(c->x, c->w, c->b, y, p, &c->q, afrt_no_epilogue());
+    afrt_conv_own_(c->x, c->w, c->b, y, p, &c->q, afrt_no_epilogue(), 0);
 }
 
 static int flags_;  /* afrt_nchwc_ex_f32's: x and/or y already NCHW16c */
