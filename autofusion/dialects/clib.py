@@ -642,6 +642,21 @@ NC_NARROW_HW = 1024
 # positions (AFRT_NC_WIDE_K / _HW; the same benchmark, docs/runtime.md).
 NC_WIDE_K = 192
 NC_WIDE_HW = 100
+# And convs whose output rows fill its 14-column tiles below NC_FILL_PCT percent
+# (AFRT_NC_FILL_PCT, :func:`nchwc_row_cols`): Inception-v3's 8x8 maps, 10x10, 12x12, ...
+NC_FILL_PCT = 90
+NC_MAXW = 14  # AFRT_NC_MAXW: output columns per register tile
+
+
+def nchwc_row_cols(ow: int) -> int:
+    """Output columns per row the blocked kernel's tiles compute on a map ``ow`` wide
+    (``afrt_nc_row_cols_``): 7 (two rows a tile) up to 7 wide, else tiles of 14 with the last
+    one 13 or 7 wide where it is exactly that, 7 where fewer, else 14."""
+    if 2 * ow <= NC_MAXW:
+        return NC_MAXW // 2
+    rest = ow % NC_MAXW
+    last = 0 if not rest else rest if rest in (13, 7) else 7 if rest < 7 else NC_MAXW
+    return ow - rest + last
 
 
 #: Physical layouts of a conv's activations (``assign-layout``): plain NCHW, or NCHW16c --
@@ -734,9 +749,12 @@ def nchwc_applies(f: dict[str, int]) -> bool:
     group 1, pads in [0, 3), not Winograd, C a multiple of 16 and K >= 32, and not a narrow
     stride-1 conv on a large map (C < ``NC_NARROW_C``, at least ``NC_NARROW_HW`` output
     positions) nor a wide one on a map of at least ``NC_WIDE_HW`` positions (K >=
-    ``NC_WIDE_K``): im2col_gemm measured faster on both."""
+    ``NC_WIDE_K``), and output rows that fill at least ``NC_FILL_PCT`` percent of the
+    columns its tiles compute (:func:`nchwc_row_cols`): im2col_gemm measured faster on all
+    three."""
     narrow_big = f["stride_h"] == 1 and f["C"] < NC_NARROW_C and f["OH"] * f["OW"] >= NC_NARROW_HW
     wide_big = f["stride_h"] == 1 and f["K"] >= NC_WIDE_K and f["OH"] * f["OW"] >= NC_WIDE_HW
+    fills = 100 * f["OW"] >= NC_FILL_PCT * nchwc_row_cols(f["OW"])
     return (
         max(1, f["group"]) == 1
         and (f["R"], f["S"]) == (3, 3)
@@ -751,6 +769,7 @@ def nchwc_applies(f: dict[str, int]) -> bool:
         and f["K"] >= NC_KTILE
         and not narrow_big
         and not wide_big
+        and fills
         and not winograd_applies(f)
     )
 

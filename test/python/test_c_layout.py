@@ -71,15 +71,15 @@ class _Net:
 
 
 def layout_cnn(batch: int = 2, seed: int = 3) -> onnx.ModelProto:
-    """The CNN of the module doc (input [batch, 3, 20, 20])."""
+    """The CNN of the module doc (input [batch, 3, 28, 28])."""
     n = _Net(seed)
-    s = n.conv("x", "stem", 3, 32, 3, stride=2)  # 10x10, direct_smallc: NCHW out
+    s = n.conv("x", "stem", 3, 32, 3, stride=2)  # 14x14, direct_smallc: NCHW out
     a = n.conv(s, "a", 32, 32, 3)  # 3x3 blocked, reads NCHW
     a2 = n.conv(a, "a2", 32, 32, 3, relu=False)  # a basic block: a is x and residual
     a2 = n.node("Relu", [n.node("Add", [a2, a], "a2_add")], "a2_relu")
     a3 = n.conv(a2, "a3", 32, 32, 3)
     b = n.conv(a3, "b", 32, 64, 1)  # 1x1: joins only with pointwise
-    c = n.conv(b, "c", 64, 64, 3, stride=2)  # 5x5
+    c = n.conv(b, "c", 64, 64, 3, stride=2)  # 7x7
     d = n.conv(c, "d", 64, 32, 1)
     e0 = n.conv(d, "e", 32, 32, 3, relu=False)
     e1 = n.node("Add", [e0, d], "e_add")  # residual: d is read blocked by the flat epilogue
@@ -90,16 +90,16 @@ def layout_cnn(batch: int = 2, seed: int = 3) -> onnx.ModelProto:
     cat = n.node("Concat", [f, h], "cat", axis=1)  # boundary: f is read NCHW here
     pool = n.node("MaxPool", [cat], "pool", kernel_shape=[2, 2], strides=[2, 2])
     gap = n.node("GlobalAveragePool", [f], "gap")
-    outs = [helper.make_tensor_value_info(pool, TensorProto.FLOAT, [batch, 64, 2, 2]),
+    outs = [helper.make_tensor_value_info(pool, TensorProto.FLOAT, [batch, 64, 3, 3]),
             helper.make_tensor_value_info(gap, TensorProto.FLOAT, [batch, 32, 1, 1])]  # fmt: skip
-    ins = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 3, 20, 20])]
+    ins = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 3, 28, 28])]
     graph = helper.make_graph(n.nodes, "layout_cnn", ins, outs, n.inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
 def _feeds(batch: int = 2) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(11)
-    return {"x": rng.uniform(-2, 2, (batch, 3, 20, 20)).astype(np.float32)}
+    return {"x": rng.uniform(-2, 2, (batch, 3, 28, 28)).astype(np.float32)}
 
 
 def _pointwise(m: onnx.ModelProto) -> ModuleOp:

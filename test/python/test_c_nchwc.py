@@ -2,7 +2,8 @@
 
 A sweep of 3x3 convs the rule sends to the blocked kernel (stride 1 on maps too small for
 Winograd, stride 2, odd and non-square maps whose rows end in every tile width (14, 13, 7,
-rounded up), asymmetric pads, output channels not a multiple
+and 12 columns computed as 14: rows must fill the tiles to 90%, ``clib.NC_FILL_PCT``;
+the kernel's other widths are checked by the C driver below), asymmetric pads, output channels not a multiple
 of the 32-channel register tile, batch 2, weights as a graph input), each with a fused
 epilogue (none, bias, Relu, Clip(0, 6), SiLU, bias + residual Add + Relu), is packed into one
 multi-branch model, built for this CPU (AVX-512) at two threads and compared with
@@ -39,15 +40,15 @@ needs_avx512 = pytest.mark.skipif(
 
 # c, k, h, w, stride, pads (top, left, bottom, right), epilogue
 CASES: list[tuple[int, int, int, int, int, tuple[int, int, int, int], str]] = [
-    (32, 32, 9, 9, 1, (1, 1, 1, 1), "relu"),
-    (16, 40, 7, 11, 1, (1, 1, 1, 1), "bias"),
-    (48, 64, 13, 13, 2, (1, 1, 1, 1), "bias_add_relu"),
-    (32, 48, 16, 17, 2, (1, 1, 1, 1), "relu6"),
-    (16, 33, 10, 5, 2, (1, 1, 0, 0), "silu"),
-    (64, 96, 6, 6, 1, (0, 0, 0, 0), "none"),
-    (32, 32, 15, 3, 1, (2, 1, 0, 1), "bias_add_relu"),
-    (16, 64, 29, 31, 2, (1, 1, 1, 1), "bias"),
-    (16, 32, 3, 55, 1, (1, 1, 1, 1), "relu"),
+    (32, 32, 9, 7, 1, (1, 1, 1, 1), "relu"),  # output rows 7 wide: two rows a tile
+    (16, 40, 7, 13, 1, (1, 1, 1, 1), "bias"),  # 13
+    (48, 64, 13, 13, 2, (1, 1, 1, 1), "bias_add_relu"),  # 7
+    (32, 48, 16, 27, 2, (1, 1, 1, 1), "relu6"),  # 14
+    (16, 33, 10, 14, 2, (1, 1, 0, 0), "silu"),  # 7, asymmetric pads
+    (64, 96, 6, 9, 1, (0, 0, 0, 0), "none"),  # 7, unpadded
+    (32, 32, 15, 52, 2, (2, 1, 0, 1), "bias_add_relu"),  # 26: 14 + 12 computed as 14
+    (16, 64, 29, 53, 2, (1, 1, 1, 1), "bias"),  # 27: 14 + 13
+    (16, 32, 3, 55, 1, (1, 1, 1, 1), "relu"),  # 55: 3 x 14 + 13
 ]
 
 
@@ -58,9 +59,9 @@ def sweep() -> list[dict[str, object]]:
         {"c": c, "k": k, "h": h, "w": w, "stride": s, "pads": p, "epi": e}
         for c, k, h, w, s, p, e in CASES
     ]
-    cases.append({"c": 32, "k": 32, "h": 7, "w": 9, "stride": 1, "pads": (1, 1, 1, 1),
+    cases.append({"c": 32, "k": 32, "h": 7, "w": 7, "stride": 1, "pads": (1, 1, 1, 1),
                   "epi": "relu", "batch": 2})  # fmt: skip
-    cases.append({"c": 16, "k": 32, "h": 11, "w": 11, "stride": 2, "pads": (1, 1, 1, 1),
+    cases.append({"c": 16, "k": 32, "h": 11, "w": 13, "stride": 2, "pads": (1, 1, 1, 1),
                   "epi": "bias", "w_input": True})  # fmt: skip
     return cases
 
@@ -83,7 +84,7 @@ def test_nchwc_sweep_matches_onnxruntime() -> None:
     m = conv3x3_sweep(cases, 7, "nchwc_sweep")
     feeds = sweep_feeds(m, 7)
     feeds["x0"][0, 3, 4, 4] = np.nan
-    feeds["x0"][0, 20, 0, 8] = np.inf
+    feeds["x0"][0, 20, 0, 5] = np.inf
     ref = onnxruntime_outputs(m, feeds)
     assert all(0.1 < np.abs(r[np.isfinite(r)]).max() < 10 for r in ref.values())  # ordinary size
     got, algos = _run(m, feeds, threads=2)
@@ -122,7 +123,7 @@ def test_conv_layout_nchw_keeps_convs_off_the_kernel(tmp_path: Path) -> None:
 def test_nchwc_rule_matches_the_runtime(tmp_path: Path) -> None:
     """clib.nchwc_applies (the lowering's rule) equals afrt_nchwc_applies over a sweep."""
     shapes = []
-    maps = (7, 14, 28, 32, 56)
+    maps = (7, 8, 14, 17, 28, 32, 35, 56)
     for c, k, r, s, p, h, g in itertools.product((8, 16, 48), (16, 32, 64, 256), (1, 3), (1, 2, 3),
                                                  (0, 1, 3), maps, (1, 2)):  # fmt: skip
         oh = (h + 2 * p - r) // s + 1
@@ -138,11 +139,19 @@ def test_nchwc_rule_matches_the_runtime(tmp_path: Path) -> None:
     by_shape = {tuple(v): w for v, w in zip(shapes, want, strict=True)}
     assert by_shape[(1, 16, 28, 28, 32, 3, 3, 28, 28, 1, 1, 1, 1, 1, 1, 1, 1, 1)]
     assert not by_shape[(1, 16, 32, 32, 32, 3, 3, 32, 32, 1, 1, 1, 1, 1, 1, 1, 1, 1)]
+    # the fill rule is crossed: 7 and 14 columns fill the tiles; 8, 9 and 18 do not
+    assert by_shape[(1, 48, 7, 7, 64, 3, 3, 7, 7, 1, 1, 1, 1, 1, 1, 1, 1, 1)]
+    assert not by_shape[(1, 48, 35, 35, 64, 3, 3, 18, 18, 2, 2, 1, 1, 1, 1, 1, 1, 1)]
+    assert not by_shape[(1, 48, 8, 8, 64, 3, 3, 8, 8, 1, 1, 1, 1, 1, 1, 1, 1, 1)]
+    assert not by_shape[(1, 48, 17, 17, 64, 3, 3, 9, 9, 2, 2, 1, 1, 1, 1, 1, 1, 1)]
+    assert by_shape[(1, 48, 28, 28, 64, 3, 3, 14, 14, 2, 2, 1, 1, 1, 1, 1, 1, 1)]
+    assert [clib.nchwc_row_cols(w) for w in (5, 7, 8, 13, 17, 20, 27, 35, 55)] == [
+        7, 7, 14, 13, 21, 21, 27, 35, 55]  # fmt: skip
     # ... and the wide one: K = 256 at 7x7 blocked, at 14x14 not, at 14x14 stride 2 blocked
     assert by_shape[(1, 48, 7, 7, 256, 3, 3, 7, 7, 1, 1, 1, 1, 1, 1, 1, 1, 1)]
     assert not by_shape[(1, 48, 14, 14, 256, 3, 3, 14, 14, 1, 1, 1, 1, 1, 1, 1, 1, 1)]
     assert by_shape[(1, 48, 28, 28, 256, 3, 3, 14, 14, 2, 2, 1, 1, 1, 1, 1, 1, 1)]
-    assert by_shape[(1, 48, 32, 32, 32, 3, 3, 16, 16, 2, 2, 1, 1, 1, 1, 1, 1, 1)]
+    assert by_shape[(1, 48, 56, 56, 32, 3, 3, 28, 28, 2, 2, 1, 1, 1, 1, 1, 1, 1)]
 
 
 _KERNEL_DRIVER = r"""

@@ -82,21 +82,47 @@ static inline int afrt_nchwc_fits(const afrt_conv_params *p) {
  * docs/runtime.md). */
 #define AFRT_NC_WIDE_K 192
 #define AFRT_NC_WIDE_HW 100
+/* And convs whose output rows fill the 14-column tiles badly (below AFRT_NC_FILL_PCT percent
+ * of the columns the tiles compute, afrt_nc_row_cols_): Inception-v3's 8x8 maps (8 of 14
+ * columns: 1.66-1.73x im2col_gemm's time), its 17x17 -> 8x8 and 35x35 -> 17x17 stride-2
+ * reductions (1.26-1.42x), SqueezeNet-style 10x10 and 12x12 maps (1.26-1.32x); the maps
+ * 7, 13, 14, 27, 28, 35, 55 and 56 wide fill them (benchmarks/nchwc_conv.py --cold,
+ * 2026-12-06, docs/runtime.md). */
+#define AFRT_NC_FILL_PCT 90
+
+/* The tile width computing nw valid columns of a row: nw itself where a copy of
+ * afrt_nc_tile512_ has it (14, 13, 7: the last tiles of 13-, 27- and 55-wide maps, 7 for
+ * single rows of 7-wide maps), else 7 or 14 with the columns past nw computed on the zero
+ * padding and dropped. */
+static inline int afrt_nc_width_(int64_t nw) {
+    return nw == 13 || nw == 7 ? (int)nw : nw < 7 ? 7 : AFRT_NC_MAXW;
+}
+
+/* Output columns per row that afrt_nchwc_ex_f32's tiles compute for a map OW wide: tiles of
+ * 7 columns (two rows each) on maps at most 7 wide, else of 14 with the last one
+ * afrt_nc_width_ wide. */
+static inline int64_t afrt_nc_row_cols_(int64_t OW) {
+    if (2 * OW <= AFRT_NC_MAXW) return AFRT_NC_MAXW / 2;
+    const int64_t rest = OW % AFRT_NC_MAXW;
+    return OW - rest + (rest ? afrt_nc_width_(rest) : 0);
+}
 
 /* Whether the lowering calls it (algo "direct_nchwc", clib.nchwc_applies, on AVX-512 builds
  * whose config leaves conv_layout "auto"): the measured rule (benchmarks/nchwc_conv.py,
  * docs/runtime.md): 3x3 convs that do not take Winograd, whose input channels fill the
  * 16-channel blocks and whose output channels fill a 32-channel register tile, except narrow
- * and wide stride-1 convs on large maps (above). 1x1 convs lose to gemm_1x1 while x and y are
- * reordered per call (1.1-1.6x), so they stay there. afrt_conv2d_f32 never takes this path
- * itself (the lowering's choice is the switch). */
+ * and wide stride-1 convs on large maps and maps whose rows fill the tiles badly (above).
+ * 1x1 convs lose to gemm_1x1 while x and y are reordered per call (1.1-1.6x), so they stay
+ * there. afrt_conv2d_f32 never takes this path itself (the lowering's choice is the
+ * switch). */
 static inline int afrt_nchwc_applies(const afrt_conv_params *p) {
     const int narrow_big = p->stride_h == 1 && p->C < AFRT_NC_NARROW_C &&
                            p->OH * p->OW >= AFRT_NC_NARROW_HW;
     const int wide_big = p->stride_h == 1 && p->K >= AFRT_NC_WIDE_K &&
                          p->OH * p->OW >= AFRT_NC_WIDE_HW;
+    const int fills = 100 * p->OW >= AFRT_NC_FILL_PCT * afrt_nc_row_cols_(p->OW);
     return afrt_nchwc_fits(p) && p->R == 3 && p->C % AFRT_NC_L == 0 && p->K >= AFRT_NC_KT &&
-           !narrow_big && !wide_big && !afrt_winograd_applies(p);
+           !narrow_big && !wide_big && fills && !afrt_winograd_applies(p);
 }
 
 /* w [K][C][R*S] reordered to [K/32][C/16][R*S][16][32] (zeros past K and C) into dst. */
@@ -272,13 +298,6 @@ static inline void afrt_nc_tile_(const float *restrict xt, const float *restrict
             }
 }
 
-/* The tile width computing nw valid columns of a row: nw itself where a copy of
- * afrt_nc_tile512_ has it (14, 13, 7: the last tiles of 13-, 27- and 55-wide maps, 7 for
- * single rows of 7-wide maps), else 7 or 14 with the columns past nw computed on the zero
- * padding and dropped. */
-static inline int afrt_nc_width_(int64_t nw) {
-    return nw == 13 || nw == 7 ? (int)nw : nw < 7 ? 7 : AFRT_NC_MAXW;
-}
 
 /* The tile t[2][14][16] (output j = row j / nw, column j % nw; 32 channels) into NCHW y at
  * its first output y0: kn channels, ohw apart, rows OW apart. AVX-512: one masked gather

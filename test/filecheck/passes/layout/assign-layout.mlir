@@ -242,18 +242,18 @@ func.func @fire_refused(%x: tensor<1x32x9x9xf32>, %ws: tensor<16x32x1x1xf32>, %w
 // writes NCHW16c from the NCHW image (direct_smallc_b), the pool runs on blocks and the
 // squeeze reads them (here the exit: the fire's concat is the result). Must not fire on the
 // second stem: its pool feeds a plain 3x3 conv, so stem and pool stay NCHW.
-func.func @stems(%x: tensor<1x3x19x19xf32>, %w: tensor<32x3x3x3xf32>, %ws: tensor<16x32x1x1xf32>, %we1: tensor<16x16x1x1xf32>, %we3: tensor<16x16x3x3xf32>, %w3: tensor<32x32x3x3xf32>) -> (tensor<1x32x4x4xf32>, tensor<1x32x4x4xf32>) {
-  %a = nn.conv %x, %w {strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x3x19x19xf32>, tensor<32x3x3x3xf32>) -> tensor<1x32x9x9xf32>
-  %ar = nn.relu %a : (tensor<1x32x9x9xf32>) -> tensor<1x32x9x9xf32>
-  %p = nn.max_pool %ar {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, ceil_mode = 1 : i64} : (tensor<1x32x9x9xf32>) -> tensor<1x32x4x4xf32>
-  %s = nn.conv %p, %ws {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x32x4x4xf32>, tensor<16x32x1x1xf32>) -> tensor<1x16x4x4xf32>
-  %e1 = nn.conv %s, %we1 {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x16x4x4xf32>, tensor<16x16x1x1xf32>) -> tensor<1x16x4x4xf32>
-  %e3 = nn.conv %s, %we3 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x16x4x4xf32>, tensor<16x16x3x3xf32>) -> tensor<1x16x4x4xf32>
-  %c = nn.concat %e1, %e3 {axis = 1 : i64} : (tensor<1x16x4x4xf32>, tensor<1x16x4x4xf32>) -> tensor<1x32x4x4xf32>
-  %b = nn.conv %x, %w {strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x3x19x19xf32>, tensor<32x3x3x3xf32>) -> tensor<1x32x9x9xf32>
-  %q = nn.max_pool %b {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, ceil_mode = 1 : i64} : (tensor<1x32x9x9xf32>) -> tensor<1x32x4x4xf32>
-  %d = nn.conv %q, %w3 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x32x4x4xf32>, tensor<32x32x3x3xf32>) -> tensor<1x32x4x4xf32>
-  func.return %c, %d : tensor<1x32x4x4xf32>, tensor<1x32x4x4xf32>
+func.func @stems(%x: tensor<1x3x31x31xf32>, %w: tensor<32x3x3x3xf32>, %ws: tensor<16x32x1x1xf32>, %we1: tensor<16x16x1x1xf32>, %we3: tensor<16x16x3x3xf32>, %w3: tensor<32x32x3x3xf32>) -> (tensor<1x32x7x7xf32>, tensor<1x32x7x7xf32>) {
+  %a = nn.conv %x, %w {strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x3x31x31xf32>, tensor<32x3x3x3xf32>) -> tensor<1x32x15x15xf32>
+  %ar = nn.relu %a : (tensor<1x32x15x15xf32>) -> tensor<1x32x15x15xf32>
+  %p = nn.max_pool %ar {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, ceil_mode = 1 : i64} : (tensor<1x32x15x15xf32>) -> tensor<1x32x7x7xf32>
+  %s = nn.conv %p, %ws {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x32x7x7xf32>, tensor<16x32x1x1xf32>) -> tensor<1x16x7x7xf32>
+  %e1 = nn.conv %s, %we1 {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x16x7x7xf32>, tensor<16x16x1x1xf32>) -> tensor<1x16x7x7xf32>
+  %e3 = nn.conv %s, %we3 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x16x7x7xf32>, tensor<16x16x3x3xf32>) -> tensor<1x16x7x7xf32>
+  %c = nn.concat %e1, %e3 {axis = 1 : i64} : (tensor<1x16x7x7xf32>, tensor<1x16x7x7xf32>) -> tensor<1x32x7x7xf32>
+  %b = nn.conv %x, %w {strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x3x31x31xf32>, tensor<32x3x3x3xf32>) -> tensor<1x32x15x15xf32>
+  %q = nn.max_pool %b {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, ceil_mode = 1 : i64} : (tensor<1x32x15x15xf32>) -> tensor<1x32x7x7xf32>
+  %d = nn.conv %q, %w3 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x32x7x7xf32>, tensor<32x32x3x3xf32>) -> tensor<1x32x7x7xf32>
+  func.return %c, %d : tensor<1x32x7x7xf32>, tensor<1x32x7x7xf32>
 }
 // CHECK-LABEL: func.func @stems(
 // CHECK-SAME:    layout.summary = {blocked_convs = 3 : i64, reorders = 3 : i64, cancelled = 0 : i64, expand_chains = 0 : i64, fires = 0 : i64, blocked_pools = 1 : i64, blocked_stems = 1 : i64, gemm_readers = 0 : i64}
