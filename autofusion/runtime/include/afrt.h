@@ -4774,27 +4774,14 @@ static inline void afrt_maxpool2d_nc_f32(const float *x, float *y, const afrt_po
                     _mm_prefetch(AFRT_PF_ADDR(xp, f + W * 16 + 16), _MM_HINT_T0);
                 }
             }
-            /* vmaxps keeps its second operand on ties, so m = max(v, m) is the first
-             * maximum in tap order, as afrt_nanmax_v_ gives, but drops a NaN v: the taps'
-             * sum (NaN if any tap is, or from inf - inf) sends such windows to the exact
-             * compare-and-blend fold. Two operations a tap instead of two compares and a
-             * blend, which bound the pool by throughput (docs/runtime.md, *SqueezeNet at
-             * one thread*). */
-            __m512 m = _mm512_set1_ps(-INFINITY), sum = _mm512_setzero_ps();
+            __m512 m = _mm512_set1_ps(-INFINITY);
             for (int64_t r = r0; r < r1; ++r) {
                 const float *xr = xp + ((ih0 + r * p->dil_h) * W + iw0) * 16;
-                for (int64_t s = s0; s < s1; ++s) {
+                for (int64_t s = s0; s < s1; ++s) { /* afrt_nanmax_v_ on 16 lanes */
                     const __m512 v = _mm512_loadu_ps(xr + s * p->dil_w * 16);
-                    m = _mm512_max_ps(v, m);
-                    sum = _mm512_add_ps(sum, v);
-                }
-            }
-            if (_mm512_cmp_ps_mask(sum, sum, _CMP_UNORD_Q)) {
-                m = _mm512_set1_ps(-INFINITY);
-                for (int64_t r = r0; r < r1; ++r) {
-                    const float *xr = xp + ((ih0 + r * p->dil_h) * W + iw0) * 16;
-                    for (int64_t s = s0; s < s1; ++s)
-                        m = afrt_nanmax16_(m, _mm512_loadu_ps(xr + s * p->dil_w * 16));
+                    const __mmask16 k = _mm512_cmp_ps_mask(v, m, _CMP_GT_OQ) |
+                                        _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+                    m = _mm512_mask_mov_ps(m, k, v);
                 }
             }
             _mm512_storeu_ps(yr + ow * 16, m);
