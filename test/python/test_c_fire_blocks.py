@@ -329,8 +329,9 @@ _POOL_DRIVER = (
 #include "afrt.h"
 #include <stdio.h>
 /* afrt_maxpool2d_nc_f32 (NCHW16c) against afrt_maxpool2d_f32 (NCHW) at batch 2, with the
- * next rows' prefetch on and off, one and two threads; NaN in the input. Per case: the
- * number of outputs that differ (bit patterns; NaN == NaN). */
+ * next rows' prefetch on and off, one and two threads; NaN, +-inf and zeros of both signs
+ * in the input. Per case: the number of outputs that differ (by value: the two pools fold
+ * ties in different orders, so -0.0 and 0.0 count as equal; NaN == NaN). */
 """
     + TO_BLOCKED_C
     + r"""
@@ -353,7 +354,12 @@ int main(void) {
             float *x = malloc(nx * 4), *xb = malloc((size_t)(N * Cb * 16 * H * W) * 4);
             float *y0 = malloc(ny * 4), *y0b = malloc(nyb * 4), *y1 = malloc(nyb * 4);
             for (size_t j = 0; j < nx; ++j)
-                x[j] = j % 97 == 5 ? NAN : (float)((j * 2654435761u) % 1000) / 250.0f - 2.0f;
+                x[j] = j % 97 == 5    ? NAN
+                       : j % 89 == 7  ? INFINITY
+                       : j % 83 == 3  ? -INFINITY
+                       : j % 7 == 2   ? -0.0f
+                       : j % 7 == 4   ? 0.0f
+                                      : (float)((j * 2654435761u) % 1000) / 250.0f - 2.0f;
             to_blocked(x, xb, N, C, H * W);
             afrt_maxpool2d_f32(x, y0, &p);
             to_blocked(y0, y0b, N, C, OH * OW);

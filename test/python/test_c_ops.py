@@ -282,6 +282,18 @@ case(
 )
 case("global_avg_pool", "GlobalAveragePool", [("x", (2, 3, 4, 5), F)])
 case("global_max_pool", "GlobalMaxPool", [("x", (2, 3, 4, 5), F)])
+# adjacent reduced axes run as one loop (ops.merge_reduced_axes): a 13x13 map is one loop of
+# 169 (ten vectors and a tail of 9), axes 1-2 of four merge in the middle, 0-2 at the front
+case("global_avg_pool_13", "GlobalAveragePool", [("x", (1, 5, 13, 13), F)], kind="pos")
+case("global_max_pool_13", "GlobalMaxPool", [("x", (1, 5, 13, 13), F)])
+case(
+    "reduce_mean_mid",
+    "ReduceMean",
+    [("x", (2, 3, 4, 5), F)],
+    {"axes": [1, 2], "keepdims": 1},
+    kind="pos",
+)
+case("reduce_max_front", "ReduceMax", [("x", (2, 3, 4, 5), F)], {"axes": [0, 1, 2], "keepdims": 0})
 for r in ["ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL2"]:
     case(r.lower(), r, [("x", (2, 3, 4), F)], {"axes": [1], "keepdims": 0}, kind="pos")
 case(
@@ -646,3 +658,15 @@ def test_max_pool_2x2(tmp_path: Path, cpu: str, threads: int, h: int, w: int, ce
     got = m.run({"x": x})
     for name, r in ref.items():
         assert_close(got[name], r, f"max_pool_2x2 {h}x{w}")
+
+
+def test_merge_reduced_axes() -> None:
+    """Runs of adjacent reduced axes become one axis; other axes and run-time shapes are kept."""
+    from autofusion.lowering.c.ops import merge_reduced_axes
+
+    assert merge_reduced_axes((1, 1000, 13, 13), (2, 3)) == ((1, 1000, 169), (2,))
+    assert merge_reduced_axes((2, 3, 4, 5), (1, 2)) == ((2, 12, 5), (1,))
+    assert merge_reduced_axes((2, 3, 4, 5), (0, 2)) == ((2, 3, 4, 5), (0, 2))
+    assert merge_reduced_axes((2, 3, 4, 5), (0, 1, 3)) == ((6, 4, 5), (0, 2))
+    assert merge_reduced_axes((2, 3, 4, 5), (0, 1, 2, 3)) == ((120,), (0,))
+    assert merge_reduced_axes((2, 3, 4), (1,)) == ((2, 3, 4), (1,))

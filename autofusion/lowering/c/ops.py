@@ -101,14 +101,39 @@ def fop(t: Attribute, f: type, i: type) -> type:
 # ---------------------------------------------------------------------------------------
 
 
+def merge_reduced_axes(
+    xs: tuple[int, ...], axes: tuple[int, ...]
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """``xs`` with each run of adjacent reduced axes as one axis, and the reduced axes of
+    that shape (a static shape only; else unchanged). Adjacent axes of a row-major buffer
+    are one axis of their product, summed in the same order: GlobalAveragePool over a 13x13
+    map is one loop of 169 (``omp simd``, 16 lanes) instead of 13 loops of 13 that stayed
+    scalar (docs/runtime.md, *SqueezeNet at one thread*)."""
+    if not all(isinstance(d, int) for d in xs):
+        return xs, axes
+    dims: list[int] = []
+    red: list[int] = []
+    for i, d in enumerate(xs):
+        if i in axes and i - 1 in axes and red and red[-1] == len(dims) - 1:
+            dims[-1] *= d
+            continue
+        if i in axes:
+            red.append(len(dims))
+        dims.append(d)
+    return tuple(dims), tuple(red)
+
+
 def _reduce(L: Lowering, x: SSAValue, out: SSAValue, axes: tuple[int, ...], kind: str) -> None:
     e = L.e
-    xs = shape(x)
+    xs0 = shape(x)
     t = elem(x)
+    count = prod([xs0[a] for a in axes])
+    xs, axes = merge_reduced_axes(xs0, axes)
     keep = [1 if i in axes else d for i, d in enumerate(xs)]
     xb = L.buffer_of(x)
+    if xs != xs0:
+        xb = e.view(xb, xs)
     ob = e.view(out, keep)
-    count = prod([xs[a] for a in axes])
     red_dims = [a for a in axes if xs[a] != 1]
     isf = dtypes.is_float(t)
     init = {
