@@ -1984,8 +1984,10 @@ static inline void afrt_next_b_(const afrt_bsrc_ *bs, int64_t Np, int64_t K, int
 /* afrt_gemm_tile_a_ in place (afrt_tile_inplace_) with K > AFRT_KC, the column block
  * [jc, jc + nc) of row tiles [i0, i1): B's k blocks all prepacked (bs->packed) or packed here
  * into kbuf one after another (k block pc at kbuf + pc * ncp: K * ncp floats must fit), then
- * each MR x NR micro-tile runs its k blocks back to back with its partial sums in tmp (L1),
- * and the last one finishes it before its only store, the only read of its residual. The
+ * each row tile runs its k blocks back to back over the block's column panels, its partial
+ * sums in a stack tile (MR x ncp, in L1 at the 64 columns of a 7x7 map; the k block's A
+ * panel is reused across the column panels as in the k-block-outer loop), and the last k
+ * block finishes each micro-tile before its only store, the only read of its residual. The
  * products and their order per element are those of the k-block-outer loop, which kept the
  * partial sums of a whole column block in a scratch between k blocks (2048 x 64 floats for
  * ResNet-50's layer4 residual convs: 512 KiB, back from L3 once the streamed weights had
@@ -1998,22 +2000,22 @@ static inline void afrt_gemm_tile_kall_(const float *pa, int64_t MR, int64_t Mp,
     if (!bs->packed)
         for (int64_t pc = 0; pc < K; pc += AFRT_KC)
             afrt_pack_b_src_(bs, N, pc, afrt_min_(AFRT_KC, K - pc), jc, ncp, kbuf + pc * ncp);
-    float tmp[AFRT_MR * AFRT_NR];
+    /* one row tile's partial sums over the block's columns: whole MR x NR micro-tiles */
+    float part[AFRT_MR * AFRT_NC];
 #if defined(AFRT_UK_EPI_)
     const afrt_epi_clamp *clamp = (const afrt_epi_clamp *)fin->epi.ctx;
 #endif
     for (int64_t ic = i0; ic < i1; ic += MR) {
         const int64_t mr = afrt_min_(MR, i1 - ic);
-        for (int64_t jr = 0; jr < nc; jr += AFRT_NR) {
-            const int64_t nr = afrt_min_(AFRT_NR, nc - jr);
-            float *c = C + ic * ldc + jc + jr;
-            for (int64_t pc = 0; pc < K; pc += AFRT_KC) {
-                const int64_t kc = afrt_min_(AFRT_KC, K - pc);
-                const float *a = pa + pc * Mp + ic * kc;
-                const float *b = (bs->packed ? bs->packed + pc * Np + jc * kc : kbuf + pc * ncp) +
-                                 jr * kc;
+        for (int64_t pc = 0; pc < K; pc += AFRT_KC) {
+            const int64_t kc = afrt_min_(AFRT_KC, K - pc);
+            const float *a = pa + pc * Mp + ic * kc;
+            const float *bk = bs->packed ? bs->packed + pc * Np + jc * kc : kbuf + pc * ncp;
+            for (int64_t jr = 0; jr < nc; jr += AFRT_NR) {
+                const int64_t nr = afrt_min_(AFRT_NR, nc - jr);
+                float *c = C + ic * ldc + jc + jr, *pt = part + jr;
                 if (pc + kc < K) {
-                    afrt_ukernel_cols_(MR, kc, a, b, tmp, AFRT_NR, pc > 0, nr);
+                    afrt_ukernel_cols_(MR, kc, a, bk + jr * kc, pt, ncp, pc > 0, nr);
                     continue;
                 }
 #if defined(AFRT_UK_EPI_)
@@ -2021,13 +2023,13 @@ static inline void afrt_gemm_tile_kall_(const float *pa, int64_t MR, int64_t Mp,
                     const afrt_uk_epi_ e = {fin->alpha, clamp->lo, clamp->hi,
                                             fin->bias ? fin->bias + fin->row0 + ic : NULL, c, ldc,
                                             0, (__mmask16)~((1u << (nr - 16)) - 1u), NULL};
-                    if (MR == 12) afrt_ukernel12_epi_(kc, a, b, c, ldc, 1, tmp, AFRT_NR, &e);
-                    else afrt_ukernel8_epi_(kc, a, b, c, ldc, 1, tmp, AFRT_NR, &e);
+                    if (MR == 12) afrt_ukernel12_epi_(kc, a, bk + jr * kc, c, ldc, 1, pt, ncp, &e);
+                    else afrt_ukernel8_epi_(kc, a, bk + jr * kc, c, ldc, 1, pt, ncp, &e);
                     continue;
                 }
 #endif
-                afrt_ukernel_cols_(MR, kc, a, b, tmp, AFRT_NR, 1, nr);
-                afrt_finish_store_inplace_(fin, c, ldc, tmp, AFRT_NR, fin->row0 + ic, mr, nr);
+                afrt_ukernel_cols_(MR, kc, a, bk + jr * kc, pt, ncp, 1, nr);
+                afrt_finish_store_inplace_(fin, c, ldc, pt, ncp, fin->row0 + ic, mr, nr);
             }
         }
     }
