@@ -1981,6 +1981,60 @@ static inline void afrt_next_b_(const afrt_bsrc_ *bs, int64_t Np, int64_t K, int
     *pfs = afrt_min_((share + kc - 1) / kc, 64); /* at most one step per cache line */
 }
 
+/* afrt_gemm_tile_a_ in place (afrt_tile_inplace_) with K > AFRT_KC, the column block
+ * [jc, jc + nc) of row tiles [i0, i1): B's k blocks all prepacked (bs->packed) or packed here
+ * into kbuf one after another (k block pc at kbuf + pc * ncp: K * ncp floats must fit), then
+ * each row tile runs its k blocks back to back over the block's column panels, its partial
+ * sums in a stack tile (MR x ncp, in L1 at the 64 columns of a 7x7 map; the k block's A
+ * panel is reused across the column panels as in the k-block-outer loop), and the last k
+ * block finishes each micro-tile before its only store, the only read of its residual. The
+ * products and their order per element are those of the k-block-outer loop, which kept the
+ * partial sums of a whole column block in a scratch between k blocks (2048 x 64 floats for
+ * ResNet-50's layer4 residual convs: 512 KiB, back from L3 once the streamed weights had
+ * pushed them out of L2; issue 16, session 22). */
+static inline void afrt_gemm_tile_kall_(const float *pa, int64_t MR, int64_t Mp, int64_t Np,
+                                        int64_t N, int64_t K, const afrt_bsrc_ *bs, float *C,
+                                        int64_t ldc, int64_t i0, int64_t i1, int64_t jc,
+                                        int64_t nc, float *kbuf, const afrt_tile_finish_ *fin) {
+    const int64_t ncp = afrt_round_up_(nc, AFRT_NR);
+    if (!bs->packed)
+        for (int64_t pc = 0; pc < K; pc += AFRT_KC)
+            afrt_pack_b_src_(bs, N, pc, afrt_min_(AFRT_KC, K - pc), jc, ncp, kbuf + pc * ncp);
+    /* one row tile's partial sums over the block's columns: whole MR x NR micro-tiles */
+    float part[AFRT_MR * AFRT_NC];
+#if defined(AFRT_UK_EPI_)
+    const afrt_epi_clamp *clamp = (const afrt_epi_clamp *)fin->epi.ctx;
+#endif
+    for (int64_t ic = i0; ic < i1; ic += MR) {
+        const int64_t mr = afrt_min_(MR, i1 - ic);
+        for (int64_t pc = 0; pc < K; pc += AFRT_KC) {
+            const int64_t kc = afrt_min_(AFRT_KC, K - pc);
+            const float *a = pa + pc * Mp + ic * kc;
+            const float *bk = bs->packed ? bs->packed + pc * Np + jc * kc : kbuf + pc * ncp;
+            for (int64_t jr = 0; jr < nc; jr += AFRT_NR) {
+                const int64_t nr = afrt_min_(AFRT_NR, nc - jr);
+                float *c = C + ic * ldc + jc + jr, *pt = part + jr;
+                if (pc + kc < K) {
+                    afrt_ukernel_cols_(MR, kc, a, bk + jr * kc, pt, ncp, pc > 0, nr);
+                    continue;
+                }
+#if defined(AFRT_UK_EPI_)
+                if (mr == MR && nr > 17) { /* whole rows; 18-31 columns masked */
+                    const afrt_uk_epi_ e = {fin->alpha, clamp->lo, clamp->hi,
+                                            fin->bias ? fin->bias + fin->row0 + ic : NULL, c, ldc,
+                                            0, (__mmask16)~((1u << (nr - 16)) - 1u), NULL};
+                    if (MR == 12) afrt_ukernel12_epi_(kc, a, bk + jr * kc, c, ldc, 1, pt, ncp, &e);
+                    else afrt_ukernel8_epi_(kc, a, bk + jr * kc, c, ldc, 1, pt, ncp, &e);
+                    continue;
+                }
+#endif
+                afrt_ukernel_cols_(MR, kc, a, bk + jr * kc, pt, ncp, 1, nr);
+                afrt_finish_store_inplace_(fin, c, ldc, pt, ncp, fin->row0 + ic, mr, nr);
+            }
+        }
+    }
+}
+
 /* afrt_gemm_tile_ with A packed (pa) or, pa == NULL, unpacked (direct A: row-major op(A) at
  * ra, ld lda; only where AFRT_UK_EPI_ has the direct-A kernels, never in place). Direct A:
  * whole MR-row tiles read the rows straight from ra; the edge rows (M mod MR) and tiles
@@ -1994,12 +2048,19 @@ static inline void afrt_gemm_tile_a_(const float *pa, const float *ra, int64_t l
     const int64_t Mp = afrt_round_up_(M, MR), Np = afrt_round_up_(N, AFRT_NR);
     float tmp[AFRT_MR * AFRT_NR];
     const int inpl = !acc0 && afrt_tile_inplace_(fin, C, ldc);
-    float *part = NULL; /* in place with K > AFRT_KC: partial sums of one column block */
     const int64_t ldp = afrt_round_up_(afrt_min_(AFRT_NC, j1 - j0), AFRT_NR);
-    if (inpl && K > AFRT_KC)
+    /* in place with K > AFRT_KC: the partial sums of a column block between k blocks in a
+     * scratch (part), or, where the tile has more rows than K (the scratch would be larger
+     * than all of K's B) and all of K's B can be had at once, afrt_gemm_tile_kall_. With
+     * fewer rows the scratch stays in L2 and the k-block-outer loop was the faster one
+     * (EfficientNet-B0's 1152 -> 192 on 7x7: 1.04-1.06x with kall, kernel_ab) */
+    const int kall = inpl && K > AFRT_KC && K <= afrt_round_up_(i1 - i0, MR) &&
+                     (bs->packed || (kbuf && K * ldp <= AFRT_KC * AFRT_NC));
+    float *part = NULL;
+    if (inpl && K > AFRT_KC && !kall)
         part = (float *)afrt_thread_scratch(
             12, (size_t)(afrt_round_up_(i1 - i0, MR) * ldp) * sizeof(float));
-    if (inpl && ((K > AFRT_KC && !part) || (!kbuf && !bs->packed))) {
+    if (inpl && ((K > AFRT_KC && !kall && !part) || (!kbuf && !bs->packed))) {
         /* out of memory: each micro-tile runs all its k blocks in tmp, its B panel packed
          * AFRT_LEAN_KS rows at a time into a buffer on the stack (slow, but needs no memory,
          * and no partial sum ever reaches C: the residual is read just before its store) */
@@ -2046,6 +2107,10 @@ static inline void afrt_gemm_tile_a_(const float *pa, const float *ra, int64_t l
     for (int64_t jc = j0; jc < j1; jc += AFRT_NC) {
         const int64_t nc = afrt_min_(AFRT_NC, j1 - jc);
         const int64_t ncp = afrt_round_up_(nc, AFRT_NR);
+        if (kall) {
+            afrt_gemm_tile_kall_(pa, MR, Mp, Np, N, K, bs, C, ldc, i0, i1, jc, nc, kbuf, fin);
+            continue;
+        }
         for (int64_t pc = 0; pc < K; pc += AFRT_KC) {
             const int64_t kc = afrt_min_(AFRT_KC, K - pc);
             const float *bp;

@@ -274,6 +274,14 @@ int main(int argc, char **argv) {
         {2, 520, 8, 8, 48, 1, 1, 8, 8, 1, 1, 0, 0, 0, 0, 1, 1, 1},    /* 1x1, 3 k blocks, full */
         {2, 8, 13, 13, 36, 3, 3, 7, 7, 2, 2, 1, 1, 1, 1, 1, 1, 2},    /* im2col, groups */
         {1, 300, 6, 6, 20, 3, 3, 6, 6, 1, 1, 1, 1, 1, 1, 2, 2, 1},    /* im2col, K > AFRT_KC */
+        /* K > AFRT_KC, more rows than K, all of K's B at once (afrt_gemm_tile_kall_), odd
+         * M: two k blocks and a 17-column edge (layer4's residual conv, narrower), im2col */
+        {1, 300, 7, 7, 333, 1, 1, 7, 7, 1, 1, 0, 0, 0, 0, 1, 1, 1},
+        {1, 30, 9, 9, 301, 3, 3, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1, 1},
+        /* partial sums in scratch: two k blocks exactly with fewer rows than K; a B too wide
+         * for all of K at once (512 + 17 columns) */
+        {1, 512, 7, 7, 37, 1, 1, 7, 7, 1, 1, 0, 0, 0, 0, 1, 1, 1},
+        {1, 300, 23, 23, 329, 1, 1, 23, 23, 1, 1, 0, 0, 0, 0, 1, 1, 1},
         {1, 16, 10, 11, 20, 3, 3, 10, 11, 1, 1, 1, 1, 1, 1, 1, 1, 1}, /* Winograd: a copy */
         {2, 12, 9, 9, 12, 3, 3, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1, 12},    /* depthwise: a copy */
         {1, 512, 4, 4, 64, 1, 1, 4, 4, 1, 1, 0, 0, 0, 0, 1, 1, 1},    /* gemm_1x1_t: a copy */
@@ -286,11 +294,14 @@ int main(int argc, char **argv) {
         }
         cases += got;
     }
-    /* in place: batch, M, N, K, alpha (K 600: three k blocks; N 70 and 45: edge and half) */
+    /* in place: batch, M, N, K, alpha (K 600: three k blocks; N 70 and 45: edge and half; K 512:
+     * two k blocks exactly, with fewer and with more rows than K; N 530: too wide for all of
+     * K's B at once) */
     const struct {
         int64_t batch, M, N, K;
         float alpha;
-    } imms[] = {{2, 30, 70, 33, 1.0f}, {1, 24, 45, 600, 0.5f}, {3, 13, 64, 260, 2.0f}};
+    } imms[] = {{2, 30, 70, 33, 1.0f},  {1, 24, 45, 600, 0.5f},  {3, 13, 64, 260, 2.0f},
+                {2, 27, 33, 512, 1.0f}, {1, 519, 33, 512, 1.0f}, {1, 309, 530, 300, 1.0f}};
     for (size_t mi = 0; mi < sizeof imms / sizeof imms[0]; ++mi) {
         const int got = check_inplace_matmul_(imms[mi].batch, imms[mi].M, imms[mi].N, imms[mi].K,
                                               imms[mi].alpha);
