@@ -4,8 +4,9 @@ A sweep of 3x3 convs the rule sends to the blocked kernel (stride 1 on maps too 
 Winograd, stride 2, odd and non-square maps whose rows end in every tile width (14, 13, 7,
 and 12 columns computed as 14: rows must fill the tiles to 90%, ``clib.NC_FILL_PCT``; the
 kernel's other widths are checked by the C driver below), asymmetric pads, output channels
-not a multiple of the 32-channel register tile, batch 2, weights as a graph input), each with a fused
-epilogue (none, bias, Relu, Clip(0, 6), SiLU, bias + residual Add + Relu), is packed into one
+not a multiple of the 32-channel register tile, batch 2, weights as a graph input), each
+with a fused epilogue (none, bias, Relu, Clip(0, 6), SiLU, bias + residual Add + Relu), is
+packed into one
 multi-branch model, built for this CPU (AVX-512) at two threads and compared with
 onnxruntime; NaN and inf inputs must give exactly ONNX's NaN and inf. The config key
 ``conv_layout: nchw`` must keep every conv off the kernel. ``clib.nchwc_applies`` is checked
