@@ -6,9 +6,8 @@ and 12 columns computed as 14: rows must fill the tiles to 90%, ``clib.NC_FILL_P
 kernel's other widths are checked by the C driver below), asymmetric pads, output channels
 not a multiple of the 32-channel register tile, batch 2, weights as a graph input), each
 with a fused epilogue (none, bias, Relu, Clip(0, 6), SiLU, bias + residual Add + Relu), is
-packed into one
-multi-branch model, built for this CPU (AVX-512) at two threads and compared with
-onnxruntime; NaN and inf inputs must give exactly ONNX's NaN and inf. The config key
+packed into one multi-branch model, built for this CPU (AVX-512) at two threads and
+compared with onnxruntime; NaN and inf inputs must give exactly ONNX's NaN and inf. The config key
 ``conv_layout: nchw`` must keep every conv off the kernel. ``clib.nchwc_applies`` is checked
 against ``afrt_nchwc_applies`` compiled in C, and the kernel itself (1x1 and 3x3, channels
 not a multiple of 16, the portable loops of an x86-64-v3 build) against ``afrt_conv2d_f32``.
