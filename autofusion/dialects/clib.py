@@ -1145,9 +1145,9 @@ def dwpw_applies(dw: Sequence[Param], pw: Sequence[Param]) -> bool:
     )
 
 
-#: ``afrt_dwpw_f32``'s blocked band (AVX-512) takes pointwise convs with more than this many
-#: output channels (AFRT_CC_BLOCKED_MIN_K in afrt_convchain.h): 16 would leave half of every
-#: 32-wide register tile empty.
+#: ``afrt_dwpw_f32``'s blocked band (AVX-512) takes pointwise convs with at least this many
+#: output channels (AFRT_CC_BLOCKED_MIN_K in afrt_convchain.h): K = 16 runs its 16-wide
+#: register tile (``afrt_cc_uk16_``), fewer would leave lanes of it empty.
 CC_BLOCKED_MIN_K = 16
 #: ``fuse-conv-chain`` forms a chain on the blocked band when the pointwise conv has at most
 #: this many output channels per depthwise tap (K <= 20 * R * S: 180 for 3x3), i.e. when the
@@ -1160,14 +1160,14 @@ CC_BLOCKED_K_PER_TAP = 20
 
 def dwpw_algo(dw: Sequence[Param], pw: Sequence[Param], avx512: bool) -> str:
     """How ``afrt_dwpw_f32`` runs a pair ``dwpw_applies`` takes (``afrt_cc_blocked_applies``):
-    ``dwpw_blocked`` -- AVX-512, the depthwise conv on ``direct_dw_lanes`` and more than
+    ``dwpw_blocked`` -- AVX-512, the depthwise conv on ``direct_dw_lanes`` and at least
     ``CC_BLOCKED_MIN_K`` pointwise output channels: the depthwise output stays in 16-channel
     blocks and the pointwise conv reads it transposed (no transposes of the C channels);
     ``dwpw`` -- the depthwise rows transposed back to a channel-major tile for the GEMM."""
     # the channels and the dilation decide; a run-time spatial size plays no part
     d = {k: v if isinstance(v, int) else 1 for k, v in zip(CONV_FIELDS, dw, strict=True)}
     k = pw[CONV_FIELDS.index("K")]
-    blocked = avx512 and dw_lanes_applies(d) and isinstance(k, int) and k > CC_BLOCKED_MIN_K
+    blocked = avx512 and dw_lanes_applies(d) and isinstance(k, int) and k >= CC_BLOCKED_MIN_K
     return "dwpw_blocked" if blocked else "dwpw"
 
 
