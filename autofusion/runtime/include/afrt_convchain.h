@@ -183,10 +183,11 @@ AFRT_DEFINE_UKERNEL_(afrt_ukernel7_ba_, 7, AFRT_UK_A_ROWS_, AFRT_UK_ZMM_KLOOP_BA
 
 /* The 16-wide tile for K <= 16 pointwise output channels (MobileNet-V2's and MnasNet's
  * first block, 32 -> 16 at 112x112): MRV rows x the first 16 columns of each B panel row
- * (the panel is still AFRT_NR wide, its columns past K zeros), one accumulator a row, so
- * twice the rows of the 32-wide tile (2 x 12, 2 x 8, 2 x 7) to keep the FMA units fed; the
- * 32-wide tile would compute 16 zero columns. Each element's sum runs in the same k order
- * as in the 32-wide tile, so the choice of tile does not change the bits. */
+ * (the panel is still AFRT_NR wide, its columns past K zeros), one accumulator a row, run
+ * on two row tiles at a time (2 x 12, 2 x 8, 2 x 7: one B load per 24, 16 or 14 FMAs; one
+ * row tile at a time measured even, docs/runtime.md "The first block in blocks"); the
+ * 32-wide tile would compute 16 zero columns. Each element's sum is one fmadd per k from
+ * zero, in k order, as in the 32-wide tile. */
 #define AFRT_CC_UK16_(NAME, MRV)                                                               \
     static inline void NAME(int64_t kc, const float *restrict a, int64_t lda,                  \
                             const float *restrict b, float *restrict c, int64_t ldc, int acc) { \
