@@ -1173,12 +1173,18 @@ def dwpw_algo(dw: Sequence[Param], pw: Sequence[Param], avx512: bool) -> str:
 
 def dwpw_blocked_pays(dw: Sequence[Param], pw: Sequence[Param], avx512: bool) -> bool:
     """Whether a pair on the blocked band is worth a chain whatever its memory traffic: the
-    measured rule ``CC_BLOCKED_K_PER_TAP`` (``fuse-conv-chain``), except where the pointwise
-    conv alone takes ``gemm_1x1_t``."""
+    measured rule ``CC_BLOCKED_K_PER_TAP`` (``fuse-conv-chain``) for more than
+    ``CC_BLOCKED_MIN_K`` pointwise output channels, except where the pointwise conv alone
+    takes ``gemm_1x1_t``."""
     if dwpw_algo(dw, pw, avx512) != "dwpw_blocked":
         return False
     r, s, k = dw[CONV_FIELDS.index("R")], dw[CONV_FIELDS.index("S")], pw[CONV_FIELDS.index("K")]
     if not (isinstance(r, int) and isinstance(s, int) and isinstance(k, int)):
+        return False
+    # K = 16 (the 16-wide tile) runs a chain the memory rule formed but is not joined for
+    # its own sake: MobileNet-V3-Large's 16 -> 16 at 112x112 measured even with the two
+    # kernels apart (0.179 against 0.122 + 0.060 ms, docs/runtime.md, session 22)
+    if k <= CC_BLOCKED_MIN_K:
         return False
     # a pointwise conv that alone runs gemm_1x1_t (maps of <= 16 positions) stays apart: it
     # streams its cold weights in k segments, and the zoo MobileNet-V2's 4x4 pairs with
