@@ -1164,9 +1164,9 @@ def dwpw_applies(dw: Sequence[Param], pw: Sequence[Param]) -> bool:
     )
 
 
-#: ``afrt_dwpw_f32``'s blocked band (AVX-512) takes pointwise convs with more than this many
-#: output channels (AFRT_CC_BLOCKED_MIN_K in afrt_convchain.h): 16 would leave half of every
-#: 32-wide register tile empty.
+#: ``afrt_dwpw_f32``'s blocked band (AVX-512) takes pointwise convs with at least this many
+#: output channels (AFRT_CC_BLOCKED_MIN_K in afrt_convchain.h): K = 16 runs its 16-wide
+#: register tile (``afrt_cc_uk16_``), fewer would leave lanes of it empty.
 CC_BLOCKED_MIN_K = 16
 #: ``fuse-conv-chain`` forms a chain on the blocked band when the pointwise conv has at most
 #: this many output channels per depthwise tap (K <= 20 * R * S: 180 for 3x3), i.e. when the
@@ -1179,25 +1179,31 @@ CC_BLOCKED_K_PER_TAP = 20
 
 def dwpw_algo(dw: Sequence[Param], pw: Sequence[Param], avx512: bool) -> str:
     """How ``afrt_dwpw_f32`` runs a pair ``dwpw_applies`` takes (``afrt_cc_blocked_applies``):
-    ``dwpw_blocked`` -- AVX-512, the depthwise conv on ``direct_dw_lanes`` and more than
+    ``dwpw_blocked`` -- AVX-512, the depthwise conv on ``direct_dw_lanes`` and at least
     ``CC_BLOCKED_MIN_K`` pointwise output channels: the depthwise output stays in 16-channel
     blocks and the pointwise conv reads it transposed (no transposes of the C channels);
     ``dwpw`` -- the depthwise rows transposed back to a channel-major tile for the GEMM."""
     # the channels and the dilation decide; a run-time spatial size plays no part
     d = {k: v if isinstance(v, int) else 1 for k, v in zip(CONV_FIELDS, dw, strict=True)}
     k = pw[CONV_FIELDS.index("K")]
-    blocked = avx512 and dw_lanes_applies(d) and isinstance(k, int) and k > CC_BLOCKED_MIN_K
+    blocked = avx512 and dw_lanes_applies(d) and isinstance(k, int) and k >= CC_BLOCKED_MIN_K
     return "dwpw_blocked" if blocked else "dwpw"
 
 
 def dwpw_blocked_pays(dw: Sequence[Param], pw: Sequence[Param], avx512: bool) -> bool:
     """Whether a pair on the blocked band is worth a chain whatever its memory traffic: the
-    measured rule ``CC_BLOCKED_K_PER_TAP`` (``fuse-conv-chain``), except where the pointwise
-    conv alone takes ``gemm_1x1_t``."""
+    measured rule ``CC_BLOCKED_K_PER_TAP`` (``fuse-conv-chain``) for more than
+    ``CC_BLOCKED_MIN_K`` pointwise output channels, except where the pointwise conv alone
+    takes ``gemm_1x1_t``."""
     if dwpw_algo(dw, pw, avx512) != "dwpw_blocked":
         return False
     r, s, k = dw[CONV_FIELDS.index("R")], dw[CONV_FIELDS.index("S")], pw[CONV_FIELDS.index("K")]
     if not (isinstance(r, int) and isinstance(s, int) and isinstance(k, int)):
+        return False
+    # K = 16 (the 16-wide tile) runs a chain the memory rule formed but is not joined for
+    # its own sake: MobileNet-V3-Large's 16 -> 16 at 112x112 measured even with the two
+    # kernels apart (0.179 against 0.122 + 0.060 ms, docs/runtime.md, session 22)
+    if k <= CC_BLOCKED_MIN_K:
         return False
     # a pointwise conv that alone runs gemm_1x1_t (maps of <= 16 positions) stays apart: it
     # streams its cold weights in k segments, and the zoo MobileNet-V2's 4x4 pairs with

@@ -39,7 +39,7 @@ CASES: list[dict[str, object]] = [
     {"c": 33, "h": 64, "w": 17, "stride": 1, "k": 3, "pads": (0, 0, 0, 0), "kout": 16},
     {"c": 12, "h": 19, "w": 21, "n": 3, "dil": 2, "pads": (2, 2, 2, 2), "act": "relu",
      "epi": "bias_add_relu", "kout": 9},
-    # afrt_dwpw_f32's blocked band (AVX-512, more than 16 pointwise output channels; the
+    # afrt_dwpw_f32's blocked band (AVX-512, at least 16 pointwise output channels; the
     # first and fourth cases take it too): channels past one k block (AFRT_KC = 256), no
     # clamp, 5x5 without biases, residual Add + Relu, Relu6, SiLU
     {"c": 300, "h": 9, "w": 7, "act": "relu6", "epi": "bias_add_relu", "kout": 40},
@@ -55,9 +55,15 @@ CASES: list[dict[str, object]] = [
     # thread at two and three threads (afrt_cc_blocked_bands_), 3 + 4 and 2 + 2 + 3 rows; the
     # 9x7 map of 300 channels above is split by channels (afrt_cc_ksplit_, 256 + 44)
     {"c": 200, "h": 7, "w": 7, "act": "relu6", "epi": "bias_add_relu", "kout": 40},
+    # K = 16 on the blocked band's 16-wide tile (afrt_cc_uk16_; the 33-channel case above
+    # too): MobileNet-V2's first block (32 -> 16, a width of 112 = 7 x 16), an odd width in
+    # 7-row tiles, two k blocks (acc) with SiLU
+    {"c": 32, "h": 20, "w": 112, "act": "relu6", "kout": 16},
+    {"c": 40, "h": 9, "w": 37, "stride": 2, "act": "relu", "epi": "bias_add_relu", "kout": 16},
+    {"c": 270, "h": 5, "w": 11, "epi": "silu", "kout": 16},
 ]  # fmt: skip
 # the cases on the blocked band where the build has AVX-512 (clib.dwpw_algo)
-BLOCKED = {0, 3, 7, 8, 9, 10, 11, 12, 13}
+BLOCKED = {0, 3, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
 
 
 def _feeds(model: onnx.ModelProto, seed: int) -> dict[str, np.ndarray]:
@@ -238,6 +244,31 @@ def test_small_map_split_same_bits_at_thread_counts(tmp_path: Path) -> None:
         model, _feeds(model, 5), "native", config=_config(tmp_path, {"aggressiveness": 3})
     )
     assert len(_chains(report)) == len(cases)
+
+
+@pytest.mark.parametrize("cpu", ["native", "x86-64-v2"])
+def test_sixteen_wide_tile_same_bits_at_thread_counts(tmp_path: Path, cpu: str) -> None:
+    """K = 16 on the blocked band (``afrt_cc_uk16_``: 2 x 12, 2 x 8 and 2 x 7 row tiles,
+    then one at a band's end): one build at 1, 2 and 3 threads gives the same bits and
+    matches onnxruntime -- a 112-wide map (7 x 16 positions a row), a 13 x 29 map, and 300
+    channels (two k blocks: the second accumulates); on x86-64-v2 the channel-major band."""
+    from runtime_drivers import same_bits_at_thread_counts
+
+    cases = [{"c": 32, "h": 24, "w": 112, "act": "relu6", "kout": 16},
+             {"c": 48, "h": 13, "w": 29, "act": "relu", "epi": "bias_add_relu", "kout": 16},
+             {"c": 300, "h": 6, "w": 9, "act": "relu6", "kout": 16}]  # fmt: skip
+    model = chain_model(cases, seed=7)
+    report = same_bits_at_thread_counts(
+        model, _feeds(model, 7), cpu, config=_config(tmp_path, {"aggressiveness": 3})
+    )
+    chains = _chains(report)
+    assert len(chains) == len(cases)
+    from autofusion.runtime.toolchain import cpu_has_avx512
+
+    rows = report["conv_algo"]
+    assert isinstance(rows, list)
+    algos = {r["conv_algo"] for r in rows if any(str(o).startswith("dw") for o in r["origins"])}
+    assert algos == {"dwpw_blocked" if cpu_has_avx512(cpu) else "dwpw"}
 
 
 def test_cost_model_decides_and_the_switch_turns_it_off(tmp_path: Path) -> None:

@@ -127,15 +127,16 @@ static inline int afrt_dwpw_apart_(const float *x, const float *wd, const float 
     return 1;
 }
 
-/* Pointwise output channels the blocked band needs more than (clib.CC_BLOCKED_MIN_K). */
+/* Pointwise output channels the blocked band needs at least (clib.CC_BLOCKED_MIN_K). */
 #define AFRT_CC_BLOCKED_MIN_K 16
 /* Whether afrt_dwpw_f32 takes the blocked band (below; clib.dwpw_algo mirrors it): an
- * AVX-512 build, channel lanes for the depthwise conv (afrt_dwl_applies) and more than 16
- * pointwise output channels (16 would leave half of every 32-wide register tile empty:
- * MobileNet-V2's 32 -> 16 at 112x112 measured 1.05-1.16x the NCHW band). */
+ * AVX-512 build, channel lanes for the depthwise conv (afrt_dwl_applies) and at least 16
+ * pointwise output channels. K = 16 runs the 16-wide tile (afrt_cc_uk16_); fewer would leave
+ * lanes of it empty, as 16 left half of the 32-wide tile (MobileNet-V2's 32 -> 16 at 112x112
+ * measured 1.05-1.16x the NCHW band on that tile, session 18). */
 static inline int afrt_cc_blocked_applies(const afrt_conv_params *pd, const afrt_conv_params *pp) {
 #if defined(__AVX512F__)
-    return afrt_dwl_applies(pd) && pp->K > AFRT_CC_BLOCKED_MIN_K;
+    return afrt_dwl_applies(pd) && pp->K >= AFRT_CC_BLOCKED_MIN_K;
 #else
     (void)pd, (void)pp;
     return 0;
@@ -179,6 +180,50 @@ static inline int afrt_cc_blocked_applies(const afrt_conv_params *pd, const afrt
 AFRT_DEFINE_UKERNEL_(afrt_ukernel12_ba_, 12, AFRT_UK_A_ROWS_, AFRT_UK_ZMM_KLOOP_BA_)
 AFRT_DEFINE_UKERNEL_(afrt_ukernel8_ba_, 8, AFRT_UK_A_ROWS_, AFRT_UK_ZMM_KLOOP_BA_)
 AFRT_DEFINE_UKERNEL_(afrt_ukernel7_ba_, 7, AFRT_UK_A_ROWS_, AFRT_UK_ZMM_KLOOP_BA_)
+
+/* The 16-wide tile for K <= 16 pointwise output channels (MobileNet-V2's and MnasNet's
+ * first block, 32 -> 16 at 112x112): MRV rows x the first 16 columns of each B panel row
+ * (the panel is still AFRT_NR wide, its columns past K zeros), one accumulator a row, run
+ * on two row tiles at a time (2 x 12, 2 x 8, 2 x 7: one B load per 24, 16 or 14 FMAs; one
+ * row tile at a time measured even, docs/runtime.md "The first block in blocks"); the
+ * 32-wide tile would compute 16 zero columns. Each element's sum is one fmadd per k from
+ * zero, in k order, as in the 32-wide tile. */
+#define AFRT_CC_UK16_(NAME, MRV)                                                               \
+    static inline void NAME(int64_t kc, const float *restrict a, int64_t lda,                  \
+                            const float *restrict b, float *restrict c, int64_t ldc, int acc) { \
+        __m512 c0[MRV];                                                                        \
+        _Pragma("GCC unroll 24") for (int i = 0; i < MRV; ++i) c0[i] = _mm512_setzero_ps();    \
+        for (int64_t k = 0; k < kc; ++k) {                                                     \
+            const __m512 b0 = _mm512_loadu_ps(b);                                              \
+            const float *ak = a + (k >> 4) * lda + (k & 15);                                   \
+            _Pragma("GCC unroll 24") for (int i = 0; i < MRV; ++i) c0[i] =                     \
+                _mm512_fmadd_ps(_mm512_set1_ps(ak[i * AFRT_DWL_L]), b0, c0[i]);                \
+            b += AFRT_NR;                                                                      \
+        }                                                                                      \
+        _Pragma("GCC unroll 24") for (int i = 0; i < MRV; ++i) {                               \
+            if (acc) c0[i] = _mm512_add_ps(c0[i], _mm512_loadu_ps(c + i * ldc));               \
+            _mm512_storeu_ps(c + i * ldc, c0[i]);                                              \
+        }                                                                                      \
+    }
+AFRT_CC_UK16_(afrt_cc_uk16x24_, 24)
+AFRT_CC_UK16_(afrt_cc_uk16x16_, 16)
+AFRT_CC_UK16_(afrt_cc_uk16x14_, 14)
+AFRT_CC_UK16_(afrt_cc_uk16x12_, 12)
+AFRT_CC_UK16_(afrt_cc_uk16x8_, 8)
+AFRT_CC_UK16_(afrt_cc_uk16x7_, 7)
+
+/* Rows [ic, ic + n) of the band's Y^T through the 16-wide tile: n = mr (12, 8 or 7) or 2 mr. */
+static inline void afrt_cc_uk16_(int64_t n, int64_t kc, const float *a, int64_t lda,
+                                 const float *b, float *c, int64_t ldc, int acc) {
+    switch (n) {
+    case 24: afrt_cc_uk16x24_(kc, a, lda, b, c, ldc, acc); break;
+    case 16: afrt_cc_uk16x16_(kc, a, lda, b, c, ldc, acc); break;
+    case 14: afrt_cc_uk16x14_(kc, a, lda, b, c, ldc, acc); break;
+    case 12: afrt_cc_uk16x12_(kc, a, lda, b, c, ldc, acc); break;
+    case 8: afrt_cc_uk16x8_(kc, a, lda, b, c, ldc, acc); break;
+    default: afrt_cc_uk16x7_(kc, a, lda, b, c, ldc, acc); break;
+    }
+}
 
 /* Row-tile height for a band of `cols` positions: 12 unless 8- or 7-row tiles (whichever pads
  * less, 8 on a tie) would compute more than 8% fewer rows: a 7x7 map's 49 positions in 7
@@ -332,6 +377,15 @@ static inline float *afrt_cc_blocked_band_(const float *x, const float *wd, cons
         const int64_t kc = afrt_min_(AFRT_KC, C - pc);
         const int64_t ka = afrt_max_(pc, c0), kn = afrt_min_(pc + kc, c1) - ka;
         const float *ak = o + ((ka - c0) / L) * ldo;
+        if (K <= 16) { /* one 16-wide column tile (afrt_cc_uk16_), two row tiles at a time */
+            const float *bj = pb + pc * Np + (ka - pc) * AFRT_NR;
+            for (int64_t ic = 0; ic < mt;) {
+                const int64_t nr = ic + 2 * mr <= mt ? 2 * mr : mr;
+                afrt_cc_uk16_(nr, kn, ak + ic * L, ldo, bj, tmp + ic * Np, Np, ka > c0);
+                ic += nr;
+            }
+            continue;
+        }
         for (int64_t jr = 0; jr < Np; jr += AFRT_NR)
             for (int64_t ic = 0; ic < mt; ic += mr) {
                 const float *bj = pb + pc * Np + jr * kc + (ka - pc) * AFRT_NR;
