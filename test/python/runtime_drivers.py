@@ -84,6 +84,18 @@ def conv_rule_outputs(
     return out.stdout.splitlines()
 
 
+def driver_output(tmp_path: Path, name: str, source: str, cpu: str) -> str:
+    """What the C driver ``source`` prints, built in ``tmp_path`` as ``name`` for ``cpu``
+    (a ``--cpu`` choice) with the library's optimisation flags and -Werror, then run."""
+    src = tmp_path / f"{name}.c"
+    src.write_text(source)
+    exe = tmp_path / name
+    subprocess.run([toolchain.c_compiler(), *toolchain.BASE_FLAGS, *toolchain.cpu_flags(cpu),
+                    *toolchain.WERROR_FLAGS, *toolchain.include_flags(), str(src), "-o",
+                    str(exe), "-lm"], check=True)  # fmt: skip
+    return subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
+
+
 def build_driver(src: Path, out: Path, isa: str, defines: Sequence[str] = ()) -> Path:
     """Compile the driver ``src`` to ``out`` for ``isa`` (a key of :data:`ISA_FLAGS`), with
     ``-D`` ``defines``; small shapes take the multi-thread paths (AFRT_PARALLEL_MIN_WORK=0)."""

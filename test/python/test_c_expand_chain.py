@@ -25,7 +25,7 @@ import onnx
 import pytest
 from conv_epilogues import checked_report
 from onnx import TensorProto, helper, numpy_helper
-from runtime_drivers import HALVE_EPILOGUE_C, TO_BLOCKED_C
+from runtime_drivers import HALVE_EPILOGUE_C, TO_BLOCKED_C, driver_output
 
 from autofusion.dialects import clib
 from autofusion.passes.assign_layout import EXPAND_MAX_HW
@@ -256,13 +256,7 @@ def test_kernels_match_the_nchw_paths(cpu: str, tmp_path: Path) -> None:
     """``afrt_conv1x1b_f32``'s epilogue modes and per-call weights, and the chain's blocked
     input on its fallback (weights fed at run time), built with -Werror, natively and with
     the portable loops of an x86-64-v2 build."""
-    src = tmp_path / "expand.c"
-    src.write_text(_DRIVER)
-    exe = tmp_path / "expand"
-    subprocess.run([toolchain.c_compiler(), *toolchain.BASE_FLAGS, *toolchain.cpu_flags(cpu),
-                    *toolchain.WERROR_FLAGS, *toolchain.include_flags(), str(src), "-o",
-                    str(exe), "-lm"], check=True)  # fmt: skip
-    out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
+    out = driver_output(tmp_path, "expand", _DRIVER, cpu)
     rows = [line.split() for line in out.splitlines()]
     assert len(rows) == 4 * 5
     for i, (mode, diff, big, pad) in enumerate(rows):
@@ -344,13 +338,7 @@ def test_edwpw_matches_the_convs_apart(cpu: str, tmp_path: Path) -> None:
     channels not multiples of 16, 1-3 threads, a generated epilogue) matches the three convs
     apart, with constant weights (the blocked band on AVX-512) and weights fed at run time
     (the expand apart); built with -Werror natively and for x86-64-v2 (no banded path)."""
-    src = tmp_path / "edwpw.c"
-    src.write_text(_EDWPW_DRIVER)
-    exe = tmp_path / "edwpw"
-    subprocess.run([toolchain.c_compiler(), *toolchain.BASE_FLAGS, *toolchain.cpu_flags(cpu),
-                    *toolchain.WERROR_FLAGS, *toolchain.include_flags(), str(src), "-o",
-                    str(exe), "-lm"], check=True)  # fmt: skip
-    out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
+    out = driver_output(tmp_path, "edwpw", _EDWPW_DRIVER, cpu)
     rows = [line.split() for line in out.splitlines()]
     assert len(rows) == 4 * 2
     for i, (_, banded, diff, big) in enumerate(rows):

@@ -21,7 +21,6 @@ last block; a generated epilogue) are checked in C against the NCHW conv.
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +28,7 @@ import onnx
 import pytest
 from conv_epilogues import checked_report
 from onnx import TensorProto, helper, numpy_helper
-from runtime_drivers import HALVE_EPILOGUE_C, TO_BLOCKED_C
+from runtime_drivers import HALVE_EPILOGUE_C, TO_BLOCKED_C, driver_output
 
 from autofusion.runtime import toolchain
 
@@ -209,13 +208,7 @@ def test_gemm_1x1_xb_matches_the_nchw_conv(cpu: str, tmp_path: Path) -> None:
     no epilogue, Relu, a generated epilogue and the clamp reading its residual from y, at one
     and two threads, built with -Werror natively and with an x86-64-v2 build's portable
     packing."""
-    src = tmp_path / "xb.c"
-    src.write_text(_XB_DRIVER)
-    exe = tmp_path / "xb"
-    subprocess.run([toolchain.c_compiler(), *toolchain.BASE_FLAGS, *toolchain.cpu_flags(cpu),
-                    *toolchain.WERROR_FLAGS, *toolchain.include_flags(), str(src), "-o",
-                    str(exe), "-lm"], check=True)  # fmt: skip
-    out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
+    out = driver_output(tmp_path, "xb", _XB_DRIVER, cpu)
     rows = [line.split() for line in out.splitlines()]
     assert len(rows) == 2 * 5 * 4
     for i, (mode, diff, big) in enumerate(rows):
@@ -309,13 +302,7 @@ def test_direct_1x1_b_matches_the_nchw_conv(tmp_path: Path) -> None:
     that are not whole register tiles, x in either layout, each with no epilogue, Relu, a
     generated epilogue and the clamp reading its blocked residual from y, at one and two
     threads, built with -Werror."""
-    src = tmp_path / "nb.c"
-    src.write_text(_NB_DRIVER)
-    exe = tmp_path / "nb"
-    subprocess.run([toolchain.c_compiler(), *toolchain.BASE_FLAGS, *toolchain.cpu_flags("native"),
-                    *toolchain.WERROR_FLAGS, *toolchain.include_flags(), str(src), "-o",
-                    str(exe), "-lm"], check=True)  # fmt: skip
-    out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
+    out = driver_output(tmp_path, "nb", _NB_DRIVER, "native")
     rows = [line.split() for line in out.splitlines()]
     assert len(rows) == 4 * 5 * 2 * 4
     for i, (mode, diff, big, pad) in enumerate(rows):
@@ -383,11 +370,5 @@ def test_blocked_max_pool_matches_the_nchw_pool(cpu: str, tmp_path: Path) -> Non
     """``afrt_maxpool2d_nc_f32`` with its next-rows prefetch on and off: 3x3/2 (SqueezeNet's),
     3x3/1 padded, 2x2/2, 3x3/3 padded and a ceil-mode 3x3/2, channels not a multiple of 16,
     NaN propagated, at one and two threads, built with -Werror natively and for x86-64-v2."""
-    src = tmp_path / "pool.c"
-    src.write_text(_POOL_DRIVER)
-    exe = tmp_path / "pool"
-    subprocess.run([toolchain.c_compiler(), *toolchain.BASE_FLAGS, *toolchain.cpu_flags(cpu),
-                    *toolchain.WERROR_FLAGS, *toolchain.include_flags(), str(src), "-o",
-                    str(exe), "-lm"], check=True)  # fmt: skip
-    out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
+    out = driver_output(tmp_path, "pool", _POOL_DRIVER, cpu)
     assert out.split() == ["0"] * (4 * 6), out

@@ -15,14 +15,13 @@ portable loops of an x86-64-v3 build).
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-from runtime_drivers import TO_BLOCKED_C
+from runtime_drivers import TO_BLOCKED_C, driver_output
 from xdsl.dialects.builtin import ModuleOp
 
 import autofusion
@@ -277,13 +276,7 @@ def test_blocked_modes_match_the_nchw_paths(cpu: str, tmp_path: Path) -> None:
     """The kernel's layout modes (1x1 and 3x3, strides 1 and 2, channels not a multiple of
     16, batch 2) and the fallback, built with -Werror and, on x86-64-v3, the portable
     loops."""
-    src = tmp_path / "modes.c"
-    src.write_text(_KERNEL_DRIVER)
-    exe = tmp_path / "modes"
-    subprocess.run([toolchain.c_compiler(), *toolchain.BASE_FLAGS, *toolchain.cpu_flags(cpu),
-                    *toolchain.WERROR_FLAGS, *toolchain.include_flags(), str(src), "-o",
-                    str(exe), "-lm"], check=True)  # fmt: skip
-    out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
+    out = driver_output(tmp_path, "modes", _KERNEL_DRIVER, cpu)
     rows = [line.split() for line in out.splitlines()]
     assert len(rows) == 8 * 8
     assert sorted({int(r[0]) for r in rows}) == list(range(8))

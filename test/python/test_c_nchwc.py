@@ -16,14 +16,13 @@ not a multiple of 16, the portable loops of an x86-64-v3 build) against ``afrt_c
 from __future__ import annotations
 
 import itertools
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import onnx
 import pytest
 from conv_epilogues import conv3x3_sweep, sweep_feeds
-from runtime_drivers import conv_rule_outputs
+from runtime_drivers import conv_rule_outputs, driver_output
 
 import autofusion
 from autofusion.dialects import clib
@@ -195,13 +194,7 @@ int main(void) {
 def test_nchwc_kernel_matches_the_nchw_paths(cpu: str, tmp_path: Path) -> None:
     """The kernel on shapes the lowering does not send it (1x1, channels not a multiple of
     16, pad 2, K below the tile) and, built for x86-64-v3, its portable loops."""
-    src = tmp_path / "kernel.c"
-    src.write_text(_KERNEL_DRIVER)
-    exe = tmp_path / "kernel"
-    subprocess.run([toolchain.c_compiler(), *toolchain.BASE_FLAGS, *toolchain.cpu_flags(cpu),
-                    *toolchain.WERROR_FLAGS, *toolchain.include_flags(), str(src), "-o",
-                    str(exe), "-lm"], check=True)  # fmt: skip
-    out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
+    out = driver_output(tmp_path, "kernel", _KERNEL_DRIVER, cpu)
     rows = [tuple(float(v) for v in line.split()) for line in out.splitlines()]
     assert len(rows) == 7
     for i, (diff, big) in enumerate(rows):
