@@ -677,6 +677,12 @@ def gemm_1x1_b_fits(f: dict[str, int]) -> bool:
     )
 
 
+#: The GEMM's 1x1 convs across a layout boundary (``assign-layout``) and their (x, y)
+#: layouts: an expand conv into a blocked chain, a conv reading a blocked fire's concat.
+_GEMM_1X1_LAYOUTS = {"gemm_1x1_b": ("nchw", "nchw16c"), "gemm_1x1_xb": ("nchw16c", "nchw")}
+_LAYOUT_NAMES = {"nchw": "NCHW", "nchw16c": "NCHW16c"}  # as the messages spell them
+
+
 def smallc_b_fits(f: dict[str, int]) -> bool:
     """Whether ``afrt_dconv_smallcb_f32`` (``direct_smallc_b``: a stem conv from the NCHW
     image into NCHW16c y) runs a conv (``CONV_FIELDS`` by name; ``afrt_dconv_smallcb_fits``):
@@ -1076,27 +1082,20 @@ class Conv2DOp(_ContractionOp):
                 )
         want = conv_algo(values, self.lp())
         f: dict[str, int] = dict(zip(CONV_FIELDS, values, strict=True))
-        if self.algo.data == "gemm_1x1_b":  # assign-layout's expand conv into a blocked chain
-            if self.lp() is not None or self.layouts() != ("nchw", "nchw16c"):
+        algo = self.algo.data
+        if algo in _GEMM_1X1_LAYOUTS:  # assign-layout's 1x1 convs into / out of blocks
+            lx, ly = _GEMM_1X1_LAYOUTS[algo]
+            if self.lp() is not None or self.layouts() != (lx, ly):
                 raise VerifyException(
-                    "'clib.conv2d': gemm_1x1_b is an fp32 conv from NCHW x into NCHW16c y"
+                    f"'clib.conv2d': {algo} is an fp32 conv from {_LAYOUT_NAMES[lx]} x into "
+                    f"{_LAYOUT_NAMES[ly]} y"
                 )
             if not gemm_1x1_b_fits(f):
                 raise VerifyException(
-                    "'clib.conv2d': gemm_1x1_b needs a 1x1 stride-1 unpadded group-1 conv"
+                    f"'clib.conv2d': {algo} needs a 1x1 stride-1 unpadded group-1 conv"
                 )
-            want = "gemm_1x1_b"
-        elif self.algo.data == "gemm_1x1_xb":  # assign-layout's 1x1 conv out of blocks
-            if self.lp() is not None or self.layouts() != ("nchw16c", "nchw"):
-                raise VerifyException(
-                    "'clib.conv2d': gemm_1x1_xb is an fp32 conv from NCHW16c x into NCHW y"
-                )
-            if not gemm_1x1_b_fits(f):
-                raise VerifyException(
-                    "'clib.conv2d': gemm_1x1_xb needs a 1x1 stride-1 unpadded group-1 conv"
-                )
-            want = "gemm_1x1_xb"
-        elif self.algo.data == "direct_1x1_b":  # assign-layout's 1x1 conv into blocks
+            want = algo
+        elif algo == "direct_1x1_b":  # assign-layout's 1x1 conv into blocks
             if self.lp() is not None or self.layouts()[1] != "nchw16c":
                 raise VerifyException("'clib.conv2d': direct_1x1_b is an fp32 conv into NCHW16c y")
             if not gemm_1x1_b_fits(f):
