@@ -1005,7 +1005,7 @@ af_model *af_create(const char *weights_path, int num_threads) {
     return NULL;
   }
   for (size_t i = 0; i < sizeof(m->bufs) / sizeof(m->bufs[0]); ++i) {
-    m->bufs[i] = af_aligned_alloc(af_buf_bytes[i]);
+    m->bufs[i] = af_aligned_alloc(afrt_huge_round_(af_buf_bytes[i]));
     if (!m->bufs[i]) { snprintf(af_error, sizeof af_error, "out of memory"); af_destroy(m); return NULL; }
   }
   /* weights never change: afrt may cache GEMM-packed copies of them */

@@ -1704,25 +1704,40 @@ static inline void afrt_pack_b_full_(const float *B, int64_t ldb, int trans, int
 }
 
 /* Memory for a large, long-lived buffer (packed weights, the arena): 64-byte aligned, and on
- * Linux the 2 MiB-aligned stretch inside it is advised into transparent huge pages, so
- * streaming a model's weights from DRAM on every run does not also take a TLB miss and a
- * page walk every 4 KiB. Only whole huge pages inside the buffer are advised, so no memory
- * is added (rounding each buffer up to 2 MiB cost ResNet-50 40 MB of RSS). Free with free(). */
+ * Linux, from 2 MiB up, 2 MiB-aligned with its whole 2 MiB pages advised into transparent huge
+ * pages, so streaming a model's weights from DRAM on every run, or a large activation through
+ * the caches, does not also take a TLB miss and a page walk every 4 KiB, and a buffer's cache
+ * sets follow its addresses (4 KiB pages land anywhere in physical memory). Only whole pages
+ * inside the buffer are advised, so no memory is added (rounding each buffer up to 2 MiB cost
+ * ResNet-50 40 MB of RSS): the tail past the last whole page stays in small pages and the
+ * alignment's padding is never touched. A buffer that wants its tail in a huge page too asks
+ * for afrt_huge_round_(bytes). Free with free(). */
+#define AFRT_HUGE_PAGE_ ((size_t)2 << 20)
 #if defined(__linux__) && !defined(MADV_HUGEPAGE)
 #define MADV_HUGEPAGE 14 /* Linux's value; <sys/mman.h> hides it in strict ISO C modes */
 int madvise(void *addr, size_t length, int advice);
 #endif
-static inline void *afrt_alloc_big_(size_t bytes) {
-    void *p = aligned_alloc(64, ((bytes + 63) / 64) * 64);
+/* ``bytes`` rounded up to whole huge pages where it is at least one (on Linux): for a buffer
+ * used whole on every run (the arena), whose tail is then in a huge page too, for less than
+ * 2 MiB more memory. */
+static inline size_t afrt_huge_round_(size_t bytes) {
 #if defined(__linux__)
-    const uintptr_t huge = (uintptr_t)2 << 20;
-    if (p && bytes >= 2 * huge) {
-        const uintptr_t lo = ((uintptr_t)p + huge - 1) & ~(huge - 1);
-        const uintptr_t hi = ((uintptr_t)p + bytes) & ~(huge - 1);
-        if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE); /* advice only */
+    if (bytes >= AFRT_HUGE_PAGE_) return (bytes + AFRT_HUGE_PAGE_ - 1) & ~(AFRT_HUGE_PAGE_ - 1);
+#endif
+    return bytes;
+}
+
+static inline void *afrt_alloc_big_(size_t bytes) {
+    const size_t n = ((bytes + 63) / 64) * 64;
+#if defined(__linux__)
+    if (n >= AFRT_HUGE_PAGE_) {
+        /* aligned_alloc wants a multiple of the alignment: that rounding is address space only */
+        void *p = aligned_alloc(AFRT_HUGE_PAGE_, afrt_huge_round_(n));
+        if (p) (void)madvise(p, n & ~(AFRT_HUGE_PAGE_ - 1), MADV_HUGEPAGE); /* advice only */
+        return p;
     }
 #endif
-    return p;
+    return aligned_alloc(64, n);
 }
 
 /* afrt_alloc_big_ for a kernel's packed-operand cache (a kernel allocation, which

@@ -1,0 +1,83 @@
+"""Big buffers in transparent huge pages (``afrt_alloc_big_``, ``afrt_huge_round_``).
+
+A buffer of 2 MiB or more starts on a 2 MiB boundary and all its whole 2 MiB pages are advised
+(``MADV_HUGEPAGE``, the ``hg`` flag of its mapping in ``/proc/self/smaps``); the tail past the
+last whole page is not, so the advice adds no memory. The arena asks for
+``afrt_huge_round_(bytes)``, which puts its tail in a huge page too. Whether the kernel then
+backs the advised pages by huge pages is its choice (``AnonHugePages``); the advice and the
+alignment are ours. Built strict ISO C (``-std=c11 -Wpedantic``), where ``<sys/mman.h>``
+hides ``MADV_HUGEPAGE`` and ``afrt.h`` declares it.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from runtime_drivers import build_driver
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="MADV_HUGEPAGE is Linux's")
+
+MIB = 1 << 20
+
+_DRIVER = r"""
+#include <stdio.h>
+#include <string.h>
+#include "afrt.h"
+
+/* 1 if the mapping holding address a has the flag hg (MADV_HUGEPAGE), 0 if not, -1 if none */
+static int advised(uintptr_t a) {
+    FILE *f = fopen("/proc/self/smaps", "r");
+    char line[512];
+    int in = 0, found = -1;
+    while (f && fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+            in = lo <= a && a < hi;
+        } else if (in && strncmp(line, "VmFlags:", 8) == 0) {
+            found = strstr(line, " hg") != NULL;
+        }
+    }
+    if (f) fclose(f);
+    return found;
+}
+
+int main(void) {
+    const size_t sizes[] = {SIZES};
+    /* none freed before the end: a freed buffer's advised pages may serve a later one */
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; ++i) {
+        const size_t n = sizes[i];
+        unsigned char *p = (unsigned char *)afrt_alloc_big_(n);
+        if (!p) return 1;
+        memset(p, 1, n);
+        const uintptr_t a = (uintptr_t)p, huge = (uintptr_t)2 << 20;
+        const size_t whole = n & ~(size_t)(huge - 1);
+        printf("%zu %d %d %d %d %d %zu\n", n, (int)(a % huge == 0), (int)(a % 64 == 0),
+               advised(a), whole ? advised(a + whole - 1) : -2,
+               whole < n ? advised(a + whole) : -2, afrt_huge_round_(n));
+    }
+    return 0;
+}
+"""
+
+SIZES = [MIB, 2 * MIB - 64, 2 * MIB, 2 * MIB + 64, 5218304, 6 * MIB]
+
+
+def test_big_buffers_start_on_a_huge_page_and_advise_their_whole_pages(tmp_path: Path) -> None:
+    src = tmp_path / "huge.c"
+    src.write_text(_DRIVER.replace("SIZES", ", ".join(f"(size_t){s}" for s in SIZES)))
+    exe = build_driver(src, tmp_path / "huge", "native")
+    out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
+    rows = {int(r[0]): [int(x) for x in r[1:]] for r in map(str.split, out.splitlines())}
+    assert sorted(rows) == SIZES
+    for n, (aligned, aligned64, first, last_whole, tail, rounded) in rows.items():
+        assert aligned64 == 1, n
+        if n < 2 * MIB:  # small: plain 64-byte alignment, no advice, no rounding
+            assert (first, rounded) == (0, n), n
+            continue
+        assert aligned == 1, n
+        assert (first, last_whole) == (1, 1), f"{n}: whole pages not advised"
+        assert tail == (0 if n % (2 * MIB) else -2), f"{n}: the tail advised (adds memory)"
+        assert rounded == -(-n // (2 * MIB)) * 2 * MIB, n
