@@ -42,7 +42,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import TensorType, f32
+from xdsl.dialects.builtin import DenseArrayBase, TensorType, f32
 from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
 
 from autofusion import symbolic
@@ -54,6 +54,7 @@ from autofusion.analysis.liveness import (
     view_offsets,
 )
 from autofusion.dialects import nn
+from autofusion.dialects.attrs import MEMORY_CONCAT_INPLACE, MEMORY_OFFSETS
 from autofusion.dialects.base import type_dims
 from autofusion.dialects.fusion import KernelOp, YieldOp
 
@@ -232,6 +233,42 @@ def concat_slices(op: nn.ConcatOp, operands: Sequence[SSAValue]) -> list[int] | 
         starts.append(at)
         at += tensor_bytes(v.type)
     return starts
+
+
+def planned_offset(value: SSAValue) -> int | None:
+    """The arena byte offset ``plan-buffers`` gave ``value`` (its owner's ``memory.offsets``;
+    -1 for a result the plan made a view), or None where it gave none."""
+    owner = value.owner
+    if not isinstance(owner, Operation):
+        return None
+    attr = owner.attributes.get(MEMORY_OFFSETS)
+    if not isinstance(attr, DenseArrayBase):
+        return None
+    return int(attr.get_values()[list(owner.results).index(value)])  # type: ignore[arg-type]
+
+
+def planned_view_offsets(op: Operation) -> list[int] | None:
+    """The byte offsets into its operand at which the top-level ``op``'s results are views
+    (``liveness.view_offsets``: a reshape, a contiguous slice, split piece or one-index
+    gather), when plan-buffers made them views (no offsets of their own, or each its
+    operand's offset plus its own) or did not run; else None (the op computes)."""
+    offsets = view_offsets(op)
+    if offsets is None or MEMORY_OFFSETS not in op.attributes:
+        return offsets
+    src = planned_offset(op.operands[0])
+    mine = [planned_offset(r) for r in op.results]
+    if src is None or any(m != src + o for m, o in zip(mine, offsets, strict=True)):
+        return None
+    return offsets
+
+
+def makes_no_kernel(op: Operation) -> bool:
+    """Whether the top-level compute ``op`` becomes no kernel function in the lowering: a view
+    (:func:`planned_view_offsets`) or a concat planned in place (``memory.concat_inplace``:
+    its producers wrote its slices; operands they did not are copied in)."""
+    if isinstance(op, nn.ConcatOp) and MEMORY_CONCAT_INPLACE in op.attributes:
+        return True
+    return planned_view_offsets(op) is not None
 
 
 def _concat_in_place(

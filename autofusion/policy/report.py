@@ -50,11 +50,15 @@ def _is_compute(op: Operation) -> bool:
 
 
 def count_kernels(module: ModuleOp) -> int:
-    """Top-level units that become one C function each: kernels plus unfused nn ops."""
+    """Top-level units that become one kernel function each: fused kernels plus unfused nn
+    ops, but not the views and in-place concats the lowering makes no call of
+    (:func:`~autofusion.analysis.memory_plan.makes_no_kernel`)."""
+    from autofusion.analysis.memory_plan import makes_no_kernel
+
     n = 0
     for f in _funcs(module):
         for op in f.body.block.ops:
-            if isinstance(op, KernelOp) or _is_compute(op):
+            if isinstance(op, KernelOp) or (_is_compute(op) and not makes_no_kernel(op)):
                 n += 1
     return n
 

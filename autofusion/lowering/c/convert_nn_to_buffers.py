@@ -67,8 +67,13 @@ from xdsl.utils.exceptions import PassFailedException
 
 from autofusion import symbolic
 from autofusion.analysis.cost import kernel_work
-from autofusion.analysis.liveness import element_bytes, tensor_bytes, view_offsets
-from autofusion.analysis.memory_plan import concat_slices, is_inplace_capable
+from autofusion.analysis.liveness import element_bytes, tensor_bytes
+from autofusion.analysis.memory_plan import (
+    concat_slices,
+    is_inplace_capable,
+    planned_offset,
+    planned_view_offsets,
+)
 from autofusion.analysis.static_shapes import check_static_shapes
 from autofusion.dialects import fusion, nn
 from autofusion.dialects.attrs import (
@@ -126,35 +131,12 @@ def find_main(module: ModuleOp, pass_name: str) -> func.FuncOp:
     raise PassFailedException(f"{pass_name}: module has no func.func @main")
 
 
-def _planned_offset(value: SSAValue) -> int | None:
-    owner = value.owner
-    if not isinstance(owner, Operation):
-        return None
-    attr = owner.attributes.get(MEMORY_OFFSETS)
-    if not isinstance(attr, DenseArrayBase):
-        return None
-    return int(attr.get_values()[list(owner.results).index(value)])  # type: ignore[arg-type]
-
-
 def _only_view_index(op: nn.ConstantOp) -> bool:
     """A constant read only as the index of gathers that are views: no weights for it."""
     uses = list(op.y.uses)
-    return bool(uses) and all(u.index != 0 and _view_offsets(u.operation) is not None for u in uses)
-
-
-def _view_offsets(op: Operation) -> list[int] | None:
-    """The byte offsets into its operand at which the top-level ``op``'s results are views
-    (``liveness.view_offset``: a reshape, a contiguous slice, split piece or one-index
-    gather), when plan-buffers made them views (no offsets of their own) or did not run;
-    else None (the op is a kernel)."""
-    offsets = view_offsets(op)
-    if offsets is None or MEMORY_OFFSETS not in op.attributes:
-        return offsets
-    src = _planned_offset(op.operands[0])
-    mine = [_planned_offset(r) for r in op.results]
-    if src is None or any(m != src + o for m, o in zip(mine, offsets, strict=True)):
-        return None
-    return offsets
+    return bool(uses) and all(
+        u.index != 0 and planned_view_offsets(u.operation) is not None for u in uses
+    )
 
 
 @dataclass(frozen=True)
@@ -212,7 +194,7 @@ class _Converter:
             if (
                 isinstance(owner, Operation)
                 and not isinstance(owner, nn.ConstantOp)
-                and _view_offsets(owner) is None
+                and planned_view_offsets(owner) is None
                 and val not in direct
             ):
                 direct[val] = out
@@ -230,7 +212,7 @@ class _Converter:
             if isinstance(op, nn.ConstantOp):
                 if not _only_view_index(op):
                     self._constant(op, index)
-            elif (offsets := _view_offsets(op)) is not None:
+            elif (offsets := planned_view_offsets(op)) is not None:
                 self._views(op, offsets)
             elif isinstance(op, nn.ConcatOp) and MEMORY_CONCAT_INPLACE in op.attributes:
                 self._concat_in_place(op, index, direct, arena)
@@ -392,7 +374,7 @@ class _Converter:
         origin = ", ".join(origins_of(op)) or f"#{index}"
         attr = op.attributes[MEMORY_CONCAT_INPLACE]
         flags = [int(v) for v in attr.get_values()] if isinstance(attr, DenseArrayBase) else []
-        offset = _planned_offset(op.y)
+        offset = planned_offset(op.y)
         starts = concat_slices(op, list(op.inputs))
         if (
             arena is None
