@@ -64,14 +64,15 @@ def count_kernels(module: ModuleOp) -> int:
 
 
 def count_unfused_ops(module: ModuleOp) -> int:
-    """nn compute ops counting those inside kernels: the kernel count without fusion."""
+    """nn compute ops counting those inside kernels, views left out: the kernel count
+    without fusion."""
+    from autofusion.analysis.memory_plan import makes_no_kernel
+
     n = 0
     for f in _funcs(module):
         for op in f.body.block.ops:
-            if isinstance(op, KernelOp):
-                n += sum(1 for o in op.body.block.ops if _is_compute(o))
-            elif _is_compute(op):
-                n += 1
+            inner = op.body.block.ops if isinstance(op, KernelOp) else (op,)
+            n += sum(1 for o in inner if _is_compute(o) and not makes_no_kernel(o))
     return n
 
 
