@@ -10,7 +10,7 @@
  * memory.residual_inplace makes it; each call adds to what the last one left).
  * Run with OMP_WAIT_POLICY=passive (the driver sets it): a thread without work then sleeps
  * instead of spinning, so its CPU time is its share of the conv. Per case it prints
- * "C K H R stride kind epi longest_us sum_us one_us" (medians over reps calls; longest: the
+ * "C K H R S stride kind epi longest_us sum_us one_us" (medians over reps calls; longest: the
  * busiest thread, the call's time on an otherwise idle machine; sum: all threads, the work;
  * one: the whole call on one thread). Unlike wall time, none of them moves much when other
  * processes take the cores for a while. */
@@ -68,26 +68,27 @@ static void timed_(const kb_bench *b, kb_conv *c, int kind, afrt_epilogue e, int
 }
 
 int main(int argc, char **argv) {
-    if (argc < 11) return 2;
+    if (argc < 12) return 2;
     const int nth = atoi(argv[1]), reps = atoi(argv[2]);
     if (nth < 1 || nth > MAX_THREADS || reps < 1) return 2;
     kb_bench bench = kb_begin(nth, atoi(argv[3]));
     double *v = malloc((size_t)reps * 3 * sizeof(double));
     double *longest = v, *sum = v + reps, *one = v + 2 * reps;
-    for (int a = 4; a + 6 < argc; a += 7) {
+    for (int a = 4; a + 7 < argc; a += 8) {
         const int64_t C = atoll(argv[a]), K = atoll(argv[a + 1]), H = atoll(argv[a + 2]);
-        const int64_t R = atoll(argv[a + 3]), st = atoll(argv[a + 4]), pd = R / 2;
-        const int kind = atoi(argv[a + 5]), epi = atoi(argv[a + 6]);
-        const int64_t OH = (H + 2 * pd - R) / st + 1;
-        kb_conv c = kb_conv_new((afrt_conv_params){1, C, H, H, K, R, R, OH, OH, st, st, pd, pd, pd,
-                                                   pd, 1, 1, 1});
+        const int64_t R = atoll(argv[a + 3]), S = atoll(argv[a + 4]), st = atoll(argv[a + 5]);
+        const int64_t ph = R / 2, pw = S / 2;
+        const int kind = atoi(argv[a + 6]), epi = atoi(argv[a + 7]);
+        const int64_t OH = (H + 2 * ph - R) / st + 1, OW = (H + 2 * pw - S) / st + 1;
+        kb_conv c = kb_conv_new((afrt_conv_params){1, C, H, H, K, R, S, OH, OW, st, st, ph, pw, ph,
+                                                   pw, 1, 1, 1});
         float *res = NULL;
         if (epi >= 1) { /* values of ordinary size; in place: y starts as the residual */
             res = malloc(c.ny * sizeof(float));
             for (size_t i = 0; i < c.ny; ++i) res[i] = (float)(i % 7) * 0.25f - 0.75f;
             if (epi == 2) memcpy(c.y, res, c.ny * sizeof(float));
         }
-        afrt_epi_clamp d = {epi == 2 ? c.y : res, K * OH * OH, OH * OH, 0.0f, INFINITY};
+        afrt_epi_clamp d = {epi == 2 ? c.y : res, K * OH * OW, OH * OW, 0.0f, INFINITY};
         const afrt_epilogue e = epi >= 0 ? (afrt_epilogue){afrt_epi_clamp_fn, &d}
                                          : afrt_no_epilogue();
         double ignored;
@@ -97,9 +98,9 @@ int main(int argc, char **argv) {
             timed_(&bench, &c, kind, e, nth, &longest[r], &sum[r]);
             timed_(&bench, &c, kind, e, 1, &one[r], &ignored);
         }
-        printf("%lld %lld %lld %lld %lld %d %d %.1f %.1f %.1f\n", (long long)C, (long long)K,
-               (long long)H, (long long)R, (long long)st, kind, epi, kb_median(longest, reps),
-               kb_median(sum, reps), kb_median(one, reps));
+        printf("%lld %lld %lld %lld %lld %lld %d %d %.1f %.1f %.1f\n", (long long)C,
+               (long long)K, (long long)H, (long long)R, (long long)S, (long long)st, kind, epi,
+               kb_median(longest, reps), kb_median(sum, reps), kb_median(one, reps));
         fflush(stdout);
         free(res);
         kb_conv_free(&c);

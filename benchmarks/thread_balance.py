@@ -15,7 +15,8 @@ caches before every call, so weights and activations come from memory as in a wh
 For an A/B, run it on both checkouts.
 
 A case is ``CxKxHxRxstride`` (pad R // 2; the path ``afrt_conv2d_f32`` picks, no epilogue) or
-``CxKxHxRxstridexKINDxEPI``: KIND ``wg`` (Winograd), ``nchwc`` (the blocked direct conv),
+``CxKxHxRxstridexKINDxEPI``; R may be ``R-S``, an R x S kernel padded R // 2 and S // 2
+(Inception-v3's 1x7 as ``1-7``): KIND ``wg`` (Winograd), ``nchwc`` (the blocked direct conv),
 ``1x1t`` (gemm_1x1_t), ``auto``; EPI ``none``, ``relu``, ``add`` (residual add + Relu, the
 residual in its own buffer), ``inplace`` (the same written over the residual, as
 ``memory.residual_inplace`` plans it). ``--model resnet50`` runs ResNet-50's convs with the
@@ -76,13 +77,15 @@ MODELS = {"resnet50": RESNET50, "googlenet-1x1": GOOGLENET_1X1}
 
 
 def parse_case(text: str) -> tuple[int, ...]:
-    """``CxKxHxRxstride[xKINDxEPI]`` as the seven numbers the C driver reads."""
+    """``CxKxHxR[-S]xstride[xKINDxEPI]`` as the eight numbers the C driver reads."""
     parts = text.split("x")
     if len(parts) == 5:
         parts += ["auto", "none"]
     if len(parts) != 7 or parts[5] not in KINDS or parts[6] not in EPIS:
-        raise SystemExit(f"thread_balance.py: bad case {text!r} (CxKxHxRxstride[xKINDxEPI])")
-    return (*(int(v) for v in parts[:5]), KINDS[parts[5]], EPIS[parts[6]])
+        raise SystemExit(f"thread_balance.py: bad case {text!r} (CxKxHxR[-S]xstride[xKINDxEPI])")
+    r, _, s = parts[3].partition("-")
+    c, k, h, st = (int(v) for v in (parts[0], parts[1], parts[2], parts[4]))
+    return (c, k, h, int(r), int(s or r), st, KINDS[parts[5]], EPIS[parts[6]])
 
 
 def main() -> int:
@@ -103,16 +106,16 @@ def main() -> int:
     kind_names = {v: k for k, v in KINDS.items()}
     epi_names = {v: k for k, v in EPIS.items()}
     for line in out:
-        c, k, h, r, s, kind, epi, longest, total, one = line.split()
-        ci, ki, hi, ri, si = int(c), int(k), int(h), int(r), int(s)
-        oh = (hi + 2 * (ri // 2) - ri) // si + 1
+        c, k, h, r, s, st, kind, epi, longest, total, one = line.split()
+        ci, ki, hi, ri, si, sti = int(c), int(k), int(h), int(r), int(s), int(st)
+        oh, ow = (hi + 2 * (ri // 2) - ri) // sti + 1, (hi + 2 * (si // 2) - si) // sti + 1
         algo = kind_names[int(kind)]
         if algo == "auto":
-            algo = clib.conv_algo([1, ci, hi, hi, ki, ri, ri, oh, oh, si, si, ri // 2, ri // 2,
-                                   ri // 2, ri // 2, 1, 1, 1])  # fmt: skip
+            algo = clib.conv_algo([1, ci, hi, hi, ki, ri, si, oh, ow, sti, sti, ri // 2, si // 2,
+                                   ri // 2, si // 2, 1, 1, 1])  # fmt: skip
         t_long, t_sum, t_one = float(longest), float(total), float(one)
         print(
-            f"| {c} -> {k}, {h}x{h}, {r}x{r}/{s} | {algo} | {epi_names[int(epi)]} | {longest} | "
+            f"| {c} -> {k}, {h}x{h}, {r}x{s}/{st} | {algo} | {epi_names[int(epi)]} | {longest} | "
             f"{total} | {one} | {t_sum / t_long:.2f} | {t_sum / t_one:.2f} | {t_one / t_long:.2f} |"
         )
     return 0

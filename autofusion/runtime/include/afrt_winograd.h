@@ -567,6 +567,21 @@ static inline int64_t afrt_wg_kblocks_(int64_t K, int64_t MR, int64_t nth, int64
     return nkb;
 }
 
+/* afrt_wg_runs_dis_: 1 deals the whole tile blocks of one image round-robin (as before the
+ * runs), for A/B runs from C drivers (the bits are the same). */
+static int afrt_wg_runs_dis_ = 0;
+
+/* The task of loop index it when the head's nblk whole tile blocks of one image go out as one
+ * contiguous run per thread (afrt_winograd_f32): the index space is padded to nth runs of
+ * cdiv(nblk, nth), index it goes to thread it % nth (schedule(static, 1)) as its
+ * (it / nth)-th block; the last nblk % nth threads take one block more, so the short last
+ * block goes to a thread with more blocks, as when dealt round-robin. -1: a padding index. */
+static inline int64_t afrt_wg_run_task_(int64_t it, int64_t nblk, int64_t nth) {
+    const int64_t r = it % nth, q = it / nth, base = nblk / nth, lo = nth - nblk % nth;
+    const int64_t count = base + (r >= lo), start = r * base + afrt_max_(0, r - lo);
+    return q < count ? start + q : -1;
+}
+
 /* Winograd F(4x4, 3x3) convolution (see the top of this file). Returns 0 if the conv does not
  * fit (afrt_winograd_fits), memory cannot be had, or the input holds a NaN or an inf; then
  * some outputs may be written and the caller computes them all again (afrt_conv2d_f32).
@@ -597,7 +612,8 @@ static inline int afrt_winograd_f32(const float *x, const float *w, const float 
     const int64_t nth = afrt_num_threads_, tt = p->N * ntb;
     int64_t kb = K, nkb = 1;
     if (afrt_wg_split_k_(p->N, T, np, nth, K, MR)) nkb = afrt_wg_kblocks_(K, MR, nth, &kb);
-    /* Tasks go out round-robin (schedule(static, 1)): the last tile block is usually short
+    /* Tasks were dealt round-robin (schedule(static, 1); one image's whole blocks now as runs
+     * with the same counts, below): the last tile block is usually short
      * (144 tiles = 4 x 32 + 16), and contiguous runs gave one thread 3 whole blocks and the
      * other 2 blocks, one of them that short one (two threads at most 1.6x one); dealt in
      * turn, the short block goes to the thread with more blocks. Same tasks, same sums.
@@ -613,6 +629,15 @@ static inline int afrt_winograd_f32(const float *x, const float *w, const float 
         nkt = afrt_wg_kblocks_(K, MR, nth, &kbt);
     }
     const int64_t head = (tt - tail) * nkb, ntasks = head + tail * nkt;
+    /* One image's whole tile blocks (not split by channels) go out as one contiguous run per
+     * thread rather than round-robin: adjacent blocks share input rows and output cache lines,
+     * and a thread's run of the map is the one its previous and next convs' runs mostly touch
+     * (Inception-v3's 32 -> 32 and 32 -> 64 at 147x147, 22 and 43 blocks: busiest of two
+     * threads 1.18-1.19 -> 1.10-1.13 and 1.97-2.02 -> 1.81-1.85 ms in the model, docs/runtime.md
+     * "Two threads on Inception-v3"). The same blocks a thread as
+     * round-robin (afrt_wg_run_task_), the same tasks, the same bits. */
+    const int runs = nkb == 1 && p->N == 1 && nth > 1 && head > nth && !afrt_wg_runs_dis_;
+    const int64_t hpad = runs ? nth * afrt_cdiv_(head, nth) : head, nit = hpad + (ntasks - head);
     /* the built-in clamp epilogue: in the output transform, before each output's store */
     const afrt_epi_clamp *cl = afrt_epi_builtin_clamp_(epi);
     const size_t vfl = (size_t)(AFRT_WG_X * C * np), mfl = (size_t)(AFRT_WG_X * K * np);
@@ -636,8 +661,12 @@ static inline int afrt_winograd_f32(const float *x, const float *w, const float 
         }
     }
     AFRT_OMP(for schedule(static, 1))
-    for (int64_t task = 0; task < ntasks; ++task) {
+    for (int64_t it = 0; it < nit; ++it) {
         afrt_arrive_();
+        const int64_t task = it >= hpad ? head + (it - hpad)
+                             : runs   ? afrt_wg_run_task_(it, head, nth)
+                                      : it;
+        if (task < 0) continue; /* padding of the runs */
         /* tile block b (of image b / ntb), channel block j of nk blocks of bk */
         const int in_head = task < head;
         const int64_t nk = in_head ? nkb : nkt, bk = in_head ? kb : kbt;
