@@ -1004,11 +1004,12 @@ static inline void afrt_scb_pack_(const float *w, int64_t K, int64_t C, int64_t 
 /* One register tile: 4 blocks x nt positions (a constant in every copy) of one output row,
  * from xq (the tile's first position's input at tap (0, 0, 0); channels cstep, rows rstep,
  * positions SW floats apart) and wk (the group's [C*R*S][64] weights), the biases bb[64] as
- * the start; block h stored at yq + h * plane for h < nb. */
+ * the start; block h stored at yq + h * plane for h < nb; *odd |= the stored lanes that are NaN
+ * or -0.0 (odd NULL: not asked). */
 static inline __attribute__((always_inline)) void afrt_scb_tile_(
     const float *restrict xq, int64_t C, int64_t cstep, int64_t R, int64_t S, int64_t rstep,
     const int SW, const float *restrict wk, const float *bb, float *restrict yq, int64_t plane,
-    int64_t nb, const afrt_epi_clamp *cl, const float *zq, const int nt) {
+    int64_t nb, const afrt_epi_clamp *cl, const float *zq, __mmask16 *odd, const int nt) {
     __m512 a[AFRT_SCB_NB][AFRT_SCB_NT];
     for (int h = 0; h < AFRT_SCB_NB; ++h) {
         const __m512 bv = _mm512_loadu_ps(bb + h * AFRT_NC_L);
@@ -1029,6 +1030,7 @@ static inline __attribute__((always_inline)) void afrt_scb_tile_(
         }
     const __m512 lo = _mm512_set1_ps(cl ? cl->lo : 0.0f), hi = _mm512_set1_ps(cl ? cl->hi : 0.0f);
     const int up = cl && cl->hi != INFINITY; /* an infinite upper bound changes nothing */
+    __mmask16 k = 0;
     for (int h = 0; h < AFRT_SCB_NB && h < nb; ++h)
         for (int j = 0; j < nt; ++j) {
             __m512 o = a[h][j];
@@ -1037,8 +1039,10 @@ static inline __attribute__((always_inline)) void afrt_scb_tile_(
                 o = _mm512_mask_mov_ps(lo, _mm512_cmp_ps_mask(o, lo, _CMP_NLE_UQ), o);
                 if (up) o = _mm512_mask_mov_ps(hi, _mm512_cmp_ps_mask(o, hi, _CMP_NGE_UQ), o);
             }
+            if (odd) k |= _mm512_fpclass_ps_mask(o, 0x85); /* NaN or -0.0 */
             _mm512_storeu_ps(yq + h * plane + j * AFRT_NC_L, o);
         }
+    if (odd) *odd |= k;
 }
 
 /* Each tile width compiled on its own (SW and nt constants) */
@@ -1046,8 +1050,8 @@ static inline __attribute__((always_inline)) void afrt_scb_tile_(
     static void name(const float *restrict xq, int64_t C, int64_t cstep, int64_t R, int64_t S,   \
                      int64_t rstep, const float *restrict wk, const float *bb,                   \
                      float *restrict yq, int64_t plane, int64_t nb, const afrt_epi_clamp *cl,    \
-                     const float *zq) {                                                          \
-        afrt_scb_tile_(xq, C, cstep, R, S, rstep, SW, wk, bb, yq, plane, nb, cl, zq, NT);        \
+                     const float *zq, __mmask16 *odd) {                                          \
+        afrt_scb_tile_(xq, C, cstep, R, S, rstep, SW, wk, bb, yq, plane, nb, cl, zq, odd, NT);   \
     }
 AFRT_SCB_SHAPE_(afrt_scb_s1n1_, 1, 1)
 AFRT_SCB_SHAPE_(afrt_scb_s1n2_, 1, 2)
@@ -1064,7 +1068,7 @@ AFRT_SCB_SHAPE_(afrt_scb_s2n6_, 2, 6)
 #undef AFRT_SCB_SHAPE_
 typedef void (*afrt_scb_fn_)(const float *, int64_t, int64_t, int64_t, int64_t, int64_t,
                              const float *, const float *, float *, int64_t, int64_t,
-                             const afrt_epi_clamp *, const float *);
+                             const afrt_epi_clamp *, const float *, __mmask16 *);
 static afrt_scb_fn_ const afrt_scb_fns_[2][AFRT_SCB_NT] = {
     {afrt_scb_s1n1_, afrt_scb_s1n2_, afrt_scb_s1n3_, afrt_scb_s1n4_, afrt_scb_s1n5_,
      afrt_scb_s1n6_},
@@ -1076,12 +1080,13 @@ static afrt_scb_fn_ const afrt_scb_fns_[2][AFRT_SCB_NT] = {
 /* One output row of direct_smallc_b: xr its input rows (rstep, cstep apart), wb the packed
  * weights, yr the row's first position in block 0 and plane the floats between blocks; zr the
  * residual's row in y's layout (or NULL), pf the floats from a row to the next one to
- * prefetch for writing (0: none). Shared by afrt_dconv_smallcb_f32 (y the whole output) and
+ * prefetch for writing (0: none); odd (or NULL) gets the lanes of the stored outputs that are
+ * NaN or -0.0 or-ed in (afrt_scb_maxpool_f32's exact / fast choice). Shared by afrt_dconv_smallcb_f32 (y the whole output) and
  * afrt_scb_maxpool_f32 (y a ring of rows, afrt_convchain.h). */
 static inline __attribute__((always_inline)) void afrt_scb_row_(
     const float *restrict xr, const afrt_conv_params *p, int64_t rstep, int64_t cstep,
     const float *restrict wb, const float *bias, float *restrict yr, int64_t plane,
-    const afrt_epi_clamp *cl, const float *zr, int64_t pf) {
+    const afrt_epi_clamp *cl, const float *zr, int64_t pf, __mmask16 *odd) {
     const int64_t C = p->C, K = p->K, R = p->R, S = p->S, OW = p->OW, T = C * R * S;
     const int64_t G = AFRT_SCB_NB * AFRT_NC_L, Kb = K / AFRT_NC_L, ng = afrt_cdiv_(K, G);
     for (int64_t g = 0; g < ng; ++g) {
@@ -1099,7 +1104,7 @@ static inline __attribute__((always_inline)) void afrt_scb_row_(
                     for (int64_t j = 0; j < nq; ++j)
                         _mm_prefetch((const char *)(yq + h * plane + pf + j * AFRT_NC_L), _MM_HINT_ET0);
             afrt_scb_fns_[p->stride_w == 2][nq - 1](xr + ow * p->stride_w, C, cstep, R, S, rstep,
-                                                   wg, gb, yq, plane, nb, cl, zq);
+                                                   wg, gb, yq, plane, nb, cl, zq, odd);
         }
     }
 }
@@ -1173,7 +1178,7 @@ static inline int afrt_dconv_smallcb_f32(const float *x, const float *w, const f
             float *yr = yn + oh * OW * AFRT_NC_L;
             const float *zr = cl && cl->res ? cl->res + (yr - y) : NULL;
             afrt_scb_row_(xn + oh * p->stride_h * rstep, p, rstep, cstep, wb, bias, yr, plane, cl,
-                          zr, oh + 1 < OH ? OW * AFRT_NC_L : 0);
+                          zr, oh + 1 < OH ? OW * AFRT_NC_L : 0, NULL);
             if (!cl && epi.fn)
                 for (int64_t h = 0; h < Kb; ++h) {
                     const int64_t f0 = (yr - y) + h * plane;
