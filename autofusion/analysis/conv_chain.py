@@ -112,13 +112,15 @@ def conv_pool_unit(
     conv: nn.ConvOp, act: Operation | None, pool: nn.MaxPoolOp
 ) -> tuple[list[int], list[int]] | None:
     """(conv fields, pool fields) when ``afrt_scb_maxpool_f32`` runs ``conv`` (+ ``act``, one
-    Relu / Clip on its output) and ``pool`` over that as one call: the conv is
+    Relu / Clip without NaN bounds on its output) and ``pool`` over that as one call: the conv is
     ``assign-layout``'s blocked stem (``layout.y`` NCHW16c, x NCHW; ``direct_smallc_b``), the
     pool runs on those blocks (``layout.x``) and ``clib.convpool_fits`` takes the pair."""
     f = conv_fields(conv)
     q = pool_fields(pool)
     if f is None or q is None or not isinstance(pool, nn.MaxPoolOp):
         return None
+    if act is not None and (not isinstance(act, CLAMPS) or any(map(math.isnan, clamp_of(act)))):
+        return None  # the tile's clamp has no NaN bounds
     stem = is_blocked(conv, LAYOUT_Y) and not is_blocked(conv, LAYOUT_X)
     if not stem or not is_blocked(pool, LAYOUT_X):
         return None

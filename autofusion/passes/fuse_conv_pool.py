@@ -29,6 +29,7 @@ them: no AVX-512, ``conv_layout`` not ``auto`` or a memory limit); target c only
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -36,7 +37,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 
-from autofusion.analysis.conv_chain import CLAMPS, conv_pool_unit, is_blocked, pool_fields
+from autofusion.analysis.conv_chain import CLAMPS, clamp_of, conv_pool_unit, is_blocked, pool_fields
 from autofusion.dialects import clib, nn
 from autofusion.dialects.attrs import LAYOUT_X, LAYOUT_Y
 from autofusion.dialects.fusion import KernelOp
@@ -95,9 +96,9 @@ def _decide(
                 "kernel never stores it", [ops[-1], *readers])  # fmt: skip
         return None
     clamp = act is None or (isinstance(act, CLAMPS) and act.operands[0] is conv.y)
-    if len(ops) > 2 or not clamp:
-        log.add("unsupported", "the conv kernel's epilogue is not one Relu/Clip (the fused "
-                "kernel clamps in registers)", [*ops, pool])  # fmt: skip
+    if len(ops) > 2 or not clamp or any(map(math.isnan, clamp_of(act))):
+        log.add("unsupported", "the conv kernel's epilogue is not one Relu/Clip with numeric "
+                "bounds (the fused kernel clamps in registers)", [*ops, pool])  # fmt: skip
         return None
     if precision_of(conv) != "fp32":
         log.add("dtype", f"the conv computes in {precision_of(conv)} (config precision); the "

@@ -79,7 +79,7 @@ func.func @sigmoid(%x: tensor<1x3x23x23xf32>, %w: tensor<16x3x3x3xf32>) -> tenso
   %2 = nn.max_pool %1 {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, ceil_mode = false, layout.x = "nchw16c", onnx.origins = ["pool"]} : (tensor<1x16x11x11xf32>) -> tensor<1x16x5x5xf32>
   func.return %2 : tensor<1x16x5x5xf32>
 }
-// CHECK:       builtin.module attributes {fusion.refusals = [{code = "unsupported", reason = "the conv kernel's epilogue is not one Relu/Clip (the fused kernel clamps in registers)", nodes = ["stem", "sig", "pool"], decided_by = "structure"}]
+// CHECK:       builtin.module attributes {fusion.refusals = [{code = "unsupported", reason = "the conv kernel's epilogue is not one Relu/Clip with numeric bounds (the fused kernel clamps in registers)", nodes = ["stem", "sig", "pool"], decided_by = "structure"}]
 // CHECK-LABEL: func.func @sigmoid
 // CHECK-NEXT:    %[[K:.*]] = fusion.kernel "conv_sigmoid" ["stem", "sig"]
 // CHECK:         %[[P:.*]] = nn.max_pool %[[K]]
