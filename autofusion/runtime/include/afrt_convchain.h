@@ -766,7 +766,8 @@ static inline int afrt_scb_maxpool_f32(const float *x, const float *w, const flo
     for (int64_t n = 0; n < p->N; ++n) {
         const float *xn = afrt_scb_image_n_(x, p, n, xp);
         float *yn = y + n * Kb * POH * POW * L;
-        AFRT_OMP(parallel for schedule(static) num_threads(nth) if (nth > 1))
+        /* nth ranges of pool rows (the team may get fewer threads: then some take two) */
+        AFRT_OMP(parallel for schedule(static) num_threads(afrt_threads_now()) if (nth > 1))
         for (int t = 0; t < nth; ++t) {
             afrt_arrive_();
             float *ring = (float *)afrt_thread_scratch(15, (size_t)(Kb * ring_plane) * sizeof(float));
