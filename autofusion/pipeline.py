@@ -22,6 +22,7 @@ Tensor passes (the group decides when a pass is included)::
     fuse-conv-chain         fusion   target c: depthwise -> 1x1 conv kernels in row bands
     assign-layout           fusion   target c with blocked_convs, no memory limit: NCHW16c
                                      between blocked convs
+    fuse-conv-pool          fusion   as assign-layout: a blocked stem and its max pool, one kernel
     validate-precision      precision  with validation asked for: roll back imprecise groups
     plan-buffers            memory   always: lifetimes -> arena offsets (in place where safe)
     tile-fusion             tiling   only with a memory limit: tile groups to fit, re-plan
@@ -66,6 +67,7 @@ TENSOR_PASSES: tuple[tuple[str, str], ...] = (
     ("fuse", "fusion"),
     ("fuse-conv-chain", "fusion"),
     ("assign-layout", "fusion"),
+    ("fuse-conv-pool", "fusion"),
     ("validate-precision", "precision"),
     ("plan-buffers", "memory"),
     ("tile-fusion", "tiling"),
@@ -277,7 +279,8 @@ class Pipeline:
             if name == "fuse-conv-chain" and backend.name not in CONV_CHAIN_TARGETS:
                 continue
             # tile-fusion slices convs into pieces reading NCHW slices: no blocked edges then
-            if name == "assign-layout" and not (
+            # (fuse-conv-pool joins only what assign-layout blocked)
+            if name in ("assign-layout", "fuse-conv-pool") and not (
                 backend.name == "c" and blocked_convs(opts) and opts.memory_limit_mb is None
             ):
                 continue

@@ -1,17 +1,19 @@
 """The depthwise -> pointwise conv chains ``fuse-conv-chain`` forms, as structure: which
-ops make one, and what ``afrt_dwpw_f32`` takes. Shared by the pass, the cost model
+ops make one, and what ``afrt_dwpw_f32`` takes; and the stem + max pool units of
+``fuse-conv-pool`` (``afrt_scb_maxpool_f32``). Shared by the passes, the cost model
 (``predict``) and the C lowering (``lower-nn-to-loops``), so neither of the last two imports
-the pass."""
+a pass."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import TensorType
+from xdsl.dialects.builtin import StringAttr, TensorType
 from xdsl.ir import Operation
 
 from autofusion.dialects import clib, dtypes, nn
+from autofusion.dialects.attrs import LAYOUT_X, LAYOUT_Y
 
 CLAMPS = (nn.ReluOp, nn.ClipOp)
 
@@ -86,3 +88,64 @@ def body_expand_chain(ops: Sequence[Operation]) -> ExpandChain | None:
     if dw.x is not mid or not mid.has_one_use() or (eact is not None and not ex.y.has_one_use()):
         return None
     return (ex, eact, dw, act, pw) if is_expand(ex, dw, pw) else None
+
+
+def is_blocked(op: Operation, key: str) -> bool:
+    """Whether ``assign-layout`` marked ``op``'s ``key`` (``layout.x`` / ``layout.y``) NCHW16c."""
+    a = op.attributes.get(key)
+    return isinstance(a, StringAttr) and a.data == "nchw16c"
+
+
+def pool_fields(op: nn.MaxPoolOp) -> list[int] | None:
+    """The 2-d f32 max pool's ``clib.POOL_FIELDS`` (static sizes only), else None."""
+    xt, yt = op.x.type, op.y.type
+    if not isinstance(xt, TensorType) or not isinstance(yt, TensorType):
+        return None
+    xs, ys = xt.get_shape(), yt.get_shape()
+    if len(xs) != 4 or xt.element_type != dtypes.f32 or min(*xs, *ys) < 0:
+        return None
+    k, st, pd, dl = op.kernel, op.strides, op.pads, op.dilations
+    return [*xs, k[0], k[1], ys[2], ys[3], st[0], st[1], *pd, dl[0], dl[1], 0]
+
+
+def conv_pool_unit(
+    conv: nn.ConvOp, act: Operation | None, pool: nn.MaxPoolOp
+) -> tuple[list[int], list[int]] | None:
+    """(conv fields, pool fields) when ``afrt_scb_maxpool_f32`` runs ``conv`` (+ ``act``, one
+    Relu / Clip without NaN bounds on its output) and ``pool`` over that as one call: the conv is
+    ``assign-layout``'s blocked stem (``layout.y`` NCHW16c, x NCHW; ``direct_smallc_b``), the
+    pool runs on those blocks (``layout.x``) and ``clib.convpool_fits`` takes the pair."""
+    f = conv_fields(conv)
+    q = pool_fields(pool)
+    if f is None or q is None or not isinstance(pool, nn.MaxPoolOp):
+        return None
+    if act is not None and (not isinstance(act, CLAMPS) or any(map(math.isnan, clamp_of(act)))):
+        return None  # the tile's clamp has no NaN bounds
+    stem = is_blocked(conv, LAYOUT_Y) and not is_blocked(conv, LAYOUT_X)
+    if not stem or not is_blocked(pool, LAYOUT_X):
+        return None
+    if any(not isinstance(v, int) or v == clib.DYNAMIC for v in f):  # static sizes only
+        return None
+    fd: dict[str, int] = dict(zip(clib.CONV_FIELDS, f, strict=True))
+    qd: dict[str, int] = dict(zip(clib.POOL_FIELDS, q, strict=True))
+    return (f, q) if clib.convpool_fits(fd, qd) else None
+
+
+ConvPool = tuple[nn.ConvOp, Operation | None, nn.MaxPoolOp]
+
+
+def body_conv_pool(ops: Sequence[Operation]) -> ConvPool | None:
+    """(conv, clamp or None, max pool) when a kernel body (nn ops, constants left out) is
+    exactly ``fuse-conv-pool``'s unit (:func:`conv_pool_unit`), its intermediates private."""
+    if len(ops) not in (2, 3) or not isinstance(ops[0], nn.ConvOp):
+        return None
+    conv, pool = ops[0], ops[-1]
+    act = ops[1] if len(ops) == 3 else None
+    if not isinstance(pool, nn.MaxPoolOp) or not conv.y.has_one_use():
+        return None
+    if act is not None and (not isinstance(act, CLAMPS) or act.operands[0] is not conv.y):
+        return None
+    mid = act.results[0] if act is not None else conv.y
+    if pool.x is not mid or not mid.has_one_use():
+        return None
+    return (conv, act, pool) if conv_pool_unit(conv, act, pool) is not None else None

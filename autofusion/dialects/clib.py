@@ -702,6 +702,26 @@ def smallc_b_fits(f: dict[str, int]) -> bool:
     )
 
 
+#: Rows of conv output ``afrt_scb_maxpool_f32`` keeps per thread at most (AFRT_CP_MAX_ROWS in
+#: afrt_convchain.h): the max pool window's height with its dilation.
+CONVPOOL_MAX_ROWS = 8
+
+
+def convpool_fits(f: dict[str, int], q: dict[str, int]) -> bool:
+    """Whether ``afrt_scb_maxpool_f32`` runs conv ``f`` (``CONV_FIELDS`` by name) and the max
+    pool ``q`` (``POOL_FIELDS`` by name) reading its output as one call
+    (``afrt_convpool_fits``): the conv is a ``direct_smallc_b`` stem (:func:`smallc_b_fits`),
+    the pool reads exactly its output, and the window spans at most ``CONVPOOL_MAX_ROWS``
+    rows (``(R - 1) * dil_h + 1``); any stride, pads, column window and ceil-mode size."""
+    return (
+        smallc_b_fits(f)
+        and (q["N"], q["C"], q["H"], q["W"]) == (f["N"], f["K"], f["OH"], f["OW"])
+        and min(q["R"], q["S"], q["stride_h"], q["stride_w"], q["dil_h"], q["dil_w"]) >= 1
+        and min(q["pad_top"], q["pad_left"]) >= 0
+        and (q["R"] - 1) * q["dil_h"] + 1 <= CONVPOOL_MAX_ROWS
+    )
+
+
 def nchwc_fits(f: dict[str, int]) -> bool:
     """Whether ``afrt_nchwc_ex_f32`` can run a conv (``CONV_FIELDS`` by name) at all
     (``afrt_nchwc_fits``): group 1, 1x1 or 3x3, equal strides 1 or 2, dilation 1, pads in
@@ -1047,7 +1067,19 @@ class Conv2DOp(_ContractionOp):
     #: prints ``afrt_nchwc_ex_f32(..., flags)``
     x_layout = opt_prop_def(StringAttr)
     y_layout = opt_prop_def(StringAttr)
+    #: ``fuse-conv-pool``'s max pool over the conv's output (``POOL_FIELDS``, numbers only):
+    #: then y is the pool's output (NCHW16c) and the call is ``afrt_convpool_nc_f32(x, w,
+    #: bias, y, &params, &pool, epilogue)``; the conv's output is never stored whole
+    pool = opt_prop_def(DenseArrayBase)
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def pool_values(self) -> list[int] | None:
+        """The fused max pool's ``POOL_FIELDS``, or None."""
+        attr = self.properties.get("pool")
+        if attr is None:
+            return None
+        assert isinstance(attr, DenseArrayBase)
+        return [int(v) for v in attr.get_values()]
 
     def layouts(self) -> tuple[str, str]:
         """The layouts of x and y (``nchw`` where absent)."""
@@ -1131,6 +1163,18 @@ class Conv2DOp(_ContractionOp):
         if self.is_stored("x"):
             raise VerifyException("'clib.conv2d': x is an activation; only w may be stored")
         self.verify_lp()
+        q = self.pool_values()
+        if q is not None:
+            if len(q) != len(POOL_FIELDS) or self.dyn or algo != "direct_smallc_b":
+                raise VerifyException(
+                    "'clib.conv2d': a fused max pool needs a direct_smallc_b conv of static "
+                    f"sizes and {len(POOL_FIELDS)} pool params"
+                )
+            if not convpool_fits(f, dict(zip(POOL_FIELDS, q, strict=True))):
+                raise VerifyException(
+                    "'clib.conv2d': the fused max pool does not read exactly the conv's "
+                    f"output or spans more than {CONVPOOL_MAX_ROWS} rows"
+                )
 
 
 def dwpw_applies(dw: Sequence[Param], pw: Sequence[Param]) -> bool:

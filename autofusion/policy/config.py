@@ -56,6 +56,7 @@ FAMILIES: dict[str, int] = {
     "fold_batchnorm": 1,
     "conv_bn_relu": 1,
     "conv_chain": 1,
+    "conv_pool": 1,
     "layernorm": 0,
     "gelu": 0,
     "attention": 0,

@@ -294,6 +294,14 @@ def _conv_shape(values: Sequence[int]) -> str:
             f"k{f['R']}x{f['S']} s{f['stride_h']} g{f['group']}")  # fmt: skip
 
 
+def _pool_shape(values: Sequence[int]) -> str:
+    from autofusion.dialects import clib
+
+    f = dict(zip(clib.POOL_FIELDS, values, strict=True))
+    return (f"max k{f['R']}x{f['S']} s{f['stride_h']} d{f['dil_h']} "
+            f"p{f['pad_top']} -> {f['OH']}x{f['OW']}")  # fmt: skip
+
+
 def conv_algo_rows(module: ModuleOp, avx512: bool = False) -> list[dict[str, object]]:
     """One row per convolution library call of a lowered C module, in module order: the
     kernel function, its ONNX nodes, the algorithm chosen at lowering (``clib.conv_algo``:
@@ -302,7 +310,8 @@ def conv_algo_rows(module: ModuleOp, avx512: bool = False) -> list[dict[str, obj
     (``clib.dwpw``) is one row: ``dwpw_blocked`` or ``dwpw`` (``clib.dwpw_algo``; ``avx512``:
     the build has AVX-512), the depthwise shape then ``+ 1x1 -> K``; with an expand conv in
     front ``expand_dwpw_blocked`` or ``expand_dwpw`` (``clib.edwpw_algo``), the shape
-    starting ``1x1 C -> K +``."""
+    starting ``1x1 C -> K +``. A stem with its max pool (``fuse-conv-pool``) is one row with
+    ``pool``: the pool's window, stride, dilation, pad and output size."""
     from autofusion.dialects import clib
 
     rows: list[dict[str, object]] = []
@@ -313,6 +322,8 @@ def conv_algo_rows(module: ModuleOp, avx512: bool = False) -> list[dict[str, obj
                 rows.append({"kernel": fn.sym_name.data, "origins": names,
                              "conv_algo": op.algo.data, "shape": _conv_shape(op.param_values()),
                              "layout": "->".join(op.layouts())})  # fmt: skip
+                if (q := op.pool_values()) is not None:  # fuse-conv-pool: the pool in the call
+                    rows[-1]["pool"] = _pool_shape(q)
             elif isinstance(op, clib.DwPwOp):
                 dw, pw = op.params_pair()
                 k = pw[clib.CONV_FIELDS.index("K")]

@@ -106,6 +106,8 @@ def test_stem_blocks_match_onnxruntime(cpu: str, threads: int) -> None:
         row = by_origin[f"{n}_stem"]
         if avx512 and n != "v":
             assert (row["conv_algo"], row["layout"]) == ("direct_smallc_b", "nchw->nchw16c"), row
+            assert row["origins"] == [f"{n}_stem", f"{n}_stem_relu", f"{n}_pool"], row
+            assert row["pool"].startswith("max k3x3 s2"), row  # fuse-conv-pool's one call
         else:  # a one-channel stem is a depthwise conv to conv_algo
             want_algo = "direct_dw" if n == "u" else "direct_smallc"
             assert (row["conv_algo"], row["layout"]) == (want_algo, "nchw->nchw"), row
@@ -147,4 +149,4 @@ def test_stem_blocks_under_sanitizers(tmp_path: Path) -> None:
 
     m = stem_model()
     text = sanitized_model_c(m, _feeds(m, 3), tmp_path)
-    assert text.count("afrt_dconv_smallcb_f32(") == 3
+    assert text.count("afrt_convpool_nc_f32(") == 3  # each with its pool (fuse-conv-pool)

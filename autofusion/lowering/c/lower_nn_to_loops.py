@@ -61,7 +61,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import PassFailedException
 
-from autofusion.analysis.conv_chain import ExpandChain
+from autofusion.analysis.conv_chain import ConvPool, ExpandChain
 from autofusion.dialects import clib, dtypes, fusion, nn
 from autofusion.dialects.attrs import C_ALIAS_ARGS, C_SYMBOL, LAYOUT_X
 from autofusion.dialects.fusion import FAST_MATH_ATTR
@@ -177,8 +177,11 @@ class FunctionLowering:
         self._classify(ops)
         chain = self._chain_plan(ops)
         skip: set[Operation] = set() if chain is None else {o for o in chain[:4] if o}
+        cp = self._conv_pool_plan(ops) if chain is None else None
+        if cp is not None:
+            skip = {o for o in cp[:2] if o}
         plan_ops = [o for o in ops if o not in skip]
-        epi = self._epilogue_plan(plan_ops) if self.fuse_epilogues else None
+        epi = self._epilogue_plan(plan_ops) if self.fuse_epilogues and cp is None else None
         self._detach_aliased(ops, new, epi if chain is None else None)
         for op in ops:
             if isinstance(op, bufferization.ToTensorOp | bufferization.MaterializeInDestinationOp):
@@ -191,6 +194,8 @@ class FunctionLowering:
                 continue
             if chain is not None and op is chain[4]:
                 self._dwpw(chain, epi)
+            elif cp is not None and op is cp[2]:
+                self._conv_pool(*cp)
             elif epi is not None and op is epi[0]:
                 self._fused_contraction(epi[0], epi[1], epi[2])
             elif isinstance(op, nn.ConstantOp):
@@ -408,6 +413,32 @@ class FunctionLowering:
         if any(v in self.dests for v in mids):
             return None
         return got
+
+    def _conv_pool_plan(self, ops: list[Operation]) -> ConvPool | None:
+        """(conv, clamp, max pool) when the function is ``fuse-conv-pool``'s stem and pool
+        (``body_conv_pool``) and only the pool's output leaves it."""
+        from autofusion.analysis.conv_chain import body_conv_pool
+
+        body = [o for o in ops if isinstance(o, nn.TensorOp) and not isinstance(o, nn.ConstantOp)]
+        got = body_conv_pool(body)
+        if got is None or any(o is not None and o.results[0] in self.dests for o in got[:2]):
+            return None
+        return got
+
+    def _conv_pool(self, conv: nn.ConvOp, act: Operation | None, pool: nn.MaxPoolOp) -> None:
+        """One ``clib.conv2d`` with ``pool`` (``afrt_convpool_nc_f32``): the conv's rows are
+        pooled as they are computed, its output is never a buffer; the clamp in registers."""
+        from autofusion.analysis.conv_chain import clamp_of
+        from autofusion.lowering.c.ops import pool_params
+
+        out = self.out_buffer(pool.y)
+        ep = ctx = None
+        if act is not None:
+            lo, hi = clamp_of(act)
+            e = self.e.add(clib.ClampEpilogueOp(None, 0, 0, lo, hi, None))
+            assert isinstance(e.owner, clib.ClampEpilogueOp)
+            ep, ctx = e.owner.fn, e.owner.ctx
+        contraction_call(self, conv, out, ep, ctx, pool=pool_params(pool))
 
     def _dwpw(
         self,

@@ -625,9 +625,16 @@ def _layout_algo(params: list[int], layouts: dict[str, Attribute]) -> str:
 
 
 def contraction_call(
-    L: Lowering, op: Operation, out: SSAValue, ep: SSAValue | None, ctx: SSAValue | None
+    L: Lowering,
+    op: Operation,
+    out: SSAValue,
+    ep: SSAValue | None,
+    ctx: SSAValue | None,
+    pool: list[int] | None = None,
 ) -> None:
-    """The library call computing conv/matmul/gemm ``op`` into ``out`` (with an epilogue)."""
+    """The library call computing conv/matmul/gemm ``op`` into ``out`` (with an epilogue);
+    ``pool``: a conv's fused max pool (``clib.POOL_FIELDS``, ``fuse-conv-pool``), ``out``
+    then the pool's output."""
     e = L.e
     if isinstance(op, nn.ConvOp):
         need_f32(op, op.x, op.w)
@@ -656,6 +663,7 @@ def contraction_call(
                     "algo": StringAttr(_layout_algo(params, layouts) if layouts else algo),
                     **layouts,
                     **lp,
+                    **({"pool": DenseArrayBase.from_list(i64, pool)} if pool else {}),
                 },
             )
         )
@@ -801,52 +809,24 @@ def lower_contraction(L: Lowering, op: Operation, outs: list[SSAValue]) -> None:
     contraction_call(L, op, outs[0], None, None)
 
 
-def lower_pool(L: Lowering, op: nn.PoolOp, outs: list[SSAValue]) -> None:
-    need_f32(op, op.x)
+def pool_params(op: nn.PoolOp) -> list[int] | None:
+    """The pool's ``clib.POOL_FIELDS`` (1-d as 2-d with one row), or None beyond 2-d."""
     xs, ys = shape(op.x), shape(op.y)
     k, st, pd, dl = op.kernel, op.strides, op.pads, op.dilations
     cip = int(isinstance(op, nn.AvgPoolOp) and op.count_include_pad)
     if len(xs) == 3:
-        params = [
-            xs[0],
-            xs[1],
-            1,
-            xs[2],
-            1,
-            k[0],
-            1,
-            ys[2],
-            1,
-            st[0],
-            0,
-            pd[0],
-            0,
-            pd[1],
-            1,
-            dl[0],
-            cip,
-        ]
-    elif len(xs) == 4:
-        params = [
-            xs[0],
-            xs[1],
-            xs[2],
-            xs[3],
-            k[0],
-            k[1],
-            ys[2],
-            ys[3],
-            st[0],
-            st[1],
-            pd[0],
-            pd[1],
-            pd[2],
-            pd[3],
-            dl[0],
-            dl[1],
-            cip,
-        ]
-    else:
+        return [xs[0], xs[1], 1, xs[2], 1, k[0], 1, ys[2], 1, st[0], 0, pd[0], 0, pd[1], 1,
+                dl[0], cip]  # fmt: skip
+    if len(xs) == 4:
+        return [xs[0], xs[1], xs[2], xs[3], k[0], k[1], ys[2], ys[3], st[0], st[1], pd[0],
+                pd[1], pd[2], pd[3], dl[0], dl[1], cip]  # fmt: skip
+    return None
+
+
+def lower_pool(L: Lowering, op: nn.PoolOp, outs: list[SSAValue]) -> None:
+    need_f32(op, op.x)
+    params = pool_params(op)
+    if params is None:
         _pool_loops(L, op, outs[0])
         return
     kind = "max" if isinstance(op, nn.MaxPoolOp) else "avg"

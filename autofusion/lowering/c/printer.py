@@ -1444,6 +1444,10 @@ class _FuncPrinter:
                     # assign-layout's 1x1 conv reading NCHW16c x into NCHW y
                     self.emit(d, f"  if (!afrt_conv1x1xb_f32({args}, {epi}))")
                     self.emit(d, f"    afrt_nchwc_naive_f32({args}, {epi}, 1); }}")
+                elif (q := op.pool_values()) is not None:
+                    # fuse-conv-pool's stem and max pool: y is the pool's output
+                    self.emit(d, f"  const afrt_pool_params q_ = {{{', '.join(map(str, q))}}};")
+                    self.emit(d, f"  afrt_convpool_nc_f32({args}, &q_, {epi}); }}")
                 elif op.algo.data == "direct_smallc_b":
                     # assign-layout's stem writing NCHW16c from the NCHW image
                     self.emit(d, f"  if (!afrt_dconv_smallcb_f32({args}, {epi}))")

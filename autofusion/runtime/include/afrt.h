@@ -888,7 +888,7 @@ static inline void afrt_finish_block_(float *out, const float *bias, int64_t bat
  * free for generated code. A buffer stays valid until the next call with the same slot on the same thread.
  * Returns NULL if the allocation fails.
  * ------------------------------------------------------------------------------------------- */
-#define AFRT_SCRATCH_SLOTS 15 /* 4, 5: afrt_sgemm_ without OpenBLAS; 6-8: 16-bit core; 9, 10: gemm_1x1_t; 11: strided 1x1 conv; 12: in-place partial sums; 13: a conv's shared packed B or Winograd's shared V; 14: the second part of a small-map conv chain (afrt_cc_ksplit_run_) */
+#define AFRT_SCRATCH_SLOTS 16 /* 4, 5: afrt_sgemm_ without OpenBLAS; 6-8: 16-bit core; 9, 10: gemm_1x1_t; 11: strided 1x1 conv; 12: in-place partial sums; 13: a conv's shared packed B or Winograd's shared V; 14: the second part of a small-map conv chain (afrt_cc_ksplit_run_); 15: the conv rows of afrt_scb_maxpool_f32 */
 static AFRT_THREAD_LOCAL void *afrt_tls_buf_[AFRT_SCRATCH_SLOTS];
 static AFRT_THREAD_LOCAL size_t afrt_tls_cap_[AFRT_SCRATCH_SLOTS];
 
@@ -4813,6 +4813,18 @@ static inline void afrt_maxpool2d_f32(const float *x, float *y, const afrt_pool_
  * max of its window's whole 16-channel vectors (taps outside the map skipped, NaN propagated
  * as afrt_nanmax_ does), so no row buffer and no gather. Channels past C max their zero
  * padding, which stays zero. Threads over (image, block, output row). */
+#if defined(__AVX512F__)
+/* m folded with taps [s0, s1) of one window row of NCHW16c vectors (xr: tap 0, sstep floats
+ * apart) by afrt_nanmax16_, in tap order: the blocked max pool's one rule, which
+ * afrt_scb_maxpool_f32 (the stem and its pool as one call) shares. */
+static inline __attribute__((always_inline)) __m512 afrt_nc_maxrow_(__m512 m, const float *xr,
+                                                                    int64_t s0, int64_t s1,
+                                                                    int64_t sstep) {
+    for (int64_t s = s0; s < s1; ++s) m = afrt_nanmax16_(m, _mm512_loadu_ps(xr + s * sstep));
+    return m;
+}
+#endif
+
 /* 1: afrt_maxpool2d_nc_f32 prefetches the next output row's new input rows; 0 not (for
  * benchmarks and tests comparing the two). */
 static int afrt_pool_pf_ = 1;
@@ -4855,15 +4867,9 @@ static inline void afrt_maxpool2d_nc_f32(const float *x, float *y, const afrt_po
                 }
             }
             __m512 m = _mm512_set1_ps(-INFINITY);
-            for (int64_t r = r0; r < r1; ++r) {
-                const float *xr = xp + ((ih0 + r * p->dil_h) * W + iw0) * 16;
-                for (int64_t s = s0; s < s1; ++s) { /* afrt_nanmax_v_ on 16 lanes */
-                    const __m512 v = _mm512_loadu_ps(xr + s * p->dil_w * 16);
-                    const __mmask16 k = _mm512_cmp_ps_mask(v, m, _CMP_GT_OQ) |
-                                        _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-                    m = _mm512_mask_mov_ps(m, k, v);
-                }
-            }
+            for (int64_t r = r0; r < r1; ++r)
+                m = afrt_nc_maxrow_(m, xp + ((ih0 + r * p->dil_h) * W + iw0) * 16, s0, s1,
+                                    p->dil_w * 16);
             _mm512_storeu_ps(yr + ow * 16, m);
 #else
             float m[16];

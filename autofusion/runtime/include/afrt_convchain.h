@@ -686,4 +686,172 @@ static inline int afrt_edwpw_f32(const float *x, const float *we, const float *b
     return ok;
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * The stem and its max pool as one call (fuse-conv-pool, docs/runtime.md "The stem and its
+ * pool as one kernel"):
+ *
+ *   afrt_convpool_nc_f32(x, w, bias, y, &p, &q, epi)
+ *
+ * a direct_smallc_b conv p (x NCHW; its output NCHW16c, + bias, + epi: none or the built-in
+ * clamp without a residual) read only by a max pool q (NCHW16c; any window, stride, pads,
+ * dilation, ceil-mode output size: afrt_maxpool2d_nc_f32's), y the pool's output. The conv's
+ * output never exists whole: each task (image, range of pool output rows) computes the conv
+ * rows its windows read, in order, into a per-thread ring of (R - 1) * dil_h + 1 rows of all
+ * channel blocks (85 KB for SqueezeNet-1.1's 64 x 111 stem), and pools each pool row as soon
+ * as its last row is done, by the blocked pool's rule (afrt_nc_maxrow_: the same taps in the
+ * same order, so the same bits, NaN and -0.0 included) -- or, for 3-wide windows of at most
+ * three rows none of which holds a NaN or a -0.0 (the conv's tile checks its outputs in
+ * registers; after a Relu there is no -0.0), by vmaxps in any order, which then gives the
+ * same bits (afrt_cp_max3x3_, several times faster on rows already in cache). Tasks split the pool rows, one range
+ * per thread and image: the conv row two neighbouring ranges share (a 3x3/2 window's overlap)
+ * is computed by both -- one row per thread boundary, no barrier, nothing shared.
+ * afrt_scb_maxpool_f32 returns 0 (nothing written) when the pair does not fit
+ * (afrt_convpool_fits), the build has no AVX-512 or memory is short; afrt_convpool_nc_f32
+ * then runs the two apart through a whole intermediate.
+ * ------------------------------------------------------------------------------------------- */
+/* Rows of the ring at most (clib.CONVPOOL_MAX_ROWS): the pool window's height with dilation. */
+#define AFRT_CP_MAX_ROWS 8
+
+/* Whether afrt_scb_maxpool_f32 takes conv p and max pool q (clib.convpool_fits). */
+static inline int afrt_convpool_fits(const afrt_conv_params *p, const afrt_pool_params *q) {
+    return afrt_dconv_smallcb_fits(p) && q->N == p->N && q->C == p->K && q->H == p->OH &&
+           q->W == p->OW && q->R >= 1 && q->S >= 1 && q->stride_h >= 1 && q->stride_w >= 1 &&
+           q->dil_h >= 1 && q->dil_w >= 1 && q->pad_top >= 0 && q->pad_left >= 0 &&
+           (q->R - 1) * q->dil_h + 1 <= AFRT_CP_MAX_ROWS;
+}
+
+#if defined(__AVX512F__) && (defined(__GNUC__) || defined(__clang__))
+/* Outputs [o0, o1) of a 3x3 dilation-1 max pool row whose windows lie inside rows a, b, c
+ * (column j of a row at j * 16; output o's first column o * sw - pl), by vmaxps: only for rows
+ * without NaN or -0.0: then every tie of a max is between equal bits and vmaxps gives the
+ * bits of afrt_nanmax16_'s fold in any order. A row twice stands for a window of fewer rows. */
+static void afrt_cp_max3x3_(const float *restrict a, const float *restrict b,
+                            const float *restrict c, float *restrict y, int64_t o0, int64_t o1,
+                            int64_t sw, int64_t pl) {
+    for (int64_t o = o0; o < o1; ++o) {
+        const int64_t j = (o * sw - pl) * 16;
+        const __m512 ma = _mm512_max_ps(_mm512_max_ps(_mm512_loadu_ps(a + j), _mm512_loadu_ps(a + j + 16)),
+                                        _mm512_loadu_ps(a + j + 32));
+        const __m512 mb = _mm512_max_ps(_mm512_max_ps(_mm512_loadu_ps(b + j), _mm512_loadu_ps(b + j + 16)),
+                                        _mm512_loadu_ps(b + j + 32));
+        const __m512 mc = _mm512_max_ps(_mm512_max_ps(_mm512_loadu_ps(c + j), _mm512_loadu_ps(c + j + 16)),
+                                        _mm512_loadu_ps(c + j + 32));
+        _mm512_storeu_ps(y + o * 16, _mm512_max_ps(_mm512_max_ps(ma, mb), mc));
+    }
+}
+#endif
+
+static inline int afrt_scb_maxpool_f32(const float *x, const float *w, const float *bias,
+                                       float *y, const afrt_conv_params *p,
+                                       const afrt_pool_params *q, afrt_epilogue epi) {
+#if defined(__AVX512F__) && (defined(__GNUC__) || defined(__clang__))
+    if (!afrt_convpool_fits(p, q)) return 0;
+    const afrt_epi_clamp *cl = afrt_epi_builtin_clamp_(epi);
+    if ((epi.fn && !cl) || (cl && cl->res)) return 0; /* only an epilogue in registers */
+    if (p->N <= 0 || q->OH <= 0 || q->OW <= 0) return 1;
+    afrt_init_once_();
+    const int64_t OW = p->OW, OH = p->OH, Kb = p->K / AFRT_NC_L, L = AFRT_NC_L;
+    const int64_t POH = q->OH, POW = q->OW, dh = q->dil_h;
+    const int64_t span = (q->R - 1) * dh + 1, ring_plane = span * OW * L;
+    const float *wb = afrt_scb_weights_(w, p);
+    if (!wb) return 0;
+    float *xp;
+    int64_t rstep, cstep;
+    if (!afrt_scb_image_(p, &xp, &rstep, &cstep)) return 0;
+    const double work = (double)p->N * p->K * OH * OW * p->C * p->R * p->S;
+    const int nth = afrt_num_threads_ > 1 && POH > 1 && afrt_worth_threads_(work)
+                        ? (int)afrt_min_(afrt_threads_now(), POH)
+                        : 1;
+    int failed = 0;
+    for (int64_t n = 0; n < p->N; ++n) {
+        const float *xn = afrt_scb_image_n_(x, p, n, xp);
+        float *yn = y + n * Kb * POH * POW * L;
+        /* nth ranges of pool rows (the team may get fewer threads: then some take two) */
+        AFRT_OMP(parallel for schedule(static) num_threads(afrt_threads_now()) if (nth > 1))
+        for (int t = 0; t < nth; ++t) {
+            afrt_arrive_();
+            float *ring = (float *)afrt_thread_scratch(15, (size_t)(Kb * ring_plane) * sizeof(float));
+            if (!ring) {
+                afrt_flag_set_(&failed);
+                continue;
+            }
+            const int64_t ph0 = POH * t / nth, ph1 = POH * (t + 1) / nth;
+            int64_t next = 0; /* the next conv row to compute */
+            unsigned char odd_row[AFRT_CP_MAX_ROWS]; /* per ring slot: NaN or -0.0 in it */
+            /* the outputs whose 3-wide windows lie inside the row (afrt_cp_max3x3_) */
+            const int64_t pl = q->pad_left, sw = q->stride_w;
+            const int64_t o0 = afrt_min_(POW, afrt_cdiv_(pl, sw));
+            const int64_t o1 = OW + pl >= 3 ? afrt_max_(o0, afrt_min_(POW, (OW + pl - 3) / sw + 1)) : o0;
+            const int s3 = q->S == 3 && q->dil_w == 1;
+            for (int64_t ph = ph0; ph < ph1; ++ph) {
+                int64_t r0, r1;
+                afrt_tap_range_(ph, q->stride_h, q->pad_top, dh, q->R, OH, &r0, &r1);
+                const int64_t ih0 = ph * q->stride_h - q->pad_top;
+                if (r1 > r0) {
+                    if (next < ih0 + r0 * dh) next = ih0 + r0 * dh;
+                    for (; next <= ih0 + (r1 - 1) * dh; ++next) {
+                        float *yr = ring + (next % span) * OW * L;
+                        __mmask16 k = 0;
+                        afrt_scb_row_(xn + next * p->stride_h * rstep, p, rstep, cstep, wb, bias,
+                                      yr, ring_plane, cl, NULL, 0, &k);
+                        odd_row[next % span] = k != 0;
+                    }
+                }
+                int64_t off[AFRT_CP_MAX_ROWS]; /* the window rows' ring offsets */
+                int odd = 0;
+                for (int64_t r = r0; r < r1; ++r) {
+                    const int64_t slot = (ih0 + r * dh) % span;
+                    off[r - r0] = slot * OW * L;
+                    odd |= odd_row[slot];
+                }
+                const int64_t nr = r1 - r0;
+                const int fast = !odd && s3 && nr >= 1 && nr <= 3;
+                for (int64_t b = 0; b < Kb; ++b) {
+                    const float *rb = ring + b * ring_plane;
+                    float *yr = yn + (b * POH + ph) * POW * L;
+                    if (fast)
+                        afrt_cp_max3x3_(rb + off[0], rb + off[nr > 1], rb + off[nr > 2 ? 2 : 0], yr,
+                                        o0, o1, sw, pl);
+                    for (int64_t ow = 0; ow < POW; ++ow) { /* afrt_maxpool2d_nc_f32's loop */
+                        if (fast && ow >= o0 && ow < o1) continue;
+                        const int64_t iw0 = ow * sw - pl;
+                        int64_t s0 = 0, s1 = q->S;
+                        if (iw0 < 0 || iw0 + (q->S - 1) * q->dil_w >= OW)
+                            afrt_tap_range_(ow, sw, pl, q->dil_w, q->S, OW, &s0, &s1);
+                        __m512 m = _mm512_set1_ps(-INFINITY);
+                        for (int64_t r = 0; r < nr; ++r)
+                            m = afrt_nc_maxrow_(m, rb + off[r] + iw0 * L, s0, s1, q->dil_w * L);
+                        _mm512_storeu_ps(yr + ow * L, m);
+                    }
+                }
+            }
+        }
+        if (failed) return 0;
+    }
+    return 1;
+#else
+    (void)x, (void)w, (void)bias, (void)y, (void)p, (void)q, (void)epi;
+    return 0;
+#endif
+}
+
+/* afrt_scb_maxpool_f32, or when it cannot run the conv and the pool apart through a whole
+ * intermediate (the fallback of a build without AVX-512 or short of memory). */
+static inline void afrt_convpool_nc_f32(const float *x, const float *w, const float *bias,
+                                        float *y, const afrt_conv_params *p,
+                                        const afrt_pool_params *q, afrt_epilogue epi) {
+    if (afrt_scb_maxpool_f32(x, w, bias, y, p, q, epi)) return;
+    const int64_t n = p->N * afrt_cdiv_(p->K, AFRT_NC_L) * p->OH * p->OW * AFRT_NC_L;
+    float *mid = (float *)afrt_malloc_((size_t)afrt_max_(n, 1) * sizeof(float));
+    if (!mid) {
+        afrt_pool_failed_(y, q->N * afrt_cdiv_(q->C, AFRT_NC_L) * q->OH * q->OW * AFRT_NC_L,
+                          "afrt_convpool_nc_f32");
+        return;
+    }
+    if (!afrt_dconv_smallcb_f32(x, w, bias, mid, p, epi))
+        afrt_nchwc_naive_f32(x, w, bias, mid, p, epi, AFRT_NC_OUT_BLOCKED);
+    afrt_maxpool2d_nc_f32(mid, y, q);
+    free(mid);
+}
+
 #endif /* AFRT_CONVCHAIN_H */

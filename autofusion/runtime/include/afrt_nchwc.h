@@ -1004,11 +1004,12 @@ static inline void afrt_scb_pack_(const float *w, int64_t K, int64_t C, int64_t 
 /* One register tile: 4 blocks x nt positions (a constant in every copy) of one output row,
  * from xq (the tile's first position's input at tap (0, 0, 0); channels cstep, rows rstep,
  * positions SW floats apart) and wk (the group's [C*R*S][64] weights), the biases bb[64] as
- * the start; block h stored at yq + h * plane for h < nb. */
+ * the start; block h stored at yq + h * plane for h < nb; *odd |= the stored lanes that are NaN
+ * or -0.0 (odd NULL: not asked). */
 static inline __attribute__((always_inline)) void afrt_scb_tile_(
     const float *restrict xq, int64_t C, int64_t cstep, int64_t R, int64_t S, int64_t rstep,
     const int SW, const float *restrict wk, const float *bb, float *restrict yq, int64_t plane,
-    int64_t nb, const afrt_epi_clamp *cl, const float *zq, const int nt) {
+    int64_t nb, const afrt_epi_clamp *cl, const float *zq, __mmask16 *odd, const int nt) {
     __m512 a[AFRT_SCB_NB][AFRT_SCB_NT];
     for (int h = 0; h < AFRT_SCB_NB; ++h) {
         const __m512 bv = _mm512_loadu_ps(bb + h * AFRT_NC_L);
@@ -1029,6 +1030,7 @@ static inline __attribute__((always_inline)) void afrt_scb_tile_(
         }
     const __m512 lo = _mm512_set1_ps(cl ? cl->lo : 0.0f), hi = _mm512_set1_ps(cl ? cl->hi : 0.0f);
     const int up = cl && cl->hi != INFINITY; /* an infinite upper bound changes nothing */
+    __mmask16 k = 0;
     for (int h = 0; h < AFRT_SCB_NB && h < nb; ++h)
         for (int j = 0; j < nt; ++j) {
             __m512 o = a[h][j];
@@ -1037,8 +1039,10 @@ static inline __attribute__((always_inline)) void afrt_scb_tile_(
                 o = _mm512_mask_mov_ps(lo, _mm512_cmp_ps_mask(o, lo, _CMP_NLE_UQ), o);
                 if (up) o = _mm512_mask_mov_ps(hi, _mm512_cmp_ps_mask(o, hi, _CMP_NGE_UQ), o);
             }
+            if (odd) k |= _mm512_fpclass_ps_mask(o, 0x85); /* NaN or -0.0 */
             _mm512_storeu_ps(yq + h * plane + j * AFRT_NC_L, o);
         }
+    if (odd) *odd |= k;
 }
 
 /* Each tile width compiled on its own (SW and nt constants) */
@@ -1046,8 +1050,8 @@ static inline __attribute__((always_inline)) void afrt_scb_tile_(
     static void name(const float *restrict xq, int64_t C, int64_t cstep, int64_t R, int64_t S,   \
                      int64_t rstep, const float *restrict wk, const float *bb,                   \
                      float *restrict yq, int64_t plane, int64_t nb, const afrt_epi_clamp *cl,    \
-                     const float *zq) {                                                          \
-        afrt_scb_tile_(xq, C, cstep, R, S, rstep, SW, wk, bb, yq, plane, nb, cl, zq, NT);        \
+                     const float *zq, __mmask16 *odd) {                                          \
+        afrt_scb_tile_(xq, C, cstep, R, S, rstep, SW, wk, bb, yq, plane, nb, cl, zq, odd, NT);   \
     }
 AFRT_SCB_SHAPE_(afrt_scb_s1n1_, 1, 1)
 AFRT_SCB_SHAPE_(afrt_scb_s1n2_, 1, 2)
@@ -1064,12 +1068,86 @@ AFRT_SCB_SHAPE_(afrt_scb_s2n6_, 2, 6)
 #undef AFRT_SCB_SHAPE_
 typedef void (*afrt_scb_fn_)(const float *, int64_t, int64_t, int64_t, int64_t, int64_t,
                              const float *, const float *, float *, int64_t, int64_t,
-                             const afrt_epi_clamp *, const float *);
+                             const afrt_epi_clamp *, const float *, __mmask16 *);
 static afrt_scb_fn_ const afrt_scb_fns_[2][AFRT_SCB_NT] = {
     {afrt_scb_s1n1_, afrt_scb_s1n2_, afrt_scb_s1n3_, afrt_scb_s1n4_, afrt_scb_s1n5_,
      afrt_scb_s1n6_},
     {afrt_scb_s2n1_, afrt_scb_s2n2_, afrt_scb_s2n3_, afrt_scb_s2n4_, afrt_scb_s2n5_,
      afrt_scb_s2n6_}};
+#endif
+
+#if defined(__AVX512F__) && (defined(__GNUC__) || defined(__clang__))
+/* One output row of direct_smallc_b: xr its input rows (rstep, cstep apart), wb the packed
+ * weights, yr the row's first position in block 0 and plane the floats between blocks; zr the
+ * residual's row in y's layout (or NULL), pf the floats from a row to the next one to
+ * prefetch for writing (0: none); odd (or NULL) gets the lanes of the stored outputs that are
+ * NaN or -0.0 or-ed in (afrt_scb_maxpool_f32's exact / fast choice). Shared by afrt_dconv_smallcb_f32 (y the whole output) and
+ * afrt_scb_maxpool_f32 (y a ring of rows, afrt_convchain.h). */
+static inline __attribute__((always_inline)) void afrt_scb_row_(
+    const float *restrict xr, const afrt_conv_params *p, int64_t rstep, int64_t cstep,
+    const float *restrict wb, const float *bias, float *restrict yr, int64_t plane,
+    const afrt_epi_clamp *cl, const float *zr, int64_t pf, __mmask16 *odd) {
+    const int64_t C = p->C, K = p->K, R = p->R, S = p->S, OW = p->OW, T = C * R * S;
+    const int64_t G = AFRT_SCB_NB * AFRT_NC_L, Kb = K / AFRT_NC_L, ng = afrt_cdiv_(K, G);
+    for (int64_t g = 0; g < ng; ++g) {
+        float gb[AFRT_SCB_NB * AFRT_NC_L];
+        for (int64_t k = 0; k < G; ++k) gb[k] = bias && g * G + k < K ? bias[g * G + k] : 0.0f;
+        const int64_t nb = afrt_min_(AFRT_SCB_NB, Kb - g * AFRT_SCB_NB);
+        const float *wg = wb + g * T * G;
+        float *yg = yr + g * AFRT_SCB_NB * plane;
+        for (int64_t ow = 0; ow < OW; ow += AFRT_SCB_NT) {
+            const int64_t nq = afrt_min_(AFRT_SCB_NT, OW - ow);
+            float *yq = yg + ow * AFRT_NC_L;
+            const float *zq = zr ? zr + (yq - yr) : NULL;
+            if (pf)
+                for (int64_t h = 0; h < nb; ++h)
+                    for (int64_t j = 0; j < nq; ++j)
+                        _mm_prefetch((const char *)(yq + h * plane + pf + j * AFRT_NC_L), _MM_HINT_ET0);
+            afrt_scb_fns_[p->stride_w == 2][nq - 1](xr + ow * p->stride_w, C, cstep, R, S, rstep,
+                                                   wg, gb, yq, plane, nb, cl, zq, odd);
+        }
+    }
+}
+
+/* The image direct_smallc_b reads: x itself when the conv does not pad, else (*xp) the
+ * zero-padded image of one batch item in the calling thread's scratch slot 0 (*xp NULL when
+ * memory is short). Its row and channel steps in *rstep, *cstep. */
+static inline int afrt_scb_image_(const afrt_conv_params *p, float **xp, int64_t *rstep,
+                                  int64_t *cstep) {
+    const int64_t Hp = (p->OH - 1) * p->stride_h + p->R, Wp = (p->OW - 1) * p->stride_w + p->S;
+    const int inplace = p->pad_top == 0 && p->pad_left == 0 && Hp <= p->H && Wp <= p->W;
+    *xp = NULL;
+    if (!inplace) {
+        *xp = (float *)afrt_thread_scratch(0, (size_t)(p->C * Hp * Wp) * sizeof(float));
+        if (!*xp) return 0;
+    }
+    *rstep = inplace ? p->W : Wp, *cstep = inplace ? p->H * p->W : Hp * Wp;
+    return 1;
+}
+
+/* Image n of x as afrt_scb_image_ chose: x's own or padded into xp. */
+static inline const float *afrt_scb_image_n_(const float *x, const afrt_conv_params *p,
+                                             int64_t n, float *xp) {
+    const float *xn = x + n * p->C * p->H * p->W;
+    if (!xp) return xn;
+    const int64_t Hp = (p->OH - 1) * p->stride_h + p->R, Wp = (p->OW - 1) * p->stride_w + p->S;
+    for (int64_t c = 0; c < p->C; ++c)
+        for (int64_t i = 0; i < Hp; ++i)
+            for (int64_t j = 0; j < Wp; ++j) {
+                const int64_t ih = i - p->pad_top, iw = j - p->pad_left;
+                xp[(c * Hp + i) * Wp + j] = ih >= 0 && ih < p->H && iw >= 0 && iw < p->W
+                                                ? xn[(c * p->H + ih) * p->W + iw]
+                                                : 0.0f;
+            }
+    return xp;
+}
+
+/* The packed weights of direct_smallc_b (cached, side 5), or NULL when memory is short. */
+static inline const float *afrt_scb_weights_(const float *w, const afrt_conv_params *p) {
+    const int64_t G = AFRT_SCB_NB * AFRT_NC_L, T = p->C * p->R * p->S;
+    return afrt_nc_cached_(w, p->K, p->C, p->R * p->S, 5, (size_t)(afrt_round_up_(p->K, G) * T),
+                           afrt_scb_pack_);
+}
 #endif
 
 /* direct_smallc_b (above): x NCHW, y NCHW16c. Returns 0 when the conv does not fit
@@ -1081,66 +1159,31 @@ static inline int afrt_dconv_smallcb_f32(const float *x, const float *w, const f
     if (!afrt_dconv_smallcb_fits(p)) return 0;
     if (p->N <= 0 || p->OH <= 0 || p->OW <= 0) return 1;
     afrt_init_once_();
-    const int64_t C = p->C, K = p->K, R = p->R, S = p->S, OH = p->OH, OW = p->OW;
-    const int64_t G = AFRT_SCB_NB * AFRT_NC_L, Kb = K / AFRT_NC_L, ohw = OH * OW;
-    const int64_t plane = ohw * AFRT_NC_L, T = C * R * S;
-    const float *wb = afrt_nc_cached_(w, K, C, R * S, 5, (size_t)(afrt_round_up_(K, G) * T),
-                                      afrt_scb_pack_);
+    const int64_t K = p->K, OH = p->OH, OW = p->OW, Kb = K / AFRT_NC_L, ohw = OH * OW;
+    const int64_t plane = ohw * AFRT_NC_L, T = p->C * p->R * p->S;
+    const float *wb = afrt_scb_weights_(w, p);
     if (!wb) return 0;
-    /* the rows and columns the taps read; the image itself when the conv does not pad */
-    const int64_t Hp = (OH - 1) * p->stride_h + R, Wp = (OW - 1) * p->stride_w + S;
-    const int inplace = p->pad_top == 0 && p->pad_left == 0 && Hp <= p->H && Wp <= p->W;
-    float *xp = NULL;
-    if (!inplace) {
-        xp = (float *)afrt_thread_scratch(0, (size_t)(C * Hp * Wp) * sizeof(float));
-        if (!xp) return 0;
-    }
-    const int64_t rstep = inplace ? p->W : Wp, cstep = inplace ? p->H * p->W : Hp * Wp;
+    float *xp;
+    int64_t rstep, cstep;
+    if (!afrt_scb_image_(p, &xp, &rstep, &cstep)) return 0;
     const afrt_epi_clamp *cl = afrt_epi_builtin_clamp_(epi);
-    const int64_t ng = afrt_cdiv_(K, G);
     const int par = afrt_num_threads_ > 1 && OH > 1 && afrt_worth_threads_((double)p->N * K * ohw * T);
     (void)par; /* unused without OpenMP */
     for (int64_t n = 0; n < p->N; ++n) {
-        const float *xn = x + n * C * p->H * p->W;
-        if (!inplace) { /* the zero-padded image */
-            for (int64_t c = 0; c < C; ++c)
-                for (int64_t i = 0; i < Hp; ++i)
-                    for (int64_t j = 0; j < Wp; ++j) {
-                        const int64_t ih = i - p->pad_top, iw = j - p->pad_left;
-                        xp[(c * Hp + i) * Wp + j] = ih >= 0 && ih < p->H && iw >= 0 && iw < p->W
-                                                        ? xn[(c * p->H + ih) * p->W + iw]
-                                                        : 0.0f;
-                    }
-            xn = xp;
-        }
+        const float *xn = afrt_scb_image_n_(x, p, n, xp);
         float *yn = y + n * Kb * plane;
         AFRT_OMP(parallel for schedule(static) num_threads(afrt_threads_now()) if (par))
         for (int64_t oh = 0; oh < OH; ++oh) {
             afrt_arrive_();
-            const float *xr = xn + oh * p->stride_h * rstep;
-            for (int64_t g = 0; g < ng; ++g) {
-                float gb[AFRT_SCB_NB * AFRT_NC_L];
-                for (int64_t k = 0; k < G; ++k) gb[k] = bias && g * G + k < K ? bias[g * G + k] : 0.0f;
-                const int64_t nb = afrt_min_(AFRT_SCB_NB, Kb - g * AFRT_SCB_NB);
-                const float *wg = wb + g * T * G;
-                float *yg = yn + g * AFRT_SCB_NB * plane + oh * OW * AFRT_NC_L;
-                for (int64_t ow = 0; ow < OW; ow += AFRT_SCB_NT) {
-                    const int64_t nq = afrt_min_(AFRT_SCB_NT, OW - ow);
-                    float *yq = yg + ow * AFRT_NC_L;
-                    const float *zq = cl && cl->res ? cl->res + (yq - y) : NULL;
-                    if (oh + 1 < OH)
-                        for (int64_t h = 0; h < nb; ++h)
-                            for (int64_t j = 0; j < nq; ++j)
-                                _mm_prefetch((const char *)(yq + h * plane + (OW + j) * AFRT_NC_L), _MM_HINT_ET0);
-                    afrt_scb_fns_[p->stride_w == 2][nq - 1](xr + ow * p->stride_w, C, cstep, R, S,
-                                                           rstep, wg, gb, yq, plane, nb, cl, zq);
+            float *yr = yn + oh * OW * AFRT_NC_L;
+            const float *zr = cl && cl->res ? cl->res + (yr - y) : NULL;
+            afrt_scb_row_(xn + oh * p->stride_h * rstep, p, rstep, cstep, wb, bias, yr, plane, cl,
+                          zr, oh + 1 < OH ? OW * AFRT_NC_L : 0, NULL);
+            if (!cl && epi.fn)
+                for (int64_t h = 0; h < Kb; ++h) {
+                    const int64_t f0 = (yr - y) + h * plane;
+                    afrt_nc_epilogue_blocked_(epi, y, f0, f0 + OW * AFRT_NC_L, ohw);
                 }
-                if (!cl && epi.fn)
-                    for (int64_t h = 0; h < nb; ++h) {
-                        const int64_t f0 = (yg - y) + h * plane;
-                        afrt_nc_epilogue_blocked_(epi, y, f0, f0 + OW * AFRT_NC_L, ohw);
-                    }
-            }
         }
     }
     return 1;
