@@ -1717,12 +1717,13 @@ static inline void afrt_pack_b_full_(const float *B, int64_t ldb, int trans, int
 #define MADV_HUGEPAGE 14 /* Linux's value; <sys/mman.h> hides it in strict ISO C modes */
 int madvise(void *addr, size_t length, int advice);
 #endif
-/* ``bytes`` rounded up to whole huge pages where it is at least one (on Linux): for a buffer
- * used whole on every run (the arena), whose tail is then in a huge page too, for less than
- * 2 MiB more memory. */
+/* ``bytes`` rounded up to whole huge pages where it is at least half of one (on Linux): for a
+ * buffer used whole on every run (the arena), whose tail is then in a huge page too, for less
+ * than 1 MiB more memory from 1 to 2 MiB and less than 2 MiB above (SqueezeNet-1.1's 1.9 MB
+ * arena ~1% faster in one huge page). */
 static inline size_t afrt_huge_round_(size_t bytes) {
 #if defined(__linux__)
-    if (bytes >= AFRT_HUGE_PAGE_) return (bytes + AFRT_HUGE_PAGE_ - 1) & ~(AFRT_HUGE_PAGE_ - 1);
+    if (bytes >= AFRT_HUGE_PAGE_ / 2) return (bytes + AFRT_HUGE_PAGE_ - 1) & ~(AFRT_HUGE_PAGE_ - 1);
 #endif
     return bytes;
 }
