@@ -104,6 +104,30 @@ def topo_sort_block(block: Block) -> None:
         block.insert_op_before(body[i], term)
 
 
+def outline_joined(
+    block: Block, pairs: Sequence[tuple[Sequence[Operation], str]], prefix: str
+) -> list[KernelOp]:
+    """Outline each ``(top-level ops, decided_by)`` of ``pairs`` as one kernel named ``prefix``
+    plus its compute ops' short names: kernels among the ops are first taken apart (their
+    bodies rejoin the graph), so the new kernel holds their ops, not nested kernels.
+    ``fuse-conv-chain`` and ``fuse-conv-pool`` join already-fused kernels this way."""
+    from autofusion.passes.validate_precision import unfuse
+
+    groups: list[tuple[Sequence[Operation], set[Operation], str]] = []
+    for tops, _ in pairs:
+        members: list[Operation] = []
+        for top in tops:
+            if isinstance(top, KernelOp):
+                before = set(block.ops)
+                unfuse(top)
+                members += [o for o in block.ops if o not in before]
+            else:
+                members.append(top)
+        ops = [o for o in members if not isinstance(o, nn.ConstantOp)]
+        groups.append((members, set[Operation](), prefix + "_".join(map(short_name, ops))))
+    return outline(block, groups, [layer for _, layer in pairs])
+
+
 def outline(
     block: Block,
     groups: Sequence[tuple[Sequence[Operation], set[Operation], str]],

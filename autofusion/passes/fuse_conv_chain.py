@@ -50,9 +50,8 @@ from autofusion.dialects import clib, nn
 from autofusion.dialects.fusion import KernelOp, YieldOp
 from autofusion.passes.assign_layout import EXPAND_MAX_HW
 from autofusion.passes.assign_precision import precision_of
-from autofusion.passes.fuse import main_funcs, outline, short_name
+from autofusion.passes.fuse import main_funcs, outline_joined
 from autofusion.passes.options import PolicyPass
-from autofusion.passes.validate_precision import unfuse
 from autofusion.policy.engine import FusionPolicy
 from autofusion.policy.reasons import Refusal, RefusalLog, nodes_of
 
@@ -239,21 +238,7 @@ def fuse_dwpw_chains(module: ModuleOp, policy: FusionPolicy, blocked: bool = Fal
                 tops = (op, cons) if ex is None else (ex, op, cons)
                 pairs.append((tops, layer))
                 used.update(tops)
-        groups = []
-        layers = []
-        for tops, layer in pairs:
-            members: list[Operation] = []
-            for top in tops:
-                if isinstance(top, KernelOp):
-                    before = set(block.ops)
-                    unfuse(top)
-                    members += [o for o in block.ops if o not in before]
-                else:
-                    members.append(top)
-            ops = [o for o in members if not isinstance(o, nn.ConstantOp)]
-            groups.append((members, set[Operation](), "chain_" + "_".join(map(short_name, ops))))
-            layers.append(layer)
-        formed += len(outline(block, groups, layers))
+        formed += len(outline_joined(block, pairs, "chain_"))
     log.flush(module)
     return formed
 

@@ -42,10 +42,9 @@ from autofusion.dialects import clib, nn
 from autofusion.dialects.attrs import LAYOUT_X, LAYOUT_Y
 from autofusion.dialects.fusion import KernelOp
 from autofusion.passes.assign_precision import precision_of
-from autofusion.passes.fuse import main_funcs, outline, short_name
+from autofusion.passes.fuse import main_funcs, outline_joined
 from autofusion.passes.fuse_conv_chain import Unit
 from autofusion.passes.options import PolicyPass
-from autofusion.passes.validate_precision import unfuse
 from autofusion.policy.engine import FusionPolicy
 from autofusion.policy.reasons import RefusalLog
 
@@ -131,21 +130,7 @@ def fuse_conv_pools(module: ModuleOp, policy: FusionPolicy) -> int:
             layer = _decide(prod, top, pool, policy, log)
             if layer is not None:
                 pairs.append(((prod, top), layer))
-        groups = []
-        layers = []
-        for tops, layer in pairs:
-            members: list[Operation] = []
-            for t in tops:
-                if isinstance(t, KernelOp):
-                    before = set(block.ops)
-                    unfuse(t)
-                    members += [o for o in block.ops if o not in before]
-                else:
-                    members.append(t)
-            ops = [o for o in members if not isinstance(o, nn.ConstantOp)]
-            groups.append((members, set[Operation](), "convpool_" + "_".join(map(short_name, ops))))
-            layers.append(layer)
-        formed += len(outline(block, groups, layers))
+        formed += len(outline_joined(block, pairs, "convpool_"))
     log.flush(module)
     return formed
 
