@@ -31,6 +31,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, TensorType
 from xdsl.ir import Attribute, Operation, OpResult, SSAValue
 
+from autofusion import symbolic
 from autofusion.dialects import dtypes
 from autofusion.dialects.base import bound_dims, type_dims
 from autofusion.dialects.nn import ConstantOp, GatherOp, ReshapeOp, SliceOp, SplitOp
@@ -114,7 +115,10 @@ VIEW_ALIGN = 64
 def _static(t: Attribute) -> tuple[int, ...] | None:
     if not isinstance(t, TensorType):
         return None
-    dims = bound_dims(t)
+    try:
+        dims = bound_dims(t)
+    except symbolic.SymbolicError:  # a symbol without its range yet (an import's census)
+        return None
     return dims if dims == tuple(type_dims(t)) else None  # symbolic dims: no sub-block views
 
 

@@ -31,7 +31,7 @@ from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr, UnitAttr
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
-from xdsl.rewriter import Rewriter
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from autofusion.analysis import cost, predict, structure
 from autofusion.analysis.hardware import Hardware, hardware_for
@@ -104,6 +104,22 @@ def topo_sort_block(block: Block) -> None:
         block.insert_op_before(body[i], term)
 
 
+def unfuse(kernel: KernelOp) -> None:
+    """Put the kernel's ops back at the top level, each to be its own kernel again."""
+    block = kernel.body.block
+    mapping: dict[SSAValue, SSAValue] = dict(zip(block.args, kernel.inputs))
+    results = []
+    for inner in block.ops:
+        if isinstance(inner, YieldOp):
+            results = [mapping.get(v, v) for v in inner.values]
+            break
+        Rewriter.insert_op(inner.clone(value_mapper=mapping), InsertPoint.before(kernel))
+    for old, new in zip(kernel.results, results):
+        old.replace_all_uses_with(new)
+    kernel.detach()
+    kernel.erase()
+
+
 def outline_joined(
     block: Block, pairs: Sequence[tuple[Sequence[Operation], str]], prefix: str
 ) -> list[KernelOp]:
@@ -111,8 +127,6 @@ def outline_joined(
     plus its compute ops' short names: kernels among the ops are first taken apart (their
     bodies rejoin the graph), so the new kernel holds their ops, not nested kernels.
     ``fuse-conv-chain`` and ``fuse-conv-pool`` join already-fused kernels this way."""
-    from autofusion.passes.validate_precision import unfuse
-
     groups: list[tuple[Sequence[Operation], set[Operation], str]] = []
     for tops, _ in pairs:
         members: list[Operation] = []

@@ -49,7 +49,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     f64,
 )
-from xdsl.ir import Attribute, SSAValue
+from xdsl.ir import Attribute
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from autofusion.dialects import fusion
@@ -57,6 +57,7 @@ from autofusion.dialects.attrs import name_dict
 from autofusion.dialects.dtypes import to_numpy_dtype
 from autofusion.dialects.fusion import FAST_MATH_ATTR, KernelOp
 from autofusion.errors import AutofusionError
+from autofusion.passes.fuse import unfuse
 from autofusion.passes.options import CheckedPass
 from autofusion.policy.base import onnx_op_type
 from autofusion.policy.reasons import Refusal, RefusalLog
@@ -77,22 +78,6 @@ def choice_of(kernel: KernelOp) -> tuple[str, bool, tuple[str, ...]]:
     ops = sorted({onnx_op_type(o) for o in kernel.body.block.ops
                   if not isinstance(o, fusion.YieldOp)})  # fmt: skip
     return kernel.pattern_name, FAST_MATH_ATTR in kernel.attributes, tuple(ops)
-
-
-def unfuse(kernel: KernelOp) -> None:
-    """Put the kernel's ops back at the top level, each to be its own kernel again."""
-    block = kernel.body.block
-    mapping: dict[SSAValue, SSAValue] = dict(zip(block.args, kernel.inputs))
-    results = []
-    for inner in block.ops:
-        if isinstance(inner, fusion.YieldOp):
-            results = [mapping.get(v, v) for v in inner.values]
-            break
-        Rewriter.insert_op(inner.clone(value_mapper=mapping), InsertPoint.before(kernel))
-    for old, new in zip(kernel.results, results):
-        old.replace_all_uses_with(new)
-    kernel.detach()
-    kernel.erase()
 
 
 def delta(got: np.ndarray, ref: np.ndarray) -> float:

@@ -113,8 +113,9 @@ def test_print_pipeline_and_compile_pipeline_for_mlir() -> None:
     ``--print-pipeline`` shows the -p text; giving -p too is an error."""
     proc = _run(["--compile-pipeline", "--print-pipeline"], GOOD)
     assert proc.returncode == 0, proc.stderr
-    # on AVX-512 builds fuse-conv-chain knows the blocked chain band and assign-layout runs
-    blocked = r"fuse-conv-chain\{blocked_convs=true\},assign-layout"
+    # on AVX-512 builds fuse-conv-chain knows the blocked chain band, and assign-layout and
+    # fuse-conv-pool (blocked stems) run
+    blocked = r"fuse-conv-chain\{blocked_convs=true\},assign-layout,fuse-conv-pool"
     want = rf"fuse,(fuse-conv-chain|{blocked}),plan-buffers$"
     assert re.search(want, proc.stderr.strip())
     assert "fusion.kernel" in proc.stdout or "nn.relu" in proc.stdout
