@@ -9,11 +9,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import StringAttr, TensorType
+from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation
 
 from autofusion.dialects import clib, dtypes, nn
-from autofusion.dialects.attrs import LAYOUT_X, LAYOUT_Y
+from autofusion.dialects.attrs import LAYOUT_X, LAYOUT_Y, is_blocked
 
 CLAMPS = (nn.ReluOp, nn.ClipOp)
 
@@ -90,12 +90,6 @@ def body_expand_chain(ops: Sequence[Operation]) -> ExpandChain | None:
     return (ex, eact, dw, act, pw) if is_expand(ex, dw, pw) else None
 
 
-def is_blocked(op: Operation, key: str) -> bool:
-    """Whether ``assign-layout`` marked ``op``'s ``key`` (``layout.x`` / ``layout.y``) NCHW16c."""
-    a = op.attributes.get(key)
-    return isinstance(a, StringAttr) and a.data == "nchw16c"
-
-
 def pool_fields(op: nn.MaxPoolOp) -> list[int] | None:
     """The 2-d f32 max pool's ``clib.POOL_FIELDS`` (static sizes only), else None."""
     xt, yt = op.x.type, op.y.type
@@ -117,7 +111,7 @@ def conv_pool_unit(
     pool runs on those blocks (``layout.x``) and ``clib.convpool_fits`` takes the pair."""
     f = conv_fields(conv)
     q = pool_fields(pool)
-    if f is None or q is None or not isinstance(pool, nn.MaxPoolOp):
+    if f is None or q is None:
         return None
     if act is not None and (not isinstance(act, CLAMPS) or any(map(math.isnan, clamp_of(act)))):
         return None  # the tile's clamp has no NaN bounds

@@ -57,6 +57,7 @@ PRECISION_CASTS = "precision.casts"
 PRECISION_GROUPS = "precision.groups"
 LAYOUT_X = "layout.x"  # assign-layout: an nn.conv reads its x in this layout ("nchw16c")
 LAYOUT_Y = "layout.y"  # assign-layout: an nn.conv writes its y in this layout
+BLOCKED_LAYOUT = "nchw16c"  # the one blocked layout LAYOUT_X / LAYOUT_Y name
 LAYOUT_SUMMARY = "layout.summary"  # assign-layout: on the function, its decisions in numbers
 FUSION_POLICY = "fusion.policy"
 FUSION_REFUSALS = "fusion.refusals"
@@ -74,6 +75,12 @@ C_PARALLEL = "c.parallel"
 C_SIMD = "c.simd"  # an innermost loop printed under `omp simd` (lowering/c/builder.py, nest)
 C_BATCH = "c.batch"
 ASCENDC_FALLBACK = "ascendc.fallback"
+
+
+def is_blocked(op: Operation, key: str) -> bool:
+    """Whether ``assign-layout`` marked ``op``'s ``key`` (``LAYOUT_X`` / ``LAYOUT_Y``) blocked."""
+    a = op.attributes.get(key)
+    return isinstance(a, StringAttr) and a.data == BLOCKED_LAYOUT
 
 
 def string_list(attr: Attribute | None) -> list[str]:

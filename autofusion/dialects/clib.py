@@ -68,6 +68,7 @@ from xdsl.ir import (
     Block,
     BlockArgument,
     Dialect,
+    Operation,
     ParametrizedAttribute,
     SSAValue,
     TypeAttribute,
@@ -91,8 +92,24 @@ from xdsl.utils.exceptions import VerifyException
 
 from autofusion import symbolic
 from autofusion.dialects import nn
-from autofusion.dialects.attrs import C_EPILOGUE
+from autofusion.dialects.attrs import BLOCKED_LAYOUT, C_EPILOGUE
 from autofusion.dialects.base import type_dims
+
+
+def _opt_ints(op: Operation, name: str) -> list[int] | None:
+    """``op``'s i64 array property ``name`` as ints, or None where absent."""
+    attr = op.properties.get(name)
+    if attr is None:
+        return None
+    assert isinstance(attr, DenseArrayBase)
+    return [int(v) for v in attr.get_values()]
+
+
+def _ints(op: Operation, name: str) -> list[int]:
+    """``op``'s required i64 array property ``name`` as ints."""
+    values = _opt_ints(op, name)
+    assert values is not None, name
+    return values
 
 
 @irdl_attr_definition
@@ -125,9 +142,7 @@ class CallOp(IRDLOperation):
         )
 
     def write_positions(self) -> list[int]:
-        attr = self.properties["writes"]
-        assert isinstance(attr, DenseArrayBase)
-        return [int(v) for v in attr.get_values()]
+        return _ints(self, "writes")
 
     def written(self) -> list[SSAValue]:
         """The operands the call writes."""
@@ -661,7 +676,7 @@ def nchwc_row_cols(ow: int) -> int:
 
 #: Physical layouts of a conv's activations (``assign-layout``): plain NCHW, or NCHW16c --
 #: [N][ceil(C/16)][H][W][16], channels past C zero (afrt_nchwc.h).
-LAYOUTS = ("nchw", "nchw16c")
+LAYOUTS = ("nchw", BLOCKED_LAYOUT)
 
 
 def gemm_1x1_b_fits(f: dict[str, int]) -> bool:
@@ -992,9 +1007,7 @@ def verify_bounds(name: str, static: Sequence[int], got: Sequence[int] | None) -
 class _LibOp(IRDLOperation):
     def param_values(self) -> list[int]:
         """The ``params`` numbers (:data:`DYNAMIC` for a run-time one: ``join_params``)."""
-        attr = self.properties["params"]
-        assert isinstance(attr, DenseArrayBase)
-        return [int(v) for v in attr.get_values()]
+        return _ints(self, "params")
 
 
 #: ``precision`` values of a 16-bit contraction call, and the afrt.h constant of each.
@@ -1075,11 +1088,7 @@ class Conv2DOp(_ContractionOp):
 
     def pool_values(self) -> list[int] | None:
         """The fused max pool's ``POOL_FIELDS``, or None."""
-        attr = self.properties.get("pool")
-        if attr is None:
-            return None
-        assert isinstance(attr, DenseArrayBase)
-        return [int(v) for v in attr.get_values()]
+        return _opt_ints(self, "pool")
 
     def layouts(self) -> tuple[str, str]:
         """The layouts of x and y (``nchw`` where absent)."""
@@ -1090,15 +1099,12 @@ class Conv2DOp(_ContractionOp):
     def blocked_flags(self) -> int:
         """``afrt_nchwc_ex_f32``'s flags: 1 x is NCHW16c, 2 y is."""
         x, y = self.layouts()
-        return (x == "nchw16c") | 2 * (y == "nchw16c")
+        return (x == BLOCKED_LAYOUT) | 2 * (y == BLOCKED_LAYOUT)
 
     def bound_values(self) -> list[int]:
         """``params`` with each run-time one at its upper bound (``bounds``): numbers only."""
-        attr = self.properties.get("bounds")
-        if attr is None:
-            return self.param_values()
-        assert isinstance(attr, DenseArrayBase)
-        return [int(v) for v in attr.get_values()]
+        bounds = _opt_ints(self, "bounds")
+        return self.param_values() if bounds is None else bounds
 
     def verify_(self) -> None:
         if len(self.param_values()) != len(CONV_FIELDS):
@@ -1337,20 +1343,14 @@ class DwPwOp(_LibOp):
 
     def x_blocked(self) -> bool:
         """Whether x is NCHW16c (``gemm_1x1_b``'s output)."""
-        return self.x_layout is not None and self.x_layout.data == "nchw16c"
+        return self.x_layout is not None and self.x_layout.data == BLOCKED_LAYOUT
 
     def pw_values(self) -> list[int]:
-        attr = self.properties["pw_params"]
-        assert isinstance(attr, DenseArrayBase)
-        return [int(v) for v in attr.get_values()]
+        return _ints(self, "pw_params")
 
     def ex_values(self) -> list[int] | None:
         """The expand conv's ``CONV_FIELDS`` (``we`` present), else None."""
-        attr = self.properties.get("ex_params")
-        if attr is None:
-            return None
-        assert isinstance(attr, DenseArrayBase)
-        return [int(v) for v in attr.get_values()]
+        return _opt_ints(self, "ex_params")
 
     def ex_clamp(self) -> tuple[float, float]:
         """The expand output's clamp ``(elo, ehi)`` (absent: unbounded)."""
@@ -1444,7 +1444,7 @@ class Pool2DOp(_LibOp):
 
     def blocked(self) -> bool:
         """Whether x and y are NCHW16c."""
-        return self.layout is not None and self.layout.data == "nchw16c"
+        return self.layout is not None and self.layout.data == BLOCKED_LAYOUT
 
     def verify_(self) -> None:
         if self.kind.data not in ("max", "avg"):

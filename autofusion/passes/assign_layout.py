@@ -103,12 +103,10 @@ from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from autofusion.analysis.conv_chain import body_chain, conv_fields
 from autofusion.dialects import clib, nn
-from autofusion.dialects.attrs import LAYOUT_SUMMARY, LAYOUT_X, LAYOUT_Y
+from autofusion.dialects.attrs import BLOCKED_LAYOUT, LAYOUT_SUMMARY, LAYOUT_X, LAYOUT_Y
 from autofusion.dialects.fusion import KernelOp, YieldOp
 from autofusion.passes.assign_precision import precision_of
 from autofusion.passes.options import CheckedPass
-
-BLOCKED = "nchw16c"
 
 
 def _unblock_illegal(blocked: dict[SSAValue, bool], legal: Callable[[SSAValue], bool]) -> bool:
@@ -437,30 +435,30 @@ def fire_layouts(fn: func.FuncOp, lay: _Layouts) -> tuple[int, int, int, int, in
     fires = exits = 0
     stems = [u for v, u in fl.stems.items() if fl.of(v)]
     for u in stems:
-        u.conv.attributes[LAYOUT_Y] = StringAttr(BLOCKED)
+        u.conv.attributes[LAYOUT_Y] = StringAttr(BLOCKED_LAYOUT)
         marked.add(u.conv)
     readers = fl.gemm_readers()
     for u in readers:
-        u.conv.attributes[LAYOUT_X] = StringAttr(BLOCKED)
+        u.conv.attributes[LAYOUT_X] = StringAttr(BLOCKED_LAYOUT)
     for v, f in fl.fires.items():
         if fl.of(f.squeeze.x):
-            f.squeeze.conv.attributes[LAYOUT_X] = StringAttr(BLOCKED)
+            f.squeeze.conv.attributes[LAYOUT_X] = StringAttr(BLOCKED_LAYOUT)
             marked.add(f.squeeze.conv)
         if not fl.of(v):
             exits += fl.of(f.squeeze.x)
             continue
         fires += 1
-        f.squeeze.conv.attributes[LAYOUT_Y] = StringAttr(BLOCKED)
+        f.squeeze.conv.attributes[LAYOUT_Y] = StringAttr(BLOCKED_LAYOUT)
         marked.add(f.squeeze.conv)
         for u in f.expands:
-            u.conv.attributes[LAYOUT_X] = StringAttr(BLOCKED)
-            u.conv.attributes[LAYOUT_Y] = StringAttr(BLOCKED)
+            u.conv.attributes[LAYOUT_X] = StringAttr(BLOCKED_LAYOUT)
+            u.conv.attributes[LAYOUT_Y] = StringAttr(BLOCKED_LAYOUT)
             marked.add(u.conv)
     pools = 0
     for v, pool in fl.pools.items():
         pool.attributes.pop(LAYOUT_X, None)
         if fl.of(v):
-            pool.attributes[LAYOUT_X] = StringAttr(BLOCKED)
+            pool.attributes[LAYOUT_X] = StringAttr(BLOCKED_LAYOUT)
             pools += 1
     return fires, pools, len(stems), exits, len(readers), marked
 
@@ -481,20 +479,20 @@ def assign(fn: func.FuncOp, pointwise: bool = False) -> dict[str, int]:
             continue
         blocked_convs += 1
         if lay.of(u.x):
-            u.conv.attributes[LAYOUT_X] = StringAttr(BLOCKED)
+            u.conv.attributes[LAYOUT_X] = StringAttr(BLOCKED_LAYOUT)
         else:
             reorders += 1
         if lay.of(u.y):
-            u.conv.attributes[LAYOUT_Y] = StringAttr(BLOCKED)
+            u.conv.attributes[LAYOUT_Y] = StringAttr(BLOCKED_LAYOUT)
             cancelled += u.y.uses.get_length()
         else:
             reorders += 1
     expand = 0
     for u, dws in expand_chains(lay):
         expand += 1
-        u.conv.attributes[LAYOUT_Y] = StringAttr(BLOCKED)
+        u.conv.attributes[LAYOUT_Y] = StringAttr(BLOCKED_LAYOUT)
         for dw in dws:
-            dw.attributes[LAYOUT_X] = StringAttr(BLOCKED)
+            dw.attributes[LAYOUT_X] = StringAttr(BLOCKED_LAYOUT)
         cancelled += len(dws)
     fires, pools, stems, exits, readers, marked = fire_layouts(fn, lay)
     blocked_convs += len(marked - {u.conv for u in lay.units.values() if u.blocked})

@@ -37,9 +37,9 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 
-from autofusion.analysis.conv_chain import CLAMPS, clamp_of, conv_pool_unit, is_blocked, pool_fields
+from autofusion.analysis.conv_chain import CLAMPS, clamp_of, conv_pool_unit, pool_fields
 from autofusion.dialects import clib, nn
-from autofusion.dialects.attrs import LAYOUT_X, LAYOUT_Y
+from autofusion.dialects.attrs import LAYOUT_X, LAYOUT_Y, is_blocked
 from autofusion.dialects.fusion import KernelOp
 from autofusion.passes.assign_precision import precision_of
 from autofusion.passes.fuse import main_funcs, outline_joined

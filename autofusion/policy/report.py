@@ -25,6 +25,7 @@ from xdsl.ir import Attribute, Operation
 
 from autofusion import symbolic
 from autofusion.dialects.attrs import (
+    BLOCKED_LAYOUT,
     FUSION_DECIDED_BY,
     FUSION_POLICY,
     MEMORY_CONCAT_INPLACE,
@@ -327,7 +328,7 @@ def conv_algo_rows(module: ModuleOp, avx512: bool = False) -> list[dict[str, obj
             elif isinstance(op, clib.DwPwOp):
                 dw, pw = op.params_pair()
                 k = pw[clib.CONV_FIELDS.index("K")]
-                x_lay = "nchw16c" if op.x_blocked() else "nchw"
+                x_lay = BLOCKED_LAYOUT if op.x_blocked() else "nchw"
                 algo, head = clib.dwpw_algo(dw, pw, avx512), ""
                 if (ex := op.ex_values()) is not None:
                     algo = clib.edwpw_algo(ex, dw, pw, avx512)

@@ -63,7 +63,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from autofusion.analysis.conv_chain import ConvPool, ExpandChain
 from autofusion.dialects import clib, dtypes, fusion, nn
-from autofusion.dialects.attrs import C_ALIAS_ARGS, C_SYMBOL, LAYOUT_X
+from autofusion.dialects.attrs import BLOCKED_LAYOUT, C_ALIAS_ARGS, C_SYMBOL, LAYOUT_X, is_blocked
 from autofusion.dialects.fusion import FAST_MATH_ATTR
 from autofusion.lowering.c.builder import INDEX, Emitter, Frame, Index, frame, shape, unravel
 from autofusion.lowering.c.convert_nn_to_buffers import memref_of
@@ -489,9 +489,7 @@ class FunctionLowering:
                     "lo": FloatAttr(lo, f64),
                     "hi": FloatAttr(hi, f64),
                     **(
-                        {"x_layout": mark}
-                        if isinstance(mark := dw.attributes.get(LAYOUT_X), StringAttr)
-                        else {}
+                        {"x_layout": StringAttr(BLOCKED_LAYOUT)} if is_blocked(dw, LAYOUT_X) else {}
                     ),
                 },
             )

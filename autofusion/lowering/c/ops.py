@@ -29,7 +29,14 @@ from xdsl.utils.exceptions import PassFailedException
 
 from autofusion import symbolic
 from autofusion.dialects import clib, dtypes, nn
-from autofusion.dialects.attrs import LAYOUT_X, LAYOUT_Y, origin_names, string_list
+from autofusion.dialects.attrs import (
+    BLOCKED_LAYOUT,
+    LAYOUT_X,
+    LAYOUT_Y,
+    is_blocked,
+    origin_names,
+    string_list,
+)
 from autofusion.lowering.c.builder import (
     Emitter,
     Index,
@@ -596,12 +603,8 @@ def _batch_stride(bshape: tuple[int, ...], full: tuple[int, ...], mat: int, op: 
 def conv_layouts(op: nn.ConvOp) -> dict[str, Attribute]:
     """``clib.conv2d``'s ``x_layout`` / ``y_layout`` from ``assign-layout``'s marks on the
     conv (``layout.x`` / ``layout.y``); empty when both are NCHW."""
-    out: dict[str, Attribute] = {}
-    for key, prop in ((LAYOUT_X, "x_layout"), (LAYOUT_Y, "y_layout")):
-        a = op.attributes.get(key)
-        if isinstance(a, StringAttr) and a.data == "nchw16c":
-            out[prop] = a
-    return out
+    keys = ((LAYOUT_X, "x_layout"), (LAYOUT_Y, "y_layout"))
+    return {prop: StringAttr(BLOCKED_LAYOUT) for key, prop in keys if is_blocked(op, key)}
 
 
 def _layout_algo(params: list[int], layouts: dict[str, Attribute]) -> str:
@@ -842,9 +845,8 @@ def lower_pool(L: Lowering, op: nn.PoolOp, outs: list[SSAValue]) -> None:
 def pool_layout(op: nn.PoolOp) -> dict[str, Attribute]:
     """``clib.pool2d``'s ``layout`` from ``assign-layout``'s mark on a max pool
     (``layout.x``: x and y NCHW16c); empty when NCHW."""
-    a = op.attributes.get(LAYOUT_X)
-    if isinstance(op, nn.MaxPoolOp) and isinstance(a, StringAttr) and a.data == "nchw16c":
-        return {"layout": a}
+    if isinstance(op, nn.MaxPoolOp) and is_blocked(op, LAYOUT_X):
+        return {"layout": StringAttr(BLOCKED_LAYOUT)}
     return {}
 
 
