@@ -557,35 +557,6 @@ static inline int afrt_wg_split_k_(int64_t N, int64_t T, int64_t np, int64_t nth
     return 100 * busiest * nth > AFRT_WG_UNEVEN_PCT * N * T;
 }
 
-/* Output channels per thread from which a short last tile block that would be the tail
- * alone (afrt_wg_split_tail_) is split by channels: below AFRT_WG_SPLIT_MIN_ROWS, since its
- * V, transformed by every thread, is a few tiles. */
-#ifndef AFRT_WG_SHORT_MIN_ROWS
-#define AFRT_WG_SHORT_MIN_ROWS 32
-#endif
-/* afrt_wg_short_tail_dis_: 1 leaves the short last block whole below AFRT_WG_SPLIT_MIN_ROWS
- * channels a thread (as before afrt_wg_split_tail_'s second case), for A/B runs from C
- * drivers (the bits are the same). */
-static int afrt_wg_short_tail_dis_ = 0;
-
-/* Whether the last round's tt % nth tile blocks (N images of T tiles in blocks of np, not
- * split by channels: afrt_wg_split_k_ said no) are split by output channels, one block of
- * channels of each per thread, each task transforming its tile block's V: where each thread
- * gets AFRT_WG_SPLIT_MIN_ROWS channels or more (GoogLeNet's 64 -> 192 at 56x56), or where the
- * tail is one block, the map's short last one of at most a quarter of np tiles, and each
- * thread gets AFRT_WG_SHORT_MIN_ROWS channels or more: ResNet-50's 64 -> 64 at 56x56 (196
- * tiles, 6 x 32 + 4) gave one thread 3 blocks and the other 3 and the 4-tile one, which costs
- * about half a block (the 36 GEMMs stream all of U for it), so that thread was the busiest
- * by 10-25% (docs/runtime.md, "Two threads, session 24"). */
-static inline int afrt_wg_split_tail_(int64_t N, int64_t T, int64_t np, int64_t nth, int64_t K) {
-    if (nth <= 1 || N <= 0 || T <= 0) return 0;
-    const int64_t tt = N * afrt_nblocks_(T, np), part = T % np;
-    if (tt % nth == 0) return 0;
-    if (K >= nth * AFRT_WG_SPLIT_MIN_ROWS) return 1;
-    return !afrt_wg_short_tail_dis_ && tt % nth == 1 && part > 0 && 4 * part <= np &&
-           K >= nth * AFRT_WG_SHORT_MIN_ROWS;
-}
-
 /* Blocks of output channels for nth threads: min(nth, K / MR) blocks of MR rows, evened out
  * as afrt_gemm_split_even_ does (128 rows: 60 + 68, not 72 + 56; the last takes the rest).
  * Their count; the block size in *kb. */
@@ -651,10 +622,9 @@ static inline int afrt_winograd_f32(const float *x, const float *w, const float 
      * AFRT_WG_SPLIT_MIN_ROWS channels or more: one channel block of each per thread, each
      * task transforming its block's V (GoogLeNet's 64 -> 192 at 56x56: 196 tiles = 6 x 32
      * + 4, and the thread with the 4-tile block had 3.5 blocks' work against 3; with fewer
-     * channels the transform done twice cost more than the balance gained, except for a
-     * short block alone: afrt_wg_split_tail_). */
+     * channels the transform done twice cost more than the balance gained). */
     int64_t tail = 0, kbt = K, nkt = 1;
-    if (nkb == 1 && afrt_wg_split_tail_(p->N, T, np, nth, K)) {
+    if (nkb == 1 && nth > 1 && tt % nth && K >= nth * AFRT_WG_SPLIT_MIN_ROWS) {
         tail = tt % nth;
         nkt = afrt_wg_kblocks_(K, MR, nth, &kbt);
     }
