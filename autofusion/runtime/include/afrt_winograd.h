@@ -27,11 +27,9 @@
  *   OH x OW (edge tiles are cut) and runs the epilogue on each finished row segment; the
  *   built-in clamp epilogue (afrt_epi_clamp_fn: residual add, Relu / Clip) is instead
  *   applied in the output transform, before each output's only store.
- *   nt is chosen so V and M of one task stay in L2 (AFRT_WG_BYTES); a short last block
- *   (AFRT_WG_FOLD_TILES tiles or fewer) is folded into the one before it (afrt_wg_ntb_).
- *   Where the tile blocks do not share out evenly (afrt_wg_split_k_), the output channels
- *   are split as well, and the V that those tasks share is transformed once, before them,
- *   by all threads.
+ *   nt is chosen so V and M of one task stay in L2 (AFRT_WG_BYTES). Where the tile blocks
+ *   do not share out evenly (afrt_wg_split_k_), the output channels are split as well, and
+ *   the V that those tasks share is transformed once, before them, by all threads.
  *
  * Error: the transforms' constants (1/4, 1/6, 1/24; 8, 5) grow fp32 rounding error by about
  * an order of magnitude over the direct sum; test_c_winograd.py checks it against
@@ -537,34 +535,6 @@ static inline int afrt_wg_all_finite_(const float *x, int64_t n) {
  * from C drivers (the bits are the same). */
 static int afrt_wg_shared_v_dis_ = 0;
 
-/* Tiles past whole blocks of np up to which the last block takes them (one block of np plus
- * at most one vector group) rather than a short block of their own. A short block costs about
- * what a whole one does: its 36 GEMMs stream all of U for one column panel, and it transforms
- * a whole 16-tile group (ResNet-50's 64 -> 64 at 56x56: 196 tiles = 6 x 32 + 4, the 4-tile
- * block ~0.7 of a whole one, docs/runtime.md "The short Winograd block"). Folded, the last
- * block's GEMMs run one more (narrow) column panel against the U they already stream, and its
- * V and M take up to one panel more than AFRT_WG_BYTES's (L2 holds it). */
-#ifndef AFRT_WG_FOLD_TILES
-#define AFRT_WG_FOLD_TILES AFRT_WG_L
-#endif
-/* afrt_wg_fold_dis_: 1 gives a short last block its own task (as before the fold), for A/B
- * runs from C drivers (the bits are the same: the columns of the GEMMs are independent). */
-static int afrt_wg_fold_dis_ = 0;
-
-/* The tile blocks of a map of T tiles in blocks of np: whole blocks, the last one taking the
- * rest, a short rest (AFRT_WG_FOLD_TILES or fewer tiles) folded into the block before it. */
-static inline int64_t afrt_wg_ntb_(int64_t T, int64_t np) {
-    const int64_t ntb = afrt_nblocks_(T, np);
-    return ntb > 1 && T - (ntb - 1) * np <= AFRT_WG_FOLD_TILES && !afrt_wg_fold_dis_ ? ntb - 1
-                                                                                       : ntb;
-}
-
-/* Tiles of block b of ntb (afrt_wg_ntb_): np, the last block the rest (up to
- * np + AFRT_WG_FOLD_TILES). */
-static inline int64_t afrt_wg_block_tiles_(int64_t b, int64_t ntb, int64_t T, int64_t np) {
-    return b == ntb - 1 ? T - b * np : np;
-}
-
 /* Whether nth threads split the conv's output channels into nth blocks (of MR rows; each
  * thread one block of every tile block) rather than deal out whole tile blocks (N images of
  * T tiles in blocks of np): when there are fewer tile blocks than threads, or when dealt
@@ -575,13 +545,13 @@ static inline int64_t afrt_wg_block_tiles_(int64_t b, int64_t ntb, int64_t T, in
 static inline int afrt_wg_split_k_(int64_t N, int64_t T, int64_t np, int64_t nth, int64_t K,
                                    int64_t MR) {
     if (nth <= 1 || K < 2 * MR || N <= 0 || T <= 0) return 0;
-    const int64_t ntb = afrt_wg_ntb_(T, np), tt = N * ntb;
+    const int64_t ntb = afrt_nblocks_(T, np), tt = N * ntb;
     if (tt < nth) return 1; /* a thread would have nothing */
     if (K < nth * AFRT_WG_SPLIT_MIN_ROWS) return 0;
     int64_t busiest = 0;
     for (int64_t j = 0; j < nth; ++j) { /* thread j: blocks j, j + nth, ... */
         int64_t tiles = 0;
-        for (int64_t b = j; b < tt; b += nth) tiles += afrt_wg_block_tiles_(b % ntb, ntb, T, np);
+        for (int64_t b = j; b < tt; b += nth) tiles += afrt_min_(np, T - (b % ntb) * np);
         busiest = afrt_max_(busiest, tiles);
     }
     return 100 * busiest * nth > AFRT_WG_UNEVEN_PCT * N * T;
@@ -633,7 +603,7 @@ static inline int afrt_winograd_f32(const float *x, const float *w, const float 
     int64_t np = AFRT_WG_BYTES / (int64_t)(AFRT_WG_X * sizeof(float) * (C + K));
     np = afrt_max_(AFRT_NR, afrt_min_(4 * AFRT_NR, np / AFRT_NR * AFRT_NR));
     np = afrt_min_(np, afrt_round_up_(T, AFRT_NR));
-    const int64_t ntb = afrt_wg_ntb_(T, np);
+    const int64_t ntb = afrt_nblocks_(T, np);
     /* Output-channel blocks (afrt_wg_split_k_): each thread then takes one block of every
      * tile block; and the tile blocks' V, which every channel block reads, is transformed
      * once into the calling thread's scratch (slot 13), its (tile block, input-channel
@@ -643,8 +613,8 @@ static inline int afrt_winograd_f32(const float *x, const float *w, const float 
     int64_t kb = K, nkb = 1;
     if (afrt_wg_split_k_(p->N, T, np, nth, K, MR)) nkb = afrt_wg_kblocks_(K, MR, nth, &kb);
     /* Tasks were dealt round-robin (schedule(static, 1); one image's whole blocks now as runs
-     * with the same counts, below): the last tile block is often short
-     * (81 tiles = 2 x 32 + 17), and contiguous runs gave one thread 3 whole blocks and the
+     * with the same counts, below): the last tile block is usually short
+     * (144 tiles = 4 x 32 + 16), and contiguous runs gave one thread 3 whole blocks and the
      * other 2 blocks, one of them that short one (two threads at most 1.6x one); dealt in
      * turn, the short block goes to the thread with more blocks. Same tasks, same sums.
      * Not split by channels, the last round's tt % nth blocks (the short one among them)
@@ -670,10 +640,7 @@ static inline int afrt_winograd_f32(const float *x, const float *w, const float 
     const int64_t hpad = runs ? nth * afrt_cdiv_(head, nth) : head, nit = hpad + (ntasks - head);
     /* the built-in clamp epilogue: in the output transform, before each output's store */
     const afrt_epi_clamp *cl = afrt_epi_builtin_clamp_(epi);
-    /* V and M of the widest block (the last, with a short rest folded in) */
-    const int64_t npv =
-        afrt_max_(np, afrt_round_up_(afrt_wg_block_tiles_(ntb - 1, ntb, T, np), AFRT_NR));
-    const size_t vfl = (size_t)(AFRT_WG_X * C * npv), mfl = (size_t)(AFRT_WG_X * K * npv);
+    const size_t vfl = (size_t)(AFRT_WG_X * C * np), mfl = (size_t)(AFRT_WG_X * K * np);
     float *vsh = nkb > 1 && !afrt_wg_shared_v_dis_ &&
                          (double)tt * (double)vfl * sizeof(float) <= (double)AFRT_WG_SHARED_V_BYTES
                      ? (float *)afrt_thread_scratch(13, (size_t)tt * vfl * sizeof(float))
@@ -687,7 +654,7 @@ static inline int afrt_winograd_f32(const float *x, const float *w, const float 
         for (int64_t u = 0; u < tt * nch; ++u) {
             afrt_arrive_();
             const int64_t b = u / nch, c0 = (u % nch) * cch, c1 = afrt_min_(C, c0 + cch);
-            const int64_t t0 = (b % ntb) * np, nt = afrt_wg_block_tiles_(b % ntb, ntb, T, np);
+            const int64_t t0 = (b % ntb) * np, nt = afrt_min_(np, T - t0);
             const int64_t npb = afrt_round_up_(nt, AFRT_NR);
             afrt_wg_input_(x + (b / ntb) * C * hw, p, TW, t0, nt, npb, vsh + b * vfl, C * npb,
                            c0, c1);
@@ -706,8 +673,7 @@ static inline int afrt_winograd_f32(const float *x, const float *w, const float 
         const int64_t b = in_head ? task / nkb : tt - tail + (task - head) / nkt;
         const int64_t j = in_head ? task % nkb : (task - head) % nkt;
         const int64_t n = b / ntb, t0 = (b % ntb) * np, k0 = j * bk;
-        const int64_t nt = afrt_wg_block_tiles_(b % ntb, ntb, T, np);
-        const int64_t k1 = afrt_split_end_(j, nk, bk, K);
+        const int64_t nt = afrt_min_(np, T - t0), k1 = afrt_split_end_(j, nk, bk, K);
         const int64_t npb = afrt_round_up_(nt, AFRT_NR);
         float *V = (float *)afrt_thread_scratch(0, ((vsh ? 0 : vfl) + mfl) * sizeof(float));
         if (!V) {
