@@ -6,11 +6,10 @@
 #include "afrt.h"
 #include "kbench.h"
 #include <math.h>
-#include <string.h>
 
 typedef struct {
     int64_t Cm, Ci, K, OH, s;
-    float *h, *x, *w3, *wd, *b3, *bd, *D, *y0, *y1, *wc, *bc;
+    float *h, *x, *w3, *wd, *b3, *bd, *D, *y0, *y1;
     afrt_conv_params p3, pd, pc;
     afrt_epi_clamp cl_res, cl;
 } pair_;
@@ -18,7 +17,7 @@ typedef struct {
 static void run_(void *ctx, int algo) {
     pair_ *c = ctx;
     if (algo == 0) {
-        afrt_conv1x1_pair_f32(c->h, c->x, c->wc, c->bc, c->y0, &c->pc, &c->pd,
+        afrt_conv1x1_pair_f32(c->h, c->x, c->w3, c->b3, c->wd, c->bd, c->y0, &c->pc, &c->pd,
                               (afrt_epilogue){afrt_epi_clamp_fn, (void *)&c->cl});
     } else {
         afrt_conv2d_f32(c->x, c->wd, c->bd, c->D, &c->pd, NULL, afrt_no_epilogue());
@@ -48,16 +47,8 @@ int main(int argc, char **argv) {
         c.wd = fill_((size_t)(c.K * c.Ci), 30011u, 1.0f / 50000, 0.01f);
         c.b3 = fill_((size_t)c.K, 7u, 1.0f / 5000, 0.05f);
         c.bd = fill_((size_t)c.K, 11u, 1.0f / 5000, 0.05f);
-        c.wc = malloc((size_t)(c.K * Ct) * 4);
-        c.bc = malloc((size_t)c.K * 4);
-        for (int64_t k = 0; k < c.K; ++k) {
-            memcpy(c.wc + k * Ct, c.w3 + k * c.Cm, (size_t)c.Cm * 4);
-            memcpy(c.wc + k * Ct + c.Cm, c.wd + k * c.Ci, (size_t)c.Ci * 4);
-            c.bc[k] = c.b3[k] + c.bd[k];
-        }
         afrt_register_constant_region(c.w3, (size_t)(c.K * c.Cm) * 4);
         afrt_register_constant_region(c.wd, (size_t)(c.K * c.Ci) * 4);
-        afrt_register_constant_region(c.wc, (size_t)(c.K * Ct) * 4);
         c.D = malloc((size_t)(c.K * ohw) * 4);
         c.y0 = malloc((size_t)(c.K * ohw) * 4);
         c.y1 = malloc((size_t)(c.K * ohw) * 4);
@@ -82,9 +73,7 @@ int main(int argc, char **argv) {
         fflush(stdout);
         afrt_unregister_constant_region(c.w3);
         afrt_unregister_constant_region(c.wd);
-        afrt_unregister_constant_region(c.wc);
-        free(c.h), free(c.x), free(c.w3), free(c.wd), free(c.b3), free(c.bd), free(c.wc);
-        free(c.bc), free(c.D), free(c.y0), free(c.y1);
+        free(c.h), free(c.x), free(c.w3), free(c.wd), free(c.b3), free(c.bd), free(c.D), free(c.y0), free(c.y1);
     }
     kb_end(&bench);
     return 0;

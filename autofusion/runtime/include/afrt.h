@@ -940,9 +940,10 @@ typedef struct {
 typedef struct {
     const void *src;  /* original operand */
     int64_t rows, cols, ld;
-    int trans, side;  /* side 0: packed as A panels, 1: packed as B panels */
+    int trans, side;  /* side 0: packed as A panels, 1: packed as B panels; others below */
     int lp;           /* 0: fp32 panels; AFRT_LP_F16 / AFRT_LP_BF16: 16-bit panels */
     void *packed;
+    const void *src2; /* side 6 (afrt_packed_pair_): the second operand joined to src */
 } afrt_packed_entry_;
 
 static afrt_region_ afrt_regions_[AFRT_MAX_CONST_REGIONS];
@@ -971,7 +972,8 @@ static inline void afrt_unregister_constant_region(const void *base) {
             int w = 0;
             for (int e = 0; e < afrt_n_packed_; ++e) {
                 const char *s = (const char *)afrt_packed_[e].src;
-                if (s >= lo && s < hi) free(afrt_packed_[e].packed);
+                const char *s2 = (const char *)afrt_packed_[e].src2;
+                if ((s >= lo && s < hi) || (s2 && s2 >= lo && s2 < hi)) free(afrt_packed_[e].packed);
                 else afrt_packed_[w++] = afrt_packed_[e];
             }
             afrt_n_packed_ = w;
@@ -1770,7 +1772,7 @@ static inline const float *afrt_packed_const_(const float *src, int64_t rows, in
                 if (buf) {
                     if (side == 0) afrt_pack_a_(src, ld, trans, rows, cols, buf);
                     else afrt_pack_b_full_(src, ld, trans, rows, cols, buf);
-                    afrt_packed_entry_ e = {src, rows, cols, ld, trans, side, 0, buf};
+                    afrt_packed_entry_ e = {src, rows, cols, ld, trans, side, 0, buf, NULL};
                     afrt_packed_[afrt_n_packed_++] = e;
                     found = buf;
                 }
@@ -3213,7 +3215,7 @@ static inline int afrt_shared_b_(int64_t nmb, int64_t tasks, int64_t K, int64_t 
 static inline int afrt_conv_own2_(const float *x, const float *w, const float *bias, float *y,
                                   const afrt_conv_params *p, const afrt_conv_plan_ *q,
                                   afrt_epilogue epi, int xb, const float *x2,
-                                  const afrt_conv_params *p2) {
+                                  const afrt_conv_params *p2, const float *pa) {
     const int64_t G = p->group > 0 ? p->group : 1;
     const int64_t ohw = p->OH * p->OW;
     const int64_t Kg = q->kg, crs = q->crs;
@@ -3222,7 +3224,7 @@ static inline int afrt_conv_own2_(const float *x, const float *w, const float *b
     if (xb && (im2col || G != 1)) return 0;
     /* x2: the last p2->C of p's channels come from x2, read as conv p2 reads it */
     const int64_t c2 = x2 ? p2->C : 0;
-    if (x2 && (im2col || xb || G != 1)) return 0;
+    if ((x2 || pa) && (im2col || xb || G != 1)) return 0;
     if (x2 && (p2->stride_h != 1 || p2->stride_w != 1)) {
         const afrt_conv_plan_ q2 = afrt_conv_plan(p2);
         float *xs = afrt_conv_1x1_strided_(p2, &q2)
@@ -3246,7 +3248,8 @@ static inline int afrt_conv_own2_(const float *x, const float *w, const float *b
     const int64_t xn = xb ? afrt_round_up_(p->C, 16) * hw : (p->C - c2) * hw;
     const float **pas = (const float **)afrt_malloc_((size_t)G * sizeof(float *));
     if (!pas) return 0;
-    if (!afrt_pack_a_all_(w, Kg * crs, G, Kg, crs, crs, 0, pas)) {
+    if (pa) pas[0] = pa; /* packed by the caller (G is 1) */
+    else if (!afrt_pack_a_all_(w, Kg * crs, G, Kg, crs, crs, 0, pas)) {
         free(pas);
         return 0;
     }
@@ -3320,7 +3323,7 @@ static inline int afrt_conv_own2_(const float *x, const float *w, const float *b
 static inline int afrt_conv_own_(const float *x, const float *w, const float *bias, float *y,
                                  const afrt_conv_params *p, const afrt_conv_plan_ *q,
                                  afrt_epilogue epi, int xb) {
-    return afrt_conv_own2_(x, w, bias, y, p, q, epi, xb, NULL, NULL);
+    return afrt_conv_own2_(x, w, bias, y, p, q, epi, xb, NULL, NULL, NULL);
 }
 
 /* Whether afrt_conv1x1_pair_f32 takes p (the joined conv) and p2 (the second input's conv):
@@ -3339,21 +3342,88 @@ static inline int afrt_conv1x1_pair_applies(const afrt_conv_params *p, const afr
            (p2->OW - 1) * p2->stride_w < p2->W && p->N >= 1 && p->K >= 1 && p->OH * p->OW >= 1;
 }
 
+/* [w | w2] (M x (k1 + k2), w M x k1 and w2 M x k2 row-major) in packed-A layout, then the
+ * M floats bias + bias2 (either NULL: zeros), into dst (afrt_pack_a_'s Mp x K floats + M).
+ * 0 if out of memory. */
+static inline int afrt_pack_pair_(const float *w, int64_t k1, const float *w2, int64_t k2,
+                                  const float *bias, const float *bias2, int64_t M, float *dst) {
+    const int64_t K = k1 + k2, Mp = afrt_round_up_(M, afrt_choose_mr_(M));
+    /* calloc: gcc cannot see that the loop below writes every element */
+    float *joined = AFRT_ALLOC_FAILS_() ? NULL : (float *)calloc((size_t)(M * K), sizeof(float));
+    if (!joined) return 0;
+    for (int64_t i = 0; i < M; ++i)
+        for (int64_t k = 0; k < K; ++k)
+            joined[i * K + k] = k < k1 ? w[i * k1 + k] : w2[i * k2 + k - k1];
+    afrt_pack_a_(joined, K, 0, M, K, dst);
+    free(joined);
+    for (int64_t i = 0; i < M; ++i)
+        dst[Mp * K + i] = (bias ? bias[i] : 0.0f) + (bias2 ? bias2[i] : 0.0f);
+    return 1;
+}
+
+/* The joined weights and bias of a conv pair (afrt_pack_pair_), from the packed-operand cache
+ * (side 6, keyed by both weights), made on first use; NULL if either weight is not constant,
+ * the cache is full or memory is short. */
+static inline const float *afrt_packed_pair_(const float *w, int64_t k1, const float *w2,
+                                             int64_t k2, const float *bias, const float *bias2,
+                                             int64_t M) {
+    const float *found = NULL;
+    AFRT_OMP(critical(afrt_cache))
+    {
+        if (afrt_in_region_(w, (size_t)(M * k1) * sizeof(float)) &&
+            afrt_in_region_(w2, (size_t)(M * k2) * sizeof(float))) {
+            for (int e = 0; e < afrt_n_packed_ && !found; ++e) {
+                const afrt_packed_entry_ *q = &afrt_packed_[e];
+                if (q->side == 6 && q->src == w && q->src2 == w2 && q->rows == M &&
+                    q->cols == k1 + k2 && q->ld == k1)
+                    found = (const float *)q->packed;
+            }
+            if (!found && afrt_n_packed_ < AFRT_MAX_PACKED) {
+                const int64_t Mp = afrt_round_up_(M, afrt_choose_mr_(M));
+                float *buf = (float *)afrt_alloc_pack_((size_t)(Mp * (k1 + k2) + M) * sizeof(float));
+                if (buf && afrt_pack_pair_(w, k1, w2, k2, bias, bias2, M, buf)) {
+                    afrt_packed_entry_ e = {w, M, k1 + k2, k1, 0, 6, 0, buf, w2};
+                    afrt_packed_[afrt_n_packed_++] = e;
+                    found = buf;
+                } else free(buf);
+            }
+        }
+    }
+    return found;
+}
+
 /* Two 1x1 convs whose outputs are added, as one GEMM (fuse-conv-pair: ResNet's conv3 and the
- * downsample of a stage's first block): y = epi(w . [x; x2'] + bias), x the first p->C - p2->C
- * channels (NCHW on the output map), x2' the p2->C channels of x2 read at p2's stride
- * (gathered first when strided, as the strided 1x1 conv does), w = [w_x | w_x2] (K x p->C)
- * and bias the two biases summed. The GEMM core packs B's k blocks from the two sources
- * (afrt_bsrc_'s B2), so the second conv's output is never stored and every output tile
- * sums over both inputs' channels before its epilogue (in registers where the core has
- * one). y must not be the epilogue's residual. Out of memory: afrt_nomem_, y incomplete. */
+ * downsample of a stage's first block): y = epi(w . x + bias + w2 . x2' + bias2), x the
+ * p->C - p2->C input channels of w (NCHW on the output map), x2' the p2->C channels of x2
+ * read at p2's stride (gathered first when strided, as the strided 1x1 conv does), w and w2
+ * the two convs' K x C weights, either bias NULL. One GEMM over [x; x2'] with A = [w | w2]
+ * (packed once and cached with the biases summed, for constant weights) and B's k blocks
+ * packed from the two sources (afrt_bsrc_'s B2): the second conv's output is never stored,
+ * and every output tile sums over both inputs' channels before its epilogue (in registers
+ * where the core has one). y must not be the epilogue's residual. Out of memory:
+ * afrt_nomem_, y incomplete. */
 static inline void afrt_conv1x1_pair_f32(const float *x, const float *x2, const float *w,
-                                         const float *bias, float *y, const afrt_conv_params *p,
+                                         const float *bias, const float *w2,
+                                         const float *bias2, float *y, const afrt_conv_params *p,
                                          const afrt_conv_params *p2, afrt_epilogue epi) {
     afrt_init_once_();
     const afrt_conv_plan_ q = afrt_conv_plan(p);
-    if (!afrt_conv_own2_(x, w, bias, y, p, &q, epi, 0, x2, p2))
+    const int64_t M = p->K, k2 = p2->C, k1 = p->C - k2;
+    const int64_t Mp = afrt_round_up_(M, afrt_choose_mr_(M));
+    const float *pa = afrt_packed_pair_(w, k1, w2, k2, bias, bias2, M);
+    float *own = NULL; /* not cached: packed for this call */
+    if (!pa) {
+        own = (float *)afrt_malloc_((size_t)(Mp * p->C + M) * sizeof(float));
+        if (!own || !afrt_pack_pair_(w, k1, w2, k2, bias, bias2, M, own)) {
+            free(own);
+            afrt_nomem_("afrt_conv1x1_pair_f32");
+            return;
+        }
+        pa = own;
+    }
+    if (!afrt_conv_own2_(x, NULL, pa + Mp * p->C, y, p, &q, epi, 0, x2, p2, pa))
         afrt_nomem_("afrt_conv1x1_pair_f32");
+    free(own);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -4250,7 +4320,7 @@ static inline const uint16_t *afrt_packed_const_lp_(int lp, const void *src, int
                     memset(buf + elems - 16, 0, 16 * sizeof(uint16_t));
                     if (side == 0) afrt_pack_a_lp_(lp, s, ld, trans, rows, cols, buf, tmp);
                     else afrt_pack_b_lp_(lp, s, ld, trans, rows, cols, buf, tmp);
-                    afrt_packed_entry_ e = {src, rows, cols, ld, trans, side, lp, buf};
+                    afrt_packed_entry_ e = {src, rows, cols, ld, trans, side, lp, buf, NULL};
                     afrt_packed_[afrt_n_packed_++] = e;
                     found = buf;
                 } else {

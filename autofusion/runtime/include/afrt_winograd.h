@@ -147,7 +147,7 @@ static inline const float *afrt_wg_weights_(const float *w, int64_t K, int64_t C
             if (!found && afrt_n_packed_ < AFRT_MAX_PACKED) {
                 float *buf = (float *)afrt_alloc_pack_(n * sizeof(float));
                 if (buf && afrt_wg_pack_weights_(w, K, C, buf)) {
-                    afrt_packed_entry_ e = {w, K, C, 9, 0, 2, 0, buf};
+                    afrt_packed_entry_ e = {w, K, C, 9, 0, 2, 0, buf, NULL};
                     afrt_packed_[afrt_n_packed_++] = e;
                     found = buf;
                 } else {
