@@ -92,6 +92,12 @@ def _decide(c: _Candidate, policy: FusionPolicy, log: RefusalLog) -> str | None:
     """``decided_by`` of a legal, allowed join; else None (the refusal logged)."""
     conv = c.ops[0]
     assert isinstance(conv, nn.ConvOp)
+    inner = [u.operation for u in conv.y.uses]
+    if len(c.top.results) != 1 or inner != [c.add]:
+        log.add("multi-consumer", f"the kernel's {conv.name} output or its sum leaves the "
+                "kernel; the joined kernel stores only the clamped sum",
+                [c.other, *c.ops])  # fmt: skip
+        return None
     readers = [u.operation for u in c.value.uses]
     if len(readers) != 1:
         log.add("multi-consumer", f"the {c.other.name} output added in has {len(readers)} "

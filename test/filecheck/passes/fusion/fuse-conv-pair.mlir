@@ -99,3 +99,20 @@ func.func @blocked(%h: tensor<1x7x6x6xf32>, %x: tensor<1x5x11x11xf32>, %w3: tens
 // CHECK-LABEL: func.func @blocked
 // CHECK-NEXT:    %[[D:.*]] = nn.conv
 // CHECK-NEXT:    %[[K:.*]] = fusion.kernel "conv_add_relu" ["conv3", "add", "relu"]
+
+// -----
+
+// Must not fire: conv3 comes first, so `fuse` puts the downsample in the kernel with the Add
+// and its output D, returned too, leaves that kernel as a second result.
+func.func @d_leaves_the_kernel(%h: tensor<1x7x6x6xf32>, %x: tensor<1x5x11x11xf32>, %w3: tensor<21x7x1x1xf32>, %wd: tensor<21x5x1x1xf32>) -> (tensor<1x21x6x6xf32>, tensor<1x21x6x6xf32>) {
+  %0 = nn.conv %h, %w3 {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64, onnx.origins = ["conv3"]} : (tensor<1x7x6x6xf32>, tensor<21x7x1x1xf32>) -> tensor<1x21x6x6xf32>
+  %1 = nn.conv %x, %wd {strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64, onnx.origins = ["down"]} : (tensor<1x5x11x11xf32>, tensor<21x5x1x1xf32>) -> tensor<1x21x6x6xf32>
+  %2 = nn.add %0, %1 {onnx.origins = ["add"]} : (tensor<1x21x6x6xf32>, tensor<1x21x6x6xf32>) -> tensor<1x21x6x6xf32>
+  %3 = nn.relu %2 {onnx.origins = ["relu"]} : (tensor<1x21x6x6xf32>) -> tensor<1x21x6x6xf32>
+  func.return %3, %1 : tensor<1x21x6x6xf32>, tensor<1x21x6x6xf32>
+}
+// CHECK:       builtin.module attributes {{.*}}fusion.refusals = [{code = "multi-consumer", reason = "the kernel's nn.conv output or its sum leaves the kernel; the joined kernel stores only the clamped sum", nodes = ["conv3", "down", "add", "relu"], decided_by = "structure"}]
+// CHECK-LABEL: func.func @d_leaves_the_kernel
+// CHECK-NEXT:    %[[C:.*]] = nn.conv
+// CHECK-NEXT:    %[[D:.*]], %[[K:.*]] = fusion.kernel "conv_add_relu" ["down", "add", "relu"]
+// CHECK:         func.return %[[K]], %[[D]]
