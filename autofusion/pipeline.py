@@ -23,6 +23,7 @@ Tensor passes (the group decides when a pass is included)::
     assign-layout           fusion   target c with blocked_convs, no memory limit: NCHW16c
                                      between blocked convs
     fuse-conv-pool          fusion   as assign-layout: a blocked stem and its max pool, one kernel
+    fuse-conv-pair          fusion   target c, no memory limit: two added 1x1 convs, one GEMM
     validate-precision      precision  with validation asked for: roll back imprecise groups
     plan-buffers            memory   always: lifetimes -> arena offsets (in place where safe)
     tile-fusion             tiling   only with a memory limit: tile groups to fit, re-plan
@@ -68,6 +69,7 @@ TENSOR_PASSES: tuple[tuple[str, str], ...] = (
     ("fuse-conv-chain", "fusion"),
     ("assign-layout", "fusion"),
     ("fuse-conv-pool", "fusion"),
+    ("fuse-conv-pair", "fusion"),
     ("validate-precision", "precision"),
     ("plan-buffers", "memory"),
     ("tile-fusion", "tiling"),
@@ -75,6 +77,9 @@ TENSOR_PASSES: tuple[tuple[str, str], ...] = (
 
 #: Targets whose lowering runs fuse-conv-chain's two-conv kernels (``clib.dwpw``).
 CONV_CHAIN_TARGETS = ("c",)
+
+#: Targets whose lowering runs fuse-conv-pair's two-input 1x1 convs (``clib.conv_pair``).
+CONV_PAIR_TARGETS = ("c",)
 
 #: Targets whose lowering honours assign-precision's 16-bit weights (``precision.storage``).
 REDUCED_PRECISION_TARGETS = ("c",)
@@ -282,6 +287,11 @@ class Pipeline:
             # (fuse-conv-pool joins only what assign-layout blocked)
             if name in ("assign-layout", "fuse-conv-pool") and not (
                 backend.name == "c" and blocked_convs(opts) and opts.memory_limit_mb is None
+            ):
+                continue
+            # the pair's lowering is C only; tile-fusion slices convs one by one
+            if name == "fuse-conv-pair" and not (
+                backend.name in CONV_PAIR_TARGETS and opts.memory_limit_mb is None
             ):
                 continue
             if name == "validate-precision" and not (opts.fusion and _validates(opts)):

@@ -1399,6 +1399,72 @@ class DwPwOp(_LibOp):
             )
 
 
+def conv_pair_applies(f: Sequence[Param], f2: Sequence[Param]) -> bool:
+    """Whether ``afrt_conv1x1_pair_f32`` takes the joined conv ``f`` and the second input's
+    conv ``f2`` (``CONV_FIELDS`` order, numbers only; ``afrt_conv1x1_pair_applies`` in
+    afrt.h): both 1x1, unpadded, group 1, dilation 1, the same N, K and output map; ``f``
+    stride 1 on its output map with more channels than ``f2`` (its first ``C - f2.C`` come
+    from x); ``f2`` any stride whose last row and column lie inside its input."""
+    if len(f) != len(CONV_FIELDS) or len(f2) != len(CONV_FIELDS):
+        return False
+    if any(not isinstance(v, int) or v == DYNAMIC for v in (*f, *f2)):
+        return False
+    a: dict[str, int] = dict(zip(CONV_FIELDS, f, strict=True))  # type: ignore[arg-type]
+    b: dict[str, int] = dict(zip(CONV_FIELDS, f2, strict=True))  # type: ignore[arg-type]
+    for d in (a, b):
+        if (d["R"], d["S"], d["group"], d["dil_h"], d["dil_w"]) != (1, 1, 1, 1, 1):
+            return False
+        if d["pad_top"] or d["pad_left"] or d["pad_bottom"] or d["pad_right"]:
+            return False
+        if min(d["stride_h"], d["stride_w"]) < 1:
+            return False
+    return (
+        (a["stride_h"], a["stride_w"]) == (1, 1)
+        and (a["H"], a["W"]) == (a["OH"], a["OW"])
+        and (b["N"], b["K"], b["OH"], b["OW"]) == (a["N"], a["K"], a["OH"], a["OW"])
+        and 1 <= b["C"] < a["C"]
+        and (b["OH"] - 1) * b["stride_h"] < b["H"]
+        and (b["OW"] - 1) * b["stride_w"] < b["W"]
+        and min(a["N"], a["K"], a["OH"] * a["OW"]) >= 1
+    )
+
+
+@irdl_op_definition
+class ConvPairOp(_LibOp):
+    """Two 1x1 convs whose outputs are added, as one GEMM (``fuse-conv-pair``: ResNet's conv3
+    and downsample): ``afrt_conv1x1_pair_f32(x, x2, w, bias, w2, bias2, y, &params,
+    &params2, {epilogue, ctx})`` (afrt.h): ``y = epilogue(conv(x; w, bias) + conv2(x2; w2,
+    bias2))`` as one GEMM. ``params`` are the joined conv's ``CONV_FIELDS`` (stride 1 on the
+    output map, ``C`` both inputs' channels: x has ``C - params2.C``), ``params2`` the second
+    conv's (x2's channels and map, its stride). Static sizes only."""
+
+    name = "clib.conv_pair"
+    x = operand_def(MemRefType)
+    x2 = operand_def(MemRefType)
+    w = operand_def(MemRefType)
+    w2 = operand_def(MemRefType)
+    y = operand_def(MemRefType)
+    bias = opt_operand_def(MemRefType)
+    bias2 = opt_operand_def(MemRefType)
+    epilogue = opt_operand_def(PtrType)
+    ctx = opt_operand_def(PtrType)
+    params = prop_def(DenseArrayBase)
+    params2 = prop_def(DenseArrayBase)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def params2_values(self) -> list[int]:
+        attr = self.properties["params2"]
+        assert isinstance(attr, DenseArrayBase)
+        return [int(v) for v in attr.get_values()]
+
+    def verify_(self) -> None:
+        if not conv_pair_applies(self.param_values(), self.params2_values()):
+            raise VerifyException(
+                "'clib.conv_pair': params and params2 are not two 1x1 convs onto one output "
+                "map (the first stride 1 with more channels than the second)"
+            )
+
+
 @irdl_op_definition
 class MatmulOp(_ContractionOp):
     """``afrt_matmul_f32(batch, M, N, K, alpha, a, lda, stride_a, trans_a, b, ..., beta, c,
@@ -1542,6 +1608,7 @@ CLib = Dialect(
         FModOp,
         Conv2DOp,
         DwPwOp,
+        ConvPairOp,
         MatmulOp,
         Pool2DOp,
         AttentionOp,

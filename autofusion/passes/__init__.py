@@ -56,6 +56,7 @@ def _fusion_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "fuse-conv-chain": ("fuse_conv_chain", "FuseConvChain"),
         "assign-layout": ("assign_layout", "AssignLayout"),
         "fuse-conv-pool": ("fuse_conv_pool", "FuseConvPool"),
+        "fuse-conv-pair": ("fuse_conv_pair", "FuseConvPair"),
         "validate-precision": ("validate_precision", "ValidatePrecision"),
         "assign-precision": ("assign_precision", "AssignPrecision"),
     }

@@ -57,6 +57,7 @@ FAMILIES: dict[str, int] = {
     "conv_bn_relu": 1,
     "conv_chain": 1,
     "conv_pool": 1,
+    "conv_pair": 1,
     "layernorm": 0,
     "gelu": 0,
     "attention": 0,

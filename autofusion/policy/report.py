@@ -312,7 +312,9 @@ def conv_algo_rows(module: ModuleOp, avx512: bool = False) -> list[dict[str, obj
     the build has AVX-512), the depthwise shape then ``+ 1x1 -> K``; with an expand conv in
     front ``expand_dwpw_blocked`` or ``expand_dwpw`` (``clib.edwpw_algo``), the shape
     starting ``1x1 C -> K +``. A stem with its max pool (``fuse-conv-pool``) is one row with
-    ``pool``: the pool's window, stride, dilation, pad and output size."""
+    ``pool``: the pool's window, stride, dilation, pad and output size. Two added 1x1 convs
+    as one GEMM (``clib.conv_pair``, ``fuse-conv-pair``) are one row, ``gemm_1x1_pair``, the
+    joined conv's shape (both inputs' channels) then ``+ x2`` and the second input's conv."""
     from autofusion.dialects import clib
 
     rows: list[dict[str, object]] = []
@@ -325,6 +327,12 @@ def conv_algo_rows(module: ModuleOp, avx512: bool = False) -> list[dict[str, obj
                              "layout": "->".join(op.layouts())})  # fmt: skip
                 if (q := op.pool_values()) is not None:  # fuse-conv-pool: the pool in the call
                     rows[-1]["pool"] = _pool_shape(q)
+            elif isinstance(op, clib.ConvPairOp):
+                rows.append({"kernel": fn.sym_name.data, "origins": names,
+                             "conv_algo": "gemm_1x1_pair",
+                             "shape": f"{_conv_shape(op.param_values())} + x2 "
+                                      f"{_conv_shape(op.params2_values())}",
+                             "layout": "nchw->nchw"})  # fmt: skip
             elif isinstance(op, clib.DwPwOp):
                 dw, pw = op.params_pair()
                 k = pw[clib.CONV_FIELDS.index("K")]

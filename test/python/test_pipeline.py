@@ -15,6 +15,7 @@ from xdsl.utils.exceptions import PassFailedException
 from autofusion.errors import AutofusionError
 from autofusion.pipeline import (
     CONV_CHAIN_TARGETS,
+    CONV_PAIR_TARGETS,
     LOWERING,
     TENSOR_PASSES,
     Pipeline,
@@ -71,6 +72,8 @@ def test_stages_are_the_tensor_table_then_the_backend_lowering() -> None:
         tensor = [n for n, g in TENSOR_PASSES if g not in ("tiling", "precision")]
         if target not in CONV_CHAIN_TARGETS:  # its two-conv kernels are C-only
             tensor.remove("fuse-conv-chain")
+        if target not in CONV_PAIR_TARGETS:  # so is the two-input 1x1 conv
+            tensor.remove("fuse-conv-pair")
         if not (target == "c" and blocked_convs(PipelineOptions(target=target))):
             tensor.remove("assign-layout")  # the blocked conv kernels: C on AVX-512 only
             tensor.remove("fuse-conv-pool")  # joins only what assign-layout blocked

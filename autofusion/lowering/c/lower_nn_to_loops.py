@@ -62,6 +62,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import PassFailedException
 
 from autofusion.analysis.conv_chain import ConvPool, ExpandChain
+from autofusion.analysis.conv_pair import ConvPair
 from autofusion.dialects import clib, dtypes, fusion, nn
 from autofusion.dialects.attrs import BLOCKED_LAYOUT, C_ALIAS_ARGS, C_SYMBOL, LAYOUT_X, is_blocked
 from autofusion.dialects.fusion import FAST_MATH_ATTR
@@ -180,8 +181,15 @@ class FunctionLowering:
         cp = self._conv_pool_plan(ops) if chain is None else None
         if cp is not None:
             skip = {o for o in cp[:2] if o}
+        pair = self._conv_pair_plan(ops) if chain is None and cp is None else None
+        if pair is not None:
+            skip = set(pair[:3])
         plan_ops = [o for o in ops if o not in skip]
-        epi = self._epilogue_plan(plan_ops) if self.fuse_epilogues and cp is None else None
+        epi = (
+            self._epilogue_plan(plan_ops)
+            if self.fuse_epilogues and cp is None and pair is None
+            else None
+        )
         self._detach_aliased(ops, new, epi if chain is None else None)
         for op in ops:
             if isinstance(op, bufferization.ToTensorOp | bufferization.MaterializeInDestinationOp):
@@ -196,6 +204,8 @@ class FunctionLowering:
                 self._dwpw(chain, epi)
             elif cp is not None and op is cp[2]:
                 self._conv_pool(*cp)
+            elif pair is not None and op is pair[3]:
+                self._conv_pair(pair)
             elif epi is not None and op is epi[0]:
                 self._fused_contraction(epi[0], epi[1], epi[2])
             elif isinstance(op, nn.ConstantOp):
@@ -439,6 +449,50 @@ class FunctionLowering:
             assert isinstance(e.owner, clib.ClampEpilogueOp)
             ep, ctx = e.owner.fn, e.owner.ctx
         contraction_call(self, conv, out, ep, ctx, pool=pool_params(pool))
+
+    def _conv_pair_plan(self, ops: list[Operation]) -> ConvPair | None:
+        """The pair when the function is ``fuse-conv-pair``'s unit (``body_conv_pair``) and
+        only the clamp's output leaves it."""
+        from autofusion.analysis.conv_pair import body_conv_pair
+
+        body = [o for o in ops if isinstance(o, nn.TensorOp) and not isinstance(o, nn.ConstantOp)]
+        got = body_conv_pair(body)
+        if got is None or any(o.results[0] in self.dests for o in got[:3]):
+            return None
+        return got
+
+    def _conv_pair(self, pair: ConvPair) -> None:
+        """One ``clib.conv_pair`` (``afrt_conv1x1_pair_f32``), the clamp in registers;
+        neither conv's output is a buffer."""
+        from autofusion.analysis.conv_chain import clamp_of
+        from autofusion.analysis.conv_pair import pair_params
+
+        a, b, _, act = pair
+        got = pair_params(a, b)
+        assert got is not None
+        out = self.out_buffer(act.results[0])
+        lo, hi = clamp_of(act)
+        e = self.e.add(clib.ClampEpilogueOp(None, 0, 0, lo, hi, None))
+        assert isinstance(e.owner, clib.ClampEpilogueOp)
+        self.e.add(
+            clib.ConvPairOp.build(
+                operands=[
+                    self.buffer_of(a.x),
+                    self.buffer_of(b.x),
+                    self.buffer_of(a.w),
+                    self.buffer_of(b.w),
+                    out,
+                    [self.buffer_of(a.bias)] if a.bias is not None else [],
+                    [self.buffer_of(b.bias)] if b.bias is not None else [],
+                    [e.owner.fn],
+                    [e.owner.ctx],
+                ],
+                properties={
+                    "params": DenseArrayBase.from_list(i64, got[0]),
+                    "params2": DenseArrayBase.from_list(i64, got[1]),
+                },
+            )
+        )
 
     def _dwpw(
         self,

@@ -368,7 +368,7 @@ class CPrinter:
                 targets = [op.memref]
             elif isinstance(op, memref.CopyOp):
                 targets = [op.destination]
-            elif isinstance(op, clib.Conv2DOp | clib.DwPwOp):
+            elif isinstance(op, clib.Conv2DOp | clib.DwPwOp | clib.ConvPairOp):
                 targets = [op.y]
             elif isinstance(op, clib.MatmulOp):
                 targets = [op.c]
@@ -1471,6 +1471,20 @@ class _FuncPrinter:
                         d, "  void *s_ = afrt_conv2d_scratch_bytes(&p_) <= af_sb ? af_s : NULL;"
                     )
                     self.emit(d, f"  afrt_conv2d_f32({args}, s_, {epi}); }}")
+            case clib.ConvPairOp():
+                # fuse-conv-pair: two 1x1 convs added, one GEMM over both inputs
+                p = ", ".join(f"INT64_C({v})" for v in op.param_values())
+                p2 = ", ".join(f"INT64_C({v})" for v in op.params2_values())
+                bias = r(op.bias) if op.bias is not None else "NULL"
+                bias2 = r(op.bias2) if op.bias2 is not None else "NULL"
+                self.emit(d, f"{{ const afrt_conv_params p_ = {{{p}}};")
+                self.emit(d, f"  const afrt_conv_params p2_ = {{{p2}}};")
+                self.emit(
+                    d,
+                    f"  afrt_conv1x1_pair_f32({r(op.x)}, {r(op.x2)}, {r(op.w)}, {bias}, "
+                    f"{r(op.w2)}, {bias2}, {r(op.y)}, &p_, &p2_, "
+                    f"{self._epi(op.epilogue, op.ctx)}); }}",
+                )
             case clib.DwPwOp():
                 both = self._params(op, [*op.param_values(), *op.pw_values()], op.dyn)
                 pd = ", ".join(both[: len(clib.CONV_FIELDS)])

@@ -12,6 +12,8 @@
  *                       Winograd F(4x4, 3x3) for 3x3 stride-1 convs where it wins
  *                       (afrt_winograd.h), im2col fused into the GEMM packing otherwise),
  *                       bias, fused epilogue.
+ *   - afrt_conv1x1_pair_f32   two 1x1 convs whose outputs are added (fuse-conv-pair: ResNet's
+ *                       conv3 + downsample) as one GEMM over both inputs' channels.
  *   - afrt_matmul_f32   batched row-major C[b] = alpha * op(A[b]) @ op(B[b]) + beta * C[b]
  *                       with batch strides (0 = broadcast), transposes and a fused epilogue.
  *   - afrt_matmul_lp / afrt_conv2d_lp   the same with bf16 or fp16 operands (16-bit weights
@@ -940,9 +942,10 @@ typedef struct {
 typedef struct {
     const void *src;  /* original operand */
     int64_t rows, cols, ld;
-    int trans, side;  /* side 0: packed as A panels, 1: packed as B panels */
+    int trans, side;  /* side 0: packed as A panels, 1: packed as B panels; others below */
     int lp;           /* 0: fp32 panels; AFRT_LP_F16 / AFRT_LP_BF16: 16-bit panels */
     void *packed;
+    const void *src2; /* side 6 (afrt_packed_pair_): the second operand joined to src */
 } afrt_packed_entry_;
 
 static afrt_region_ afrt_regions_[AFRT_MAX_CONST_REGIONS];
@@ -971,7 +974,8 @@ static inline void afrt_unregister_constant_region(const void *base) {
             int w = 0;
             for (int e = 0; e < afrt_n_packed_; ++e) {
                 const char *s = (const char *)afrt_packed_[e].src;
-                if (s >= lo && s < hi) free(afrt_packed_[e].packed);
+                const char *s2 = (const char *)afrt_packed_[e].src2;
+                if ((s >= lo && s < hi) || (s2 && s2 >= lo && s2 < hi)) free(afrt_packed_[e].packed);
                 else afrt_packed_[w++] = afrt_packed_[e];
             }
             afrt_n_packed_ = w;
@@ -1770,7 +1774,7 @@ static inline const float *afrt_packed_const_(const float *src, int64_t rows, in
                 if (buf) {
                     if (side == 0) afrt_pack_a_(src, ld, trans, rows, cols, buf);
                     else afrt_pack_b_full_(src, ld, trans, rows, cols, buf);
-                    afrt_packed_entry_ e = {src, rows, cols, ld, trans, side, 0, buf};
+                    afrt_packed_entry_ e = {src, rows, cols, ld, trans, side, 0, buf, NULL};
                     afrt_packed_[afrt_n_packed_++] = e;
                     found = buf;
                 }
@@ -1829,6 +1833,10 @@ typedef struct {
     const float *conv_x;
     int blocked; /* B (not transposed) in 16-row blocks, NCHW16c: element (p, j) at
                   * B[(p / 16) * ldb * 16 + j * 16 + p % 16] (afrt_pack_b_nc_) */
+    /* a second dense source below the first (afrt_conv1x1_pair_f32): rows p >= k2 of B are
+     * rows p - k2 of B2, same ldb, not transposed; B2 NULL: B alone */
+    const float *B2;
+    int64_t k2;
 } afrt_bsrc_;
 
 static inline void afrt_pack_b_conv_(const struct afrt_conv_params_s *p, const float *xg,
@@ -1843,7 +1851,15 @@ static inline void afrt_pack_b_src_(const afrt_bsrc_ *bs, int64_t N, int64_t pc,
                                     int64_t j0, int64_t nc, float *dst) {
     if (bs->conv) afrt_pack_b_conv_(bs->conv, bs->conv_x, N, pc, kc, j0, nc, dst);
     else if (bs->blocked) afrt_pack_b_nc_(bs->B, bs->ldb, N, pc, kc, j0, nc, dst);
-    else afrt_pack_b_block_(bs->B, bs->ldb, bs->trans, N, pc, kc, j0, nc, dst);
+    else if (bs->B2 && pc + kc > bs->k2) { /* panel by panel: the rows of each source */
+        const int64_t k1 = afrt_max_(0, bs->k2 - pc); /* rows from B */
+        for (int64_t jr = 0; jr < nc; jr += AFRT_NR) {
+            float *panel = dst + jr * kc;
+            if (k1 > 0) afrt_pack_b_block_(bs->B, bs->ldb, 0, N, pc, k1, j0 + jr, AFRT_NR, panel);
+            afrt_pack_b_block_(bs->B2, bs->ldb, 0, N, pc + k1 - bs->k2, kc - k1, j0 + jr,
+                               AFRT_NR, panel + k1 * AFRT_NR);
+        }
+    } else afrt_pack_b_block_(bs->B, bs->ldb, bs->trans, N, pc, kc, j0, nc, dst);
 }
 
 /* What afrt_gemm_tile_ does to each piece of C as soon as its last k block is stored: C *=
@@ -2538,7 +2554,7 @@ static inline int afrt_matmul_own_(int64_t batch, int64_t M, int64_t N, int64_t 
                         trans_a ? Ab + i0 : Ab + i0 * lda, lda,
                         trans_b ? Bb + j0 * ldb : Bb + j0, ldb, beta, Cb + i0 * ldc + j0, ldc);
         } else {
-            afrt_bsrc_ bs = {pbs[stride_b == 0 ? 0 : b], B + b * stride_b, ldb, trans_b, NULL, NULL, 0};
+            afrt_bsrc_ bs = {pbs[stride_b == 0 ? 0 : b], B + b * stride_b, ldb, trans_b, NULL, NULL, 0, NULL, 0};
             if (beta != 0.0f && beta != alpha) /* alpha * (AB + (beta/alpha) C) */
                 for (int64_t i = i0; i < i1; ++i)
                     for (int64_t j = j0; j < j1; ++j) Cb[i * ldc + j] *= beta / alpha;
@@ -2577,7 +2593,7 @@ static inline void afrt_sgemm_own_(int ta, int tb, int64_t m, int64_t n, int64_t
     if (beta != 0.0f && beta != alpha) /* alpha * (AB + (beta/alpha) C), as afrt_matmul_own_ */
         for (int64_t i = 0; i < m; ++i)
             for (int64_t j = 0; j < n; ++j) c[i * ldc + j] *= beta / alpha;
-    afrt_bsrc_ bs = {NULL, b, ldb, tb, NULL, NULL, 0};
+    afrt_bsrc_ bs = {NULL, b, ldb, tb, NULL, NULL, 0, NULL, 0};
     afrt_gemm_tile_(pa, m, n, k, &bs, c, ldc, 0, m, 0, n, kbuf, beta != 0.0f, NULL);
     if (alpha != 1.0f)
         for (int64_t i = 0; i < m; ++i)
@@ -3198,15 +3214,28 @@ static inline int afrt_shared_b_(int64_t nmb, int64_t tasks, int64_t K, int64_t 
 /* The afrt core for kinds 1 (1x1) and 2 (im2col, fused into B packing; a strided 1x1 conv
  * gathers its input first and is then kind 1's GEMM); 0 if out of memory. xb: x is NCHW16c
  * (kind 1, group 1 only: gemm_1x1_xb, afrt_conv1x1xb_f32), B packed from its blocks. */
-static inline int afrt_conv_own_(const float *x, const float *w, const float *bias, float *y,
-                                 const afrt_conv_params *p, const afrt_conv_plan_ *q,
-                                 afrt_epilogue epi, int xb) {
+static inline int afrt_conv_own2_(const float *x, const float *w, const float *bias, float *y,
+                                  const afrt_conv_params *p, const afrt_conv_plan_ *q,
+                                  afrt_epilogue epi, int xb, const float *x2,
+                                  const afrt_conv_params *p2, const float *pa) {
     const int64_t G = p->group > 0 ? p->group : 1;
     const int64_t ohw = p->OH * p->OW;
     const int64_t Kg = q->kg, crs = q->crs;
     int64_t hw = p->H * p->W; /* per-channel plane of the B source */
     int im2col = q->kind == 2;
     if (xb && (im2col || G != 1)) return 0;
+    /* x2: the last p2->C of p's channels come from x2, read as conv p2 reads it */
+    const int64_t c2 = x2 ? p2->C : 0;
+    if ((x2 || pa) && (im2col || xb || G != 1)) return 0;
+    if (x2 && (p2->stride_h != 1 || p2->stride_w != 1)) {
+        const afrt_conv_plan_ q2 = afrt_conv_plan(p2);
+        float *xs = afrt_conv_1x1_strided_(p2, &q2)
+                        ? (float *)afrt_thread_scratch(11, (size_t)(p->N * c2 * ohw) * sizeof(float))
+                        : NULL;
+        if (!xs) return 0;
+        afrt_gather_1x1_strided_(x2, p2, xs);
+        x2 = xs;
+    }
     if (afrt_conv_1x1_strided_(p, q)) {
         float *xs = (float *)afrt_thread_scratch(11, (size_t)(p->N * p->C * ohw) * sizeof(float));
         if (xs) { /* else packed through im2col, which needs no memory */
@@ -3218,10 +3247,11 @@ static inline int afrt_conv_own_(const float *x, const float *w, const float *bi
     }
     /* floats per image of x (after a gather): blocked, the last block's channels past C
      * are padding */
-    const int64_t xn = xb ? afrt_round_up_(p->C, 16) * hw : p->C * hw;
+    const int64_t xn = xb ? afrt_round_up_(p->C, 16) * hw : (p->C - c2) * hw;
     const float **pas = (const float **)afrt_malloc_((size_t)G * sizeof(float *));
     if (!pas) return 0;
-    if (!afrt_pack_a_all_(w, Kg * crs, G, Kg, crs, crs, 0, pas)) {
+    if (pa) pas[0] = pa; /* packed by the caller (G is 1) */
+    else if (!afrt_pack_a_all_(w, Kg * crs, G, Kg, crs, crs, 0, pas)) {
         free(pas);
         return 0;
     }
@@ -3256,7 +3286,10 @@ static inline int afrt_conv_own_(const float *x, const float *w, const float *bi
             float *dst = bsh + pc * Np + jc * kc + (ps - pc) * AFRT_NR;
             if (im2col) afrt_pack_b_conv_(p, x, ohw, ps, ks, jc, AFRT_NR, dst);
             else if (xb) afrt_pack_b_nc_(x, hw, ohw, ps, ks, jc, AFRT_NR, dst);
-            else afrt_pack_b_block_(x, hw, 0, ohw, ps, ks, jc, AFRT_NR, dst);
+            else if (x2) {
+                const afrt_bsrc_ b2 = {NULL, x, hw, 0, NULL, NULL, 0, x2, crs - c2};
+                afrt_pack_b_src_(&b2, ohw, ps, ks, jc, AFRT_NR, dst);
+            } else afrt_pack_b_block_(x, hw, 0, ohw, ps, ks, jc, AFRT_NR, dst);
         }
     }
     AFRT_OMP(for schedule(static))
@@ -3270,7 +3303,8 @@ static inline int afrt_conv_own_(const float *x, const float *w, const float *bi
         float *kbuf = bsh ? NULL
                           : (float *)afrt_thread_scratch(0, (size_t)AFRT_KC * AFRT_NC * sizeof(float));
         const float *xg = x + n * xn + g * q->cg * hw;
-        afrt_bsrc_ bs = {bsh, xg, hw, 0, im2col ? p : NULL, xg, xb};
+        afrt_bsrc_ bs = {bsh, xg, hw, 0, im2col ? p : NULL, xg, xb,
+                         x2 ? x2 + n * c2 * ohw : NULL, crs - c2};
         float *yn = y + n * p->K * ohw;
         const afrt_tile_finish_ fin = {yn, bias, 1.0f, n, g * Kg, 0, epi};
         /* Out of memory for packing: the caller computes the conv another way, unless y
@@ -3286,6 +3320,112 @@ static inline int afrt_conv_own_(const float *x, const float *w, const float *bi
     } /* the parallel region */
     free(pas);
     return !failed;
+}
+
+static inline int afrt_conv_own_(const float *x, const float *w, const float *bias, float *y,
+                                 const afrt_conv_params *p, const afrt_conv_plan_ *q,
+                                 afrt_epilogue epi, int xb) {
+    return afrt_conv_own2_(x, w, bias, y, p, q, epi, xb, NULL, NULL, NULL);
+}
+
+/* Whether afrt_conv1x1_pair_f32 takes p (the joined conv) and p2 (the second input's conv):
+ * both 1x1, unpadded, group 1, dilation 1, the same N, K and output map, p stride 1 with
+ * more channels than p2, p2 any stride whose rows and columns lie inside its input. */
+static inline int afrt_conv1x1_pair_applies(const afrt_conv_params *p, const afrt_conv_params *p2) {
+    const afrt_conv_params *v[2] = {p, p2};
+    for (int i = 0; i < 2; ++i)
+        if (v[i]->R != 1 || v[i]->S != 1 || v[i]->group != 1 || v[i]->dil_h != 1 ||
+            v[i]->dil_w != 1 || v[i]->pad_top || v[i]->pad_left || v[i]->pad_bottom ||
+            v[i]->pad_right || v[i]->stride_h < 1 || v[i]->stride_w < 1)
+            return 0;
+    return p->stride_h == 1 && p->stride_w == 1 && p->H == p->OH && p->W == p->OW &&
+           p2->N == p->N && p2->K == p->K && p2->OH == p->OH && p2->OW == p->OW &&
+           p2->C >= 1 && p->C > p2->C && (p2->OH - 1) * p2->stride_h < p2->H &&
+           (p2->OW - 1) * p2->stride_w < p2->W && p->N >= 1 && p->K >= 1 && p->OH * p->OW >= 1;
+}
+
+/* [w | w2] (M x (k1 + k2), w M x k1 and w2 M x k2 row-major) in packed-A layout, then the
+ * M floats bias + bias2 (either NULL: zeros), into dst (afrt_pack_a_'s Mp x K floats + M).
+ * 0 if out of memory. */
+static inline int afrt_pack_pair_(const float *w, int64_t k1, const float *w2, int64_t k2,
+                                  const float *bias, const float *bias2, int64_t M, float *dst) {
+    const int64_t K = k1 + k2, Mp = afrt_round_up_(M, afrt_choose_mr_(M));
+    /* calloc: gcc cannot see that the loop below writes every element */
+    float *joined = AFRT_ALLOC_FAILS_() ? NULL : (float *)calloc((size_t)(M * K), sizeof(float));
+    if (!joined) return 0;
+    for (int64_t i = 0; i < M; ++i)
+        for (int64_t k = 0; k < K; ++k)
+            joined[i * K + k] = k < k1 ? w[i * k1 + k] : w2[i * k2 + k - k1];
+    afrt_pack_a_(joined, K, 0, M, K, dst);
+    free(joined);
+    for (int64_t i = 0; i < M; ++i)
+        dst[Mp * K + i] = (bias ? bias[i] : 0.0f) + (bias2 ? bias2[i] : 0.0f);
+    return 1;
+}
+
+/* The joined weights and bias of a conv pair (afrt_pack_pair_), from the packed-operand cache
+ * (side 6, keyed by both weights), made on first use; NULL if either weight is not constant,
+ * the cache is full or memory is short. */
+static inline const float *afrt_packed_pair_(const float *w, int64_t k1, const float *w2,
+                                             int64_t k2, const float *bias, const float *bias2,
+                                             int64_t M) {
+    const float *found = NULL;
+    AFRT_OMP(critical(afrt_cache))
+    {
+        if (afrt_in_region_(w, (size_t)(M * k1) * sizeof(float)) &&
+            afrt_in_region_(w2, (size_t)(M * k2) * sizeof(float))) {
+            for (int e = 0; e < afrt_n_packed_ && !found; ++e) {
+                const afrt_packed_entry_ *q = &afrt_packed_[e];
+                if (q->side == 6 && q->src == w && q->src2 == w2 && q->rows == M &&
+                    q->cols == k1 + k2 && q->ld == k1)
+                    found = (const float *)q->packed;
+            }
+            if (!found && afrt_n_packed_ < AFRT_MAX_PACKED) {
+                const int64_t Mp = afrt_round_up_(M, afrt_choose_mr_(M));
+                float *buf = (float *)afrt_alloc_pack_((size_t)(Mp * (k1 + k2) + M) * sizeof(float));
+                if (buf && afrt_pack_pair_(w, k1, w2, k2, bias, bias2, M, buf)) {
+                    afrt_packed_entry_ e = {w, M, k1 + k2, k1, 0, 6, 0, buf, w2};
+                    afrt_packed_[afrt_n_packed_++] = e;
+                    found = buf;
+                } else free(buf);
+            }
+        }
+    }
+    return found;
+}
+
+/* Two 1x1 convs whose outputs are added, as one GEMM (fuse-conv-pair: ResNet's conv3 and the
+ * downsample of a stage's first block): y = epi(w . x + bias + w2 . x2' + bias2), x the
+ * p->C - p2->C input channels of w (NCHW on the output map), x2' the p2->C channels of x2
+ * read at p2's stride (gathered first when strided, as the strided 1x1 conv does), w and w2
+ * the two convs' K x C weights, either bias NULL. One GEMM over [x; x2'] with A = [w | w2]
+ * (packed once and cached with the biases summed, for constant weights) and B's k blocks
+ * packed from the two sources (afrt_bsrc_'s B2): the second conv's output is never stored,
+ * and every output tile sums over both inputs' channels before its epilogue (in registers
+ * where the core has one). y must not be the epilogue's residual. Out of memory:
+ * afrt_nomem_, y incomplete. */
+static inline void afrt_conv1x1_pair_f32(const float *x, const float *x2, const float *w,
+                                         const float *bias, const float *w2,
+                                         const float *bias2, float *y, const afrt_conv_params *p,
+                                         const afrt_conv_params *p2, afrt_epilogue epi) {
+    afrt_init_once_();
+    const afrt_conv_plan_ q = afrt_conv_plan(p);
+    const int64_t M = p->K, k2 = p2->C, k1 = p->C - k2;
+    const int64_t Mp = afrt_round_up_(M, afrt_choose_mr_(M));
+    const float *pa = afrt_packed_pair_(w, k1, w2, k2, bias, bias2, M);
+    float *own = NULL; /* not cached: packed for this call */
+    if (!pa) {
+        own = (float *)afrt_malloc_((size_t)(Mp * p->C + M) * sizeof(float));
+        if (!own || !afrt_pack_pair_(w, k1, w2, k2, bias, bias2, M, own)) {
+            free(own);
+            afrt_nomem_("afrt_conv1x1_pair_f32");
+            return;
+        }
+        pa = own;
+    }
+    if (!afrt_conv_own2_(x, NULL, pa + Mp * p->C, y, p, &q, epi, 0, x2, p2, pa))
+        afrt_nomem_("afrt_conv1x1_pair_f32");
+    free(own);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -4182,7 +4322,7 @@ static inline const uint16_t *afrt_packed_const_lp_(int lp, const void *src, int
                     memset(buf + elems - 16, 0, 16 * sizeof(uint16_t));
                     if (side == 0) afrt_pack_a_lp_(lp, s, ld, trans, rows, cols, buf, tmp);
                     else afrt_pack_b_lp_(lp, s, ld, trans, rows, cols, buf, tmp);
-                    afrt_packed_entry_ e = {src, rows, cols, ld, trans, side, lp, buf};
+                    afrt_packed_entry_ e = {src, rows, cols, ld, trans, side, lp, buf, NULL};
                     afrt_packed_[afrt_n_packed_++] = e;
                     found = buf;
                 } else {
@@ -4334,7 +4474,7 @@ static inline int afrt_matmul_lp_own_(int lp, int64_t batch, int64_t M, int64_t 
                 for (int64_t j = j0; j < j1; ++j) Cb[i * ldc + j] *= beta / alpha;
         if (afrt_lp_kbufs_(&kbuf, &kbuf16)) {
             const float *Bf = b16 ? NULL : (const float *)B + b * stride_b;
-            afrt_bsrc_lp_ bs = {pbs[stride_b == 0 ? 0 : b], {NULL, Bf, ldb, trans_b, NULL, NULL, 0}};
+            afrt_bsrc_lp_ bs = {pbs[stride_b == 0 ? 0 : b], {NULL, Bf, ldb, trans_b, NULL, NULL, 0, NULL, 0}};
             afrt_gemm_tile_lp_(lp, pas[stride_a == 0 ? 0 : b], M, N, K, &bs, Cb, ldc, i0, i1, j0,
                                j1, kbuf, kbuf16, beta != 0.0f);
         } else { /* no buffers on this thread: the same products, one element at a time */
@@ -4413,7 +4553,7 @@ static inline void afrt_conv2d_lp(int lp, const float *x, const void *w, int w16
             const float *xg = x + (n * p->C + g * q.cg) * hw;
             float *yn = y + n * p->K * ohw;
             if (afrt_lp_kbufs_(&kbuf, &kbuf16)) {
-                afrt_bsrc_lp_ bs = {NULL, {NULL, xg, hw, 0, q.kind == 2 ? p : NULL, xg, 0}};
+                afrt_bsrc_lp_ bs = {NULL, {NULL, xg, hw, 0, q.kind == 2 ? p : NULL, xg, 0, NULL, 0}};
                 afrt_gemm_tile_lp_(lp, pas[g], Kg, ohw, crs, &bs, yn + g * Kg * ohw, ohw, i0, i1,
                                    j0, j1, kbuf, kbuf16, 0);
             } else { /* no buffers on this thread: the same products, one output at a time */

@@ -163,7 +163,7 @@ static inline const float *afrt_nc_cached_(const float *w, int64_t K, int64_t C,
                 float *buf = (float *)afrt_alloc_pack_(n * sizeof(float));
                 if (buf) {
                     pack(w, K, C, RS, buf);
-                    afrt_packed_entry_ e = {w, K, C, RS, 0, side, 0, buf};
+                    afrt_packed_entry_ e = {w, K, C, RS, 0, side, 0, buf, NULL};
                     afrt_packed_[afrt_n_packed_++] = e;
                     found = buf;
                 }

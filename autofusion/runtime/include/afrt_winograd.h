@@ -147,7 +147,7 @@ static inline const float *afrt_wg_weights_(const float *w, int64_t K, int64_t C
             if (!found && afrt_n_packed_ < AFRT_MAX_PACKED) {
                 float *buf = (float *)afrt_alloc_pack_(n * sizeof(float));
                 if (buf && afrt_wg_pack_weights_(w, K, C, buf)) {
-                    afrt_packed_entry_ e = {w, K, C, 9, 0, 2, 0, buf};
+                    afrt_packed_entry_ e = {w, K, C, 9, 0, 2, 0, buf, NULL};
                     afrt_packed_[afrt_n_packed_++] = e;
                     found = buf;
                 } else {
@@ -685,7 +685,7 @@ static inline int afrt_winograd_f32(const float *x, const float *w, const float 
         float *yn = y + n * K * ohw;
         if (vsh) V = vsh + b * vfl;
         else afrt_wg_input_(xn, p, TW, t0, nt, npb, V, C * npb, 0, C);
-        const afrt_bsrc_ none = {NULL, NULL, 0, 0, NULL, NULL, 0};
+        const afrt_bsrc_ none = {NULL, NULL, 0, 0, NULL, NULL, 0, NULL, 0};
         for (int xi = 0; xi < AFRT_WG_X; ++xi) {
             afrt_bsrc_ bs = none;
             bs.packed = V + xi * C * npb;
