@@ -1453,9 +1453,8 @@ class ConvPairOp(_LibOp):
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
     def params2_values(self) -> list[int]:
-        attr = self.properties["params2"]
-        assert isinstance(attr, DenseArrayBase)
-        return [int(v) for v in attr.get_values()]
+        """The downsample conv's ``CONV_FIELDS``."""
+        return _ints(self, "params2")
 
     def verify_(self) -> None:
         if not conv_pair_applies(self.param_values(), self.params2_values()):
