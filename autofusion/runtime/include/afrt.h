@@ -533,8 +533,8 @@ static inline float af_erff_rational_(float a); /* defined last, with af_erff */
  * gives y, large negative +0.0). The table is autofusion/runtime/gelu_table.py's least-squares fit
  * (`python -m autofusion.runtime.gelu_table` prints it; test_gelu_epilogue.py checks that it
  * is that one). On AVX-512 each coefficient is one two-register permute (vpermt2ps) by the
- * piece number: 17 operations per 16 values, of which 6 multiply-adds, where af_erff's degree
- * 5 / 5 rational function took 18 with 14 multiply-adds and a division (in a loop over L1,
+ * piece number: 17 operations per 16 values, 7 on the FMA pipes, where af_erff's degree
+ * 5 / 5 rational function took 18 with 14 on the FMA pipes and a division (in a loop over L1,
  * 2.56 against 3.70 ns per 16 values; issue 16, session 24). */
 #define AFRT_GELU_PIECES 32
 #define AFRT_GELU_DEGREE 4
