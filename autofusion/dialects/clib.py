@@ -340,9 +340,10 @@ class GeluEpilogueOp(IRDLOperation):
     """afrt.h's built-in GELU epilogue (erf form): with ``y = out + col_bias[c]`` (``col_bias``
     optional: a MatMul / Gemm's bias along its output's columns, element c of a row's
     columns), ``out = 0.5 y (1 + erf(y / sqrt 2))`` as ``h + |h| r``, ``h = 0.5 y``, ``r =
-    erf(|y| / sqrt 2)`` by ``af_erff``'s rational function: within an ulp or two of the
-    generated loop for ``nn.gelu`` (``approximate = "none"``), in 20 vector operations where
-    that loop takes 23; as an epilogue function ``fn`` (``afrt_epi_gelu_fn``) and its context
+    erf(|y| / sqrt 2)`` by a piecewise polynomial (``AFRT_GELU_TAB``, within 4e-8 where the
+    generated loop's ``af_erff`` for ``nn.gelu``, ``approximate = "none"``, is within
+    3.5e-7), in 17 vector operations where that loop takes 23; as an epilogue function
+    ``fn`` (``afrt_epi_gelu_fn``) and its context
     ``ctx``. The AVX-512 GEMM core adds the bias in registers and runs the GELU over each
     tile's rows while they are in L1; every other kernel calls ``fn``.
 

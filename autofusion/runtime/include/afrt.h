@@ -493,24 +493,25 @@ static inline const afrt_epi_silu *afrt_epi_builtin_silu_(afrt_epilogue epi) {
 /* ---------------------------------------------------------------------------------------------
  * The built-in GELU epilogue (erf form, a transformer MLP's fc1 + GELU): with y = out +
  * cbias[c] (a Linear layer's bias along the columns; none when cbias is NULL),
- * out = gelu(y) = 0.5 y (1 + erf(y / sqrt 2)), computed as h + |h| r with h = 0.5 y and
- * r = erf(|y| / sqrt 2) by af_erff's rational function (its clamp, coefficients and bound):
- * erf is odd, so y erf(y / sqrt 2) = |y| r, and the sign handling, the add of 1 and one
- * multiply of the generated loop (0.5 y (1 + af_erff(y / sqrt 2))) fold into one FMA. Within
- * an ulp or two of that loop; -inf and NaN give NaN as it does, large negative y +0.0 where
- * it gives -0.0. The AVX-512 GEMM core adds the bias in its registers and runs the GELU over
- * each tile's rows right after their store (still in L1; in the unrolled store loop itself
- * the accumulators spilled, 1.45x the bare MatMul against 1.26x); every other kernel and ISA
- * calls {afrt_epi_gelu_fn, &desc} as an ordinary epilogue. Before, a generated epilogue
- * function ran the loop above over each finished block; benchmarks/gelu_epilogue.py and
- * docs/runtime.md, "Built-in GELU epilogue", have the figures.
+ * out = gelu(y) = 0.5 y (1 + erf(y / sqrt 2)), computed as 0.5 y + |y| r with r = erf(|y| /
+ * sqrt 2) / 2: erf is odd, so y erf(y / sqrt 2) = |y| erf(|y| / sqrt 2), and the sign
+ * handling, the add of 1 and one multiply of the generated loop (0.5 y (1 + af_erff(y /
+ * sqrt 2))) fold into one FMA. r is a piecewise polynomial (AFRT_GELU_TAB, below) within 4e-8
+ * of erf(a / sqrt 2) / 2, where af_erff's rational function is within 3.5e-7 / 2: -inf and NaN
+ * give NaN as the generated loop does, large negative y +0.0 where it gives -0.0. The AVX-512
+ * GEMM core adds the bias in its registers and runs the GELU over each tile's rows right after
+ * their store (still in L1; in the unrolled store loop itself the accumulators spilled, 1.45x
+ * the bare MatMul against 1.26x); every other kernel and ISA calls {afrt_epi_gelu_fn, &desc}
+ * as an ordinary epilogue. Before, a generated epilogue function ran the loop above over each
+ * finished block; benchmarks/gelu_epilogue.py and docs/runtime.md, "Built-in GELU epilogue",
+ * have the figures.
  * ------------------------------------------------------------------------------------------- */
 typedef struct {
     const float *cbias; /* element c of the columns [c0, c1) of every row, or NULL */
 } afrt_epi_gelu;
 
 /* af_erff's coefficients (its rational function a P(a^2) / Q(a^2), highest degree first) and
- * clamp, in one place for it and the GELU below */
+ * clamp */
 #define AFRT_ERF_P5 2.03476506e-06f
 #define AFRT_ERF_P4 2.87474387e-04f
 #define AFRT_ERF_P3 3.86812830e-03f
@@ -524,62 +525,96 @@ typedef struct {
 #define AFRT_ERF_Q1 5.04160314e-01f
 #define AFRT_ERF_Q0 1.00000000e+00f
 #define AFRT_ERF_CLAMP 3.92f
-#define AFRT_GELU_INV_SQRT2 0x1.6a09e6p-1f
 
 static inline float af_erff_rational_(float a); /* defined last, with af_erff */
 
-/* The GELU's own copy of af_erff's rational function, on ay = |y| rather than |y| / sqrt 2,
- * returning r / 2: its coefficients are af_erff's scaled once, P_k / sqrt 2 / 2^(k+1) and
- * Q_k / 2^k (the powers of two exactly), and its clamp 3.92 sqrt 2. Then GELU = h + |h| r =
- * 0.5 y + ay (r / 2), the same final FMA of the same product (ay (r / 2) = |h| r exactly), and
- * the |y| / sqrt 2 multiply and the |h| of the form on af_erff's own coefficients are gone:
- * 18 operations per 16 values instead of 20 (issue 16, session 21). r / 2 is the same rational
- * function within an ulp (the P_k / sqrt 2 rounding); it still exceeds 1/2 by a few ulps near
- * the clamp, so the bound stays. */
-#define AFRT_GELU_P_(P, K) ((P) * AFRT_GELU_INV_SQRT2 * (1.0f / (float)(2 << (K))))
-#define AFRT_GELU_Q_(Q, K) ((Q) * (1.0f / (float)(1 << (K))))
-#define AFRT_GELU_CLAMP (AFRT_ERF_CLAMP / AFRT_GELU_INV_SQRT2)
+/* The GELU's r(a) = erf(a / sqrt 2) / 2 for a = |y| >= 0, by pieces: u = min(a SCALE,
+ * PIECES - 0.5), piece i = (int) u, t = u - i in [0, 1), r = sum_k AFRT_GELU_TAB[k][i] t^k
+ * (Horner, FMAs). Pieces 0-30 cover [0, 3.92 sqrt 2] (af_erff's clamp), the last is the
+ * constant 1/2 that every a past it takes (then 0.5 y + 0.5 |y| is exact: large positive y
+ * gives y, large negative +0.0). The table is autofusion/runtime/gelu_table.py's least-squares fit
+ * (`python -m autofusion.runtime.gelu_table` prints it; test_gelu_epilogue.py checks that it
+ * is that one). On AVX-512 each coefficient is one two-register permute (vpermt2ps) by the
+ * piece number: 17 operations per 16 values, 7 on the FMA pipes, where af_erff's degree
+ * 5 / 5 rational function took 18 with 14 on the FMA pipes and a division (in a loop over L1,
+ * 2.56 against 3.70 ns per 16 values; issue 16, session 24). */
+#define AFRT_GELU_PIECES 32
+#define AFRT_GELU_DEGREE 4
+#define AFRT_GELU_SCALE 5.591915607452393f
+static const float AFRT_GELU_TAB[AFRT_GELU_DEGREE + 1][AFRT_GELU_PIECES]
+    __attribute__((aligned(64))) = {
+    {3.489960543e-09f, 7.096424699e-02f, 1.397008151e-01f, 2.041896135e-01f,
+     2.627938390e-01f, 3.143786490e-01f, 3.583593965e-01f, 3.946799338e-01f,
+     4.237328172e-01f, 4.462428093e-01f, 4.631358683e-01f, 4.754156172e-01f,
+     4.840617180e-01f, 4.899582565e-01f, 4.938533902e-01f, 4.963456690e-01f,
+     4.978902936e-01f, 4.988175035e-01f, 4.993566573e-01f, 4.996603131e-01f,
+     4.998259544e-01f, 4.999134839e-01f, 4.999582767e-01f, 4.999804795e-01f,
+     4.999911487e-01f, 4.999960959e-01f, 4.999983311e-01f, 4.999993145e-01f,
+     4.999997318e-01f, 4.999998808e-01f, 4.999999702e-01f, 5.000000000e-01f},
+    {7.134251297e-02f, 7.021083683e-02f, 6.692236662e-02f, 6.178027019e-02f,
+     5.523820966e-02f, 4.783444107e-02f, 4.011927173e-02f, 3.258941695e-02f,
+     2.563960291e-02f, 1.953696273e-02f, 1.441829372e-02f, 1.030579768e-02f,
+     7.134446409e-03f, 4.783543758e-03f, 3.106347052e-03f, 1.953713363e-03f,
+     1.190096838e-03f, 7.021247293e-04f, 4.011960409e-04f, 2.220288152e-04f,
+     1.190069452e-04f, 6.177964678e-05f, 3.106193981e-05f, 1.512591734e-05f,
+     7.133862709e-06f, 3.258649031e-06f, 1.441650966e-06f, 6.177209002e-07f,
+     2.563503756e-07f, 1.030350703e-07f, 4.010934163e-08f, 0.000000000e+00f},
+    {1.402807129e-06f, -1.121470821e-03f, -2.139353426e-03f, -2.963247243e-03f,
+     -3.533157753e-03f, -3.824877786e-03f, -3.849812318e-03f, -3.648601007e-03f,
+     -3.280641744e-03f, -2.812241437e-03f, -2.305962378e-03f, -1.812957344e-03f,
+     -1.369049540e-03f, -9.943156037e-04f, -6.952667609e-04f, -4.684427113e-04f,
+     -3.043167817e-04f, -1.907190162e-04f, -1.153599223e-04f, -6.737074000e-05f,
+     -3.799973274e-05f, -2.070618029e-05f, -1.090261230e-05f, -5.548297850e-06f,
+     -2.729378821e-06f, -1.298104394e-06f, -5.969751555e-07f, -2.654948048e-07f,
+     -1.141972348e-07f, -4.751126426e-08f, -1.912126280e-08f, 0.000000000e+00f},
+    {-3.841953003e-04f, -3.656646586e-04f, -3.134446160e-04f, -2.355742472e-04f,
+     -1.434928126e-04f, -4.971612361e-05f, 3.449748328e-05f, 1.009443076e-04f,
+     1.453931327e-04f, 1.675567619e-04f, 1.703002490e-04f, 1.584218408e-04f,
+     1.373719424e-04f, 1.121995956e-04f, 8.688357048e-05f, 6.406906323e-05f,
+     4.513108797e-05f, 3.043793549e-05f, 1.968895594e-05f, 1.223172148e-05f,
+     7.305991403e-06f, 4.199309387e-06f, 2.324325123e-06f, 1.239645599e-06f,
+     6.373828114e-07f, 3.160773190e-07f, 1.512301111e-07f, 6.983535172e-08f,
+     3.113344604e-08f, 1.340297917e-08f, 5.573054018e-09f, 0.000000000e+00f},
+    {4.520914445e-06f, 1.285561666e-05f, 1.922216325e-05f, 2.277695603e-05f,
+     2.324538036e-05f, 2.092710019e-05f, 1.656684253e-05f, 1.114005863e-05f,
+     5.620525826e-06f, 7.913897662e-07f, -2.862178690e-06f, -5.170695204e-06f,
+     -6.226283858e-06f, -6.288973054e-06f, -5.686791610e-06f, -4.734564754e-06f,
+     -3.683507430e-06f, -2.701894118e-06f, -1.879365755e-06f, -1.244594841e-06f,
+     -7.870051490e-07f, -4.762181902e-07f, -2.762134841e-07f, -1.537707135e-07f,
+     -8.225458714e-08f, -4.231445416e-08f, -2.094978946e-08f, -9.988547767e-09f,
+     -4.588679214e-09f, -2.032041424e-09f, -8.677798480e-10f, 0.000000000e+00f}};
 
 /* Scalar form (the portable loop and other ISAs): the same operations as afrt_gelu16_. */
 static inline float afrt_gelu1_(float y) {
-    const float ay = fabsf(y);
-    /* compares false for NaN, so NaN runs through */
-    const float a = ay > AFRT_GELU_CLAMP ? AFRT_GELU_CLAMP : ay, z = a * a;
-    const float p =
-        ((((AFRT_GELU_P_(AFRT_ERF_P5, 5) * z + AFRT_GELU_P_(AFRT_ERF_P4, 4)) * z +
-           AFRT_GELU_P_(AFRT_ERF_P3, 3)) * z + AFRT_GELU_P_(AFRT_ERF_P2, 2)) * z +
-         AFRT_GELU_P_(AFRT_ERF_P1, 1)) * z + AFRT_GELU_P_(AFRT_ERF_P0, 0);
-    const float q =
-        ((((AFRT_GELU_Q_(AFRT_ERF_Q5, 5) * z + AFRT_GELU_Q_(AFRT_ERF_Q4, 4)) * z +
-           AFRT_GELU_Q_(AFRT_ERF_Q3, 3)) * z + AFRT_GELU_Q_(AFRT_ERF_Q2, 2)) * z +
-         AFRT_GELU_Q_(AFRT_ERF_Q1, 1)) * z + AFRT_GELU_Q_(AFRT_ERF_Q0, 0);
-    const float r2 = a * p / q;
-    return fmaf(ay, r2 > 0.5f ? 0.5f : r2, 0.5f * y);
+    const float ay = fabsf(y), s = ay * AFRT_GELU_SCALE;
+    /* compares false for NaN: the last piece, and NaN runs through y */
+    const float u = s < AFRT_GELU_PIECES - 0.5f ? s : AFRT_GELU_PIECES - 0.5f;
+    const int i = (int)u;
+    const float t = u - (float)i;
+    float p = AFRT_GELU_TAB[AFRT_GELU_DEGREE][i];
+    for (int k = AFRT_GELU_DEGREE - 1; k >= 0; --k) p = fmaf(p, t, AFRT_GELU_TAB[k][i]);
+    return fmaf(ay, p, 0.5f * y);
 }
 
 #if defined(__AVX512F__) && !defined(AFRT_NEON_)
-/* 18 operations per 16 values (the generated loop: 23); min returns its second operand when
- * either is NaN, so the constant comes first and NaN runs through. */
+/* 17 operations per 16 values; min returns its second operand when either is NaN, so the
+ * constant comes first and NaN runs through (its piece number is cvtt's 0x80000000: piece 0,
+ * t NaN). */
 static inline __m512 afrt_gelu16_(__m512 y) {
-#define AFRT_GELU_PK_(K) _mm512_set1_ps(AFRT_GELU_P_(AFRT_ERF_P##K, K))
-#define AFRT_GELU_QK_(K) _mm512_set1_ps(AFRT_GELU_Q_(AFRT_ERF_Q##K, K))
+#define AFRT_GELU_C_(K, I)                                                                     \
+    _mm512_permutex2var_ps(_mm512_load_ps(AFRT_GELU_TAB[K]), I,                               \
+                           _mm512_load_ps(AFRT_GELU_TAB[K] + 16))
     const __m512 ay = _mm512_andnot_ps(_mm512_set1_ps(-0.0f), y);
-    const __m512 a = _mm512_min_ps(_mm512_set1_ps(AFRT_GELU_CLAMP), ay);
-    const __m512 z = _mm512_mul_ps(a, a);
-    __m512 p = _mm512_fmadd_ps(AFRT_GELU_PK_(5), z, AFRT_GELU_PK_(4));
-    p = _mm512_fmadd_ps(p, z, AFRT_GELU_PK_(3));
-    p = _mm512_fmadd_ps(p, z, AFRT_GELU_PK_(2));
-    p = _mm512_fmadd_ps(p, z, AFRT_GELU_PK_(1));
-    p = _mm512_fmadd_ps(p, z, AFRT_GELU_PK_(0));
-    __m512 q = _mm512_fmadd_ps(AFRT_GELU_QK_(5), z, AFRT_GELU_QK_(4));
-    q = _mm512_fmadd_ps(q, z, AFRT_GELU_QK_(3));
-    q = _mm512_fmadd_ps(q, z, AFRT_GELU_QK_(2));
-    q = _mm512_fmadd_ps(q, z, AFRT_GELU_QK_(1));
-    q = _mm512_fmadd_ps(q, z, AFRT_GELU_QK_(0));
-#undef AFRT_GELU_PK_
-#undef AFRT_GELU_QK_
-    const __m512 r2 = _mm512_min_ps(_mm512_set1_ps(0.5f), _mm512_div_ps(_mm512_mul_ps(a, p), q));
-    return _mm512_fmadd_ps(ay, r2, _mm512_mul_ps(_mm512_set1_ps(0.5f), y));
+    const __m512 u = _mm512_min_ps(_mm512_set1_ps(AFRT_GELU_PIECES - 0.5f),
+                                   _mm512_mul_ps(ay, _mm512_set1_ps(AFRT_GELU_SCALE)));
+    const __m512i i = _mm512_cvttps_epi32(u);
+    const __m512 t = _mm512_sub_ps(u, _mm512_cvtepi32_ps(i));
+    __m512 p = _mm512_fmadd_ps(AFRT_GELU_C_(4, i), t, AFRT_GELU_C_(3, i));
+    p = _mm512_fmadd_ps(p, t, AFRT_GELU_C_(2, i));
+    p = _mm512_fmadd_ps(p, t, AFRT_GELU_C_(1, i));
+    p = _mm512_fmadd_ps(p, t, AFRT_GELU_C_(0, i));
+#undef AFRT_GELU_C_
+    return _mm512_fmadd_ps(ay, p, _mm512_mul_ps(_mm512_set1_ps(0.5f), y));
 }
 #endif
 
@@ -1165,8 +1200,13 @@ typedef struct {
  * forms ResNet-style convs take (bias + Relu, bias + residual + Relu, the bias alone), so those
  * rows carry no tests of the flags: with the flags read per row (GCC does not unswitch an
  * unrolled body) the tests were ~11 of the ~20 instructions a row, ~5% of a 64-channel 1x1
- * conv's time (issue 16, session 21). lo = -inf skips the lower bound, as hi = +inf the
- * upper: either keeps every value, NaN and the infinities included. */
+ * conv's time (issue 16, session 21). A Linear layer's column bias alone (+ GELU) has its
+ * literal form too: Swin-T's 32 MatMul + bias kernels took ~2% less (benchmarks/kernel_ab.py
+ * --match matmul_add, both orders; issue 16, session 24). With a residual as well it took
+ * 1.4% less again on Swin-T (K = 384, N = 96) but 2.6% more on BERT-base's 24 (K = 768 and
+ * 3072, N = 768), as session 21 had seen: that form keeps the general finish. lo = -inf
+ * skips the lower bound, as hi = +inf the upper: either keeps every value, NaN and the
+ * infinities included. */
 #define AFRT_UK_EPI_ROWS_(MRV, SCALE, BIAS, CBIAS, RES, BOT, TOP, CUT)                         \
     do {                                                                                       \
     _Pragma("GCC unroll 16") for (int i = 0; i < MRV; ++i) {                                   \
@@ -1222,7 +1262,9 @@ typedef struct {
         const __m512 cb1 = cbias ? _mm512_maskz_loadu_ps(m1, cbias + 16) : _mm512_setzero_ps(); \
         const __m512 al = _mm512_set1_ps(alpha);                                               \
         const __m512 lo = _mm512_set1_ps(e->lo), hi = _mm512_set1_ps(e->hi);                   \
-        if (scale || cbias || top || cut || !bias || (res && !bot))                            \
+        if (cbias && !res && !scale && !bias && !bot && !top && !cut)                          \
+            AFRT_UK_EPI_ROWS_(MRV, 0, 0, 1, 0, 0, 0, 0); /* a Linear layer's bias (+ GELU) */  \
+        else if (scale || cbias || top || cut || !bias || (res && !bot))                     \
             AFRT_UK_EPI_ROWS_(MRV, scale, bias, cbias, res, bot, top, cut);                    \
         else if (res) /* Add + Relu */                                                         \
             AFRT_UK_EPI_ROWS_(MRV, 0, 1, 0, 1, 1, 0, 0);                                       \
@@ -1230,7 +1272,13 @@ typedef struct {
             AFRT_UK_EPI_ROWS_(MRV, 0, 1, 0, 0, 1, 0, 0);                                       \
         else /* the bias alone */                                                              \
             AFRT_UK_EPI_ROWS_(MRV, 0, 1, 0, 0, 0, 0, 0);                                       \
-        if (act == 3) {                                                                        \
+        if (act == 3 && !cut) {                                                                \
+            for (int i = 0; i < MRV; ++i) {                                                    \
+                float *ci = c + i * ldc;                                                       \
+                _mm512_storeu_ps(ci, afrt_gelu16_(_mm512_loadu_ps(ci)));                       \
+                _mm512_storeu_ps(ci + 16, afrt_gelu16_(_mm512_loadu_ps(ci + 16)));             \
+            }                                                                                  \
+        } else if (act == 3) {                                                                 \
             for (int i = 0; i < MRV; ++i) {                                                    \
                 float *ci = c + i * ldc;                                                       \
                 _mm512_storeu_ps(ci, afrt_gelu16_(_mm512_loadu_ps(ci)));                       \
