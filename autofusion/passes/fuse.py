@@ -120,6 +120,16 @@ def unfuse(kernel: KernelOp) -> None:
     kernel.erase()
 
 
+def outer_value(top: Operation, v: SSAValue) -> SSAValue:
+    """The top-level value a kernel's body value ``v`` stands for (``v`` itself where
+    ``top`` is a bare op)."""
+    if isinstance(top, KernelOp):
+        for arg, outer in zip(top.body.block.args, top.inputs):
+            if arg is v:
+                return outer
+    return v
+
+
 def outline_joined(
     block: Block, pairs: Sequence[tuple[Sequence[Operation], str]], prefix: str
 ) -> list[KernelOp]:

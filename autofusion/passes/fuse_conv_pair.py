@@ -41,22 +41,13 @@ from autofusion.dialects import nn
 from autofusion.dialects.attrs import LAYOUT_X, LAYOUT_Y
 from autofusion.dialects.fusion import KernelOp
 from autofusion.passes.assign_precision import precision_of
-from autofusion.passes.fuse import main_funcs, outline_joined
+from autofusion.passes.fuse import main_funcs, outer_value, outline_joined
 from autofusion.passes.fuse_conv_chain import Unit
 from autofusion.passes.options import PolicyPass
 from autofusion.policy.engine import FusionPolicy
 from autofusion.policy.reasons import RefusalLog
 
 FAMILY = "conv_pair"
-
-
-def _outer(top: Operation, v: SSAValue) -> SSAValue:
-    """The top-level value a kernel's body value ``v`` stands for (``v`` itself if bare)."""
-    if isinstance(top, KernelOp):
-        for arg, outer in zip(top.body.block.args, top.inputs):
-            if arg is v:
-                return outer
-    return v
 
 
 @dataclass(frozen=True)
@@ -79,7 +70,7 @@ def _candidate(top: Operation, block: Block) -> _Candidate | None:
     if not isinstance(add, nn.AddOp) or ops[0].y not in add.operands:
         return None
     inner = add.rhs if add.lhs is ops[0].y else add.lhs
-    value = _outer(top, inner)
+    value = outer_value(top, inner)
     prod = value.owner
     if inner is ops[0].y or not isinstance(prod, Operation) or prod.parent_block() is not block:
         return None

@@ -35,29 +35,19 @@ from typing import ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Block, Operation
 
 from autofusion.analysis.conv_chain import CLAMPS, clamp_of, conv_pool_unit, pool_fields
 from autofusion.dialects import clib, nn
 from autofusion.dialects.attrs import LAYOUT_X, LAYOUT_Y, is_blocked
-from autofusion.dialects.fusion import KernelOp
 from autofusion.passes.assign_precision import precision_of
-from autofusion.passes.fuse import main_funcs, outline_joined
+from autofusion.passes.fuse import main_funcs, outer_value, outline_joined
 from autofusion.passes.fuse_conv_chain import Unit
 from autofusion.passes.options import PolicyPass
 from autofusion.policy.engine import FusionPolicy
 from autofusion.policy.reasons import RefusalLog
 
 FAMILY = "conv_pool"
-
-
-def _outer(top: Operation, v: SSAValue) -> SSAValue:
-    """The top-level value a kernel's body value ``v`` stands for (``v`` itself if bare)."""
-    if isinstance(top, KernelOp):
-        for arg, outer in zip(top.body.block.args, top.inputs):
-            if arg is v:
-                return outer
-    return v
 
 
 def _candidate(top: Operation, block: Block) -> tuple[Operation, nn.MaxPoolOp] | None:
@@ -69,7 +59,7 @@ def _candidate(top: Operation, block: Block) -> tuple[Operation, nn.MaxPoolOp] |
     pool = ops[0]
     if not is_blocked(pool, LAYOUT_X) or pool_fields(pool) is None:
         return None
-    prod = _outer(top, pool.x).owner
+    prod = outer_value(top, pool.x).owner
     if not isinstance(prod, Operation) or prod.parent_block() is not block:
         return None
     conv = Unit.of(prod).ops[0] if Unit.of(prod).ops else None
@@ -88,7 +78,7 @@ def _decide(
     ops = list(Unit.of(prod).ops)
     conv, act = ops[0], (ops[1] if len(ops) == 2 else None)
     assert isinstance(conv, nn.ConvOp)
-    v = _outer(top, pool.x)
+    v = outer_value(top, pool.x)
     readers = [u.operation for u in v.uses]
     if len(prod.results) != 1 or len(readers) != 1:
         log.add("multi-consumer", f"the conv's output has {len(readers)} readers; the fused "
