@@ -23,7 +23,7 @@ config's ``analysis_window``, default whole graph),
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -128,6 +128,26 @@ def outer_value(top: Operation, v: SSAValue) -> SSAValue:
             if arg is v:
                 return outer
     return v
+
+
+def join_each(
+    module: ModuleOp,
+    prefix: str,
+    propose: Callable[[Operation, Block, RefusalLog], tuple[Sequence[Operation], str] | None],
+) -> int:
+    """In each main function, outline as one kernel (``outline_joined``, named ``prefix`` ...)
+    the top-level ops ``propose(top, block, log)`` returns with their ``decided_by`` for each
+    top-level op ``top`` (None: no join there, any refusal logged); the refusal log is
+    flushed into ``module``. Returns how many kernels were formed. ``fuse-conv-pool`` and
+    ``fuse-conv-pair`` are this driver and their own ``propose``."""
+    log = RefusalLog()
+    formed = 0
+    for f in main_funcs(module):
+        block = f.body.block
+        joins = [j for top in list(block.ops) if (j := propose(top, block, log)) is not None]
+        formed += len(outline_joined(block, joins, prefix))
+    log.flush(module)
+    return formed
 
 
 def outline_joined(

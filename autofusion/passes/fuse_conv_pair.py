@@ -41,7 +41,7 @@ from autofusion.dialects import nn
 from autofusion.dialects.attrs import LAYOUT_X, LAYOUT_Y
 from autofusion.dialects.fusion import KernelOp
 from autofusion.passes.assign_precision import precision_of
-from autofusion.passes.fuse import main_funcs, outer_value, outline_joined
+from autofusion.passes.fuse import join_each, outer_value
 from autofusion.passes.fuse_conv_chain import Unit
 from autofusion.passes.options import PolicyPass
 from autofusion.policy.engine import FusionPolicy
@@ -121,23 +121,19 @@ def _decide(c: _Candidate, policy: FusionPolicy, log: RefusalLog) -> str | None:
     return policy.approver(False)  # a measured rule: no cost model asked
 
 
+def _propose(
+    top: Operation, block: Block, log: RefusalLog, policy: FusionPolicy
+) -> tuple[tuple[Operation, Operation], str] | None:
+    c = _candidate(top, block)
+    if c is None:
+        return None
+    layer = _decide(c, policy, log)
+    return None if layer is None else ((c.prod, c.top), layer)
+
+
 def fuse_conv_pairs(module: ModuleOp, policy: FusionPolicy) -> int:
     """Form the conv pair kernels; returns how many were formed."""
-    log = RefusalLog()
-    formed = 0
-    for f in main_funcs(module):
-        block = f.body.block
-        pairs: list[tuple[tuple[Operation, Operation], str]] = []
-        for top in list(block.ops):
-            c = _candidate(top, block)
-            if c is None:
-                continue
-            layer = _decide(c, policy, log)
-            if layer is not None:
-                pairs.append(((c.prod, c.top), layer))
-        formed += len(outline_joined(block, pairs, "convpair_"))
-    log.flush(module)
-    return formed
+    return join_each(module, "convpair_", lambda t, b, log: _propose(t, b, log, policy))
 
 
 @dataclass(frozen=True)

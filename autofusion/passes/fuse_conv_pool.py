@@ -41,7 +41,7 @@ from autofusion.analysis.conv_chain import CLAMPS, clamp_of, conv_pool_unit, poo
 from autofusion.dialects import clib, nn
 from autofusion.dialects.attrs import LAYOUT_X, LAYOUT_Y, is_blocked
 from autofusion.passes.assign_precision import precision_of
-from autofusion.passes.fuse import main_funcs, outer_value, outline_joined
+from autofusion.passes.fuse import join_each, outer_value
 from autofusion.passes.fuse_conv_chain import Unit
 from autofusion.passes.options import PolicyPass
 from autofusion.policy.engine import FusionPolicy
@@ -105,24 +105,20 @@ def _decide(
     return policy.approver(False)  # a measured rule: no cost model asked
 
 
+def _propose(
+    top: Operation, block: Block, log: RefusalLog, policy: FusionPolicy
+) -> tuple[tuple[Operation, Operation], str] | None:
+    got = _candidate(top, block)
+    if got is None:
+        return None
+    prod, pool = got
+    layer = _decide(prod, top, pool, policy, log)
+    return None if layer is None else ((prod, top), layer)
+
+
 def fuse_conv_pools(module: ModuleOp, policy: FusionPolicy) -> int:
     """Form the stem + max pool kernels; returns how many were formed."""
-    log = RefusalLog()
-    formed = 0
-    for f in main_funcs(module):
-        block = f.body.block
-        pairs: list[tuple[tuple[Operation, Operation], str]] = []
-        for top in list(block.ops):
-            got = _candidate(top, block)
-            if got is None:
-                continue
-            prod, pool = got
-            layer = _decide(prod, top, pool, policy, log)
-            if layer is not None:
-                pairs.append(((prod, top), layer))
-        formed += len(outline_joined(block, pairs, "convpool_"))
-    log.flush(module)
-    return formed
+    return join_each(module, "convpool_", lambda t, b, log: _propose(t, b, log, policy))
 
 
 @dataclass(frozen=True)
