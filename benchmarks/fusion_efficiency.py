@@ -31,6 +31,11 @@ of each build. From those:
   between rounds, which is Inception's whole R (BN + ReLU, ~4% of its time); the minima hold
   still to about a percent, so this column says what fusion saves when the load does not.
 
+A round of each build lasts at least ``--min-round-ms`` (500 ms; a fast model gets more than
+``--runs`` runs a round, and its kernel minima as many more profiles): the zoo's Inception
+runs in ~5 ms with R ~0.3 ms, so at 10 runs a round one 0.1 ms disturbance moved its ratio
+by a third (session 24 read 0.54 to 1.11 on the same kernels).
+
 Each model is ``NAME`` of the zoo, ``NAME@SEQ`` for a zoo BERT at sequence length SEQ,
 ``mobilenet@224`` (MobileNet-V2 at 224 x 224, where ``fuse-conv-chain`` forms chains), or the
 path of an ``.onnx`` file (e.g. the real exports of ``benchmarks/export_full_models.py``).
@@ -67,6 +72,7 @@ bert_base@512,swin_tiny --threads 1,2 --runs 10 --rounds 3 [--detail]
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import statistics
 import sys
@@ -223,8 +229,22 @@ def timed(m: Any, feeds: Any, clock: str) -> float:
     return now() - t
 
 
+def runs_for(m: Any, feeds: Any, clock: str, runs: int, min_round_s: float) -> int:
+    """At least ``runs``, and enough that a round of ``m`` lasts ``min_round_s``: a 5 ms model
+    (the zoo's Inception, R ~0.3 ms) timed by 10 runs a round is 50 ms of evidence, and a
+    0.1 ms disturbance moves its ratio by a third."""
+    one = statistics.median(timed(m, feeds, clock) for _ in range(3))
+    return max(runs, math.ceil(min_round_s / one)) if one > 0 else runs
+
+
 def measure(
-    spec: str, threads: int, runs: int, rounds: int, say: Any, clock: str = "wall"
+    spec: str,
+    threads: int,
+    runs: int,
+    rounds: int,
+    say: Any,
+    clock: str = "wall",
+    min_round_s: float = 0.0,
 ) -> dict[str, Any]:
     import autofusion
     from autofusion.testing import compare
@@ -248,6 +268,8 @@ def measure(
             # starts late (docs/runtime.md) would differ between them on a busy machine
             for m in builds.values():
                 m._lib.set_thread_lag_us(1e12)  # pyright: ignore[reportPrivateUsage]
+        runs = max(runs_for(m, feeds, clock, runs, min_round_s) for m in builds.values())
+        say(f"    {runs} runs a round")
         for r in range(rounds):
             order = (False, True) if r % 2 == 0 else (True, False)
             for fusion in order:
@@ -294,6 +316,7 @@ def measure(
         "eliminated": split.eliminated,
         "mb_unfused": bytes_per_run(prof[False], runs) / 1e6,
         "mb_fused": bytes_per_run(prof[True], runs) / 1e6,
+        "runs": runs,
         "rounds_ms": {
             "unfused": [round(1e3 * t, 3) for t in times[False]],
             "fused": [round(1e3 * t, 3) for t in times[True]],
@@ -331,6 +354,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--threads", default="1,2", help="comma-separated thread counts")
     ap.add_argument("--runs", type=int, default=10, help="timed runs per round and build")
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds")
+    ap.add_argument(
+        "--min-round-ms",
+        type=float,
+        default=500.0,
+        help="more runs per round for a fast model, so that each build's round lasts at "
+        "least this long (the kernel minima then come from runs x rounds profiles too)",
+    )
     ap.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
     ap.add_argument(
         "--detail",
@@ -361,7 +391,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     for spec in args.models.split(","):
         for threads in (int(t) for t in args.threads.split(",")):
             say(f"{spec}, {threads} thread(s); load average {os.getloadavg()[0]:.1f}")
-            row = measure(spec, threads, args.runs, args.rounds, say, args.clock)
+            row = measure(
+                spec, threads, args.runs, args.rounds, say, args.clock, args.min_round_ms / 1e3
+            )
             say(
                 f"  ratio {row['ratio']:.2f} (paired {row['ratio_paired']:.2f}); "
                 f"rounds {row['rounds_ms']}"

@@ -61,3 +61,22 @@ def test_kept_by_kind() -> None:
     assert [r["kind"] for r in rows] == ["conv_add_relu", "conv_relu winograd 56x56"]
     table = fe.detail_table(rows)
     assert "| conv_add_relu | 1 | 2.000 | 0.400 | +0.250 | 0.62 |" in table
+
+
+class _Sleeper:
+    """A 'model' whose run takes ``s`` seconds of wall time."""
+
+    def __init__(self, s: float) -> None:
+        self.s = s
+
+    def run(self, feeds: object) -> None:
+        import time
+
+        time.sleep(self.s)
+
+
+def test_runs_for_stretches_a_fast_models_round() -> None:
+    # 5 ms a run, 100 ms a round: ~20 runs, not the 3 asked for
+    assert 12 <= fe.runs_for(_Sleeper(0.005), None, "wall", 3, 0.1) <= 20
+    # a run slower than the round: the runs asked for stay
+    assert fe.runs_for(_Sleeper(0.02), None, "wall", 3, 0.01) == 3
