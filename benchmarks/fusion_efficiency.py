@@ -30,6 +30,11 @@ of each build. From those:
   then sums of those minima. On a shared machine the end-to-end medians move by a few percent
   between rounds, which is Inception's whole R (BN + ReLU, ~4% of its time); the minima hold
   still to about a percent, so this column says what fusion saves when the load does not.
+  Not at two threads on a model of small kernels: there (``--clock threads``) a kernel's time
+  is the on-CPU time of the calling thread alone, which is half a kernel split over both
+  threads and all of one run on the caller, and the two builds split differently (the zoo's
+  Inception, kernels of 10-300 us, read 0.51 and -1.52 where its end-to-end ratios were
+  0.81-0.97); read the end-to-end columns for such a row.
 
 A round of each build lasts at least ``--min-round-ms`` (500 ms; a fast model gets more than
 ``--runs`` runs a round, and its kernel minima as many more profiles): the zoo's Inception
