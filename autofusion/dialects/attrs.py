@@ -31,7 +31,7 @@ an attribute name spelled out anywhere else in ``autofusion/`` fails it). Who wr
 | ``c.parallel`` | scf.for | C builder | the loop the printer parallelises |
 | ``c.batch`` | module | compile driver | run-time batch: symbol, range, batched inputs/outputs |
 | ``nn.symbols`` | module | importer (symbolic mode) | each symbol's declared range ``[LO, HI]`` |
-| ``ascendc.fallback`` | fusion.kernel | lower-fusion-to-ascendc | why it runs on the host |
+| ``ascendc.fallback`` | fusion.kernel, nn op | lower-fusion-to-ascendc | why it runs on the host |
 """
 
 from __future__ import annotations

@@ -463,6 +463,8 @@ class KernelLowering:
         pre: list[tuple[str, float | int]] = []  # synthetic epilogue steps (gemm alpha/beta)
         ws_elems = 0
         if isinstance(head, nn.ConvOp):
+            if len(shape_of(head.x)) != 4:  # before the workspace, which reads 2-d sizes
+                raise Unsupported("only 2-d convolution is lowered")
             ws_elems = self._conv_workspace(head)
         block, gms = self._kernel_block(ws_elems)
         out_g = gms[len(self.kop.inputs)]
@@ -596,10 +598,7 @@ class KernelLowering:
         return ws[1] * ws[2] * ws[3] * os_[2] * os_[3] * self.opts.cores
 
     def _conv(self, op: nn.ConvOp, gms, out_g, ws_g):
-        xs, ws = shape_of(op.x), shape_of(op.w)
-        if len(xs) != 4:
-            raise Unsupported("only 2-d convolution is lowered")
-        os_ = shape_of(op.y)
+        xs, ws, os_ = shape_of(op.x), shape_of(op.w), shape_of(op.y)
         g = op.group
         cout_g = ws[0] // g
         k = ws[1] * ws[2] * ws[3]
@@ -783,8 +782,9 @@ class LowerSingleOp(RewritePattern):
         name = f"af_kernel_{self.lower.count}"
         try:
             kernel, hoisted = lower_kernel(kop, name, self.lower.opts)
-        except Unsupported:
+        except Unsupported as e:
             kop.erase()
+            op.attributes[ASCENDC_FALLBACK] = StringAttr(str(e))
             return
         self.lower.count += 1
         kernel.verify()

@@ -135,8 +135,9 @@ def plan_host(fn: func.FuncOp) -> HostPlan:
         else:
             for r in op.results:
                 add(r)
-            if isinstance(op, fusion.KernelOp):
-                why = op.attributes.get(ASCENDC_FALLBACK, StringAttr("not lowered"))
+            why = op.attributes.get(ASCENDC_FALLBACK)
+            if isinstance(op, fusion.KernelOp) or why is not None:
+                why = why or StringAttr("not lowered")
                 uncovered.append(f"{op.name} ({why.data})")  # type: ignore[union-attr]
             else:
                 uncovered.append(op.name)
