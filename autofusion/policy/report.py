@@ -300,8 +300,9 @@ def _conv3d_shape(values: Sequence[int]) -> str:
 
     f = {k: "?" if v == clib.DYNAMIC else v
          for k, v in zip(clib.CONV3D_FIELDS, values, strict=True)}  # fmt: skip
-    return (f"C{f['C']} K{f['K']} {f['D']}x{f['H']}x{f['W']} -> {f['OD']}x{f['OH']}x{f['OW']} "
-            f"k{f['T']}x{f['R']}x{f['S']} s{f['stride_d']}x{f['stride_h']} g{f['group']}")  # fmt: skip
+    size = f"{f['D']}x{f['H']}x{f['W']} -> {f['OD']}x{f['OH']}x{f['OW']}"
+    kernel = f"k{f['T']}x{f['R']}x{f['S']} s{f['stride_d']}x{f['stride_h']}"
+    return f"C{f['C']} K{f['K']} {size} {kernel} g{f['group']}"
 
 
 def _pool_shape(values: Sequence[int]) -> str:
