@@ -197,7 +197,7 @@ class GraphBuilder:
         x: str,
         cin: int,
         cout: int,
-        k: int,
+        k: int | Sequence[int],
         scope: str,
         act: str | None = "relu",
         gamma: float = 1.0,
