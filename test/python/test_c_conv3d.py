@@ -200,3 +200,25 @@ def test_16bit_3d_conv_is_one_clear_error(tmp_path: Path) -> None:
     model, _ = conv_model(pads=P1)
     with pytest.raises(AutofusionError, match=r"nn.conv \(conv\): 16-bit 3-d convolutions"):
         autofusion.compile(model, config=str(cfg))
+
+
+def test_ascendc_keeps_3d_convs_and_pools_on_the_host_saying_why(tmp_path: Path) -> None:
+    """Ascend C lowers 2-d convs and pools only: every 3-d group and single op is a fallback
+    with its reason in the manifest, and the CPU-model run (the rest on the interpreter)
+    still matches onnxruntime."""
+    import json
+
+    from autofusion.lowering.ascendc import emit_project, run_ascendc_cpu
+    from autofusion.pipeline import lower
+
+    model = get_model("video_resnet")
+    feeds = sample_inputs(model)
+    module = compile_onnx(model)
+    lower(module, "ascendc")
+    got = run_ascendc_cpu(module, feeds)["logits"]
+    emit_project(module, tmp_path)
+    fallback = json.loads((tmp_path / "manifest.json").read_text())["fallback"]
+    assert "fusion.kernel (only 2-d convolution is lowered)" in fallback
+    assert "nn.max_pool (nn.max_pool on rank 5 (only 2-d pooling is lowered))" in fallback
+    assert all("(" in f for f in fallback), fallback  # each says why
+    assert_close(got, onnxruntime_outputs(model, feeds)["logits"], "logits")
