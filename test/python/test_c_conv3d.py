@@ -222,3 +222,26 @@ def test_ascendc_keeps_3d_convs_and_pools_on_the_host_saying_why(tmp_path: Path)
     assert "nn.max_pool (nn.max_pool on rank 5 (only 2-d pooling is lowered))" in fallback
     assert all("(" in f for f in fallback), fallback  # each says why
     assert_close(got, onnxruntime_outputs(model, feeds)["logits"], "logits")
+
+
+def test_conv3d_with_dynamic_batch_and_time() -> None:
+    """Batch and time declared as ranges: every shape in them matches onnxruntime."""
+    rng = np.random.default_rng(1)
+    w = numpy_helper.from_array((rng.uniform(-0.3, 0.3, (6, 4, 3, 3, 3))).astype(np.float32), "w")
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4, "T", 9, 11])
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], pads=P1, strides=[2, 1, 2], name="conv"),
+        helper.make_node("Relu", ["c"], ["y"], name="relu"),
+    ]
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    model = helper.make_model(
+        helper.make_graph(nodes, "dyn3d", [x], [y], [w]),
+        opset_imports=[helper.make_opsetid("", 17)],
+    )
+    m = autofusion.compile(model, dynamic={"N": (1, 3), "T": (3, 9)})
+    try:
+        for n, t in [(1, 3), (3, 9), (2, 5)]:
+            feeds = {"x": rng.uniform(-2, 2, (n, 4, t, 9, 11)).astype(np.float32)}
+            assert_close(m.run(feeds)["y"], onnxruntime_outputs(model, feeds)["y"], "y")
+    finally:
+        m.close()
