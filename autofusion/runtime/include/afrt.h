@@ -12,6 +12,8 @@
  *                       Winograd F(4x4, 3x3) for 3x3 stride-1 convs where it wins
  *                       (afrt_winograd.h), im2col fused into the GEMM packing otherwise),
  *                       bias, fused epilogue.
+ *   - afrt_conv3d_f32   NCDHW 3-d convolution (groups, strides, pads, dilations): im2col over
+ *                       D x H x W packed into the same GEMM core's B panels, fused epilogue.
  *   - afrt_conv1x1_pair_f32   two 1x1 convs whose outputs are added (fuse-conv-pair: ResNet's
  *                       conv3 + downsample) as one GEMM over both inputs' channels.
  *   - afrt_matmul_f32   batched row-major C[b] = alpha * op(A[b]) @ op(B[b]) + beta * C[b]
