@@ -545,8 +545,11 @@ def _dims(v: SSAValue) -> tuple[int, ...]:
 
 
 def conv_params(op: nn.ConvOp) -> list[int]:
-    """The ``CONV_FIELDS`` of a 1-d or 2-d ``nn.conv`` (a 1-d conv as 2-d with H = R = OH = 1)."""
+    """The ``CONV_FIELDS`` of a 1-d or 2-d ``nn.conv`` (a 1-d conv as 2-d with H = R = OH = 1);
+    a 3-d one has ``conv3d_params``."""
     xs, ws, ys = _dims(op.x), _dims(op.w), _dims(op.y)
+    if len(xs) not in (3, 4):
+        raise ValueError(f"conv_params: a {len(xs) - 2}-d conv has no CONV_FIELDS")
     st, pd, dl = op.strides, op.pads, op.dilations
     if len(xs) == 3:  # 1-d conv as 2-d with H = R = OH = 1
         return [
