@@ -545,8 +545,11 @@ def _dims(v: SSAValue) -> tuple[int, ...]:
 
 
 def conv_params(op: nn.ConvOp) -> list[int]:
-    """The ``CONV_FIELDS`` of a 1-d or 2-d ``nn.conv`` (a 1-d conv as 2-d with H = R = OH = 1)."""
+    """The ``CONV_FIELDS`` of a 1-d or 2-d ``nn.conv`` (a 1-d conv as 2-d with H = R = OH = 1);
+    a 3-d one has ``conv3d_params``."""
     xs, ws, ys = _dims(op.x), _dims(op.w), _dims(op.y)
+    if len(xs) not in (3, 4):
+        raise ValueError(f"conv_params: a {len(xs) - 2}-d conv has no CONV_FIELDS")
     st, pd, dl = op.strides, op.pads, op.dilations
     if len(xs) == 3:  # 1-d conv as 2-d with H = R = OH = 1
         return [
@@ -589,6 +592,46 @@ def conv_params(op: nn.ConvOp) -> list[int]:
         dl[1],
         op.group,
     ]
+
+
+#: Field order of afrt_conv3d_params (afrt.h): a 3-d conv's ``params``.
+CONV3D_FIELDS = (
+    "N",
+    "C",
+    "D",
+    "H",
+    "W",
+    "K",
+    "T",
+    "R",
+    "S",
+    "OD",
+    "OH",
+    "OW",
+    "stride_d",
+    "stride_h",
+    "stride_w",
+    "pad_front",
+    "pad_top",
+    "pad_left",
+    "pad_back",
+    "pad_bottom",
+    "pad_right",
+    "dil_d",
+    "dil_h",
+    "dil_w",
+    "group",
+)
+#: The algorithm of every 3-d conv (``clib.conv3d``, the report's ``conv_algo``): im2col over
+#: D x H x W packed into the GEMM core's B panels.
+CONV3D_ALGO = "im2col_gemm_3d"
+
+
+def conv3d_params(op: nn.ConvOp) -> list[int]:
+    """The ``CONV3D_FIELDS`` of a 3-d ``nn.conv`` (NCDHW)."""
+    xs, ws, ys = _dims(op.x), _dims(op.w), _dims(op.y)
+    st, pd, dl = op.strides, op.pads, op.dilations
+    return [xs[0], xs[1], *xs[2:], ws[0], *ws[2:], *ys[2:], *st, *pd, *dl, op.group]
 
 
 # Convolution algorithms the C runtime has, chosen per conv at lowering (`conv_algo`).
@@ -1184,6 +1227,34 @@ class Conv2DOp(_ContractionOp):
                 )
 
 
+@irdl_op_definition
+class Conv3DOp(_LibOp):
+    """``afrt_conv3d_f32(x, w, bias, y, &params, {epilogue, ctx})``: an NCDHW 3-d convolution
+    (fp32; ``params`` in ``CONV3D_FIELDS`` order) on the GEMM core, im2col over D x H x W
+    packed into its B panels (``CONV3D_ALGO``), the epilogue fused as for 2-d convs.
+
+    ```
+    clib.conv3d(%x, %w, %y, %b, %fn, %ctx) <{params = array<i64: 1, 3, 8, ...>}>
+    ```
+    """
+
+    name = "clib.conv3d"
+    x = operand_def(MemRefType)
+    w = operand_def(MemRefType)
+    y = operand_def(MemRefType)
+    bias = opt_operand_def(MemRefType)
+    epilogue = opt_operand_def(PtrType)
+    ctx = opt_operand_def(PtrType)
+    dyn = var_operand_def(IndexType)
+    params = prop_def(DenseArrayBase)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def verify_(self) -> None:
+        if len(self.param_values()) != len(CONV3D_FIELDS):
+            raise VerifyException(f"'clib.conv3d': params needs {len(CONV3D_FIELDS)} values")
+        verify_dynamic(self.name, self.param_values(), self.dyn)
+
+
 def dwpw_applies(dw: Sequence[Param], pw: Sequence[Param]) -> bool:
     """Whether ``afrt_dwpw_f32`` takes a depthwise conv (``dw``, ``CONV_FIELDS`` order)
     followed by a conv (``pw``) reading its output: ``dw`` is ``direct_dw`` or
@@ -1607,6 +1678,7 @@ CLib = Dialect(
         IntDivOp,
         FModOp,
         Conv2DOp,
+        Conv3DOp,
         DwPwOp,
         ConvPairOp,
         MatmulOp,

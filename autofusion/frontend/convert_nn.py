@@ -75,6 +75,7 @@ def resolve_pads(
 
 @converter("Conv")
 def _conv(ctx: NodeCtx) -> list[Value]:
+    """C: 1-d, 2-d and 3-d (3-d: ``afrt_conv3d_f32``, fp32 only); Ascend C: 2-d, 3-d on the host."""
     x, w = _float_input(ctx, 0), ctx.input(1)
     b = ctx.opt_input(2)
     xs, ws = value_shape(x), value_shape(w)
@@ -208,6 +209,7 @@ def _lp_pool(ctx: NodeCtx) -> list[Value]:
 
 @converter("MaxPool")
 def _max_pool(ctx: NodeCtx) -> list[Value]:
+    """C: any spatial rank (3-d and beyond as loops); Ascend C: 2-d, others on the host."""
     _check_outputs(ctx, 1)
     if int(ctx.attr("storage_order", 0)) != 0:
         raise ctx.error("storage_order=1 is not supported")
@@ -216,6 +218,7 @@ def _max_pool(ctx: NodeCtx) -> list[Value]:
 
 @converter("AveragePool")
 def _avg_pool(ctx: NodeCtx) -> list[Value]:
+    """C: any spatial rank (3-d and beyond as loops); Ascend C: 2-d, others on the host."""
     cip = bool(ctx.attr("count_include_pad", 0))
     return _pool(ctx, nn.AvgPoolOp, {"count_include_pad": bool_attr(cip)})
 

@@ -295,6 +295,16 @@ def _conv_shape(values: Sequence[int]) -> str:
             f"k{f['R']}x{f['S']} s{f['stride_h']} g{f['group']}")  # fmt: skip
 
 
+def _conv3d_shape(values: Sequence[int]) -> str:
+    from autofusion.dialects import clib
+
+    f = {k: "?" if v == clib.DYNAMIC else v
+         for k, v in zip(clib.CONV3D_FIELDS, values, strict=True)}  # fmt: skip
+    size = f"{f['D']}x{f['H']}x{f['W']} -> {f['OD']}x{f['OH']}x{f['OW']}"
+    kernel = f"k{f['T']}x{f['R']}x{f['S']} s{f['stride_d']}x{f['stride_h']}"
+    return f"C{f['C']} K{f['K']} {size} {kernel} g{f['group']}"
+
+
 def _pool_shape(values: Sequence[int]) -> str:
     from autofusion.dialects import clib
 
@@ -314,7 +324,9 @@ def conv_algo_rows(module: ModuleOp, avx512: bool = False) -> list[dict[str, obj
     starting ``1x1 C -> K +``. A stem with its max pool (``fuse-conv-pool``) is one row with
     ``pool``: the pool's window, stride, dilation, pad and output size. Two added 1x1 convs
     as one GEMM (``clib.conv_pair``, ``fuse-conv-pair``) are one row, ``gemm_1x1_pair``, the
-    joined conv's shape (both inputs' channels) then ``+ x2`` and the second input's conv."""
+    joined conv's shape (both inputs' channels) then ``+ x2`` and the second input's conv.
+    A 3-d conv (``clib.conv3d``) is ``im2col_gemm_3d`` (``clib.CONV3D_ALGO``), its shape
+    ``C K DxHxW -> ODxOHxOW kTxRxS``."""
     from autofusion.dialects import clib
 
     rows: list[dict[str, object]] = []
@@ -327,6 +339,11 @@ def conv_algo_rows(module: ModuleOp, avx512: bool = False) -> list[dict[str, obj
                              "layout": "->".join(op.layouts())})  # fmt: skip
                 if (q := op.pool_values()) is not None:  # fuse-conv-pool: the pool in the call
                     rows[-1]["pool"] = _pool_shape(q)
+            elif isinstance(op, clib.Conv3DOp):
+                rows.append({"kernel": fn.sym_name.data, "origins": names,
+                             "conv_algo": clib.CONV3D_ALGO,
+                             "shape": _conv3d_shape(op.param_values()),
+                             "layout": "ncdhw->ncdhw"})  # fmt: skip
             elif isinstance(op, clib.ConvPairOp):
                 rows.append({"kernel": fn.sym_name.data, "origins": names,
                              "conv_algo": "gemm_1x1_pair",

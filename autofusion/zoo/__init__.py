@@ -45,6 +45,7 @@ _BUILDERS: dict[str, Callable[[], onnx.ModelProto]] = {
     "squeezenet": cnn.squeezenet,
     "densenet121": cnn.densenet121,
     "efficientnet_b0": cnn.efficientnet_b0,
+    "video_resnet": cnn.video_resnet,
 }
 
 ZOO_PREFIX = "zoo:"

@@ -342,3 +342,34 @@ def efficientnet_b0() -> onnx.ModelProto:
     y = conv_bn_silu(y, cin, 1280, 1, "/features/8")
     b.output(b.classifier_head(y, 1280, 1000, "/classifier/1"), "logits", [1, 1000])
     return b.model(efficientnet_b0.__doc__ or "")
+
+
+def video_resnet() -> onnx.ModelProto:
+    """A small video ResNet (torchvision ``r3d_18`` / ``r2plus1d_18`` / X3D / C3D shapes,
+    Conv+BN without bias as exported before folding): stem 3x7x7 Conv+BN+Relu with stride
+    (1, 2, 2) and pads (1, 3, 3), a 3x3x3 MaxPool of stride 2 with ceil_mode, a basic residual
+    block 3x3x3, a downsampling block with stride 2 in time and space (1x1x1 stride-2
+    downsample conv), a (2+1)-d block (1x3x3 then 3x1x1), an X3D-style depthwise 3x3x3
+    (groups = channels) with asymmetric pads (0, 1, 1, 1, 1, 0) then 1x1x1, a dilated 3x3x3
+    conv, GlobalAveragePool, Flatten, Gemm. Odd sizes everywhere: ``input`` [1,3,7,19,23]
+    -> ``logits`` [1,10]."""
+    b = GraphBuilder("video_resnet", seed=18)
+    x = b.input("input", [1, 3, 7, 19, 23])
+    y = b.conv_bn(x, 3, 16, (3, 7, 7), "/stem/conv", stride=(1, 2, 2), pad=[1, 3, 3] * 2)
+    y = b.maxpool(y, 3, 2, 1, "/pool", rank=3, ceil_mode=1)
+    r = b.conv_bn(y, 16, 16, (3, 3, 3), "/layer1/conv1")
+    r = b.conv_bn(r, 16, 16, (3, 3, 3), "/layer1/conv2", act=None, gamma=0.5)
+    y = b.relu(b.node("Add", [r, y], "/layer1"), "/layer1/relu_out")
+    r = b.conv_bn(y, 16, 24, (3, 3, 3), "/layer2/conv1", stride=2)
+    r = b.conv_bn(r, 24, 24, (3, 3, 3), "/layer2/conv2", act=None, gamma=0.5)
+    d = b.conv_bn(y, 16, 24, (1, 1, 1), "/layer2/downsample/conv", act=None, stride=2)
+    y = b.relu(b.node("Add", [r, d], "/layer2"), "/layer2/relu_out")
+    r = b.conv_bn(y, 24, 24, (1, 3, 3), "/layer3/conv_s")  # (2+1)-d: space, then time
+    r = b.conv_bn(r, 24, 24, (3, 1, 1), "/layer3/conv_t", act=None, gamma=0.5)
+    y = b.relu(b.node("Add", [r, y], "/layer3"), "/layer3/relu_out")
+    y = b.conv_bn(y, 24, 24, (3, 3, 3), "/layer4/dw/conv", act="relu6", group=24,
+                  pad=[0, 1, 1, 1, 1, 0])  # fmt: skip
+    y = b.conv_bn(y, 24, 32, (1, 1, 1), "/layer4/pw/conv")
+    y = b.conv_bn(y, 32, 32, (3, 3, 3), "/layer5/conv", dilation=2)
+    b.output(b.classifier_head(y, 32, 10), "logits", [1, 10])
+    return b.model(video_resnet.__doc__ or "")

@@ -136,19 +136,27 @@ class GraphBuilder:
         x: str,
         cin: int,
         cout: int,
-        k: int,
+        k: int | Sequence[int],
         scope: str,
-        stride: int = 1,
-        pad: int | None = None,
+        stride: int | Sequence[int] = 1,
+        pad: int | Sequence[int] | None = None,
         group: int = 1,
         bias: bool = False,
         dilation: int = 1,
     ) -> str:
-        """Conv with He-initialised weights (std = sqrt(2 / fan_in))."""
-        p = (k // 2) * dilation if pad is None else pad
-        fan_in = (cin // group) * k * k
+        """Conv with He-initialised weights (std = sqrt(2 / fan_in)). ``k`` an int: 2-d, k x k;
+        a sequence: one size per spatial dim (``(3, 3, 3)``: 3-d). ``stride`` likewise (an int:
+        every dim); ``pad`` an int (every side) or the ONNX ``pads`` list, default ``k // 2``
+        times the dilation."""
+        ks = [k, k] if isinstance(k, int) else list(k)
+        n = len(ks)
+        if pad is None:
+            pads = [(v // 2) * dilation for v in ks] * 2
+        else:
+            pads = [pad] * 2 * n if isinstance(pad, int) else list(pad)
+        fan_in = (cin // group) * math.prod(ks)
         w = self.randn(
-            f"{dotted(scope)}.weight", [cout, cin // group, k, k], math.sqrt(2.0 / fan_in)
+            f"{dotted(scope)}.weight", [cout, cin // group, *ks], math.sqrt(2.0 / fan_in)
         )
         ins = [x, w]
         if bias:
@@ -157,11 +165,11 @@ class GraphBuilder:
             "Conv",
             ins,
             scope,
-            dilations=[dilation, dilation],
+            dilations=[dilation] * n,
             group=group,
-            kernel_shape=[k, k],
-            pads=[p, p, p, p],
-            strides=[stride, stride],
+            kernel_shape=ks,
+            pads=pads,
+            strides=[stride] * n if isinstance(stride, int) else list(stride),
         )
 
     def bn(self, x: str, c: int, scope: str, gamma: float = 1.0) -> str:
@@ -189,7 +197,7 @@ class GraphBuilder:
         x: str,
         cin: int,
         cout: int,
-        k: int,
+        k: int | Sequence[int],
         scope: str,
         act: str | None = "relu",
         gamma: float = 1.0,
@@ -205,8 +213,12 @@ class GraphBuilder:
             y = self.clip(y, f"{parent}/relu6")
         return y
 
-    def maxpool(self, x: str, k: int, s: int, p: int, scope: str) -> str:
-        return self.node("MaxPool", [x], scope, kernel_shape=[k, k], pads=[p] * 4, strides=[s, s])
+    def maxpool(self, x: str, k: int, s: int, p: int, scope: str, rank: int = 2, **kw: Any) -> str:
+        """MaxPool, ``k`` x ``k`` (``rank`` spatial dims); ``kw``: more attributes."""
+        return self.node(
+            "MaxPool", [x], scope, kernel_shape=[k] * rank, pads=[p] * 2 * rank,
+            strides=[s] * rank, **kw,
+        )  # fmt: skip
 
     def avgpool(
         self, x: str, k: int, s: int, p: int, scope: str, count_include_pad: int = 0

@@ -510,58 +510,52 @@ def _matmul(b: _Builder) -> bool:
 
 
 def _conv_pool(b: _Builder) -> bool:
-    x = b.pick(lambda v: v.kind == F and len(v.shape) == 4)
+    """Conv or a pool over 2 or 3 spatial dims (NCHW or NCDHW)."""
+    x = b.pick(lambda v: v.kind == F and len(v.shape) in (4, 5))
     if x is None:
-        # a fresh NCHW input
+        # a fresh NCHW or NCDHW input
+        rank = b.draw(st.sampled_from([4, 5]))
         shape = (
             b.draw(st.integers(1, 2)),
             b.draw(st.integers(1, 4)),
-            b.draw(st.integers(1, 6)),
-            b.draw(st.integers(1, 6)),
+            *(b.draw(st.integers(1, 6)) for _ in range(rank - 2)),
         )
         x = b.add_input(shape, F)
-    nb, c, h, w = x.shape
-    if 0 in (c, h, w):  # onnxruntime's pools and convs allow only N to be zero
+    nb, c, *sp = x.shape
+    if 0 in (c, *sp):  # onnxruntime's pools and convs allow only N to be zero
         return False
     op = b.draw(
         st.sampled_from(["Conv", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"])
     )
     if op.startswith("Global"):
-        b.node(op, [x], (nb, c, 1, 1), F, x.bound, op == "GlobalMaxPool" and x.exact)
+        b.node(op, [x], (nb, c, *(1 for _ in sp)), F, x.bound, op == "GlobalMaxPool" and x.exact)
         return True
-    kh, kw = b.draw(st.integers(1, 3)), b.draw(st.integers(1, 3))
-    sh, sw = b.draw(st.integers(1, 2)), b.draw(st.integers(1, 2))
-    ph = b.draw(st.integers(0, kh - 1))
-    pw = b.draw(st.integers(0, kw - 1))
-    ph2 = b.draw(st.integers(0, kh - 1))
-    pw2 = b.draw(st.integers(0, kw - 1))
-    oh = (h + ph + ph2 - kh) // sh + 1
-    ow = (w + pw + pw2 - kw) // sw + 1
-    if oh < 1 or ow < 1:
+    ks = [b.draw(st.integers(1, 3)) for _ in sp]
+    ss = [b.draw(st.integers(1, 2)) for _ in sp]
+    lo = [b.draw(st.integers(0, k - 1)) for k in ks]
+    hi = [b.draw(st.integers(0, k - 1)) for k in ks]
+    out = [(d + p + q - k) // s + 1 for d, p, q, k, s in zip(sp, lo, hi, ks, ss, strict=True)]
+    if min(out) < 1:
         return False
-    attrs: dict[str, Any] = {
-        "kernel_shape": [kh, kw],
-        "strides": [sh, sw],
-        "pads": [ph, pw, ph2, pw2],
-    }
+    attrs: dict[str, Any] = {"kernel_shape": ks, "strides": ss, "pads": [*lo, *hi]}
     if op == "Conv":
         del attrs["kernel_shape"]
         group = b.draw(st.sampled_from([g for g in (1, 2, c) if c % g == 0]))
         oc = group * b.draw(st.integers(1, 3))
-        wt = b.const(b.floats((oc, c // group, kh, kw)))
+        wt = b.const(b.floats((oc, c // group, *ks)))
         ins: list[Val] = [x, wt]
         if b.draw(st.booleans()):
             ins.append(b.const(b.floats((oc,))))
         if group > 1:
             attrs["group"] = group
-        bound = (c // group) * kh * kw * x.bound + 1
+        bound = (c // group) * _numel(ks) * x.bound + 1
         if bound > _MAX_BOUND:
             return False
-        b.node("Conv", ins, (nb, oc, oh, ow), F, bound, False, **attrs)
+        b.node("Conv", ins, (nb, oc, *out), F, bound, False, **attrs)
         return True
     if op == "AveragePool" and b.draw(st.booleans()):
         attrs["count_include_pad"] = 1
-    b.node(op, [x], (nb, c, oh, ow), F, x.bound, op == "MaxPool" and x.exact, **attrs)
+    b.node(op, [x], (nb, c, *out), F, x.bound, op == "MaxPool" and x.exact, **attrs)
     return True
 
 

@@ -31,6 +31,7 @@ OUTPUTS: dict[str, dict[str, tuple[int, ...]]] = {
     "squeezenet": {"logits": (1, 1000)},
     "densenet121": {"logits": (1, 1000)},
     "efficientnet_b0": {"logits": (1, 1000)},
+    "video_resnet": {"logits": (1, 10)},
 }
 
 # Op types each model must contain (the exporter patterns it stands for).
@@ -125,6 +126,16 @@ REQUIRED_OPS["efficientnet_b0"] = {
     "GlobalAveragePool",
     "Gemm",
 }
+REQUIRED_OPS["video_resnet"] = {
+    "Conv",
+    "BatchNormalization",
+    "Relu",
+    "Clip",
+    "Add",
+    "MaxPool",
+    "GlobalAveragePool",
+    "Gemm",
+}
 REQUIRED_OPS["bert_base"] = REQUIRED_OPS["bert_large"] = REQUIRED_OPS["tiny_bert"]
 
 SMALL = [
@@ -138,6 +149,7 @@ SMALL = [
     "squeezenet",
     "densenet121",
     "efficientnet_b0",
+    "video_resnet",
 ]
 MEDIUM = ["resnet50", "swin_tiny", "bert_base"]
 
@@ -447,3 +459,22 @@ def test_concat_and_se_models_have_ordinary_outputs_and_structure(name: str) -> 
         assert ops["Sigmoid"] == 15 + 16 + 16 + 16 + 2
         assert ops["GlobalAveragePool"] == 16 + 1
         assert ops["Add"] == 9  # residuals where stride 1 and channels match
+
+
+def test_video_resnet_is_3d_with_ordinary_outputs() -> None:
+    """Every conv and the max pool have 3 spatial dims (stride 2 in time and space,
+    asymmetric pads, dilation, depthwise groups, ceil_mode); logits of ordinary size."""
+    model = zoo.get_model("video_resnet")
+    (logits,) = _run_ort(model, zoo.sample_inputs(model)).values()
+    assert 0.1 < np.abs(logits).max() < 10, f"max {np.abs(logits).max()}"
+    assert logits.std() > 0.05, f"std {logits.std()}"
+    attrs = [
+        {a.name: onnx.helper.get_attribute_value(a) for a in n.attribute}
+        for n in model.graph.node
+        if n.op_type in ("Conv", "MaxPool")
+    ]
+    assert all(len(a["kernel_shape"]) == 3 for a in attrs)
+    assert any(a["strides"] == [2, 2, 2] for a in attrs)
+    assert any(a["pads"] == [0, 1, 1, 1, 1, 0] and a.get("group") == 24 for a in attrs)
+    assert any(a.get("dilations") == [2, 2, 2] for a in attrs)
+    assert any(a.get("ceil_mode") == 1 for a in attrs)

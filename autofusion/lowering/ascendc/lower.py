@@ -776,13 +776,15 @@ class LowerSingleOp(RewritePattern):
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if not isinstance(op, SINGLE_OPS) or not isinstance(op.parent_op(), func.FuncOp):
             return
+        if ASCENDC_FALLBACK in op.attributes:
+            return
         if all(isinstance(v.owner, nn.ConstantOp) for v in op.operands):
             return  # constant-folding material, not a kernel
         kop = outline_single(op)
         name = f"af_kernel_{self.lower.count}"
         try:
             kernel, hoisted = lower_kernel(kop, name, self.lower.opts)
-        except Unsupported as e:
+        except Unsupported as e:  # stays on the host, saying why (as a kernel does)
             kop.erase()
             op.attributes[ASCENDC_FALLBACK] = StringAttr(str(e))
             return

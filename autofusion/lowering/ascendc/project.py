@@ -135,10 +135,11 @@ def plan_host(fn: func.FuncOp) -> HostPlan:
         else:
             for r in op.results:
                 add(r)
-            why = op.attributes.get(ASCENDC_FALLBACK)
-            if isinstance(op, fusion.KernelOp) or why is not None:
-                why = why or StringAttr("not lowered")
+            if isinstance(op, fusion.KernelOp):
+                why = op.attributes.get(ASCENDC_FALLBACK, StringAttr("not lowered"))
                 uncovered.append(f"{op.name} ({why.data})")  # type: ignore[union-attr]
+            elif isinstance(why := op.attributes.get(ASCENDC_FALLBACK), StringAttr):
+                uncovered.append(f"{op.name} ({why.data})")  # a single op the kernels lack
             else:
                 uncovered.append(op.name)
     return HostPlan(values, sizes, weights, bytes(blob), not uncovered, uncovered)

@@ -275,7 +275,7 @@ class FunctionLowering:
         if _lp_props(head):
             return False
         if isinstance(head, nn.ConvOp):
-            if conv_layouts(head):
+            if conv_layouts(head) or len(shape(head.x)) == 5:  # 3-d: y holds partial sums
                 return False
             algo = clib.conv_algo(conv_params(head), None, self.blocked_convs)
             return algo in ("gemm_1x1", "gemm_1x1_t", "im2col_gemm", "direct_1x1")
@@ -569,7 +569,7 @@ class FunctionLowering:
         if len(heads) != 1 or len(body) < 2 or elem(heads[0].results[0]) != dtypes.f32:
             return None
         head = heads[0]
-        if isinstance(head, nn.ConvOp) and len(shape(head.results[0])) not in (3, 4):
+        if isinstance(head, nn.ConvOp) and len(shape(head.results[0])) not in (3, 4, 5):
             return None
         out_shape = shape(head.results[0])
         chain = [o for o in body if o is not head]

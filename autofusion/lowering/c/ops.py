@@ -627,6 +627,34 @@ def _layout_algo(params: list[int], layouts: dict[str, Attribute]) -> str:
     return "direct_nchwc"
 
 
+def _conv3d_call(
+    L: Lowering,
+    op: nn.ConvOp,
+    out: SSAValue,
+    bias: list[SSAValue],
+    ep: SSAValue | None,
+    ctx: SSAValue | None,
+) -> None:
+    """``clib.conv3d`` for a 3-d conv (fp32 only: the 16-bit core has no 3-d im2col)."""
+    if _lp_props(op):
+        raise fail(op, "16-bit 3-d convolutions are not supported (keep them fp32_ops)")
+    props, dyn = _params(L.e, clib.conv3d_params(op))
+    L.e.add(
+        clib.Conv3DOp.build(
+            operands=[
+                L.buffer_of(op.x),
+                L.buffer_of(op.w),
+                out,
+                bias,
+                [ep] if ep else [],
+                [ctx] if ctx else [],
+                dyn,
+            ],
+            properties={"params": props},
+        )
+    )
+
+
 def contraction_call(
     L: Lowering,
     op: Operation,
@@ -641,9 +669,12 @@ def contraction_call(
     e = L.e
     if isinstance(op, nn.ConvOp):
         need_f32(op, op.x, op.w)
-        if len(shape(op.x)) not in (3, 4):
-            raise fail(op, "only 1-d and 2-d convolutions are supported")
         bias = [L.buffer_of(op.bias)] if op.bias is not None else []
+        if len(shape(op.x)) == 5:
+            _conv3d_call(L, op, out, bias, ep, ctx)
+            return
+        if len(shape(op.x)) not in (3, 4):
+            raise fail(op, "only 1-d, 2-d and 3-d convolutions are supported")
         params = conv_params(op)
         lp = _lp_props(op)
         layouts = conv_layouts(op) if not lp else {}  # assign-layout marks fp32 convs only

@@ -368,7 +368,7 @@ class CPrinter:
                 targets = [op.memref]
             elif isinstance(op, memref.CopyOp):
                 targets = [op.destination]
-            elif isinstance(op, clib.Conv2DOp | clib.DwPwOp | clib.ConvPairOp):
+            elif isinstance(op, clib.Conv2DOp | clib.Conv3DOp | clib.DwPwOp | clib.ConvPairOp):
                 targets = [op.y]
             elif isinstance(op, clib.MatmulOp):
                 targets = [op.c]
@@ -1471,6 +1471,14 @@ class _FuncPrinter:
                         d, "  void *s_ = afrt_conv2d_scratch_bytes(&p_) <= af_sb ? af_s : NULL;"
                     )
                     self.emit(d, f"  afrt_conv2d_f32({args}, s_, {epi}); }}")
+            case clib.Conv3DOp():
+                p = ", ".join(self._params(op, op.param_values(), op.dyn))
+                bias = r(op.bias) if op.bias is not None else "NULL"
+                epi = self._epi(op.epilogue, op.ctx)
+                self.emit(d, f"{{ const afrt_conv3d_params p_ = {{{p}}};")
+                self.emit(
+                    d, f"  afrt_conv3d_f32({r(op.x)}, {r(op.w)}, {bias}, {r(op.y)}, &p_, {epi}); }}"
+                )
             case clib.ConvPairOp():
                 # fuse-conv-pair: two 1x1 convs added, one GEMM over both inputs
                 p = ", ".join(f"INT64_C({v})" for v in op.param_values())

@@ -12,6 +12,8 @@
  *                       Winograd F(4x4, 3x3) for 3x3 stride-1 convs where it wins
  *                       (afrt_winograd.h), im2col fused into the GEMM packing otherwise),
  *                       bias, fused epilogue.
+ *   - afrt_conv3d_f32   NCDHW 3-d convolution (groups, strides, pads, dilations): im2col over
+ *                       D x H x W packed into the same GEMM core's B panels, fused epilogue.
  *   - afrt_conv1x1_pair_f32   two 1x1 convs whose outputs are added (fuse-conv-pair: ResNet's
  *                       conv3 + downsample) as one GEMM over both inputs' channels.
  *   - afrt_matmul_f32   batched row-major C[b] = alpha * op(A[b]) @ op(B[b]) + beta * C[b]
@@ -1885,6 +1887,9 @@ typedef struct {
      * rows p - k2 of B2, same ldb, not transposed; B2 NULL: B alone */
     const float *B2;
     int64_t k2;
+    /* a 3-d conv's im2col source (afrt_conv3d_f32), x of one image/group at conv_x; conv is
+     * then NULL */
+    const struct afrt_conv3d_params_s *conv3;
 } afrt_bsrc_;
 
 static inline void afrt_pack_b_conv_(const struct afrt_conv_params_s *p, const float *xg,
@@ -1892,12 +1897,16 @@ static inline void afrt_pack_b_conv_(const struct afrt_conv_params_s *p, const f
                                      float *dst);
 static inline void afrt_pack_b_nc_(const float *B, int64_t ld, int64_t N, int64_t pc, int64_t kc,
                                    int64_t j0, int64_t nc, float *dst);
+static inline void afrt_pack_b_conv3_(const struct afrt_conv3d_params_s *p, const float *xg,
+                                      int64_t N, int64_t pc, int64_t kc, int64_t j0, int64_t nc,
+                                      float *dst);
 
 /* Packs the k block [pc, pc+kc) x columns [j0, j0+nc) of an unpacked B source (bs->packed
  * is NULL) into nc/NR panels of [kc][NR] at dst, whichever view it is. */
 static inline void afrt_pack_b_src_(const afrt_bsrc_ *bs, int64_t N, int64_t pc, int64_t kc,
                                     int64_t j0, int64_t nc, float *dst) {
     if (bs->conv) afrt_pack_b_conv_(bs->conv, bs->conv_x, N, pc, kc, j0, nc, dst);
+    else if (bs->conv3) afrt_pack_b_conv3_(bs->conv3, bs->conv_x, N, pc, kc, j0, nc, dst);
     else if (bs->blocked) afrt_pack_b_nc_(bs->B, bs->ldb, N, pc, kc, j0, nc, dst);
     else if (bs->B2 && pc + kc > bs->k2) { /* panel by panel: the rows of each source */
         const int64_t k1 = afrt_max_(0, bs->k2 - pc); /* rows from B */
@@ -2602,7 +2611,7 @@ static inline int afrt_matmul_own_(int64_t batch, int64_t M, int64_t N, int64_t 
                         trans_a ? Ab + i0 : Ab + i0 * lda, lda,
                         trans_b ? Bb + j0 * ldb : Bb + j0, ldb, beta, Cb + i0 * ldc + j0, ldc);
         } else {
-            afrt_bsrc_ bs = {pbs[stride_b == 0 ? 0 : b], B + b * stride_b, ldb, trans_b, NULL, NULL, 0, NULL, 0};
+            afrt_bsrc_ bs = {pbs[stride_b == 0 ? 0 : b], B + b * stride_b, ldb, trans_b, NULL, NULL, 0, NULL, 0, NULL};
             if (beta != 0.0f && beta != alpha) /* alpha * (AB + (beta/alpha) C) */
                 for (int64_t i = i0; i < i1; ++i)
                     for (int64_t j = j0; j < j1; ++j) Cb[i * ldc + j] *= beta / alpha;
@@ -2641,7 +2650,7 @@ static inline void afrt_sgemm_own_(int ta, int tb, int64_t m, int64_t n, int64_t
     if (beta != 0.0f && beta != alpha) /* alpha * (AB + (beta/alpha) C), as afrt_matmul_own_ */
         for (int64_t i = 0; i < m; ++i)
             for (int64_t j = 0; j < n; ++j) c[i * ldc + j] *= beta / alpha;
-    afrt_bsrc_ bs = {NULL, b, ldb, tb, NULL, NULL, 0, NULL, 0};
+    afrt_bsrc_ bs = {NULL, b, ldb, tb, NULL, NULL, 0, NULL, 0, NULL};
     afrt_gemm_tile_(pa, m, n, k, &bs, c, ldc, 0, m, 0, n, kbuf, beta != 0.0f, NULL);
     if (alpha != 1.0f)
         for (int64_t i = 0; i < m; ++i)
@@ -2770,6 +2779,14 @@ typedef struct afrt_conv_params_s {
     int64_t N, C, H, W, K, R, S, OH, OW;
     int64_t stride_h, stride_w, pad_top, pad_left, pad_bottom, pad_right, dil_h, dil_w, group;
 } afrt_conv_params;
+
+/* A 3-d convolution (NCDHW, afrt_conv3d_f32): depth D, kernel depth T, output depth OD, with
+ * its stride, front/back pads and dilation beside the 2-d fields. */
+typedef struct afrt_conv3d_params_s {
+    int64_t N, C, D, H, W, K, T, R, S, OD, OH, OW;
+    int64_t stride_d, stride_h, stride_w, pad_front, pad_top, pad_left, pad_back, pad_bottom,
+        pad_right, dil_d, dil_h, dil_w, group;
+} afrt_conv3d_params;
 
 /* Plan shared by scratch sizing and execution. */
 typedef struct {
@@ -3214,6 +3231,49 @@ static inline void afrt_pack_b_conv_(const struct afrt_conv_params_s *p, const f
     }
 }
 
+/* afrt_pack_b_conv_ for a 3-d conv (afrt_conv3d_f32): the k block [pc, pc+kc) (rows (c, t, r,
+ * s)) x positions [j0, j0+nc) (columns (od, oh, ow)) of the im2col matrix of one image and
+ * group (xg: its first channel) into B panels. Per panel the runs of consecutive output
+ * columns within one output row are found once; each tap then copies one input row segment
+ * per run (afrt_im2col_seg_), or zeros where the run's input plane or row is padding. */
+static inline void afrt_pack_b_conv3_(const struct afrt_conv3d_params_s *p, const float *xg,
+                                      int64_t N, int64_t pc, int64_t kc, int64_t j0, int64_t nc,
+                                      float *dst) {
+    const int64_t D = p->D, H = p->H, W = p->W, OH = p->OH, OW = p->OW, R = p->R, S = p->S;
+    const int64_t hw = H * W, dhw = D * hw, ohw = OH * OW, RS = R * S, TRS = p->T * RS;
+    int64_t run_id[AFRT_NR], run_ih[AFRT_NR], run_iw[AFRT_NR], run_j[AFRT_NR], run_n[AFRT_NR];
+    for (int64_t jr = 0; jr < nc; jr += AFRT_NR) {
+        float *panel = dst + jr * kc;
+        const int64_t pos0 = j0 + jr, cnt = afrt_max_(0, afrt_min_(AFRT_NR, N - pos0));
+        int64_t nrun = 0;
+        for (int64_t j = 0; j < cnt; ++nrun) {
+            const int64_t pos = pos0 + j, ow = pos % OW;
+            const int64_t len = afrt_min_(cnt - j, OW - ow);
+            run_id[nrun] = (pos / ohw) * p->stride_d - p->pad_front;
+            run_ih[nrun] = ((pos % ohw) / OW) * p->stride_h - p->pad_top;
+            run_iw[nrun] = ow * p->stride_w - p->pad_left;
+            run_j[nrun] = j;
+            run_n[nrun] = len;
+            j += len;
+        }
+        for (int64_t k = 0; k < kc; ++k) {
+            const int64_t row = pc + k, c = row / TRS, t = (row % TRS) / RS;
+            const int64_t r = (row % RS) / S, sx = row % S;
+            float *o = panel + k * AFRT_NR;
+            for (int64_t u = 0; u < nrun; ++u) {
+                const int64_t id = run_id[u] + t * p->dil_d, ih = run_ih[u] + r * p->dil_h;
+                if (id < 0 || id >= D || ih < 0 || ih >= H) {
+                    for (int64_t v = 0; v < run_n[u]; ++v) o[run_j[u] + v] = 0.0f;
+                } else {
+                    afrt_im2col_seg_(o + run_j[u], xg + c * dhw + id * hw + ih * W,
+                                     run_iw[u] + sx * p->dil_w, run_n[u], p->stride_w, W);
+                }
+            }
+            for (int64_t v = cnt; v < AFRT_NR; ++v) o[v] = 0.0f;
+        }
+    }
+}
+
 /* A 1x1 conv that reads every stride-th input row and column and no padding (ResNet's
  * stride-2 downsampling convs): an im2col kind whose B matrix is a plain subsampling of x. */
 static inline int afrt_conv_1x1_strided_(const afrt_conv_params *p, const afrt_conv_plan_ *q) {
@@ -3261,11 +3321,14 @@ static inline int afrt_shared_b_(int64_t nmb, int64_t tasks, int64_t K, int64_t 
 
 /* The afrt core for kinds 1 (1x1) and 2 (im2col, fused into B packing; a strided 1x1 conv
  * gathers its input first and is then kind 1's GEMM); 0 if out of memory. xb: x is NCHW16c
- * (kind 1, group 1 only: gemm_1x1_xb, afrt_conv1x1xb_f32), B packed from its blocks. */
+ * (kind 1, group 1 only: gemm_1x1_xb, afrt_conv1x1xb_f32), B packed from its blocks. p3: a
+ * 3-d conv (afrt_conv3d_f32), p its 2-d view (rows D * H, output rows OD * OH, so planes and
+ * maps have its sizes) and q kind 2 with its crs; B is packed by afrt_pack_b_conv3_. */
 static inline int afrt_conv_own2_(const float *x, const float *w, const float *bias, float *y,
                                   const afrt_conv_params *p, const afrt_conv_plan_ *q,
                                   afrt_epilogue epi, int xb, const float *x2,
-                                  const afrt_conv_params *p2, const float *pa) {
+                                  const afrt_conv_params *p2, const float *pa,
+                                  const struct afrt_conv3d_params_s *p3) {
     const int64_t G = p->group > 0 ? p->group : 1;
     const int64_t ohw = p->OH * p->OW;
     const int64_t Kg = q->kg, crs = q->crs;
@@ -3284,7 +3347,7 @@ static inline int afrt_conv_own2_(const float *x, const float *w, const float *b
         afrt_gather_1x1_strided_(x2, p2, xs);
         x2 = xs;
     }
-    if (afrt_conv_1x1_strided_(p, q)) {
+    if (!p3 && afrt_conv_1x1_strided_(p, q)) {
         float *xs = (float *)afrt_thread_scratch(11, (size_t)(p->N * p->C * ohw) * sizeof(float));
         if (xs) { /* else packed through im2col, which needs no memory */
             afrt_gather_1x1_strided_(x, p, xs);
@@ -3332,10 +3395,11 @@ static inline int afrt_conv_own2_(const float *x, const float *w, const float *b
             const int64_t pc = ps / AFRT_KC * AFRT_KC, kc = afrt_min_(AFRT_KC, crs - pc);
             const int64_t jc = (u % npan) * AFRT_NR;
             float *dst = bsh + pc * Np + jc * kc + (ps - pc) * AFRT_NR;
-            if (im2col) afrt_pack_b_conv_(p, x, ohw, ps, ks, jc, AFRT_NR, dst);
+            if (im2col && p3) afrt_pack_b_conv3_(p3, x, ohw, ps, ks, jc, AFRT_NR, dst);
+            else if (im2col) afrt_pack_b_conv_(p, x, ohw, ps, ks, jc, AFRT_NR, dst);
             else if (xb) afrt_pack_b_nc_(x, hw, ohw, ps, ks, jc, AFRT_NR, dst);
             else if (x2) {
-                const afrt_bsrc_ b2 = {NULL, x, hw, 0, NULL, NULL, 0, x2, crs - c2};
+                const afrt_bsrc_ b2 = {NULL, x, hw, 0, NULL, NULL, 0, x2, crs - c2, NULL};
                 afrt_pack_b_src_(&b2, ohw, ps, ks, jc, AFRT_NR, dst);
             } else afrt_pack_b_block_(x, hw, 0, ohw, ps, ks, jc, AFRT_NR, dst);
         }
@@ -3351,8 +3415,8 @@ static inline int afrt_conv_own2_(const float *x, const float *w, const float *b
         float *kbuf = bsh ? NULL
                           : (float *)afrt_thread_scratch(0, (size_t)AFRT_KC * AFRT_NC * sizeof(float));
         const float *xg = x + n * xn + g * q->cg * hw;
-        afrt_bsrc_ bs = {bsh, xg, hw, 0, im2col ? p : NULL, xg, xb,
-                         x2 ? x2 + n * c2 * ohw : NULL, crs - c2};
+        afrt_bsrc_ bs = {bsh, xg, hw, 0, im2col && !p3 ? p : NULL, xg, xb,
+                         x2 ? x2 + n * c2 * ohw : NULL, crs - c2, im2col ? p3 : NULL};
         float *yn = y + n * p->K * ohw;
         const afrt_tile_finish_ fin = {yn, bias, 1.0f, n, g * Kg, 0, epi};
         /* Out of memory for packing: the caller computes the conv another way, unless y
@@ -3373,7 +3437,7 @@ static inline int afrt_conv_own2_(const float *x, const float *w, const float *b
 static inline int afrt_conv_own_(const float *x, const float *w, const float *bias, float *y,
                                  const afrt_conv_params *p, const afrt_conv_plan_ *q,
                                  afrt_epilogue epi, int xb) {
-    return afrt_conv_own2_(x, w, bias, y, p, q, epi, xb, NULL, NULL, NULL);
+    return afrt_conv_own2_(x, w, bias, y, p, q, epi, xb, NULL, NULL, NULL, NULL);
 }
 
 /* Whether afrt_conv1x1_pair_f32 takes p (the joined conv) and p2 (the second input's conv):
@@ -3471,7 +3535,7 @@ static inline void afrt_conv1x1_pair_f32(const float *x, const float *x2, const 
         }
         pa = own;
     }
-    if (!afrt_conv_own2_(x, NULL, pa + Mp * p->C, y, p, &q, epi, 0, x2, p2, pa))
+    if (!afrt_conv_own2_(x, NULL, pa + Mp * p->C, y, p, &q, epi, 0, x2, p2, pa, NULL))
         afrt_nomem_("afrt_conv1x1_pair_f32");
     free(own);
 }
@@ -3972,6 +4036,60 @@ static inline void afrt_conv2d_f32(const float *x, const float *w, const float *
         return;
     }
     afrt_conv2d_any_f32_(x, w, bias, y, p, scratch, epi);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * afrt_conv3d_f32: NCDHW 3-d convolution (groups, strides, pads, dilations; w [K][C/group][T]
+ * [R][S]) on afrt's own GEMM core: per image and group Y[K/group x OD*OH*OW] =
+ * W[K/group x C/group*T*R*S] . im2col(x), B's panels packed straight from x
+ * (afrt_pack_b_conv3_), with the tiles, shared B and fused epilogue of a 2-d im2col conv
+ * (afrt_conv_own2_ on a 2-d view whose planes and maps have the 3-d sizes). Out of memory for
+ * packing, a direct loop (afrt_conv3d_naive_). The epilogue's residual is never y (the
+ * lowering gives y a copy: the GEMM core stores partial sums in y).
+ * ------------------------------------------------------------------------------------------- */
+static inline void afrt_conv3d_naive_(const float *x, const float *w, const float *bias,
+                                      float *y, const afrt_conv3d_params *p, afrt_epilogue epi) {
+    const int64_t G = p->group > 0 ? p->group : 1, cg = p->C / G, kg = p->K / G;
+    const int64_t hw = p->H * p->W, dhw = p->D * hw, ohw = p->OH * p->OW, odhw = p->OD * ohw;
+    const int64_t trs = p->T * p->R * p->S;
+    for (int64_t n = 0; n < p->N; ++n) {
+        for (int64_t k = 0; k < p->K; ++k) {
+            const float *xg = x + (n * p->C + (k / kg) * cg) * dhw;
+            float *yk = y + (n * p->K + k) * odhw;
+            for (int64_t o = 0; o < odhw; ++o) {
+                const int64_t id0 = (o / ohw) * p->stride_d - p->pad_front;
+                const int64_t ih0 = ((o % ohw) / p->OW) * p->stride_h - p->pad_top;
+                const int64_t iw0 = (o % p->OW) * p->stride_w - p->pad_left;
+                float acc = 0.0f;
+                for (int64_t c = 0; c < cg; ++c) {
+                    for (int64_t i = 0; i < trs; ++i) {
+                        const int64_t id = id0 + (i / (p->R * p->S)) * p->dil_d;
+                        const int64_t ih = ih0 + ((i / p->S) % p->R) * p->dil_h;
+                        const int64_t iw = iw0 + (i % p->S) * p->dil_w;
+                        if (id >= 0 && id < p->D && ih >= 0 && ih < p->H && iw >= 0 && iw < p->W)
+                            acc += w[(k * cg + c) * trs + i] * xg[c * dhw + id * hw + ih * p->W + iw];
+                    }
+                }
+                yk[o] = acc;
+            }
+            afrt_finish_block_(y + n * p->K * odhw, bias, n, k, k + 1, 0, odhw, odhw, epi);
+        }
+    }
+}
+
+static inline void afrt_conv3d_f32(const float *x, const float *w, const float *bias, float *y,
+                                   const afrt_conv3d_params *p, afrt_epilogue epi) {
+    if (p->N <= 0 || p->K <= 0 || p->OD * p->OH * p->OW <= 0) return;
+    afrt_init_once_();
+    const int64_t G = p->group > 0 ? p->group : 1;
+    const afrt_conv_params v = {p->N, p->C, p->D * p->H, p->W, p->K, p->R, p->S,
+                                p->OD * p->OH, p->OW, p->stride_h, p->stride_w, p->pad_top,
+                                p->pad_left, p->pad_bottom, p->pad_right, p->dil_h, p->dil_w,
+                                p->group};
+    const afrt_conv_plan_ q = {.kind = 2, .cg = p->C / G, .kg = p->K / G,
+                               .crs = p->C / G * p->T * p->R * p->S};
+    if (q.crs > 0 && afrt_conv_own2_(x, w, bias, y, &v, &q, epi, 0, NULL, NULL, NULL, p)) return;
+    afrt_conv3d_naive_(x, w, bias, y, p, epi);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -4522,7 +4640,7 @@ static inline int afrt_matmul_lp_own_(int lp, int64_t batch, int64_t M, int64_t 
                 for (int64_t j = j0; j < j1; ++j) Cb[i * ldc + j] *= beta / alpha;
         if (afrt_lp_kbufs_(&kbuf, &kbuf16)) {
             const float *Bf = b16 ? NULL : (const float *)B + b * stride_b;
-            afrt_bsrc_lp_ bs = {pbs[stride_b == 0 ? 0 : b], {NULL, Bf, ldb, trans_b, NULL, NULL, 0, NULL, 0}};
+            afrt_bsrc_lp_ bs = {pbs[stride_b == 0 ? 0 : b], {NULL, Bf, ldb, trans_b, NULL, NULL, 0, NULL, 0, NULL}};
             afrt_gemm_tile_lp_(lp, pas[stride_a == 0 ? 0 : b], M, N, K, &bs, Cb, ldc, i0, i1, j0,
                                j1, kbuf, kbuf16, beta != 0.0f);
         } else { /* no buffers on this thread: the same products, one element at a time */
@@ -4601,7 +4719,7 @@ static inline void afrt_conv2d_lp(int lp, const float *x, const void *w, int w16
             const float *xg = x + (n * p->C + g * q.cg) * hw;
             float *yn = y + n * p->K * ohw;
             if (afrt_lp_kbufs_(&kbuf, &kbuf16)) {
-                afrt_bsrc_lp_ bs = {NULL, {NULL, xg, hw, 0, q.kind == 2 ? p : NULL, xg, 0, NULL, 0}};
+                afrt_bsrc_lp_ bs = {NULL, {NULL, xg, hw, 0, q.kind == 2 ? p : NULL, xg, 0, NULL, 0, NULL}};
                 afrt_gemm_tile_lp_(lp, pas[g], Kg, ohw, crs, &bs, yn + g * Kg * ohw, ohw, i0, i1,
                                    j0, j1, kbuf, kbuf16, 0);
             } else { /* no buffers on this thread: the same products, one output at a time */

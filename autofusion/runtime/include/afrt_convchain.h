@@ -603,7 +603,7 @@ static inline int afrt_dwpw_ex_f32(const float *x, const float *wd, const float 
         const int64_t n = task / nbands, oh0 = (task % nbands) * th;
         const int64_t oh1 = afrt_min_(pd->OH, oh0 + th), cols = (oh1 - oh0) * pd->OW;
         afrt_cc_dw_band_(x, wd, bd, lo, hi, pd, th, n, oh0, oh1, xp, t);
-        const afrt_bsrc_ bs = {NULL, t, cols, 0, NULL, NULL, 0, NULL, 0};
+        const afrt_bsrc_ bs = {NULL, t, cols, 0, NULL, NULL, 0, NULL, 0, NULL};
         float *yn = y + n * K * ohw;
         const int64_t c0 = oh0 * pd->OW;
         const afrt_tile_finish_ fin = {yn, bp, 1.0f, n, 0, c0, epi};

@@ -685,7 +685,7 @@ static inline int afrt_winograd_f32(const float *x, const float *w, const float 
         float *yn = y + n * K * ohw;
         if (vsh) V = vsh + b * vfl;
         else afrt_wg_input_(xn, p, TW, t0, nt, npb, V, C * npb, 0, C);
-        const afrt_bsrc_ none = {NULL, NULL, 0, 0, NULL, NULL, 0, NULL, 0};
+        const afrt_bsrc_ none = {NULL, NULL, 0, 0, NULL, NULL, 0, NULL, 0, NULL};
         for (int xi = 0; xi < AFRT_WG_X; ++xi) {
             afrt_bsrc_ bs = none;
             bs.packed = V + xi * C * npb;
