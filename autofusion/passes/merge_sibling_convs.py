@@ -40,6 +40,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from autofusion.dialects import nn
+from autofusion.dialects.attrs import SIBLING_DECIDED_BY, SIBLING_PIECES
 from autofusion.dialects.base import int_attr, shape_of
 from autofusion.passes._match import const_value, set_merged_origins
 from autofusion.passes.assign_precision import precision_of
@@ -49,8 +50,6 @@ from autofusion.policy.engine import FusionPolicy
 from autofusion.policy.reasons import RefusalLog, origins_of
 
 FAMILY = "sibling_convs"
-PIECES = "sibling.pieces"  # on the joined conv: output channels of each piece
-DECIDED_BY = "sibling.decided_by"  # on the joined conv: the layer that decided the join
 
 
 @dataclass(frozen=True)
@@ -114,8 +113,8 @@ def _join(block: Block, sibs: Sequence[_Sibling], decided_by: str) -> None:
     conv = nn.ConvOp(first.x, wc.y, bc.y, strides=first.strides, pads=first.pads,
                      dilations=first.dilations, group=1, result_type=yt)  # fmt: skip
     set_merged_origins(conv, [s.conv for s in sibs])
-    conv.attributes[PIECES] = DenseArrayBase.from_list(i64, pieces)
-    conv.attributes[DECIDED_BY] = StringAttr(decided_by)
+    conv.attributes[SIBLING_PIECES] = DenseArrayBase.from_list(i64, pieces)
+    conv.attributes[SIBLING_DECIDED_BY] = StringAttr(decided_by)
     relu = nn.ReluOp.build(operands=[conv.y], result_types=[yt])
     set_merged_origins(relu, [s.relu for s in sibs])
     split = nn.SplitOp.build(operands=[relu.y], result_types=[[s.relu.y.type for s in sibs]],

@@ -352,15 +352,15 @@ def sibling_conv_rows(module: ModuleOp) -> list[dict[str, object]]:
     """One row per conv ``merge-sibling-convs`` joined, in module order: its ONNX nodes, the
     output channels of each piece and ``decided_by``."""
     from autofusion.dialects import nn
+    from autofusion.dialects.attrs import SIBLING_DECIDED_BY, SIBLING_PIECES
     from autofusion.dialects.base import dense_ints
-    from autofusion.passes.merge_sibling_convs import DECIDED_BY, PIECES
     from autofusion.policy.reasons import origins_of
 
     rows: list[dict[str, object]] = []
     for op in module.walk():
-        pieces = op.attributes.get(PIECES)
+        pieces = op.attributes.get(SIBLING_PIECES)
         if isinstance(op, nn.ConvOp) and isinstance(pieces, DenseArrayBase):
-            layer = op.attributes.get(DECIDED_BY)
+            layer = op.attributes.get(SIBLING_DECIDED_BY)
             rows.append({
                 "nodes": origins_of(op),
                 "pieces": dense_ints(pieces),
