@@ -83,3 +83,26 @@ func.func @batch2(%x: tensor<2x2x3x3xf32>) -> (tensor<2x1x3x3xf32>, tensor<2x1x3
 // CHECK:       builtin.module attributes {{.*}}fusion.refusals = [{code = "unsupported", reason = "batch 2: the channel pieces of the joined output would not be contiguous (copies, not views)", nodes = ["b1", "r1"]
 // CHECK-LABEL: func.func @batch2
 // CHECK-NOT:     nn.split
+
+// -----
+
+// Must not fire: group 2 (stacking output channels needs group 1), and a 16-bit conv
+// (assign-precision's mark) beside an fp32 one.
+func.func @group_dtype(%x: tensor<1x2x3x3xf32>) -> (tensor<1x2x3x3xf32>, tensor<1x2x3x3xf32>, tensor<1x1x3x3xf32>, tensor<1x1x3x3xf32>) {
+  %w1 = nn.constant dense<[[[[1.0]]], [[[2.0]]]]> : tensor<2x1x1x1xf32>
+  %w2 = nn.constant dense<[[[[3.0]]], [[[4.0]]]]> : tensor<2x1x1x1xf32>
+  %w3 = nn.constant dense<[[[[1.0]], [[2.0]]]]> : tensor<1x2x1x1xf32>
+  %w4 = nn.constant dense<[[[[3.0]], [[4.0]]]]> : tensor<1x2x1x1xf32>
+  %c1 = nn.conv %x, %w1 {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 2 : i64, onnx.origins = ["g1"]} : (tensor<1x2x3x3xf32>, tensor<2x1x1x1xf32>) -> tensor<1x2x3x3xf32>
+  %r1 = nn.relu %c1 {onnx.origins = ["q1"]} : (tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %c2 = nn.conv %x, %w2 {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 2 : i64, onnx.origins = ["g2"]} : (tensor<1x2x3x3xf32>, tensor<2x1x1x1xf32>) -> tensor<1x2x3x3xf32>
+  %r2 = nn.relu %c2 {onnx.origins = ["q2"]} : (tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %c3 = nn.conv %x, %w3 {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64, onnx.origins = ["h1"], precision = "fp16"} : (tensor<1x2x3x3xf32>, tensor<1x2x1x1xf32>) -> tensor<1x1x3x3xf32>
+  %r3 = nn.relu %c3 {onnx.origins = ["s1"]} : (tensor<1x1x3x3xf32>) -> tensor<1x1x3x3xf32>
+  %c4 = nn.conv %x, %w4 {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64, onnx.origins = ["h2"]} : (tensor<1x2x3x3xf32>, tensor<1x2x1x1xf32>) -> tensor<1x1x3x3xf32>
+  %r4 = nn.relu %c4 {onnx.origins = ["s2"]} : (tensor<1x1x3x3xf32>) -> tensor<1x1x3x3xf32>
+  func.return %r1, %r2, %r3, %r4 : tensor<1x2x3x3xf32>, tensor<1x2x3x3xf32>, tensor<1x1x3x3xf32>, tensor<1x1x3x3xf32>
+}
+// CHECK:       builtin.module attributes {{.*}}fusion.refusals = [{code = "unsupported", reason = "group 2: stacking output channels needs group 1", nodes = ["g1", "q1"]{{.*}}}, {code = "unsupported", reason = "group 2: stacking output channels needs group 1", nodes = ["g2", "q2"]{{.*}}}, {code = "dtype", reason = "the conv computes in fp16 (config precision); the joined conv is fp32", nodes = ["h1", "s1"]{{.*}}}, {code = "unsupported", reason = "no other 1x1 conv of this input with the same strides, pads and dilations and one Relu to join", nodes = ["h2", "s2"]
+// CHECK-LABEL: func.func @group_dtype
+// CHECK-NOT:     nn.split
