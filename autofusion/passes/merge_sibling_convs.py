@@ -100,7 +100,7 @@ def _key(conv: nn.ConvOp) -> tuple[tuple[int, ...], ...]:
     return (conv.strides, conv.pads, conv.dilations)
 
 
-def _join(block: Block, sibs: Sequence[_Sibling], decided_by: str) -> None:
+def _join(sibs: Sequence[_Sibling], decided_by: str) -> None:
     """Replace ``sibs`` (in block order) by one conv, one Relu and one split."""
     first = sibs[0].conv
     pieces = [int(s.w.shape[0]) for s in sibs]
@@ -164,7 +164,7 @@ def merge_block(block: Block, policy: FusionPolicy, log: RefusalLog) -> int:
                         "strides, pads and dilations and one Relu to join",
                         [sibs[0].conv, sibs[0].relu])  # fmt: skip
                 continue
-            _join(block, sibs, policy.approver(False))
+            _join(sibs, policy.approver(False))
             joined += 1
     return joined
 
