@@ -389,7 +389,12 @@ def build_model_dir(
     is 0 (``autofusion-compile --threads``)."""
     from autofusion.lowering.backend import RunnableBackend
     from autofusion.pipeline import backend_of
-    from autofusion.policy.report import attention_algo_rows, conv_algo_rows, layout_summary
+    from autofusion.policy.report import (
+        attention_algo_rows,
+        conv_algo_rows,
+        layout_summary,
+        sibling_conv_rows,
+    )
     from autofusion.runtime.toolchain import cpu_has_avx512
 
     t0 = time.perf_counter()
@@ -418,6 +423,9 @@ def build_model_dir(
     if after_passes is not None:
         after_passes(module)
     layout = layout_summary(module)
+    siblings = sibling_conv_rows(module)
+    if siblings:
+        report["sibling_convs"] = siblings
     pipeline.lowering().run(module, progress=say)
     avx512 = opts.target == "c" and cpu_has_avx512(opts.cpu)
     convs = conv_algo_rows(module, avx512)

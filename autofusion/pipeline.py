@@ -17,6 +17,8 @@ Tensor passes (the group decides when a pass is included)::
     recognize-gelu          fusion   Erf/Tanh GELU -> nn.gelu
     recognize-attention     fusion   MatMul-scale-mask-Softmax-MatMul -> attention
     assign-precision        precision only with precision fp16_ops/bf16_ops: 16-bit weights
+    merge-sibling-convs     fusion   target c, no memory limit: sibling 1x1 convs + Relu over one
+                                     input -> one conv + Relu + split (views)
     fuse-conv-bn-relu       fusion   Conv(+BN)(+bias)(+residual)(+act) -> fusion.kernel
     fuse                    fusion   elementwise chains, epilogues -> fusion.kernel
     fuse-conv-chain         fusion   target c: depthwise -> 1x1 conv kernels in row bands
@@ -64,6 +66,7 @@ TENSOR_PASSES: tuple[tuple[str, str], ...] = (
     ("recognize-gelu", "fusion"),
     ("recognize-attention", "fusion"),
     ("assign-precision", "precision"),
+    ("merge-sibling-convs", "fusion"),
     ("fuse-conv-bn-relu", "fusion"),
     ("fuse", "fusion"),
     ("fuse-conv-chain", "fusion"),
@@ -80,6 +83,9 @@ CONV_CHAIN_TARGETS = ("c",)
 
 #: Targets whose lowering runs fuse-conv-pair's two-input 1x1 convs (``clib.conv_pair``).
 CONV_PAIR_TARGETS = ("c",)
+
+#: Targets that run merge-sibling-convs (measured on the C target only).
+SIBLING_CONV_TARGETS = ("c",)
 
 #: Targets whose lowering honours assign-precision's 16-bit weights (``precision.storage``).
 REDUCED_PRECISION_TARGETS = ("c",)
@@ -292,6 +298,11 @@ class Pipeline:
             # the pair's lowering is C only; tile-fusion slices convs one by one
             if name == "fuse-conv-pair" and not (
                 backend.name in CONV_PAIR_TARGETS and opts.memory_limit_mb is None
+            ):
+                continue
+            # measured on C only; not measured with tile-fusion's slices
+            if name == "merge-sibling-convs" and not (
+                backend.name in SIBLING_CONV_TARGETS and opts.memory_limit_mb is None
             ):
                 continue
             if name == "validate-precision" and not (opts.fusion and _validates(opts)):

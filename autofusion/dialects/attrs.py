@@ -22,6 +22,8 @@ an attribute name spelled out anywhere else in ``autofusion/`` fails it). Who wr
 | ``fusion.refusals`` | module | fusion passes | refusals with reason codes |
 | ``fusion.fast_math`` | fusion.kernel | fuse | op types allowed fast approximations |
 | ``fusion.decided_by`` | fusion.kernel | fuse passes | the layer that decided the group |
+| ``sibling.pieces`` | nn.conv | merge-sibling-convs | output channels of each joined conv |
+| ``sibling.decided_by`` | nn.conv | merge-sibling-convs | the layer that decided the join |
 | ``c.role`` | func arg attrs | convert-nn-to-buffers | ``input``/``output``/``symbol`` (C API) |
 | ``c.symbol`` | func arg attrs | convert-nn-to-buffers | the symbol an ``index`` argument holds |
 | ``c.shape`` | @main arg attrs | convert-nn-to-buffers | a symbolic input/output's sizes |
@@ -63,6 +65,8 @@ FUSION_POLICY = "fusion.policy"
 FUSION_REFUSALS = "fusion.refusals"
 FUSION_FAST_MATH = "fusion.fast_math"
 FUSION_DECIDED_BY = "fusion.decided_by"
+SIBLING_PIECES = "sibling.pieces"  # merge-sibling-convs: a joined conv's pieces (channels)
+SIBLING_DECIDED_BY = "sibling.decided_by"  # merge-sibling-convs: the layer that decided
 SYMBOLS = "nn.symbols"  # symbolic import: {symbol: [LO, HI]} on the module
 C_ROLE = "c.role"
 C_SYMBOL = "c.symbol"  # symbolic sizes: the symbol an index argument of a lowered function holds

@@ -58,6 +58,7 @@ FAMILIES: dict[str, int] = {
     "conv_chain": 1,
     "conv_pool": 1,
     "conv_pair": 1,
+    "sibling_convs": 1,
     "layernorm": 0,
     "gelu": 0,
     "attention": 0,

@@ -363,3 +363,24 @@ def conv_algo_rows(module: ModuleOp, avx512: bool = False) -> list[dict[str, obj
                              "shape": f"{head}{_conv_shape(op.param_values())} + 1x1 -> K{k}",
                              "layout": f"{x_lay}->nchw"})  # fmt: skip
     return rows
+
+
+def sibling_conv_rows(module: ModuleOp) -> list[dict[str, object]]:
+    """One row per conv ``merge-sibling-convs`` joined, in module order: its ONNX nodes, the
+    output channels of each piece and ``decided_by``."""
+    from autofusion.dialects import nn
+    from autofusion.dialects.attrs import SIBLING_DECIDED_BY, SIBLING_PIECES
+    from autofusion.dialects.base import dense_ints
+    from autofusion.policy.reasons import origins_of
+
+    rows: list[dict[str, object]] = []
+    for op in module.walk():
+        pieces = op.attributes.get(SIBLING_PIECES)
+        if isinstance(op, nn.ConvOp) and isinstance(pieces, DenseArrayBase):
+            layer = op.attributes.get(SIBLING_DECIDED_BY)
+            rows.append({
+                "nodes": origins_of(op),
+                "pieces": dense_ints(pieces),
+                "decided_by": layer.data if isinstance(layer, StringAttr) else "structure",
+            })  # fmt: skip
+    return rows

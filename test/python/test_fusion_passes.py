@@ -24,7 +24,7 @@ from autofusion.policy.report import build_report
 
 # The tensor-level pipeline up to and including fusion (no memory planning or tiling).
 PIPELINE = tuple(name for name, group in TENSOR_PASSES if group in ("cleanup", "fusion"))
-FUSING = {"fold-batchnorm", "fuse-conv-bn-relu", "fuse", "fuse-conv-chain"}
+FUSING = {"fold-batchnorm", "merge-sibling-convs", "fuse-conv-bn-relu", "fuse", "fuse-conv-chain"}
 
 
 def apply(module: ModuleOp, name: str, **options: object) -> None:

@@ -17,6 +17,7 @@ from autofusion.pipeline import (
     CONV_CHAIN_TARGETS,
     CONV_PAIR_TARGETS,
     LOWERING,
+    SIBLING_CONV_TARGETS,
     TENSOR_PASSES,
     Pipeline,
     PipelineOptions,
@@ -74,6 +75,8 @@ def test_stages_are_the_tensor_table_then_the_backend_lowering() -> None:
             tensor.remove("fuse-conv-chain")
         if target not in CONV_PAIR_TARGETS:  # so is the two-input 1x1 conv
             tensor.remove("fuse-conv-pair")
+        if target not in SIBLING_CONV_TARGETS:  # Ascend C copies a split's pieces
+            tensor.remove("merge-sibling-convs")
         if not (target == "c" and blocked_convs(PipelineOptions(target=target))):
             tensor.remove("assign-layout")  # the blocked conv kernels: C on AVX-512 only
             tensor.remove("fuse-conv-pool")  # joins only what assign-layout blocked
