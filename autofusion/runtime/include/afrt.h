@@ -499,12 +499,11 @@ static inline const afrt_epi_silu *afrt_epi_builtin_silu_(afrt_epilogue epi) {
  * sqrt 2))) fold into one FMA. r is a piecewise polynomial (AFRT_GELU_TAB, below) within 4e-8
  * of erf(a / sqrt 2) / 2, where af_erff's rational function is within 3.5e-7 / 2: -inf and NaN
  * give NaN as the generated loop does, large negative y +0.0 where it gives -0.0. The AVX-512
- * GEMM core adds the bias in its registers and runs the GELU over each tile's rows right after
- * their store (still in L1; in the unrolled store loop itself the accumulators spilled, 1.45x
- * the bare MatMul against 1.26x); every other kernel and ISA calls {afrt_epi_gelu_fn, &desc}
- * as an ordinary epilogue. Before, a generated epilogue function ran the loop above over each
- * finished block; benchmarks/gelu_epilogue.py and docs/runtime.md, "Built-in GELU epilogue",
- * have the figures.
+ * GEMM core adds the bias in its registers and runs the GELU there on half of each tile's rows,
+ * over the other half right after their store (AFRT_UK_EPI_ROWS_ says why); every other
+ * kernel and ISA calls {afrt_epi_gelu_fn, &desc} as an ordinary epilogue. Before, a generated
+ * epilogue function ran the loop above over each finished block; benchmarks/gelu_epilogue.py
+ * and docs/runtime.md, "Built-in GELU epilogue", have the figures.
  * ------------------------------------------------------------------------------------------- */
 typedef struct {
     const float *cbias; /* element c of the columns [c0, c1) of every row, or NULL */
@@ -1193,8 +1192,16 @@ typedef struct {
  * there with memset first) and re-read e after each store (c may alias it), ~30 instructions a
  * row; unrolled, the accumulators stay in registers (issue 16: the fused 1x1s of ResNet-50,
  * K = 64-512, spent more in this finish than the separate Relu / Add passes it replaces). The
- * SiLU / sigmoid / GELU activation is a second pass over the stored rows (still in L1), so the
+ * SiLU / sigmoid activation is a second pass over the stored rows (still in L1), so the
  * unrolled body stays small; the values and the order of operations are those of one pass.
+ * After a Linear layer's bias (the literal form below) the GELU runs in the registers on rows
+ * [0, MRV / 2), after the other half's rows are finished and stored, then over those stored
+ * rows (after the general finish: over all rows once stored). As one pass over all the rows
+ * read back right after their store it took ~4 ns per 16 values where the same pass over L1
+ * takes 2.6 (the fused 3136 x 96 x 384 MatMul 1.20x the bare one, 1.09x so); on all the
+ * rows in the registers the 24 accumulators and the 10 table registers do not fit in 32, and
+ * GCC spilled the tables and the bias (1.11x); the first half's 12 accumulators, the tables
+ * and the constants do (issue 16, session 25).
  * AFRT_UK_EPI_ROWS_'s flags say which steps run (SCALE: alpha != 1, BIAS, CBIAS, RES, BOT: lo >
  * -inf, TOP: hi < +inf, CUT: a column mask); the finish expands it with literal flags for the
  * forms ResNet-style convs take (bias + Relu, bias + residual + Relu, the bias alone), so those
@@ -1208,8 +1215,11 @@ typedef struct {
  * skips the lower bound, as hi = +inf the upper: either keeps every value, NaN and the
  * infinities included. */
 #define AFRT_UK_EPI_ROWS_(MRV, SCALE, BIAS, CBIAS, RES, BOT, TOP, CUT)                         \
+    AFRT_UK_EPI_ROWS_IN_(0, MRV, 0, SCALE, BIAS, CBIAS, RES, BOT, TOP, CUT)
+/* Rows [I0, I1) of the finish; GELU: then the GELU too, in the registers, before the store. */
+#define AFRT_UK_EPI_ROWS_IN_(I0, I1, GELU, SCALE, BIAS, CBIAS, RES, BOT, TOP, CUT)              \
     do {                                                                                       \
-    _Pragma("GCC unroll 16") for (int i = 0; i < MRV; ++i) {                                   \
+    _Pragma("GCC unroll 16") for (int i = I0; i < I1; ++i) {                                   \
         float *ci = c + i * ldc;                                                               \
         AFRT_UK_ZMM_ACC_(i, s + i * lds);                                                      \
         if (SCALE) {                                                                           \
@@ -1239,6 +1249,10 @@ typedef struct {
             c0[i] = _mm512_mask_mov_ps(hi, _mm512_cmp_ps_mask(c0[i], hi, _CMP_NGE_UQ), c0[i]); \
             c1[i] = _mm512_mask_mov_ps(hi, _mm512_cmp_ps_mask(c1[i], hi, _CMP_NGE_UQ), c1[i]); \
         }                                                                                      \
+        if (GELU) {                                                                            \
+            c0[i] = afrt_gelu16_(c0[i]);                                                       \
+            c1[i] = afrt_gelu16_(c1[i]);                                                       \
+        }                                                                                      \
         _mm512_storeu_ps(ci, c0[i]);                                                           \
         if (CUT) _mm512_mask_storeu_ps(ci + 16, m1, c1[i]);                                    \
         else _mm512_storeu_ps(ci + 16, c1[i]);                                                 \
@@ -1262,8 +1276,27 @@ typedef struct {
         const __m512 cb1 = cbias ? _mm512_maskz_loadu_ps(m1, cbias + 16) : _mm512_setzero_ps(); \
         const __m512 al = _mm512_set1_ps(alpha);                                               \
         const __m512 lo = _mm512_set1_ps(e->lo), hi = _mm512_set1_ps(e->hi);                   \
+        if (act == 3) { /* GELU: half the rows in the registers, then the rest (above) */     \
+            int h_ = 0;                                                                        \
+            if (cbias && !res && !scale && !bias && !bot && !top && !cut) {                    \
+                AFRT_UK_EPI_ROWS_IN_(MRV / 2, MRV, 0, 0, 0, 1, 0, 0, 0, 0);                    \
+                AFRT_UK_EPI_ROWS_IN_(0, MRV / 2, 1, 0, 0, 1, 0, 0, 0, 0);                      \
+                h_ = MRV / 2;                                                                  \
+            } else {                                                                           \
+                AFRT_UK_EPI_ROWS_IN_(0, MRV, 0, scale, bias, cbias, res, bot, top, cut);       \
+            }                                                                                  \
+            for (int i = h_; i < MRV; ++i) {                                                   \
+                float *ci = c + i * ldc;                                                       \
+                _mm512_storeu_ps(ci, afrt_gelu16_(_mm512_loadu_ps(ci)));                       \
+                if (cut)                                                                       \
+                    _mm512_mask_storeu_ps(ci + 16, m1,                                         \
+                                          afrt_gelu16_(_mm512_maskz_loadu_ps(m1, ci + 16)));   \
+                else _mm512_storeu_ps(ci + 16, afrt_gelu16_(_mm512_loadu_ps(ci + 16)));        \
+            }                                                                                  \
+            return;                                                                            \
+        }                                                                                      \
         if (cbias && !res && !scale && !bias && !bot && !top && !cut)                          \
-            AFRT_UK_EPI_ROWS_(MRV, 0, 0, 1, 0, 0, 0, 0); /* a Linear layer's bias (+ GELU) */  \
+            AFRT_UK_EPI_ROWS_(MRV, 0, 0, 1, 0, 0, 0, 0); /* a Linear layer's bias */           \
         else if (scale || cbias || top || cut || !bias || (res && !bot))                     \
             AFRT_UK_EPI_ROWS_(MRV, scale, bias, cbias, res, bot, top, cut);                    \
         else if (res) /* Add + Relu */                                                         \
@@ -1272,20 +1305,7 @@ typedef struct {
             AFRT_UK_EPI_ROWS_(MRV, 0, 1, 0, 0, 1, 0, 0);                                       \
         else /* the bias alone */                                                              \
             AFRT_UK_EPI_ROWS_(MRV, 0, 1, 0, 0, 0, 0, 0);                                       \
-        if (act == 3 && !cut) {                                                                \
-            for (int i = 0; i < MRV; ++i) {                                                    \
-                float *ci = c + i * ldc;                                                       \
-                _mm512_storeu_ps(ci, afrt_gelu16_(_mm512_loadu_ps(ci)));                       \
-                _mm512_storeu_ps(ci + 16, afrt_gelu16_(_mm512_loadu_ps(ci + 16)));             \
-            }                                                                                  \
-        } else if (act == 3) {                                                                 \
-            for (int i = 0; i < MRV; ++i) {                                                    \
-                float *ci = c + i * ldc;                                                       \
-                _mm512_storeu_ps(ci, afrt_gelu16_(_mm512_loadu_ps(ci)));                       \
-                _mm512_mask_storeu_ps(ci + 16, m1,                                             \
-                                      afrt_gelu16_(_mm512_maskz_loadu_ps(m1, ci + 16)));       \
-            }                                                                                  \
-        } else if (act) {                                                                      \
+        if (act) {                                                                             \
             for (int i = 0; i < MRV; ++i) {                                                    \
                 float *ci = c + i * ldc;                                                       \
                 _mm512_storeu_ps(ci, afrt_silu16_(_mm512_loadu_ps(ci), act == 2));             \
