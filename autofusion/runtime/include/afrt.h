@@ -1209,11 +1209,12 @@ typedef struct {
  * unrolled body) the tests were ~11 of the ~20 instructions a row, ~5% of a 64-channel 1x1
  * conv's time (issue 16, session 21). A Linear layer's column bias alone (+ GELU) has its
  * literal form too: Swin-T's 32 MatMul + bias kernels took ~2% less (benchmarks/kernel_ab.py
- * --match matmul_add, both orders; issue 16, session 24). With a residual as well it took
- * 1.4% less again on Swin-T (K = 384, N = 96) but 2.6% more on BERT-base's 24 (K = 768 and
- * 3072, N = 768), as session 21 had seen: that form keeps the general finish. lo = -inf
- * skips the lower bound, as hi = +inf the upper: either keeps every value, NaN and the
- * infinities included. */
+ * --match matmul_add, both orders; issue 16, session 24), and so has the bias + residual
+ * (Swin-T's 8 fc2 kernels 2.6% less, BERT-base's 24 residual kernels within +-1%). Session
+ * 24 had seen the residual form cost BERT's kernels 2.6% more: that build had GCC outline
+ * the direct-A kernel (afrt_ukernel12_ra_epi_), now always inlined (issue 16, session 25).
+ * lo = -inf skips the lower bound, as hi = +inf the upper: either keeps every value, NaN and
+ * the infinities included. */
 #define AFRT_UK_EPI_ROWS_(MRV, SCALE, BIAS, CBIAS, RES, BOT, TOP, CUT)                         \
     AFRT_UK_EPI_ROWS_IN_(0, MRV, 0, SCALE, BIAS, CBIAS, RES, BOT, TOP, CUT)
 /* Rows [I0, I1) of the finish; GELU: then the GELU too, in the registers, before the store. */
@@ -1258,8 +1259,8 @@ typedef struct {
         else _mm512_storeu_ps(ci + 16, c1[i]);                                                 \
     }                                                                                          \
     } while (0)
-#define AFRT_DEFINE_UKERNEL_EPI_(NAME, MRV, APARAMS, KLOOP)                                    \
-    static inline void NAME(int64_t kc, APARAMS, const float *restrict b, float *c,            \
+#define AFRT_DEFINE_UKERNEL_EPI_(NAME, ATTR, MRV, APARAMS, KLOOP)                              \
+    static inline ATTR void NAME(int64_t kc, APARAMS, const float *restrict b, float *c,       \
                             int64_t ldc, int acc, const float *s, int64_t lds,                 \
                             const afrt_uk_epi_ *e) {                                           \
         AFRT_UK_EPI_PREFETCH_(MRV, e);                                                         \
@@ -1297,6 +1298,8 @@ typedef struct {
         }                                                                                      \
         if (cbias && !res && !scale && !bias && !bot && !top && !cut)                          \
             AFRT_UK_EPI_ROWS_(MRV, 0, 0, 1, 0, 0, 0, 0); /* a Linear layer's bias */           \
+        else if (cbias && res && !scale && !bias && !bot && !top && !cut) /* + residual */    \
+            AFRT_UK_EPI_ROWS_(MRV, 0, 0, 1, 1, 0, 0, 0);                                       \
         else if (scale || cbias || top || cut || !bias || (res && !bot))                     \
             AFRT_UK_EPI_ROWS_(MRV, scale, bias, cbias, res, bot, top, cut);                    \
         else if (res) /* Add + Relu */                                                         \
@@ -1316,10 +1319,14 @@ typedef struct {
         }                                                                                      \
     }
 #define AFRT_DEFINE_UKERNEL_EPI(NAME, MRV)                                                     \
-    AFRT_DEFINE_UKERNEL_EPI_(NAME, MRV, AFRT_UK_A_PACKED_, AFRT_UK_ZMM_KLOOP_)
+    AFRT_DEFINE_UKERNEL_EPI_(NAME, , MRV, AFRT_UK_A_PACKED_, AFRT_UK_ZMM_KLOOP_)
 AFRT_DEFINE_UKERNEL_EPI(afrt_ukernel12_epi_, 12)
 AFRT_DEFINE_UKERNEL_EPI(afrt_ukernel8_epi_, 8)
-AFRT_DEFINE_UKERNEL_EPI_(afrt_ukernel12_ra_epi_, 12, AFRT_UK_A_ROWS_PF_, AFRT_UK_ZMM_KLOOP_RA_)
+/* Inlined into its one caller (afrt_gemm_tile_a_) always: GCC's own choice flipped with small
+ * changes to the finish (one more literal form outlined it), and the same finish measured
+ * 1-7% apart on a MatMul either way (issue 16, session 25). */
+AFRT_DEFINE_UKERNEL_EPI_(afrt_ukernel12_ra_epi_, __attribute__((always_inline)), 12,
+                         AFRT_UK_A_ROWS_PF_, AFRT_UK_ZMM_KLOOP_RA_)
 #define AFRT_UK_EPI_ 1
 #else
 /* Portable C (x86-64-v2, aarch64): passes of AFRT_UK_ROWS rows x 32 columns over the packed
