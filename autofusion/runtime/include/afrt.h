@@ -1198,10 +1198,10 @@ typedef struct {
  * [0, MRV / 2), after the other half's rows are finished and stored, then over those stored
  * rows (after the general finish: over all rows once stored). As one pass over all the rows
  * read back right after their store it took ~4 ns per 16 values where the same pass over L1
- * takes 2.6 (the fused 3136 x 96 x 384 MatMul 1.20x the bare one, 1.09x so); on all the
- * rows in the registers the 24 accumulators and the 10 table registers do not fit in 32, and
- * GCC spilled the tables and the bias (1.11x); the first half's 12 accumulators, the tables
- * and the constants do (issue 16, session 25).
+ * takes 2.6 (the fused 3136 x 96 x 384 MatMul 1.13-1.27x the bare one at load ~6, 1.04-1.13x
+ * so); on all the rows in the registers the 24 accumulators and the 10 table registers do
+ * not fit in 32, and GCC spilled the tables and the bias (1.11x); the first half's 12
+ * accumulators, the tables and the constants do (issue 16, session 25).
  * AFRT_UK_EPI_ROWS_'s flags say which steps run (SCALE: alpha != 1, BIAS, CBIAS, RES, BOT: lo >
  * -inf, TOP: hi < +inf, CUT: a column mask); the finish expands it with literal flags for the
  * forms ResNet-style convs take (bias + Relu, bias + residual + Relu, the bias alone), so those
@@ -1277,22 +1277,14 @@ typedef struct {
         const __m512 cb1 = cbias ? _mm512_maskz_loadu_ps(m1, cbias + 16) : _mm512_setzero_ps(); \
         const __m512 al = _mm512_set1_ps(alpha);                                               \
         const __m512 lo = _mm512_set1_ps(e->lo), hi = _mm512_set1_ps(e->hi);                   \
-        if (act == 3) { /* GELU: half the rows in the registers, then the rest (above) */     \
-            int h_ = 0;                                                                        \
-            if (cbias && !res && !scale && !bias && !bot && !top && !cut) {                    \
-                AFRT_UK_EPI_ROWS_IN_(MRV / 2, MRV, 0, 0, 0, 1, 0, 0, 0, 0);                    \
-                AFRT_UK_EPI_ROWS_IN_(0, MRV / 2, 1, 0, 0, 1, 0, 0, 0, 0);                      \
-                h_ = MRV / 2;                                                                  \
-            } else {                                                                           \
-                AFRT_UK_EPI_ROWS_IN_(0, MRV, 0, scale, bias, cbias, res, bot, top, cut);       \
-            }                                                                                  \
-            for (int i = h_; i < MRV; ++i) {                                                   \
+        if (act == 3 && cbias && !res && !scale && !bias && !bot && !top && !cut) {          \
+            /* a Linear layer's bias + GELU: half the rows in the registers (above) */         \
+            AFRT_UK_EPI_ROWS_IN_(MRV / 2, MRV, 0, 0, 0, 1, 0, 0, 0, 0);                        \
+            AFRT_UK_EPI_ROWS_IN_(0, MRV / 2, 1, 0, 0, 1, 0, 0, 0, 0);                          \
+            for (int i = MRV / 2; i < MRV; ++i) {                                              \
                 float *ci = c + i * ldc;                                                       \
                 _mm512_storeu_ps(ci, afrt_gelu16_(_mm512_loadu_ps(ci)));                       \
-                if (cut)                                                                       \
-                    _mm512_mask_storeu_ps(ci + 16, m1,                                         \
-                                          afrt_gelu16_(_mm512_maskz_loadu_ps(m1, ci + 16)));   \
-                else _mm512_storeu_ps(ci + 16, afrt_gelu16_(_mm512_loadu_ps(ci + 16)));        \
+                _mm512_storeu_ps(ci + 16, afrt_gelu16_(_mm512_loadu_ps(ci + 16)));             \
             }                                                                                  \
             return;                                                                            \
         }                                                                                      \
@@ -1308,7 +1300,14 @@ typedef struct {
             AFRT_UK_EPI_ROWS_(MRV, 0, 1, 0, 0, 1, 0, 0);                                       \
         else /* the bias alone */                                                              \
             AFRT_UK_EPI_ROWS_(MRV, 0, 1, 0, 0, 0, 0, 0);                                       \
-        if (act) {                                                                             \
+        if (act == 3) { /* after the general finish: over all stored rows */                \
+            for (int i = 0; i < MRV; ++i) {                                                    \
+                float *ci = c + i * ldc;                                                       \
+                _mm512_storeu_ps(ci, afrt_gelu16_(_mm512_loadu_ps(ci)));                       \
+                _mm512_mask_storeu_ps(ci + 16, m1,                                             \
+                                      afrt_gelu16_(_mm512_maskz_loadu_ps(m1, ci + 16)));       \
+            }                                                                                  \
+        } else if (act) {                                                                      \
             for (int i = 0; i < MRV; ++i) {                                                    \
                 float *ci = c + i * ldc;                                                       \
                 _mm512_storeu_ps(ci, afrt_silu16_(_mm512_loadu_ps(ci), act == 2));             \
