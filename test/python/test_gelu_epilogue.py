@@ -31,18 +31,28 @@ from autofusion.testing import assert_close
 B, M = 2, 37
 
 
-def _model(w: np.ndarray, b: np.ndarray, rows: int, batch: int) -> onnx.ModelProto:
-    k, n = w.shape
+def _model(
+    w: np.ndarray, b: np.ndarray | None, rows: int, batch: int, w_left: bool = False
+) -> onnx.ModelProto:
+    """x @ w (+ b), then GELU as exporters write it; no Add when b is None. w_left: w @ x
+    instead, the constant w (rows x K) on the left of the input x (batch x K x N)."""
+    if w_left:
+        (rows, k), n = w.shape, (len(b) if b is not None else rows)
+        x_shape, operands = [batch, k, n], ["w", "x"]
+    else:
+        (k, n), x_shape, operands = w.shape, [batch, rows, w.shape[0]], ["x", "w"]
     c = {
         "sqrt2": np.float32(math.sqrt(2.0)),
         "one": np.float32(1.0),
         "half": np.float32(0.5),
     }
-    inits = [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")]
+    inits = [numpy_helper.from_array(w, "w")]
     inits += [numpy_helper.from_array(v, name) for name, v in c.items()]
-    nodes = [
-        helper.make_node("MatMul", ["x", "w"], ["m"]),
-        helper.make_node("Add", ["m", "b"], ["y"]),
+    nodes = [helper.make_node("MatMul", operands, ["m" if b is not None else "y"])]
+    if b is not None:
+        inits.append(numpy_helper.from_array(b, "b"))
+        nodes.append(helper.make_node("Add", ["m", "b"], ["y"]))
+    nodes += [
         helper.make_node("Div", ["y", "sqrt2"], ["t"]),
         helper.make_node("Erf", ["t"], ["e"]),
         helper.make_node("Add", ["e", "one"], ["s"]),
@@ -52,7 +62,7 @@ def _model(w: np.ndarray, b: np.ndarray, rows: int, batch: int) -> onnx.ModelPro
     graph = helper.make_graph(
         nodes,
         "fc1_gelu",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, rows, k])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
         [helper.make_tensor_value_info("out", TensorProto.FLOAT, [batch, rows, n])],
         inits,
     )
@@ -85,6 +95,38 @@ def test_gelu_epilogue_matches_onnxruntime(cpu: str, threads: int, K: int, N: in
     assert np.array_equal(np.isnan(got), np.isnan(ref))
     assert np.array_equal(np.isinf(got), np.isinf(ref))
     assert_close(got, ref, f"fc1 + GELU ({cpu}, {threads} thread(s))")
+
+
+# rows, bias, w_left: a constant left operand is packed, where 40 rows take the 8-row kernel
+# (afrt_choose_mr_); an activation on the left is read unpacked by the 12-row kernel
+HALVES = [(37, True, False), (40, True, True), (37, False, False)]
+
+
+@pytest.mark.parametrize(("rows", "bias", "w_left"), HALVES)
+@pytest.mark.parametrize(("cpu", "threads"), [("native", 1), ("native", 2), ("x86-64-v2", 1)])
+def test_gelu_epilogue_row_halves(
+    cpu: str, threads: int, rows: int, bias: bool, w_left: bool
+) -> None:
+    """The AVX-512 finish's two orders: after a Linear layer's bias the GELU of a tile's first
+    half of rows runs in the registers and the second half's over their stored rows (12- and
+    8-row kernels); without a bias the general finish stores every row first. K = 20, N = 45:
+    one 32-column tile and an edge of 13."""
+    rng = np.random.default_rng(7)
+    K, N = 20, 45
+    shape = (rows, K) if w_left else (K, N)
+    w = (rng.standard_normal(shape) * 1.5 / np.sqrt(K)).astype(np.float32)
+    b = rng.uniform(-1.0, 1.0, N).astype(np.float32) if bias else None
+    model = _model(w, b, rows, 2, w_left=w_left)
+    x = rng.standard_normal((2, K, N) if w_left else (2, rows, K)).astype(np.float32)
+    ref = onnxruntime_outputs(model, {"x": x})["out"]
+    assert 0.1 < np.abs(ref).max() < 10  # ordinary size
+    m = autofusion.compile(model, cpu=cpu, threads=threads, cache=False)
+    try:
+        assert "afrt_epi_gelu_fn" in (m.directory / "model.c").read_text()
+        got = m.run({"x": x})["out"]
+    finally:
+        m.close()
+    assert_close(got, ref, f"GELU epilogue {rows, bias, w_left} ({cpu}, {threads} thread(s))")
 
 
 @pytest.mark.parametrize("cpu", ["native", "x86-64-v2"])

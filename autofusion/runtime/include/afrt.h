@@ -501,12 +501,11 @@ static inline const afrt_epi_silu *afrt_epi_builtin_silu_(afrt_epilogue epi) {
  * sqrt 2))) fold into one FMA. r is a piecewise polynomial (AFRT_GELU_TAB, below) within 4e-8
  * of erf(a / sqrt 2) / 2, where af_erff's rational function is within 3.5e-7 / 2: -inf and NaN
  * give NaN as the generated loop does, large negative y +0.0 where it gives -0.0. The AVX-512
- * GEMM core adds the bias in its registers and runs the GELU over each tile's rows right after
- * their store (still in L1; in the unrolled store loop itself the accumulators spilled, 1.45x
- * the bare MatMul against 1.26x); every other kernel and ISA calls {afrt_epi_gelu_fn, &desc}
- * as an ordinary epilogue. Before, a generated epilogue function ran the loop above over each
- * finished block; benchmarks/gelu_epilogue.py and docs/runtime.md, "Built-in GELU epilogue",
- * have the figures.
+ * GEMM core adds the bias in its registers and runs the GELU there on half of each tile's rows,
+ * over the other half right after their store (AFRT_UK_EPI_ROWS_ says why); every other
+ * kernel and ISA calls {afrt_epi_gelu_fn, &desc} as an ordinary epilogue. Before, a generated
+ * epilogue function ran the loop above over each finished block; benchmarks/gelu_epilogue.py
+ * and docs/runtime.md, "Built-in GELU epilogue", have the figures.
  * ------------------------------------------------------------------------------------------- */
 typedef struct {
     const float *cbias; /* element c of the columns [c0, c1) of every row, or NULL */
@@ -1195,8 +1194,16 @@ typedef struct {
  * there with memset first) and re-read e after each store (c may alias it), ~30 instructions a
  * row; unrolled, the accumulators stay in registers (issue 16: the fused 1x1s of ResNet-50,
  * K = 64-512, spent more in this finish than the separate Relu / Add passes it replaces). The
- * SiLU / sigmoid / GELU activation is a second pass over the stored rows (still in L1), so the
+ * SiLU / sigmoid activation is a second pass over the stored rows (still in L1), so the
  * unrolled body stays small; the values and the order of operations are those of one pass.
+ * After a Linear layer's bias (the literal form below) the GELU runs in the registers on rows
+ * [0, MRV / 2), after the other half's rows are finished and stored, then over those stored
+ * rows (after the general finish: over all rows once stored). As one pass over all the rows
+ * read back right after their store it took ~4 ns per 16 values where the same pass over L1
+ * takes 2.6 (the fused 3136 x 96 x 384 MatMul 1.13-1.27x the bare one at load ~6, 1.04-1.13x
+ * so); on all the rows in the registers the 24 accumulators and the 10 table registers do
+ * not fit in 32, and GCC spilled the tables and the bias (1.11x); the first half's 12
+ * accumulators, the tables and the constants do (issue 16, session 25).
  * AFRT_UK_EPI_ROWS_'s flags say which steps run (SCALE: alpha != 1, BIAS, CBIAS, RES, BOT: lo >
  * -inf, TOP: hi < +inf, CUT: a column mask); the finish expands it with literal flags for the
  * forms ResNet-style convs take (bias + Relu, bias + residual + Relu, the bias alone), so those
@@ -1204,14 +1211,18 @@ typedef struct {
  * unrolled body) the tests were ~11 of the ~20 instructions a row, ~5% of a 64-channel 1x1
  * conv's time (issue 16, session 21). A Linear layer's column bias alone (+ GELU) has its
  * literal form too: Swin-T's 32 MatMul + bias kernels took ~2% less (benchmarks/kernel_ab.py
- * --match matmul_add, both orders; issue 16, session 24). With a residual as well it took
- * 1.4% less again on Swin-T (K = 384, N = 96) but 2.6% more on BERT-base's 24 (K = 768 and
- * 3072, N = 768), as session 21 had seen: that form keeps the general finish. lo = -inf
- * skips the lower bound, as hi = +inf the upper: either keeps every value, NaN and the
- * infinities included. */
+ * --match matmul_add, both orders; issue 16, session 24), and so has the bias + residual
+ * (Swin-T's 8 fc2 kernels 2.6% less, BERT-base's 24 residual kernels within +-1%). Session
+ * 24 had seen the residual form cost BERT's kernels 2.6% more: that build had GCC outline
+ * the direct-A kernel (afrt_ukernel12_ra_epi_), now always inlined (issue 16, session 25).
+ * lo = -inf skips the lower bound, as hi = +inf the upper: either keeps every value, NaN and
+ * the infinities included. */
 #define AFRT_UK_EPI_ROWS_(MRV, SCALE, BIAS, CBIAS, RES, BOT, TOP, CUT)                         \
+    AFRT_UK_EPI_ROWS_IN_(0, MRV, 0, SCALE, BIAS, CBIAS, RES, BOT, TOP, CUT)
+/* Rows [I0, I1) of the finish; GELU: then the GELU too, in the registers, before the store. */
+#define AFRT_UK_EPI_ROWS_IN_(I0, I1, GELU, SCALE, BIAS, CBIAS, RES, BOT, TOP, CUT)              \
     do {                                                                                       \
-    _Pragma("GCC unroll 16") for (int i = 0; i < MRV; ++i) {                                   \
+    _Pragma("GCC unroll 16") for (int i = I0; i < I1; ++i) {                                   \
         float *ci = c + i * ldc;                                                               \
         AFRT_UK_ZMM_ACC_(i, s + i * lds);                                                      \
         if (SCALE) {                                                                           \
@@ -1241,13 +1252,17 @@ typedef struct {
             c0[i] = _mm512_mask_mov_ps(hi, _mm512_cmp_ps_mask(c0[i], hi, _CMP_NGE_UQ), c0[i]); \
             c1[i] = _mm512_mask_mov_ps(hi, _mm512_cmp_ps_mask(c1[i], hi, _CMP_NGE_UQ), c1[i]); \
         }                                                                                      \
+        if (GELU) {                                                                            \
+            c0[i] = afrt_gelu16_(c0[i]);                                                       \
+            c1[i] = afrt_gelu16_(c1[i]);                                                       \
+        }                                                                                      \
         _mm512_storeu_ps(ci, c0[i]);                                                           \
         if (CUT) _mm512_mask_storeu_ps(ci + 16, m1, c1[i]);                                    \
         else _mm512_storeu_ps(ci + 16, c1[i]);                                                 \
     }                                                                                          \
     } while (0)
-#define AFRT_DEFINE_UKERNEL_EPI_(NAME, MRV, APARAMS, KLOOP)                                    \
-    static inline void NAME(int64_t kc, APARAMS, const float *restrict b, float *c,            \
+#define AFRT_DEFINE_UKERNEL_EPI_(NAME, ATTR, MRV, APARAMS, KLOOP)                              \
+    static inline ATTR void NAME(int64_t kc, APARAMS, const float *restrict b, float *c,       \
                             int64_t ldc, int acc, const float *s, int64_t lds,                 \
                             const afrt_uk_epi_ *e) {                                           \
         AFRT_UK_EPI_PREFETCH_(MRV, e);                                                         \
@@ -1264,8 +1279,21 @@ typedef struct {
         const __m512 cb1 = cbias ? _mm512_maskz_loadu_ps(m1, cbias + 16) : _mm512_setzero_ps(); \
         const __m512 al = _mm512_set1_ps(alpha);                                               \
         const __m512 lo = _mm512_set1_ps(e->lo), hi = _mm512_set1_ps(e->hi);                   \
+        if (act == 3 && cbias && !res && !scale && !bias && !bot && !top && !cut) {          \
+            /* a Linear layer's bias + GELU: half the rows in the registers (above) */         \
+            AFRT_UK_EPI_ROWS_IN_(MRV / 2, MRV, 0, 0, 0, 1, 0, 0, 0, 0);                        \
+            AFRT_UK_EPI_ROWS_IN_(0, MRV / 2, 1, 0, 0, 1, 0, 0, 0, 0);                          \
+            for (int i = MRV / 2; i < MRV; ++i) {                                              \
+                float *ci = c + i * ldc;                                                       \
+                _mm512_storeu_ps(ci, afrt_gelu16_(_mm512_loadu_ps(ci)));                       \
+                _mm512_storeu_ps(ci + 16, afrt_gelu16_(_mm512_loadu_ps(ci + 16)));             \
+            }                                                                                  \
+            return;                                                                            \
+        }                                                                                      \
         if (cbias && !res && !scale && !bias && !bot && !top && !cut)                          \
-            AFRT_UK_EPI_ROWS_(MRV, 0, 0, 1, 0, 0, 0, 0); /* a Linear layer's bias (+ GELU) */  \
+            AFRT_UK_EPI_ROWS_(MRV, 0, 0, 1, 0, 0, 0, 0); /* a Linear layer's bias */           \
+        else if (cbias && res && !scale && !bias && !bot && !top && !cut) /* + residual */    \
+            AFRT_UK_EPI_ROWS_(MRV, 0, 0, 1, 1, 0, 0, 0);                                       \
         else if (scale || cbias || top || cut || !bias || (res && !bot))                     \
             AFRT_UK_EPI_ROWS_(MRV, scale, bias, cbias, res, bot, top, cut);                    \
         else if (res) /* Add + Relu */                                                         \
@@ -1274,13 +1302,7 @@ typedef struct {
             AFRT_UK_EPI_ROWS_(MRV, 0, 1, 0, 0, 1, 0, 0);                                       \
         else /* the bias alone */                                                              \
             AFRT_UK_EPI_ROWS_(MRV, 0, 1, 0, 0, 0, 0, 0);                                       \
-        if (act == 3 && !cut) {                                                                \
-            for (int i = 0; i < MRV; ++i) {                                                    \
-                float *ci = c + i * ldc;                                                       \
-                _mm512_storeu_ps(ci, afrt_gelu16_(_mm512_loadu_ps(ci)));                       \
-                _mm512_storeu_ps(ci + 16, afrt_gelu16_(_mm512_loadu_ps(ci + 16)));             \
-            }                                                                                  \
-        } else if (act == 3) {                                                                 \
+        if (act == 3) { /* after the general finish: over all stored rows */                \
             for (int i = 0; i < MRV; ++i) {                                                    \
                 float *ci = c + i * ldc;                                                       \
                 _mm512_storeu_ps(ci, afrt_gelu16_(_mm512_loadu_ps(ci)));                       \
@@ -1298,10 +1320,14 @@ typedef struct {
         }                                                                                      \
     }
 #define AFRT_DEFINE_UKERNEL_EPI(NAME, MRV)                                                     \
-    AFRT_DEFINE_UKERNEL_EPI_(NAME, MRV, AFRT_UK_A_PACKED_, AFRT_UK_ZMM_KLOOP_)
+    AFRT_DEFINE_UKERNEL_EPI_(NAME, , MRV, AFRT_UK_A_PACKED_, AFRT_UK_ZMM_KLOOP_)
 AFRT_DEFINE_UKERNEL_EPI(afrt_ukernel12_epi_, 12)
 AFRT_DEFINE_UKERNEL_EPI(afrt_ukernel8_epi_, 8)
-AFRT_DEFINE_UKERNEL_EPI_(afrt_ukernel12_ra_epi_, 12, AFRT_UK_A_ROWS_PF_, AFRT_UK_ZMM_KLOOP_RA_)
+/* Inlined into its one caller (afrt_gemm_tile_a_) always: GCC's own choice flipped with small
+ * changes to the finish (one more literal form outlined it), and the same finish measured
+ * 1-7% apart on a MatMul either way (issue 16, session 25). */
+AFRT_DEFINE_UKERNEL_EPI_(afrt_ukernel12_ra_epi_, __attribute__((always_inline)), 12,
+                         AFRT_UK_A_ROWS_PF_, AFRT_UK_ZMM_KLOOP_RA_)
 #define AFRT_UK_EPI_ 1
 #else
 /* Portable C (x86-64-v2, aarch64): passes of AFRT_UK_ROWS rows x 32 columns over the packed
