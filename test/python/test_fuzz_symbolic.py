@@ -173,3 +173,20 @@ def test_one_build_fuzz_against_onnxruntime() -> None:
     # are refused by name; a third or more keep their symbol and are compared at every n
     assert TALLY["compiled"] >= max(1, TALLY["models"] // 3)
     assert TALLY["runs"] >= TALLY["compiled"]
+
+
+def test_an_operand_read_twice_at_run_time_size_compiles() -> None:
+    """The fuzzer's find: Add(x, x) of a run-time size printed a kernel whose first
+    parameter its body never named (-Werror=unused-parameter); it now says ``(void)``."""
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "x"], ["y"])],
+        "twice",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    m = autofusion.compile(model, dynamic={"n": (1, 5)}, one_build=True, threads=1, cache=False)
+    x = np.linspace(-1.5, 2.5, 3, dtype=np.float32)
+    np.testing.assert_array_equal(m.run({"x": x})["y"], x + x)

@@ -20,6 +20,7 @@ naming the site (``af_guard_sites``), the index and the valid range. Integer Div
 from __future__ import annotations
 
 import math as pymath
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -447,10 +448,14 @@ class CPrinter:
             w.append("  (void)af_w;")
             w.append("  (void)af_s;")
             w.append("  (void)af_sb;")
-            for a in args:
-                if not a.uses:
-                    w.append(f"  (void){fp.names[a]};")
+        body_at = len(w)
         fp.block(f.body.block, 1)
+        if not epilogue:
+            # an argument the printed body never names (no uses, or uses that print nothing:
+            # Add(x, x) of a run-time size reads its one operand through one of the two)
+            body = "\n".join(w[body_at:])
+            unused = [n for a in args if not re.search(rf"\b{(n := fp.names[a])}\b", body)]
+            w[body_at:body_at] = [f"  (void){n};" for n in unused]
         w.append("}")
         w.append("")
         # An epilogue works on a piece of C still in L1; exp/erf/tanh loops are arithmetic:
