@@ -12,7 +12,10 @@ Input: the live intervals of ``autofusion.analysis.liveness``. Steps:
    ``nn.concat`` whose operand slices are contiguous in its result (every dim before the
    axis is 1) takes the buffers of the operands that may alias (``_concat_in_place``) as
    members at their slices' byte offsets: their producers write straight into the
-   concat's output and the concat copies nothing for them. The merged buffer lives from
+   concat's output and the concat copies nothing for them. An operand's buffer moves as
+   one piece; a split piece brings its sibling pieces along when they fall just before or
+   just after the concat's bytes (the merged buffer then starts before the concat's
+   result, which sits at a nonzero offset in it). The merged buffer lives from
    its first member's definition to the last read of any member. A ``fusion.kernel`` that
    is one Conv/MatMul/Gemm whose epilogue adds a residual (``residual_operand``: Add, then
    at most one Relu/Clip) writes its result over that residual under the same conditions as
@@ -38,7 +41,7 @@ multiple of it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.dialects import func
@@ -271,20 +274,34 @@ def makes_no_kernel(op: Operation) -> bool:
     return planned_view_offsets(op) is not None
 
 
+def _extent(buf: Buffer, by_value: dict[SSAValue, Interval]) -> int:
+    """The bytes ``buf``'s members occupy from its start (unaligned: the last member's
+    padding is never written)."""
+    return max((buf.rel.get(m.value, 0) + m.size for m in buf.members), default=0)
+
+
 def _concat_in_place(
     iv: Interval,
     operands: Sequence[SSAValue],
     by_value: dict[SSAValue, Interval],
     buffer_of: dict[SSAValue, Buffer],
     alignment: int,
+    placed: Container[SSAValue],
 ) -> list[bool]:
     """Which operands of the concat ``iv`` may be written straight into their slice.
 
     An operand qualifies when it is an intermediate of the plan (not an argument, weight
     or function result), occurs once among the operands, shares its buffer with no other
-    operand, owns a buffer of exactly its size at offset 0 (not already a slice of another
-    concat, so it is relocated at most once), is not empty, and its slice starts at a
-    multiple of ``alignment``.
+    operand, is not empty, is not in place in an earlier concat already (``placed``: one
+    slice per operand), and its slice starts at a multiple of ``alignment``. Its whole
+    buffer moves, as one piece, so that the operand lands on its slice; every other byte of
+    that buffer must then fall outside the concat's result. Usually the buffer is the
+    operand's alone (or an earlier concat's whose result it is) and lands exactly on the
+    slice. A split piece (``merge-sibling-convs``' 1x1 branch) brings the other pieces of
+    its source along: allowed when the piece is the first slice and the last bytes of its
+    source (the rest sits just before the concat's result) or the last slice and the first
+    bytes of its source (the rest sits just after). An operand already inside an earlier
+    concat's slice brings that concat's other bytes along the same way.
     """
     assert isinstance(iv.op, nn.ConcatOp)
     starts = concat_slices(iv.op, operands)
@@ -294,16 +311,21 @@ def _concat_in_place(
     flags: list[bool] = []
     for v, start, buf in zip(operands, starts, owners):
         src = by_value.get(v)
-        flags.append(
+        ok = (
             buf is not None
             and src is not None
             and src.size > 0
             and operands.count(v) == 1
             and sum(b is buf for b in owners) == 1
-            and buf.rel.get(v, 0) == 0
-            and buf.size == align(src.size, alignment)
+            and v not in placed
             and start % alignment == 0
         )
+        if ok and buf is not None and src is not None:
+            rel = buf.rel.get(v, 0)
+            before = rel > 0  # bytes of the buffer before the operand
+            after = _extent(buf, by_value) > rel + src.size
+            ok = (not before or start == 0) and (not after or start + src.size == iv.size)
+        flags.append(ok)
     return flags
 
 
@@ -391,23 +413,30 @@ def build_buffers(
                 residual[iv.value] = res_index
         elif concat_inplace and isinstance(iv.op, nn.ConcatOp):
             operands = [rename.get(v, v) for v in iv.op.inputs]
-            flags = _concat_in_place(iv, operands, by_value, buffer_of, alignment)
+            flags = _concat_in_place(iv, operands, by_value, buffer_of, alignment, aliases)
             if any(flags):
-                target = Buffer([], iv.start, iv.end, align(max(iv.size, 1), alignment))
-                buffers.append(target)
                 starts = concat_slices(iv.op, operands) or []
-                for v, start, flag in zip(operands, starts, flags):
-                    if not flag:
-                        continue
-                    part = buffer_of[v]
+                moved = [
+                    (v, start - buffer_of[v].rel.get(v, 0), buffer_of[v])
+                    for v, start, flag in zip(operands, starts, flags)
+                    if flag
+                ]
+                # A part placed before the result's first byte shifts everything up.
+                base = min(0, *(at for _, at, _ in moved))
+                high = max(iv.size, *(at + _extent(part, by_value) for _, at, part in moved))
+                target = Buffer([], iv.start, iv.end, align(max(high - base, 1), alignment))
+                buffers.append(target)
+                if base:
+                    target.rel[iv.value] = -base
+                for v, at, part in moved:
                     absorbed.add(id(part))
                     for m in part.members:
-                        target.rel[m.value] = start + part.rel.get(m.value, 0)
+                        target.rel[m.value] = at - base + part.rel.get(m.value, 0)
                         buffer_of[m.value] = target
                     target.members.extend(part.members)
                     target.start = min(target.start, part.start)
                     target.end = max(target.end, part.end)
-                    aliases[v] = (iv.value, start)
+                    aliases[v] = (iv.value, starts[operands.index(v)])
                 concat_flags[iv.value] = flags
         if target is None:
             target = Buffer([iv], iv.start, iv.end, align(max(iv.size, 1), alignment))

@@ -4,11 +4,15 @@ Effect: the 1x1 convs that read the same value ``x`` with equal strides, pads an
 group 1, each read by exactly one ``nn.relu`` (an Inception module's 1x1 branch, 3x3-reduce
 and 5x5-reduce), become one ``nn.conv`` with their weights and biases stacked along the
 output channels (new constants built at compile time), one ``nn.relu`` and one ``nn.split``
-along the channels whose pieces replace the Relus' results, in the siblings' block order.
+along the channels whose pieces replace the Relus' results, in the siblings' block order
+(except for a piece a concat takes first or last, below).
 ``x`` is read once, by one GEMM with N = the sum of the output channels instead of GEMMs with
 N of 16-48. With batch 1 the pieces are contiguous, so the buffer plan makes them views of
-the joined output (``planned_view_offsets``); a piece that a concat takes is copied into it
-(the measured cost is below the gain: docs/fusion.md, "Sibling 1x1 convs as one GEMM").
+the joined output (``planned_view_offsets``). A piece that a concat takes as its first
+operand is put last in the joined output (one taken last, first), and the buffer plan puts
+the joined output so that piece lands on its slice of the concat and the other pieces sit
+just outside it: the GEMM writes that piece straight into the concat. A piece in the middle
+of a concat is copied into it (docs/fusion.md, "Sibling 1x1 convs as one GEMM").
 
 The joined conv carries ``sibling.pieces`` (output channels per piece) and
 ``sibling.decided_by`` (``rules``: a measured rule, no cost model asked); the report lists them
@@ -100,9 +104,27 @@ def _key(conv: nn.ConvOp) -> tuple[tuple[int, ...], ...]:
     return (conv.strides, conv.pads, conv.dilations)
 
 
+def _concat_end(sib: _Sibling) -> int:
+    """Where ``sib``'s piece goes in the joined output: 0 (first) when its only reader is a
+    concat that takes it last, 2 (last) when a concat takes it first, else 1. The buffer plan
+    then puts the joined output so that piece lands on its slice of the concat, the other
+    pieces just outside the concat's bytes (``memory_plan._concat_in_place``): the concat
+    copies nothing for it."""
+    uses = list(sib.relu.y.uses)
+    if len(uses) != 1 or not isinstance(concat := uses[0].operation, nn.ConcatOp):
+        return 1
+    if concat.axis != 1 or list(concat.inputs).count(sib.relu.y) != 1:
+        return 1
+    if uses[0].index == 0:
+        return 2
+    return 0 if uses[0].index == len(concat.inputs) - 1 else 1
+
+
 def _join(sibs: Sequence[_Sibling], decided_by: str) -> None:
-    """Replace ``sibs`` (in block order) by one conv, one Relu and one split."""
+    """Replace ``sibs`` by one conv, one Relu and one split (block order, except that a piece
+    a concat takes first goes last and one it takes last goes first: ``_concat_end``)."""
     first = sibs[0].conv
+    sibs = sorted(sibs, key=_concat_end)
     pieces = [int(s.w.shape[0]) for s in sibs]
     wc = make_constant(np.concatenate([s.w for s in sibs]),
                        [o for s in sibs for o in origins_of(s.conv.w.owner)])  # type: ignore[arg-type]  # fmt: skip

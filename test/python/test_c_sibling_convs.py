@@ -28,10 +28,11 @@ MODULES = {
 }
 
 
-def inception_model(seed: int = 0) -> onnx.ModelProto:
+def inception_model(seed: int = 0, b1_last: bool = False) -> onnx.ModelProto:
     """Per module of ``MODULES``: ``x -> [1x1, 1x1 -> 3x3, 1x1 -> 3x3, maxpool -> 1x1] ->
     Concat -> 1x1 (8 channels)``, every conv + Relu; module ``out`` also returns its 5x5
-    reduce's output. Weights at the 1/sqrt(fan-in) scale so outputs stay of order 1."""
+    reduce's output. ``b1_last``: the Concat takes the 1x1 branch last, not first. Weights at
+    the 1/sqrt(fan-in) scale so outputs stay of order 1."""
     rng = np.random.default_rng(seed)
     nodes: list[onnx.NodeProto] = []
     inits: list[onnx.TensorProto] = []
@@ -60,7 +61,8 @@ def inception_model(seed: int = 0) -> onnx.ModelProto:
         nodes.append(helper.make_node("MaxPool", [x], [f"{m}_pool"], name=f"{m}_pool",
                                       kernel_shape=[3, 3], pads=[1] * 4))  # fmt: skip
         b4 = conv_relu(f"{m}_b4", f"{m}_pool", cin, kp, 1)
-        nodes.append(helper.make_node("Concat", [b1, b2, b3, b4], [f"{m}_cat"],
+        branches = [b2, b3, b4, b1] if b1_last else [b1, b2, b3, b4]
+        nodes.append(helper.make_node("Concat", branches, [f"{m}_cat"],
                                       name=f"{m}_cat", axis=1))  # fmt: skip
         y = conv_relu(f"y_{m}", f"{m}_cat", k1 + k3 + k5 + kp, 8, 1)
         outs.append(helper.make_tensor_value_info(y, onnx.TensorProto.FLOAT, None))
@@ -83,18 +85,35 @@ def _feeds(model: onnx.ModelProto, seed: int) -> dict[str, np.ndarray]:
 @pytest.mark.parametrize("cpu", ["native", "x86-64-v2"])
 def test_siblings_match_onnxruntime_at_1_2_3_threads(cpu: str) -> None:
     """Every output (the returned 5x5 reduce too) matches onnxruntime with the same bits at
-    1, 2 and 3 threads; each module's three 1x1 convs joined in block order."""
+    1, 2 and 3 threads; each module's three 1x1 convs joined, the 1x1 branch's piece last
+    (the Concat takes it first) and written straight into the Concat: no copy."""
     m = inception_model()
     report = same_bits_at_thread_counts(m, _feeds(m, 3), cpu, runs=2)
     rows = report["sibling_convs"]
-    assert [r["pieces"] for r in rows] == [[13, 16, 5], [40, 48, 20], [16, 24, 8]]
-    assert [r["nodes"][0] for r in rows] == ["odd_b1", "blk_b1", "out_b1"]
+    assert [r["pieces"] for r in rows] == [[16, 5, 13], [48, 20, 40], [24, 8, 16]]
+    assert [r["nodes"][-1] for r in rows] == ["odd_b1", "blk_b1", "out_b1"]
     assert {r["decided_by"] for r in rows} == {"rules"}
+    # every branch of modules blk and out; in module odd the slices after the first start
+    # at bytes 13 * 81 * 4 = 4212 ... (not multiples of 64), so its three others are copied
+    assert report["concat_copies_removed"] == 4 + 4 + 1
     if cpu == "native" and report.get("layout"):
         # the 3x3 conv reading the piece at channel offset 40 (not a multiple of 16) runs on
         # the blocked direct kernel
         algo = {r["origins"][0]: r["conv_algo"] for r in report["conv_algo"]}
         assert algo["blk_b2"] == "direct_nchwc"
+
+
+def test_a_piece_a_concat_takes_last_goes_first_and_is_not_copied() -> None:
+    """With the 1x1 branch last in each Concat its piece is the joined output's first (the
+    other pieces sit just after the Concat's bytes); onnxruntime's outputs, no copy."""
+    m = inception_model(seed=2, b1_last=True)
+    report = same_bits_at_thread_counts(m, _feeds(m, 4), "native", counts=(1, 2))
+    rows = report["sibling_convs"]
+    assert [r["pieces"] for r in rows] == [[13, 16, 5], [40, 48, 20], [16, 24, 8]]
+    assert [r["nodes"][0] for r in rows] == ["odd_b1", "blk_b1", "out_b1"]
+    # not multiples of 64: module odd's b4 slice starts at (16 + 8) * 81 * 4 = 7776 bytes,
+    # module out's b1 slice at (32 + 16 + 8) * 49 * 4 = 10976
+    assert report["concat_copies_removed"] == 3 + 4 + 3
 
 
 def test_disabled_family_keeps_siblings_apart(tmp_path: Path) -> None:
