@@ -49,6 +49,7 @@ from autofusion.dialects.base import int_attr, shape_of
 from autofusion.passes._match import const_value, set_merged_origins
 from autofusion.passes.assign_precision import precision_of
 from autofusion.passes.fold_batchnorm import make_constant
+from autofusion.passes.fuse import main_funcs
 from autofusion.passes.options import PolicyPass
 from autofusion.policy.engine import FusionPolicy
 from autofusion.policy.reasons import RefusalLog, origins_of
@@ -200,8 +201,6 @@ class MergeSiblingConvs(PolicyPass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         policy = self.fusion_policy()
         log = RefusalLog()
-        for fn in op.ops:
-            for region in fn.regions:
-                for block in region.blocks:
-                    merge_block(block, policy, log)
+        for f in main_funcs(op):
+            merge_block(f.body.block, policy, log)
         log.flush(op)

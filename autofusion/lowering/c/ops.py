@@ -9,7 +9,7 @@ loops where the layout allows); the outermost loop of a big nest is marked paral
 from __future__ import annotations
 
 import math as pymath
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import cast
 
 from xdsl.dialects import arith, math
@@ -639,20 +639,30 @@ def _conv3d_call(
     if _lp_props(op):
         raise fail(op, "16-bit 3-d convolutions are not supported (keep them fp32_ops)")
     props, dyn = _params(L.e, clib.conv3d_params(op))
-    L.e.add(
-        clib.Conv3DOp.build(
-            operands=[
-                L.buffer_of(op.x),
-                L.buffer_of(op.w),
-                out,
-                bias,
-                [ep] if ep else [],
-                [ctx] if ctx else [],
-                dyn,
-            ],
-            properties={"params": props},
-        )
-    )
+    operands = _conv_operands(L, op, out, bias, ep, ctx, dyn)
+    L.e.add(clib.Conv3DOp.build(operands=operands, properties={"params": props}))
+
+
+def _conv_operands(
+    L: Lowering,
+    op: nn.ConvOp,
+    out: SSAValue,
+    bias: list[SSAValue],
+    ep: SSAValue | None,
+    ctx: SSAValue | None,
+    dyn: Sequence[SSAValue],
+) -> list[SSAValue | Sequence[SSAValue]]:
+    """The operand groups of ``clib.conv2d`` / ``clib.conv3d``: x, w, out, the optional bias,
+    epilogue and context, the run-time sizes."""
+    return [
+        L.buffer_of(op.x),
+        L.buffer_of(op.w),
+        out,
+        bias,
+        [ep] if ep else [],
+        [ctx] if ctx else [],
+        dyn,
+    ]
 
 
 def contraction_call(
@@ -682,15 +692,7 @@ def contraction_call(
         props, dyn = _params(e, params)
         e.add(
             clib.Conv2DOp.build(
-                operands=[
-                    L.buffer_of(op.x),
-                    L.buffer_of(op.w),
-                    out,
-                    bias,
-                    [ep] if ep else [],
-                    [ctx] if ctx else [],
-                    dyn,
-                ],
+                operands=_conv_operands(L, op, out, bias, ep, ctx, dyn),
                 properties={
                     "params": props,
                     **_bounds(params),
