@@ -65,6 +65,12 @@ can leave one build on one thread and the other on two (seen: the unfused ResNet
 cut to one thread while the fused one kept two), so the two builds were not compared at the
 same thread count.
 
+``--processes K`` measures each row in K fresh processes and reports the median of each
+figure (and each process's ratios on stderr): the two builds' memory lands at other physical
+addresses in each process, and on this machine that moved the real ResNet-50's one-thread
+saving by more than its R (session 26: ratios 0.17-0.94 over five processes of one build,
+where each process's rounds agreed to a few hundredths), so one process is one draw.
+
 ``--detail`` adds, per row, where the fused kernels still pay for what they absorbed, by
 kernel minima: per kind of fused kernel (pattern, and for convs the algorithm and output map),
 the unfused time of its anchors, its share of R, and ``kept``, the fused kernels' minima minus
@@ -331,6 +337,49 @@ def measure(
     }
 
 
+def in_child(args: argparse.Namespace, spec: str, threads: int, say: Any) -> dict[str, Any]:
+    """One row measured by a fresh process of this script (``--processes 1``)."""
+    import json
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "row.json")
+        cmd = [sys.executable, os.path.abspath(__file__), "--models", spec,
+               "--threads", str(threads), "--runs", str(args.runs),
+               "--rounds", str(args.rounds), "--min-round-ms", str(args.min_round_ms),
+               "--clock", args.clock, "--json", out]  # fmt: skip
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        if not os.path.exists(out):
+            raise SystemExit(f"fusion_efficiency: the child for {spec} failed:\n{done.stderr}")
+        with open(out) as f:
+            (row,) = json.load(f)
+    say(f"  process: ratio {row['ratio']:.2f}, paired {row['ratio_paired']:.2f}, "
+        f"kernel minima {row['min_ratio']:.2f}")  # fmt: skip
+    return row
+
+
+def combine(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The rows of one model measured in several processes as one: each figure the median
+    of the processes' (the ratios too, not recomputed from medians), the rounds of all, the
+    kept-by-kind table of the process whose kernel-minima ratio is the median, and each
+    process's ratios (``ratios``, ``ratios_paired``)."""
+    out: dict[str, Any] = dict(rows[0])
+    for key, value in rows[0].items():
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            out[key] = statistics.median(r[key] for r in rows)
+    out["rounds_ms"] = {
+        b: [t for r in rows for t in r["rounds_ms"][b]] for b in ("unfused", "fused")
+    }
+    out["mismatch"] = sorted({n for r in rows for n in r["mismatch"]})
+    mid = sorted(rows, key=lambda r: r["min_ratio"])[len(rows) // 2]
+    out["kept_by_kind"] = mid["kept_by_kind"]
+    out["ratios"] = [round(r["ratio"], 2) for r in rows]
+    out["ratios_paired"] = [round(r["ratio_paired"], 2) for r in rows]
+    out["processes"] = len(rows)
+    return out
+
+
 def table(rows: Sequence[Mapping[str, Any]]) -> str:
     out = [
         "| model | threads | unfused ms | fused ms | R ms | saving ms | saving / R "
@@ -366,6 +415,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="more runs per round for a fast model, so that each build's round lasts at "
         "least this long (the kernel minima then come from runs x rounds profiles too)",
     )
+    ap.add_argument(
+        "--processes",
+        type=int,
+        default=1,
+        help="measure each row in this many fresh processes (each loads the two builds "
+        "again, so their memory lands elsewhere) and report the median of each figure",
+    )
     ap.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
     ap.add_argument(
         "--detail",
@@ -396,9 +452,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     for spec in args.models.split(","):
         for threads in (int(t) for t in args.threads.split(",")):
             say(f"{spec}, {threads} thread(s); load average {os.getloadavg()[0]:.1f}")
-            row = measure(
-                spec, threads, args.runs, args.rounds, say, args.clock, args.min_round_ms / 1e3
-            )
+            if args.processes > 1:
+                row = combine([in_child(args, spec, threads, say) for _ in range(args.processes)])
+                say(f"  per process: ratio {row['ratios']}, paired {row['ratios_paired']}")
+            else:
+                row = measure(
+                    spec, threads, args.runs, args.rounds, say, args.clock, args.min_round_ms / 1e3
+                )
             say(
                 f"  ratio {row['ratio']:.2f} (paired {row['ratio_paired']:.2f}); "
                 f"rounds {row['rounds_ms']}"

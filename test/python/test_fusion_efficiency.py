@@ -80,3 +80,29 @@ def test_runs_for_stretches_a_fast_models_round() -> None:
     assert 12 <= fe.runs_for(_Sleeper(0.005), None, "wall", 3, 0.1) <= 20
     # a run slower than the round: the runs asked for stay
     assert fe.runs_for(_Sleeper(0.02), None, "wall", 3, 0.01) == 3
+
+
+def test_combine_takes_each_figures_median_over_processes() -> None:
+    """``--processes``: each figure is the median of the processes' (a ratio is not recomputed
+    from medians), the rounds are pooled, mismatches joined, the kept-by-kind table is the
+    median process's by kernel minima, and each process's ratios are listed."""
+
+    def row(ratio: float, paired: float, mins: float, unf: float, tag: str) -> dict:
+        return {"model": "m", "threads": 1, "ratio": ratio, "ratio_paired": paired,
+                "min_ratio": mins, "unfused_ms": unf, "runs": 10,
+                "rounds_ms": {"unfused": [unf], "fused": [unf - 1]},
+                "mismatch": ["y"] if tag == "c" else [],
+                "kept_by_kind": [{"kind": tag}]}  # fmt: skip
+
+    rows = [row(0.9, 0.8, 0.7, 50.0, "a"), row(0.3, 0.6, 0.95, 52.0, "b"),
+            row(0.6, 1.0, 0.8, 51.0, "c")]  # fmt: skip
+    out = fe.combine(rows)
+    assert (out["ratio"], out["ratio_paired"], out["min_ratio"]) == (0.6, 0.8, 0.8)
+    assert out["unfused_ms"] == 51.0
+    assert out["runs"] == 10
+    assert out["model"] == "m"
+    assert out["rounds_ms"] == {"unfused": [50.0, 52.0, 51.0], "fused": [49.0, 51.0, 50.0]}
+    assert out["mismatch"] == ["y"]
+    assert out["kept_by_kind"] == [{"kind": "c"}]
+    assert out["ratios"] == [0.9, 0.3, 0.6]
+    assert out["processes"] == 3
