@@ -138,8 +138,9 @@ def join_each(
     """In each main function, outline as one kernel (``outline_joined``, named ``prefix`` ...)
     the top-level ops ``propose(top, block, log)`` returns with their ``decided_by`` for each
     top-level op ``top`` (None: no join there, any refusal logged); the refusal log is
-    flushed into ``module``. Returns how many kernels were formed. ``fuse-conv-pool`` and
-    ``fuse-conv-pair`` are this driver and their own ``propose``."""
+    flushed into ``module``. Returns how many kernels were formed. ``fuse-conv-pool``,
+    ``fuse-conv-pair`` and ``fuse-conv-chain`` are this driver and their own ``propose``
+    (the chain's keeps a finder and the ops already taken per block)."""
     log = RefusalLog()
     formed = 0
     for f in main_funcs(module):

@@ -41,7 +41,7 @@ from typing import ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 
 from autofusion.analysis import predict
 from autofusion.analysis.conv_chain import CLAMPS, conv_fields, is_dwpw
@@ -50,7 +50,7 @@ from autofusion.dialects import clib, nn
 from autofusion.dialects.fusion import KernelOp, YieldOp
 from autofusion.passes.assign_layout import EXPAND_MAX_HW
 from autofusion.passes.assign_precision import precision_of
-from autofusion.passes.fuse import main_funcs, outline_joined
+from autofusion.passes.fuse import join_each
 from autofusion.passes.options import PolicyPass
 from autofusion.policy.engine import FusionPolicy
 from autofusion.policy.reasons import Refusal, RefusalLog, nodes_of
@@ -209,38 +209,37 @@ class _ChainFinder:
 def fuse_dwpw_chains(module: ModuleOp, policy: FusionPolicy, blocked: bool = False) -> int:
     """Form the chain kernels; returns how many were formed. ``blocked``: the C build has
     ``afrt_dwpw_f32``'s blocked band (AVX-512; ``clib.dwpw_blocked_pays``)."""
-    log = RefusalLog()
-    formed = 0
-    for f in main_funcs(module):
-        block = f.body.block
-        pairs: list[tuple[tuple[Operation, ...], str]] = []
-        finder = _ChainFinder(policy, log, blocked)
-        used: set[Operation] = set()
-        for op in list(block.ops):
-            if op in used or _producer(op) is None or len(op.results) != 1:
-                continue
-            v = op.results[0]
-            convs = [(u.operation, c) for u in v.uses if (c := _consumer(u.operation, v))]
-            if not convs:
-                continue
-            cons, conv = convs[0]
-            if cons in used or cons.parent_block() is not block:
-                continue
-            if policy.level == 0 or not policy.config.family_enabled(FAMILY):
-                if v.has_one_use():
-                    r = policy.family_refusal(FAMILY, [Unit.of(op).ops[0], conv])
-                    if r is not None:
-                        log.add_refusal(r)
-                continue
-            layer = finder.decide(op, cons)
-            if layer is not None:
-                ex = finder.expand_of(op, cons, used)
-                tops = (op, cons) if ex is None else (ex, op, cons)
-                pairs.append((tops, layer))
-                used.update(tops)
-        formed += len(outline_joined(block, pairs, "chain_"))
-    log.flush(module)
-    return formed
+    # per block: its finder (which caches per block) and the ops already in a chain
+    state: dict[Block, tuple[_ChainFinder, set[Operation]]] = {}
+
+    def propose(
+        op: Operation, block: Block, log: RefusalLog
+    ) -> tuple[tuple[Operation, ...], str] | None:
+        finder, used = state.setdefault(block, (_ChainFinder(policy, log, blocked), set()))
+        if op in used or _producer(op) is None or len(op.results) != 1:
+            return None
+        v = op.results[0]
+        convs = [(u.operation, c) for u in v.uses if (c := _consumer(u.operation, v))]
+        if not convs:
+            return None
+        cons, conv = convs[0]
+        if cons in used or cons.parent_block() is not block:
+            return None
+        if policy.level == 0 or not policy.config.family_enabled(FAMILY):
+            if v.has_one_use():
+                r = policy.family_refusal(FAMILY, [Unit.of(op).ops[0], conv])
+                if r is not None:
+                    log.add_refusal(r)
+            return None
+        layer = finder.decide(op, cons)
+        if layer is None:
+            return None
+        ex = finder.expand_of(op, cons, used)
+        tops = (op, cons) if ex is None else (ex, op, cons)
+        used.update(tops)
+        return tops, layer
+
+    return join_each(module, "chain_", propose)
 
 
 @dataclass(frozen=True)
