@@ -74,7 +74,10 @@ where each process's rounds agreed to a few hundredths), so one process is one d
 ``--detail`` adds, per row, where the fused kernels still pay for what they absorbed, by
 kernel minima: per kind of fused kernel (pattern, and for convs the algorithm and output map),
 the unfused time of its anchors, its share of R, and ``kept``, the fused kernels' minima minus
-their anchors' (``kept_by_kind``; kept / R is the share of R fusion did not save there).
+their anchors' (``kept_by_kind``; kept / R is the share of R fusion did not save there),
+and the same kept time as the sum of per-kernel medians over the rounds of (fused kernel -
+its anchors in the same round), ``kept_paired``: minima pair each kernel's luckiest runs of
+the two builds, which need not be the same moment, and on this machine they moved more.
 
     python benchmarks/fusion_efficiency.py --models resnet50,mobilenet,inception,bert_base@128,\
 bert_base@512,swin_tiny --threads 1,2 --runs 10 --rounds 3 [--detail]
@@ -193,32 +196,66 @@ def kept_by_kind(
     return sorted(rows.values(), key=lambda r: r["R_ms"] - r["kept_ms"])
 
 
+def kept_paired(
+    pairs: Sequence[tuple[Sequence[Any], Sequence[Any]]], algos: Mapping[str, str]
+) -> dict[str, float]:
+    """Per kind (as ``kept_by_kind``): the sum over its fused kernels of the median, over the
+    runs, of the kernel's time minus its anchors' in the unfused profile of the same round
+    (``pairs``: (unfused, fused) single-run profiles taken back to back), in ms. Minima pair
+    each kernel's luckiest run of each build, which need not be the same moment; this pairs
+    the two builds' runs."""
+    diffs: dict[tuple[str, str], list[float]] = {}
+    for unfused, fused in pairs:
+        groups, _ = _match(unfused, fused)
+        for i, k in enumerate(fused):
+            members = groups.get(i, [])
+            if not members:
+                continue
+            kind = " ".join(filter(None, [str(k.kernel).split("_", 1)[-1], algos.get(k.kernel)]))
+            a = sum(x.seconds for x in _anchors(members))
+            diffs.setdefault((kind, str(k.kernel)), []).append(k.seconds - a)
+    out: dict[str, float] = {}
+    for (kind, _), d in diffs.items():
+        out[kind] = out.get(kind, 0.0) + 1e3 * statistics.median(d)
+    return out
+
+
 def detail_table(rows: Sequence[Mapping[str, Any]]) -> str:
     out = [
-        "| kind | n | anchors ms | R ms | kept ms | kept / R |",
-        "|---|---|---|---|---|---|",
+        "| kind | n | anchors ms | R ms | kept ms | kept / R | kept ms, paired medians |",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         share = f"{r['kept_ms'] / r['R_ms']:.2f}" if r["R_ms"] > 0 else "-"
+        paired = f"{r['kept_paired_ms']:+.3f}" if "kept_paired_ms" in r else "-"
         out.append(
             f"| {r['kind']} | {r['n']} | {r['anchors_ms']:.3f} | {r['R_ms']:.3f} "
-            f"| {r['kept_ms']:+.3f} | {share} |"
+            f"| {r['kept_ms']:+.3f} | {share} | {paired} |"
         )
     return "\n".join(out)
 
 
 def min_profiles(
-    builds: Mapping[bool, Any], feeds: Any, n: int, clock: str = "wall"
+    builds: Mapping[bool, Any],
+    feeds: Any,
+    n: int,
+    clock: str = "wall",
+    pairs: list[tuple[Any, Any]] | None = None,
 ) -> dict[bool, list[Any]]:
     """Each build's kernels, each with its fastest of ``n`` single-run profiles (interleaved),
-    timed by ``clock`` (``CompiledModel.profile``'s)."""
+    timed by ``clock`` (``CompiledModel.profile``'s); ``pairs`` (if given) gets each round's
+    (unfused, fused) profiles."""
     best: dict[bool, dict[str, Any]] = {False: {}, True: {}}
     for r in range(n):
+        got: dict[bool, Any] = {}
         for fusion in (False, True) if r % 2 == 0 else (True, False):
-            for k in builds[fusion].profile(feeds, 1, clock):
+            got[fusion] = builds[fusion].profile(feeds, 1, clock)
+            for k in got[fusion]:
                 seen = best[fusion].get(k.kernel)
                 if seen is None or k.seconds < seen.seconds:
                     best[fusion][k.kernel] = k
+        if pairs is not None:
+            pairs.append((got[False], got[True]))
     return {f: list(b.values()) for f, b in best.items()}
 
 
@@ -294,7 +331,8 @@ def measure(
         # clock on a quiet machine)
         pclock = "thread" if clock == "threads" else "wall"
         prof = {f: builds[f].profile(feeds, runs, pclock) for f in (False, True)}
-        mins = min_profiles(builds, feeds, runs * rounds, pclock)
+        pairs: list[tuple[Any, Any]] = []
+        mins = min_profiles(builds, feeds, runs * rounds, pclock, pairs)
         algos = {
             r["kernel"]: f"{r['conv_algo']} {r['shape'].split('->')[1].split()[0]}"
             for r in builds[True].report.get("conv_algo", [])
@@ -302,6 +340,7 @@ def measure(
     finally:
         for m in builds.values():
             m.close()
+    kept_runs = kept_paired(pairs, algos)
     unf, fus = statistics.median(times[False]), statistics.median(times[True])
     paired = statistics.median(u - f for u, f in zip(times[False], times[True], strict=True))
     split = split_profile(prof[False], prof[True])
@@ -333,7 +372,10 @@ def measure(
             "fused": [round(1e3 * t, 3) for t in times[True]],
         },
         "mismatch": bad,
-        "kept_by_kind": kept_by_kind(mins[False], mins[True], algos),
+        "kept_by_kind": [
+            {**row, "kept_paired_ms": kept_runs.get(row["kind"], 0.0)}
+            for row in kept_by_kind(mins[False], mins[True], algos)
+        ],
     }
 
 

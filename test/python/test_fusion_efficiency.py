@@ -60,7 +60,30 @@ def test_kept_by_kind() -> None:
     # the kind that saves least of its R first
     assert [r["kind"] for r in rows] == ["conv_add_relu", "conv_relu winograd 56x56"]
     table = fe.detail_table(rows)
-    assert "| conv_add_relu | 1 | 2.000 | 0.400 | +0.250 | 0.62 |" in table
+    assert "| conv_add_relu | 1 | 2.000 | 0.400 | +0.250 | 0.62 | - |" in table
+    rows[0]["kept_paired_ms"] = 0.125
+    assert "| +0.250 | 0.62 | +0.125 |" in fe.detail_table(rows)
+
+
+def test_kept_paired_takes_per_kernel_medians_of_same_round_differences() -> None:
+    """Round by round each fused kernel against its anchors in that round's unfused profile;
+    the median over rounds per kernel, summed per kind: the conv_add_relu is 0.225-0.275 ms
+    over its conv round by round, 0.25 by the median; the two conv_relu kernels +0.05 and
+    -0.05 cancel."""
+
+    def scaled(ks: list[K], f: float, only: str = "") -> list[K]:
+        return [k._replace(seconds=k.seconds * (f if not only or k.kernel == only else 1.0))
+                for k in ks]  # fmt: skip
+
+    pairs = [
+        (UNFUSED, FUSED),  # conv_add_relu 2.25 against its conv 2.0: +0.25
+        (scaled(UNFUSED, 1.1, "op4_conv"), scaled(FUSED, 1.1, "k4_conv_add_relu")),  # +0.275
+        (scaled(UNFUSED, 0.9, "op4_conv"), scaled(FUSED, 0.9, "k4_conv_add_relu")),  # +0.225
+    ]
+    algos = {"k1_conv_relu": "winograd 56x56", "k7_conv_relu": "winograd 56x56"}
+    kept = fe.kept_paired(pairs, algos)
+    assert kept["conv_add_relu"] == pytest.approx(0.25)
+    assert kept["conv_relu winograd 56x56"] == pytest.approx(0.0)  # +0.05 and -0.05
 
 
 class _Sleeper:
