@@ -172,6 +172,11 @@ def split_profile(unfused: Sequence[Any], fused: Sequence[Any]) -> Split:
     return Split(removed / total if total > 0 else 0.0, absorbed, len(eliminated), len(groups))
 
 
+def _kind(k: Any, algos: Mapping[str, str]) -> str:
+    """A fused kernel's kind: its pattern, and for a conv the algorithm and output map."""
+    return " ".join(filter(None, [str(k.kernel).split("_", 1)[-1], algos.get(k.kernel)]))
+
+
 def kept_by_kind(
     unfused: Sequence[Any], fused: Sequence[Any], algos: Mapping[str, str]
 ) -> list[dict[str, Any]]:
@@ -186,7 +191,7 @@ def kept_by_kind(
         members = groups.get(i, [])
         anchors = _anchors(members) if members else []
         a = sum(x.seconds for x in anchors)
-        kind = " ".join(filter(None, [str(k.kernel).split("_", 1)[-1], algos.get(k.kernel)]))
+        kind = _kind(k, algos)
         row = rows.setdefault(kind, {"kind": kind, "n": 0, "anchors_ms": 0.0, "R_ms": 0.0,
                                      "kept_ms": 0.0})  # fmt: skip
         row["n"] += 1
@@ -211,7 +216,7 @@ def kept_paired(
             members = groups.get(i, [])
             if not members:
                 continue
-            kind = " ".join(filter(None, [str(k.kernel).split("_", 1)[-1], algos.get(k.kernel)]))
+            kind = _kind(k, algos)
             a = sum(x.seconds for x in _anchors(members))
             diffs.setdefault((kind, str(k.kernel)), []).append(k.seconds - a)
     out: dict[str, float] = {}

@@ -274,7 +274,7 @@ def makes_no_kernel(op: Operation) -> bool:
     return planned_view_offsets(op) is not None
 
 
-def _extent(buf: Buffer, by_value: dict[SSAValue, Interval]) -> int:
+def _extent(buf: Buffer) -> int:
     """The bytes ``buf``'s members occupy from its start (unaligned: the last member's
     padding is never written)."""
     return max((buf.rel.get(m.value, 0) + m.size for m in buf.members), default=0)
@@ -323,7 +323,7 @@ def _concat_in_place(
         if ok and buf is not None and src is not None:
             rel = buf.rel.get(v, 0)
             before = rel > 0  # bytes of the buffer before the operand
-            after = _extent(buf, by_value) > rel + src.size
+            after = _extent(buf) > rel + src.size
             ok = (not before or start == 0) and (not after or start + src.size == iv.size)
         flags.append(ok)
     return flags
@@ -423,7 +423,7 @@ def build_buffers(
                 ]
                 # A part placed before the result's first byte shifts everything up.
                 base = min(0, *(at for _, at, _ in moved))
-                high = max(iv.size, *(at + _extent(part, by_value) for _, at, part in moved))
+                high = max(iv.size, *(at + _extent(part) for _, at, part in moved))
                 target = Buffer([], iv.start, iv.end, align(max(high - base, 1), alignment))
                 buffers.append(target)
                 if base:
