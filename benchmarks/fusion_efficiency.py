@@ -79,8 +79,12 @@ and the same kept time as the sum of per-kernel medians over the rounds of (fuse
 its anchors in the same round), ``kept_paired``: minima pair each kernel's luckiest runs of
 the two builds, which need not be the same moment, and on this machine they moved more.
 
+``--kernels N`` lists, per row, the N fused kernels that keep most and the N that keep least
+by the same paired medians, kernel by kernel (``kept_by_kernel``; with ``--processes`` each
+kernel's median over the processes), then the sums: which kernels of a kind keep its time.
+
     python benchmarks/fusion_efficiency.py --models resnet50,mobilenet,inception,bert_base@128,\
-bert_base@512,swin_tiny --threads 1,2 --runs 10 --rounds 3 [--detail]
+bert_base@512,swin_tiny --threads 1,2 --runs 10 --rounds 3 [--detail] [--kernels 8]
 """
 
 from __future__ import annotations
@@ -223,6 +227,79 @@ def kept_paired(
     for (kind, _), d in diffs.items():
         out[kind] = out.get(kind, 0.0) + 1e3 * statistics.median(d)
     return out
+
+
+def kept_by_kernel(
+    pairs: Sequence[tuple[Sequence[Any], Sequence[Any]]], algos: Mapping[str, str]
+) -> list[dict[str, Any]]:
+    """Per fused kernel that absorbed or replaced unfused ones, medians over the rounds
+    (``pairs`` as ``kept_paired``'s) of its anchors' unfused time, of what it absorbed (its
+    share of R) and of ``kept``: its time minus its anchors' in the same round. Sorted by
+    kept, most first. Where ``kept_paired`` sums a kind, this says which kernels of the kind
+    keep the time (session 27: the 1x1 convs right after a conv that wrote a whole 56 x 56 map,
+    whose unfused anchors read an input the Relu / Add kernel had just streamed through)."""
+    rows: dict[str, dict[str, Any]] = {}
+    for unfused, fused in pairs:
+        groups, _ = _match(unfused, fused)
+        for i, k in enumerate(fused):
+            members = groups.get(i, [])
+            if not members:
+                continue
+            anchors = _anchors(members)
+            a = sum(x.seconds for x in anchors)
+            row = rows.setdefault(str(k.kernel), {
+                "kernel": str(k.kernel), "kind": _kind(k, algos),
+                "anchors": "+".join(str(x.kernel) for x in anchors),
+                "a": [], "r": [], "d": []})  # fmt: skip
+            row["a"].append(a)
+            row["r"].append(sum(x.seconds for x in members) - a)
+            row["d"].append(k.seconds - a)
+    out = [
+        {
+            "kernel": r["kernel"],
+            "kind": r["kind"],
+            "anchors": r["anchors"],
+            "anchors_ms": 1e3 * statistics.median(r["a"]),
+            "R_ms": 1e3 * statistics.median(r["r"]),
+            "kept_ms": 1e3 * statistics.median(r["d"]),
+        }
+        for r in rows.values()
+    ]
+    return sorted(out, key=lambda r: -r["kept_ms"])
+
+
+def combine_kernels(tables: Sequence[Sequence[Mapping[str, Any]]]) -> list[dict[str, Any]]:
+    """``kept_by_kernel`` of several processes as one: per kernel (the builds are the same in
+    each process), the median of each figure. Sorted by kept, most first."""
+    by: dict[str, list[Mapping[str, Any]]] = {}
+    for t in tables:
+        for r in t:
+            by.setdefault(str(r["kernel"]), []).append(r)
+    out = []
+    for rs in by.values():
+        row = dict(rs[0])
+        for f in ("anchors_ms", "R_ms", "kept_ms"):
+            row[f] = statistics.median(float(r[f]) for r in rs)
+        out.append(row)
+    return sorted(out, key=lambda r: -r["kept_ms"])
+
+
+def kernel_table(rows: Sequence[Mapping[str, Any]], top: int) -> str:
+    """The ``top`` kernels that keep most and the ``top`` that keep least, then the sums."""
+    shown = list(rows) if len(rows) <= 2 * top else [*rows[:top], *rows[-top:]]
+    out = [
+        "| kernel | kind | anchors (unfused) | anchors ms | R ms | kept ms, paired median |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in shown:
+        out.append(
+            f"| {r['kernel']} | {r['kind']} | {r['anchors']} | {r['anchors_ms']:.3f} "
+            f"| {r['R_ms']:.3f} | {r['kept_ms']:+.3f} |"
+        )
+    total_r = sum(r["R_ms"] for r in rows)
+    total_kept = sum(r["kept_ms"] for r in rows)
+    out.append(f"| all {len(rows)} | | | | {total_r:.3f} | {total_kept:+.3f} |")
+    return "\n".join(out)
 
 
 def detail_table(rows: Sequence[Mapping[str, Any]]) -> str:
@@ -381,6 +458,7 @@ def measure(
             {**row, "kept_paired_ms": kept_runs.get(row["kind"], 0.0)}
             for row in kept_by_kind(mins[False], mins[True], algos)
         ],
+        "kept_by_kernel": kept_by_kernel(pairs, algos),
     }
 
 
@@ -421,6 +499,7 @@ def combine(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     out["mismatch"] = sorted({n for r in rows for n in r["mismatch"]})
     mid = sorted(rows, key=lambda r: r["min_ratio"])[len(rows) // 2]
     out["kept_by_kind"] = mid["kept_by_kind"]
+    out["kept_by_kernel"] = combine_kernels([r.get("kept_by_kernel", []) for r in rows])
     out["ratios"] = [round(r["ratio"], 2) for r in rows]
     out["ratios_paired"] = [round(r["ratio_paired"], 2) for r in rows]
     out["processes"] = len(rows)
@@ -477,6 +556,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "pays for what it absorbed, by kernel minima (kept_by_kind)",
     )
     ap.add_argument(
+        "--kernels",
+        type=int,
+        default=0,
+        metavar="N",
+        help="per model and thread count, the N fused kernels that keep most of what they "
+        "absorbed and the N that keep least, by paired medians (kept_by_kernel; with "
+        "--processes, the median of each kernel's figures over the processes)",
+    )
+    ap.add_argument(
         "--clock",
         choices=("wall", "cpu", "threads"),
         default="wall",
@@ -518,6 +606,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         for r in rows:
             print(f"\n{r['model']}, {r['threads']} thread(s), kernel minima:\n")
             print(detail_table(r["kept_by_kind"]))
+    if args.kernels > 0:
+        for r in rows:
+            print(f"\n{r['model']}, {r['threads']} thread(s), per kernel (paired medians):\n")
+            print(kernel_table(r["kept_by_kernel"], args.kernels))
     print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
     if args.json:
         import json

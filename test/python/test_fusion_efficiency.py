@@ -129,3 +129,69 @@ def test_combine_takes_each_figures_median_over_processes() -> None:
     assert out["kept_by_kind"] == [{"kind": "c"}]
     assert out["ratios"] == [0.9, 0.3, 0.6]
     assert out["processes"] == 3
+
+
+def _paired_rounds() -> list[tuple[list[K], list[K]]]:
+    """Three rounds: the conv_add_relu 0.25, 0.275 and 0.225 ms over its conv (2.0, 2.2 and
+    1.8 ms); the two conv_relu kernels +0.05 and -0.05 every round."""
+
+    def scaled(ks: list[K], f: float, only: str) -> list[K]:
+        return [k._replace(seconds=k.seconds * (f if k.kernel == only else 1.0)) for k in ks]
+
+    return [
+        (UNFUSED, FUSED),
+        (scaled(UNFUSED, 1.1, "op4_conv"), scaled(FUSED, 1.1, "k4_conv_add_relu")),
+        (scaled(UNFUSED, 0.9, "op4_conv"), scaled(FUSED, 0.9, "k4_conv_add_relu")),
+    ]
+
+
+def test_kept_by_kernel_lists_each_fused_kernel_by_paired_medians() -> None:
+    """Per fused kernel: its anchors, the medians over rounds of their time, of what it
+    absorbed and of its same-round excess over them; most kept first."""
+    algos = {"k1_conv_relu": "winograd 56x56", "k7_conv_relu": "winograd 56x56"}
+    rows = fe.kept_by_kernel(_paired_rounds(), algos)
+    assert [r["kernel"] for r in rows] == ["k4_conv_add_relu", "k1_conv_relu", "k7_conv_relu"]
+    add = rows[0]
+    assert (add["kind"], add["anchors"]) == ("conv_add_relu", "op4_conv")
+    assert add["anchors_ms"] == pytest.approx(2.0)  # median of 2.0, 2.2, 1.8
+    assert add["R_ms"] == pytest.approx(0.4)  # the Add and the Relu
+    assert add["kept_ms"] == pytest.approx(0.25)  # median of 0.25, 0.275, 0.225
+    assert rows[1]["kept_ms"] == pytest.approx(0.05)
+    assert rows[2]["kept_ms"] == pytest.approx(-0.05)
+    assert rows[1]["kind"] == "conv_relu winograd 56x56"
+    # the per-kind sums are kept_paired's
+    assert sum(r["kept_ms"] for r in rows if r["kind"].startswith("conv_relu")) == pytest.approx(
+        fe.kept_paired(_paired_rounds(), algos)["conv_relu winograd 56x56"]
+    )
+
+
+def test_combine_kernels_takes_each_kernels_median_over_processes() -> None:
+    def row(kernel: str, kept: float, anchors: float = 1.0) -> dict:
+        return {"kernel": kernel, "kind": "k", "anchors": "a", "anchors_ms": anchors,
+                "R_ms": 0.1, "kept_ms": kept}  # fmt: skip
+
+    out = fe.combine_kernels([
+        [row("x", 0.3), row("y", 0.0)],
+        [row("y", 0.2, 3.0), row("x", -0.1)],
+        [row("x", 0.1), row("y", 0.4, 2.0)],
+    ])  # fmt: skip
+    assert [r["kernel"] for r in out] == ["y", "x"]  # medians 0.2 and 0.1
+    assert out[0]["kept_ms"] == pytest.approx(0.2)
+    assert out[0]["anchors_ms"] == pytest.approx(2.0)
+    assert out[1]["kept_ms"] == pytest.approx(0.1)
+    # a process written before --kernels existed has no per-kernel table
+    assert fe.combine([{"model": "m", "ratio": 1.0, "ratio_paired": 1.0, "min_ratio": 1.0,
+                        "rounds_ms": {"unfused": [], "fused": []}, "mismatch": [],
+                        "kept_by_kind": []}])["kept_by_kernel"] == []  # fmt: skip
+
+
+def test_kernel_table_shows_both_ends_and_the_sums() -> None:
+    rows = [{"kernel": f"k{i}", "kind": "conv_relu", "anchors": f"op{i}_conv",
+             "anchors_ms": 1.0, "R_ms": 0.01 * i, "kept_ms": 0.1 - 0.01 * i}
+            for i in range(10)]  # fmt: skip
+    table = fe.kernel_table(rows, 2)
+    lines = table.splitlines()
+    assert [ln.split(" | ")[0] for ln in lines[2:]] == ["| k0", "| k1", "| k8", "| k9", "| all 10"]
+    assert "| k0 | conv_relu | op0_conv | 1.000 | 0.000 | +0.100 |" in table
+    assert lines[-1] == "| all 10 | | | | 0.450 | +0.550 |"
+    assert len(fe.kernel_table(rows[:3], 2).splitlines()) == 2 + 3 + 1  # all shown
