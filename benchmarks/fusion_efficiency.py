@@ -213,19 +213,9 @@ def kept_paired(
     (``pairs``: (unfused, fused) single-run profiles taken back to back), in ms. Minima pair
     each kernel's luckiest run of each build, which need not be the same moment; this pairs
     the two builds' runs."""
-    diffs: dict[tuple[str, str], list[float]] = {}
-    for unfused, fused in pairs:
-        groups, _ = _match(unfused, fused)
-        for i, k in enumerate(fused):
-            members = groups.get(i, [])
-            if not members:
-                continue
-            kind = _kind(k, algos)
-            a = sum(x.seconds for x in _anchors(members))
-            diffs.setdefault((kind, str(k.kernel)), []).append(k.seconds - a)
     out: dict[str, float] = {}
-    for (kind, _), d in diffs.items():
-        out[kind] = out.get(kind, 0.0) + 1e3 * statistics.median(d)
+    for r in kept_by_kernel(pairs, algos):
+        out[r["kind"]] = out.get(r["kind"], 0.0) + r["kept_ms"]
     return out
 
 
