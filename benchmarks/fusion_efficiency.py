@@ -213,8 +213,13 @@ def kept_paired(
     (``pairs``: (unfused, fused) single-run profiles taken back to back), in ms. Minima pair
     each kernel's luckiest run of each build, which need not be the same moment; this pairs
     the two builds' runs."""
+    return per_kind(kept_by_kernel(pairs, algos))
+
+
+def per_kind(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """``kept_by_kernel``'s rows summed per kind: ``kept_paired``."""
     out: dict[str, float] = {}
-    for r in kept_by_kernel(pairs, algos):
+    for r in rows:
         out[r["kind"]] = out.get(r["kind"], 0.0) + r["kept_ms"]
     return out
 
@@ -412,7 +417,8 @@ def measure(
     finally:
         for m in builds.values():
             m.close()
-    kept_runs = kept_paired(pairs, algos)
+    by_kernel = kept_by_kernel(pairs, algos)
+    kept_runs = per_kind(by_kernel)
     unf, fus = statistics.median(times[False]), statistics.median(times[True])
     paired = statistics.median(u - f for u, f in zip(times[False], times[True], strict=True))
     split = split_profile(prof[False], prof[True])
@@ -448,7 +454,7 @@ def measure(
             {**row, "kept_paired_ms": kept_runs.get(row["kind"], 0.0)}
             for row in kept_by_kind(mins[False], mins[True], algos)
         ],
-        "kept_by_kernel": kept_by_kernel(pairs, algos),
+        "kept_by_kernel": by_kernel,
     }
 
 
@@ -477,11 +483,16 @@ def in_child(args: argparse.Namespace, spec: str, threads: int, say: Any) -> dic
 def combine(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The rows of one model measured in several processes as one: each figure the median
     of the processes' (the ratios too, not recomputed from medians), the rounds of all, the
-    kept-by-kind table of the process whose kernel-minima ratio is the median, and each
-    process's ratios (``ratios``, ``ratios_paired``)."""
+    kept-by-kind table of the process whose kernel-minima ratio is the median, the
+    per-kernel table with each kernel's medians (``combine_kernels``), and each process's
+    ratios (``ratios``, ``ratios_paired``)."""
     out: dict[str, Any] = dict(rows[0])
     for key, value in rows[0].items():
-        if isinstance(value, int | float) and not isinstance(value, bool):
+        if isinstance(value, bool):
+            continue
+        if isinstance(value, int):  # counts (threads, runs, kernels) stay whole numbers
+            out[key] = statistics.median_low(r[key] for r in rows)
+        elif isinstance(value, float):
             out[key] = statistics.median(r[key] for r in rows)
     out["rounds_ms"] = {
         b: [t for r in rows for t in r["rounds_ms"][b]] for b in ("unfused", "fused")
@@ -489,7 +500,7 @@ def combine(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     out["mismatch"] = sorted({n for r in rows for n in r["mismatch"]})
     mid = sorted(rows, key=lambda r: r["min_ratio"])[len(rows) // 2]
     out["kept_by_kind"] = mid["kept_by_kind"]
-    out["kept_by_kernel"] = combine_kernels([r.get("kept_by_kernel", []) for r in rows])
+    out["kept_by_kernel"] = combine_kernels([r["kept_by_kernel"] for r in rows])
     out["ratios"] = [round(r["ratio"], 2) for r in rows]
     out["ratios_paired"] = [round(r["ratio_paired"], 2) for r in rows]
     out["processes"] = len(rows)

@@ -65,23 +65,28 @@ def test_kept_by_kind() -> None:
     assert "| +0.250 | 0.62 | +0.125 |" in fe.detail_table(rows)
 
 
+def _paired_rounds() -> list[tuple[list[K], list[K]]]:
+    """Three rounds: the conv_add_relu 0.25, 0.275 and 0.225 ms over its conv (2.0, 2.2 and
+    1.8 ms); the two conv_relu kernels +0.05 and -0.05 every round."""
+
+    def scaled(ks: list[K], f: float, only: str) -> list[K]:
+        return [k._replace(seconds=k.seconds * (f if k.kernel == only else 1.0)) for k in ks]
+
+    return [
+        (UNFUSED, FUSED),
+        (scaled(UNFUSED, 1.1, "op4_conv"), scaled(FUSED, 1.1, "k4_conv_add_relu")),
+        (scaled(UNFUSED, 0.9, "op4_conv"), scaled(FUSED, 0.9, "k4_conv_add_relu")),
+    ]
+
+
 def test_kept_paired_takes_per_kernel_medians_of_same_round_differences() -> None:
     """Round by round each fused kernel against its anchors in that round's unfused profile;
     the median over rounds per kernel, summed per kind: the conv_add_relu is 0.225-0.275 ms
     over its conv round by round, 0.25 by the median; the two conv_relu kernels +0.05 and
     -0.05 cancel."""
 
-    def scaled(ks: list[K], f: float, only: str = "") -> list[K]:
-        return [k._replace(seconds=k.seconds * (f if not only or k.kernel == only else 1.0))
-                for k in ks]  # fmt: skip
-
-    pairs = [
-        (UNFUSED, FUSED),  # conv_add_relu 2.25 against its conv 2.0: +0.25
-        (scaled(UNFUSED, 1.1, "op4_conv"), scaled(FUSED, 1.1, "k4_conv_add_relu")),  # +0.275
-        (scaled(UNFUSED, 0.9, "op4_conv"), scaled(FUSED, 0.9, "k4_conv_add_relu")),  # +0.225
-    ]
     algos = {"k1_conv_relu": "winograd 56x56", "k7_conv_relu": "winograd 56x56"}
-    kept = fe.kept_paired(pairs, algos)
+    kept = fe.kept_paired(_paired_rounds(), algos)
     assert kept["conv_add_relu"] == pytest.approx(0.25)
     assert kept["conv_relu winograd 56x56"] == pytest.approx(0.0)  # +0.05 and -0.05
 
@@ -115,7 +120,7 @@ def test_combine_takes_each_figures_median_over_processes() -> None:
                 "min_ratio": mins, "unfused_ms": unf, "runs": 10,
                 "rounds_ms": {"unfused": [unf], "fused": [unf - 1]},
                 "mismatch": ["y"] if tag == "c" else [],
-                "kept_by_kind": [{"kind": tag}]}  # fmt: skip
+                "kept_by_kind": [{"kind": tag}], "kept_by_kernel": []}  # fmt: skip
 
     rows = [row(0.9, 0.8, 0.7, 50.0, "a"), row(0.3, 0.6, 0.95, 52.0, "b"),
             row(0.6, 1.0, 0.8, 51.0, "c")]  # fmt: skip
@@ -123,26 +128,17 @@ def test_combine_takes_each_figures_median_over_processes() -> None:
     assert (out["ratio"], out["ratio_paired"], out["min_ratio"]) == (0.6, 0.8, 0.8)
     assert out["unfused_ms"] == 51.0
     assert out["runs"] == 10
+    # counts stay whole numbers with an even number of processes too
+    two = fe.combine(rows[:2])
+    assert two["threads"] == 1
+    assert isinstance(two["threads"], int)
+    assert two["ratio"] == pytest.approx(0.6)  # figures: the mean of the middle two
     assert out["model"] == "m"
     assert out["rounds_ms"] == {"unfused": [50.0, 52.0, 51.0], "fused": [49.0, 51.0, 50.0]}
     assert out["mismatch"] == ["y"]
     assert out["kept_by_kind"] == [{"kind": "c"}]
     assert out["ratios"] == [0.9, 0.3, 0.6]
     assert out["processes"] == 3
-
-
-def _paired_rounds() -> list[tuple[list[K], list[K]]]:
-    """Three rounds: the conv_add_relu 0.25, 0.275 and 0.225 ms over its conv (2.0, 2.2 and
-    1.8 ms); the two conv_relu kernels +0.05 and -0.05 every round."""
-
-    def scaled(ks: list[K], f: float, only: str) -> list[K]:
-        return [k._replace(seconds=k.seconds * (f if k.kernel == only else 1.0)) for k in ks]
-
-    return [
-        (UNFUSED, FUSED),
-        (scaled(UNFUSED, 1.1, "op4_conv"), scaled(FUSED, 1.1, "k4_conv_add_relu")),
-        (scaled(UNFUSED, 0.9, "op4_conv"), scaled(FUSED, 0.9, "k4_conv_add_relu")),
-    ]
 
 
 def test_kept_by_kernel_lists_each_fused_kernel_by_paired_medians() -> None:
@@ -179,10 +175,6 @@ def test_combine_kernels_takes_each_kernels_median_over_processes() -> None:
     assert out[0]["kept_ms"] == pytest.approx(0.2)
     assert out[0]["anchors_ms"] == pytest.approx(2.0)
     assert out[1]["kept_ms"] == pytest.approx(0.1)
-    # a process written before --kernels existed has no per-kernel table
-    assert fe.combine([{"model": "m", "ratio": 1.0, "ratio_paired": 1.0, "min_ratio": 1.0,
-                        "rounds_ms": {"unfused": [], "fused": []}, "mismatch": [],
-                        "kept_by_kind": []}])["kept_by_kernel"] == []  # fmt: skip
 
 
 def test_kernel_table_shows_both_ends_and_the_sums() -> None:
