@@ -26,6 +26,8 @@ Tensor passes (the group decides when a pass is included)::
                                      between blocked convs
     fuse-conv-pool          fusion   as assign-layout: a blocked stem and its max pool, one kernel
     fuse-conv-pair          fusion   target c, no memory limit: two added 1x1 convs, one GEMM
+    fuse-pw-chain           fusion   target c, no memory limit: 1x1 conv -> 1x1 conv kernels in
+                                     column blocks (the first output kept in L2 between)
     validate-precision      precision  with validation asked for: roll back imprecise groups
     plan-buffers            memory   always: lifetimes -> arena offsets (in place where safe)
     tile-fusion             tiling   only with a memory limit: tile groups to fit, re-plan
@@ -73,6 +75,7 @@ TENSOR_PASSES: tuple[tuple[str, str], ...] = (
     ("assign-layout", "fusion"),
     ("fuse-conv-pool", "fusion"),
     ("fuse-conv-pair", "fusion"),
+    ("fuse-pw-chain", "fusion"),
     ("validate-precision", "precision"),
     ("plan-buffers", "memory"),
     ("tile-fusion", "tiling"),
@@ -81,7 +84,8 @@ TENSOR_PASSES: tuple[tuple[str, str], ...] = (
 #: Targets whose lowering runs fuse-conv-chain's two-conv kernels (``clib.dwpw``).
 CONV_CHAIN_TARGETS = ("c",)
 
-#: Targets whose lowering runs fuse-conv-pair's two-input 1x1 convs (``clib.conv_pair``).
+#: Targets whose lowering runs fuse-conv-pair's two-input 1x1 convs (``clib.conv_pair``) and
+#: fuse-pw-chain's 1x1 -> 1x1 chains (``clib.pw_chain``).
 CONV_PAIR_TARGETS = ("c",)
 
 #: Targets that run merge-sibling-convs (measured on the C target only).
@@ -295,8 +299,9 @@ class Pipeline:
                 backend.name == "c" and blocked_convs(opts) and opts.memory_limit_mb is None
             ):
                 continue
-            # the pair's lowering is C only; tile-fusion slices convs one by one
-            if name == "fuse-conv-pair" and not (
+            # the pair's and the 1x1 chain's lowerings are C only; tile-fusion slices convs one
+            # by one
+            if name in ("fuse-conv-pair", "fuse-pw-chain") and not (
                 backend.name in CONV_PAIR_TARGETS and opts.memory_limit_mb is None
             ):
                 continue

@@ -146,7 +146,12 @@ def residual_operand(op: Operation) -> int | None:
     of the built-in clamp epilogue. ``r`` must be a kernel argument of the result's shape
     and element type read only by that Add (not by the contraction, which reads all of its
     inputs before any output is final).
+
+    A ``fuse-pw-chain`` kernel (two results) may write its first result over the first
+    conv's residual the same way (``_chain_residual``); its second result never.
     """
+    if isinstance(op, KernelOp) and len(op.results) == 2:
+        return _chain_residual(op)
     if not isinstance(op, KernelOp) or len(op.results) != 1:
         return None
     body = [o for o in op.body.block.ops if not isinstance(o, nn.ConstantOp)]
@@ -190,6 +195,57 @@ def residual_operand(op: Operation) -> int | None:
             return None
     assert isinstance(res, BlockArgument)
     return res.index
+
+
+def _chain_residual(op: KernelOp) -> int | None:
+    """The operand a ``fuse-pw-chain`` kernel may write its first result over: the first
+    half's residual (``pw_chain.body_pw_chain``), a kernel argument of that result's layout
+    read only by its Add, the result yielded first. ``afrt_conv1x1_chain_f32`` finishes each
+    element of the first conv before its only store, as the single conv does, and the
+    second conv reads only finished columns."""
+    from autofusion.analysis.pw_chain import body_pw_chain
+
+    ops = [o for o in op.body.block.ops if not isinstance(o, nn.ConstantOp | YieldOp)]
+    got = body_pw_chain(ops)
+    last = op.body.block.last_op
+    if got is None or not isinstance(last, YieldOp):
+        return None
+    first, second = got
+    res = first.residual
+    if res is None or list(last.operands) != [first.value, second.value]:
+        return None
+    if not isinstance(res, BlockArgument) or res.owner is not op.body.block:
+        return None
+    if not res.has_one_use() or not _same_layout(res, first.value):
+        return None
+    if not _same_layout(first.value, op.results[0]):
+        return None
+    return res.index
+
+
+def chain_input_operand(op: Operation) -> int | None:
+    """The operand a ``fuse-pw-chain`` kernel may write its second result over: the first
+    conv's input, a kernel argument read by nothing else, of that result's layout.
+    ``afrt_conv1x1_chain_f32`` writes each column block of the second conv after the first
+    conv has read that block of its input, which no other block reads."""
+    from autofusion.analysis.pw_chain import body_pw_chain
+
+    if not isinstance(op, KernelOp) or len(op.results) != 2:
+        return None
+    ops = [o for o in op.body.block.ops if not isinstance(o, nn.ConstantOp | YieldOp)]
+    got = body_pw_chain(ops)
+    last = op.body.block.last_op
+    if got is None or not isinstance(last, YieldOp):
+        return None
+    first, second = got
+    x = first.conv.x
+    if list(last.operands) != [first.value, second.value]:
+        return None
+    if not isinstance(x, BlockArgument) or x.owner is not op.body.block or not x.has_one_use():
+        return None
+    if not _same_layout(x, second.value) or not _same_layout(second.value, op.results[1]):
+        return None
+    return x.index
 
 
 def _same_layout(a: SSAValue, b: SSAValue) -> bool:
@@ -404,13 +460,26 @@ def build_buffers(
                 target = buf
                 pairs.append((by_value[operand].value, iv.value))
                 break
-        elif res_index is not None:
+        elif res_index is not None and iv.value is iv.op.results[0]:
             operand = iv.op.operands[res_index]
             operand = rename.get(operand, operand)
             if list(iv.op.operands).count(operand) == 1 and (buf := dying_operand(operand, iv)):
                 target = buf
                 pairs.append((by_value[operand].value, iv.value))
                 residual[iv.value] = res_index
+        elif (
+            inplace
+            and residual_inplace
+            and len(iv.op.results) == 2
+            and iv.value is iv.op.results[1]
+            and (x_index := chain_input_operand(iv.op)) is not None
+        ):
+            operand = iv.op.operands[x_index]
+            operand = rename.get(operand, operand)
+            if list(iv.op.operands).count(operand) == 1 and (buf := dying_operand(operand, iv)):
+                target = buf
+                pairs.append((by_value[operand].value, iv.value))
+                residual[iv.value] = x_index
         elif concat_inplace and isinstance(iv.op, nn.ConcatOp):
             operands = [rename.get(v, v) for v in iv.op.inputs]
             flags = _concat_in_place(iv, operands, by_value, buffer_of, alignment, aliases)

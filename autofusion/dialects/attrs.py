@@ -13,7 +13,7 @@ an attribute name spelled out anywhere else in ``autofusion/`` fails it). Who wr
 | ``memory.concat_plan`` | module | plan-buffers | concat plan chosen: in-place or copies |
 | ``memory.tile`` | fusion.kernel | tile-fusion | the tiling record of a split kernel |
 | ``memory.concat_inplace`` | nn.concat | plan-buffers | per operand, 1 if written in place |
-| ``memory.residual_inplace`` | fusion.kernel | plan-buffers | the operand its result overwrites |
+| ``memory.residual_inplace`` | fusion.kernel | plan-buffers | per result, the operand overwritten |
 | ``c.alias_args`` | lowered funcs | convert-nn-to-buffers | argument indices that share bytes |
 | ``precision.storage`` | nn.constant | assign-precision | 16-bit storage type of a weight |
 | ``precision.casts`` | nn.matmul/gemm/conv | assign-precision | inputs cast fp32 -> 16-bit there |

@@ -1536,6 +1536,65 @@ class ConvPairOp(_LibOp):
             )
 
 
+def pw_chain_applies(f: Sequence[Param], f2: Sequence[Param]) -> bool:
+    """Whether ``afrt_conv1x1_chain_f32`` runs the conv ``f`` and then ``f2`` on its output as
+    a chain (``CONV_FIELDS`` order, numbers only; ``afrt_conv1x1_chain_applies`` in afrt.h):
+    both 1x1, stride 1, unpadded, group 1, dilation 1, on one N x H x W map, ``f2`` reading
+    ``f``'s K channels."""
+    if len(f) != len(CONV_FIELDS) or len(f2) != len(CONV_FIELDS):
+        return False
+    if any(not isinstance(v, int) or v == DYNAMIC for v in (*f, *f2)):
+        return False
+    a: dict[str, int] = dict(zip(CONV_FIELDS, f, strict=True))  # type: ignore[arg-type]
+    b: dict[str, int] = dict(zip(CONV_FIELDS, f2, strict=True))  # type: ignore[arg-type]
+    for d in (a, b):
+        if (d["R"], d["S"], d["group"], d["dil_h"], d["dil_w"]) != (1, 1, 1, 1, 1):
+            return False
+        if (d["stride_h"], d["stride_w"]) != (1, 1) or (d["OH"], d["OW"]) != (d["H"], d["W"]):
+            return False
+        if d["pad_top"] or d["pad_left"] or d["pad_bottom"] or d["pad_right"]:
+            return False
+        if min(d["N"], d["C"], d["K"], d["H"] * d["W"]) < 1:
+            return False
+    return (b["N"], b["C"], b["H"], b["W"]) == (a["N"], a["K"], a["H"], a["W"])
+
+
+@irdl_op_definition
+class PwChainOp(_LibOp):
+    """A 1x1 conv and the 1x1 conv reading its output, column block by column block
+    (``fuse-pw-chain``): ``afrt_conv1x1_chain_f32(x, w, bias, y, &params, {epilogue, ctx},
+    w2, bias2, y2, &params2, {epilogue2, ctx2})`` (afrt.h): ``y = epilogue(conv(x; w, bias))``
+    and ``y2 = epilogue2(conv(y; w2, bias2))``; ``y`` is an output too, and may be the
+    first epilogue's residual (written in place). Static sizes only."""
+
+    name = "clib.pw_chain"
+    x = operand_def(MemRefType)
+    w = operand_def(MemRefType)
+    y = operand_def(MemRefType)
+    w2 = operand_def(MemRefType)
+    y2 = operand_def(MemRefType)
+    bias = opt_operand_def(MemRefType)
+    bias2 = opt_operand_def(MemRefType)
+    epilogue = opt_operand_def(PtrType)
+    ctx = opt_operand_def(PtrType)
+    epilogue2 = opt_operand_def(PtrType)
+    ctx2 = opt_operand_def(PtrType)
+    params = prop_def(DenseArrayBase)
+    params2 = prop_def(DenseArrayBase)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def params2_values(self) -> list[int]:
+        """The second conv's ``CONV_FIELDS``."""
+        return _ints(self, "params2")
+
+    def verify_(self) -> None:
+        if not pw_chain_applies(self.param_values(), self.params2_values()):
+            raise VerifyException(
+                "'clib.pw_chain': params and params2 are not two 1x1 stride-1 convs on one map, "
+                "the second reading the first's output"
+            )
+
+
 @irdl_op_definition
 class MatmulOp(_ContractionOp):
     """``afrt_matmul_f32(batch, M, N, K, alpha, a, lda, stride_a, trans_a, b, ..., beta, c,
@@ -1681,6 +1740,7 @@ CLib = Dialect(
         Conv3DOp,
         DwPwOp,
         ConvPairOp,
+        PwChainOp,
         MatmulOp,
         Pool2DOp,
         AttentionOp,

@@ -57,6 +57,7 @@ def _fusion_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "assign-layout": ("assign_layout", "AssignLayout"),
         "fuse-conv-pool": ("fuse_conv_pool", "FuseConvPool"),
         "fuse-conv-pair": ("fuse_conv_pair", "FuseConvPair"),
+        "fuse-pw-chain": ("fuse_pw_chain", "FusePwChain"),
         "merge-sibling-convs": ("merge_sibling_convs", "MergeSiblingConvs"),
         "validate-precision": ("validate_precision", "ValidatePrecision"),
         "assign-precision": ("assign_precision", "AssignPrecision"),

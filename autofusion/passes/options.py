@@ -77,6 +77,7 @@ RANGES: dict[str, dict[str, Callable[[], Check]]] = {
     "fuse-conv-chain": {"aggressiveness": lambda: _LEVEL},
     "fuse-conv-pool": {"aggressiveness": lambda: _LEVEL},
     "fuse-conv-pair": {"aggressiveness": lambda: _LEVEL},
+    "fuse-pw-chain": {"aggressiveness": lambda: _LEVEL},
     "merge-sibling-convs": {"aggressiveness": lambda: _LEVEL},
     "fuse": {"aggressiveness": lambda: _LEVEL, "window_size": lambda: _int_at_least(-1),
              "hardware": _hardware},

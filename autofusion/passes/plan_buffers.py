@@ -20,7 +20,9 @@ choice goes on ``@main`` as ``memory.concat_plan`` (``in-place`` / ``copies``). 
 ``fusion.kernel`` computing a Conv/MatMul/Gemm plus a residual Add (and at most one Relu/Clip)
 whose residual dies there gets ``memory.residual_inplace = array<i64: I>``: its result has
 the offset of its operand ``I`` and overwrites it (the C backend reads each residual element
-just before storing the output element over it). Run it after
+just before storing the output element over it). A ``fuse-pw-chain`` kernel gets one entry
+per result (-1: none): the first result over the first conv's residual, the second over the
+first conv's input when that dies there (``memory_plan.chain_input_operand``). Run it after
 fusion (and after ``tile-fusion``, which runs it itself); running it again re-plans.
 Algorithms: ``autofusion.analysis.memory_plan``.
 """
@@ -75,8 +77,11 @@ def annotate(main: func.FuncOp, plan: MemoryPlan) -> None:
         flags = plan.concat_inplace.get(op.results[0]) if len(op.results) == 1 else None
         if flags is not None:
             op.attributes[MEMORY_CONCAT_INPLACE] = i64_array([int(f) for f in flags])
-        if len(op.results) == 1 and (index := plan.residual_inplace.get(op.results[0])) is not None:
-            op.attributes[MEMORY_RESIDUAL_INPLACE] = i64_array([index])
+        # per result, the operand it is written over (-1: none); a fuse-pw-chain kernel's
+        # second result may be written over the first conv's input
+        indices = [plan.residual_inplace.get(r, -1) for r in op.results]
+        if any(i >= 0 for i in indices):
+            op.attributes[MEMORY_RESIDUAL_INPLACE] = i64_array(indices)
     main.attributes[ARENA] = IntegerAttr(plan.arena_bytes, i64)
     main.attributes[NAIVE] = IntegerAttr(plan.naive_bytes, i64)
     main.attributes[LOWER_BOUND] = IntegerAttr(plan.lower_bound_bytes, i64)

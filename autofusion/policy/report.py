@@ -160,8 +160,10 @@ def _build_report(module: ModuleOp, kernels_before: int | None) -> dict[str, Any
             choice = mains[0].attributes.get(MEMORY_CONCAT_PLAN)
             if isinstance(choice, StringAttr):  # plan-buffers chose between two plans
                 report["concat_plan"] = choice.data
-            report["residual_inplace"] = sum(
-                MEMORY_RESIDUAL_INPLACE in op.attributes for op in mains[0].body.block.ops
+            report["residual_inplace"] = sum(  # results written over an operand
+                sum(int(v) >= 0 for v in attr.get_values())
+                for op in mains[0].body.block.ops
+                if isinstance(attr := op.attributes.get(MEMORY_RESIDUAL_INPLACE), DenseArrayBase)
             )
     return report
 
@@ -325,6 +327,8 @@ def conv_algo_rows(module: ModuleOp, avx512: bool = False) -> list[dict[str, obj
     ``pool``: the pool's window, stride, dilation, pad and output size. Two added 1x1 convs
     as one GEMM (``clib.conv_pair``, ``fuse-conv-pair``) are one row, ``gemm_1x1_pair``, the
     joined conv's shape (both inputs' channels) then ``+ x2`` and the second input's conv.
+    A 1x1 -> 1x1 chain (``clib.pw_chain``, ``fuse-pw-chain``) is one row, ``gemm_1x1_chain``,
+    the first conv's shape then ``+ 1x1 -> K`` and the second conv's output channels.
     A 3-d conv (``clib.conv3d``) is ``im2col_gemm_3d`` (``clib.CONV3D_ALGO``), its shape
     ``C K DxHxW -> ODxOHxOW kTxRxS``."""
     from autofusion.dialects import clib
@@ -349,6 +353,12 @@ def conv_algo_rows(module: ModuleOp, avx512: bool = False) -> list[dict[str, obj
                              "conv_algo": "gemm_1x1_pair",
                              "shape": f"{_conv_shape(op.param_values())} + x2 "
                                       f"{_conv_shape(op.params2_values())}",
+                             "layout": "nchw->nchw"})  # fmt: skip
+            elif isinstance(op, clib.PwChainOp):
+                k2 = op.params2_values()[clib.CONV_FIELDS.index("K")]
+                rows.append({"kernel": fn.sym_name.data, "origins": names,
+                             "conv_algo": "gemm_1x1_chain",
+                             "shape": f"{_conv_shape(op.param_values())} + 1x1 -> K{k2}",
                              "layout": "nchw->nchw"})  # fmt: skip
             elif isinstance(op, clib.DwPwOp):
                 dw, pw = op.params_pair()

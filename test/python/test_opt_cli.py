@@ -116,7 +116,7 @@ def test_print_pipeline_and_compile_pipeline_for_mlir() -> None:
     # on AVX-512 builds fuse-conv-chain knows the blocked chain band, and assign-layout and
     # fuse-conv-pool (blocked stems) run
     blocked = r"fuse-conv-chain\{blocked_convs=true\},assign-layout,fuse-conv-pool"
-    want = rf"fuse,(fuse-conv-chain|{blocked}),fuse-conv-pair,plan-buffers$"
+    want = rf"fuse,(fuse-conv-chain|{blocked}),fuse-conv-pair,fuse-pw-chain,plan-buffers$"
     assert re.search(want, proc.stderr.strip())
     assert "fusion.kernel" in proc.stdout or "nn.relu" in proc.stdout
     proc = _run(["--compile-pipeline", "-p", "fuse"], GOOD)

@@ -73,8 +73,9 @@ def test_stages_are_the_tensor_table_then_the_backend_lowering() -> None:
         tensor = [n for n, g in TENSOR_PASSES if g not in ("tiling", "precision")]
         if target not in CONV_CHAIN_TARGETS:  # its two-conv kernels are C-only
             tensor.remove("fuse-conv-chain")
-        if target not in CONV_PAIR_TARGETS:  # so is the two-input 1x1 conv
+        if target not in CONV_PAIR_TARGETS:  # so are the two-input 1x1 conv and 1x1 chain
             tensor.remove("fuse-conv-pair")
+            tensor.remove("fuse-pw-chain")
         if target not in SIBLING_CONV_TARGETS:  # Ascend C copies a split's pieces
             tensor.remove("merge-sibling-convs")
         if not (target == "c" and blocked_convs(PipelineOptions(target=target))):

@@ -41,6 +41,7 @@ Run it after fusion and ``plan-buffers``, before ``lower-nn-to-loops``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -337,13 +338,18 @@ class _Converter:
                 outs.append(alloc.memref)
             self.buf[res] = outs[-1]
         ins = [self.buf[v] for v in op.operands]
-        residual = _residual_index(op)
+        residual = _residual_indices(op)
         self._check_no_overlap(op, index, ins, outs, residual)
         fn = self._make_func(op, index, [v.type for v in ins], [v.type for v in outs])
-        if residual is not None and self.arena_range.get(ins[residual]) == self.arena_range.get(
-            outs[0]
-        ):
-            fn.attributes[C_ALIAS_ARGS] = DenseArrayBase.from_list(i64, [residual, len(ins)])
+        shared = [
+            (r, len(ins) + j)
+            for j, r in enumerate(residual)
+            if r is not None and self.arena_range.get(ins[r]) == self.arena_range.get(outs[j])
+        ]
+        if shared:
+            fn.attributes[C_ALIAS_ARGS] = DenseArrayBase.from_list(
+                i64, [a for pair in shared for a in pair]
+            )
         syms = self.sym_args if _is_symbolic_op(op) else []
         self.block.add_op(func.CallOp(fn.sym_name.data, [*ins, *outs, *syms], []))
 
@@ -413,9 +419,10 @@ class _Converter:
         index: int,
         ins: list[SSAValue],
         outs: list[SSAValue],
-        residual: int | None = None,
+        residual: Sequence[int | None] = (),
     ) -> None:
-        """Refuse a call whose output bytes overlap an input's (see the module docstring)."""
+        """Refuse a call whose output bytes overlap an input's (see the module docstring);
+        ``residual``: per output, the input it is written over in place, or None."""
         for j, out in enumerate(outs):
             if out not in self.arena_range:
                 continue
@@ -426,7 +433,8 @@ class _Converter:
                 lo, size = self.arena_range[inp]
                 if not (o_lo < lo + size and lo < o_lo + o_size):
                     continue
-                if (is_inplace_capable(op) or (residual == i and j == 0)) and (lo, size) == (
+                written_over = j < len(residual) and residual[j] == i
+                if (is_inplace_capable(op) or written_over) and (lo, size) == (
                     o_lo,
                     o_size,
                 ):
@@ -510,13 +518,17 @@ class _Converter:
         return fn
 
 
-def _residual_index(op: Operation) -> int | None:
-    """The operand ``plan-buffers`` wrote ``op``'s result over (``memory.residual_inplace``)."""
+def _residual_indices(op: Operation) -> list[int | None]:
+    """Per result, the operand ``plan-buffers`` wrote it over (``memory.residual_inplace``),
+    or None."""
     attr = op.attributes.get(MEMORY_RESIDUAL_INPLACE)
+    none: list[int | None] = [None] * len(op.results)
     if not isinstance(attr, DenseArrayBase):
-        return None
+        return none
     values = [int(v) for v in attr.get_values()]
-    return values[0] if len(values) == 1 and 0 <= values[0] < len(op.operands) else None
+    if len(values) != len(op.results):
+        return none
+    return [v if 0 <= v < len(op.operands) else None for v in values]
 
 
 def _copy_op(

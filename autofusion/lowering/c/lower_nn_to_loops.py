@@ -63,6 +63,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from autofusion.analysis.conv_chain import ConvPool, ExpandChain
 from autofusion.analysis.conv_pair import ConvPair
+from autofusion.analysis.pw_chain import Half
 from autofusion.dialects import clib, dtypes, fusion, nn
 from autofusion.dialects.attrs import BLOCKED_LAYOUT, C_ALIAS_ARGS, C_SYMBOL, LAYOUT_X, is_blocked
 from autofusion.dialects.fusion import FAST_MATH_ATTR
@@ -184,13 +185,20 @@ class FunctionLowering:
         pair = self._conv_pair_plan(ops) if chain is None and cp is None else None
         if pair is not None:
             skip = set(pair[:3])
+        pwc = self._pw_chain_plan(ops) if chain is None and cp is None and pair is None else None
+        if pwc is not None:
+            skip = {*pwc[0].ops, *pwc[1].ops[:-1]}
         plan_ops = [o for o in ops if o not in skip]
         epi = (
             self._epilogue_plan(plan_ops)
-            if self.fuse_epilogues and cp is None and pair is None
+            if self.fuse_epilogues and cp is None and pair is None and pwc is None
             else None
         )
-        self._detach_aliased(ops, new, epi if chain is None else None)
+        if pwc is not None:
+            first = (pwc[0].conv, set[Operation](), pwc[0].last)
+            self._detach_aliased(ops, new, first, pwc[0].conv.x)
+        else:
+            self._detach_aliased(ops, new, epi if chain is None else None)
         for op in ops:
             if isinstance(op, bufferization.ToTensorOp | bufferization.MaterializeInDestinationOp):
                 continue
@@ -206,6 +214,8 @@ class FunctionLowering:
                 self._conv_pool(*cp)
             elif pair is not None and op is pair[3]:
                 self._conv_pair(pair)
+            elif pwc is not None and op is pwc[1].last:
+                self._pw_chain(*pwc)
             elif epi is not None and op is epi[0]:
                 self._fused_contraction(epi[0], epi[1], epi[2])
             elif isinstance(op, nn.ConstantOp):
@@ -237,29 +247,35 @@ class FunctionLowering:
         ops: list[Operation],
         block: Block,
         epi: tuple[Operation, set[Operation], Operation] | None,
+        chain_x: SSAValue | None = None,
     ) -> None:
-        """Inputs that share bytes with the output (``c.alias_args``): kept when the call
-        computes in place (``_in_place_call``), else read from a copy made first."""
+        """Inputs that share bytes with an output (``c.alias_args``: (input, output) argument
+        pairs): kept when the call computes in place (``_in_place_call``; ``chain_x``, the
+        input of a ``clib.pw_chain`` that its second output overwrites block by block), else
+        read from a copy made first."""
         attr = self.fn.attributes.get(C_ALIAS_ARGS)
         if not isinstance(attr, DenseArrayBase):
             return
-        index = int(attr.get_values()[0])
-        tensors = [
-            op.tensor
-            for op in ops
-            if isinstance(op, bufferization.ToTensorOp) and op.memref is self.fn.args[index]
-        ]
-        if not tensors:
-            return
-        res = tensors[0]
-        if epi is not None and self._in_place_call(epi[0], epi[2], res):
-            self.alias_res = res
-            return
-        copy = self.e.alloc(elem(res), shape(res))
-        self.allocs.append(copy)
-        self.e.copy(block.args[index], copy)
-        for t in tensors:
-            self.buf[t] = copy
+        values = [int(v) for v in attr.get_values()]
+        for index in values[0::2]:
+            tensors = [
+                op.tensor
+                for op in ops
+                if isinstance(op, bufferization.ToTensorOp) and op.memref is self.fn.args[index]
+            ]
+            if not tensors:
+                continue
+            res = tensors[0]
+            if chain_x is not None and res is chain_x:
+                continue
+            if epi is not None and self._in_place_call(epi[0], epi[2], res):
+                self.alias_res = res
+                continue
+            copy = self.e.alloc(elem(res), shape(res))
+            self.allocs.append(copy)
+            self.e.copy(block.args[index], copy)
+            for t in tensors:
+                self.buf[t] = copy
 
     def _in_place_call(self, head: Operation, final: Operation, res: SSAValue) -> bool:
         """Whether the library call for ``head`` with the epilogue ending in ``final`` is the
@@ -486,6 +502,71 @@ class FunctionLowering:
                     [self.buffer_of(b.bias)] if b.bias is not None else [],
                     [e.owner.fn],
                     [e.owner.ctx],
+                ],
+                properties={
+                    "params": DenseArrayBase.from_list(i64, got[0]),
+                    "params2": DenseArrayBase.from_list(i64, got[1]),
+                },
+            )
+        )
+
+    def _pw_chain_plan(self, ops: list[Operation]) -> tuple[Half, Half] | None:
+        """The two halves when the function is ``fuse-pw-chain``'s kernel
+        (``body_pw_chain``), both halves' values its results and nothing else leaving it."""
+        from autofusion.analysis.pw_chain import body_pw_chain
+
+        body = [o for o in ops if isinstance(o, nn.TensorOp) and not isinstance(o, nn.ConstantOp)]
+        got = body_pw_chain(body)
+        if got is None or self.fuse_epilogues is False:
+            return None
+        first, second = got
+        inner = [o.results[0] for h in got for o in h.ops if o is not h.last]
+        if any(v in self.dests for v in inner) or not all(h.value in self.dests for h in got):
+            return None
+        return first, second
+
+    def _half_epilogue(self, h: Half, out: SSAValue) -> tuple[SSAValue | None, SSAValue | None]:
+        """The built-in clamp of a chain half (``_clamp_epilogue``), writing ``out``; none for
+        a bare conv."""
+        if h.last is h.conv:
+            return None, None
+        self.buf[h.conv.y] = out
+        dims = shape(h.conv.y)
+        got = self._clamp_epilogue(h.conv, h.last, 1, prod(dims[1:]), prod(dims[2:]))
+        if got is None:
+            raise PassFailedException(
+                f"{PASS}: {self.fn.sym_name.data}: a 1x1 chain half's epilogue is not the "
+                "built-in clamp (re-run fuse-pw-chain)"
+            )
+        return got
+
+    def _pw_chain(self, first: Half, second: Half) -> None:
+        """One ``clib.pw_chain`` (``afrt_conv1x1_chain_f32``): both convs with their clamp
+        epilogues in registers, the first output stored (it is a result) and read by the
+        second conv column block by column block."""
+        from autofusion.analysis.pw_chain import chain_params
+
+        got = chain_params(first.conv, second.conv)
+        assert got is not None
+        y = self.out_buffer(first.value)
+        ep, ctx = self._half_epilogue(first, y)
+        y2 = self.out_buffer(second.value)
+        ep2, ctx2 = self._half_epilogue(second, y2)
+        a, b = first.conv, second.conv
+        self.e.add(
+            clib.PwChainOp.build(
+                operands=[
+                    self.buffer_of(a.x),
+                    self.buffer_of(a.w),
+                    y,
+                    self.buffer_of(b.w),
+                    y2,
+                    [self.buffer_of(a.bias)] if a.bias is not None else [],
+                    [self.buffer_of(b.bias)] if b.bias is not None else [],
+                    [ep] if ep is not None else [],
+                    [ctx] if ctx is not None else [],
+                    [ep2] if ep2 is not None else [],
+                    [ctx2] if ctx2 is not None else [],
                 ],
                 properties={
                     "params": DenseArrayBase.from_list(i64, got[0]),

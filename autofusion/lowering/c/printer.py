@@ -371,6 +371,8 @@ class CPrinter:
                 targets = [op.destination]
             elif isinstance(op, clib.Conv2DOp | clib.Conv3DOp | clib.DwPwOp | clib.ConvPairOp):
                 targets = [op.y]
+            elif isinstance(op, clib.PwChainOp):
+                targets = [op.y, op.y2]
             elif isinstance(op, clib.MatmulOp):
                 targets = [op.c]
             elif isinstance(op, clib.Pool2DOp):
@@ -1497,6 +1499,20 @@ class _FuncPrinter:
                     f"  afrt_conv1x1_pair_f32({r(op.x)}, {r(op.x2)}, {r(op.w)}, {bias}, "
                     f"{r(op.w2)}, {bias2}, {r(op.y)}, &p_, &p2_, "
                     f"{self._epi(op.epilogue, op.ctx)}); }}",
+                )
+            case clib.PwChainOp():
+                # fuse-pw-chain: two 1x1 convs, the second on the first's output, in column blocks
+                p = ", ".join(f"INT64_C({v})" for v in op.param_values())
+                p2 = ", ".join(f"INT64_C({v})" for v in op.params2_values())
+                bias = r(op.bias) if op.bias is not None else "NULL"
+                bias2 = r(op.bias2) if op.bias2 is not None else "NULL"
+                self.emit(d, f"{{ const afrt_conv_params p_ = {{{p}}};")
+                self.emit(d, f"  const afrt_conv_params p2_ = {{{p2}}};")
+                self.emit(
+                    d,
+                    f"  afrt_conv1x1_chain_f32({r(op.x)}, {r(op.w)}, {bias}, {r(op.y)}, &p_, "
+                    f"{self._epi(op.epilogue, op.ctx)}, {r(op.w2)}, {bias2}, {r(op.y2)}, &p2_, "
+                    f"{self._epi(op.epilogue2, op.ctx2)}); }}",
                 )
             case clib.DwPwOp():
                 both = self._params(op, [*op.param_values(), *op.pw_values()], op.dyn)
