@@ -43,6 +43,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import DenseArrayBase, TensorType, f32
@@ -60,6 +61,9 @@ from autofusion.dialects import nn
 from autofusion.dialects.attrs import MEMORY_CONCAT_INPLACE, MEMORY_OFFSETS
 from autofusion.dialects.base import type_dims
 from autofusion.dialects.fusion import KernelOp, YieldOp
+
+if TYPE_CHECKING:
+    from autofusion.analysis.pw_chain import Half
 
 DEFAULT_ALIGNMENT = 64
 
@@ -197,37 +201,9 @@ def residual_operand(op: Operation) -> int | None:
     return res.index
 
 
-def _chain_residual(op: KernelOp) -> int | None:
-    """The operand a ``fuse-pw-chain`` kernel may write its first result over: the first
-    half's residual (``pw_chain.body_pw_chain``), a kernel argument of that result's layout
-    read only by its Add, the result yielded first. ``afrt_conv1x1_chain_f32`` finishes each
-    element of the first conv before its only store, as the single conv does, and the
-    second conv reads only finished columns."""
-    from autofusion.analysis.pw_chain import body_pw_chain
-
-    ops = [o for o in op.body.block.ops if not isinstance(o, nn.ConstantOp | YieldOp)]
-    got = body_pw_chain(ops)
-    last = op.body.block.last_op
-    if got is None or not isinstance(last, YieldOp):
-        return None
-    first, second = got
-    res = first.residual
-    if res is None or list(last.operands) != [first.value, second.value]:
-        return None
-    if not isinstance(res, BlockArgument) or res.owner is not op.body.block:
-        return None
-    if not res.has_one_use() or not _same_layout(res, first.value):
-        return None
-    if not _same_layout(first.value, op.results[0]):
-        return None
-    return res.index
-
-
-def chain_input_operand(op: Operation) -> int | None:
-    """The operand a ``fuse-pw-chain`` kernel may write its second result over: the first
-    conv's input, a kernel argument read by nothing else, of that result's layout.
-    ``afrt_conv1x1_chain_f32`` writes each column block of the second conv after the first
-    conv has read that block of its input, which no other block reads."""
+def _pw_chain_halves(op: Operation) -> tuple[Half, Half] | None:
+    """The two halves of a ``fuse-pw-chain`` kernel (``pw_chain.body_pw_chain``) yielding
+    the first half's value, then the second's; else None."""
     from autofusion.analysis.pw_chain import body_pw_chain
 
     if not isinstance(op, KernelOp) or len(op.results) != 2:
@@ -237,15 +213,51 @@ def chain_input_operand(op: Operation) -> int | None:
     last = op.body.block.last_op
     if got is None or not isinstance(last, YieldOp):
         return None
-    first, second = got
-    x = first.conv.x
-    if list(last.operands) != [first.value, second.value]:
+    return got if list(last.operands) == [got[0].value, got[1].value] else None
+
+
+def _written_over(op: Operation, v: SSAValue | None, result: int) -> int | None:
+    """``v``'s operand index when ``op``'s ``result`` may be written over it: a kernel
+    argument read once, of the result's layout."""
+    if not isinstance(v, BlockArgument) or v.owner is not op.regions[0].block:
         return None
-    if not isinstance(x, BlockArgument) or x.owner is not op.body.block or not x.has_one_use():
+    if not v.has_one_use() or not _same_layout(v, op.results[result]):
         return None
-    if not _same_layout(x, second.value) or not _same_layout(second.value, op.results[1]):
+    return v.index
+
+
+def _chain_residual(op: KernelOp) -> int | None:
+    """The operand a ``fuse-pw-chain`` kernel may write its first result over: the first
+    half's residual, read only by its Add. ``afrt_conv1x1_chain_f32`` finishes each element
+    of the first conv before its only store, as the single conv does, and the second conv
+    reads only finished columns."""
+    got = _pw_chain_halves(op)
+    if got is None or not _same_layout(got[0].value, op.results[0]):
         return None
-    return x.index
+    return _written_over(op, got[0].residual, 0)
+
+
+def chain_input_operand(op: Operation) -> int | None:
+    """The operand a ``fuse-pw-chain`` kernel may write its second result over: the first
+    conv's input, read by nothing else. ``afrt_conv1x1_chain_f32`` writes each column block
+    of the second conv after the first conv has read that block of its input, which no
+    other block reads."""
+    got = _pw_chain_halves(op)
+    if got is None or not _same_layout(got[1].value, op.results[1]):
+        return None
+    return _written_over(op, got[0].conv.x, 1)
+
+
+def _written_over_operand(iv: Interval) -> int | None:
+    """The operand ``iv``'s value may be written over by its fused contraction: the
+    residual for a kernel's first result (``residual_operand``), the chain's input for a
+    ``fuse-pw-chain`` kernel's second (``chain_input_operand``)."""
+    results = list(iv.op.results)
+    if results and iv.value is results[0]:
+        return residual_operand(iv.op)
+    if len(results) == 2 and iv.value is results[1]:
+        return chain_input_operand(iv.op)
+    return None
 
 
 def _same_layout(a: SSAValue, b: SSAValue) -> bool:
@@ -440,7 +452,7 @@ def build_buffers(
 
     for iv in intervals:
         target: Buffer | None = None
-        res_index = residual_operand(iv.op) if inplace and residual_inplace else None
+        res_index = _written_over_operand(iv) if inplace and residual_inplace else None
         offsets = view_offsets(iv.op)
         if offsets is not None and all(o % alignment == 0 for o in offsets):
             at = offsets[list(iv.op.results).index(iv.value)]  # type: ignore[arg-type]
@@ -460,26 +472,13 @@ def build_buffers(
                 target = buf
                 pairs.append((by_value[operand].value, iv.value))
                 break
-        elif res_index is not None and iv.value is iv.op.results[0]:
+        elif res_index is not None:
             operand = iv.op.operands[res_index]
             operand = rename.get(operand, operand)
             if list(iv.op.operands).count(operand) == 1 and (buf := dying_operand(operand, iv)):
                 target = buf
                 pairs.append((by_value[operand].value, iv.value))
                 residual[iv.value] = res_index
-        elif (
-            inplace
-            and residual_inplace
-            and len(iv.op.results) == 2
-            and iv.value is iv.op.results[1]
-            and (x_index := chain_input_operand(iv.op)) is not None
-        ):
-            operand = iv.op.operands[x_index]
-            operand = rename.get(operand, operand)
-            if list(iv.op.operands).count(operand) == 1 and (buf := dying_operand(operand, iv)):
-                target = buf
-                pairs.append((by_value[operand].value, iv.value))
-                residual[iv.value] = x_index
         elif concat_inplace and isinstance(iv.op, nn.ConcatOp):
             operands = [rename.get(v, v) for v in iv.op.inputs]
             flags = _concat_in_place(iv, operands, by_value, buffer_of, alignment, aliases)

@@ -45,7 +45,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import ClassVar, NamedTuple
 
 from xdsl.dialects.builtin import (
@@ -1471,25 +1471,54 @@ class DwPwOp(_LibOp):
             )
 
 
+class _TwoConvOp(_LibOp):
+    """A call running two convs: ``params2`` holds the second conv's ``CONV_FIELDS``, and the
+    pair must satisfy the subclass's rule (``RULE``: what afrt.h's run-time check takes)."""
+
+    RULE: ClassVar[Callable[[Sequence[Param], Sequence[Param]], bool]]
+    WHAT: ClassVar[str]  # what RULE asks, for the verifier's message
+
+    def params2_values(self) -> list[int]:
+        """The second conv's ``CONV_FIELDS``."""
+        return _ints(self, "params2")
+
+    def verify_(self) -> None:
+        if not type(self).RULE(self.param_values(), self.params2_values()):
+            raise VerifyException(f"'{self.name}': params and params2 are not {self.WHAT}")
+
+
+def _two_1x1(
+    f: Sequence[Param], f2: Sequence[Param]
+) -> tuple[dict[str, int], dict[str, int]] | None:
+    """Two convs' ``CONV_FIELDS`` (numbers only) by name when both are 1x1, unpadded, group 1
+    and dilation 1; else None (the common part of ``conv_pair_applies`` and
+    ``pw_chain_applies``)."""
+    if len(f) != len(CONV_FIELDS) or len(f2) != len(CONV_FIELDS):
+        return None
+    if any(not isinstance(v, int) or v == DYNAMIC for v in (*f, *f2)):
+        return None
+    a: dict[str, int] = dict(zip(CONV_FIELDS, f, strict=True))  # type: ignore[arg-type]
+    b: dict[str, int] = dict(zip(CONV_FIELDS, f2, strict=True))  # type: ignore[arg-type]
+    for d in (a, b):
+        if (d["R"], d["S"], d["group"], d["dil_h"], d["dil_w"]) != (1, 1, 1, 1, 1):
+            return None
+        if d["pad_top"] or d["pad_left"] or d["pad_bottom"] or d["pad_right"]:
+            return None
+    return a, b
+
+
 def conv_pair_applies(f: Sequence[Param], f2: Sequence[Param]) -> bool:
     """Whether ``afrt_conv1x1_pair_f32`` takes the joined conv ``f`` and the second input's
     conv ``f2`` (``CONV_FIELDS`` order, numbers only; ``afrt_conv1x1_pair_applies`` in
     afrt.h): both 1x1, unpadded, group 1, dilation 1, the same N, K and output map; ``f``
     stride 1 on its output map with more channels than ``f2`` (its first ``C - f2.C`` come
     from x); ``f2`` any stride whose last row and column lie inside its input."""
-    if len(f) != len(CONV_FIELDS) or len(f2) != len(CONV_FIELDS):
+    got = _two_1x1(f, f2)
+    if got is None:
         return False
-    if any(not isinstance(v, int) or v == DYNAMIC for v in (*f, *f2)):
+    a, b = got
+    if min(a["stride_h"], a["stride_w"], b["stride_h"], b["stride_w"]) < 1:
         return False
-    a: dict[str, int] = dict(zip(CONV_FIELDS, f, strict=True))  # type: ignore[arg-type]
-    b: dict[str, int] = dict(zip(CONV_FIELDS, f2, strict=True))  # type: ignore[arg-type]
-    for d in (a, b):
-        if (d["R"], d["S"], d["group"], d["dil_h"], d["dil_w"]) != (1, 1, 1, 1, 1):
-            return False
-        if d["pad_top"] or d["pad_left"] or d["pad_bottom"] or d["pad_right"]:
-            return False
-        if min(d["stride_h"], d["stride_w"]) < 1:
-            return False
     return (
         (a["stride_h"], a["stride_w"]) == (1, 1)
         and (a["H"], a["W"]) == (a["OH"], a["OW"])
@@ -1502,7 +1531,7 @@ def conv_pair_applies(f: Sequence[Param], f2: Sequence[Param]) -> bool:
 
 
 @irdl_op_definition
-class ConvPairOp(_LibOp):
+class ConvPairOp(_TwoConvOp):
     """Two 1x1 convs whose outputs are added, as one GEMM (``fuse-conv-pair``: ResNet's conv3
     and downsample): ``afrt_conv1x1_pair_f32(x, x2, w, bias, w2, bias2, y, &params,
     &params2, {epilogue, ctx})`` (afrt.h): ``y = epilogue(conv(x; w, bias) + conv2(x2; w2,
@@ -1523,17 +1552,12 @@ class ConvPairOp(_LibOp):
     params = prop_def(DenseArrayBase)
     params2 = prop_def(DenseArrayBase)
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
-
-    def params2_values(self) -> list[int]:
-        """The downsample conv's ``CONV_FIELDS``."""
-        return _ints(self, "params2")
-
-    def verify_(self) -> None:
-        if not conv_pair_applies(self.param_values(), self.params2_values()):
-            raise VerifyException(
-                "'clib.conv_pair': params and params2 are not two 1x1 convs onto one output "
-                "map (the first stride 1 with more channels than the second)"
-            )
+    RULE: ClassVar[Callable[[Sequence[Param], Sequence[Param]], bool]] = staticmethod(
+        conv_pair_applies
+    )
+    WHAT: ClassVar[str] = (
+        "two 1x1 convs onto one output map (the first stride 1 with more channels than the second)"
+    )
 
 
 def pw_chain_applies(f: Sequence[Param], f2: Sequence[Param]) -> bool:
@@ -1541,26 +1565,20 @@ def pw_chain_applies(f: Sequence[Param], f2: Sequence[Param]) -> bool:
     a chain (``CONV_FIELDS`` order, numbers only; ``afrt_conv1x1_chain_applies`` in afrt.h):
     both 1x1, stride 1, unpadded, group 1, dilation 1, on one N x H x W map, ``f2`` reading
     ``f``'s K channels."""
-    if len(f) != len(CONV_FIELDS) or len(f2) != len(CONV_FIELDS):
+    got = _two_1x1(f, f2)
+    if got is None:
         return False
-    if any(not isinstance(v, int) or v == DYNAMIC for v in (*f, *f2)):
-        return False
-    a: dict[str, int] = dict(zip(CONV_FIELDS, f, strict=True))  # type: ignore[arg-type]
-    b: dict[str, int] = dict(zip(CONV_FIELDS, f2, strict=True))  # type: ignore[arg-type]
-    for d in (a, b):
-        if (d["R"], d["S"], d["group"], d["dil_h"], d["dil_w"]) != (1, 1, 1, 1, 1):
-            return False
+    for d in got:
         if (d["stride_h"], d["stride_w"]) != (1, 1) or (d["OH"], d["OW"]) != (d["H"], d["W"]):
-            return False
-        if d["pad_top"] or d["pad_left"] or d["pad_bottom"] or d["pad_right"]:
             return False
         if min(d["N"], d["C"], d["K"], d["H"] * d["W"]) < 1:
             return False
+    a, b = got
     return (b["N"], b["C"], b["H"], b["W"]) == (a["N"], a["K"], a["H"], a["W"])
 
 
 @irdl_op_definition
-class PwChainOp(_LibOp):
+class PwChainOp(_TwoConvOp):
     """A 1x1 conv and the 1x1 conv reading its output, column block by column block
     (``fuse-pw-chain``): ``afrt_conv1x1_chain_f32(x, w, bias, y, &params, {epilogue, ctx},
     w2, bias2, y2, &params2, {epilogue2, ctx2})`` (afrt.h): ``y = epilogue(conv(x; w, bias))``
@@ -1582,17 +1600,10 @@ class PwChainOp(_LibOp):
     params = prop_def(DenseArrayBase)
     params2 = prop_def(DenseArrayBase)
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
-
-    def params2_values(self) -> list[int]:
-        """The second conv's ``CONV_FIELDS``."""
-        return _ints(self, "params2")
-
-    def verify_(self) -> None:
-        if not pw_chain_applies(self.param_values(), self.params2_values()):
-            raise VerifyException(
-                "'clib.pw_chain': params and params2 are not two 1x1 stride-1 convs on one map, "
-                "the second reading the first's output"
-            )
+    RULE: ClassVar[Callable[[Sequence[Param], Sequence[Param]], bool]] = staticmethod(
+        pw_chain_applies
+    )
+    WHAT: ClassVar[str] = "two 1x1 stride-1 convs on one map, the second reading the first's output"
 
 
 @irdl_op_definition

@@ -56,11 +56,12 @@ _RULE_DRIVER = r"""
 #include "afrt.h"
 #include <stdio.h>
 int main(void) {
-    afrt_conv_params p;
-    int64_t *f = &p.N;
+    afrt_conv_params p, p2;
+    int64_t *f = &p.N, *f2 = &p2.N;
+    (void)f2;
     while (1) {
-        for (int i = 0; i < 18; ++i)
-            if (scanf("%ld", (long *)&f[i]) != 1) return 0;
+        for (int i = 0; i < 18 * CONVS; ++i)
+            if (scanf("%ld", (long *)(i < 18 ? &f[i] : &f2[i - 18])) != 1) return 0;
         PRINT
     }
 }
@@ -68,13 +69,14 @@ int main(void) {
 
 
 def conv_rule_outputs(
-    tmp_path: Path, print_stmt: str, shapes: Sequence[Sequence[int]]
+    tmp_path: Path, print_stmt: str, shapes: Sequence[Sequence[int]], convs: int = 1
 ) -> list[str]:
-    """What ``print_stmt`` (C statements using ``afrt_conv_params p``) prints for each conv of
-    ``shapes`` (the 18 fields of ``afrt_conv_params`` each): the rule tests compare afrt.h's
-    run-time choices with the lowering's Python rules through it."""
+    """What ``print_stmt`` (C statements using ``afrt_conv_params p``, and ``p2`` with
+    ``convs`` 2) prints for each row of ``shapes`` (the 18 fields of ``afrt_conv_params`` per
+    conv): the rule tests compare afrt.h's run-time choices with the lowering's Python rules
+    through it."""
     src = tmp_path / "rule.c"
-    src.write_text(_RULE_DRIVER.replace("PRINT", print_stmt))
+    src.write_text(_RULE_DRIVER.replace("PRINT", print_stmt).replace("CONVS", str(convs)))
     exe = tmp_path / "rule"
     cmd = [toolchain.c_compiler(), "-O1", "-std=c11", *toolchain.include_flags(), str(src),
            "-o", str(exe), "-lm"]  # fmt: skip
@@ -106,6 +108,17 @@ def build_driver(src: Path, out: Path, isa: str, defines: Sequence[str] = ()) ->
         *toolchain.include_flags(), str(src), "-o", str(out), "-lm",
     ]  # fmt: skip
     subprocess.run(cmd, check=True)
+    return out
+
+
+def uniform_feeds(model: onnx.ModelProto, seed: int) -> dict[str, np.ndarray]:
+    """One f32 array per graph input of ``model`` (static shapes), uniform in [-2, 2) from
+    ``seed``: the C backend tests' inputs."""
+    rng = np.random.default_rng(seed)
+    out: dict[str, np.ndarray] = {}
+    for i in model.graph.input:
+        shape = [d.dim_value for d in i.type.tensor_type.shape.dim]
+        out[i.name] = rng.uniform(-2, 2, shape).astype(np.float32)
     return out
 
 

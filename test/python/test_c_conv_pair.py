@@ -14,17 +14,15 @@
 from __future__ import annotations
 
 import itertools
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import onnx
 import pytest
 from onnx import helper, numpy_helper
-from runtime_drivers import same_bits_at_thread_counts
+from runtime_drivers import conv_rule_outputs, same_bits_at_thread_counts, uniform_feeds
 
 from autofusion.dialects import clib
-from autofusion.runtime import toolchain
 
 # name: (batch, input channels, map, mid channels, output channels, downsample stride)
 BLOCKS = {
@@ -81,21 +79,12 @@ def pair_model(seed: int = 0, with_shared: bool = True) -> onnx.ModelProto:
     return onnx.shape_inference.infer_shapes(model)
 
 
-def _feeds(model: onnx.ModelProto, seed: int) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    out: dict[str, np.ndarray] = {}
-    for i in model.graph.input:
-        shape = [d.dim_value for d in i.type.tensor_type.shape.dim]
-        out[i.name] = rng.uniform(-2, 2, shape).astype(np.float32)
-    return out
-
-
 @pytest.mark.parametrize("cpu", ["native", "x86-64-v2"])
 def test_pairs_match_onnxruntime_at_1_2_3_threads(cpu: str) -> None:
     """Every output matches onnxruntime with the same bits at 1, 2 and 3 threads (twice:
     the joined weights cached); blocks s1, s2, s3 join, d is refused and kept apart."""
     m = pair_model()
-    report = same_bits_at_thread_counts(m, _feeds(m, 3), cpu, runs=2)
+    report = same_bits_at_thread_counts(m, uniform_feeds(m, 3), cpu, runs=2)
     joined = [g for g in report["groups"] if g["pattern"] == "convpair_conv_conv_add_relu"]
     assert sorted(g["origins"][0] for g in joined) == ["s1_down", "s2_down", "s3_down"]
     assert {g["decided_by"] for g in joined} == {"rules"}
@@ -123,7 +112,7 @@ def test_the_pair_drops_the_in_place_residual(tmp_path: Path) -> None:
         assert b.report["residual_inplace"] == 3
         assert a.report["arena_bytes"] <= b.report["arena_bytes"]
         assert {r["code"] for r in b.report["refusals"]} >= {"disabled"}
-        feeds = _feeds(m, 5)
+        feeds = uniform_feeds(m, 5)
         got_a, got_b = a.run(feeds), b.run(feeds)
         for k in got_b:
             assert_close(got_a[k], got_b[k], f"{k}: joined against apart")
@@ -145,29 +134,9 @@ def test_pair_rule_matches_the_runtime(tmp_path: Path) -> None:
         rows.append(joined + second)
     strided = [1, 9, 5, 5, 12, 1, 1, 5, 5, 2, 2, 0, 0, 0, 0, 1, 1, 1]  # the first conv strided
     rows.append([*strided, 1, 4, 5, 5, 12, 1, 1, 5, 5, 1, 1, 0, 0, 0, 0, 1, 1, 1])
-    src = r"""
-#include "afrt.h"
-#include <stdio.h>
-int main(void) {
-    afrt_conv_params p, p2;
-    long f[36];
-    while (1) {
-        for (int i = 0; i < 36; ++i)
-            if (scanf("%ld", &f[i]) != 1) return 0;
-        int64_t *a = &p.N, *b = &p2.N;
-        for (int i = 0; i < 18; ++i) a[i] = f[i], b[i] = f[18 + i];
-        printf("%d\n", afrt_conv1x1_pair_applies(&p, &p2));
-    }
-}
-"""
-    path = tmp_path / "rule.c"
-    path.write_text(src)
-    exe = tmp_path / "rule"
-    subprocess.run([toolchain.c_compiler(), "-O1", "-std=c11", *toolchain.include_flags(),
-                    str(path), "-o", str(exe), "-lm"], check=True)  # fmt: skip
-    text = "\n".join(" ".join(map(str, r)) for r in rows) + "\n"
-    out = subprocess.run([str(exe)], input=text, capture_output=True, text=True, check=True)
-    got = [int(v) for v in out.stdout.split()]
+    stmt = 'printf("%d\\n", afrt_conv1x1_pair_applies(&p, &p2));'
+    printed = conv_rule_outputs(tmp_path, stmt, rows, convs=2)
+    got = [int(v) for v in printed]
     want = [int(clib.conv_pair_applies(r[:18], r[18:])) for r in rows]
     assert got == want
     assert 0 < sum(want) < len(want)

@@ -15,18 +15,16 @@
 from __future__ import annotations
 
 import itertools
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import onnx
 import pytest
 from onnx import helper, numpy_helper
-from runtime_drivers import same_bits_at_thread_counts
+from runtime_drivers import conv_rule_outputs, same_bits_at_thread_counts, uniform_feeds
 
 from autofusion.analysis.hardware import cpu_this_machine
 from autofusion.dialects import clib
-from autofusion.runtime import toolchain
 
 L2 = cpu_this_machine().fused_cache_bytes
 
@@ -85,15 +83,6 @@ def chain_model(n: int, c: int, mid: int, k: int, side: int, seed: int = 0) -> o
     return onnx.shape_inference.infer_shapes(model)
 
 
-def _feeds(model: onnx.ModelProto, seed: int) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    out: dict[str, np.ndarray] = {}
-    for i in model.graph.input:
-        shape = [d.dim_value for d in i.type.tensor_type.shape.dim]
-        out[i.name] = rng.uniform(-2, 2, shape).astype(np.float32)
-    return out
-
-
 def _chains(report: dict) -> list[dict]:
     return [g for g in report["groups"] if g["pattern"].startswith("pwchain_")]
 
@@ -113,7 +102,7 @@ def test_chains_match_onnxruntime_at_1_2_3_threads(
     input's bytes (``k == mid``); otherwise the residual one is refused (``cost``)."""
     side = _side_for(mid * n, 2.3)
     m = chain_model(n, c, mid, k, side)
-    report = same_bits_at_thread_counts(m, _feeds(m, 3), cpu, runs=2)
+    report = same_bits_at_thread_counts(m, uniform_feeds(m, 3), cpu, runs=2)
     want = ["pwchain_conv_conv"] + (["pwchain_conv_add_relu_conv_relu"] if k == mid else [])
     assert sorted(g["pattern"] for g in _chains(report)) == sorted(want)
     assert {g["decided_by"] for g in _chains(report)} == {"cost"}
@@ -145,7 +134,7 @@ def test_the_chain_keeps_the_arena_and_writes_in_place(tmp_path: Path) -> None:
         assert a.report["residual_inplace"] == b.report["residual_inplace"] + 2
         assert a.report["arena_bytes"] <= b.report["arena_bytes"]
         assert {r["code"] for r in b.report["refusals"]} >= {"disabled"}
-        feeds = _feeds(m, 5)
+        feeds = uniform_feeds(m, 5)
         got_a, got_b = a.run(feeds), b.run(feeds)
         for name in got_b:
             assert_close(got_a[name], got_b[name], f"{name}: chained against apart")
@@ -181,29 +170,9 @@ def test_chain_rule_matches_the_runtime(tmp_path: Path) -> None:
         first = [1, 8, 5, 5, 12, r, r, oh, oh, s, s, pad, pad, pad, pad, 1, 1, grp]
         second = [1, c2, h2, h2, 7, 1, 1, h2, h2, 1, 1, 0, 0, 0, 0, 1, 1, 1]
         rows.append(first + second)
-    src = r"""
-#include "afrt.h"
-#include <stdio.h>
-int main(void) {
-    afrt_conv_params p, p2;
-    long f[36];
-    while (1) {
-        for (int i = 0; i < 36; ++i)
-            if (scanf("%ld", &f[i]) != 1) return 0;
-        int64_t *a = &p.N, *b = &p2.N;
-        for (int i = 0; i < 18; ++i) a[i] = f[i], b[i] = f[18 + i];
-        printf("%d\n", afrt_conv1x1_chain_applies(&p, &p2));
-    }
-}
-"""
-    path = tmp_path / "rule.c"
-    path.write_text(src)
-    exe = tmp_path / "rule"
-    subprocess.run([toolchain.c_compiler(), "-O1", "-std=c11", *toolchain.include_flags(),
-                    str(path), "-o", str(exe), "-lm"], check=True)  # fmt: skip
-    text = "\n".join(" ".join(map(str, r)) for r in rows) + "\n"
-    out = subprocess.run([str(exe)], input=text, capture_output=True, text=True, check=True)
-    got = [int(v) for v in out.stdout.split()]
+    stmt = 'printf("%d\\n", afrt_conv1x1_chain_applies(&p, &p2));'
+    printed = conv_rule_outputs(tmp_path, stmt, rows, convs=2)
+    got = [int(v) for v in printed]
     want = [int(clib.pw_chain_applies(r[:18], r[18:])) for r in rows]
     assert got == want
     assert 0 < sum(want) < len(want)

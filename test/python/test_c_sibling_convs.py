@@ -18,7 +18,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import helper, numpy_helper
-from runtime_drivers import same_bits_at_thread_counts
+from runtime_drivers import same_bits_at_thread_counts, uniform_feeds
 
 # name: (input channels, map, 1x1 branch, 3x3 reduce, 3x3, 5x5 reduce, 5x5 (a 3x3), pool proj)
 MODULES = {
@@ -73,22 +73,13 @@ def inception_model(seed: int = 0, b1_last: bool = False) -> onnx.ModelProto:
     return onnx.shape_inference.infer_shapes(model)
 
 
-def _feeds(model: onnx.ModelProto, seed: int) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    out: dict[str, np.ndarray] = {}
-    for i in model.graph.input:
-        shape = [d.dim_value for d in i.type.tensor_type.shape.dim]
-        out[i.name] = rng.uniform(-2, 2, shape).astype(np.float32)
-    return out
-
-
 @pytest.mark.parametrize("cpu", ["native", "x86-64-v2"])
 def test_siblings_match_onnxruntime_at_1_2_3_threads(cpu: str) -> None:
     """Every output (the returned 5x5 reduce too) matches onnxruntime with the same bits at
     1, 2 and 3 threads; each module's three 1x1 convs joined, the 1x1 branch's piece last
     (the Concat takes it first) and written straight into the Concat: no copy."""
     m = inception_model()
-    report = same_bits_at_thread_counts(m, _feeds(m, 3), cpu, runs=2)
+    report = same_bits_at_thread_counts(m, uniform_feeds(m, 3), cpu, runs=2)
     rows = report["sibling_convs"]
     assert [r["pieces"] for r in rows] == [[16, 5, 13], [48, 20, 40], [24, 8, 16]]
     assert [r["nodes"][-1] for r in rows] == ["odd_b1", "blk_b1", "out_b1"]
@@ -107,7 +98,7 @@ def test_a_piece_a_concat_takes_last_goes_first_and_is_not_copied() -> None:
     """With the 1x1 branch last in each Concat its piece is the joined output's first (the
     other pieces sit just after the Concat's bytes); onnxruntime's outputs, no copy."""
     m = inception_model(seed=2, b1_last=True)
-    report = same_bits_at_thread_counts(m, _feeds(m, 4), "native", counts=(1, 2))
+    report = same_bits_at_thread_counts(m, uniform_feeds(m, 4), "native", counts=(1, 2))
     rows = report["sibling_convs"]
     assert [r["pieces"] for r in rows] == [[13, 16, 5], [40, 48, 20], [16, 24, 8]]
     assert [r["nodes"][0] for r in rows] == ["odd_b1", "blk_b1", "out_b1"]
@@ -133,7 +124,7 @@ def test_disabled_family_keeps_siblings_apart(tmp_path: Path) -> None:
         assert a.report["kernels_after"] < b.report["kernels_after"]
         disabled = [r for r in b.report["refusals"] if r["code"] == "disabled"]
         assert {r["nodes"][0] for r in disabled} == {"odd_b1", "blk_b1", "out_b1"}
-        feeds = _feeds(m, 5)
+        feeds = uniform_feeds(m, 5)
         got_a, got_b = a.run(feeds), b.run(feeds)
         for k in got_b:
             assert_close(got_a[k], got_b[k], f"{k}: joined against apart")

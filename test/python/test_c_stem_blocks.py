@@ -28,7 +28,7 @@ import onnx
 import pytest
 from conv_epilogues import checked_report
 from onnx import TensorProto, helper, numpy_helper
-from runtime_drivers import conv_rule_outputs
+from runtime_drivers import conv_rule_outputs, uniform_feeds
 
 from autofusion.dialects import clib
 from autofusion.runtime import toolchain
@@ -85,22 +85,13 @@ def stem_model(batch: int = 2, seed: int = 0) -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
-def _feeds(model: onnx.ModelProto, seed: int) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    out: dict[str, np.ndarray] = {}
-    for i in model.graph.input:
-        shape = [d.dim_value for d in i.type.tensor_type.shape.dim]
-        out[i.name] = rng.uniform(-2, 2, shape).astype(np.float32)
-    return out
-
-
 @pytest.mark.parametrize(("cpu", "threads"), [("native", 1), ("native", 2), ("x86-64-v2", 2)])
 def test_stem_blocks_match_onnxruntime(cpu: str, threads: int) -> None:
     """Every output matches onnxruntime; on AVX-512 stems s, t, u write blocks
     (``direct_smallc_b``, ``nchw->nchw16c``) and their pools run on blocks, stem v stays
     ``direct_smallc`` on NCHW; elsewhere nothing is blocked."""
     model = stem_model()
-    report, by_origin = checked_report(model, _feeds(model, 7), cpu, threads)
+    report, by_origin = checked_report(model, uniform_feeds(model, 7), cpu, threads)
     avx512 = toolchain.cpu_has_avx512(cpu)
     for n in (*STEMS, "v"):
         row = by_origin[f"{n}_stem"]
@@ -148,5 +139,5 @@ def test_stem_blocks_under_sanitizers(tmp_path: Path) -> None:
     from autofusion.lowering.c.testing import sanitized_model_c
 
     m = stem_model()
-    text = sanitized_model_c(m, _feeds(m, 3), tmp_path)
+    text = sanitized_model_c(m, uniform_feeds(m, 3), tmp_path)
     assert text.count("afrt_convpool_nc_f32(") == 3  # each with its pool (fuse-conv-pool)

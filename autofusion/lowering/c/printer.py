@@ -1488,12 +1488,7 @@ class _FuncPrinter:
                 )
             case clib.ConvPairOp():
                 # fuse-conv-pair: two 1x1 convs added, one GEMM over both inputs
-                p = ", ".join(f"INT64_C({v})" for v in op.param_values())
-                p2 = ", ".join(f"INT64_C({v})" for v in op.params2_values())
-                bias = r(op.bias) if op.bias is not None else "NULL"
-                bias2 = r(op.bias2) if op.bias2 is not None else "NULL"
-                self.emit(d, f"{{ const afrt_conv_params p_ = {{{p}}};")
-                self.emit(d, f"  const afrt_conv_params p2_ = {{{p2}}};")
+                bias, bias2 = self._two_conv_params(d, op)
                 self.emit(
                     d,
                     f"  afrt_conv1x1_pair_f32({r(op.x)}, {r(op.x2)}, {r(op.w)}, {bias}, "
@@ -1502,12 +1497,7 @@ class _FuncPrinter:
                 )
             case clib.PwChainOp():
                 # fuse-pw-chain: two 1x1 convs, the second on the first's output, in column blocks
-                p = ", ".join(f"INT64_C({v})" for v in op.param_values())
-                p2 = ", ".join(f"INT64_C({v})" for v in op.params2_values())
-                bias = r(op.bias) if op.bias is not None else "NULL"
-                bias2 = r(op.bias2) if op.bias2 is not None else "NULL"
-                self.emit(d, f"{{ const afrt_conv_params p_ = {{{p}}};")
-                self.emit(d, f"  const afrt_conv_params p2_ = {{{p2}}};")
+                bias, bias2 = self._two_conv_params(d, op)
                 self.emit(
                     d,
                     f"  afrt_conv1x1_chain_f32({r(op.x)}, {r(op.w)}, {bias}, {r(op.y)}, &p_, "
@@ -1600,6 +1590,16 @@ class _FuncPrinter:
             f"(int64_t){self.ref(v)}" if isinstance(v, SSAValue) else f"INT64_C({v})"
             for v in clib.join_params(values, dyn)
         ]
+
+    def _two_conv_params(self, d: int, op: clib.ConvPairOp | clib.PwChainOp) -> tuple[str, str]:
+        """Opens a block declaring ``p_`` and ``p2_`` (the two convs' params, static) for a
+        two-conv call; returns the two bias arguments (``NULL`` where absent)."""
+        p = ", ".join(f"INT64_C({v})" for v in op.param_values())
+        p2 = ", ".join(f"INT64_C({v})" for v in op.params2_values())
+        self.emit(d, f"{{ const afrt_conv_params p_ = {{{p}}};")
+        self.emit(d, f"  const afrt_conv_params p2_ = {{{p2}}};")
+        bias = self.ref(op.bias) if op.bias is not None else "NULL"
+        return bias, self.ref(op.bias2) if op.bias2 is not None else "NULL"
 
     def _epi(self, fn: SSAValue | None, ctx: SSAValue | None) -> str:
         if fn is None:
