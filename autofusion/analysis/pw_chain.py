@@ -3,9 +3,9 @@ what ``afrt_conv1x1_chain_f32`` takes. Shared by the pass, the buffer plan (the 
 residual written in place) and the C lowering, so neither of the last two imports a pass.
 
 A *half* is a 1x1 conv and its built-in clamp epilogue: the conv, then optionally
-``Add(conv, r)`` with ``r`` of the conv output's shape (a residual), then optionally one Relu
-/ Clip with numeric bounds, each intermediate read only by the next op. A chain is two
-halves, the second conv reading the first half's last value."""
+``Add(conv, r)`` with ``r`` of the conv output's shape and not a constant (a residual), then
+optionally one Relu / Clip with numeric bounds, each intermediate read only by the next op.
+A chain is two halves, the second conv reading the first half's last value."""
 
 from __future__ import annotations
 
@@ -67,7 +67,12 @@ def half_at(ops: Sequence[Operation], i: int) -> Half | None:
     cand = ops[j] if j < len(ops) else None
     if isinstance(cand, nn.AddOp) and v in cand.operands:
         other = cand.rhs if cand.lhs is v else cand.lhs
-        if other is not v and type_dims(other.type) == type_dims(v.type) and _only_reader(v, cand):
+        # a tensor of the output's shape, not a constant (a splat one would be a scalar to
+        # the lowering, which the built-in clamp does not take as its residual)
+        full = type_dims(other.type) == type_dims(v.type) and not isinstance(
+            other.owner, nn.ConstantOp
+        )
+        if other is not v and full and _only_reader(v, cand):
             add, v, j = cand, cand.results[0], j + 1
     act = ops[j] if j < len(ops) else None
     if isinstance(act, CLAMPS) and act.operands[0] is v:

@@ -176,3 +176,36 @@ def test_chain_rule_matches_the_runtime(tmp_path: Path) -> None:
     want = [int(clib.pw_chain_applies(r[:18], r[18:])) for r in rows]
     assert got == want
     assert 0 < sum(want) < len(want)
+
+
+def test_a_constant_added_is_not_a_residual(tmp_path: Path) -> None:
+    """At aggressiveness 3 (no cost model) a 1x1 conv whose Add reads a small constant of its
+    output's shape (cloned into the kernel, a scalar to the lowering) is not a chain half:
+    the build has no chain and matches onnxruntime; a true residual there joins."""
+    import autofusion
+    from autofusion.lowering.c.testing import onnxruntime_outputs
+    from autofusion.testing import assert_close
+
+    cfg = tmp_path / "all.json"
+    cfg.write_text('{"aggressiveness": 3}')
+    for const in (True, False):
+        b = _Builder(1)
+        if const:  # 16 values: fuse clones it into the kernel
+            c = numpy_helper.from_array(np.full((1, 4, 2, 2), 0.25, np.float32), "c")
+            b.inits.append(c)
+        add_in = "c" if const else b.op("Relu", "r", b.conv("c_r", "x", 4, 4))
+        y = b.op("Relu", "y", b.op("Add", "y_add", b.conv("c_y", "x", 4, 4), add_in))
+        b.op("Relu", "z", b.conv("c_z", y, 4, 6))
+        b.op("Relu", "out", b.op("Add", "o_add", b.conv("c_o", "z", 6, 4), y))
+        ins = [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 4, 2, 2])]
+        outs = [helper.make_tensor_value_info("out", onnx.TensorProto.FLOAT, None)]
+        graph = helper.make_graph(b.nodes, "const_add", ins, outs, b.inits)
+        m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+        built = autofusion.compile(m, cache=False, config=str(cfg))
+        try:
+            assert len(_chains(built.report)) == (0 if const else 1)
+            feeds = uniform_feeds(m, 2)
+            got = built.run(feeds)["out"]
+        finally:
+            built.close()
+        assert_close(got, onnxruntime_outputs(m, feeds)["out"], f"out (constant {const})")
