@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from runtime_drivers import RUNTIME_C, build_driver, same_bits_at_thread_counts
-from test_c_stem_blocks import _feeds, stem_model
+from runtime_drivers import RUNTIME_C, build_driver, same_bits_at_thread_counts, uniform_feeds
+from test_c_stem_blocks import stem_model
 
 from autofusion.dialects import clib
 from autofusion.runtime import toolchain
@@ -118,7 +118,7 @@ def test_stem_pools_same_bits_at_1_2_3_threads() -> None:
     """The stem model's three fused stems match onnxruntime and give the same bits at 1, 2
     and 3 threads (runs twice: cached weights, reused rings)."""
     m = stem_model()
-    report = same_bits_at_thread_counts(m, _feeds(m, 11), "native", runs=2)
+    report = same_bits_at_thread_counts(m, uniform_feeds(m, 11), "native", runs=2)
     fused = [g for g in report["groups"] if g["pattern"] == "convpool_conv_relu_max_pool"]
     assert len(fused) == 3
     assert {g["decided_by"] for g in fused} == {"rules"}
@@ -141,7 +141,7 @@ def test_the_arena_loses_the_stem_outputs(tmp_path: Path) -> None:
         on_bytes, off_bytes = a.report["arena_bytes"], b.report["arena_bytes"]
         assert on_bytes < off_bytes, (on_bytes, off_bytes)
         assert {r["code"] for r in b.report["refusals"]} >= {"disabled"}
-        feeds = _feeds(m, 5)
+        feeds = uniform_feeds(m, 5)
         got_a, got_b = a.run(feeds), b.run(feeds)
         for k in got_a:
             np.testing.assert_array_equal(got_a[k], got_b[k])  # the same bits either way
