@@ -4109,14 +4109,25 @@ static inline int afrt_conv1x1_chain_applies(const afrt_conv_params *p, const af
     return p2->N == p->N && p2->C == p->K && p2->H == p->H && p2->W == p->W;
 }
 
-/* The column block of afrt_conv1x1_chain_f32 for p (a multiple of AFRT_NR, at most AFRT_NC,
- * the blocks per image a multiple of the threads where there are enough columns). */
-static inline int64_t afrt_chain_block_(const afrt_conv_params *p, int64_t threads) {
-    const int64_t hw = p->H * p->W, per_col = p->K * (int64_t)sizeof(float);
-    int64_t nblk = afrt_max_(1, afrt_cdiv_(per_col * hw, AFRT_CHAIN_BLOCK_BYTES));
+/* How many column blocks afrt_conv1x1_chain_f32 cuts p's map into: enough that a block's
+ * slice of y fits AFRT_CHAIN_BLOCK_BYTES and has at most AFRT_NC columns, a multiple of the
+ * threads at batch 1 (so each thread's blocks are as many panels: at two threads, blocks of
+ * whole panels rounded up gave one thread 1664 of ResNet-50's 3136 columns, and the chain
+ * was 28 us slower than the two convs), at most one per AFRT_NR-column panel. */
+static inline int64_t afrt_chain_blocks_(const afrt_conv_params *p, int64_t threads) {
+    const int64_t hw = p->H * p->W, npan = afrt_cdiv_(hw, AFRT_NR);
+    int64_t nblk = afrt_cdiv_(p->K * (int64_t)sizeof(float) * hw, AFRT_CHAIN_BLOCK_BYTES);
+    nblk = afrt_max_(afrt_max_(1, nblk), afrt_cdiv_(npan, AFRT_NC / AFRT_NR));
     if (p->N == 1) nblk = afrt_round_up_(nblk, afrt_max_(1, threads));
-    int64_t nb = afrt_round_up_(afrt_cdiv_(hw, nblk), AFRT_NR);
-    return afrt_max_(AFRT_NR, afrt_min_(nb, AFRT_NC));
+    return afrt_min_(nblk, npan);
+}
+
+/* Columns [*j0, *j1) of block b of nblk over hw columns: whole panels, as even as they go. */
+static inline void afrt_chain_cols_(int64_t hw, int64_t nblk, int64_t b, int64_t *j0,
+                                    int64_t *j1) {
+    const int64_t npan = afrt_cdiv_(hw, AFRT_NR);
+    *j0 = b * npan / nblk * AFRT_NR;
+    *j1 = afrt_min_(hw, (b + 1) * npan / nblk * AFRT_NR);
 }
 
 /* One column block [j0, j1) of image n: conv 1's tile, then conv 2's on it. */
@@ -4152,8 +4163,7 @@ static inline void afrt_conv1x1_chain_f32(const float *x, const float *w, const 
         pa = afrt_packed_const_(w, p->K, p->C, p->C, 0, 0);
         pa2 = pa ? afrt_packed_const_(w2, p2->K, p2->C, p2->C, 0, 0) : NULL;
     }
-    const int64_t nb = pa2 ? afrt_chain_block_(p, afrt_num_threads_) : 1;
-    const int64_t nblk = afrt_cdiv_(hw, nb), tasks = p->N * nblk;
+    const int64_t nblk = pa2 ? afrt_chain_blocks_(p, afrt_num_threads_) : 1, tasks = p->N * nblk;
     if (pa2) fails = (int64_t *)afrt_malloc_((size_t)tasks * sizeof(int64_t));
     if (!fails) { /* not a chain here, or out of memory before anything was written */
         afrt_conv2d_f32(x, w, bias, y, p, NULL, epi);
@@ -4171,9 +4181,10 @@ static inline void afrt_conv1x1_chain_f32(const float *x, const float *w, const 
             afrt_flag_set_(&nfail);
             continue;
         }
-        const int64_t j0 = (t % nblk) * nb;
-        afrt_chain_block_run_(pa, pa2, x, bias, y, p, epi, bias2, y2, p2, epi2, t / nblk, j0,
-                              afrt_min_(hw, j0 + nb), kbuf);
+        int64_t j0, j1;
+        afrt_chain_cols_(hw, nblk, t % nblk, &j0, &j1);
+        afrt_chain_block_run_(pa, pa2, x, bias, y, p, epi, bias2, y2, p2, epi2, t / nblk, j0, j1,
+                              kbuf);
     }
     if (nfail) {
         float *kbuf = (float *)afrt_thread_scratch(0, (size_t)AFRT_KC * AFRT_NC * sizeof(float));
@@ -4183,9 +4194,10 @@ static inline void afrt_conv1x1_chain_f32(const float *x, const float *w, const 
                 afrt_nomem_("afrt_conv1x1_chain_f32");
                 break;
             }
-            const int64_t j0 = (t % nblk) * nb;
+            int64_t j0, j1;
+            afrt_chain_cols_(hw, nblk, t % nblk, &j0, &j1);
             afrt_chain_block_run_(pa, pa2, x, bias, y, p, epi, bias2, y2, p2, epi2, t / nblk,
-                                  j0, afrt_min_(hw, j0 + nb), kbuf);
+                                  j0, j1, kbuf);
         }
     }
     free(fails);
