@@ -71,20 +71,20 @@ def unit_half(top: Operation) -> Half | None:
     return h
 
 
-def _reaches(top: Operation, v: SSAValue, block: Block) -> bool:
-    """Whether ``v`` depends on ``top`` (through ops of ``block``): then a kernel joining
-    ``top`` with a reader of ``v`` would be its own ancestor."""
-    start = block.get_operation_index(top)
+def _reaches(top: Operation, v: SSAValue, pos: dict[Operation, int]) -> bool:
+    """Whether ``v`` depends on ``top`` through ops of its block (``pos``: their positions):
+    then a kernel joining ``top`` with a reader of ``v`` would be its own ancestor."""
+    start = pos[top]
     seen: set[Operation] = set()
     todo = [v]
     while todo:
         owner = todo.pop().owner
-        if not isinstance(owner, Operation) or owner in seen or owner.parent_block() is not block:
+        if not isinstance(owner, Operation) or owner in seen or owner not in pos:
             continue
         if owner is top:
             return True
         seen.add(owner)
-        if block.get_operation_index(owner) > start:
+        if pos[owner] > start:
             todo.extend(owner.operands)
     return False
 
@@ -103,11 +103,13 @@ def _takes_input_bytes(x: SSAValue, cons: Operation) -> bool:
 
 
 class _Finder:
-    def __init__(self, policy: FusionPolicy, log: RefusalLog) -> None:
+    def __init__(self, policy: FusionPolicy, log: RefusalLog, block: Block) -> None:
         self.policy = policy
         self.log = log
         self.l2 = hardware_for(policy.config.hardware).fused_cache_bytes
         self.used: set[Operation] = set()
+        # the block is not changed until every pair is proposed (join_each outlines after)
+        self.pos = {op: i for i, op in enumerate(block.ops)}
 
     def consumer(
         self, top: Operation, first: Half, v: SSAValue, block: Block
@@ -126,7 +128,7 @@ class _Finder:
                 continue
             if list(cons.operands).count(v) != 1:  # also its residual: not a half's form
                 continue
-            if any(_reaches(top, w, block) for w in cons.operands if w is not v):
+            if any(_reaches(top, w, self.pos) for w in cons.operands if w is not v):
                 continue
             return cons, h
         return None
@@ -170,7 +172,9 @@ def fuse_pw_chains(module: ModuleOp, policy: FusionPolicy) -> int:
     def propose(
         top: Operation, block: Block, log: RefusalLog
     ) -> tuple[tuple[Operation, ...], str] | None:
-        finder = finders.setdefault(block, _Finder(policy, log))
+        if block not in finders:
+            finders[block] = _Finder(policy, log, block)
+        finder = finders[block]
         first = unit_half(top) if top not in finder.used else None
         if first is None:
             return None

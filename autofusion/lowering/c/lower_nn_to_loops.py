@@ -515,9 +515,11 @@ class FunctionLowering:
         (``body_pw_chain``), both halves' values its results and nothing else leaving it."""
         from autofusion.analysis.pw_chain import body_pw_chain
 
+        if not self.fuse_epilogues:
+            return None
         body = [o for o in ops if isinstance(o, nn.TensorOp) and not isinstance(o, nn.ConstantOp)]
         got = body_pw_chain(body)
-        if got is None or self.fuse_epilogues is False:
+        if got is None:
             return None
         first, second = got
         inner = [o.results[0] for h in got for o in h.ops if o is not h.last]
@@ -526,19 +528,13 @@ class FunctionLowering:
         return first, second
 
     def _half_epilogue(self, h: Half, out: SSAValue) -> tuple[SSAValue | None, SSAValue | None]:
-        """The built-in clamp of a chain half (``_clamp_epilogue``), writing ``out``; none for
-        a bare conv."""
+        """The epilogue of a chain half writing ``out`` (``_make_epilogue``: the built-in
+        clamp, which a half's ops always are); none for a bare conv."""
         if h.last is h.conv:
             return None, None
         self.buf[h.conv.y] = out
-        dims = shape(h.conv.y)
-        got = self._clamp_epilogue(h.conv, h.last, 1, prod(dims[1:]), prod(dims[2:]))
-        if got is None:
-            raise PassFailedException(
-                f"{PASS}: {self.fn.sym_name.data}: a 1x1 chain half's epilogue is not the "
-                "built-in clamp (re-run fuse-pw-chain)"
-            )
-        return got
+        _, batch_dims, row_dims = contraction_groups(h.conv)
+        return self._make_epilogue(h.conv, h.last, out, batch_dims, row_dims)
 
     def _pw_chain(self, first: Half, second: Half) -> None:
         """One ``clib.pw_chain`` (``afrt_conv1x1_chain_f32``): both convs with their clamp
