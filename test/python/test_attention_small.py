@@ -125,7 +125,9 @@ def test_small_attention_matches_onnxruntime(tmp_path: Path, cpu: str, threads: 
 @pytest.mark.parametrize(("cpu", "threads"), [("native", 1), ("native", 2), ("x86-64-v2", 1)])
 def test_small_attention_masked_rows(tmp_path: Path, cpu: str, threads: int) -> None:
     """Rows whose every score is -inf, and a row with a NaN in its mask: NaN rows as
-    onnxruntime gives them, or, behind the exporters' guard, zero rows; all others close."""
+    onnxruntime gives them, or, behind the exporters' guard, zero rows; all others close.
+    The same at the last key of T = 49 (the small path's one-vector tail): a NaN there, -inf
+    there, the only finite score there (the output is that key's value row), the maximum."""
     cases = {f"guard{g}": (3, 2, 49, 32, 32, "window", g) for g in (0, 1)}
     model = _model({k: (*v[:6], bool(v[6])) for k, v in cases.items()})
     feeds = _feeds(model, seed=7)
@@ -135,16 +137,23 @@ def test_small_attention_masked_rows(tmp_path: Path, cpu: str, threads: int) -> 
         m[2, :, 48, :] = -np.inf  # the last row (the padded row tile) of every head
         m[1, 0, 10, :40] = -np.inf  # most of a row: still finite
         m[1, 1, 20, 30] = np.nan
+        # the last key (T % 16 == 1: its 7 rows' scores are one vector of their own)
+        m[0, 0, 3, :48] = -np.inf  # only the last key is finite: its value row
+        m[0, 1, 4, 48] = 6.0  # the last key is the row's maximum
+        m[2, 1, 7, 48] = np.nan  # a NaN there: a NaN row
+        m[1, 0, 13, 48] = -np.inf  # and -inf there: still finite
     ref = onnxruntime_outputs(model, feeds)
     got = _run(model, feeds, tmp_path, cpu, threads)
     for g in (0, 1):
         r, y = ref[f"guard{g}"], got[f"guard{g}"]
-        for idx in [(0, 1, 5), (2, 0, 48), (2, 1, 48), (1, 1, 20)]:
+        for idx in [(0, 1, 5), (2, 0, 48), (2, 1, 48), (1, 1, 20), (2, 1, 7)]:
             expect = np.zeros_like(r[idx]) if g else np.full_like(r[idx], np.nan)
             np.testing.assert_array_equal(r[idx], expect, err_msg=str(idx))
             np.testing.assert_array_equal(y[idx], expect, err_msg=str(idx))
         assert np.array_equal(np.isnan(y), np.isnan(r))
         assert np.isfinite(y[1, 0, 10]).all()
+        assert np.isfinite(y[1, 0, 13]).all()
+        np.testing.assert_allclose(y[0, 0, 3], feeds[f"guard{g}_v"][0, 0, 48], rtol=1e-6)
         assert_close(y, r, f"masked rows (guard {g}, {cpu}, {threads} thread(s))")
 
 

@@ -5791,10 +5791,13 @@ static inline int64_t afrt_attn_mask_offset_(const afrt_attn_params *p, int64_t 
 #define AFRT_ATTN_RB 6
 
 /* af_expf on 16 lanes: the same range reduction and polynomial (FMA-contracted, so results can
- * differ from af_expf in the last bit); NaN propagates (the clamps return x for NaN), inputs
- * below -87 give 0. Only called with x <= 0 or NaN (scores minus their running max). */
+ * differ from af_expf in the last bit), scaled by 2^n with one vscalefps instead of building the
+ * exponent bits (cvt, add, shift and two multiplies): 15 operations where that took 19. NaN
+ * propagates (max returns its second operand, x, for NaN, and the mask keeps NaN lanes); inputs
+ * below -87 give 0 as af_expf (n = -126: the lane is masked to zero). Only called with x <= 0 or
+ * NaN (scores minus their running max); a positive x gives its exp, +inf past 88.7. */
 static inline __m512 afrt_exp512_(__m512 x) {
-    const __m512 xc = _mm512_min_ps(_mm512_set1_ps(88.7228391f), _mm512_max_ps(_mm512_set1_ps(-87.0f), x));
+    const __m512 xc = _mm512_max_ps(_mm512_set1_ps(-87.0f), x);
     const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f)),
                                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), xc);
@@ -5806,10 +5809,9 @@ static inline __m512 afrt_exp512_(__m512 x) {
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
     const __m512 y = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(p, r), r, r), _mm512_set1_ps(1.0f));
-    /* 2^(n+1) from the exponent bits; n = -126 (x < -87) gives 0, NaN lanes stay NaN via y */
-    const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(126)), 23);
-    const __m512 out = _mm512_mul_ps(_mm512_mul_ps(y, _mm512_castsi512_ps(e)), _mm512_set1_ps(2.0f));
-    return out; /* x < -87: n = -126, exponent bits 0, so 0 as af_expf */
+    /* n >= -125 or NaN: y 2^n (exact: y in [0.7, 1.5), no subnormal result); n = -126: 0 */
+    const __mmask16 live = _mm512_cmp_ps_mask(n, _mm512_set1_ps(-125.5f), _CMP_NLT_UQ);
+    return _mm512_maskz_scalef_ps(live, y, n);
 }
 
 static inline __mmask16 afrt_lanes_(int64_t n) {
@@ -6047,12 +6049,11 @@ static inline int afrt_attention_task_avx512_(const float *q, const float *k, co
 #define AFRT_ATTN_SMALL_T 64
 #endif
 #define AFRT_ATTN_SRB 7
-/* Keys past the last whole 16 (T % 16 of them) up to which the scores are dot products along d
- * instead of one more vector of FMAs that is mostly padding: T = 49 (one key) measured 3-7%
- * faster that way; two or three keys no faster. */
-#ifndef AFRT_ATTN_SDOTS
-#define AFRT_ATTN_SDOTS 1
-#endif
+/* T % 16 == 1 (Swin's T = 49): the last key's scores are dot products along d instead of one
+ * more vector of FMAs that is almost all padding (3-7% faster than the padding; two or three
+ * keys that way were no faster), and the 7 rows' scores of that key go through the exponential
+ * together, lane r for row r: one exp512 a tile for them where a vector per row took 7 (each
+ * exp512 ~15 operations; 4 of 28 exponentials a tile at T = 49, not 7). */
 #define AFRT_ATTN_SLD 64 /* floats per row of kt and of the strip (AFRT_ATTN_SMALL_T <= 64) */
 
 static inline int afrt_attn_small_applies_(const afrt_attn_params *p, const float *mask) {
@@ -6097,43 +6098,51 @@ static inline void afrt_attn_small_pack_kt_(const float *k, int64_t D, int64_t T
 
 /* Exponentials of AFRT_ATTN_SRB query rows (q0 + r * D, D long) against kt's NV * 16
  * columns: x = scale * q_r . k_c + mask_r[c] (mr[r] NULL: none), -inf for c >= T;
- * s[r * AFRT_ATTN_SLD + c] = exp(x - max_c x) and linv[r] = 1 / sum_c of them; a row with a
- * NaN score, every score -inf or an infinite one gets s = 0 and linv NaN. NV (score vectors)
- * and NF (those by FMAs over kt; the keys of the others, at most AFRT_ATTN_SDOTS, by dot
- * products with k's rows) are constants at each call. */
+ * s[r * AFRT_ATTN_SLD + c] = exp(x - max_c x) for c < T and linv[r] = 1 / sum_c of them; a row
+ * with a NaN score, every score -inf or an infinite one gets s = 0 and linv NaN. NV (score
+ * vectors) and NF (those by FMAs over kt) are constants at each call; NF = NV - 1 when
+ * T % 16 == 1: that last key by dot products with k's row, its 7 scores one vector (lane r:
+ * row r) through max, exp and sum with the rows'. */
 static inline __attribute__((always_inline)) void afrt_attn_small_exps_(
     const float *q0, int64_t D, const float *kt, const float *k, int64_t T, const int NV,
     const int NF, float scale, const float *const *mr, float *s, float *linv) {
-    __m512 acc[AFRT_ATTN_SRB][4];
-    for (int r = 0; r < AFRT_ATTN_SRB; ++r)
+    enum { RB = AFRT_ATTN_SRB };
+    __m512 acc[RB][4];
+    for (int r = 0; r < RB; ++r)
         for (int u = 0; u < NF; ++u) acc[r][u] = _mm512_setzero_ps();
     for (int64_t d = 0; d < D; ++d) {
         __m512 b[4];
         for (int u = 0; u < NF; ++u) b[u] = _mm512_loadu_ps(kt + d * AFRT_ATTN_SLD + 16 * u);
-        for (int r = 0; r < AFRT_ATTN_SRB; ++r) {
+        for (int r = 0; r < RB; ++r) {
             const __m512 a = _mm512_set1_ps(q0[r * D + d]);
             for (int u = 0; u < NF; ++u) acc[r][u] = _mm512_fmadd_ps(a, b[u], acc[r][u]);
         }
     }
-    if (NF < NV) /* the last T % 16 <= AFRT_ATTN_SDOTS keys: dot products along d */
-        for (int r = 0; r < AFRT_ATTN_SRB; ++r) {
-            float dots[16] = {0};
-            for (int64_t c = 16 * NF; c < T; ++c) {
-                __m512 sum = _mm512_setzero_ps();
-                for (int64_t d = 0; d < D; d += 16) {
-                    const __mmask16 ok = afrt_lanes_(D - d);
-                    sum = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(ok, q0 + r * D + d),
-                                          _mm512_maskz_loadu_ps(ok, k + c * D + d), sum);
-                }
-                dots[c - 16 * NF] = _mm512_reduce_add_ps(sum);
-            }
-            acc[r][NF] = _mm512_loadu_ps(dots);
-        }
     const __m512 vs = _mm512_set1_ps(scale), ninf = _mm512_set1_ps(-INFINITY);
-    for (int r = 0; r < AFRT_ATTN_SRB; ++r) {
+    const int64_t ct = 16 * NF; /* the dot-product key, when NF < NV */
+    float xt[16]; /* its scores, lane r for row r (x as the vectors': scale, then the mask) */
+    if (NF < NV) {
+        float dots[16] = {0}, mt[16] = {0};
+        for (int r = 0; r < RB; ++r) {
+            __m512 sum = _mm512_setzero_ps();
+            for (int64_t d = 0; d < D; d += 16) {
+                const __mmask16 ok = afrt_lanes_(D - d);
+                sum = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(ok, q0 + r * D + d),
+                                      _mm512_maskz_loadu_ps(ok, k + ct * D + d), sum);
+            }
+            dots[r] = _mm512_reduce_add_ps(sum);
+            if (mr[r]) mt[r] = mr[r][ct];
+        }
+        const __mmask16 rows = afrt_lanes_(RB);
+        const __m512 x = _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(dots), vs), _mm512_loadu_ps(mt));
+        _mm512_storeu_ps(xt, _mm512_mask_blend_ps(rows, ninf, x));
+    }
+    float mxs[16] = {0}, part[RB];
+    int bad[RB];
+    for (int r = 0; r < RB; ++r) {
         __m512 mx = ninf;
         __mmask16 nan = 0;
-        for (int u = 0; u < NV; ++u) {
+        for (int u = 0; u < NF; ++u) {
             const __mmask16 ok = afrt_lanes_(T - 16 * u);
             __m512 x = _mm512_mul_ps(acc[r][u], vs);
             if (mr[r]) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(ok, mr[r] + 16 * u));
@@ -6142,19 +6151,30 @@ static inline __attribute__((always_inline)) void afrt_attn_small_exps_(
             mx = _mm512_max_ps(mx, x);
             acc[r][u] = x;
         }
-        const float m = _mm512_reduce_max_ps(mx);
+        float m = _mm512_reduce_max_ps(mx);
+        if (NF < NV && xt[r] > m) m = xt[r]; /* a NaN there reaches total through et */
         float *sr = s + r * AFRT_ATTN_SLD;
-        float total = 0.0f;
-        if (!nan && m != -INFINITY) {
+        bad[r] = nan || m == -INFINITY;
+        part[r] = 0.0f;
+        if (!bad[r]) {
             const __m512 vm = _mm512_set1_ps(m);
             __m512 sum = _mm512_setzero_ps();
-            for (int u = 0; u < NV; ++u) { /* lanes past T hold -inf: exp gives 0 */
+            for (int u = 0; u < NF; ++u) { /* lanes past T hold -inf: exp gives 0 */
                 const __m512 e = afrt_exp512_(_mm512_sub_ps(acc[r][u], vm));
                 _mm512_storeu_ps(sr + 16 * u, e);
                 sum = _mm512_add_ps(sum, e);
             }
-            total = _mm512_reduce_add_ps(sum);
+            part[r] = _mm512_reduce_add_ps(sum);
+            mxs[r] = m;
         }
+    }
+    float et[16] = {0};
+    if (NF < NV) /* lanes of bad rows and past RB: whatever, unused */
+        _mm512_storeu_ps(et, afrt_exp512_(_mm512_sub_ps(_mm512_loadu_ps(xt), _mm512_loadu_ps(mxs))));
+    for (int r = 0; r < RB; ++r) {
+        float *sr = s + r * AFRT_ATTN_SLD;
+        const float total = bad[r] ? NAN : part[r] + et[r];
+        if (NF < NV) sr[ct] = et[r];
         if (!(total > 0.0f)) { /* NaN, all -inf, or an infinite score (inf - inf is NaN) */
             for (int u = 0; u < NV; ++u) _mm512_storeu_ps(sr + 16 * u, _mm512_setzero_ps());
             linv[r] = NAN;
@@ -6210,7 +6230,7 @@ static inline int afrt_attention_small_task_(const float *q, const float *k, con
     float *ob = out + b * S * E;
     const float *kb = k + b * p->k_bstride;
     afrt_attn_small_pack_kt_(kb, D, T, kt);
-    const int nv = (int)afrt_cdiv_(T, 16), dots = T > 16 && T % 16 != 0 && T % 16 <= AFRT_ATTN_SDOTS;
+    const int nv = (int)afrt_cdiv_(T, 16), dots = T > 16 && T % 16 == 1;
     for (int64_t g = 0; g < S; g += RB) {
         const int64_t rows = afrt_min_(RB, S - g);
         const float *q0 = qb + g * D, *mr[AFRT_ATTN_SRB];
