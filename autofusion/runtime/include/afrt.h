@@ -6242,7 +6242,7 @@ static inline int afrt_attention_small_task_(const float *q, const float *k, con
         if (mnext)
             for (int64_t r = g; r < g + rows; ++r)
                 for (int64_t c = 0; c < T; c += 16)
-                    _mm_prefetch((const char *)(mnext + r * p->mask_s + c), _MM_HINT_T1);
+                    _mm_prefetch(AFRT_PF_ADDR(mnext, r * p->mask_s + c), _MM_HINT_T1);
         float linv[AFRT_ATTN_SRB];
         if (rows < RB) { /* the last rows, zero padded to a whole tile */
             memset(qtail, 0, (size_t)(RB * D) * sizeof(float));
