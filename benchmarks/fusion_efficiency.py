@@ -47,6 +47,9 @@ path of an ``.onnx`` file (e.g. the real exports of ``benchmarks/export_full_mod
 Every build is checked against the other (the project's correctness bar). Not a test: nothing
 here asserts a time.
 
+``--clock auto`` (the default) takes, row by row, ``cpu`` for one thread and ``threads`` for
+more (below), so one run of ``--threads 1,2`` measures both as the notes do; ``wall`` is the
+plain wall clock (on a shared machine it measures the load as much as the builds).
 ``--clock cpu`` times each run by the process's CPU time instead of the wall clock: on a
 shared machine a 1-thread run's wall time counts whatever else ran on its core (rounds of one
 build were seen 2x apart), its CPU time does not. Only for 1 thread (more threads' CPU time
@@ -362,6 +365,14 @@ def runs_for(m: Any, feeds: Any, clock: str, runs: int, min_round_s: float) -> i
     return max(runs, math.ceil(min_round_s / one)) if one > 0 else runs
 
 
+def row_clock(clock: str, threads: int) -> str:
+    """The clock a row is timed by: ``auto`` is process CPU time at one thread and the
+    busiest thread's on-CPU time at more; the others as given."""
+    if clock != "auto":
+        return clock
+    return "cpu" if threads == 1 else "threads"
+
+
 def measure(
     spec: str,
     threads: int,
@@ -428,6 +439,7 @@ def measure(
     return {
         "model": os.path.basename(spec) if spec.endswith(".onnx") else spec,
         "threads": threads,
+        "clock": clock,
         "unfused_ms": 1e3 * unf,
         "fused_ms": 1e3 * fus,
         "R_ms": 1e3 * r_s,
@@ -458,7 +470,9 @@ def measure(
     }
 
 
-def in_child(args: argparse.Namespace, spec: str, threads: int, say: Any) -> dict[str, Any]:
+def in_child(
+    args: argparse.Namespace, spec: str, threads: int, clock: str, say: Any
+) -> dict[str, Any]:
     """One row measured by a fresh process of this script (``--processes 1``)."""
     import json
     import subprocess
@@ -469,7 +483,7 @@ def in_child(args: argparse.Namespace, spec: str, threads: int, say: Any) -> dic
         cmd = [sys.executable, os.path.abspath(__file__), "--models", spec,
                "--threads", str(threads), "--runs", str(args.runs),
                "--rounds", str(args.rounds), "--min-round-ms", str(args.min_round_ms),
-               "--clock", args.clock, "--json", out]  # fmt: skip
+               "--clock", clock, "--json", out]  # fmt: skip
         done = subprocess.run(cmd, capture_output=True, text=True)
         if not os.path.exists(out):
             raise SystemExit(f"fusion_efficiency: the child for {spec} failed:\n{done.stderr}")
@@ -509,7 +523,7 @@ def combine(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 def table(rows: Sequence[Mapping[str, Any]]) -> str:
     out = [
-        "| model | threads | unfused ms | fused ms | R ms | saving ms | saving / R "
+        "| model | threads (clock) | unfused ms | fused ms | R ms | saving ms | saving / R "
         "| paired saving ms | paired saving / R "
         "| saving / R, kernel minima (R ms) | kernels (absorbed, removed) "
         "| MB moved unfused -> fused |",
@@ -517,7 +531,8 @@ def table(rows: Sequence[Mapping[str, Any]]) -> str:
     ]
     for r in rows:
         out.append(
-            f"| {r['model']} | {r['threads']} | {r['unfused_ms']:.2f} | {r['fused_ms']:.2f} "
+            f"| {r['model']} | {r['threads']} ({r.get('clock', 'wall')}) "
+            f"| {r['unfused_ms']:.2f} | {r['fused_ms']:.2f} "
             f"| {r['R_ms']:.2f} | {r['saving_ms']:.2f} | {r['ratio']:.2f} "
             f"| {r['saving_paired_ms']:.2f} | {r['ratio_paired']:.2f} "
             f"| {r['min_ratio']:.2f} ({r['min_R_ms']:.2f}) "
@@ -567,15 +582,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     ap.add_argument(
         "--clock",
-        choices=("wall", "cpu", "threads"),
-        default="wall",
-        help="time runs by the wall clock, by process CPU time (1 thread only) or by the "
-        "busiest thread's on-CPU time",
+        choices=("auto", "wall", "cpu", "threads"),
+        default="auto",
+        help="time runs by process CPU time at one thread and the busiest thread's on-CPU "
+        "time at more (auto, the default), by the wall clock, by process CPU time (1 thread "
+        "only) or by the busiest thread's on-CPU time",
     )
     args = ap.parse_args(argv)
-    if args.clock == "cpu" and args.threads != "1":
+    thread_counts = [int(t) for t in args.threads.split(",")]
+    if args.clock == "cpu" and thread_counts != [1]:
         ap.error("--clock cpu needs --threads 1 (CPU time of several threads counts spinning)")
-    if args.clock == "threads" and os.environ.get("OMP_WAIT_POLICY") != "passive":
+    clocks = {row_clock(args.clock, t) for t in thread_counts}
+    if "threads" in clocks and os.environ.get("OMP_WAIT_POLICY") != "passive":
         # libgomp reads it once: a waiting thread must sleep, not spin, for its CPU time to
         # be its own work
         os.environ["OMP_WAIT_POLICY"] = "passive"
@@ -586,14 +604,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     rows = []
     for spec in args.models.split(","):
-        for threads in (int(t) for t in args.threads.split(",")):
-            say(f"{spec}, {threads} thread(s); load average {os.getloadavg()[0]:.1f}")
+        for threads in thread_counts:
+            clock = row_clock(args.clock, threads)
+            say(f"{spec}, {threads} thread(s), clock {clock}; load average "
+                f"{os.getloadavg()[0]:.1f}")  # fmt: skip
             if args.processes > 1:
-                row = combine([in_child(args, spec, threads, say) for _ in range(args.processes)])
+                row = combine(
+                    [in_child(args, spec, threads, clock, say) for _ in range(args.processes)]
+                )
                 say(f"  per process: ratio {row['ratios']}, paired {row['ratios_paired']}")
             else:
                 row = measure(
-                    spec, threads, args.runs, args.rounds, say, args.clock, args.min_round_ms / 1e3
+                    spec, threads, args.runs, args.rounds, say, clock, args.min_round_ms / 1e3
                 )
             say(
                 f"  ratio {row['ratio']:.2f} (paired {row['ratio_paired']:.2f}); "

@@ -187,3 +187,23 @@ def test_kernel_table_shows_both_ends_and_the_sums() -> None:
     assert "| k0 | conv_relu | op0_conv | 1.000 | 0.000 | +0.100 |" in table
     assert lines[-1] == "| all 10 | | | | 0.450 | +0.550 |"
     assert len(fe.kernel_table(rows[:3], 2).splitlines()) == 2 + 3 + 1  # all shown
+
+
+def test_auto_clock_is_cpu_time_at_one_thread_and_the_busiest_threads_at_more() -> None:
+    """``--clock auto`` (the default): one run of ``--threads 1,2`` times each row as the
+    issue-16 notes do (process CPU time at one thread, where the wall clock counts whatever
+    else ran on the core; the busiest thread's on-CPU time at two, where process CPU time
+    would count OpenMP's spinning); an explicit clock is used as given."""
+    assert fe.row_clock("auto", 1) == "cpu"
+    assert fe.row_clock("auto", 2) == "threads"
+    assert fe.row_clock("auto", 8) == "threads"
+    for clock in ("wall", "cpu", "threads"):
+        assert fe.row_clock(clock, 1) == clock
+        assert fe.row_clock(clock, 2) == clock
+
+
+def test_cpu_clock_refuses_more_than_one_thread(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        fe.main(["--models", "x.onnx", "--threads", "1,2", "--clock", "cpu"])
+    assert e.value.code == 2
+    assert "--clock cpu needs --threads 1" in capsys.readouterr().err
