@@ -6120,7 +6120,7 @@ static inline __attribute__((always_inline)) void afrt_attn_small_exps_(
     }
     const __m512 vs = _mm512_set1_ps(scale), ninf = _mm512_set1_ps(-INFINITY);
     const int64_t ct = 16 * NF; /* the dot-product key, when NF < NV */
-    float xt[16]; /* its scores, lane r for row r (x as the vectors': scale, then the mask) */
+    float xt[16] = {0}; /* its scores, lane r for row r (x as the vectors': scale, then the mask) */
     if (NF < NV) {
         float dots[16] = {0}, mt[16] = {0};
         for (int r = 0; r < RB; ++r) {
