@@ -531,7 +531,7 @@ def table(rows: Sequence[Mapping[str, Any]]) -> str:
     ]
     for r in rows:
         out.append(
-            f"| {r['model']} | {r['threads']} ({r.get('clock', 'wall')}) "
+            f"| {r['model']} | {r['threads']} ({r['clock']}) "
             f"| {r['unfused_ms']:.2f} | {r['fused_ms']:.2f} "
             f"| {r['R_ms']:.2f} | {r['saving_ms']:.2f} | {r['ratio']:.2f} "
             f"| {r['saving_paired_ms']:.2f} | {r['ratio_paired']:.2f} "
@@ -589,7 +589,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "only) or by the busiest thread's on-CPU time",
     )
     args = ap.parse_args(argv)
-    thread_counts = [int(t) for t in args.threads.split(",")]
+    try:
+        thread_counts = [int(t) for t in args.threads.split(",")]
+    except ValueError:
+        ap.error(f"--threads {args.threads}: comma-separated whole numbers, e.g. 1,2")
+    if min(thread_counts) < 1:
+        ap.error(f"--threads {args.threads}: each count at least 1")
     if args.clock == "cpu" and thread_counts != [1]:
         ap.error("--clock cpu needs --threads 1 (CPU time of several threads counts spinning)")
     clocks = {row_clock(args.clock, t) for t in thread_counts}

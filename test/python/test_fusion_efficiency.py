@@ -207,3 +207,13 @@ def test_cpu_clock_refuses_more_than_one_thread(capsys: pytest.CaptureFixture[st
         fe.main(["--models", "x.onnx", "--threads", "1,2", "--clock", "cpu"])
     assert e.value.code == 2
     assert "--clock cpu needs --threads 1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("threads", ["1,two", "0", "2,-1"])
+def test_bad_thread_counts_are_one_message(
+    threads: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as e:
+        fe.main(["--models", "x.onnx", "--threads", threads])
+    assert e.value.code == 2
+    assert f"--threads {threads}:" in capsys.readouterr().err
