@@ -1107,8 +1107,11 @@ static inline int afrt_in_region_(const void *p, size_t bytes) {
         _mm512_storeu_ps(ci + 16, c1[i]);                                                      \
     }                                                                                          \
     (void)0
-#define AFRT_UK_ZMM_KLOOP_(MRV)                                                                \
-    for (int64_t k = 0; k < kc; ++k) {                                                         \
+/* The k loops run steps [K0, K1) (consecutive ranges: the packed kernel's a and b, and the
+ * direct-A kernel's b, advance step by step), the whole loop [0, kc) (KLOOP_). */
+#define AFRT_UK_ZMM_KLOOP_(MRV) AFRT_UK_ZMM_KLOOP_R_(MRV, 0, kc)
+#define AFRT_UK_ZMM_KLOOP_R_(MRV, K0, K1)                                                      \
+    for (int64_t k = (K0); k < (K1); ++k) {                                                    \
         _mm_prefetch(AFRT_PF_ADDR(a, MRV * AFRT_PF_K), AFRT_PF_HINT);                          \
         _mm_prefetch(AFRT_PF_ADDR(b, AFRT_NR * AFRT_PF_K), AFRT_PF_HINT);                      \
         _mm_prefetch(AFRT_PF_ADDR(b, AFRT_NR * AFRT_PF_K + 16), AFRT_PF_HINT);                 \
@@ -1125,8 +1128,9 @@ static inline int afrt_in_region_(const void *p, size_t bytes) {
  * prefetches into L2 one address of the tile's share of the next packed B block, pf + k * pfs
  * bytes (afrt_next_b_; pfs = 0 with pf = b when there is none): a model's weights come from
  * DRAM, and without it the first row tile of every (k block, column block) waited on them. */
-#define AFRT_UK_ZMM_KLOOP_RA_(MRV)                                                             \
-    for (int64_t k = 0; k < kc; ++k) {                                                         \
+#define AFRT_UK_ZMM_KLOOP_RA_(MRV) AFRT_UK_ZMM_KLOOP_RA_R_(MRV, 0, kc)
+#define AFRT_UK_ZMM_KLOOP_RA_R_(MRV, K0, K1)                                                   \
+    for (int64_t k = (K0); k < (K1); ++k) {                                                    \
         _mm_prefetch(AFRT_PF_ADDR(b, AFRT_NR * AFRT_PF_K), AFRT_PF_HINT);                      \
         _mm_prefetch(AFRT_PF_ADDR(b, AFRT_NR * AFRT_PF_K + 16), AFRT_PF_HINT);                 \
         _mm_prefetch(AFRT_PF_ADDR_BYTES(pf, k * pfs), _MM_HINT_T1);                             \
@@ -1171,15 +1175,26 @@ typedef struct {
     const float *cbias; /* the tile's 32 columns' bias (afrt_epi_bias_clamp), or NULL; added
                          * after bias, before res */
 } afrt_uk_epi_;
-/* The residual rows of the tile are prefetched before its k loop: the finish reads them
- * right after the last rank-1 update, and a residual written several kernels earlier has
- * left L2 (12 rows ld apart: 12 streams the hardware prefetcher picks up too late). The k loop
- * (>= 64 steps of 24 FMAs) covers the misses. benchmarks/conv_epilogue.py --against none
- * --cold, the residual conv 64 -> 256 on 56x56: 1.32x the conv without epilogue -> 1.18x; in
- * place 1.00 -> 0.94 (docs/runtime.md, "The register epilogue's own cost"). 0 turns it off.
- * Addresses are formed as integers (AFRT_PF_ADDR): rows past the tile's mr lie outside C. */
+/* The residual rows of the tile are prefetched AFRT_EPI_PF_LEAD k steps before the end of its
+ * k loop: the finish reads them right after the last rank-1 update, and a residual written
+ * several kernels earlier has left L2 (12 rows ld apart: 12 streams the hardware prefetcher
+ * picks up too late). Issued at the loop's start, as before session 30, the lines were in L1
+ * too early: a k block streams kc x 32 floats of B (32 KiB at kc 256, all of L1) through it
+ * before the finish, and the residual was read from L2 again. 32 steps of 24 FMAs (~100-250
+ * ns) still cover a miss to DRAM; 8 did not (a residual of its own buffer 1.11x the conv
+ * without epilogue), 64 is the start of a 64-channel conv's loop. benchmarks/conv_epilogue.py
+ * --against none, warm, 1x1 convs with the residual in place: 64 -> 256 on 56x56 1.026 ->
+ * 1.005, 256 -> 1024 on 14x14 1.013 -> 1.003; residual_epilogue.py (fc2 + bias + residual):
+ * 3136 x 384 x 96 1.026-1.034 -> 1.008-1.015, 3136 x 96 x 96 1.036-1.057 -> 1.007-1.022
+ * (issue 16, session 30). --cold unchanged: there the lines come from DRAM either way (the
+ * first figures in docs/runtime.md, "The register epilogue's own cost"). AFRT_EPI_PF_RES 0
+ * turns it off. Addresses are formed as integers (AFRT_PF_ADDR): rows past the tile's mr lie
+ * outside C. */
 #ifndef AFRT_EPI_PF_RES
 #define AFRT_EPI_PF_RES 1
+#endif
+#ifndef AFRT_EPI_PF_LEAD
+#define AFRT_EPI_PF_LEAD 32
 #endif
 #define AFRT_UK_EPI_PREFETCH_(MRV, E)                                                          \
     do {                                                                                       \
@@ -1267,9 +1282,20 @@ typedef struct {
     static inline ATTR void NAME(int64_t kc, APARAMS, const float *restrict b, float *c,       \
                             int64_t ldc, int acc, const float *s, int64_t lds,                 \
                             const afrt_uk_epi_ *e) {                                           \
-        AFRT_UK_EPI_PREFETCH_(MRV, e);                                                         \
         AFRT_UK_ZMM_ZERO_(MRV);                                                                \
-        KLOOP(MRV);                                                                            \
+        /* a k loop of its own without a residual: with one loop behind a conditional       \
+         * prefetch the bias + GELU finish cost 12% of a 3136 x 96 x 384 MatMul, now 7.5%     \
+         * (gelu_epilogue.py --against none), and Swin-T's qkv MatMul + bias kernels took     \
+         * 4-7% longer (kernel_ab.py): GCC's code around the loop, not the prefetch, which    \
+         * moved back to the start kept the gain (session 30) */                              \
+        if (AFRT_EPI_PF_RES && e->res) {                                                       \
+            const int64_t kp_ = kc > AFRT_EPI_PF_LEAD ? kc - AFRT_EPI_PF_LEAD : 0;             \
+            KLOOP(MRV, 0, kp_);                                                                \
+            AFRT_UK_EPI_PREFETCH_(MRV, e);                                                     \
+            KLOOP(MRV, kp_, kc);                                                               \
+        } else {                                                                               \
+            KLOOP(MRV, 0, kc);                                                                 \
+        }                                                                                      \
         const float alpha = e->alpha, *const bias = e->bias, *const res = e->res;              \
         const int64_t res_ld = e->res_ld;                                                      \
         const int act = e->act, scale = alpha != 1.0f, top = !(e->hi == INFINITY);             \
@@ -1322,14 +1348,14 @@ typedef struct {
         }                                                                                      \
     }
 #define AFRT_DEFINE_UKERNEL_EPI(NAME, MRV)                                                     \
-    AFRT_DEFINE_UKERNEL_EPI_(NAME, , MRV, AFRT_UK_A_PACKED_, AFRT_UK_ZMM_KLOOP_)
+    AFRT_DEFINE_UKERNEL_EPI_(NAME, , MRV, AFRT_UK_A_PACKED_, AFRT_UK_ZMM_KLOOP_R_)
 AFRT_DEFINE_UKERNEL_EPI(afrt_ukernel12_epi_, 12)
 AFRT_DEFINE_UKERNEL_EPI(afrt_ukernel8_epi_, 8)
 /* Inlined into its one caller (afrt_gemm_tile_a_) always: GCC's own choice flipped with small
  * changes to the finish (one more literal form outlined it), and the same finish measured
  * 1-7% apart on a MatMul either way (issue 16, session 25). */
 AFRT_DEFINE_UKERNEL_EPI_(afrt_ukernel12_ra_epi_, __attribute__((always_inline)), 12,
-                         AFRT_UK_A_ROWS_PF_, AFRT_UK_ZMM_KLOOP_RA_)
+                         AFRT_UK_A_ROWS_PF_, AFRT_UK_ZMM_KLOOP_RA_R_)
 #define AFRT_UK_EPI_ 1
 #else
 /* Portable C (x86-64-v2, aarch64): passes of AFRT_UK_ROWS rows x 32 columns over the packed
