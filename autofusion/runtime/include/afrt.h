@@ -1196,15 +1196,15 @@ typedef struct {
 #ifndef AFRT_EPI_PF_LEAD
 #define AFRT_EPI_PF_LEAD 32
 #endif
+/* E's residual rows (E->res non-NULL: the kernel's split loop decides) */
 #define AFRT_UK_EPI_PREFETCH_(MRV, E)                                                          \
     do {                                                                                       \
-        if (AFRT_EPI_PF_RES && (E)->res)                                                       \
-            for (int i_ = 0; i_ < MRV; ++i_) {                                                 \
-                const int64_t r_ = i_ * (E)->res_ld; /* past mr rows: never faults */        \
-                _mm_prefetch(AFRT_PF_ADDR((E)->res, r_), _MM_HINT_T0);                         \
-                _mm_prefetch(AFRT_PF_ADDR((E)->res, r_ + 16), _MM_HINT_T0);                    \
-                _mm_prefetch(AFRT_PF_ADDR((E)->res, r_ + 31), _MM_HINT_T0);                    \
-            }                                                                                  \
+        for (int i_ = 0; i_ < MRV; ++i_) {                                                     \
+            const int64_t r_ = i_ * (E)->res_ld; /* past mr rows: never faults */            \
+            _mm_prefetch(AFRT_PF_ADDR((E)->res, r_), _MM_HINT_T0);                             \
+            _mm_prefetch(AFRT_PF_ADDR((E)->res, r_ + 16), _MM_HINT_T0);                        \
+            _mm_prefetch(AFRT_PF_ADDR((E)->res, r_ + 31), _MM_HINT_T0);                        \
+        }                                                                                      \
     } while (0)
 /* The finish is unrolled row by row with every field of e read once before it: a loop over
  * the rows indexing c0[i] / c1[i] made GCC spill all 24 accumulators to the stack (zeroing them
