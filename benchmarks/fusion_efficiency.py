@@ -1,8 +1,10 @@
 """Fusion efficiency: what fusion saves against what it could physically remove (issue 16).
 
 For each model it builds the unfused (``fusion=False``) and the fused C build at the same
-thread count and measures, in ``--rounds`` interleaved rounds (fused and unfused alternate,
-each round's order flipped), the end-to-end median over ``--runs`` plus one per-kernel profile
+thread count and measures, in ``--rounds`` rounds of ``--runs`` runs of each build, the
+end-to-end time of each (per round, the median of its runs; with ``--interleave run``, the
+default, a round alternates single runs of the two builds, each pair's order flipped; with
+``block``, a round times all runs of one build then of the other), plus one per-kernel profile
 of each build. From those:
 
 - **R**, the removable time: the unfused kernels the fused build removes or absorbs. Every
@@ -20,9 +22,13 @@ of each build. From those:
   end-to-end time (the profile's own timer overhead, larger for the build with more kernels,
   so cancels out of the share).
 - **saving** = unfused - fused end-to-end time, and **ratio** = saving / R (issue 16's bar:
-  at least 0.8). **paired saving** is the median over rounds of each round's unfused - fused
-  (the two builds ran back to back in that round): on a shared machine whose speed drifts
-  during a measurement it moves less than the difference of the two medians.
+  at least 0.8). **paired saving** is the median of the paired differences unfused - fused: with
+  ``--interleave run`` each pair of neighbouring runs of the two builds (``--runs`` x
+  ``--rounds`` pairs), with ``block`` each round's difference of medians. On a shared
+  machine whose speed drifts during a measurement it moves less than the difference of the
+  two medians, and the finer the pairs the slower a drift it cancels: ResNet-50's
+  one-thread saving is ~2% of its run, and blocks of ~0.7 s put the machine's drifts on
+  one build (``time_rounds``).
 - **bytes moved** per inference, fused and unfused, from the cost model's compulsory traffic of
   each kernel (``report["kernel_work"]``, the profiler's ``bytes_moved`` times calls).
 - the same ratio from **kernel minima**: each build profiled in ``--runs`` x ``--rounds``
@@ -365,6 +371,53 @@ def runs_for(m: Any, feeds: Any, clock: str, runs: int, min_round_s: float) -> i
     return max(runs, math.ceil(min_round_s / one)) if one > 0 else runs
 
 
+def time_rounds(
+    builds: Mapping[bool, Any],
+    timer: Any,
+    warm: Any,
+    runs: int,
+    rounds: int,
+    interleave: str,
+) -> tuple[dict[bool, list[float]], list[float]]:
+    """Time the unfused (``False``) and fused (``True``) builds in ``rounds`` rounds of
+    ``runs`` runs each; returns each build's per-round medians and the paired differences
+    (unfused - fused) the paired saving is the median of.
+
+    ``interleave="run"``: a round alternates single timed runs of the two builds, each pair's
+    order flipped (unfused, fused, fused, unfused, ...), and each pair is one difference; each
+    timed run follows an untimed run of its own build (``warm``), so it starts from the cache
+    state of a model run over and over, as deployed, not from the other build's (timed right
+    after the other build, the zoo's Inception, whose data stay in L3 between its own runs,
+    read 0.48-0.55 of R where blocks read 0.75-0.85). The two timed runs of a pair are two
+    run times apart, so a drift of the machine's speed slower than that cancels out of the
+    difference, and the flipped orders cancel what is left of it in the median.
+
+    ``"block"``: a round times ``runs`` runs of one build, then of the other (each round's
+    order flipped), and each round's difference of medians is one pair -- a drift over a
+    block (~0.7 s for ResNet-50) lands on one build; on the shared machine that moved
+    ResNet-50's one-thread saving, ~2% of the run, by more than R between processes
+    (session 30, docs/fusion.md)."""
+    times: dict[bool, list[float]] = {False: [], True: []}
+    diffs: list[float] = []
+    for r in range(rounds):
+        order = (False, True) if r % 2 == 0 else (True, False)
+        if interleave == "block":
+            for fusion in order:
+                warm(builds[fusion])
+                times[fusion].append(statistics.median(timer(builds[fusion]) for _ in range(runs)))
+            diffs.append(times[False][-1] - times[True][-1])
+            continue
+        got: dict[bool, list[float]] = {False: [], True: []}
+        for i in range(runs):
+            for fusion in order if i % 2 == 0 else order[::-1]:
+                warm(builds[fusion])
+                got[fusion].append(timer(builds[fusion]))
+            diffs.append(got[False][-1] - got[True][-1])
+        for fusion in (False, True):
+            times[fusion].append(statistics.median(got[fusion]))
+    return times, diffs
+
+
 def row_clock(clock: str, threads: int) -> str:
     """The clock a row is timed by: ``auto`` is process CPU time at one thread and the
     busiest thread's on-CPU time at more; the others as given."""
@@ -381,6 +434,7 @@ def measure(
     say: Any,
     clock: str = "wall",
     min_round_s: float = 0.0,
+    interleave: str = "run",
 ) -> dict[str, Any]:
     import autofusion
     from autofusion.testing import compare
@@ -398,7 +452,6 @@ def measure(
         ref = builds[False].run(feeds)
         got = builds[True].run(feeds)
         bad = [n for n in ref if not compare(got[n], ref[n]).match]
-        times: dict[bool, list[float]] = {False: [], True: []}
         if clock == "threads":
             # both builds on all their threads: the count the runtime drops to when a worker
             # starts late (docs/runtime.md) would differ between them on a busy machine
@@ -406,12 +459,14 @@ def measure(
                 m._lib.set_thread_lag_us(1e12)  # pyright: ignore[reportPrivateUsage]
         runs = max(runs_for(m, feeds, clock, runs, min_round_s) for m in builds.values())
         say(f"    {runs} runs a round")
-        for r in range(rounds):
-            order = (False, True) if r % 2 == 0 else (True, False)
-            for fusion in order:
-                m = builds[fusion]
-                m.run(feeds)  # warm
-                times[fusion].append(statistics.median(timed(m, feeds, clock) for _ in range(runs)))
+        times, pair_diffs = time_rounds(
+            builds,
+            lambda m: timed(m, feeds, clock),
+            lambda m: m.run(feeds),
+            runs,
+            rounds,
+            interleave,
+        )
         # the profiles on the run's own clock: with --clock threads each kernel's time on the
         # calling thread, so the removable share leaves out the waits the run's time does not
         # count (by the wall clock, each of the unfused build's ~3x more kernels also paid a
@@ -431,7 +486,7 @@ def measure(
     by_kernel = kept_by_kernel(pairs, algos)
     kept_runs = per_kind(by_kernel)
     unf, fus = statistics.median(times[False]), statistics.median(times[True])
-    paired = statistics.median(u - f for u, f in zip(times[False], times[True], strict=True))
+    paired = statistics.median(pair_diffs)
     split = split_profile(prof[False], prof[True])
     r_s = split.removed_share * unf
     min_unf, min_fus = (sum(k.seconds for k in mins[f]) for f in (False, True))
@@ -440,6 +495,7 @@ def measure(
         "model": os.path.basename(spec) if spec.endswith(".onnx") else spec,
         "threads": threads,
         "clock": clock,
+        "interleave": interleave,
         "unfused_ms": 1e3 * unf,
         "fused_ms": 1e3 * fus,
         "R_ms": 1e3 * r_s,
@@ -483,7 +539,7 @@ def in_child(
         cmd = [sys.executable, os.path.abspath(__file__), "--models", spec,
                "--threads", str(threads), "--runs", str(args.runs),
                "--rounds", str(args.rounds), "--min-round-ms", str(args.min_round_ms),
-               "--clock", clock, "--json", out]  # fmt: skip
+               "--clock", clock, "--interleave", args.interleave, "--json", out]  # fmt: skip
         done = subprocess.run(cmd, capture_output=True, text=True)
         if not os.path.exists(out):
             raise SystemExit(f"fusion_efficiency: the child for {spec} failed:\n{done.stderr}")
@@ -549,13 +605,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     ap.add_argument("--threads", default="1,2", help="comma-separated thread counts")
     ap.add_argument("--runs", type=int, default=10, help="timed runs per round and build")
-    ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds (see --interleave)")
     ap.add_argument(
         "--min-round-ms",
         type=float,
         default=500.0,
         help="more runs per round for a fast model, so that each build's round lasts at "
         "least this long (the kernel minima then come from runs x rounds profiles too)",
+    )
+    ap.add_argument(
+        "--interleave",
+        choices=("run", "block"),
+        default="run",
+        help="how a round alternates the two builds: single runs, each neighbouring pair one "
+        "paired difference (run, the default), or --runs runs of one build then of the "
+        "other, each round one difference of medians (block, as before session 31)",
     )
     ap.add_argument(
         "--processes",
@@ -620,7 +684,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 say(f"  per process: ratio {row['ratios']}, paired {row['ratios_paired']}")
             else:
                 row = measure(
-                    spec, threads, args.runs, args.rounds, say, clock, args.min_round_ms / 1e3
+                    spec,
+                    threads,
+                    args.runs,
+                    args.rounds,
+                    say,
+                    clock,
+                    args.min_round_ms / 1e3,
+                    args.interleave,
                 )
             say(
                 f"  ratio {row['ratio']:.2f} (paired {row['ratio_paired']:.2f}); "

@@ -217,3 +217,36 @@ def test_bad_thread_counts_are_one_message(
         fe.main(["--models", "x.onnx", "--threads", threads])
     assert e.value.code == 2
     assert f"--threads {threads}:" in capsys.readouterr().err
+
+
+def test_run_interleaving_cancels_a_drift_that_blocks_put_on_one_build() -> None:
+    """``time_rounds``: the machine slows down steadily (each run 10 us slower than the one
+    before) while the fused build is 1 ms faster. Paired run by run the saving is the 1 ms;
+    in blocks of 10 runs each round's difference carries the drift of a block (+-0.1 ms
+    a round, one sign more often with an odd number of rounds)."""
+    clock = [0]
+    log: list[tuple[str, bool]] = []
+
+    def timer(fused: bool) -> float:
+        clock[0] += 1
+        log.append(("timed", fused))
+        return (0.050 if fused else 0.051) + 10e-6 * clock[0]
+
+    def warm(fused: bool) -> None:
+        clock[0] += 1
+        log.append(("warm", fused))
+
+    builds = {False: False, True: True}
+    times, diffs = fe.time_rounds(builds, timer, warm, 10, 5, "run")
+    assert len(diffs) == 50
+    assert [len(times[b]) for b in (False, True)] == [5, 5]
+    # each timed run right after an untimed one of its own build; pairs' orders flipped
+    assert log[::2] == [("warm", b) for _, b in log[1::2]]
+    assert [b for _, b in log[1:8:2]] == [False, True, True, False]
+    assert fe.statistics.median(diffs) == pytest.approx(1e-3, abs=1e-9)
+    clock[0] = 0
+    times, diffs = fe.time_rounds(builds, timer, lambda m: None, 10, 5, "block")
+    assert len(diffs) == 5
+    assert abs(fe.statistics.median(diffs) - 1e-3) >= 0.09e-3
+    # the per-round medians are each build's runs of that round in both modes
+    assert times[False][0] - times[True][0] == pytest.approx(diffs[0])
