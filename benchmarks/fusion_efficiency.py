@@ -388,7 +388,8 @@ def time_rounds(
     timed run follows an untimed run of its own build (``warm``), so it starts from the cache
     state of a model run over and over, as deployed, not from the other build's (timed right
     after the other build, the zoo's Inception, whose data stay in L3 between its own runs,
-    read 0.48-0.55 of R where blocks read 0.75-0.85). The two timed runs of a pair are two
+    read 0.55, 0.55 and 0.48 of R in three processes, each below all three of session 30's
+    by blocks, 0.63-0.85). The two timed runs of a pair are two
     run times apart, so a drift of the machine's speed slower than that cancels out of the
     difference, and the flipped orders cancel what is left of it in the median.
 
