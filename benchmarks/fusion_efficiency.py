@@ -104,7 +104,7 @@ import os
 import statistics
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -373,8 +373,8 @@ def runs_for(m: Any, feeds: Any, clock: str, runs: int, min_round_s: float) -> i
 
 def time_rounds(
     builds: Mapping[bool, Any],
-    timer: Any,
-    warm: Any,
+    timer: Callable[[Any], float],
+    warm: Callable[[Any], object],
     runs: int,
     rounds: int,
     interleave: str,
