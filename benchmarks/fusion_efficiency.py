@@ -556,7 +556,7 @@ def combine(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     of the processes' (the ratios too, not recomputed from medians), the rounds of all, the
     kept-by-kind table of the process whose kernel-minima ratio is the median, the
     per-kernel table with each kernel's medians (``combine_kernels``), and each process's
-    ratios (``ratios``, ``ratios_paired``)."""
+    ratios (``ratios``, ``ratios_paired``, ``min_ratios``; the table shows their ranges)."""
     out: dict[str, Any] = dict(rows[0])
     for key, value in rows[0].items():
         if isinstance(value, bool):
@@ -574,8 +574,19 @@ def combine(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     out["kept_by_kernel"] = combine_kernels([r["kept_by_kernel"] for r in rows])
     out["ratios"] = [round(r["ratio"], 2) for r in rows]
     out["ratios_paired"] = [round(r["ratio_paired"], 2) for r in rows]
+    out["min_ratios"] = [round(r["min_ratio"], 2) for r in rows]
     out["processes"] = len(rows)
     return out
+
+
+def _spread(r: Mapping[str, Any], key: str) -> str:
+    """`` (lo-hi)``: the range of a ratio over a combined row's processes (``combine``), or
+    nothing for one process: with R a few % of the run, the processes of one machine spread
+    by more than the distance to the 0.8 bar, so a median alone hides whether it was met."""
+    vals = r.get(key)
+    if r.get("processes", 1) < 2 or not vals:
+        return ""
+    return f" ({min(vals):.2f}-{max(vals):.2f})"
 
 
 def table(rows: Sequence[Mapping[str, Any]]) -> str:
@@ -590,9 +601,10 @@ def table(rows: Sequence[Mapping[str, Any]]) -> str:
         out.append(
             f"| {r['model']} | {r['threads']} ({r['clock']}) "
             f"| {r['unfused_ms']:.2f} | {r['fused_ms']:.2f} "
-            f"| {r['R_ms']:.2f} | {r['saving_ms']:.2f} | {r['ratio']:.2f} "
-            f"| {r['saving_paired_ms']:.2f} | {r['ratio_paired']:.2f} "
-            f"| {r['min_ratio']:.2f} ({r['min_R_ms']:.2f}) "
+            f"| {r['R_ms']:.2f} | {r['saving_ms']:.2f} | {r['ratio']:.2f}{_spread(r, 'ratios')} "
+            f"| {r['saving_paired_ms']:.2f} "
+            f"| {r['ratio_paired']:.2f}{_spread(r, 'ratios_paired')} "
+            f"| {r['min_ratio']:.2f}{_spread(r, 'min_ratios')} ({r['min_R_ms']:.2f}) "
             f"| {r['kernels_unfused']} -> {r['kernels_fused']} ({r['absorbed']}, "
             f"{r['eliminated']}) | {r['mb_unfused']:.1f} -> {r['mb_fused']:.1f} |"
         )
@@ -682,7 +694,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 row = combine(
                     [in_child(args, spec, threads, clock, say) for _ in range(args.processes)]
                 )
-                say(f"  per process: ratio {row['ratios']}, paired {row['ratios_paired']}")
+                say(
+                    f"  per process: ratio {row['ratios']}, paired {row['ratios_paired']}, "
+                    f"kernel minima {row['min_ratios']}"
+                )
             else:
                 row = measure(
                     spec,

@@ -138,7 +138,32 @@ def test_combine_takes_each_figures_median_over_processes() -> None:
     assert out["mismatch"] == ["y"]
     assert out["kept_by_kind"] == [{"kind": "c"}]
     assert out["ratios"] == [0.9, 0.3, 0.6]
+    assert out["min_ratios"] == [0.7, 0.95, 0.8]
     assert out["processes"] == 3
+
+
+def test_table_shows_each_ratios_range_over_processes() -> None:
+    """A combined row's table line gives each ratio's range over the processes after its
+    median; a row of one process gives the figure alone."""
+
+    def row(ratio: float, paired: float, mins: float) -> dict:
+        return {"model": "m", "threads": 1, "clock": "cpu", "unfused_ms": 50.0,
+                "fused_ms": 49.0, "R_ms": 1.2, "saving_ms": 1.0, "ratio": ratio,
+                "saving_paired_ms": 1.0, "ratio_paired": paired, "min_R_ms": 1.1,
+                "min_saving_ms": 0.9, "min_ratio": mins, "kernels_unfused": 9,
+                "kernels_fused": 4, "absorbed": 5, "eliminated": 0, "mb_unfused": 2.0,
+                "mb_fused": 1.0, "runs": 10, "rounds_ms": {"unfused": [50.0], "fused": [49.0]},
+                "mismatch": [], "kept_by_kind": [], "kept_by_kernel": []}  # fmt: skip
+
+    one = fe.table([row(0.9, 0.8, 0.7)]).splitlines()[-1]
+    assert "| 0.90 |" in one
+    assert "| 0.80 |" in one
+    assert "| 0.70 (1.10) |" in one
+    both = fe.combine([row(0.9, 0.8, 0.7), row(0.3, 0.6, 0.95), row(0.6, 1.0, 0.8)])
+    line = fe.table([both]).splitlines()[-1]
+    assert "| 0.60 (0.30-0.90) |" in line
+    assert "| 0.80 (0.60-1.00) |" in line
+    assert "| 0.80 (0.70-0.95) (1.10) |" in line
 
 
 def test_kept_by_kernel_lists_each_fused_kernel_by_paired_medians() -> None:
