@@ -111,6 +111,8 @@ from typing import Any
 import onnx
 from libpair import on_cpu_ns
 
+from autofusion.errors import AutofusionError
+
 DEFAULT_MODELS = "resnet50,mobilenet,inception,bert_base@128,bert_base@512,swin_tiny"
 
 
@@ -121,9 +123,13 @@ def build(spec: str) -> onnx.ModelProto:
     from autofusion.zoo.transformer import bert
 
     if spec.endswith(".onnx"):
-        return onnx.load(spec)
+        from autofusion.api import load_model
+
+        return load_model(spec)  # a missing or unreadable file: one AutofusionError
 
     name, _, seq = spec.partition("@")
+    if seq and not seq.isdigit():
+        raise AutofusionError(f"{spec}: the size after @ must be a whole number, e.g. {name}@128")
     if name == "mobilenet" and seq:  # mobilenet@224: the published resolution
         from autofusion.zoo.cnn import mobilenet
 
@@ -436,6 +442,7 @@ def measure(
     clock: str = "wall",
     min_round_s: float = 0.0,
     interleave: str = "run",
+    cpu: str = "native",
 ) -> dict[str, Any]:
     import autofusion
     from autofusion.testing import compare
@@ -447,7 +454,9 @@ def measure(
     for fusion in (False, True):
         say(f"  compiling {spec} ({'fused' if fusion else 'unfused'}, {threads} thread(s))")
         t0 = time.perf_counter()
-        builds[fusion] = autofusion.compile(model, fusion=fusion, threads=threads, label=spec)
+        builds[fusion] = autofusion.compile(
+            model, fusion=fusion, threads=threads, label=spec, cpu=cpu
+        )
         say(f"    {time.perf_counter() - t0:.1f} s")
     try:
         ref = builds[False].run(feeds)
@@ -497,6 +506,7 @@ def measure(
         "threads": threads,
         "clock": clock,
         "interleave": interleave,
+        "cpu": cpu,
         "unfused_ms": 1e3 * unf,
         "fused_ms": 1e3 * fus,
         "R_ms": 1e3 * r_s,
@@ -540,7 +550,8 @@ def in_child(
         cmd = [sys.executable, os.path.abspath(__file__), "--models", spec,
                "--threads", str(threads), "--runs", str(args.runs),
                "--rounds", str(args.rounds), "--min-round-ms", str(args.min_round_ms),
-               "--clock", clock, "--interleave", args.interleave, "--json", out]  # fmt: skip
+               "--clock", clock, "--interleave", args.interleave, "--cpu", args.cpu,
+               "--json", out]  # fmt: skip
         done = subprocess.run(cmd, capture_output=True, text=True)
         if not os.path.exists(out):
             raise SystemExit(f"fusion_efficiency: the child for {spec} failed:\n{done.stderr}")
@@ -611,6 +622,46 @@ def table(rows: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(out)
 
 
+def measure_all(
+    args: argparse.Namespace, thread_counts: Sequence[int], say: Callable[[str], None]
+) -> list[dict[str, Any]]:
+    """Every row --models x --threads asks for, in this process or in --processes children."""
+    rows = []
+    for spec in args.models.split(","):
+        for threads in thread_counts:
+            clock = row_clock(args.clock, threads)
+            say(f"{spec}, {threads} thread(s), clock {clock}; load average "
+                f"{os.getloadavg()[0]:.1f}")  # fmt: skip
+            if args.processes > 1:
+                row = combine(
+                    [in_child(args, spec, threads, clock, say) for _ in range(args.processes)]
+                )
+                say(
+                    f"  per process: ratio {row['ratios']}, paired {row['ratios_paired']}, "
+                    f"kernel minima {row['min_ratios']}"
+                )
+            else:
+                row = measure(
+                    spec,
+                    threads,
+                    args.runs,
+                    args.rounds,
+                    say,
+                    clock,
+                    args.min_round_ms / 1e3,
+                    args.interleave,
+                    args.cpu,
+                )
+            say(
+                f"  ratio {row['ratio']:.2f} (paired {row['ratio_paired']:.2f}); "
+                f"rounds {row['rounds_ms']}"
+            )
+            if row["mismatch"]:
+                say(f"  OUTPUTS DIFFER between the builds: {row['mismatch']}")
+            rows.append(row)
+    return rows
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument(
@@ -640,6 +691,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=1,
         help="measure each row in this many fresh processes (each loads the two builds "
         "again, so their memory lands elsewhere) and report the median of each figure",
+    )
+    ap.add_argument(
+        "--cpu",
+        default="native",
+        help="the instruction set both builds are compiled for (autofusion-compile --cpu: "
+        "native, x86-64-v2, x86-64-v3, x86-64-v4, ...): e.g. x86-64-v3 measures what fusion "
+        "saves on an AVX2 machine, whose kernels finish their tiles without AVX-512",
     )
     ap.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
     ap.add_argument(
@@ -684,38 +742,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     def say(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
 
-    rows = []
-    for spec in args.models.split(","):
-        for threads in thread_counts:
-            clock = row_clock(args.clock, threads)
-            say(f"{spec}, {threads} thread(s), clock {clock}; load average "
-                f"{os.getloadavg()[0]:.1f}")  # fmt: skip
-            if args.processes > 1:
-                row = combine(
-                    [in_child(args, spec, threads, clock, say) for _ in range(args.processes)]
-                )
-                say(
-                    f"  per process: ratio {row['ratios']}, paired {row['ratios_paired']}, "
-                    f"kernel minima {row['min_ratios']}"
-                )
-            else:
-                row = measure(
-                    spec,
-                    threads,
-                    args.runs,
-                    args.rounds,
-                    say,
-                    clock,
-                    args.min_round_ms / 1e3,
-                    args.interleave,
-                )
-            say(
-                f"  ratio {row['ratio']:.2f} (paired {row['ratio_paired']:.2f}); "
-                f"rounds {row['rounds_ms']}"
-            )
-            if row["mismatch"]:
-                say(f"  OUTPUTS DIFFER between the builds: {row['mismatch']}")
-            rows.append(row)
+    try:
+        rows = measure_all(args, thread_counts, say)
+    except AutofusionError as e:  # a bad model, --cpu or option: one message, no traceback
+        say(f"fusion_efficiency: {e}")
+        return 1
     print(table(rows))
     if args.detail:
         for r in rows:

@@ -275,3 +275,25 @@ def test_run_interleaving_cancels_a_drift_that_blocks_put_on_one_build() -> None
     assert abs(fe.statistics.median(diffs) - 1e-3) >= 0.09e-3
     # the per-round medians are each build's runs of that round in both modes
     assert times[False][0] - times[True][0] == pytest.approx(diffs[0])
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["--models", "no_such_model"], "unknown zoo model 'no_such_model'"),
+        (["--models", "bert_base@long"], "bert_base@long: the size after @ must be a whole"),
+        (["--models", "/nonexistent/m.onnx"], "/nonexistent/m.onnx"),
+        (["--models", "tiny_cnn", "--cpu", "bogus"], "bogus"),
+    ],
+)
+def test_bad_models_and_cpus_are_one_message(
+    argv: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A model that cannot be had or an instruction set that is not one: exit 1 with one
+    message naming it, before anything is timed, and no traceback."""
+    assert fe.main([*argv, "--threads", "1"]) == 1
+    err = capsys.readouterr().err
+    assert says in err
+    assert "fusion_efficiency: " in err
+    assert "Traceback" not in err
+    assert "runs a round" not in err  # nothing timed
