@@ -6,10 +6,11 @@ A sweep of depthwise shapes (channels 1..70, sizes 1..17, strides 1/2/3, pads 0/
 asymmetric, kernels 1/3/5, dilation 2, a channel multiplier), each with one of the fused
 epilogues (none, bias, Relu, Clip(0, 6), SiLU, bias + residual Add + Relu), is packed into a few
 multi-branch models so each build covers many convs. Built for this CPU (AVX-512 here) and for
-x86-64-v3 (the portable path). NaN and inf inputs check that the kernel and the Relu/Clip
-epilogues propagate NaN like ONNX. ``conv_algo`` (Python) is checked against the runtime's own
-choice (``afrt_conv_plan`` / ``afrt_dwconv_applies`` / ``afrt_winograd_applies``) compiled in a
-small C program.
+x86-64-v3 (the depthwise kernel's portable path; the small-channel conv's AVX2 kernel), the
+small-channel conv also for x86-64-v2 (its portable loops). NaN and inf inputs check that the
+kernel and the Relu/Clip epilogues propagate NaN like ONNX. ``conv_algo`` (Python) is checked
+against the runtime's own choice (``afrt_conv_plan`` / ``afrt_dwconv_applies`` /
+``afrt_winograd_applies``) compiled in a small C program.
 """
 
 from __future__ import annotations
@@ -196,8 +197,13 @@ def test_depthwise_extra_shapes_and_two_threads() -> None:
     assert [r["conv_algo"] for r in report["conv_algo"]] == want  # type: ignore[index]
 
 
-@pytest.mark.parametrize(("cpu", "threads"), [("native", 1), ("native", 2), ("x86-64-v3", 1)])
+@pytest.mark.parametrize(
+    ("cpu", "threads"), [("native", 1), ("native", 2), ("x86-64-v3", 1), ("x86-64-v2", 1)]
+)
 def test_small_channel_direct_conv(cpu: str, threads: int) -> None:
+    """AVX-512 (native here), AVX2 (x86-64-v3) and the portable loops (x86-64-v2): every
+    width's tail, channel counts not a multiple of the register block (K = 5, 6), the bias,
+    Relu / Clip / residual in the registers and SiLU after them."""
     model = _model(SMALL_C, seed=13)
     report = _check(model, _feeds(model, 13), cpu=cpu, threads=threads)
     assert [r["conv_algo"] for r in report["conv_algo"]] == ["direct_smallc"] * len(SMALL_C)  # type: ignore[index]
@@ -230,9 +236,9 @@ def test_depthwise_nan_and_inf_propagate(cpu: str) -> None:
     _check(model, feeds, cpu=cpu)
 
 
-@pytest.mark.parametrize("cpu", ["native", "x86-64-v3"])
+@pytest.mark.parametrize("cpu", ["native", "x86-64-v3", "x86-64-v2"])
 def test_small_channel_nan_and_inf_propagate(cpu: str) -> None:
-    """The stem kernel's bias and clamp (in registers with AVX-512) keep NaN through Relu,
+    """The stem kernel's bias and clamp (in registers with AVX-512 and AVX2) keep NaN through Relu,
     Clip and the residual Add + Relu, as onnxruntime does."""
     cases = [SMALL_C[0], SMALL_C[6], SMALL_C[7]]
     model = _model(cases, seed=5)

@@ -850,6 +850,8 @@ static inline int afrt_dconv_smallc_applies(const afrt_conv_params *p) {
 }
 
 #if defined(__AVX512F__)
+#define AFRT_DC_VEC_ 1
+#define AFRT_DC_ROW_ afrt_dc_row512_
 /* Output channels per register block (AVX-512): 8 channels x 3 vectors of a row in 24
  * registers, each tap's 3 input vectors serving 8 channels (24 FMAs per 3 loads and 8
  * broadcasts; 4 x 4 measured 3-8% slower, docs/runtime.md). */
@@ -924,26 +926,115 @@ static inline void afrt_dc_row512_(const float *restrict planes, const int64_t *
             afrt_dc_chunk512_(1, xq, off, nt, wb, bk, kn, y0, ohw, tail, cl, z, zld);
     }
 }
+#elif defined(__AVX2__) && defined(__FMA__)
+/* AVX2 + FMA (x86-64-v3): the AVX-512 design in 16 ymm registers -- 4 channels x 3 vectors of
+ * 8 positions in 12 accumulators, each tap's 3 input vectors serving 4 channels (12 FMAs per
+ * 3 loads and 4 broadcasts), finished in the registers and stored once into y. The portable
+ * loop it replaces (afrt_dc_block4_ into a band buffer, then a copy with the bias and a clamp
+ * pass) ran ResNet-50's 3 -> 64 7x7/2 stem at 224x224 in 43 ms where the AVX-512 kernel takes
+ * 2.2 (GCC kept its 4 x 16 accumulators on the stack): two thirds of the whole model's time
+ * in an x86-64-v3 build (benchmarks/fusion_efficiency.py --cpu x86-64-v3). */
+#define AFRT_DC_KB 4
+#define AFRT_DC_VEC_ 1
+#define AFRT_DC_ROW_ afrt_dc_row256_
+
+/* Lanes [0, n) of a ymm as a maskload / maskstore mask. */
+static inline __m256i afrt_dc_mask256_(int n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* afrt_dc_chunk512_ with 8-lane vectors: kn <= 4 channels x NV vectors of one output row, the
+ * last vector's first `tail` lanes stored; the same operations in the same order. */
+static inline __attribute__((always_inline)) void afrt_dc_chunk256_(
+    const int NV, const float *restrict xq, const int64_t *off, int64_t nt,
+    const float *restrict wb, const float *bias, int kn, float *y0, int64_t ohw, int tail,
+    const afrt_epi_clamp *cl, const float *z, int64_t zld) {
+    __m256 a[AFRT_DC_KB][3];
+    for (int kk = 0; kk < AFRT_DC_KB; ++kk)
+        for (int v = 0; v < NV; ++v) a[kk][v] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nt; ++i) {
+        const float *b = xq + off[i];
+        __m256 xv[3];
+        for (int v = 0; v < NV; ++v) xv[v] = _mm256_loadu_ps(b + 8 * v);
+        for (int kk = 0; kk < AFRT_DC_KB; ++kk) {
+            const __m256 wv = _mm256_broadcast_ss(wb + i * AFRT_DC_KB + kk);
+            for (int v = 0; v < NV; ++v) a[kk][v] = _mm256_fmadd_ps(wv, xv[v], a[kk][v]);
+        }
+    }
+    const __m256 lo = _mm256_set1_ps(cl ? cl->lo : 0.0f), hi = _mm256_set1_ps(cl ? cl->hi : 0.0f);
+    const __m256i m = afrt_dc_mask256_(tail);
+    for (int kk = 0; kk < kn; ++kk) {
+        const __m256 bv = _mm256_set1_ps(bias ? bias[kk] : 0.0f);
+        for (int v = 0; v < NV; ++v) {
+            __m256 r = _mm256_add_ps(a[kk][v], bv);
+            if (cl) {
+                if (z) {
+                    const float *zv = z + kk * zld + 8 * v;
+                    r = _mm256_add_ps(r, v == NV - 1 ? _mm256_maskload_ps(zv, m)
+                                                     : _mm256_loadu_ps(zv));
+                }
+                r = _mm256_blendv_ps(lo, r, _mm256_cmp_ps(r, lo, _CMP_NLE_UQ));
+                r = _mm256_blendv_ps(hi, r, _mm256_cmp_ps(r, hi, _CMP_NGE_UQ));
+            }
+            float *yv = y0 + kk * ohw + 8 * v;
+            if (v == NV - 1) _mm256_maskstore_ps(yv, m, r);
+            else _mm256_storeu_ps(yv, r);
+        }
+    }
+}
+
+/* afrt_dc_row512_ in chunks of 24 positions (afrt_dc_chunk256_). */
+static inline void afrt_dc_row256_(const float *restrict planes, const int64_t *off,
+                                   const afrt_conv_params *p, const afrt_dw_geom_ *g,
+                                   const float *restrict wb, const float *bias, int64_t k0,
+                                   int kn, int64_t oh, float *yn, const afrt_epi_clamp *cl,
+                                   const float *zn) {
+    const int64_t OW = p->OW, ohw = p->OH * OW, nt = p->C * g->taps;
+    const float *bk = bias ? bias + k0 : NULL;
+    const int64_t zld = cl ? cl->res_ld : 0;
+    for (int64_t ow = 0; ow < OW; ow += 24) {
+        const int64_t nw = afrt_min_(24, OW - ow), nv = afrt_cdiv_(nw, 8);
+        const int tail = (int)(nw - 8 * (nv - 1));
+        const float *xq = planes + oh * g->lp + ow;
+        float *y0 = yn + k0 * ohw + oh * OW + ow;
+        const float *z = zn ? zn + k0 * zld + oh * OW + ow : NULL;
+        if (oh + 1 < p->OH) /* the next row's lines of this chunk, for writing (as in 512) */
+            for (int kk = 0; kk < kn; ++kk)
+                for (int64_t l = 0; l < nw; l += 16) __builtin_prefetch(y0 + kk * ohw + OW + l, 1, 3);
+        if (nv == 3)
+            afrt_dc_chunk256_(3, xq, off, nt, wb, bk, kn, y0, ohw, tail, cl, z, zld);
+        else if (nv == 2)
+            afrt_dc_chunk256_(2, xq, off, nt, wb, bk, kn, y0, ohw, tail, cl, z, zld);
+        else
+            afrt_dc_chunk256_(1, xq, off, nt, wb, bk, kn, y0, ohw, tail, cl, z, zld);
+    }
+}
 #else
+/* Positions per accumulator row of afrt_dc_block4_: 4 x 8 floats are 8 SSE / NEON registers.
+ * At 16 (16 registers of accumulators, all SSE has) GCC kept them on the stack, and
+ * ResNet-50's 3 -> 64 7x7/2 stem took 40 ms in an x86-64-v2 build (2.2 with AVX-512). */
+#ifndef AFRT_DC_QW
+#define AFRT_DC_QW 8
+#endif
 /* wide[kk][q - q0] for 4 channels (weights wk4[kk][c][t]) over positions [q0, q1). */
 static inline void afrt_dc_block4_(const float *restrict xp, int64_t cstride, int64_t C,
                                    const afrt_dw_geom_ *g, const float *restrict wk4,
                                    int64_t q0, int64_t q1, float *restrict wide, int64_t ldw) {
     const int64_t taps = g->taps;
-    for (int64_t q = q0; q < q1; q += 16) {
-        float acc[4][16];
+    for (int64_t q = q0; q < q1; q += AFRT_DC_QW) {
+        float acc[4][AFRT_DC_QW];
         for (int kk = 0; kk < 4; ++kk)
-            for (int i = 0; i < 16; ++i) acc[kk][i] = 0.0f;
+            for (int i = 0; i < AFRT_DC_QW; ++i) acc[kk][i] = 0.0f;
         for (int64_t c = 0; c < C; ++c)
             for (int64_t t = 0; t < taps; ++t) {
                 const float *restrict b = xp + c * cstride + q + g->off[t];
                 for (int kk = 0; kk < 4; ++kk) {
                     const float wt = wk4[(kk * C + c) * taps + t];
-                    for (int i = 0; i < 16; ++i) acc[kk][i] += wt * b[i];
+                    for (int i = 0; i < AFRT_DC_QW; ++i) acc[kk][i] += wt * b[i];
                 }
             }
         for (int kk = 0; kk < 4; ++kk)
-            for (int i = 0; i < 16; ++i) wide[kk * ldw + (q - q0) + i] = acc[kk][i];
+            for (int i = 0; i < AFRT_DC_QW; ++i) wide[kk * ldw + (q - q0) + i] = acc[kk][i];
     }
 }
 #endif
@@ -956,7 +1047,7 @@ static inline int afrt_dconv_smallc_f32(const float *x, const float *w, const fl
     if (p->N <= 0 || p->K <= 0 || p->OH <= 0 || p->OW <= 0) return 1;
     afrt_init_once_();
     afrt_dw_geom_ g;
-#if defined(__AVX512F__)
+#if defined(AFRT_DC_VEC_)
     /* The planes' pitch rounded up to whole vectors (the geometry of a conv whose output is
      * wider by the difference, over zero columns): every row starts on a 64-byte line, so the
      * taps without a column shift load whole lines (3->32 3x3/2 at 112x112, pitch 113 -> 128:
@@ -981,7 +1072,7 @@ static inline int afrt_dconv_smallc_f32(const float *x, const float *w, const fl
     float *planes = (float *)afrt_thread_scratch(0, (size_t)(C * cstride + K4 * C * taps) * sizeof(float));
     if (!planes) return 0;
     float *wk = planes + C * cstride; /* weights with K padded to KB (zeros) */
-#if defined(__AVX512F__)
+#if defined(AFRT_DC_VEC_)
     /* blocks of KB channels, each [c][t][KB] (a tap's broadcasts side by side) */
     for (int64_t k = 0; k < K4; ++k)
         for (int64_t c = 0; c < C; ++c)
@@ -1013,15 +1104,15 @@ static inline int afrt_dconv_smallc_f32(const float *x, const float *w, const fl
         for (int64_t b = 0; b < nband; ++b) {
             afrt_arrive_();
             const int64_t oh0 = b * rows, oh1 = afrt_min_(p->OH, oh0 + rows);
-#if defined(__AVX512F__)
+#if defined(AFRT_DC_VEC_)
             const float *zn = cl && cl->res ? cl->res + n * cl->res_stride : NULL;
             /* a channel block through the band's rows, then the next: 8 output streams at a
              * time (a row through all 8 channel blocks of SqueezeNet's stem, 64 streams,
              * was 3% faster with y in cache but 1.3x slower with y cold, as in a model) */
             for (int64_t k = 0; k < K; k += AFRT_DC_KB)
                 for (int64_t oh = oh0; oh < oh1; ++oh)
-                    afrt_dc_row512_(planes, off, p, &g, wk + k * C * taps, bias, k,
-                                    (int)afrt_min_(AFRT_DC_KB, K - k), oh, yn, cl, zn);
+                    AFRT_DC_ROW_(planes, off, p, &g, wk + k * C * taps, bias, k,
+                                 (int)afrt_min_(AFRT_DC_KB, K - k), oh, yn, cl, zn);
             if (epi.fn && !cl) epi.fn(epi.ctx, yn, n, 0, K, oh0 * p->OW, oh1 * p->OW, ohw);
 #else
             float *wide = (float *)afrt_thread_scratch(1, (size_t)(K4 * ldw) * sizeof(float));
