@@ -4,8 +4,8 @@ A sweep of dense 3x3 stride-1 convs the rule sends to Winograd (channels 5..96 i
 non-multiples of the register tiles, odd and even maps 9..45 with edge tiles, pads 0, 1, 2 and
 asymmetric, batch 2, weights as a graph input), each with a fused epilogue (none, bias, Relu,
 Clip(0, 6), SiLU, bias + residual Add + Relu), is packed into one multi-branch model per
-build: this CPU at one thread, and the portable path (``cpu="x86-64-v3"``, no AVX-512 gathers)
-at two.
+build: this CPU at one thread, and the portable path (``cpu="x86-64-v3"``, no AVX-512 gathers;
+its clamp in AVX2) at two, and at one for x86-64-v2 (the clamp's plain C loop).
 Every conv must be reported as ``winograd`` and match at the project's fp32 bar. The
 residual tiny_cnn zoo model runs end to end with its 3x3 convs on Winograd. A NaN and an
 inf input in the sweep must give exactly onnxruntime's outputs, NaN and inf included: a
@@ -61,7 +61,7 @@ def _run(model: onnx.ModelProto, feeds: dict[str, np.ndarray], cpu: str,
         m.close()
 
 
-@pytest.mark.parametrize(("cpu", "threads"), [("native", 1), ("x86-64-v3", 2)])
+@pytest.mark.parametrize(("cpu", "threads"), [("native", 1), ("x86-64-v3", 2), ("x86-64-v2", 1)])
 def test_winograd_sweep_matches_onnxruntime(cpu: str, threads: int) -> None:
     """The sweep; its first conv also gets a NaN and an inf input, which must give exactly
     onnxruntime's outputs (NaN and inf where ONNX has them and nowhere else)."""
