@@ -1,11 +1,11 @@
 """afrt.h's built-in clamp epilogue (``afrt_epi_clamp_fn``): the GEMM core applies it in the
-micro-kernel's registers (AVX-512) or per micro-tile, Winograd in its output transform and the
-blocked direct conv between its gather and its store, and each must give exactly what the same
-epilogue gives when called as an ordinary function (the C driver compares the bits, with NaN,
-inf and -0.0 among the inputs, residuals and biases; two NaNs that meet may keep either sign)
-for 1x1 and im2col convs, batched matmuls with alpha, beta and a broadcast residual, Winograd
-(cut edge tiles, several tile blocks) and the blocked direct conv (its tile widths, row pairs,
-stride 2, 1x1, a blocked output), on every ISA path, 1 and 2 threads, and under ASan/UBSan.
+micro-kernel's registers (AVX-512 and AVX2) or per micro-tile, Winograd in its output transform and
+the blocked direct conv between its gather and its store, and each must give exactly what the same
+epilogue gives when called as an ordinary function (the C driver compares the bits, with NaN, inf
+and -0.0 among the inputs, residuals and biases; two NaNs that meet may keep either sign) for 1x1
+and im2col convs, batched matmuls with alpha, beta and a broadcast residual, Winograd (cut edge
+tiles, several tile blocks) and the blocked direct conv (its tile widths, row pairs, stride 2, 1x1,
+a blocked output), on every ISA path, 1 and 2 threads, and under ASan/UBSan.
 It also runs afrt_conv2d_f32 and afrt_matmul_f32 in place (the output buffer holding the
 residual, plan-buffers' memory.residual_inplace) against a separate residual: the GEMM core's
 own in-place path (k-block splits, edge, half and full tiles, im2col, groups, alpha) and the

@@ -1458,6 +1458,68 @@ static inline void afrt_ukernel_(int64_t mr, int64_t kc, const float *restrict a
     for (int64_t r0 = 0; r0 < mr; r0 += 3)
         afrt_ukernel_avx2_rows_(kc, a, mr, r0, afrt_min_(3, mr - r0), b, c, ldc, acc);
 }
+
+/* The AVX2 kernel finishing each 3-row pass in its registers before the store, as AVX-512's
+ * register finish does (afrt_ukernel12_epi_): v = clamp(((acc ? c : 0) + a @ b) * alpha +
+ * bias[i] (+ res)), the operations and order of the plain kernel plus afrt_tile_finish_piece_,
+ * so the same bits. Without it a fused conv's bias and Relu were a pass over each stored row
+ * panel (12 x up to 512 floats) after its FMAs: ResNet-50's 1x1 convs in an x86-64-v3 build
+ * kept ~1 ms against R 1.5 (benchmarks/fusion_efficiency.py --cpu x86-64-v3; issue 16).
+ * res: row i of the tile at res + i * res_ld (NULL: none); lo / hi: -inf / +inf skip them. */
+#define AFRT_UK_AVX2_EPI_ 1
+typedef struct {
+    float alpha, lo, hi;
+    const float *bias; /* the tile's rows, or NULL */
+    const float *res;
+    int64_t res_ld;
+} afrt_uk_avx2_epi_;
+
+static inline void afrt_ukernel_avx2_epi_(int64_t mr, int64_t kc, const float *restrict a,
+                                          const float *restrict b, float *restrict c,
+                                          int64_t ldc, int acc, const afrt_uk_avx2_epi_ *e) {
+    const int scale = e->alpha != 1.0f, bot = !(e->lo == -INFINITY), top = !(e->hi == INFINITY);
+    for (int64_t r0 = 0; r0 < mr; r0 += 3) {
+        const int64_t nrows = afrt_min_(3, mr - r0);
+        __m256 t[3][4];
+        for (int i = 0; i < 3; ++i)
+            for (int q = 0; q < 4; ++q) t[i][q] = _mm256_setzero_ps();
+        const float *ap = a + r0, *bk = b;
+        for (int64_t k = 0; k < kc; ++k) {
+            const __m256 b0 = _mm256_loadu_ps(bk), b1 = _mm256_loadu_ps(bk + 8);
+            const __m256 b2 = _mm256_loadu_ps(bk + 16), b3 = _mm256_loadu_ps(bk + 24);
+            for (int i = 0; i < 3; ++i) {
+                if (i >= nrows) break;
+                const __m256 ai = _mm256_broadcast_ss(ap + i);
+                t[i][0] = _mm256_fmadd_ps(ai, b0, t[i][0]);
+                t[i][1] = _mm256_fmadd_ps(ai, b1, t[i][1]);
+                t[i][2] = _mm256_fmadd_ps(ai, b2, t[i][2]);
+                t[i][3] = _mm256_fmadd_ps(ai, b3, t[i][3]);
+            }
+            ap += mr;
+            bk += AFRT_NR;
+        }
+        const __m256 al = _mm256_set1_ps(e->alpha), lo = _mm256_set1_ps(e->lo);
+        const __m256 hi = _mm256_set1_ps(e->hi);
+        /* unrolled, so the accumulators are indexed by constants: as loops GCC kept them on
+         * the stack through the k loop (the kernel 2.4x slower) */
+        _Pragma("GCC unroll 3") for (int i = 0; i < 3; ++i) {
+            if (i >= nrows) break;
+            float *ci = c + (r0 + i) * ldc;
+            const float *ri = e->res ? e->res + (r0 + i) * e->res_ld : NULL;
+            const __m256 bv = _mm256_set1_ps(e->bias ? e->bias[r0 + i] : 0.0f);
+            _Pragma("GCC unroll 4") for (int q = 0; q < 4; ++q) {
+                __m256 v = t[i][q];
+                if (acc) v = _mm256_add_ps(v, _mm256_loadu_ps(ci + 8 * q));
+                if (scale) v = _mm256_mul_ps(v, al);
+                if (e->bias) v = _mm256_add_ps(v, bv);
+                if (ri) v = _mm256_add_ps(v, _mm256_loadu_ps(ri + 8 * q));
+                if (bot) v = _mm256_blendv_ps(lo, v, _mm256_cmp_ps(v, lo, _CMP_NLE_UQ));
+                if (top) v = _mm256_blendv_ps(hi, v, _mm256_cmp_ps(v, hi, _CMP_NGE_UQ));
+                _mm256_storeu_ps(ci + 8 * q, v);
+            }
+        }
+    }
+}
 #elif defined(AFRT_NEON_)
 /* NEON (aarch64): 32 128-bit v registers. A strip of ROWS x 4*NQ columns of C (ROWS = 12 or
  * 8, NQ = 2 or 3) keeps ROWS*NQ accumulators (24), ROWS/4 vectors of the packed A column
@@ -2275,6 +2337,13 @@ static inline void afrt_gemm_tile_a_(const float *pa, const float *ra, int64_t l
      * conv on 56x56 ~10% over the conv without bias (benchmarks/conv_epilogue.py --against
      * bare), where the unfused build's BatchNorm is a kernel of its own */
     const int reg = clamp || silu || gelu || (fin && fin->bias && !fin->epi.fn);
+#elif defined(AFRT_UK_AVX2_EPI_)
+    /* the built-in clamp (+ residual) and a bias alone: whole micro-tiles in the AVX2
+     * kernel's registers, edge tiles right after their store */
+    const afrt_epi_clamp *clamp = fin && fin->epi.fn == afrt_epi_clamp_fn
+                                      ? (const afrt_epi_clamp *)fin->epi.ctx
+                                      : NULL;
+    const int reg = clamp || (fin && fin->bias && !fin->epi.fn);
 #else
     const int reg = 0;
 #endif
@@ -2387,6 +2456,20 @@ static inline void afrt_gemm_tile_a_(const float *pa, const float *ra, int64_t l
                                          jr / AFRT_NR, bp + jr * kc, &pf, &pfs);
                             afrt_ukernel12_ra_(kc, ar, lda, pf, pfs, bp + jr * kc, c, ldc, acc);
                         } else
+#endif
+#if defined(AFRT_UK_AVX2_EPI_)
+                        if (last && reg) {
+                            const int64_t r = fin->row0 + ic, col = fin->col0 + jc + jr;
+                            const afrt_uk_avx2_epi_ e = {
+                                fin->alpha, clamp ? clamp->lo : -INFINITY,
+                                clamp ? clamp->hi : INFINITY, fin->bias ? fin->bias + r : NULL,
+                                clamp && clamp->res ? clamp->res + fin->batch * clamp->res_stride +
+                                                          r * clamp->res_ld + col
+                                                    : NULL,
+                                clamp ? clamp->res_ld : 0};
+                            afrt_ukernel_avx2_epi_(MR, kc, a, bp + jr * kc, c, ldc, acc, &e);
+                            continue;
+                        }
 #endif
                         afrt_ukernel_(MR, kc, a, bp + jr * kc, c, ldc, acc);
 #if defined(__AVX512F__) && !defined(AFRT_NEON_)
