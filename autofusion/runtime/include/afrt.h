@@ -1422,27 +1422,34 @@ AFRT_DEFINE_UKERNEL(afrt_ukernel8_, 8)
 /* AVX2 + FMA (x86-64-v3): 16 ymm registers hold 3 rows x 32 columns of C (12 accumulators)
  * plus the B row and a broadcast, so a kernel of MRV rows makes passes of 3 rows over the
  * packed B panel (kc x 32 floats, 32 KiB at kc = 256: it stays in L1/L2 between passes). */
+/* Rows [r0, r0 + nrows) (nrows <= 3) of a packed A panel of mrv rows times the packed B panel
+ * at b over kc steps, into the 12 accumulators t[3][4] it declares. */
+#define AFRT_UK_AVX2_ROWS3_(t, a, mrv, r0, nrows, b, kc)                                        \
+    __m256 t[3][4];                                                                            \
+    for (int i_ = 0; i_ < 3; ++i_)                                                             \
+        for (int q_ = 0; q_ < 4; ++q_) t[i_][q_] = _mm256_setzero_ps();                        \
+    {                                                                                          \
+        const float *ap_ = (a) + (r0), *bk_ = (b);                                             \
+        for (int64_t k_ = 0; k_ < (kc); ++k_) {                                                \
+            const __m256 b0 = _mm256_loadu_ps(bk_), b1 = _mm256_loadu_ps(bk_ + 8);            \
+            const __m256 b2 = _mm256_loadu_ps(bk_ + 16), b3 = _mm256_loadu_ps(bk_ + 24);       \
+            for (int i_ = 0; i_ < 3; ++i_) {                                                   \
+                if (i_ >= (nrows)) break;                                                      \
+                const __m256 ai = _mm256_broadcast_ss(ap_ + i_);                               \
+                t[i_][0] = _mm256_fmadd_ps(ai, b0, t[i_][0]);                                  \
+                t[i_][1] = _mm256_fmadd_ps(ai, b1, t[i_][1]);                                  \
+                t[i_][2] = _mm256_fmadd_ps(ai, b2, t[i_][2]);                                  \
+                t[i_][3] = _mm256_fmadd_ps(ai, b3, t[i_][3]);                                  \
+            }                                                                                  \
+            ap_ += (mrv);                                                                      \
+            bk_ += AFRT_NR;                                                                    \
+        }                                                                                      \
+    }                                                                                          \
+    (void)0
 static inline void afrt_ukernel_avx2_rows_(int64_t kc, const float *restrict a, int64_t mrv,
                                            int64_t r0, int64_t nrows, const float *restrict b,
                                            float *restrict c, int64_t ldc, int acc) {
-    __m256 t[3][4];
-    for (int i = 0; i < 3; ++i)
-        for (int q = 0; q < 4; ++q) t[i][q] = _mm256_setzero_ps();
-    const float *ap = a + r0;
-    for (int64_t k = 0; k < kc; ++k) {
-        const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
-        const __m256 b2 = _mm256_loadu_ps(b + 16), b3 = _mm256_loadu_ps(b + 24);
-        for (int i = 0; i < 3; ++i) {
-            if (i >= nrows) break;
-            const __m256 ai = _mm256_broadcast_ss(ap + i);
-            t[i][0] = _mm256_fmadd_ps(ai, b0, t[i][0]);
-            t[i][1] = _mm256_fmadd_ps(ai, b1, t[i][1]);
-            t[i][2] = _mm256_fmadd_ps(ai, b2, t[i][2]);
-            t[i][3] = _mm256_fmadd_ps(ai, b3, t[i][3]);
-        }
-        ap += mrv;
-        b += AFRT_NR;
-    }
+    AFRT_UK_AVX2_ROWS3_(t, a, mrv, r0, nrows, b, kc);
     for (int i = 0; i < 3 && i < nrows; ++i) {
         float *ci = c + (r0 + i) * ldc;
         for (int q = 0; q < 4; ++q) {
@@ -1480,24 +1487,7 @@ static inline void afrt_ukernel_avx2_epi_(int64_t mr, int64_t kc, const float *r
     const int scale = e->alpha != 1.0f, bot = !(e->lo == -INFINITY), top = !(e->hi == INFINITY);
     for (int64_t r0 = 0; r0 < mr; r0 += 3) {
         const int64_t nrows = afrt_min_(3, mr - r0);
-        __m256 t[3][4];
-        for (int i = 0; i < 3; ++i)
-            for (int q = 0; q < 4; ++q) t[i][q] = _mm256_setzero_ps();
-        const float *ap = a + r0, *bk = b;
-        for (int64_t k = 0; k < kc; ++k) {
-            const __m256 b0 = _mm256_loadu_ps(bk), b1 = _mm256_loadu_ps(bk + 8);
-            const __m256 b2 = _mm256_loadu_ps(bk + 16), b3 = _mm256_loadu_ps(bk + 24);
-            for (int i = 0; i < 3; ++i) {
-                if (i >= nrows) break;
-                const __m256 ai = _mm256_broadcast_ss(ap + i);
-                t[i][0] = _mm256_fmadd_ps(ai, b0, t[i][0]);
-                t[i][1] = _mm256_fmadd_ps(ai, b1, t[i][1]);
-                t[i][2] = _mm256_fmadd_ps(ai, b2, t[i][2]);
-                t[i][3] = _mm256_fmadd_ps(ai, b3, t[i][3]);
-            }
-            ap += mr;
-            bk += AFRT_NR;
-        }
+        AFRT_UK_AVX2_ROWS3_(t, a, mr, r0, nrows, b, kc);
         const __m256 al = _mm256_set1_ps(e->alpha), lo = _mm256_set1_ps(e->lo);
         const __m256 hi = _mm256_set1_ps(e->hi);
         /* unrolled, so the accumulators are indexed by constants: as loops GCC kept them on
@@ -2429,9 +2419,9 @@ static inline void afrt_gemm_tile_a_(const float *pa, const float *ra, int64_t l
                             const afrt_uk_epi_ e = {
                                 fin->alpha, clamp ? clamp->lo : -INFINITY,
                                 clamp ? clamp->hi : INFINITY, fin->bias ? fin->bias + r : NULL,
-                                clamp && clamp->res ? clamp->res + fin->batch * clamp->res_stride +
-                                                          r * clamp->res_ld + col
-                                                    : NULL,
+                                clamp && clamp->res
+                                    ? afrt_epi_clamp_res_(clamp, fin->batch, r) + col
+                                    : NULL,
                                 clamp ? clamp->res_ld : 0, silu ? 1 + silu->gate : gelu ? 3 : 0, 0,
                                 bclamp ? bclamp->cbias + col
                                 : gelu && gelu->cbias ? gelu->cbias + col
@@ -2463,9 +2453,9 @@ static inline void afrt_gemm_tile_a_(const float *pa, const float *ra, int64_t l
                             const afrt_uk_avx2_epi_ e = {
                                 fin->alpha, clamp ? clamp->lo : -INFINITY,
                                 clamp ? clamp->hi : INFINITY, fin->bias ? fin->bias + r : NULL,
-                                clamp && clamp->res ? clamp->res + fin->batch * clamp->res_stride +
-                                                          r * clamp->res_ld + col
-                                                    : NULL,
+                                clamp && clamp->res
+                                    ? afrt_epi_clamp_res_(clamp, fin->batch, r) + col
+                                    : NULL,
                                 clamp ? clamp->res_ld : 0};
                             afrt_ukernel_avx2_epi_(MR, kc, a, bp + jr * kc, c, ldc, acc, &e);
                             continue;

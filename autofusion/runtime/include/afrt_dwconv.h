@@ -851,7 +851,8 @@ static inline int afrt_dconv_smallc_applies(const afrt_conv_params *p) {
 
 #if defined(__AVX512F__)
 #define AFRT_DC_VEC_ 1
-#define AFRT_DC_ROW_ afrt_dc_row512_
+#define AFRT_DC_VL 16
+#define AFRT_DC_CHUNK_ afrt_dc_chunk512_
 /* Output channels per register block (AVX-512): 8 channels x 3 vectors of a row in 24
  * registers, each tap's 3 input vectors serving 8 channels (24 FMAs per 3 loads and 8
  * broadcasts; 4 x 4 measured 3-8% slower, docs/runtime.md). */
@@ -862,11 +863,12 @@ static inline int afrt_dconv_smallc_applies(const afrt_conv_params *p) {
  * finished and stored: v = acc + bias (0 without), then with cl + residual (z: at the
  * chunk, channels zld apart; NULL: none) and the clamp -- the operations and order of the
  * copy with the bias plus afrt_epi_clamp_fn, so the bits are those of the unfused path. y0:
- * channel 0 of the chunk, channels ohw apart; the last vector stores the lanes of `tail`. */
+ * channel 0 of the chunk, channels ohw apart; the last vector stores its first `tail` lanes. */
 static inline __attribute__((always_inline)) void afrt_dc_chunk512_(
     const int NV, const float *restrict xq, const int64_t *off, int64_t nt,
-    const float *restrict wb, const float *bias, int kn, float *y0, int64_t ohw, __mmask16 tail,
+    const float *restrict wb, const float *bias, int kn, float *y0, int64_t ohw, int tail,
     const afrt_epi_clamp *cl, const float *z, int64_t zld) {
+    const __mmask16 tm = (__mmask16)(0xFFFFu >> (16 - tail));
     __m512 a[AFRT_DC_KB][3];
     for (int kk = 0; kk < AFRT_DC_KB; ++kk)
         for (int v = 0; v < NV; ++v) a[kk][v] = _mm512_setzero_ps();
@@ -883,7 +885,7 @@ static inline __attribute__((always_inline)) void afrt_dc_chunk512_(
     for (int kk = 0; kk < kn; ++kk) {
         const __m512 bv = _mm512_set1_ps(bias ? bias[kk] : 0.0f);
         for (int v = 0; v < NV; ++v) {
-            const __mmask16 m = v == NV - 1 ? tail : (__mmask16)0xFFFF;
+            const __mmask16 m = v == NV - 1 ? tm : (__mmask16)0xFFFF;
             __m512 r = _mm512_add_ps(a[kk][v], bv);
             if (cl) {
                 if (z) r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(m, z + kk * zld + 16 * v));
@@ -895,37 +897,6 @@ static inline __attribute__((always_inline)) void afrt_dc_chunk512_(
     }
 }
 
-/* Output row oh of channels [k0, k0 + kn) of one image (planes: its phase planes, off:
- * afrt_dc_chunk512_'s tap offsets; yn, zn: the image's output and residual or NULL), in
- * chunks of 48 positions. */
-static inline void afrt_dc_row512_(const float *restrict planes, const int64_t *off,
-                                   const afrt_conv_params *p, const afrt_dw_geom_ *g,
-                                   const float *restrict wb, const float *bias, int64_t k0,
-                                   int kn, int64_t oh, float *yn, const afrt_epi_clamp *cl,
-                                   const float *zn) {
-    const int64_t OW = p->OW, ohw = p->OH * OW, nt = p->C * g->taps;
-    const float *bk = bias ? bias + k0 : NULL;
-    const int64_t zld = cl ? cl->res_ld : 0;
-    for (int64_t ow = 0; ow < OW; ow += 48) {
-        const int64_t nw = afrt_min_(48, OW - ow), nv = afrt_cdiv_(nw, 16);
-        const __mmask16 tail = (__mmask16)(0xFFFFu >> (16 * nv - nw));
-        const float *xq = planes + oh * g->lp + ow;
-        float *y0 = yn + k0 * ohw + oh * OW + ow;
-        const float *z = zn ? zn + k0 * zld + oh * OW + ow : NULL;
-        /* the next row's lines of this chunk, for writing: a cold y (a model's) otherwise
-         * stalls each store on its line (3->64 3x3/2 at 224, y cold: 386-410 -> 361-364 us) */
-        if (oh + 1 < p->OH)
-            for (int kk = 0; kk < kn; ++kk)
-                for (int64_t l = 0; l < nw; l += 16)
-                    _mm_prefetch((const char *)(y0 + kk * ohw + OW + l), _MM_HINT_ET0);
-        if (nv == 3)
-            afrt_dc_chunk512_(3, xq, off, nt, wb, bk, kn, y0, ohw, tail, cl, z, zld);
-        else if (nv == 2)
-            afrt_dc_chunk512_(2, xq, off, nt, wb, bk, kn, y0, ohw, tail, cl, z, zld);
-        else
-            afrt_dc_chunk512_(1, xq, off, nt, wb, bk, kn, y0, ohw, tail, cl, z, zld);
-    }
-}
 #elif defined(__AVX2__) && defined(__FMA__)
 /* AVX2 + FMA (x86-64-v3): the AVX-512 design in 16 ymm registers -- 4 channels x 3 vectors of
  * 8 positions in 12 accumulators, each tap's 3 input vectors serving 4 channels (12 FMAs per
@@ -936,7 +907,8 @@ static inline void afrt_dc_row512_(const float *restrict planes, const int64_t *
  * in an x86-64-v3 build (benchmarks/fusion_efficiency.py --cpu x86-64-v3). */
 #define AFRT_DC_KB 4
 #define AFRT_DC_VEC_ 1
-#define AFRT_DC_ROW_ afrt_dc_row256_
+#define AFRT_DC_VL 8
+#define AFRT_DC_CHUNK_ afrt_dc_chunk256_
 
 /* Lanes [0, n) of a ymm as a maskload / maskstore mask. */
 static inline __m256i afrt_dc_mask256_(int n) {
@@ -983,32 +955,6 @@ static inline __attribute__((always_inline)) void afrt_dc_chunk256_(
     }
 }
 
-/* afrt_dc_row512_ in chunks of 24 positions (afrt_dc_chunk256_). */
-static inline void afrt_dc_row256_(const float *restrict planes, const int64_t *off,
-                                   const afrt_conv_params *p, const afrt_dw_geom_ *g,
-                                   const float *restrict wb, const float *bias, int64_t k0,
-                                   int kn, int64_t oh, float *yn, const afrt_epi_clamp *cl,
-                                   const float *zn) {
-    const int64_t OW = p->OW, ohw = p->OH * OW, nt = p->C * g->taps;
-    const float *bk = bias ? bias + k0 : NULL;
-    const int64_t zld = cl ? cl->res_ld : 0;
-    for (int64_t ow = 0; ow < OW; ow += 24) {
-        const int64_t nw = afrt_min_(24, OW - ow), nv = afrt_cdiv_(nw, 8);
-        const int tail = (int)(nw - 8 * (nv - 1));
-        const float *xq = planes + oh * g->lp + ow;
-        float *y0 = yn + k0 * ohw + oh * OW + ow;
-        const float *z = zn ? zn + k0 * zld + oh * OW + ow : NULL;
-        if (oh + 1 < p->OH) /* the next row's lines of this chunk, for writing (as in 512) */
-            for (int kk = 0; kk < kn; ++kk)
-                for (int64_t l = 0; l < nw; l += 16) __builtin_prefetch(y0 + kk * ohw + OW + l, 1, 3);
-        if (nv == 3)
-            afrt_dc_chunk256_(3, xq, off, nt, wb, bk, kn, y0, ohw, tail, cl, z, zld);
-        else if (nv == 2)
-            afrt_dc_chunk256_(2, xq, off, nt, wb, bk, kn, y0, ohw, tail, cl, z, zld);
-        else
-            afrt_dc_chunk256_(1, xq, off, nt, wb, bk, kn, y0, ohw, tail, cl, z, zld);
-    }
-}
 #else
 /* Positions per accumulator row of afrt_dc_block4_: 4 x 8 floats are 8 SSE / NEON registers.
  * At 16 (16 registers of accumulators, all SSE has) GCC kept them on the stack, and
@@ -1035,6 +981,40 @@ static inline void afrt_dc_block4_(const float *restrict xp, int64_t cstride, in
             }
         for (int kk = 0; kk < 4; ++kk)
             for (int i = 0; i < AFRT_DC_QW; ++i) wide[kk * ldw + (q - q0) + i] = acc[kk][i];
+    }
+}
+#endif
+
+#if defined(AFRT_DC_VEC_)
+/* Output row oh of channels [k0, k0 + kn) of one image (planes: its phase planes, off: the
+ * chunk kernel's tap offsets; yn, zn: the image's output and residual or NULL), in chunks of
+ * 3 vectors (48 positions with AVX-512, 24 with AVX2: AFRT_DC_CHUNK_, AFRT_DC_VL lanes). */
+static inline void afrt_dc_row_(const float *restrict planes, const int64_t *off,
+                                const afrt_conv_params *p, const afrt_dw_geom_ *g,
+                                const float *restrict wb, const float *bias, int64_t k0, int kn,
+                                int64_t oh, float *yn, const afrt_epi_clamp *cl,
+                                const float *zn) {
+    const int64_t OW = p->OW, ohw = p->OH * OW, nt = p->C * g->taps, cw = 3 * AFRT_DC_VL;
+    const float *bk = bias ? bias + k0 : NULL;
+    const int64_t zld = cl ? cl->res_ld : 0;
+    for (int64_t ow = 0; ow < OW; ow += cw) {
+        const int64_t nw = afrt_min_(cw, OW - ow), nv = afrt_cdiv_(nw, AFRT_DC_VL);
+        const int tail = (int)(nw - AFRT_DC_VL * (nv - 1)); /* lanes of the last vector */
+        const float *xq = planes + oh * g->lp + ow;
+        float *y0 = yn + k0 * ohw + oh * OW + ow;
+        const float *z = zn ? zn + k0 * zld + oh * OW + ow : NULL;
+        /* the next row's lines of this chunk, for writing: a cold y (a model's) otherwise
+         * stalls each store on its line (AVX-512, 3->64 3x3/2 at 224, y cold: 386-410 ->
+         * 361-364 us) */
+        if (oh + 1 < p->OH)
+            for (int kk = 0; kk < kn; ++kk)
+                for (int64_t l = 0; l < nw; l += 16) __builtin_prefetch(y0 + kk * ohw + OW + l, 1, 3);
+        if (nv == 3)
+            AFRT_DC_CHUNK_(3, xq, off, nt, wb, bk, kn, y0, ohw, tail, cl, z, zld);
+        else if (nv == 2)
+            AFRT_DC_CHUNK_(2, xq, off, nt, wb, bk, kn, y0, ohw, tail, cl, z, zld);
+        else
+            AFRT_DC_CHUNK_(1, xq, off, nt, wb, bk, kn, y0, ohw, tail, cl, z, zld);
     }
 }
 #endif
@@ -1111,7 +1091,7 @@ static inline int afrt_dconv_smallc_f32(const float *x, const float *w, const fl
              * was 3% faster with y in cache but 1.3x slower with y cold, as in a model) */
             for (int64_t k = 0; k < K; k += AFRT_DC_KB)
                 for (int64_t oh = oh0; oh < oh1; ++oh)
-                    AFRT_DC_ROW_(planes, off, p, &g, wk + k * C * taps, bias, k,
+                    afrt_dc_row_(planes, off, p, &g, wk + k * C * taps, bias, k,
                                  (int)afrt_min_(AFRT_DC_KB, K - k), oh, yn, cl, zn);
             if (epi.fn && !cl) epi.fn(epi.ctx, yn, n, 0, K, oh0 * p->OW, oh1 * p->OW, ohw);
 #else
