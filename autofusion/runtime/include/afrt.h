@@ -1472,7 +1472,9 @@ static inline void afrt_ukernel_(int64_t mr, int64_t kc, const float *restrict a
  * so the same bits. Without it a fused conv's bias and Relu were a pass over each stored row
  * panel (12 x up to 512 floats) after its FMAs: ResNet-50's 1x1 convs in an x86-64-v3 build
  * kept ~1 ms against R 1.5 (benchmarks/fusion_efficiency.py --cpu x86-64-v3; issue 16).
- * res: row i of the tile at res + i * res_ld (NULL: none); lo / hi: -inf / +inf skip them. */
+ * res: row i of the tile at res + i * res_ld (NULL: none); lo / hi: -inf / +inf skip them.
+ * s (row i at s + i * lds) holds the partial sums when acc: c itself, or, in place (the
+ * residual is c, read just before the store over it), the tile's scratch. */
 #define AFRT_UK_AVX2_EPI_ 1
 typedef struct {
     float alpha, lo, hi;
@@ -1482,8 +1484,9 @@ typedef struct {
 } afrt_uk_avx2_epi_;
 
 static inline void afrt_ukernel_avx2_epi_(int64_t mr, int64_t kc, const float *restrict a,
-                                          const float *restrict b, float *restrict c,
-                                          int64_t ldc, int acc, const afrt_uk_avx2_epi_ *e) {
+                                          const float *restrict b, float *c, int64_t ldc, int acc,
+                                          const float *s, int64_t lds,
+                                          const afrt_uk_avx2_epi_ *e) {
     const int scale = e->alpha != 1.0f, bot = !(e->lo == -INFINITY), top = !(e->hi == INFINITY);
     for (int64_t r0 = 0; r0 < mr; r0 += 3) {
         const int64_t nrows = afrt_min_(3, mr - r0);
@@ -1495,11 +1498,12 @@ static inline void afrt_ukernel_avx2_epi_(int64_t mr, int64_t kc, const float *r
         _Pragma("GCC unroll 3") for (int i = 0; i < 3; ++i) {
             if (i >= nrows) break;
             float *ci = c + (r0 + i) * ldc;
+            const float *si = s + (r0 + i) * lds;
             const float *ri = e->res ? e->res + (r0 + i) * e->res_ld : NULL;
             const __m256 bv = _mm256_set1_ps(e->bias ? e->bias[r0 + i] : 0.0f);
             _Pragma("GCC unroll 4") for (int q = 0; q < 4; ++q) {
                 __m256 v = t[i][q];
-                if (acc) v = _mm256_add_ps(v, _mm256_loadu_ps(ci + 8 * q));
+                if (acc) v = _mm256_add_ps(v, _mm256_loadu_ps(si + 8 * q));
                 if (scale) v = _mm256_mul_ps(v, al);
                 if (e->bias) v = _mm256_add_ps(v, bv);
                 if (ri) v = _mm256_add_ps(v, _mm256_loadu_ps(ri + 8 * q));
@@ -2402,6 +2406,16 @@ static inline void afrt_gemm_tile_a_(const float *pa, const float *ra, int64_t l
                             else afrt_ukernel8_epi_(kc, a, bp + jr * kc, c, ldc, pc > 0, pt, ldt, &e);
                             continue;
                         }
+#elif defined(AFRT_UK_AVX2_EPI_)
+                        if (mr == MR && nr == AFRT_NR) { /* whole tiles; the residual is c */
+                            const int64_t r = fin->row0 + ic;
+                            const afrt_uk_avx2_epi_ e = {fin->alpha, clamp->lo, clamp->hi,
+                                                         fin->bias ? fin->bias + r : NULL, c,
+                                                         ldc};
+                            afrt_ukernel_avx2_epi_(MR, kc, a, bp + jr * kc, c, ldc, pc > 0, pt, ldt,
+                                                   &e);
+                            continue;
+                        }
 #endif
                         afrt_ukernel_cols_(MR, kc, a, bp + jr * kc, pt, ldt, pc > 0, nr);
                         afrt_finish_store_inplace_(fin, c, ldc, pt, ldt, fin->row0 + ic, mr, nr);
@@ -2457,7 +2471,7 @@ static inline void afrt_gemm_tile_a_(const float *pa, const float *ra, int64_t l
                                     ? afrt_epi_clamp_res_(clamp, fin->batch, r) + col
                                     : NULL,
                                 clamp ? clamp->res_ld : 0};
-                            afrt_ukernel_avx2_epi_(MR, kc, a, bp + jr * kc, c, ldc, acc, &e);
+                            afrt_ukernel_avx2_epi_(MR, kc, a, bp + jr * kc, c, ldc, acc, c, ldc, &e);
                             continue;
                         }
 #endif
