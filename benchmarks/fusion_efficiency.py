@@ -112,6 +112,7 @@ import onnx
 from libpair import on_cpu_ns
 
 from autofusion.errors import AutofusionError
+from autofusion.runtime.toolchain import CPUS
 
 DEFAULT_MODELS = "resnet50,mobilenet,inception,bert_base@128,bert_base@512,swin_tiny"
 
@@ -694,10 +695,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     ap.add_argument(
         "--cpu",
+        choices=tuple(CPUS),
         default="native",
-        help="the instruction set both builds are compiled for (autofusion-compile --cpu: "
-        "native, x86-64-v2, x86-64-v3, x86-64-v4, ...): e.g. x86-64-v3 measures what fusion "
-        "saves on an AVX2 machine, whose kernels finish their tiles without AVX-512",
+        help="the instruction set both builds are compiled for (as autofusion-compile --cpu; "
+        "one this machine can load): e.g. x86-64-v3 measures what fusion saves on an AVX2 "
+        "machine, whose kernels have no AVX-512",
     )
     ap.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
     ap.add_argument(

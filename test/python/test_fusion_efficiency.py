@@ -4,6 +4,7 @@ kernel absorbed beside its anchors (contractions) and what no fused kernel cover
 
 from __future__ import annotations
 
+import platform
 import sys
 from pathlib import Path
 from typing import NamedTuple
@@ -277,23 +278,35 @@ def test_run_interleaving_cancels_a_drift_that_blocks_put_on_one_build() -> None
     assert times[False][0] - times[True][0] == pytest.approx(diffs[0])
 
 
+_CROSS = "x86-64-v2" if platform.machine() in ("aarch64", "arm64") else "aarch64"
+
+
 @pytest.mark.parametrize(
     ("argv", "says"),
     [
         (["--models", "no_such_model"], "unknown zoo model 'no_such_model'"),
         (["--models", "bert_base@long"], "bert_base@long: the size after @ must be a whole"),
         (["--models", "/nonexistent/m.onnx"], "/nonexistent/m.onnx"),
-        (["--models", "tiny_cnn", "--cpu", "bogus"], "bogus"),
+        # a build for the other architecture than this machine's
+        (["--models", "tiny_cnn", "--cpu", _CROSS], "cannot be loaded"),
     ],
 )
 def test_bad_models_and_cpus_are_one_message(
     argv: list[str], says: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A model that cannot be had or an instruction set that is not one: exit 1 with one
-    message naming it, before anything is timed, and no traceback."""
+    """A model that cannot be had or an instruction set this machine cannot load: exit 1 with
+    one message naming it, before anything is timed, and no traceback."""
     assert fe.main([*argv, "--threads", "1"]) == 1
     err = capsys.readouterr().err
     assert says in err
     assert "fusion_efficiency: " in err
     assert "Traceback" not in err
     assert "runs a round" not in err  # nothing timed
+
+
+def test_unknown_cpu_is_refused_by_the_option_parser(capsys: pytest.CaptureFixture[str]) -> None:
+    """--cpu takes autofusion-compile's choices: anything else is a usage error (exit 2)."""
+    with pytest.raises(SystemExit) as exc:
+        fe.main(["--models", "tiny_cnn", "--cpu", "bogus"])
+    assert exc.value.code == 2
+    assert "invalid choice: 'bogus'" in capsys.readouterr().err

@@ -273,28 +273,56 @@ static inline float afrt_epi_clamp1_(float v, float lo, float hi) {
     return (v < hi || v != v) ? v : hi;
 }
 
-static inline void afrt_epi_clamp_fn(void *ctx, float *out, int64_t batch, int64_t r0, int64_t r1,
-                                     int64_t c0, int64_t c1, int64_t ld) {
-    const afrt_epi_clamp *e = (const afrt_epi_clamp *)ctx;
+/* Row r of batch item b of e's residual (res_ld apart), or NULL when it has none. */
+static inline const float *afrt_epi_clamp_res_(const afrt_epi_clamp *e, int64_t b, int64_t r) {
+    return e->res ? e->res + b * e->res_stride + r * e->res_ld : NULL;
+}
+
+/* One row of afrt_epi_clamp_rows_, each element's value before the residual given by X (of
+ * y[c]): with the residual and both bounds, the residual and the lower bound, both bounds, the
+ * lower bound alone (an infinite upper bound changes nothing: Relu, the Add alone). */
+#define AFRT_EPI_CLAMP_ROW_(X)                                                                 \
+    do {                                                                                       \
+        if (z && up) {                                                                         \
+            for (int64_t c = c0; c < c1; ++c) y[c] = afrt_epi_clamp1_((X) + z[c], lo, hi);     \
+        } else if (z) {                                                                        \
+            for (int64_t c = c0; c < c1; ++c) {                                                \
+                const float v = (X) + z[c];                                                    \
+                y[c] = (v > lo || v != v) ? v : lo;                                            \
+            }                                                                                  \
+        } else if (up) {                                                                       \
+            for (int64_t c = c0; c < c1; ++c) y[c] = afrt_epi_clamp1_((X), lo, hi);            \
+        } else {                                                                               \
+            for (int64_t c = c0; c < c1; ++c) {                                                \
+                const float v = (X);                                                           \
+                y[c] = (v > lo || v != v) ? v : lo;                                            \
+            }                                                                                  \
+        }                                                                                      \
+    } while (0)
+
+/* The built-in clamp over rows [r0, r1) x [c0, c1) of out, each row's bias[r] added first
+ * (bias NULL: none) in the same pass: each element's operations in the order of a bias pass
+ * and then the epilogue, so the same bits (afrt_finish_block_ finishes a stored tile so). */
+static inline void afrt_epi_clamp_rows_(const afrt_epi_clamp *e, const float *bias, float *out,
+                                        int64_t batch, int64_t r0, int64_t r1, int64_t c0,
+                                        int64_t c1, int64_t ld) {
     const float lo = e->lo, hi = e->hi;
-    /* an infinite upper bound changes nothing: loops without it (Relu, the Add alone) */
     const int up = hi != INFINITY;
     for (int64_t r = r0; r < r1; ++r) {
         float *restrict y = out + r * ld;
-        const float *restrict z = e->res ? e->res + batch * e->res_stride + r * e->res_ld : NULL;
-        if (z && up) {
-            for (int64_t c = c0; c < c1; ++c) y[c] = afrt_epi_clamp1_(y[c] + z[c], lo, hi);
-        } else if (z) {
-            for (int64_t c = c0; c < c1; ++c) {
-                const float v = y[c] + z[c];
-                y[c] = (v > lo || v != v) ? v : lo;
-            }
-        } else if (up) {
-            for (int64_t c = c0; c < c1; ++c) y[c] = afrt_epi_clamp1_(y[c], lo, hi);
+        const float *restrict z = afrt_epi_clamp_res_(e, batch, r);
+        if (bias) {
+            const float bv = bias[r];
+            AFRT_EPI_CLAMP_ROW_(y[c] + bv);
         } else {
-            for (int64_t c = c0; c < c1; ++c) y[c] = (y[c] > lo || y[c] != y[c]) ? y[c] : lo;
+            AFRT_EPI_CLAMP_ROW_(y[c]);
         }
     }
+}
+
+static inline void afrt_epi_clamp_fn(void *ctx, float *out, int64_t batch, int64_t r0, int64_t r1,
+                                     int64_t c0, int64_t c1, int64_t ld) {
+    afrt_epi_clamp_rows_((const afrt_epi_clamp *)ctx, NULL, out, batch, r0, r1, c0, c1, ld);
 }
 
 /* The built-in clamp epilogue after a bias along the output's columns (a MatMul / Gemm's bias
@@ -327,11 +355,6 @@ static inline void afrt_epi_bias_clamp_fn(void *ctx, float *out, int64_t batch, 
  * apply it to their values before the only store instead of calling it on the stored output. */
 static inline const afrt_epi_clamp *afrt_epi_builtin_clamp_(afrt_epilogue epi) {
     return epi.fn == afrt_epi_clamp_fn ? (const afrt_epi_clamp *)epi.ctx : NULL;
-}
-
-/* Row r of batch item b of e's residual (res_ld apart), or NULL when it has none. */
-static inline const float *afrt_epi_clamp_res_(const afrt_epi_clamp *e, int64_t b, int64_t r) {
-    return e->res ? e->res + b * e->res_stride + r * e->res_ld : NULL;
 }
 
 /* dst[j] = clamp(src[j] (+ z[j])) for j < n (z NULL: no residual): afrt_epi_clamp_fn's
@@ -917,29 +940,7 @@ static inline void afrt_finish_block_(float *out, const float *bias, int64_t bat
                                       int64_t r1, int64_t c0, int64_t c1, int64_t ld,
                                       afrt_epilogue epi) {
     if (bias && epi.fn == afrt_epi_clamp_fn) {
-        const afrt_epi_clamp *e = (const afrt_epi_clamp *)epi.ctx;
-        const float lo = e->lo, hi = e->hi;
-        const int up = hi != INFINITY;
-        for (int64_t r = r0; r < r1; ++r) {
-            float *restrict y = out + r * ld;
-            const float *restrict z = e->res ? e->res + batch * e->res_stride + r * e->res_ld : NULL;
-            const float bv = bias[r];
-            if (z && up) {
-                for (int64_t c = c0; c < c1; ++c) y[c] = afrt_epi_clamp1_((y[c] + bv) + z[c], lo, hi);
-            } else if (z) {
-                for (int64_t c = c0; c < c1; ++c) {
-                    const float v = (y[c] + bv) + z[c];
-                    y[c] = (v > lo || v != v) ? v : lo;
-                }
-            } else if (up) {
-                for (int64_t c = c0; c < c1; ++c) y[c] = afrt_epi_clamp1_(y[c] + bv, lo, hi);
-            } else {
-                for (int64_t c = c0; c < c1; ++c) {
-                    const float v = y[c] + bv;
-                    y[c] = (v > lo || v != v) ? v : lo;
-                }
-            }
-        }
+        afrt_epi_clamp_rows_((const afrt_epi_clamp *)epi.ctx, bias, out, batch, r0, r1, c0, c1, ld);
         return;
     }
     if (bias) {
@@ -2265,6 +2266,18 @@ static inline void afrt_gemm_tile_kall_(const float *pa, int64_t MR, int64_t Mp,
     }
 }
 
+#if defined(AFRT_UK_AVX2_EPI_)
+/* The AVX2 register finish of fin for a tile whose first row is r (in the epilogue's rows):
+ * cl's bounds (none without cl), fin's alpha and bias; res / res_ld: the tile's residual. */
+static inline afrt_uk_avx2_epi_ afrt_uk_avx2_epi_of_(const afrt_tile_finish_ *fin,
+                                                     const afrt_epi_clamp *cl, int64_t r,
+                                                     const float *res, int64_t res_ld) {
+    const afrt_uk_avx2_epi_ e = {fin->alpha, cl ? cl->lo : -INFINITY, cl ? cl->hi : INFINITY,
+                                 fin->bias ? fin->bias + r : NULL, res, res_ld};
+    return e;
+}
+#endif
+
 /* afrt_gemm_tile_ with A packed (pa) or, pa == NULL, unpacked (direct A: row-major op(A) at
  * ra, ld lda; only where AFRT_UK_EPI_ has the direct-A kernels, never in place). Direct A:
  * whole MR-row tiles read the rows straight from ra; the edge rows (M mod MR) and tiles
@@ -2333,7 +2346,7 @@ static inline void afrt_gemm_tile_a_(const float *pa, const float *ra, int64_t l
     const int reg = clamp || silu || gelu || (fin && fin->bias && !fin->epi.fn);
 #elif defined(AFRT_UK_AVX2_EPI_)
     /* the built-in clamp (+ residual) and a bias alone: whole micro-tiles in the AVX2
-     * kernel's registers, edge tiles right after their store */
+     * kernel's registers (afrt_uk_avx2_epi_of_), edge tiles right after their store */
     const afrt_epi_clamp *clamp = fin && fin->epi.fn == afrt_epi_clamp_fn
                                       ? (const afrt_epi_clamp *)fin->epi.ctx
                                       : NULL;
@@ -2408,10 +2421,8 @@ static inline void afrt_gemm_tile_a_(const float *pa, const float *ra, int64_t l
                         }
 #elif defined(AFRT_UK_AVX2_EPI_)
                         if (mr == MR && nr == AFRT_NR) { /* whole tiles; the residual is c */
-                            const int64_t r = fin->row0 + ic;
-                            const afrt_uk_avx2_epi_ e = {fin->alpha, clamp->lo, clamp->hi,
-                                                         fin->bias ? fin->bias + r : NULL, c,
-                                                         ldc};
+                            const afrt_uk_avx2_epi_ e =
+                                afrt_uk_avx2_epi_of_(fin, clamp, fin->row0 + ic, c, ldc);
                             afrt_ukernel_avx2_epi_(MR, kc, a, bp + jr * kc, c, ldc, pc > 0, pt, ldt,
                                                    &e);
                             continue;
@@ -2464,13 +2475,10 @@ static inline void afrt_gemm_tile_a_(const float *pa, const float *ra, int64_t l
 #if defined(AFRT_UK_AVX2_EPI_)
                         if (last && reg) {
                             const int64_t r = fin->row0 + ic, col = fin->col0 + jc + jr;
-                            const afrt_uk_avx2_epi_ e = {
-                                fin->alpha, clamp ? clamp->lo : -INFINITY,
-                                clamp ? clamp->hi : INFINITY, fin->bias ? fin->bias + r : NULL,
-                                clamp && clamp->res
-                                    ? afrt_epi_clamp_res_(clamp, fin->batch, r) + col
-                                    : NULL,
-                                clamp ? clamp->res_ld : 0};
+                            const float *res = clamp ? afrt_epi_clamp_res_(clamp, fin->batch, r)
+                                                     : NULL;
+                            const afrt_uk_avx2_epi_ e = afrt_uk_avx2_epi_of_(
+                                fin, clamp, r, res ? res + col : NULL, clamp ? clamp->res_ld : 0);
                             afrt_ukernel_avx2_epi_(MR, kc, a, bp + jr * kc, c, ldc, acc, c, ldc, &e);
                             continue;
                         }
