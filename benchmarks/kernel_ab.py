@@ -4,9 +4,10 @@ Loads ``A/libmodel.so`` and ``B/libmodel.so`` (``autofusion-compile`` folders of
 model, e.g. before and after a runtime change) side by side, runs them alternately
 (``--rounds`` rounds of ``--runs`` runs) on the same seeded inputs with the per-kernel
 profile on (``af_profile_*``, wall time per call, or with ``--clock thread`` the calling
-thread's on-CPU time; one thread), and prints for the kernels whose name contains ``--match``
-(all by default) the median (``--stat min``: fastest) time per call in A and in B, the
-median of the per-round ratios B / A and, where B's report has one, the conv algorithm. With
+thread's on-CPU time; one thread), and prints for the kernels whose name or conv algorithm
+contains ``--match`` (all by default; e.g. ``--match winograd``; none is one message, exit 1)
+the median (``--stat min``: fastest) time per call in A and in B, the median of the per-round
+ratios B / A and, where B's report has one, the conv algorithm. With
 more than ``2 * --top`` kernels only the ``--top`` that moved most each way are listed; the
 sums of the medians (minima) follow. Where ``ab_libraries.py`` gives the whole run's ratio,
 this says which kernels moved. Kernels only one build has are listed with the other side
@@ -29,11 +30,21 @@ from pathlib import Path
 from libpair import load_pair
 
 
-def main() -> int:
+def matching(kernels: set[str], algos: dict[str, str], match: str) -> set[str]:
+    """The kernels whose name or conv algorithm (``algos``: kernel -> "algo shape") contains
+    ``match`` (all of them for "")."""
+    return {k for k in kernels if match in k or match in algos.get(k, "")}
+
+
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("a", type=Path)
     ap.add_argument("b", type=Path)
-    ap.add_argument("--match", default="", help="only kernels whose name contains this")
+    ap.add_argument(
+        "--match",
+        default="",
+        help="only kernels whose name or conv algorithm (B's report) contains this",
+    )
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--runs", type=int, default=3, help="runs per round")
     ap.add_argument("--top", type=int, default=4, help="kernels shown at each end")
@@ -50,7 +61,7 @@ def main() -> int:
         default="median",
         help="each kernel's median or fastest round",
     )
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     algos: dict[str, str] = {}
     report = args.b / "report.json"
     if report.exists():
@@ -59,6 +70,17 @@ def main() -> int:
     libs, feeds = load_pair(args.a, args.b, profile=True)
     for lib in libs:
         lib.profile_enable(True, args.clock)
+    for lib in libs:  # one profiled run each, for the kernels' names
+        lib.run(feeds)
+    names = {k.kernel for lib in libs for k in lib.profile() if k.calls}
+    wanted = matching(names, algos, args.match)
+    if not wanted:
+        print(
+            f"kernel_ab: no kernel of {args.a} or {args.b} has {args.match!r} in its name or "
+            "conv algorithm",
+            file=sys.stderr,
+        )
+        return 1
     # times[side][kernel]: seconds per call, one entry per round
     times: list[dict[str, list[float]]] = [{}, {}]
     for r in range(args.rounds):
@@ -67,7 +89,7 @@ def main() -> int:
             for _ in range(args.runs):
                 libs[i].run(feeds)
             for k in libs[i].profile():
-                if args.match in k.kernel and k.calls:
+                if k.kernel in wanted and k.calls:
                     times[i].setdefault(k.kernel, []).append(k.seconds / k.calls)
     stat = statistics.median if args.stat == "median" else min
     med = [{k: stat(v) for k, v in t.items()} for t in times]
