@@ -359,14 +359,31 @@ static inline const afrt_epi_clamp *afrt_epi_builtin_clamp_(afrt_epilogue epi) {
 
 /* dst[j] = clamp(src[j] (+ z[j])) for j < n (z NULL: no residual): afrt_epi_clamp_fn's
  * operations in its order, so storing this gives the bits that storing src and then calling
- * the epilogue on it gives. dst may equal src (element j is read before it is written). */
+ * the epilogue on it gives. dst may equal src (element j is read before it is written).
+ * AVX-512: 16 lanes at a time, the last piece masked. The Winograd output transform stores
+ * rows of 14 or 28 outputs (14 x 14 and 28 x 28 maps) through here, which GCC's vectorised
+ * loop left wholly or half to its scalar tail: ResNet-18's Winograd convs with their residual
+ * added took 10-15% longer than the conv and the separate Add and Relu kernels together. */
 static inline void afrt_epi_clamp_store_(float *dst, const float *src, const float *restrict z,
                                          int64_t n, float lo, float hi) {
+#if defined(__AVX512F__)
+    const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+    for (int64_t j = 0; j < n; j += 16) {
+        const __mmask16 m = n - j >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - j)) - 1u);
+        __m512 v = _mm512_maskz_loadu_ps(m, src + j);
+        if (z) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, z + j));
+        /* afrt_epi_clamp1_: !(v <= lo) keeps v (NaN too), then !(v >= hi) */
+        v = _mm512_mask_mov_ps(vlo, _mm512_cmp_ps_mask(v, vlo, _CMP_NLE_UQ), v);
+        v = _mm512_mask_mov_ps(vhi, _mm512_cmp_ps_mask(v, vhi, _CMP_NGE_UQ), v);
+        _mm512_mask_storeu_ps(dst + j, m, v);
+    }
+#else
     if (z) {
         for (int64_t j = 0; j < n; ++j) dst[j] = afrt_epi_clamp1_(src[j] + z[j], lo, hi);
     } else {
         for (int64_t j = 0; j < n; ++j) dst[j] = afrt_epi_clamp1_(src[j], lo, hi);
     }
+#endif
 }
 
 /* Whether epi is the built-in clamp whose residual is the output itself (out, batch items
