@@ -1155,6 +1155,16 @@ _CASTS = (
 )
 
 
+def _not_nan_constant(v: SSAValue) -> bool:
+    """Whether v is a float ``arith.constant`` other than NaN."""
+    owner = v.owner
+    return (
+        isinstance(owner, arith.ConstantOp)
+        and isinstance(owner.value, FloatAttr)
+        and not pymath.isnan(float(owner.value.value.data))
+    )
+
+
 def _is_float_sum(op: scf.ForOp) -> bool:
     """A loop carrying one float that it only accumulates with ``+``."""
     body = op.body.block
@@ -1690,7 +1700,14 @@ class _FuncPrinter:
             return f"-{r(op.operands[0])}"
         if isinstance(op, arith.MaximumfOp | arith.MinimumfOp):
             a, b = r(op.operands[0]), r(op.operands[1])
-            cmp = ">" if isinstance(op, arith.MaximumfOp) else "<"
+            is_max = isinstance(op, arith.MaximumfOp)
+            if _not_nan_constant(op.operands[1]):
+                # b is never NaN: one unordered compare gives a for a NaN a, as the general
+                # form does; GCC vectorised the general form's two compares through
+                # general-purpose registers (~28 instructions per 16 floats for HardSwish's
+                # clamp, now 14; issue 16)
+                return f"!({a} {'<=' if is_max else '>='} {b}) ? {a} : {b}"
+            cmp = ">" if is_max else "<"
             return f"({a} {cmp} {b} || {a} != {a}) ? {a} : {b}"
         if isinstance(op, arith.MaxSIOp | arith.MinSIOp):
             a, b = r(op.operands[0]), r(op.operands[1])

@@ -33,7 +33,7 @@ func.func @main(%x: tensor<64x1024xf32> {onnx.name = "in\"put; system(\"x\"); //
 // CHECK-NEXT:          const float [[A:v[0-9]+]] = [[X]][[[I]] * 1024 + [[J]]];
 // CHECK-NEXT:          const float [[B:v[0-9]+]] = {{v[0-9]+}}[[[J]]];
 // CHECK-NEXT:          const float [[P:v[0-9]+]] = [[A]] * [[B]];
-// CHECK-NEXT:          const float [[R:v[0-9]+]] = ([[P]] > 0x0.0p+0f || [[P]] != [[P]]) ? [[P]] : 0x0.0p+0f;
+// CHECK-NEXT:          const float [[R:v[0-9]+]] = !([[P]] <= 0x0.0p+0f) ? [[P]] : 0x0.0p+0f;
 // CHECK-NEXT:          const float [[Z:v[0-9]+]] = [[C]] ? [[R]] : [[A]];
 // CHECK-NEXT:          [[Y]][[[I]] * 1024 + [[J]]] = [[Z]];
 // CHECK-NEXT:        }
