@@ -209,6 +209,61 @@ static inline void *afrt_aligned_alloc_(size_t bytes) {
     return AFRT_ALLOC_FAILS_() ? NULL : aligned_alloc(64, bytes);
 }
 
+/* Memory for a large, long-lived buffer (packed weights, the arena): 64-byte aligned, and on
+ * Linux, from 2 MiB up, 2 MiB-aligned with its whole 2 MiB pages advised into transparent huge
+ * pages, so streaming a model's weights from DRAM on every run, or a large activation through
+ * the caches, does not also take a TLB miss and a page walk every 4 KiB, and a buffer's cache
+ * sets follow its addresses (4 KiB pages land anywhere in physical memory). Only whole pages
+ * inside the buffer are advised, so no memory is added (rounding each buffer up to 2 MiB cost
+ * ResNet-50 40 MB of RSS): the tail past the last whole page stays in small pages and the
+ * alignment's padding is never touched. A buffer that wants its tail in a huge page too asks
+ * for afrt_huge_round_(bytes). Free with free().
+ * The advice only takes for pages not yet in memory: where the allocator hands back memory a
+ * freed buffer had used (its heap, after other allocations came and went -- the second model
+ * of a process, a Python process after numpy's arrays), those pages stay 4 KiB pages. So the
+ * whole pages are first dropped (MADV_DONTNEED: they read as zeros at the next touch, and
+ * the buffer's contents are undefined until written anyway), and the next touch faults them
+ * in as huge pages. Before, a second copy of ResNet-50 loaded into one process had 5 of its 11
+ * packed weight buffers of 8 MiB in small pages (smaps' AnonHugePages), and its 14x14 Winograd
+ * convs, which stream their transformed weights from DRAM on every run, read 4-8% slower than
+ * the first copy's (benchmarks/kernel_ab.py A A-copy --match winograd: 1.044 and 1.010 for the
+ * 11 Winograds); after, all its big buffers were huge pages and the copies 0.992 and 0.968,
+ * within the noise of such runs (issue 16, session 34; benchmarks/fusion_efficiency.py loads
+ * the fused build second). Session 27 had tried this for the spread between processes, which
+ * it did not narrow (docs/fusion.md). */
+#define AFRT_HUGE_PAGE_ ((size_t)2 << 20)
+#if defined(__linux__) && !defined(MADV_HUGEPAGE)
+#define MADV_HUGEPAGE 14 /* Linux's values; <sys/mman.h> hides them in strict ISO C modes */
+#define MADV_DONTNEED 4
+int madvise(void *addr, size_t length, int advice);
+#endif
+/* ``bytes`` rounded up to whole huge pages where it is at least half of one (on Linux): for a
+ * buffer used whole on every run (the arena), whose tail is then in a huge page too, for less
+ * than 1 MiB more memory from 1 to 2 MiB and less than 2 MiB above (SqueezeNet-1.1's 1.9 MB
+ * arena ~1% faster in one huge page). */
+static inline size_t afrt_huge_round_(size_t bytes) {
+#if defined(__linux__)
+    if (bytes >= AFRT_HUGE_PAGE_ / 2) return (bytes + AFRT_HUGE_PAGE_ - 1) & ~(AFRT_HUGE_PAGE_ - 1);
+#endif
+    return bytes;
+}
+
+static inline void *afrt_alloc_big_(size_t bytes) {
+    const size_t n = ((bytes + 63) / 64) * 64;
+#if defined(__linux__)
+    if (n >= AFRT_HUGE_PAGE_) {
+        /* aligned_alloc wants a multiple of the alignment: that rounding is address space only */
+        void *p = aligned_alloc(AFRT_HUGE_PAGE_, afrt_huge_round_(n));
+        if (p) { /* advice only: either may fail, and the buffer is still good */
+            (void)madvise(p, n & ~(AFRT_HUGE_PAGE_ - 1), MADV_DONTNEED);
+            (void)madvise(p, n & ~(AFRT_HUGE_PAGE_ - 1), MADV_HUGEPAGE);
+        }
+        return p;
+    }
+#endif
+    return aligned_alloc(64, n);
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Epilogue callback.
  *
@@ -1914,44 +1969,6 @@ static inline void afrt_pack_b_full_(const float *B, int64_t ldb, int trans, int
         const int64_t kc = afrt_min_(AFRT_KC, K - pc);
         afrt_pack_b_block_(B, ldb, trans, N, pc, kc, 0, Np, dst + pc * Np);
     }
-}
-
-/* Memory for a large, long-lived buffer (packed weights, the arena): 64-byte aligned, and on
- * Linux, from 2 MiB up, 2 MiB-aligned with its whole 2 MiB pages advised into transparent huge
- * pages, so streaming a model's weights from DRAM on every run, or a large activation through
- * the caches, does not also take a TLB miss and a page walk every 4 KiB, and a buffer's cache
- * sets follow its addresses (4 KiB pages land anywhere in physical memory). Only whole pages
- * inside the buffer are advised, so no memory is added (rounding each buffer up to 2 MiB cost
- * ResNet-50 40 MB of RSS): the tail past the last whole page stays in small pages and the
- * alignment's padding is never touched. A buffer that wants its tail in a huge page too asks
- * for afrt_huge_round_(bytes). Free with free(). */
-#define AFRT_HUGE_PAGE_ ((size_t)2 << 20)
-#if defined(__linux__) && !defined(MADV_HUGEPAGE)
-#define MADV_HUGEPAGE 14 /* Linux's value; <sys/mman.h> hides it in strict ISO C modes */
-int madvise(void *addr, size_t length, int advice);
-#endif
-/* ``bytes`` rounded up to whole huge pages where it is at least half of one (on Linux): for a
- * buffer used whole on every run (the arena), whose tail is then in a huge page too, for less
- * than 1 MiB more memory from 1 to 2 MiB and less than 2 MiB above (SqueezeNet-1.1's 1.9 MB
- * arena ~1% faster in one huge page). */
-static inline size_t afrt_huge_round_(size_t bytes) {
-#if defined(__linux__)
-    if (bytes >= AFRT_HUGE_PAGE_ / 2) return (bytes + AFRT_HUGE_PAGE_ - 1) & ~(AFRT_HUGE_PAGE_ - 1);
-#endif
-    return bytes;
-}
-
-static inline void *afrt_alloc_big_(size_t bytes) {
-    const size_t n = ((bytes + 63) / 64) * 64;
-#if defined(__linux__)
-    if (n >= AFRT_HUGE_PAGE_) {
-        /* aligned_alloc wants a multiple of the alignment: that rounding is address space only */
-        void *p = aligned_alloc(AFRT_HUGE_PAGE_, afrt_huge_round_(n));
-        if (p) (void)madvise(p, n & ~(AFRT_HUGE_PAGE_ - 1), MADV_HUGEPAGE); /* advice only */
-        return p;
-    }
-#endif
-    return aligned_alloc(64, n);
 }
 
 /* afrt_alloc_big_ for a kernel's packed-operand cache (a kernel allocation, which
