@@ -15,6 +15,14 @@
   ``fold_limit`` result elements are evaluated (numpy, in the constants' dtype) into one
   ``nn.constant``.
 
+- Common subexpressions: an op that computes what an earlier op of the same block computes
+  (same op and attributes, same operands -- a constant operand of at most ``fold_limit``
+  elements counted by its value -- same result types) is replaced by that earlier op, which
+  takes its origins. Exporters repeat per layer what depends only on the model's inputs:
+  transformers' BERT writes the attention mask's ``Where(mask, 0, -inf)`` once per layer,
+  each with its own pair of constants, and ran it as 12 kernels of 12 buffers; now one. The
+  constants themselves are never merged (a pass may rewrite one constant for its one user).
+
 Ops whose results nothing reads are erased (an ONNX node that reaches no graph output).
 Origins of removed ops are carried to the op that replaces them. Place: first, right after
 import. Option: ``fold_limit`` (default 65536 elements).
@@ -22,13 +30,14 @@ import. Option: ``fold_limit`` (default 65536 elements).
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation
+from xdsl.ir import Block, Operation
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
     PatternRewriter,
@@ -41,6 +50,7 @@ from xdsl.traits import Pure
 
 from autofusion.analysis.cost import numel
 from autofusion.dialects import nn
+from autofusion.dialects.attrs import ORIGINS
 from autofusion.dialects.base import shape_of, tensor_of
 from autofusion.dialects.dtypes import dense_from_numpy, tensor_type
 from autofusion.interpreter import elementwise as interp
@@ -231,6 +241,8 @@ class CanonicalizeNN(CheckedPass):
             ),
             apply_recursively=False,
         ).rewrite_module(op)
+        for block in [b for f in op.ops for region in f.regions for b in region.blocks]:
+            _eliminate_common_subexpressions(block, self.fold_limit)
         # ops nothing reads (constants left by folding, ONNX nodes whose results reach no
         # graph output), in the bodies of the module's functions, last first so chains go.
         # A dead reshape of a graph input would otherwise leave that input's pointer unused
@@ -249,3 +261,45 @@ def _is_dead_nn(o: Operation) -> bool:
         and bool(o.results)
         and not any(r.uses for r in o.results)
     )
+
+
+def _cse_key(o: Operation, limit: int) -> Hashable | None:
+    """What ``o`` computes, for :func:`_eliminate_common_subexpressions`; None for an op
+    that is not merged (a constant, an op with regions or effects, a non-``nn`` op)."""
+    if (
+        isinstance(o, nn.ConstantOp)
+        or not o.name.startswith("nn.")
+        or not o.has_trait(Pure)
+        or not o.results
+        or o.regions
+        or o.successors
+    ):
+        return None
+    operands: list[Hashable] = []
+    for v in o.operands:
+        c = v.owner
+        if isinstance(c, nn.ConstantOp) and not c.is_elided and numel(c.y) <= limit:
+            operands.append((c.y.type, c.value))  # by value: each layer's own copy of 0
+        else:
+            operands.append(v)
+    attrs = tuple(sorted((k, a) for k, a in o.attributes.items() if k != ORIGINS))
+    props = tuple(sorted(o.properties.items()))
+    return (o.name, tuple(operands), tuple(r.type for r in o.results), attrs, props)
+
+
+def _eliminate_common_subexpressions(block: Block, limit: int) -> None:
+    """Replace each op of ``block`` that an earlier op computes again by that op (in block
+    order, so an op whose operands were merged meets its twin next); the earlier op takes
+    the later one's origins. The later op's constants are left to the dead-op erasure."""
+    seen: dict[Hashable, Operation] = {}
+    for o in list(block.ops):
+        key = _cse_key(o, limit)
+        if key is None:
+            continue
+        first = seen.setdefault(key, o)
+        if first is o:
+            continue
+        set_merged_origins(first, [first, o])
+        for old, new in zip(o.results, first.results, strict=True):
+            old.replace_all_uses_with(new)
+        Rewriter.erase_op(o)

@@ -55,11 +55,15 @@ def _conv_tanh_relu() -> onnx.ModelProto:
     """Conv -> Tanh and Conv -> Relu: a generated epilogue and afrt.h's built-in one (Sigmoid
     no longer serves: it is afrt.h's built-in SiLU/sigmoid epilogue since 2026-12-05)."""
     rng = np.random.default_rng(0)
-    w = numpy_helper.from_array(rng.uniform(-0.3, 0.3, (8, 3, 3, 3)).astype(np.float32), "w")
+    # two weights: one conv read by both would be one kernel (canonicalize-nn's CSE)
+    ws = [
+        numpy_helper.from_array(rng.uniform(-0.3, 0.3, (8, 3, 3, 3)).astype(np.float32), n)
+        for n in ("w", "w2")
+    ]
     nodes = [
         helper.make_node("Conv", ["x", "w"], ["c1"], pads=[1, 1, 1, 1]),
         helper.make_node("Tanh", ["c1"], ["y1"]),
-        helper.make_node("Conv", ["x", "w"], ["c2"], pads=[1, 1, 1, 1]),
+        helper.make_node("Conv", ["x", "w2"], ["c2"], pads=[1, 1, 1, 1]),
         helper.make_node("Relu", ["c2"], ["y2"]),
     ]
     g = helper.make_graph(
@@ -67,7 +71,7 @@ def _conv_tanh_relu() -> onnx.ModelProto:
         "conv_tanh_relu",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
         [helper.make_tensor_value_info(y, TensorProto.FLOAT, [1, 8, 8, 8]) for y in ("y1", "y2")],
-        [w],
+        ws,
     )
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 

@@ -14,6 +14,7 @@ import pytest
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 
+import autofusion
 from autofusion import testing, zoo
 from autofusion.dialects.fusion import KernelOp
 from autofusion.frontend.onnx_import import import_onnx
@@ -425,3 +426,57 @@ def test_swin_shifted_window_mask_through_reshape_is_attention() -> None:
     kernels = list(compiled.report["kernel_work"])
     assert any("attention" in k for k in kernels), kernels
     assert not any("softmax" in k or "reshape" in k for k in kernels), kernels
+
+
+def _per_layer_mask(layers: int) -> onnx.ModelProto:
+    """transformers' BERT mask as each layer writes it again: Where(mask, 0, -inf) with that
+    layer's own two constants, added to that layer's scores, then Softmax."""
+    h = onnx.helper
+    f32 = onnx.TensorProto.FLOAT
+    nodes, inits, outs = [], [], []
+    for i in range(layers):
+        inits += [
+            onnx.numpy_helper.from_array(np.array([0.0], np.float32), f"zero{i}"),
+            onnx.numpy_helper.from_array(np.array([-np.inf], np.float32), f"ninf{i}"),
+        ]
+        nodes += [
+            h.make_node("Where", ["mask", f"zero{i}", f"ninf{i}"], [f"w{i}"]),
+            h.make_node("Add", [f"s{i}", f"w{i}"], [f"a{i}"]),
+            h.make_node("Softmax", [f"a{i}"], [f"p{i}"], axis=-1),
+        ]
+        outs.append(h.make_tensor_value_info(f"p{i}", f32, [2, 6, 6]))
+    graph = h.make_graph(
+        nodes,
+        "per_layer_mask",
+        [h.make_tensor_value_info("mask", onnx.TensorProto.BOOL, [1, 6, 6])]
+        + [h.make_tensor_value_info(f"s{i}", f32, [2, 6, 6]) for i in range(layers)],
+        outs,
+        inits,
+    )
+    return h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
+
+
+def test_common_subexpressions_become_one_op() -> None:
+    """canonicalize-nn merges the layers' identical Wheres (their constants compared by
+    value) into one that carries every layer's origin; interpreted before and after on seeded
+    inputs the values are the same, and the compiled C matches onnxruntime."""
+    layers = 3
+    model = _per_layer_mask(layers)
+    rng = np.random.default_rng(5)
+    feeds: dict[str, np.ndarray] = {"mask": rng.uniform(size=(1, 6, 6)) < 0.7}
+    feeds["mask"][..., 0] = True  # no row wholly masked (a softmax of all -inf is NaN)
+    for i in range(layers):
+        feeds[f"s{i}"] = rng.uniform(-2, 2, (2, 6, 6)).astype(np.float32)
+    module = import_onnx(model)
+    before = run_module(module, feeds)
+    apply(module, "canonicalize-nn")
+    wheres = [op for op in module.walk() if op.name == "nn.where"]
+    assert len(wheres) == 1, [op.name for op in module.walk()]
+    origins = [s.data for s in wheres[0].attributes["onnx.origins"].data]  # type: ignore[attr-defined]
+    assert len(origins) == layers, origins
+    assert_close(run_module(module, feeds), before, "after canonicalize-nn")
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    ref = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
+    got = autofusion.compile(model).run(feeds)
+    assert_close(got, ref, "compiled C")
+    assert float(np.std(ref["p0"])) > 0.1  # not a constant output

@@ -100,12 +100,13 @@ func.func @transpose_through_reshapes(%k: tensor<1x2x5x4xf32>, %x: tensor<2x3x4x
 // -----
 
 // Must not fire: the last reshape does not split the transposed dims into runs ([4, 6] ->
-// [8, 3]), the transpose has another reader, and a transpose with no reshape before it.
-func.func @transpose_not_through_reshapes(%x: tensor<2x3x4xf32>) -> (tensor<8x3xf32>, tensor<4x6xf32>, tensor<4x2x3xf32>, tensor<3x8xf32>) {
+// [8, 3]), the transpose has another reader, and a transpose with no reshape before it
+// (%g reads %y: the same reshape of %x would be %d again, merged by the CSE).
+func.func @transpose_not_through_reshapes(%x: tensor<2x3x4xf32>, %y: tensor<2x3x4xf32>) -> (tensor<8x3xf32>, tensor<4x6xf32>, tensor<4x2x3xf32>, tensor<3x8xf32>) {
   %d = nn.reshape %x : (tensor<2x3x4xf32>) -> tensor<6x4xf32>
   %e = nn.transpose %d {perm = array<i64: 1, 0>} : (tensor<6x4xf32>) -> tensor<4x6xf32>
   %f = nn.reshape %e : (tensor<4x6xf32>) -> tensor<8x3xf32>
-  %g = nn.reshape %x : (tensor<2x3x4xf32>) -> tensor<6x4xf32>
+  %g = nn.reshape %y : (tensor<2x3x4xf32>) -> tensor<6x4xf32>
   %h = nn.transpose %g {perm = array<i64: 1, 0>} : (tensor<6x4xf32>) -> tensor<4x6xf32>
   %i = nn.reshape %h : (tensor<4x6xf32>) -> tensor<4x2x3xf32>
   %j = nn.transpose %x {perm = array<i64: 1, 0, 2>} : (tensor<2x3x4xf32>) -> tensor<3x2x4xf32>
@@ -119,3 +120,50 @@ func.func @transpose_not_through_reshapes(%x: tensor<2x3x4xf32>) -> (tensor<8x3x
 // CHECK-NEXT:    %i = nn.reshape %h
 // CHECK:         %j = nn.transpose %x {perm = array<i64: 1, 0, 2>}
 // CHECK-NEXT:    %l = nn.reshape %j
+
+// -----
+
+// Positive: common subexpressions. transformers' BERT writes the mask's where(m, 0, -inf)
+// once per layer, each with its own constants: one where stays, with both origins, and the
+// second layer's constants go; an op reading the merged results (the adds) merges next.
+func.func @cse(%m: tensor<1x4xi1>, %x: tensor<1x4xf32>) -> (tensor<1x4xf32>, tensor<1x4xf32>) {
+  %z0 = nn.constant dense<0.0> : tensor<1xf32>
+  %i0 = nn.constant dense<0xFF800000> : tensor<1xf32>
+  %w0 = nn.where %m, %z0, %i0 {onnx.origins = ["layer0/Where"]} : (tensor<1x4xi1>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4xf32>
+  %a0 = nn.add %x, %w0 {onnx.origins = ["layer0/Add"]} : (tensor<1x4xf32>, tensor<1x4xf32>) -> tensor<1x4xf32>
+  %z1 = nn.constant dense<0.0> : tensor<1xf32>
+  %i1 = nn.constant dense<0xFF800000> : tensor<1xf32>
+  %w1 = nn.where %m, %z1, %i1 {onnx.origins = ["layer1/Where"]} : (tensor<1x4xi1>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4xf32>
+  %a1 = nn.add %x, %w1 {onnx.origins = ["layer1/Add"]} : (tensor<1x4xf32>, tensor<1x4xf32>) -> tensor<1x4xf32>
+  func.return %a0, %a1 : tensor<1x4xf32>, tensor<1x4xf32>
+}
+// CHECK-LABEL: func.func @cse
+// CHECK-NEXT:    %z0 = nn.constant dense<0.000000e+00> : tensor<1xf32>
+// CHECK-NEXT:    %i0 = nn.constant
+// CHECK-NEXT:    %w0 = nn.where %m, %z0, %i0 {onnx.origins = ["layer0/Where", "layer1/Where"]}
+// CHECK-NEXT:    %a0 = nn.add %x, %w0 {onnx.origins = ["layer0/Add", "layer1/Add"]}
+// CHECK-NEXT:    func.return %a0, %a0
+
+// -----
+
+// Must not merge: another constant value, another attribute, another result type, operands
+// in another order, or an op that reads the graph's inputs differently.
+func.func @no_cse(%m: tensor<1x4xi1>, %x: tensor<1x4xf32>, %y: tensor<1x4xf32>) -> (tensor<1x4xf32>, tensor<1x4xf32>, tensor<4x1xf32>, tensor<4x1xf32>, tensor<1x4xf32>, tensor<1x4xf32>) {
+  %z0 = nn.constant dense<0.0> : tensor<1xf32>
+  %z1 = nn.constant dense<1.0> : tensor<1xf32>
+  %w0 = nn.where %m, %z0, %x : (tensor<1x4xi1>, tensor<1xf32>, tensor<1x4xf32>) -> tensor<1x4xf32>
+  %w1 = nn.where %m, %z1, %x : (tensor<1x4xi1>, tensor<1xf32>, tensor<1x4xf32>) -> tensor<1x4xf32>
+  %t0 = nn.transpose %x {perm = array<i64: 1, 0>} : (tensor<1x4xf32>) -> tensor<4x1xf32>
+  %r0 = nn.reshape %x : (tensor<1x4xf32>) -> tensor<4x1xf32>
+  %s0 = nn.sub %x, %y : (tensor<1x4xf32>, tensor<1x4xf32>) -> tensor<1x4xf32>
+  %s1 = nn.sub %y, %x : (tensor<1x4xf32>, tensor<1x4xf32>) -> tensor<1x4xf32>
+  func.return %w0, %w1, %t0, %r0, %s0, %s1 : tensor<1x4xf32>, tensor<1x4xf32>, tensor<4x1xf32>, tensor<4x1xf32>, tensor<1x4xf32>, tensor<1x4xf32>
+}
+// CHECK-LABEL: func.func @no_cse
+// CHECK:         %w0 = nn.where %m, %z0, %x
+// CHECK-NEXT:    %w1 = nn.where %m, %z1, %x
+// CHECK-NEXT:    %t0 = nn.transpose %x
+// CHECK-NEXT:    %r0 = nn.reshape %x
+// CHECK-NEXT:    %s0 = nn.sub %x, %y
+// CHECK-NEXT:    %s1 = nn.sub %y, %x
+// CHECK-NEXT:    func.return %w0, %w1, %t0, %r0, %s0, %s1

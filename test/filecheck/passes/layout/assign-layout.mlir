@@ -186,15 +186,16 @@ func.func @fires(%x: tensor<1x32x9x9xf32>, %ws: tensor<16x32x1x1xf32>, %we1: ten
 // the global pool): the concat stays blocked, the fire is blocked throughout and the
 // classifier reads the blocks through gemm_1x1's B packing (layout.x only, no reorder:
 // gemm_readers = 1). Must not fire on the second fire: its concat is also read by a 3x3
-// conv the rule leaves on NCHW, so that fire, and its classifier, stay NCHW.
-func.func @fire_classifier(%x: tensor<1x32x9x9xf32>, %ws: tensor<16x32x1x1xf32>, %we1: tensor<16x16x1x1xf32>, %we3: tensor<16x16x3x3xf32>, %wc: tensor<10x32x1x1xf32>, %w3: tensor<8x32x3x3xf32>) -> (tensor<1x10x9x9xf32>, tensor<1x10x9x9xf32>, tensor<1x8x9x9xf32>) {
+// conv the rule leaves on NCHW, so that fire, and its classifier, stay NCHW (it reads %x2:
+// the same squeeze of %x would be %s again, merged by canonicalize-nn).
+func.func @fire_classifier(%x: tensor<1x32x9x9xf32>, %x2: tensor<1x32x9x9xf32>, %ws: tensor<16x32x1x1xf32>, %we1: tensor<16x16x1x1xf32>, %we3: tensor<16x16x3x3xf32>, %wc: tensor<10x32x1x1xf32>, %w3: tensor<8x32x3x3xf32>) -> (tensor<1x10x9x9xf32>, tensor<1x10x9x9xf32>, tensor<1x8x9x9xf32>) {
   %s = nn.conv %x, %ws {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x32x9x9xf32>, tensor<16x32x1x1xf32>) -> tensor<1x16x9x9xf32>
   %e1 = nn.conv %s, %we1 {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x16x9x9xf32>, tensor<16x16x1x1xf32>) -> tensor<1x16x9x9xf32>
   %e3 = nn.conv %s, %we3 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x16x9x9xf32>, tensor<16x16x3x3xf32>) -> tensor<1x16x9x9xf32>
   %c = nn.concat %e1, %e3 {axis = 1 : i64} : (tensor<1x16x9x9xf32>, tensor<1x16x9x9xf32>) -> tensor<1x32x9x9xf32>
   %k = nn.conv %c, %wc {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x32x9x9xf32>, tensor<10x32x1x1xf32>) -> tensor<1x10x9x9xf32>
   %kr = nn.relu %k : (tensor<1x10x9x9xf32>) -> tensor<1x10x9x9xf32>
-  %t = nn.conv %x, %ws {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x32x9x9xf32>, tensor<16x32x1x1xf32>) -> tensor<1x16x9x9xf32>
+  %t = nn.conv %x2, %ws {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x32x9x9xf32>, tensor<16x32x1x1xf32>) -> tensor<1x16x9x9xf32>
   %f1 = nn.conv %t, %we1 {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x16x9x9xf32>, tensor<16x16x1x1xf32>) -> tensor<1x16x9x9xf32>
   %f3 = nn.conv %t, %we3 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x16x9x9xf32>, tensor<16x16x3x3xf32>) -> tensor<1x16x9x9xf32>
   %d = nn.concat %f1, %f3 {axis = 1 : i64} : (tensor<1x16x9x9xf32>, tensor<1x16x9x9xf32>) -> tensor<1x32x9x9xf32>
@@ -211,7 +212,7 @@ func.func @fire_classifier(%x: tensor<1x32x9x9xf32>, %ws: tensor<16x32x1x1xf32>,
 // CHECK-NEXT:    %kr = fusion.kernel "conv_relu" [] (%c, %wc)
 // CHECK-NEXT:    ^{{.*}}
 // CHECK-NEXT:      nn.conv %{{.*}} {layout.x = "nchw16c", strides
-// CHECK:         %t = nn.conv %x, %ws {strides
+// CHECK:         %t = nn.conv %x2, %ws {strides
 // CHECK-NEXT:    %f1 = nn.conv %t, %we1 {strides
 // CHECK-NEXT:    %f3 = nn.conv %t, %we3 {strides
 // CHECK-NEXT:    %d = nn.concat %f1, %f3 {axis = 1 : i64}
@@ -241,8 +242,9 @@ func.func @fire_refused(%x: tensor<1x32x9x9xf32>, %ws: tensor<16x32x1x1xf32>, %w
 // 16-channel blocks of output whose only reader is a max pool that feeds a fire's squeeze
 // writes NCHW16c from the NCHW image (direct_smallc_b), the pool runs on blocks and the
 // squeeze reads them (here the exit: the fire's concat is the result). Must not fire on the
-// second stem: its pool feeds a plain 3x3 conv, so stem and pool stay NCHW.
-func.func @stems(%x: tensor<1x3x31x31xf32>, %w: tensor<32x3x3x3xf32>, %ws: tensor<16x32x1x1xf32>, %we1: tensor<16x16x1x1xf32>, %we3: tensor<16x16x3x3xf32>, %w3: tensor<32x32x3x3xf32>) -> (tensor<1x32x7x7xf32>, tensor<1x32x7x7xf32>) {
+// second stem: its pool feeds a plain 3x3 conv, so stem and pool stay NCHW (it reads %x2:
+// the same conv of %x would be %a again, merged by canonicalize-nn).
+func.func @stems(%x: tensor<1x3x31x31xf32>, %x2: tensor<1x3x31x31xf32>, %w: tensor<32x3x3x3xf32>, %ws: tensor<16x32x1x1xf32>, %we1: tensor<16x16x1x1xf32>, %we3: tensor<16x16x3x3xf32>, %w3: tensor<32x32x3x3xf32>) -> (tensor<1x32x7x7xf32>, tensor<1x32x7x7xf32>) {
   %a = nn.conv %x, %w {strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x3x31x31xf32>, tensor<32x3x3x3xf32>) -> tensor<1x32x15x15xf32>
   %ar = nn.relu %a : (tensor<1x32x15x15xf32>) -> tensor<1x32x15x15xf32>
   %p = nn.max_pool %ar {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, ceil_mode = 1 : i64} : (tensor<1x32x15x15xf32>) -> tensor<1x32x7x7xf32>
@@ -250,7 +252,7 @@ func.func @stems(%x: tensor<1x3x31x31xf32>, %w: tensor<32x3x3x3xf32>, %ws: tenso
   %e1 = nn.conv %s, %we1 {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x16x7x7xf32>, tensor<16x16x1x1xf32>) -> tensor<1x16x7x7xf32>
   %e3 = nn.conv %s, %we3 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x16x7x7xf32>, tensor<16x16x3x3xf32>) -> tensor<1x16x7x7xf32>
   %c = nn.concat %e1, %e3 {axis = 1 : i64} : (tensor<1x16x7x7xf32>, tensor<1x16x7x7xf32>) -> tensor<1x32x7x7xf32>
-  %b = nn.conv %x, %w {strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x3x31x31xf32>, tensor<32x3x3x3xf32>) -> tensor<1x32x15x15xf32>
+  %b = nn.conv %x2, %w {strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x3x31x31xf32>, tensor<32x3x3x3xf32>) -> tensor<1x32x15x15xf32>
   %q = nn.max_pool %b {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, ceil_mode = 1 : i64} : (tensor<1x32x15x15xf32>) -> tensor<1x32x7x7xf32>
   %d = nn.conv %q, %w3 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x32x7x7xf32>, tensor<32x32x3x3xf32>) -> tensor<1x32x7x7xf32>
   func.return %c, %d : tensor<1x32x7x7xf32>, tensor<1x32x7x7xf32>
@@ -265,6 +267,6 @@ func.func @stems(%x: tensor<1x3x31x31xf32>, %w: tensor<32x3x3x3xf32>, %ws: tenso
 // CHECK-NEXT:    %e1 = nn.conv %s, %we1 {strides
 // CHECK-NEXT:    %e3 = nn.conv %s, %we3 {strides
 // CHECK-NEXT:    %c = nn.concat %e1, %e3 {axis = 1 : i64}
-// CHECK-NEXT:    %b = nn.conv %x, %w {strides
+// CHECK-NEXT:    %b = nn.conv %x2, %w {strides
 // CHECK-NEXT:    %q = nn.max_pool %b {kernel
 // CHECK-NEXT:    %d = nn.conv %q, %w3 {strides
