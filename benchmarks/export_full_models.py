@@ -17,8 +17,9 @@ BatchNorm is folded into Conv): torchvision ``resnet50``, ``mobilenet_v2``, ``go
 ``efficientnet_b0``, ``swin_t``, all [1,3,224,224] -> logits [1,1000]; ``vit_tiny`` (timm
 ``vit_tiny_patch16_224``, or transformers ``ViTModel`` with the same config if timm is
 missing); ``bert_base`` (transformers ``BertModel`` from ``BertConfig()``, seq 128, int64
-``input_ids`` and ``attention_mask`` -> ``last_hidden_state``, ``pooler_output``). Each file
-is ``NAME.onnx``, beside a ``manifest.json`` that names the zoo model it corresponds to.
+``input_ids`` and ``attention_mask`` -> ``last_hidden_state``, ``pooler_output``; ``--seq N``
+another length, written as ``NAME_sN.onnx``). Each file is ``NAME.onnx``, beside a
+``manifest.json`` that names the zoo model it corresponds to.
 
 ``--exporter dynamo`` writes ``NAME_dynamo.onnx`` with ``torch.onnx.export(dynamo=True)``
 (torch.export, then onnxscript at its default opset, 20 with torch 2.14), the exporter
@@ -193,11 +194,14 @@ VARIANTS: dict[str, tuple[Builder, str]] = {
 SETS = {"extra": EXTRA, "variants": VARIANTS}
 
 
-def _inputs(name: str) -> tuple[tuple[torch.Tensor, ...], list[str], list[str]]:
-    if name in ("bert_base", "hf_distilbert"):
-        ids = torch.randint(0, 30522, (1, SEQ), generator=torch.Generator().manual_seed(2))
-        mask = torch.ones(1, SEQ, dtype=torch.int64)
-        mask[0, SEQ - 16 :] = 0  # padded tail, so the mask matters
+TEXT = ("bert_base", "hf_distilbert")
+
+
+def _inputs(name: str, seq: int = SEQ) -> tuple[tuple[torch.Tensor, ...], list[str], list[str]]:
+    if name in TEXT:
+        ids = torch.randint(0, 30522, (1, seq), generator=torch.Generator().manual_seed(2))
+        mask = torch.ones(1, seq, dtype=torch.int64)
+        mask[0, seq - min(16, seq // 8) :] = 0  # padded tail, so the mask matters
         outs = ["last_hidden_state"] + (["pooler_output"] if name == "bert_base" else [])
         return (ids, mask), ["input_ids", "attention_mask"], outs
     side = 299 if name.endswith("inception_v3") else IMAGE[-1]
@@ -240,14 +244,17 @@ def _non_degenerate(model: nn.Module, args: tuple[torch.Tensor, ...]) -> None:
             last.bias.mul_(2.0 / std)
 
 
-def export_one(name: str, out_dir: Path, exporter: str = "torchscript") -> dict[str, Any]:
+def export_one(
+    name: str, out_dir: Path, exporter: str = "torchscript", seq: int = SEQ
+) -> dict[str, Any]:
     torch.manual_seed(0)
     build, zoo = {**MODELS, **EXTRA, **VARIANTS}[name]
     model = build()
-    args, in_names, out_names = _inputs(name)
+    args, in_names, out_names = _inputs(name, seq)
     _non_degenerate(model, args)
     dynamo = exporter == "dynamo"
-    path = out_dir / f"{name}{'_dynamo' if dynamo else ''}.onnx"
+    tag = f"_s{seq}" if name in TEXT and seq != SEQ else ""
+    path = out_dir / f"{name}{tag}{'_dynamo' if dynamo else ''}.onnx"
     t0 = time.perf_counter()
     with torch.no_grad():
         outs = model(*args)
@@ -258,7 +265,7 @@ def export_one(name: str, out_dir: Path, exporter: str = "torchscript") -> dict[
             torch.onnx.export(model, args, str(path), dynamo=False, opset_version=17,
                               input_names=in_names, output_names=out_names,
                               do_constant_folding=True)  # fmt: skip
-    if name in ("bert_base", "hf_distilbert"):
+    if name in TEXT:
         import onnx
 
         m = onnx.load(str(path), load_external_data=False)  # .data (dynamo) stays as is
@@ -285,7 +292,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--exporter", choices=("torchscript", "dynamo"), default="torchscript",
                     help="TorchScript (opset 17, NAME.onnx) or torch.export via onnxscript "
                     "(its default opset, NAME_dynamo.onnx)")  # fmt: skip
+    ap.add_argument("--seq", type=int, default=SEQ,
+                    help=f"sequence length of the text models ({', '.join(TEXT)}; default "
+                    f"{SEQ}); another writes NAME_sSEQ.onnx")  # fmt: skip
     a = ap.parse_args(argv)
+    if not 16 <= a.seq <= 512:  # BertConfig's 512 positions
+        ap.error(f"--seq {a.seq}: from 16 to 512")
     names = [n for m in a.models.split(",") for n in SETS.get(m, [m])]
     unknown = [n for n in names if n not in MODELS and n not in EXTRA and n not in VARIANTS]
     if unknown:
@@ -296,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
     status = 0
     for name in names:
         try:
-            entry = export_one(name, a.out, a.exporter)
+            entry = export_one(name, a.out, a.exporter, a.seq)
             manifest[entry["file"].removesuffix(".onnx")] = entry
         except Exception as e:  # report and go on with the next model
             print(f"{name}: EXPORT FAILED: {type(e).__name__}: {str(e)[:300]}", file=sys.stderr)
