@@ -20,7 +20,7 @@
   elements counted by its value -- same result types) is replaced by that earlier op, which
   takes its origins. Exporters repeat per layer what depends only on the model's inputs:
   transformers' BERT writes the attention mask's ``Where(mask, 0, -inf)`` once per layer,
-  each with its own pair of constants, and ran it as 12 kernels of 12 buffers; now one. The
+  each with its own pair of constants, which wrote 12 copies of the mask; now one. The
   constants themselves are never merged (a pass may rewrite one constant for its one user).
 
 Ops whose results nothing reads are erased (an ONNX node that reaches no graph output).
@@ -284,7 +284,12 @@ def _cse_key(o: Operation, limit: int) -> Hashable | None:
             operands.append(v)
     attrs = tuple(sorted((k, a) for k, a in o.attributes.items() if k != ORIGINS))
     props = tuple(sorted(o.properties.items()))
-    return (o.name, tuple(operands), tuple(r.type for r in o.results), attrs, props)
+    key = (o.name, tuple(operands), tuple(r.type for r in o.results), attrs, props)
+    try:
+        hash(key)
+    except TypeError:  # an attribute that cannot be hashed: left as it is, not a crash
+        return None
+    return key
 
 
 def _eliminate_common_subexpressions(block: Block, limit: int) -> None:

@@ -480,3 +480,35 @@ def test_common_subexpressions_become_one_op() -> None:
     got = autofusion.compile(model).run(feeds)
     assert_close(got, ref, "compiled C")
     assert float(np.std(ref["p0"])) > 0.1  # not a constant output
+
+
+def test_common_subexpressions_skip_an_unhashable_attribute() -> None:
+    """An op carrying an attribute that cannot be hashed is not a CSE candidate: two such
+    copies of a softmax pass through canonicalize-nn (which then erases them, unread), where
+    hashing their key raised TypeError out of the pass (checked without the guard)."""
+    from dataclasses import dataclass as _dataclass
+
+    from xdsl.ir import Data
+    from xdsl.irdl import irdl_attr_definition
+
+    @irdl_attr_definition
+    @_dataclass(frozen=True, init=False)
+    class Unhashable(Data[list[int]]):  # pyright: ignore[reportUnusedClass]
+        name = "test.unhashable"
+
+        @classmethod
+        def parse_parameter(cls, parser: object) -> list[int]:  # pragma: no cover
+            raise NotImplementedError
+
+        def print_parameter(self, printer: object) -> None:  # pragma: no cover
+            raise NotImplementedError
+
+    model = _per_layer_mask(1)
+    module = import_onnx(model)
+    soft = next(op for op in module.walk() if op.name == "nn.softmax")
+    twins = [soft.clone() for _ in range(2)]
+    for t in twins:
+        t.attributes["test.tag"] = Unhashable([1])
+        soft.parent.insert_op_after(t, soft)  # type: ignore[union-attr]
+    apply(module, "canonicalize-nn")  # no TypeError; the clones are dead and go
+    assert sum(op.name == "nn.softmax" for op in module.walk()) == 1
