@@ -299,6 +299,8 @@ def main(argv: list[str] | None = None) -> int:
     if not 16 <= a.seq <= 512:  # BertConfig's 512 positions
         ap.error(f"--seq {a.seq}: from 16 to 512")
     names = [n for m in a.models.split(",") for n in SETS.get(m, [m])]
+    if a.seq != SEQ and not any(n in TEXT for n in names):
+        ap.error(f"--seq {a.seq}: none of the models is a text model ({', '.join(TEXT)})")
     unknown = [n for n in names if n not in MODELS and n not in EXTRA and n not in VARIANTS]
     if unknown:
         ap.error(f"unknown model(s): {', '.join(unknown)}")

@@ -241,39 +241,35 @@ class CanonicalizeNN(CheckedPass):
             ),
             apply_recursively=False,
         ).rewrite_module(op)
-        for block in [b for f in op.ops for region in f.regions for b in region.blocks]:
+        bodies = [b for f in op.ops for region in f.regions for b in region.blocks]
+        for block in bodies:
             _eliminate_common_subexpressions(block, self.fold_limit)
         # ops nothing reads (constants left by folding, ONNX nodes whose results reach no
         # graph output), in the bodies of the module's functions, last first so chains go.
         # A dead reshape of a graph input would otherwise leave that input's pointer unused
         # in the C (-Werror=unused-variable), and a dead kernel would still run.
-        for block in [b for f in op.ops for region in f.regions for b in region.blocks]:
+        for block in bodies:
             for o in reversed(list(block.ops)):
                 if _is_dead_nn(o):
                     Rewriter.erase_op(o)
 
 
+def _is_pure_nn(o: Operation) -> bool:
+    """A side-effect-free ``nn`` op with results."""
+    return o.name.startswith("nn.") and o.has_trait(Pure) and bool(o.results)
+
+
 def _is_dead_nn(o: Operation) -> bool:
     """A side-effect-free ``nn`` op none of whose results is used."""
-    return (
-        o.name.startswith("nn.")
-        and o.has_trait(Pure)
-        and bool(o.results)
-        and not any(r.uses for r in o.results)
-    )
+    return _is_pure_nn(o) and not any(r.uses for r in o.results)
 
 
 def _cse_key(o: Operation, limit: int) -> Hashable | None:
     """What ``o`` computes, for :func:`_eliminate_common_subexpressions`; None for an op
-    that is not merged (a constant, an op with regions or effects, a non-``nn`` op)."""
-    if (
-        isinstance(o, nn.ConstantOp)
-        or not o.name.startswith("nn.")
-        or not o.has_trait(Pure)
-        or not o.results
-        or o.regions
-        or o.successors
-    ):
+    that is not merged (a constant, an op with regions or effects, a non-``nn`` op). Not
+    xDSL's ``cse``: that merges the constants too (hashing every weight) and compares a
+    constant operand by identity, so each layer's own copy of 0 kept its ops apart."""
+    if isinstance(o, nn.ConstantOp) or not _is_pure_nn(o) or o.regions or o.successors:
         return None
     operands: list[Hashable] = []
     for v in o.operands:
