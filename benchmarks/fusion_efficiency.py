@@ -74,8 +74,9 @@ can leave one build on one thread and the other on two (seen: the unfused ResNet
 cut to one thread while the fused one kept two), so the two builds were not compared at the
 same thread count.
 
-``--processes K`` measures each row in K fresh processes and reports the median of each
-figure (and each process's ratios on stderr): the two builds' memory lands at other physical
+``--processes K`` (default 3; 1 measures in this process) measures each row in K fresh
+processes and reports the median of each figure and its range (and each process's ratios on
+stderr): the two builds' memory lands at other physical
 addresses in each process, and on this machine that moved the real ResNet-50's one-thread
 saving by more than its R (session 26: ratios 0.17-0.94 over five processes of one build,
 where each process's rounds agreed to a few hundredths), so one process is one draw.
@@ -404,7 +405,7 @@ def time_rounds(
     order flipped), and each round's difference of medians is one pair -- a drift over a
     block (~0.7 s for ResNet-50) lands on one build; on the shared machine that moved
     ResNet-50's one-thread saving, ~2% of the run, by more than R between processes
-    (session 30, docs/fusion.md)."""
+    (session 30, docs/history/fusion-efficiency.md)."""
     times: dict[bool, list[float]] = {False: [], True: []}
     diffs: list[float] = []
     for r in range(rounds):
@@ -552,9 +553,13 @@ def in_child(
                "--threads", str(threads), "--runs", str(args.runs),
                "--rounds", str(args.rounds), "--min-round-ms", str(args.min_round_ms),
                "--clock", clock, "--interleave", args.interleave, "--cpu", args.cpu,
-               "--json", out]  # fmt: skip
+               "--processes", "1", "--json", out]  # fmt: skip
         done = subprocess.run(cmd, capture_output=True, text=True)
         if not os.path.exists(out):
+            # a bad model or --cpu: the child's one message, as this process would give it
+            said = [ln for ln in done.stderr.splitlines() if ln.startswith("fusion_efficiency: ")]
+            if done.returncode == 1 and said:
+                raise AutofusionError(said[-1].removeprefix("fusion_efficiency: "))
             raise SystemExit(f"fusion_efficiency: the child for {spec} failed:\n{done.stderr}")
         with open(out) as f:
             (row,) = json.load(f)
@@ -689,9 +694,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--processes",
         type=int,
-        default=1,
+        default=3,
         help="measure each row in this many fresh processes (each loads the two builds "
-        "again, so their memory lands elsewhere) and report the median of each figure",
+        "again, so their memory lands elsewhere) and report the median of each figure and "
+        "its range (default 3: one process is one draw; 1 measures in this process)",
     )
     ap.add_argument(
         "--cpu",
@@ -732,6 +738,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         ap.error(f"--threads {args.threads}: comma-separated whole numbers, e.g. 1,2")
     if min(thread_counts) < 1:
         ap.error(f"--threads {args.threads}: each count at least 1")
+    if args.processes < 1:
+        ap.error(f"--processes {args.processes}: at least 1")
     if args.clock == "cpu" and thread_counts != [1]:
         ap.error("--clock cpu needs --threads 1 (CPU time of several threads counts spinning)")
     clocks = {row_clock(args.clock, t) for t in thread_counts}

@@ -291,17 +291,27 @@ _CROSS = "x86-64-v2" if platform.machine() in ("aarch64", "arm64") else "aarch64
         (["--models", "tiny_cnn", "--cpu", _CROSS], "cannot be loaded"),
     ],
 )
+@pytest.mark.parametrize("processes", ["1", "2"])
 def test_bad_models_and_cpus_are_one_message(
-    argv: list[str], says: str, capsys: pytest.CaptureFixture[str]
+    argv: list[str], says: str, processes: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A model that cannot be had or an instruction set this machine cannot load: exit 1 with
-    one message naming it, before anything is timed, and no traceback."""
-    assert fe.main([*argv, "--threads", "1"]) == 1
+    one message naming it, before anything is timed, and no traceback -- measured here
+    (``--processes 1``) or in fresh processes, whose one message the parent gives as its own
+    (not the child's whole stderr)."""
+    assert fe.main([*argv, "--threads", "1", "--processes", processes]) == 1
     err = capsys.readouterr().err
     assert says in err
     assert "fusion_efficiency: " in err
     assert "Traceback" not in err
     assert "runs a round" not in err  # nothing timed
+
+
+def test_processes_below_one_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        fe.main(["--models", "tiny_cnn", "--threads", "1", "--processes", "0"])
+    assert e.value.code == 2
+    assert "--processes 0: at least 1" in capsys.readouterr().err
 
 
 def test_unknown_cpu_is_refused_by_the_option_parser(capsys: pytest.CaptureFixture[str]) -> None:
