@@ -13,7 +13,8 @@ downsample: 3.2 MB written and read back) and the buffer plan gives it no slot.
 
 The decision is a measured rule (``decided_by = rules``, or ``policy`` with a user policy):
 ResNet-50's four pairs took 0.83-0.89, 0.94-0.98, 0.95-0.98 and 0.95-1.01 of their two
-kernels' time (``benchmarks/conv_pair.py --cold``, docs/fusion.md). Refusals:
+kernels' time (``benchmarks/conv_pair.py --cold``, docs/history/fusion-efficiency.md).
+Refusals:
 ``multi-consumer`` (the other conv's output has other readers, or the kernel's conv output
 or sum also leaves it), ``unsupported`` (the kernel's epilogue is not the Add and one Relu /
 Clip with numeric bounds; the convs are not such a pair; a conv ``assign-layout``

@@ -14,9 +14,10 @@ read the whole first output back from L3. ``plan-buffers`` writes the first resu
 first conv's residual as before (``memory_plan.residual_operand``) and the second over the
 chain's input (``memory_plan.chain_input_operand``).
 
-Why (docs/fusion.md, "A 1x1 -> 1x1 chain"): in ResNet-50 the fused 1x1 convs on 56 x 56
-maps read their 3.2 MB inputs from L3 and kept time fusion had saved elsewhere; as a chain,
-layer1's conv3 and the next block's conv1 took 50-60 us less than the two kernels.
+Why (docs/history/fusion-efficiency.md, "the 1x1 -> 1x1 chain"): in ResNet-50 the fused 1x1
+convs on 56 x 56 maps read their 3.2 MB inputs from L3 and kept time fusion had saved
+elsewhere; as a chain, layer1's conv3 and the next block's conv1 took 50-60 us less than the
+two kernels.
 
 The decision is the cost layer's (``decided_by = cost``): the first output must be larger
 than twice L2 (measured: a 1.6 MB output on a 1 MiB L2 gained nothing), and the second
@@ -95,7 +96,7 @@ def _takes_input_bytes(x: SSAValue, cons: Operation) -> bool:
     weight) that only the chain reads, of the second output's type. Measured on ResNet-50:
     with the second output in a slot of its own the arena grew 5.2 -> 5.6 MB and the 3x3
     conv after the chain, writing into the new bytes, took 45 us more than apart, as much as
-    the chain saved (docs/fusion.md, "A 1x1 -> 1x1 chain")."""
+    the chain saved (docs/history/fusion-efficiency.md, "the 1x1 -> 1x1 chain")."""
     owner = x.owner
     if not isinstance(owner, Operation) or isinstance(owner, nn.ConstantOp):
         return False

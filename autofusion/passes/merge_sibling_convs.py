@@ -12,7 +12,8 @@ the joined output (``planned_view_offsets``). A piece that a concat takes as its
 operand is put last in the joined output (one taken last, first), and the buffer plan puts
 the joined output so that piece lands on its slice of the concat and the other pieces sit
 just outside it: the GEMM writes that piece straight into the concat. A piece in the middle
-of a concat is copied into it (docs/fusion.md, "Sibling 1x1 convs as one GEMM").
+of a concat is copied into it (docs/history/fusion-efficiency.md, "Sibling 1x1 convs as one
+GEMM").
 
 The joined conv carries ``sibling.pieces`` (output channels per piece) and
 ``sibling.decided_by`` (``rules``: a measured rule, no cost model asked); the report lists them

@@ -4261,9 +4261,9 @@ static inline void afrt_conv2d_f32(const float *x, const float *w, const float *
  * block runs conv 1's GEMM tile (afrt_gemm_tile_) and at once conv 2's on the columns just
  * written, which are still in L2. Each thread takes whole blocks (static shares, no barrier).
  *
- * Measured (docs/fusion.md, "A 1x1 -> 1x1 chain"): ResNet-50's layer1 conv3 (64 -> 256, over
- * its residual: epi's built-in clamp with res == y) and the next conv1 (256 -> 64) on 56 x 56,
- * a 3.2 MB y on a 1 MiB L2, took 50-60 us (2.5-3%) less than the two kernels apart; pairs whose
+ * Measured (docs/history/fusion-efficiency.md, "the 1x1 -> 1x1 chain"): ResNet-50's layer1
+ * conv3 (64 -> 256, over its residual: epi's built-in clamp with res == y) and the next conv1
+ * (256 -> 64) on 56 x 56, a 3.2 MB y on a 1 MiB L2, took 50-60 us (2.5-3%) less than the two kernels apart; pairs whose
  * y stays in L2 gain nothing (fuse-pw-chain's rule).
  *
  * y2 may be written over x (plan-buffers' chain_input_operand: same size): each block of y2 is
