@@ -654,6 +654,8 @@ CONV_ALGOS = (
 LP_CONV_ALGO = "lp_gemm"
 DW_MAX_TAPS = 64  # AFRT_DW_MAX_TAPS in afrt_dwconv.h
 SMALLC_MAX_C = 4  # AFRT_DC_MAX_C in afrt_dwconv.h
+SMALLC_GROUP_MAX_C = 16  # AFRT_DCG_MAX_C: input channels per group of a grouped direct_smallc
+SMALLC_GROUP_MIN_OW = 12  # AFRT_DCG_MIN_OW: its output width at stride 1
 # The measured rule of afrt_winograd_applies (afrt_winograd.h; benchmarks/winograd_conv.py
 # --cold, docs/runtime.md): Winograd F(4x4, 3x3) beats im2col_gemm on maps of at least
 # WG_MIN_TILES 4x4 output tiles per image when WG_CK / C - WG_CK / K <= 1, and on maps of at
@@ -895,6 +897,22 @@ def gemm_1x1_t_applies(f: dict[str, int]) -> bool:
     return swapped < direct
 
 
+def smallc_groups_applies(f: dict[str, int]) -> bool:
+    """Whether ``afrt_dconv_smallc_f32`` takes a grouped conv (``CONV_FIELDS`` by name;
+    ``afrt_dconv_smallc_applies``' rule for group > 1): 2 to ``SMALLC_GROUP_MAX_C`` input
+    channels per group, 2 to ``DW_MAX_TAPS`` taps, and a strided output row or one at least
+    ``SMALLC_GROUP_MIN_OW`` wide. The direct kernel then runs group by group, where
+    ``im2col_gemm`` would multiply each group as a GEMM of a few rows (RegNet-Y-400MF's
+    group-8 3x3 convs: 0.25-0.49 of im2col_gemm's time at stride 2, 0.84 at 14x14 stride 1;
+    at 7x7 stride 1 the kernel's 16-lane rows are half empty and it does not win)."""
+    group = f["group"]
+    if group <= 1 or f["C"] % group or f["K"] % group:
+        return False
+    cg, taps = f["C"] // group, f["R"] * f["S"]
+    return (2 <= cg <= SMALLC_GROUP_MAX_C and 1 < taps <= DW_MAX_TAPS
+            and (f["stride_w"] > 1 or f["OW"] >= SMALLC_GROUP_MIN_OW))  # fmt: skip
+
+
 def conv_algo(params: Sequence[int], precision: str | None = None, blocked: bool = False) -> str:
     """The convolution algorithm for ``params`` (``CONV_FIELDS`` order, a run-time size at
     its upper bound) and the call's 16-bit ``precision`` (None: fp32), from the shapes;
@@ -910,7 +928,8 @@ def conv_algo(params: Sequence[int], precision: str | None = None, blocked: bool
     - ``direct_dw``: one input channel per group (depthwise; a channel multiplier is
       allowed), at most ``DW_MAX_TAPS`` taps: ``afrt_dwconv2d_f32``, phase planes, no im2col;
     - ``direct_smallc``: group 1 with at most ``SMALLC_MAX_C`` input channels and 2 to
-      ``DW_MAX_TAPS`` taps (a stem conv): ``afrt_dconv_smallc_f32``, no im2col;
+      ``DW_MAX_TAPS`` taps (a stem conv): ``afrt_dconv_smallc_f32``, no im2col; and a
+      grouped conv (:func:`smallc_groups_applies`, e.g. RegNet's group-8 3x3), group by group;
     - ``winograd``: 3x3, stride 1, dilation 1, group 1 where it wins
       (:func:`winograd_applies`): ``afrt_winograd_f32``, Winograd F(4x4, 3x3);
     - ``direct_nchwc``: only when ``blocked``, where :func:`nchwc_applies`:
@@ -944,6 +963,8 @@ def conv_algo(params: Sequence[int], precision: str | None = None, blocked: bool
     if f["C"] == group and f["K"] % group == 0 and taps <= DW_MAX_TAPS:
         return "direct_dw_lanes" if dw_lanes_applies(f) else "direct_dw"
     if group == 1 and 1 <= f["C"] <= SMALLC_MAX_C and 1 < taps <= DW_MAX_TAPS:
+        return "direct_smallc"
+    if smallc_groups_applies(f):
         return "direct_smallc"
     if winograd_applies(f):
         return "winograd"

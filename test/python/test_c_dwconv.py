@@ -32,12 +32,13 @@ from autofusion.lowering.c.testing import onnxruntime_outputs
 
 def _dw_case(rng: np.random.Generator, i: int, c: int, h: int, w: int, k: int, stride: int,
              pads: tuple[int, int, int, int], epi: str, mult: int = 1, dil: int = 1,
-             dense_k: int = 0) -> tuple[list[onnx.NodeProto], list[onnx.TensorProto],
-                                        onnx.ValueInfoProto, onnx.ValueInfoProto]:  # fmt: skip
+             dense_k: int = 0, groups: int = 1
+             ) -> tuple[list[onnx.NodeProto], list[onnx.TensorProto], onnx.ValueInfoProto,
+                        onnx.ValueInfoProto]:  # fmt: skip
     """One depthwise Conv (+ epilogue) on its own input ``x{i}``, output ``y{i}``; with
-    ``dense_k`` a group-1 Conv of ``c`` -> ``dense_k`` channels instead."""
+    ``dense_k`` a Conv of ``c`` -> ``dense_k`` channels in ``groups`` groups instead."""
     x, y = f"x{i}", f"y{i}"
-    group = 1 if dense_k else c
+    group = groups if dense_k else c
     kout = dense_k or c * mult
     wt = rng.uniform(-1, 1, (kout, c // group, k, k)).astype(np.float32) / (k * (c // group))
     inits = [numpy_helper.from_array(wt, f"w{i}")]
@@ -166,6 +167,26 @@ SMALL_C = [  # group-1 convs with at most 4 input channels: direct_smallc
 ]  # fmt: skip
 
 
+GROUPED = [  # grouped convs of 2-16 input channels per group: direct_smallc, group by group
+    # RegNet's group-8 3x3 stride 2 and stride 1, Relu in registers; K per group = 8
+    {"c": 48, "h": 30, "w": 29, "k": 3, "stride": 2, "pads": (1, 1, 1, 1), "epi": "relu",
+     "dense_k": 48, "groups": 6},
+    {"c": 24, "h": 14, "w": 14, "k": 3, "stride": 1, "pads": (1, 1, 1, 1), "epi": "relu6",
+     "dense_k": 24, "groups": 3},
+    # K per group not a multiple of the register block (5, 3), more outputs than inputs
+    {"c": 8, "h": 13, "w": 20, "k": 3, "stride": 1, "pads": (1, 1, 1, 1), "epi": "bias",
+     "dense_k": 20, "groups": 4},
+    {"c": 32, "h": 9, "w": 9, "k": 3, "stride": 2, "pads": (0, 1, 1, 0), "epi": "silu",
+     "dense_k": 6, "groups": 2},
+    # 16 input channels per group (the most), 5x5, dilation 2, no epilogue
+    {"c": 32, "h": 20, "w": 18, "k": 5, "stride": 1, "pads": (4, 4, 4, 4), "epi": "none",
+     "dense_k": 32, "groups": 2, "dil": 2},
+    # the residual Add + Relu in registers, each group's rows of it; rows of 50 (a tail)
+    {"c": 16, "h": 8, "w": 100, "k": 3, "stride": 2, "pads": (1, 1, 1, 1),
+     "epi": "bias_add_relu", "dense_k": 16, "groups": 4},
+]  # fmt: skip
+
+
 def _feeds(model: onnx.ModelProto, seed: int) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
     feeds = {}
@@ -207,6 +228,26 @@ def test_small_channel_direct_conv(cpu: str, threads: int) -> None:
     model = _model(SMALL_C, seed=13)
     report = _check(model, _feeds(model, 13), cpu=cpu, threads=threads)
     assert [r["conv_algo"] for r in report["conv_algo"]] == ["direct_smallc"] * len(SMALL_C)  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    ("cpu", "threads"), [("native", 1), ("native", 2), ("x86-64-v3", 2), ("x86-64-v2", 1)]
+)
+def test_grouped_direct_conv(cpu: str, threads: int) -> None:
+    """Grouped convs go through the small-channel kernel group by group (AVX-512, AVX2 and
+    the portable loops; two threads split the groups): each group's weights, bias, output
+    rows, residual and epilogue rows are its own; and 7x7 stride-1 rows or 17 channels per
+    group stay with im2col_gemm."""
+    other = [
+        {"c": 16, "h": 7, "w": 7, "k": 3, "stride": 1, "pads": (1, 1, 1, 1), "epi": "relu",
+         "dense_k": 16, "groups": 2},
+        {"c": 34, "h": 12, "w": 12, "k": 3, "stride": 2, "pads": (1, 1, 1, 1), "epi": "relu",
+         "dense_k": 34, "groups": 2},
+    ]  # fmt: skip
+    model = _model(GROUPED + other, seed=19)
+    report = _check(model, _feeds(model, 19), cpu=cpu, threads=threads)
+    algos = [r["conv_algo"] for r in report["conv_algo"]]  # type: ignore[index]
+    assert algos == ["direct_smallc"] * len(GROUPED) + ["im2col_gemm"] * 2
 
 
 def test_depthwise_portable_path() -> None:
@@ -322,7 +363,17 @@ def test_direct_kernels_sanitizer_clean(tmp_path: Path) -> None:
     from autofusion.lowering.c.testing import sanitized_model_c
 
     model = _model(
-        [*EXTRA[:3], EXTRA[5], _sweep(0)[0], SMALL_C[0], SMALL_C[3], SMALL_C[6]], seed=17
+        [
+            *EXTRA[:3],
+            EXTRA[5],
+            _sweep(0)[0],
+            SMALL_C[0],
+            SMALL_C[3],
+            SMALL_C[6],
+            GROUPED[2],
+            GROUPED[5],
+        ],
+        seed=17,
     )
     text = sanitized_model_c(model, _feeds(model, 17), tmp_path)
     assert "afrt_dwconv2d_f32" in text

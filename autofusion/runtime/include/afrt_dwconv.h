@@ -837,6 +837,20 @@ static inline int afrt_dw_phase_f32_(const float *x, const float *w, const float
 #ifndef AFRT_DC_MAX_C
 #define AFRT_DC_MAX_C 4
 #endif
+/* A grouped conv (group > 1, not depthwise) takes the same kernel group by group when each
+ * group has 2 to AFRT_DCG_MAX_C input channels and its output rows are strided or at least
+ * AFRT_DCG_MIN_OW wide: im2col_gemm multiplies such a group as a GEMM of Kg (8 in RegNet)
+ * rows and Cg x taps (72) columns, whose 12-row tiles run a third empty and whose im2col
+ * packing costs as much as its multiply-adds. RegNet-Y-400MF's 3x3 group-8 convs (one
+ * thread, benchmarks/kernel_ab.py, minima): stride 2 at 56x56, 28x28, 14x14, 7x7 out 0.25-0.49
+ * of im2col_gemm; stride 1 at 14x14 0.84; at 7x7 0.88-1.16 (a 7-wide row fills 7 of 16
+ * lanes), hence the width rule (docs/runtime.md, "Grouped convolutions"). */
+#ifndef AFRT_DCG_MAX_C
+#define AFRT_DCG_MAX_C 16
+#endif
+#ifndef AFRT_DCG_MIN_OW
+#define AFRT_DCG_MIN_OW 12
+#endif
 /* Floats of one band's output block (K channels x band positions): L2-resident. */
 #ifndef AFRT_DC_BAND_FLOATS
 #define AFRT_DC_BAND_FLOATS 32768
@@ -844,10 +858,19 @@ static inline int afrt_dw_phase_f32_(const float *x, const float *w, const float
 
 /* Whether afrt_dconv_smallc_f32 takes this conv (the lowering's `direct_smallc` choice). */
 static inline int afrt_dconv_smallc_applies(const afrt_conv_params *p) {
-    return p->group <= 1 && p->C >= 1 && p->C <= AFRT_DC_MAX_C && p->R * p->S > 1 &&
-           p->R * p->S <= AFRT_DW_MAX_TAPS && p->stride_h >= 1 && p->stride_w >= 1 &&
-           p->dil_h >= 1 && p->dil_w >= 1 && p->pad_top >= 0 && p->pad_left >= 0;
+    if (!(p->C >= 1 && p->R * p->S > 1 && p->R * p->S <= AFRT_DW_MAX_TAPS && p->stride_h >= 1 &&
+          p->stride_w >= 1 && p->dil_h >= 1 && p->dil_w >= 1 && p->pad_top >= 0 &&
+          p->pad_left >= 0))
+        return 0;
+    const int64_t G = p->group;
+    if (G <= 1) return p->C <= AFRT_DC_MAX_C;
+    return p->C % G == 0 && p->K % G == 0 && p->C / G >= 2 && p->C / G <= AFRT_DCG_MAX_C &&
+           (p->stride_w > 1 || p->OW >= AFRT_DCG_MIN_OW);
 }
+
+/* Tap offsets (input channel c's plane + tap t's shift) of the chunk kernel, at most this many */
+#define AFRT_DC_MAX_NT_ \
+    ((AFRT_DC_MAX_C > AFRT_DCG_MAX_C ? AFRT_DC_MAX_C : AFRT_DCG_MAX_C) * AFRT_DW_MAX_TAPS)
 
 #if defined(__AVX512F__)
 #define AFRT_DC_VEC_ 1
@@ -1019,6 +1042,124 @@ static inline void afrt_dc_row_(const float *restrict planes, const int64_t *off
 }
 #endif
 
+/* The phase-plane geometry of the small-C kernel for p. AVX-512 / AVX2: the planes' pitch
+ * rounded up to whole vectors (the geometry of a conv whose output is wider by the
+ * difference, over zero columns): every row starts on a 64-byte line, so the taps without a
+ * column shift load whole lines (3->32 3x3/2 at 112x112, pitch 113 -> 128: 230 -> 211 us).
+ * Pitches under 48 stay: a third or more of the planes would be zeros. */
+static inline void afrt_dc_geom_(const afrt_conv_params *p, afrt_dw_geom_ *g) {
+#if defined(AFRT_DC_VEC_)
+    afrt_conv_params wide = *p;
+    const int64_t lp = afrt_cdiv_((p->OW - 1) * p->stride_w + (p->S - 1) * p->dil_w + 1, p->stride_w);
+    if (lp >= 48) wide.OW += afrt_cdiv_(lp, 16) * 16 - lp;
+    afrt_dw_geom_init_(&wide, g);
+#else
+    afrt_dw_geom_init_(p, g);
+#endif
+}
+
+/* Output channels per register block of the small-C kernel */
+#if defined(AFRT_DC_VEC_)
+#define AFRT_DC_KBLK_ AFRT_DC_KB
+#else
+#define AFRT_DC_KBLK_ 4
+#endif
+
+/* K x C x taps weights w into wk, K padded to K4 (a multiple of AFRT_DC_KBLK_) with zeros:
+ * blocks of KBLK channels each [c][t][KBLK] (a tap's broadcasts side by side) for the
+ * vector chunks; [k][c][t] as is for the portable blocks of 4. */
+static inline void afrt_dc_pack_w_(const float *w, int64_t K, int64_t C, int64_t taps, int64_t K4,
+                                   float *wk) {
+#if defined(AFRT_DC_VEC_)
+    const int64_t KB = AFRT_DC_KBLK_;
+    for (int64_t k = 0; k < K4; ++k)
+        for (int64_t c = 0; c < C; ++c)
+            for (int64_t t = 0; t < taps; ++t)
+                wk[((k / KB * C + c) * taps + t) * KB + k % KB] = k < K ? w[(k * C + c) * taps + t] : 0.0f;
+#else
+    for (int64_t i = 0; i < K4 * C * taps; ++i) wk[i] = i < K * C * taps ? w[i] : 0.0f;
+#endif
+}
+
+/* The small-C kernel group by group (afrt_dconv_smallc_applies' grouped rule): each task is
+ * one (image, group), on one thread -- its Cg planes filled into the thread's scratch, its
+ * weights packed, then all its output rows, through the same row kernel with the group's
+ * channels as a conv of its own (C = Cg, K = Kg) -- so two threads split a conv of 6 to 55
+ * groups on a 7x7 map, where the group-1 kernel splits bands of rows. The epilogue as there:
+ * the built-in clamp (+ residual) in the registers, any other on each finished group's rows
+ * (whole rows, all positions). Returns 0 if scratch memory cannot be had. */
+static inline int afrt_dconv_smallc_groups_(const float *x, const float *w, const float *bias,
+                                            float *y, const afrt_conv_params *p,
+                                            afrt_epilogue epi) {
+    afrt_dw_geom_ g;
+    afrt_dc_geom_(p, &g);
+    const int64_t G = p->group, C = p->C, K = p->K, Cg = C / G, Kg = K / G, taps = g.taps;
+    const int64_t KB = AFRT_DC_KBLK_, K4 = afrt_cdiv_(Kg, KB) * KB;
+    const int64_t ohw = p->OH * p->OW, hw = p->H * p->W;
+    const int64_t cstride = afrt_cdiv_(g.total + 64, 16) * 16;
+#if defined(AFRT_DC_VEC_)
+    afrt_conv_params q = *p; /* one group as a conv of its own (the row kernel's C and K) */
+    q.C = Cg;
+    q.K = Kg;
+    q.group = 1;
+    const afrt_epi_clamp *cl = afrt_epi_builtin_clamp_(epi);
+    int64_t off[AFRT_DC_MAX_NT_]; /* tap (c, t): input channel c's plane + t's */
+    for (int64_t c = 0; c < Cg; ++c)
+        for (int64_t t = 0; t < taps; ++t) off[c * taps + t] = c * cstride + g.off[t];
+#else
+    const int64_t rows = afrt_max_(1, afrt_min_(p->OH, AFRT_DC_BAND_FLOATS / afrt_max_(1, K4 * g.lp)));
+    const int64_t ldw = afrt_cdiv_(rows * g.lp, 64) * 64;
+#endif
+    const int64_t ntask = p->N * G;
+    const double work = (double)p->N * (double)K * (double)ohw * (double)(Cg * taps);
+    const int par = afrt_num_threads_ > 1 && ntask > 1 && afrt_worth_threads_(work);
+    (void)par; /* unused without OpenMP */
+    int failed = 0;
+    AFRT_OMP(parallel for schedule(static) num_threads(afrt_threads_now()) if (par))
+    for (int64_t t = 0; t < ntask; ++t) {
+        afrt_arrive_();
+        const int64_t n = t / G, gi = t % G;
+        float *planes = (float *)afrt_thread_scratch(0, (size_t)(Cg * cstride + K4 * Cg * taps) * sizeof(float));
+        if (!planes) {
+            afrt_flag_set_(&failed);
+            continue;
+        }
+        float *wk = planes + Cg * cstride;
+        afrt_dc_pack_w_(w + gi * Kg * Cg * taps, Kg, Cg, taps, K4, wk);
+        for (int64_t c = 0; c < Cg; ++c)
+            afrt_dw_fill_(x + (n * C + gi * Cg + c) * hw, p, &g, planes + c * cstride);
+        float *yn = y + n * K * ohw, *yg = yn + gi * Kg * ohw;
+        const float *bg = bias ? bias + gi * Kg : NULL;
+#if defined(AFRT_DC_VEC_)
+        const float *zg = cl && cl->res ? cl->res + n * cl->res_stride + gi * Kg * cl->res_ld : NULL;
+        for (int64_t k = 0; k < Kg; k += KB)
+            for (int64_t oh = 0; oh < p->OH; ++oh)
+                afrt_dc_row_(planes, off, &q, &g, wk + k * Cg * taps, bg, k,
+                             (int)afrt_min_(KB, Kg - k), oh, yg, cl, zg);
+        if (epi.fn && !cl) epi.fn(epi.ctx, yn, n, gi * Kg, (gi + 1) * Kg, 0, ohw, ohw);
+#else
+        float *wide = (float *)afrt_thread_scratch(1, (size_t)(K4 * ldw) * sizeof(float));
+        if (!wide) {
+            afrt_flag_set_(&failed);
+            continue;
+        }
+        for (int64_t oh0 = 0; oh0 < p->OH; oh0 += rows) {
+            const int64_t oh1 = afrt_min_(p->OH, oh0 + rows);
+            const int64_t q0 = oh0 * g.lp, q1 = (oh1 - 1) * g.lp + p->OW;
+            for (int64_t k = 0; k < K4; k += 4)
+                afrt_dc_block4_(planes, cstride, Cg, &g, wk + k * Cg * taps, q0, q1, wide + k * ldw, ldw);
+            for (int64_t k = 0; k < Kg; ++k)
+                for (int64_t oh = oh0; oh < oh1; ++oh)
+                    afrt_dw_copy_(yg + k * ohw + oh * p->OW, wide + k * ldw + (oh - oh0) * g.lp,
+                                  p->OW, bg ? bg[k] : 0.0f);
+            if (epi.fn)
+                epi.fn(epi.ctx, yn, n, gi * Kg, (gi + 1) * Kg, oh0 * p->OW, oh1 * p->OW, ohw);
+        }
+#endif
+    }
+    return !failed;
+}
+
 /* Direct small-C convolution (above). Returns 0 (nothing written) if the conv does not
  * qualify (afrt_dconv_smallc_applies) or scratch memory cannot be had. */
 static inline int afrt_dconv_smallc_f32(const float *x, const float *w, const float *bias,
@@ -1026,21 +1167,10 @@ static inline int afrt_dconv_smallc_f32(const float *x, const float *w, const fl
     if (!afrt_dconv_smallc_applies(p)) return 0;
     if (p->N <= 0 || p->K <= 0 || p->OH <= 0 || p->OW <= 0) return 1;
     afrt_init_once_();
+    if (p->group > 1) return afrt_dconv_smallc_groups_(x, w, bias, y, p, epi);
     afrt_dw_geom_ g;
-#if defined(AFRT_DC_VEC_)
-    /* The planes' pitch rounded up to whole vectors (the geometry of a conv whose output is
-     * wider by the difference, over zero columns): every row starts on a 64-byte line, so the
-     * taps without a column shift load whole lines (3->32 3x3/2 at 112x112, pitch 113 -> 128:
-     * 230 -> 211 us). Pitches under 48 stay: a third or more of the planes would be zeros. */
-    afrt_conv_params wide = *p;
-    const int64_t lp = afrt_cdiv_((p->OW - 1) * p->stride_w + (p->S - 1) * p->dil_w + 1, p->stride_w);
-    if (lp >= 48) wide.OW += afrt_cdiv_(lp, 16) * 16 - lp;
-    afrt_dw_geom_init_(&wide, &g);
-    const int64_t KB = AFRT_DC_KB;
-#else
-    afrt_dw_geom_init_(p, &g);
-    const int64_t KB = 4;
-#endif
+    afrt_dc_geom_(p, &g);
+    const int64_t KB = AFRT_DC_KBLK_;
     const int64_t C = p->C, K = p->K, K4 = afrt_cdiv_(K, KB) * KB, taps = g.taps;
     const int64_t ohw = p->OH * p->OW, hw = p->H * p->W;
     /* per input channel: its phase planes (+16 spill floats), 64-float aligned */
@@ -1052,18 +1182,13 @@ static inline int afrt_dconv_smallc_f32(const float *x, const float *w, const fl
     float *planes = (float *)afrt_thread_scratch(0, (size_t)(C * cstride + K4 * C * taps) * sizeof(float));
     if (!planes) return 0;
     float *wk = planes + C * cstride; /* weights with K padded to KB (zeros) */
+    afrt_dc_pack_w_(w, K, C, taps, K4, wk);
 #if defined(AFRT_DC_VEC_)
-    /* blocks of KB channels, each [c][t][KB] (a tap's broadcasts side by side) */
-    for (int64_t k = 0; k < K4; ++k)
-        for (int64_t c = 0; c < C; ++c)
-            for (int64_t t = 0; t < taps; ++t)
-                wk[((k / KB * C + c) * taps + t) * KB + k % KB] = k < K ? w[(k * C + c) * taps + t] : 0.0f;
     const afrt_epi_clamp *cl = afrt_epi_builtin_clamp_(epi);
-    int64_t off[AFRT_DC_MAX_C * AFRT_DW_MAX_TAPS]; /* tap (c, t): input channel c's plane + t's */
+    int64_t off[AFRT_DC_MAX_NT_]; /* tap (c, t): input channel c's plane + t's */
     for (int64_t c = 0; c < C; ++c)
         for (int64_t t = 0; t < taps; ++t) off[c * taps + t] = c * cstride + g.off[t];
 #else
-    for (int64_t i = 0; i < K4 * C * taps; ++i) wk[i] = i < K * C * taps ? w[i] : 0.0f;
     const int64_t ldw = afrt_cdiv_(rows * g.lp, 64) * 64;
 #endif
     const double work = (double)p->N * (double)K * (double)ohw * (double)(C * taps);
