@@ -1081,6 +1081,24 @@ static inline void afrt_dc_pack_w_(const float *w, int64_t K, int64_t C, int64_t
 #endif
 }
 
+#if !defined(AFRT_DC_VEC_)
+/* Portable loops: output rows [oh0, oh1) of K channels (weights wk, K padded to K4) into y
+ * (channel 0 of them; channels ohw apart) with the bias (or none), through the band buffer
+ * wide (K4 rows ldw apart): blocks of 4 channels, then a copy of each row. */
+static inline void afrt_dc_band4_(const float *planes, int64_t cstride, int64_t C,
+                                  const afrt_dw_geom_ *g, const float *wk, int64_t K, int64_t K4,
+                                  const afrt_conv_params *p, int64_t oh0, int64_t oh1,
+                                  float *wide, int64_t ldw, float *y, const float *bias) {
+    const int64_t ohw = p->OH * p->OW, q0 = oh0 * g->lp, q1 = (oh1 - 1) * g->lp + p->OW;
+    for (int64_t k = 0; k < K4; k += 4)
+        afrt_dc_block4_(planes, cstride, C, g, wk + k * C * g->taps, q0, q1, wide + k * ldw, ldw);
+    for (int64_t k = 0; k < K; ++k)
+        for (int64_t oh = oh0; oh < oh1; ++oh)
+            afrt_dw_copy_(y + k * ohw + oh * p->OW, wide + k * ldw + (oh - oh0) * g->lp, p->OW,
+                          bias ? bias[k] : 0.0f);
+}
+#endif
+
 /* The small-C kernel group by group (afrt_dconv_smallc_applies' grouped rule): each task is
  * one (image, group), on one thread -- its Cg planes filled into the thread's scratch, its
  * weights packed, then all its output rows, through the same row kernel with the group's
@@ -1145,13 +1163,7 @@ static inline int afrt_dconv_smallc_groups_(const float *x, const float *w, cons
         }
         for (int64_t oh0 = 0; oh0 < p->OH; oh0 += rows) {
             const int64_t oh1 = afrt_min_(p->OH, oh0 + rows);
-            const int64_t q0 = oh0 * g.lp, q1 = (oh1 - 1) * g.lp + p->OW;
-            for (int64_t k = 0; k < K4; k += 4)
-                afrt_dc_block4_(planes, cstride, Cg, &g, wk + k * Cg * taps, q0, q1, wide + k * ldw, ldw);
-            for (int64_t k = 0; k < Kg; ++k)
-                for (int64_t oh = oh0; oh < oh1; ++oh)
-                    afrt_dw_copy_(yg + k * ohw + oh * p->OW, wide + k * ldw + (oh - oh0) * g.lp,
-                                  p->OW, bg ? bg[k] : 0.0f);
+            afrt_dc_band4_(planes, cstride, Cg, &g, wk, Kg, K4, p, oh0, oh1, wide, ldw, yg, bg);
             if (epi.fn)
                 epi.fn(epi.ctx, yn, n, gi * Kg, (gi + 1) * Kg, oh0 * p->OW, oh1 * p->OW, ohw);
         }
@@ -1225,13 +1237,7 @@ static inline int afrt_dconv_smallc_f32(const float *x, const float *w, const fl
                 afrt_flag_set_(&failed);
                 continue;
             }
-            const int64_t q0 = oh0 * g.lp, q1 = (oh1 - 1) * g.lp + p->OW;
-            for (int64_t k = 0; k < K4; k += 4)
-                afrt_dc_block4_(planes, cstride, C, &g, wk + k * C * taps, q0, q1, wide + k * ldw, ldw);
-            for (int64_t k = 0; k < K; ++k)
-                for (int64_t oh = oh0; oh < oh1; ++oh)
-                    afrt_dw_copy_(yn + k * ohw + oh * p->OW, wide + k * ldw + (oh - oh0) * g.lp,
-                                  p->OW, bias ? bias[k] : 0.0f);
+            afrt_dc_band4_(planes, cstride, C, &g, wk, K, K4, p, oh0, oh1, wide, ldw, yn, bias);
             if (epi.fn) epi.fn(epi.ctx, yn, n, 0, K, oh0 * p->OW, oh1 * p->OW, ohw);
 #endif
         }
