@@ -1172,8 +1172,11 @@ static inline int afrt_dconv_smallc_groups_(const float *x, const float *w, cons
     return !failed;
 }
 
-/* Direct small-C convolution (above). Returns 0 (nothing written) if the conv does not
- * qualify (afrt_dconv_smallc_applies) or scratch memory cannot be had. */
+/* Direct small-C convolution (above). Returns 0 if the conv does not qualify
+ * (afrt_dconv_smallc_applies; nothing written) or scratch memory cannot be had (nothing
+ * written, except by the grouped path, which may have finished some groups: the caller's
+ * fallback computes them all again; y is never the residual here, plan-buffers writes in
+ * place only over GEMM-core convs and afrt_conv2d_f32 detaches it for every other path). */
 static inline int afrt_dconv_smallc_f32(const float *x, const float *w, const float *bias,
                                         float *y, const afrt_conv_params *p, afrt_epilogue epi) {
     if (!afrt_dconv_smallc_applies(p)) return 0;

@@ -7,6 +7,7 @@
  *   memory.residual_inplace): afrt_conv2d_f32 (1x1, im2col, two k blocks) and afrt_matmul_f32
  *   (batch 2, two k blocks), each with its allocations failing one at a time and from each one
  *   on, against the same call on a separate residual with all the memory it wants.
+ * - A grouped conv the small-channel kernel takes group by group, swept in place and not.
  * - Fallbacks without any memory: a 1x1 conv and a matmul (not in place) compute the right
  *   result with no fault; an im2col conv (not in place) swept like the in-place ones (its
  *   fallback used to ask for a 0-byte column buffer: with none on the thread it skipped the
@@ -330,12 +331,15 @@ int main(int argc, char **argv) {
     const afrt_conv_params c1x1_deep = {1, 300, 6, 6, 40, 1, 1, 6, 6, 1, 1, 0, 0, 0, 0, 1, 1, 1};
     const afrt_conv_params c3x3s2 = {1, 24, 13, 13, 32, 3, 3, 7, 7, 2, 2, 1, 1, 1, 1, 1, 1, 1};
     const afrt_conv_params c3x3g2 = {1, 16, 8, 8, 24, 3, 3, 8, 8, 1, 1, 1, 1, 1, 1, 1, 1, 2};
+    /* grouped, strided: the small-channel kernel group by group (afrt_dconv_smallc_groups_) */
+    const afrt_conv_params c3x3g4s2 = {2, 32, 13, 13, 24, 3, 3, 7, 7, 2, 2, 1, 1, 1, 1, 1, 1, 4};
     /* the second conv of a chain after c1x1: 48 -> 40 channels, its output x's size */
     const afrt_conv_params chain2 = {2, 48, 9, 9, 40, 1, 1, 9, 9, 1, 1, 0, 0, 0, 0, 1, 1, 1};
     const int ok = conv_(c1x1, 0) && conv_(c1x1_deep, 0) && conv_(c3x3s2, 0) && conv_(c3x3g2, 0) &&
                    matmul_(2, 20, 70, 300, 1.0f, 0) && matmul_(1, 13, 40, 50, 0.5f, 0) &&
                    conv_(c1x1, 1) && matmul_(2, 20, 70, 300, 1.0f, 1) && conv_(c3x3s2, 1) &&
-                   conv_(c3x3s2, 2) && chain_(c1x1, chain2) &&
+                   conv_(c3x3s2, 2) && conv_(c3x3g4s2, 0) && conv_(c3x3g4s2, 2) &&
+                   chain_(c1x1, chain2) &&
                    pools_() && faults_only_();
     if (!ok) return 1;
     printf("ok %d faults %d fallbacks %d\n", cases_, faults_, fallbacks_);
