@@ -1,7 +1,8 @@
 """Direct depthwise convolution (``afrt_dwconv2d_f32``: algo ``direct_dw_lanes`` without
 channel multiplier and dilation 1, else ``direct_dw``) against onnxruntime.
 
-Also the small-input-channel direct conv (``afrt_dconv_smallc_f32``, ``direct_smallc``).
+Also the small-input-channel direct conv (``afrt_dconv_smallc_f32``, ``direct_smallc``), for
+group-1 stems and, group by group, for grouped convs of 2-16 channels per group.
 A sweep of depthwise shapes (channels 1..70, sizes 1..17, strides 1/2/3, pads 0/1/2 and
 asymmetric, kernels 1/3/5, dilation 2, a channel multiplier), each with one of the fused
 epilogues (none, bias, Relu, Clip(0, 6), SiLU, bias + residual Add + Relu), is packed into a few

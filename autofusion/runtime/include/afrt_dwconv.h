@@ -820,8 +820,10 @@ static inline int afrt_dw_phase_f32_(const float *x, const float *w, const float
 /* ---------------------------------------------------------------------------------------------
  * Direct convolution for few input channels (group 1, C <= AFRT_DC_MAX_C: a network's stem,
  * e.g. 3 -> 24 channels, 3x3 stride 2 at 224x224), where the GEMM's inner dimension C*R*S is
- * so short (27) that packing the im2col panels costs as much as the multiply-adds. The same
- * phase planes as the depthwise kernel, one set per input channel and image.
+ * so short (27) that packing the im2col panels costs as much as the multiply-adds -- and,
+ * group by group, a grouped conv of few channels per group (afrt_dconv_smallc_groups_, below
+ * AFRT_DCG_MAX_C). The same phase planes as the depthwise kernel, one set per input channel
+ * and image.
  *
  * AVX-512: planes of a pitch rounded up to whole vectors; per band of output rows, block of
  * 8 output channels and row, chunks of up to 48 positions (3 vectors, the last one masked)
