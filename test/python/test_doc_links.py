@@ -5,6 +5,7 @@ renamed; this is what catches the links left behind."""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -51,7 +52,7 @@ def test_relative_links_lead_somewhere(page: Path) -> None:
         path, _, frag = target.partition("#")
         dest = (page.parent / path).resolve() if path else page
         if not dest.exists():
-            broken.append(f"{target}: no file {dest.relative_to(ROOT)}")
+            broken.append(f"{target}: no file {os.path.relpath(dest, ROOT)}")
         elif frag and dest.suffix == ".md" and frag not in anchors(dest):
             broken.append(f"{target}: no heading with anchor #{frag} in {dest.name}")
     assert not broken, f"{page.relative_to(ROOT)}: " + "; ".join(broken)
